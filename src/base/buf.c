@@ -1,0 +1,88 @@
+/* buf.c - bounded growable buffer (see buf.h). */
+#include "base/buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+
+#define BUF_DEFAULT_MAX (64u << 20)
+
+void buf_init(struct buf *b, size_t max)
+{
+	b->data = NULL;
+	b->len = b->alloc = 0;
+	b->max = max ? max : BUF_DEFAULT_MAX;
+}
+
+void buf_release(struct buf *b)
+{
+	free(b->data);
+	buf_init(b, b->max);
+}
+
+void buf_reset(struct buf *b)
+{
+	b->len = 0;
+	if (b->data)
+		b->data[0] = 0;
+}
+
+int buf_append(struct buf *b, const void *p, size_t n)
+{
+	if (n > b->max || b->len > b->max - n)
+		return FP_ETOOBIG;
+	size_t need = b->len + n + 1;
+	if (need > b->alloc) {
+		size_t a = b->alloc ? b->alloc : 64;
+		while (a < need)
+			a *= 2;
+		b->data = xrealloc(b->data, a);
+		b->alloc = a;
+	}
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = 0;
+	return 0;
+}
+
+int buf_puts(struct buf *b, const char *s)
+{
+	return buf_append(b, s, strlen(s));
+}
+
+int buf_printf(struct buf *b, const char *fmt, ...)
+{
+	char tmp[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return FP_EINVAL;
+	if ((size_t)n < sizeof(tmp))
+		return buf_append(b, tmp, (size_t)n);
+	char *big = xmalloc((size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(big, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	int rc = buf_append(b, big, (size_t)n);
+	free(big);
+	return rc;
+}
+
+char *buf_detach(struct buf *b, size_t *len)
+{
+	if (!b->data)
+		buf_append(b, "", 0);
+	char *d = b->data;
+	if (len)
+		*len = b->len;
+	b->data = NULL;
+	b->len = b->alloc = 0;
+	return d;
+}

@@ -1,0 +1,25 @@
+/* buf.h - a growable byte buffer with a hard maximum (curl struct dynbuf), so hostile input
+ * cannot grow memory without bound. Always NUL-terminated after a successful append. */
+#ifndef FP_BASE_BUF_H
+#define FP_BASE_BUF_H
+
+#include <stddef.h>
+
+struct buf {
+	char *data; /* owned; NUL-terminated; NULL until the first append */
+	size_t len;
+	size_t alloc;
+	size_t max; /* appends past max fail with FP_ETOOBIG; 0 means 64 MiB */
+};
+
+void buf_init(struct buf *b, size_t max);
+void buf_release(struct buf *b);
+void buf_reset(struct buf *b);
+/* Returns 0 or FP_ETOOBIG (buffer unchanged). */
+int buf_append(struct buf *b, const void *p, size_t n);
+int buf_puts(struct buf *b, const char *s);
+int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* buf_detach hands the data to the caller (never NULL) and re-initialises b. */
+char *buf_detach(struct buf *b, size_t *len);
+
+#endif

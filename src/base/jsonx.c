@@ -1,0 +1,75 @@
+/* jsonx.c - jansson helpers (see jsonx.h). */
+#include "base/jsonx.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+
+int jsonx_parse(const char *data, size_t len, json_t **out, char *err, size_t errlen)
+{
+	json_error_t je;
+	*out = NULL;
+	if (!data || len == 0)
+		return fp_errf(FP_EPARSE, err, errlen, "empty body: expected a JSON value");
+	if (memchr(data, 0, len))
+		return fp_errf(FP_EPARSE, err, errlen, "body contains a NUL byte");
+	json_t *v = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+	if (!v)
+		return fp_errf(FP_EPARSE, err, errlen, "invalid JSON at line %d column %d: %s",
+			       je.line, je.column, je.text);
+	*out = v;
+	return 0;
+}
+
+char *jsonx_dumps(const json_t *v)
+{
+	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	return s ? s : xstrdup("null");
+}
+
+json_t *jsonx_path(const json_t *obj, const char *path)
+{
+	char key[128];
+	const json_t *cur = obj;
+	const char *p = path;
+	while (cur && *p) {
+		const char *dot = strchr(p, '.');
+		size_t n = dot ? (size_t)(dot - p) : strlen(p);
+		if (n >= sizeof(key) || !json_is_object(cur))
+			return NULL;
+		memcpy(key, p, n);
+		key[n] = 0;
+		cur = json_object_get(cur, key);
+		p = dot ? dot + 1 : p + n;
+	}
+	return (json_t *)cur;
+}
+
+const char *jsonx_str(const json_t *obj, const char *path)
+{
+	return json_string_value(jsonx_path(obj, path));
+}
+
+int jsonx_check_keys(const json_t *obj, const char *const *allowed, const char *where, char *err,
+		     size_t errlen)
+{
+	const char *k;
+	json_t *v;
+	if (!json_is_object(obj))
+		return fp_errf(FP_EINVAL, err, errlen, "%s: expected an object", where);
+	json_object_foreach((json_t *)obj, k, v)
+	{
+		int ok = 0;
+		for (const char *const *a = allowed; *a; a++)
+			if (strcmp(*a, k) == 0) {
+				ok = 1;
+				break;
+			}
+		if (!ok)
+			return fp_errf(FP_EINVAL, err, errlen, "unknown field %s%s%s", where,
+				       *where ? "." : "", k);
+	}
+	return 0;
+}

@@ -1,0 +1,179 @@
+/* model.h - the typed objects of fleetplane (DESIGN.md vocabulary): node, its phase, holds and
+ * conditions, and the operation record. Pure data plus the phase machine and hold rules; no I/O.
+ * JSON codecs (codec.c) turn documents from the API/store into these structs and back, strictly
+ * (unknown fields refused, every error names the field).
+ *
+ * Times are Unix epoch milliseconds (int64_t, 0 = unset). Strings are owned by their struct and
+ * freed by the *_free/_release functions. */
+#ifndef FP_CORE_MODEL_H
+#define FP_CORE_MODEL_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Node phases (DESIGN.md "Node phases"). Order is the order of the table. */
+#define NODE_PHASE_MAP(X)                  \
+	X(PHASE_ENROLLED, "enrolled")      \
+	X(PHASE_INSPECTING, "inspecting")  \
+	X(PHASE_PROVISIONING, "provisioning") \
+	X(PHASE_VALIDATING, "validating")  \
+	X(PHASE_AVAILABLE, "available")    \
+	X(PHASE_IN_SERVICE, "in_service")  \
+	X(PHASE_DRAINING, "draining")      \
+	X(PHASE_MAINTENANCE, "maintenance") \
+	X(PHASE_REPAIRING, "repairing")    \
+	X(PHASE_FAILED, "failed")          \
+	X(PHASE_RETIRING, "retiring")      \
+	X(PHASE_RETIRED, "retired")
+
+enum node_phase {
+#define X(e, s) e,
+	NODE_PHASE_MAP(X)
+#undef X
+	PHASE__COUNT
+};
+
+/* Name of a phase as the API spells it ("in_service"). */
+const char *node_phase_name(enum node_phase p);
+/* Parses an API phase name. Returns 0 or FP_EINVAL. */
+int node_phase_parse(const char *s, enum node_phase *out);
+/* 1 for phases with a deadline (inspecting, provisioning, validating, draining, repairing,
+ * retiring). */
+int node_phase_is_transient(enum node_phase p);
+/* Checks a transition against the DESIGN.md table. Returns 0, or FP_ESTATE with "cannot go from
+ * X to Y: <why>" in err. A transition to the same phase is refused too. */
+int node_phase_check(enum node_phase from, enum node_phase to, char *err, size_t errlen);
+
+enum cond_status { COND_UNKNOWN = 0, COND_TRUE, COND_FALSE };
+const char *cond_status_name(enum cond_status s); /* "True" | "False" | "Unknown" */
+int cond_status_parse(const char *s, enum cond_status *out);
+
+/* A reason the node must not take work. Owners: "health", "rollout", "operator:<name>",
+ * "slurm:<user>", "lifecycle". */
+struct node_hold {
+	char *owner;
+	char *reason;
+	int64_t since;
+	int64_t expires; /* 0 = none */
+};
+
+struct node_condition {
+	char *type; /* BMCReachable, PoweredOn, AgentAlive, GPUHealthy, InSync, PhaseDeadlineExceeded */
+	enum cond_status status;
+	char *reason;  /* CamelCase machine word */
+	char *message; /* for humans */
+	int64_t since; /* last status change */
+};
+
+#define NODE_MAX_HOLDS 32
+#define NODE_MAX_CONDITIONS 32
+#define NODE_MAX_LABELS 64
+#define NODE_MAX_MACS 16
+
+struct node_label {
+	char *key;
+	char *value;
+};
+
+/* spec.bmc. password is a secret: never rendered by node_to_json(..., NODE_JSON_PUBLIC). */
+struct node_bmc {
+	char *driver;   /* "sim" | "ipmi" | "redfish" */
+	char *address;  /* host:port or URL; may be NULL for sim */
+	char *username;
+	char *password;
+	char *password_file;
+	json_t *extra;  /* driver-specific fields kept as given (cipher_suite, quirks, ...), or NULL */
+};
+
+struct node {
+	/* metadata */
+	char *name;
+	char *uid;
+	int64_t resource_version; /* store mod_revision; not stored inside the document */
+	int64_t created_at;
+	struct node_label *labels;
+	size_t nlabels;
+	/* spec */
+	char *site;
+	char *rack;
+	char *provider;
+	char *pool;
+	struct node_bmc bmc;
+	char **macs;
+	size_t nmacs;
+	int gpu_count;    /* expected; 0 = unknown */
+	char *gpu_model;  /* expected, e.g. "NVIDIA H100 80GB HBM3"; may be NULL */
+	int retire;       /* spec.retire: decommission requested */
+	/* status */
+	enum node_phase phase;
+	int64_t phase_since;
+	struct node_hold *holds;
+	size_t nholds;
+	struct node_condition *conditions;
+	size_t nconditions;
+	char *operation;       /* id of the operation in flight, or NULL */
+	int64_t last_boot_at;  /* boot callback received (deploy agent / sim) */
+	char *last_boot_id;
+	int64_t validated_at;  /* validation report received */
+	int validation_passed;
+	json_t *inventory;     /* status.inventory object, or NULL */
+};
+
+struct node *node_new(void);
+void node_free(struct node *n);
+struct node *node_dup(const struct node *n);
+
+/* Schedulable iff phase is available or in_service and the hold set is empty (DESIGN.md). */
+int node_schedulable(const struct node *n);
+
+/* Holds. node_hold_add replaces the reason of an existing hold with the same owner. Returns 0,
+ * FP_EINVAL (empty owner/reason) or FP_ETOOBIG (NODE_MAX_HOLDS). node_hold_release removes the
+ * owner's hold; FP_ENOTFOUND if that owner holds none. Owners release only their own holds:
+ * the API checks the caller's owner string before calling this. */
+int node_hold_add(struct node *n, const char *owner, const char *reason, int64_t now,
+		  int64_t expires);
+int node_hold_release(struct node *n, const char *owner);
+const struct node_hold *node_hold_find(const struct node *n, const char *owner);
+
+/* Sets a condition; `since` changes only when status changes. Returns 1 if anything changed. */
+int node_condition_set(struct node *n, const char *type, enum cond_status st, const char *reason,
+		       const char *message, int64_t now);
+const struct node_condition *node_condition_get(const struct node *n, const char *type);
+int node_condition_remove(struct node *n, const char *type);
+
+const char *node_label_get(const struct node *n, const char *key);
+
+/* Operation record (DESIGN.md "operation"). */
+enum op_state { OP_PENDING = 0, OP_RUNNING, OP_SUCCEEDED, OP_FAILED, OP_CANCELLED };
+const char *op_state_name(enum op_state s);
+int op_state_parse(const char *s, enum op_state *out);
+static inline int op_state_terminal(enum op_state s) { return s >= OP_SUCCEEDED; }
+
+#define OP_MAX_STEPS 16
+
+struct operation {
+	char *id;
+	int64_t resource_version;
+	char *node;
+	char *kind;   /* inspect | provision | validate | drain | retire | power */
+	char *steps[OP_MAX_STEPS];
+	size_t nsteps;
+	size_t step;      /* index of the current step; == nsteps when all done */
+	int attempt;      /* attempt of the current step, 1-based once started */
+	int64_t deadline; /* whole operation; 0 = none */
+	int64_t step_deadline;
+	char *idempotency_key;
+	char *actor;
+	char *reason;
+	json_t *params;   /* kind-specific parameters ({"action":"on"}), or NULL */
+	enum op_state state;
+	int64_t created_at, started_at, finished_at, updated_at;
+	char *last_error;
+};
+
+struct operation *operation_new(void);
+void operation_free(struct operation *op);
+struct operation *operation_dup(const struct operation *op);
+
+#endif

@@ -1,0 +1,120 @@
+/* store.h - the revisioned key-value store of JSON documents (DESIGN.md "Store"; the etcd v3
+ * model). One global, monotonically increasing revision; every successful write bumps it by
+ * one and stamps the key's mod_revision. Compare-and-swap on mod_revision, create-if-absent,
+ * multi-key transactions, a change feed readable from any revision newer than the compaction
+ * point, and a blocking wait for new revisions.
+ *
+ * Backends (chosen by URI in store_open): "sqlite:PATH" (WAL, group commit: a write returns
+ * only after the batch holding it has committed and is durable; the change feed is a table),
+ * "mem:" (in-memory, for unit tests and the deterministic simulator). Callers use only the
+ * store_* functions below: store.c wraps the backend ops and is the single choke point for
+ * argument checks, metrics and fault injection (SQLite os.c).
+ *
+ * Keys are "/"-separated printable ASCII, 1..255 bytes, starting with "/". Values are UTF-8
+ * JSON text, at most STORE_MAX_VALUE bytes; the store does not parse them. All functions are
+ * thread-safe. */
+#ifndef FP_STORE_STORE_H
+#define FP_STORE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_MAX_KEY 255
+#define STORE_MAX_VALUE (1u << 20)
+#define STORE_MAX_TXN_OPS 1024
+
+struct store;
+
+/* One key's current state as returned by get/list. Strings are owned by the struct. */
+struct store_kv {
+	char *key;
+	char *value;
+	int64_t create_revision;
+	int64_t mod_revision;
+};
+
+void store_kv_release(struct store_kv *kv);
+void store_kv_array_free(struct store_kv *kvs, size_t n);
+
+/* Expectation on a key's mod_revision for a write. */
+#define STORE_ANY (-1)   /* write regardless */
+#define STORE_ABSENT (0) /* create-if-absent: fail with FP_EEXIST if the key exists */
+/* any value > 0: compare-and-swap, FP_ECONFLICT unless the key exists with this mod_revision */
+
+enum store_op_type { STORE_OP_PUT = 1, STORE_OP_DELETE = 2 };
+
+/* One write inside a transaction. Strings are borrowed for the call. */
+struct store_op {
+	enum store_op_type type;
+	const char *key;
+	const char *value; /* PUT only */
+	int64_t expect;    /* STORE_ANY, STORE_ABSENT, or a mod_revision */
+};
+
+/* A change-feed entry: the key after revision `revision` (value NULL for a delete). */
+struct store_event {
+	int64_t revision;
+	enum store_op_type type;
+	char *key;
+	char *value;
+	int64_t create_revision;
+};
+
+void store_event_array_free(struct store_event *evs, size_t n);
+
+/* Opens a store. uri: "sqlite:/path/to/file.db" or "mem:". On error returns FP_EINVAL (bad
+ * uri) or FP_EIO with detail in err. *out is owned by the caller; close with store_close. */
+int store_open(const char *uri, struct store **out, char *err, size_t errlen);
+/* Flushes pending writes, closes, frees. NULL is a no-op. */
+void store_close(struct store *s);
+
+/* Current (latest committed) revision; 0 for an empty store. */
+int64_t store_revision(struct store *s);
+
+/* Reads one key. Returns 0 and fills *out (caller releases), or FP_ENOTFOUND. */
+int store_get(struct store *s, const char *key, struct store_kv *out);
+
+/* Writes one key. expect: STORE_ANY, STORE_ABSENT or a mod_revision (see above). Returns 0 and
+ * the new revision in *rev (may be NULL), FP_EEXIST, FP_ECONFLICT, FP_EINVAL (bad key/value),
+ * FP_ETOOBIG, or FP_EIO. On any error nothing is written. */
+int store_put(struct store *s, const char *key, const char *value, int64_t expect, int64_t *rev);
+
+/* Deletes one key. expect: STORE_ANY or a mod_revision. Returns 0, FP_ENOTFOUND, FP_ECONFLICT. */
+int store_delete(struct store *s, const char *key, int64_t expect, int64_t *rev);
+
+/* Applies all ops atomically or none. All ops of one transaction get the same new revision.
+ * On a failed expectation returns FP_EEXIST/FP_ECONFLICT/FP_ENOTFOUND and, if failed_index is
+ * not NULL, the index of the first op that failed. At most STORE_MAX_TXN_OPS ops; one key at
+ * most once. */
+int store_txn(struct store *s, const struct store_op *ops, size_t n, int64_t *rev,
+	      size_t *failed_index);
+
+/* Lists keys with the given prefix in byte order, strictly after start_after (NULL or "" for
+ * the beginning), at most limit (0 = no limit). *items is a new array the caller frees with
+ * store_kv_array_free; *rev is the store revision the list was read at. *more is set to 1 when
+ * keys remain after the last returned one. */
+int store_list(struct store *s, const char *prefix, const char *start_after, size_t limit,
+	       struct store_kv **items, size_t *n, int64_t *rev, int *more);
+
+/* Counts keys with the prefix. */
+int store_count(struct store *s, const char *prefix, size_t *n);
+
+/* Reads the change feed: events with revision > after_rev whose key has the prefix ("" for all),
+ * in revision order, at most max (0 = 1000). Returns FP_ECOMPACTED if after_rev is older than
+ * the compaction point (the caller must re-list). *evs is freed with store_event_array_free. */
+int store_changes(struct store *s, const char *prefix, int64_t after_rev, size_t max,
+		  struct store_event **evs, size_t *n);
+
+/* Blocks until store_revision(s) > after_rev or timeout_ms passes (real time) or the store is
+ * closing. Returns 0 when a newer revision exists, FP_ETIMEDOUT, or FP_ECLOSED. */
+int store_wait(struct store *s, int64_t after_rev, int timeout_ms);
+
+/* Drops change-feed entries with revision <= rev. Returns 0 or FP_EINVAL if rev > current. */
+int store_compact(struct store *s, int64_t rev);
+/* The compaction point (0 if never compacted). */
+int64_t store_compacted_revision(struct store *s);
+
+/* Fault injection for tests: fail the nth (1-based) write call from now with rc; 0 disables. */
+void store_fault_inject(struct store *s, unsigned nth, int rc);
+
+#endif

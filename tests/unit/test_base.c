@@ -1,0 +1,95 @@
+/* layers: base */
+/* test_base.c - error space, bounded buffer, RFC 3339 times, JSON helpers, metrics rendering. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/jsonx.h"
+#include "base/metrics.h"
+#include "base/timefmt.h"
+
+static void test_err_map(void **state)
+{
+	assert_string_equal(fp_err_name(FP_ENOTFOUND), "FP_ENOTFOUND");
+	assert_int_equal(fp_err_http(FP_ECONFLICT), 409);
+	assert_int_equal(fp_err_http(FP_ETOOBIG), 413);
+	assert_int_equal(fp_err_http(-999), 500);
+	char e[32];
+	assert_int_equal(fp_errf(FP_EINVAL, e, sizeof(e), "bad %s", "name"), FP_EINVAL);
+	assert_string_equal(e, "bad name");
+}
+
+static void test_buf_bounded(void **state)
+{
+	struct buf b;
+	buf_init(&b, 10);
+	assert_int_equal(buf_puts(&b, "0123456789"), 0);
+	assert_int_equal(buf_puts(&b, "x"), FP_ETOOBIG);
+	assert_int_equal(b.len, 10);
+	assert_string_equal(b.data, "0123456789");
+	buf_release(&b);
+}
+
+static void test_time_roundtrip(void **state)
+{
+	char s[FP_TIME_LEN];
+	fp_time_format(1796014169803LL, s);
+	assert_string_equal(s, "2026-11-30T04:49:29.803Z");
+	int64_t ms = 0;
+	assert_int_equal(fp_time_parse(s, &ms), 0);
+	assert_int_equal(ms, 1796014169803LL);
+	assert_int_equal(fp_time_parse("2026-13-01T00:00:00Z", &ms), FP_EPARSE);
+	assert_int_equal(fp_time_parse("2026-11-29T04:09:29+01:00", &ms), FP_EPARSE);
+}
+
+static void test_json_strict(void **state)
+{
+	json_t *v = NULL;
+	char e[128];
+	assert_int_equal(jsonx_parse("{\"a\":1,\"a\":2}", 13, &v, e, sizeof(e)), FP_EPARSE);
+	assert_null(v);
+	assert_int_equal(jsonx_parse("{\"a\":1} x", 9, &v, e, sizeof(e)), FP_EPARSE);
+	assert_int_equal(jsonx_parse("{\"a\":{\"b\":\"c\"}}", 15, &v, e, sizeof(e)), 0);
+	assert_string_equal(jsonx_str(v, "a.b"), "c");
+	static const char *const allowed[] = {"b", NULL};
+	assert_int_equal(jsonx_check_keys(json_object_get(v, "a"), allowed, "a", e, sizeof(e)), 0);
+	static const char *const none[] = {NULL};
+	assert_int_equal(jsonx_check_keys(json_object_get(v, "a"), none, "a", e, sizeof(e)),
+			 FP_EINVAL);
+	assert_string_equal(e, "unknown field a.b");
+	json_decref(v);
+}
+
+static void test_metrics_render(void **state)
+{
+	struct metric_family *c =
+		metrics_register(METRIC_COUNTER, "t_ops_total", "Ops.", "kind,result", NULL, 0);
+	metric_add(c, (const char *[]){"provision", "success"}, 2);
+	metric_add(c, (const char *[]){"provision", "success"}, 1);
+	struct metric_family *h = metrics_register(METRIC_HISTOGRAM, "t_dur_seconds", "Dur.", "",
+						   (const double[]){0.1, 1}, 2);
+	metric_observe(h, NULL, 0.5);
+	struct buf b;
+	buf_init(&b, 0);
+	metrics_render(&b);
+	assert_non_null(strstr(b.data, "t_ops_total{kind=\"provision\",result=\"success\"} 3\n"));
+	assert_non_null(strstr(b.data, "t_dur_seconds_bucket{le=\"0.1\"} 0\n"));
+	assert_non_null(strstr(b.data, "t_dur_seconds_bucket{le=\"1\"} 1\n"));
+	assert_non_null(strstr(b.data, "t_dur_seconds_count 1\n"));
+	buf_release(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_err_map),      cmocka_unit_test(test_buf_bounded),
+		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_json_strict),
+		cmocka_unit_test(test_metrics_render),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
