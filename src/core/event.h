@@ -1,0 +1,22 @@
+/* event.h - audit events (DESIGN.md: actor, object, what, why, when). Stored under
+ * /events/<id> where id sorts by time: "<13-digit wall ms>-<8 hex>" so a prefix list returns
+ * them oldest first. Document:
+ *   {"kind":"Event","metadata":{"name":id,"createdAt"},"type":"Normal"|"Warning",
+ *    "actor":"operator:alice","object":"node/r01n03","reason":"Drained",
+ *    "message":"hold added: kernel upgrade","time":"<RFC 3339>"}
+ * Messages must never contain secrets (BMC passwords, tokens). */
+#ifndef FP_CORE_EVENT_H
+#define FP_CORE_EVENT_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#define EVENT_ID_LEN 24
+
+/* Writes a new time-ordered id into out; rnd supplies the random suffix (caller's rng). */
+void event_id(int64_t wall_ms, uint64_t rnd, char out[EVENT_ID_LEN]);
+/* Returns a new event document (new reference). type is "Normal" or "Warning". */
+json_t *event_new(const char *id, const char *type, const char *actor, const char *object,
+		  const char *reason, const char *message, int64_t wall_ms);
+
+#endif
