@@ -1,0 +1,785 @@
+/* codec.c - strict JSON codecs for nodes and operations, name and label rules, and label
+ * selectors (see codec.h). Decoders refuse unknown fields and wrong types, naming the field;
+ * every string and array from outside is bounded. */
+#include "core/codec.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/jsonx.h"
+#include "base/timefmt.h"
+
+#define MAX_TEXT 1024 /* reasons, messages */
+#define MAX_SHORT 256 /* addresses, models, owners */
+
+int name_validate(const char *what, const char *name, char *err, size_t errlen)
+{
+	if (!name || !*name)
+		return fp_errf(FP_EINVAL, err, errlen, "%s: must not be empty", what);
+	size_t n = strlen(name);
+	if (n > 63)
+		return fp_errf(FP_EINVAL, err, errlen, "%s: \"%.63s...\" is longer than 63 characters",
+			       what, name);
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+		if (!alnum && !((c == '-' || c == '.') && i > 0 && i < n - 1))
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "%s: \"%s\" is not a valid name: use lower-case letters, "
+				       "digits, '-' and '.', starting and ending with a letter or "
+				       "digit (bad character at position %zu)",
+				       what, name, i + 1);
+	}
+	return 0;
+}
+
+static int label_chars_ok(const char *s, int allow_slash)
+{
+	for (const char *p = s; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '.' && *p != '_' && *p != '-' &&
+		    !(allow_slash && *p == '/'))
+			return 0;
+	return 1;
+}
+
+int label_validate(const char *key, const char *value, char *err, size_t errlen)
+{
+	if (!key || !*key || strlen(key) > 63 || !label_chars_ok(key, 1))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "metadata.labels: key \"%.70s\" must be 1-63 characters of "
+			       "[A-Za-z0-9._/-]",
+			       key ? key : "");
+	if (!value || strlen(value) > 63 || !label_chars_ok(value, 0))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "metadata.labels.%s: value must be 0-63 characters of [A-Za-z0-9._-]",
+			       key);
+	return 0;
+}
+
+/* ---- field helpers ---- */
+
+static int opt_str(const json_t *obj, const char *key, const char *where, size_t max, char **out,
+		   char *err, size_t errlen)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return fp_errf(FP_EINVAL, err, errlen, "%s.%s: expected a string", where, key);
+	if (json_string_length(v) > max)
+		return fp_errf(FP_EINVAL, err, errlen, "%s.%s: longer than %zu characters", where,
+			       key, max);
+	if (strlen(json_string_value(v)) != json_string_length(v))
+		return fp_errf(FP_EINVAL, err, errlen, "%s.%s: contains a NUL character", where, key);
+	free(*out);
+	*out = xstrdup(json_string_value(v));
+	return 0;
+}
+
+static int opt_time(const json_t *obj, const char *key, const char *where, int64_t *out,
+		    char *err, size_t errlen)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v) || fp_time_parse(json_string_value(v), out) < 0)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "%s.%s: expected an RFC 3339 UTC time like 2026-01-02T03:04:05Z",
+			       where, key);
+	return 0;
+}
+
+static int opt_int(const json_t *obj, const char *key, const char *where, long long lo,
+		   long long hi, long long *out, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v))
+		return fp_errf(FP_EINVAL, err, errlen, "%s.%s: expected an integer", where, key);
+	long long x = json_integer_value(v);
+	if (x < lo || x > hi)
+		return fp_errf(FP_EINVAL, err, errlen, "%s.%s: %lld is out of range %lld..%lld",
+			       where, key, x, lo, hi);
+	*out = x;
+	return 0;
+}
+
+static int opt_obj(const json_t *obj, const char *key, const char *where, json_t **out, char *err,
+		   size_t errlen)
+{
+	json_t *v = json_object_get(obj, key);
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_object(v))
+		return fp_errf(FP_EINVAL, err, errlen, "%s.%s: expected an object", where, key);
+	*out = v;
+	return 0;
+}
+
+static void put_time(json_t *obj, const char *key, int64_t t)
+{
+	if (!t)
+		return;
+	char ts[FP_TIME_LEN];
+	fp_time_format(t, ts);
+	json_object_set_new(obj, key, json_string(ts));
+}
+
+static void put_str(json_t *obj, const char *key, const char *s)
+{
+	if (s)
+		json_object_set_new(obj, key, json_string(s));
+}
+
+/* ---- node ---- */
+
+static const char *const k_doc[] = {"kind", "apiVersion", "metadata", "spec", "status", NULL};
+static const char *const k_meta[] = {"name", "uid", "resourceVersion", "labels", "createdAt",
+				     NULL};
+static const char *const k_spec[] = {"site", "rack", "provider", "pool", "bmc", "macs", "gpus",
+				     "retire", NULL};
+static const char *const k_bmc[] = {"driver", "address", "username", "password",
+				    "password_file", "cipher_suite", "tls_verify", "ca_file",
+				    "system", "quirks", NULL};
+static const char *const k_gpus[] = {"count", "model", NULL};
+static const char *const k_status[] = {"phase", "phaseSince", "holds", "conditions",
+				       "operation", "lastBoot", "validation", "inventory", NULL};
+static const char *const k_hold[] = {"owner", "reason", "since", "expires", NULL};
+static const char *const k_cond[] = {"type", "status", "reason", "message", "since", NULL};
+static const char *const k_boot[] = {"at", "bootId", NULL};
+static const char *const k_valid[] = {"at", "passed", NULL};
+
+static int is_mac(const char *s)
+{
+	if (strlen(s) != 17)
+		return 0;
+	for (int i = 0; i < 17; i++) {
+		if (i % 3 == 2) {
+			if (s[i] != ':')
+				return 0;
+		} else if (!isxdigit((unsigned char)s[i])) {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static int decode_meta(const json_t *doc, struct node *n, char *err, size_t errlen)
+{
+	json_t *meta = json_object_get(doc, "metadata");
+	if (!json_is_object(meta))
+		return fp_errf(FP_EINVAL, err, errlen, "metadata: expected an object with a name");
+	int rc = jsonx_check_keys(meta, k_meta, "metadata", err, errlen);
+	if (rc < 0)
+		return rc;
+	json_t *name = json_object_get(meta, "name");
+	if (!json_is_string(name))
+		return fp_errf(FP_EINVAL, err, errlen, "metadata.name: required string");
+	if ((rc = name_validate("metadata.name", json_string_value(name), err, errlen)) < 0)
+		return rc;
+	n->name = xstrdup(json_string_value(name));
+	if ((rc = opt_str(meta, "uid", "metadata", 64, &n->uid, err, errlen)) < 0 ||
+	    (rc = opt_time(meta, "createdAt", "metadata", &n->created_at, err, errlen)) < 0)
+		return rc;
+	json_t *labels;
+	if ((rc = opt_obj(meta, "labels", "metadata", &labels, err, errlen)) < 0)
+		return rc;
+	if (labels) {
+		if (json_object_size(labels) > NODE_MAX_LABELS)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "metadata.labels: more than %d labels", NODE_MAX_LABELS);
+		const char *k;
+		json_t *v;
+		n->labels = xcalloc(json_object_size(labels) + 1, sizeof(*n->labels));
+		json_object_foreach(labels, k, v)
+		{
+			if (!json_is_string(v))
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "metadata.labels.%s: expected a string", k);
+			if ((rc = label_validate(k, json_string_value(v), err, errlen)) < 0)
+				return rc;
+			n->labels[n->nlabels].key = xstrdup(k);
+			n->labels[n->nlabels].value = xstrdup(json_string_value(v));
+			n->nlabels++;
+		}
+	}
+	return 0;
+}
+
+static int decode_spec(const json_t *doc, struct node *n, char *err, size_t errlen)
+{
+	json_t *spec = json_object_get(doc, "spec");
+	int rc;
+	if (!spec || json_is_null(spec))
+		goto defaults;
+	if ((rc = jsonx_check_keys(spec, k_spec, "spec", err, errlen)) < 0)
+		return rc;
+	if ((rc = opt_str(spec, "site", "spec", 63, &n->site, err, errlen)) < 0 ||
+	    (rc = opt_str(spec, "rack", "spec", 63, &n->rack, err, errlen)) < 0 ||
+	    (rc = opt_str(spec, "provider", "spec", 63, &n->provider, err, errlen)) < 0 ||
+	    (rc = opt_str(spec, "pool", "spec", 63, &n->pool, err, errlen)) < 0)
+		return rc;
+	if (n->site && (rc = name_validate("spec.site", n->site, err, errlen)) < 0)
+		return rc;
+	if (n->rack && (rc = name_validate("spec.rack", n->rack, err, errlen)) < 0)
+		return rc;
+	if (n->pool && (rc = name_validate("spec.pool", n->pool, err, errlen)) < 0)
+		return rc;
+	json_t *bmc, *gpus;
+	if ((rc = opt_obj(spec, "bmc", "spec", &bmc, err, errlen)) < 0 ||
+	    (rc = opt_obj(spec, "gpus", "spec", &gpus, err, errlen)) < 0)
+		return rc;
+	if (bmc) {
+		if ((rc = jsonx_check_keys(bmc, k_bmc, "spec.bmc", err, errlen)) < 0 ||
+		    (rc = opt_str(bmc, "driver", "spec.bmc", 16, &n->bmc.driver, err, errlen)) < 0 ||
+		    (rc = opt_str(bmc, "address", "spec.bmc", MAX_SHORT, &n->bmc.address, err,
+				  errlen)) < 0 ||
+		    (rc = opt_str(bmc, "username", "spec.bmc", 64, &n->bmc.username, err,
+				  errlen)) < 0 ||
+		    (rc = opt_str(bmc, "password", "spec.bmc", MAX_SHORT, &n->bmc.password, err,
+				  errlen)) < 0 ||
+		    (rc = opt_str(bmc, "password_file", "spec.bmc", MAX_SHORT,
+				  &n->bmc.password_file, err, errlen)) < 0)
+			return rc;
+		json_t *extra = json_deep_copy(bmc);
+		static const char *const core_keys[] = {"driver", "address", "username",
+							"password", "password_file"};
+		for (size_t i = 0; i < 5; i++)
+			json_object_del(extra, core_keys[i]);
+		if (json_object_size(extra))
+			n->bmc.extra = extra;
+		else
+			json_decref(extra);
+	}
+	if (gpus) {
+		long long count = 0;
+		if ((rc = jsonx_check_keys(gpus, k_gpus, "spec.gpus", err, errlen)) < 0 ||
+		    (rc = opt_int(gpus, "count", "spec.gpus", 0, 64, &count, err, errlen)) < 0 ||
+		    (rc = opt_str(gpus, "model", "spec.gpus", 128, &n->gpu_model, err, errlen)) < 0)
+			return rc;
+		n->gpu_count = (int)count;
+	}
+	json_t *macs = json_object_get(spec, "macs");
+	if (macs && !json_is_null(macs)) {
+		if (!json_is_array(macs))
+			return fp_errf(FP_EINVAL, err, errlen, "spec.macs: expected an array");
+		if (json_array_size(macs) > NODE_MAX_MACS)
+			return fp_errf(FP_EINVAL, err, errlen, "spec.macs: more than %d entries",
+				       NODE_MAX_MACS);
+		n->macs = xcalloc(json_array_size(macs) + 1, sizeof(char *));
+		size_t i;
+		json_t *m;
+		json_array_foreach(macs, i, m)
+		{
+			if (!json_is_string(m) || !is_mac(json_string_value(m)))
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "spec.macs[%zu]: expected a MAC address like "
+					       "aa:bb:cc:dd:ee:ff",
+					       i);
+			n->macs[n->nmacs++] = xstrdup(json_string_value(m));
+		}
+	}
+	json_t *retire = json_object_get(spec, "retire");
+	if (retire && !json_is_null(retire)) {
+		if (!json_is_boolean(retire))
+			return fp_errf(FP_EINVAL, err, errlen, "spec.retire: expected true or false");
+		n->retire = json_is_true(retire);
+	}
+defaults:
+	if (!n->bmc.driver)
+		n->bmc.driver = xstrdup("sim");
+	if (strcmp(n->bmc.driver, "sim") && strcmp(n->bmc.driver, "ipmi") &&
+	    strcmp(n->bmc.driver, "redfish"))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.driver: \"%s\" is not one of sim, ipmi, redfish",
+			       n->bmc.driver);
+	if (strcmp(n->bmc.driver, "sim") != 0 && !n->bmc.address)
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address: required for driver %s",
+			       n->bmc.driver);
+	return 0;
+}
+
+static int decode_status(const json_t *doc, struct node *n, char *err, size_t errlen)
+{
+	json_t *st = json_object_get(doc, "status");
+	int rc;
+	n->phase = PHASE_ENROLLED;
+	if (!st || json_is_null(st))
+		return 0;
+	if ((rc = jsonx_check_keys(st, k_status, "status", err, errlen)) < 0)
+		return rc;
+	const char *phase = jsonx_str(st, "phase");
+	if (phase && node_phase_parse(phase, &n->phase) < 0)
+		return fp_errf(FP_EINVAL, err, errlen, "status.phase: unknown phase \"%s\"", phase);
+	if ((rc = opt_time(st, "phaseSince", "status", &n->phase_since, err, errlen)) < 0 ||
+	    (rc = opt_str(st, "operation", "status", 64, &n->operation, err, errlen)) < 0)
+		return rc;
+	json_t *holds = json_object_get(st, "holds");
+	if (holds && !json_is_null(holds)) {
+		if (!json_is_array(holds) || json_array_size(holds) > NODE_MAX_HOLDS)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "status.holds: expected an array of at most %d holds",
+				       NODE_MAX_HOLDS);
+		n->holds = xcalloc(json_array_size(holds) + 1, sizeof(*n->holds));
+		size_t i;
+		json_t *h;
+		json_array_foreach(holds, i, h)
+		{
+			struct node_hold *x = &n->holds[n->nholds++];
+			if ((rc = jsonx_check_keys(h, k_hold, "status.holds[]", err, errlen)) < 0 ||
+			    (rc = opt_str(h, "owner", "status.holds[]", MAX_SHORT, &x->owner, err,
+					  errlen)) < 0 ||
+			    (rc = opt_str(h, "reason", "status.holds[]", MAX_TEXT, &x->reason, err,
+					  errlen)) < 0 ||
+			    (rc = opt_time(h, "since", "status.holds[]", &x->since, err, errlen)) <
+				    0 ||
+			    (rc = opt_time(h, "expires", "status.holds[]", &x->expires, err,
+					   errlen)) < 0)
+				return rc;
+			if (!x->owner || !x->reason)
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "status.holds[%zu]: owner and reason are required", i);
+		}
+	}
+	json_t *conds = json_object_get(st, "conditions");
+	if (conds && !json_is_null(conds)) {
+		if (!json_is_array(conds) || json_array_size(conds) > NODE_MAX_CONDITIONS)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "status.conditions: expected an array of at most %d",
+				       NODE_MAX_CONDITIONS);
+		n->conditions = xcalloc(json_array_size(conds) + 1, sizeof(*n->conditions));
+		size_t i;
+		json_t *c;
+		json_array_foreach(conds, i, c)
+		{
+			struct node_condition *x = &n->conditions[n->nconditions++];
+			if ((rc = jsonx_check_keys(c, k_cond, "status.conditions[]", err, errlen)) <
+				    0 ||
+			    (rc = opt_str(c, "type", "status.conditions[]", 64, &x->type, err,
+					  errlen)) < 0 ||
+			    (rc = opt_str(c, "reason", "status.conditions[]", 64, &x->reason, err,
+					  errlen)) < 0 ||
+			    (rc = opt_str(c, "message", "status.conditions[]", MAX_TEXT,
+					  &x->message, err, errlen)) < 0 ||
+			    (rc = opt_time(c, "since", "status.conditions[]", &x->since, err,
+					   errlen)) < 0)
+				return rc;
+			if (!x->type || cond_status_parse(jsonx_str(c, "status"), &x->status) < 0)
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "status.conditions[%zu]: type and status "
+					       "(True|False|Unknown) are required",
+					       i);
+		}
+	}
+	json_t *boot, *valid, *inv;
+	if ((rc = opt_obj(st, "lastBoot", "status", &boot, err, errlen)) < 0 ||
+	    (rc = opt_obj(st, "validation", "status", &valid, err, errlen)) < 0 ||
+	    (rc = opt_obj(st, "inventory", "status", &inv, err, errlen)) < 0)
+		return rc;
+	if (boot && ((rc = jsonx_check_keys(boot, k_boot, "status.lastBoot", err, errlen)) < 0 ||
+		     (rc = opt_time(boot, "at", "status.lastBoot", &n->last_boot_at, err,
+				    errlen)) < 0 ||
+		     (rc = opt_str(boot, "bootId", "status.lastBoot", 64, &n->last_boot_id, err,
+				   errlen)) < 0))
+		return rc;
+	if (valid) {
+		if ((rc = jsonx_check_keys(valid, k_valid, "status.validation", err, errlen)) < 0 ||
+		    (rc = opt_time(valid, "at", "status.validation", &n->validated_at, err,
+				   errlen)) < 0)
+			return rc;
+		n->validation_passed = json_is_true(json_object_get(valid, "passed"));
+	}
+	if (inv)
+		n->inventory = json_deep_copy(inv);
+	return 0;
+}
+
+static int check_kind(const json_t *doc, const char *kind, char *err, size_t errlen)
+{
+	if (!json_is_object(doc))
+		return fp_errf(FP_EINVAL, err, errlen, "expected a JSON object");
+	int rc = jsonx_check_keys(doc, k_doc, "", err, errlen);
+	if (rc < 0)
+		return rc;
+	json_t *k = json_object_get(doc, "kind");
+	if (k && (!json_is_string(k) || strcmp(json_string_value(k), kind) != 0))
+		return fp_errf(FP_EINVAL, err, errlen, "kind: expected \"%s\"", kind);
+	return 0;
+}
+
+int node_from_json(const json_t *doc, int64_t rv, struct node **out, char *err, size_t errlen)
+{
+	struct node *n = node_new();
+	int rc = check_kind(doc, "Node", err, errlen);
+	if (rc == 0)
+		rc = decode_meta(doc, n, err, errlen);
+	if (rc == 0)
+		rc = decode_spec(doc, n, err, errlen);
+	if (rc == 0)
+		rc = decode_status(doc, n, err, errlen);
+	if (rc < 0) {
+		node_free(n);
+		*out = NULL;
+		return rc;
+	}
+	n->resource_version = rv;
+	*out = n;
+	return 0;
+}
+
+int node_from_enroll_json(const json_t *doc, struct node **out, char *err, size_t errlen)
+{
+	struct node *n = node_new();
+	int rc = check_kind(doc, "Node", err, errlen);
+	if (rc == 0)
+		rc = decode_meta(doc, n, err, errlen);
+	if (rc == 0)
+		rc = decode_spec(doc, n, err, errlen);
+	if (rc < 0) {
+		node_free(n);
+		*out = NULL;
+		return rc;
+	}
+	/* status is owned by fleetplane: whatever the document carried is ignored. */
+	n->phase = PHASE_ENROLLED;
+	*out = n;
+	return 0;
+}
+
+json_t *node_to_json(const struct node *n, enum node_json_mode mode)
+{
+	json_t *meta = json_object(), *spec = json_object(), *st = json_object();
+	put_str(meta, "name", n->name);
+	put_str(meta, "uid", n->uid);
+	if (mode == NODE_JSON_PUBLIC) {
+		char rv[24];
+		snprintf(rv, sizeof(rv), "%lld", (long long)n->resource_version);
+		json_object_set_new(meta, "resourceVersion", json_string(rv));
+	}
+	json_t *labels = json_object();
+	for (size_t i = 0; i < n->nlabels; i++)
+		json_object_set_new(labels, n->labels[i].key, json_string(n->labels[i].value));
+	json_object_set_new(meta, "labels", labels);
+	put_time(meta, "createdAt", n->created_at);
+
+	put_str(spec, "site", n->site);
+	put_str(spec, "rack", n->rack);
+	put_str(spec, "provider", n->provider);
+	put_str(spec, "pool", n->pool);
+	json_t *bmc = n->bmc.extra ? json_deep_copy(n->bmc.extra) : json_object();
+	put_str(bmc, "driver", n->bmc.driver);
+	put_str(bmc, "address", n->bmc.address);
+	put_str(bmc, "username", n->bmc.username);
+	if (mode == NODE_JSON_STORE)
+		put_str(bmc, "password", n->bmc.password);
+	put_str(bmc, "password_file", n->bmc.password_file);
+	json_object_set_new(spec, "bmc", bmc);
+	if (n->nmacs) {
+		json_t *macs = json_array();
+		for (size_t i = 0; i < n->nmacs; i++)
+			json_array_append_new(macs, json_string(n->macs[i]));
+		json_object_set_new(spec, "macs", macs);
+	}
+	if (n->gpu_count || n->gpu_model) {
+		json_t *g = json_object();
+		json_object_set_new(g, "count", json_integer(n->gpu_count));
+		put_str(g, "model", n->gpu_model);
+		json_object_set_new(spec, "gpus", g);
+	}
+	if (n->retire)
+		json_object_set_new(spec, "retire", json_true());
+
+	json_object_set_new(st, "phase", json_string(node_phase_name(n->phase)));
+	put_time(st, "phaseSince", n->phase_since);
+	json_t *holds = json_array();
+	for (size_t i = 0; i < n->nholds; i++) {
+		json_t *h = json_object();
+		put_str(h, "owner", n->holds[i].owner);
+		put_str(h, "reason", n->holds[i].reason);
+		put_time(h, "since", n->holds[i].since);
+		put_time(h, "expires", n->holds[i].expires);
+		json_array_append_new(holds, h);
+	}
+	json_object_set_new(st, "holds", holds);
+	json_t *conds = json_array();
+	for (size_t i = 0; i < n->nconditions; i++) {
+		const struct node_condition *c = &n->conditions[i];
+		json_t *o = json_object();
+		put_str(o, "type", c->type);
+		json_object_set_new(o, "status", json_string(cond_status_name(c->status)));
+		put_str(o, "reason", c->reason);
+		put_str(o, "message", c->message);
+		put_time(o, "since", c->since);
+		json_array_append_new(conds, o);
+	}
+	json_object_set_new(st, "conditions", conds);
+	put_str(st, "operation", n->operation);
+	if (n->last_boot_at) {
+		json_t *b = json_object();
+		put_time(b, "at", n->last_boot_at);
+		put_str(b, "bootId", n->last_boot_id);
+		json_object_set_new(st, "lastBoot", b);
+	}
+	if (n->validated_at) {
+		json_t *v = json_object();
+		put_time(v, "at", n->validated_at);
+		json_object_set_new(v, "passed", json_boolean(n->validation_passed));
+		json_object_set_new(st, "validation", v);
+	}
+	if (n->inventory)
+		json_object_set(st, "inventory", n->inventory);
+	return json_pack("{s:s,s:o,s:o,s:o}", "kind", "Node", "metadata", meta, "spec", spec,
+			 "status", st);
+}
+
+/* ---- operation ---- */
+
+static const char *const k_op_meta[] = {"name", "uid", "resourceVersion", "createdAt", NULL};
+static const char *const k_op_spec[] = {"node",  "kind",           "steps", "reason",
+					"actor", "idempotencyKey", "params", NULL};
+static const char *const k_op_status[] = {"state",     "step",       "attempt",
+					  "deadline",  "stepDeadline", "startedAt",
+					  "finishedAt", "updatedAt",  "lastError", NULL};
+
+int operation_from_json(const json_t *doc, int64_t rv, struct operation **out, char *err,
+			size_t errlen)
+{
+	struct operation *op = operation_new();
+	json_t *meta = json_object_get(doc, "metadata"), *spec = json_object_get(doc, "spec"),
+	       *st = json_object_get(doc, "status");
+	long long step = 0, attempt = 0;
+	int rc = check_kind(doc, "Operation", err, errlen);
+	if (rc < 0)
+		goto out;
+	if (!json_is_object(meta) || !json_is_object(spec) || !json_is_object(st)) {
+		rc = fp_errf(FP_EINVAL, err, errlen, "operation: metadata, spec, status required");
+		goto out;
+	}
+	if ((rc = jsonx_check_keys(meta, k_op_meta, "metadata", err, errlen)) < 0 ||
+	    (rc = jsonx_check_keys(spec, k_op_spec, "spec", err, errlen)) < 0 ||
+	    (rc = jsonx_check_keys(st, k_op_status, "status", err, errlen)) < 0 ||
+	    (rc = opt_str(meta, "name", "metadata", 64, &op->id, err, errlen)) < 0 ||
+	    (rc = opt_time(meta, "createdAt", "metadata", &op->created_at, err, errlen)) < 0 ||
+	    (rc = opt_str(spec, "node", "spec", 63, &op->node, err, errlen)) < 0 ||
+	    (rc = opt_str(spec, "kind", "spec", 32, &op->kind, err, errlen)) < 0 ||
+	    (rc = opt_str(spec, "reason", "spec", MAX_TEXT, &op->reason, err, errlen)) < 0 ||
+	    (rc = opt_str(spec, "actor", "spec", MAX_SHORT, &op->actor, err, errlen)) < 0 ||
+	    (rc = opt_str(spec, "idempotencyKey", "spec", MAX_SHORT, &op->idempotency_key, err,
+			  errlen)) < 0 ||
+	    (rc = opt_int(st, "step", "status", 0, OP_MAX_STEPS, &step, err, errlen)) < 0 ||
+	    (rc = opt_int(st, "attempt", "status", 0, 1000000, &attempt, err, errlen)) < 0 ||
+	    (rc = opt_time(st, "deadline", "status", &op->deadline, err, errlen)) < 0 ||
+	    (rc = opt_time(st, "stepDeadline", "status", &op->step_deadline, err, errlen)) < 0 ||
+	    (rc = opt_time(st, "startedAt", "status", &op->started_at, err, errlen)) < 0 ||
+	    (rc = opt_time(st, "finishedAt", "status", &op->finished_at, err, errlen)) < 0 ||
+	    (rc = opt_time(st, "updatedAt", "status", &op->updated_at, err, errlen)) < 0 ||
+	    (rc = opt_str(st, "lastError", "status", MAX_TEXT, &op->last_error, err, errlen)) < 0)
+		goto out;
+	if (!op->id || !op->node || !op->kind) {
+		rc = fp_errf(FP_EINVAL, err, errlen, "operation: metadata.name, spec.node and "
+						     "spec.kind are required");
+		goto out;
+	}
+	if (op_state_parse(jsonx_str(st, "state"), &op->state) < 0) {
+		rc = fp_errf(FP_EINVAL, err, errlen, "status.state: unknown state");
+		goto out;
+	}
+	json_t *steps = json_object_get(spec, "steps");
+	if (!json_is_array(steps) || json_array_size(steps) > OP_MAX_STEPS) {
+		rc = fp_errf(FP_EINVAL, err, errlen, "spec.steps: expected at most %d step names",
+			     OP_MAX_STEPS);
+		goto out;
+	}
+	size_t i;
+	json_t *s;
+	json_array_foreach(steps, i, s)
+	{
+		if (!json_is_string(s)) {
+			rc = fp_errf(FP_EINVAL, err, errlen, "spec.steps[%zu]: expected a string", i);
+			goto out;
+		}
+		op->steps[op->nsteps++] = xstrdup(json_string_value(s));
+	}
+	if ((size_t)step > op->nsteps) {
+		rc = fp_errf(FP_EINVAL, err, errlen, "status.step: beyond the last step");
+		goto out;
+	}
+	op->step = (size_t)step;
+	op->attempt = (int)attempt;
+	json_t *params = json_object_get(spec, "params");
+	if (params && !json_is_null(params))
+		op->params = json_deep_copy(params);
+	op->resource_version = rv;
+out:
+	if (rc < 0) {
+		operation_free(op);
+		op = NULL;
+	}
+	*out = op;
+	return rc;
+}
+
+json_t *operation_to_json(const struct operation *op, int with_rv)
+{
+	json_t *meta = json_object(), *spec = json_object(), *st = json_object();
+	put_str(meta, "name", op->id);
+	if (with_rv) {
+		char rv[24];
+		snprintf(rv, sizeof(rv), "%lld", (long long)op->resource_version);
+		json_object_set_new(meta, "resourceVersion", json_string(rv));
+	}
+	put_time(meta, "createdAt", op->created_at);
+	put_str(spec, "node", op->node);
+	put_str(spec, "kind", op->kind);
+	json_t *steps = json_array();
+	for (size_t i = 0; i < op->nsteps; i++)
+		json_array_append_new(steps, json_string(op->steps[i]));
+	json_object_set_new(spec, "steps", steps);
+	put_str(spec, "reason", op->reason);
+	put_str(spec, "actor", op->actor);
+	put_str(spec, "idempotencyKey", op->idempotency_key);
+	if (op->params)
+		json_object_set(spec, "params", op->params);
+	json_object_set_new(st, "state", json_string(op_state_name(op->state)));
+	json_object_set_new(st, "step", json_integer((json_int_t)op->step));
+	json_object_set_new(st, "attempt", json_integer(op->attempt));
+	put_time(st, "deadline", op->deadline);
+	put_time(st, "stepDeadline", op->step_deadline);
+	put_time(st, "startedAt", op->started_at);
+	put_time(st, "finishedAt", op->finished_at);
+	put_time(st, "updatedAt", op->updated_at);
+	put_str(st, "lastError", op->last_error);
+	return json_pack("{s:s,s:o,s:o,s:o}", "kind", "Operation", "metadata", meta, "spec", spec,
+			 "status", st);
+}
+
+/* ---- label selectors ---- */
+
+enum sel_op { SEL_EQ, SEL_NE, SEL_EXISTS, SEL_NOT_EXISTS };
+#define SEL_MAX_TERMS 16
+
+struct label_selector {
+	size_t n;
+	struct {
+		enum sel_op op;
+		char key[64];
+		char value[64];
+	} t[SEL_MAX_TERMS];
+};
+
+int label_selector_parse(const char *s, struct label_selector **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (!s || !*s)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "label selector: must not be empty (an empty selector is not "
+			       "\"everything\")");
+	struct label_selector *sel = xcalloc(1, sizeof(*sel));
+	const char *p = s;
+	while (*p) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (sel->n == SEL_MAX_TERMS || len == 0 || len > 130) {
+			free(sel);
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "label selector: empty, too long, or more than %d terms",
+				       SEL_MAX_TERMS);
+		}
+		char term[131];
+		memcpy(term, p, len);
+		term[len] = 0;
+		char *k = term, *v = NULL;
+		enum sel_op op;
+		char *ne = strstr(term, "!="), *eq = strchr(term, '=');
+		if (ne) {
+			*ne = 0;
+			v = ne + 2;
+			op = SEL_NE;
+		} else if (eq) {
+			*eq = 0;
+			v = eq + 1;
+			if (*v == '=')
+				v++;
+			op = SEL_EQ;
+		} else if (term[0] == '!') {
+			k = term + 1;
+			op = SEL_NOT_EXISTS;
+		} else {
+			op = SEL_EXISTS;
+		}
+		int rc = label_validate(k, v ? v : "", err, errlen);
+		if (rc < 0) {
+			free(sel);
+			return rc;
+		}
+		sel->t[sel->n].op = op;
+		/* label_validate bounded both to 63 bytes */
+		memcpy(sel->t[sel->n].key, k, strlen(k) + 1);
+		memcpy(sel->t[sel->n].value, v ? v : "", strlen(v ? v : "") + 1);
+		sel->n++;
+		p = end ? end + 1 : p + len;
+		if (end && !*p) {
+			free(sel);
+			return fp_errf(FP_EINVAL, err, errlen, "label selector: trailing comma");
+		}
+	}
+	*out = sel;
+	return 0;
+}
+
+static int sel_match(const struct label_selector *sel, const char *(*get)(const void *, const char *),
+		     const void *obj)
+{
+	for (size_t i = 0; i < sel->n; i++) {
+		const char *v = get(obj, sel->t[i].key);
+		switch (sel->t[i].op) {
+		case SEL_EQ:
+			if (!v || strcmp(v, sel->t[i].value) != 0)
+				return 0;
+			break;
+		case SEL_NE:
+			if (v && strcmp(v, sel->t[i].value) == 0)
+				return 0;
+			break;
+		case SEL_EXISTS:
+			if (!v)
+				return 0;
+			break;
+		case SEL_NOT_EXISTS:
+			if (v)
+				return 0;
+			break;
+		}
+	}
+	return 1;
+}
+
+static const char *get_node_label(const void *n, const char *k)
+{
+	return node_label_get(n, k);
+}
+
+static const char *get_json_label(const void *labels, const char *k)
+{
+	return json_string_value(json_object_get(labels, k));
+}
+
+int label_selector_match(const struct label_selector *sel, const struct node *n)
+{
+	return sel_match(sel, get_node_label, n);
+}
+
+int label_selector_match_json(const struct label_selector *sel, const json_t *labels)
+{
+	return sel_match(sel, get_json_label, labels);
+}
+
+void label_selector_free(struct label_selector *sel)
+{
+	free(sel);
+}

@@ -1,0 +1,381 @@
+/* model.c - node phases, the phase machine, holds and conditions (DESIGN.md "Node phases",
+ * "hold", "condition"), and allocation of node and operation records. Pure: no I/O, no clock;
+ * callers pass `now` in. */
+#include "core/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+
+static const char *const phase_names[] = {
+#define X(e, s) s,
+	NODE_PHASE_MAP(X)
+#undef X
+};
+
+const char *node_phase_name(enum node_phase p)
+{
+	return (unsigned)p < PHASE__COUNT ? phase_names[p] : "unknown";
+}
+
+int node_phase_parse(const char *s, enum node_phase *out)
+{
+	for (int i = 0; s && i < PHASE__COUNT; i++)
+		if (strcmp(s, phase_names[i]) == 0) {
+			*out = (enum node_phase)i;
+			return 0;
+		}
+	return FP_EINVAL;
+}
+
+int node_phase_is_transient(enum node_phase p)
+{
+	return p == PHASE_INSPECTING || p == PHASE_PROVISIONING || p == PHASE_VALIDATING ||
+	       p == PHASE_DRAINING || p == PHASE_REPAIRING || p == PHASE_RETIRING;
+}
+
+#define B(p) (1u << (p))
+/* allowed[from] = set of phases `from` may go to, exactly the DESIGN.md table; "any →
+ * retiring" is handled in node_phase_check. */
+static const unsigned allowed[PHASE__COUNT] = {
+	[PHASE_ENROLLED] = B(PHASE_INSPECTING),
+	[PHASE_INSPECTING] = B(PHASE_PROVISIONING),
+	[PHASE_PROVISIONING] = B(PHASE_VALIDATING),
+	[PHASE_VALIDATING] = B(PHASE_AVAILABLE) | B(PHASE_REPAIRING),
+	[PHASE_AVAILABLE] = B(PHASE_IN_SERVICE) | B(PHASE_DRAINING),
+	[PHASE_IN_SERVICE] = B(PHASE_AVAILABLE) | B(PHASE_DRAINING),
+	[PHASE_DRAINING] = B(PHASE_MAINTENANCE) | B(PHASE_REPAIRING),
+	[PHASE_MAINTENANCE] = B(PHASE_VALIDATING) | B(PHASE_AVAILABLE),
+	[PHASE_REPAIRING] = B(PHASE_VALIDATING) | B(PHASE_FAILED),
+	[PHASE_FAILED] = B(PHASE_REPAIRING) | B(PHASE_RETIRING),
+	[PHASE_RETIRING] = B(PHASE_RETIRED),
+	[PHASE_RETIRED] = 0,
+};
+#undef B
+
+int node_phase_check(enum node_phase from, enum node_phase to, char *err, size_t errlen)
+{
+	if ((unsigned)from >= PHASE__COUNT || (unsigned)to >= PHASE__COUNT)
+		return fp_errf(FP_ESTATE, err, errlen, "unknown phase");
+	if (from == to)
+		return fp_errf(FP_ESTATE, err, errlen, "node is already %s", node_phase_name(to));
+	if (from == PHASE_RETIRED)
+		return fp_errf(FP_ESTATE, err, errlen,
+			       "cannot go from retired to %s: a retired node is final",
+			       node_phase_name(to));
+	if (to == PHASE_RETIRING || (allowed[from] & (1u << to)))
+		return 0;
+	return fp_errf(FP_ESTATE, err, errlen, "cannot go from %s to %s", node_phase_name(from),
+		       node_phase_name(to));
+}
+
+const char *cond_status_name(enum cond_status s)
+{
+	return s == COND_TRUE ? "True" : s == COND_FALSE ? "False" : "Unknown";
+}
+
+int cond_status_parse(const char *s, enum cond_status *out)
+{
+	if (!s)
+		return FP_EINVAL;
+	if (strcmp(s, "True") == 0)
+		*out = COND_TRUE;
+	else if (strcmp(s, "False") == 0)
+		*out = COND_FALSE;
+	else if (strcmp(s, "Unknown") == 0)
+		*out = COND_UNKNOWN;
+	else
+		return FP_EINVAL;
+	return 0;
+}
+
+struct node *node_new(void)
+{
+	return xcalloc(1, sizeof(struct node));
+}
+
+static void hold_release(struct node_hold *h)
+{
+	free(h->owner);
+	free(h->reason);
+}
+
+static void cond_release(struct node_condition *c)
+{
+	free(c->type);
+	free(c->reason);
+	free(c->message);
+}
+
+static void bmc_release(struct node_bmc *b)
+{
+	free(b->driver);
+	free(b->address);
+	free(b->username);
+	fp_free_secret(b->password);
+	free(b->password_file);
+	json_decref(b->extra);
+}
+
+void node_free(struct node *n)
+{
+	if (!n)
+		return;
+	free(n->name);
+	free(n->uid);
+	for (size_t i = 0; i < n->nlabels; i++) {
+		free(n->labels[i].key);
+		free(n->labels[i].value);
+	}
+	free(n->labels);
+	free(n->site);
+	free(n->rack);
+	free(n->provider);
+	free(n->pool);
+	bmc_release(&n->bmc);
+	for (size_t i = 0; i < n->nmacs; i++)
+		free(n->macs[i]);
+	free(n->macs);
+	free(n->gpu_model);
+	for (size_t i = 0; i < n->nholds; i++)
+		hold_release(&n->holds[i]);
+	free(n->holds);
+	for (size_t i = 0; i < n->nconditions; i++)
+		cond_release(&n->conditions[i]);
+	free(n->conditions);
+	free(n->operation);
+	free(n->last_boot_id);
+	json_decref(n->inventory);
+	free(n);
+}
+
+static char *dupn(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+struct node *node_dup(const struct node *n)
+{
+	struct node *d = node_new();
+	*d = *n;
+	d->name = dupn(n->name);
+	d->uid = dupn(n->uid);
+	d->labels = n->nlabels ? xcalloc(n->nlabels, sizeof(*d->labels)) : NULL;
+	for (size_t i = 0; i < n->nlabels; i++) {
+		d->labels[i].key = xstrdup(n->labels[i].key);
+		d->labels[i].value = xstrdup(n->labels[i].value);
+	}
+	d->site = dupn(n->site);
+	d->rack = dupn(n->rack);
+	d->provider = dupn(n->provider);
+	d->pool = dupn(n->pool);
+	d->bmc.driver = dupn(n->bmc.driver);
+	d->bmc.address = dupn(n->bmc.address);
+	d->bmc.username = dupn(n->bmc.username);
+	d->bmc.password = dupn(n->bmc.password);
+	d->bmc.password_file = dupn(n->bmc.password_file);
+	d->bmc.extra = n->bmc.extra ? json_deep_copy(n->bmc.extra) : NULL;
+	d->macs = n->nmacs ? xcalloc(n->nmacs, sizeof(char *)) : NULL;
+	for (size_t i = 0; i < n->nmacs; i++)
+		d->macs[i] = xstrdup(n->macs[i]);
+	d->gpu_model = dupn(n->gpu_model);
+	d->holds = n->nholds ? xcalloc(n->nholds, sizeof(*d->holds)) : NULL;
+	for (size_t i = 0; i < n->nholds; i++) {
+		d->holds[i] = n->holds[i];
+		d->holds[i].owner = xstrdup(n->holds[i].owner);
+		d->holds[i].reason = xstrdup(n->holds[i].reason);
+	}
+	d->conditions = n->nconditions ? xcalloc(n->nconditions, sizeof(*d->conditions)) : NULL;
+	for (size_t i = 0; i < n->nconditions; i++) {
+		d->conditions[i] = n->conditions[i];
+		d->conditions[i].type = xstrdup(n->conditions[i].type);
+		d->conditions[i].reason = dupn(n->conditions[i].reason);
+		d->conditions[i].message = dupn(n->conditions[i].message);
+	}
+	d->operation = dupn(n->operation);
+	d->last_boot_id = dupn(n->last_boot_id);
+	d->inventory = n->inventory ? json_deep_copy(n->inventory) : NULL;
+	return d;
+}
+
+int node_schedulable(const struct node *n)
+{
+	return (n->phase == PHASE_AVAILABLE || n->phase == PHASE_IN_SERVICE) && n->nholds == 0;
+}
+
+int node_hold_add(struct node *n, const char *owner, const char *reason, int64_t now,
+		  int64_t expires)
+{
+	if (!owner || !*owner || !reason || !*reason)
+		return FP_EINVAL;
+	for (size_t i = 0; i < n->nholds; i++)
+		if (strcmp(n->holds[i].owner, owner) == 0) {
+			free(n->holds[i].reason);
+			n->holds[i].reason = xstrdup(reason);
+			n->holds[i].expires = expires;
+			return 0;
+		}
+	if (n->nholds >= NODE_MAX_HOLDS)
+		return FP_ETOOBIG;
+	n->holds = xreallocarray(n->holds, n->nholds + 1, sizeof(*n->holds));
+	struct node_hold *h = &n->holds[n->nholds++];
+	h->owner = xstrdup(owner);
+	h->reason = xstrdup(reason);
+	h->since = now;
+	h->expires = expires;
+	return 0;
+}
+
+int node_hold_release(struct node *n, const char *owner)
+{
+	for (size_t i = 0; i < n->nholds; i++)
+		if (strcmp(n->holds[i].owner, owner) == 0) {
+			hold_release(&n->holds[i]);
+			memmove(&n->holds[i], &n->holds[i + 1],
+				(n->nholds - i - 1) * sizeof(*n->holds));
+			n->nholds--;
+			return 0;
+		}
+	return FP_ENOTFOUND;
+}
+
+const struct node_hold *node_hold_find(const struct node *n, const char *owner)
+{
+	for (size_t i = 0; i < n->nholds; i++)
+		if (strcmp(n->holds[i].owner, owner) == 0)
+			return &n->holds[i];
+	return NULL;
+}
+
+static int streq_null(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+int node_condition_set(struct node *n, const char *type, enum cond_status st, const char *reason,
+		       const char *message, int64_t now)
+{
+	struct node_condition *c = NULL;
+	for (size_t i = 0; i < n->nconditions; i++)
+		if (strcmp(n->conditions[i].type, type) == 0)
+			c = &n->conditions[i];
+	if (!c) {
+		if (n->nconditions >= NODE_MAX_CONDITIONS)
+			return 0;
+		n->conditions =
+			xreallocarray(n->conditions, n->nconditions + 1, sizeof(*n->conditions));
+		c = &n->conditions[n->nconditions++];
+		memset(c, 0, sizeof(*c));
+		c->type = xstrdup(type);
+		c->status = st;
+		c->since = now;
+		c->reason = dupn(reason);
+		c->message = dupn(message);
+		return 1;
+	}
+	int changed = 0;
+	if (c->status != st) {
+		c->status = st;
+		c->since = now;
+		changed = 1;
+	}
+	if (!streq_null(c->reason, reason)) {
+		free(c->reason);
+		c->reason = dupn(reason);
+		changed = 1;
+	}
+	if (!streq_null(c->message, message)) {
+		free(c->message);
+		c->message = dupn(message);
+		changed = 1;
+	}
+	return changed;
+}
+
+const struct node_condition *node_condition_get(const struct node *n, const char *type)
+{
+	for (size_t i = 0; i < n->nconditions; i++)
+		if (strcmp(n->conditions[i].type, type) == 0)
+			return &n->conditions[i];
+	return NULL;
+}
+
+int node_condition_remove(struct node *n, const char *type)
+{
+	for (size_t i = 0; i < n->nconditions; i++)
+		if (strcmp(n->conditions[i].type, type) == 0) {
+			cond_release(&n->conditions[i]);
+			memmove(&n->conditions[i], &n->conditions[i + 1],
+				(n->nconditions - i - 1) * sizeof(*n->conditions));
+			n->nconditions--;
+			return 1;
+		}
+	return 0;
+}
+
+const char *node_label_get(const struct node *n, const char *key)
+{
+	for (size_t i = 0; i < n->nlabels; i++)
+		if (strcmp(n->labels[i].key, key) == 0)
+			return n->labels[i].value;
+	return NULL;
+}
+
+static const char *const op_state_names[] = {"pending", "running", "succeeded", "failed",
+					     "cancelled"};
+
+const char *op_state_name(enum op_state s)
+{
+	return (unsigned)s <= OP_CANCELLED ? op_state_names[s] : "unknown";
+}
+
+int op_state_parse(const char *s, enum op_state *out)
+{
+	for (int i = 0; s && i <= OP_CANCELLED; i++)
+		if (strcmp(s, op_state_names[i]) == 0) {
+			*out = (enum op_state)i;
+			return 0;
+		}
+	return FP_EINVAL;
+}
+
+struct operation *operation_new(void)
+{
+	return xcalloc(1, sizeof(struct operation));
+}
+
+void operation_free(struct operation *op)
+{
+	if (!op)
+		return;
+	free(op->id);
+	free(op->node);
+	free(op->kind);
+	for (size_t i = 0; i < op->nsteps; i++)
+		free(op->steps[i]);
+	free(op->idempotency_key);
+	free(op->actor);
+	free(op->reason);
+	json_decref(op->params);
+	free(op->last_error);
+	free(op);
+}
+
+struct operation *operation_dup(const struct operation *op)
+{
+	struct operation *d = operation_new();
+	*d = *op;
+	d->id = dupn(op->id);
+	d->node = dupn(op->node);
+	d->kind = dupn(op->kind);
+	for (size_t i = 0; i < op->nsteps; i++)
+		d->steps[i] = xstrdup(op->steps[i]);
+	d->idempotency_key = dupn(op->idempotency_key);
+	d->actor = dupn(op->actor);
+	d->reason = dupn(op->reason);
+	d->params = op->params ? json_deep_copy(op->params) : NULL;
+	d->last_error = dupn(op->last_error);
+	return d;
+}
