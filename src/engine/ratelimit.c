@@ -1,0 +1,439 @@
+/* ratelimit.c - token buckets and the keyed BMC/site limiter of engine/ratelimit.h (DESIGN.md
+ * principle 7). Buckets count micro-tokens in int64_t so refill and wait times are exact; the
+ * keyed limiter keeps one chained hash table of BMC keys and one of site keys under a single
+ * mutex, never blocks, and sweeps out keys whose state is indistinguishable from a new key once
+ * they have been idle for idle_evict_ms. */
+#include "engine/ratelimit.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/banned.h"
+
+#define UT_PER_TOKEN 1000000LL
+#define BUCKET_MAX_BURST 1000000000LL
+
+/* ---- token bucket ---- */
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+	return a <= 0 ? 0 : (a + b - 1) / b;
+}
+
+/* Bring tokens_ut up to now. Called with b->mu held. */
+static void bucket_refill(struct ratelimit_bucket *b, int64_t now)
+{
+	if (now <= b->last_ms)
+		return;
+	int64_t elapsed = now - b->last_ms;
+	b->last_ms = now;
+	int64_t need = b->cap_ut - b->tokens_ut;
+	if (need <= 0)
+		return;
+	if (elapsed >= ceil_div(need, b->rate_ut_per_ms))
+		b->tokens_ut = b->cap_ut;
+	else
+		b->tokens_ut += elapsed * b->rate_ut_per_ms;
+}
+
+void ratelimit_bucket_init(struct ratelimit_bucket *b, struct fp_clock *clock, double rate_per_s,
+			   int64_t burst)
+{
+	memset(b, 0, sizeof(*b));
+	pthread_mutex_init(&b->mu, NULL);
+	b->clock = clock;
+	if (rate_per_s > 0) {
+		double r = rate_per_s * 1000.0;
+		if (r > (double)UT_PER_TOKEN * BUCKET_MAX_BURST)
+			r = (double)UT_PER_TOKEN * BUCKET_MAX_BURST;
+		b->rate_ut_per_ms = (int64_t)(r + 0.5);
+		if (b->rate_ut_per_ms < 1)
+			b->rate_ut_per_ms = 1;
+	}
+	if (burst < 1)
+		burst = 1;
+	if (burst > BUCKET_MAX_BURST)
+		burst = BUCKET_MAX_BURST;
+	b->cap_ut = burst * UT_PER_TOKEN;
+	b->tokens_ut = b->cap_ut;
+	b->last_ms = clock_now_ms(clock);
+}
+
+void ratelimit_bucket_release(struct ratelimit_bucket *b)
+{
+	pthread_mutex_destroy(&b->mu);
+}
+
+int64_t ratelimit_bucket_try_take(struct ratelimit_bucket *b, int64_t n)
+{
+	if (n < 0 || n * UT_PER_TOKEN > b->cap_ut)
+		return FP_EINVAL;
+	if (n == 0 || b->rate_ut_per_ms == 0)
+		return 0;
+	int64_t need = n * UT_PER_TOKEN, wait = 0;
+	pthread_mutex_lock(&b->mu);
+	bucket_refill(b, clock_now_ms(b->clock));
+	if (b->tokens_ut >= need)
+		b->tokens_ut -= need;
+	else
+		wait = ceil_div(need - b->tokens_ut, b->rate_ut_per_ms);
+	pthread_mutex_unlock(&b->mu);
+	return wait;
+}
+
+int64_t ratelimit_bucket_reserve(struct ratelimit_bucket *b, int64_t n)
+{
+	if (n <= 0 || b->rate_ut_per_ms == 0)
+		return 0;
+	if (n > BUCKET_MAX_BURST)
+		n = BUCKET_MAX_BURST;
+	pthread_mutex_lock(&b->mu);
+	bucket_refill(b, clock_now_ms(b->clock));
+	b->tokens_ut -= n * UT_PER_TOKEN;
+	int64_t wait = ceil_div(-b->tokens_ut, b->rate_ut_per_ms);
+	pthread_mutex_unlock(&b->mu);
+	return wait;
+}
+
+int64_t ratelimit_bucket_tokens(struct ratelimit_bucket *b)
+{
+	pthread_mutex_lock(&b->mu);
+	if (b->rate_ut_per_ms)
+		bucket_refill(b, clock_now_ms(b->clock));
+	int64_t t = b->tokens_ut;
+	pthread_mutex_unlock(&b->mu);
+	/* floor toward -inf */
+	return t >= 0 ? t / UT_PER_TOKEN : -ceil_div(-t, UT_PER_TOKEN);
+}
+
+/* Whether the bucket is full now (state equal to a fresh bucket). */
+static int bucket_full(struct ratelimit_bucket *b)
+{
+	pthread_mutex_lock(&b->mu);
+	if (b->rate_ut_per_ms)
+		bucket_refill(b, clock_now_ms(b->clock));
+	int full = b->tokens_ut >= b->cap_ut;
+	pthread_mutex_unlock(&b->mu);
+	return full;
+}
+
+/* ---- a small chained string hash table ---- */
+
+struct hnode {
+	struct hnode *next;
+	uint64_t hash;
+	char *key; /* owned */
+};
+
+struct hmap {
+	struct hnode **b;
+	size_t nb, n;
+};
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+static struct hnode *hmap_find(struct hmap *m, const char *key)
+{
+	if (!m->nb)
+		return NULL;
+	uint64_t h = str_hash(key);
+	for (struct hnode *e = m->b[h & (m->nb - 1)]; e; e = e->next)
+		if (e->hash == h && strcmp(e->key, key) == 0)
+			return e;
+	return NULL;
+}
+
+/* Inserts e (its key must be set and absent from m). */
+static void hmap_insert(struct hmap *m, struct hnode *e)
+{
+	if (m->n + 1 > m->nb) {
+		size_t nb = m->nb ? m->nb * 2 : 16;
+		struct hnode **nbk = xcalloc(nb, sizeof(*nbk));
+		for (size_t i = 0; i < m->nb; i++) {
+			struct hnode *x = m->b[i], *nx;
+			for (; x; x = nx) {
+				nx = x->next;
+				x->next = nbk[x->hash & (nb - 1)];
+				nbk[x->hash & (nb - 1)] = x;
+			}
+		}
+		free(m->b);
+		m->b = nbk;
+		m->nb = nb;
+	}
+	e->hash = str_hash(e->key);
+	e->next = m->b[e->hash & (m->nb - 1)];
+	m->b[e->hash & (m->nb - 1)] = e;
+	m->n++;
+}
+
+static void hmap_unlink(struct hmap *m, struct hnode *e)
+{
+	struct hnode **pp = &m->b[e->hash & (m->nb - 1)];
+	while (*pp != e)
+		pp = &(*pp)->next;
+	*pp = e->next;
+	m->n--;
+}
+
+/* ---- keyed limiter ---- */
+
+struct bmc_state {
+	struct hnode node; /* first */
+	int inflight;
+	int has_end;
+	int64_t last_end_ms;
+	int64_t last_use_ms;
+};
+
+struct site_state {
+	struct hnode node; /* first */
+	struct ratelimit_bucket bucket;
+	int64_t last_use_ms;
+};
+
+struct ratelimit {
+	pthread_mutex_t mu;
+	struct fp_clock *clock;
+	struct ratelimit_config cfg;
+	struct hmap bmcs, sites;
+	int64_t last_sweep_ms;
+};
+
+struct ratelimit *ratelimit_new(struct fp_clock *clock, const struct ratelimit_config *cfg)
+{
+	struct ratelimit *lim = xcalloc(1, sizeof(*lim));
+	pthread_mutex_init(&lim->mu, NULL);
+	lim->clock = clock;
+	if (cfg)
+		lim->cfg = *cfg;
+	struct ratelimit_config *c = &lim->cfg;
+	if (c->bmc_max_concurrency <= 0)
+		c->bmc_max_concurrency = 1;
+	if (c->bmc_min_interval_ms < 0)
+		c->bmc_min_interval_ms = 0;
+	if (c->site_burst < 1)
+		c->site_burst = 1;
+	if (c->busy_retry_ms <= 0)
+		c->busy_retry_ms = 100;
+	if (c->idle_evict_ms <= 0)
+		c->idle_evict_ms = 600000;
+	if (c->max_keys == 0)
+		c->max_keys = 65536;
+	lim->last_sweep_ms = clock_now_ms(clock);
+	return lim;
+}
+
+static void free_bmc(struct bmc_state *s)
+{
+	free(s->node.key);
+	free(s);
+}
+
+static void free_site(struct site_state *s)
+{
+	ratelimit_bucket_release(&s->bucket);
+	free(s->node.key);
+	free(s);
+}
+
+void ratelimit_free(struct ratelimit *lim)
+{
+	if (!lim)
+		return;
+	for (size_t i = 0; i < lim->bmcs.nb; i++) {
+		struct hnode *e = lim->bmcs.b[i], *nx;
+		for (; e; e = nx) {
+			nx = e->next;
+			free_bmc((struct bmc_state *)e);
+		}
+	}
+	for (size_t i = 0; i < lim->sites.nb; i++) {
+		struct hnode *e = lim->sites.b[i], *nx;
+		for (; e; e = nx) {
+			nx = e->next;
+			free_site((struct site_state *)e);
+		}
+	}
+	free(lim->bmcs.b);
+	free(lim->sites.b);
+	pthread_mutex_destroy(&lim->mu);
+	free(lim);
+}
+
+/* Called with lim->mu held. */
+static size_t evict_locked(struct ratelimit *lim, int64_t now)
+{
+	size_t dropped = 0;
+	lim->last_sweep_ms = now;
+	for (size_t i = 0; i < lim->bmcs.nb; i++) {
+		struct hnode *e = lim->bmcs.b[i], *nx;
+		for (; e; e = nx) {
+			nx = e->next;
+			struct bmc_state *s = (struct bmc_state *)e;
+			int fresh = s->inflight == 0 &&
+				    (!s->has_end || now >= s->last_end_ms + lim->cfg.bmc_min_interval_ms);
+			if (fresh && now - s->last_use_ms >= lim->cfg.idle_evict_ms) {
+				hmap_unlink(&lim->bmcs, e);
+				free_bmc(s);
+				dropped++;
+			}
+		}
+	}
+	for (size_t i = 0; i < lim->sites.nb; i++) {
+		struct hnode *e = lim->sites.b[i], *nx;
+		for (; e; e = nx) {
+			nx = e->next;
+			struct site_state *s = (struct site_state *)e;
+			if (now - s->last_use_ms >= lim->cfg.idle_evict_ms && bucket_full(&s->bucket)) {
+				hmap_unlink(&lim->sites, e);
+				free_site(s);
+				dropped++;
+			}
+		}
+	}
+	return dropped;
+}
+
+size_t ratelimit_evict(struct ratelimit *lim)
+{
+	pthread_mutex_lock(&lim->mu);
+	size_t n = evict_locked(lim, clock_now_ms(lim->clock));
+	pthread_mutex_unlock(&lim->mu);
+	return n;
+}
+
+size_t ratelimit_nkeys(struct ratelimit *lim)
+{
+	pthread_mutex_lock(&lim->mu);
+	size_t n = lim->bmcs.n + lim->sites.n;
+	pthread_mutex_unlock(&lim->mu);
+	return n;
+}
+
+/* Room for `need` more keys, sweeping if the cap is reached. Called with lim->mu held. */
+static int have_room(struct ratelimit *lim, int64_t now, size_t need)
+{
+	if (lim->bmcs.n + lim->sites.n + need <= lim->cfg.max_keys)
+		return 1;
+	evict_locked(lim, now);
+	return lim->bmcs.n + lim->sites.n + need <= lim->cfg.max_keys;
+}
+
+static int refuse(int rc, int64_t wait, int64_t *wait_ms, char *why, size_t whylen,
+		  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static int refuse(int rc, int64_t wait, int64_t *wait_ms, char *why, size_t whylen,
+		  const char *fmt, ...)
+{
+	if (wait_ms)
+		*wait_ms = wait;
+	if (why && whylen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(why, whylen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+int ratelimit_acquire(struct ratelimit *lim, const char *bmc_key, const char *site_key,
+		      int64_t *wait_ms, char *why, size_t whylen)
+{
+	if (!bmc_key || !*bmc_key)
+		return refuse(FP_EINVAL, 0, wait_ms, why, whylen, "empty bmc key");
+	int rc = 0;
+	pthread_mutex_lock(&lim->mu);
+	int64_t now = clock_now_ms(lim->clock);
+	const struct ratelimit_config *c = &lim->cfg;
+	if (now - lim->last_sweep_ms >= c->idle_evict_ms)
+		evict_locked(lim, now);
+
+	struct bmc_state *bs = (struct bmc_state *)hmap_find(&lim->bmcs, bmc_key);
+	if (bs) {
+		if (bs->inflight >= c->bmc_max_concurrency) {
+			rc = refuse(FP_EAGAIN, c->busy_retry_ms, wait_ms, why, whylen,
+				    "bmc concurrency %d reached", c->bmc_max_concurrency);
+			goto out;
+		}
+		if (bs->has_end && now < bs->last_end_ms + c->bmc_min_interval_ms) {
+			rc = refuse(FP_EAGAIN, bs->last_end_ms + c->bmc_min_interval_ms - now, wait_ms,
+				    why, whylen, "bmc min interval %lldms not elapsed",
+				    (long long)c->bmc_min_interval_ms);
+			goto out;
+		}
+	}
+
+	struct site_state *ss = NULL;
+	int use_site = site_key && *site_key && c->site_rate_per_s > 0;
+	if (use_site)
+		ss = (struct site_state *)hmap_find(&lim->sites, site_key);
+	size_t need = (bs ? 0 : 1) + (use_site && !ss ? 1 : 0);
+	if (need && !have_room(lim, now, need)) {
+		/* the sweep may have dropped bs or ss */
+		rc = refuse(FP_EBUSY, c->busy_retry_ms, wait_ms, why, whylen,
+			    "rate limiter key table full (%zu keys)", c->max_keys);
+		goto out;
+	}
+	bs = (struct bmc_state *)hmap_find(&lim->bmcs, bmc_key);
+	if (use_site) {
+		ss = (struct site_state *)hmap_find(&lim->sites, site_key);
+		if (!ss) {
+			ss = xcalloc(1, sizeof(*ss));
+			ss->node.key = xstrdup(site_key);
+			ratelimit_bucket_init(&ss->bucket, lim->clock, c->site_rate_per_s,
+					      c->site_burst);
+			hmap_insert(&lim->sites, &ss->node);
+		}
+		ss->last_use_ms = now;
+		int64_t w = ratelimit_bucket_try_take(&ss->bucket, 1);
+		if (w > 0) {
+			rc = refuse(FP_EAGAIN, w, wait_ms, why, whylen,
+				    "site token bucket empty site=%s", site_key);
+			goto out;
+		}
+	}
+	if (!bs) {
+		bs = xcalloc(1, sizeof(*bs));
+		bs->node.key = xstrdup(bmc_key);
+		hmap_insert(&lim->bmcs, &bs->node);
+	}
+	bs->inflight++;
+	bs->last_use_ms = now;
+	if (wait_ms)
+		*wait_ms = 0;
+	if (why && whylen)
+		why[0] = '\0';
+out:
+	pthread_mutex_unlock(&lim->mu);
+	return rc;
+}
+
+int ratelimit_release(struct ratelimit *lim, const char *bmc_key)
+{
+	if (!bmc_key)
+		return FP_ENOTFOUND;
+	int rc = FP_ENOTFOUND;
+	pthread_mutex_lock(&lim->mu);
+	struct bmc_state *bs = (struct bmc_state *)hmap_find(&lim->bmcs, bmc_key);
+	if (bs && bs->inflight > 0) {
+		int64_t now = clock_now_ms(lim->clock);
+		bs->inflight--;
+		bs->has_end = 1;
+		bs->last_end_ms = now;
+		bs->last_use_ms = now;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&lim->mu);
+	return rc;
+}
