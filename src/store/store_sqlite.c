@@ -1,0 +1,839 @@
+/* store_sqlite.c - the embedded SQLite store backend ("sqlite:PATH"; DESIGN.md "Store"). The
+ * database runs in WAL mode with synchronous=FULL, so a commit is on disk (WAL fsynced) before
+ * any writer is acknowledged. Tables: kv(key, value, create_rev, mod_rev) holds current state,
+ * changes(id, key, type, value, create_rev) is the change feed with id = rev << 11 | op index
+ * (so the rowid orders events by revision, then op order, without a second index), and meta
+ * holds the current and compacted revisions.
+ *
+ * Group commit: writers enqueue their request and sleep; one writer thread takes every queued
+ * request, runs BEGIN IMMEDIATE, applies each request's expectation checks and, inside a
+ * SAVEPOINT, its writes (a request that fails is rolled back alone and reported; the others
+ * still commit), bumps the revision once per successful request, COMMITs, and only then wakes
+ * each writer with its own result. The write connection belongs to that thread alone. Reads
+ * go to a small pool of read connections (WAL readers do not block the writer), each behind a
+ * mutex with its statements prepared once. The current revision is cached in an atomic. */
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/metrics.h"
+#include "store/store_int.h"
+#include "base/banned.h"
+
+#define SQ_READERS 4
+#define SQ_ID_SHIFT 11 /* changes.id = rev << 11 | op index; STORE_MAX_TXN_OPS <= 2048 */
+#define SQ_SCHEMA_VERSION 1
+
+_Static_assert(STORE_MAX_TXN_OPS <= (1 << SQ_ID_SHIFT), "op index must fit in changes.id");
+
+static const char sq_schema[] =
+	"CREATE TABLE IF NOT EXISTS kv("
+	" key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL,"
+	" create_rev INTEGER NOT NULL, mod_rev INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS changes("
+	" id INTEGER PRIMARY KEY, key TEXT NOT NULL, type INTEGER NOT NULL, value TEXT,"
+	" create_rev INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS meta("
+	" id INTEGER PRIMARY KEY CHECK (id = 1), rev INTEGER NOT NULL,"
+	" compacted_rev INTEGER NOT NULL);"
+	"INSERT OR IGNORE INTO meta(id, rev, compacted_rev) VALUES (1, 0, 0);";
+
+enum {
+	W_BEGIN,
+	W_COMMIT,
+	W_ROLLBACK,
+	W_SAVEPOINT,
+	W_RELEASE,
+	W_ROLLBACK_TO,
+	W_SELECT,
+	W_INSERT,
+	W_UPDATE,
+	W_DELETE,
+	W_CHANGE,
+	W_META,
+	W_META_READ,
+	W_COMPACT,
+	W_N
+};
+
+static const char *const sq_wsql[W_N] = {
+	[W_BEGIN] = "BEGIN IMMEDIATE",
+	[W_COMMIT] = "COMMIT",
+	[W_ROLLBACK] = "ROLLBACK",
+	[W_SAVEPOINT] = "SAVEPOINT req",
+	[W_RELEASE] = "RELEASE req",
+	[W_ROLLBACK_TO] = "ROLLBACK TO req",
+	[W_SELECT] = "SELECT create_rev, mod_rev FROM kv WHERE key = ?1",
+	[W_INSERT] = "INSERT INTO kv(key, value, create_rev, mod_rev) VALUES (?1, ?2, ?3, ?3)",
+	[W_UPDATE] = "UPDATE kv SET value = ?2, mod_rev = ?3 WHERE key = ?1",
+	[W_DELETE] = "DELETE FROM kv WHERE key = ?1",
+	[W_CHANGE] = "INSERT INTO changes(id, key, type, value, create_rev) VALUES (?1,?2,?3,?4,?5)",
+	[W_META] = "UPDATE meta SET rev = ?1, compacted_rev = ?2 WHERE id = 1",
+	[W_META_READ] = "SELECT rev, compacted_rev FROM meta WHERE id = 1",
+	[W_COMPACT] = "DELETE FROM changes WHERE id < ?1",
+};
+
+enum { R_BEGIN, R_COMMIT, R_META, R_GET, R_LIST, R_COUNT, R_CHANGES, R_N };
+
+static const char *const sq_rsql[R_N] = {
+	[R_BEGIN] = "BEGIN",
+	[R_COMMIT] = "COMMIT",
+	[R_META] = "SELECT rev, compacted_rev FROM meta WHERE id = 1",
+	[R_GET] = "SELECT value, create_rev, mod_rev FROM kv WHERE key = ?1",
+	[R_LIST] = "SELECT key, value, create_rev, mod_rev FROM kv"
+		   " WHERE key >= ?1 AND key < ?2 AND key > ?3 ORDER BY key LIMIT ?4",
+	[R_COUNT] = "SELECT count(*) FROM kv WHERE key >= ?1 AND key < ?2",
+	[R_CHANGES] = "SELECT id, key, type, value, create_rev FROM changes"
+		      " WHERE id >= ?1 AND key >= ?2 AND key < ?3 ORDER BY id LIMIT ?4",
+};
+
+struct sq_reader {
+	pthread_mutex_t mu;
+	sqlite3 *db;
+	sqlite3_stmt *st[R_N];
+};
+
+enum sq_req_kind { SQ_REQ_TXN, SQ_REQ_COMPACT };
+
+/* One queued write, on the stack of the thread that waits for it. */
+struct sq_req {
+	struct sq_req *next;
+	enum sq_req_kind kind;
+	const struct store_op *ops;
+	size_t n;
+	int64_t compact_rev;
+	int rc;
+	int64_t rev;
+	size_t failed_index;
+	int done;
+	pthread_cond_t cond;
+};
+
+struct store_sqlite {
+	struct store_impl base;
+	char *path;
+	sqlite3 *wdb; /* owned by the writer thread after open */
+	sqlite3_stmt *w[W_N];
+	struct sq_reader readers[SQ_READERS];
+	atomic_uint rr;
+	_Atomic int64_t rev;
+	_Atomic int64_t compacted_rev;
+
+	pthread_mutex_t mu;     /* queue, closing, waiters */
+	pthread_cond_t qcond;   /* writer thread: work queued or closing */
+	pthread_cond_t revcond; /* store_wait: revision advanced or closing */
+	struct sq_req *head, **tail;
+	int closing;
+	int waiters;
+	int writer_started;
+	pthread_t writer;
+};
+
+static struct metric_family *m_batch;
+
+static struct store_sqlite *to_sq(struct store_impl *b)
+{
+	return (struct store_sqlite *)b;
+}
+
+/* ---- statement helpers ---- */
+
+/* Runs a statement that returns no rows; resets it. SQLite code returned. */
+static int sq_exec(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+}
+
+static char *col_dup(sqlite3_stmt *st, int i)
+{
+	const unsigned char *p = sqlite3_column_text(st, i);
+	if (!p)
+		return NULL;
+	return xstrndup((const char *)p, (size_t)sqlite3_column_bytes(st, i));
+}
+
+static int prepare_all(sqlite3 *db, const char *const *sql, sqlite3_stmt **st, int n, char *err,
+		       size_t errlen)
+{
+	for (int i = 0; i < n; i++)
+		if (sqlite3_prepare_v3(db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, &st[i], NULL) !=
+		    SQLITE_OK)
+			return fp_errf(FP_EIO, err, errlen, "sqlite prepare %s: %s", sql[i],
+				       sqlite3_errmsg(db));
+	return 0;
+}
+
+static void finalize_all(sqlite3_stmt **st, int n)
+{
+	for (int i = 0; i < n; i++) {
+		sqlite3_finalize(st[i]);
+		st[i] = NULL;
+	}
+}
+
+static int conn_open(const char *path, sqlite3 **out, int query_only, char *err, size_t errlen)
+{
+	sqlite3 *db = NULL;
+	char *msg = NULL;
+	int rc = sqlite3_open_v2(path, &db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+				 NULL);
+	if (rc != SQLITE_OK) {
+		rc = fp_errf(FP_EIO, err, errlen, "sqlite open %s: %s", path,
+			     db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+		goto fail;
+	}
+	sqlite3_busy_timeout(db, 5000);
+	const char *pragmas = query_only ? "PRAGMA query_only = 1;"
+					 : "PRAGMA synchronous = FULL; PRAGMA foreign_keys = 0;";
+	if (sqlite3_exec(db, pragmas, NULL, NULL, &msg) != SQLITE_OK) {
+		rc = fp_errf(FP_EIO, err, errlen, "sqlite pragmas %s: %s", path,
+			     msg ? msg : "unknown");
+		goto fail;
+	}
+	*out = db;
+	return 0;
+fail:
+	sqlite3_free(msg);
+	sqlite3_close(db);
+	return rc;
+}
+
+/* WAL mode, schema, version check, revisions. Runs on the write connection during open. */
+static int sq_init_db(struct store_sqlite *s, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	char *msg = NULL;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(s->wdb, "PRAGMA journal_mode = WAL", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW ||
+	    strcmp((const char *)sqlite3_column_text(st, 0), "wal") != 0) {
+		rc = fp_errf(FP_EIO, err, errlen, "sqlite %s: cannot enable WAL: %s", s->path,
+			     sqlite3_errmsg(s->wdb));
+		goto out;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+
+	if (sqlite3_prepare_v2(s->wdb, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW) {
+		rc = fp_errf(FP_EIO, err, errlen, "sqlite %s: %s", s->path, sqlite3_errmsg(s->wdb));
+		goto out;
+	}
+	int version = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (version > SQ_SCHEMA_VERSION) {
+		rc = fp_errf(FP_EIO, err, errlen, "sqlite %s: schema version %d is newer than %d",
+			     s->path, version, SQ_SCHEMA_VERSION);
+		goto out;
+	}
+	char *sql = xasprintf("BEGIN IMMEDIATE; %s PRAGMA user_version = %d; COMMIT;", sq_schema,
+			      SQ_SCHEMA_VERSION);
+	int src = sqlite3_exec(s->wdb, sql, NULL, NULL, &msg);
+	free(sql);
+	if (src != SQLITE_OK) {
+		rc = fp_errf(FP_EIO, err, errlen, "sqlite %s: schema: %s", s->path,
+			     msg ? msg : "unknown");
+		sqlite3_exec(s->wdb, "ROLLBACK", NULL, NULL, NULL);
+		goto out;
+	}
+out:
+	sqlite3_free(msg);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Reloads the cached revisions from meta (write connection, outside a transaction). */
+static int sq_load_meta(struct store_sqlite *s)
+{
+	sqlite3_stmt *st = s->w[W_META_READ];
+	int rc = FP_EIO;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		atomic_store(&s->rev, sqlite3_column_int64(st, 0));
+		atomic_store(&s->compacted_rev, sqlite3_column_int64(st, 1));
+		rc = 0;
+	}
+	sqlite3_reset(st);
+	return rc;
+}
+
+/* ---- the writer thread ---- */
+
+/* Expectation check for one op inside the batch transaction; 0 or a failed-expectation code,
+ * FP_EIO on a database error. *create_rev is the key's create_rev (0 when absent). */
+static int sq_check(struct store_sqlite *s, const struct store_op *op, int64_t *create_rev,
+		    int *exists)
+{
+	sqlite3_stmt *st = s->w[W_SELECT];
+	int64_t mod = 0;
+	bind_text(st, 1, op->key);
+	int r = sqlite3_step(st);
+	*exists = r == SQLITE_ROW;
+	*create_rev = 0;
+	if (r == SQLITE_ROW) {
+		*create_rev = sqlite3_column_int64(st, 0);
+		mod = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	if (r != SQLITE_ROW && r != SQLITE_DONE)
+		return FP_EIO;
+	if (op->type == STORE_OP_DELETE) {
+		if (!*exists)
+			return FP_ENOTFOUND;
+		if (op->expect > 0 && mod != op->expect)
+			return FP_ECONFLICT;
+		return 0;
+	}
+	if (op->expect == STORE_ABSENT && *exists)
+		return FP_EEXIST;
+	if (op->expect > 0 && (!*exists || mod != op->expect))
+		return FP_ECONFLICT;
+	return 0;
+}
+
+static int sq_write_op(struct store_sqlite *s, const struct store_op *op, size_t idx, int64_t rev,
+		       int64_t create_rev, int exists)
+{
+	sqlite3_stmt *st;
+	int64_t ev_create = 0;
+	if (op->type == STORE_OP_DELETE) {
+		st = s->w[W_DELETE];
+		bind_text(st, 1, op->key);
+	} else {
+		st = s->w[exists ? W_UPDATE : W_INSERT];
+		bind_text(st, 1, op->key);
+		bind_text(st, 2, op->value);
+		sqlite3_bind_int64(st, 3, rev);
+		ev_create = exists ? create_rev : rev;
+	}
+	if (sq_exec(st) != SQLITE_OK)
+		return FP_EIO;
+	st = s->w[W_CHANGE];
+	sqlite3_bind_int64(st, 1, (rev << SQ_ID_SHIFT) | (int64_t)idx);
+	bind_text(st, 2, op->key);
+	sqlite3_bind_int(st, 3, (int)op->type);
+	if (op->type == STORE_OP_PUT)
+		bind_text(st, 4, op->value);
+	else
+		sqlite3_bind_null(st, 4);
+	sqlite3_bind_int64(st, 5, ev_create);
+	return sq_exec(st) == SQLITE_OK ? 0 : FP_EIO;
+}
+
+/* Applies one transaction request at revision rev inside the open batch transaction. Returns 0
+ * (request applied), a failed-expectation code or FP_EIO (request rolled back alone), or 1 when
+ * SQLite rolled back the whole batch transaction. */
+static int sq_apply_txn(struct store_sqlite *s, struct sq_req *r, int64_t rev)
+{
+	/* Keys are distinct (store.c), so the checks are independent of this request's writes. */
+	int64_t stack_cr[8];
+	int stack_ex[8];
+	int64_t *cr = r->n <= 8 ? stack_cr : xreallocarray(NULL, r->n, sizeof(*cr));
+	int *ex = r->n <= 8 ? stack_ex : xreallocarray(NULL, r->n, sizeof(*ex));
+	int rc = 0;
+	for (size_t i = 0; i < r->n; i++) {
+		rc = sq_check(s, &r->ops[i], &cr[i], &ex[i]);
+		if (rc < 0) {
+			r->failed_index = i;
+			goto out;
+		}
+	}
+	if (sq_exec(s->w[W_SAVEPOINT]) != SQLITE_OK) {
+		rc = FP_EIO;
+		goto out;
+	}
+	for (size_t i = 0; i < r->n; i++) {
+		rc = sq_write_op(s, &r->ops[i], i, rev, cr[i], ex[i]);
+		if (rc < 0)
+			break;
+	}
+	if (rc < 0) {
+		if (sqlite3_get_autocommit(s->wdb)) {
+			rc = 1;
+			goto out;
+		}
+		sq_exec(s->w[W_ROLLBACK_TO]);
+	}
+	if (sq_exec(s->w[W_RELEASE]) != SQLITE_OK && rc == 0)
+		rc = FP_EIO;
+out:
+	if (cr != stack_cr)
+		free(cr);
+	if (ex != stack_ex)
+		free(ex);
+	return rc;
+}
+
+static int sq_apply_compact(struct store_sqlite *s, struct sq_req *r, int64_t rev,
+			    int64_t *crev)
+{
+	if (r->compact_rev > rev)
+		return FP_EINVAL;
+	if (r->compact_rev <= *crev)
+		return 0;
+	sqlite3_stmt *st = s->w[W_COMPACT];
+	sqlite3_bind_int64(st, 1, (r->compact_rev + 1) << SQ_ID_SHIFT);
+	if (sq_exec(st) != SQLITE_OK)
+		return sqlite3_get_autocommit(s->wdb) ? 1 : FP_EIO;
+	*crev = r->compact_rev;
+	return 0;
+}
+
+/* Runs one batch as one SQLite transaction and fills each request's rc and rev. */
+static void sq_apply_batch(struct store_sqlite *s, struct sq_req *batch)
+{
+	int64_t rev0 = atomic_load(&s->rev), rev = rev0;
+	int64_t crev0 = atomic_load(&s->compacted_rev), crev = crev0;
+	int aborted = 0;
+	size_t nreq = 0;
+
+	if (sq_exec(s->w[W_BEGIN]) != SQLITE_OK) {
+		for (struct sq_req *r = batch; r; r = r->next)
+			r->rc = FP_EIO;
+		return;
+	}
+	for (struct sq_req *r = batch; r; r = r->next) {
+		nreq++;
+		int rc;
+		if (aborted) {
+			r->rc = FP_EIO;
+			continue;
+		}
+		if (r->kind == SQ_REQ_COMPACT)
+			rc = sq_apply_compact(s, r, rev, &crev);
+		else
+			rc = sq_apply_txn(s, r, rev + 1);
+		if (rc == 1) {
+			aborted = 1;
+			r->rc = FP_EIO;
+			continue;
+		}
+		r->rc = rc;
+		if (rc == 0 && r->kind == SQ_REQ_TXN)
+			r->rev = ++rev;
+	}
+	metric_observe(m_batch, NULL, (double)nreq);
+	if (!aborted && (rev != rev0 || crev != crev0)) {
+		sqlite3_stmt *st = s->w[W_META];
+		sqlite3_bind_int64(st, 1, rev);
+		sqlite3_bind_int64(st, 2, crev);
+		if (sq_exec(st) != SQLITE_OK)
+			aborted = 1;
+	}
+	if (!aborted && sq_exec(s->w[W_COMMIT]) == SQLITE_OK) {
+		atomic_store(&s->compacted_rev, crev);
+		atomic_store(&s->rev, rev);
+		return;
+	}
+	/* Nothing in this batch is acknowledged. If the COMMIT's fsync failed, the state on
+	 * disk is unknown; reload the revisions from the database rather than trust the cache. */
+	if (!sqlite3_get_autocommit(s->wdb))
+		sq_exec(s->w[W_ROLLBACK]);
+	for (struct sq_req *r = batch; r; r = r->next)
+		if (r->rc == 0) {
+			r->rc = FP_EIO;
+			r->rev = 0;
+		}
+	sq_load_meta(s);
+}
+
+static void *sq_writer_main(void *arg)
+{
+	struct store_sqlite *s = arg;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (!s->head && !s->closing)
+			pthread_cond_wait(&s->qcond, &s->mu);
+		if (!s->head)
+			break; /* closing and drained */
+		struct sq_req *batch = s->head;
+		s->head = NULL;
+		s->tail = &s->head;
+		pthread_mutex_unlock(&s->mu);
+
+		sq_apply_batch(s, batch);
+
+		pthread_mutex_lock(&s->mu);
+		for (struct sq_req *r = batch, *next; r; r = next) {
+			next = r->next;
+			r->done = 1;
+			pthread_cond_signal(&r->cond);
+		}
+		pthread_cond_broadcast(&s->revcond);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* Queues r and blocks until the writer thread has committed (or failed) it. */
+static int sq_submit(struct store_sqlite *s, struct sq_req *r)
+{
+	r->next = NULL;
+	r->done = 0;
+	r->rc = 0;
+	r->rev = 0;
+	pthread_cond_init(&r->cond, NULL);
+	pthread_mutex_lock(&s->mu);
+	if (s->closing) {
+		pthread_mutex_unlock(&s->mu);
+		pthread_cond_destroy(&r->cond);
+		return FP_ECLOSED;
+	}
+	int was_empty = s->head == NULL;
+	*s->tail = r;
+	s->tail = &r->next;
+	if (was_empty)
+		pthread_cond_signal(&s->qcond);
+	while (!r->done)
+		pthread_cond_wait(&r->cond, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+	pthread_cond_destroy(&r->cond);
+	return r->rc;
+}
+
+/* ---- open / close ---- */
+
+static void sq_free(struct store_sqlite *s)
+{
+	for (int i = 0; i < SQ_READERS; i++) {
+		finalize_all(s->readers[i].st, R_N);
+		sqlite3_close(s->readers[i].db);
+		pthread_mutex_destroy(&s->readers[i].mu);
+	}
+	finalize_all(s->w, W_N);
+	sqlite3_close(s->wdb);
+	pthread_cond_destroy(&s->qcond);
+	pthread_cond_destroy(&s->revcond);
+	pthread_mutex_destroy(&s->mu);
+	free(s->path);
+	free(s);
+}
+
+static int sq_open(const char *arg, struct store_impl **out, char *err, size_t errlen)
+{
+	static const double batch_buckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+	if (arg[0] == '\0')
+		return fp_errf(FP_EINVAL, err, errlen, "sqlite store needs a path: sqlite:PATH");
+	m_batch = metrics_register(METRIC_HISTOGRAM, "fleetplane_store_batch_size",
+				   "Write requests committed per SQLite group commit.", "",
+				   batch_buckets, sizeof(batch_buckets) / sizeof(batch_buckets[0]));
+
+	struct store_sqlite *s = xcalloc(1, sizeof(*s));
+	int rc = 0;
+	s->base.ops = &store_sqlite_ops;
+	s->path = xstrdup(arg);
+	s->tail = &s->head;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->qcond, NULL);
+	store_cond_init(&s->revcond);
+	for (int i = 0; i < SQ_READERS; i++)
+		pthread_mutex_init(&s->readers[i].mu, NULL);
+
+	rc = conn_open(s->path, &s->wdb, 0, err, errlen);
+	if (rc < 0)
+		goto fail;
+	rc = sq_init_db(s, err, errlen);
+	if (rc < 0)
+		goto fail;
+	rc = prepare_all(s->wdb, sq_wsql, s->w, W_N, err, errlen);
+	if (rc < 0)
+		goto fail;
+	if (sq_load_meta(s) < 0) {
+		rc = fp_errf(FP_EIO, err, errlen, "sqlite %s: cannot read meta: %s", s->path,
+			     sqlite3_errmsg(s->wdb));
+		goto fail;
+	}
+	for (int i = 0; i < SQ_READERS; i++) {
+		rc = conn_open(s->path, &s->readers[i].db, 1, err, errlen);
+		if (rc < 0)
+			goto fail;
+		rc = prepare_all(s->readers[i].db, sq_rsql, s->readers[i].st, R_N, err, errlen);
+		if (rc < 0)
+			goto fail;
+	}
+	if (pthread_create(&s->writer, NULL, sq_writer_main, s) != 0) {
+		rc = fp_errf(FP_EIO, err, errlen, "sqlite %s: cannot start writer thread", s->path);
+		goto fail;
+	}
+	s->writer_started = 1;
+	*out = &s->base;
+	return 0;
+fail:
+	sq_free(s);
+	return rc;
+}
+
+static void sq_close(struct store_impl *b)
+{
+	struct store_sqlite *s = to_sq(b);
+	pthread_mutex_lock(&s->mu);
+	s->closing = 1;
+	pthread_cond_signal(&s->qcond);
+	pthread_cond_broadcast(&s->revcond);
+	while (s->waiters > 0)
+		pthread_cond_wait(&s->revcond, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+	if (s->writer_started)
+		pthread_join(s->writer, NULL); /* drains the queue first */
+	sq_free(s);
+}
+
+/* ---- reads ---- */
+
+static struct sq_reader *reader_take(struct store_sqlite *s)
+{
+	unsigned start = atomic_fetch_add(&s->rr, 1);
+	for (unsigned i = 0; i < SQ_READERS; i++) {
+		struct sq_reader *c = &s->readers[(start + i) % SQ_READERS];
+		if (pthread_mutex_trylock(&c->mu) == 0)
+			return c;
+	}
+	struct sq_reader *c = &s->readers[start % SQ_READERS];
+	pthread_mutex_lock(&c->mu);
+	return c;
+}
+
+static void reader_put(struct sq_reader *c)
+{
+	pthread_mutex_unlock(&c->mu);
+}
+
+static int64_t sq_revision(struct store_impl *b)
+{
+	return atomic_load(&to_sq(b)->rev);
+}
+
+static int64_t sq_compacted_revision(struct store_impl *b)
+{
+	return atomic_load(&to_sq(b)->compacted_rev);
+}
+
+static int sq_get(struct store_impl *b, const char *key, struct store_kv *out)
+{
+	struct sq_reader *c = reader_take(to_sq(b));
+	sqlite3_stmt *st = c->st[R_GET];
+	int rc;
+	bind_text(st, 1, key);
+	int r = sqlite3_step(st);
+	if (r == SQLITE_ROW) {
+		out->key = xstrdup(key);
+		out->value = col_dup(st, 0);
+		out->create_revision = sqlite3_column_int64(st, 1);
+		out->mod_revision = sqlite3_column_int64(st, 2);
+		rc = 0;
+	} else {
+		rc = r == SQLITE_DONE ? FP_ENOTFOUND : FP_EIO;
+	}
+	sqlite3_reset(st);
+	reader_put(c);
+	return rc;
+}
+
+/* Starts a read transaction and reads meta inside it, so later statements see the same
+ * snapshot as the returned revisions. */
+static int reader_begin(struct sq_reader *c, int64_t *rev, int64_t *crev)
+{
+	if (sq_exec(c->st[R_BEGIN]) != SQLITE_OK)
+		return FP_EIO;
+	sqlite3_stmt *st = c->st[R_META];
+	int rc = FP_EIO;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		*rev = sqlite3_column_int64(st, 0);
+		*crev = sqlite3_column_int64(st, 1);
+		rc = 0;
+	}
+	sqlite3_reset(st);
+	if (rc < 0)
+		sq_exec(c->st[R_COMMIT]);
+	return rc;
+}
+
+static int sq_list(struct store_impl *b, const char *prefix, const char *start_after,
+		   size_t limit, struct store_kv **items, size_t *n, int64_t *rev, int *more)
+{
+	struct sq_reader *c = reader_take(to_sq(b));
+	char upper[STORE_MAX_KEY + 2];
+	struct store_kv *v = NULL;
+	size_t nv = 0, alloc = 0;
+	int64_t crev;
+	int r = SQLITE_DONE;
+	int rc = reader_begin(c, rev, &crev);
+	if (rc < 0)
+		goto out;
+	store_prefix_upper(prefix, upper);
+	sqlite3_stmt *st = c->st[R_LIST];
+	bind_text(st, 1, prefix);
+	bind_text(st, 2, upper);
+	bind_text(st, 3, start_after);
+	sqlite3_bind_int64(st, 4, limit ? (int64_t)limit + 1 : -1);
+	*more = 0;
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		if (limit && nv == limit) {
+			*more = 1;
+			break;
+		}
+		ALLOC_GROW(v, nv + 1, alloc);
+		v[nv].key = col_dup(st, 0);
+		v[nv].value = col_dup(st, 1);
+		v[nv].create_revision = sqlite3_column_int64(st, 2);
+		v[nv].mod_revision = sqlite3_column_int64(st, 3);
+		nv++;
+	}
+	sqlite3_reset(st);
+	sq_exec(c->st[R_COMMIT]);
+	if (r != SQLITE_DONE && r != SQLITE_ROW) {
+		rc = FP_EIO;
+		store_kv_array_free(v, nv);
+		v = NULL;
+		nv = 0;
+	}
+out:
+	reader_put(c);
+	*items = v;
+	*n = nv;
+	return rc;
+}
+
+static int sq_count(struct store_impl *b, const char *prefix, size_t *n)
+{
+	struct sq_reader *c = reader_take(to_sq(b));
+	char upper[STORE_MAX_KEY + 2];
+	sqlite3_stmt *st = c->st[R_COUNT];
+	int rc = FP_EIO;
+	store_prefix_upper(prefix, upper);
+	bind_text(st, 1, prefix);
+	bind_text(st, 2, upper);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		*n = (size_t)sqlite3_column_int64(st, 0);
+		rc = 0;
+	}
+	sqlite3_reset(st);
+	reader_put(c);
+	return rc;
+}
+
+static int sq_changes(struct store_impl *b, const char *prefix, int64_t after_rev, size_t max,
+		      struct store_event **evs, size_t *n)
+{
+	struct sq_reader *c = reader_take(to_sq(b));
+	char upper[STORE_MAX_KEY + 2];
+	struct store_event *v = NULL;
+	size_t nv = 0, alloc = 0;
+	int64_t rev, crev;
+	int r = SQLITE_DONE;
+	int rc = reader_begin(c, &rev, &crev);
+	if (rc < 0)
+		goto out;
+	if (after_rev < crev) {
+		rc = FP_ECOMPACTED;
+		sq_exec(c->st[R_COMMIT]);
+		goto out;
+	}
+	store_prefix_upper(prefix, upper);
+	sqlite3_stmt *st = c->st[R_CHANGES];
+	sqlite3_bind_int64(st, 1, after_rev >= rev ? (rev + 1) << SQ_ID_SHIFT
+						   : (after_rev + 1) << SQ_ID_SHIFT);
+	bind_text(st, 2, prefix);
+	bind_text(st, 3, upper);
+	sqlite3_bind_int64(st, 4, (int64_t)max);
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		ALLOC_GROW(v, nv + 1, alloc);
+		v[nv].revision = sqlite3_column_int64(st, 0) >> SQ_ID_SHIFT;
+		v[nv].key = col_dup(st, 1);
+		v[nv].type = (enum store_op_type)sqlite3_column_int(st, 2);
+		v[nv].value = col_dup(st, 3);
+		v[nv].create_revision = sqlite3_column_int64(st, 4);
+		nv++;
+	}
+	sqlite3_reset(st);
+	sq_exec(c->st[R_COMMIT]);
+	if (r != SQLITE_DONE) {
+		rc = FP_EIO;
+		store_event_array_free(v, nv);
+		v = NULL;
+		nv = 0;
+	}
+out:
+	reader_put(c);
+	*evs = v;
+	*n = nv;
+	return rc;
+}
+
+static int sq_wait(struct store_impl *b, int64_t after_rev, int timeout_ms)
+{
+	struct store_sqlite *s = to_sq(b);
+	struct timespec dl;
+	int rc = 0;
+	if (timeout_ms >= 0)
+		store_deadline(&dl, timeout_ms);
+	pthread_mutex_lock(&s->mu);
+	s->waiters++;
+	for (;;) {
+		if (s->closing) {
+			rc = FP_ECLOSED;
+			break;
+		}
+		if (atomic_load(&s->rev) > after_rev)
+			break;
+		if (timeout_ms < 0) {
+			pthread_cond_wait(&s->revcond, &s->mu);
+		} else if (pthread_cond_timedwait(&s->revcond, &s->mu, &dl) != 0) {
+			rc = atomic_load(&s->rev) > after_rev ? 0 : FP_ETIMEDOUT;
+			break;
+		}
+	}
+	s->waiters--;
+	if (s->closing)
+		pthread_cond_broadcast(&s->revcond); /* sq_close waits for waiters to leave */
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+/* ---- writes ---- */
+
+static int sq_txn(struct store_impl *b, const struct store_op *ops, size_t n, int64_t *rev,
+		  size_t *failed_index)
+{
+	struct sq_req r = {.kind = SQ_REQ_TXN, .ops = ops, .n = n};
+	int rc = sq_submit(to_sq(b), &r);
+	if (rc == 0)
+		*rev = r.rev;
+	else
+		*failed_index = r.failed_index;
+	return rc;
+}
+
+static int sq_compact(struct store_impl *b, int64_t rev)
+{
+	struct sq_req r = {.kind = SQ_REQ_COMPACT, .compact_rev = rev};
+	return sq_submit(to_sq(b), &r);
+}
+
+const struct store_ops store_sqlite_ops = {
+	.scheme = "sqlite",
+	.open = sq_open,
+	.close = sq_close,
+	.revision = sq_revision,
+	.compacted_revision = sq_compacted_revision,
+	.get = sq_get,
+	.txn = sq_txn,
+	.list = sq_list,
+	.count = sq_count,
+	.changes = sq_changes,
+	.wait = sq_wait,
+	.compact = sq_compact,
+};
