@@ -1,0 +1,891 @@
+/* cmd_node.c - `fleetplane node <verb>`: list (table, -o json, --watch), get, enroll, and the
+ * lifecycle verbs drain, resume, retire and release, as clients of /v1/nodes (DESIGN.md "API").
+ * Flags are parsed with getopt_long before anything touches the network, so usage errors
+ * (exit 2) never need a server. Destructive verbs refuse an empty or wildcard target
+ * (DESIGN.md principle 5). --watch lists, then follows ?watch=1 from the list's
+ * resourceVersion, re-listing when the server says the revision was compacted (410). */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "base/jsonx.h"
+#include "cmd/client.h"
+#include "cmd/cmds.h"
+#include "cmd/table.h"
+#include "core/model.h"
+
+#include "base/banned.h"
+
+static const char node_usage_text[] =
+	"Usage: fleetplane node <verb> [flags]\n"
+	"\n"
+	"Verbs:\n"
+	"  list     list nodes (table, -o json, -o wide, --watch)\n"
+	"  get      show one node\n"
+	"  enroll   enroll nodes from a JSON file\n"
+	"  drain    place an operator hold and drain a node\n"
+	"  resume   release the operator hold and return a node to service\n"
+	"  retire   decommission a node\n"
+	"  release  release another owner's hold (admin)\n"
+	"\n"
+	"Run 'fleetplane node <verb> --help' for the flags of a verb.\n"
+	"Environment: FLEETPLANE_URL (default " CLIENT_DEFAULT_URL "), FLEETPLANE_TOKEN.\n";
+
+static const char node_list_usage[] =
+	"Usage: fleetplane node list [-l SELECTOR] [--phase PHASE] [-o json|wide] [--watch]\n"
+	"\n"
+	"  -l, --selector SEL  label selector, e.g. -l site=s1,rack!=r07 (repeatable: joined by ',')\n"
+	"      --phase PHASE   only nodes in this phase (available, draining, ...)\n"
+	"  -o, --output FMT    json: {\"items\":[...]} of full documents, all pages;\n"
+	"                      wide: no truncation, extra OPERATION and LABELS columns\n"
+	"  -w, --watch         follow changes: a live per-phase bar on a terminal, otherwise one\n"
+	"                      line per change: TYPE NAME PHASE or TYPE NAME OLD->NEW\n"
+	"  -h, --help          this help\n";
+
+static const char node_get_usage[] =
+	"Usage: fleetplane node get NAME [-o json]\n"
+	"\n"
+	"  -o, --output json   print the bare node document\n"
+	"  -h, --help          this help\n";
+
+static const char node_enroll_usage[] =
+	"Usage: fleetplane node enroll -f FILE\n"
+	"\n"
+	"  -f, --file FILE     one node document or {\"items\":[...]}; '-' reads stdin\n"
+	"  -h, --help          this help\n";
+
+static const char node_drain_usage[] =
+	"Usage: fleetplane node drain NAME --reason TEXT [-o json]\n"
+	"\n"
+	"  -r, --reason TEXT   why (required); the hold is owned by operator:<token name>\n"
+	"  -o, --output json   print the server's answer as JSON\n"
+	"  -h, --help          this help\n";
+
+static const char node_resume_usage[] =
+	"Usage: fleetplane node resume NAME [--reason TEXT] [-o json]\n"
+	"\n"
+	"  -r, --reason TEXT   why (optional)\n"
+	"  -o, --output json   print the server's answer as JSON\n"
+	"  -h, --help          this help\n";
+
+static const char node_retire_usage[] =
+	"Usage: fleetplane node retire NAME --reason TEXT [-o json]\n"
+	"\n"
+	"  -r, --reason TEXT   why (required)\n"
+	"  -o, --output json   print the server's answer as JSON\n"
+	"  -h, --help          this help\n";
+
+static const char node_release_usage[] =
+	"Usage: fleetplane node release NAME --owner OWNER --reason TEXT [-o json]\n"
+	"\n"
+	"  --owner OWNER       whose hold to release, e.g. health or slurm:alice (required)\n"
+	"  -r, --reason TEXT   why (required; audited)\n"
+	"  -o, --output json   print the server's answer as JSON\n"
+	"  -h, --help          this help\n";
+
+static const char *const node_phase_names[] = {
+#define X(e, s) s,
+	NODE_PHASE_MAP(X)
+#undef X
+};
+#define NODE_NPHASES (sizeof(node_phase_names) / sizeof(node_phase_names[0]))
+
+/* ---- rows ---- */
+
+static void node_holds_text(const json_t *doc, struct buf *b)
+{
+	json_t *holds = jsonx_path(doc, "status.holds");
+	size_t i;
+	json_t *h;
+	json_array_foreach(holds, i, h) {
+		const char *o = json_string_value(json_object_get(h, "owner"));
+		if (buf_printf(b, "%s%s", b->len ? "," : "", o ? o : "?") < 0)
+			return;
+	}
+}
+
+static void node_labels_text(const json_t *doc, struct buf *b)
+{
+	json_t *labels = jsonx_path(doc, "metadata.labels");
+	const char *k;
+	json_t *v;
+	json_object_foreach(labels, k, v) {
+		const char *s = json_string_value(v);
+		if (buf_printf(b, "%s%s=%s", b->len ? "," : "", k, s ? s : "") < 0)
+			return;
+	}
+}
+
+static void node_table_cols(struct table *t, enum client_output o)
+{
+	table_init(t, o == CLIENT_OUT_WIDE);
+	table_col(t, "NAME", 40);
+	table_col(t, "PHASE", 14);
+	table_col(t, "HOLDS", 30);
+	table_col(t, "SITE", 20);
+	table_col(t, "RACK", 20);
+	table_col(t, "GPUS", 6);
+	table_col(t, "AGE", 6);
+	if (o == CLIENT_OUT_WIDE) {
+		table_col(t, "OPERATION", 0);
+		table_col(t, "LABELS", 0);
+	}
+}
+
+static void node_table_row(struct table *t, const json_t *doc, int64_t now, enum client_output o)
+{
+	struct buf b;
+	char age[16];
+	buf_init(&b, 1 << 16);
+	table_cell(t, jsonx_str(doc, "metadata.name"));
+	table_cell(t, jsonx_str(doc, "status.phase"));
+	node_holds_text(doc, &b);
+	table_cell(t, b.data);
+	table_cell(t, jsonx_str(doc, "spec.site"));
+	table_cell(t, jsonx_str(doc, "spec.rack"));
+	json_t *g = jsonx_path(doc, "spec.gpus.count");
+	if (json_is_integer(g))
+		table_cellf(t, "%lld", (long long)json_integer_value(g));
+	else
+		table_cell(t, NULL);
+	table_age(now, client_time_ms(jsonx_path(doc, "metadata.createdAt")), age, sizeof(age));
+	table_cell(t, age);
+	if (o == CLIENT_OUT_WIDE) {
+		table_cell(t, jsonx_str(doc, "status.operation"));
+		buf_reset(&b);
+		node_labels_text(doc, &b);
+		table_cell(t, b.data);
+	}
+	buf_release(&b);
+}
+
+/* ---- list ---- */
+
+/* Builds "/v1/nodes?labelSelector=..&phase=.." (+ watch parameters when rv is non-NULL). */
+static char *node_list_path(const char *selector, const char *phase, const char *rv)
+{
+	struct buf b;
+	buf_init(&b, 1 << 16);
+	buf_puts(&b, "/v1/nodes");
+	if (rv) {
+		client_query_add(&b, "watch", "1");
+		client_query_add(&b, "resourceVersion", rv);
+	}
+	client_query_add(&b, "labelSelector", selector);
+	client_query_add(&b, "phase", phase);
+	size_t n;
+	return buf_detach(&b, &n);
+}
+
+struct node_watch {
+	json_t *phase_of;   /* name -> phase string */
+	char rv[64];
+	int tty;
+	int64_t last_draw_ms;
+	int drawn;
+};
+
+#define NODE_WATCH_RELIST 100
+
+static void node_watch_draw(struct node_watch *w, int force)
+{
+	int64_t now = client_now_ms();
+	if (!force && now - w->last_draw_ms < 100)
+		return;
+	w->last_draw_ms = now;
+	size_t counts[NODE_NPHASES + 1];
+	memset(counts, 0, sizeof(counts));
+	size_t total = 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach(w->phase_of, k, v) {
+		const char *p = json_string_value(v);
+		size_t i;
+		for (i = 0; i < NODE_NPHASES; i++)
+			if (p && strcmp(p, node_phase_names[i]) == 0)
+				break;
+		counts[i]++; /* i == NODE_NPHASES: a phase this client does not know */
+		total++;
+	}
+	size_t avail = counts[PHASE_AVAILABLE];
+	size_t fill = total ? avail * 20 / total : 0;
+	char bar[21];
+	for (size_t i = 0; i < 20; i++)
+		bar[i] = i < fill ? '#' : '-';
+	bar[20] = 0;
+	printf("\r%s %zu/%zu [%s]", node_phase_names[PHASE_AVAILABLE], avail, total, bar);
+	for (size_t i = 0; i < NODE_NPHASES; i++)
+		if (i != PHASE_AVAILABLE && counts[i])
+			printf(" %s %zu", node_phase_names[i], counts[i]);
+	if (counts[NODE_NPHASES])
+		printf(" other %zu", counts[NODE_NPHASES]);
+	fputs("\033[K", stdout);
+	fflush(stdout);
+	w->drawn = 1;
+}
+
+static void node_watch_line(const char *type, const char *name, const char *old, const char *now)
+{
+	if (old && now && strcmp(old, now) != 0)
+		printf("%s %s %s->%s\n", type, name, old, now);
+	else
+		printf("%s %s %s\n", type, name, now ? now : (old ? old : "-"));
+	fflush(stdout);
+}
+
+static int node_watch_event(void *arg, json_t *ev)
+{
+	struct node_watch *w = arg;
+	const char *type = json_string_value(json_object_get(ev, "type"));
+	json_t *obj = json_object_get(ev, "object");
+	if (!type) {
+		fprintf(stderr, "error: watch event without a type\n");
+		return CLIENT_EXIT_API;
+	}
+	if (strcmp(type, "ERROR") == 0) {
+		json_t *st = json_object_get(obj, "status");
+		if (json_integer_value(st) == 410)
+			return NODE_WATCH_RELIST;
+		char line[1400];
+		client_problem_format(json_integer_value(st), obj, NULL, 0, line, sizeof(line));
+		if (w->drawn)
+			fputc('\n', stdout);
+		fprintf(stderr, "%s\n", line);
+		return CLIENT_EXIT_API;
+	}
+	char rv[64];
+	client_rv_text(jsonx_path(obj, "metadata.resourceVersion"), rv, sizeof(rv));
+	if (rv[0])
+		snprintf(w->rv, sizeof(w->rv), "%s", rv);
+	if (strcmp(type, "BOOKMARK") == 0)
+		return 0;
+	const char *name = jsonx_str(obj, "metadata.name");
+	if (!name)
+		return 0;
+	const char *phase = jsonx_str(obj, "status.phase");
+	json_t *oldv = json_object_get(w->phase_of, name);
+	char *old = oldv ? xstrdup(json_string_value(oldv) ? json_string_value(oldv) : "-") : NULL;
+	if (strcmp(type, "DELETED") == 0)
+		json_object_del(w->phase_of, name);
+	else
+		json_object_set_new(w->phase_of, name, json_string(phase ? phase : "-"));
+	if (w->tty) {
+		node_watch_draw(w, 0);
+	} else {
+		char *tc = table_clean(type, 0), *nc = table_clean(name, 0);
+		char *pc = phase ? table_clean(phase, 0) : NULL;
+		char *oc = old ? table_clean(old, 0) : NULL;
+		node_watch_line(tc, nc, strcmp(type, "DELETED") == 0 ? NULL : oc,
+				pc ? pc : (strcmp(type, "DELETED") == 0 ? oc : "-"));
+		free(tc);
+		free(nc);
+		free(pc);
+		free(oc);
+	}
+	free(old);
+	return 0;
+}
+
+/* Lists, diffs against what the watch knew (all ADDED the first time), takes the list's rv. */
+static int node_watch_relist(struct client *c, struct node_watch *w, const char *selector,
+			     const char *phase)
+{
+	char *path = node_list_path(selector, phase, NULL);
+	json_t *items = NULL;
+	char *rv = NULL;
+	int rc = client_list(c, path, 0, &items, &rv);
+	free(path);
+	if (rc != CLIENT_EXIT_OK)
+		return rc;
+	json_t *fresh = json_object();
+	size_t i;
+	json_t *doc;
+	json_array_foreach(items, i, doc) {
+		const char *name = jsonx_str(doc, "metadata.name");
+		const char *ph = jsonx_str(doc, "status.phase");
+		if (name)
+			json_object_set_new(fresh, name, json_string(ph ? ph : "-"));
+	}
+	if (!w->tty) {
+		const char *k;
+		json_t *v;
+		json_object_foreach(w->phase_of, k, v)
+			if (!json_object_get(fresh, k))
+				node_watch_line("DELETED", k, NULL, json_string_value(v));
+		json_object_foreach(fresh, k, v) {
+			json_t *ov = json_object_get(w->phase_of, k);
+			if (!ov)
+				node_watch_line("ADDED", k, NULL, json_string_value(v));
+			else if (!json_equal(ov, v))
+				node_watch_line("MODIFIED", k, json_string_value(ov), json_string_value(v));
+		}
+	}
+	json_decref(w->phase_of);
+	w->phase_of = fresh;
+	snprintf(w->rv, sizeof(w->rv), "%s", rv ? rv : "0");
+	free(rv);
+	json_decref(items);
+	if (w->tty)
+		node_watch_draw(w, 1);
+	return CLIENT_EXIT_OK;
+}
+
+static void node_on_signal(int sig)
+{
+	client_interrupted = 1;
+}
+
+static int node_watch(struct client *c, const char *selector, const char *phase)
+{
+	struct node_watch w;
+	memset(&w, 0, sizeof(w));
+	w.phase_of = json_object();
+	w.tty = isatty(STDOUT_FILENO);
+	struct sigaction sa, old_int, old_term;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = node_on_signal;
+	sigemptyset(&sa.sa_mask);
+	client_interrupted = 0;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+
+	int rc = node_watch_relist(c, &w, selector, phase);
+	while (rc == CLIENT_EXIT_OK && !client_interrupted) {
+		char *path = node_list_path(selector, phase, w.rv);
+		long status = 0;
+		rc = client_watch(c, path, node_watch_event, &w, &status);
+		free(path);
+		if (rc == NODE_WATCH_RELIST || (rc == CLIENT_EXIT_API && status == 410)) {
+			rc = node_watch_relist(c, &w, selector, phase);
+			continue;
+		}
+		if (rc == CLIENT_EXIT_OK && !client_interrupted) {
+			/* the server ended the stream (restart, timeout): resume from the last rv */
+			struct timespec ts = {1, 0};
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (w.tty && w.drawn) {
+		node_watch_draw(&w, 1);
+		fputc('\n', stdout);
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	json_decref(w.phase_of);
+	return rc;
+}
+
+static int node_list(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"selector", required_argument, NULL, 'l'},
+		{"phase", required_argument, NULL, 'p'},
+		{"output", required_argument, NULL, 'o'},
+		{"watch", no_argument, NULL, 'w'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = "node list";
+	struct buf sel;
+	buf_init(&sel, 1 << 14);
+	const char *phase = NULL;
+	enum client_output o = CLIENT_OUT_TABLE;
+	int watch = 0, ch, rc = CLIENT_EXIT_OK;
+	struct client c;
+	memset(&c, 0, sizeof(c));
+	json_t *items = NULL;
+
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":l:o:wh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'l':
+			if (!*optarg) {
+				rc = client_usage_error(cmd, "flag '-l' needs a non-empty selector");
+				goto out;
+			}
+			if (buf_printf(&sel, "%s%s", sel.len ? "," : "", optarg) < 0) {
+				rc = client_usage_error(cmd, "selector too long");
+				goto out;
+			}
+			break;
+		case 'p':
+			if (!*optarg) {
+				rc = client_usage_error(cmd, "flag '--phase' needs a phase");
+				goto out;
+			}
+			phase = optarg;
+			break;
+		case 'o':
+			if ((rc = client_parse_output(cmd, optarg, 1, &o)) != 0)
+				goto out;
+			break;
+		case 'w':
+			watch = 1;
+			break;
+		case 'h':
+			fputs(node_list_usage, stdout);
+			goto out;
+		default:
+			rc = client_getopt_error(cmd, ch, argv);
+			goto out;
+		}
+	}
+	if (optind < argc) {
+		rc = client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	if (watch && o == CLIENT_OUT_JSON) {
+		rc = client_usage_error(cmd, "--watch cannot be combined with -o json");
+		goto out;
+	}
+	if ((rc = client_init(&c)) != 0)
+		goto out;
+	if (watch) {
+		rc = node_watch(&c, sel.data, phase);
+		goto out;
+	}
+	char *path = node_list_path(sel.data, phase, NULL);
+	rc = client_list(&c, path, 0, &items, NULL);
+	free(path);
+	if (rc != CLIENT_EXIT_OK)
+		goto out;
+	if (o == CLIENT_OUT_JSON) {
+		json_t *doc = json_pack("{s:O}", "items", items);
+		client_print_json(doc);
+		json_decref(doc);
+	} else {
+		struct table t;
+		int64_t now = client_now_ms();
+		node_table_cols(&t, o);
+		size_t i;
+		json_t *n;
+		json_array_foreach(items, i, n)
+			node_table_row(&t, n, now, o);
+		if (table_rows(&t) == 0)
+			fputs("No nodes found.\n", stderr);
+		else
+			table_print(&t, stdout);
+		table_release(&t);
+	}
+out:
+	json_decref(items);
+	client_release(&c);
+	buf_release(&sel);
+	return rc;
+}
+
+/* ---- get ---- */
+
+static void node_print_kv(const char *key, const char *value)
+{
+	char *v = table_clean(value && *value ? value : "-", 0);
+	printf("%-12s %s\n", key, v);
+	free(v);
+}
+
+static void node_print_inventory(const json_t *inv)
+{
+	if (!json_is_object(inv) || json_object_size(inv) == 0) {
+		node_print_kv("Inventory:", "<none>");
+		return;
+	}
+	puts("Inventory:");
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)inv, k, v) {
+		char val[256];
+		if (json_is_string(v))
+			snprintf(val, sizeof(val), "%s", json_string_value(v));
+		else if (json_is_integer(v))
+			snprintf(val, sizeof(val), "%lld", (long long)json_integer_value(v));
+		else if (json_is_real(v))
+			snprintf(val, sizeof(val), "%g", json_real_value(v));
+		else if (json_is_boolean(v))
+			snprintf(val, sizeof(val), "%s", json_is_true(v) ? "true" : "false");
+		else if (json_is_array(v)) {
+			/* a list of devices: count them and name the first model if there is one */
+			const char *model = jsonx_str(json_array_get(v, 0), "model");
+			if (!model)
+				model = jsonx_str(json_array_get(v, 0), "name");
+			if (model)
+				snprintf(val, sizeof(val), "%zu x %s", json_array_size(v), model);
+			else
+				snprintf(val, sizeof(val), "%zu entries", json_array_size(v));
+		} else if (json_is_object(v))
+			snprintf(val, sizeof(val), "%zu fields", json_object_size(v));
+		else
+			snprintf(val, sizeof(val), "null");
+		char *kc = table_clean(k, 40), *vc = table_clean(val, 100);
+		printf("  %s: %s\n", kc, vc);
+		free(kc);
+		free(vc);
+	}
+}
+
+static void node_print_human(const json_t *doc)
+{
+	int64_t now = client_now_ms();
+	char age[16], line[512];
+	struct buf b;
+	buf_init(&b, 1 << 16);
+
+	node_print_kv("Name:", jsonx_str(doc, "metadata.name"));
+	table_age(now, client_time_ms(jsonx_path(doc, "status.phaseSince")), age, sizeof(age));
+	const char *phase = jsonx_str(doc, "status.phase");
+	snprintf(line, sizeof(line), "%s (for %s)", phase ? phase : "-", age);
+	node_print_kv("Phase:", line);
+	node_print_kv("Site:", jsonx_str(doc, "spec.site"));
+	node_print_kv("Rack:", jsonx_str(doc, "spec.rack"));
+	node_print_kv("Provider:", jsonx_str(doc, "spec.provider"));
+	node_print_kv("Pool:", jsonx_str(doc, "spec.pool"));
+	node_labels_text(doc, &b);
+	node_print_kv("Labels:", b.data);
+	json_t *g = jsonx_path(doc, "spec.gpus.count");
+	const char *model = jsonx_str(doc, "spec.gpus.model");
+	if (json_is_integer(g))
+		snprintf(line, sizeof(line), "%lld x %s", (long long)json_integer_value(g),
+			 model ? model : "unknown model");
+	else
+		snprintf(line, sizeof(line), "-");
+	node_print_kv("GPUs:", line);
+	const char *drv = jsonx_str(doc, "spec.bmc.driver"), *addr = jsonx_str(doc, "spec.bmc.address");
+	snprintf(line, sizeof(line), "%s%s%s", drv ? drv : "-", addr ? " " : "", addr ? addr : "");
+	node_print_kv("BMC:", line);
+	node_print_kv("Operation:", jsonx_str(doc, "status.operation"));
+	const char *created = jsonx_str(doc, "metadata.createdAt");
+	table_age(now, client_time_ms(jsonx_path(doc, "metadata.createdAt")), age, sizeof(age));
+	snprintf(line, sizeof(line), "%s (%s ago)", created ? created : "-", age);
+	node_print_kv("Created:", line);
+
+	json_t *holds = jsonx_path(doc, "status.holds");
+	if (json_array_size(holds) == 0) {
+		node_print_kv("Holds:", "<none>");
+	} else {
+		puts("Holds:");
+		struct table t;
+		table_init(&t, 0);
+		table_col(&t, "OWNER", 30);
+		table_col(&t, "REASON", 60);
+		table_col(&t, "AGE", 6);
+		table_col(&t, "EXPIRES", 0);
+		size_t i;
+		json_t *h;
+		json_array_foreach(holds, i, h) {
+			table_cell(&t, json_string_value(json_object_get(h, "owner")));
+			table_cell(&t, json_string_value(json_object_get(h, "reason")));
+			table_age(now, client_time_ms(json_object_get(h, "since")), age, sizeof(age));
+			table_cell(&t, age);
+			table_cell(&t, json_string_value(json_object_get(h, "expires")));
+		}
+		table_print_indent(&t, stdout, 2);
+		table_release(&t);
+	}
+
+	json_t *conds = jsonx_path(doc, "status.conditions");
+	if (json_array_size(conds) == 0) {
+		node_print_kv("Conditions:", "<none>");
+	} else {
+		puts("Conditions:");
+		struct table t;
+		table_init(&t, 0);
+		table_col(&t, "TYPE", 24);
+		table_col(&t, "STATUS", 8);
+		table_col(&t, "REASON", 30);
+		table_col(&t, "AGE", 6);
+		table_col(&t, "MESSAGE", 80);
+		size_t i;
+		json_t *cnd;
+		json_array_foreach(conds, i, cnd) {
+			table_cell(&t, json_string_value(json_object_get(cnd, "type")));
+			table_cell(&t, json_string_value(json_object_get(cnd, "status")));
+			table_cell(&t, json_string_value(json_object_get(cnd, "reason")));
+			table_age(now, client_time_ms(json_object_get(cnd, "since")), age, sizeof(age));
+			table_cell(&t, age);
+			table_cell(&t, json_string_value(json_object_get(cnd, "message")));
+		}
+		table_print_indent(&t, stdout, 2);
+		table_release(&t);
+	}
+	node_print_inventory(jsonx_path(doc, "status.inventory"));
+	buf_release(&b);
+}
+
+/* Refuses an empty or wildcard target (DESIGN.md principle 5). Returns 0 or a usage error. */
+static int node_check_target(const char *cmd, const char *name)
+{
+	if (!name || !*name)
+		return client_usage_error(cmd, "refusing an empty node name");
+	if (strpbrk(name, "*?,=[] \t\n"))
+		return client_usage_error(cmd, "refusing node name '%s': wildcards and selectors are "
+					  "not targets; name one node", name);
+	return 0;
+}
+
+/* Parses "NAME" positional: exactly one. */
+static int node_one_name(const char *cmd, int argc, char **argv, const char **name)
+{
+	if (optind >= argc)
+		return client_usage_error(cmd, "missing NAME");
+	if (optind + 1 < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+	*name = argv[optind];
+	return node_check_target(cmd, *name);
+}
+
+static int node_get(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = "node get", *name = NULL;
+	enum client_output o = CLIENT_OUT_TABLE;
+	int ch, rc;
+	struct client c;
+	memset(&c, 0, sizeof(c));
+	json_t *doc = NULL;
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'o':
+			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
+				return rc;
+			break;
+		case 'h':
+			fputs(node_get_usage, stdout);
+			return 0;
+		default:
+			return client_getopt_error(cmd, ch, argv);
+		}
+	}
+	if ((rc = node_one_name(cmd, argc, argv, &name)) != 0)
+		return rc;
+	if ((rc = client_init(&c)) != 0)
+		goto out;
+	char *esc = client_escape(name);
+	char *path = xasprintf("/v1/nodes/%s", esc);
+	rc = client_request(&c, "GET", path, NULL, NULL, &doc);
+	free(path);
+	free(esc);
+	if (rc != CLIENT_EXIT_OK)
+		goto out;
+	if (o == CLIENT_OUT_JSON)
+		client_print_json(doc);
+	else
+		node_print_human(doc);
+out:
+	json_decref(doc);
+	client_release(&c);
+	return rc;
+}
+
+/* ---- enroll ---- */
+
+static int node_enroll(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"file", required_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = "node enroll", *file = NULL;
+	int ch, rc = CLIENT_EXIT_OK;
+	struct client c;
+	memset(&c, 0, sizeof(c));
+	struct buf b;
+	buf_init(&b, CLIENT_MAX_BODY);
+	json_t *body = NULL, *resp = NULL;
+	char e[256];
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":f:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'f':
+			file = optarg;
+			break;
+		case 'h':
+			fputs(node_enroll_usage, stdout);
+			goto out;
+		default:
+			rc = client_getopt_error(cmd, ch, argv);
+			goto out;
+		}
+	}
+	if (optind < argc) {
+		rc = client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	if (!file || !*file) {
+		rc = client_usage_error(cmd, "missing -f FILE");
+		goto out;
+	}
+	if (client_read_file(file, &b, e, sizeof(e)) < 0) {
+		fprintf(stderr, "error: %s\n", e);
+		rc = CLIENT_EXIT_USAGE;
+		goto out;
+	}
+	if (jsonx_parse(b.data, b.len, &body, e, sizeof(e)) < 0) {
+		fprintf(stderr, "error: %s: %s\n", file, e);
+		rc = CLIENT_EXIT_USAGE;
+		goto out;
+	}
+	size_t count;
+	json_t *arr = json_object_get(body, "items");
+	if (!json_is_object(body)) {
+		fprintf(stderr, "error: %s: expected a node document or {\"items\":[...]}\n", file);
+		rc = CLIENT_EXIT_USAGE;
+		goto out;
+	}
+	if (arr) {
+		if (!json_is_array(arr) || json_array_size(arr) == 0) {
+			fprintf(stderr, "error: %s: \"items\" must be a non-empty array of nodes\n", file);
+			rc = CLIENT_EXIT_USAGE;
+			goto out;
+		}
+		count = json_array_size(arr);
+	} else {
+		count = 1;
+	}
+	if ((rc = client_init(&c)) != 0)
+		goto out;
+	rc = client_request(&c, "POST", "/v1/nodes", body, NULL, &resp);
+	if (rc != CLIENT_EXIT_OK)
+		goto out;
+	json_t *ritems = json_object_get(resp, "items");
+	if (json_is_array(ritems))
+		count = json_array_size(ritems);
+	printf("enrolled %zu nodes\n", count);
+out:
+	json_decref(body);
+	json_decref(resp);
+	buf_release(&b);
+	client_release(&c);
+	return rc;
+}
+
+/* ---- drain, resume, retire, release ---- */
+
+struct node_action {
+	const char *verb;       /* "drain" */
+	const char *done;       /* "drain requested" */
+	const char *usage;
+	int reason_required;
+	int owner;              /* 1: --owner required (release) */
+};
+
+static const struct node_action node_actions[] = {
+	{"drain", "drain requested", node_drain_usage, 1, 0},
+	{"resume", "resume requested", node_resume_usage, 0, 0},
+	{"retire", "retire requested", node_retire_usage, 1, 0},
+	{"release", "hold released", node_release_usage, 1, 1},
+};
+
+static int node_act(const struct node_action *a, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"reason", required_argument, NULL, 'r'},
+		{"owner", required_argument, NULL, 'O'},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	char cmd[32];
+	snprintf(cmd, sizeof(cmd), "node %s", a->verb);
+	const char *name = NULL, *reason = NULL, *owner = NULL;
+	enum client_output o = CLIENT_OUT_TABLE;
+	int ch, rc;
+	struct client c;
+	memset(&c, 0, sizeof(c));
+	json_t *body = NULL, *resp = NULL;
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":r:o:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'r':
+			reason = optarg;
+			break;
+		case 'O':
+			if (!a->owner)
+				return client_usage_error(cmd, "unknown flag '--owner'");
+			owner = optarg;
+			break;
+		case 'o':
+			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
+				return rc;
+			break;
+		case 'h':
+			fputs(a->usage, stdout);
+			return 0;
+		default:
+			return client_getopt_error(cmd, ch, argv);
+		}
+	}
+	if ((rc = node_one_name(cmd, argc, argv, &name)) != 0)
+		return rc;
+	if (a->owner && (!owner || !*owner))
+		return client_usage_error(cmd, "missing --owner OWNER");
+	if (a->reason_required && (!reason || !*reason))
+		return client_usage_error(cmd, "missing --reason TEXT");
+	body = json_object();
+	if (owner)
+		json_object_set_new(body, "owner", json_string(owner));
+	if (reason && *reason)
+		json_object_set_new(body, "reason", json_string(reason));
+	if ((rc = client_init(&c)) != 0)
+		goto out;
+	char *esc = client_escape(name);
+	char *path = xasprintf("/v1/nodes/%s:%s", esc, a->verb);
+	rc = client_request(&c, "POST", path, body, NULL, &resp);
+	free(path);
+	free(esc);
+	if (rc != CLIENT_EXIT_OK)
+		goto out;
+	if (o == CLIENT_OUT_JSON) {
+		client_print_json(resp ? resp : json_object());
+		goto out;
+	}
+	char *nc = table_clean(name, 0);
+	const char *phase = jsonx_str(resp, "status.phase");
+	char *pc = phase ? table_clean(phase, 0) : NULL;
+	char *oc = owner ? table_clean(owner, 0) : NULL;
+	printf("node/%s %s%s%s%s%s%s\n", nc, a->done, oc ? " (owner " : "", oc ? oc : "",
+	       oc ? ")" : "", pc ? ", phase " : "", pc ? pc : "");
+	free(nc);
+	free(pc);
+	free(oc);
+out:
+	json_decref(body);
+	json_decref(resp);
+	client_release(&c);
+	return rc;
+}
+
+/* ---- dispatch ---- */
+
+int cmd_node(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(node_usage_text, stderr);
+		return CLIENT_EXIT_USAGE;
+	}
+	const char *verb = argv[1];
+	if (!strcmp(verb, "-h") || !strcmp(verb, "--help") || !strcmp(verb, "help")) {
+		fputs(node_usage_text, stdout);
+		return CLIENT_EXIT_OK;
+	}
+	if (!strcmp(verb, "list") || !strcmp(verb, "ls"))
+		return node_list(argc - 1, argv + 1);
+	if (!strcmp(verb, "get"))
+		return node_get(argc - 1, argv + 1);
+	if (!strcmp(verb, "enroll"))
+		return node_enroll(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(node_actions) / sizeof(node_actions[0]); i++)
+		if (!strcmp(verb, node_actions[i].verb))
+			return node_act(&node_actions[i], argc - 1, argv + 1);
+	return client_usage_error("node", "unknown verb '%s' for 'node'", verb);
+}

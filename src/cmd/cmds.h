@@ -1,0 +1,21 @@
+/* cmds.h - entry points of the client subcommands of the one `fleetplane` binary (DESIGN.md
+ * "One binary": `fleetplane <noun> <verb>`). src/main.c's subcommand table calls them as
+ * cmd_node(argc - 1, argv + 1): argv[0] is the noun ("node"), argv[1] the verb.
+ *
+ * Each returns the process exit code: 0 ok, 1 API/HTTP error, 2 usage error (unknown verb or
+ * flag, missing argument, FLEETPLANE_TOKEN unset), 3 cannot connect to FLEETPLANE_URL.
+ * Results go to stdout, one-line errors to stderr. argv is borrowed and may be permuted by
+ * getopt_long. docs/cli.md is the reference for every verb and flag. */
+#ifndef FP_CMD_CMDS_H
+#define FP_CMD_CMDS_H
+
+/* fleetplane node list|get|enroll|drain|resume|retire|release ... */
+int cmd_node(int argc, char **argv);
+/* fleetplane op list|get ... */
+int cmd_op(int argc, char **argv);
+/* fleetplane event list ... */
+int cmd_event(int argc, char **argv);
+/* fleetplane token create|list|revoke ... */
+int cmd_token(int argc, char **argv);
+
+#endif
