@@ -1,0 +1,953 @@
+/* layers: base core store */
+/* test_store.c - the store contract (store.h), run against both backends: "mem:" and
+ * "sqlite:" in a fresh mkdtemp directory per test. Covers reads and writes with their
+ * expectations, transactions, ordered listing, the change feed and compaction, store_wait,
+ * argument validation, fault injection and write metrics, concurrent writers, and (SQLite)
+ * reopen and kill -9 crash safety. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/metrics.h"
+#include "store/store.h"
+#include "base/banned.h"
+
+struct fx {
+	int sqlite;
+	char dir[64];
+	char uri[128];
+	struct store *s;
+};
+
+static void open_store(struct fx *f)
+{
+	char err[256] = "";
+	int rc = store_open(f->uri, &f->s, err, sizeof(err));
+	if (rc != 0)
+		fail_msg("store_open %s: %d %s", f->uri, rc, err);
+}
+
+static int setup_mem(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	snprintf(f->uri, sizeof(f->uri), "mem:");
+	open_store(f);
+	*state = f;
+	return 0;
+}
+
+static int setup_sqlite(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	f->sqlite = 1;
+	snprintf(f->dir, sizeof(f->dir), "/tmp/test_store.XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->uri, sizeof(f->uri), "sqlite:%s/store.db", f->dir);
+	open_store(f);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	store_close(f->s);
+	if (f->sqlite) {
+		static const char *const names[] = {"store.db", "store.db-wal", "store.db-shm"};
+		char p[192];
+		for (size_t i = 0; i < 3; i++) {
+			snprintf(p, sizeof(p), "%s/%s", f->dir, names[i]);
+			unlink(p);
+		}
+		rmdir(f->dir);
+	}
+	free(f);
+	return 0;
+}
+
+static int64_t put_ok(struct store *s, const char *key, const char *value)
+{
+	int64_t rev = -1;
+	assert_int_equal(store_put(s, key, value, STORE_ANY, &rev), 0);
+	return rev;
+}
+
+static void expect_kv(struct store *s, const char *key, const char *value, int64_t create_rev,
+		      int64_t mod_rev)
+{
+	struct store_kv kv;
+	assert_int_equal(store_get(s, key, &kv), 0);
+	assert_string_equal(kv.key, key);
+	assert_string_equal(kv.value, value);
+	assert_int_equal(kv.create_revision, create_rev);
+	assert_int_equal(kv.mod_revision, mod_rev);
+	store_kv_release(&kv);
+}
+
+static void expect_absent(struct store *s, const char *key)
+{
+	struct store_kv kv;
+	assert_int_equal(store_get(s, key, &kv), FP_ENOTFOUND);
+	assert_null(kv.key);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* ---- basic reads and writes ---- */
+
+static void test_put_get(void **state)
+{
+	struct fx *f = *state;
+	struct store *s = f->s;
+	assert_int_equal(store_revision(s), 0);
+	expect_absent(s, "/nodes/a");
+	assert_int_equal(put_ok(s, "/nodes/a", "{\"v\":1}"), 1);
+	expect_kv(s, "/nodes/a", "{\"v\":1}", 1, 1);
+	assert_int_equal(put_ok(s, "/nodes/b", ""), 2);
+	assert_int_equal(put_ok(s, "/nodes/a", "{\"v\":2}"), 3);
+	expect_kv(s, "/nodes/a", "{\"v\":2}", 1, 3);
+	expect_kv(s, "/nodes/b", "", 2, 2);
+	assert_int_equal(store_revision(s), 3);
+	/* rev may be NULL */
+	assert_int_equal(store_put(s, "/nodes/c", "x", STORE_ANY, NULL), 0);
+	assert_int_equal(store_revision(s), 4);
+}
+
+static void test_create_if_absent(void **state)
+{
+	struct store *s = ((struct fx *)*state)->s;
+	int64_t rev = -1;
+	assert_int_equal(store_put(s, "/x", "first", STORE_ABSENT, &rev), 0);
+	assert_int_equal(rev, 1);
+	rev = -1;
+	assert_int_equal(store_put(s, "/x", "second", STORE_ABSENT, &rev), FP_EEXIST);
+	assert_int_equal(rev, -1);
+	assert_int_equal(store_revision(s), 1);
+	expect_kv(s, "/x", "first", 1, 1);
+}
+
+static void test_cas(void **state)
+{
+	struct store *s = ((struct fx *)*state)->s;
+	int64_t r1 = put_ok(s, "/c", "v1"), r2 = -1;
+	assert_int_equal(r1, 1);
+	assert_int_equal(store_put(s, "/c", "v2", r1, &r2), 0);
+	assert_int_equal(r2, 2);
+	assert_int_equal(store_put(s, "/c", "v3", r1, NULL), FP_ECONFLICT);
+	assert_int_equal(store_put(s, "/missing", "v", 5, NULL), FP_ECONFLICT);
+	expect_absent(s, "/missing");
+	expect_kv(s, "/c", "v2", 1, 2);
+	assert_int_equal(store_revision(s), 2);
+}
+
+static void test_delete(void **state)
+{
+	struct store *s = ((struct fx *)*state)->s;
+	int64_t rev = -1;
+	assert_int_equal(store_delete(s, "/d", STORE_ANY, NULL), FP_ENOTFOUND);
+	assert_int_equal(store_delete(s, "/d", 7, NULL), FP_ENOTFOUND);
+	assert_int_equal(put_ok(s, "/d", "v"), 1);
+	assert_int_equal(store_delete(s, "/d", 99, NULL), FP_ECONFLICT);
+	expect_kv(s, "/d", "v", 1, 1);
+	assert_int_equal(store_delete(s, "/d", 1, &rev), 0);
+	assert_int_equal(rev, 2);
+	expect_absent(s, "/d");
+	assert_int_equal(put_ok(s, "/d", "again"), 3);
+	expect_kv(s, "/d", "again", 3, 3); /* a new life: create_revision restarts */
+	assert_int_equal(store_delete(s, "/d", STORE_ANY, &rev), 0);
+	assert_int_equal(rev, 4);
+	assert_int_equal(store_revision(s), 4);
+}
+
+/* ---- transactions ---- */
+
+static void test_txn(void **state)
+{
+	struct store *s = ((struct fx *)*state)->s;
+	int64_t rev = -1;
+	size_t fi = 99;
+	assert_int_equal(put_ok(s, "/t/c", "c"), 1);
+	assert_int_equal(put_ok(s, "/t/b", "b0"), 2);
+
+	struct store_op ok[] = {
+		{STORE_OP_PUT, "/t/a", "a", STORE_ABSENT},
+		{STORE_OP_PUT, "/t/b", "b1", 2},
+		{STORE_OP_DELETE, "/t/c", NULL, STORE_ANY},
+	};
+	assert_int_equal(store_txn(s, ok, 3, &rev, &fi), 0);
+	assert_int_equal(rev, 3);
+	assert_int_equal(fi, 99);
+	expect_kv(s, "/t/a", "a", 3, 3);
+	expect_kv(s, "/t/b", "b1", 2, 3);
+	expect_absent(s, "/t/c");
+
+	/* the second op fails: the first must not be applied */
+	struct store_op exists[] = {
+		{STORE_OP_PUT, "/t/x", "x", STORE_ANY},
+		{STORE_OP_PUT, "/t/a", "a2", STORE_ABSENT},
+	};
+	assert_int_equal(store_txn(s, exists, 2, &rev, &fi), FP_EEXIST);
+	assert_int_equal(fi, 1);
+	expect_absent(s, "/t/x");
+
+	struct store_op conflict[] = {
+		{STORE_OP_PUT, "/t/x", "x", STORE_ANY},
+		{STORE_OP_DELETE, "/t/y", NULL, STORE_ANY},
+		{STORE_OP_PUT, "/t/b", "b2", 2},
+	};
+	assert_int_equal(store_txn(s, conflict, 3, &rev, &fi), FP_ENOTFOUND);
+	assert_int_equal(fi, 1);
+	conflict[1].key = "/t/a";
+	assert_int_equal(store_txn(s, conflict, 3, &rev, &fi), FP_ECONFLICT);
+	assert_int_equal(fi, 2);
+	expect_absent(s, "/t/x");
+	expect_kv(s, "/t/a", "a", 3, 3);
+	expect_kv(s, "/t/b", "b1", 2, 3);
+
+	/* refused before reaching the backend */
+	struct store_op dup[] = {
+		{STORE_OP_PUT, "/t/q", "1", STORE_ANY},
+		{STORE_OP_PUT, "/t/r", "2", STORE_ANY},
+		{STORE_OP_DELETE, "/t/q", NULL, STORE_ANY},
+	};
+	assert_int_equal(store_txn(s, dup, 3, &rev, &fi), FP_EINVAL);
+	assert_int_equal(fi, 2);
+	assert_int_equal(store_txn(s, dup, 0, &rev, &fi), FP_EINVAL);
+	assert_int_equal(store_txn(s, NULL, 1, &rev, &fi), FP_EINVAL);
+	struct store_op badop[] = {{STORE_OP_PUT, "/t/q", "1", STORE_ANY}, {9, "/t/z", "", -1}};
+	assert_int_equal(store_txn(s, badop, 2, &rev, &fi), FP_EINVAL);
+	assert_int_equal(fi, 1);
+
+	struct store_op *big = calloc(STORE_MAX_TXN_OPS + 1, sizeof(*big));
+	char (*keys)[16] = calloc(STORE_MAX_TXN_OPS + 1, sizeof(*keys));
+	for (size_t i = 0; i <= STORE_MAX_TXN_OPS; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "/big/%04zu", i);
+		big[i] = (struct store_op){STORE_OP_PUT, keys[i], "v", STORE_ANY};
+	}
+	assert_int_equal(store_txn(s, big, STORE_MAX_TXN_OPS + 1, &rev, &fi), FP_ETOOBIG);
+	assert_int_equal(store_revision(s), 3);
+	assert_int_equal(store_txn(s, big, STORE_MAX_TXN_OPS, &rev, &fi), 0);
+	assert_int_equal(rev, 4);
+	size_t n = 0;
+	assert_int_equal(store_count(s, "/big/", &n), 0);
+	assert_int_equal(n, STORE_MAX_TXN_OPS);
+	expect_kv(s, "/big/1023", "v", 4, 4);
+	free(big);
+	free(keys);
+}
+
+/* ---- list and count ---- */
+
+static void expect_keys(const struct store_kv *items, size_t n, const char *const *want,
+			size_t nwant)
+{
+	assert_int_equal(n, nwant);
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(items[i].key, want[i]);
+}
+
+static void test_list(void **state)
+{
+	struct store *s = ((struct fx *)*state)->s;
+	static const char *const puts_order[] = {"/l/b", "/l/a",  "/l/c", "/l/aa", "/m/x",
+						 "/l",   "/k",    "/l/B", "/l/~", "/l0"};
+	for (size_t i = 0; i < 10; i++)
+		assert_int_equal(put_ok(s, puts_order[i], puts_order[i]), (int64_t)i + 1);
+
+	struct store_kv *it = NULL;
+	size_t n = 0;
+	int64_t rev = 0;
+	int more = -1;
+	static const char *const all_l[] = {"/l/B", "/l/a", "/l/aa", "/l/b", "/l/c", "/l/~"};
+	assert_int_equal(store_list(s, "/l/", NULL, 0, &it, &n, &rev, &more), 0);
+	expect_keys(it, n, all_l, 6);
+	assert_int_equal(rev, 10);
+	assert_int_equal(more, 0);
+	assert_string_equal(it[1].value, "/l/a");
+	assert_int_equal(it[1].create_revision, 2);
+	assert_int_equal(it[1].mod_revision, 2);
+	store_kv_array_free(it, n);
+
+	assert_int_equal(store_list(s, "/l/", "", 2, &it, &n, &rev, &more), 0);
+	expect_keys(it, n, all_l, 2);
+	assert_int_equal(more, 1);
+	store_kv_array_free(it, n);
+
+	assert_int_equal(store_list(s, "/l/", "/l/a", 3, &it, &n, &rev, &more), 0);
+	expect_keys(it, n, all_l + 2, 3);
+	assert_int_equal(more, 1);
+	store_kv_array_free(it, n);
+
+	/* exactly the remaining keys: more stays 0 */
+	assert_int_equal(store_list(s, "/l/", "/l/aa", 3, &it, &n, &rev, &more), 0);
+	expect_keys(it, n, all_l + 3, 3);
+	assert_int_equal(more, 0);
+	store_kv_array_free(it, n);
+
+	/* start_after need not be a key, and may sort before the prefix */
+	assert_int_equal(store_list(s, "/l/", "/l/ab", 0, &it, &n, &rev, &more), 0);
+	expect_keys(it, n, all_l + 3, 3);
+	store_kv_array_free(it, n);
+	assert_int_equal(store_list(s, "/l/", "/a", 0, &it, &n, &rev, &more), 0);
+	expect_keys(it, n, all_l, 6);
+	store_kv_array_free(it, n);
+	assert_int_equal(store_list(s, "/l/", "/l/~", 0, &it, &n, &rev, &more), 0);
+	assert_int_equal(n, 0);
+	assert_null(it);
+	assert_int_equal(more, 0);
+
+	static const char *const every[] = {"/k",   "/l",   "/l/B", "/l/a", "/l/aa",
+					    "/l/b", "/l/c", "/l/~", "/l0",  "/m/x"};
+	assert_int_equal(store_list(s, "", NULL, 0, &it, &n, NULL, NULL), 0);
+	expect_keys(it, n, every, 10);
+	store_kv_array_free(it, n);
+	static const char *const l_all[] = {"/l", "/l/B", "/l/a", "/l/aa", "/l/b", "/l/c", "/l/~",
+					    "/l0"};
+	assert_int_equal(store_list(s, "/l", NULL, 0, &it, &n, NULL, NULL), 0);
+	expect_keys(it, n, l_all, 8);
+	store_kv_array_free(it, n);
+	assert_int_equal(store_list(s, "/zz", NULL, 0, &it, &n, &rev, &more), 0);
+	assert_int_equal(n, 0);
+
+	size_t c = 99;
+	assert_int_equal(store_count(s, "/l/", &c), 0);
+	assert_int_equal(c, 6);
+	assert_int_equal(store_count(s, "", &c), 0);
+	assert_int_equal(c, 10);
+	assert_int_equal(store_count(s, NULL, &c), 0);
+	assert_int_equal(c, 10);
+	assert_int_equal(store_count(s, "/l", &c), 0);
+	assert_int_equal(c, 8);
+	assert_int_equal(store_count(s, "/m/x", &c), 0);
+	assert_int_equal(c, 1);
+	assert_int_equal(store_count(s, "/zz", &c), 0);
+	assert_int_equal(c, 0);
+}
+
+/* ---- change feed and compaction ---- */
+
+static void expect_event(const struct store_event *e, int64_t rev, enum store_op_type type,
+			 const char *key, const char *value, int64_t create_rev)
+{
+	assert_int_equal(e->revision, rev);
+	assert_int_equal(e->type, type);
+	assert_string_equal(e->key, key);
+	if (value)
+		assert_string_equal(e->value, value);
+	else
+		assert_null(e->value);
+	assert_int_equal(e->create_revision, create_rev);
+}
+
+static void test_changes(void **state)
+{
+	struct store *s = ((struct fx *)*state)->s;
+	assert_int_equal(put_ok(s, "/w/a", "a1"), 1);
+	assert_int_equal(put_ok(s, "/o/x", "x1"), 2);
+	struct store_op ops[] = {
+		{STORE_OP_PUT, "/w/b", "b1", STORE_ABSENT},
+		{STORE_OP_DELETE, "/w/a", NULL, 1},
+		{STORE_OP_PUT, "/o/x", "x2", 2},
+	};
+	int64_t rev = 0;
+	assert_int_equal(store_txn(s, ops, 3, &rev, NULL), 0);
+	assert_int_equal(rev, 3);
+
+	struct store_event *ev = NULL;
+	size_t n = 0;
+	assert_int_equal(store_changes(s, "", 0, 0, &ev, &n), 0);
+	assert_int_equal(n, 5);
+	expect_event(&ev[0], 1, STORE_OP_PUT, "/w/a", "a1", 1);
+	expect_event(&ev[1], 2, STORE_OP_PUT, "/o/x", "x1", 2);
+	expect_event(&ev[2], 3, STORE_OP_PUT, "/w/b", "b1", 3);
+	expect_event(&ev[3], 3, STORE_OP_DELETE, "/w/a", NULL, 0);
+	expect_event(&ev[4], 3, STORE_OP_PUT, "/o/x", "x2", 2);
+	store_event_array_free(ev, n);
+
+	assert_int_equal(store_changes(s, "/w/", 1, 0, &ev, &n), 0);
+	assert_int_equal(n, 2);
+	expect_event(&ev[0], 3, STORE_OP_PUT, "/w/b", "b1", 3);
+	expect_event(&ev[1], 3, STORE_OP_DELETE, "/w/a", NULL, 0);
+	store_event_array_free(ev, n);
+
+	assert_int_equal(store_changes(s, "/o/", 0, 1, &ev, &n), 0);
+	assert_int_equal(n, 1);
+	expect_event(&ev[0], 2, STORE_OP_PUT, "/o/x", "x1", 2);
+	store_event_array_free(ev, n);
+
+	assert_int_equal(store_changes(s, "", 3, 0, &ev, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_changes(s, "", 1000, 0, &ev, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_changes(s, "", -1, 0, &ev, &n), FP_EINVAL);
+}
+
+static void test_compact(void **state)
+{
+	struct store *s = ((struct fx *)*state)->s;
+	char key[16];
+	for (int i = 1; i <= 5; i++) {
+		snprintf(key, sizeof(key), "/k/%d", i);
+		assert_int_equal(put_ok(s, key, "v"), i);
+	}
+	assert_int_equal(store_compacted_revision(s), 0);
+	assert_int_equal(store_compact(s, 6), FP_EINVAL);
+	assert_int_equal(store_compact(s, -1), FP_EINVAL);
+	assert_int_equal(store_compact(s, 3), 0);
+	assert_int_equal(store_compacted_revision(s), 3);
+	assert_int_equal(store_revision(s), 5);
+
+	struct store_event *ev = NULL;
+	size_t n = 0;
+	assert_int_equal(store_changes(s, "", 2, 0, &ev, &n), FP_ECOMPACTED);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_changes(s, "", 0, 0, &ev, &n), FP_ECOMPACTED);
+	assert_int_equal(store_changes(s, "", 3, 0, &ev, &n), 0);
+	assert_int_equal(n, 2);
+	expect_event(&ev[0], 4, STORE_OP_PUT, "/k/4", "v", 4);
+	expect_event(&ev[1], 5, STORE_OP_PUT, "/k/5", "v", 5);
+	store_event_array_free(ev, n);
+
+	/* going backwards is a no-op; data is untouched by compaction */
+	assert_int_equal(store_compact(s, 2), 0);
+	assert_int_equal(store_compacted_revision(s), 3);
+	expect_kv(s, "/k/1", "v", 1, 1);
+	assert_int_equal(store_compact(s, 5), 0);
+	assert_int_equal(store_changes(s, "", 5, 0, &ev, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_changes(s, "", 4, 0, &ev, &n), FP_ECOMPACTED);
+	assert_int_equal(put_ok(s, "/k/6", "v"), 6);
+	assert_int_equal(store_changes(s, "", 5, 0, &ev, &n), 0);
+	assert_int_equal(n, 1);
+	expect_event(&ev[0], 6, STORE_OP_PUT, "/k/6", "v", 6);
+	store_event_array_free(ev, n);
+}
+
+/* ---- store_wait ---- */
+
+struct delayed_put {
+	struct store *s;
+	int delay_ms;
+	int rc;
+};
+
+static void *delayed_put_main(void *arg)
+{
+	struct delayed_put *d = arg;
+	sleep_ms(d->delay_ms);
+	d->rc = store_put(d->s, "/wake", "up", STORE_ANY, NULL);
+	return NULL;
+}
+
+static void test_wait(void **state)
+{
+	struct store *s = ((struct fx *)*state)->s;
+	assert_int_equal(put_ok(s, "/a", "1"), 1);
+	assert_int_equal(store_wait(s, 0, 0), 0); /* already newer */
+
+	double t0 = now_s();
+	assert_int_equal(store_wait(s, 1, 100), FP_ETIMEDOUT);
+	double waited = now_s() - t0;
+	assert_true(waited >= 0.095);
+	assert_true(waited < 2.0);
+
+	struct delayed_put d = {s, 50, -100};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, delayed_put_main, &d), 0);
+	t0 = now_s();
+	assert_int_equal(store_wait(s, 1, 10000), 0);
+	waited = now_s() - t0;
+	assert_true(waited >= 0.040);
+	assert_true(waited < 5.0);
+	assert_int_equal(store_revision(s), 2);
+	pthread_join(th, NULL);
+	assert_int_equal(d.rc, 0);
+}
+
+struct waiter {
+	struct store *s;
+	int rc;
+};
+
+static void *waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+	w->rc = store_wait(w->s, store_revision(w->s), -1);
+	return NULL;
+}
+
+/* A waiter blocked without a timeout returns FP_ECLOSED when the store closes. */
+static void test_wait_closed(void **state)
+{
+	struct fx *f = *state;
+	store_close(f->s);
+	f->s = NULL;
+	struct store *s = NULL;
+	assert_int_equal(store_open(f->uri, &s, NULL, 0), 0);
+	struct waiter w = {s, -100};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
+	sleep_ms(50);
+	store_close(s);
+	pthread_join(th, NULL);
+	assert_int_equal(w.rc, FP_ECLOSED);
+}
+
+/* ---- validation, fault injection, metrics ---- */
+
+static void test_validation(void **state)
+{
+	struct store *s = ((struct fx *)*state)->s;
+	char key[STORE_MAX_KEY + 2];
+	struct store_kv kv;
+
+	assert_int_equal(store_put(s, NULL, "v", STORE_ANY, NULL), FP_EINVAL);
+	assert_int_equal(store_put(s, "", "v", STORE_ANY, NULL), FP_EINVAL);
+	assert_int_equal(store_put(s, "nodes/a", "v", STORE_ANY, NULL), FP_EINVAL);
+	assert_int_equal(store_put(s, "/nodes\n", "v", STORE_ANY, NULL), FP_EINVAL);
+	assert_int_equal(store_put(s, "/nod\x7f", "v", STORE_ANY, NULL), FP_EINVAL);
+	assert_int_equal(store_put(s, "/n\xc3\xa9", "v", STORE_ANY, NULL), FP_EINVAL);
+	memset(key, 'k', sizeof(key));
+	key[0] = '/';
+	key[STORE_MAX_KEY + 1] = '\0'; /* 256 bytes */
+	assert_int_equal(store_put(s, key, "v", STORE_ANY, NULL), FP_EINVAL);
+	assert_int_equal(store_get(s, key, &kv), FP_EINVAL);
+	key[STORE_MAX_KEY] = '\0'; /* 255 bytes */
+	assert_int_equal(put_ok(s, key, "v"), 1);
+	expect_kv(s, key, "v", 1, 1);
+
+	assert_int_equal(store_put(s, "/v", NULL, STORE_ANY, NULL), FP_EINVAL);
+	assert_int_equal(store_put(s, "/v", "v", -2, NULL), FP_EINVAL);
+	assert_int_equal(store_delete(s, "/v", STORE_ABSENT, NULL), FP_EINVAL);
+	assert_int_equal(store_delete(s, "bad", STORE_ANY, NULL), FP_EINVAL);
+	char *big = malloc(STORE_MAX_VALUE + 2);
+	memset(big, 'x', STORE_MAX_VALUE + 1);
+	big[STORE_MAX_VALUE + 1] = '\0';
+	assert_int_equal(store_put(s, "/v", big, STORE_ANY, NULL), FP_ETOOBIG);
+	assert_int_equal(store_revision(s), 1);
+	big[STORE_MAX_VALUE] = '\0';
+	assert_int_equal(put_ok(s, "/v", big), 2);
+	assert_int_equal(store_get(s, "/v", &kv), 0);
+	assert_int_equal(strlen(kv.value), STORE_MAX_VALUE);
+	store_kv_release(&kv);
+	free(big);
+
+	struct store_kv *it;
+	struct store_event *ev;
+	size_t n;
+	assert_int_equal(store_get(s, "x", &kv), FP_EINVAL);
+	assert_int_equal(store_list(s, "/a\tb", NULL, 0, &it, &n, NULL, NULL), FP_EINVAL);
+	assert_int_equal(store_list(s, "/a", "\x01", 0, &it, &n, NULL, NULL), FP_EINVAL);
+	assert_int_equal(store_count(s, "/\n", &n), FP_EINVAL);
+	assert_int_equal(store_changes(s, "\x1b", 0, 0, &ev, &n), FP_EINVAL);
+	assert_int_equal(store_revision(s), 2);
+
+	struct store *bad = (struct store *)1;
+	char err[128] = "";
+	assert_int_equal(store_open("nope:x", &bad, err, sizeof(err)), FP_EINVAL);
+	assert_null(bad);
+	assert_string_equal(err, "unknown store scheme in uri: nope:x");
+	assert_int_equal(store_open("no-scheme", &bad, NULL, 0), FP_EINVAL);
+	assert_int_equal(store_open("mem:extra", &bad, NULL, 0), FP_EINVAL);
+	assert_int_equal(store_open("sqlite:", &bad, NULL, 0), FP_EINVAL);
+	assert_int_equal(store_open("sqlite:/nonexistent-dir/x/y.db", &bad, err, sizeof(err)),
+			 FP_EIO);
+	assert_null(bad);
+}
+
+static struct metric_family *writes_family(void)
+{
+	return metrics_register(METRIC_COUNTER, "fleetplane_store_writes_total", "", "result",
+				NULL, 0);
+}
+
+static double writes(const char *result)
+{
+	return metric_value(writes_family(), (const char *const[]){result});
+}
+
+static void test_fault_injection(void **state)
+{
+	struct store *s = ((struct fx *)*state)->s;
+	double ok0 = writes("ok"), err0 = writes("error"), conf0 = writes("conflict");
+	store_fault_inject(s, 2, FP_EIO);
+	assert_int_equal(put_ok(s, "/f/1", "v"), 1);
+	assert_int_equal(store_put(s, "/f/2", "v", STORE_ANY, NULL), FP_EIO);
+	expect_absent(s, "/f/2");
+	assert_int_equal(store_revision(s), 1);
+	assert_int_equal(put_ok(s, "/f/3", "v"), 2); /* one-shot */
+
+	store_fault_inject(s, 1, FP_EBUSY);
+	store_fault_inject(s, 0, 0); /* disabled again */
+	assert_int_equal(put_ok(s, "/f/4", "v"), 3);
+
+	store_fault_inject(s, 1, FP_ECONFLICT);
+	struct store_op ops[] = {{STORE_OP_PUT, "/f/5", "v", STORE_ANY}};
+	assert_int_equal(store_txn(s, ops, 1, NULL, NULL), FP_ECONFLICT);
+	expect_absent(s, "/f/5");
+	/* invalid calls are refused before the fault counter */
+	store_fault_inject(s, 1, FP_EIO);
+	assert_int_equal(store_put(s, "bad", "v", STORE_ANY, NULL), FP_EINVAL);
+	assert_int_equal(store_delete(s, "/f/1", STORE_ANY, NULL), FP_EIO);
+	expect_kv(s, "/f/1", "v", 1, 1);
+
+	assert_true(writes("ok") == ok0 + 3);
+	assert_true(writes("error") == err0 + 2);
+	assert_true(writes("conflict") == conf0 + 1);
+}
+
+/* ---- persistence (sqlite) ---- */
+
+static void test_reopen(void **state)
+{
+	struct fx *f = *state;
+	struct store *s = f->s;
+	assert_int_equal(put_ok(s, "/p/a", "a"), 1);
+	assert_int_equal(put_ok(s, "/p/b", "b"), 2);
+	struct store_op ops[] = {
+		{STORE_OP_PUT, "/p/a", "a2", 1},
+		{STORE_OP_DELETE, "/p/b", NULL, STORE_ANY},
+		{STORE_OP_PUT, "/p/c", "c", STORE_ABSENT},
+	};
+	assert_int_equal(store_txn(s, ops, 3, NULL, NULL), 0);
+	assert_int_equal(store_compact(s, 1), 0);
+	store_close(s);
+	f->s = NULL;
+	open_store(f);
+	s = f->s;
+	assert_int_equal(store_revision(s), 3);
+	assert_int_equal(store_compacted_revision(s), 1);
+	expect_kv(s, "/p/a", "a2", 1, 3);
+	expect_absent(s, "/p/b");
+	expect_kv(s, "/p/c", "c", 3, 3);
+	struct store_event *ev;
+	size_t n;
+	assert_int_equal(store_changes(s, "", 0, 0, &ev, &n), FP_ECOMPACTED);
+	assert_int_equal(store_changes(s, "", 1, 0, &ev, &n), 0);
+	assert_int_equal(n, 4);
+	expect_event(&ev[0], 2, STORE_OP_PUT, "/p/b", "b", 2);
+	expect_event(&ev[3], 3, STORE_OP_PUT, "/p/c", "c", 3);
+	store_event_array_free(ev, n);
+	assert_int_equal(put_ok(s, "/p/d", "d"), 4);
+}
+
+/* ---- concurrency ---- */
+
+#define CONC_THREADS 8
+#define CONC_PUTS 250
+#define CAS_INCS 40
+
+struct conc {
+	struct store *s;
+	int id;
+	int rc;
+	int64_t revs[CONC_PUTS];
+	int cas_retries;
+};
+
+static void *conc_main(void *arg)
+{
+	struct conc *c = arg;
+	char key[32];
+	for (int i = 0; i < CONC_PUTS; i++) {
+		snprintf(key, sizeof(key), "/conc/%d/%03d", c->id, i);
+		int rc = store_put(c->s, key, key, STORE_ABSENT, &c->revs[i]);
+		if (rc < 0) {
+			c->rc = rc;
+			return NULL;
+		}
+	}
+	/* read-modify-write a shared counter with CAS */
+	for (int i = 0; i < CAS_INCS;) {
+		struct store_kv kv;
+		int rc = store_get(c->s, "/counter", &kv);
+		if (rc < 0) {
+			c->rc = rc;
+			return NULL;
+		}
+		char v[32];
+		snprintf(v, sizeof(v), "%ld", strtol(kv.value, NULL, 10) + 1);
+		rc = store_put(c->s, "/counter", v, kv.mod_revision, NULL);
+		store_kv_release(&kv);
+		if (rc == FP_ECONFLICT) {
+			c->cas_retries++;
+			continue;
+		}
+		if (rc < 0) {
+			c->rc = rc;
+			return NULL;
+		}
+		i++;
+	}
+	return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void test_concurrent_writers(void **state)
+{
+	struct store *s = ((struct fx *)*state)->s;
+	assert_int_equal(put_ok(s, "/counter", "0"), 1);
+	struct conc *c = calloc(CONC_THREADS, sizeof(*c));
+	pthread_t th[CONC_THREADS];
+	for (int i = 0; i < CONC_THREADS; i++) {
+		c[i].s = s;
+		c[i].id = i;
+		assert_int_equal(pthread_create(&th[i], NULL, conc_main, &c[i]), 0);
+	}
+	for (int i = 0; i < CONC_THREADS; i++)
+		pthread_join(th[i], NULL);
+
+	int64_t *all = calloc(CONC_THREADS * CONC_PUTS, sizeof(*all));
+	size_t k = 0;
+	for (int i = 0; i < CONC_THREADS; i++) {
+		assert_int_equal(c[i].rc, 0);
+		for (int j = 0; j < CONC_PUTS; j++) {
+			if (j > 0)
+				assert_true(c[i].revs[j] > c[i].revs[j - 1]);
+			all[k++] = c[i].revs[j];
+		}
+	}
+	qsort(all, k, sizeof(*all), cmp_i64);
+	for (size_t i = 1; i < k; i++)
+		assert_true(all[i] > all[i - 1]); /* unique */
+	for (int i = 0; i < CONC_THREADS; i++)
+		for (int j = 0; j < CONC_PUTS; j++) {
+			char key[32];
+			snprintf(key, sizeof(key), "/conc/%d/%03d", i, j);
+			expect_kv(s, key, key, c[i].revs[j], c[i].revs[j]);
+		}
+	size_t n = 0;
+	assert_int_equal(store_count(s, "/conc/", &n), 0);
+	assert_int_equal(n, CONC_THREADS * CONC_PUTS);
+	struct store_kv kv;
+	assert_int_equal(store_get(s, "/counter", &kv), 0);
+	assert_string_equal(kv.value, "320"); /* CONC_THREADS * CAS_INCS: no lost update */
+	store_kv_release(&kv);
+	/* one revision per successful write: 1 + 2000 puts + 320 increments, no gaps */
+	assert_int_equal(store_revision(s), 1 + CONC_THREADS * CONC_PUTS + CONC_THREADS * CAS_INCS);
+	struct store_event *ev = NULL;
+	assert_int_equal(store_changes(s, "", 0, 5000, &ev, &n), 0);
+	assert_int_equal(n, 1 + CONC_THREADS * CONC_PUTS + CONC_THREADS * CAS_INCS);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(ev[i].revision, (int64_t)i + 1);
+	store_event_array_free(ev, n);
+	free(all);
+	free(c);
+}
+
+/* ---- crash safety (sqlite) ---- */
+
+#define CRASH_ROUNDS 4
+#define CRASH_TXN_KEYS 3
+
+static int crash_is_txn(int i)
+{
+	return i % 4 == 3;
+}
+
+static void crash_key(char *buf, size_t len, int round, int i, int part)
+{
+	if (crash_is_txn(i))
+		snprintf(buf, len, "/crash/%d/t%06d/%d", round, i, part);
+	else
+		snprintf(buf, len, "/crash/%d/k%06d", round, i);
+}
+
+/* The child: writes forever, reporting each acknowledged index on fd. Never returns. */
+static void crash_child(const char *uri, int round, int fd)
+{
+	struct store *s = NULL;
+	if (store_open(uri, &s, NULL, 0) < 0)
+		_exit(2);
+	char keys[CRASH_TXN_KEYS][64], val[32];
+	for (int i = 0;; i++) {
+		int rc;
+		snprintf(val, sizeof(val), "%d", i);
+		if (crash_is_txn(i)) {
+			struct store_op ops[CRASH_TXN_KEYS];
+			for (int p = 0; p < CRASH_TXN_KEYS; p++) {
+				crash_key(keys[p], sizeof(keys[p]), round, i, p);
+				ops[p] = (struct store_op){STORE_OP_PUT, keys[p], val, STORE_ABSENT};
+			}
+			rc = store_txn(s, ops, CRASH_TXN_KEYS, NULL, NULL);
+		} else {
+			crash_key(keys[0], sizeof(keys[0]), round, i, 0);
+			rc = store_put(s, keys[0], val, STORE_ABSENT, NULL);
+		}
+		if (rc < 0)
+			_exit(3);
+		if (write(fd, &i, sizeof(i)) != (ssize_t)sizeof(i))
+			_exit(4);
+	}
+}
+
+/* Reads acknowledged indices from fd until deadline (or EOF when deadline < 0). */
+static void crash_drain(int fd, int *last, double deadline)
+{
+	for (;;) {
+		if (deadline >= 0) {
+			double left = deadline - now_s();
+			if (left <= 0)
+				return;
+			struct pollfd p = {fd, POLLIN, 0};
+			if (poll(&p, 1, (int)(left * 1000) + 1) <= 0)
+				continue;
+		}
+		int v[256];
+		ssize_t r = read(fd, v, sizeof(v));
+		if (r <= 0)
+			return; /* EOF after the child died */
+		assert_int_equal(r % (ssize_t)sizeof(int), 0);
+		*last = v[r / (ssize_t)sizeof(int) - 1];
+	}
+}
+
+/* Number of keys index i wrote that exist: 0 or all of them, never part. */
+static int crash_present(struct store *s, int round, int i, const char *want_val)
+{
+	int parts = crash_is_txn(i) ? CRASH_TXN_KEYS : 1, present = 0;
+	int64_t rev0 = 0;
+	for (int p = 0; p < parts; p++) {
+		char key[64];
+		struct store_kv kv;
+		crash_key(key, sizeof(key), round, i, p);
+		int rc = store_get(s, key, &kv);
+		if (rc == FP_ENOTFOUND)
+			continue;
+		assert_int_equal(rc, 0);
+		assert_string_equal(kv.value, want_val);
+		if (present == 0)
+			rev0 = kv.mod_revision;
+		assert_int_equal(kv.mod_revision, rev0); /* one txn, one revision */
+		store_kv_release(&kv);
+		present++;
+	}
+	if (present != 0 && present != parts)
+		fail_msg("round %d index %d: torn txn, %d of %d keys", round, i, present, parts);
+	return present;
+}
+
+static void test_crash(void **state)
+{
+	struct fx *f = *state;
+	store_close(f->s); /* fork with no store threads in the parent */
+	f->s = NULL;
+	srand((unsigned)getpid() ^ (unsigned)time(NULL));
+	int64_t rev_before = 0;
+	for (int round = 0; round < CRASH_ROUNDS; round++) {
+		int fds[2];
+		assert_int_equal(pipe(fds), 0);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			close(fds[0]);
+			crash_child(f->uri, round, fds[1]);
+		}
+		close(fds[1]);
+		int last = -1;
+		/* wait for the first acknowledgement, then kill at a random moment */
+		double give_up = now_s() + 10.0;
+		while (last < 0 && now_s() < give_up) {
+			crash_drain(fds[0], &last, now_s() + 0.01);
+			int st;
+			if (waitpid(pid, &st, WNOHANG) == pid)
+				fail_msg("crash child exited early: status %d", st);
+		}
+		crash_drain(fds[0], &last, now_s() + (10 + rand() % 190) / 1000.0);
+		assert_int_equal(kill(pid, SIGKILL), 0);
+		int st = 0;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFSIGNALED(st));
+		assert_int_equal(WTERMSIG(st), SIGKILL);
+		crash_drain(fds[0], &last, -1);
+		close(fds[0]);
+		assert_true(last >= 0);
+
+		open_store(f);
+		struct store *s = f->s;
+		size_t want = 0;
+		char val[32];
+		for (int i = 0; i <= last; i++) {
+			snprintf(val, sizeof(val), "%d", i);
+			int parts = crash_is_txn(i) ? CRASH_TXN_KEYS : 1;
+			assert_int_equal(crash_present(s, round, i, val), parts);
+			want += (size_t)parts;
+		}
+		/* the one write in flight at the kill: all or nothing */
+		snprintf(val, sizeof(val), "%d", last + 1);
+		int inflight = crash_present(s, round, last + 1, val);
+		want += (size_t)inflight;
+		snprintf(val, sizeof(val), "%d", last + 2);
+		assert_int_equal(crash_present(s, round, last + 2, val), 0);
+
+		char prefix[32];
+		snprintf(prefix, sizeof(prefix), "/crash/%d/", round);
+		size_t n = 0;
+		assert_int_equal(store_count(s, prefix, &n), 0);
+		assert_int_equal(n, want);
+		int64_t rev_after = store_revision(s);
+		assert_int_equal(rev_after, rev_before + last + 1 + (inflight ? 1 : 0));
+		rev_before = rev_after;
+		store_close(s);
+		f->s = NULL;
+	}
+}
+
+#define BOTH_BACKENDS(setup)                                                    \
+	cmocka_unit_test_setup_teardown(test_put_get, setup, teardown),         \
+	cmocka_unit_test_setup_teardown(test_create_if_absent, setup, teardown), \
+	cmocka_unit_test_setup_teardown(test_cas, setup, teardown),             \
+	cmocka_unit_test_setup_teardown(test_delete, setup, teardown),          \
+	cmocka_unit_test_setup_teardown(test_txn, setup, teardown),             \
+	cmocka_unit_test_setup_teardown(test_list, setup, teardown),            \
+	cmocka_unit_test_setup_teardown(test_changes, setup, teardown),         \
+	cmocka_unit_test_setup_teardown(test_compact, setup, teardown),         \
+	cmocka_unit_test_setup_teardown(test_wait, setup, teardown),            \
+	cmocka_unit_test_setup_teardown(test_wait_closed, setup, teardown),     \
+	cmocka_unit_test_setup_teardown(test_validation, setup, teardown),      \
+	cmocka_unit_test_setup_teardown(test_fault_injection, setup, teardown), \
+	cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest mem_tests[] = {BOTH_BACKENDS(setup_mem)};
+	const struct CMUnitTest sqlite_tests[] = {
+		BOTH_BACKENDS(setup_sqlite),
+		cmocka_unit_test_setup_teardown(test_reopen, setup_sqlite, teardown),
+		cmocka_unit_test_setup_teardown(test_crash, setup_sqlite, teardown),
+	};
+	int failed = cmocka_run_group_tests_name("store_mem", mem_tests, NULL, NULL);
+	failed += cmocka_run_group_tests_name("store_sqlite", sqlite_tests, NULL, NULL);
+	return failed ? 1 : 0;
+}
