@@ -85,10 +85,13 @@ static int opt_time(const json_t *obj, const char *key, const char *where, int64
 	json_t *v = json_object_get(obj, key);
 	if (!v || json_is_null(v))
 		return 0;
-	if (!json_is_string(v) || fp_time_parse(json_string_value(v), out) < 0)
+	/* times before 1970 are refused: fp_time_format cannot write them back */
+	int64_t t = 0;
+	if (!json_is_string(v) || fp_time_parse(json_string_value(v), &t) < 0 || t < 0)
 		return fp_errf(FP_EINVAL, err, errlen,
 			       "%s.%s: expected an RFC 3339 UTC time like 2026-01-02T03:04:05Z",
 			       where, key);
+	*out = t;
 	return 0;
 }
 
@@ -313,7 +316,10 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 		return 0;
 	if ((rc = jsonx_check_keys(st, k_status, "status", err, errlen)) < 0)
 		return rc;
-	const char *phase = jsonx_str(st, "phase");
+	json_t *jphase = json_object_get(st, "phase");
+	if (jphase && !json_is_null(jphase) && !json_is_string(jphase))
+		return fp_errf(FP_EINVAL, err, errlen, "status.phase: expected a string");
+	const char *phase = json_string_value(jphase);
 	if (phase && node_phase_parse(phase, &n->phase) < 0)
 		return fp_errf(FP_EINVAL, err, errlen, "status.phase: unknown phase \"%s\"", phase);
 	if ((rc = opt_time(st, "phaseSince", "status", &n->phase_since, err, errlen)) < 0 ||
@@ -344,6 +350,12 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 			if (!x->owner || !x->reason)
 				return fp_errf(FP_EINVAL, err, errlen,
 					       "status.holds[%zu]: owner and reason are required", i);
+			/* one hold per owner (node_hold_add): a duplicate could never be released */
+			for (size_t j = 0; j < i; j++)
+				if (strcmp(n->holds[j].owner, x->owner) == 0)
+					return fp_errf(FP_EINVAL, err, errlen,
+						       "status.holds[%zu]: duplicate owner \"%s\"", i,
+						       x->owner);
 		}
 	}
 	json_t *conds = json_object_get(st, "conditions");
@@ -374,6 +386,11 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 					       "status.conditions[%zu]: type and status "
 					       "(True|False|Unknown) are required",
 					       i);
+			for (size_t j = 0; j < i; j++)
+				if (strcmp(n->conditions[j].type, x->type) == 0)
+					return fp_errf(FP_EINVAL, err, errlen,
+						       "status.conditions[%zu]: duplicate type \"%s\"",
+						       i, x->type);
 		}
 	}
 	json_t *boot, *valid, *inv;
@@ -392,7 +409,11 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 		    (rc = opt_time(valid, "at", "status.validation", &n->validated_at, err,
 				   errlen)) < 0)
 			return rc;
-		n->validation_passed = json_is_true(json_object_get(valid, "passed"));
+		json_t *passed = json_object_get(valid, "passed");
+		if (passed && !json_is_null(passed) && !json_is_boolean(passed))
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "status.validation.passed: expected true or false");
+		n->validation_passed = json_is_true(passed);
 	}
 	if (inv)
 		n->inventory = json_deep_copy(inv);
