@@ -1,6 +1,6 @@
 /* ratelimit.c - token buckets and the keyed BMC/site limiter of engine/ratelimit.h (DESIGN.md
  * principle 7). Buckets count micro-tokens in int64_t so refill and wait times are exact; the
- * keyed limiter keeps one chained hash table of BMC keys and one of site keys under a single
+ * keyed limiter keeps one base/hmap of BMC keys and one of site keys under a single
  * mutex, never blocks, and sweeps out keys whose state is indistinguishable from a new key once
  * they have been idle for idle_evict_ms. */
 #include "engine/ratelimit.h"
@@ -12,6 +12,7 @@
 
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/hmap.h"
 #include "base/banned.h"
 
 #define UT_PER_TOKEN 1000000LL
@@ -121,75 +122,9 @@ static int bucket_full(struct ratelimit_bucket *b)
 	return full;
 }
 
-/* ---- a small chained string hash table ---- */
-
-struct hnode {
-	struct hnode *next;
-	uint64_t hash;
-	char *key; /* owned */
-};
-
-struct hmap {
-	struct hnode **b;
-	size_t nb, n;
-};
-
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
-static struct hnode *hmap_find(struct hmap *m, const char *key)
-{
-	if (!m->nb)
-		return NULL;
-	uint64_t h = str_hash(key);
-	for (struct hnode *e = m->b[h & (m->nb - 1)]; e; e = e->next)
-		if (e->hash == h && strcmp(e->key, key) == 0)
-			return e;
-	return NULL;
-}
-
-/* Inserts e (its key must be set and absent from m). */
-static void hmap_insert(struct hmap *m, struct hnode *e)
-{
-	if (m->n + 1 > m->nb) {
-		size_t nb = m->nb ? m->nb * 2 : 16;
-		struct hnode **nbk = xcalloc(nb, sizeof(*nbk));
-		for (size_t i = 0; i < m->nb; i++) {
-			struct hnode *x = m->b[i], *nx;
-			for (; x; x = nx) {
-				nx = x->next;
-				x->next = nbk[x->hash & (nb - 1)];
-				nbk[x->hash & (nb - 1)] = x;
-			}
-		}
-		free(m->b);
-		m->b = nbk;
-		m->nb = nb;
-	}
-	e->hash = str_hash(e->key);
-	e->next = m->b[e->hash & (m->nb - 1)];
-	m->b[e->hash & (m->nb - 1)] = e;
-	m->n++;
-}
-
-static void hmap_unlink(struct hmap *m, struct hnode *e)
-{
-	struct hnode **pp = &m->b[e->hash & (m->nb - 1)];
-	while (*pp != e)
-		pp = &(*pp)->next;
-	*pp = e->next;
-	m->n--;
-}
-
 /* ---- keyed limiter ---- */
 
 struct bmc_state {
-	struct hnode node; /* first */
 	int inflight;
 	int has_end;
 	int64_t last_end_ms;
@@ -197,7 +132,6 @@ struct bmc_state {
 };
 
 struct site_state {
-	struct hnode node; /* first */
 	struct ratelimit_bucket bucket;
 	int64_t last_use_ms;
 };
@@ -215,6 +149,8 @@ struct ratelimit *ratelimit_new(struct fp_clock *clock, const struct ratelimit_c
 	struct ratelimit *lim = xcalloc(1, sizeof(*lim));
 	pthread_mutex_init(&lim->mu, NULL);
 	lim->clock = clock;
+	hmap_init(&lim->bmcs);
+	hmap_init(&lim->sites);
 	if (cfg)
 		lim->cfg = *cfg;
 	struct ratelimit_config *c = &lim->cfg;
@@ -234,16 +170,9 @@ struct ratelimit *ratelimit_new(struct fp_clock *clock, const struct ratelimit_c
 	return lim;
 }
 
-static void free_bmc(struct bmc_state *s)
-{
-	free(s->node.key);
-	free(s);
-}
-
 static void free_site(struct site_state *s)
 {
 	ratelimit_bucket_release(&s->bucket);
-	free(s->node.key);
 	free(s);
 }
 
@@ -251,22 +180,12 @@ void ratelimit_free(struct ratelimit *lim)
 {
 	if (!lim)
 		return;
-	for (size_t i = 0; i < lim->bmcs.nb; i++) {
-		struct hnode *e = lim->bmcs.b[i], *nx;
-		for (; e; e = nx) {
-			nx = e->next;
-			free_bmc((struct bmc_state *)e);
-		}
-	}
-	for (size_t i = 0; i < lim->sites.nb; i++) {
-		struct hnode *e = lim->sites.b[i], *nx;
-		for (; e; e = nx) {
-			nx = e->next;
-			free_site((struct site_state *)e);
-		}
-	}
-	free(lim->bmcs.b);
-	free(lim->sites.b);
+	for (struct hmap_iter it = hmap_iter_start(&lim->bmcs); hmap_iter_next(&it);)
+		free(it.e->value);
+	for (struct hmap_iter it = hmap_iter_start(&lim->sites); hmap_iter_next(&it);)
+		free_site(it.e->value);
+	hmap_release(&lim->bmcs);
+	hmap_release(&lim->sites);
 	pthread_mutex_destroy(&lim->mu);
 	free(lim);
 }
@@ -276,30 +195,22 @@ static size_t evict_locked(struct ratelimit *lim, int64_t now)
 {
 	size_t dropped = 0;
 	lim->last_sweep_ms = now;
-	for (size_t i = 0; i < lim->bmcs.nb; i++) {
-		struct hnode *e = lim->bmcs.b[i], *nx;
-		for (; e; e = nx) {
-			nx = e->next;
-			struct bmc_state *s = (struct bmc_state *)e;
-			int fresh = s->inflight == 0 &&
-				    (!s->has_end || now >= s->last_end_ms + lim->cfg.bmc_min_interval_ms);
-			if (fresh && now - s->last_use_ms >= lim->cfg.idle_evict_ms) {
-				hmap_unlink(&lim->bmcs, e);
-				free_bmc(s);
-				dropped++;
-			}
+	for (struct hmap_iter it = hmap_iter_start(&lim->bmcs); hmap_iter_next(&it);) {
+		struct bmc_state *s = it.e->value;
+		int fresh = s->inflight == 0 &&
+			    (!s->has_end || now >= s->last_end_ms + lim->cfg.bmc_min_interval_ms);
+		if (fresh && now - s->last_use_ms >= lim->cfg.idle_evict_ms) {
+			hmap_remove(&lim->bmcs, it.e->key);
+			free(s);
+			dropped++;
 		}
 	}
-	for (size_t i = 0; i < lim->sites.nb; i++) {
-		struct hnode *e = lim->sites.b[i], *nx;
-		for (; e; e = nx) {
-			nx = e->next;
-			struct site_state *s = (struct site_state *)e;
-			if (now - s->last_use_ms >= lim->cfg.idle_evict_ms && bucket_full(&s->bucket)) {
-				hmap_unlink(&lim->sites, e);
-				free_site(s);
-				dropped++;
-			}
+	for (struct hmap_iter it = hmap_iter_start(&lim->sites); hmap_iter_next(&it);) {
+		struct site_state *s = it.e->value;
+		if (now - s->last_use_ms >= lim->cfg.idle_evict_ms && bucket_full(&s->bucket)) {
+			hmap_remove(&lim->sites, it.e->key);
+			free_site(s);
+			dropped++;
 		}
 	}
 	return dropped;
@@ -316,7 +227,7 @@ size_t ratelimit_evict(struct ratelimit *lim)
 size_t ratelimit_nkeys(struct ratelimit *lim)
 {
 	pthread_mutex_lock(&lim->mu);
-	size_t n = lim->bmcs.n + lim->sites.n;
+	size_t n = lim->bmcs.count + lim->sites.count;
 	pthread_mutex_unlock(&lim->mu);
 	return n;
 }
@@ -324,10 +235,10 @@ size_t ratelimit_nkeys(struct ratelimit *lim)
 /* Room for `need` more keys, sweeping if the cap is reached. Called with lim->mu held. */
 static int have_room(struct ratelimit *lim, int64_t now, size_t need)
 {
-	if (lim->bmcs.n + lim->sites.n + need <= lim->cfg.max_keys)
+	if (lim->bmcs.count + lim->sites.count + need <= lim->cfg.max_keys)
 		return 1;
 	evict_locked(lim, now);
-	return lim->bmcs.n + lim->sites.n + need <= lim->cfg.max_keys;
+	return lim->bmcs.count + lim->sites.count + need <= lim->cfg.max_keys;
 }
 
 static int refuse(int rc, int64_t wait, int64_t *wait_ms, char *why, size_t whylen,
@@ -359,7 +270,7 @@ int ratelimit_acquire(struct ratelimit *lim, const char *bmc_key, const char *si
 	if (now - lim->last_sweep_ms >= c->idle_evict_ms)
 		evict_locked(lim, now);
 
-	struct bmc_state *bs = (struct bmc_state *)hmap_find(&lim->bmcs, bmc_key);
+	struct bmc_state *bs = hmap_get(&lim->bmcs, bmc_key);
 	if (bs) {
 		if (bs->inflight >= c->bmc_max_concurrency) {
 			rc = refuse(FP_EAGAIN, c->busy_retry_ms, wait_ms, why, whylen,
@@ -377,7 +288,7 @@ int ratelimit_acquire(struct ratelimit *lim, const char *bmc_key, const char *si
 	struct site_state *ss = NULL;
 	int use_site = site_key && *site_key && c->site_rate_per_s > 0;
 	if (use_site)
-		ss = (struct site_state *)hmap_find(&lim->sites, site_key);
+		ss = hmap_get(&lim->sites, site_key);
 	size_t need = (bs ? 0 : 1) + (use_site && !ss ? 1 : 0);
 	if (need && !have_room(lim, now, need)) {
 		/* the sweep may have dropped bs or ss */
@@ -385,15 +296,14 @@ int ratelimit_acquire(struct ratelimit *lim, const char *bmc_key, const char *si
 			    "rate limiter key table full (%zu keys)", c->max_keys);
 		goto out;
 	}
-	bs = (struct bmc_state *)hmap_find(&lim->bmcs, bmc_key);
+	bs = hmap_get(&lim->bmcs, bmc_key);
 	if (use_site) {
-		ss = (struct site_state *)hmap_find(&lim->sites, site_key);
+		ss = hmap_get(&lim->sites, site_key);
 		if (!ss) {
 			ss = xcalloc(1, sizeof(*ss));
-			ss->node.key = xstrdup(site_key);
 			ratelimit_bucket_init(&ss->bucket, lim->clock, c->site_rate_per_s,
 					      c->site_burst);
-			hmap_insert(&lim->sites, &ss->node);
+			hmap_put(&lim->sites, site_key, ss);
 		}
 		ss->last_use_ms = now;
 		int64_t w = ratelimit_bucket_try_take(&ss->bucket, 1);
@@ -405,8 +315,7 @@ int ratelimit_acquire(struct ratelimit *lim, const char *bmc_key, const char *si
 	}
 	if (!bs) {
 		bs = xcalloc(1, sizeof(*bs));
-		bs->node.key = xstrdup(bmc_key);
-		hmap_insert(&lim->bmcs, &bs->node);
+		hmap_put(&lim->bmcs, bmc_key, bs);
 	}
 	bs->inflight++;
 	bs->last_use_ms = now;
@@ -425,7 +334,7 @@ int ratelimit_release(struct ratelimit *lim, const char *bmc_key)
 		return FP_ENOTFOUND;
 	int rc = FP_ENOTFOUND;
 	pthread_mutex_lock(&lim->mu);
-	struct bmc_state *bs = (struct bmc_state *)hmap_find(&lim->bmcs, bmc_key);
+	struct bmc_state *bs = hmap_get(&lim->bmcs, bmc_key);
 	if (bs && bs->inflight > 0) {
 		int64_t now = clock_now_ms(lim->clock);
 		bs->inflight--;
