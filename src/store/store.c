@@ -389,10 +389,8 @@ static int do_write(struct store *s, const struct store_op *ops, size_t n, int64
 	if (rc < 0)
 		goto out;
 	rc = s->ops->txn(s->impl, ops, n, &r, &fi);
-	if (rc == 0) {
-		metric_observe(m_write_seconds, NULL, mono_seconds() - t0);
-		metric_observe(m_txn_ops, NULL, (double)n);
-	}
+	metric_observe(m_write_seconds, NULL, mono_seconds() - t0);
+	metric_observe(m_txn_ops, NULL, (double)n);
 out:
 	metric_add(m_writes, (const char *const[]){result_label(rc)}, 1);
 	if (rc == 0 && rev)

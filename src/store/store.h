@@ -10,9 +10,10 @@
  * store_* functions below: store.c wraps the backend ops and is the single choke point for
  * argument checks, metrics and fault injection (SQLite os.c).
  *
- * Keys are "/"-separated printable ASCII, 1..255 bytes, starting with "/". Values are UTF-8
- * JSON text, at most STORE_MAX_VALUE bytes; the store does not parse them. All functions are
- * thread-safe. */
+ * Keys are "/"-separated printable ASCII (0x20..0x7e), 1..255 bytes, starting with "/". Values
+ * are UTF-8 JSON text, at most STORE_MAX_VALUE bytes; the store does not parse them. Prefixes
+ * and start_after strings are printable ASCII of at most 255 bytes ("" allowed); anything else
+ * is FP_EINVAL. All functions are thread-safe; only store_wait may run while store_close does. */
 #ifndef FP_STORE_STORE_H
 #define FP_STORE_STORE_H
 
@@ -33,7 +34,9 @@ struct store_kv {
 	int64_t mod_revision;
 };
 
+/* Frees kv's strings and zeroes it (the struct itself is the caller's). NULL is a no-op. */
 void store_kv_release(struct store_kv *kv);
+/* Releases n entries and frees the array from store_list. NULL is a no-op. */
 void store_kv_array_free(struct store_kv *kvs, size_t n);
 
 /* Expectation on a key's mod_revision for a write. */
@@ -51,7 +54,8 @@ struct store_op {
 	int64_t expect;    /* STORE_ANY, STORE_ABSENT, or a mod_revision */
 };
 
-/* A change-feed entry: the key after revision `revision` (value NULL for a delete). */
+/* A change-feed entry: the key after revision `revision` (value NULL and create_revision 0 for
+ * a delete). Events of one transaction share its revision and come in the order of its ops. */
 struct store_event {
 	int64_t revision;
 	enum store_op_type type;
@@ -60,6 +64,7 @@ struct store_event {
 	int64_t create_revision;
 };
 
+/* Frees n events and the array from store_changes. NULL is a no-op. */
 void store_event_array_free(struct store_event *evs, size_t n);
 
 /* Opens a store. uri: "sqlite:/path/to/file.db" or "mem:". On error returns FP_EINVAL (bad
@@ -71,50 +76,64 @@ void store_close(struct store *s);
 /* Current (latest committed) revision; 0 for an empty store. */
 int64_t store_revision(struct store *s);
 
-/* Reads one key. Returns 0 and fills *out (caller releases), or FP_ENOTFOUND. */
+/* Reads one key. Returns 0 and fills *out (caller releases), FP_ENOTFOUND, FP_EINVAL (bad key)
+ * or FP_EIO; on error *out is zeroed. */
 int store_get(struct store *s, const char *key, struct store_kv *out);
 
-/* Writes one key. expect: STORE_ANY, STORE_ABSENT or a mod_revision (see above). Returns 0 and
- * the new revision in *rev (may be NULL), FP_EEXIST, FP_ECONFLICT, FP_EINVAL (bad key/value),
- * FP_ETOOBIG, or FP_EIO. On any error nothing is written. */
+/* Writes one key. expect: STORE_ANY, STORE_ABSENT or a mod_revision (see above; a CAS on an
+ * absent key is FP_ECONFLICT). Returns 0 and the new revision in *rev (may be NULL), FP_EEXIST,
+ * FP_ECONFLICT, FP_EINVAL (bad key, NULL value, expect < STORE_ANY), FP_ETOOBIG (value over
+ * STORE_MAX_VALUE), FP_ECLOSED, or FP_EIO. On any error but FP_EIO nothing is written; after
+ * FP_EIO (e.g. a failed fsync at commit) the write is either fully applied or fully absent. */
 int store_put(struct store *s, const char *key, const char *value, int64_t expect, int64_t *rev);
 
-/* Deletes one key. expect: STORE_ANY or a mod_revision. Returns 0, FP_ENOTFOUND, FP_ECONFLICT. */
+/* Deletes one key. expect: STORE_ANY or a mod_revision (STORE_ABSENT is FP_EINVAL). Returns 0
+ * and the new revision in *rev (may be NULL), FP_ENOTFOUND (absent, whatever expect is),
+ * FP_ECONFLICT, FP_EINVAL, FP_ECLOSED or FP_EIO, as store_put. */
 int store_delete(struct store *s, const char *key, int64_t expect, int64_t *rev);
 
 /* Applies all ops atomically or none. All ops of one transaction get the same new revision.
- * On a failed expectation returns FP_EEXIST/FP_ECONFLICT/FP_ENOTFOUND and, if failed_index is
- * not NULL, the index of the first op that failed. At most STORE_MAX_TXN_OPS ops; one key at
- * most once. */
+ * Each op has store_put's (PUT) or store_delete's (DELETE) expectation semantics. On a failed
+ * expectation returns FP_EEXIST/FP_ECONFLICT/FP_ENOTFOUND and, if failed_index is not NULL,
+ * the index of the first op that failed. 1..STORE_MAX_TXN_OPS ops (n == 0 or ops NULL is
+ * FP_EINVAL, more is FP_ETOOBIG); one key at most once (else FP_EINVAL with failed_index at
+ * the repeat); an invalid op is FP_EINVAL or FP_ETOOBIG with failed_index at it. rev and
+ * failed_index may be NULL. */
 int store_txn(struct store *s, const struct store_op *ops, size_t n, int64_t *rev,
 	      size_t *failed_index);
 
 /* Lists keys with the given prefix in byte order, strictly after start_after (NULL or "" for
  * the beginning), at most limit (0 = no limit). *items is a new array the caller frees with
  * store_kv_array_free; *rev is the store revision the list was read at. *more is set to 1 when
- * keys remain after the last returned one. */
+ * keys remain after the last returned one. rev and more may be NULL. Returns 0, FP_EINVAL or
+ * FP_EIO. */
 int store_list(struct store *s, const char *prefix, const char *start_after, size_t limit,
 	       struct store_kv **items, size_t *n, int64_t *rev, int *more);
 
-/* Counts keys with the prefix. */
+/* Counts keys with the prefix (NULL or "" for all) into *n. Returns 0, FP_EINVAL or FP_EIO. */
 int store_count(struct store *s, const char *prefix, size_t *n);
 
 /* Reads the change feed: events with revision > after_rev whose key has the prefix ("" for all),
  * in revision order, at most max (0 = 1000). Returns FP_ECOMPACTED if after_rev is older than
- * the compaction point (the caller must re-list). *evs is freed with store_event_array_free. */
+ * the compaction point (the caller must re-list), FP_EINVAL for after_rev < 0 or a bad prefix,
+ * FP_EIO. *evs is freed with store_event_array_free (NULL when *n is 0). */
 int store_changes(struct store *s, const char *prefix, int64_t after_rev, size_t max,
 		  struct store_event **evs, size_t *n);
 
-/* Blocks until store_revision(s) > after_rev or timeout_ms passes (real time) or the store is
- * closing. Returns 0 when a newer revision exists, FP_ETIMEDOUT, or FP_ECLOSED. */
+/* Blocks until store_revision(s) > after_rev or timeout_ms passes (monotonic real time; < 0
+ * waits without limit) or the store is closing. Returns 0 when a newer revision exists,
+ * FP_ETIMEDOUT, or FP_ECLOSED. store_close wakes waiters and waits for them to return. */
 int store_wait(struct store *s, int64_t after_rev, int timeout_ms);
 
-/* Drops change-feed entries with revision <= rev. Returns 0 or FP_EINVAL if rev > current. */
+/* Drops change-feed entries with revision <= rev; keys are untouched and the revision does not
+ * change. rev at or below the compaction point is a no-op. Returns 0, FP_EINVAL if rev < 0 or
+ * rev > current, or FP_EIO. */
 int store_compact(struct store *s, int64_t rev);
 /* The compaction point (0 if never compacted). */
 int64_t store_compacted_revision(struct store *s);
 
-/* Fault injection for tests: fail the nth (1-based) write call from now with rc; 0 disables. */
+/* Fault injection for tests: the nth (1-based) write call (put, delete, txn) from now that passes
+ * argument checks fails with rc without writing anything; once only. nth 0 disables. */
 void store_fault_inject(struct store *s, unsigned nth, int rc);
 
 #endif

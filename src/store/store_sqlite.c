@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -346,13 +347,17 @@ static int sq_apply_txn(struct store_sqlite *s, struct sq_req *r, int64_t rev)
 	int rc = 0;
 	for (size_t i = 0; i < r->n; i++) {
 		rc = sq_check(s, &r->ops[i], &cr[i], &ex[i]);
+		if (rc == FP_EIO && sqlite3_get_autocommit(s->wdb)) {
+			rc = 1;
+			goto out;
+		}
 		if (rc < 0) {
 			r->failed_index = i;
 			goto out;
 		}
 	}
 	if (sq_exec(s->w[W_SAVEPOINT]) != SQLITE_OK) {
-		rc = FP_EIO;
+		rc = sqlite3_get_autocommit(s->wdb) ? 1 : FP_EIO;
 		goto out;
 	}
 	for (size_t i = 0; i < r->n; i++) {
@@ -678,6 +683,8 @@ static int sq_list(struct store_impl *b, const char *prefix, const char *start_a
 	bind_text(st, 1, prefix);
 	bind_text(st, 2, upper);
 	bind_text(st, 3, start_after);
+	if (limit >= (size_t)INT64_MAX)
+		limit = 0;
 	sqlite3_bind_int64(st, 4, limit ? (int64_t)limit + 1 : -1);
 	*more = 0;
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
@@ -748,7 +755,7 @@ static int sq_changes(struct store_impl *b, const char *prefix, int64_t after_re
 						   : (after_rev + 1) << SQ_ID_SHIFT);
 	bind_text(st, 2, prefix);
 	bind_text(st, 3, upper);
-	sqlite3_bind_int64(st, 4, (int64_t)max);
+	sqlite3_bind_int64(st, 4, max >= (size_t)INT64_MAX ? -1 : (int64_t)max);
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
 		ALLOC_GROW(v, nv + 1, alloc);
 		v[nv].revision = sqlite3_column_int64(st, 0) >> SQ_ID_SHIFT;
