@@ -1,0 +1,1043 @@
+/* lifecycle.c - the lifecycle controller (see lifecycle.h).
+ *
+ * Two halves. reconcile(name) runs on a worker: it reads the node from the informer cache and
+ * decides - start the next operation (one store transaction: the operation document, the
+ * node's new phase and status.operation, an audit event), finish a terminal operation (the
+ * phase it leads to, maybe the next operation, an event), or hand the operation's current step
+ * to the executor. run_op_task runs on the executor: it re-reads the operation and node from the
+ * store, persists the attempt and deadline of a side-effecting step before acting, runs steps
+ * until one must wait, and re-queues the node.
+ *
+ * Durations below are real-world; for nodes on the sim driver they are divided by
+ * sim_time_scale, so a simulated fleet can be run fast without changing the logic. */
+#include "controller/lifecycle.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/hmap.h"
+#include "base/jsonx.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "core/codec.h"
+#include "core/event.h"
+
+#define SEC 1000LL
+#define MIN (60 * SEC)
+#define HOUR (60 * MIN)
+
+#define BMC_CALL_TIMEOUT (30 * SEC)
+#define ACTOR "controller:lifecycle"
+
+/* Time-in-phase deadlines (DESIGN.md: every transient phase has one). */
+static int64_t phase_deadline(enum node_phase p)
+{
+	switch (p) {
+	case PHASE_INSPECTING: return 15 * MIN;
+	case PHASE_PROVISIONING: return 45 * MIN;
+	case PHASE_VALIDATING: return 2 * HOUR;
+	case PHASE_DRAINING: return 4 * HOUR;
+	case PHASE_REPAIRING: return 4 * HOUR;
+	case PHASE_RETIRING: return 30 * MIN;
+	default: return 0;
+	}
+}
+
+enum step_result { STEP_DONE, STEP_WAIT, STEP_RETRY, STEP_FAIL, STEP_BUSY };
+
+struct lifecycle;
+
+struct step_ctx {
+	struct lifecycle *lc;
+	struct node *n;        /* fresh from the store */
+	struct operation *op;
+	struct bmc *bmc;
+	struct bmc_target t;
+	int64_t call_deadline; /* monotonic ms for BMC calls */
+	int64_t wait_ms;       /* STEP_WAIT / STEP_BUSY: when to look again */
+	char err[256];
+};
+
+struct step_def {
+	const char *name;
+	int side_effect;    /* persist the attempt before running */
+	int uses_bmc;       /* take a BMC slot from the rate limiter */
+	int64_t timeout;    /* per attempt */
+	int max_attempts;
+	enum step_result (*run)(struct step_ctx *x);
+};
+
+struct lifecycle {
+	struct lifecycle_config cfg;
+	struct workqueue *wq;
+	pthread_mutex_t mu;
+	struct hmap in_flight; /* node name -> (void*)1 while a step task is queued or running */
+	pthread_t *threads;
+	int nthreads;
+	struct metric_family *m_ops, *m_op_dur, *m_reconcile, *m_reconcile_total, *m_phase_changes;
+};
+
+struct op_task {
+	struct lifecycle *lc;
+	char *node;
+	char *op_id;
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+static int64_t now_wall(struct lifecycle *lc)
+{
+	return clock_wall_ms(lc->cfg.clock);
+}
+
+static int is_sim(const struct node *n)
+{
+	return n->bmc.driver && strcmp(n->bmc.driver, "sim") == 0;
+}
+
+static int64_t scale(struct lifecycle *lc, const struct node *n, int64_t ms)
+{
+	if (is_sim(n) && lc->cfg.sim_time_scale > 1)
+		return (int64_t)((double)ms / lc->cfg.sim_time_scale);
+	return ms;
+}
+
+static struct bmc *driver_for(struct lifecycle *lc, const char *name)
+{
+	for (size_t i = 0; name && i < lc->cfg.ndrivers; i++)
+		if (strcmp(lc->cfg.drivers[i]->ops->name, name) == 0)
+			return lc->cfg.drivers[i];
+	return NULL;
+}
+
+static void event_op(struct lifecycle *lc, struct store_op *o, char **key_out, char **val_out,
+		     const char *type, const char *node, const char *reason, const char *msg)
+{
+	char id[EVENT_ID_LEN], object[96];
+	int64_t now = now_wall(lc);
+	event_id(now, fp_rng_u64(lc->cfg.rng), id);
+	snprintf(object, sizeof(object), "node/%s", node);
+	json_t *ev = event_new(id, type, ACTOR, object, reason, msg, now);
+	*key_out = xasprintf("/events/%s", id);
+	*val_out = jsonx_dumps(ev);
+	json_decref(ev);
+	o->type = STORE_OP_PUT;
+	o->key = *key_out;
+	o->value = *val_out;
+	o->expect = STORE_ABSENT;
+}
+
+/* Reads and decodes a node straight from the store (not the cache). */
+static int load_node(struct lifecycle *lc, const char *name, struct node **out)
+{
+	char key[STORE_MAX_KEY + 1], err[256];
+	struct store_kv kv = {0};
+	snprintf(key, sizeof(key), "/nodes/%s", name);
+	*out = NULL;
+	int rc = store_get(lc->cfg.store, key, &kv);
+	if (rc < 0)
+		return rc;
+	json_t *doc = NULL;
+	rc = jsonx_parse(kv.value, strlen(kv.value), &doc, err, sizeof(err));
+	if (rc == 0)
+		rc = node_from_json(doc, kv.mod_revision, out, err, sizeof(err));
+	json_decref(doc);
+	store_kv_release(&kv);
+	return rc;
+}
+
+static int load_op(struct lifecycle *lc, const char *id, struct operation **out)
+{
+	char key[STORE_MAX_KEY + 1], err[256];
+	struct store_kv kv = {0};
+	snprintf(key, sizeof(key), "/operations/%s", id);
+	*out = NULL;
+	int rc = store_get(lc->cfg.store, key, &kv);
+	if (rc < 0)
+		return rc;
+	json_t *doc = NULL;
+	rc = jsonx_parse(kv.value, strlen(kv.value), &doc, err, sizeof(err));
+	if (rc == 0)
+		rc = operation_from_json(doc, kv.mod_revision, out, err, sizeof(err));
+	json_decref(doc);
+	store_kv_release(&kv);
+	return rc;
+}
+
+/* Commits a node (CAS on its resource_version), optionally a new operation (create-if-absent)
+ * and an event, in one transaction. Updates n->resource_version on success. */
+static int commit(struct lifecycle *lc, struct node *n, const struct operation *new_op,
+		  const char *ev_type, const char *ev_reason, const char *ev_msg)
+{
+	struct store_op ops[3];
+	size_t nops = 0;
+	char nkey[STORE_MAX_KEY + 1], *okey = NULL, *oval = NULL, *ekey = NULL, *eval = NULL;
+	snprintf(nkey, sizeof(nkey), "/nodes/%s", n->name);
+	json_t *nj = node_to_json(n, NODE_JSON_STORE);
+	char *nval = jsonx_dumps(nj);
+	json_decref(nj);
+	ops[nops++] = (struct store_op){STORE_OP_PUT, nkey, nval, n->resource_version};
+	if (new_op) {
+		json_t *oj = operation_to_json(new_op, 0);
+		okey = xasprintf("/operations/%s", new_op->id);
+		oval = jsonx_dumps(oj);
+		json_decref(oj);
+		ops[nops++] = (struct store_op){STORE_OP_PUT, okey, oval, STORE_ABSENT};
+	}
+	if (ev_reason)
+		event_op(lc, &ops[nops++], &ekey, &eval, ev_type, n->name, ev_reason, ev_msg);
+	int64_t rev = 0;
+	int rc = store_txn(lc->cfg.store, ops, nops, &rev, NULL);
+	if (rc == 0)
+		n->resource_version = rev;
+	free(nval);
+	free(okey);
+	free(oval);
+	free(ekey);
+	free(eval);
+	return rc;
+}
+
+typedef int (*node_mutate_fn)(struct node *n, void *arg);
+
+/* Read-modify-write of a node from the store with CAS retries. mutate returns 1 to write, 0 to
+ * skip, < 0 to abort. */
+static int update_node(struct lifecycle *lc, const char *name, node_mutate_fn mutate, void *arg)
+{
+	for (int attempt = 0; attempt < 8; attempt++) {
+		struct node *n = NULL;
+		int rc = load_node(lc, name, &n);
+		if (rc < 0)
+			return rc;
+		rc = mutate(n, arg);
+		if (rc > 0)
+			rc = commit(lc, n, NULL, NULL, NULL, NULL);
+		node_free(n);
+		if (rc != FP_ECONFLICT)
+			return rc < 0 ? rc : 0;
+	}
+	return FP_ECONFLICT;
+}
+
+static int save_op(struct lifecycle *lc, struct operation *op)
+{
+	char key[STORE_MAX_KEY + 1];
+	snprintf(key, sizeof(key), "/operations/%s", op->id);
+	op->updated_at = now_wall(lc);
+	json_t *oj = operation_to_json(op, 0);
+	char *val = jsonx_dumps(oj);
+	json_decref(oj);
+	int64_t rev = 0;
+	int rc = store_put(lc->cfg.store, key, val, op->resource_version, &rev);
+	free(val);
+	if (rc == 0)
+		op->resource_version = rev;
+	return rc;
+}
+
+/* ---------------------------------------------------------------- steps */
+
+struct cond_arg {
+	const char *type;
+	enum cond_status st;
+	const char *reason;
+	const char *msg;
+	int64_t now;
+};
+
+static int mutate_condition(struct node *n, void *arg)
+{
+	struct cond_arg *a = arg;
+	return node_condition_set(n, a->type, a->st, a->reason, a->msg, a->now);
+}
+
+static void set_condition(struct step_ctx *x, const char *type, enum cond_status st,
+			  const char *reason, const char *msg)
+{
+	const struct node_condition *c = node_condition_get(x->n, type);
+	if (c && c->status == st && c->reason && reason && strcmp(c->reason, reason) == 0)
+		return; /* nothing new: save a write */
+	struct cond_arg a = {type, st, reason, msg, now_wall(x->lc)};
+	update_node(x->lc, x->n->name, mutate_condition, &a);
+	node_condition_set(x->n, type, st, reason, msg, a.now);
+}
+
+/* A BMC call failed: record reachability and pick retry or fail. */
+static enum step_result bmc_failed(struct step_ctx *x, int rc, const char *what)
+{
+	char msg[sizeof(x->err)];
+	int w = snprintf(msg, sizeof(msg), "%s: ", what);
+	if (w > 0 && (size_t)w < sizeof(msg))
+		snprintf(msg + w, sizeof(msg) - (size_t)w, "%.*s", (int)(sizeof(msg) - (size_t)w - 1),
+			 x->err[0] ? x->err : fp_err_msg(rc));
+	memcpy(x->err, msg, sizeof(msg));
+	if (rc == FP_ETIMEDOUT || rc == FP_EIO)
+		set_condition(x, "BMCReachable", COND_FALSE,
+			      rc == FP_ETIMEDOUT ? "Timeout" : "Unreachable", msg);
+	return rc == FP_EUNSUPPORTED || rc == FP_EINVAL ? STEP_FAIL : STEP_RETRY;
+}
+
+static void bmc_ok(struct step_ctx *x)
+{
+	set_condition(x, "BMCReachable", COND_TRUE, "Answered", "BMC answered");
+}
+
+static enum step_result step_power_status(struct step_ctx *x)
+{
+	enum bmc_power p;
+	int rc = bmc_power_get(x->bmc, &x->t, x->call_deadline, &p, x->err, sizeof(x->err));
+	if (rc < 0)
+		return bmc_failed(x, rc, "power status");
+	bmc_ok(x);
+	set_condition(x, "PoweredOn", p == BMC_POWER_ON ? COND_TRUE : COND_FALSE,
+		      p == BMC_POWER_ON ? "BMCReportsOn" : "BMCReportsOff",
+		      "power state as reported by the BMC");
+	return STEP_DONE;
+}
+
+struct inv_arg {
+	json_t *inv;
+};
+
+static int mutate_inventory(struct node *n, void *arg)
+{
+	struct inv_arg *a = arg;
+	if (n->inventory && json_equal(n->inventory, a->inv))
+		return 0;
+	json_decref(n->inventory);
+	n->inventory = json_incref(a->inv);
+	return 1;
+}
+
+static enum step_result step_read_inventory(struct step_ctx *x)
+{
+	json_t *inv = NULL;
+	int rc = bmc_inventory(x->bmc, &x->t, x->call_deadline, &inv, x->err, sizeof(x->err));
+	if (rc < 0)
+		return bmc_failed(x, rc, "read inventory");
+	struct inv_arg a = {inv};
+	rc = update_node(x->lc, x->n->name, mutate_inventory, &a);
+	json_decref(x->n->inventory);
+	x->n->inventory = inv;
+	if (rc < 0) {
+		snprintf(x->err, sizeof(x->err), "saving inventory: %s", fp_err_msg(rc));
+		return STEP_RETRY;
+	}
+	return STEP_DONE;
+}
+
+static enum step_result set_boot(struct step_ctx *x, enum bmc_boot_device want, int persistent)
+{
+	enum bmc_boot_device cur;
+	int cur_persistent = 0;
+	int rc = bmc_boot_get(x->bmc, &x->t, x->call_deadline, &cur, &cur_persistent, x->err,
+			      sizeof(x->err));
+	if (rc < 0)
+		return bmc_failed(x, rc, "read boot device");
+	if (cur == want && cur_persistent == persistent)
+		return STEP_DONE; /* check: already set */
+	rc = bmc_boot_set(x->bmc, &x->t, x->call_deadline, want, persistent, x->err,
+			  sizeof(x->err));
+	if (rc < 0)
+		return bmc_failed(x, rc, "set boot device");
+	bmc_ok(x);
+	return STEP_DONE;
+}
+
+static enum step_result step_set_boot_pxe(struct step_ctx *x)
+{
+	return set_boot(x, BMC_BOOT_PXE, 0);
+}
+
+static enum step_result step_set_boot_disk(struct step_ctx *x)
+{
+	return set_boot(x, BMC_BOOT_DISK, 1);
+}
+
+static enum step_result power_to(struct step_ctx *x, enum bmc_power want)
+{
+	enum bmc_power cur;
+	int rc = bmc_power_get(x->bmc, &x->t, x->call_deadline, &cur, x->err, sizeof(x->err));
+	if (rc < 0)
+		return bmc_failed(x, rc, "power status");
+	if (cur != want) {
+		rc = bmc_power_set(x->bmc, &x->t, x->call_deadline,
+				   want == BMC_POWER_ON ? BMC_ACTION_ON : BMC_ACTION_OFF, x->err,
+				   sizeof(x->err));
+		if (rc < 0)
+			return bmc_failed(x, rc, want == BMC_POWER_ON ? "power on" : "power off");
+		/* Truth about power: confirm with a second read. */
+		rc = bmc_power_get(x->bmc, &x->t, x->call_deadline, &cur, x->err, sizeof(x->err));
+		if (rc < 0)
+			return bmc_failed(x, rc, "power status after action");
+	}
+	bmc_ok(x);
+	if (cur != want) {
+		snprintf(x->err, sizeof(x->err), "BMC reports power %s after asking for %s",
+			 bmc_power_name(cur), bmc_power_name(want));
+		set_condition(x, "PoweredOn", COND_UNKNOWN, "PowerStateDisagrees", x->err);
+		return STEP_RETRY;
+	}
+	set_condition(x, "PoweredOn", want == BMC_POWER_ON ? COND_TRUE : COND_FALSE,
+		      want == BMC_POWER_ON ? "BMCReportsOn" : "BMCReportsOff",
+		      "power state confirmed by a second read");
+	return STEP_DONE;
+}
+
+static enum step_result step_power_off(struct step_ctx *x)
+{
+	return power_to(x, BMC_POWER_OFF);
+}
+
+static enum step_result step_power_on(struct step_ctx *x)
+{
+	return power_to(x, BMC_POWER_ON);
+}
+
+/* Waits for the deploy agent's callback from a boot that began in this operation. */
+static enum step_result step_wait_boot_callback(struct step_ctx *x)
+{
+	if (x->n->last_boot_at && x->n->last_boot_at >= x->op->started_at)
+		return STEP_DONE;
+	x->wait_ms = x->op->step_deadline - now_wall(x->lc);
+	snprintf(x->err, sizeof(x->err), "no boot callback from the node's agent");
+	return STEP_WAIT;
+}
+
+static enum step_result step_check_gpu_count(struct step_ctx *x)
+{
+	if (x->n->gpu_count <= 0)
+		return STEP_DONE; /* nothing expected */
+	json_t *gpus = jsonx_path(x->n->inventory, "gpus");
+	size_t seen = json_is_array(gpus) ? json_array_size(gpus) : 0;
+	if ((int)seen != x->n->gpu_count) {
+		snprintf(x->err, sizeof(x->err), "expected %d GPUs, inventory shows %zu",
+			 x->n->gpu_count, seen);
+		return STEP_FAIL;
+	}
+	return STEP_DONE;
+}
+
+static enum step_result step_wait_burn_in(struct step_ctx *x)
+{
+	if (x->n->validated_at && x->n->validated_at >= x->n->last_boot_at &&
+	    x->n->last_boot_at) {
+		if (x->n->validation_passed)
+			return STEP_DONE;
+		snprintf(x->err, sizeof(x->err), "burn-in validation reported failure");
+		return STEP_FAIL;
+	}
+	x->wait_ms = x->op->step_deadline - now_wall(x->lc);
+	snprintf(x->err, sizeof(x->err), "no burn-in report from the node's agent");
+	return STEP_WAIT;
+}
+
+static enum step_result step_workload_drained(struct step_ctx *x)
+{
+	/* No scheduler integration yet: a node carries no work fleetplane must wait for. */
+	return STEP_DONE;
+}
+
+static const struct step_def steps[] = {
+	{"power_status", 0, 1, 2 * MIN, 5, step_power_status},
+	{"read_inventory", 0, 1, 2 * MIN, 5, step_read_inventory},
+	{"set_boot_pxe", 1, 1, 2 * MIN, 5, step_set_boot_pxe},
+	{"set_boot_disk", 1, 1, 2 * MIN, 5, step_set_boot_disk},
+	{"power_off", 1, 1, 5 * MIN, 5, step_power_off},
+	{"power_on", 1, 1, 5 * MIN, 5, step_power_on},
+	{"wait_boot_callback", 0, 0, 15 * MIN, 1, step_wait_boot_callback},
+	{"check_gpu_count", 0, 0, 1 * MIN, 1, step_check_gpu_count},
+	{"wait_burn_in", 0, 0, 30 * MIN, 1, step_wait_burn_in},
+	{"workload_drained", 0, 0, 4 * HOUR, 1, step_workload_drained},
+};
+
+static const struct step_def *step_lookup(const char *name)
+{
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		if (strcmp(steps[i].name, name) == 0)
+			return &steps[i];
+	return NULL;
+}
+
+/* Operation kinds and their steps. */
+static const struct {
+	const char *kind;
+	const char *steps[8];
+} op_kinds[] = {
+	{"inspect", {"power_status", "read_inventory"}},
+	{"provision",
+	 {"set_boot_pxe", "power_off", "power_on", "wait_boot_callback", "set_boot_disk"}},
+	{"validate", {"check_gpu_count", "wait_burn_in"}},
+	{"repair", {"power_off", "power_on", "wait_boot_callback"}},
+	{"drain", {"workload_drained"}},
+	{"retire", {"power_off"}},
+};
+
+static struct operation *op_make(struct lifecycle *lc, const struct node *n, const char *kind,
+				 const char *reason)
+{
+	struct operation *op = operation_new();
+	char id[EVENT_ID_LEN];
+	int64_t now = now_wall(lc);
+	event_id(now, fp_rng_u64(lc->cfg.rng), id);
+	op->id = xasprintf("%s-%s", kind, id);
+	op->node = xstrdup(n->name);
+	op->kind = xstrdup(kind);
+	for (size_t i = 0; i < sizeof(op_kinds) / sizeof(op_kinds[0]); i++)
+		if (strcmp(op_kinds[i].kind, kind) == 0)
+			for (size_t j = 0; j < 8 && op_kinds[i].steps[j]; j++)
+				op->steps[op->nsteps++] = xstrdup(op_kinds[i].steps[j]);
+	BUG_ON(op->nsteps == 0);
+	op->actor = xstrdup(ACTOR);
+	op->reason = xstrdup(reason);
+	op->state = OP_PENDING;
+	op->created_at = op->updated_at = now;
+	return op;
+}
+
+/* ---------------------------------------------------------------- executor side */
+
+static void in_flight_clear(struct lifecycle *lc, const char *node)
+{
+	pthread_mutex_lock(&lc->mu);
+	hmap_remove(&lc->in_flight, node);
+	pthread_mutex_unlock(&lc->mu);
+}
+
+static void finish_metrics(struct lifecycle *lc, const struct operation *op)
+{
+	metric_add(lc->m_ops, (const char *[]){op->kind, op_state_name(op->state)}, 1);
+	if (op->started_at && op->finished_at >= op->started_at)
+		metric_observe(lc->m_op_dur, (const char *[]){op->kind},
+			       (double)(op->finished_at - op->started_at) / 1000.0);
+}
+
+static void run_op_task(void *arg)
+{
+	struct op_task *t = arg;
+	struct lifecycle *lc = t->lc;
+	struct operation *op = NULL;
+	struct node *n = NULL;
+	int64_t requeue_after = 0;
+	int rc = load_op(lc, t->op_id, &op);
+	if (rc == 0)
+		rc = load_node(lc, t->node, &n);
+	if (rc < 0 || op_state_terminal(op->state) || !n->operation ||
+	    strcmp(n->operation, op->id) != 0)
+		goto out;
+
+	while (op->step < op->nsteps) {
+		const struct step_def *def = step_lookup(op->steps[op->step]);
+		int64_t now = now_wall(lc);
+		int dirty = 0;
+		if (!def) {
+			op->state = OP_FAILED;
+			free(op->last_error);
+			op->last_error = xasprintf("unknown step %s", op->steps[op->step]);
+			op->finished_at = now;
+			save_op(lc, op);
+			finish_metrics(lc, op);
+			break;
+		}
+		if (op->state == OP_PENDING) {
+			op->state = OP_RUNNING;
+			op->started_at = now;
+			dirty = 1;
+		}
+		if (op->step_deadline == 0) {
+			op->attempt++;
+			op->step_deadline = now + scale(lc, n, def->timeout);
+			dirty = 1;
+		}
+		/* Intent before side effect: the attempt is durable before the BMC is touched. */
+		if (dirty && (def->side_effect || op->step == 0)) {
+			if ((rc = save_op(lc, op)) < 0)
+				goto out;
+		}
+		struct step_ctx x = {.lc = lc, .n = n, .op = op};
+		x.bmc = driver_for(lc, n->bmc.driver);
+		x.t = (struct bmc_target){n->name, n->bmc.address, n->bmc.username, n->bmc.password,
+					  n->bmc.extra};
+		x.call_deadline = clock_now_ms(lc->cfg.clock) + scale(lc, n, BMC_CALL_TIMEOUT);
+		enum step_result r;
+		if (def->uses_bmc && !x.bmc) {
+			snprintf(x.err, sizeof(x.err), "no BMC driver \"%s\" in this build",
+				 n->bmc.driver);
+			r = STEP_FAIL;
+		} else if (def->uses_bmc && lc->cfg.limits) {
+			char why[128];
+			int64_t wait = 0;
+			const char *bmc_key = n->bmc.address ? n->bmc.address : n->name;
+			rc = ratelimit_acquire(lc->cfg.limits, bmc_key, n->site, &wait, why,
+					       sizeof(why));
+			if (rc < 0) {
+				x.wait_ms = wait > 0 ? wait : 50;
+				r = STEP_BUSY;
+			} else {
+				r = def->run(&x);
+				ratelimit_release(lc->cfg.limits, bmc_key);
+			}
+		} else {
+			r = def->run(&x);
+		}
+		now = now_wall(lc);
+		if (r == STEP_WAIT && now >= op->step_deadline)
+			r = STEP_RETRY; /* waited past the step deadline */
+		if (r == STEP_DONE) {
+			op->step++;
+			op->attempt = 0;
+			op->step_deadline = 0;
+			free(op->last_error);
+			op->last_error = NULL;
+			if (op->step == op->nsteps) {
+				op->state = OP_SUCCEEDED;
+				op->finished_at = now;
+				if (save_op(lc, op) == 0)
+					finish_metrics(lc, op);
+				break;
+			}
+			/* The next step's intent write also records this step as done; read-only
+			 * steps that follow need no write of their own. */
+			const struct step_def *next = step_lookup(op->steps[op->step]);
+			if (!next || !next->side_effect) {
+				if ((rc = save_op(lc, op)) < 0)
+					goto out;
+			}
+			continue;
+		}
+		if (r == STEP_WAIT || r == STEP_BUSY) {
+			requeue_after = x.wait_ms > 0 ? x.wait_ms : 1;
+			if (r == STEP_WAIT) {
+				free(op->last_error);
+				op->last_error = xstrdup(x.err);
+			}
+			break;
+		}
+		/* RETRY or FAIL */
+		free(op->last_error);
+		op->last_error = xasprintf("step %s attempt %d: %s", def->name, op->attempt,
+					   x.err[0] ? x.err : "failed");
+		if (r == STEP_RETRY && op->attempt < def->max_attempts) {
+			op->step_deadline = 0;
+			save_op(lc, op);
+			/* Back off before the next attempt: 1 s, 2 s, 4 s ... (scaled). */
+			requeue_after = scale(lc, n, SEC << (op->attempt - 1));
+			if (requeue_after < 1)
+				requeue_after = 1;
+			break;
+		}
+		op->state = OP_FAILED;
+		op->finished_at = now;
+		if (save_op(lc, op) == 0)
+			finish_metrics(lc, op);
+		break;
+	}
+out:
+	in_flight_clear(lc, t->node);
+	if (requeue_after > 0)
+		workqueue_add_after(lc->wq, t->node, requeue_after);
+	else
+		workqueue_add(lc->wq, t->node);
+	operation_free(op);
+	node_free(n);
+	free(t->node);
+	free(t->op_id);
+	free(t);
+}
+
+static void submit_step(struct lifecycle *lc, const struct node *n)
+{
+	pthread_mutex_lock(&lc->mu);
+	if (hmap_get(&lc->in_flight, n->name)) {
+		pthread_mutex_unlock(&lc->mu);
+		return; /* single flight: a task for this node is queued or running */
+	}
+	hmap_put(&lc->in_flight, n->name, (void *)1);
+	pthread_mutex_unlock(&lc->mu);
+	struct op_task *t = xmalloc(sizeof(*t));
+	t->lc = lc;
+	t->node = xstrdup(n->name);
+	t->op_id = xstrdup(n->operation);
+	if (executor_submit(lc->cfg.exec, run_op_task, t) < 0) {
+		in_flight_clear(lc, n->name);
+		free(t->node);
+		free(t->op_id);
+		free(t);
+	}
+}
+
+/* ---------------------------------------------------------------- reconcile */
+
+/* Moves n to phase `to` (checked against the phase machine), starting op_kind if given, with an
+ * event. Returns the store result. */
+static int transition(struct lifecycle *lc, struct node *n, enum node_phase to,
+		      const char *op_kind, const char *why)
+{
+	char err[160], msg[512];
+	enum node_phase from = n->phase;
+	if (from != to && node_phase_check(from, to, err, sizeof(err)) < 0) {
+		log_warn("lifecycle: refused transition node=%s err=\"%s\"", n->name, err);
+		return FP_ESTATE;
+	}
+	struct operation *op = op_kind ? op_make(lc, n, op_kind, why) : NULL;
+	int64_t now = now_wall(lc);
+	if (from != to) {
+		n->phase = to;
+		n->phase_since = now;
+		node_condition_remove(n, "PhaseDeadlineExceeded");
+	}
+	free(n->operation);
+	n->operation = op ? xstrdup(op->id) : NULL;
+	if (from != to)
+		snprintf(msg, sizeof(msg), "%s → %s: %s%s%s", node_phase_name(from),
+			 node_phase_name(to), why, op ? "; started operation " : "",
+			 op ? op->id : "");
+	else
+		snprintf(msg, sizeof(msg), "%s: %s; started operation %s", node_phase_name(to), why,
+			 op ? op->id : "-");
+	char reason[32];
+	const char *pn = node_phase_name(to);
+	snprintf(reason, sizeof(reason), "%c%s", pn[0] - 32, pn + 1);
+	if (from == to)
+		snprintf(reason, sizeof(reason), "OperationStarted");
+	int rc = commit(lc, n, op, to == PHASE_FAILED ? "Warning" : "Normal", reason, msg);
+	if (rc == 0 && from != to)
+		metric_add(lc->m_phase_changes, (const char *[]){pn}, 1);
+	operation_free(op);
+	return rc;
+}
+
+/* The node's operation reached a terminal state: decide where the node goes. */
+static int finish(struct lifecycle *lc, struct node *n, const struct operation *op)
+{
+	int ok = op->state == OP_SUCCEEDED;
+	char why[400];
+	snprintf(why, sizeof(why), "operation %s %s%s%s", op->id, op_state_name(op->state),
+		 op->last_error ? ": " : "", op->last_error ? op->last_error : "");
+	const char *k = op->kind;
+	if (n->retire && n->phase != PHASE_RETIRING && n->phase != PHASE_RETIRED)
+		return transition(lc, n, PHASE_RETIRING, "retire", "retire requested");
+	if (strcmp(k, "inspect") == 0 && ok)
+		return transition(lc, n, PHASE_PROVISIONING, "provision", why);
+	if (strcmp(k, "provision") == 0 && ok)
+		return transition(lc, n, PHASE_VALIDATING, "validate", why);
+	if (strcmp(k, "validate") == 0)
+		return ok ? transition(lc, n, PHASE_AVAILABLE, NULL, why)
+			  : transition(lc, n, PHASE_REPAIRING, "repair", why);
+	if (strcmp(k, "repair") == 0)
+		return ok ? transition(lc, n, PHASE_VALIDATING, "validate", why)
+			  : transition(lc, n, PHASE_FAILED, NULL, why);
+	if (strcmp(k, "drain") == 0 && ok)
+		return transition(lc, n, PHASE_MAINTENANCE, NULL, why);
+	if (strcmp(k, "retire") == 0 && ok)
+		return transition(lc, n, PHASE_RETIRED, NULL, why);
+	/* Failed or cancelled onboarding/drain/retire: clear the operation and try again with
+	 * backoff; the phase deadline makes a stuck node visible. */
+	free(n->operation);
+	n->operation = NULL;
+	int rc = commit(lc, n, NULL, "Warning", "OperationFailed", why);
+	if (rc == 0)
+		workqueue_add_rate_limited(lc->wq, n->name);
+	return rc;
+}
+
+static void check_deadline(struct lifecycle *lc, struct node *n, const struct operation *op)
+{
+	int64_t dl = scale(lc, n, phase_deadline(n->phase));
+	if (!dl || !n->phase_since)
+		return;
+	int64_t now = now_wall(lc), due = n->phase_since + dl;
+	if (now < due) {
+		workqueue_add_after(lc->wq, n->name, due - now + 1);
+		return;
+	}
+	const struct node_condition *c = node_condition_get(n, "PhaseDeadlineExceeded");
+	if (c && c->status == COND_TRUE)
+		return;
+	char msg[600];
+	snprintf(msg, sizeof(msg), "%s for %llds, deadline %llds; stuck at step %s (attempt %d)%s%s",
+		 node_phase_name(n->phase), (long long)((now - n->phase_since) / 1000),
+		 (long long)(dl / 1000),
+		 op && op->step < op->nsteps ? op->steps[op->step] : "(no operation)",
+		 op ? op->attempt : 0, op && op->last_error ? ": " : "",
+		 op && op->last_error ? op->last_error : "");
+	node_condition_set(n, "PhaseDeadlineExceeded", COND_TRUE, "PhaseDeadlineExceeded", msg,
+			   now);
+	if (commit(lc, n, NULL, "Warning", "PhaseDeadlineExceeded", msg) == 0)
+		log_warn("lifecycle: phase deadline exceeded node=%s phase=%s", n->name,
+			 node_phase_name(n->phase));
+}
+
+static int reconcile(struct lifecycle *lc, const char *name)
+{
+	struct node *n = cache_node_get(lc->cfg.cache, name);
+	int rc = 0;
+	if (!n)
+		return 0;
+	if (n->operation) {
+		struct operation *op = cache_operation_get(lc->cfg.cache, n->operation);
+		if (!op) {
+			/* Not in the cache yet (just created) or lost: read the store. */
+			if (load_op(lc, n->operation, &op) == FP_ENOTFOUND) {
+				log_warn("lifecycle: node points at a missing operation node=%s op=%s",
+					 n->name, n->operation);
+				free(n->operation);
+				n->operation = NULL;
+				rc = commit(lc, n, NULL, "Warning", "OperationLost",
+					    "the node's operation document is missing; restarting "
+					    "the phase");
+				node_free(n);
+				return rc;
+			}
+		}
+		if (op && op_state_terminal(op->state)) {
+			rc = finish(lc, n, op);
+		} else if (op) {
+			if (n->retire && n->phase != PHASE_RETIRING && op->state == OP_PENDING) {
+				op->state = OP_CANCELLED;
+				op->finished_at = now_wall(lc);
+				save_op(lc, op);
+			} else {
+				check_deadline(lc, n, op);
+				submit_step(lc, n);
+			}
+		}
+		operation_free(op);
+		node_free(n);
+		return rc;
+	}
+	check_deadline(lc, n, NULL);
+	if (n->retire && n->phase != PHASE_RETIRING && n->phase != PHASE_RETIRED) {
+		rc = transition(lc, n, PHASE_RETIRING, "retire", "retire requested");
+		node_free(n);
+		return rc;
+	}
+	switch (n->phase) {
+	case PHASE_ENROLLED:
+		rc = transition(lc, n, PHASE_INSPECTING, "inspect", "enrolled");
+		break;
+	case PHASE_INSPECTING:
+		rc = transition(lc, n, PHASE_INSPECTING, "inspect", "retrying inspection");
+		break;
+	case PHASE_PROVISIONING:
+		rc = transition(lc, n, PHASE_PROVISIONING, "provision", "retrying provisioning");
+		break;
+	case PHASE_VALIDATING:
+		rc = transition(lc, n, PHASE_VALIDATING, "validate", "retrying validation");
+		break;
+	case PHASE_AVAILABLE:
+	case PHASE_IN_SERVICE:
+		if (n->nholds) {
+			char why[300];
+			snprintf(why, sizeof(why), "hold by %s: %s", n->holds[0].owner,
+				 n->holds[0].reason);
+			rc = transition(lc, n, PHASE_DRAINING, "drain", why);
+		}
+		break;
+	case PHASE_DRAINING:
+		rc = transition(lc, n, PHASE_DRAINING, "drain", "retrying drain");
+		break;
+	case PHASE_MAINTENANCE:
+		if (!n->nholds)
+			rc = transition(lc, n, PHASE_AVAILABLE, NULL,
+					"resumed: no holds remain and nothing changed");
+		break;
+	case PHASE_REPAIRING:
+		rc = transition(lc, n, PHASE_REPAIRING, "repair", "retrying repair");
+		break;
+	case PHASE_RETIRING:
+		rc = transition(lc, n, PHASE_RETIRING, "retire", "retrying retire");
+		break;
+	default:
+		break;
+	}
+	node_free(n);
+	return rc;
+}
+
+static void process_key(struct lifecycle *lc, const char *key)
+{
+	int64_t t0 = clock_now_ms(lc->cfg.clock);
+	int rc = reconcile(lc, key);
+	metric_observe(lc->m_reconcile, NULL,
+		       (double)(clock_now_ms(lc->cfg.clock) - t0) / 1000.0);
+	metric_add(lc->m_reconcile_total,
+		   (const char *[]){rc == 0 ? "success" : rc == FP_ECONFLICT ? "conflict" : "error"},
+		   1);
+	if (rc == FP_ECONFLICT) {
+		/* The cache was behind the store: look again once it has caught up. */
+		workqueue_add_after(lc->wq, key, 5);
+	} else if (rc < 0 && rc != FP_ESTATE) {
+		log_warn("lifecycle: reconcile failed node=%s rc=%s", key, fp_err_name(rc));
+		workqueue_add_rate_limited(lc->wq, key);
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct lifecycle *lc = arg;
+	const char *key;
+	while (workqueue_get(lc->wq, &key) == 0) {
+		process_key(lc, key);
+		workqueue_done(lc->wq, key);
+	}
+	return NULL;
+}
+
+int lifecycle_run_once(struct lifecycle *lc)
+{
+	const char *key;
+	if (workqueue_try_get(lc->wq, &key) < 0)
+		return 0;
+	process_key(lc, key);
+	workqueue_done(lc->wq, key);
+	return 1;
+}
+
+static void on_node(void *arg, const char *node)
+{
+	struct lifecycle *lc = arg;
+	workqueue_add(lc->wq, node);
+}
+
+/* ---------------------------------------------------------------- agent reports */
+
+struct report {
+	struct lifecycle *lc;
+	char *node;
+	char *boot_id;
+	int kind; /* 1 booted, 2 validated */
+	int passed;
+};
+
+static int mutate_report(struct node *n, void *arg)
+{
+	struct report *r = arg;
+	int64_t now = now_wall(r->lc);
+	if (r->kind == 1) {
+		n->last_boot_at = now;
+		free(n->last_boot_id);
+		n->last_boot_id = xstrdup(r->boot_id);
+		node_condition_set(n, "AgentAlive", COND_TRUE, "BootCallback",
+				   "the node's agent called back after boot", now);
+	} else {
+		n->validated_at = now;
+		n->validation_passed = r->passed;
+	}
+	return 1;
+}
+
+static void report_task(void *arg)
+{
+	struct report *r = arg;
+	int rc = update_node(r->lc, r->node, mutate_report, r);
+	if (rc < 0)
+		log_warn("lifecycle: could not record agent report node=%s rc=%s", r->node,
+			 fp_err_name(rc));
+	free(r->node);
+	free(r->boot_id);
+	free(r);
+}
+
+static void submit_report(struct lifecycle *lc, const char *node, int kind, const char *boot_id,
+			  int passed)
+{
+	struct report *r = xcalloc(1, sizeof(*r));
+	r->lc = lc;
+	r->node = xstrdup(node);
+	r->boot_id = xstrdup(boot_id ? boot_id : "");
+	r->kind = kind;
+	r->passed = passed;
+	if (executor_submit(lc->cfg.exec, report_task, r) < 0) {
+		free(r->node);
+		free(r->boot_id);
+		free(r);
+	}
+}
+
+void lifecycle_agent_booted(struct lifecycle *lc, const char *node, const char *boot_id)
+{
+	submit_report(lc, node, 1, boot_id, 1);
+}
+
+void lifecycle_agent_validated(struct lifecycle *lc, const char *node, int passed)
+{
+	submit_report(lc, node, 2, NULL, passed);
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+struct lifecycle *lifecycle_new(const struct lifecycle_config *cfg)
+{
+	struct lifecycle *lc = xcalloc(1, sizeof(*lc));
+	lc->cfg = *cfg;
+	if (lc->cfg.sim_time_scale < 1)
+		lc->cfg.sim_time_scale = 1;
+	struct workqueue_config wc = {.base_delay_ms = 100, .max_delay_ms = 60000, .jitter = 0.2,
+				      .qps = -1};
+	lc->wq = workqueue_new("lifecycle", cfg->clock, cfg->rng, &wc);
+	pthread_mutex_init(&lc->mu, NULL);
+	hmap_init(&lc->in_flight);
+	lc->m_ops = metrics_register(METRIC_COUNTER, "fleetplane_operations_total",
+				     "Operations finished, by kind and result.", "kind,result",
+				     NULL, 0);
+	lc->m_op_dur = metrics_register(METRIC_HISTOGRAM, "fleetplane_operation_duration_seconds",
+					"Operation duration from start to finish, by kind.", "kind",
+					metrics_buckets_slow, METRICS_BUCKETS_SLOW_N);
+	lc->m_reconcile = metrics_register(METRIC_HISTOGRAM, "fleetplane_reconcile_duration_seconds",
+					   "Time spent in one lifecycle reconcile.", "",
+					   metrics_buckets_fast, METRICS_BUCKETS_FAST_N);
+	lc->m_reconcile_total = metrics_register(METRIC_COUNTER, "fleetplane_reconcile_total",
+						 "Lifecycle reconciles by result.", "result", NULL,
+						 0);
+	lc->m_phase_changes = metrics_register(METRIC_COUNTER, "fleetplane_phase_changes_total",
+					       "Node phase transitions, by the phase entered.",
+					       "phase", NULL, 0);
+	cache_on_node(cfg->cache, on_node, lc);
+	return lc;
+}
+
+int lifecycle_start(struct lifecycle *lc)
+{
+	if (lc->cfg.workers <= 0)
+		return 0;
+	lc->threads = xcalloc((size_t)lc->cfg.workers, sizeof(pthread_t));
+	for (int i = 0; i < lc->cfg.workers; i++) {
+		if (pthread_create(&lc->threads[i], NULL, worker_main, lc) != 0)
+			return FP_EIO;
+		lc->nthreads++;
+	}
+	return 0;
+}
+
+void lifecycle_free(struct lifecycle *lc)
+{
+	if (!lc)
+		return;
+	workqueue_shutdown(lc->wq);
+	for (int i = 0; i < lc->nthreads; i++)
+		pthread_join(lc->threads[i], NULL);
+	free(lc->threads);
+	workqueue_free(lc->wq);
+	hmap_release(&lc->in_flight);
+	pthread_mutex_destroy(&lc->mu);
+	free(lc);
+}
+
+size_t lifecycle_in_flight(struct lifecycle *lc)
+{
+	pthread_mutex_lock(&lc->mu);
+	size_t n = lc->in_flight.count;
+	pthread_mutex_unlock(&lc->mu);
+	return n;
+}
+
+struct workqueue *lifecycle_queue(struct lifecycle *lc)
+{
+	return lc->wq;
+}

@@ -1,0 +1,68 @@
+/* lifecycle.h - the lifecycle controller (DESIGN.md "Node phases", principles 2 and 3). It
+ * brings nodes enrolled → inspecting → provisioning → validating → available, drains held
+ * nodes into maintenance, resumes them, repairs failed validations by a reboot, and retires.
+ *
+ * Every side effect is an operation written to the store before it starts; each step is
+ * check-then-act, and a side-effecting step's attempt is persisted (with its deadline, in wall
+ * time) before the BMC is touched, so after a crash a restart resumes the operation at that
+ * step: the check sees what already happened and nothing that must run once runs twice. One
+ * node is never operated on by two operations at once (the node's status.operation is the
+ * single flight token, written in the same transaction as the operation; the in-process
+ * in-flight set keeps two workers off the same node).
+ *
+ * Reconcile is level-triggered on node name keys from the informer; steps run on the executor.
+ * With workers = 0 nothing runs on its own threads: a deterministic test drives it with
+ * lifecycle_run_once, an inline executor and a virtual clock. */
+#ifndef FP_CONTROLLER_LIFECYCLE_H
+#define FP_CONTROLLER_LIFECYCLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/clock.h"
+#include "base/executor.h"
+#include "driver/bmc.h"
+#include "engine/cache.h"
+#include "engine/ratelimit.h"
+#include "engine/workqueue.h"
+#include "store/store.h"
+
+#define LIFECYCLE_MAX_DRIVERS 4
+
+struct lifecycle_config {
+	struct store *store;
+	struct cache *cache;
+	struct fp_clock *clock;
+	struct fp_rng *rng;
+	struct fp_executor *exec;  /* runs operation steps (blocking BMC calls) */
+	struct ratelimit *limits;  /* per BMC and per site; may be NULL */
+	struct bmc *drivers[LIFECYCLE_MAX_DRIVERS]; /* by ops->name */
+	size_t ndrivers;
+	int workers;               /* reconcile threads; 0 = driven by lifecycle_run_once */
+	double sim_time_scale;     /* timeouts of sim nodes are divided by this (>= 1) */
+};
+
+struct lifecycle;
+
+/* Creates the controller; cfg is copied, its pointers borrowed. Registers on the cache. Call
+ * before cache_start so the first list enqueues every node. */
+struct lifecycle *lifecycle_new(const struct lifecycle_config *cfg);
+/* Starts the reconcile workers (if workers > 0). */
+int lifecycle_start(struct lifecycle *lc);
+/* Stops workers, waits for in-flight steps, frees. NULL is a no-op. */
+void lifecycle_free(struct lifecycle *lc);
+
+/* Single-threaded driving: processes one queued key. Returns 1 if a key was processed, 0 if
+ * the queue was empty. */
+int lifecycle_run_once(struct lifecycle *lc);
+/* Number of steps running or queued on the executor right now. */
+size_t lifecycle_in_flight(struct lifecycle *lc);
+struct workqueue *lifecycle_queue(struct lifecycle *lc);
+
+/* The node's deploy agent called back after booting (boot_id names the boot). Non-blocking:
+ * the write runs on the executor. */
+void lifecycle_agent_booted(struct lifecycle *lc, const char *node, const char *boot_id);
+/* The node's agent reported a burn-in validation result. Non-blocking. */
+void lifecycle_agent_validated(struct lifecycle *lc, const char *node, int passed);
+
+#endif

@@ -1,0 +1,544 @@
+/* cache.c - the informer (see cache.h). One watch thread reads the store's change feed from the
+ * revision of the last list, decodes /nodes/ and /operations/ documents into typed objects and
+ * swaps them in under a write lock; readers take copies under the read lock. */
+#include "engine/cache.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/hmap.h"
+#include "base/jsonx.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "core/codec.h"
+
+#define CACHE_MAX_HANDLERS 8
+#define NODES_PREFIX "/nodes/"
+#define OPS_PREFIX "/operations/"
+
+struct centry {
+	struct node *n;
+	char *json;
+	size_t len;
+};
+
+struct cache {
+	struct store *store;
+	pthread_rwlock_t lock;
+	struct hmap nodes; /* name -> struct centry* */
+	struct hmap ops;   /* id -> struct operation* */
+	struct hmap idx[2];                /* site/rack value -> struct hmap* (set of names) */
+	struct hmap by_phase[PHASE__COUNT]; /* set of names */
+	int64_t rev;
+	int synced;
+	pthread_mutex_t rev_mu;
+	pthread_cond_t rev_cv;
+	struct {
+		cache_node_fn fn;
+		void *arg;
+	} handlers[CACHE_MAX_HANDLERS];
+	size_t nhandlers;
+	pthread_t thread;
+	int running;
+	volatile int stop;
+};
+
+struct cache *cache_new(struct store *s)
+{
+	struct cache *c = xcalloc(1, sizeof(*c));
+	c->store = s;
+	pthread_rwlock_init(&c->lock, NULL);
+	hmap_init(&c->nodes);
+	hmap_init(&c->ops);
+	for (int i = 0; i < 2; i++)
+		hmap_init(&c->idx[i]);
+	for (int i = 0; i < PHASE__COUNT; i++)
+		hmap_init(&c->by_phase[i]);
+	pthread_mutex_init(&c->rev_mu, NULL);
+	pthread_cond_init(&c->rev_cv, NULL);
+	return c;
+}
+
+void cache_on_node(struct cache *c, cache_node_fn fn, void *arg)
+{
+	BUG_ON(c->nhandlers >= CACHE_MAX_HANDLERS);
+	c->handlers[c->nhandlers].fn = fn;
+	c->handlers[c->nhandlers].arg = arg;
+	c->nhandlers++;
+}
+
+static void notify(struct cache *c, const char *node)
+{
+	for (size_t i = 0; i < c->nhandlers; i++)
+		c->handlers[i].fn(c->handlers[i].arg, node);
+}
+
+/* ---- indexes (caller holds the write lock) ---- */
+
+static void idx_add(struct hmap *idx, const char *value, const char *name)
+{
+	if (!value)
+		return;
+	struct hmap *set = hmap_get(idx, value);
+	if (!set) {
+		set = xmalloc(sizeof(*set));
+		hmap_init(set);
+		hmap_put(idx, value, set);
+	}
+	hmap_put(set, name, (void *)1);
+}
+
+static void idx_del(struct hmap *idx, const char *value, const char *name)
+{
+	if (!value)
+		return;
+	struct hmap *set = hmap_get(idx, value);
+	if (!set)
+		return;
+	hmap_remove(set, name);
+	if (set->count == 0) {
+		hmap_remove(idx, value);
+		hmap_release(set);
+		free(set);
+	}
+}
+
+static void index_node(struct cache *c, const struct node *n, int add)
+{
+	if (add) {
+		idx_add(&c->idx[CACHE_BY_SITE], n->site, n->name);
+		idx_add(&c->idx[CACHE_BY_RACK], n->rack, n->name);
+		hmap_put(&c->by_phase[n->phase], n->name, (void *)1);
+	} else {
+		idx_del(&c->idx[CACHE_BY_SITE], n->site, n->name);
+		idx_del(&c->idx[CACHE_BY_RACK], n->rack, n->name);
+		hmap_remove(&c->by_phase[n->phase], n->name);
+	}
+}
+
+static void centry_free(struct centry *e)
+{
+	if (!e)
+		return;
+	node_free(e->n);
+	free(e->json);
+	free(e);
+}
+
+/* Drops a terminal operation that its node no longer references. Caller holds the lock. */
+static void maybe_drop_op(struct cache *c, const char *id)
+{
+	if (!id)
+		return;
+	struct operation *op = hmap_get(&c->ops, id);
+	if (!op || !op_state_terminal(op->state))
+		return;
+	struct centry *e = hmap_get(&c->nodes, op->node);
+	if (e && e->n->operation && strcmp(e->n->operation, id) == 0)
+		return;
+	operation_free(hmap_remove(&c->ops, id));
+}
+
+/* Applies one node document (NULL value = deleted). Returns 1 if applied. */
+static int apply_node(struct cache *c, const char *name, const char *value, int64_t rev)
+{
+	struct centry *ne = NULL;
+	if (value) {
+		json_t *doc = NULL;
+		char err[256];
+		struct node *n = NULL;
+		if (jsonx_parse(value, strlen(value), &doc, err, sizeof(err)) < 0 ||
+		    node_from_json(doc, rev, &n, err, sizeof(err)) < 0) {
+			log_warn("cache: skipping undecodable node key=%s%s rev=%lld err=%s",
+				 NODES_PREFIX, name, (long long)rev, err);
+			json_decref(doc);
+			return 0;
+		}
+		json_decref(doc);
+		ne = xcalloc(1, sizeof(*ne));
+		ne->n = n;
+		json_t *pub = node_to_json(n, NODE_JSON_PUBLIC);
+		ne->json = jsonx_dumps(pub);
+		ne->len = strlen(ne->json);
+		json_decref(pub);
+	}
+	pthread_rwlock_wrlock(&c->lock);
+	struct centry *old = ne ? hmap_put(&c->nodes, name, ne) : hmap_remove(&c->nodes, name);
+	char *old_op = NULL;
+	if (old) {
+		index_node(c, old->n, 0);
+		old_op = old->n->operation ? xstrdup(old->n->operation) : NULL;
+	}
+	if (ne)
+		index_node(c, ne->n, 1);
+	if (old_op && (!ne || !ne->n->operation || strcmp(old_op, ne->n->operation) != 0))
+		maybe_drop_op(c, old_op);
+	pthread_rwlock_unlock(&c->lock);
+	free(old_op);
+	centry_free(old);
+	return 1;
+}
+
+static int apply_op(struct cache *c, const char *id, const char *value, int64_t rev,
+		    char **node_out)
+{
+	struct operation *op = NULL;
+	*node_out = NULL;
+	if (value) {
+		json_t *doc = NULL;
+		char err[256];
+		if (jsonx_parse(value, strlen(value), &doc, err, sizeof(err)) < 0 ||
+		    operation_from_json(doc, rev, &op, err, sizeof(err)) < 0) {
+			log_warn("cache: skipping undecodable operation key=%s%s err=%s", OPS_PREFIX,
+				 id, err);
+			json_decref(doc);
+			return 0;
+		}
+		json_decref(doc);
+		*node_out = xstrdup(op->node);
+	}
+	pthread_rwlock_wrlock(&c->lock);
+	struct operation *old = op ? hmap_put(&c->ops, id, op) : hmap_remove(&c->ops, id);
+	if (!*node_out && old)
+		*node_out = xstrdup(old->node);
+	operation_free(old);
+	if (op)
+		maybe_drop_op(c, id);
+	pthread_rwlock_unlock(&c->lock);
+	return 1;
+}
+
+static void set_rev(struct cache *c, int64_t rev)
+{
+	pthread_mutex_lock(&c->rev_mu);
+	if (rev > c->rev)
+		c->rev = rev;
+	pthread_cond_broadcast(&c->rev_cv);
+	pthread_mutex_unlock(&c->rev_mu);
+}
+
+static void clear_all(struct cache *c)
+{
+	pthread_rwlock_wrlock(&c->lock);
+	for (struct hmap_iter it = hmap_iter_start(&c->nodes); hmap_iter_next(&it);)
+		centry_free(it.e->value);
+	hmap_release(&c->nodes);
+	hmap_init(&c->nodes);
+	for (struct hmap_iter it = hmap_iter_start(&c->ops); hmap_iter_next(&it);)
+		operation_free(it.e->value);
+	hmap_release(&c->ops);
+	hmap_init(&c->ops);
+	for (int i = 0; i < 2; i++) {
+		for (struct hmap_iter it = hmap_iter_start(&c->idx[i]); hmap_iter_next(&it);) {
+			hmap_release(it.e->value);
+			free(it.e->value);
+		}
+		hmap_release(&c->idx[i]);
+		hmap_init(&c->idx[i]);
+	}
+	for (int i = 0; i < PHASE__COUNT; i++) {
+		hmap_release(&c->by_phase[i]);
+		hmap_init(&c->by_phase[i]);
+	}
+	pthread_rwlock_unlock(&c->lock);
+}
+
+/* Lists one prefix page by page at a consistent-enough revision: later changes are replayed
+ * from the feed, and applying a document twice is harmless (level-triggered). */
+static int list_prefix(struct cache *c, const char *prefix, int64_t *rev_out)
+{
+	char *after = NULL;
+	int more = 1, rc = 0;
+	while (more) {
+		struct store_kv *items = NULL;
+		size_t n = 0;
+		int64_t rev = 0;
+		rc = store_list(c->store, prefix, after, 2000, &items, &n, &rev, &more);
+		if (rc < 0)
+			break;
+		if (*rev_out == 0 || rev < *rev_out)
+			*rev_out = rev;
+		for (size_t i = 0; i < n; i++) {
+			const char *name = items[i].key + strlen(prefix);
+			if (strcmp(prefix, NODES_PREFIX) == 0) {
+				apply_node(c, name, items[i].value, items[i].mod_revision);
+			} else {
+				char *node = NULL;
+				apply_op(c, name, items[i].value, items[i].mod_revision, &node);
+				free(node);
+			}
+		}
+		free(after);
+		after = n ? xstrdup(items[n - 1].key) : NULL;
+		store_kv_array_free(items, n);
+		if (!n)
+			break;
+	}
+	free(after);
+	return rc;
+}
+
+static int relist(struct cache *c)
+{
+	clear_all(c);
+	int64_t rev = 0;
+	/* Operations first so that node handlers see their operation. */
+	int rc = list_prefix(c, OPS_PREFIX, &rev);
+	if (rc == 0)
+		rc = list_prefix(c, NODES_PREFIX, &rev);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&c->rev_mu);
+	c->rev = rev;
+	c->synced = 1;
+	pthread_cond_broadcast(&c->rev_cv);
+	pthread_mutex_unlock(&c->rev_mu);
+	char **names = NULL;
+	size_t n = cache_all_node_names(c, &names);
+	for (size_t i = 0; i < n; i++) {
+		notify(c, names[i]);
+		free(names[i]);
+	}
+	free(names);
+	return 0;
+}
+
+/* Applies up to one batch of changes. Returns the number applied, or a negative error. */
+static int sync_batch(struct cache *c)
+{
+	struct store_event *evs = NULL;
+	size_t n = 0;
+	int64_t from = cache_revision(c);
+	int rc = store_changes(c->store, "", from, 1000, &evs, &n);
+	if (rc == FP_ECOMPACTED) {
+		log_info("cache: change feed compacted past rev=%lld, re-listing", (long long)from);
+		rc = relist(c);
+		return rc < 0 ? rc : 1;
+	}
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		const char *key = evs[i].key;
+		const char *val = evs[i].type == STORE_OP_PUT ? evs[i].value : NULL;
+		if (strncmp(key, NODES_PREFIX, strlen(NODES_PREFIX)) == 0) {
+			const char *name = key + strlen(NODES_PREFIX);
+			if (apply_node(c, name, val, evs[i].revision))
+				notify(c, name);
+		} else if (strncmp(key, OPS_PREFIX, strlen(OPS_PREFIX)) == 0) {
+			char *node = NULL;
+			if (apply_op(c, key + strlen(OPS_PREFIX), val, evs[i].revision, &node) &&
+			    node)
+				notify(c, node);
+			free(node);
+		}
+		set_rev(c, evs[i].revision);
+	}
+	store_event_array_free(evs, n);
+	return (int)n;
+}
+
+int cache_sync_now(struct cache *c)
+{
+	if (!c->synced) {
+		int rc = relist(c);
+		if (rc < 0)
+			return rc;
+	}
+	int total = 0, n;
+	while ((n = sync_batch(c)) > 0)
+		total += n;
+	if (n < 0)
+		return n;
+	/* The feed may be behind the store revision only by writes with no change rows. */
+	return total;
+}
+
+static void *watch_main(void *arg)
+{
+	struct cache *c = arg;
+	while (!c->stop) {
+		int n = sync_batch(c);
+		if (n < 0) {
+			log_warn("cache: change feed read failed rc=%s", fp_err_name(n));
+			store_wait(c->store, cache_revision(c), 200);
+			continue;
+		}
+		if (n == 0) {
+			int rc = store_wait(c->store, cache_revision(c), 500);
+			if (rc == FP_ECLOSED)
+				break;
+		}
+	}
+	return NULL;
+}
+
+int cache_start(struct cache *c, char *err, size_t errlen)
+{
+	int rc = relist(c);
+	if (rc < 0)
+		return fp_errf(rc, err, errlen, "initial list failed: %s", fp_err_msg(rc));
+	if (pthread_create(&c->thread, NULL, watch_main, c) != 0)
+		return fp_errf(FP_EIO, err, errlen, "cannot start the cache watch thread");
+	c->running = 1;
+	return 0;
+}
+
+void cache_free(struct cache *c)
+{
+	if (!c)
+		return;
+	if (c->running) {
+		c->stop = 1;
+		pthread_join(c->thread, NULL);
+	}
+	clear_all(c);
+	hmap_release(&c->nodes);
+	hmap_release(&c->ops);
+	for (int i = 0; i < 2; i++)
+		hmap_release(&c->idx[i]);
+	for (int i = 0; i < PHASE__COUNT; i++)
+		hmap_release(&c->by_phase[i]);
+	pthread_rwlock_destroy(&c->lock);
+	pthread_mutex_destroy(&c->rev_mu);
+	pthread_cond_destroy(&c->rev_cv);
+	free(c);
+}
+
+int cache_synced(struct cache *c)
+{
+	pthread_mutex_lock(&c->rev_mu);
+	int s = c->synced;
+	pthread_mutex_unlock(&c->rev_mu);
+	return s;
+}
+
+int64_t cache_revision(struct cache *c)
+{
+	pthread_mutex_lock(&c->rev_mu);
+	int64_t r = c->rev;
+	pthread_mutex_unlock(&c->rev_mu);
+	return r;
+}
+
+int cache_wait_revision(struct cache *c, int64_t rev, int timeout_ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	int rc = 0;
+	pthread_mutex_lock(&c->rev_mu);
+	while (c->rev < rev && rc == 0)
+		rc = pthread_cond_timedwait(&c->rev_cv, &c->rev_mu, &ts);
+	int ok = c->rev >= rev;
+	pthread_mutex_unlock(&c->rev_mu);
+	return ok ? 0 : FP_ETIMEDOUT;
+}
+
+struct node *cache_node_get(struct cache *c, const char *name)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	struct centry *e = hmap_get(&c->nodes, name);
+	struct node *n = e ? node_dup(e->n) : NULL;
+	pthread_rwlock_unlock(&c->lock);
+	return n;
+}
+
+int cache_node_json(struct cache *c, const char *name, char **json, size_t *len)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	struct centry *e = hmap_get(&c->nodes, name);
+	if (e) {
+		*json = xmalloc(e->len + 1);
+		memcpy(*json, e->json, e->len + 1);
+		*len = e->len;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return e ? 0 : FP_ENOTFOUND;
+}
+
+struct operation *cache_operation_get(struct cache *c, const char *id)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	struct operation *op = hmap_get(&c->ops, id);
+	struct operation *d = op ? operation_dup(op) : NULL;
+	pthread_rwlock_unlock(&c->lock);
+	return d;
+}
+
+static size_t set_names(const struct hmap *set, char ***names)
+{
+	*names = NULL;
+	if (!set || !set->count)
+		return 0;
+	char **out = xcalloc(set->count, sizeof(char *));
+	size_t n = 0;
+	for (struct hmap_iter it = hmap_iter_start(set); hmap_iter_next(&it);)
+		out[n++] = xstrdup(it.e->key);
+	*names = out;
+	return n;
+}
+
+size_t cache_node_names(struct cache *c, enum cache_index idx, const char *value, char ***names)
+{
+	size_t n = 0;
+	*names = NULL;
+	pthread_rwlock_rdlock(&c->lock);
+	if (idx == CACHE_BY_PHASE) {
+		enum node_phase p;
+		if (node_phase_parse(value, &p) == 0)
+			n = set_names(&c->by_phase[p], names);
+	} else if (idx == CACHE_BY_SITE || idx == CACHE_BY_RACK) {
+		n = set_names(hmap_get(&c->idx[idx], value), names);
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return n;
+}
+
+size_t cache_all_node_names(struct cache *c, char ***names)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	size_t n = set_names(&c->nodes, names);
+	pthread_rwlock_unlock(&c->lock);
+	return n;
+}
+
+void cache_phase_counts(struct cache *c, size_t counts[PHASE__COUNT])
+{
+	pthread_rwlock_rdlock(&c->lock);
+	for (int i = 0; i < PHASE__COUNT; i++)
+		counts[i] = c->by_phase[i].count;
+	pthread_rwlock_unlock(&c->lock);
+}
+
+size_t cache_node_count(struct cache *c)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	size_t n = c->nodes.count;
+	pthread_rwlock_unlock(&c->lock);
+	return n;
+}
+
+static void collect_nodes(struct buf *out, void *arg)
+{
+	struct cache *c = arg;
+	size_t counts[PHASE__COUNT];
+	cache_phase_counts(c, counts);
+	buf_puts(out, "# HELP fleetplane_nodes Nodes by lifecycle phase.\n"
+		      "# TYPE fleetplane_nodes gauge\n");
+	for (int i = 0; i < PHASE__COUNT; i++)
+		buf_printf(out, "fleetplane_nodes{phase=\"%s\"} %zu\n",
+			   node_phase_name((enum node_phase)i), counts[i]);
+}
+
+void cache_register_metrics(struct cache *c)
+{
+	metrics_add_collector(collect_nodes, c);
+}

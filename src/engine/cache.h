@@ -1,0 +1,63 @@
+/* cache.h - the informer: an in-memory typed cache of nodes and operations filled by list +
+ * watch of the store (Kubernetes client-go informer), indexed by site, rack and phase. The
+ * controllers read only from it; JSON exists only at its edge. Handlers registered with
+ * cache_on_node are called (from the watch thread, after the cache is updated) with the name of
+ * every node that changed, and with the node of every operation that changed, so a controller
+ * can enqueue it. The watch thread also keeps a rendered public JSON document per node so the
+ * API can answer GET /v1/nodes/{name} without encoding.
+ *
+ * When the change feed is compacted past the cache's revision, the cache re-lists. Operations in
+ * a terminal state are dropped once their node no longer points at them. Thread-safe. */
+#ifndef FP_ENGINE_CACHE_H
+#define FP_ENGINE_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/model.h"
+#include "store/store.h"
+
+struct cache;
+
+typedef void (*cache_node_fn)(void *arg, const char *node);
+
+enum cache_index { CACHE_BY_SITE = 0, CACHE_BY_RACK, CACHE_BY_PHASE };
+
+/* Creates a cache over s (borrowed; must outlive the cache). Not started. */
+struct cache *cache_new(struct store *s);
+/* Registers a handler (before cache_start). At most 8. */
+void cache_on_node(struct cache *c, cache_node_fn fn, void *arg);
+/* Lists, fills, then starts the watch thread. Returns 0 or a store error with detail in err. */
+int cache_start(struct cache *c, char *err, size_t errlen);
+/* For single-threaded (virtual time) use instead of the thread: apply every change committed
+ * so far. Returns the number of changes applied or a negative error. */
+int cache_sync_now(struct cache *c);
+/* Stops the watch thread and frees everything. NULL is a no-op. */
+void cache_free(struct cache *c);
+
+/* 1 once the first list has been applied. */
+int cache_synced(struct cache *c);
+/* The store revision the cache reflects. */
+int64_t cache_revision(struct cache *c);
+/* Blocks until the cache reflects rev (or timeout_ms passes). 0 or FP_ETIMEDOUT. */
+int cache_wait_revision(struct cache *c, int64_t rev, int timeout_ms);
+
+/* Returns a copy of the node (caller frees with node_free), or NULL. */
+struct node *cache_node_get(struct cache *c, const char *name);
+/* Copies the node's rendered public JSON (no secrets, with resourceVersion) into a new
+ * malloc'd string. Returns 0 or FP_ENOTFOUND. */
+int cache_node_json(struct cache *c, const char *name, char **json, size_t *len);
+/* Returns a copy of the operation, or NULL. */
+struct operation *cache_operation_get(struct cache *c, const char *id);
+
+/* Names of nodes whose site/rack/phase equals value (phase by its API name). *names is a new
+ * array of new strings; free each and the array. Returns the count. */
+size_t cache_node_names(struct cache *c, enum cache_index idx, const char *value, char ***names);
+/* Every node name (same ownership as above). */
+size_t cache_all_node_names(struct cache *c, char ***names);
+void cache_phase_counts(struct cache *c, size_t counts[PHASE__COUNT]);
+size_t cache_node_count(struct cache *c);
+/* Registers the fleetplane_nodes{phase} collector on the metrics registry. */
+void cache_register_metrics(struct cache *c);
+
+#endif
