@@ -769,6 +769,7 @@ static void test_concurrent_writers(void **state)
 /* ---- crash safety (sqlite) ---- */
 
 #define CRASH_ROUNDS 4
+#define CRASH_THREADS 4 /* concurrent writers in the child, so kills land inside group commits */
 #define CRASH_TXN_KEYS 3
 
 static int crash_is_txn(int i)
@@ -776,20 +777,24 @@ static int crash_is_txn(int i)
 	return i % 4 == 3;
 }
 
-static void crash_key(char *buf, size_t len, int round, int i, int part)
+static void crash_key(char *buf, size_t len, int round, int t, int i, int part)
 {
 	if (crash_is_txn(i))
-		snprintf(buf, len, "/crash/%d/t%06d/%d", round, i, part);
+		snprintf(buf, len, "/crash/%d/%d/t%06d/%d", round, t, i, part);
 	else
-		snprintf(buf, len, "/crash/%d/k%06d", round, i);
+		snprintf(buf, len, "/crash/%d/%d/k%06d", round, t, i);
 }
 
-/* The child: writes forever, reporting each acknowledged index on fd. Never returns. */
-static void crash_child(const char *uri, int round, int fd)
+struct crash_writer {
+	struct store *s;
+	int round, t, fd;
+};
+
+/* One child thread: writes forever, reporting each acknowledged index as (t << 24 | i) on fd
+ * (one 4-byte write, atomic on a pipe). Exits the process on any error. */
+static void *crash_writer_main(void *arg)
 {
-	struct store *s = NULL;
-	if (store_open(uri, &s, NULL, 0) < 0)
-		_exit(2);
+	struct crash_writer *w = arg;
 	char keys[CRASH_TXN_KEYS][64], val[32];
 	for (int i = 0;; i++) {
 		int rc;
@@ -797,22 +802,41 @@ static void crash_child(const char *uri, int round, int fd)
 		if (crash_is_txn(i)) {
 			struct store_op ops[CRASH_TXN_KEYS];
 			for (int p = 0; p < CRASH_TXN_KEYS; p++) {
-				crash_key(keys[p], sizeof(keys[p]), round, i, p);
+				crash_key(keys[p], sizeof(keys[p]), w->round, w->t, i, p);
 				ops[p] = (struct store_op){STORE_OP_PUT, keys[p], val, STORE_ABSENT};
 			}
-			rc = store_txn(s, ops, CRASH_TXN_KEYS, NULL, NULL);
+			rc = store_txn(w->s, ops, CRASH_TXN_KEYS, NULL, NULL);
 		} else {
-			crash_key(keys[0], sizeof(keys[0]), round, i, 0);
-			rc = store_put(s, keys[0], val, STORE_ABSENT, NULL);
+			crash_key(keys[0], sizeof(keys[0]), w->round, w->t, i, 0);
+			rc = store_put(w->s, keys[0], val, STORE_ABSENT, NULL);
 		}
 		if (rc < 0)
 			_exit(3);
-		if (write(fd, &i, sizeof(i)) != (ssize_t)sizeof(i))
+		int msg = w->t << 24 | i;
+		if (write(w->fd, &msg, sizeof(msg)) != (ssize_t)sizeof(msg))
 			_exit(4);
 	}
+	return NULL;
 }
 
-/* Reads acknowledged indices from fd until deadline (or EOF when deadline < 0). */
+/* The child: CRASH_THREADS writers until killed. Never returns. */
+static void crash_child(const char *uri, int round, int fd)
+{
+	struct store *s = NULL;
+	struct crash_writer w[CRASH_THREADS];
+	pthread_t th;
+	if (store_open(uri, &s, NULL, 0) < 0)
+		_exit(2);
+	for (int t = 0; t < CRASH_THREADS; t++) {
+		w[t] = (struct crash_writer){s, round, t, fd};
+		if (pthread_create(&th, NULL, crash_writer_main, &w[t]) != 0)
+			_exit(5);
+	}
+	for (;;)
+		pause();
+}
+
+/* Reads acknowledgements from fd until deadline (or EOF when deadline < 0) into last[t]. */
 static void crash_drain(int fd, int *last, double deadline)
 {
 	for (;;) {
@@ -829,24 +853,31 @@ static void crash_drain(int fd, int *last, double deadline)
 		if (r <= 0)
 			return; /* EOF after the child died */
 		assert_int_equal(r % (ssize_t)sizeof(int), 0);
-		*last = v[r / (ssize_t)sizeof(int) - 1];
+		for (ssize_t k = 0; k < r / (ssize_t)sizeof(int); k++) {
+			int t = v[k] >> 24, i = v[k] & 0xffffff;
+			assert_true(t >= 0 && t < CRASH_THREADS);
+			assert_int_equal(i, last[t] + 1); /* each thread acknowledges in order */
+			last[t] = i;
+		}
 	}
 }
 
-/* Number of keys index i wrote that exist: 0 or all of them, never part. */
-static int crash_present(struct store *s, int round, int i, const char *want_val)
+/* Number of keys index i of thread t wrote that exist: 0 or all of them, never part. */
+static int crash_present(struct store *s, int round, int t, int i)
 {
 	int parts = crash_is_txn(i) ? CRASH_TXN_KEYS : 1, present = 0;
 	int64_t rev0 = 0;
+	char want[32];
+	snprintf(want, sizeof(want), "%d", i);
 	for (int p = 0; p < parts; p++) {
 		char key[64];
 		struct store_kv kv;
-		crash_key(key, sizeof(key), round, i, p);
+		crash_key(key, sizeof(key), round, t, i, p);
 		int rc = store_get(s, key, &kv);
 		if (rc == FP_ENOTFOUND)
 			continue;
 		assert_int_equal(rc, 0);
-		assert_string_equal(kv.value, want_val);
+		assert_string_equal(kv.value, want);
 		if (present == 0)
 			rev0 = kv.mod_revision;
 		assert_int_equal(kv.mod_revision, rev0); /* one txn, one revision */
@@ -854,8 +885,18 @@ static int crash_present(struct store *s, int round, int i, const char *want_val
 		present++;
 	}
 	if (present != 0 && present != parts)
-		fail_msg("round %d index %d: torn txn, %d of %d keys", round, i, present, parts);
+		fail_msg("round %d thread %d index %d: torn txn, %d of %d keys", round, t, i,
+			 present, parts);
 	return present;
+}
+
+static int crash_min_acks(const int *last)
+{
+	int m = last[0];
+	for (int t = 1; t < CRASH_THREADS; t++)
+		if (last[t] < m)
+			m = last[t];
+	return m;
 }
 
 static void test_crash(void **state)
@@ -875,49 +916,51 @@ static void test_crash(void **state)
 			crash_child(f->uri, round, fds[1]);
 		}
 		close(fds[1]);
-		int last = -1;
-		/* wait for the first acknowledgement, then kill at a random moment */
+		int last[CRASH_THREADS];
+		for (int t = 0; t < CRASH_THREADS; t++)
+			last[t] = -1;
+		/* wait until every thread has an acknowledgement, then kill at a random moment */
 		double give_up = now_s() + 10.0;
-		while (last < 0 && now_s() < give_up) {
-			crash_drain(fds[0], &last, now_s() + 0.01);
+		while (crash_min_acks(last) < 0 && now_s() < give_up) {
+			crash_drain(fds[0], last, now_s() + 0.01);
 			int st;
 			if (waitpid(pid, &st, WNOHANG) == pid)
 				fail_msg("crash child exited early: status %d", st);
 		}
-		crash_drain(fds[0], &last, now_s() + (10 + rand() % 190) / 1000.0);
+		crash_drain(fds[0], last, now_s() + (10 + rand() % 190) / 1000.0);
 		assert_int_equal(kill(pid, SIGKILL), 0);
 		int st = 0;
 		assert_int_equal(waitpid(pid, &st, 0), pid);
 		assert_true(WIFSIGNALED(st));
 		assert_int_equal(WTERMSIG(st), SIGKILL);
-		crash_drain(fds[0], &last, -1);
+		crash_drain(fds[0], last, -1);
 		close(fds[0]);
-		assert_true(last >= 0);
+		assert_true(crash_min_acks(last) >= 0);
 
 		open_store(f);
 		struct store *s = f->s;
 		size_t want = 0;
-		char val[32];
-		for (int i = 0; i <= last; i++) {
-			snprintf(val, sizeof(val), "%d", i);
-			int parts = crash_is_txn(i) ? CRASH_TXN_KEYS : 1;
-			assert_int_equal(crash_present(s, round, i, val), parts);
-			want += (size_t)parts;
+		int64_t writes = 0;
+		for (int t = 0; t < CRASH_THREADS; t++) {
+			for (int i = 0; i <= last[t]; i++) {
+				int parts = crash_is_txn(i) ? CRASH_TXN_KEYS : 1;
+				assert_int_equal(crash_present(s, round, t, i), parts);
+				want += (size_t)parts;
+			}
+			writes += last[t] + 1;
+			/* the one write per thread in flight at the kill: all or nothing */
+			int inflight = crash_present(s, round, t, last[t] + 1);
+			want += (size_t)inflight;
+			writes += inflight ? 1 : 0;
+			assert_int_equal(crash_present(s, round, t, last[t] + 2), 0);
 		}
-		/* the one write in flight at the kill: all or nothing */
-		snprintf(val, sizeof(val), "%d", last + 1);
-		int inflight = crash_present(s, round, last + 1, val);
-		want += (size_t)inflight;
-		snprintf(val, sizeof(val), "%d", last + 2);
-		assert_int_equal(crash_present(s, round, last + 2, val), 0);
-
 		char prefix[32];
 		snprintf(prefix, sizeof(prefix), "/crash/%d/", round);
 		size_t n = 0;
 		assert_int_equal(store_count(s, prefix, &n), 0);
 		assert_int_equal(n, want);
 		int64_t rev_after = store_revision(s);
-		assert_int_equal(rev_after, rev_before + last + 1 + (inflight ? 1 : 0));
+		assert_int_equal(rev_after, rev_before + writes);
 		rev_before = rev_after;
 		store_close(s);
 		f->s = NULL;
