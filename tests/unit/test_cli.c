@@ -1,0 +1,993 @@
+/* layers: base */
+/* test_cli.c - the client subcommands (node, op, event, token) and their helpers: table
+ * layout and truncation, AGE, problem+json error lines, escaping and query building, argument
+ * parsing and usage errors, and whole commands against a fake API server (libmicrohttpd on
+ * 127.0.0.1, ephemeral port) that records each request raw (no unescaping) so the test sees
+ * exactly the paths, queries, headers and bodies the CLI sends. It includes the cmd .c files
+ * it tests directly so that it links only base (and libcurl/libmicrohttpd from LDLIBS).
+ *
+ * Every system header any included .c file needs comes first: the .c files end by including
+ * base/banned.h, after which a system header declaring a banned name would not compile. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "../../src/cmd/client.c"
+#include "../../src/cmd/table.c"
+#include "../../src/cmd/cmd_node.c"
+#include "../../src/cmd/cmd_op.c"
+#include "../../src/cmd/cmd_event.c"
+#include "../../src/cmd/cmd_token.c"
+
+#define TOKEN "test-token-XYZ"
+
+/* ---- running a command with stdout/stderr captured ---- */
+
+struct run_result {
+	int rc;
+	char out[65536];
+	char err[8192];
+};
+
+static void slurp_fd(int fd, char *dst, size_t cap)
+{
+	lseek(fd, 0, SEEK_SET);
+	size_t n = 0;
+	ssize_t r;
+	while (n + 1 < cap && (r = read(fd, dst + n, cap - 1 - n)) > 0)
+		n += (size_t)r;
+	dst[n] = 0;
+}
+
+/* Runs fn(argc, argv) with the NULL-terminated arguments, capturing stdout and stderr. */
+static void run_cmd(struct run_result *res, int (*fn)(int, char **), ...)
+{
+	char *argv[32];
+	int argc = 0;
+	va_list ap;
+	va_start(ap, fn);
+	const char *a;
+	while ((a = va_arg(ap, const char *)) != NULL && argc < 31)
+		argv[argc++] = xstrdup(a);
+	va_end(ap);
+	argv[argc] = NULL;
+
+	char po[] = "/tmp/test_cli_outXXXXXX", pe[] = "/tmp/test_cli_errXXXXXX";
+	int fo = mkstemp(po), fe = mkstemp(pe);
+	assert_true(fo >= 0 && fe >= 0);
+	unlink(po);
+	unlink(pe);
+	fflush(stdout);
+	fflush(stderr);
+	int so = dup(1), se = dup(2);
+	dup2(fo, 1);
+	dup2(fe, 2);
+	res->rc = fn(argc, argv);
+	fflush(stdout);
+	fflush(stderr);
+	dup2(so, 1);
+	dup2(se, 2);
+	close(so);
+	close(se);
+	slurp_fd(fo, res->out, sizeof(res->out));
+	slurp_fd(fe, res->err, sizeof(res->err));
+	close(fo);
+	close(fe);
+	for (int i = 0; i < argc; i++)
+		free(argv[i]);
+}
+
+/* ---- fake API server ---- */
+
+struct req_log {
+	char method[16];
+	char path[256];
+	char query[512];
+	char auth[128];
+	char body[2048];
+};
+
+static struct {
+	pthread_mutex_t mu;
+	struct req_log reqs[32];
+	int nreqs;
+	int watch_calls;
+	struct MHD_Daemon *d;
+	unsigned port;
+} fake = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+struct fake_conn {
+	char body[2048];
+	size_t len;
+};
+
+static size_t fake_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	return strlen(s); /* keep everything raw: the test checks the CLI's escaping */
+}
+
+static enum MHD_Result fake_arg(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
+{
+	struct req_log *r = cls;
+	size_t n = strlen(r->query);
+	snprintf(r->query + n, sizeof(r->query) - n, "%s%s%s%s", n ? "&" : "", k, v ? "=" : "",
+		 v ? v : "");
+	return MHD_YES;
+}
+
+static char *node_doc_text(const char *name, const char *phase, const char *holds,
+			   const char *site, const char *rack, int gpus, int64_t created_ms)
+{
+	char created[FP_TIME_LEN];
+	fp_time_format(created_ms, created);
+	char g[64] = "";
+	if (gpus)
+		snprintf(g, sizeof(g), ",\"gpus\":{\"count\":%d,\"model\":\"NVIDIA H100 80GB HBM3\"}", gpus);
+	return xasprintf("{\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"uid\":\"u-%s\","
+			 "\"resourceVersion\":\"5\",\"labels\":{\"site\":\"%s\"},\"createdAt\":\"%s\"},"
+			 "\"spec\":{\"site\":\"%s\",\"rack\":\"%s\",\"bmc\":{\"driver\":\"sim\"}%s},"
+			 "\"status\":{\"phase\":\"%s\",\"phaseSince\":\"%s\",\"holds\":[%s],"
+			 "\"conditions\":[{\"type\":\"BMCReachable\",\"status\":\"True\",\"reason\":"
+			 "\"Answered\",\"message\":\"ok\",\"since\":\"%s\"}],"
+			 "\"inventory\":{\"gpus\":[{\"model\":\"H100\"},{\"model\":\"H100\"}],"
+			 "\"cpu\":\"EPYC 9454\"}}}",
+			 name, name, site, created, site, rack, g, phase, created, holds, created);
+}
+
+static char *fake_route(const struct req_log *r, unsigned *status, const char **ctype)
+{
+	int64_t now = client_now_ms();
+	*status = 200;
+	*ctype = "application/json";
+	if (strcmp(r->auth, "Bearer " TOKEN) != 0) {
+		*status = 401;
+		*ctype = "application/problem+json";
+		return xstrdup("{\"type\":\"about:blank\",\"title\":\"Unauthorized\",\"status\":401,"
+			       "\"detail\":\"bad or missing bearer token\"}");
+	}
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/nodes")) {
+		if (strstr(r->query, "watch=1")) {
+			int n = ++fake.watch_calls;
+			if (n == 1) {
+				*status = 410;
+				*ctype = "application/problem+json";
+				return xstrdup("{\"title\":\"Gone\",\"status\":410,\"detail\":\"compacted\"}");
+			}
+			*ctype = "application/x-ndjson";
+			char *a = node_doc_text("r01n02", "enrolled", "", "s1", "r01", 0, now);
+			char *s = xasprintf(
+				"{\"type\":\"ADDED\",\"object\":%s}\n\n"
+				"{\"type\":\"DELETED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":"
+				"\"r01n02\",\"resourceVersion\":\"10\"},\"status\":{\"phase\":\"enrolled\"}}}\n"
+				"{\"type\":\"ERROR\",\"object\":{\"title\":\"Forbidden\",\"status\":403,"
+				"\"detail\":\"token revoked\"}}\n",
+				a);
+			free(a);
+			return s;
+		}
+		if (strstr(r->query, "phase=empty"))
+			return xstrdup("{\"items\":[],\"metadata\":{\"resourceVersion\":\"3\"}}");
+		if (strstr(r->query, "continue=")) {
+			char *n3 = node_doc_text("r02n01", "enrolled", "", "s2", "r02", 0, now - 300000);
+			char *s = xasprintf("{\"items\":[%s],\"metadata\":{\"resourceVersion\":\"7\"}}", n3);
+			free(n3);
+			return s;
+		}
+		const char *ph2 = fake.watch_calls >= 1 ? "draining" : "available";
+		char *n1 = node_doc_text("r01n01", ph2, "", "s1", "r01", 8, now - 300000);
+		char *n2 = node_doc_text("r01n02", "draining",
+					 "{\"owner\":\"health\",\"reason\":\"xid 79\",\"since\":\"2026-01-01T00:00:00Z\"},"
+					 "{\"owner\":\"operator:alice\",\"reason\":\"swap a cable in the rack\","
+					 "\"since\":\"2026-01-01T00:00:00Z\"}",
+					 "s1", "r01", 8, now - 3 * 3600 * 1000);
+		char *s;
+		if (strstr(r->query, "labelSelector=")) /* the watch test: one node, no paging */
+			s = xasprintf("{\"items\":[%s],\"metadata\":{\"resourceVersion\":\"%s\"}}", n1,
+				      fake.watch_calls >= 1 ? "8" : "7");
+		else
+			s = xasprintf("{\"items\":[%s,%s],\"metadata\":{\"continue\":\"abc def/+\","
+				      "\"resourceVersion\":\"7\"}}",
+				      n1, n2);
+		free(n1);
+		free(n2);
+		return s;
+	}
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/nodes/r01n01"))
+		return node_doc_text("r01n01", "available", "", "s1", "r01", 8, now - 120000);
+	if (!strcmp(r->method, "GET") && !strncmp(r->path, "/v1/nodes/", 10)) {
+		*status = 404;
+		*ctype = "application/problem+json";
+		return xstrdup("{\"type\":\"about:blank\",\"title\":\"Not Found\",\"status\":404,"
+			       "\"detail\":\"node nosuch does not exist\"}");
+	}
+	if (!strcmp(r->method, "POST") && !strcmp(r->path, "/v1/nodes/r01n01:drain"))
+		return node_doc_text("r01n01", "draining", "", "s1", "r01", 8, now);
+	if (!strcmp(r->method, "POST") && !strcmp(r->path, "/v1/nodes/busy:drain")) {
+		*status = 409;
+		*ctype = "application/problem+json";
+		return xstrdup("{\"type\":\"about:blank\",\"title\":\"Conflict\",\"status\":409,"
+			       "\"detail\":\"node busy is retiring\"}");
+	}
+	if (!strcmp(r->method, "POST") && !strcmp(r->path, "/v1/nodes")) {
+		*status = 201;
+		return xstrdup("{\"items\":[{},{}]}");
+	}
+	if (!strcmp(r->method, "POST") && !strcmp(r->path, "/v1/tokens"))
+		return xstrdup("{\"name\":\"ci\",\"role\":\"viewer\",\"token\":\"fpt_SECRET123\"}");
+	if (!strcmp(r->method, "DELETE") && !strcmp(r->path, "/v1/tokens/ci")) {
+		*status = 204;
+		return xstrdup("");
+	}
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/operations"))
+		return xasprintf("{\"items\":[{\"kind\":\"Operation\",\"metadata\":{\"name\":\"op-1\","
+				 "\"createdAt\":%lld},\"spec\":{\"node\":\"r01n01\",\"kind\":\"provision\","
+				 "\"steps\":[\"set_boot\",\"power_cycle\",\"wait_callback\"]},"
+				 "\"status\":{\"state\":\"running\",\"step\":1,\"attempt\":2}}],"
+				 "\"metadata\":{\"resourceVersion\":\"9\"}}",
+				 (long long)(now - 45000));
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/operations/op%201"))
+		return xstrdup("{\"kind\":\"Operation\",\"metadata\":{\"name\":\"op 1\"},\"spec\":"
+			       "{\"node\":\"r01n01\",\"kind\":\"power\",\"steps\":[\"power_on\"]},"
+			       "\"status\":{\"state\":\"succeeded\",\"step\":1,\"attempt\":1}}");
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/events"))
+		return xstrdup("{\"items\":[{\"kind\":\"Event\",\"metadata\":{\"name\":\"e1\"},"
+			       "\"type\":\"Normal\",\"actor\":\"operator:alice\",\"object\":\"node/r01n01\","
+			       "\"reason\":\"HoldAdded\",\"message\":\"drain\\nrequested\","
+			       "\"time\":\"2026-11-30T05:27:16.123Z\"},"
+			       "{\"kind\":\"Event\",\"metadata\":{\"name\":\"e2\"},\"type\":\"Warning\","
+			       "\"actor\":\"health\",\"object\":\"node/r01n01\",\"reason\":\"XID\","
+			       "\"message\":\"xid 79\",\"time\":\"2026-11-30T05:28:00.000Z\"}],"
+			       "\"metadata\":{\"continue\":\"more\",\"resourceVersion\":\"9\"}}");
+	*status = 404;
+	*ctype = "text/plain";
+	return xstrdup("no route\nsecond line");
+}
+
+static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *conn, const char *url,
+				    const char *method, const char *version, const char *upload,
+				    size_t *upload_size, void **con_cls)
+{
+	struct fake_conn *fc = *con_cls;
+	if (!fc) {
+		*con_cls = xcalloc(1, sizeof(*fc));
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		size_t n = *upload_size;
+		if (fc->len + n >= sizeof(fc->body))
+			n = sizeof(fc->body) - 1 - fc->len;
+		memcpy(fc->body + fc->len, upload, n);
+		fc->len += n;
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	struct req_log r;
+	memset(&r, 0, sizeof(r));
+	snprintf(r.method, sizeof(r.method), "%s", method);
+	snprintf(r.path, sizeof(r.path), "%s", url);
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, fake_arg, &r);
+	const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+	snprintf(r.auth, sizeof(r.auth), "%s", auth ? auth : "");
+	memcpy(r.body, fc->body, fc->len);
+	pthread_mutex_lock(&fake.mu);
+	if (fake.nreqs < 32)
+		fake.reqs[fake.nreqs++] = r;
+	unsigned status;
+	const char *ctype;
+	char *text = fake_route(&r, &status, &ctype);
+	pthread_mutex_unlock(&fake.mu);
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(resp, "Content-Type", ctype);
+	enum MHD_Result ret = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static void fake_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			   enum MHD_RequestTerminationCode toe)
+{
+	free(*con_cls);
+	*con_cls = NULL;
+}
+
+static int fake_setup(void **state)
+{
+	fake.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL,
+				  fake_handler, NULL, MHD_OPTION_UNESCAPE_CALLBACK, fake_unescape,
+				  NULL, MHD_OPTION_NOTIFY_COMPLETED, fake_completed, NULL,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+	if (!fake.d)
+		return -1;
+	fake.port = MHD_get_daemon_info(fake.d, MHD_DAEMON_INFO_BIND_PORT)->port;
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/", fake.port);
+	setenv("FLEETPLANE_URL", url, 1);
+	setenv("FLEETPLANE_TOKEN", TOKEN "\n", 1); /* trailing newline as from $(cat file) */
+	return 0;
+}
+
+static int fake_teardown(void **state)
+{
+	MHD_stop_daemon(fake.d);
+	return 0;
+}
+
+static void fake_reset(void)
+{
+	pthread_mutex_lock(&fake.mu);
+	fake.nreqs = 0;
+	fake.watch_calls = 0;
+	pthread_mutex_unlock(&fake.mu);
+}
+
+static void assert_no_token(const struct run_result *r)
+{
+	assert_null(strstr(r->out, TOKEN));
+	assert_null(strstr(r->err, TOKEN));
+}
+
+/* ---- pure helpers ---- */
+
+static void test_table_layout(void **state)
+{
+	struct table t;
+	table_init(&t, 0);
+	table_col(&t, "NAME", 10);
+	table_col(&t, "PHASE", 0);
+	table_cell(&t, "r01n01");
+	table_cell(&t, "available");
+	table_cell(&t, "a-very-long-node-name");
+	table_cell(&t, "");
+	table_cell(&t, "tab\there");
+	table_cell(&t, "esc\x1b[2Jx");
+	assert_int_equal(table_rows(&t), 3);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	table_print(&t, f);
+	fclose(f);
+	assert_string_equal(buf, "NAME         PHASE\n"
+				 "r01n01       available\n"
+				 "a-very-lo\xE2\x80\xA6   -\n"
+				 "tab here     esc?[2Jx\n");
+	free(buf);
+	table_release(&t);
+
+	/* wide: no truncation */
+	table_init(&t, 1);
+	table_col(&t, "NAME", 10);
+	table_col(&t, "X", 0);
+	table_cell(&t, "a-very-long-node-name");
+	table_cell(&t, "1");
+	f = open_memstream(&buf, &len);
+	table_print_indent(&t, f, 2);
+	fclose(f);
+	assert_string_equal(buf, "  NAME                    X\n"
+				 "  a-very-long-node-name   1\n");
+	free(buf);
+	table_release(&t);
+}
+
+static void test_table_clean_utf8(void **state)
+{
+	assert_int_equal(table_width("h\xC3\xA9llo"), 5);
+	char *s = table_clean("\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9", 3); /* four é, cap 3 */
+	assert_string_equal(s, "\xC3\xA9\xC3\xA9\xE2\x80\xA6");
+	free(s);
+	s = table_clean("abc", 3); /* exactly the cap: untouched */
+	assert_string_equal(s, "abc");
+	free(s);
+	s = table_clean("abcd", 0);
+	assert_string_equal(s, "abcd");
+	free(s);
+}
+
+static void test_age(void **state)
+{
+	char a[16];
+	int64_t now = 1796014169803LL;
+	table_age(now, now - 5000, a, sizeof(a));
+	assert_string_equal(a, "5s");
+	table_age(now, now - 59999, a, sizeof(a));
+	assert_string_equal(a, "59s");
+	table_age(now, now - 60000, a, sizeof(a));
+	assert_string_equal(a, "1m");
+	table_age(now, now - 239000, a, sizeof(a));
+	assert_string_equal(a, "3m");
+	table_age(now, now - 2 * 3600000LL - 59 * 60000LL, a, sizeof(a));
+	assert_string_equal(a, "2h");
+	table_age(now, now - 4 * 86400000LL - 5 * 3600000LL, a, sizeof(a));
+	assert_string_equal(a, "4d");
+	table_age(now, now - 800 * 86400000LL, a, sizeof(a));
+	assert_string_equal(a, "2y");
+	table_age(now, now + 10000, a, sizeof(a));
+	assert_string_equal(a, "0s");
+	table_age(now, 0, a, sizeof(a));
+	assert_string_equal(a, "-");
+}
+
+static void test_problem_format(void **state)
+{
+	char line[256];
+	json_t *p = json_pack("{s:s,s:s,s:i,s:s}", "type", "about:blank", "title", "Conflict",
+			      "status", 409, "detail", "node r01n03 is retiring");
+	client_problem_format(409, p, NULL, 0, line, sizeof(line));
+	assert_string_equal(line, "error: Conflict: node r01n03 is retiring (HTTP 409)");
+	json_object_del(p, "detail");
+	client_problem_format(409, p, NULL, 0, line, sizeof(line));
+	assert_string_equal(line, "error: Conflict (HTTP 409)");
+	json_decref(p);
+	p = json_pack("{s:s}", "detail", "line one\nline two");
+	client_problem_format(400, p, NULL, 0, line, sizeof(line));
+	assert_string_equal(line, "error: Bad Request: line one (HTTP 400)");
+	json_decref(p);
+	const char raw[] = "<html>\x01oops</html>\nmore";
+	client_problem_format(502, NULL, raw, sizeof(raw) - 1, line, sizeof(line));
+	assert_string_equal(line, "error: Bad Gateway: <html>?oops</html> (HTTP 502)");
+	client_problem_format(599, NULL, NULL, 0, line, sizeof(line));
+	assert_string_equal(line, "error: HTTP error (HTTP 599)");
+}
+
+static void test_escape_and_query(void **state)
+{
+	char *e = client_escape("node/r01 n03");
+	assert_string_equal(e, "node%2Fr01%20n03");
+	free(e);
+	e = client_escape("a-b.c_d~e");
+	assert_string_equal(e, "a-b.c_d~e");
+	free(e);
+	struct buf b;
+	buf_init(&b, 1024);
+	buf_puts(&b, "/v1/nodes");
+	assert_int_equal(client_query_add(&b, "labelSelector", "site=s1,rack!=r07"), 0);
+	assert_int_equal(client_query_add(&b, "phase", NULL), 0);
+	assert_int_equal(client_query_add(&b, "continue", "a&b=c+d"), 0);
+	assert_string_equal(b.data, "/v1/nodes?labelSelector=site%3Ds1%2Crack%21%3Dr07"
+				    "&continue=a%26b%3Dc%2Bd");
+	buf_release(&b);
+	char *p = node_list_path("k=v", "available", "42");
+	assert_string_equal(p, "/v1/nodes?watch=1&resourceVersion=42&labelSelector=k%3Dv"
+			       "&phase=available");
+	free(p);
+	p = node_list_path(NULL, NULL, NULL);
+	assert_string_equal(p, "/v1/nodes");
+	free(p);
+}
+
+static void test_rv_and_time(void **state)
+{
+	char t[32];
+	json_t *v = json_integer(42);
+	client_rv_text(v, t, sizeof(t));
+	assert_string_equal(t, "42");
+	json_decref(v);
+	v = json_string("17");
+	client_rv_text(v, t, sizeof(t));
+	assert_string_equal(t, "17");
+	assert_int_equal(client_time_ms(v), 0); /* not a time */
+	json_decref(v);
+	client_rv_text(NULL, t, sizeof(t));
+	assert_string_equal(t, "");
+	v = json_string("2026-11-30T04:49:29.803Z");
+	assert_int_equal(client_time_ms(v), 1796014169803LL);
+	json_decref(v);
+	v = json_integer(1796014169803LL);
+	assert_int_equal(client_time_ms(v), 1796014169803LL);
+	json_decref(v);
+}
+
+/* ---- usage errors: all answered before any network access ---- */
+
+static void test_usage_errors(void **state)
+{
+	struct run_result r;
+	run_cmd(&r, cmd_node, "node", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_non_null(strstr(r.err, "Usage: fleetplane node <verb>"));
+
+	run_cmd(&r, cmd_node, "node", "frob", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: unknown verb 'frob' for 'node'\n"
+				   "Run 'fleetplane node --help' for usage.\n");
+
+	run_cmd(&r, cmd_node, "node", "list", "--bogus", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: unknown flag '--bogus'\n"
+				   "Run 'fleetplane node list --help' for usage.\n");
+
+	run_cmd(&r, cmd_node, "node", "list", "--bogus=1", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: unknown flag '--bogus'\n"
+				   "Run 'fleetplane node list --help' for usage.\n");
+
+	run_cmd(&r, cmd_node, "node", "list", "-x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: unknown flag '-x'\n"
+				   "Run 'fleetplane node list --help' for usage.\n");
+
+	run_cmd(&r, cmd_node, "node", "list", "-o", "yaml", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: unknown output format 'yaml' (want json or wide)\n"
+				   "Run 'fleetplane node list --help' for usage.\n");
+
+	run_cmd(&r, cmd_node, "node", "list", "extra", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: unexpected argument 'extra'\n"
+				   "Run 'fleetplane node list --help' for usage.\n");
+
+	run_cmd(&r, cmd_node, "node", "list", "--watch", "-o", "json", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: --watch cannot be combined with -o json\n"
+				   "Run 'fleetplane node list --help' for usage.\n");
+
+	run_cmd(&r, cmd_node, "node", "drain", "--reason", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: flag '--reason' needs a value\n"
+				   "Run 'fleetplane node drain --help' for usage.\n");
+
+	run_cmd(&r, cmd_node, "node", "drain", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: missing NAME\n"
+				   "Run 'fleetplane node drain --help' for usage.\n");
+
+	run_cmd(&r, cmd_node, "node", "drain", "", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: refusing an empty node name\n"
+				   "Run 'fleetplane node drain --help' for usage.\n");
+
+	run_cmd(&r, cmd_node, "node", "retire", "*", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: refusing node name '*': wildcards and selectors are not "
+				   "targets; name one node\n"
+				   "Run 'fleetplane node retire --help' for usage.\n");
+
+	run_cmd(&r, cmd_node, "node", "drain", "r01n01", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: missing --reason TEXT\n"
+				   "Run 'fleetplane node drain --help' for usage.\n");
+
+	run_cmd(&r, cmd_node, "node", "drain", "r01n01", "--owner", "health", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: unknown flag '--owner'\n"
+				   "Run 'fleetplane node drain --help' for usage.\n");
+
+	run_cmd(&r, cmd_node, "node", "release", "r01n01", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: missing --owner OWNER\n"
+				   "Run 'fleetplane node release --help' for usage.\n");
+
+	run_cmd(&r, cmd_node, "node", "enroll", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: missing -f FILE\n"
+				   "Run 'fleetplane node enroll --help' for usage.\n");
+
+	run_cmd(&r, cmd_node, "node", "get", "a", "b", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: unexpected argument 'b'\n"
+				   "Run 'fleetplane node get --help' for usage.\n");
+
+	run_cmd(&r, cmd_op, "op", "get", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: missing ID\nRun 'fleetplane op get --help' for usage.\n");
+
+	run_cmd(&r, cmd_op, "op", "list", "-o", "wide", "--state", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: flag '--state' needs a value\n"
+				   "Run 'fleetplane op list --help' for usage.\n");
+
+	run_cmd(&r, cmd_event, "event", "list", "--limit", "0", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: flag '--limit' needs a count from 1 to 10000000, got '0'\n"
+				   "Run 'fleetplane event list --help' for usage.\n");
+
+	run_cmd(&r, cmd_event, "event", "list", "--limit", "12x", NULL);
+	assert_int_equal(r.rc, 2);
+
+	run_cmd(&r, cmd_token, "token", "create", "--name", "x", "--role", "root", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: unknown role 'root' (want admin, operator, viewer or agent)\n"
+				   "Run 'fleetplane token create --help' for usage.\n");
+
+	run_cmd(&r, cmd_token, "token", "create", "--name", "a1", "--role", "agent", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: --role agent needs --node NODE\n"
+				   "Run 'fleetplane token create --help' for usage.\n");
+
+	run_cmd(&r, cmd_token, "token", "revoke", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: refusing an empty token name\n"
+				   "Run 'fleetplane token revoke --help' for usage.\n");
+}
+
+static void test_help(void **state)
+{
+	struct run_result r;
+	run_cmd(&r, cmd_node, "node", "--help", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, node_usage_text);
+	run_cmd(&r, cmd_node, "node", "list", "-h", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, node_list_usage);
+	const char *verbs[] = {"get", "enroll", "drain", "resume", "retire", "release"};
+	for (size_t i = 0; i < 6; i++) {
+		run_cmd(&r, cmd_node, "node", verbs[i], "--help", NULL);
+		assert_int_equal(r.rc, 0);
+		assert_non_null(strstr(r.out, "Usage: fleetplane node "));
+		assert_string_equal(r.err, "");
+	}
+	run_cmd(&r, cmd_op, "op", "-h", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, op_usage_text);
+	run_cmd(&r, cmd_op, "op", "get", "-h", NULL);
+	assert_string_equal(r.out, op_get_usage);
+	run_cmd(&r, cmd_event, "event", "list", "--help", NULL);
+	assert_string_equal(r.out, ev_list_usage);
+	run_cmd(&r, cmd_token, "token", "create", "--help", NULL);
+	assert_string_equal(r.out, tok_create_usage);
+	run_cmd(&r, cmd_token, "token", "revoke", "-h", NULL);
+	assert_string_equal(r.out, tok_revoke_usage);
+}
+
+static void test_env(void **state)
+{
+	struct run_result r;
+	char *saved = xstrdup(getenv("FLEETPLANE_TOKEN"));
+	unsetenv("FLEETPLANE_TOKEN");
+	run_cmd(&r, cmd_node, "node", "list", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: FLEETPLANE_TOKEN is not set; export a token (an admin "
+				   "token is in <data-dir>/admin.token, others come from "
+				   "'fleetplane token create')\n");
+	setenv("FLEETPLANE_TOKEN", "two words", 1);
+	run_cmd(&r, cmd_node, "node", "list", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: FLEETPLANE_TOKEN contains a space or control byte\n");
+	setenv("FLEETPLANE_TOKEN", saved, 1);
+	free(saved);
+
+	char *url = xstrdup(getenv("FLEETPLANE_URL"));
+	setenv("FLEETPLANE_URL", "ftp://x", 1);
+	run_cmd(&r, cmd_node, "node", "list", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: FLEETPLANE_URL must start with http:// or https:// "
+				   "(got 'ftp://x')\n");
+	setenv("FLEETPLANE_URL", url, 1);
+	free(url);
+}
+
+/* ---- against the fake server ---- */
+
+static void test_connect_refused(void **state)
+{
+	/* a port that was free a moment ago and has no listener now */
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a;
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	socklen_t al = sizeof(a);
+	getsockname(s, (struct sockaddr *)&a, &al);
+	close(s);
+	char url[64], want[128];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u", ntohs(a.sin_port));
+	snprintf(want, sizeof(want), "error: cannot reach fleetplane at %s: ", url);
+	char *saved = xstrdup(getenv("FLEETPLANE_URL"));
+	setenv("FLEETPLANE_URL", url, 1);
+	struct run_result r;
+	run_cmd(&r, cmd_node, "node", "get", "r01n01", NULL);
+	assert_int_equal(r.rc, 3);
+	assert_memory_equal(r.err, want, strlen(want));
+	assert_string_equal(r.out, "");
+	assert_no_token(&r);
+	setenv("FLEETPLANE_URL", saved, 1);
+	free(saved);
+}
+
+static void test_node_list_table_and_paging(void **state)
+{
+	fake_reset();
+	struct run_result r;
+	run_cmd(&r, cmd_node, "node", "list", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.err, "");
+	assert_string_equal(r.out,
+			    "NAME     PHASE       HOLDS                   SITE   RACK   GPUS   AGE\n"
+			    "r01n01   available   -                       s1     r01    8      5m\n"
+			    "r01n02   draining    health,operator:alice   s1     r01    8      3h\n"
+			    "r02n01   enrolled    -                       s2     r02    -      5m\n");
+	assert_int_equal(fake.nreqs, 2);
+	assert_string_equal(fake.reqs[0].method, "GET");
+	assert_string_equal(fake.reqs[0].path, "/v1/nodes");
+	assert_string_equal(fake.reqs[0].query, "limit=500");
+	assert_string_equal(fake.reqs[0].auth, "Bearer " TOKEN);
+	assert_string_equal(fake.reqs[1].query, "limit=500&continue=abc%20def%2F%2B");
+	assert_no_token(&r);
+}
+
+static void test_node_list_json(void **state)
+{
+	fake_reset();
+	struct run_result r;
+	run_cmd(&r, cmd_node, "node", "list", "-o", "json", NULL);
+	assert_int_equal(r.rc, 0);
+	json_t *doc = NULL;
+	char e[128];
+	assert_int_equal(jsonx_parse(r.out, strlen(r.out), &doc, e, sizeof(e)), 0);
+	assert_int_equal(json_object_size(doc), 1);
+	json_t *items = json_object_get(doc, "items");
+	assert_int_equal(json_array_size(items), 3);
+	assert_string_equal(jsonx_str(json_array_get(items, 0), "metadata.name"), "r01n01");
+	assert_int_equal(json_array_size(jsonx_path(json_array_get(items, 1), "status.holds")), 2);
+	assert_string_equal(jsonx_str(json_array_get(items, 2), "metadata.name"), "r02n01");
+	assert_string_equal(jsonx_str(json_array_get(items, 0), "spec.bmc.driver"), "sim");
+	json_decref(doc);
+	assert_int_equal(fake.nreqs, 2);
+}
+
+static void test_node_list_empty_and_selector(void **state)
+{
+	fake_reset();
+	struct run_result r;
+	run_cmd(&r, cmd_node, "node", "list", "-l", "site=s1", "-l", "rack!=r07", "--phase", "empty",
+		NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "");
+	assert_string_equal(r.err, "No nodes found.\n");
+	assert_int_equal(fake.nreqs, 1);
+	assert_string_equal(fake.reqs[0].query,
+			    "labelSelector=site%3Ds1%2Crack%21%3Dr07&phase=empty&limit=500");
+}
+
+static void test_node_get(void **state)
+{
+	fake_reset();
+	struct run_result r;
+	run_cmd(&r, cmd_node, "node", "get", "r01n01", "-o", "json", NULL);
+	assert_int_equal(r.rc, 0);
+	json_t *doc = NULL;
+	char e[128];
+	assert_int_equal(jsonx_parse(r.out, strlen(r.out), &doc, e, sizeof(e)), 0);
+	assert_string_equal(jsonx_str(doc, "kind"), "Node");
+	assert_string_equal(jsonx_str(doc, "metadata.name"), "r01n01");
+	json_decref(doc);
+
+	run_cmd(&r, cmd_node, "node", "get", "r01n01", NULL);
+	assert_int_equal(r.rc, 0);
+	/* all but the Created timestamp, which the fake server takes from the clock */
+	static const char head[] = "Name:        r01n01\n"
+				   "Phase:       available (for 2m)\n"
+				   "Site:        s1\n"
+				   "Rack:        r01\n"
+				   "Provider:    -\n"
+				   "Pool:        -\n"
+				   "Labels:      site=s1\n"
+				   "GPUs:        8 x NVIDIA H100 80GB HBM3\n"
+				   "BMC:         sim\n"
+				   "Operation:   -\n"
+				   "Created:     ";
+	static const char tail[] = " (2m ago)\n"
+				   "Holds:       <none>\n"
+				   "Conditions:\n"
+				   "  TYPE           STATUS   REASON     AGE   MESSAGE\n"
+				   "  BMCReachable   True     Answered   2m    ok\n"
+				   "Inventory:\n"
+				   "  gpus: 2 x H100\n"
+				   "  cpu: EPYC 9454\n";
+	size_t stamp = strlen("2026-11-30T05:27:16.123Z");
+	assert_int_equal(strlen(r.out), strlen(head) + stamp + strlen(tail));
+	assert_memory_equal(r.out, head, strlen(head));
+	assert_string_equal(r.out + strlen(head) + stamp, tail);
+
+	run_cmd(&r, cmd_node, "node", "get", "nosuch", NULL);
+	assert_int_equal(r.rc, 1);
+	assert_string_equal(r.err, "error: Not Found: node nosuch does not exist (HTTP 404)\n");
+	assert_string_equal(r.out, "");
+	assert_no_token(&r);
+}
+
+static void test_node_drain(void **state)
+{
+	fake_reset();
+	struct run_result r;
+	run_cmd(&r, cmd_node, "node", "drain", "r01n01", "--reason", "swap \"PSU\"", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "node/r01n01 drain requested, phase draining\n");
+	assert_int_equal(fake.nreqs, 1);
+	assert_string_equal(fake.reqs[0].method, "POST");
+	assert_string_equal(fake.reqs[0].path, "/v1/nodes/r01n01:drain");
+	assert_string_equal(fake.reqs[0].body, "{\"reason\":\"swap \\\"PSU\\\"\"}");
+	assert_string_equal(fake.reqs[0].auth, "Bearer " TOKEN);
+
+	run_cmd(&r, cmd_node, "node", "drain", "busy", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 1);
+	assert_string_equal(r.err, "error: Conflict: node busy is retiring (HTTP 409)\n");
+	assert_no_token(&r);
+
+	/* a wrong token: the server's 401 is reported, the token itself never */
+	setenv("FLEETPLANE_TOKEN", "wrong-secret-123", 1);
+	run_cmd(&r, cmd_node, "node", "drain", "r01n01", "--reason", "x", NULL);
+	setenv("FLEETPLANE_TOKEN", TOKEN, 1);
+	assert_int_equal(r.rc, 1);
+	assert_string_equal(r.err, "error: Unauthorized: bad or missing bearer token (HTTP 401)\n");
+	assert_null(strstr(r.err, "wrong-secret-123"));
+
+	/* no route: a plain-text body becomes the detail, first line only */
+	run_cmd(&r, cmd_node, "node", "resume", "r01n01", NULL);
+	assert_int_equal(r.rc, 1);
+	assert_string_equal(r.err, "error: Not Found: no route (HTTP 404)\n");
+	assert_string_equal(fake.reqs[fake.nreqs - 1].path, "/v1/nodes/r01n01:resume");
+	assert_string_equal(fake.reqs[fake.nreqs - 1].body, "{}");
+}
+
+static void test_node_enroll(void **state)
+{
+	fake_reset();
+	char path[] = "/tmp/test_cli_enrollXXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	const char doc[] = "{\"items\":[{\"metadata\":{\"name\":\"a1\"}},{\"metadata\":{\"name\":\"a2\"}}]}";
+	assert_int_equal(write(fd, doc, sizeof(doc) - 1), (ssize_t)(sizeof(doc) - 1));
+	close(fd);
+	struct run_result r;
+	run_cmd(&r, cmd_node, "node", "enroll", "-f", path, NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "enrolled 2 nodes\n");
+	assert_int_equal(fake.nreqs, 1);
+	assert_string_equal(fake.reqs[0].path, "/v1/nodes");
+	assert_string_equal(fake.reqs[0].body, doc);
+
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_int_equal(write(fd, "{\"a\":1,", 7), 7);
+	close(fd);
+	run_cmd(&r, cmd_node, "node", "enroll", "-f", path, NULL);
+	assert_int_equal(r.rc, 2);
+	char want[256];
+	snprintf(want, sizeof(want), "error: %s: invalid JSON at line 1 column 7: "
+		 "string or '}' expected near end of file\n", path);
+	assert_string_equal(r.err, want);
+	assert_int_equal(fake.nreqs, 1); /* nothing sent */
+	unlink(path);
+
+	run_cmd(&r, cmd_node, "node", "enroll", "-f", "/nonexistent/nodes.json", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: cannot open /nonexistent/nodes.json: No such file or "
+				   "directory\n");
+}
+
+static void test_node_watch_lines(void **state)
+{
+	fake_reset();
+	struct run_result r;
+	run_cmd(&r, cmd_node, "node", "list", "--watch", "-l", "site=s1", NULL);
+	/* list (r01n01 available, rv 7) -> watch rv 7: 410 -> relist (draining, rv 8) ->
+	 * watch rv 8: ADDED r01n02, heartbeat, DELETED r01n02, ERROR 403 -> exit 1 */
+	assert_int_equal(r.rc, 1);
+	assert_string_equal(r.out, "ADDED r01n01 available\n"
+				   "MODIFIED r01n01 available->draining\n"
+				   "ADDED r01n02 enrolled\n"
+				   "DELETED r01n02 enrolled\n");
+	assert_string_equal(r.err, "error: Forbidden: token revoked (HTTP 403)\n");
+	assert_int_equal(fake.nreqs, 4);
+	assert_string_equal(fake.reqs[0].query, "labelSelector=site%3Ds1&limit=500");
+	assert_string_equal(fake.reqs[1].query, "watch=1&resourceVersion=7&labelSelector=site%3Ds1");
+	assert_string_equal(fake.reqs[2].query, "labelSelector=site%3Ds1&limit=500");
+	assert_string_equal(fake.reqs[3].query, "watch=1&resourceVersion=8&labelSelector=site%3Ds1");
+}
+
+static void test_op(void **state)
+{
+	fake_reset();
+	struct run_result r;
+	run_cmd(&r, cmd_op, "op", "list", "--node", "r01n01", "--state", "running", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out,
+			    "ID     NODE     KIND        STATE     STEP              ATTEMPT   AGE\n"
+			    "op-1   r01n01   provision   running   2/3 power_cycle   2         45s\n");
+	assert_string_equal(fake.reqs[0].path, "/v1/operations");
+	assert_string_equal(fake.reqs[0].query, "node=r01n01&state=running&limit=500");
+
+	run_cmd(&r, cmd_op, "op", "get", "op 1", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(fake.reqs[1].path, "/v1/operations/op%201");
+	assert_string_equal(r.out, "ID:          op 1\n"
+				   "Node:        r01n01\n"
+				   "Kind:        power\n"
+				   "State:       succeeded\n"
+				   "Step:        done\n"
+				   "Attempt:     1\n"
+				   "Reason:      -\n"
+				   "Actor:       -\n"
+				   "Created:     -\n"
+				   "Started:     -\n"
+				   "Finished:    -\n"
+				   "Last error:  -\n"
+				   "Steps:\n"
+				   "  #   STEP       STATUS\n"
+				   "  1   power_on   done\n");
+}
+
+static void test_event_list(void **state)
+{
+	fake_reset();
+	struct run_result r;
+	run_cmd(&r, cmd_event, "event", "list", "--object", "node/r01n01", "--limit", "1", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out,
+			    "TIME                       TYPE     OBJECT        REASON      ACTOR            MESSAGE\n"
+			    "2026-11-30T05:27:16.123Z   Normal   node/r01n01   HoldAdded   operator:alice   drain requested\n");
+	assert_int_equal(fake.nreqs, 1); /* limit reached: `continue` not followed */
+	assert_string_equal(fake.reqs[0].query, "object=node%2Fr01n01&limit=1");
+
+	run_cmd(&r, cmd_event, "event", "list", "-o", "json", "--limit", "2", NULL);
+	assert_int_equal(r.rc, 0);
+	json_t *doc = NULL;
+	char e[128];
+	assert_int_equal(jsonx_parse(r.out, strlen(r.out), &doc, e, sizeof(e)), 0);
+	assert_int_equal(json_array_size(json_object_get(doc, "items")), 2);
+	json_decref(doc);
+}
+
+static void test_token(void **state)
+{
+	fake_reset();
+	struct run_result r;
+	run_cmd(&r, cmd_token, "token", "create", "--role", "viewer", "--name", "ci", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "token ci created (role viewer); secret follows, shown once:\n"
+				   "fpt_SECRET123\n");
+	assert_string_equal(fake.reqs[0].body, "{\"name\":\"ci\",\"role\":\"viewer\"}");
+	assert_no_token(&r);
+
+	run_cmd(&r, cmd_token, "token", "revoke", "ci", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "token ci revoked\n");
+	assert_string_equal(fake.reqs[1].method, "DELETE");
+	assert_string_equal(fake.reqs[1].path, "/v1/tokens/ci");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table_layout),
+		cmocka_unit_test(test_table_clean_utf8),
+		cmocka_unit_test(test_age),
+		cmocka_unit_test(test_problem_format),
+		cmocka_unit_test(test_escape_and_query),
+		cmocka_unit_test(test_rv_and_time),
+		cmocka_unit_test(test_usage_errors),
+		cmocka_unit_test(test_help),
+		cmocka_unit_test(test_env),
+		cmocka_unit_test(test_connect_refused),
+		cmocka_unit_test(test_node_list_table_and_paging),
+		cmocka_unit_test(test_node_list_json),
+		cmocka_unit_test(test_node_list_empty_and_selector),
+		cmocka_unit_test(test_node_get),
+		cmocka_unit_test(test_node_drain),
+		cmocka_unit_test(test_node_enroll),
+		cmocka_unit_test(test_node_watch_lines),
+		cmocka_unit_test(test_op),
+		cmocka_unit_test(test_event_list),
+		cmocka_unit_test(test_token),
+	};
+	return cmocka_run_group_tests(tests, fake_setup, fake_teardown);
+}
