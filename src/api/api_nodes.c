@@ -1,0 +1,758 @@
+/* api_nodes.c - the /v1/nodes resource (DESIGN.md "API" and "Node phases"): list with label
+ * selector, phase filter, paging and watch; enroll one node or a bulk {"items":[...]} (all
+ * validated before anything is written); get (optionally from the controller's cache through
+ * struct api_node_view); replace spec and labels under a resourceVersion precondition; delete
+ * enrolled or retired nodes; and the hold actions :drain, :resume, :retire, :release. Every
+ * write is a store transaction that carries the node, its audit event (core/event.h) and, when
+ * the request has an Idempotency-Key, the idempotency record. Node documents go through the
+ * strict codecs of core/codec.h; responses use the public form (no BMC secrets). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_int.h"
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/jsonx.h"
+#include "base/log.h"
+#include "core/codec.h"
+#include "core/model.h"
+#include "store/store.h"
+#include "base/banned.h"
+
+#define ENROLL_MAX_ITEMS 10000
+/* node + event per item, one op left for the idempotency record */
+#define ENROLL_BATCH ((STORE_MAX_TXN_OPS - 1) / 2)
+#define CAS_RETRIES 5
+#define REASON_MAX 256
+
+/* ---------------------------------------------------------------- shared */
+
+json_t *api_node_render(struct api_req *r, const json_t *doc, int64_t mod_rev)
+{
+	struct node *n = NULL;
+	char err[256];
+	if (node_from_json(doc, mod_rev, &n, err, sizeof(err)) < 0) {
+		log_warn("stored node does not decode rev=%lld: %s", (long long)mod_rev, err);
+		return NULL;
+	}
+	json_t *out = node_to_json(n, NODE_JSON_PUBLIC);
+	node_free(n);
+	if (out)
+		api_set_rv(out, mod_rev);
+	return out;
+}
+
+static json_t *node_public(struct node *n, int64_t rev)
+{
+	n->resource_version = rev;
+	json_t *out = node_to_json(n, NODE_JSON_PUBLIC);
+	if (rev)
+		api_set_rv(out, rev);
+	else
+		json_object_del(json_object_get(out, "metadata"), "resourceVersion");
+	return out;
+}
+
+static const char *node_key(struct api_req *r, const char *name)
+{
+	return api_printf(r, "/nodes/%s", name);
+}
+
+/* Validates the {name} path parameter; answers 400 and returns -1 when it is not a name. */
+static int check_name_param(struct api_req *r)
+{
+	char err[256];
+	if (name_validate("name", r->params[0], err, sizeof(err)) < 0) {
+		api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "name"), "%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Loads a node. Answers 404/500 and returns -1 on failure. */
+static int load_node(struct api_req *r, const char *name, struct node **out, int64_t *mod)
+{
+	json_t *doc = NULL;
+	char err[256];
+	*out = NULL;
+	int rc = api_get_doc(r, node_key(r, name), &doc, mod);
+	if (rc == FP_ENOTFOUND) {
+		api_problem(r, 404, "node %s not found", name);
+		return -1;
+	}
+	if (rc < 0) {
+		api_problem_rc(r, rc, "cannot read the node");
+		return -1;
+	}
+	rc = node_from_json(doc, *mod, out, err, sizeof(err));
+	json_decref(doc);
+	if (rc < 0) {
+		api_problem(r, 500, "stored node %s does not decode: %s", name, err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Fills op with the node's stored form (arena string). */
+static void node_put_op(struct api_req *r, struct store_op *op, const struct node *n,
+			int64_t expect)
+{
+	json_t *doc = node_to_json(n, NODE_JSON_STORE);
+	op->type = STORE_OP_PUT;
+	op->key = node_key(r, n->name);
+	op->value = api_own(r, jsonx_dumps(doc));
+	op->expect = expect;
+	json_decref(doc);
+}
+
+/* Precondition from If-Match (RFC 9110 section 13.1.1, strong entity-tag "\"<rv>\"") or the
+ * resourceVersion query parameter. *rv = 0 when none. Answers 400 and returns -1 when bad. */
+static int precondition(struct api_req *r, int64_t *rv)
+{
+	*rv = 0;
+	const char *im = api_header(r, MHD_HTTP_HEADER_IF_MATCH);
+	const char *q = api_query(r, "resourceVersion");
+	if (im && api_rv_parse_str(im, rv) < 0) {
+		api_problem_ext(r, 400, json_pack("{s:s}", "header", "If-Match"),
+				"If-Match: expected a resourceVersion entity-tag such as \"12\"");
+		return -1;
+	}
+	if (!im && q && api_rv_parse_str(q, rv) < 0) {
+		api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "resourceVersion"),
+				"resourceVersion: expected a revision number");
+		return -1;
+	}
+	return 0;
+}
+
+static void stale(struct api_req *r, const char *name, int64_t want, int64_t have)
+{
+	api_problem_ext(r, 409, json_pack("{s:o}", "resourceVersion", api_rv_json(have)),
+			"node %s changed: resourceVersion %lld is stale, current is %lld; read it "
+			"again and retry",
+			name, (long long)want, (long long)have);
+}
+
+/* Checks an action's "reason": 1..256 characters, no control characters. */
+static int reason_check(struct api_req *r, const json_t *body, const char *field,
+			const char **out)
+{
+	json_t *v = json_object_get(body, field);
+	*out = NULL;
+	if (!json_is_string(v)) {
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", field),
+				"%s: %s", field, v ? "expected a string" : "required");
+		return -1;
+	}
+	const char *s = json_string_value(v);
+	size_t chars = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f) {
+			api_problem_ext(r, 422, json_pack("{s:s}", "field", field),
+					"%s: control characters are not allowed", field);
+			return -1;
+		}
+		if ((*p & 0xc0) != 0x80)
+			chars++;
+	}
+	if (chars < 1 || chars > REASON_MAX) {
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", field),
+				"%s: expected 1..%d characters, got %zu", field, REASON_MAX, chars);
+		return -1;
+	}
+	*out = s;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- list / get */
+
+struct node_filter {
+	struct label_selector *sel;
+	const char *phase;
+};
+
+static int node_keep(struct api_req *r, const json_t *doc, void *arg)
+{
+	struct node_filter *f = arg;
+	if (f->phase) {
+		const char *p = jsonx_str(doc, "status.phase");
+		if (!p || strcmp(p, f->phase) != 0)
+			return 0;
+	}
+	if (f->sel) {
+		json_t *labels = jsonx_path(doc, "metadata.labels");
+		json_t *empty = NULL;
+		if (!labels)
+			labels = empty = json_object();
+		int ok = label_selector_match_json(f->sel, labels);
+		json_decref(empty);
+		if (!ok)
+			return 0;
+	}
+	return 1;
+}
+
+static void free_selector(void *p)
+{
+	label_selector_free(p);
+}
+
+static int is_watch(struct api_req *r)
+{
+	const char *w = api_query(r, "watch");
+	return w && (strcmp(w, "1") == 0 || strcmp(w, "true") == 0);
+}
+
+void api_nodes_list(struct api_req *r)
+{
+	struct node_filter *f = api_own(r, xcalloc(1, sizeof(*f)));
+	char err[256];
+	const char *sel = api_query(r, "labelSelector");
+	if (sel) {
+		if (label_selector_parse(sel, &f->sel, err, sizeof(err)) < 0) {
+			api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "labelSelector"),
+					"labelSelector: %s", err);
+			return;
+		}
+		api_own_fn(r, f->sel, free_selector);
+	}
+	f->phase = api_query(r, "phase");
+	if (f->phase) {
+		enum node_phase ph;
+		if (node_phase_parse(f->phase, &ph) < 0) {
+			api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "phase"),
+					"phase: unknown phase %.64s", f->phase);
+			return;
+		}
+	}
+	api_keep_fn keep = (f->sel || f->phase) ? node_keep : NULL;
+	if (is_watch(r))
+		api_watch(r, "/nodes/", "Node", keep, f, api_node_render);
+	else
+		api_list(r, "/nodes/", keep, f, api_node_render);
+}
+
+void api_node_get(struct api_req *r)
+{
+	if (check_name_param(r) < 0)
+		return;
+	const char *name = r->params[0];
+	const struct api_node_view *view = &r->srv->cfg.node_view;
+	if (view->get_json) {
+		char *json = NULL;
+		size_t len = 0;
+		int rc = view->get_json(view->arg, name, &json, &len);
+		if (rc == 0) {
+			api_reply_raw(r, 200, "application/json", json, len);
+			free(json);
+			return;
+		}
+		if (rc != FP_ENOTFOUND) {
+			api_problem_rc(r, rc, "node cache lookup failed");
+			return;
+		}
+	}
+	json_t *doc = NULL;
+	int64_t mod = 0;
+	int rc = api_get_doc(r, node_key(r, name), &doc, &mod);
+	if (rc == FP_ENOTFOUND) {
+		api_problem(r, 404, "node %s not found", name);
+		return;
+	}
+	if (rc < 0) {
+		api_problem_rc(r, rc, "cannot read the node");
+		return;
+	}
+	json_t *out = api_node_render(r, doc, mod);
+	json_decref(doc);
+	if (!out) {
+		api_problem(r, 500, "stored node %s does not decode", name);
+		return;
+	}
+	api_reply_json(r, 200, out);
+	api_add_header(r, MHD_HTTP_HEADER_ETAG, api_printf(r, "\"%lld\"", (long long)mod));
+}
+
+/* ---------------------------------------------------------------- enroll */
+
+static int cmp_names(const void *a, const void *b)
+{
+	const struct node *const *x = a, *const *y = b;
+	return strcmp((*x)->name, (*y)->name);
+}
+
+static void free_nodes(struct node **nodes, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		node_free(nodes[i]);
+	free(nodes);
+}
+
+void api_nodes_create(struct api_req *r)
+{
+	if (api_idem_begin(r))
+		return;
+	json_t *body = NULL;
+	if (api_body_object(r, &body) < 0)
+		return;
+	api_own_json(r, body);
+	json_t *items = json_object_get(body, "items");
+	int bulk = items != NULL;
+	size_t n = 1;
+	char err[512];
+	if (bulk) {
+		static const char *const keys[] = {"items", "kind", NULL};
+		if (jsonx_check_keys(body, keys, "", err, sizeof(err)) < 0) {
+			api_problem(r, 422, "%s", err);
+			return;
+		}
+		if (!json_is_array(items) || json_array_size(items) == 0 ||
+		    json_array_size(items) > ENROLL_MAX_ITEMS) {
+			api_problem_ext(r, 422, json_pack("{s:s}", "field", "items"),
+					"items: expected an array of 1..%d node documents",
+					ENROLL_MAX_ITEMS);
+			return;
+		}
+		const char *kind = jsonx_str(body, "kind");
+		if (json_object_get(body, "kind") && (!kind || strcmp(kind, "List") != 0)) {
+			api_problem_ext(r, 422, json_pack("{s:s}", "field", "kind"),
+					"kind: expected \"List\" for a bulk enroll");
+			return;
+		}
+		n = json_array_size(items);
+	}
+	struct node **nodes = xcalloc(n, sizeof(*nodes));
+	for (size_t i = 0; i < n; i++) {
+		const json_t *it = bulk ? json_array_get(items, i) : body;
+		if (node_from_enroll_json(it, &nodes[i], err, sizeof(err)) < 0) {
+			if (bulk)
+				api_problem_ext(r, 422, json_pack("{s:I}", "index", (json_int_t)i),
+						"items[%zu]: %s; nothing was enrolled", i, err);
+			else
+				api_problem(r, 422, "%s", err);
+			free_nodes(nodes, n);
+			return;
+		}
+	}
+	/* Names unique inside the request. */
+	struct node **sorted = xmalloc(n * sizeof(*sorted));
+	memcpy(sorted, nodes, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), cmp_names);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(sorted[i]->name, sorted[i - 1]->name) == 0) {
+			api_problem_ext(r, 422, json_pack("{s:s}", "name", sorted[i]->name),
+					"metadata.name %s appears more than once; nothing was "
+					"enrolled",
+					sorted[i]->name);
+			free(sorted);
+			free_nodes(nodes, n);
+			return;
+		}
+	free(sorted);
+	/* Existing names: refuse before writing anything. */
+	for (size_t i = 0; i < n; i++) {
+		struct store_kv kv = {0};
+		int rc = store_get(r->srv->cfg.store, node_key(r, nodes[i]->name), &kv);
+		store_kv_release(&kv);
+		if (rc == 0) {
+			json_t *ext = json_pack("{s:s}", "name", nodes[i]->name);
+			if (bulk)
+				json_object_set_new(ext, "index", json_integer((json_int_t)i));
+			api_problem_ext(r, 409, ext, "node %s already exists; nothing was enrolled",
+					nodes[i]->name);
+			free_nodes(nodes, n);
+			return;
+		}
+	}
+	int64_t now = api_now(r);
+	json_t *out_items = json_array();
+	for (size_t i = 0; i < n; i++) {
+		nodes[i]->uid = xstrdup(api_uuid(r));
+		nodes[i]->created_at = now;
+		nodes[i]->phase = PHASE_ENROLLED;
+		nodes[i]->phase_since = now;
+		json_array_append_new(out_items, node_public(nodes[i], 0));
+	}
+	json_t *resp = bulk ? json_pack("{s:o}", "items", out_items) : json_incref(
+									    json_array_get(out_items, 0));
+	if (!bulk)
+		json_decref(out_items);
+	/* Write in batches; the idempotency record rides in the last one. */
+	struct store_op *ops = xcalloc(ENROLL_BATCH * 2 + 1, sizeof(*ops));
+	size_t done = 0;
+	int rc = 0;
+	while (done < n) {
+		size_t end = done + ENROLL_BATCH < n ? done + ENROLL_BATCH : n;
+		size_t nops = 0;
+		for (size_t i = done; i < end; i++) {
+			node_put_op(r, &ops[nops++], nodes[i], STORE_ABSENT);
+			api_event_op(r, &ops[nops++], "Normal",
+				     api_printf(r, "node/%s", nodes[i]->name), "Enrolled",
+				     "node enrolled");
+		}
+		size_t idem_at = nops;
+		if (end == n && api_idem_op(r, &ops[nops], 201, resp))
+			nops++;
+		int64_t rev = 0;
+		size_t failed = 0;
+		rc = store_txn(r->srv->cfg.store, ops, nops, &rev, &failed);
+		if (rc < 0) {
+			if (rc == FP_EEXIST && failed == idem_at && nops > idem_at)
+				api_problem(r, 409, "a request with this Idempotency-Key was "
+						    "committed concurrently; retry to get its result");
+			else if (rc == FP_EEXIST && failed < idem_at && failed % 2 == 0)
+				api_problem_ext(
+					r, 409, json_pack("{s:s}", "name", nodes[done + failed / 2]->name),
+					"node %s already exists (created concurrently); %zu of %zu "
+					"items were enrolled",
+					nodes[done + failed / 2]->name, done, n);
+			else
+				api_problem_rc(r, rc, "store write failed");
+			break;
+		}
+		for (size_t i = done; i < end; i++) {
+			json_t *doc = bulk ? json_array_get(json_object_get(resp, "items"), i) : resp;
+			api_set_rv(doc, rev);
+		}
+		done = end;
+	}
+	free(ops);
+	if (rc == 0) {
+		if (!bulk)
+			api_add_header(r, MHD_HTTP_HEADER_LOCATION,
+				       api_printf(r, "/v1/nodes/%s", nodes[0]->name));
+		api_reply_json(r, 201, resp);
+		log_info("nodes enrolled count=%zu actor=%s", n, api_actor(r));
+	} else {
+		json_decref(resp);
+	}
+	free_nodes(nodes, n);
+}
+
+/* ---------------------------------------------------------------- replace */
+
+#define SWAP(a, b)                          \
+	do {                                \
+		__typeof__(a) swap_tmp_ = (a); \
+		(a) = (b);                  \
+		(b) = swap_tmp_;            \
+	} while (0)
+
+/* Moves labels and spec from src into dst (src gets dst's old ones, to be freed with it). A
+ * spec.bmc without password/passwordFile keeps the stored credentials, because the public form
+ * a client read never carries them. */
+static void take_spec(struct node *dst, struct node *src)
+{
+	SWAP(dst->labels, src->labels);
+	SWAP(dst->nlabels, src->nlabels);
+	SWAP(dst->site, src->site);
+	SWAP(dst->rack, src->rack);
+	SWAP(dst->provider, src->provider);
+	SWAP(dst->pool, src->pool);
+	SWAP(dst->macs, src->macs);
+	SWAP(dst->nmacs, src->nmacs);
+	SWAP(dst->gpu_count, src->gpu_count);
+	SWAP(dst->gpu_model, src->gpu_model);
+	SWAP(dst->retire, src->retire);
+	int keep_secret = !src->bmc.password && !src->bmc.password_file;
+	SWAP(dst->bmc.driver, src->bmc.driver);
+	SWAP(dst->bmc.address, src->bmc.address);
+	SWAP(dst->bmc.username, src->bmc.username);
+	SWAP(dst->bmc.extra, src->bmc.extra);
+	if (!keep_secret) {
+		SWAP(dst->bmc.password, src->bmc.password);
+		SWAP(dst->bmc.password_file, src->bmc.password_file);
+	}
+}
+
+void api_node_put(struct api_req *r)
+{
+	if (check_name_param(r) < 0)
+		return;
+	const char *name = r->params[0];
+	json_t *body = NULL;
+	if (api_body_object(r, &body) < 0)
+		return;
+	api_own_json(r, body);
+	int64_t want = 0;
+	if (precondition(r, &want) < 0)
+		return;
+	json_t *md = json_object_get(body, "metadata");
+	json_t *brv = json_object_get(md, "resourceVersion");
+	if (brv) {
+		int64_t b = 0;
+		if (api_rv_parse_json(brv, &b) < 0) {
+			api_problem_ext(r, 422, json_pack("{s:s}", "field",
+							  "metadata.resourceVersion"),
+					"metadata.resourceVersion: expected a revision number");
+			return;
+		}
+		if (want && b != want) {
+			api_problem(r, 400, "If-Match %lld and metadata.resourceVersion %lld differ",
+				    (long long)want, (long long)b);
+			return;
+		}
+		want = b;
+	}
+	if (!want) {
+		api_problem(r, 428, "PUT needs metadata.resourceVersion in the body or an If-Match "
+				    "header (read the node first)");
+		return;
+	}
+	/* Fields the server owns may be echoed back from a GET; they are checked or ignored. */
+	json_t *in = json_deep_copy(body);
+	api_own_json(r, in);
+	json_t *imd = json_object_get(in, "metadata");
+	const char *uid = jsonx_str(in, "metadata.uid");
+	char *given_uid = uid ? api_strdup(r, uid) : NULL;
+	if (json_is_object(imd)) {
+		json_object_del(imd, "resourceVersion");
+		json_object_del(imd, "uid");
+		json_object_del(imd, "createdAt");
+	}
+	json_object_del(in, "status");
+	struct node *nn = NULL;
+	char err[512];
+	if (node_from_enroll_json(in, &nn, err, sizeof(err)) < 0) {
+		api_problem(r, 422, "%s", err);
+		return;
+	}
+	if (strcmp(nn->name, name) != 0) {
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", "metadata.name"),
+				"metadata.name %s does not match the path's %s", nn->name, name);
+		node_free(nn);
+		return;
+	}
+	struct node *cur = NULL;
+	int64_t mod = 0;
+	if (load_node(r, name, &cur, &mod) < 0) {
+		node_free(nn);
+		return;
+	}
+	if (given_uid && (!cur->uid || strcmp(given_uid, cur->uid) != 0)) {
+		api_problem_ext(r, 409, json_pack("{s:s}", "field", "metadata.uid"),
+				"metadata.uid %s is not this node's uid (it was deleted and "
+				"re-created?)",
+				given_uid);
+		goto out;
+	}
+	if (mod != want) {
+		stale(r, name, want, mod);
+		goto out;
+	}
+	take_spec(cur, nn);
+	struct store_op ops[2];
+	node_put_op(r, &ops[0], cur, want);
+	api_event_op(r, &ops[1], "Normal", api_printf(r, "node/%s", name), "Updated",
+		     "spec and labels replaced");
+	int64_t rev = 0;
+	size_t failed = 0;
+	int rc = store_txn(r->srv->cfg.store, ops, 2, &rev, &failed);
+	if (rc == FP_ECONFLICT || (rc == FP_ENOTFOUND && failed == 0)) {
+		struct store_kv kv = {0};
+		int64_t have = store_get(r->srv->cfg.store, node_key(r, name), &kv) == 0
+				       ? kv.mod_revision
+				       : 0;
+		store_kv_release(&kv);
+		stale(r, name, want, have);
+		goto out;
+	}
+	if (rc < 0) {
+		api_problem_rc(r, rc, "store write failed");
+		goto out;
+	}
+	api_reply_json(r, 200, node_public(cur, rev));
+out:
+	node_free(cur);
+	node_free(nn);
+}
+
+/* ---------------------------------------------------------------- delete */
+
+void api_node_delete(struct api_req *r)
+{
+	if (check_name_param(r) < 0)
+		return;
+	const char *name = r->params[0];
+	int64_t want = 0;
+	if (precondition(r, &want) < 0)
+		return;
+	struct node *cur = NULL;
+	int64_t mod = 0;
+	if (load_node(r, name, &cur, &mod) < 0)
+		return;
+	if (want && want != mod) {
+		stale(r, name, want, mod);
+		goto out;
+	}
+	if (cur->phase != PHASE_ENROLLED && cur->phase != PHASE_RETIRED) {
+		api_problem_ext(r, 409, json_pack("{s:s}", "phase", node_phase_name(cur->phase)),
+				"node %s is %s; only enrolled or retired nodes can be deleted "
+				"(retire it first: POST /v1/nodes/%s:retire)",
+				name, node_phase_name(cur->phase), name);
+		goto out;
+	}
+	struct store_op ops[2] = {
+		{.type = STORE_OP_DELETE, .key = node_key(r, name), .expect = mod},
+	};
+	api_event_op(r, &ops[1], "Normal", api_printf(r, "node/%s", name), "Deleted",
+		     api_printf(r, "node deleted in phase %s", node_phase_name(cur->phase)));
+	int64_t rev = 0;
+	int rc = store_txn(r->srv->cfg.store, ops, 2, &rev, NULL);
+	if (rc == FP_ECONFLICT || rc == FP_ENOTFOUND) {
+		api_problem(r, 409, "node %s changed while it was being deleted; retry", name);
+		goto out;
+	}
+	if (rc < 0) {
+		api_problem_rc(r, rc, "store write failed");
+		goto out;
+	}
+	api_reply_json(r, 200, node_public(cur, mod));
+	log_info("node deleted node=%s actor=%s", name, api_actor(r));
+out:
+	node_free(cur);
+}
+
+/* ---------------------------------------------------------------- actions */
+
+enum node_action { ACT_DRAIN, ACT_RESUME, ACT_RETIRE, ACT_RELEASE };
+
+static json_t *owners_json(const struct node *n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n->nholds; i++)
+		json_array_append_new(a, json_string(n->holds[i].owner));
+	return a;
+}
+
+static char *owners_text(struct api_req *r, const struct node *n)
+{
+	struct buf b;
+	buf_init(&b, 4096);
+	for (size_t i = 0; i < n->nholds; i++)
+		buf_printf(&b, "%s%s", i ? ", " : "", n->holds[i].owner);
+	char *s = buf_detach(&b, NULL);
+	if (!*s) {
+		free(s);
+		s = xstrdup("none");
+	}
+	return api_own(r, s);
+}
+
+static void node_action(struct api_req *r, enum node_action act)
+{
+	static const char *const keys_reason[] = {"reason", NULL};
+	static const char *const keys_release[] = {"owner", "reason", NULL};
+	if (check_name_param(r) < 0)
+		return;
+	const char *name = r->params[0];
+	if (api_idem_begin(r))
+		return;
+	json_t *body = NULL;
+	if (api_body_object(r, &body) < 0)
+		return;
+	api_own_json(r, body);
+	char err[256];
+	if (jsonx_check_keys(body, act == ACT_RELEASE ? keys_release : keys_reason, "", err,
+			     sizeof(err)) < 0) {
+		api_problem(r, 422, "%s", err);
+		return;
+	}
+	const char *reason = NULL, *owner = NULL;
+	if (reason_check(r, body, "reason", &reason) < 0)
+		return;
+	const char *me = api_actor(r);
+	if (act == ACT_RELEASE) {
+		owner = jsonx_str(body, "owner");
+		if (!owner || !*owner || strlen(owner) > 128) {
+			api_problem_ext(r, 422, json_pack("{s:s}", "field", "owner"),
+					"owner: expected the owner string of a hold, 1..128 "
+					"characters");
+			return;
+		}
+	}
+	for (int attempt = 0; attempt < CAS_RETRIES; attempt++) {
+		struct node *n = NULL;
+		int64_t mod = 0;
+		if (load_node(r, name, &n, &mod) < 0)
+			return;
+		int64_t now = api_now(r);
+		const char *ev_reason = NULL, *msg = NULL;
+		int rc = 0;
+		switch (act) {
+		case ACT_DRAIN:
+			rc = node_hold_add(n, me, reason, now, 0);
+			ev_reason = "DrainRequested";
+			msg = api_printf(r, "hold added: %s", reason);
+			break;
+		case ACT_RESUME:
+		case ACT_RELEASE: {
+			const char *who = act == ACT_RESUME ? me : owner;
+			if (!node_hold_find(n, who)) {
+				api_problem_ext(r, 409, json_pack("{s:o}", "owners", owners_json(n)),
+						"%s holds no hold on node %s; current owners: %s", who,
+						name, owners_text(r, n));
+				node_free(n);
+				return;
+			}
+			rc = node_hold_release(n, who);
+			ev_reason = act == ACT_RESUME ? "Resumed" : "HoldReleased";
+			msg = act == ACT_RESUME
+				      ? api_printf(r, "hold released: %s", reason)
+				      : api_printf(r, "hold of %s released by %s: %s", owner, me, reason);
+			break;
+		}
+		case ACT_RETIRE:
+			n->retire = 1;
+			ev_reason = "RetireRequested";
+			msg = api_printf(r, "retire requested: %s", reason);
+			break;
+		}
+		if (rc < 0) {
+			api_problem_rc(r, rc == FP_ETOOBIG ? FP_ECONFLICT : rc,
+				       rc == FP_ETOOBIG ? "the node carries the most holds allowed"
+							: "cannot change the node's holds");
+			node_free(n);
+			return;
+		}
+		json_t *resp = node_public(n, 0);
+		struct store_op ops[3];
+		size_t nops = 0;
+		node_put_op(r, &ops[nops++], n, mod);
+		api_event_op(r, &ops[nops++], act == ACT_RELEASE ? "Warning" : "Normal",
+			     api_printf(r, "node/%s", name), ev_reason, msg);
+		if (api_idem_op(r, &ops[nops], 200, resp))
+			nops++;
+		int64_t rev = 0;
+		size_t failed = 0;
+		rc = store_txn(r->srv->cfg.store, ops, nops, &rev, &failed);
+		node_free(n);
+		if (rc == FP_ECONFLICT && failed == 0) {
+			json_decref(resp);
+			continue; /* someone else wrote the node: read again */
+		}
+		if (rc == FP_EEXIST && failed == 2) {
+			json_decref(resp);
+			api_problem(r, 409, "a request with this Idempotency-Key was committed "
+					    "concurrently; retry to get its result");
+			return;
+		}
+		if (rc < 0) {
+			json_decref(resp);
+			api_problem_rc(r, rc, "store write failed");
+			return;
+		}
+		api_set_rv(resp, rev);
+		api_reply_json(r, 200, resp);
+		log_info("node action node=%s action=%s actor=%s", name, ev_reason, me);
+		return;
+	}
+	api_problem(r, 409, "node %s kept changing; gave up after %d attempts, retry", name,
+		    CAS_RETRIES);
+}
+
+void api_node_drain(struct api_req *r) { node_action(r, ACT_DRAIN); }
+void api_node_resume(struct api_req *r) { node_action(r, ACT_RESUME); }
+void api_node_retire(struct api_req *r) { node_action(r, ACT_RETIRE); }
+void api_node_release(struct api_req *r) { node_action(r, ACT_RELEASE); }

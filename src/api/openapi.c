@@ -1,0 +1,143 @@
+/* openapi.c - GET /v1/openapi.json: an OpenAPI 3.0.3 document (https://spec.openapis.org/oas/
+ * v3.0.3) describing every route of server.c, built once from the table below with jansson.
+ * Schemas are deliberately loose (documents are objects; errors are RFC 9457 problems); the
+ * authoritative shapes are in DESIGN.md and core/codec.h. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_int.h"
+#include "base/jsonx.h"
+#include "base/banned.h"
+
+struct oa_op {
+	const char *path, *method, *summary, *role;
+	int status; /* success status */
+	int body;   /* takes a JSON body */
+	int list;   /* limit/continue/watch parameters */
+};
+
+static const struct oa_op oa_ops[] = {
+	{"/healthz", "get", "Process is alive", "none", 200, 0, 0},
+	{"/readyz", "get", "Store open and caches synced (200) or not yet (503)", "none", 200, 0, 0},
+	{"/metrics", "get", "Prometheus text exposition 0.0.4", "viewer", 200, 0, 0},
+	{"/v1/openapi.json", "get", "This document", "viewer", 200, 0, 0},
+	{"/v1/nodes", "get", "List or watch nodes (labelSelector, phase)", "viewer", 200, 0, 1},
+	{"/v1/nodes", "post", "Enroll a node or {\"items\":[...]} (at most 10000)", "operator", 201,
+	 1, 0},
+	{"/v1/nodes/{name}", "get", "Get a node", "viewer (agent: own node)", 200, 0, 0},
+	{"/v1/nodes/{name}", "put", "Replace spec and labels (needs resourceVersion or If-Match)",
+	 "operator", 200, 1, 0},
+	{"/v1/nodes/{name}", "delete", "Delete an enrolled or retired node", "operator", 200, 0, 0},
+	{"/v1/nodes/{name}:drain", "post", "Add the caller's hold {\"reason\"}", "operator", 200, 1,
+	 0},
+	{"/v1/nodes/{name}:resume", "post", "Release the caller's hold {\"reason\"}", "operator",
+	 200, 1, 0},
+	{"/v1/nodes/{name}:retire", "post", "Request decommission {\"reason\"}", "operator", 200, 1,
+	 0},
+	{"/v1/nodes/{name}:release", "post", "Release another owner's hold {\"owner\",\"reason\"}",
+	 "admin", 200, 1, 0},
+	{"/v1/operations", "get", "List or watch operations (node, state)", "viewer", 200, 0, 1},
+	{"/v1/operations/{name}", "get", "Get an operation", "viewer", 200, 0, 0},
+	{"/v1/events", "get", "List or watch audit events, oldest first (object)", "viewer", 200, 0,
+	 1},
+	{"/v1/events/{name}", "get", "Get an audit event", "viewer", 200, 0, 0},
+	{"/v1/sites", "get", "List sites", "viewer", 200, 0, 1},
+	{"/v1/sites", "post", "Create a site", "operator", 201, 1, 0},
+	{"/v1/sites/{name}", "get", "Get a site", "viewer", 200, 0, 0},
+	{"/v1/sites/{name}", "delete", "Delete a site without racks", "admin", 200, 0, 0},
+	{"/v1/racks", "get", "List racks (site)", "viewer", 200, 0, 1},
+	{"/v1/racks", "post", "Create a rack (spec.site must exist)", "operator", 201, 1, 0},
+	{"/v1/racks/{name}", "get", "Get a rack", "viewer", 200, 0, 0},
+	{"/v1/racks/{name}", "delete", "Delete a rack", "admin", 200, 0, 0},
+	{"/v1/tokens", "get", "List tokens (no secrets)", "admin", 200, 0, 1},
+	{"/v1/tokens", "post", "Create a token; the secret is in this response only", "admin", 201,
+	 1, 0},
+	{"/v1/tokens/{name}", "get", "Get a token (no secret)", "admin", 200, 0, 0},
+	{"/v1/tokens/{name}", "delete", "Revoke a token", "admin", 200, 0, 0},
+};
+
+static json_t *param(const char *name, const char *in, const char *type, int required,
+		     const char *desc)
+{
+	return json_pack("{s:s,s:s,s:b,s:s,s:{s:s}}", "name", name, "in", in, "required", required,
+			 "description", desc, "schema", "type", type);
+}
+
+static json_t *build(void)
+{
+	json_t *paths = json_object();
+	for (size_t i = 0; i < sizeof(oa_ops) / sizeof(oa_ops[0]); i++) {
+		const struct oa_op *o = &oa_ops[i];
+		json_t *item = json_object_get(paths, o->path);
+		if (!item) {
+			item = json_object();
+			json_object_set_new(paths, o->path, item);
+		}
+		char code[8];
+		snprintf(code, sizeof(code), "%d", o->status);
+		const char *ctype = strcmp(o->path, "/metrics") == 0 ? "text/plain" : "application/json";
+		json_t *ok = json_pack("{s:s,s:{s:{s:{s:s}}}}", "description", "success", "content",
+				       ctype, "schema", "type",
+				       strcmp(ctype, "text/plain") == 0 ? "string" : "object");
+		json_t *op = json_pack("{s:s,s:s,s:{s:o,s:{s:s,s:{s:{s:{s:s}}}}}}", "summary",
+				       o->summary, "description",
+				       o->role, "responses", code, ok, "default", "description",
+				       "RFC 9457 problem", "content", "application/problem+json",
+				       "schema", "$ref", "#/components/schemas/Problem");
+		json_object_set_new(op, "x-fleetplane-role", json_string(o->role));
+		json_t *params = json_array();
+		if (strstr(o->path, "{name}"))
+			json_array_append_new(params, param("name", "path", "string", 1,
+							    "object name"));
+		if (o->list) {
+			json_array_append_new(params, param("limit", "query", "integer", 0,
+							    "page size, 1..5000, default 500"));
+			json_array_append_new(params, param("continue", "query", "string", 0,
+							    "token from the previous page"));
+			json_array_append_new(params, param("watch", "query", "string", 0,
+							    "1: stream newline-delimited events"));
+			json_array_append_new(params, param("resourceVersion", "query", "string",
+							    0, "watch from after this revision"));
+		}
+		if (o->body) {
+			json_array_append_new(params, param("Idempotency-Key", "header", "string",
+							    0, "replay-safe POST (24 h)"));
+			json_object_set_new(op, "requestBody",
+					    json_pack("{s:b,s:{s:{s:{s:s}}}}", "required", 1,
+						      "content", "application/json", "schema",
+						      "type", "object"));
+		}
+		if (json_array_size(params))
+			json_object_set_new(op, "parameters", params);
+		else
+			json_decref(params);
+		if (strcmp(o->role, "none") == 0)
+			json_object_set_new(op, "security", json_array());
+		json_object_set_new(item, o->method, op);
+	}
+	return json_pack(
+		"{s:s,s:{s:s,s:s},s:o,s:{s:{s:{s:s,s:s}},s:{s:{s:s,s:{s:{s:s},s:{s:s},s:{s:s},"
+		"s:{s:s},s:{s:s}}}}},s:[{s:[]}]}",
+		"openapi", "3.0.3", "info", "title", "fleetplane API", "version", "v1", "paths",
+		paths, "components", "securitySchemes", "bearer", "type", "http", "scheme",
+		"bearer", "schemas", "Problem", "type", "object", "properties", "type", "type",
+		"string", "title", "type", "string", "status", "type", "integer", "detail", "type",
+		"string", "instance", "type", "string", "security", "bearer");
+}
+
+static pthread_once_t oa_once = PTHREAD_ONCE_INIT;
+static char *oa_text;
+
+static void oa_init(void)
+{
+	json_t *doc = build();
+	oa_text = jsonx_dumps(doc);
+	json_decref(doc);
+}
+
+void api_openapi(struct api_req *r)
+{
+	pthread_once(&oa_once, oa_init);
+	api_reply_raw(r, 200, "application/json", oa_text, strlen(oa_text));
+}

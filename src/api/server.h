@@ -1,0 +1,64 @@
+/* server.h - fleetplane's HTTP/JSON API server (DESIGN.md "API"): REST over HTTP/1.1 under
+ * /v1/, served by libmicrohttpd 0.9.75 in thread-per-connection mode with poll (see
+ * ../shared/recipes/libmicrohttpd.md and the comment in server.c on why), JSON by jansson,
+ * bearer tokens (auth.h) by libsodium. Errors are RFC 9457 application/problem+json.
+ *
+ * `fleetplane serve` builds one api_config, calls api_server_new once the store is open, and
+ * api_server_free on shutdown. Until cfg->ready(arg) returns nonzero every /v1 request is
+ * answered 503 (/healthz, /readyz and /metrics are always served). */
+#ifndef FP_API_SERVER_H
+#define FP_API_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+struct fp_clock;
+struct fp_rng;
+struct api_server;
+
+/* Optional read-through hook for GET /v1/nodes/{name}: the controller's informer cache serves
+ * the pre-rendered public JSON (node_to_json(n, NODE_JSON_PUBLIC), secrets removed) so the hot
+ * GET path does not touch the store. get_json returns 0 and a malloc'd document in *json
+ * (*len bytes, the server frees it with free()), FP_ENOTFOUND when the cache does not hold the
+ * node (the server then reads the store, so a node created a moment ago is still found), or
+ * another negative fp_err (answered as that error). Called from connection threads
+ * concurrently; must be thread-safe and must not block for long. */
+struct api_node_view {
+	int (*get_json)(void *arg, const char *name, char **json, size_t *len);
+	void *arg;
+};
+
+typedef int (*api_ready_fn)(void *arg);
+
+struct api_config {
+	/* "host:port"; host an IPv4 literal, "[v6]" literal, "localhost", or "" / "*" for all
+	 * addresses; port 0 picks a free port (see api_server_port). */
+	const char *listen;
+	struct store *store;   /* borrowed; required; must outlive the server */
+	struct fp_clock *clock; /* borrowed; wall time for documents; NULL = system clock */
+	struct fp_rng *rng;    /* borrowed; uids and event ids; NULL = server-owned, seeded */
+	const char *data_dir;  /* where admin.token is written on first start; NULL = none */
+	size_t max_body;       /* bytes; 0 = 1 MiB. Larger bodies get 413 */
+	api_ready_fn ready;    /* NULL = always ready */
+	void *ready_arg;
+	struct api_node_view node_view; /* get_json NULL = read the store */
+	/* Tuning; 0 = defaults (1000 connections, 60 s idle timeout). */
+	unsigned connection_limit;
+	unsigned connection_timeout_s;
+};
+
+/* Starts listening and serving on the daemon's own threads. Loads tokens from the store and
+ * writes <data_dir>/admin.token on first start (auth.h api_auth_bootstrap). Returns the server
+ * (free with api_server_free) or NULL with detail in err (bad listen address, port in use,
+ * unreadable store, admin token file not writable). */
+struct api_server *api_server_new(const struct api_config *cfg, char *err, size_t errlen);
+
+/* The TCP port the server listens on (useful with port 0). */
+unsigned api_server_port(const struct api_server *srv);
+
+/* Stops accepting, ends watch streams (within about 250 ms), waits for connection threads,
+ * and frees. NULL is a no-op. The store is not closed. */
+void api_server_free(struct api_server *srv);
+
+#endif
