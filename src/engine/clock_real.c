@@ -14,6 +14,9 @@
 #include "base/err.h"
 #include "base/banned.h"
 
+/* about 292 million years / 1000: keeps now + delay far from INT64_MAX */
+#define CLOCK_MAX_DELAY_MS (INT64_MAX / 1024)
+
 struct rtimer {
 	int64_t at;
 	uint64_t id; /* also insertion order */
@@ -123,6 +126,8 @@ static uint64_t cr_after(struct fp_clock *c, int64_t delay_ms, fp_timer_fn fn, v
 	BUG_ON(!fn);
 	if (delay_ms < 0)
 		delay_ms = 0;
+	if (delay_ms > CLOCK_MAX_DELAY_MS)
+		delay_ms = CLOCK_MAX_DELAY_MS;
 	int64_t at = ts_ms(CLOCK_MONOTONIC) + delay_ms;
 	pthread_mutex_lock(&r->mu);
 	ALLOC_GROW(r->heap, r->n + 1, r->alloc);

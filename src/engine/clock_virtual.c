@@ -12,6 +12,9 @@
 #include "base/err.h"
 #include "base/banned.h"
 
+/* about 292 million years / 1000: keeps now + delay far from INT64_MAX */
+#define CLOCK_MAX_DELAY_MS (INT64_MAX / 1024)
+
 struct vtimer {
 	int64_t at;
 	uint64_t seq; /* insertion order, breaks ties; also the timer id */
@@ -109,6 +112,8 @@ static uint64_t cv_after(struct fp_clock *c, int64_t delay_ms, fp_timer_fn fn, v
 	BUG_ON(!fn);
 	if (delay_ms < 0)
 		delay_ms = 0;
+	if (delay_ms > CLOCK_MAX_DELAY_MS)
+		delay_ms = CLOCK_MAX_DELAY_MS;
 	pthread_mutex_lock(&v->mu);
 	ALLOC_GROW(v->heap, v->n + 1, v->alloc);
 	uint64_t id = ++v->next_seq;

@@ -1,8 +1,8 @@
 /* ratelimit.c - token buckets and the keyed BMC/site limiter of engine/ratelimit.h (DESIGN.md
- * principle 7). Buckets count micro-tokens in int64_t so refill and wait times are exact; the
- * keyed limiter keeps one base/hmap of BMC keys and one of site keys under a single
- * mutex, never blocks, and sweeps out keys whose state is indistinguishable from a new key once
- * they have been idle for idle_evict_ms. */
+ * principle 7). Buckets count micro-tokens in int64_t so refill and wait times are exact. The
+ * keyed limiter keeps one base/hmap of BMC keys and one of site keys under a single mutex,
+ * never blocks, honours per-site Retry-After pauses, and sweeps out keys whose state is
+ * indistinguishable from a new key's once they have been idle for idle_evict_ms. */
 #include "engine/ratelimit.h"
 
 #include <stdarg.h>
@@ -17,6 +17,7 @@
 
 #define UT_PER_TOKEN 1000000LL
 #define BUCKET_MAX_BURST 1000000000LL
+#define RATELIMIT_MAX_PAUSE_MS (24LL * 3600 * 1000)
 
 /* ---- token bucket ---- */
 
@@ -71,7 +72,7 @@ void ratelimit_bucket_release(struct ratelimit_bucket *b)
 
 int64_t ratelimit_bucket_try_take(struct ratelimit_bucket *b, int64_t n)
 {
-	if (n < 0 || n * UT_PER_TOKEN > b->cap_ut)
+	if (n < 0 || n > b->cap_ut / UT_PER_TOKEN)
 		return FP_EINVAL;
 	if (n == 0 || b->rate_ut_per_ms == 0)
 		return 0;
@@ -134,6 +135,7 @@ struct bmc_state {
 struct site_state {
 	struct ratelimit_bucket bucket;
 	int64_t last_use_ms;
+	int64_t paused_until_ms; /* Retry-After from the site's API; <= now when not paused */
 };
 
 struct ratelimit {
@@ -207,7 +209,8 @@ static size_t evict_locked(struct ratelimit *lim, int64_t now)
 	}
 	for (struct hmap_iter it = hmap_iter_start(&lim->sites); hmap_iter_next(&it);) {
 		struct site_state *s = it.e->value;
-		if (now - s->last_use_ms >= lim->cfg.idle_evict_ms && bucket_full(&s->bucket)) {
+		if (now - s->last_use_ms >= lim->cfg.idle_evict_ms && now >= s->paused_until_ms &&
+		    bucket_full(&s->bucket)) {
 			hmap_remove(&lim->sites, it.e->key);
 			free_site(s);
 			dropped++;
@@ -286,9 +289,15 @@ int ratelimit_acquire(struct ratelimit *lim, const char *bmc_key, const char *si
 	}
 
 	struct site_state *ss = NULL;
-	int use_site = site_key && *site_key && c->site_rate_per_s > 0;
-	if (use_site)
+	int has_site = site_key && *site_key;
+	if (has_site)
 		ss = hmap_get(&lim->sites, site_key);
+	if (ss && now < ss->paused_until_ms) {
+		rc = refuse(FP_EAGAIN, ss->paused_until_ms - now, wait_ms, why, whylen,
+			    "site paused by retry-after site=%s", site_key);
+		goto out;
+	}
+	int use_site = has_site && c->site_rate_per_s > 0;
 	size_t need = (bs ? 0 : 1) + (use_site && !ss ? 1 : 0);
 	if (need && !have_room(lim, now, need)) {
 		/* the sweep may have dropped bs or ss */
@@ -300,6 +309,7 @@ int ratelimit_acquire(struct ratelimit *lim, const char *bmc_key, const char *si
 	if (use_site) {
 		ss = hmap_get(&lim->sites, site_key);
 		if (!ss) {
+			/* sweep may have dropped it; it was then fresh */
 			ss = xcalloc(1, sizeof(*ss));
 			ratelimit_bucket_init(&ss->bucket, lim->clock, c->site_rate_per_s,
 					      c->site_burst);
@@ -343,6 +353,36 @@ int ratelimit_release(struct ratelimit *lim, const char *bmc_key)
 		bs->last_use_ms = now;
 		rc = 0;
 	}
+	pthread_mutex_unlock(&lim->mu);
+	return rc;
+}
+
+int ratelimit_site_pause(struct ratelimit *lim, const char *site_key, int64_t ms)
+{
+	if (!site_key || !*site_key)
+		return FP_EINVAL;
+	if (ms <= 0)
+		return 0;
+	if (ms > RATELIMIT_MAX_PAUSE_MS)
+		ms = RATELIMIT_MAX_PAUSE_MS;
+	int rc = 0;
+	pthread_mutex_lock(&lim->mu);
+	int64_t now = clock_now_ms(lim->clock);
+	struct site_state *ss = hmap_get(&lim->sites, site_key);
+	if (!ss) {
+		if (!have_room(lim, now, 1)) {
+			rc = FP_EBUSY;
+			goto out;
+		}
+		ss = xcalloc(1, sizeof(*ss));
+		ratelimit_bucket_init(&ss->bucket, lim->clock, lim->cfg.site_rate_per_s,
+				      lim->cfg.site_burst);
+		hmap_put(&lim->sites, site_key, ss);
+	}
+	ss->last_use_ms = now;
+	if (now + ms > ss->paused_until_ms)
+		ss->paused_until_ms = now + ms;
+out:
 	pthread_mutex_unlock(&lim->mu);
 	return rc;
 }

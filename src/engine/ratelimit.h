@@ -75,11 +75,13 @@ void ratelimit_free(struct ratelimit *lim);
 
 /* ratelimit_acquire asks for one command slot on bmc_key (required, non-empty) within site_key
  * (NULL or "" = no site limit). Checks, in order: BMC concurrency, BMC minimum interval since
- * the last release, site token bucket; the site token is taken only when the BMC checks pass.
+ * the last release, a site pause (ratelimit_site_pause), the site token bucket; the site token
+ * is taken only when every other check passes.
  * Returns 0 with a slot held (*wait_ms = 0; the caller must call ratelimit_release once the
  * command ends), or FP_EAGAIN with *wait_ms > 0 milliseconds after which to retry (exact for
  * interval and bucket, the busy_retry_ms hint for concurrency) and a reason in why, e.g.
- * "bmc concurrency 1 reached", "bmc min interval 500ms not elapsed", "site token bucket empty".
+ * "bmc concurrency 1 reached", "bmc min interval 500ms not elapsed", "site paused by retry-after
+ * site=s1", "site token bucket empty site=s1".
  * FP_EINVAL for a NULL/empty bmc_key; FP_EBUSY (wait_ms = busy_retry_ms) when max_keys live keys
  * are held and none can be evicted. Keys are copied. why/whylen may be NULL/0; on success
  * why is set to "". wait_ms may be NULL. */
@@ -90,6 +92,14 @@ int ratelimit_acquire(struct ratelimit *lim, const char *bmc_key, const char *si
  * interval counts from here). Returns 0, or FP_ENOTFOUND if bmc_key holds no slot (the call is
  * then ignored). */
 int ratelimit_release(struct ratelimit *lim, const char *bmc_key);
+
+/* ratelimit_site_pause refuses every acquire within site_key for ms from now (capped at 24 h),
+ * for a site or provider API that answered 429/503 with Retry-After (RFC 9110 section 10.2.3);
+ * acquires answer FP_EAGAIN, the remaining pause as wait_ms, and the reason "site paused by
+ * retry-after site=<key>". A shorter pause never shortens a longer one; ms <= 0 is a no-op.
+ * Applies whether or not a site rate is configured. Returns 0, FP_EINVAL for an empty key, or
+ * FP_EBUSY when the key table is full. */
+int ratelimit_site_pause(struct ratelimit *lim, const char *site_key, int64_t ms);
 
 /* ratelimit_nkeys returns the number of live BMC keys plus site keys (for tests and metrics). */
 size_t ratelimit_nkeys(struct ratelimit *lim);

