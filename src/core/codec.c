@@ -624,6 +624,11 @@ int operation_from_json(const json_t *doc, int64_t rv, struct operation **out, c
 			rc = fp_errf(FP_EINVAL, err, errlen, "spec.steps[%zu]: expected a string", i);
 			goto out;
 		}
+		if (json_string_length(s) > 64) {
+			rc = fp_errf(FP_EINVAL, err, errlen,
+				     "spec.steps[%zu]: longer than 64 characters", i);
+			goto out;
+		}
 		op->steps[op->nsteps++] = xstrdup(json_string_value(s));
 	}
 	if ((size_t)step > op->nsteps) {

@@ -1011,6 +1011,21 @@ static void test_operation_errors(void **state)
 		 "\"status\":{\"state\":\"pending\"}}",
 		 base_meta);
 	expect_op_err(doc, "spec.steps[1]: expected a string");
+	/* step names are bounded: 64 characters accepted, 65 refused */
+	snprintf(doc, sizeof(doc),
+		 "{%s,\"spec\":{\"node\":\"n1\",\"kind\":\"power\",\"steps\":[\"on\","
+		 "\"abcdefghij0123456789abcdefghij0123456789abcdefghij0123456789abcd\"]},"
+		 "\"status\":{\"state\":\"pending\"}}",
+		 base_meta);
+	assert_int_equal(decode_op(doc, &op, e, sizeof(e)), 0);
+	assert_int_equal(strlen(op->steps[1]), 64);
+	operation_free(op);
+	snprintf(doc, sizeof(doc),
+		 "{%s,\"spec\":{\"node\":\"n1\",\"kind\":\"power\",\"steps\":[\"on\","
+		 "\"abcdefghij0123456789abcdefghij0123456789abcdefghij0123456789abcde\"]},"
+		 "\"status\":{\"state\":\"pending\"}}",
+		 base_meta);
+	expect_op_err(doc, "spec.steps[1]: longer than 64 characters");
 	snprintf(doc, sizeof(doc),
 		 "{%s,\"spec\":{\"node\":\"n1\",\"kind\":\"power\",\"steps\":[\"a\",\"b\",\"c\","
 		 "\"d\",\"e\",\"f\",\"g\",\"h\",\"i\",\"j\",\"k\",\"l\",\"m\",\"n\",\"o\",\"p\","
