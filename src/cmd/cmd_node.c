@@ -189,6 +189,7 @@ struct node_watch {
 	int tty;
 	int64_t last_draw_ms;
 	int drawn;
+	FILE *err;          /* where event errors go: stderr, or a buffer while a bar is shown */
 };
 
 #define NODE_WATCH_RELIST 100
@@ -245,7 +246,7 @@ static int node_watch_event(void *arg, json_t *ev)
 	const char *type = json_string_value(json_object_get(ev, "type"));
 	json_t *obj = json_object_get(ev, "object");
 	if (!type) {
-		fprintf(stderr, "error: watch event without a type\n");
+		fprintf(w->err, "error: watch event without a type\n");
 		return CLIENT_EXIT_API;
 	}
 	if (strcmp(type, "ERROR") == 0) {
@@ -254,9 +255,7 @@ static int node_watch_event(void *arg, json_t *ev)
 			return NODE_WATCH_RELIST;
 		char line[1400];
 		client_problem_format(json_integer_value(st), obj, NULL, 0, line, sizeof(line));
-		if (w->drawn)
-			fputc('\n', stdout);
-		fprintf(stderr, "%s\n", line);
+		fprintf(w->err, "%s\n", line);
 		return CLIENT_EXIT_API;
 	}
 	char rv[64];
@@ -347,6 +346,14 @@ static int node_watch(struct client *c, const char *selector, const char *phase)
 	memset(&w, 0, sizeof(w));
 	w.phase_of = json_object();
 	w.tty = isatty(STDOUT_FILENO);
+	w.err = stderr;
+	/* on a terminal, hold error lines back until the bar's line is finished */
+	char *errtext = NULL;
+	size_t errlen = 0;
+	FILE *errbuf = w.tty ? open_memstream(&errtext, &errlen) : NULL;
+	FILE *saved_err = c->err;
+	if (errbuf)
+		c->err = w.err = errbuf;
 	struct sigaction sa, old_int, old_term;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = node_on_signal;
@@ -371,9 +378,19 @@ static int node_watch(struct client *c, const char *selector, const char *phase)
 			nanosleep(&ts, NULL);
 		}
 	}
+	if (client_interrupted)
+		rc = CLIENT_EXIT_OK; /* Ctrl-C is how a watch ends */
 	if (w.tty && w.drawn) {
 		node_watch_draw(&w, 1);
 		fputc('\n', stdout);
+		fflush(stdout);
+	}
+	if (errbuf) {
+		fclose(errbuf);
+		c->err = saved_err;
+		if (errlen && !client_interrupted)
+			fputs(errtext, stderr);
+		free(errtext);
 	}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);

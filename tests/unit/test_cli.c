@@ -894,6 +894,55 @@ static void test_node_watch_lines(void **state)
 	assert_string_equal(fake.reqs[3].query, "watch=1&resourceVersion=8&labelSelector=site%3Ds1");
 }
 
+/* The same watch with stdout on a pseudo-terminal: a live bar, errors after its line. */
+static void test_node_watch_tty(void **state)
+{
+	fake_reset();
+	int m = posix_openpt(O_RDWR | O_NOCTTY);
+	assert_true(m >= 0);
+	assert_int_equal(grantpt(m), 0);
+	assert_int_equal(unlockpt(m), 0);
+	int sl = open(ptsname(m), O_RDWR | O_NOCTTY);
+	assert_true(sl >= 0);
+	char pe[] = "/tmp/test_cli_errXXXXXX";
+	int fe = mkstemp(pe);
+	unlink(pe);
+	char *argv[] = {xstrdup("node"), xstrdup("list"), xstrdup("-w"), xstrdup("-l"),
+			xstrdup("site=s1"), NULL};
+	fflush(stdout);
+	fflush(stderr);
+	int so = dup(1), se = dup(2);
+	dup2(sl, 1);
+	dup2(fe, 2);
+	int rc = cmd_node(5, argv);
+	fflush(stdout);
+	fflush(stderr);
+	dup2(so, 1);
+	dup2(se, 2);
+	close(so);
+	close(se);
+	close(sl);
+	char out[8192], err[1024];
+	size_t n = 0;
+	ssize_t k;
+	fcntl(m, F_SETFL, O_NONBLOCK);
+	while (n + 1 < sizeof(out) && (k = read(m, out + n, sizeof(out) - 1 - n)) > 0)
+		n += (size_t)k;
+	out[n] = 0;
+	close(m);
+	slurp_fd(fe, err, sizeof(err));
+	close(fe);
+	for (int i = 0; argv[i]; i++)
+		free(argv[i]);
+	assert_int_equal(rc, 1);
+	static const char first[] = "\ravailable 1/1 [####################]\033[K";
+	static const char last[] = "\ravailable 0/1 [--------------------] draining 1\033[K\r\n";
+	assert_memory_equal(out, first, strlen(first));
+	assert_true(n >= strlen(last));
+	assert_string_equal(out + n - strlen(last), last);
+	assert_string_equal(err, "error: Forbidden: token revoked (HTTP 403)\n");
+}
+
 static void test_op(void **state)
 {
 	fake_reset();
@@ -985,6 +1034,7 @@ int main(void)
 		cmocka_unit_test(test_node_drain),
 		cmocka_unit_test(test_node_enroll),
 		cmocka_unit_test(test_node_watch_lines),
+		cmocka_unit_test(test_node_watch_tty),
 		cmocka_unit_test(test_op),
 		cmocka_unit_test(test_event_list),
 		cmocka_unit_test(test_token),
