@@ -864,6 +864,14 @@ static void process_key(struct lifecycle *lc, const char *key)
 {
 	int64_t t0 = clock_now_ms(lc->cfg.clock);
 	int rc = reconcile(lc, key);
+	if (rc == 0) {
+		/* Backoff counts keep growing only while a node keeps failing in a transient
+		 * phase; a node at rest starts fresh next time. */
+		struct node *n = cache_node_get(lc->cfg.cache, key);
+		if (!n || !node_phase_is_transient(n->phase))
+			workqueue_forget(lc->wq, key);
+		node_free(n);
+	}
 	metric_observe(lc->m_reconcile, NULL,
 		       (double)(clock_now_ms(lc->cfg.clock) - t0) / 1000.0);
 	metric_add(lc->m_reconcile_total,
@@ -1015,13 +1023,19 @@ int lifecycle_start(struct lifecycle *lc)
 	return 0;
 }
 
+void lifecycle_stop(struct lifecycle *lc)
+{
+	workqueue_shutdown(lc->wq);
+	for (int i = 0; i < lc->nthreads; i++)
+		pthread_join(lc->threads[i], NULL);
+	lc->nthreads = 0;
+}
+
 void lifecycle_free(struct lifecycle *lc)
 {
 	if (!lc)
 		return;
-	workqueue_shutdown(lc->wq);
-	for (int i = 0; i < lc->nthreads; i++)
-		pthread_join(lc->threads[i], NULL);
+	lifecycle_stop(lc);
 	free(lc->threads);
 	workqueue_free(lc->wq);
 	hmap_release(&lc->in_flight);

@@ -49,7 +49,10 @@ struct lifecycle;
 struct lifecycle *lifecycle_new(const struct lifecycle_config *cfg);
 /* Starts the reconcile workers (if workers > 0). */
 int lifecycle_start(struct lifecycle *lc);
-/* Stops workers, waits for in-flight steps, frees. NULL is a no-op. */
+/* Stops the queue and joins the workers; steps already on the executor may still finish (their
+ * re-queues are ignored). Call before freeing the executor. */
+void lifecycle_stop(struct lifecycle *lc);
+/* Stops (if not yet) and frees. Free the executor first. NULL is a no-op. */
 void lifecycle_free(struct lifecycle *lc);
 
 /* Single-threaded driving: processes one queued key. Returns 1 if a key was processed, 0 if

@@ -1,0 +1,11 @@
+/* run.h - entry points of the process-running subcommands: serve (the control plane), demo (the
+ * main job: serve + a simulated fleet, end to end), sim (inspect simulated hardware). Each takes
+ * argv with argv[0] = the subcommand's name and returns the process exit code. */
+#ifndef FP_CMD_RUN_H
+#define FP_CMD_RUN_H
+
+int cmd_serve(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
+
+#endif

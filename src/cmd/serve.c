@@ -1,0 +1,457 @@
+/* serve.c - `fleetplane serve`: the control plane process. Opens the SQLite store in the data
+ * directory, starts the informer cache, the lifecycle controller with its executor and rate
+ * limits, the sim BMC driver (for every node whose spec.bmc.driver is "sim"), and the API
+ * server; with --sim N it first creates, if absent, a simulated site with racks of 8 nodes and
+ * N enrolled nodes. Runs until SIGINT/SIGTERM, then shuts down in dependency order. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/server.h"
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/jsonx.h"
+#include "base/log.h"
+#include "base/timefmt.h"
+#include "cmd/run.h"
+#include "controller/lifecycle.h"
+#include "core/codec.h"
+#include "core/event.h"
+#include "driver/bmc_sim.h"
+#include "engine/cache.h"
+#include "engine/clock.h"
+#include "engine/executor_impl.h"
+#include "engine/ratelimit.h"
+#include "store/store.h"
+
+#define SIM_SITE "sim-a"
+#define SIM_NODES_PER_RACK 8
+#define SIM_MAX_NODES 200000
+
+struct serve {
+	const char *data_dir;
+	const char *listen;
+	long sim_nodes;
+	double sim_speed;
+	uint64_t sim_faults;
+	int workers;
+	int exec_threads;
+	double site_qps;
+	struct store *store;
+	struct fp_clock *clock;
+	struct fp_rng rng;
+	struct fp_executor *exec;
+	struct bmc *sim;
+	struct ratelimit *limits;
+	struct cache *cache;
+	struct lifecycle *lc;
+	struct api_server *api;
+	volatile int closing;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: fleetplane serve --data-dir DIR [--listen ADDR] [--sim N] [--sim-speed X]\n"
+		"                        [--sim-faults SEED] [--workers N] [--site-qps Q]\n"
+		"                        [--log-level debug|info|warn|error]\n"
+		"\n"
+		"  --data-dir DIR      store, admin.token and state live here (created 0700)\n"
+		"  --listen ADDR       host:port for the API (default 127.0.0.1:7070)\n"
+		"  --sim N             create, if absent, site " SIM_SITE " with racks of 8 nodes and\n"
+		"                      N enrolled simulated 8-GPU nodes (idempotent)\n"
+		"  --sim-speed X       simulated hardware runs X times faster than real (default 10;\n"
+		"                      0 = zero latency)\n"
+		"  --sim-faults SEED   inject seeded BMC timeouts, wrong power reads, lost callbacks\n"
+		"  --workers N         reconcile workers (default 4)\n"
+		"  --site-qps Q        BMC commands per second per site (default 100; scaled by\n"
+		"                      --sim-speed for sim nodes; 0 = unlimited)\n");
+}
+
+static int parse_double(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || isnan(v) || v < lo || v > hi)
+		return FP_EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return FP_EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* ---- sim persistence and callbacks ---- */
+
+static int sim_save(void *arg, const char *node, const char *json)
+{
+	struct serve *sv = arg;
+	char key[STORE_MAX_KEY + 1];
+	snprintf(key, sizeof(key), "/sim/hw/%s", node);
+	return store_put(sv->store, key, json, STORE_ANY, NULL);
+}
+
+static int sim_load(void *arg, const char *node, char **json)
+{
+	struct serve *sv = arg;
+	char key[STORE_MAX_KEY + 1];
+	struct store_kv kv = {0};
+	snprintf(key, sizeof(key), "/sim/hw/%s", node);
+	*json = NULL;
+	int rc = store_get(sv->store, key, &kv);
+	if (rc == FP_ENOTFOUND)
+		return 0;
+	if (rc < 0)
+		return rc;
+	*json = kv.value;
+	kv.value = NULL;
+	store_kv_release(&kv);
+	return 0;
+}
+
+static void sim_notify(void *arg, const char *node, enum bmc_sim_notice what, const char *boot_id,
+		       int passed)
+{
+	struct serve *sv = arg;
+	if (sv->closing || !sv->lc)
+		return;
+	if (what == BMC_SIM_BOOTED)
+		lifecycle_agent_booted(sv->lc, node, boot_id);
+	else
+		lifecycle_agent_validated(sv->lc, node, passed);
+}
+
+/* ---- --sim N: the simulated site ---- */
+
+static int put_absent(struct store *s, const char *key, json_t *doc, int *created)
+{
+	char *val = jsonx_dumps(doc);
+	int rc = store_put(s, key, val, STORE_ABSENT, NULL);
+	free(val);
+	if (rc == FP_EEXIST)
+		return 0;
+	if (rc == 0)
+		(*created)++;
+	return rc;
+}
+
+static int create_sim_site(struct serve *sv)
+{
+	int64_t now = clock_wall_ms(sv->clock);
+	char ts[FP_TIME_LEN], key[STORE_MAX_KEY + 1];
+	fp_time_format(now, ts);
+	int created = 0, rc;
+	json_t *site = json_pack("{s:s,s:{s:s,s:s,s:{s:s}},s:{s:s}}", "kind", "Site", "metadata",
+				 "name", SIM_SITE, "createdAt", ts, "labels", "provider", "sim",
+				 "spec", "description", "simulated site created by serve --sim");
+	rc = put_absent(sv->store, "/sites/" SIM_SITE, site, &created);
+	json_decref(site);
+	long racks = (sv->sim_nodes + SIM_NODES_PER_RACK - 1) / SIM_NODES_PER_RACK;
+	for (long r = 1; rc == 0 && r <= racks; r++) {
+		char rack[24], nvl[48];
+		snprintf(rack, sizeof(rack), "r%02ld", r);
+		snprintf(nvl, sizeof(nvl), "nvl-%s", rack);
+		snprintf(key, sizeof(key), "/racks/%s", rack);
+		json_t *doc = json_pack("{s:s,s:{s:s,s:s,s:{s:s,s:s}},s:{s:s}}", "kind", "Rack",
+					"metadata", "name", rack, "createdAt", ts, "labels",
+					"nvlink_domain", nvl, "pdu", rack, "spec", "site", SIM_SITE);
+		rc = put_absent(sv->store, key, doc, &created);
+		json_decref(doc);
+	}
+	int nodes_created = 0;
+	for (long i = 0; rc == 0 && i < sv->sim_nodes; i++) {
+		char name[48], rack[24], uid[40];
+		long r = i / SIM_NODES_PER_RACK + 1;
+		snprintf(rack, sizeof(rack), "r%02ld", r);
+		snprintf(name, sizeof(name), "%sn%02ld", rack, i % SIM_NODES_PER_RACK + 1);
+		snprintf(key, sizeof(key), "/nodes/%s", name);
+		struct store_kv kv = {0};
+		if (store_get(sv->store, key, &kv) == 0) {
+			store_kv_release(&kv);
+			continue;
+		}
+		uint64_t u1 = fp_rng_u64(&sv->rng), u2 = fp_rng_u64(&sv->rng);
+		snprintf(uid, sizeof(uid), "%08x-%04x-4%03x-%04x-%012" PRIx64, (unsigned)(u1 >> 32),
+			 (unsigned)(u1 >> 16) & 0xffff, (unsigned)u1 & 0xfff,
+			 (unsigned)(0x8000 | (u2 >> 48 & 0x3fff)), (uint64_t)(u2 & 0xffffffffffffULL));
+		struct node *n = node_new();
+		n->name = xstrdup(name);
+		n->uid = xstrdup(uid);
+		n->created_at = now;
+		n->site = xstrdup(SIM_SITE);
+		n->rack = xstrdup(rack);
+		n->provider = xstrdup("sim");
+		n->bmc.driver = xstrdup("sim");
+		n->gpu_count = 8;
+		n->gpu_model = xstrdup("NVIDIA H100 80GB HBM3");
+		n->phase = PHASE_ENROLLED;
+		n->phase_since = now;
+		n->labels = xcalloc(2, sizeof(*n->labels));
+		n->labels[0].key = xstrdup("rack");
+		n->labels[0].value = xstrdup(rack);
+		n->labels[1].key = xstrdup("site");
+		n->labels[1].value = xstrdup(SIM_SITE);
+		n->nlabels = 2;
+		json_t *doc = node_to_json(n, NODE_JSON_STORE);
+		char *val = jsonx_dumps(doc);
+		char eid[EVENT_ID_LEN], object[64];
+		event_id(now, fp_rng_u64(&sv->rng), eid);
+		snprintf(object, sizeof(object), "node/%s", name);
+		json_t *ev = event_new(eid, "Normal", "serve:sim", object, "Enrolled",
+				       "enrolled by serve --sim", now);
+		char *ekey = xasprintf("/events/%s", eid), *eval = jsonx_dumps(ev);
+		struct store_op ops[2] = {{STORE_OP_PUT, key, val, STORE_ABSENT},
+					  {STORE_OP_PUT, ekey, eval, STORE_ABSENT}};
+		rc = store_txn(sv->store, ops, 2, NULL, NULL);
+		if (rc == 0)
+			nodes_created++;
+		if (rc == FP_EEXIST)
+			rc = 0;
+		free(val);
+		free(ekey);
+		free(eval);
+		json_decref(ev);
+		json_decref(doc);
+		node_free(n);
+	}
+	if (rc < 0) {
+		log_error("serve: creating the simulated site failed rc=%s", fp_err_name(rc));
+		return rc;
+	}
+	log_info("serve: simulated site site=%s racks=%ld nodes=%ld created_nodes=%d", SIM_SITE,
+		 racks, sv->sim_nodes, nodes_created);
+	return 0;
+}
+
+/* Re-arms simulated machines whose boot or burn-in was in progress when serve last stopped. */
+static void resume_sim_machines(struct serve *sv)
+{
+	char *after = NULL;
+	int more = 1;
+	size_t total = 0;
+	while (more) {
+		struct store_kv *items = NULL;
+		size_t n = 0;
+		if (store_list(sv->store, "/sim/hw/", after, 1000, &items, &n, NULL, &more) < 0)
+			break;
+		for (size_t i = 0; i < n; i++)
+			bmc_sim_resume_node(sv->sim, items[i].key + strlen("/sim/hw/"));
+		total += n;
+		free(after);
+		after = n ? xstrdup(items[n - 1].key) : NULL;
+		store_kv_array_free(items, n);
+		if (!n)
+			break;
+	}
+	free(after);
+	if (total)
+		log_info("serve: resumed simulated machines count=%zu", total);
+}
+
+static int ready(void *arg)
+{
+	struct serve *sv = arg;
+	return sv->cache && cache_synced(sv->cache) && !sv->closing;
+}
+
+static int node_view(void *arg, const char *name, char **json, size_t *len)
+{
+	struct serve *sv = arg;
+	return cache_node_json(sv->cache, name, json, len);
+}
+
+static void shutdown_all(struct serve *sv)
+{
+	sv->closing = 1;
+	api_server_free(sv->api);
+	if (sv->lc)
+		lifecycle_stop(sv->lc);
+	executor_free(sv->exec); /* drains steps in flight */
+	lifecycle_free(sv->lc);
+	cache_free(sv->cache);
+	bmc_free(sv->sim);
+	ratelimit_free(sv->limits);
+	clock_free(sv->clock);
+	store_close(sv->store);
+	fp_rng_release(&sv->rng);
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct serve sv = {.listen = "127.0.0.1:7070", .sim_speed = 10, .workers = 4,
+			   .exec_threads = 32, .site_qps = 100};
+	static const struct option opts[] = {
+		{"data-dir", required_argument, NULL, 'd'}, {"listen", required_argument, NULL, 'l'},
+		{"sim", required_argument, NULL, 's'},      {"sim-speed", required_argument, NULL, 'x'},
+		{"sim-faults", required_argument, NULL, 'f'}, {"workers", required_argument, NULL, 'w'},
+		{"site-qps", required_argument, NULL, 'q'}, {"log-level", required_argument, NULL, 'L'},
+		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+	int c;
+	long v;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			sv.data_dir = optarg;
+			break;
+		case 'l':
+			sv.listen = optarg;
+			break;
+		case 's':
+			if (parse_long(optarg, 0, SIM_MAX_NODES, &sv.sim_nodes) < 0) {
+				fprintf(stderr, "error: --sim: \"%s\" is not a node count 0..%d\n",
+					optarg, SIM_MAX_NODES);
+				return 2;
+			}
+			break;
+		case 'x':
+			if (parse_double(optarg, 0, 100000, &sv.sim_speed) < 0) {
+				fprintf(stderr, "error: --sim-speed: \"%s\" is not a number 0..100000\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'f': {
+			char *end;
+			errno = 0;
+			unsigned long long seed = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || seed == 0) {
+				fprintf(stderr, "error: --sim-faults: \"%s\" is not a seed > 0\n", optarg);
+				return 2;
+			}
+			sv.sim_faults = seed;
+			break;
+		}
+		case 'w':
+			if (parse_long(optarg, 1, 256, &v) < 0) {
+				fprintf(stderr, "error: --workers: \"%s\" is not 1..256\n", optarg);
+				return 2;
+			}
+			sv.workers = (int)v;
+			break;
+		case 'q':
+			if (parse_double(optarg, 0, 1e6, &sv.site_qps) < 0) {
+				fprintf(stderr, "error: --site-qps: \"%s\" is not a number 0..1e6\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'L': {
+			int lvl = log_level_parse(optarg);
+			if (lvl < 0) {
+				fprintf(stderr, "error: --log-level: \"%s\" is not one of debug, info, "
+						"warn, error, off\n",
+					optarg);
+				return 2;
+			}
+			log_init((enum log_level)lvl, NULL);
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "error: serve: unexpected argument \"%s\"\n", argv[optind]);
+		return 2;
+	}
+	if (!sv.data_dir) {
+		fprintf(stderr, "error: serve: --data-dir is required\n");
+		usage(stderr);
+		return 2;
+	}
+	if (mkdir(sv.data_dir, 0700) < 0 && errno != EEXIST) {
+		fprintf(stderr, "error: cannot create data dir %s: %s\n", sv.data_dir,
+			strerror(errno));
+		return 1;
+	}
+
+	/* Block the stop signals in every thread; main waits for them with sigwait. */
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	char err[512], uri[4200];
+	snprintf(uri, sizeof(uri), "sqlite:%s/fleetplane.db", sv.data_dir);
+	int rc = store_open(uri, &sv.store, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "error: cannot open the store in %s: %s\n", sv.data_dir, err);
+		return 1;
+	}
+	sv.clock = clock_real_new();
+	fp_rng_init(&sv.rng, 0);
+	if (sv.sim_nodes > 0 && create_sim_site(&sv) < 0) {
+		shutdown_all(&sv);
+		return 1;
+	}
+	sv.exec = executor_pool_new(sv.exec_threads);
+	struct bmc_sim_config scfg = {.clock = sv.clock, .speed = sv.sim_speed,
+				      .fault_seed = sv.sim_faults, .notify = sim_notify,
+				      .save = sim_save, .load = sim_load, .arg = &sv};
+	sv.sim = bmc_sim_new(&scfg);
+	double speed_factor = sv.sim_speed > 1 ? sv.sim_speed : 1;
+	struct ratelimit_config rcfg = {
+		.bmc_max_concurrency = 1,
+		.site_rate_per_s = sv.sim_speed == 0 ? 0 : sv.site_qps * speed_factor,
+		.site_burst = (int64_t)(2 * sv.site_qps * speed_factor) + 1,
+		.busy_retry_ms = 20,
+	};
+	sv.limits = ratelimit_new(sv.clock, &rcfg);
+	sv.cache = cache_new(sv.store);
+	struct lifecycle_config lcfg = {
+		.store = sv.store, .cache = sv.cache, .clock = sv.clock, .rng = &sv.rng,
+		.exec = sv.exec, .limits = sv.limits, .drivers = {sv.sim}, .ndrivers = 1,
+		.workers = sv.workers,
+		.sim_time_scale = sv.sim_speed == 0 ? 1000 : speed_factor};
+	sv.lc = lifecycle_new(&lcfg);
+	cache_register_metrics(sv.cache);
+	if ((rc = cache_start(sv.cache, err, sizeof(err))) < 0) {
+		fprintf(stderr, "error: cannot start the cache: %s\n", err);
+		shutdown_all(&sv);
+		return 1;
+	}
+	resume_sim_machines(&sv);
+	lifecycle_start(sv.lc);
+	struct api_config acfg = {.listen = sv.listen, .store = sv.store, .clock = sv.clock,
+				  .rng = &sv.rng, .data_dir = sv.data_dir, .ready = ready,
+				  .ready_arg = &sv,
+				  .node_view = {.get_json = node_view, .arg = &sv}};
+	sv.api = api_server_new(&acfg, err, sizeof(err));
+	if (!sv.api) {
+		fprintf(stderr, "error: cannot start the API on %s: %s\n", sv.listen, err);
+		shutdown_all(&sv);
+		return 1;
+	}
+	log_info("serve: listening url=http://%s data_dir=%s nodes=%zu sim_speed=%g faults=%s",
+		 sv.listen, sv.data_dir, cache_node_count(sv.cache), sv.sim_speed,
+		 sv.sim_faults ? "on" : "off");
+	int sig = 0;
+	sigwait(&stop, &sig);
+	log_info("serve: stopping signal=%d", sig);
+	shutdown_all(&sv);
+	log_info("serve: stopped");
+	return 0;
+}

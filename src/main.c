@@ -1,0 +1,55 @@
+/* main.c - the subcommand table of the one fleetplane binary (git.c cmd_struct) and nothing
+ * else. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cmds.h"
+#include "cmd/run.h"
+
+struct cmd_struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+};
+
+static const struct cmd_struct commands[] = {
+	{"serve", cmd_serve, "run the control plane (API, controllers, store)"},
+	{"demo", cmd_demo, "run serve with a simulated fleet and bring it to available"},
+	{"node", cmd_node, "list, get, enroll, drain, resume, retire, release nodes"},
+	{"op", cmd_op, "list and get operations"},
+	{"event", cmd_event, "list audit events"},
+	{"token", cmd_token, "create, list, revoke API tokens (admin)"},
+	{"sim", cmd_sim, "inspect simulated hardware in a data dir"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: fleetplane <command> [options]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-7s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\nclients read FLEETPLANE_URL (default http://127.0.0.1:7070) and "
+		   "FLEETPLANE_TOKEN.\nRun 'fleetplane <command> --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+		printf("fleetplane 0.1.0\n");
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "error: unknown command \"%s\"\n\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
