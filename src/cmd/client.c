@@ -360,7 +360,10 @@ int client_request(struct client *c, const char *method, const char *path, const
 		rc = CLIENT_EXIT_API;
 		goto out;
 	}
-	if (sink.body.len) {
+	char *ctype = NULL;
+	curl_easy_getinfo(c->curl, CURLINFO_CONTENT_TYPE, &ctype);
+	/* a 2xx body that says it is not JSON (/readyz answers text) is no error: *out stays NULL */
+	if (sink.body.len && (!ctype || strstr(ctype, "json"))) {
 		char e[160];
 		if (jsonx_parse(sink.body.data, sink.body.len, out, e, sizeof(e)) < 0) {
 			fprintf(c->err, "error: fleetplane answered %s %s with a body that is not JSON: %s\n",

@@ -64,8 +64,9 @@ void client_release(struct client *c);
 
 /* Sends one request. method "GET", "POST", "DELETE"; path starts with "/v1/" and is already
  * escaped (see client_escape / client_query_add); body is sent as compact JSON when non-NULL.
- * On a 2xx answer returns CLIENT_EXIT_OK with *out the parsed body (new reference, NULL when
- * the body was empty) and *status the HTTP status (status may be NULL). Otherwise prints one
+ * On a 2xx answer returns CLIENT_EXIT_OK with *out the parsed body (new reference; NULL when
+ * the body was empty or its Content-Type does not name JSON, e.g. text/plain from /readyz) and
+ * *status the HTTP status (status may be NULL). Otherwise prints one
  * error line to c->err and returns CLIENT_EXIT_API (HTTP error, body over 64 MiB, bad JSON,
  * timeout after connecting) or CLIENT_EXIT_CONNECT (refused, unresolvable, connect timeout);
  * *out is NULL then and *status holds the HTTP status when there was one (0 otherwise). */

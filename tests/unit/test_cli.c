@@ -210,6 +210,12 @@ static char *fake_route(const struct req_log *r, unsigned *status, const char **
 		free(n2);
 		return s;
 	}
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/readyz")) {
+		*ctype = "text/plain";
+		return xstrdup("ok\n");
+	}
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/garbage"))
+		return xstrdup("{\"a\":");
 	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/nodes/r01n01"))
 		return node_doc_text("r01n01", "available", "", "s1", "r01", 8, now - 120000);
 	if (!strcmp(r->method, "GET") && !strncmp(r->path, "/v1/nodes/", 10)) {
@@ -943,6 +949,42 @@ static void test_node_watch_tty(void **state)
 	assert_string_equal(err, "error: Forbidden: token revoked (HTTP 403)\n");
 }
 
+/* client_request used directly, as `demo` does: text bodies, bad JSON, statuses. */
+static void test_request_direct(void **state)
+{
+	fake_reset();
+	struct client c;
+	assert_int_equal(client_init(&c), 0);
+	char path[] = "/tmp/test_cli_cerrXXXXXX";
+	int fd = mkstemp(path);
+	unlink(path);
+	c.err = fdopen(fd, "w+");
+	long status = -1;
+	json_t *out = NULL;
+	assert_int_equal(client_request(&c, "GET", "/readyz", NULL, &status, &out), 0);
+	assert_int_equal(status, 200);
+	assert_null(out);
+	assert_int_equal(client_request(&c, "GET", "/v1/garbage", NULL, &status, &out), 1);
+	assert_int_equal(status, 200);
+	assert_null(out);
+	assert_int_equal(client_request(&c, "POST", "/v1/nodes/busy:drain", NULL, &status, &out), 1);
+	assert_int_equal(status, 409);
+	fflush(c.err);
+	char err[1024];
+	slurp_fd(fd, err, sizeof(err));
+	assert_string_equal(err, "error: fleetplane answered GET /v1/garbage with a body that is "
+				 "not JSON: invalid JSON at line 1 column 5: unexpected token "
+				 "near end of file\n"
+				 "error: Conflict: node busy is retiring (HTTP 409)\n");
+	fclose(c.err);
+	char want_url[64];
+	snprintf(want_url, sizeof(want_url), "http://127.0.0.1:%u", fake.port); /* '/' stripped */
+	assert_string_equal(c.url, want_url);
+	assert_string_equal(c.token, TOKEN); /* trailing newline stripped */
+	client_release(&c);
+	assert_null(c.token);
+}
+
 static void test_op(void **state)
 {
 	fake_reset();
@@ -1035,6 +1077,7 @@ int main(void)
 		cmocka_unit_test(test_node_enroll),
 		cmocka_unit_test(test_node_watch_lines),
 		cmocka_unit_test(test_node_watch_tty),
+		cmocka_unit_test(test_request_direct),
 		cmocka_unit_test(test_op),
 		cmocka_unit_test(test_event_list),
 		cmocka_unit_test(test_token),
