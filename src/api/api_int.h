@@ -31,6 +31,7 @@ struct api_server {
 	struct fp_rng *rng;
 	unsigned port;
 	atomic_int stopping;
+	atomic_uint event_seq; /* event id suffixes: ordered within a millisecond */
 	struct metric_family *m_requests;
 	struct metric_family *m_duration;
 };
@@ -107,6 +108,9 @@ const char *api_query(struct api_req *r, const char *key);
 const char *api_header(struct api_req *r, const char *key);
 int64_t api_now(struct api_req *r);
 uint64_t api_rand(struct api_req *r);
+/* Suffix for event_id: a per-server counter (random start), so the events one server writes in
+ * the same millisecond still list in the order they were made. */
+uint64_t api_event_seq(struct api_req *r);
 /* "operator:<token name>" (or "agent:<name>"), arena string: actor of audit events and owner
  * of holds made through the API. */
 const char *api_actor(struct api_req *r);

@@ -368,6 +368,7 @@ void api_nodes_create(struct api_req *r)
 	int64_t now = api_now(r);
 	json_t *out_items = json_array();
 	for (size_t i = 0; i < n; i++) {
+		free(nodes[i]->uid); /* a client-supplied uid is not kept */
 		nodes[i]->uid = xstrdup(api_uuid(r));
 		nodes[i]->created_at = now;
 		nodes[i]->phase = PHASE_ENROLLED;

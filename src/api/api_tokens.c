@@ -79,7 +79,7 @@ void api_tokens_create(struct api_req *r)
 	json_t *doc = NULL;
 	int rc = api_auth_token_create(r->srv->auth, json_string_value(jn), role,
 				       jnode ? json_string_value(jnode) : NULL, api_actor(r),
-				       api_now(r), api_rand(r), &secret, &doc, err, sizeof(err));
+				       api_now(r), api_event_seq(r), &secret, &doc, err, sizeof(err));
 	if (rc == FP_EEXIST) {
 		api_problem_ext(r, 409, json_pack("{s:s}", "name", json_string_value(jn)), "%s",
 				err);
@@ -113,7 +113,7 @@ void api_token_delete(struct api_req *r)
 		return;
 	}
 	int rc = api_auth_token_revoke(r->srv->auth, r->params[0], api_actor(r), api_now(r),
-				       api_rand(r));
+				       api_event_seq(r));
 	if (rc == FP_ENOTFOUND) {
 		api_problem(r, 404, "token %s not found", r->params[0]);
 		return;

@@ -156,6 +156,11 @@ uint64_t api_rand(struct api_req *r)
 	return fp_rng_u64(r->srv->rng);
 }
 
+uint64_t api_event_seq(struct api_req *r)
+{
+	return atomic_fetch_add(&r->srv->event_seq, 1u);
+}
+
 const char *api_actor(struct api_req *r)
 {
 	return api_printf(r, "%s:%s", r->who.role == API_ROLE_AGENT ? "agent" : "operator",
@@ -362,7 +367,7 @@ void api_event_op(struct api_req *r, struct store_op *op, const char *type, cons
 {
 	char id[EVENT_ID_LEN];
 	int64_t now = api_now(r);
-	event_id(now, api_rand(r), id);
+	event_id(now, api_event_seq(r), id);
 	json_t *ev = event_new(id, type, api_actor(r), object, reason, message, now);
 	op->type = STORE_OP_PUT;
 	op->key = api_printf(r, "/events/%s", id);
@@ -848,6 +853,7 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 		srv->cfg.connection_timeout_s = 60;
 	fp_rng_init(&srv->own_rng, 0);
 	srv->rng = cfg->rng ? cfg->rng : &srv->own_rng;
+	atomic_init(&srv->event_seq, (unsigned)(fp_rng_u64(srv->rng) & 0x7fffffffu));
 	srv->m_requests = metrics_register(METRIC_COUNTER, "fleetplane_http_requests_total",
 					   "HTTP requests answered by the API, by method and "
 					   "status code.",
@@ -870,12 +876,11 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 	if (v6)
 		flags |= MHD_USE_IPv6;
 	srv->mhd = MHD_start_daemon(
-		flags, 0, NULL, NULL, access_cb, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-		MHD_OPTION_NOTIFY_COMPLETED, completed_cb, srv, MHD_OPTION_CONNECTION_TIMEOUT,
+		flags, 0, NULL, NULL, access_cb, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, completed_cb, srv, MHD_OPTION_CONNECTION_TIMEOUT,
 		srv->cfg.connection_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
 		srv->cfg.connection_limit, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-		(size_t)(64 * 1024), MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
-		MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+		(size_t)(64 * 1024), MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
 	if (!srv->mhd) {
 		fp_errf(FP_EIO, err, errlen, "cannot listen on %s (address in use?)", cfg->listen);
 		goto fail;

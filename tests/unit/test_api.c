@@ -1,0 +1,1103 @@
+/* layers: base core store api */
+/* test_api.c - the HTTP/JSON API end to end: a server on 127.0.0.1 with an ephemeral port and a
+ * mem: store, driven with libcurl. Each test starts its own store and server (fresh data dir),
+ * so counts are exact. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/auth.h"
+#include "api/server.h"
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "store/store.h"
+
+struct env {
+	struct store *st;
+	struct api_server *srv;
+	char dir[64];
+	char admin[128];
+	unsigned port;
+	int ready;
+	struct api_node_view view;
+};
+
+static struct env E;
+
+static int ready_cb(void *arg)
+{
+	return *(int *)arg;
+}
+
+static void read_admin(char *out, size_t n)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/admin.token", E.dir);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(out, (int)n, f));
+	fclose(f);
+	out[strcspn(out, "\n")] = 0;
+}
+
+static void server_start(void)
+{
+	struct api_config cfg = {0};
+	char err[256] = "";
+	cfg.listen = "127.0.0.1:0";
+	cfg.store = E.st;
+	cfg.data_dir = E.dir;
+	cfg.ready = ready_cb;
+	cfg.ready_arg = &E.ready;
+	cfg.node_view = E.view;
+	E.srv = api_server_new(&cfg, err, sizeof(err));
+	if (!E.srv)
+		fail_msg("api_server_new: %s", err);
+	E.port = api_server_port(E.srv);
+	assert_true(E.port > 0);
+	read_admin(E.admin, sizeof(E.admin));
+}
+
+static int setup(void **state)
+{
+	char err[256];
+	memset(&E, 0, sizeof(E));
+	E.ready = 1;
+	snprintf(E.dir, sizeof(E.dir), "/tmp/fp-api-XXXXXX");
+	assert_non_null(mkdtemp(E.dir));
+	assert_int_equal(store_open("mem:", &E.st, err, sizeof(err)), 0);
+	server_start();
+	return 0;
+}
+
+static int setup_view(void **state);
+
+static int teardown(void **state)
+{
+	char path[160];
+	api_server_free(E.srv);
+	store_close(E.st);
+	snprintf(path, sizeof(path), "%s/admin.token", E.dir);
+	unlink(path);
+	rmdir(E.dir);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- HTTP client helper */
+
+struct resp {
+	long status;
+	struct buf body;
+	struct buf hdrs;
+	json_t *json;
+	long connects;
+};
+
+static size_t on_data(char *p, size_t sz, size_t n, void *ud)
+{
+	buf_append(ud, p, sz * n);
+	return sz * n;
+}
+
+static void resp_free(struct resp *r)
+{
+	buf_release(&r->body);
+	buf_release(&r->hdrs);
+	json_decref(r->json);
+	memset(r, 0, sizeof(*r));
+}
+
+/* One request. h: a handle to reuse (keep-alive) or NULL for a fresh one. token NULL: none.
+ * hdr: one extra header line or NULL. */
+static void req_h(CURL *h, const char *method, const char *path, const char *token,
+		  const char *body, const char *hdr, struct resp *out)
+{
+	int own = !h;
+	if (own)
+		h = curl_easy_init();
+	memset(out, 0, sizeof(*out));
+	buf_init(&out->body, 0);
+	buf_init(&out->hdrs, 0);
+	char url[512], auth[256];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", E.port, path);
+	struct curl_slist *hl = NULL;
+	if (token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+		hl = curl_slist_append(hl, auth);
+	}
+	if (body && !(hdr && strncasecmp(hdr, "Content-Type:", 13) == 0))
+		hl = curl_slist_append(hl, "Content-Type: application/json");
+	if (hdr)
+		hl = curl_slist_append(hl, hdr);
+	hl = curl_slist_append(hl, "Expect:");
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &out->body);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &out->hdrs);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+	if (body) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	} else {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+		if (strcmp(method, "HEAD") == 0)
+			curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	}
+	CURLcode cc = curl_easy_perform(h);
+	if (cc != CURLE_OK)
+		fail_msg("%s %s: %s", method, path, curl_easy_strerror(cc));
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
+	curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &out->connects);
+	if (out->body.len)
+		out->json = json_loadb(out->body.data, out->body.len, 0, NULL);
+	curl_slist_free_all(hl);
+	if (own)
+		curl_easy_cleanup(h);
+}
+
+static void req(const char *method, const char *path, const char *token, const char *body,
+		struct resp *out)
+{
+	req_h(NULL, method, path, token, body, NULL, out);
+}
+
+static const char *jstr(const json_t *v, const char *path)
+{
+	const json_t *cur = v;
+	char key[64];
+	while (cur && *path) {
+		size_t n = strcspn(path, ".");
+		memcpy(key, path, n);
+		key[n] = 0;
+		cur = json_is_array(cur) ? json_array_get(cur, (size_t)strtoul(key, NULL, 10))
+					 : json_object_get(cur, key);
+		path += n + (path[n] == '.');
+	}
+	return json_string_value(cur);
+}
+
+static json_t *jget(const json_t *v, const char *path)
+{
+	const json_t *cur = v;
+	char key[64];
+	while (cur && *path) {
+		size_t n = strcspn(path, ".");
+		memcpy(key, path, n);
+		key[n] = 0;
+		cur = json_is_array(cur) ? json_array_get(cur, (size_t)strtoul(key, NULL, 10))
+					 : json_object_get(cur, key);
+		path += n + (path[n] == '.');
+	}
+	return (json_t *)cur;
+}
+
+static int has_header(const struct resp *r, const char *line)
+{
+	return r->hdrs.data && strcasestr(r->hdrs.data, line) != NULL;
+}
+
+/* Creates a token through the API and returns its secret (malloc'd). */
+static char *mk_token(const char *name, const char *role, const char *node)
+{
+	char body[256];
+	struct resp r;
+	if (node)
+		snprintf(body, sizeof(body), "{\"name\":\"%s\",\"role\":\"%s\",\"node\":\"%s\"}",
+			 name, role, node);
+	else
+		snprintf(body, sizeof(body), "{\"name\":\"%s\",\"role\":\"%s\"}", name, role);
+	req("POST", "/v1/tokens", E.admin, body, &r);
+	assert_int_equal(r.status, 201);
+	assert_string_equal(jstr(r.json, "name"), name);
+	assert_string_equal(jstr(r.json, "role"), role);
+	char *s = xstrdup(jstr(r.json, "token"));
+	resp_free(&r);
+	return s;
+}
+
+static void enroll(const char *name)
+{
+	char body[128];
+	struct resp r;
+	snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"%s\"}}", name);
+	req("POST", "/v1/nodes", E.admin, body, &r);
+	assert_int_equal(r.status, 201);
+	resp_free(&r);
+}
+
+static size_t count(const char *prefix)
+{
+	size_t n = 0;
+	assert_int_equal(store_count(E.st, prefix, &n), 0);
+	return n;
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void test_health_and_auth(void **state)
+{
+	struct resp r;
+	req("GET", "/healthz", NULL, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "status"), "ok");
+	assert_true(has_header(&r, "Content-Type: application/json"));
+	resp_free(&r);
+
+	req("GET", "/readyz", NULL, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+
+	req("GET", "/v1/nodes", NULL, NULL, &r);
+	assert_int_equal(r.status, 401);
+	assert_true(has_header(&r, "WWW-Authenticate: Bearer"));
+	assert_true(has_header(&r, "Content-Type: application/problem+json"));
+	assert_string_equal(jstr(r.json, "type"), "https://fleetplane.dev/problems/unauthorized");
+	assert_int_equal(json_integer_value(jget(r.json, "status")), 401);
+	assert_string_equal(jstr(r.json, "instance"), "/v1/nodes");
+	resp_free(&r);
+
+	req("GET", "/v1/nodes", "fpt_not-a-real-token", NULL, &r);
+	assert_int_equal(r.status, 401);
+	resp_free(&r);
+	req("GET", "/metrics", NULL, NULL, &r);
+	assert_int_equal(r.status, 401);
+	resp_free(&r);
+
+	/* admin.token: 0600, "fpt_" + 43 base64url characters */
+	char path[160];
+	struct stat sb;
+	snprintf(path, sizeof(path), "%s/admin.token", E.dir);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	assert_int_equal(strlen(E.admin), 47);
+	assert_memory_equal(E.admin, "fpt_", 4);
+
+	req("GET", "/v1/nodes", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_array_size(jget(r.json, "items")), 0);
+	resp_free(&r);
+
+	/* the stored token has a hash, never the secret */
+	struct store_kv kv = {0};
+	assert_int_equal(store_get(E.st, "/tokens/admin", &kv), 0);
+	assert_null(strstr(kv.value, E.admin + 4));
+	assert_non_null(strstr(kv.value, "\"hash\":\""));
+	store_kv_release(&kv);
+
+	/* restart: same file, same secret, still valid */
+	char before[128];
+	snprintf(before, sizeof(before), "%s", E.admin);
+	api_server_free(E.srv);
+	server_start();
+	assert_string_equal(E.admin, before);
+	req("GET", "/v1/nodes", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+}
+
+static void test_roles(void **state)
+{
+	struct resp r;
+	char *viewer = mk_token("viewer1", "viewer", NULL);
+	char *agent = mk_token("agent-n1", "agent", "n1");
+	assert_int_equal(strlen(viewer), 47);
+	enroll("n1");
+	enroll("n2");
+
+	req("GET", "/v1/nodes", viewer, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_array_size(jget(r.json, "items")), 2);
+	resp_free(&r);
+	req("POST", "/v1/nodes", viewer, "{\"metadata\":{\"name\":\"n3\"}}", &r);
+	assert_int_equal(r.status, 403);
+	assert_string_equal(jstr(r.json, "type"), "https://fleetplane.dev/problems/forbidden");
+	resp_free(&r);
+	assert_int_equal(count("/nodes/"), 2);
+
+	req("GET", "/v1/nodes/n1", agent, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "metadata.name"), "n1");
+	resp_free(&r);
+	req("GET", "/v1/nodes/n2", agent, NULL, &r);
+	assert_int_equal(r.status, 403);
+	resp_free(&r);
+	req("GET", "/v1/nodes", agent, NULL, &r);
+	assert_int_equal(r.status, 403);
+	resp_free(&r);
+
+	/* token list: no hashes, no secrets */
+	req("GET", "/v1/tokens", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_array_size(jget(r.json, "items")), 3);
+	assert_null(strstr(r.body.data, "hash"));
+	assert_null(strstr(r.body.data, "fpt_"));
+	resp_free(&r);
+	req("GET", "/v1/tokens", viewer, NULL, &r);
+	assert_int_equal(r.status, 403);
+	resp_free(&r);
+
+	/* duplicate token name */
+	req("POST", "/v1/tokens", E.admin, "{\"name\":\"viewer1\",\"role\":\"viewer\"}", &r);
+	assert_int_equal(r.status, 409);
+	resp_free(&r);
+	req("POST", "/v1/tokens", E.admin, "{\"name\":\"a1\",\"role\":\"agent\"}", &r);
+	assert_int_equal(r.status, 422);
+	resp_free(&r);
+
+	/* revoke */
+	req("DELETE", "/v1/tokens/viewer1", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	req("GET", "/v1/nodes", viewer, NULL, &r);
+	assert_int_equal(r.status, 401);
+	resp_free(&r);
+
+	/* a token made by another process sharing the store is found on a miss */
+	char err[256];
+	struct api_auth *other = api_auth_new(E.st, err, sizeof(err));
+	assert_non_null(other);
+	char *secret = NULL;
+	assert_int_equal(api_auth_token_create(other, "elsewhere", API_ROLE_OPERATOR, NULL,
+					       "test", 1700000000000LL, 7, &secret, NULL, err,
+					       sizeof(err)),
+			 0);
+	req("GET", "/v1/nodes", secret, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	fp_free_secret(secret);
+	api_auth_free(other);
+	free(viewer);
+	free(agent);
+}
+
+static void test_enroll(void **state)
+{
+	struct resp r;
+	req("POST", "/v1/nodes", E.admin,
+	    "{\"metadata\":{\"name\":\"r01n01\",\"labels\":{\"rack\":\"r01\"}},"
+	    "\"spec\":{\"bmc\":{\"driver\":\"ipmi\",\"address\":\"10.0.0.1:623\","
+	    "\"username\":\"root\",\"password\":\"s3cret-pw\"}}}",
+	    &r);
+	assert_int_equal(r.status, 201);
+	assert_string_equal(jstr(r.json, "kind"), "Node");
+	assert_string_equal(jstr(r.json, "status.phase"), "enrolled");
+	assert_int_equal(strlen(jstr(r.json, "metadata.uid")), 36);
+	assert_int_equal(jstr(r.json, "metadata.uid")[14], '4');
+	assert_non_null(jstr(r.json, "metadata.createdAt"));
+	assert_non_null(jstr(r.json, "status.phaseSince"));
+	char rv[32];
+	snprintf(rv, sizeof(rv), "%lld", (long long)store_revision(E.st));
+	assert_string_equal(jstr(r.json, "metadata.resourceVersion"), rv);
+	assert_null(strstr(r.body.data, "s3cret-pw"));
+	assert_true(has_header(&r, "Location: /v1/nodes/r01n01"));
+	resp_free(&r);
+	assert_int_equal(count("/nodes/"), 1);
+	assert_int_equal(count("/events/"), 2); /* TokenCreated (admin) + Enrolled */
+
+	/* GET: public form, no password */
+	req("GET", "/v1/nodes/r01n01", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "spec.bmc.address"), "10.0.0.1:623");
+	assert_null(jget(r.json, "spec.bmc.password"));
+	assert_null(strstr(r.body.data, "s3cret-pw"));
+	char etag[48];
+	snprintf(etag, sizeof(etag), "ETag: \"%s\"", rv);
+	assert_true(has_header(&r, etag));
+	resp_free(&r);
+
+	/* duplicate */
+	req("POST", "/v1/nodes", E.admin, "{\"metadata\":{\"name\":\"r01n01\"}}", &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "name"), "r01n01");
+	assert_non_null(strstr(jstr(r.json, "detail"), "r01n01 already exists"));
+	resp_free(&r);
+
+	/* bulk */
+	req("POST", "/v1/nodes", E.admin,
+	    "{\"items\":[{\"metadata\":{\"name\":\"b1\"}},{\"metadata\":{\"name\":\"b2\"}},"
+	    "{\"kind\":\"Node\",\"metadata\":{\"name\":\"b3\"}}]}",
+	    &r);
+	assert_int_equal(r.status, 201);
+	assert_int_equal(json_array_size(jget(r.json, "items")), 3);
+	assert_string_equal(jstr(r.json, "items.2.metadata.name"), "b3");
+	assert_string_equal(jstr(r.json, "items.1.status.phase"), "enrolled");
+	resp_free(&r);
+	assert_int_equal(count("/nodes/"), 4);
+	assert_int_equal(count("/events/"), 5);
+
+	/* one invalid item: nothing written, index and field named */
+	int64_t rev0 = store_revision(E.st);
+	req("POST", "/v1/nodes", E.admin,
+	    "{\"items\":[{\"metadata\":{\"name\":\"c1\"}},{\"metadata\":{\"name\":\"c2\"},"
+	    "\"spec\":{\"gpus\":{\"count\":\"eight\"}}}]}",
+	    &r);
+	assert_int_equal(r.status, 422);
+	assert_int_equal(json_integer_value(jget(r.json, "index")), 1);
+	assert_non_null(strstr(jstr(r.json, "detail"), "items[1]: spec.gpus.count"));
+	resp_free(&r);
+	assert_int_equal(count("/nodes/"), 4);
+	assert_int_equal(store_revision(E.st), rev0);
+
+	/* bulk with an existing name: 409 naming it, nothing written */
+	req("POST", "/v1/nodes", E.admin,
+	    "{\"items\":[{\"metadata\":{\"name\":\"c1\"}},{\"metadata\":{\"name\":\"b2\"}}]}", &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "name"), "b2");
+	assert_int_equal(json_integer_value(jget(r.json, "index")), 1);
+	resp_free(&r);
+	/* duplicate names inside one request */
+	req("POST", "/v1/nodes", E.admin,
+	    "{\"items\":[{\"metadata\":{\"name\":\"d1\"}},{\"metadata\":{\"name\":\"d1\"}}]}", &r);
+	assert_int_equal(r.status, 422);
+	assert_string_equal(jstr(r.json, "name"), "d1");
+	resp_free(&r);
+	/* unknown field */
+	req("POST", "/v1/nodes", E.admin, "{\"metadata\":{\"name\":\"e1\"},\"spec\":{\"colour\":1}}",
+	    &r);
+	assert_int_equal(r.status, 422);
+	assert_non_null(strstr(jstr(r.json, "detail"), "unknown field spec.colour"));
+	resp_free(&r);
+	/* bad name */
+	req("POST", "/v1/nodes", E.admin, "{\"metadata\":{\"name\":\"Bad_Name\"}}", &r);
+	assert_int_equal(r.status, 422);
+	assert_non_null(strstr(jstr(r.json, "detail"), "metadata.name"));
+	resp_free(&r);
+	assert_int_equal(count("/nodes/"), 4);
+	assert_int_equal(store_revision(E.st), rev0);
+}
+
+static void test_paging_and_selectors(void **state)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	buf_puts(&b, "{\"items\":[");
+	for (int i = 0; i < 25; i++)
+		buf_printf(&b, "%s{\"metadata\":{\"name\":\"p%02d\",\"labels\":{\"rack\":\"%s\"}}}",
+			   i ? "," : "", i, i % 2 ? "b" : "a");
+	buf_puts(&b, "]}");
+	struct resp r;
+	req("POST", "/v1/nodes", E.admin, b.data, &r);
+	assert_int_equal(r.status, 201);
+	resp_free(&r);
+	buf_release(&b);
+
+	char path[512];
+	char cont[400] = "";
+	int seen = 0, pages = 0;
+	for (;;) {
+		if (cont[0])
+			snprintf(path, sizeof(path), "/v1/nodes?limit=10&continue=%s", cont);
+		else
+			snprintf(path, sizeof(path), "/v1/nodes?limit=10");
+		req("GET", path, E.admin, NULL, &r);
+		assert_int_equal(r.status, 200);
+		size_t n = json_array_size(jget(r.json, "items"));
+		assert_int_equal(n, pages < 2 ? 10 : 5);
+		for (size_t i = 0; i < n; i++) {
+			char want[8];
+			snprintf(want, sizeof(want), "p%02d", seen + (int)i);
+			json_t *it = json_array_get(jget(r.json, "items"), i);
+			assert_string_equal(jstr(it, "metadata.name"), want);
+		}
+		seen += (int)n;
+		pages++;
+		const char *c = jstr(r.json, "metadata.continue");
+		assert_non_null(jstr(r.json, "metadata.resourceVersion"));
+		if (!c) {
+			resp_free(&r);
+			break;
+		}
+		snprintf(cont, sizeof(cont), "%s", c);
+		resp_free(&r);
+	}
+	assert_int_equal(seen, 25);
+	assert_int_equal(pages, 3);
+
+	req("GET", "/v1/nodes?labelSelector=rack%3Da", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_array_size(jget(r.json, "items")), 13);
+	resp_free(&r);
+	req("GET", "/v1/nodes?labelSelector=rack!%3Da", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_array_size(jget(r.json, "items")), 12);
+	assert_string_equal(jstr(r.json, "items.0.metadata.name"), "p01");
+	resp_free(&r);
+	/* selector + paging: 13 matches, pages of 5 */
+	req("GET", "/v1/nodes?labelSelector=rack%3Da&limit=5", E.admin, NULL, &r);
+	assert_int_equal(json_array_size(jget(r.json, "items")), 5);
+	assert_string_equal(jstr(r.json, "items.4.metadata.name"), "p08");
+	assert_non_null(jstr(r.json, "metadata.continue"));
+	resp_free(&r);
+	req("GET", "/v1/nodes?phase=enrolled", E.admin, NULL, &r);
+	assert_int_equal(json_array_size(jget(r.json, "items")), 25);
+	resp_free(&r);
+	req("GET", "/v1/nodes?phase=available", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_array_size(jget(r.json, "items")), 0);
+	resp_free(&r);
+	req("GET", "/v1/nodes?phase=sleeping", E.admin, NULL, &r);
+	assert_int_equal(r.status, 400);
+	assert_string_equal(jstr(r.json, "parameter"), "phase");
+	resp_free(&r);
+	req("GET", "/v1/nodes?limit=5001", E.admin, NULL, &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	req("GET", "/v1/nodes?continue=bm9wZQ", E.admin, NULL, &r);
+	assert_int_equal(r.status, 400);
+	assert_string_equal(jstr(r.json, "parameter"), "continue");
+	resp_free(&r);
+}
+
+static void test_holds(void **state)
+{
+	struct resp r;
+	char *alice = mk_token("alice", "operator", NULL);
+	char *bob = mk_token("bob", "operator", NULL);
+	enroll("n1");
+
+	req("POST", "/v1/nodes/n1:drain", alice, "{\"reason\":\"kernel upgrade\"}", &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_array_size(jget(r.json, "status.holds")), 1);
+	assert_string_equal(jstr(r.json, "status.holds.0.owner"), "operator:alice");
+	assert_string_equal(jstr(r.json, "status.holds.0.reason"), "kernel upgrade");
+	resp_free(&r);
+
+	req("POST", "/v1/nodes/n1:resume", bob, "{\"reason\":\"done\"}", &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "owners.0"), "operator:alice");
+	assert_non_null(strstr(jstr(r.json, "detail"), "current owners: operator:alice"));
+	resp_free(&r);
+
+	req("POST", "/v1/nodes/n1:drain", alice, "{}", &r);
+	assert_int_equal(r.status, 422);
+	assert_string_equal(jstr(r.json, "field"), "reason");
+	resp_free(&r);
+	req("POST", "/v1/nodes/n1:drain", alice, "{\"reason\":\"\"}", &r);
+	assert_int_equal(r.status, 422);
+	resp_free(&r);
+	req("POST", "/v1/nodes/n1:drain", alice, "{\"reason\":\"x\",\"force\":true}", &r);
+	assert_int_equal(r.status, 422);
+	assert_non_null(strstr(jstr(r.json, "detail"), "unknown field force"));
+	resp_free(&r);
+	req("POST", "/v1/nodes/nope:drain", alice, "{\"reason\":\"x\"}", &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+
+	req("POST", "/v1/nodes/n1:resume", alice, "{\"reason\":\"done\"}", &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_array_size(jget(r.json, "status.holds")), 0);
+	resp_free(&r);
+
+	/* release: admin only, audited */
+	req("POST", "/v1/nodes/n1:drain", alice, "{\"reason\":\"again\"}", &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	req("POST", "/v1/nodes/n1:release", bob, "{\"owner\":\"operator:alice\",\"reason\":\"x\"}",
+	    &r);
+	assert_int_equal(r.status, 403);
+	resp_free(&r);
+	req("POST", "/v1/nodes/n1:release", E.admin,
+	    "{\"owner\":\"operator:carol\",\"reason\":\"x\"}", &r);
+	assert_int_equal(r.status, 409);
+	resp_free(&r);
+	req("POST", "/v1/nodes/n1:release", E.admin,
+	    "{\"owner\":\"operator:alice\",\"reason\":\"alice is on leave\"}", &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_array_size(jget(r.json, "status.holds")), 0);
+	resp_free(&r);
+
+	req("POST", "/v1/nodes/n1:retire", alice, "{\"reason\":\"eol\"}", &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_is_true(jget(r.json, "spec.retire")), 1);
+	resp_free(&r);
+
+	req("GET", "/v1/events?object=node/n1", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	json_t *items = jget(r.json, "items");
+	assert_int_equal(json_array_size(items), 6);
+	static const char *const reasons[] = {"Enrolled", "DrainRequested", "Resumed",
+					      "DrainRequested", "HoldReleased", "RetireRequested"};
+	for (size_t i = 0; i < 6; i++)
+		assert_string_equal(jstr(json_array_get(items, i), "reason"), reasons[i]);
+	assert_string_equal(jstr(json_array_get(items, 4), "actor"), "operator:admin");
+	assert_non_null(strstr(jstr(json_array_get(items, 4), "message"), "operator:alice"));
+	resp_free(&r);
+	free(alice);
+	free(bob);
+}
+
+static void test_put_and_delete(void **state)
+{
+	struct resp r;
+	enroll("n1");
+	req("GET", "/v1/nodes/n1", E.admin, NULL, &r);
+	char rv[32], body[512];
+	snprintf(rv, sizeof(rv), "%s", jstr(r.json, "metadata.resourceVersion"));
+	resp_free(&r);
+
+	snprintf(body, sizeof(body),
+		 "{\"metadata\":{\"name\":\"n1\",\"resourceVersion\":\"%s\",\"labels\":"
+		 "{\"pool\":\"train\"}},\"spec\":{\"pool\":\"train\"}}",
+		 rv);
+	req("PUT", "/v1/nodes/n1", E.admin, body, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "metadata.labels.pool"), "train");
+	assert_string_equal(jstr(r.json, "spec.pool"), "train");
+	assert_string_equal(jstr(r.json, "status.phase"), "enrolled");
+	assert_string_not_equal(jstr(r.json, "metadata.resourceVersion"), rv);
+	char rv2[32];
+	snprintf(rv2, sizeof(rv2), "%s", jstr(r.json, "metadata.resourceVersion"));
+	resp_free(&r);
+
+	/* stale */
+	req("PUT", "/v1/nodes/n1", E.admin, body, &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "type"), "https://fleetplane.dev/problems/conflict");
+	assert_string_equal(jstr(r.json, "resourceVersion"), rv2);
+	resp_free(&r);
+	/* no precondition */
+	req("PUT", "/v1/nodes/n1", E.admin, "{\"metadata\":{\"name\":\"n1\"}}", &r);
+	assert_int_equal(r.status, 428);
+	resp_free(&r);
+	/* If-Match */
+	char im[64];
+	snprintf(im, sizeof(im), "If-Match: \"%s\"", rv2);
+	req_h(NULL, "PUT", "/v1/nodes/n1", E.admin, "{\"metadata\":{\"name\":\"n1\"}}", im, &r);
+	assert_int_equal(r.status, 200);
+	assert_null(jstr(r.json, "spec.pool"));
+	resp_free(&r);
+	/* name mismatch */
+	snprintf(im, sizeof(im), "If-Match: \"%lld\"", (long long)store_revision(E.st));
+	req_h(NULL, "PUT", "/v1/nodes/n1", E.admin, "{\"metadata\":{\"name\":\"n2\"}}", im, &r);
+	assert_int_equal(r.status, 422);
+	resp_free(&r);
+
+	/* delete with a stale precondition, then for real */
+	req("DELETE", "/v1/nodes/n1?resourceVersion=1", E.admin, NULL, &r);
+	assert_int_equal(r.status, 409);
+	resp_free(&r);
+	req("DELETE", "/v1/nodes/n1", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	req("GET", "/v1/nodes/n1", E.admin, NULL, &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	assert_int_equal(count("/nodes/"), 0);
+
+	/* a node in service cannot be deleted */
+	char *doc = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n9\",\"uid\":\"u\"},"
+		    "\"status\":{\"phase\":\"available\"}}";
+	assert_int_equal(store_put(E.st, "/nodes/n9", doc, STORE_ABSENT, NULL), 0);
+	req("DELETE", "/v1/nodes/n9", E.admin, NULL, &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "phase"), "available");
+	resp_free(&r);
+	assert_int_equal(count("/nodes/"), 1);
+}
+
+static void test_idempotency(void **state)
+{
+	struct resp r1, r2, r3;
+	enroll("n1");
+	const char *key = "Idempotency-Key: drain-n1-0001";
+	req_h(NULL, "POST", "/v1/nodes/n1:drain", E.admin, "{\"reason\":\"fw\"}", key, &r1);
+	assert_int_equal(r1.status, 200);
+	int64_t rev = store_revision(E.st);
+	req_h(NULL, "POST", "/v1/nodes/n1:drain", E.admin, "{\"reason\":\"fw\"}", key, &r2);
+	assert_int_equal(r2.status, 200);
+	assert_true(has_header(&r2, "Idempotent-Replayed: true"));
+	assert_string_equal(r2.body.data, r1.body.data);
+	assert_int_equal(store_revision(E.st), rev);
+	/* same key, different body */
+	req_h(NULL, "POST", "/v1/nodes/n1:drain", E.admin, "{\"reason\":\"other\"}", key, &r3);
+	assert_int_equal(r3.status, 422);
+	assert_int_equal(store_revision(E.st), rev);
+	resp_free(&r1);
+	resp_free(&r2);
+	resp_free(&r3);
+
+	/* enroll with a key: replay returns the same 201 and writes nothing */
+	const char *k2 = "Idempotency-Key: enroll-7";
+	req_h(NULL, "POST", "/v1/nodes", E.admin, "{\"metadata\":{\"name\":\"n2\"}}", k2, &r1);
+	assert_int_equal(r1.status, 201);
+	rev = store_revision(E.st);
+	req_h(NULL, "POST", "/v1/nodes", E.admin, "{\"metadata\":{\"name\":\"n2\"}}", k2, &r2);
+	assert_int_equal(r2.status, 201);
+	assert_string_equal(r2.body.data, r1.body.data);
+	assert_int_equal(store_revision(E.st), rev);
+	resp_free(&r1);
+	resp_free(&r2);
+	/* a different principal with the same key is a different request: 409 (exists) */
+	char *op = mk_token("op2", "operator", NULL);
+	req_h(NULL, "POST", "/v1/nodes", op, "{\"metadata\":{\"name\":\"n2\"}}", k2, &r1);
+	assert_int_equal(r1.status, 409);
+	resp_free(&r1);
+	free(op);
+}
+
+static void test_bad_input(void **state)
+{
+	struct resp r;
+	/* oversized body: Content-Length over 1 MiB */
+	size_t big = (1u << 20) + 10;
+	char *body = xmalloc(big + 1);
+	memset(body, ' ', big);
+	body[0] = '{';
+	body[big - 1] = '}';
+	body[big] = 0;
+	req("POST", "/v1/nodes", E.admin, body, &r);
+	assert_int_equal(r.status, 413);
+	assert_string_equal(jstr(r.json, "type"),
+			    "https://fleetplane.dev/problems/content-too-large");
+	resp_free(&r);
+	/* chunked, no Content-Length: counted as it arrives */
+	{
+		CURL *h = curl_easy_init();
+		req_h(h, "POST", "/v1/nodes", E.admin, body, "Transfer-Encoding: chunked", &r);
+		assert_int_equal(r.status, 413);
+		resp_free(&r);
+		curl_easy_cleanup(h);
+	}
+	free(body);
+	assert_int_equal(count("/nodes/"), 0);
+
+	req("POST", "/v1/nodes", E.admin, "{\"metadata\": {\"name\": }}", &r);
+	assert_int_equal(r.status, 400);
+	assert_true(has_header(&r, "Content-Type: application/problem+json"));
+	assert_int_equal(json_integer_value(jget(r.json, "line")), 1);
+	assert_int_equal(json_integer_value(jget(r.json, "column")), 23);
+	assert_non_null(strstr(jstr(r.json, "detail"), "line 1 column 23"));
+	resp_free(&r);
+	req("POST", "/v1/nodes", E.admin, "{\"metadata\":\n{\"name\":\"a\",\n\"name\":\"b\"}}", &r);
+	assert_int_equal(r.status, 400);
+	assert_int_equal(json_integer_value(jget(r.json, "line")), 3);
+	resp_free(&r);
+	req("POST", "/v1/nodes", E.admin, "[1,2]", &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	req("POST", "/v1/nodes", E.admin, "{\"metadata\":{\"name\":7}}", &r);
+	assert_int_equal(r.status, 422);
+	assert_non_null(strstr(jstr(r.json, "detail"), "metadata.name"));
+	resp_free(&r);
+	req_h(NULL, "POST", "/v1/nodes", E.admin, "{}", "Content-Type: text/plain", &r);
+	assert_int_equal(r.status, 415);
+	resp_free(&r);
+
+	req("GET", "/v1/nodez", E.admin, NULL, &r);
+	assert_int_equal(r.status, 404);
+	assert_string_equal(jstr(r.json, "type"), "https://fleetplane.dev/problems/not-found");
+	resp_free(&r);
+	req("DELETE", "/v1/nodes", E.admin, NULL, &r);
+	assert_int_equal(r.status, 405);
+	assert_true(has_header(&r, "Allow: GET, POST"));
+	resp_free(&r);
+	req("PATCH", "/v1/nodes/n1", E.admin, NULL, &r);
+	assert_int_equal(r.status, 405);
+	assert_true(has_header(&r, "Allow: GET, PUT, DELETE"));
+	resp_free(&r);
+	req("GET", "/v1/nodes/Bad_Name", E.admin, NULL, &r);
+	assert_int_equal(r.status, 400);
+	assert_string_equal(jstr(r.json, "parameter"), "name");
+	resp_free(&r);
+	req("GET", "/v1/nodes/ghost", E.admin, NULL, &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	assert_int_equal(store_revision(E.st), 1); /* only the admin token write */
+
+	/* not ready: /v1 is 503, /healthz still 200 */
+	E.ready = 0;
+	req("GET", "/v1/nodes", E.admin, NULL, &r);
+	assert_int_equal(r.status, 503);
+	assert_true(has_header(&r, "Retry-After: 1"));
+	resp_free(&r);
+	req("GET", "/readyz", NULL, NULL, &r);
+	assert_int_equal(r.status, 503);
+	resp_free(&r);
+	req("GET", "/healthz", NULL, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	E.ready = 1;
+}
+
+struct watch_sink {
+	struct buf b;
+	int lines;
+	int want;
+};
+
+static size_t watch_data(char *p, size_t sz, size_t n, void *ud)
+{
+	struct watch_sink *w = ud;
+	buf_append(&w->b, p, sz * n);
+	for (size_t i = 0; i < sz * n; i++)
+		if (p[i] == '\n')
+			w->lines++;
+	return w->lines >= w->want ? 0 : sz * n; /* 0 aborts the transfer */
+}
+
+static void watch(const char *path, int want, struct watch_sink *w, long *status)
+{
+	CURL *h = curl_easy_init();
+	char url[256], auth[200];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", E.port, path);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", E.admin);
+	struct curl_slist *hl = curl_slist_append(NULL, auth);
+	memset(w, 0, sizeof(*w));
+	buf_init(&w->b, 0);
+	w->want = want;
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, watch_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, w);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+	CURLcode cc = curl_easy_perform(h);
+	assert_true(cc == CURLE_WRITE_ERROR || cc == CURLE_OK);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	curl_slist_free_all(hl);
+	curl_easy_cleanup(h);
+}
+
+static void *enroll_later(void *arg)
+{
+	usleep(300 * 1000);
+	enroll(arg);
+	return NULL;
+}
+
+static void test_watch(void **state)
+{
+	int64_t rev0 = store_revision(E.st);
+	enroll("w1");
+	struct watch_sink w;
+	long status = 0;
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/nodes?watch=1&resourceVersion=%lld", (long long)rev0);
+	watch(path, 1, &w, &status);
+	assert_int_equal(status, 200);
+	json_t *ev = json_loadb(w.b.data, strcspn(w.b.data, "\n"), 0, NULL);
+	assert_non_null(ev);
+	assert_string_equal(jstr(ev, "type"), "ADDED");
+	assert_string_equal(jstr(ev, "object.metadata.name"), "w1");
+	assert_string_equal(jstr(ev, "object.status.phase"), "enrolled");
+	json_decref(ev);
+	buf_release(&w.b);
+
+	/* live: the event arrives while the stream is open */
+	pthread_t t;
+	pthread_create(&t, NULL, enroll_later, "w2");
+	snprintf(path, sizeof(path), "/v1/nodes?watch=1&resourceVersion=%lld",
+		 (long long)store_revision(E.st));
+	watch(path, 1, &w, &status);
+	pthread_join(t, NULL);
+	assert_int_equal(status, 200);
+	ev = json_loadb(w.b.data, strcspn(w.b.data, "\n"), 0, NULL);
+	assert_string_equal(jstr(ev, "type"), "ADDED");
+	assert_string_equal(jstr(ev, "object.metadata.name"), "w2");
+	json_decref(ev);
+	buf_release(&w.b);
+
+	/* without resourceVersion: current objects first */
+	watch("/v1/nodes?watch=1", 2, &w, &status);
+	assert_non_null(strstr(w.b.data, "\"name\":\"w1\""));
+	assert_non_null(strstr(w.b.data, "\"name\":\"w2\""));
+	buf_release(&w.b);
+
+	/* compacted */
+	assert_int_equal(store_compact(E.st, store_revision(E.st)), 0);
+	struct resp r;
+	snprintf(path, sizeof(path), "/v1/nodes?watch=1&resourceVersion=%lld", (long long)rev0);
+	req("GET", path, E.admin, NULL, &r);
+	assert_int_equal(r.status, 410);
+	assert_string_equal(jstr(r.json, "type"), "https://fleetplane.dev/problems/gone");
+	resp_free(&r);
+}
+
+static void test_keepalive_and_metrics(void **state)
+{
+	CURL *h = curl_easy_init();
+	struct resp r;
+	req_h(h, "GET", "/healthz", NULL, NULL, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.connects, 1);
+	resp_free(&r);
+	req_h(h, "GET", "/v1/nodes", E.admin, NULL, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.connects, 0);
+	resp_free(&r);
+	req_h(h, "POST", "/v1/nodes", E.admin, "{\"metadata\":{\"name\":\"k1\"}}", NULL, &r);
+	assert_int_equal(r.status, 201);
+	assert_int_equal(r.connects, 0);
+	resp_free(&r);
+	req_h(h, "GET", "/v1/nodes/missing", E.admin, NULL, NULL, &r);
+	assert_int_equal(r.status, 404);
+	assert_int_equal(r.connects, 0);
+	resp_free(&r);
+
+	req_h(h, "GET", "/metrics", E.admin, NULL, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.connects, 0);
+	assert_true(has_header(&r, "Content-Type: text/plain; version=0.0.4"));
+	assert_non_null(strstr(r.body.data, "# TYPE fleetplane_http_requests_total counter"));
+	assert_non_null(
+		strstr(r.body.data, "fleetplane_http_requests_total{method=\"GET\",code=\"200\"}"));
+	assert_non_null(strstr(r.body.data, "fleetplane_http_requests_total{method=\"POST\","
+					    "code=\"201\"}"));
+	assert_non_null(
+		strstr(r.body.data, "# TYPE fleetplane_http_request_duration_seconds histogram"));
+	resp_free(&r);
+	curl_easy_cleanup(h);
+
+	req("GET", "/v1/openapi.json", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "openapi"), "3.0.3");
+	assert_non_null(jget(r.json, "paths./v1/nodes/{name}:drain.post"));
+	assert_non_null(jget(r.json, "paths./v1/tokens/{name}.delete"));
+	resp_free(&r);
+}
+
+static void test_sites_racks_ops(void **state)
+{
+	struct resp r;
+	char *viewer = mk_token("v", "viewer", NULL);
+	req("POST", "/v1/sites", E.admin, "{\"metadata\":{\"name\":\"fra1\"},\"spec\":{}}", &r);
+	assert_int_equal(r.status, 201);
+	assert_string_equal(jstr(r.json, "kind"), "Site");
+	assert_int_equal(strlen(jstr(r.json, "metadata.uid")), 36);
+	resp_free(&r);
+	req("POST", "/v1/racks", E.admin,
+	    "{\"metadata\":{\"name\":\"r01\",\"labels\":{\"nvlink_domain\":\"nvl1\"}},"
+	    "\"spec\":{\"site\":\"ams9\"}}",
+	    &r);
+	assert_int_equal(r.status, 422);
+	assert_string_equal(jstr(r.json, "field"), "spec.site");
+	resp_free(&r);
+	req("POST", "/v1/racks", E.admin,
+	    "{\"metadata\":{\"name\":\"r01\",\"labels\":{\"nvlink_domain\":\"nvl1\"}},"
+	    "\"spec\":{\"site\":\"fra1\"}}",
+	    &r);
+	assert_int_equal(r.status, 201);
+	assert_string_equal(jstr(r.json, "metadata.labels.nvlink_domain"), "nvl1");
+	resp_free(&r);
+	req("GET", "/v1/racks/r01", viewer, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "spec.site"), "fra1");
+	resp_free(&r);
+	req("GET", "/v1/racks", viewer, NULL, &r);
+	assert_int_equal(json_array_size(jget(r.json, "items")), 1);
+	resp_free(&r);
+	req("DELETE", "/v1/sites/fra1", viewer, NULL, &r);
+	assert_int_equal(r.status, 403);
+	resp_free(&r);
+	req("DELETE", "/v1/sites/fra1", E.admin, NULL, &r);
+	assert_int_equal(r.status, 409);
+	resp_free(&r);
+	req("DELETE", "/v1/racks/r01", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	req("DELETE", "/v1/sites/fra1", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	assert_int_equal(count("/sites/"), 0);
+
+	/* operations: stored by the lifecycle controller; the API reads them */
+	const char *opdoc =
+		"{\"kind\":\"Operation\",\"metadata\":{\"name\":\"op-1\",\"uid\":\"u1\","
+		"\"createdAt\":\"2026-01-01T00:00:00.000Z\"},\"spec\":{\"node\":\"n1\","
+		"\"kind\":\"inspect\",\"steps\":[\"power_on\"]},\"status\":{\"state\":\"running\","
+		"\"step\":0,\"attempt\":1}}";
+	assert_int_equal(store_put(E.st, "/operations/op-1", opdoc, STORE_ABSENT, NULL), 0);
+	req("GET", "/v1/operations?node=n1", viewer, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_array_size(jget(r.json, "items")), 1);
+	assert_string_equal(jstr(r.json, "items.0.metadata.name"), "op-1");
+	resp_free(&r);
+	req("GET", "/v1/operations?node=n2", viewer, NULL, &r);
+	assert_int_equal(json_array_size(jget(r.json, "items")), 0);
+	resp_free(&r);
+	req("GET", "/v1/operations?state=succeeded", viewer, NULL, &r);
+	assert_int_equal(json_array_size(jget(r.json, "items")), 0);
+	resp_free(&r);
+	req("GET", "/v1/operations/op-1", viewer, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "status.state"), "running");
+	resp_free(&r);
+	free(viewer);
+}
+
+/* The controller's cache hook serves GET /v1/nodes/{name}. */
+static int view_get(void *arg, const char *name, char **json, size_t *len)
+{
+	if (strcmp(name, "cached") != 0)
+		return FP_ENOTFOUND;
+	*json = xstrdup("{\"kind\":\"Node\",\"metadata\":{\"name\":\"cached\"},\"from\":\"cache\"}");
+	*len = strlen(*json);
+	return 0;
+}
+
+static int setup_view(void **state)
+{
+	char err[256];
+	memset(&E, 0, sizeof(E));
+	E.ready = 1;
+	E.view.get_json = view_get;
+	snprintf(E.dir, sizeof(E.dir), "/tmp/fp-api-XXXXXX");
+	assert_non_null(mkdtemp(E.dir));
+	assert_int_equal(store_open("mem:", &E.st, err, sizeof(err)), 0);
+	server_start();
+	return 0;
+}
+
+static void test_node_view(void **state)
+{
+	struct resp r;
+	req("GET", "/v1/nodes/cached", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "from"), "cache");
+	resp_free(&r);
+	enroll("fresh"); /* not in the cache yet: read from the store */
+	req("GET", "/v1/nodes/fresh", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "metadata.name"), "fresh");
+	resp_free(&r);
+}
+
+int main(void)
+{
+	log_init(LOG_LVL_WARN, NULL);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_health_and_auth, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_roles, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_enroll, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_paging_and_selectors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_holds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_put_and_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idempotency, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keepalive_and_metrics, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sites_racks_ops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_node_view, setup_view, teardown),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	curl_global_cleanup();
+	return rc;
+}
