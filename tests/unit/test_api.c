@@ -1079,6 +1079,43 @@ static void test_node_view(void **state)
 	resp_free(&r);
 }
 
+/* Restart with a durable store: the admin token file and its stored hash both survive. */
+static void test_sqlite_restart(void **state)
+{
+	char err[256], uri[128], path[160];
+	struct resp r;
+	api_server_free(E.srv);
+	store_close(E.st);
+	snprintf(uri, sizeof(uri), "sqlite:%s/fp.db", E.dir);
+	snprintf(path, sizeof(path), "%s/admin.token", E.dir);
+	unlink(path);
+	assert_int_equal(store_open(uri, &E.st, err, sizeof(err)), 0);
+	server_start();
+	char first[128];
+	snprintf(first, sizeof(first), "%s", E.admin);
+	enroll("s1");
+	api_server_free(E.srv);
+	store_close(E.st);
+
+	assert_int_equal(store_open(uri, &E.st, err, sizeof(err)), 0);
+	server_start();
+	assert_string_equal(E.admin, first);
+	req("GET", "/v1/nodes/s1", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "metadata.name"), "s1");
+	resp_free(&r);
+	api_server_free(E.srv);
+	E.srv = NULL;
+	store_close(E.st);
+	E.st = NULL;
+	char f[160];
+	static const char *const files[] = {"fp.db", "fp.db-wal", "fp.db-shm", NULL};
+	for (const char *const *x = files; *x; x++) {
+		snprintf(f, sizeof(f), "%s/%s", E.dir, *x);
+		unlink(f);
+	}
+}
+
 int main(void)
 {
 	log_init(LOG_LVL_WARN, NULL);
@@ -1096,6 +1133,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_keepalive_and_metrics, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sites_racks_ops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_view, setup_view, teardown),
+		cmocka_unit_test_setup_teardown(test_sqlite_restart, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();
