@@ -11,12 +11,10 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -39,7 +37,6 @@ struct demo {
 	int keep;
 	double speed;
 	long timeout_s;
-	int port;
 	pid_t serve_pid;
 	char url[64];
 	int tty;
@@ -71,31 +68,19 @@ static void demo_usage(FILE *f)
 		   "  --timeout SECONDS  give up after this long (default 600)\n");
 }
 
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int port = -1;
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
 static int start_serve(struct demo *d)
 {
-	char exe[4096], dd[4200], listen[64], speed[32], logpath[4300];
+	char exe[4096], dd[4200], listen[64], speed[32], logpath[4300], urlpath[4300];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0)
 		return FP_EIO;
 	exe[n] = 0;
 	snprintf(dd, sizeof(dd), "%s", d->data_dir);
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", d->port);
+	snprintf(listen, sizeof(listen), "127.0.0.1:0");
 	snprintf(speed, sizeof(speed), "%g", d->speed);
 	snprintf(logpath, sizeof(logpath), "%s/serve.log", d->data_dir);
+	snprintf(urlpath, sizeof(urlpath), "%s/serve.url", d->data_dir);
+	unlink(urlpath); /* left behind by a serve that was killed */
 	pid_t pid = fork();
 	if (pid < 0)
 		return FP_EIO;
@@ -137,10 +122,11 @@ static void stop_serve(struct demo *d)
 	waitpid(d->serve_pid, NULL, 0);
 }
 
-static int read_token(struct demo *d, char *out, size_t outlen)
+/* Reads the first line of <data-dir>/<file> into out. */
+static int read_line(struct demo *d, const char *file, char *out, size_t outlen)
 {
 	char path[4300];
-	snprintf(path, sizeof(path), "%s/admin.token", d->data_dir);
+	snprintf(path, sizeof(path), "%s/%s", d->data_dir, file);
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return FP_ENOTFOUND;
@@ -159,7 +145,8 @@ static int wait_ready(struct demo *d)
 	while (mono_ms() < until) {
 		if (!serve_alive(d))
 			return FP_ECLOSED;
-		if (read_token(d, token, sizeof(token)) == 0) {
+		if (read_line(d, "serve.url", d->url, sizeof(d->url)) == 0 &&
+		    read_line(d, "admin.token", token, sizeof(token)) == 0) {
 			setenv("FLEETPLANE_URL", d->url, 1);
 			setenv("FLEETPLANE_TOKEN", token, 1);
 			explicit_bzero(token, sizeof(token));
@@ -439,16 +426,10 @@ int cmd_demo(int argc, char **argv)
 		return 1;
 	}
 	d.tty = isatty(STDOUT_FILENO);
-	d.port = free_port();
-	if (d.port <= 0) {
-		fprintf(stderr, "error: no free TCP port on 127.0.0.1\n");
-		return 1;
-	}
-	snprintf(d.url, sizeof(d.url), "http://127.0.0.1:%d", d.port);
 	signal(SIGPIPE, SIG_IGN);
 	d.t0 = mono_ms();
-	printf("fleetplane demo: starting serve on %s (data dir %s, sim speed %gx)\n", d.url,
-	       d.data_dir, d.speed);
+	printf("fleetplane demo: starting serve (data dir %s, sim speed %gx)\n", d.data_dir,
+	       d.speed);
 	int rc = start_serve(&d);
 	if (rc == 0)
 		rc = wait_ready(&d);
@@ -456,6 +437,7 @@ int cmd_demo(int argc, char **argv)
 		stop_serve(&d);
 		return fail(&d, "starting serve", rc);
 	}
+	printf("serve is up at %s\n", d.url);
 	int result = 1;
 	if ((rc = enroll(&d)) < 0) {
 		fail(&d, "enrolling", rc);

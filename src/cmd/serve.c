@@ -264,6 +264,27 @@ static void resume_sim_machines(struct serve *sv)
 		log_info("serve: resumed simulated machines count=%zu", total);
 }
 
+/* Writes <data-dir>/serve.url with the address actually bound (--listen may use port 0), by
+ * rename so readers never see half a line. */
+static void write_url_file(struct serve *sv)
+{
+	char host[256], path[4200], tmp[4300];
+	snprintf(host, sizeof(host), "%s", sv->listen);
+	char *colon = strrchr(host, ':');
+	if (colon)
+		*colon = 0;
+	if (!*host || strcmp(host, "*") == 0 || strcmp(host, "0.0.0.0") == 0)
+		snprintf(host, sizeof(host), "127.0.0.1");
+	snprintf(path, sizeof(path), "%s/serve.url", sv->data_dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return;
+	fprintf(f, "http://%s:%u\n", host, api_server_port(sv->api));
+	if (fclose(f) == 0)
+		rename(tmp, path);
+}
+
 static int ready(void *arg)
 {
 	struct serve *sv = arg;
@@ -279,6 +300,11 @@ static int node_view(void *arg, const char *name, char **json, size_t *len)
 static void shutdown_all(struct serve *sv)
 {
 	sv->closing = 1;
+	if (sv->api) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/serve.url", sv->data_dir);
+		unlink(path);
+	}
 	api_server_free(sv->api);
 	if (sv->lc)
 		lifecycle_stop(sv->lc);
@@ -445,8 +471,10 @@ int cmd_serve(int argc, char **argv)
 		shutdown_all(&sv);
 		return 1;
 	}
-	log_info("serve: listening url=http://%s data_dir=%s nodes=%zu sim_speed=%g faults=%s",
-		 sv.listen, sv.data_dir, cache_node_count(sv.cache), sv.sim_speed,
+	write_url_file(&sv);
+	log_info("serve: listening url=http://%s port=%u data_dir=%s nodes=%zu sim_speed=%g "
+		 "faults=%s",
+		 sv.listen, api_server_port(sv.api), sv.data_dir, cache_node_count(sv.cache), sv.sim_speed,
 		 sv.sim_faults ? "on" : "off");
 	int sig = 0;
 	sigwait(&stop, &sig);
