@@ -27,7 +27,7 @@ LIB_OBJ = $(patsubst src/%.c,$(BUILD)/%.o,$(foreach l,$(1),$(wildcard src/$(l)/*
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all clean test unit integration san fuzz bench
+.PHONY: all clean test unit integration san fuzz bench check check-banned
 all: $(BIN)
 
 $(BIN): $(OBJ_ALL)
@@ -52,10 +52,26 @@ unit: $(UNIT_BIN)
 integration: $(BIN)
 	@FLEETPLANE_BIN=$(CURDIR)/$(BIN) FP_SAN=$(SAN) tests/integration/run.sh
 
-test: unit integration
+test: check-banned unit integration
+
+# Banned functions (base/banned.h lists why), caught even where the header is not included.
+check-banned:
+	@! grep -nE '\b(strcpy|strcat|sprintf|vsprintf|strtok|atoi|gmtime|localtime)\s*\(' \
+		$$(find src tests -name '*.c' -o -name '*.h' | grep -v base/banned.h) \
+		| grep -vE 'snprintf|vsnprintf|strtok_r|gmtime_r|localtime_r|BANNED' \
+		|| { echo "banned function used (see src/base/banned.h)"; exit 1; }
 
 san:
-	$(MAKE) SAN=1 test
+	$(MAKE) SAN=1 unit integration
+
+FUZZ_SECONDS ?= 30
+fuzz:
+	tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+# Everything CI runs: the normal suite, the whole suite again under ASan+UBSan, the fuzzers.
+check: test
+	$(MAKE) san
+	$(MAKE) fuzz
 
 clean:
 	rm -rf build build-san build-fuzz fleetplane fleetplane-san

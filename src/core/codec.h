@@ -35,7 +35,8 @@ enum node_json_mode {
  * in resource_version. Returns 0, FP_EINVAL/FP_EPARSE with detail. *out owned by caller. */
 int node_from_json(const json_t *doc, int64_t rv, struct node **out, char *err, size_t errlen);
 /* Decodes a node for enrollment from an API body: only metadata.name is required; kind, if
- * present, must be "Node"; status is refused (owned by fleetplane); unknown fields refused.
+ * present, must be "Node"; status is ignored (fleetplane owns it; this lets a document from
+ * `node get -o json` be enrolled elsewhere); unknown fields are refused.
  * Defaults: spec.bmc.driver "sim" when spec.bmc is absent. */
 int node_from_enroll_json(const json_t *doc, struct node **out, char *err, size_t errlen);
 /* Encodes; returns a new reference. */

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages fleetplane needs to build and test, idempotently and without
+# questions. Usage: scripts/install-deps.sh [--test]   (--test adds the test-only packages)
+set -euo pipefail
+
+build_pkgs=(build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev
+	libcurl4-openssl-dev libsodium-dev)
+test_pkgs=(libcmocka-dev clang libclang-rt-14-dev prometheus curl procps jq)
+
+want=("${build_pkgs[@]}")
+[ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
+
+missing=()
+for p in "${want[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# Packages such as prometheus ship init scripts; never start services during install.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+	printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+	$SUDO chmod +x /usr/sbin/policy-rc.d
+	trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

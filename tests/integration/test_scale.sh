@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# 1,000 simulated nodes (200 under ASan+UBSan) enrolled through the API in one bulk request all
+# reach available with no holds, and /metrics counts them.
+. "$(dirname "$0")/lib.sh"
+N=${FP_SCALE_NODES:-1000}
+[ "${FP_SAN:-0}" = 1 ] && N=${FP_SCALE_NODES:-200}
+start_serve "$WORK/d" --sim-speed 500
+nodes_json "$N" > "$WORK/nodes.json"
+out=$("$FP" node enroll -f "$WORK/nodes.json")
+assert_eq "enrolled $N nodes" "$out" "enroll output"
+wait_phase available "$N" 240
+metrics=$(curl -s -H "Authorization: Bearer $FLEETPLANE_TOKEN" "$FLEETPLANE_URL/metrics")
+echo "$metrics" | grep -qx "fleetplane_nodes{phase=\"available\"} $N" ||
+	fail "metrics do not show $N available nodes"
+echo "$metrics" | grep -qx 'fleetplane_nodes{phase="provisioning"} 0' ||
+	fail "metrics show nodes still provisioning"
+# Every node ran exactly one inspect, provision and validate operation, all succeeded.
+ops=$("$FP" op list -o json | jq '[.items[] | select(.status.state == "succeeded")] | length')
+assert_eq "$((N * 3))" "$ops" "succeeded operations"
+stop_serve
