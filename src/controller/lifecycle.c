@@ -65,7 +65,9 @@ struct step_ctx {
 
 struct step_def {
 	const char *name;
-	int side_effect;    /* persist the attempt before running */
+	int persist;        /* persist the attempt and its deadline before running: steps with a
+			     * side effect (intent before act) and steps that wait on an outside
+			     * party (so a restart resumes the same deadline) */
 	int uses_bmc;       /* take a BMC slot from the rate limiter */
 	int64_t timeout;    /* per attempt */
 	int max_attempts;
@@ -450,10 +452,10 @@ static const struct step_def steps[] = {
 	{"set_boot_disk", 1, 1, 2 * MIN, 5, step_set_boot_disk},
 	{"power_off", 1, 1, 5 * MIN, 5, step_power_off},
 	{"power_on", 1, 1, 5 * MIN, 5, step_power_on},
-	{"wait_boot_callback", 0, 0, 15 * MIN, 1, step_wait_boot_callback},
+	{"wait_boot_callback", 1, 0, 15 * MIN, 1, step_wait_boot_callback},
 	{"check_gpu_count", 0, 0, 1 * MIN, 1, step_check_gpu_count},
-	{"wait_burn_in", 0, 0, 30 * MIN, 1, step_wait_burn_in},
-	{"workload_drained", 0, 0, 4 * HOUR, 1, step_workload_drained},
+	{"wait_burn_in", 1, 0, 30 * MIN, 1, step_wait_burn_in},
+	{"workload_drained", 1, 0, 4 * HOUR, 1, step_workload_drained},
 };
 
 static const struct step_def *step_lookup(const char *name)
@@ -554,8 +556,9 @@ static void run_op_task(void *arg)
 			op->step_deadline = now + scale(lc, n, def->timeout);
 			dirty = 1;
 		}
-		/* Intent before side effect: the attempt is durable before the BMC is touched. */
-		if (dirty && (def->side_effect || op->step == 0)) {
+		/* Intent before side effect: the attempt is durable before the BMC is touched, and a
+		 * wait's deadline is durable before it starts waiting. */
+		if (dirty && (def->persist || op->step == 0)) {
 			if ((rc = save_op(lc, op)) < 0)
 				goto out;
 		}
@@ -604,7 +607,7 @@ static void run_op_task(void *arg)
 			/* The next step's intent write also records this step as done; read-only
 			 * steps that follow need no write of their own. */
 			const struct step_def *next = step_lookup(op->steps[op->step]);
-			if (!next || !next->side_effect) {
+			if (!next || !next->persist) {
 				if ((rc = save_op(lc, op)) < 0)
 					goto out;
 			}

@@ -69,9 +69,10 @@ static int64_t scaled(struct sim *s, int64_t lo, int64_t hi)
 	return (int64_t)((double)ms / s->cfg.speed);
 }
 
-static int fault(struct sim *s)
+static int fault(struct sim *s, unsigned kind)
 {
-	return s->cfg.fault_seed && fp_rng_double(&s->fault_rng) < s->cfg.fault_rate;
+	return s->cfg.fault_seed && (s->cfg.fault_kinds & kind) &&
+	       fp_rng_double(&s->fault_rng) < s->cfg.fault_rate;
 }
 
 static json_t *machine_json(const struct sim_machine *m)
@@ -153,7 +154,7 @@ static void on_timer(void *arg)
 		snprintf(boot_id, sizeof(boot_id), "%s-%" PRIu64, m->node, m->boot_seq);
 		if (m->boot_due_wall) {
 			what = BMC_SIM_BOOTED;
-			lost = fault(s);
+			lost = fault(s, BMC_SIM_FAULT_LOST_CALLBACK);
 			m->boot_due_wall = 0;
 			if (m->boot_pxe)
 				m->burnin_due_wall =
@@ -217,7 +218,7 @@ static void power_on_locked(struct sim *s, struct sim_machine *m)
 /* BMC request latency; a timeout fault sleeps to the deadline. */
 static int bmc_latency(struct sim *s, int64_t deadline, char *err, size_t errlen)
 {
-	if (fault(s)) {
+	if (fault(s, BMC_SIM_FAULT_TIMEOUT)) {
 		int64_t now = clock_now_ms(s->cfg.clock);
 		int64_t wait = deadline > now ? deadline - now : 0;
 		int64_t cap = scaled(s, 30000, 30000);
@@ -240,7 +241,7 @@ static int sim_power_get(struct bmc *b, const struct bmc_target *t, int64_t dead
 	pthread_mutex_lock(&s->mu);
 	*out = machine_get(s, t->node)->power;
 	pthread_mutex_unlock(&s->mu);
-	if (fault(s)) /* a BMC that lies about power */
+	if (fault(s, BMC_SIM_FAULT_WRONG_POWER)) /* a BMC that lies about power */
 		*out = *out == BMC_POWER_ON ? BMC_POWER_OFF : BMC_POWER_ON;
 	return 0;
 }
@@ -382,6 +383,9 @@ struct bmc *bmc_sim_new(const struct bmc_sim_config *cfg)
 	s->cfg = *cfg;
 	if (s->cfg.fault_rate <= 0)
 		s->cfg.fault_rate = 0.05;
+	if (s->cfg.fault_kinds == 0)
+		s->cfg.fault_kinds = BMC_SIM_FAULT_TIMEOUT | BMC_SIM_FAULT_WRONG_POWER |
+				     BMC_SIM_FAULT_LOST_CALLBACK;
 	fp_rng_init(&s->rng, cfg->fault_seed ? cfg->fault_seed ^ 0x51u : 0x51u);
 	fp_rng_init(&s->fault_rng, cfg->fault_seed ? cfg->fault_seed : 1);
 	pthread_mutex_init(&s->mu, NULL);

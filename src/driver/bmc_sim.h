@@ -30,11 +30,17 @@ typedef void (*bmc_sim_notify_fn)(void *arg, const char *node, enum bmc_sim_noti
 typedef int (*bmc_sim_save_fn)(void *arg, const char *node, const char *json);
 typedef int (*bmc_sim_load_fn)(void *arg, const char *node, char **json);
 
+/* Fault kinds for bmc_sim_config.fault_kinds. */
+#define BMC_SIM_FAULT_TIMEOUT (1u << 0)       /* a BMC request never answers */
+#define BMC_SIM_FAULT_WRONG_POWER (1u << 1)   /* a power read reports the opposite state */
+#define BMC_SIM_FAULT_LOST_CALLBACK (1u << 2) /* the agent's boot callback never arrives */
+
 struct bmc_sim_config {
 	struct fp_clock *clock;
 	double speed;        /* > 0: times divided by speed; 0: zero latency */
 	uint64_t fault_seed; /* 0: no faults */
 	double fault_rate;   /* probability per opportunity when faults are on (default 0.05) */
+	unsigned fault_kinds; /* BMC_SIM_FAULT_* mask; 0 = all kinds */
 	bmc_sim_notify_fn notify;
 	bmc_sim_save_fn save;
 	bmc_sim_load_fn load;

@@ -1,0 +1,513 @@
+/* layers: base core store driver engine controller */
+/* test_lifecycle.c - the lifecycle controller run single-threaded in virtual time
+ * (DESIGN.md principle 6): an in-memory store, a virtual clock, the inline executor and the sim
+ * driver at real-world latencies. Scenarios: onboarding to available, determinism for a seed,
+ * drain/resume, retire, crash of the controller mid-provisioning with exactly-once side
+ * effects, BMC faults, and a lost boot callback that must end in PhaseDeadlineExceeded. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/jsonx.h"
+#include "controller/lifecycle.h"
+#include "core/codec.h"
+#include "driver/bmc_sim.h"
+#include "engine/cache.h"
+#include "engine/clock.h"
+#include "engine/executor_impl.h"
+
+#define START_WALL 1796000000000LL /* 2026-11-29T22:13:20Z */
+#define MIN_MS (60 * 1000LL)
+
+struct pending_notice {
+	char node[64];
+	enum bmc_sim_notice what;
+	char boot_id[96];
+	int passed;
+};
+
+struct world {
+	struct store *store;
+	struct fp_clock *clock;
+	struct fp_rng rng;
+	struct fp_executor *exec;
+	struct bmc *sim;
+	struct ratelimit *limits;
+	struct cache *cache;
+	struct lifecycle *lc;
+	/* Agent callbacks that arrive while the controller is down are retried later, as a
+	 * deploy agent retries its heartbeat. */
+	struct pending_notice pending[256];
+	size_t npending;
+};
+
+static int w_save(void *arg, const char *node, const char *json)
+{
+	struct world *w = arg;
+	char key[128];
+	snprintf(key, sizeof(key), "/sim/hw/%s", node);
+	return store_put(w->store, key, json, STORE_ANY, NULL);
+}
+
+static int w_load(void *arg, const char *node, char **json)
+{
+	struct world *w = arg;
+	char key[128];
+	struct store_kv kv = {0};
+	snprintf(key, sizeof(key), "/sim/hw/%s", node);
+	*json = NULL;
+	if (store_get(w->store, key, &kv) < 0)
+		return 0;
+	*json = kv.value;
+	kv.value = NULL;
+	store_kv_release(&kv);
+	return 0;
+}
+
+static void deliver(struct world *w, const char *node, enum bmc_sim_notice what,
+		    const char *boot_id, int passed)
+{
+	if (what == BMC_SIM_BOOTED)
+		lifecycle_agent_booted(w->lc, node, boot_id);
+	else
+		lifecycle_agent_validated(w->lc, node, passed);
+}
+
+static void w_notify(void *arg, const char *node, enum bmc_sim_notice what, const char *boot_id,
+		     int passed)
+{
+	struct world *w = arg;
+	if (w->lc) {
+		deliver(w, node, what, boot_id, passed);
+		return;
+	}
+	assert_true(w->npending < 256);
+	struct pending_notice *p = &w->pending[w->npending++];
+	snprintf(p->node, sizeof(p->node), "%s", node);
+	p->what = what;
+	snprintf(p->boot_id, sizeof(p->boot_id), "%s", boot_id);
+	p->passed = passed;
+}
+
+static void controller_up(struct world *w)
+{
+	w->exec = executor_inline_new();
+	struct ratelimit_config rc = {.bmc_max_concurrency = 1, .site_rate_per_s = 20,
+				      .site_burst = 20};
+	w->limits = ratelimit_new(w->clock, &rc);
+	w->cache = cache_new(w->store);
+	struct lifecycle_config lc = {.store = w->store, .cache = w->cache, .clock = w->clock,
+				      .rng = &w->rng, .exec = w->exec, .limits = w->limits,
+				      .drivers = {w->sim}, .ndrivers = 1, .workers = 0};
+	w->lc = lifecycle_new(&lc);
+	assert_true(cache_sync_now(w->cache) >= 0);
+	for (size_t i = 0; i < w->npending; i++)
+		deliver(w, w->pending[i].node, w->pending[i].what, w->pending[i].boot_id,
+			w->pending[i].passed);
+	w->npending = 0;
+}
+
+/* A crash of the control plane: its in-memory state is gone, the store and the hardware stay. */
+static void controller_down(struct world *w)
+{
+	lifecycle_stop(w->lc);
+	struct lifecycle *lc = w->lc;
+	w->lc = NULL;
+	/* Drop queued steps without running them, as a kill -9 would. */
+	executor_free(w->exec);
+	lifecycle_free(lc);
+	cache_free(w->cache);
+	ratelimit_free(w->limits);
+	w->exec = NULL;
+	w->cache = NULL;
+	w->limits = NULL;
+}
+
+static struct world *world_new(uint64_t fault_seed, double fault_rate, unsigned fault_kinds)
+{
+	struct world *w = xcalloc(1, sizeof(*w));
+	char err[128];
+	assert_int_equal(store_open("mem:", &w->store, err, sizeof(err)), 0);
+	w->clock = clock_virtual_new(START_WALL);
+	fp_rng_init(&w->rng, 42);
+	struct bmc_sim_config sc = {.clock = w->clock, .speed = 1, .fault_seed = fault_seed,
+				    .fault_rate = fault_rate, .fault_kinds = fault_kinds,
+				    .notify = w_notify, .save = w_save, .load = w_load, .arg = w};
+	w->sim = bmc_sim_new(&sc);
+	controller_up(w);
+	return w;
+}
+
+static void world_free(struct world *w)
+{
+	controller_down(w);
+	bmc_free(w->sim);
+	clock_free(w->clock);
+	store_close(w->store);
+	fp_rng_release(&w->rng);
+	free(w);
+}
+
+static void enroll(struct world *w, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char name[32], key[64];
+		snprintf(name, sizeof(name), "r01n%02d", i + 1);
+		snprintf(key, sizeof(key), "/nodes/%s", name);
+		struct node *nd = node_new();
+		nd->name = xstrdup(name);
+		nd->uid = xstrdup(name);
+		nd->site = xstrdup("site-a");
+		nd->rack = xstrdup("r01");
+		nd->bmc.driver = xstrdup("sim");
+		nd->gpu_count = 8;
+		nd->phase = PHASE_ENROLLED;
+		nd->phase_since = nd->created_at = clock_wall_ms(w->clock);
+		json_t *doc = node_to_json(nd, NODE_JSON_STORE);
+		char *val = jsonx_dumps(doc);
+		assert_int_equal(store_put(w->store, key, val, STORE_ABSENT, NULL), 0);
+		free(val);
+		json_decref(doc);
+		node_free(nd);
+	}
+}
+
+/* Runs everything that is runnable now; returns how much ran. */
+static int pump(struct world *w)
+{
+	int total = 0;
+	for (;;) {
+		int n = 0;
+		int c = cache_sync_now(w->cache);
+		assert_true(c >= 0);
+		n += c;
+		while (lifecycle_run_once(w->lc))
+			n++;
+		n += (int)executor_inline_run(w->exec, 0);
+		if (!n)
+			return total;
+		total += n;
+	}
+}
+
+static struct node *get_node(struct world *w, const char *name)
+{
+	char key[64], err[256];
+	struct store_kv kv = {0};
+	snprintf(key, sizeof(key), "/nodes/%s", name);
+	assert_int_equal(store_get(w->store, key, &kv), 0);
+	json_t *doc = NULL;
+	struct node *n = NULL;
+	assert_int_equal(jsonx_parse(kv.value, strlen(kv.value), &doc, err, sizeof(err)), 0);
+	assert_int_equal(node_from_json(doc, kv.mod_revision, &n, err, sizeof(err)), 0);
+	json_decref(doc);
+	store_kv_release(&kv);
+	return n;
+}
+
+static int count_phase(struct world *w, int n, enum node_phase p)
+{
+	int c = 0;
+	for (int i = 0; i < n; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "r01n%02d", i + 1);
+		struct node *nd = get_node(w, name);
+		c += nd->phase == p;
+		node_free(nd);
+	}
+	return c;
+}
+
+static void dump(struct world *w, int n)
+{
+	fprintf(stderr, "virtual now=%lld ms\n", (long long)clock_now_ms(w->clock));
+	struct store_kv *items = NULL;
+	size_t k = 0;
+	int more = 0;
+	store_list(w->store, "/nodes/", NULL, 0, &items, &k, NULL, &more);
+	for (size_t i = 0; i < k; i++)
+		fprintf(stderr, "%s\n", items[i].value);
+	store_kv_array_free(items, k);
+	store_list(w->store, "/operations/", NULL, 0, &items, &k, NULL, &more);
+	for (size_t i = 0; i < k; i++)
+		if (!strstr(items[i].value, "succeeded"))
+			fprintf(stderr, "%s\n", items[i].value);
+	store_kv_array_free(items, k);
+}
+
+/* Advances virtual time timer by timer until `n` nodes are in phase p or max_ms of virtual time
+ * passed. Returns the virtual ms it took. */
+static int64_t run_until_phase(struct world *w, int n, enum node_phase p, int64_t max_ms)
+{
+	int64_t t0 = clock_now_ms(w->clock);
+	for (;;) {
+		pump(w);
+		if (count_phase(w, n, p) == n)
+			return clock_now_ms(w->clock) - t0;
+		int64_t at = 0;
+		if (clock_virtual_next_timer(w->clock, &at) < 0 || at - t0 > max_ms) {
+			if (getenv("FP_TEST_DEBUG"))
+				dump(w, n);
+			return -1; /* nothing left to happen, or out of time */
+		}
+		int64_t now = clock_now_ms(w->clock);
+		clock_virtual_advance(w->clock, at > now ? at - now : 0);
+	}
+}
+
+static json_t *sim_state(struct world *w, const char *node)
+{
+	return bmc_sim_state(w->sim, node);
+}
+
+static long counter(struct world *w, const char *node, const char *which)
+{
+	json_t *s = sim_state(w, node);
+	long v = (long)json_integer_value(jsonx_path(s, "counters") ?
+					       json_object_get(jsonx_path(s, "counters"), which) :
+					       NULL);
+	json_decref(s);
+	return v;
+}
+
+static size_t count_prefix(struct world *w, const char *prefix)
+{
+	size_t n = 0;
+	assert_int_equal(store_count(w->store, prefix, &n), 0);
+	return n;
+}
+
+static void test_onboarding_reaches_available(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 8);
+	int64_t took = run_until_phase(w, 8, PHASE_AVAILABLE, 60 * MIN_MS);
+	/* PXE boot to agent takes 4-6 min and burn-in 2-3 min on real-world sim latencies. */
+	assert_true(took >= 6 * MIN_MS);
+	assert_true(took <= 20 * MIN_MS);
+	for (int i = 1; i <= 8; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "r01n%02d", i);
+		assert_int_equal(counter(w, name, "powerOn"), 1);
+		assert_int_equal(counter(w, name, "powerOff"), 0);
+		assert_int_equal(counter(w, name, "bootSet"), 2);
+		struct node *n = get_node(w, name);
+		assert_null(n->operation);
+		assert_int_equal(n->nholds, 0);
+		assert_non_null(n->inventory);
+		assert_int_equal(json_array_size(json_object_get(n->inventory, "gpus")), 8);
+		const struct node_condition *c = node_condition_get(n, "PoweredOn");
+		assert_non_null(c);
+		assert_int_equal(c->status, COND_TRUE);
+		node_free(n);
+	}
+	/* inspect + provision + validate per node */
+	assert_int_equal(count_prefix(w, "/operations/"), 24);
+	world_free(w);
+}
+
+/* Runs a faulty fleet to available and returns its whole audit history (every event's time,
+ * object and reason, in order) as one string the caller frees. */
+static char *run_seeded(int64_t *rev)
+{
+	struct world *w = world_new(7, 0.1, 0);
+	enroll(w, 6);
+	assert_true(run_until_phase(w, 6, PHASE_AVAILABLE, 6 * 60 * MIN_MS) > 0);
+	*rev = store_revision(w->store);
+	struct store_kv *items = NULL;
+	size_t n = 0;
+	int more = 0;
+	struct buf b;
+	buf_init(&b, 0);
+	assert_int_equal(store_list(w->store, "/events/", NULL, 0, &items, &n, NULL, &more), 0);
+	for (size_t i = 0; i < n; i++) {
+		json_t *ev = NULL;
+		assert_int_equal(jsonx_parse(items[i].value, strlen(items[i].value), &ev, NULL, 0), 0);
+		buf_printf(&b, "%s %s %s\n", jsonx_str(ev, "time"), jsonx_str(ev, "object"),
+			   jsonx_str(ev, "reason"));
+		json_decref(ev);
+	}
+	store_kv_array_free(items, n);
+	world_free(w);
+	return buf_detach(&b, NULL);
+}
+
+static void test_deterministic_for_a_seed(void **state)
+{
+	/* Same seed, same inputs: the same history, write for write, event for event. */
+	int64_t rev_a = 0, rev_b = 0;
+	char *a = run_seeded(&rev_a), *b = run_seeded(&rev_b);
+	assert_true(rev_a > 0);
+	assert_int_equal(rev_a, rev_b);
+	assert_true(strlen(a) > 0);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+}
+
+static int add_hold(struct world *w, const char *name, const char *owner)
+{
+	struct node *n = get_node(w, name);
+	node_hold_add(n, owner, "test maintenance", clock_wall_ms(w->clock), 0);
+	json_t *doc = node_to_json(n, NODE_JSON_STORE);
+	char *val = jsonx_dumps(doc), key[64];
+	snprintf(key, sizeof(key), "/nodes/%s", name);
+	int rc = store_put(w->store, key, val, n->resource_version, NULL);
+	free(val);
+	json_decref(doc);
+	node_free(n);
+	return rc;
+}
+
+static int release_hold(struct world *w, const char *name, const char *owner)
+{
+	struct node *n = get_node(w, name);
+	int rc = node_hold_release(n, owner);
+	if (rc == 0) {
+		json_t *doc = node_to_json(n, NODE_JSON_STORE);
+		char *val = jsonx_dumps(doc), key[64];
+		snprintf(key, sizeof(key), "/nodes/%s", name);
+		rc = store_put(w->store, key, val, n->resource_version, NULL);
+		free(val);
+		json_decref(doc);
+	}
+	node_free(n);
+	return rc;
+}
+
+static void test_drain_resume(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	assert_int_equal(add_hold(w, "r01n01", "operator:alice"), 0);
+	assert_true(run_until_phase(w, 1, PHASE_MAINTENANCE, 10 * MIN_MS) >= 0);
+	struct node *n = get_node(w, "r01n01");
+	assert_int_equal(n->phase, PHASE_MAINTENANCE);
+	assert_int_equal(n->nholds, 1);
+	assert_string_equal(n->holds[0].owner, "operator:alice");
+	node_free(n);
+	/* Still held: stays in maintenance. */
+	pump(w);
+	assert_int_equal(count_phase(w, 1, PHASE_MAINTENANCE), 1);
+	assert_int_equal(release_hold(w, "r01n01", "operator:alice"), 0);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 10 * MIN_MS) >= 0);
+	/* Resumed with no change: no new power action happened. */
+	assert_int_equal(counter(w, "r01n01", "powerOn"), 1);
+	assert_int_equal(counter(w, "r01n01", "powerOff"), 0);
+	world_free(w);
+}
+
+static void test_retire(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	struct node *n = get_node(w, "r01n01");
+	n->retire = 1;
+	json_t *doc = node_to_json(n, NODE_JSON_STORE);
+	char *val = jsonx_dumps(doc);
+	assert_int_equal(store_put(w->store, "/nodes/r01n01", val, n->resource_version, NULL), 0);
+	free(val);
+	json_decref(doc);
+	node_free(n);
+	assert_true(run_until_phase(w, 1, PHASE_RETIRED, 30 * MIN_MS) >= 0);
+	assert_int_equal(counter(w, "r01n01", "powerOff"), 1);
+	json_t *s = sim_state(w, "r01n01");
+	assert_string_equal(json_string_value(json_object_get(s, "power")), "off");
+	json_decref(s);
+	world_free(w);
+}
+
+static void test_crash_mid_provisioning_exactly_once(void **state)
+{
+	/* Crash the controller at many different moments of onboarding; after each restart the
+	 * nodes converge and every machine was powered on exactly once. */
+	for (int crash_after = 1; crash_after <= 40; crash_after += 3) {
+		struct world *w = world_new(0, 0, 0);
+		enroll(w, 4);
+		int steps = 0;
+		while (steps < crash_after) {
+			pump(w);
+			int64_t at = 0;
+			if (clock_virtual_next_timer(w->clock, &at) < 0)
+				break;
+			int64_t now = clock_now_ms(w->clock);
+			clock_virtual_advance(w->clock, at > now ? at - now : 0);
+			steps++;
+		}
+		controller_down(w);
+		clock_virtual_advance(w->clock, 30 * 1000); /* down for 30 s */
+		controller_up(w);
+		assert_true(run_until_phase(w, 4, PHASE_AVAILABLE, 120 * MIN_MS) >= 0);
+		for (int i = 1; i <= 4; i++) {
+			char name[32];
+			snprintf(name, sizeof(name), "r01n%02d", i);
+			assert_int_equal(counter(w, name, "powerOn"), 1);
+			assert_int_equal(counter(w, name, "powerCycle"), 0);
+			assert_int_equal(counter(w, name, "powerOff"), 0);
+		}
+		world_free(w);
+	}
+}
+
+static void test_bmc_faults_still_converge(void **state)
+{
+	/* BMC timeouts and wrong power reads on 30 % of opportunities: retries get every node to
+	 * available. */
+	struct world *w = world_new(99, 0.3, BMC_SIM_FAULT_TIMEOUT | BMC_SIM_FAULT_WRONG_POWER);
+	enroll(w, 6);
+	assert_true(run_until_phase(w, 6, PHASE_AVAILABLE, 6 * 60 * MIN_MS) > 0);
+	world_free(w);
+}
+
+static void test_lost_callback_deadline(void **state)
+{
+	/* Every boot callback is lost: the node must not wait silently. Past the provisioning
+	 * deadline (45 min) it gets PhaseDeadlineExceeded naming the stuck step, and an event. */
+	struct world *w = world_new(5, 1.0, BMC_SIM_FAULT_LOST_CALLBACK);
+	enroll(w, 1);
+	assert_int_equal(run_until_phase(w, 1, PHASE_AVAILABLE, 50 * MIN_MS), -1);
+	struct node *n = get_node(w, "r01n01");
+	assert_int_equal(n->phase, PHASE_PROVISIONING);
+	const struct node_condition *c = node_condition_get(n, "PhaseDeadlineExceeded");
+	assert_non_null(c);
+	assert_int_equal(c->status, COND_TRUE);
+	assert_non_null(strstr(c->message, "provisioning for"));
+	assert_non_null(strstr(c->message, "stuck at step wait_boot_callback"));
+	if (getenv("FP_TEST_DEBUG"))
+		fprintf(stderr, "condition: %s\n", c->message);
+	node_free(n);
+	/* The event exists. */
+	struct store_kv *items = NULL;
+	size_t nitems = 0;
+	int more = 0, found = 0;
+	assert_int_equal(store_list(w->store, "/events/", NULL, 0, &items, &nitems, NULL, &more), 0);
+	for (size_t i = 0; i < nitems; i++)
+		found += strstr(items[i].value, "\"reason\":\"PhaseDeadlineExceeded\"") != NULL;
+	store_kv_array_free(items, nitems);
+	assert_int_equal(found, 1);
+	world_free(w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_onboarding_reaches_available),
+		cmocka_unit_test(test_deterministic_for_a_seed),
+		cmocka_unit_test(test_drain_resume),
+		cmocka_unit_test(test_retire),
+		cmocka_unit_test(test_crash_mid_provisioning_exactly_once),
+		cmocka_unit_test(test_bmc_faults_still_converge),
+		cmocka_unit_test(test_lost_callback_deadline),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
