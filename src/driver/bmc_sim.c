@@ -48,13 +48,26 @@ struct sim {
 	struct fp_rng fault_rng; /* faults, seeded */
 	pthread_mutex_t mu;
 	struct hmap machines;
+	struct timer_arg *timers;
 };
 
 struct timer_arg {
 	struct sim *s;
 	char *node;
 	uint64_t gen;
+	uint64_t id;
+	struct timer_arg *prev, *next; /* s->timers: every timer not yet fired */
 };
+
+static void timer_unlink(struct sim *s, struct timer_arg *ta)
+{
+	if (ta->prev)
+		ta->prev->next = ta->next;
+	else
+		s->timers = ta->next;
+	if (ta->next)
+		ta->next->prev = ta->prev;
+}
 
 static struct sim *sim_of(struct bmc *b)
 {
@@ -147,6 +160,7 @@ static void on_timer(void *arg)
 	char boot_id[96];
 	int passed = 1, lost = 0;
 	pthread_mutex_lock(&s->mu);
+	timer_unlink(s, ta);
 	struct sim_machine *m = hmap_get(&s->machines, ta->node);
 	if (m && m->gen == ta->gen && m->power == BMC_POWER_ON) {
 		m->timer = 0;
@@ -185,7 +199,12 @@ static void arm(struct sim *s, struct sim_machine *m)
 	ta->s = s;
 	ta->node = xstrdup(m->node);
 	ta->gen = m->gen;
-	m->timer = clock_after(s->cfg.clock, delay < 0 ? 0 : delay, on_timer, ta);
+	ta->prev = NULL;
+	ta->next = s->timers;
+	if (s->timers)
+		s->timers->prev = ta;
+	s->timers = ta;
+	ta->id = m->timer = clock_after(s->cfg.clock, delay < 0 ? 0 : delay, on_timer, ta);
 }
 
 static void power_off_locked(struct sim *s, struct sim_machine *m)
@@ -351,6 +370,18 @@ static int sim_inventory(struct bmc *b, const struct bmc_target *t, int64_t dead
 static void sim_free(struct bmc *b)
 {
 	struct sim *s = sim_of(b);
+	/* Timers that have not fired: cancel them and free their arguments. A timer that is
+	 * firing right now waits on s->mu and unlinks itself first. */
+	pthread_mutex_lock(&s->mu);
+	while (s->timers) {
+		struct timer_arg *ta = s->timers;
+		timer_unlink(s, ta);
+		if (clock_cancel(s->cfg.clock, ta->id) == 0) {
+			free(ta->node);
+			free(ta);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
 	for (struct hmap_iter it = hmap_iter_start(&s->machines); hmap_iter_next(&it);) {
 		struct sim_machine *m = it.e->value;
 		free(m->node);
