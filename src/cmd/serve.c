@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "base/log.h"
 #include "base/timefmt.h"
 #include "cmd/run.h"
+#include "controller/gc.h"
 #include "controller/lifecycle.h"
 #include "core/codec.h"
 #include "core/event.h"
@@ -53,8 +55,14 @@ struct serve {
 	struct cache *cache;
 	struct lifecycle *lc;
 	struct api_server *api;
-	volatile int closing;
+	/* Timer callbacks (sim agent reports, housekeeping) hold the read side while they hand
+	 * work to the executor; shutdown takes the write side to set closing, so no callback can
+	 * reach a freed executor. */
+	pthread_rwlock_t life;
+	int closing;
 };
+
+#define GC_INTERVAL_MS (60 * 1000)
 
 static void usage(FILE *f)
 {
@@ -129,12 +137,44 @@ static void sim_notify(void *arg, const char *node, enum bmc_sim_notice what, co
 		       int passed)
 {
 	struct serve *sv = arg;
-	if (sv->closing || !sv->lc)
-		return;
-	if (what == BMC_SIM_BOOTED)
-		lifecycle_agent_booted(sv->lc, node, boot_id);
-	else
-		lifecycle_agent_validated(sv->lc, node, passed);
+	pthread_rwlock_rdlock(&sv->life);
+	if (!sv->closing && sv->lc) {
+		if (what == BMC_SIM_BOOTED)
+			lifecycle_agent_booted(sv->lc, node, boot_id);
+		else
+			lifecycle_agent_validated(sv->lc, node, passed);
+	}
+	pthread_rwlock_unlock(&sv->life);
+}
+
+/* ---- housekeeping: change-feed compaction, event and operation retention ---- */
+
+static void gc_tick(void *arg);
+
+static void gc_task(void *arg)
+{
+	struct serve *sv = arg;
+	struct gc_config cfg = {0};
+	struct gc_result res;
+	int rc = gc_run_once(sv->store, &cfg, clock_wall_ms(sv->clock), &res);
+	if (rc < 0)
+		log_warn("serve: housekeeping failed rc=%s", fp_err_name(rc));
+	else if (res.compacted_to || res.events_deleted || res.ops_deleted)
+		log_info("serve: housekeeping compacted_to=%lld events_deleted=%zu ops_deleted=%zu",
+			 (long long)res.compacted_to, res.events_deleted, res.ops_deleted);
+	pthread_rwlock_rdlock(&sv->life);
+	if (!sv->closing)
+		clock_after(sv->clock, GC_INTERVAL_MS, gc_tick, sv);
+	pthread_rwlock_unlock(&sv->life);
+}
+
+static void gc_tick(void *arg)
+{
+	struct serve *sv = arg;
+	pthread_rwlock_rdlock(&sv->life);
+	if (!sv->closing)
+		executor_submit(sv->exec, gc_task, sv);
+	pthread_rwlock_unlock(&sv->life);
 }
 
 /* ---- --sim N: the simulated site ---- */
@@ -299,7 +339,9 @@ static int node_view(void *arg, const char *name, char **json, size_t *len)
 
 static void shutdown_all(struct serve *sv)
 {
+	pthread_rwlock_wrlock(&sv->life);
 	sv->closing = 1;
+	pthread_rwlock_unlock(&sv->life);
 	if (sv->api) {
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/serve.url", sv->data_dir);
@@ -316,6 +358,7 @@ static void shutdown_all(struct serve *sv)
 	clock_free(sv->clock);
 	store_close(sv->store);
 	fp_rng_release(&sv->rng);
+	pthread_rwlock_destroy(&sv->life);
 }
 
 int cmd_serve(int argc, char **argv)
@@ -420,6 +463,7 @@ int cmd_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	pthread_rwlock_init(&sv.life, NULL);
 	char err[512], uri[4200];
 	snprintf(uri, sizeof(uri), "sqlite:%s/fleetplane.db", sv.data_dir);
 	int rc = store_open(uri, &sv.store, err, sizeof(err));
@@ -461,6 +505,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	resume_sim_machines(&sv);
 	lifecycle_start(sv.lc);
+	executor_submit(sv.exec, gc_task, &sv);
 	struct api_config acfg = {.listen = sv.listen, .store = sv.store, .clock = sv.clock,
 				  .rng = &sv.rng, .data_dir = sv.data_dir, .ready = ready,
 				  .ready_arg = &sv,

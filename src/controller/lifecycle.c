@@ -989,8 +989,10 @@ struct lifecycle *lifecycle_new(const struct lifecycle_config *cfg)
 	lc->cfg = *cfg;
 	if (lc->cfg.sim_time_scale < 1)
 		lc->cfg.sim_time_scale = 1;
+	/* Per-node backoff 100 ms .. 60 s with 20 % jitter; rate-limited (failure) re-queues share
+	 * a global bucket of 50/s, burst 200, so a fleet-wide failure retries at a bounded pace. */
 	struct workqueue_config wc = {.base_delay_ms = 100, .max_delay_ms = 60000, .jitter = 0.2,
-				      .qps = -1};
+				      .qps = 50, .burst = 200};
 	lc->wq = workqueue_new("lifecycle", cfg->clock, cfg->rng, &wc);
 	pthread_mutex_init(&lc->mu, NULL);
 	hmap_init(&lc->in_flight);

@@ -1,0 +1,31 @@
+/* gc.h - housekeeping that keeps the store bounded: compacts the change feed (keeping the last
+ * retain_revisions revisions so watchers and the informer can catch up), trims audit events to
+ * the newest max_events, and deletes terminal operations finished more than op_retention_ms
+ * ago that no node points at. Runs on the caller's thread; serve calls it periodically from
+ * its executor. */
+#ifndef FP_CONTROLLER_GC_H
+#define FP_CONTROLLER_GC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+struct gc_config {
+	int64_t retain_revisions; /* change-feed entries kept; <= 0 means 100000 */
+	size_t max_events;        /* audit events kept; 0 means 100000 */
+	int64_t op_retention_ms;  /* finished operations kept this long; <= 0 means 7 days */
+};
+
+struct gc_result {
+	int64_t compacted_to;   /* revision the feed was compacted to, 0 if not */
+	size_t events_deleted;
+	size_t ops_deleted;
+};
+
+/* One pass. now_wall_ms is the current wall time (Unix ms). Returns 0 or the first store error
+ * (the pass stops there; nothing is half-deleted: each delete is its own CAS write). */
+int gc_run_once(struct store *s, const struct gc_config *cfg, int64_t now_wall_ms,
+		struct gc_result *res);
+
+#endif
