@@ -661,7 +661,9 @@ static void node_action(struct api_req *r, enum node_action act)
 		return;
 	}
 	const char *reason = NULL, *owner = NULL;
-	if (reason_check(r, body, "reason", &reason) < 0)
+	/* resume's reason is optional (docs/cli.md: node resume NAME [--reason TEXT]) */
+	if ((act != ACT_RESUME || json_object_get(body, "reason")) &&
+	    reason_check(r, body, "reason", &reason) < 0)
 		return;
 	const char *me = api_actor(r);
 	if (act == ACT_RELEASE) {
@@ -700,7 +702,8 @@ static void node_action(struct api_req *r, enum node_action act)
 			rc = node_hold_release(n, who);
 			ev_reason = act == ACT_RESUME ? "Resumed" : "HoldReleased";
 			msg = act == ACT_RESUME
-				      ? api_printf(r, "hold released: %s", reason)
+				      ? (reason ? api_printf(r, "hold released: %s", reason)
+						: "hold released")
 				      : api_printf(r, "hold of %s released by %s: %s", owner, me, reason);
 			break;
 		}
