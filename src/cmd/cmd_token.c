@@ -194,10 +194,11 @@ static int tok_list(int argc, char **argv)
 	size_t i;
 	json_t *tk;
 	json_array_foreach(items, i, tk) {
-		table_cell(&t, jsonx_str(tk, "name"));
+		/* token documents carry name and createdAt under metadata (api_tokens.c) */
+		table_cell(&t, jsonx_str(tk, "metadata.name"));
 		table_cell(&t, jsonx_str(tk, "role"));
 		table_cell(&t, jsonx_str(tk, "node"));
-		table_age(now, client_time_ms(json_object_get(tk, "createdAt")), age, sizeof(age));
+		table_age(now, client_time_ms(jsonx_path(tk, "metadata.createdAt")), age, sizeof(age));
 		table_cell(&t, age);
 	}
 	if (table_rows(&t) == 0)
