@@ -244,7 +244,15 @@ void api_node_get(struct api_req *r)
 		size_t len = 0;
 		int rc = view->get_json(view->arg, name, &json, &len);
 		if (rc == 0) {
+			/* Same ETag as the store path, so If-Match works whichever answered. */
+			json_t *doc = NULL;
+			const char *rv = NULL;
+			if (jsonx_parse(json, len, &doc, NULL, 0) == 0)
+				rv = jsonx_str(doc, "metadata.resourceVersion");
 			api_reply_raw(r, 200, "application/json", json, len);
+			if (rv)
+				api_add_header(r, MHD_HTTP_HEADER_ETAG, api_printf(r, "\"%s\"", rv));
+			json_decref(doc);
 			free(json);
 			return;
 		}
