@@ -534,11 +534,32 @@ static void node_print_inventory(const json_t *inv)
 				snprintf(val, sizeof(val), "%zu x %s", json_array_size(v), model);
 			else
 				snprintf(val, sizeof(val), "%zu entries", json_array_size(v));
-		} else if (json_is_object(v))
-			snprintf(val, sizeof(val), "%zu fields", json_object_size(v));
+		} else if (json_is_object(v)) {
+			/* one level down: its scalar fields as k=v, the rest counted */
+			struct buf b;
+			buf_init(&b, sizeof(val) - 1);
+			const char *k2;
+			json_t *v2;
+			size_t other = 0;
+			json_object_foreach(v, k2, v2) {
+				const char *sp = b.len ? " " : "";
+				if (json_is_string(v2))
+					buf_printf(&b, "%s%s=%s", sp, k2, json_string_value(v2));
+				else if (json_is_integer(v2))
+					buf_printf(&b, "%s%s=%lld", sp, k2, (long long)json_integer_value(v2));
+				else if (json_is_boolean(v2))
+					buf_printf(&b, "%s%s=%s", sp, k2, json_is_true(v2) ? "true" : "false");
+				else
+					other++;
+			}
+			if (other)
+				buf_printf(&b, "%s(+%zu more)", b.len ? " " : "", other);
+			snprintf(val, sizeof(val), "%s", b.data ? b.data : "{}");
+			buf_release(&b);
+		}
 		else
 			snprintf(val, sizeof(val), "null");
-		char *kc = table_clean(k, 40), *vc = table_clean(val, 100);
+		char *kc = table_clean(k, 40), *vc = table_clean(val, 120);
 		printf("  %s: %s\n", kc, vc);
 		free(kc);
 		free(vc);

@@ -148,7 +148,7 @@ static char *node_doc_text(const char *name, const char *phase, const char *hold
 			 "\"conditions\":[{\"type\":\"BMCReachable\",\"status\":\"True\",\"reason\":"
 			 "\"Answered\",\"message\":\"ok\",\"since\":\"%s\"}],"
 			 "\"inventory\":{\"gpus\":[{\"model\":\"H100\"},{\"model\":\"H100\"}],"
-			 "\"cpu\":\"EPYC 9454\"}}}",
+			 "\"cpu\":{\"model\":\"EPYC 9454\",\"sockets\":2,\"flags\":[]}}}}",
 			 name, name, site, created, site, rack, g, phase, created, holds, created);
 }
 
@@ -238,6 +238,12 @@ static char *fake_route(const struct req_log *r, unsigned *status, const char **
 	}
 	if (!strcmp(r->method, "POST") && !strcmp(r->path, "/v1/tokens"))
 		return xstrdup("{\"name\":\"ci\",\"role\":\"viewer\",\"token\":\"fpt_SECRET123\"}");
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/tokens"))
+		return xasprintf("{\"items\":[{\"kind\":\"Token\",\"metadata\":{\"name\":\"admin\","
+				 "\"createdAt\":\"2026-11-30T05:39:44.912Z\",\"resourceVersion\":\"20\"},"
+				 "\"role\":\"admin\"},{\"kind\":\"Token\",\"metadata\":{\"name\":\"r01n01\","
+				 "\"createdAt\":%lld},\"role\":\"agent\",\"node\":\"r01n01\"}]}",
+				 (long long)(now - 7200000));
 	if (!strcmp(r->method, "DELETE") && !strcmp(r->path, "/v1/tokens/ci")) {
 		*status = 204;
 		return xstrdup("");
@@ -798,7 +804,7 @@ static void test_node_get(void **state)
 				   "  BMCReachable   True     Answered   2m    ok\n"
 				   "Inventory:\n"
 				   "  gpus: 2 x H100\n"
-				   "  cpu: EPYC 9454\n";
+				   "  cpu: model=EPYC 9454 sockets=2 (+1 more)\n";
 	size_t stamp = strlen("2026-11-30T05:27:16.123Z");
 	assert_int_equal(strlen(r.out), strlen(head) + stamp + strlen(tail));
 	assert_memory_equal(r.out, head, strlen(head));
@@ -1049,11 +1055,21 @@ static void test_token(void **state)
 	assert_string_equal(fake.reqs[0].body, "{\"name\":\"ci\",\"role\":\"viewer\"}");
 	assert_no_token(&r);
 
+	run_cmd(&r, cmd_token, "token", "list", "-o", "wide", NULL);
+	assert_int_equal(r.rc, 0);
+	/* AGE of the first token counts from a fixed 2026 date: check its row up to AGE only */
+	static const char head[] = "NAME     ROLE    NODE     AGE\n"
+				   "admin    admin   -        ";
+	assert_memory_equal(r.out, head, strlen(head));
+	const char *row2 = strchr(r.out + strlen(head), '\n');
+	assert_non_null(row2);
+	assert_string_equal(row2 + 1, "r01n01   agent   r01n01   2h\n");
+
 	run_cmd(&r, cmd_token, "token", "revoke", "ci", NULL);
 	assert_int_equal(r.rc, 0);
 	assert_string_equal(r.out, "token ci revoked\n");
-	assert_string_equal(fake.reqs[1].method, "DELETE");
-	assert_string_equal(fake.reqs[1].path, "/v1/tokens/ci");
+	assert_string_equal(fake.reqs[2].method, "DELETE");
+	assert_string_equal(fake.reqs[2].path, "/v1/tokens/ci");
 }
 
 int main(void)
