@@ -192,17 +192,26 @@ static int enroll(struct demo *d)
 	json_t *body = json_pack("{s:o}", "items", items);
 	long status = 0;
 	json_t *out = NULL;
+	FILE *saved = d->cl.err, *devnull = fopen("/dev/null", "w");
+	if (devnull)
+		d->cl.err = devnull; /* a 409 on a re-run is expected; other errors are shown below */
 	int rc = client_request(&d->cl, "POST", "/v1/nodes", body, &status, &out);
+	d->cl.err = saved;
+	if (devnull)
+		fclose(devnull);
 	json_decref(body);
-	json_decref(out);
-	if (rc == 0 && status == 409) {
+	if (status == 409) {
+		json_decref(out);
 		printf("nodes already enrolled in %s; continuing with them\n", d->data_dir);
 		return 0;
 	}
 	if (rc != 0 || status != 201) {
-		fprintf(stderr, "error: enrolling %ld nodes failed (HTTP %ld)\n", d->nodes, status);
+		fprintf(stderr, "error: enrolling %ld nodes failed (HTTP %ld): %s\n", d->nodes, status,
+			jsonx_str(out, "detail") ? jsonx_str(out, "detail") : "no detail");
+		json_decref(out);
 		return FP_EIO;
 	}
+	json_decref(out);
 	printf("enrolled %ld simulated nodes (8 GPUs each) in site %s\n", d->nodes, DEMO_SITE);
 	return 0;
 }
