@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "core/codec.h"
 #include "core/model.h"
+#include "driver/bmc.h"
 #include "store/store.h"
 #include "base/banned.h"
 
@@ -41,6 +42,24 @@ json_t *api_node_render(struct api_req *r, const json_t *doc, int64_t mod_rev)
 	if (out)
 		api_set_rv(out, mod_rev);
 	return out;
+}
+
+
+/* Decodes an enroll/replace body (core/codec.h) and refuses a BMC driver this build does not
+ * have, so a node can never enter a lifecycle no driver can run. */
+static int decode_enroll(const json_t *doc, struct node **out, char *err, size_t errlen)
+{
+	int rc = node_from_enroll_json(doc, out, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (!bmc_driver_lookup((*out)->bmc.driver)) {
+		rc = fp_errf(FP_EINVAL, err, errlen,
+			     "spec.bmc.driver: \"%s\" is not available in this build (available: sim)",
+			     (*out)->bmc.driver);
+		node_free(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 static json_t *node_public(struct node *n, int64_t rev)
@@ -333,7 +352,7 @@ void api_nodes_create(struct api_req *r)
 	struct node **nodes = xcalloc(n, sizeof(*nodes));
 	for (size_t i = 0; i < n; i++) {
 		const json_t *it = bulk ? json_array_get(items, i) : body;
-		if (node_from_enroll_json(it, &nodes[i], err, sizeof(err)) < 0) {
+		if (decode_enroll(it, &nodes[i], err, sizeof(err)) < 0) {
 			if (bulk)
 				api_problem_ext(r, 422, json_pack("{s:I}", "index", (json_int_t)i),
 						"items[%zu]: %s; nothing was enrolled", i, err);
@@ -523,7 +542,7 @@ void api_node_put(struct api_req *r)
 	json_object_del(in, "status");
 	struct node *nn = NULL;
 	char err[512];
-	if (node_from_enroll_json(in, &nn, err, sizeof(err)) < 0) {
+	if (decode_enroll(in, &nn, err, sizeof(err)) < 0) {
 		api_problem(r, 422, "%s", err);
 		return;
 	}

@@ -142,7 +142,7 @@ static void sim_notify(void *arg, const char *node, enum bmc_sim_notice what, co
 		if (what == BMC_SIM_BOOTED)
 			lifecycle_agent_booted(sv->lc, node, boot_id);
 		else
-			lifecycle_agent_validated(sv->lc, node, passed);
+			lifecycle_agent_validated(sv->lc, node, boot_id, passed);
 	}
 	pthread_rwlock_unlock(&sv->life);
 }
@@ -449,6 +449,8 @@ int cmd_serve(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* The store holds BMC credentials and token hashes: files are for the owner only. */
+	umask(077);
 	if (mkdir(sv.data_dir, 0700) < 0 && errno != EEXIST) {
 		fprintf(stderr, "error: cannot create data dir %s: %s\n", sv.data_dir,
 			strerror(errno));

@@ -79,6 +79,8 @@ struct lifecycle {
 	struct workqueue *wq;
 	pthread_mutex_t mu;
 	struct hmap in_flight; /* node name -> (void*)1 while a step task is queued or running */
+	struct hmap retry_at;  /* node name -> int64_t* monotonic ms before which a failed
+				* phase's operation is not started again (backoff) */
 	pthread_t *threads;
 	int nthreads;
 	struct metric_family *m_ops, *m_op_dur, *m_reconcile, *m_reconcile_total, *m_phase_changes;
@@ -367,7 +369,20 @@ static enum step_result power_to(struct step_ctx *x, enum bmc_power want)
 	int rc = bmc_power_get(x->bmc, &x->t, x->call_deadline, &cur, x->err, sizeof(x->err));
 	if (rc < 0)
 		return bmc_failed(x, rc, "power status");
-	if (cur != want) {
+	if (cur == want) {
+		/* Already there? A BMC can report stale or wrong power: look twice before
+		 * skipping the action (truth about power). */
+		rc = bmc_power_get(x->bmc, &x->t, x->call_deadline, &cur, x->err, sizeof(x->err));
+		if (rc < 0)
+			return bmc_failed(x, rc, "power status (second read)");
+		if (cur != want) {
+			snprintf(x->err, sizeof(x->err),
+				 "BMC power readings disagree (%s, then %s); reading again",
+				 bmc_power_name(want), bmc_power_name(cur));
+			set_condition(x, "PoweredOn", COND_UNKNOWN, "PowerStateDisagrees", x->err);
+			return STEP_RETRY;
+		}
+	} else {
 		rc = bmc_power_set(x->bmc, &x->t, x->call_deadline,
 				   want == BMC_POWER_ON ? BMC_ACTION_ON : BMC_ACTION_OFF, x->err,
 				   sizeof(x->err));
@@ -425,17 +440,23 @@ static enum step_result step_check_gpu_count(struct step_ctx *x)
 	return STEP_DONE;
 }
 
+/* Waits for the burn-in report of the boot this node is running now: reports are matched to a
+ * boot by id, so a late report from an earlier boot, or a report that overtakes its boot
+ * callback, can never be taken for this one. */
 static enum step_result step_wait_burn_in(struct step_ctx *x)
 {
-	if (x->n->validated_at && x->n->validated_at >= x->n->last_boot_at &&
-	    x->n->last_boot_at) {
-		if (x->n->validation_passed)
+	const struct node *n = x->n;
+	if (n->validated_at && n->validation_boot_id && n->last_boot_id &&
+	    strcmp(n->validation_boot_id, n->last_boot_id) == 0) {
+		if (n->validation_passed)
 			return STEP_DONE;
-		snprintf(x->err, sizeof(x->err), "burn-in validation reported failure");
+		snprintf(x->err, sizeof(x->err), "burn-in validation of boot %s reported failure",
+			 n->last_boot_id);
 		return STEP_FAIL;
 	}
 	x->wait_ms = x->op->step_deadline - now_wall(x->lc);
-	snprintf(x->err, sizeof(x->err), "no burn-in report from the node's agent");
+	snprintf(x->err, sizeof(x->err), "no burn-in report from the node's agent for boot %s",
+		 n->last_boot_id ? n->last_boot_id : "(none yet)");
 	return STEP_WAIT;
 }
 
@@ -484,10 +505,9 @@ static struct operation *op_make(struct lifecycle *lc, const struct node *n, con
 				 const char *reason)
 {
 	struct operation *op = operation_new();
-	char id[EVENT_ID_LEN];
 	int64_t now = now_wall(lc);
-	event_id(now, fp_rng_u64(lc->cfg.rng), id);
-	op->id = xasprintf("%s-%s", kind, id);
+	op->id = xasprintf("%s-%013lld-%08x", kind, (long long)now,
+			   (unsigned)(fp_rng_u64(lc->cfg.rng) & 0xffffffffu));
 	op->node = xstrdup(n->name);
 	op->kind = xstrdup(kind);
 	for (size_t i = 0; i < sizeof(op_kinds) / sizeof(op_kinds[0]); i++)
@@ -739,14 +759,40 @@ static int finish(struct lifecycle *lc, struct node *n, const struct operation *
 		return transition(lc, n, PHASE_MAINTENANCE, NULL, why);
 	if (strcmp(k, "retire") == 0 && ok)
 		return transition(lc, n, PHASE_RETIRED, NULL, why);
-	/* Failed or cancelled onboarding/drain/retire: clear the operation and try again with
-	 * backoff; the phase deadline makes a stuck node visible. */
+	/* Failed or cancelled onboarding/drain/retire: clear the operation and try again after a
+	 * per-node backoff (the cache's notification of this very write must not restart it at
+	 * once); the phase deadline makes a stuck node visible. */
 	free(n->operation);
 	n->operation = NULL;
 	int rc = commit(lc, n, NULL, "Warning", "OperationFailed", why);
-	if (rc == 0)
-		workqueue_add_rate_limited(lc->wq, n->name);
+	if (rc == 0) {
+		int64_t delay = workqueue_add_rate_limited(lc->wq, n->name);
+		if (delay < 0)
+			delay = 0;
+		int64_t *at = xmalloc(sizeof(*at));
+		*at = clock_now_ms(lc->cfg.clock) + delay;
+		pthread_mutex_lock(&lc->mu);
+		free(hmap_put(&lc->retry_at, n->name, at));
+		pthread_mutex_unlock(&lc->mu);
+	}
 	return rc;
+}
+
+/* Returns ms to wait before a failed phase may start its operation again (0: go now). */
+static int64_t backoff_left(struct lifecycle *lc, const char *name)
+{
+	int64_t left = 0;
+	pthread_mutex_lock(&lc->mu);
+	int64_t *at = hmap_get(&lc->retry_at, name);
+	if (at) {
+		left = *at - clock_now_ms(lc->cfg.clock);
+		if (left <= 0) {
+			free(hmap_remove(&lc->retry_at, name));
+			left = 0;
+		}
+	}
+	pthread_mutex_unlock(&lc->mu);
+	return left;
 }
 
 static void check_deadline(struct lifecycle *lc, struct node *n, const struct operation *op)
@@ -819,6 +865,14 @@ static int reconcile(struct lifecycle *lc, const char *name)
 		rc = transition(lc, n, PHASE_RETIRING, "retire", "retire requested");
 		node_free(n);
 		return rc;
+	}
+	if (node_phase_is_transient(n->phase)) {
+		int64_t left = backoff_left(lc, n->name);
+		if (left > 0) {
+			workqueue_add_after(lc->wq, n->name, left);
+			node_free(n);
+			return 0;
+		}
 	}
 	switch (n->phase) {
 	case PHASE_ENROLLED:
@@ -939,6 +993,8 @@ static int mutate_report(struct node *n, void *arg)
 	} else {
 		n->validated_at = now;
 		n->validation_passed = r->passed;
+		free(n->validation_boot_id);
+		n->validation_boot_id = xstrdup(r->boot_id);
 	}
 	return 1;
 }
@@ -976,9 +1032,10 @@ void lifecycle_agent_booted(struct lifecycle *lc, const char *node, const char *
 	submit_report(lc, node, 1, boot_id, 1);
 }
 
-void lifecycle_agent_validated(struct lifecycle *lc, const char *node, int passed)
+void lifecycle_agent_validated(struct lifecycle *lc, const char *node, const char *boot_id,
+			       int passed)
 {
-	submit_report(lc, node, 2, NULL, passed);
+	submit_report(lc, node, 2, boot_id, passed);
 }
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -996,6 +1053,7 @@ struct lifecycle *lifecycle_new(const struct lifecycle_config *cfg)
 	lc->wq = workqueue_new("lifecycle", cfg->clock, cfg->rng, &wc);
 	pthread_mutex_init(&lc->mu, NULL);
 	hmap_init(&lc->in_flight);
+	hmap_init(&lc->retry_at);
 	lc->m_ops = metrics_register(METRIC_COUNTER, "fleetplane_operations_total",
 				     "Operations finished, by kind and result.", "kind,result",
 				     NULL, 0);
@@ -1044,6 +1102,9 @@ void lifecycle_free(struct lifecycle *lc)
 	free(lc->threads);
 	workqueue_free(lc->wq);
 	hmap_release(&lc->in_flight);
+	for (struct hmap_iter it = hmap_iter_start(&lc->retry_at); hmap_iter_next(&it);)
+		free(it.e->value);
+	hmap_release(&lc->retry_at);
 	pthread_mutex_destroy(&lc->mu);
 	free(lc);
 }

@@ -65,7 +65,8 @@ struct workqueue *lifecycle_queue(struct lifecycle *lc);
 /* The node's deploy agent called back after booting (boot_id names the boot). Non-blocking:
  * the write runs on the executor. */
 void lifecycle_agent_booted(struct lifecycle *lc, const char *node, const char *boot_id);
-/* The node's agent reported a burn-in validation result. Non-blocking. */
-void lifecycle_agent_validated(struct lifecycle *lc, const char *node, int passed);
+/* The node's agent reported a burn-in validation result for the boot boot_id. Non-blocking. */
+void lifecycle_agent_validated(struct lifecycle *lc, const char *node, const char *boot_id,
+			       int passed);
 
 #endif

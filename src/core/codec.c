@@ -155,7 +155,7 @@ static const char *const k_status[] = {"phase", "phaseSince", "holds", "conditio
 static const char *const k_hold[] = {"owner", "reason", "since", "expires", NULL};
 static const char *const k_cond[] = {"type", "status", "reason", "message", "since", NULL};
 static const char *const k_boot[] = {"at", "bootId", NULL};
-static const char *const k_valid[] = {"at", "passed", NULL};
+static const char *const k_valid[] = {"at", "passed", "bootId", NULL};
 
 static int is_mac(const char *s)
 {
@@ -407,7 +407,9 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 	if (valid) {
 		if ((rc = jsonx_check_keys(valid, k_valid, "status.validation", err, errlen)) < 0 ||
 		    (rc = opt_time(valid, "at", "status.validation", &n->validated_at, err,
-				   errlen)) < 0)
+				   errlen)) < 0 ||
+		    (rc = opt_str(valid, "bootId", "status.validation", 64, &n->validation_boot_id,
+				  err, errlen)) < 0)
 			return rc;
 		json_t *passed = json_object_get(valid, "passed");
 		if (passed && !json_is_null(passed) && !json_is_boolean(passed))
@@ -550,6 +552,7 @@ json_t *node_to_json(const struct node *n, enum node_json_mode mode)
 		json_t *v = json_object();
 		put_time(v, "at", n->validated_at);
 		json_object_set_new(v, "passed", json_boolean(n->validation_passed));
+		put_str(v, "bootId", n->validation_boot_id);
 		json_object_set_new(st, "validation", v);
 	}
 	if (n->inventory)

@@ -2,13 +2,25 @@
 #include "core/event.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "base/timefmt.h"
 
+/* The suffix is a process-wide sequence, so two events made in the same millisecond list in
+ * the order they were made, whichever component made them. Its starting point comes from the
+ * first caller's random value, so ids from two processes (or a restart within the same
+ * millisecond) do not collide in practice. */
+static _Atomic uint32_t seq;
+static _Atomic int seeded;
+
 void event_id(int64_t wall_ms, uint64_t rnd, char out[EVENT_ID_LEN])
 {
-	snprintf(out, EVENT_ID_LEN, "%013" PRId64 "-%08x", wall_ms, (unsigned)(rnd & 0xffffffffu));
+	int expect = 0;
+	if (atomic_compare_exchange_strong(&seeded, &expect, 1))
+		atomic_fetch_add(&seq, (uint32_t)(rnd & 0xfff00000u));
+	uint32_t n = atomic_fetch_add(&seq, 1);
+	snprintf(out, EVENT_ID_LEN, "%013" PRId64 "-%08x", wall_ms, (unsigned)n);
 }
 
 json_t *event_new(const char *id, const char *type, const char *actor, const char *object,

@@ -13,7 +13,9 @@
 
 #define EVENT_ID_LEN 24
 
-/* Writes a new time-ordered id into out; rnd supplies the random suffix (caller's rng). */
+/* Writes a new time-ordered id into out: 13-digit wall ms, then a process-wide sequence, so ids
+ * made in one process sort in the order they were made. rnd (the caller's rng) seeds the
+ * sequence's starting point on the first call. Thread-safe. */
 void event_id(int64_t wall_ms, uint64_t rnd, char out[EVENT_ID_LEN]);
 /* Returns a new event document (new reference). type is "Normal" or "Warning". */
 json_t *event_new(const char *id, const char *type, const char *actor, const char *object,

@@ -147,6 +147,7 @@ void node_free(struct node *n)
 	free(n->conditions);
 	free(n->operation);
 	free(n->last_boot_id);
+	free(n->validation_boot_id);
 	json_decref(n->inventory);
 	free(n);
 }
@@ -196,6 +197,7 @@ struct node *node_dup(const struct node *n)
 	}
 	d->operation = dupn(n->operation);
 	d->last_boot_id = dupn(n->last_boot_id);
+	d->validation_boot_id = dupn(n->validation_boot_id);
 	d->inventory = n->inventory ? json_deep_copy(n->inventory) : NULL;
 	return d;
 }

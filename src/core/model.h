@@ -117,6 +117,7 @@ struct node {
 	char *last_boot_id;
 	int64_t validated_at;  /* validation report received */
 	int validation_passed;
+	char *validation_boot_id; /* the boot the validation report belongs to */
 	json_t *inventory;     /* status.inventory object, or NULL */
 };
 

@@ -1,4 +1,4 @@
-/* layers: base core store api */
+/* layers: base core store driver api */
 /* test_api.c - the HTTP/JSON API end to end: a server on 127.0.0.1 with an ephemeral port and a
  * mem: store, driven with libcurl. Each test starts its own store and server (fresh data dir),
  * so counts are exact. */
@@ -393,7 +393,7 @@ static void test_enroll(void **state)
 	struct resp r;
 	req("POST", "/v1/nodes", E.admin,
 	    "{\"metadata\":{\"name\":\"r01n01\",\"labels\":{\"rack\":\"r01\"}},"
-	    "\"spec\":{\"bmc\":{\"driver\":\"ipmi\",\"address\":\"10.0.0.1:623\","
+	    "\"spec\":{\"bmc\":{\"driver\":\"sim\",\"address\":\"10.0.0.1:623\","
 	    "\"username\":\"root\",\"password\":\"s3cret-pw\"}}}",
 	    &r);
 	assert_int_equal(r.status, 201);
@@ -411,6 +411,17 @@ static void test_enroll(void **state)
 	resp_free(&r);
 	assert_int_equal(count("/nodes/"), 1);
 	assert_int_equal(count("/events/"), 2); /* TokenCreated (admin) + Enrolled */
+
+	/* A BMC driver this build does not have is refused: no lifecycle could run it. */
+	req("POST", "/v1/nodes", E.admin,
+	    "{\"metadata\":{\"name\":\"r01n09\"},\"spec\":{\"bmc\":{\"driver\":\"ipmi\","
+	    "\"address\":\"10.0.0.9:623\"}}}",
+	    &r);
+	assert_int_equal(r.status, 422);
+	assert_string_equal(jstr(r.json, "detail"),
+			    "spec.bmc.driver: \"ipmi\" is not available in this build (available: sim)");
+	resp_free(&r);
+	assert_int_equal(count("/nodes/"), 1);
 
 	/* GET: public form, no password */
 	req("GET", "/v1/nodes/r01n01", E.admin, NULL, &r);

@@ -78,7 +78,7 @@ static void deliver(struct world *w, const char *node, enum bmc_sim_notice what,
 	if (what == BMC_SIM_BOOTED)
 		lifecycle_agent_booted(w->lc, node, boot_id);
 	else
-		lifecycle_agent_validated(w->lc, node, passed);
+		lifecycle_agent_validated(w->lc, node, boot_id, passed);
 }
 
 static void w_notify(void *arg, const char *node, enum bmc_sim_notice what, const char *boot_id,
