@@ -114,7 +114,8 @@ int store_list(struct store *s, const char *prefix, const char *start_after, siz
 int store_count(struct store *s, const char *prefix, size_t *n);
 
 /* Reads the change feed: events with revision > after_rev whose key has the prefix ("" for all),
- * in revision order, at most max (0 = 1000). Returns FP_ECOMPACTED if after_rev is older than
+ * in revision order, at most max (0 = 1000) - except that a revision is never split: the
+ * revision holding the max-th event is returned whole (up to STORE_MAX_TXN_OPS - 1 more). Returns FP_ECOMPACTED if after_rev is older than
  * the compaction point (the caller must re-list), FP_EINVAL for after_rev < 0 or a bad prefix,
  * FP_EIO. *evs is freed with store_event_array_free (NULL when *n is 0). */
 int store_changes(struct store *s, const char *prefix, int64_t after_rev, size_t max,

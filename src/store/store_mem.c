@@ -303,8 +303,11 @@ static int mem_changes(struct store_impl *b, const char *prefix, int64_t after_r
 		else
 			hi = mid;
 	}
-	for (size_t i = lo; i < m->nevs && nv < max; i++) {
+	for (size_t i = lo; i < m->nevs; i++) {
 		const struct mem_event *e = &m->evs[i];
+		/* Past max, finish the revision in hand: a revision is never split. */
+		if (nv >= max && e->rev != v[nv - 1].revision)
+			break;
 		if (!store_has_prefix(e->key, prefix))
 			continue;
 		ALLOC_GROW(v, nv + 1, alloc);

@@ -755,7 +755,12 @@ static int sq_changes(struct store_impl *b, const char *prefix, int64_t after_re
 						   : (after_rev + 1) << SQ_ID_SHIFT);
 	bind_text(st, 2, prefix);
 	bind_text(st, 3, upper);
-	sqlite3_bind_int64(st, 4, max >= (size_t)INT64_MAX ? -1 : (int64_t)max);
+	/* Fetch up to one whole transaction more than max, then cut after the revision that holds
+	 * the max-th event: a revision is never split (its events number at most
+	 * STORE_MAX_TXN_OPS). */
+	sqlite3_bind_int64(st, 4, max >= (size_t)INT64_MAX - STORE_MAX_TXN_OPS
+					  ? -1
+					  : (int64_t)(max + STORE_MAX_TXN_OPS));
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
 		ALLOC_GROW(v, nv + 1, alloc);
 		v[nv].revision = sqlite3_column_int64(st, 0) >> SQ_ID_SHIFT;
@@ -767,6 +772,16 @@ static int sq_changes(struct store_impl *b, const char *prefix, int64_t after_re
 	}
 	sqlite3_reset(st);
 	sq_exec(c->st[R_COMMIT]);
+	if (r == SQLITE_DONE && nv > max) {
+		size_t keep = max;
+		while (keep < nv && v[keep].revision == v[max - 1].revision)
+			keep++;
+		for (size_t i = keep; i < nv; i++) {
+			free(v[i].key);
+			free(v[i].value);
+		}
+		nv = keep;
+	}
 	if (r != SQLITE_DONE) {
 		rc = FP_EIO;
 		store_event_array_free(v, nv);

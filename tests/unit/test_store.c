@@ -365,6 +365,42 @@ static void expect_event(const struct store_event *e, int64_t rev, enum store_op
 	assert_int_equal(e->create_revision, create_rev);
 }
 
+/* A transaction bigger than the page asked for is returned whole: a reader that resumes after
+ * the last revision it saw must never skip the rest of a revision. */
+static void test_changes_whole_revision(void **state)
+{
+	struct store *s = ((struct fx *)*state)->s;
+	struct store_op ops[600];
+	char keys[600][32];
+	for (int i = 0; i < 600; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "/big/k%03d", i);
+		ops[i] = (struct store_op){STORE_OP_PUT, keys[i], "{}", STORE_ABSENT};
+	}
+	assert_int_equal(store_put(s, "/before", "{}", STORE_ANY, NULL), 0); /* rev 1 */
+	int64_t rev = 0;
+	assert_int_equal(store_txn(s, ops, 600, &rev, NULL), 0);          /* rev 2 */
+	assert_int_equal(rev, 2);
+	assert_int_equal(store_put(s, "/after", "{}", STORE_ANY, NULL), 0); /* rev 3 */
+	struct store_event *evs = NULL;
+	size_t n = 0;
+	/* 100 asked: rev 1 (1 event) and all 600 of rev 2, not rev 3 */
+	assert_int_equal(store_changes(s, "", 0, 100, &evs, &n), 0);
+	assert_int_equal(n, 601);
+	assert_int_equal(evs[0].revision, 1);
+	assert_int_equal(evs[1].revision, 2);
+	assert_int_equal(evs[600].revision, 2);
+	assert_string_equal(evs[600].key, "/big/k599");
+	store_event_array_free(evs, n);
+	/* exactly at a revision boundary nothing extra is added */
+	assert_int_equal(store_changes(s, "", 0, 601, &evs, &n), 0);
+	assert_int_equal(n, 601);
+	store_event_array_free(evs, n);
+	assert_int_equal(store_changes(s, "", 2, 100, &evs, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(evs[0].key, "/after");
+	store_event_array_free(evs, n);
+}
+
 static void test_changes(void **state)
 {
 	struct store *s = ((struct fx *)*state)->s;
@@ -975,6 +1011,7 @@ static void test_crash(void **state)
 	cmocka_unit_test_setup_teardown(test_txn, setup, teardown),             \
 	cmocka_unit_test_setup_teardown(test_list, setup, teardown),            \
 	cmocka_unit_test_setup_teardown(test_changes, setup, teardown),         \
+	cmocka_unit_test_setup_teardown(test_changes_whole_revision, setup, teardown), \
 	cmocka_unit_test_setup_teardown(test_compact, setup, teardown),         \
 	cmocka_unit_test_setup_teardown(test_wait, setup, teardown),            \
 	cmocka_unit_test_setup_teardown(test_wait_closed, setup, teardown),     \
