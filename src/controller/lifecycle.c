@@ -136,40 +136,47 @@ static void event_op(struct lifecycle *lc, struct store_op *o, char **key_out, c
 	o->expect = STORE_ABSENT;
 }
 
-/* Reads and decodes a node straight from the store (not the cache). */
-static int load_node(struct lifecycle *lc, const char *name, struct node **out)
+/* Reads the document at <prefix><name> straight from the store (not the cache) and parses
+ * it; *doc is a new reference, *rev its mod_revision. */
+static int load_doc(struct lifecycle *lc, const char *prefix, const char *name, json_t **doc,
+		    int64_t *rev, char *err, size_t errlen)
 {
-	char key[STORE_MAX_KEY + 1], err[256];
+	char key[STORE_MAX_KEY + 1];
 	struct store_kv kv = {0};
-	snprintf(key, sizeof(key), "/nodes/%s", name);
-	*out = NULL;
+	snprintf(key, sizeof(key), "%s%s", prefix, name);
+	*doc = NULL;
 	int rc = store_get(lc->cfg.store, key, &kv);
 	if (rc < 0)
 		return rc;
-	json_t *doc = NULL;
-	rc = jsonx_parse(kv.value, strlen(kv.value), &doc, err, sizeof(err));
-	if (rc == 0)
-		rc = node_from_json(doc, kv.mod_revision, out, err, sizeof(err));
-	json_decref(doc);
+	rc = jsonx_parse(kv.value, strlen(kv.value), doc, err, errlen);
+	*rev = kv.mod_revision;
 	store_kv_release(&kv);
+	return rc;
+}
+
+static int load_node(struct lifecycle *lc, const char *name, struct node **out)
+{
+	char err[256];
+	json_t *doc = NULL;
+	int64_t rev = 0;
+	*out = NULL;
+	int rc = load_doc(lc, "/nodes/", name, &doc, &rev, err, sizeof(err));
+	if (rc == 0)
+		rc = node_from_json(doc, rev, out, err, sizeof(err));
+	json_decref(doc);
 	return rc;
 }
 
 static int load_op(struct lifecycle *lc, const char *id, struct operation **out)
 {
-	char key[STORE_MAX_KEY + 1], err[256];
-	struct store_kv kv = {0};
-	snprintf(key, sizeof(key), "/operations/%s", id);
-	*out = NULL;
-	int rc = store_get(lc->cfg.store, key, &kv);
-	if (rc < 0)
-		return rc;
+	char err[256];
 	json_t *doc = NULL;
-	rc = jsonx_parse(kv.value, strlen(kv.value), &doc, err, sizeof(err));
+	int64_t rev = 0;
+	*out = NULL;
+	int rc = load_doc(lc, "/operations/", id, &doc, &rev, err, sizeof(err));
 	if (rc == 0)
-		rc = operation_from_json(doc, kv.mod_revision, out, err, sizeof(err));
+		rc = operation_from_json(doc, rev, out, err, sizeof(err));
 	json_decref(doc);
-	store_kv_release(&kv);
 	return rc;
 }
 
