@@ -1,0 +1,18 @@
+#!/bin/bash
+# bench/run.sh - runs every benchmark and prints its summary (see docs/benchmarks.md).
+#   bench/run.sh [get|enroll|cold]...   (default: all three)
+# Env passed through: FP, BENCH_WORK, ROUNDS, and each script's own knobs.
+# Needs: wrk, nginx-light, curl, jq (apt-get install -y wrk nginx-light curl jq); perf for PROFILE=1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x "${FP:-./fleetplane}" ] || make -j2
+mkdir -p "${BENCH_WORK:-/tmp/fp-bench}"
+which=${*:-get enroll cold}
+for b in $which; do
+	case $b in
+	get) bench/get.sh ;;
+	enroll) bench/enroll.sh ;;
+	cold) bench/coldstart.sh ;;
+	*) echo "unknown benchmark $b (get|enroll|cold)" >&2; exit 2 ;;
+	esac 2>&1 | tee "${BENCH_WORK:-/tmp/fp-bench}/$b.log" | grep -E '^(machine|binary|==|c=|sim |bulk|ready_s|cold |profile|node document)' || true
+done
