@@ -290,9 +290,19 @@ static void resume_sim_machines(struct serve *sv)
 		size_t n = 0;
 		if (store_list(sv->store, "/sim/hw/", after, 1000, &items, &n, NULL, &more) < 0)
 			break;
-		for (size_t i = 0; i < n; i++)
-			bmc_sim_resume_node(sv->sim, items[i].key + strlen("/sim/hw/"));
-		total += n;
+		for (size_t i = 0; i < n; i++) {
+			/* Only machines with a boot or burn-in in progress need re-arming; the
+			 * rest load lazily on their next BMC call. */
+			json_t *st = NULL;
+			if (jsonx_parse(items[i].value, strlen(items[i].value), &st, NULL, 0) < 0)
+				continue;
+			if (json_integer_value(json_object_get(st, "bootDueAt")) ||
+			    json_integer_value(json_object_get(st, "burnInDueAt"))) {
+				bmc_sim_resume_node(sv->sim, items[i].key + strlen("/sim/hw/"));
+				total++;
+			}
+			json_decref(st);
+		}
 		free(after);
 		after = n ? xstrdup(items[n - 1].key) : NULL;
 		store_kv_array_free(items, n);
@@ -331,10 +341,10 @@ static int ready(void *arg)
 	return sv->cache && cache_synced(sv->cache) && !sv->closing;
 }
 
-static int node_view(void *arg, const char *name, char **json, size_t *len)
+static int node_view(void *arg, const char *name, char **json, size_t *len, int64_t *rv)
 {
 	struct serve *sv = arg;
-	return cache_node_json(sv->cache, name, json, len);
+	return cache_node_json_rv(sv->cache, name, json, len, rv);
 }
 
 static void shutdown_all(struct serve *sv)
@@ -490,6 +500,10 @@ int cmd_serve(int argc, char **argv)
 		.site_rate_per_s = sv.sim_speed == 0 ? 0 : sv.site_qps * speed_factor,
 		.site_burst = (int64_t)(2 * sv.site_qps * speed_factor) + 1,
 		.busy_retry_ms = 20,
+		/* One key per BMC: size the table for the largest fleet, and forget idle BMCs
+		 * after a minute. */
+		.max_keys = 1u << 21,
+		.idle_evict_ms = 60 * 1000,
 	};
 	sv.limits = ratelimit_new(sv.clock, &rcfg);
 	sv.cache = cache_new(sv.store);

@@ -52,8 +52,17 @@ enum step_result { STEP_DONE, STEP_WAIT, STEP_RETRY, STEP_FAIL, STEP_BUSY };
 
 struct lifecycle;
 
+/* Status observations a task's steps made (conditions, inventory); written to the node in one
+ * update when the task ends instead of one write per observation. */
+struct status_delta {
+	const char *types[8]; /* condition types touched; static strings */
+	size_t ntypes;
+	int inventory;
+};
+
 struct step_ctx {
 	struct lifecycle *lc;
+	struct status_delta *delta;
 	struct node *n;        /* fresh from the store */
 	struct operation *op;
 	struct bmc *bmc;
@@ -110,6 +119,19 @@ static int64_t scale(struct lifecycle *lc, const struct node *n, int64_t ms)
 		return (int64_t)((double)ms / lc->cfg.sim_time_scale);
 	return ms;
 }
+
+/* A scaled timeout never drops below floor_ms: simulated hardware may be fast, but the control
+ * plane itself (a busy queue, a sanitizer build) still needs real time to notice an answer. */
+static int64_t scale_timeout(struct lifecycle *lc, const struct node *n, int64_t ms,
+			     int64_t floor_ms)
+{
+	int64_t v = scale(lc, n, ms);
+	return v < floor_ms && ms > floor_ms ? floor_ms : v;
+}
+
+#define FLOOR_CALL (10 * SEC)
+#define FLOOR_STEP (30 * SEC)
+#define FLOOR_PHASE (2 * MIN)
 
 static struct bmc *driver_for(struct lifecycle *lc, const char *name)
 {
@@ -253,29 +275,54 @@ static int save_op(struct lifecycle *lc, struct operation *op)
 
 /* ---------------------------------------------------------------- steps */
 
-struct cond_arg {
-	const char *type;
-	enum cond_status st;
-	const char *reason;
-	const char *msg;
-	int64_t now;
-};
-
-static int mutate_condition(struct node *n, void *arg)
-{
-	struct cond_arg *a = arg;
-	return node_condition_set(n, a->type, a->st, a->reason, a->msg, a->now);
-}
-
+/* Records an observed condition on the task's copy of the node; flush_status writes it. */
 static void set_condition(struct step_ctx *x, const char *type, enum cond_status st,
 			  const char *reason, const char *msg)
 {
-	const struct node_condition *c = node_condition_get(x->n, type);
-	if (c && c->status == st && c->reason && reason && strcmp(c->reason, reason) == 0)
-		return; /* nothing new: save a write */
-	struct cond_arg a = {type, st, reason, msg, now_wall(x->lc)};
-	update_node(x->lc, x->n->name, mutate_condition, &a);
-	node_condition_set(x->n, type, st, reason, msg, a.now);
+	if (!node_condition_set(x->n, type, st, reason, msg, now_wall(x->lc)))
+		return; /* nothing new */
+	struct status_delta *d = x->delta;
+	for (size_t i = 0; i < d->ntypes; i++)
+		if (strcmp(d->types[i], type) == 0)
+			return;
+	if (d->ntypes < sizeof(d->types) / sizeof(d->types[0]))
+		d->types[d->ntypes++] = type;
+}
+
+struct delta_arg {
+	const struct node *src;
+	const struct status_delta *delta;
+};
+
+static int mutate_apply_delta(struct node *n, void *arg)
+{
+	const struct delta_arg *a = arg;
+	int changed = 0;
+	for (size_t i = 0; i < a->delta->ntypes; i++) {
+		const struct node_condition *c = node_condition_get(a->src, a->delta->types[i]);
+		if (c)
+			changed |= node_condition_set(n, c->type, c->status, c->reason, c->message,
+						      c->since);
+	}
+	if (a->delta->inventory && a->src->inventory &&
+	    !(n->inventory && json_equal(n->inventory, a->src->inventory))) {
+		json_decref(n->inventory);
+		n->inventory = json_incref(a->src->inventory);
+		changed = 1;
+	}
+	return changed;
+}
+
+static void flush_status(struct lifecycle *lc, const struct node *n, struct status_delta *d)
+{
+	if (!d->ntypes && !d->inventory)
+		return;
+	struct delta_arg a = {n, d};
+	int rc = update_node(lc, n->name, mutate_apply_delta, &a);
+	if (rc < 0)
+		log_warn("lifecycle: could not record node status node=%s rc=%s", n->name,
+			 fp_err_name(rc));
+	memset(d, 0, sizeof(*d));
 }
 
 /* A BMC call failed: record reachability and pick retry or fail. */
@@ -311,34 +358,15 @@ static enum step_result step_power_status(struct step_ctx *x)
 	return STEP_DONE;
 }
 
-struct inv_arg {
-	json_t *inv;
-};
-
-static int mutate_inventory(struct node *n, void *arg)
-{
-	struct inv_arg *a = arg;
-	if (n->inventory && json_equal(n->inventory, a->inv))
-		return 0;
-	json_decref(n->inventory);
-	n->inventory = json_incref(a->inv);
-	return 1;
-}
-
 static enum step_result step_read_inventory(struct step_ctx *x)
 {
 	json_t *inv = NULL;
 	int rc = bmc_inventory(x->bmc, &x->t, x->call_deadline, &inv, x->err, sizeof(x->err));
 	if (rc < 0)
 		return bmc_failed(x, rc, "read inventory");
-	struct inv_arg a = {inv};
-	rc = update_node(x->lc, x->n->name, mutate_inventory, &a);
 	json_decref(x->n->inventory);
 	x->n->inventory = inv;
-	if (rc < 0) {
-		snprintf(x->err, sizeof(x->err), "saving inventory: %s", fp_err_msg(rc));
-		return STEP_RETRY;
-	}
+	x->delta->inventory = 1;
 	return STEP_DONE;
 }
 
@@ -552,6 +580,7 @@ static void run_op_task(void *arg)
 	struct lifecycle *lc = t->lc;
 	struct operation *op = NULL;
 	struct node *n = NULL;
+	struct status_delta delta = {0};
 	int64_t requeue_after = 0;
 	int rc = load_op(lc, t->op_id, &op);
 	if (rc == 0)
@@ -580,20 +609,21 @@ static void run_op_task(void *arg)
 		}
 		if (op->step_deadline == 0) {
 			op->attempt++;
-			op->step_deadline = now + scale(lc, n, def->timeout);
+			op->step_deadline = now + scale_timeout(lc, n, def->timeout, FLOOR_STEP);
 			dirty = 1;
 		}
 		/* Intent before side effect: the attempt is durable before the BMC is touched, and a
 		 * wait's deadline is durable before it starts waiting. */
-		if (dirty && (def->persist || op->step == 0)) {
+		if (dirty && def->persist) {
 			if ((rc = save_op(lc, op)) < 0)
 				goto out;
 		}
-		struct step_ctx x = {.lc = lc, .n = n, .op = op};
+		struct step_ctx x = {.lc = lc, .delta = &delta, .n = n, .op = op};
 		x.bmc = driver_for(lc, n->bmc.driver);
 		x.t = (struct bmc_target){n->name, n->bmc.address, n->bmc.username, n->bmc.password,
 					  n->bmc.extra};
-		x.call_deadline = clock_now_ms(lc->cfg.clock) + scale(lc, n, BMC_CALL_TIMEOUT);
+		x.call_deadline =
+			clock_now_ms(lc->cfg.clock) + scale_timeout(lc, n, BMC_CALL_TIMEOUT, FLOOR_CALL);
 		enum step_result r;
 		if (def->uses_bmc && !x.bmc) {
 			snprintf(x.err, sizeof(x.err), "no BMC driver \"%s\" in this build",
@@ -625,6 +655,9 @@ static void run_op_task(void *arg)
 			free(op->last_error);
 			op->last_error = NULL;
 			if (op->step == op->nsteps) {
+				/* Observations first: whoever acts on the finished operation sees
+				 * them. */
+				flush_status(lc, n, &delta);
 				op->state = OP_SUCCEEDED;
 				op->finished_at = now;
 				if (save_op(lc, op) == 0)
@@ -661,6 +694,7 @@ static void run_op_task(void *arg)
 				requeue_after = 1;
 			break;
 		}
+		flush_status(lc, n, &delta);
 		op->state = OP_FAILED;
 		op->finished_at = now;
 		if (save_op(lc, op) == 0)
@@ -668,6 +702,8 @@ static void run_op_task(void *arg)
 		break;
 	}
 out:
+	if (n)
+		flush_status(lc, n, &delta);
 	in_flight_clear(lc, t->node);
 	if (requeue_after > 0)
 		workqueue_add_after(lc->wq, t->node, requeue_after);
@@ -804,7 +840,7 @@ static int64_t backoff_left(struct lifecycle *lc, const char *name)
 
 static void check_deadline(struct lifecycle *lc, struct node *n, const struct operation *op)
 {
-	int64_t dl = scale(lc, n, phase_deadline(n->phase));
+	int64_t dl = scale_timeout(lc, n, phase_deadline(n->phase), FLOOR_PHASE);
 	if (!dl || !n->phase_since)
 		return;
 	int64_t now = now_wall(lc), due = n->phase_since + dl;

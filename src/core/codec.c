@@ -555,8 +555,13 @@ json_t *node_to_json(const struct node *n, enum node_json_mode mode)
 		put_str(v, "bootId", n->validation_boot_id);
 		json_object_set_new(st, "validation", v);
 	}
-	if (n->inventory)
+	if (n->inventory) {
 		json_object_set(st, "inventory", n->inventory);
+	} else if (n->inventory_text) {
+		json_t *inv = json_loads(n->inventory_text, 0, NULL);
+		if (inv)
+			json_object_set_new(st, "inventory", inv);
+	}
 	return json_pack("{s:s,s:o,s:o,s:o}", "kind", "Node", "metadata", meta, "spec", spec,
 			 "status", st);
 }

@@ -149,6 +149,7 @@ void node_free(struct node *n)
 	free(n->last_boot_id);
 	free(n->validation_boot_id);
 	json_decref(n->inventory);
+	free(n->inventory_text);
 	free(n);
 }
 
@@ -199,6 +200,7 @@ struct node *node_dup(const struct node *n)
 	d->last_boot_id = dupn(n->last_boot_id);
 	d->validation_boot_id = dupn(n->validation_boot_id);
 	d->inventory = n->inventory ? json_deep_copy(n->inventory) : NULL;
+	d->inventory_text = dupn(n->inventory_text);
 	return d;
 }
 

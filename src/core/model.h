@@ -119,6 +119,9 @@ struct node {
 	int validation_passed;
 	char *validation_boot_id; /* the boot the validation report belongs to */
 	json_t *inventory;     /* status.inventory object, or NULL */
+	char *inventory_text;  /* the same, compact JSON text, when inventory is NULL: how the
+				* informer cache keeps it (a tree per node costs ~5x the memory);
+				* node_to_json renders whichever is set */
 };
 
 struct node *node_new(void);

@@ -125,11 +125,23 @@ int bmc_boot_set(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 	BMC_WRAP(boot_set, b->ops->boot_set(b, t, deadline, d, persistent, err, errlen));
 }
 
+static int inventory_call(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+			  json_t **out, char *err, size_t errlen)
+{
+	BMC_WRAP(inventory, b->ops->inventory(b, t, deadline, out, err, errlen));
+}
+
 int bmc_inventory(struct bmc *b, const struct bmc_target *t, int64_t deadline, json_t **out,
 		  char *err, size_t errlen)
 {
 	*out = NULL;
-	BMC_WRAP(inventory, b->ops->inventory(b, t, deadline, out, err, errlen));
+	int rc = inventory_call(b, t, deadline, out, err, errlen);
+	if (rc < 0 && *out) {
+		/* e.g. the answer came after the deadline: the caller gets nothing */
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 unsigned bmc_caps(const struct bmc *b)

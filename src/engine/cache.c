@@ -164,6 +164,13 @@ static int apply_node(struct cache *c, const char *name, const char *value, int6
 		ne->json = jsonx_dumps(pub);
 		ne->len = strlen(ne->json);
 		json_decref(pub);
+		/* Keep the inventory as text: as a JSON tree per node it was most of the cache's
+		 * memory. Writers that commit a cached node render it back (node_to_json). */
+		if (n->inventory) {
+			n->inventory_text = jsonx_dumps(n->inventory);
+			json_decref(n->inventory);
+			n->inventory = NULL;
+		}
 	}
 	pthread_rwlock_wrlock(&c->lock);
 	struct centry *old = ne ? hmap_put(&c->nodes, name, ne) : hmap_remove(&c->nodes, name);
@@ -541,4 +548,18 @@ static void collect_nodes(struct buf *out, void *arg)
 void cache_register_metrics(struct cache *c)
 {
 	metrics_add_collector(collect_nodes, c);
+}
+
+int cache_node_json_rv(struct cache *c, const char *name, char **json, size_t *len, int64_t *rv)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	struct centry *e = hmap_get(&c->nodes, name);
+	if (e) {
+		*json = xmalloc(e->len + 1);
+		memcpy(*json, e->json, e->len + 1);
+		*len = e->len;
+		*rv = e->n->resource_version;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return e ? 0 : FP_ENOTFOUND;
 }

@@ -42,11 +42,14 @@ int64_t cache_revision(struct cache *c);
 /* Blocks until the cache reflects rev (or timeout_ms passes). 0 or FP_ETIMEDOUT. */
 int cache_wait_revision(struct cache *c, int64_t rev, int timeout_ms);
 
-/* Returns a copy of the node (caller frees with node_free), or NULL. */
+/* Returns a copy of the node (caller frees with node_free), or NULL. Its inventory is in
+ * inventory_text (compact JSON), not the inventory tree; node_to_json renders either. */
 struct node *cache_node_get(struct cache *c, const char *name);
 /* Copies the node's rendered public JSON (no secrets, with resourceVersion) into a new
  * malloc'd string. Returns 0 or FP_ENOTFOUND. */
 int cache_node_json(struct cache *c, const char *name, char **json, size_t *len);
+/* Same, and the node's resourceVersion (the one in the document's metadata) in *rv. */
+int cache_node_json_rv(struct cache *c, const char *name, char **json, size_t *len, int64_t *rv);
 /* Returns a copy of the operation, or NULL. */
 struct operation *cache_operation_get(struct cache *c, const char *id);
 
