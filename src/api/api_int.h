@@ -23,9 +23,15 @@ struct store_op;
 #define API_MAX_PARAMS 2
 #define API_MAX_HDRS 6
 
+struct watch_hub;
+struct api_pool;
+
 struct api_server {
 	struct api_config cfg;
 	struct MHD_Daemon *mhd;
+	struct watch_hub *hub;  /* watch.c: parks idle watch streams off the poll threads */
+	struct api_pool *pool;  /* server.c: worker threads for requests that may block */
+	atomic_int live_watches; /* watch responses not yet destroyed */
 	struct api_auth *auth;
 	struct fp_rng own_rng;
 	struct fp_rng *rng;
@@ -42,6 +48,7 @@ typedef void (*api_handler_fn)(struct api_req *r);
 /* Route flags. */
 #define API_R_V1 1         /* under /v1: 503 until ready */
 #define API_R_AGENT_SELF 2 /* an agent token may call it for its own node (param 0) */
+#define API_R_FAST 4       /* tried on the poll thread first (the handler may ask to offload) */
 
 struct api_route {
 	const char *method;
@@ -74,11 +81,15 @@ struct api_req {
 	/* body */
 	struct buf body;
 	int too_big;
-	int called; /* access handler has seen the first call */
+	int called; /* 1: first call seen; 2: answered; 3: running on a worker thread */
+	int fast;    /* the handler runs on a poll thread: it must not block */
+	int offload; /* set by a handler running fast: run me again on a worker thread */
 	/* response */
 	int status;
 	const char *ctype;
 	struct buf out;
+	char *take;      /* a body handed over by api_reply_take (instead of out) */
+	size_t take_len;
 	struct api_hdr hdrs[API_MAX_HDRS];
 	size_t nhdrs;
 	struct MHD_Response *stream; /* a prepared response (watch); queued instead of out */
@@ -89,6 +100,7 @@ struct api_req {
 	/* arena: everything registered here is freed when the request ends */
 	struct api_owned *owned;
 	size_t nowned, aowned;
+	struct api_req *next_job; /* worker pool queue (server.c) */
 };
 
 /* --- arena (server.c) --- */
@@ -118,6 +130,8 @@ const char *api_actor(struct api_req *r);
 /* --- replies (server.c); each sets the whole response, a later call replaces it --- */
 /* 2xx/any JSON document; steals v. */
 void api_reply_json(struct api_req *r, int status, json_t *v);
+/* Takes data (malloc'd, len bytes) as the body: handed to MHD without a copy. */
+void api_reply_take(struct api_req *r, int status, const char *ctype, char *data, size_t len);
 /* Raw bytes with a content type (copied). */
 void api_reply_raw(struct api_req *r, int status, const char *ctype, const char *data,
 		   size_t len);
@@ -162,6 +176,11 @@ void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg
 int api_get_doc(struct api_req *r, const char *key, json_t **doc, int64_t *mod_rev);
 
 /* --- watch.c --- */
+/* The watch hub: one thread fills the streams of idle (suspended) watch connections from the
+ * store and resumes them; one thread turns store_wait into wake-ups. Start before the daemon;
+ * stop (ends every stream: each returns end-of-stream when next read) before it stops. */
+int api_watch_hub_start(struct api_server *srv, char *err, size_t errlen);
+void api_watch_hub_stop(struct api_server *srv);
 /* Answers a ?watch=1 request: streams {"type","object"} lines for keys under prefix from
  * resourceVersion (query) on, or the current objects as ADDED first when it is absent/0. */
 void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep_fn keep,

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sodium.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,13 +39,13 @@ struct auth_entry {
 
 struct api_auth {
 	struct store *st;
-	pthread_mutex_t mu;
+	pthread_rwlock_t mu; /* read: lookups; write: reloads and edits of the map */
 	struct auth_entry *ents;
 	size_t n, alloc;
 	int32_t *buckets; /* index into ents, -1 = empty; open addressing */
 	size_t nbuckets;  /* power of two, >= 2n */
-	int64_t loaded_rev;
-	int64_t checked_mono_ms;
+	_Atomic int64_t loaded_rev;      /* atomics: read under the read lock too */
+	_Atomic int64_t checked_mono_ms;
 };
 
 static const char *const role_names[] = {"none", "agent", "viewer", "operator", "admin"};
@@ -131,7 +132,7 @@ static int entry_from_doc(const json_t *doc, struct auth_entry *e)
 	return 0;
 }
 
-/* Reads all of /tokens/ and replaces the map. Caller holds a->mu. */
+/* Reads all of /tokens/ and replaces the map. Caller holds a->mu for writing. */
 static int reload_locked(struct api_auth *a)
 {
 	struct auth_entry *ents = NULL;
@@ -178,7 +179,7 @@ static int reload_locked(struct api_auth *a)
 }
 
 /* Re-reads the map when /tokens/ changed since it was loaded. force: on a miss; otherwise at
- * most every AUTH_REFRESH_MS. Caller holds a->mu. */
+ * most every AUTH_REFRESH_MS. Caller holds a->mu for writing. */
 static void refresh_locked(struct api_auth *a, int force)
 {
 	int64_t cur = store_revision(a->st);
@@ -233,7 +234,7 @@ struct api_auth *api_auth_new(struct store *st, char *err, size_t errlen)
 	}
 	struct api_auth *a = xcalloc(1, sizeof(*a));
 	a->st = st;
-	pthread_mutex_init(&a->mu, NULL);
+	pthread_rwlock_init(&a->mu, NULL);
 	int rc = reload_locked(a);
 	if (rc < 0) {
 		fp_errf(rc, err, errlen, "cannot read tokens from the store: %s", fp_err_msg(rc));
@@ -251,7 +252,7 @@ void api_auth_free(struct api_auth *a)
 		sodium_memzero(a->ents, a->alloc * sizeof(*a->ents));
 	free(a->ents);
 	free(a->buckets);
-	pthread_mutex_destroy(&a->mu);
+	pthread_rwlock_destroy(&a->mu);
 	free(a);
 }
 
@@ -271,23 +272,49 @@ static int lookup_locked(struct api_auth *a, const unsigned char *h, struct api_
 	return FP_EAUTH;
 }
 
-int api_auth_check(struct api_auth *a, const char *secret, struct api_principal *who)
+/* 1 when refresh_locked(a, 0) would read the store. */
+static int refresh_due(struct api_auth *a)
+{
+	return store_revision(a->st) != atomic_load(&a->loaded_rev) &&
+	       mono_ms() - atomic_load(&a->checked_mono_ms) >= AUTH_REFRESH_MS;
+}
+
+static int auth_check(struct api_auth *a, const char *secret, struct api_principal *who,
+		      int fast)
 {
 	unsigned char h[TOKEN_HASH_LEN];
 	size_t plen = strlen(API_TOKEN_PREFIX);
 	if (!secret || strncmp(secret, API_TOKEN_PREFIX, plen) != 0 || strlen(secret) > 256)
 		return FP_EAUTH;
 	hash_secret(secret, h);
-	pthread_mutex_lock(&a->mu);
-	refresh_locked(a, 0);
-	int rc = lookup_locked(a, h, who);
-	if (rc < 0) {
-		refresh_locked(a, 1);
+	/* Hot path: a hit in a map that needs no refresh, under the read lock only. */
+	int rc = FP_EAGAIN;
+	pthread_rwlock_rdlock(&a->mu);
+	if (!refresh_due(a) && lookup_locked(a, h, who) == 0)
+		rc = 0;
+	pthread_rwlock_unlock(&a->mu);
+	if (rc == FP_EAGAIN && !fast) {
+		pthread_rwlock_wrlock(&a->mu);
+		refresh_locked(a, 0);
 		rc = lookup_locked(a, h, who);
+		if (rc < 0) {
+			refresh_locked(a, 1);
+			rc = lookup_locked(a, h, who);
+		}
+		pthread_rwlock_unlock(&a->mu);
 	}
-	pthread_mutex_unlock(&a->mu);
 	sodium_memzero(h, sizeof(h));
 	return rc;
+}
+
+int api_auth_check(struct api_auth *a, const char *secret, struct api_principal *who)
+{
+	return auth_check(a, secret, who, 0);
+}
+
+int api_auth_check_fast(struct api_auth *a, const char *secret, struct api_principal *who)
+{
+	return auth_check(a, secret, who, 1);
 }
 
 /* Makes a new secret (malloc'd) and its hash. */
@@ -366,9 +393,9 @@ static int token_write(struct api_auth *a, const char *name, enum api_role role,
 	snprintf(e.who.name, sizeof(e.who.name), "%s", name);
 	if (node)
 		snprintf(e.who.node, sizeof(e.who.node), "%s", node);
-	pthread_mutex_lock(&a->mu);
+	pthread_rwlock_wrlock(&a->mu);
 	map_put_locked(a, &e);
-	pthread_mutex_unlock(&a->mu);
+	pthread_rwlock_unlock(&a->mu);
 	sodium_memzero(&e, sizeof(e));
 	*secret = s;
 	if (doc_out) {
@@ -441,9 +468,9 @@ int api_auth_token_revoke(struct api_auth *a, const char *name, const char *acto
 		rc = FP_EBUSY;
 	if (rc < 0)
 		return rc;
-	pthread_mutex_lock(&a->mu);
+	pthread_rwlock_wrlock(&a->mu);
 	map_del_locked(a, name);
-	pthread_mutex_unlock(&a->mu);
+	pthread_rwlock_unlock(&a->mu);
 	return 0;
 }
 

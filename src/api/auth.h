@@ -55,6 +55,11 @@ int api_auth_bootstrap(struct api_auth *a, const char *data_dir, int64_t wall_ms
 /* Authenticates a presented secret (the part after "Bearer "). Returns 0 and fills *who, or
  * FP_EAUTH for an unknown or malformed token. Refreshes the map from the store when needed. */
 int api_auth_check(struct api_auth *a, const char *secret, struct api_principal *who);
+/* The same without touching the store: a hit in the in-memory map (read lock only), FP_EAGAIN
+ * when the answer needs a refresh from the store (a miss, or the once-a-second check for
+ * tokens changed by another process is due): the caller then uses api_auth_check where it may
+ * block. For the server's poll threads. */
+int api_auth_check_fast(struct api_auth *a, const char *secret, struct api_principal *who);
 
 /* Creates a token: validates name (core name rules), role and node (required for agent tokens,
  * refused otherwise), writes /tokens/<name> create-if-absent together with an audit event

@@ -4,21 +4,28 @@
  * a resource (/healthz, /readyz, /metrics). Resources live in api_nodes.c, api_objects.c,
  * api_tokens.c; watch streams in watch.c; Idempotency-Key in idem.c.
  *
- * Threading: MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL.
- * Watch streams block (store_wait, bounded to 250 ms slices) inside the content-reader callback;
- * with one poll thread that would stall every other connection, and returning 0 bytes there
- * busy-loops unless paired with suspend/resume, which needs a waker per stream. With a thread per
- * connection the blocking reader holds only its own connection's thread, and the recipe measured
- * this mode as stall-free (16/16 stress runs) with p99 22-30 ms at 1000 connections. MHD_USE_POLL
- * keeps each connection thread off select() (no FD_SETSIZE cap). No epoll, no AUTO (0.9.75 loses
- * edge-triggered events). Responses are queued on the 2nd access-handler call so keep-alive
- * works; only a Content-Length over the body limit is answered on the 1st call (MHD then closes,
- * which is what we want for an oversized upload). */
+ * Threading: MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME: one
+ * poll(2) event loop (or cfg.threads of them, MHD_OPTION_THREAD_POOL_SIZE) serves every
+ * connection, so a keep-alive request costs no thread switch (thread-per-connection paid a
+ * poll() and ~4 context switches per request: 0.73-0.82x nginx, docs/benchmarks.md). Nothing
+ * that may block runs on a poll thread:
+ *  - routes flagged API_R_FAST (/healthz, /readyz, GET /v1/nodes/{name} from the controller's
+ *    cache) run inline; a fast handler that would have to read the store sets r->offload;
+ *  - every other request is suspended (MHD_suspend_connection) and run by a small pool of
+ *    worker threads (api_pool below), which resume the connection; the access handler, called
+ *    again, queues the reply;
+ *  - watch streams never wait in the content reader: with nothing to send it parks the
+ *    connection (suspended) with the watch hub (watch.c), whose thread reads the store and
+ *    resumes the connection when there is something to send.
+ * No epoll, no AUTO (0.9.75 loses edge-triggered events). Responses are queued on the 2nd
+ * access-handler call so keep-alive works; only a Content-Length over the body limit is
+ * answered on the 1st call (MHD then closes, which is what we want for an oversized upload). */
 #include "api/server.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,6 +48,8 @@
 #define API_DEFAULT_MAX_BODY (1u << 20)
 #define LIST_DEFAULT_LIMIT 500
 #define LIST_MAX_LIMIT 5000
+#define API_POOL_THREADS 4
+#define API_MAX_POLL_THREADS 16
 
 static void h_healthz(struct api_req *r);
 static void h_readyz(struct api_req *r);
@@ -48,13 +57,14 @@ static void h_metrics(struct api_req *r);
 
 /* The route table: every method + path the server answers, with the least role it needs. */
 static const struct api_route routes[] = {
-	{"GET", "/healthz", API_ROLE_NONE, 0, h_healthz},
-	{"GET", "/readyz", API_ROLE_NONE, 0, h_readyz},
+	{"GET", "/healthz", API_ROLE_NONE, API_R_FAST, h_healthz},
+	{"GET", "/readyz", API_ROLE_NONE, API_R_FAST, h_readyz},
 	{"GET", "/metrics", API_ROLE_VIEWER, 0, h_metrics},
 	{"GET", "/v1/openapi.json", API_ROLE_VIEWER, API_R_V1, api_openapi},
 	{"GET", "/v1/nodes", API_ROLE_VIEWER, API_R_V1, api_nodes_list},
 	{"POST", "/v1/nodes", API_ROLE_OPERATOR, API_R_V1, api_nodes_create},
-	{"GET", "/v1/nodes/{name}", API_ROLE_VIEWER, API_R_V1 | API_R_AGENT_SELF, api_node_get},
+	{"GET", "/v1/nodes/{name}", API_ROLE_VIEWER, API_R_V1 | API_R_AGENT_SELF | API_R_FAST,
+	 api_node_get},
 	{"PUT", "/v1/nodes/{name}", API_ROLE_OPERATOR, API_R_V1, api_node_put},
 	{"DELETE", "/v1/nodes/{name}", API_ROLE_OPERATOR, API_R_V1, api_node_delete},
 	{"POST", "/v1/nodes/{name}:drain", API_ROLE_OPERATOR, API_R_V1, api_node_drain},
@@ -172,6 +182,9 @@ const char *api_actor(struct api_req *r)
 static void reply_reset(struct api_req *r)
 {
 	buf_reset(&r->out);
+	free(r->take);
+	r->take = NULL;
+	r->take_len = 0;
 	for (size_t i = 0; i < r->nhdrs; i++)
 		free(r->hdrs[i].value);
 	r->nhdrs = 0;
@@ -186,9 +199,21 @@ void api_add_header(struct api_req *r, const char *key, const char *value)
 	r->nhdrs++;
 }
 
+void api_reply_take(struct api_req *r, int status, const char *ctype, char *data, size_t len)
+{
+	buf_reset(&r->out);
+	free(r->take);
+	r->take = data;
+	r->take_len = len;
+	r->status = status;
+	r->ctype = ctype;
+}
+
 void api_reply_raw(struct api_req *r, int status, const char *ctype, const char *data,
 		   size_t len)
 {
+	free(r->take);
+	r->take = NULL;
 	buf_reset(&r->out);
 	r->status = status;
 	r->ctype = ctype;
@@ -206,6 +231,8 @@ void api_reply_json(struct api_req *r, int status, json_t *v)
 {
 	char *s = jsonx_dumps(v);
 	size_t n = strlen(s);
+	free(r->take);
+	r->take = NULL;
 	buf_reset(&r->out);
 	r->status = status;
 	r->ctype = "application/json";
@@ -583,7 +610,8 @@ static const struct api_route *route_find(struct api_req *r, char *allow, size_t
 }
 
 /* Bearer token from Authorization (RFC 6750 section 2.1; scheme case-insensitive per RFC 9110
- * section 11.1). Returns 0 and fills r->who, or FP_EAUTH. */
+ * section 11.1). Returns 0 and fills r->who, FP_EAUTH, or (fast only) FP_EAGAIN when the
+ * answer needs the store. */
 static int authenticate(struct api_req *r)
 {
 	const char *h = api_header(r, MHD_HTTP_HEADER_AUTHORIZATION);
@@ -592,10 +620,13 @@ static int authenticate(struct api_req *r)
 	h += 7;
 	while (*h == ' ')
 		h++;
+	if (r->fast)
+		return api_auth_check_fast(r->srv->auth, h, &r->who);
 	return api_auth_check(r->srv->auth, h, &r->who);
 }
 
-static void dispatch(struct api_req *r)
+/* Finds r's route (poll thread: cheap). Answers 404/405/413 itself and returns NULL. */
+static const struct api_route *route(struct api_req *r)
 {
 	char allow[64];
 	int known = 0;
@@ -608,16 +639,27 @@ static void dispatch(struct api_req *r)
 		} else {
 			api_problem(r, 404, "no route for %s %s", r->method, r->path);
 		}
-		return;
+		return NULL;
 	}
-	r->route = rt;
 	if (r->too_big) {
 		api_problem(r, 413, "request body larger than %zu bytes",
 			    r->srv->cfg.max_body);
-		return;
+		return NULL;
 	}
+	return rt;
+}
+
+/* Authentication, role and readiness checks, then the handler of r->route. */
+static void dispatch(struct api_req *r)
+{
+	const struct api_route *rt = r->route;
 	if (rt->min_role != API_ROLE_NONE) {
-		if (authenticate(r) < 0) {
+		int rc = authenticate(r);
+		if (rc == FP_EAGAIN) {
+			r->offload = 1;
+			return;
+		}
+		if (rc < 0) {
 			api_problem(r, 401, "a valid bearer token is required");
 			api_add_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 				       "Bearer realm=\"fleetplane\"");
@@ -651,6 +693,97 @@ static void dispatch(struct api_req *r)
 	rt->fn(r);
 }
 
+/* ---------------------------------------------------------------- worker pool */
+
+/* Requests that may block (store reads and writes, lists, /metrics) run here, so a poll thread
+ * never waits for SQLite: the connection is suspended while a worker runs dispatch(), and the
+ * worker resumes it; the access handler, called again, queues the reply. */
+struct api_pool {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct api_req *head, *tail;
+	int closing;
+	size_t nth;
+	pthread_t th[API_POOL_THREADS];
+};
+
+static void *pool_main(void *arg)
+{
+	struct api_pool *p = arg;
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		while (!p->head && !p->closing)
+			pthread_cond_wait(&p->cv, &p->mu);
+		struct api_req *r = p->head;
+		if (r) {
+			p->head = r->next_job;
+			if (!p->head)
+				p->tail = NULL;
+			r->next_job = NULL;
+		}
+		pthread_mutex_unlock(&p->mu);
+		if (!r)
+			return NULL; /* closing and drained */
+		dispatch(r);
+		MHD_resume_connection(r->conn);
+	}
+}
+
+/* Suspends r's connection and queues it for a worker. Returns 0 when the pool is closing
+ * (the caller answers on the poll thread). */
+static int pool_submit(struct api_pool *p, struct api_req *r)
+{
+	pthread_mutex_lock(&p->mu);
+	if (p->closing) {
+		pthread_mutex_unlock(&p->mu);
+		return 0;
+	}
+	r->called = 3;
+	/* Suspended before any worker can see it: it resumes only a suspended connection. */
+	MHD_suspend_connection(r->conn);
+	if (p->tail)
+		p->tail->next_job = r;
+	else
+		p->head = r;
+	p->tail = r;
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return 1;
+}
+
+static struct api_pool *pool_new(void)
+{
+	struct api_pool *p = xcalloc(1, sizeof(*p));
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	for (; p->nth < API_POOL_THREADS; p->nth++)
+		if (pthread_create(&p->th[p->nth], NULL, pool_main, p) != 0)
+			break;
+	if (!p->nth) {
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* Refuses new work, runs what is queued, joins the workers. */
+static void pool_free(struct api_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->closing = 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	for (size_t i = 0; i < p->nth; i++)
+		pthread_join(p->th[i], NULL);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
+
 /* ---------------------------------------------------------------- MHD callbacks */
 
 static enum MHD_Result queue_reply(struct api_req *r)
@@ -659,10 +792,21 @@ static enum MHD_Result queue_reply(struct api_req *r)
 	if (!resp) {
 		if (!r->status)
 			api_problem(r, 500, "handler produced no response");
-		resp = MHD_create_response_from_buffer(r->out.len, r->out.data ? r->out.data : "",
-						       MHD_RESPMEM_MUST_COPY);
-		if (!resp)
+		/* The body is handed to MHD, which free()s it: no copy. */
+		char *data;
+		size_t len;
+		if (r->take) {
+			data = r->take;
+			len = r->take_len;
+			r->take = NULL;
+		} else {
+			data = buf_detach(&r->out, &len);
+		}
+		resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+		if (!resp) {
+			free(data);
 			return MHD_NO;
+		}
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->ctype);
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
@@ -708,6 +852,11 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 		r->called = 1;
 		return MHD_YES;
 	}
+	if (r->called == 3) {
+		/* Resumed by the worker that ran the handler. */
+		r->called = 2;
+		return queue_reply(r);
+	}
 	if (r->called == 2)
 		return MHD_YES;
 	if (*upload_data_size) {
@@ -720,7 +869,22 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 		return MHD_YES;
 	}
 	r->called = 2;
-	dispatch(r);
+	r->route = route(r);
+	if (!r->route)
+		return queue_reply(r);
+	if (r->route->flags & API_R_FAST) {
+		r->fast = 1;
+		dispatch(r);
+		r->fast = 0;
+		if (!r->offload)
+			return queue_reply(r);
+		r->offload = 0;
+		r->status = 0;
+		reply_reset(r);
+	}
+	if (srv->pool && pool_submit(srv->pool, r))
+		return MHD_YES;
+	api_problem(r, 503, "fleetplane is stopping");
 	return queue_reply(r);
 }
 
@@ -871,23 +1035,45 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 	if (api_auth_bootstrap(srv->auth, cfg->data_dir, now, fp_rng_u64(srv->rng), err,
 			       errlen) < 0)
 		goto fail;
-	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-			 MHD_USE_POLL | MHD_USE_ERROR_LOG;
+	if (!srv->cfg.threads) {
+		const char *env = getenv("FLEETPLANE_API_THREADS");
+		srv->cfg.threads = env ? (unsigned)strtoul(env, NULL, 10) : 1;
+	}
+	if (srv->cfg.threads < 1)
+		srv->cfg.threads = 1;
+	if (srv->cfg.threads > API_MAX_POLL_THREADS)
+		srv->cfg.threads = API_MAX_POLL_THREADS;
+	srv->pool = pool_new();
+	if (!srv->pool) {
+		fp_errf(FP_EIO, err, errlen, "api: cannot start worker threads");
+		goto fail;
+	}
+	if (api_watch_hub_start(srv, err, errlen) < 0)
+		goto fail;
+	/* Event loop(s) with poll(2), no thread per connection, suspend/resume for the worker
+	 * pool and parked watches (see the comment at the top). */
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 	if (v6)
 		flags |= MHD_USE_IPv6;
+	/* THREAD_POOL_SIZE only when > 1 (0.9.75 logs and ignores 1); END stops the list. */
 	srv->mhd = MHD_start_daemon(
 		flags, 0, NULL, NULL, access_cb, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, completed_cb, srv, MHD_OPTION_CONNECTION_TIMEOUT,
-		srv->cfg.connection_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-		srv->cfg.connection_limit, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-		(size_t)(64 * 1024), MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
+		completed_cb, srv, MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout_s,
+		MHD_OPTION_CONNECTION_LIMIT, srv->cfg.connection_limit,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+		MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+		srv->cfg.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
+		srv->cfg.threads, MHD_OPTION_END);
 	if (!srv->mhd) {
 		fp_errf(FP_EIO, err, errlen, "cannot listen on %s (address in use?)", cfg->listen);
 		goto fail;
 	}
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	srv->port = di ? di->port : 0;
-	log_info("api listening addr=%s port=%u", cfg->listen, srv->port);
+	log_info("api listening addr=%s port=%u threads=%u", cfg->listen, srv->port,
+		 srv->cfg.threads);
 	return srv;
 fail:
 	api_server_free(srv);
@@ -904,6 +1090,17 @@ void api_server_free(struct api_server *srv)
 	if (!srv)
 		return;
 	srv->stopping = 1;
+	/* No connection may stay suspended when the daemon stops (microhttpd.h): the hub resumes
+	 * every parked watch (which then ends its stream) and parks no more; the pool runs what is
+	 * queued (each job resumes its connection) and takes no more. */
+	api_watch_hub_stop(srv);
+	pool_free(srv->pool);
+	srv->pool = NULL;
+	/* Give the ended streams a moment to send their last chunk before the sockets close. */
+	for (int i = 0; i < 50 && srv->mhd && atomic_load(&srv->live_watches) > 0; i++) {
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
 	if (srv->mhd)
 		MHD_stop_daemon(srv->mhd);
 	api_auth_free(srv->auth);

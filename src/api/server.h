@@ -1,5 +1,5 @@
 /* server.h - fleetplane's HTTP/JSON API server (DESIGN.md "API"): REST over HTTP/1.1 under
- * /v1/, served by libmicrohttpd 0.9.75 in thread-per-connection mode with poll (see
+ * /v1/, served by libmicrohttpd 0.9.75 from poll-mode event-loop threads (see
  * ../shared/recipes/libmicrohttpd.md and the comment in server.c on why), JSON by jansson,
  * bearer tokens (auth.h) by libsodium. Errors are RFC 9457 application/problem+json.
  *
@@ -19,13 +19,15 @@ struct api_server;
 
 /* Optional read-through hook for GET /v1/nodes/{name}: the controller's informer cache serves
  * the pre-rendered public JSON (node_to_json(n, NODE_JSON_PUBLIC), secrets removed) so the hot
- * GET path does not touch the store. get_json returns 0 and a malloc'd document in *json
- * (*len bytes, the server frees it with free()), FP_ENOTFOUND when the cache does not hold the
- * node (the server then reads the store, so a node created a moment ago is still found), or
- * another negative fp_err (answered as that error). Called from connection threads
- * concurrently; must be thread-safe and must not block for long. */
+ * GET path does not touch the store. get_json returns 0, a malloc'd document in *json (*len
+ * bytes; the server hands it to libmicrohttpd as the response body, which frees it with free())
+ * and the document's metadata.resourceVersion in *rv (the ETag; 0 = unknown, then no ETag is
+ * sent); FP_ENOTFOUND when the cache does not hold the node (the server then reads the store,
+ * so a node created a moment ago is still found); or another negative fp_err (answered as that
+ * error). Called from the server's poll threads concurrently; must be thread-safe and must not
+ * block for long (every other connection of that thread waits). */
 struct api_node_view {
-	int (*get_json)(void *arg, const char *name, char **json, size_t *len);
+	int (*get_json)(void *arg, const char *name, char **json, size_t *len, int64_t *rv);
 	void *arg;
 };
 
@@ -43,9 +45,11 @@ struct api_config {
 	api_ready_fn ready;    /* NULL = always ready */
 	void *ready_arg;
 	struct api_node_view node_view; /* get_json NULL = read the store */
-	/* Tuning; 0 = defaults (1000 connections, 60 s idle timeout). */
+	/* Tuning; 0 = defaults (1000 connections, 60 s idle timeout, 1 poll thread; the
+	 * FLEETPLANE_API_THREADS environment variable overrides the default thread count). */
 	unsigned connection_limit;
 	unsigned connection_timeout_s;
+	unsigned threads;
 };
 
 /* Starts listening and serving on the daemon's own threads. Loads tokens from the store and
@@ -57,7 +61,7 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 /* The TCP port the server listens on (useful with port 0). */
 unsigned api_server_port(const struct api_server *srv);
 
-/* Stops accepting, ends watch streams (within about 250 ms), waits for connection threads,
+/* Stops accepting, ends watch streams (within about 250 ms), stops the server's threads,
  * and frees. NULL is a no-op. The store is not closed. */
 void api_server_free(struct api_server *srv);
 

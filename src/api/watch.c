@@ -8,13 +8,27 @@
  * answered 410 Gone before the stream starts; compaction during the stream ends it with one
  * {"type":"ERROR","object":<problem 410>} line.
  *
- * The content reader blocks in store_wait for at most 250 ms at a time; that is safe only
- * because the server runs a thread per connection (see server.c), and the slices let a stream
- * end promptly when the server stops. */
+ * The content reader never blocks: the server's poll threads serve every connection (see
+ * server.c). When a stream has nothing buffered, its reader parks the watch with the hub and
+ * suspends the connection (MHD_suspend_connection, allowed from a content reader). The hub's
+ * thread fills the buffers of parked watches from the store (the initial listing a page at a
+ * time, then the change feed) and resumes a connection once it has something to send; a second
+ * thread turns store_wait into wake-ups of the hub. The hub also resumes a parked watch when its
+ * client has gone (POLLRDHUP on the socket, checked every 250 ms; a suspended connection is
+ * not polled by libmicrohttpd), and when the server stops (api_watch_hub_stop), so streams end
+ * promptly in both cases.
+ *
+ * Ownership: a watch is either with the connection (its reader runs on a poll thread) or parked
+ * with the hub (the connection is suspended); the hub mutex hands it over. A connection is
+ * suspended under the hub mutex before the hub can see it, so the hub only ever resumes a
+ * suspended connection, and a suspended connection is never completed (freed) by MHD. */
+#include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/api_int.h"
 #include "base/alloc.h"
@@ -24,7 +38,7 @@
 #include "store/store.h"
 #include "base/banned.h"
 
-#define WATCH_WAIT_MS 250
+#define WATCH_WAIT_MS 250 /* hub: store_wait slice, client-gone check period */
 #define WATCH_BOOKMARK_MS 15000
 /* Larger than STORE_MAX_TXN_OPS, so one revision never spans two reads. */
 #define WATCH_BATCH (2 * STORE_MAX_TXN_OPS)
@@ -42,15 +56,38 @@ struct watch {
 	int listing;  /* still sending the initial objects */
 	char cursor[STORE_MAX_KEY + 1];
 	int done;
-	int idle_ms;
+	int gone;           /* the client closed its end */
+	int64_t last_ms;    /* monotonic ms of the last line (bookmarks after 15 s idle) */
+	int fd;             /* the connection's socket (client-gone checks) */
 	struct buf pending;
 	size_t off;
+	struct watch *next; /* in the hub's parked list */
 };
+
+struct watch_hub {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct watch *parked; /* suspended connections, the hub's to fill */
+	int closed;           /* stopping: park nothing more */
+	int kick;             /* a watch was parked, or the store moved */
+	int64_t store_rev;    /* latest revision the notifier saw */
+	int store_closed;
+	pthread_t filler, notifier;
+	int started;
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void emit(struct watch *w, const char *type, json_t *obj)
 {
 	json_t *line = json_pack("{s:s,s:o}", "type", type, "object", obj);
 	char *s = jsonx_dumps(line);
+	w->last_ms = mono_ms();
 	if (buf_puts(&w->pending, s) < 0 || buf_puts(&w->pending, "\n") < 0) {
 		log_warn("watch line dropped: buffer full prefix=%s", w->prefix);
 		w->done = 1;
@@ -142,26 +179,19 @@ static int fill_changes(struct watch *w)
 	return 0;
 }
 
-static ssize_t watch_read(void *cls, uint64_t pos, char *out, size_t max)
+/* Hub thread: makes progress on a parked watch. Returns 1 when the connection should be
+ * resumed (something to send, or the stream is over). */
+static int watch_fill(struct watch *w, int64_t store_rev, int64_t now)
 {
-	struct watch *w = cls;
-	for (;;) {
-		if (w->off < w->pending.len) {
-			size_t n = w->pending.len - w->off;
-			if (n > max)
-				n = max;
-			memcpy(out, w->pending.data + w->off, n);
-			w->off += n;
-			return (ssize_t)n;
-		}
-		buf_reset(&w->pending);
-		w->off = 0;
-		if (w->done || atomic_load(&w->srv->stopping))
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		if (w->listing) {
-			fill_list(w);
-			continue;
-		}
+	if (w->gone || atomic_load(&w->srv->stopping)) {
+		w->done = 1;
+		return 1;
+	}
+	if (w->listing) {
+		fill_list(w);
+		return w->pending.len || w->done || !w->listing;
+	}
+	if (store_rev > w->rev) {
 		int rc = fill_changes(w);
 		if (rc == FP_ECOMPACTED) {
 			json_t *p = json_pack("{s:s,s:s,s:i,s:s}", "type", API_PROBLEM_BASE "gone",
@@ -170,34 +200,230 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *out, size_t max)
 					      "list again and watch from its resourceVersion");
 			emit(w, "ERROR", p);
 			w->done = 1;
-			continue;
-		}
-		if (rc < 0) {
+		} else if (rc < 0) {
 			w->done = 1;
-			continue;
 		}
-		if (w->pending.len) {
-			w->idle_ms = 0;
-			continue;
-		}
-		rc = store_wait(w->srv->cfg.store, w->rev, WATCH_WAIT_MS);
-		if (rc == FP_ECLOSED) {
-			w->done = 1;
-		} else if (rc == FP_ETIMEDOUT) {
-			w->idle_ms += WATCH_WAIT_MS;
-			if (w->idle_ms >= WATCH_BOOKMARK_MS) {
-				w->idle_ms = 0;
-				json_t *o = json_pack("{s:s,s:{}}", "kind", w->kind, "metadata");
-				api_set_rv(o, w->rev);
-				emit(w, "BOOKMARK", o);
-			}
-		}
+		if (w->pending.len || w->done)
+			return 1;
 	}
+	if (now - w->last_ms >= WATCH_BOOKMARK_MS) {
+		json_t *o = json_pack("{s:s,s:{}}", "kind", w->kind, "metadata");
+		api_set_rv(o, w->rev);
+		emit(w, "BOOKMARK", o);
+		return 1;
+	}
+	return 0;
+}
+
+/* Marks parked watches whose client closed its end (a suspended socket is not polled by MHD,
+ * so without this a vanished client would be noticed only at the next bookmark). */
+static void check_gone(struct watch *list)
+{
+	size_t n = 0;
+	for (struct watch *w = list; w; w = w->next)
+		n++;
+	if (!n)
+		return;
+	struct pollfd *fds = xcalloc(n, sizeof(*fds));
+	size_t i = 0;
+	for (struct watch *w = list; w; w = w->next, i++) {
+		fds[i].fd = w->fd;
+		fds[i].events = POLLRDHUP;
+	}
+	if (poll(fds, n, 0) > 0) {
+		i = 0;
+		for (struct watch *w = list; w; w = w->next, i++)
+			if (fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
+				w->gone = 1;
+	}
+	free(fds);
+}
+
+static void *hub_filler(void *arg)
+{
+	struct api_server *srv = arg;
+	struct watch_hub *h = srv->hub;
+	int64_t last_gone_check = 0;
+	pthread_mutex_lock(&h->mu);
+	for (;;) {
+		while (!h->kick && !h->closed && !h->parked)
+			pthread_cond_wait(&h->cv, &h->mu);
+		if (!h->kick && !h->closed) {
+			/* Only parked watches with nothing to do: sleep one slice (bookmarks and
+			 * client-gone checks), unless kicked. */
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += WATCH_WAIT_MS * 1000000L;
+			ts.tv_sec += ts.tv_nsec / 1000000000L;
+			ts.tv_nsec %= 1000000000L;
+			pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+		}
+		h->kick = 0;
+		struct watch *list = h->parked;
+		h->parked = NULL;
+		int closed = h->closed;
+		int64_t store_rev = store_revision(srv->cfg.store);
+		pthread_mutex_unlock(&h->mu);
+
+		/* The watches in list are the hub's alone: their connections are suspended. */
+		int64_t now = mono_ms();
+		if (now - last_gone_check >= WATCH_WAIT_MS) {
+			last_gone_check = now;
+			check_gone(list);
+		}
+		struct watch *keep = NULL, *ready = NULL;
+		while (list) {
+			struct watch *w = list;
+			list = w->next;
+			int go = closed ? (w->done = 1) : watch_fill(w, store_rev, now);
+			struct watch **to = go ? &ready : &keep;
+			w->next = *to;
+			*to = w;
+		}
+
+		pthread_mutex_lock(&h->mu);
+		while (ready) {
+			struct watch *w = ready;
+			ready = w->next;
+			w->next = NULL;
+			MHD_resume_connection(w->r->conn); /* w is the connection's again */
+		}
+		while (keep) {
+			struct watch *w = keep;
+			keep = w->next;
+			w->next = h->parked;
+			h->parked = w;
+		}
+		if (closed && !h->parked)
+			break;
+	}
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+/* Turns store revisions into kicks of the filler. */
+static void *hub_notifier(void *arg)
+{
+	struct api_server *srv = arg;
+	struct watch_hub *h = srv->hub;
+	int64_t seen = store_revision(srv->cfg.store);
+	for (;;) {
+		pthread_mutex_lock(&h->mu);
+		int closed = h->closed;
+		pthread_mutex_unlock(&h->mu);
+		if (closed)
+			break;
+		int rc = store_wait(srv->cfg.store, seen, WATCH_WAIT_MS);
+		if (rc == FP_ECLOSED) {
+			pthread_mutex_lock(&h->mu);
+			h->store_closed = 1;
+			h->kick = 1;
+			pthread_cond_signal(&h->cv);
+			pthread_mutex_unlock(&h->mu);
+			break;
+		}
+		if (rc != 0)
+			continue;
+		seen = store_revision(srv->cfg.store);
+		pthread_mutex_lock(&h->mu);
+		h->store_rev = seen;
+		if (h->parked) {
+			h->kick = 1;
+			pthread_cond_signal(&h->cv);
+		}
+		pthread_mutex_unlock(&h->mu);
+	}
+	return NULL;
+}
+
+int api_watch_hub_start(struct api_server *srv, char *err, size_t errlen)
+{
+	struct watch_hub *h = xcalloc(1, sizeof(*h));
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->cv, NULL);
+	h->store_rev = store_revision(srv->cfg.store);
+	srv->hub = h;
+	if (pthread_create(&h->filler, NULL, hub_filler, srv) != 0)
+		goto fail;
+	if (pthread_create(&h->notifier, NULL, hub_notifier, srv) != 0) {
+		pthread_mutex_lock(&h->mu);
+		h->closed = 1;
+		pthread_cond_signal(&h->cv);
+		pthread_mutex_unlock(&h->mu);
+		pthread_join(h->filler, NULL);
+		goto fail;
+	}
+	h->started = 1;
+	return 0;
+fail:
+	pthread_cond_destroy(&h->cv);
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+	srv->hub = NULL;
+	return fp_errf(FP_EIO, err, errlen, "api: cannot start the watch threads");
+}
+
+void api_watch_hub_stop(struct api_server *srv)
+{
+	struct watch_hub *h = srv->hub;
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	h->closed = 1;
+	h->kick = 1;
+	pthread_cond_signal(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	/* The filler resumes every parked watch before it returns. */
+	pthread_join(h->filler, NULL);
+	pthread_join(h->notifier, NULL);
+	pthread_cond_destroy(&h->cv);
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+	srv->hub = NULL;
+}
+
+/* Content reader (a poll thread): sends what is buffered; with nothing buffered, parks the
+ * watch with the hub and suspends the connection. Never blocks. */
+static ssize_t watch_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct watch *w = cls;
+	if (w->off < w->pending.len) {
+		size_t n = w->pending.len - w->off;
+		if (n > max)
+			n = max;
+		memcpy(out, w->pending.data + w->off, n);
+		w->off += n;
+		return (ssize_t)n;
+	}
+	buf_reset(&w->pending);
+	w->off = 0;
+	struct watch_hub *h = w->srv->hub;
+	if (w->done || !h || atomic_load(&w->srv->stopping))
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	pthread_mutex_lock(&h->mu);
+	if (h->closed || h->store_closed) {
+		pthread_mutex_unlock(&h->mu);
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	}
+	if (w->fd < 0) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(w->r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		w->fd = ci ? ci->connect_fd : -1;
+	}
+	/* Suspended before the hub can see it (the hub resumes only suspended connections). */
+	MHD_suspend_connection(w->r->conn);
+	w->next = h->parked;
+	h->parked = w;
+	h->kick = 1;
+	pthread_cond_signal(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	return 0; /* with the connection suspended: no busy loop */
 }
 
 static void watch_free(void *cls)
 {
 	struct watch *w = cls;
+	atomic_fetch_sub(&w->srv->live_watches, 1);
 	buf_release(&w->pending);
 	free(w->prefix);
 	free(w->kind);
@@ -232,7 +458,10 @@ void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep
 	w->render = render;
 	w->rev = from;
 	w->listing = from == 0;
+	w->fd = -1;
+	w->last_ms = mono_ms();
 	buf_init(&w->pending, 0);
+	atomic_fetch_add(&w->srv->live_watches, 1);
 	struct MHD_Response *resp = MHD_create_response_from_callback(
 		MHD_SIZE_UNKNOWN, 32 * 1024, watch_read, w, watch_free);
 	if (!resp) {

@@ -1054,12 +1054,14 @@ static void test_sites_racks_ops(void **state)
 }
 
 /* The controller's cache hook serves GET /v1/nodes/{name}. */
-static int view_get(void *arg, const char *name, char **json, size_t *len)
+static int view_get(void *arg, const char *name, char **json, size_t *len, int64_t *rv)
 {
 	if (strcmp(name, "cached") != 0)
 		return FP_ENOTFOUND;
-	*json = xstrdup("{\"kind\":\"Node\",\"metadata\":{\"name\":\"cached\"},\"from\":\"cache\"}");
+	*json = xstrdup("{\"kind\":\"Node\",\"metadata\":{\"name\":\"cached\","
+			"\"resourceVersion\":\"42\"},\"from\":\"cache\"}");
 	*len = strlen(*json);
+	*rv = 42;
 	return 0;
 }
 
@@ -1082,6 +1084,7 @@ static void test_node_view(void **state)
 	req("GET", "/v1/nodes/cached", E.admin, NULL, &r);
 	assert_int_equal(r.status, 200);
 	assert_string_equal(jstr(r.json, "from"), "cache");
+	assert_true(has_header(&r, "ETag: \"42\""));
 	resp_free(&r);
 	enroll("fresh"); /* not in the cache yet: read from the store */
 	req("GET", "/v1/nodes/fresh", E.admin, NULL, &r);
