@@ -2,7 +2,8 @@
 # bench/get.sh - GET /v1/nodes/{name} at 10,000 nodes, fleetplane vs nginx-light serving the
 # same JSON bytes, with wrk (keep-alive, -t1), interleaved rounds, medians.
 # Env: FP (binary), BENCH_WORK, ROUNDS (3), DUR (10s), CONNS ("64 256"), PROFILE=1 (perf record
-# one extra fleetplane run at c=64 into $BENCH_WORK/get.perf.txt).
+# one extra fleetplane run at c=64 into $BENCH_WORK/get.perf.txt). FLEETPLANE_API_THREADS=N
+# (passed through to serve) runs N poll threads (MHD thread pool) instead of 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
