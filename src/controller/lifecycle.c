@@ -465,8 +465,12 @@ static enum step_result step_check_gpu_count(struct step_ctx *x)
 {
 	if (x->n->gpu_count <= 0)
 		return STEP_DONE; /* nothing expected */
-	json_t *gpus = jsonx_path(x->n->inventory, "gpus");
+	json_t *inv = x->n->inventory ? json_incref(x->n->inventory)
+		      : x->n->inventory_text ? json_loads(x->n->inventory_text, 0, NULL)
+					     : NULL;
+	json_t *gpus = jsonx_path(inv, "gpus");
 	size_t seen = json_is_array(gpus) ? json_array_size(gpus) : 0;
+	json_decref(inv);
 	if ((int)seen != x->n->gpu_count) {
 		snprintf(x->err, sizeof(x->err), "expected %d GPUs, inventory shows %zu",
 			 x->n->gpu_count, seen);
@@ -582,9 +586,18 @@ static void run_op_task(void *arg)
 	struct node *n = NULL;
 	struct status_delta delta = {0};
 	int64_t requeue_after = 0;
-	int rc = load_op(lc, t->op_id, &op);
-	if (rc == 0)
-		rc = load_node(lc, t->node, &n);
+	/* Start from the informer's copies: every write below is a compare-and-swap on their
+	 * resourceVersion, so a copy that lags the store only costs a conflict and a re-queue
+	 * (before any side effect: the intent write is the first write). */
+	int rc = 0;
+	op = cache_operation_get(lc->cfg.cache, t->op_id);
+	if (!op)
+		rc = load_op(lc, t->op_id, &op);
+	if (rc == 0) {
+		n = cache_node_get(lc->cfg.cache, t->node);
+		if (!n)
+			rc = load_node(lc, t->node, &n);
+	}
 	if (rc < 0 || op_state_terminal(op->state) || !n->operation ||
 	    strcmp(n->operation, op->id) != 0)
 		goto out;

@@ -4,6 +4,7 @@
 #include "engine/cache.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,8 +22,9 @@
 
 struct centry {
 	struct node *n;
-	char *json;
-	size_t len;
+	/* The rendered public document, made on the first read and published with a
+	 * compare-and-swap (readers hold only the read lock); NULL until then. */
+	_Atomic(char *) json;
 };
 
 struct cache {
@@ -124,7 +126,7 @@ static void centry_free(struct centry *e)
 	if (!e)
 		return;
 	node_free(e->n);
-	free(e->json);
+	free(atomic_load(&e->json));
 	free(e);
 }
 
@@ -160,11 +162,9 @@ static int apply_node(struct cache *c, const char *name, const char *value, int6
 		json_decref(doc);
 		ne = xcalloc(1, sizeof(*ne));
 		ne->n = n;
-		json_t *pub = node_to_json(n, NODE_JSON_PUBLIC);
-		ne->json = jsonx_dumps(pub);
-		ne->len = strlen(ne->json);
-		json_decref(pub);
-		/* Keep the inventory as text: as a JSON tree per node it was most of the cache's
+		/* The public document is rendered on the first read (cache_node_json), not on
+		 * every change: during onboarding most versions of a node are never read.
+		 * Keep the inventory as text: as a JSON tree per node it was most of the cache's
 		 * memory. Writers that commit a cached node render it back (node_to_json). */
 		if (n->inventory) {
 			n->inventory_text = jsonx_dumps(n->inventory);
@@ -458,17 +458,27 @@ struct node *cache_node_get(struct cache *c, const char *name)
 	return n;
 }
 
+/* Returns the entry's rendered document, rendering it first if needed. Caller holds at least
+ * the read lock. */
+static const char *rendered(struct centry *e)
+{
+	char *j = atomic_load(&e->json);
+	if (j)
+		return j;
+	json_t *pub = node_to_json(e->n, NODE_JSON_PUBLIC);
+	char *mine = jsonx_dumps(pub);
+	json_decref(pub);
+	char *expect = NULL;
+	if (atomic_compare_exchange_strong(&e->json, &expect, mine))
+		return mine;
+	free(mine); /* another reader rendered it first */
+	return expect;
+}
+
 int cache_node_json(struct cache *c, const char *name, char **json, size_t *len)
 {
-	pthread_rwlock_rdlock(&c->lock);
-	struct centry *e = hmap_get(&c->nodes, name);
-	if (e) {
-		*json = xmalloc(e->len + 1);
-		memcpy(*json, e->json, e->len + 1);
-		*len = e->len;
-	}
-	pthread_rwlock_unlock(&c->lock);
-	return e ? 0 : FP_ENOTFOUND;
+	int64_t rv;
+	return cache_node_json_rv(c, name, json, len, &rv);
 }
 
 struct operation *cache_operation_get(struct cache *c, const char *id)
@@ -555,9 +565,10 @@ int cache_node_json_rv(struct cache *c, const char *name, char **json, size_t *l
 	pthread_rwlock_rdlock(&c->lock);
 	struct centry *e = hmap_get(&c->nodes, name);
 	if (e) {
-		*json = xmalloc(e->len + 1);
-		memcpy(*json, e->json, e->len + 1);
-		*len = e->len;
+		const char *j = rendered(e);
+		*len = strlen(j);
+		*json = xmalloc(*len + 1);
+		memcpy(*json, j, *len + 1);
 		*rv = e->n->resource_version;
 	}
 	pthread_rwlock_unlock(&c->lock);
