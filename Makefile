@@ -42,7 +42,7 @@ test_layers = $(shell sed -n '1s|^/\* layers: \(.*\) \*/|\1|p' $(1))
 define UNIT_RULE
 $(BUILD)/tests/$(basename $(notdir $(1))): $(1) $(call LIB_OBJ,$(call test_layers,$(1)))
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) $$(LDFLAGS) -MMD -MP -MF $$@.d -o $$@ $$^ -lcmocka $$(LDLIBS)
+	$$(CC) $$(CFLAGS) $$(LDFLAGS) -MMD -MP -MF $$@.d -o $$@ $$< $$(filter %.o,$$^) -lcmocka $$(LDLIBS)
 endef
 $(foreach t,$(UNIT_SRC),$(eval $(call UNIT_RULE,$(t))))
 

@@ -79,6 +79,8 @@ static void usage(FILE *f)
 		"                      0 = zero latency)\n"
 		"  --sim-faults SEED   inject seeded BMC timeouts, wrong power reads, lost callbacks\n"
 		"  --workers N         reconcile workers (default 4)\n"
+		"  --executor-threads N  threads that run operation steps (BMC calls block on\n"
+		"                      them; default 32, or 4 with --sim-speed 0)\n"
 		"  --site-qps Q        BMC commands per second per site (default 100; scaled by\n"
 		"                      --sim-speed for sim nodes; 0 = unlimited)\n");
 }
@@ -380,8 +382,9 @@ int cmd_serve(int argc, char **argv)
 		{"sim", required_argument, NULL, 's'},      {"sim-speed", required_argument, NULL, 'x'},
 		{"sim-faults", required_argument, NULL, 'f'}, {"workers", required_argument, NULL, 'w'},
 		{"site-qps", required_argument, NULL, 'q'}, {"log-level", required_argument, NULL, 'L'},
+		{"executor-threads", required_argument, NULL, 'e'},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
-	int c;
+	int c, exec_threads_set = 0;
 	long v;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -424,6 +427,15 @@ int cmd_serve(int argc, char **argv)
 			}
 			sv.workers = (int)v;
 			break;
+		case 'e':
+			if (parse_long(optarg, 1, 256, &v) < 0) {
+				fprintf(stderr, "error: --executor-threads: \"%s\" is not 1..256\n",
+					optarg);
+				return 2;
+			}
+			sv.exec_threads = (int)v;
+			exec_threads_set = 1;
+			break;
 		case 'q':
 			if (parse_double(optarg, 0, 1e6, &sv.site_qps) < 0) {
 				fprintf(stderr, "error: --site-qps: \"%s\" is not a number 0..1e6\n",
@@ -450,6 +462,8 @@ int cmd_serve(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (sv.sim_speed == 0 && !exec_threads_set)
+		sv.exec_threads = 4; /* zero-latency sim: steps never block, threads only switch */
 	if (optind < argc) {
 		fprintf(stderr, "error: serve: unexpected argument \"%s\"\n", argv[optind]);
 		return 2;

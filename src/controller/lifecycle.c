@@ -95,6 +95,8 @@ struct lifecycle {
 	struct metric_family *m_ops, *m_op_dur, *m_reconcile, *m_reconcile_total, *m_phase_changes;
 };
 
+static int finish(struct lifecycle *lc, struct node *n, const struct operation *op, int write_op);
+
 struct op_task {
 	struct lifecycle *lc;
 	char *node;
@@ -202,14 +204,18 @@ static int load_op(struct lifecycle *lc, const char *id, struct operation **out)
 	return rc;
 }
 
-/* Commits a node (CAS on its resource_version), optionally a new operation (create-if-absent)
- * and an event, in one transaction. Updates n->resource_version on success. */
+/* Commits a node (CAS on its resource_version), optionally a finished operation (CAS on its
+ * resource_version: the operation's end and what the node does next are one write), a new
+ * operation (create-if-absent) and an event, in one transaction. Updates
+ * n->resource_version on success. */
 static int commit(struct lifecycle *lc, struct node *n, const struct operation *new_op,
-		  const char *ev_type, const char *ev_reason, const char *ev_msg)
+		  const char *ev_type, const char *ev_reason, const char *ev_msg,
+		  const struct operation *done_op)
 {
-	struct store_op ops[3];
+	struct store_op ops[4];
 	size_t nops = 0;
 	char nkey[STORE_MAX_KEY + 1], *okey = NULL, *oval = NULL, *ekey = NULL, *eval = NULL;
+	char *dkey = NULL, *dval = NULL;
 	snprintf(nkey, sizeof(nkey), "/nodes/%s", n->name);
 	json_t *nj = node_to_json(n, NODE_JSON_STORE);
 	char *nval = jsonx_dumps(nj);
@@ -222,12 +228,21 @@ static int commit(struct lifecycle *lc, struct node *n, const struct operation *
 		json_decref(oj);
 		ops[nops++] = (struct store_op){STORE_OP_PUT, okey, oval, STORE_ABSENT};
 	}
+	if (done_op) {
+		json_t *dj = operation_to_json(done_op, 0);
+		dkey = xasprintf("/operations/%s", done_op->id);
+		dval = jsonx_dumps(dj);
+		json_decref(dj);
+		ops[nops++] = (struct store_op){STORE_OP_PUT, dkey, dval, done_op->resource_version};
+	}
 	if (ev_reason)
 		event_op(lc, &ops[nops++], &ekey, &eval, ev_type, n->name, ev_reason, ev_msg);
 	int64_t rev = 0;
 	int rc = store_txn(lc->cfg.store, ops, nops, &rev, NULL);
 	if (rc == 0)
 		n->resource_version = rev;
+	free(dkey);
+	free(dval);
 	free(nval);
 	free(okey);
 	free(oval);
@@ -239,8 +254,9 @@ static int commit(struct lifecycle *lc, struct node *n, const struct operation *
 typedef int (*node_mutate_fn)(struct node *n, void *arg);
 
 /* Read-modify-write of a node from the store with CAS retries. mutate returns 1 to write, 0 to
- * skip, < 0 to abort. */
-static int update_node(struct lifecycle *lc, const char *name, node_mutate_fn mutate, void *arg)
+ * skip, < 0 to abort. If out is not NULL it receives the node as now stored (caller frees). */
+static int update_node(struct lifecycle *lc, const char *name, node_mutate_fn mutate, void *arg,
+		       struct node **out)
 {
 	for (int attempt = 0; attempt < 8; attempt++) {
 		struct node *n = NULL;
@@ -249,7 +265,11 @@ static int update_node(struct lifecycle *lc, const char *name, node_mutate_fn mu
 			return rc;
 		rc = mutate(n, arg);
 		if (rc > 0)
-			rc = commit(lc, n, NULL, NULL, NULL, NULL);
+			rc = commit(lc, n, NULL, NULL, NULL, NULL, NULL);
+		if (rc >= 0 && out) {
+			*out = n;
+			n = NULL;
+		}
 		node_free(n);
 		if (rc != FP_ECONFLICT)
 			return rc < 0 ? rc : 0;
@@ -313,15 +333,22 @@ static int mutate_apply_delta(struct node *n, void *arg)
 	return changed;
 }
 
-static void flush_status(struct lifecycle *lc, const struct node *n, struct status_delta *d)
+/* Writes the task's observations to the node; *np is replaced by the node as stored, so
+ * later compare-and-swap writes of the task start from it. */
+static void flush_status(struct lifecycle *lc, struct node **np, struct status_delta *d)
 {
 	if (!d->ntypes && !d->inventory)
 		return;
-	struct delta_arg a = {n, d};
-	int rc = update_node(lc, n->name, mutate_apply_delta, &a);
+	struct delta_arg a = {*np, d};
+	struct node *stored = NULL;
+	int rc = update_node(lc, (*np)->name, mutate_apply_delta, &a, &stored);
 	if (rc < 0)
-		log_warn("lifecycle: could not record node status node=%s rc=%s", n->name,
+		log_warn("lifecycle: could not record node status node=%s rc=%s", (*np)->name,
 			 fp_err_name(rc));
+	if (stored) {
+		node_free(*np);
+		*np = stored;
+	}
 	memset(d, 0, sizeof(*d));
 }
 
@@ -670,10 +697,12 @@ static void run_op_task(void *arg)
 			if (op->step == op->nsteps) {
 				/* Observations first: whoever acts on the finished operation sees
 				 * them. */
-				flush_status(lc, n, &delta);
+				flush_status(lc, &n, &delta);
 				op->state = OP_SUCCEEDED;
 				op->finished_at = now;
-				if (save_op(lc, op) == 0)
+				op->updated_at = now;
+				/* The operation's end and the node's next phase in one write. */
+				if (finish(lc, n, op, 1) == 0)
 					finish_metrics(lc, op);
 				break;
 			}
@@ -707,16 +736,17 @@ static void run_op_task(void *arg)
 				requeue_after = 1;
 			break;
 		}
-		flush_status(lc, n, &delta);
+		flush_status(lc, &n, &delta);
 		op->state = OP_FAILED;
 		op->finished_at = now;
-		if (save_op(lc, op) == 0)
+		op->updated_at = now;
+		if (finish(lc, n, op, 1) == 0)
 			finish_metrics(lc, op);
 		break;
 	}
 out:
 	if (n)
-		flush_status(lc, n, &delta);
+		flush_status(lc, &n, &delta);
 	in_flight_clear(lc, t->node);
 	if (requeue_after > 0)
 		workqueue_add_after(lc->wq, t->node, requeue_after);
@@ -755,7 +785,7 @@ static void submit_step(struct lifecycle *lc, const struct node *n)
 /* Moves n to phase `to` (checked against the phase machine), starting op_kind if given, with an
  * event. Returns the store result. */
 static int transition(struct lifecycle *lc, struct node *n, enum node_phase to,
-		      const char *op_kind, const char *why)
+		      const char *op_kind, const char *why, const struct operation *done_op)
 {
 	char err[160], msg[512];
 	enum node_phase from = n->phase;
@@ -784,43 +814,46 @@ static int transition(struct lifecycle *lc, struct node *n, enum node_phase to,
 	snprintf(reason, sizeof(reason), "%c%s", pn[0] - 32, pn + 1);
 	if (from == to)
 		snprintf(reason, sizeof(reason), "OperationStarted");
-	int rc = commit(lc, n, op, to == PHASE_FAILED ? "Warning" : "Normal", reason, msg);
+	int rc = commit(lc, n, op, to == PHASE_FAILED ? "Warning" : "Normal", reason, msg, done_op);
 	if (rc == 0 && from != to)
 		metric_add(lc->m_phase_changes, (const char *[]){pn}, 1);
 	operation_free(op);
 	return rc;
 }
 
-/* The node's operation reached a terminal state: decide where the node goes. */
-static int finish(struct lifecycle *lc, struct node *n, const struct operation *op)
+/* The node's operation reached a terminal state: decide where the node goes. With write_op
+ * the operation's terminal state is written in the same transaction (the step runner's
+ * path); otherwise it is already stored. */
+static int finish(struct lifecycle *lc, struct node *n, const struct operation *op, int write_op)
 {
+	const struct operation *w = write_op ? op : NULL;
 	int ok = op->state == OP_SUCCEEDED;
 	char why[400];
 	snprintf(why, sizeof(why), "operation %s %s%s%s", op->id, op_state_name(op->state),
 		 op->last_error ? ": " : "", op->last_error ? op->last_error : "");
 	const char *k = op->kind;
 	if (n->retire && n->phase != PHASE_RETIRING && n->phase != PHASE_RETIRED)
-		return transition(lc, n, PHASE_RETIRING, "retire", "retire requested");
+		return transition(lc, n, PHASE_RETIRING, "retire", "retire requested", w);
 	if (strcmp(k, "inspect") == 0 && ok)
-		return transition(lc, n, PHASE_PROVISIONING, "provision", why);
+		return transition(lc, n, PHASE_PROVISIONING, "provision", why, w);
 	if (strcmp(k, "provision") == 0 && ok)
-		return transition(lc, n, PHASE_VALIDATING, "validate", why);
+		return transition(lc, n, PHASE_VALIDATING, "validate", why, w);
 	if (strcmp(k, "validate") == 0)
-		return ok ? transition(lc, n, PHASE_AVAILABLE, NULL, why)
-			  : transition(lc, n, PHASE_REPAIRING, "repair", why);
+		return ok ? transition(lc, n, PHASE_AVAILABLE, NULL, why, w)
+			  : transition(lc, n, PHASE_REPAIRING, "repair", why, w);
 	if (strcmp(k, "repair") == 0)
-		return ok ? transition(lc, n, PHASE_VALIDATING, "validate", why)
-			  : transition(lc, n, PHASE_FAILED, NULL, why);
+		return ok ? transition(lc, n, PHASE_VALIDATING, "validate", why, w)
+			  : transition(lc, n, PHASE_FAILED, NULL, why, w);
 	if (strcmp(k, "drain") == 0 && ok)
-		return transition(lc, n, PHASE_MAINTENANCE, NULL, why);
+		return transition(lc, n, PHASE_MAINTENANCE, NULL, why, w);
 	if (strcmp(k, "retire") == 0 && ok)
-		return transition(lc, n, PHASE_RETIRED, NULL, why);
+		return transition(lc, n, PHASE_RETIRED, NULL, why, w);
 	/* Failed or cancelled onboarding/drain/retire: clear the operation and try again after a
 	 * per-node backoff (the cache's notification of this very write must not restart it at
 	 * once); the phase deadline makes a stuck node visible. */
 	free(n->operation);
 	n->operation = NULL;
-	int rc = commit(lc, n, NULL, "Warning", "OperationFailed", why);
+	int rc = commit(lc, n, NULL, "Warning", "OperationFailed", why, w);
 	if (rc == 0) {
 		int64_t delay = workqueue_add_rate_limited(lc->wq, n->name);
 		if (delay < 0)
@@ -873,7 +906,7 @@ static void check_deadline(struct lifecycle *lc, struct node *n, const struct op
 		 op && op->last_error ? op->last_error : "");
 	node_condition_set(n, "PhaseDeadlineExceeded", COND_TRUE, "PhaseDeadlineExceeded", msg,
 			   now);
-	if (commit(lc, n, NULL, "Warning", "PhaseDeadlineExceeded", msg) == 0)
+	if (commit(lc, n, NULL, "Warning", "PhaseDeadlineExceeded", msg, NULL) == 0)
 		log_warn("lifecycle: phase deadline exceeded node=%s phase=%s", n->name,
 			 node_phase_name(n->phase));
 }
@@ -895,13 +928,14 @@ static int reconcile(struct lifecycle *lc, const char *name)
 				n->operation = NULL;
 				rc = commit(lc, n, NULL, "Warning", "OperationLost",
 					    "the node's operation document is missing; restarting "
-					    "the phase");
+					    "the phase",
+					    NULL);
 				node_free(n);
 				return rc;
 			}
 		}
 		if (op && op_state_terminal(op->state)) {
-			rc = finish(lc, n, op);
+			rc = finish(lc, n, op, 0);
 		} else if (op) {
 			if (n->retire && n->phase != PHASE_RETIRING && op->state == OP_PENDING) {
 				op->state = OP_CANCELLED;
@@ -918,7 +952,7 @@ static int reconcile(struct lifecycle *lc, const char *name)
 	}
 	check_deadline(lc, n, NULL);
 	if (n->retire && n->phase != PHASE_RETIRING && n->phase != PHASE_RETIRED) {
-		rc = transition(lc, n, PHASE_RETIRING, "retire", "retire requested");
+		rc = transition(lc, n, PHASE_RETIRING, "retire", "retire requested", NULL);
 		node_free(n);
 		return rc;
 	}
@@ -932,16 +966,16 @@ static int reconcile(struct lifecycle *lc, const char *name)
 	}
 	switch (n->phase) {
 	case PHASE_ENROLLED:
-		rc = transition(lc, n, PHASE_INSPECTING, "inspect", "enrolled");
+		rc = transition(lc, n, PHASE_INSPECTING, "inspect", "enrolled", NULL);
 		break;
 	case PHASE_INSPECTING:
-		rc = transition(lc, n, PHASE_INSPECTING, "inspect", "retrying inspection");
+		rc = transition(lc, n, PHASE_INSPECTING, "inspect", "retrying inspection", NULL);
 		break;
 	case PHASE_PROVISIONING:
-		rc = transition(lc, n, PHASE_PROVISIONING, "provision", "retrying provisioning");
+		rc = transition(lc, n, PHASE_PROVISIONING, "provision", "retrying provisioning", NULL);
 		break;
 	case PHASE_VALIDATING:
-		rc = transition(lc, n, PHASE_VALIDATING, "validate", "retrying validation");
+		rc = transition(lc, n, PHASE_VALIDATING, "validate", "retrying validation", NULL);
 		break;
 	case PHASE_AVAILABLE:
 	case PHASE_IN_SERVICE:
@@ -949,22 +983,22 @@ static int reconcile(struct lifecycle *lc, const char *name)
 			char why[300];
 			snprintf(why, sizeof(why), "hold by %s: %s", n->holds[0].owner,
 				 n->holds[0].reason);
-			rc = transition(lc, n, PHASE_DRAINING, "drain", why);
+			rc = transition(lc, n, PHASE_DRAINING, "drain", why, NULL);
 		}
 		break;
 	case PHASE_DRAINING:
-		rc = transition(lc, n, PHASE_DRAINING, "drain", "retrying drain");
+		rc = transition(lc, n, PHASE_DRAINING, "drain", "retrying drain", NULL);
 		break;
 	case PHASE_MAINTENANCE:
 		if (!n->nholds)
 			rc = transition(lc, n, PHASE_AVAILABLE, NULL,
-					"resumed: no holds remain and nothing changed");
+					"resumed: no holds remain and nothing changed", NULL);
 		break;
 	case PHASE_REPAIRING:
-		rc = transition(lc, n, PHASE_REPAIRING, "repair", "retrying repair");
+		rc = transition(lc, n, PHASE_REPAIRING, "repair", "retrying repair", NULL);
 		break;
 	case PHASE_RETIRING:
-		rc = transition(lc, n, PHASE_RETIRING, "retire", "retrying retire");
+		rc = transition(lc, n, PHASE_RETIRING, "retire", "retrying retire", NULL);
 		break;
 	default:
 		break;
@@ -1058,7 +1092,7 @@ static int mutate_report(struct node *n, void *arg)
 static void report_task(void *arg)
 {
 	struct report *r = arg;
-	int rc = update_node(r->lc, r->node, mutate_report, r);
+	int rc = update_node(r->lc, r->node, mutate_report, r, NULL);
 	if (rc < 0)
 		log_warn("lifecycle: could not record agent report node=%s rc=%s", r->node,
 			 fp_err_name(rc));
