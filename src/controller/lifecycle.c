@@ -1171,6 +1171,7 @@ int lifecycle_start(struct lifecycle *lc)
 	for (int i = 0; i < lc->cfg.workers; i++) {
 		if (pthread_create(&lc->threads[i], NULL, worker_main, lc) != 0)
 			return FP_EIO;
+		pthread_setname_np(lc->threads[i], "fp-reconcile");
 		lc->nthreads++;
 	}
 	return 0;

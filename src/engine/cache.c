@@ -389,6 +389,7 @@ int cache_start(struct cache *c, char *err, size_t errlen)
 		return fp_errf(rc, err, errlen, "initial list failed: %s", fp_err_msg(rc));
 	if (pthread_create(&c->thread, NULL, watch_main, c) != 0)
 		return fp_errf(FP_EIO, err, errlen, "cannot start the cache watch thread");
+	pthread_setname_np(c->thread, "fp-informer");
 	c->running = 1;
 	return 0;
 }

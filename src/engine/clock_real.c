@@ -219,5 +219,6 @@ struct fp_clock *clock_real_new(void)
 	pthread_condattr_destroy(&ca);
 	int rc = pthread_create(&r->thread, NULL, timer_main, r);
 	BUG_ON(rc != 0);
+	pthread_setname_np(r->thread, "fp-timers");
 	return &r->base;
 }

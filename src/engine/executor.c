@@ -154,6 +154,7 @@ struct fp_executor *executor_pool_new(int nthreads)
 	for (int i = 0; i < nthreads; i++) {
 		int rc = pthread_create(&p->threads[i], NULL, pool_main, p);
 		BUG_ON(rc != 0);
+		pthread_setname_np(p->threads[i], "fp-executor");
 	}
 	return &p->base;
 }

@@ -574,6 +574,7 @@ static int sq_open(const char *arg, struct store_impl **out, char *err, size_t e
 		goto fail;
 	}
 	s->writer_started = 1;
+	pthread_setname_np(s->writer, "fp-store-write");
 	*out = &s->base;
 	return 0;
 fail:
