@@ -504,6 +504,25 @@ out:
 
 /* ---- fleetplane sim state --data-dir DIR [NODE...] ---- */
 
+struct sim_pick {
+	json_t *out;
+	char **names; /* only these nodes, or all when n == 0 */
+	int n;
+};
+
+static int pick_machine(void *arg, const struct store_kv *kv)
+{
+	struct sim_pick *p = arg;
+	const char *node = kv->key + strlen("/sim/hw/");
+	int want = p->n <= 0;
+	for (int a = 0; a < p->n && !want; a++)
+		want = strcmp(p->names[a], node) == 0;
+	json_t *v = NULL;
+	if (want && jsonx_parse(kv->value, strlen(kv->value), &v, NULL, 0) == 0)
+		json_object_set_new(p->out, node, v);
+	return 0;
+}
+
 int cmd_sim(int argc, char **argv)
 {
 	const char *dir = NULL;
@@ -546,30 +565,9 @@ int cmd_sim(int argc, char **argv)
 		return 1;
 	}
 	json_t *out = json_object();
-	int first_node = optind + 1;
-	char *after = NULL;
-	int more = 1;
-	while (more) {
-		struct store_kv *items = NULL;
-		size_t n = 0;
-		if (store_list(s, "/sim/hw/", after, 1000, &items, &n, NULL, &more) < 0)
-			break;
-		for (size_t i = 0; i < n; i++) {
-			const char *node = items[i].key + strlen("/sim/hw/");
-			int want = first_node >= argc;
-			for (int a = first_node; a < argc && !want; a++)
-				want = strcmp(argv[a], node) == 0;
-			json_t *v = NULL;
-			if (want && jsonx_parse(items[i].value, strlen(items[i].value), &v, NULL, 0) == 0)
-				json_object_set_new(out, node, v);
-		}
-		free(after);
-		after = n ? xstrdup(items[n - 1].key) : NULL;
-		store_kv_array_free(items, n);
-		if (!n)
-			break;
-	}
-	free(after);
+	struct sim_pick pick = {out, argv + optind + 1, argc - optind - 1};
+	if (store_foreach(s, "/sim/hw/", 1000, pick_machine, &pick, NULL) < 0)
+		fprintf(stderr, "warning: could not read every simulated machine\n");
 	store_close(s);
 	char *txt = json_dumps(out, JSON_INDENT(2) | JSON_SORT_KEYS);
 	printf("%s\n", txt ? txt : "{}");

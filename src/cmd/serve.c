@@ -281,39 +281,26 @@ static int create_sim_site(struct serve *sv)
 	return 0;
 }
 
-/* Re-arms simulated machines whose boot or burn-in was in progress when serve last stopped. */
+/* Re-arms one simulated machine if its boot or burn-in was in progress when serve stopped;
+ * the rest load lazily on their next BMC call. */
+static int resume_one(void *arg, const struct store_kv *kv)
+{
+	struct serve *sv = arg;
+	json_t *st = NULL;
+	if (jsonx_parse(kv->value, strlen(kv->value), &st, NULL, 0) < 0)
+		return 0;
+	if (json_integer_value(json_object_get(st, "bootDueAt")) ||
+	    json_integer_value(json_object_get(st, "burnInDueAt")))
+		bmc_sim_resume_node(sv->sim, kv->key + strlen("/sim/hw/"));
+	json_decref(st);
+	return 0;
+}
+
 static void resume_sim_machines(struct serve *sv)
 {
-	char *after = NULL;
-	int more = 1;
-	size_t total = 0;
-	while (more) {
-		struct store_kv *items = NULL;
-		size_t n = 0;
-		if (store_list(sv->store, "/sim/hw/", after, 1000, &items, &n, NULL, &more) < 0)
-			break;
-		for (size_t i = 0; i < n; i++) {
-			/* Only machines with a boot or burn-in in progress need re-arming; the
-			 * rest load lazily on their next BMC call. */
-			json_t *st = NULL;
-			if (jsonx_parse(items[i].value, strlen(items[i].value), &st, NULL, 0) < 0)
-				continue;
-			if (json_integer_value(json_object_get(st, "bootDueAt")) ||
-			    json_integer_value(json_object_get(st, "burnInDueAt"))) {
-				bmc_sim_resume_node(sv->sim, items[i].key + strlen("/sim/hw/"));
-				total++;
-			}
-			json_decref(st);
-		}
-		free(after);
-		after = n ? xstrdup(items[n - 1].key) : NULL;
-		store_kv_array_free(items, n);
-		if (!n)
-			break;
-	}
-	free(after);
-	if (total)
-		log_info("serve: resumed simulated machines count=%zu", total);
+	int rc = store_foreach(sv->store, "/sim/hw/", 1000, resume_one, sv, NULL);
+	if (rc < 0)
+		log_warn("serve: re-arming simulated machines failed rc=%s", fp_err_name(rc));
 }
 
 /* Writes <data-dir>/serve.url with the address actually bound (--listen may use port 0), by

@@ -63,42 +63,38 @@ static int node_points_at(struct store *s, const char *node, const char *op_id)
 	return points;
 }
 
+struct trim_ops {
+	struct store *s;
+	int64_t older_than;
+	size_t *deleted;
+};
+
+static int trim_op(void *arg, const struct store_kv *kv)
+{
+	struct trim_ops *t = arg;
+	json_t *doc = NULL;
+	if (jsonx_parse(kv->value, strlen(kv->value), &doc, NULL, 0) < 0)
+		return 0;
+	const char *state = jsonx_str(doc, "status.state");
+	const char *fin = jsonx_str(doc, "status.finishedAt");
+	const char *node = jsonx_str(doc, "spec.node");
+	const char *id = jsonx_str(doc, "metadata.name");
+	int64_t fin_ms = 0;
+	int terminal = state && (strcmp(state, "succeeded") == 0 || strcmp(state, "failed") == 0 ||
+				 strcmp(state, "cancelled") == 0);
+	/* Deleting keys behind the walk's cursor is safe: pages continue after the last key. */
+	if (terminal && fin && fp_time_parse(fin, &fin_ms) == 0 && fin_ms < t->older_than && node &&
+	    id && !node_points_at(t->s, node, id) &&
+	    store_delete(t->s, kv->key, kv->mod_revision, NULL) == 0)
+		(*t->deleted)++;
+	json_decref(doc);
+	return 0;
+}
+
 static int trim_operations(struct store *s, int64_t older_than, size_t *deleted)
 {
-	char *after = NULL;
-	int more = 1, rc = 0;
-	while (more && rc == 0) {
-		struct store_kv *items = NULL;
-		size_t got = 0;
-		rc = store_list(s, "/operations/", after, GC_PAGE, &items, &got, NULL, &more);
-		if (rc < 0)
-			break;
-		for (size_t i = 0; i < got; i++) {
-			json_t *doc = NULL;
-			if (jsonx_parse(items[i].value, strlen(items[i].value), &doc, NULL, 0) < 0)
-				continue;
-			const char *state = jsonx_str(doc, "status.state");
-			const char *fin = jsonx_str(doc, "status.finishedAt");
-			const char *node = jsonx_str(doc, "spec.node");
-			const char *id = jsonx_str(doc, "metadata.name");
-			int64_t fin_ms = 0;
-			int terminal = state && (strcmp(state, "succeeded") == 0 ||
-						 strcmp(state, "failed") == 0 ||
-						 strcmp(state, "cancelled") == 0);
-			if (terminal && fin && fp_time_parse(fin, &fin_ms) == 0 &&
-			    fin_ms < older_than && node && id && !node_points_at(s, node, id) &&
-			    store_delete(s, items[i].key, items[i].mod_revision, NULL) == 0)
-				(*deleted)++;
-			json_decref(doc);
-		}
-		free(after);
-		after = got ? xstrdup(items[got - 1].key) : NULL;
-		store_kv_array_free(items, got);
-		if (!got)
-			break;
-	}
-	free(after);
-	return rc;
+	struct trim_ops t = {s, older_than, deleted};
+	return store_foreach(s, "/operations/", GC_PAGE, trim_op, &t, NULL);
 }
 
 int gc_run_once(struct store *s, const struct gc_config *cfg, int64_t now_wall_ms,

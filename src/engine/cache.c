@@ -253,38 +253,29 @@ static void clear_all(struct cache *c)
 	pthread_rwlock_unlock(&c->lock);
 }
 
-/* Lists one prefix page by page at a consistent-enough revision: later changes are replayed
- * from the feed, and applying a document twice is harmless (level-triggered). */
+static int list_node(void *arg, const struct store_kv *kv)
+{
+	apply_node(arg, kv->key + strlen(NODES_PREFIX), kv->value, kv->mod_revision);
+	return 0;
+}
+
+static int list_op(void *arg, const struct store_kv *kv)
+{
+	char *node = NULL;
+	apply_op(arg, kv->key + strlen(OPS_PREFIX), kv->value, kv->mod_revision, &node);
+	free(node);
+	return 0;
+}
+
+/* Lists one prefix at a consistent-enough revision: later changes are replayed from the feed,
+ * and applying a document twice is harmless (level-triggered). */
 static int list_prefix(struct cache *c, const char *prefix, int64_t *rev_out)
 {
-	char *after = NULL;
-	int more = 1, rc = 0;
-	while (more) {
-		struct store_kv *items = NULL;
-		size_t n = 0;
-		int64_t rev = 0;
-		rc = store_list(c->store, prefix, after, 2000, &items, &n, &rev, &more);
-		if (rc < 0)
-			break;
-		if (*rev_out == 0 || rev < *rev_out)
-			*rev_out = rev;
-		for (size_t i = 0; i < n; i++) {
-			const char *name = items[i].key + strlen(prefix);
-			if (strcmp(prefix, NODES_PREFIX) == 0) {
-				apply_node(c, name, items[i].value, items[i].mod_revision);
-			} else {
-				char *node = NULL;
-				apply_op(c, name, items[i].value, items[i].mod_revision, &node);
-				free(node);
-			}
-		}
-		free(after);
-		after = n ? xstrdup(items[n - 1].key) : NULL;
-		store_kv_array_free(items, n);
-		if (!n)
-			break;
-	}
-	free(after);
+	int64_t rev = 0;
+	int rc = store_foreach(c->store, prefix, 2000,
+			       strcmp(prefix, NODES_PREFIX) == 0 ? list_node : list_op, c, &rev);
+	if (rc == 0 && rev && (*rev_out == 0 || rev < *rev_out))
+		*rev_out = rev;
 	return rc;
 }
 

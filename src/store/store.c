@@ -424,3 +424,31 @@ int store_compact(struct store *s, int64_t rev)
 		return FP_EINVAL;
 	return s->ops->compact(s->impl, rev);
 }
+
+int store_foreach(struct store *s, const char *prefix, size_t page, store_foreach_fn fn, void *arg,
+		  int64_t *rev)
+{
+	char *after = NULL;
+	int more = 1, rc = 0;
+	if (rev)
+		*rev = 0;
+	while (more && rc == 0) {
+		struct store_kv *items = NULL;
+		size_t n = 0;
+		int64_t at = 0;
+		rc = store_list(s, prefix, after, page ? page : 1000, &items, &n, &at, &more);
+		if (rc < 0)
+			break;
+		if (rev && (*rev == 0 || at < *rev))
+			*rev = at;
+		for (size_t i = 0; i < n && rc == 0; i++)
+			rc = fn(arg, &items[i]);
+		free(after);
+		after = n ? xstrdup(items[n - 1].key) : NULL;
+		store_kv_array_free(items, n);
+		if (!n)
+			break;
+	}
+	free(after);
+	return rc;
+}

@@ -110,6 +110,14 @@ int store_txn(struct store *s, const struct store_op *ops, size_t n, int64_t *re
 int store_list(struct store *s, const char *prefix, const char *start_after, size_t limit,
 	       struct store_kv **items, size_t *n, int64_t *rev, int *more);
 
+/* Calls fn for every key with the prefix, in byte order, reading pages of `page` keys (0 =
+ * 1000) through store_list. fn returns 0 to go on, anything else stops the walk and is
+ * returned. *rev (may be NULL) receives the lowest revision any page was read at: a caller
+ * that follows with store_changes from there misses nothing. kv is borrowed for the call. */
+typedef int (*store_foreach_fn)(void *arg, const struct store_kv *kv);
+int store_foreach(struct store *s, const char *prefix, size_t page, store_foreach_fn fn, void *arg,
+		  int64_t *rev);
+
 /* Counts keys with the prefix (NULL or "" for all) into *n. Returns 0, FP_EINVAL or FP_EIO. */
 int store_count(struct store *s, const char *prefix, size_t *n);
 
