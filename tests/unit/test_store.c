@@ -401,6 +401,41 @@ static void test_changes_whole_revision(void **state)
 	store_event_array_free(evs, n);
 }
 
+struct walk {
+	char seen[8][16];
+	int n;
+	int stop_at;
+};
+
+static int walk_fn(void *arg, const struct store_kv *kv)
+{
+	struct walk *w = arg;
+	snprintf(w->seen[w->n], sizeof(w->seen[0]), "%s", kv->key);
+	w->n++;
+	return w->n == w->stop_at ? 42 : 0;
+}
+
+/* store_foreach visits every key of the prefix once, in order, across pages, and stops when
+ * the callback says so. */
+static void test_foreach(void **state)
+{
+	struct store *s = ((struct fx *)*state)->s;
+	const char *keys[] = {"/f/e", "/f/a", "/f/c", "/g/x", "/f/b", "/f/d"};
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(store_put(s, keys[i], "{}", STORE_ANY, NULL), 0);
+	struct walk w = {.stop_at = -1};
+	int64_t rev = 0;
+	assert_int_equal(store_foreach(s, "/f/", 2, walk_fn, &w, &rev), 0);
+	assert_int_equal(w.n, 5);
+	assert_string_equal(w.seen[0], "/f/a");
+	assert_string_equal(w.seen[4], "/f/e");
+	assert_int_equal(rev, 6);
+	struct walk w2 = {.stop_at = 3};
+	assert_int_equal(store_foreach(s, "/f/", 2, walk_fn, &w2, NULL), 42);
+	assert_int_equal(w2.n, 3);
+	assert_string_equal(w2.seen[2], "/f/c");
+}
+
 static void test_changes(void **state)
 {
 	struct store *s = ((struct fx *)*state)->s;
@@ -1011,6 +1046,7 @@ static void test_crash(void **state)
 	cmocka_unit_test_setup_teardown(test_txn, setup, teardown),             \
 	cmocka_unit_test_setup_teardown(test_list, setup, teardown),            \
 	cmocka_unit_test_setup_teardown(test_changes, setup, teardown),         \
+	cmocka_unit_test_setup_teardown(test_foreach, setup, teardown),         \
 	cmocka_unit_test_setup_teardown(test_changes_whole_revision, setup, teardown), \
 	cmocka_unit_test_setup_teardown(test_compact, setup, teardown),         \
 	cmocka_unit_test_setup_teardown(test_wait, setup, teardown),            \
