@@ -26,13 +26,13 @@ if [ ! -s "$D/fleetplane.db" ]; then
 		awk -v e="$el" -v l="$BUILD_LIMIT_S" 'BEGIN{exit !(e > l)}' && break
 		sleep 10
 	done
-	echo "build: hwm_mb=$(( $(proc_kb "$SERVE_PID" VmHWM) / 1024 )) db_mb=$(du -sm "$D" | cut -f1)"
+	echo "build: hwm_mb=$(( $(proc_kb "$SERVE_PID" VmHWM) / 1024 )) db_mb=$(du -sm "$D" | cut -f1) cpu_user/sys=$(proc_cpu "$SERVE_PID") $(thread_cpu "$SERVE_PID")"
 	stop_serve
 fi
 echo "data dir: $D ($(du -sm "$D" | cut -f1) MB)"
 
 RES=$BENCH_WORK/cold.rounds
-: >"$RES"
+: >"$RES"; : >"$BENCH_WORK/cold.threads"
 for r in $(seq 1 "$ROUNDS"); do
 	[ "${DROP:-0}" = 1 ] && { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; }
 	start_serve "$D" --sim-speed 0
@@ -42,6 +42,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	r0=$(proc_kb "$SERVE_PID" VmRSS); h0=$(proc_kb "$SERVE_PID" VmHWM)
 	sleep 1; r1=$(proc_kb "$SERVE_PID" VmRSS)
 	sleep 9; r10=$(proc_kb "$SERVE_PID" VmRSS); h10=$(proc_kb "$SERVE_PID" VmHWM)
+	echo "cold round=$r cpu_user/sys=$(proc_cpu "$SERVE_PID") $(thread_cpu "$SERVE_PID")" >>"$BENCH_WORK/cold.threads"
 	echo "cold round=$r url_s=$up ready_s=$ready rss_ready_mb=$((r0 / 1024)) hwm_ready_mb=$((h0 / 1024)) rss_1s_mb=$((r1 / 1024)) rss_10s_mb=$((r10 / 1024)) hwm_10s_mb=$((h10 / 1024))" | tee -a "$RES"
 	stop_serve
 done

@@ -7,6 +7,7 @@
 # Rounds are interleaved A,B,A,B,... Env: FP, BENCH_WORK, ROUNDS (3), N (10000), BATCH (1000),
 # LIMIT_S (180: give up waiting and report how many got there), STALL_S (15: stop waiting
 # once >= 99% are available and the count has not moved for STALL_S s).
+# Per round, process CPU (user/sys s) and CPU per thread name go to $BENCH_WORK/enroll.threads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -17,7 +18,7 @@ STALL_S=${STALL_S:-15}
 machine
 RES=$BENCH_WORK/enroll.rounds
 FIRST_ROUND=${FIRST_ROUND:-1}
-[ "$FIRST_ROUND" = 1 ] && : >"$RES" # FIRST_ROUND>1 appends (resume after an interrupted run)
+[ "$FIRST_ROUND" = 1 ] && : >"$RES" && : >"$BENCH_WORK/enroll.threads" # FIRST_ROUND>1 appends (resume after an interrupted run)
 
 # wait_available T0: polls every 0.25 s; prints "t50 t90 t99 t100 final" (s since T0, "-" if never).
 wait_available() {
@@ -46,6 +47,7 @@ round_sim() {
 	local up; up=$(fsub "$T_URL" "$T_EXEC")
 	local w; w=$(wait_available "$T_EXEC")
 	local hwm; hwm=$(proc_kb "$SERVE_PID" VmHWM 2>/dev/null || echo died)
+	echo "sim round=$1 cpu_user/sys=$(proc_cpu "$SERVE_PID") $(thread_cpu "$SERVE_PID")" >>"$BENCH_WORK/enroll.threads"
 	echo "sim round=$1 api_up_s=$up t50_s=$(echo $w | cut -d' ' -f1) t90_s=$(echo $w | cut -d' ' -f2) t99_s=$(echo $w | cut -d' ' -f3) t100_s=$(echo $w | cut -d' ' -f4) available=$(echo $w | cut -d' ' -f5) hwm_kb=$hwm db_mb=$(du -sm "$d" | cut -f1)" | tee -a "$RES"
 	stop_serve
 	rm -rf "$d"
@@ -73,6 +75,7 @@ round_bulk() {
 	local post; post=$(fsub "$(now)" "$t0")
 	local w; w=$(wait_available "$t0")
 	local hwm; hwm=$(proc_kb "$SERVE_PID" VmHWM 2>/dev/null || echo died)
+	echo "bulk round=$1 cpu_user/sys=$(proc_cpu "$SERVE_PID") $(thread_cpu "$SERVE_PID")" >>"$BENCH_WORK/enroll.threads"
 	echo "bulk round=$1 post_s=$post t50_s=$(echo $w | cut -d' ' -f1) t90_s=$(echo $w | cut -d' ' -f2) t99_s=$(echo $w | cut -d' ' -f3) t100_s=$(echo $w | cut -d' ' -f4) available=$(echo $w | cut -d' ' -f5) hwm_kb=$hwm db_mb=$(du -sm "$d" | cut -f1)" | tee -a "$RES"
 	stop_serve
 	rm -rf "$d"

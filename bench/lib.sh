@@ -83,3 +83,16 @@ cleanup_all() {
 	if [ -n "$NGINX_PID" ]; then kill -TERM "$NGINX_PID" 2>/dev/null || true; NGINX_PID=""; fi
 }
 trap cleanup_all EXIT
+
+# thread_cpu PID: CPU seconds (user+sys) per thread name, summed over /proc/PID/task/*/stat,
+# as "name=user/sys ..." (clock ticks converted to s), busiest first.
+thread_cpu() {
+	local hz; hz=$(getconf CLK_TCK)
+	for t in /proc/"$1"/task/*/stat; do cat "$t" 2>/dev/null; done |
+		awk -v hz="$hz" '{s=$0; sub(/^[^(]*\(/,"",s); n=s; sub(/\).*/,"",n); sub(/^[^)]*\) /,"",s); split(s,f," ");
+			u[n]+=f[12]; k[n]+=f[13]} END{for(n in u) printf "%.2f %s=%.1f/%.1f\n", (u[n]+k[n])/hz, n, u[n]/hz, k[n]/hz}' |
+		sort -rg | awk '{printf "%s ", $2}'
+}
+
+# proc_cpu PID: process CPU seconds "user/sys" (all threads, exited ones included).
+proc_cpu() { awk -v hz="$(getconf CLK_TCK)" '{s=$0; sub(/^[^)]*\) /,"",s); split(s,f," "); printf "%.1f/%.1f", f[12]/hz, f[13]/hz}' "/proc/$1/stat" 2>/dev/null; }
