@@ -50,6 +50,7 @@ struct serve {
 	struct fp_clock *clock;
 	struct fp_rng rng;
 	struct fp_executor *exec;
+	struct fp_executor *report_exec; /* agent reports: their own lane */
 	struct bmc *sim;
 	struct ratelimit *limits;
 	struct cache *cache;
@@ -350,6 +351,7 @@ static void shutdown_all(struct serve *sv)
 	if (sv->lc)
 		lifecycle_stop(sv->lc);
 	executor_free(sv->exec); /* drains steps in flight */
+	executor_free(sv->report_exec);
 	lifecycle_free(sv->lc);
 	cache_free(sv->cache);
 	bmc_free(sv->sim);
@@ -491,6 +493,7 @@ int cmd_serve(int argc, char **argv)
 		return 1;
 	}
 	sv.exec = executor_pool_new(sv.exec_threads);
+	sv.report_exec = executor_pool_new(2);
 	struct bmc_sim_config scfg = {.clock = sv.clock, .speed = sv.sim_speed,
 				      .fault_seed = sv.sim_faults, .notify = sim_notify,
 				      .save = sim_save, .load = sim_load, .arg = &sv};
@@ -510,7 +513,8 @@ int cmd_serve(int argc, char **argv)
 	sv.cache = cache_new(sv.store);
 	struct lifecycle_config lcfg = {
 		.store = sv.store, .cache = sv.cache, .clock = sv.clock, .rng = &sv.rng,
-		.exec = sv.exec, .limits = sv.limits, .drivers = {sv.sim}, .ndrivers = 1,
+		.exec = sv.exec, .report_exec = sv.report_exec, .limits = sv.limits,
+		.drivers = {sv.sim}, .ndrivers = 1,
 		.workers = sv.workers,
 		.sim_time_scale = sv.sim_speed == 0 ? 1000 : speed_factor};
 	sv.lc = lifecycle_new(&lcfg);

@@ -590,11 +590,17 @@ static struct operation *op_make(struct lifecycle *lc, const struct node *n, con
 
 /* ---------------------------------------------------------------- executor side */
 
-static void in_flight_clear(struct lifecycle *lc, const char *node)
+#define IN_FLIGHT ((void *)1)
+#define IN_FLIGHT_RERUN ((void *)2) /* the node changed while its task ran */
+
+/* Ends a node's single flight. Returns 1 if the node changed while the task ran (its copy may
+ * predate e.g. a boot callback), so the caller must look at it again at once. */
+static int in_flight_clear(struct lifecycle *lc, const char *node)
 {
 	pthread_mutex_lock(&lc->mu);
-	hmap_remove(&lc->in_flight, node);
+	int rerun = hmap_remove(&lc->in_flight, node) == IN_FLIGHT_RERUN;
 	pthread_mutex_unlock(&lc->mu);
+	return rerun;
 }
 
 static void finish_metrics(struct lifecycle *lc, const struct operation *op)
@@ -747,7 +753,8 @@ static void run_op_task(void *arg)
 out:
 	if (n)
 		flush_status(lc, &n, &delta);
-	in_flight_clear(lc, t->node);
+	if (in_flight_clear(lc, t->node))
+		requeue_after = 0; /* something happened meanwhile: look now, not at the deadline */
 	if (requeue_after > 0)
 		workqueue_add_after(lc->wq, t->node, requeue_after);
 	else
@@ -763,10 +770,13 @@ static void submit_step(struct lifecycle *lc, const struct node *n)
 {
 	pthread_mutex_lock(&lc->mu);
 	if (hmap_get(&lc->in_flight, n->name)) {
+		/* Single flight: a task for this node is queued or running. It may be working
+		 * from a copy older than what woke us, so have it re-queue the node at once. */
+		hmap_put(&lc->in_flight, n->name, IN_FLIGHT_RERUN);
 		pthread_mutex_unlock(&lc->mu);
-		return; /* single flight: a task for this node is queued or running */
+		return;
 	}
-	hmap_put(&lc->in_flight, n->name, (void *)1);
+	hmap_put(&lc->in_flight, n->name, IN_FLIGHT);
 	pthread_mutex_unlock(&lc->mu);
 	struct op_task *t = xmalloc(sizeof(*t));
 	t->lc = lc;
@@ -1110,7 +1120,10 @@ static void submit_report(struct lifecycle *lc, const char *node, int kind, cons
 	r->boot_id = xstrdup(boot_id ? boot_id : "");
 	r->kind = kind;
 	r->passed = passed;
-	if (executor_submit(lc->cfg.exec, report_task, r) < 0) {
+	/* Agent reports have their own lane when one is configured: behind thousands of step
+	 * tasks a boot callback would otherwise be recorded after the step stopped waiting. */
+	struct fp_executor *e = lc->cfg.report_exec ? lc->cfg.report_exec : lc->cfg.exec;
+	if (executor_submit(e, report_task, r) < 0) {
 		free(r->node);
 		free(r->boot_id);
 		free(r);

@@ -35,6 +35,7 @@ struct lifecycle_config {
 	struct fp_clock *clock;
 	struct fp_rng *rng;
 	struct fp_executor *exec;  /* runs operation steps (blocking BMC calls) */
+	struct fp_executor *report_exec; /* records agent reports; NULL = exec */
 	struct ratelimit *limits;  /* per BMC and per site; may be NULL */
 	struct bmc *drivers[LIFECYCLE_MAX_DRIVERS]; /* by ops->name */
 	size_t ndrivers;
