@@ -112,6 +112,14 @@ void api_token_delete(struct api_req *r)
 		api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "name"), "%s", err);
 		return;
 	}
+	if (strcmp(r->params[0], r->who.name) == 0) {
+		/* Revoking the token in hand would lock its admin out for good. */
+		api_problem(r, 409,
+			    "token %s is the one this request uses; revoke it with another admin "
+			    "token",
+			    r->params[0]);
+		return;
+	}
 	int rc = api_auth_token_revoke(r->srv->auth, r->params[0], api_actor(r), api_now(r),
 				       api_event_seq(r));
 	if (rc == FP_ENOTFOUND) {

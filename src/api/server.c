@@ -23,6 +23,7 @@
 #include "api/server.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -949,6 +950,26 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap)
 
 /* ---------------------------------------------------------------- lifecycle */
 
+/* Percent-decoding of the path and query (RFC 3986 section 2.1), in place, except that "%00"
+ * is left as it is: a decoded NUL would end the C string early, so "/v1/nodes/x:drain%00zz"
+ * would act on x:drain. Left encoded, such a path matches no route and no name is valid. */
+static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
+{
+	char *w = s;
+	for (const char *r = s; *r; r++) {
+		if (r[0] == '%' && isxdigit((unsigned char)r[1]) && isxdigit((unsigned char)r[2]) &&
+		    !(r[1] == '0' && r[2] == '0')) {
+			char hex[3] = {r[1], r[2], 0};
+			*w++ = (char)strtol(hex, NULL, 16);
+			r += 2;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = 0;
+	return (size_t)(w - s);
+}
+
 static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *sl,
 			int *v6, char *err, size_t errlen)
 {
@@ -1066,8 +1087,8 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
 		completed_cb, srv, MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout_s,
 		MHD_OPTION_CONNECTION_LIMIT, srv->cfg.connection_limit,
+		MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, srv,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)API_CONN_MEMORY,
-		MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
 		srv->cfg.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
 		srv->cfg.threads, MHD_OPTION_END);
 	if (!srv->mhd) {

@@ -798,7 +798,7 @@ static int node_enroll(int argc, char **argv)
 	json_t *ritems = json_object_get(resp, "items");
 	if (json_is_array(ritems))
 		count = json_array_size(ritems);
-	printf("enrolled %zu nodes\n", count);
+	printf("enrolled %zu node%s\n", count, count == 1 ? "" : "s");
 out:
 	json_decref(body);
 	json_decref(resp);

@@ -358,10 +358,17 @@ static void summary(struct demo *d, double secs)
 	json_decref(evs);
 	printf("\n  API:        %s   (metrics: %s/metrics)\n", d->url, d->url);
 	printf("  data dir:   %s   (admin token in %s/admin.token)\n", d->data_dir, d->data_dir);
+	/* The commands name the binary that is running, so they work as printed. */
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		n = snprintf(exe, sizeof(exe), "fleetplane");
+	exe[n] = 0;
 	printf("\n  export FLEETPLANE_URL=%s\n", d->url);
 	printf("  export FLEETPLANE_TOKEN=$(cat %s/admin.token)\n", d->data_dir);
-	printf("  fleetplane node list\n  fleetplane node get r01n01\n  fleetplane op list --node "
-	       "r01n01\n  fleetplane event list --object node/r01n01\n");
+	printf("  %s node list\n  %s node get r01n01\n  %s op list --node r01n01\n"
+	       "  %s event list --object node/r01n01\n",
+	       exe, exe, exe, exe);
 }
 
 int cmd_demo(int argc, char **argv)
@@ -529,8 +536,14 @@ int cmd_sim(int argc, char **argv)
 	static const struct option opts[] = {{"data-dir", required_argument, NULL, 'd'},
 					     {"help", no_argument, NULL, 'h'},
 					     {NULL, 0, NULL, 0}};
+	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+		printf("usage: fleetplane sim state --data-dir DIR [NODE...]\n"
+		       "  prints the saved state of simulated machines (power, boot device,\n"
+		       "  side-effect counters) as JSON; run it on a stopped serve's data dir\n");
+		return 0;
+	}
 	if (argc < 2 || strcmp(argv[1], "state") != 0) {
-		fprintf(argc < 2 ? stderr : stderr,
+		fprintf(stderr,
 			"usage: fleetplane sim state --data-dir DIR [NODE...]\n"
 			"  prints the saved state of simulated machines (power, boot device,\n"
 			"  side-effect counters) as JSON; run it on a stopped serve's data dir\n");

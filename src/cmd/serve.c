@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -457,8 +459,8 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "error: serve: unexpected argument \"%s\"\n", argv[optind]);
 		return 2;
 	}
-	if (!sv.data_dir) {
-		fprintf(stderr, "error: serve: --data-dir is required\n");
+	if (!sv.data_dir || !*sv.data_dir) {
+		fprintf(stderr, "error: serve: --data-dir is required (and must not be empty)\n");
 		usage(stderr);
 		return 2;
 	}
@@ -467,6 +469,29 @@ int cmd_serve(int argc, char **argv)
 	if (mkdir(sv.data_dir, 0700) < 0 && errno != EEXIST) {
 		fprintf(stderr, "error: cannot create data dir %s: %s\n", sv.data_dir,
 			strerror(errno));
+		return 1;
+	}
+	struct stat dst;
+	if (stat(sv.data_dir, &dst) < 0 || !S_ISDIR(dst.st_mode)) {
+		fprintf(stderr, "error: data dir %s is not a directory\n", sv.data_dir);
+		return 1;
+	}
+	if (access(sv.data_dir, W_OK | X_OK) < 0) {
+		fprintf(stderr, "error: data dir %s is not writable: %s\n", sv.data_dir,
+			strerror(errno));
+		return 1;
+	}
+	/* One serve per data dir: two would both write the store and both drive the machines.
+	 * The lock is held (fd left open) until the process exits, kill -9 included. */
+	char lockpath[4200];
+	snprintf(lockpath, sizeof(lockpath), "%s/serve.lock", sv.data_dir);
+	int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
+		fprintf(stderr, "error: data dir %s is in use by another fleetplane serve (%s is "
+				"locked)\n",
+			sv.data_dir, lockpath);
+		if (lockfd >= 0)
+			close(lockfd);
 		return 1;
 	}
 

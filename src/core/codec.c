@@ -498,9 +498,11 @@ json_t *node_to_json(const struct node *n, enum node_json_mode mode)
 	put_str(bmc, "driver", n->bmc.driver);
 	put_str(bmc, "address", n->bmc.address);
 	put_str(bmc, "username", n->bmc.username);
-	if (mode == NODE_JSON_STORE)
+	if (mode == NODE_JSON_STORE) {
+		/* Credentials, and where they live on the server, stay out of API answers. */
 		put_str(bmc, "password", n->bmc.password);
-	put_str(bmc, "password_file", n->bmc.password_file);
+		put_str(bmc, "password_file", n->bmc.password_file);
+	}
 	json_object_set_new(spec, "bmc", bmc);
 	if (n->nmacs) {
 		json_t *macs = json_array();

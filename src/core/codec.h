@@ -28,7 +28,8 @@ int label_validate(const char *key, const char *value, char *err, size_t errlen)
 
 enum node_json_mode {
 	NODE_JSON_STORE = 0, /* everything, including secrets; no resourceVersion */
-	NODE_JSON_PUBLIC = 1 /* for API responses: secrets removed, resourceVersion included */
+	NODE_JSON_PUBLIC = 1 /* for API responses: spec.bmc.password and password_file removed,
+			      * resourceVersion included */
 };
 
 /* Decodes a full stored document (trusted shape, still checked). rv is the mod_revision to put

@@ -22,7 +22,9 @@
 
 #define STORE_MAX_KEY 255
 #define STORE_MAX_VALUE (1u << 20)
-#define STORE_MAX_TXN_OPS 1024
+/* Enough for the largest bulk enroll (10,000 nodes, each with its audit event) in one
+ * transaction, so a bulk request is all-or-nothing. */
+#define STORE_MAX_TXN_OPS 32768
 
 struct store;
 

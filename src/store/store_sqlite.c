@@ -26,8 +26,8 @@
 #include "base/banned.h"
 
 #define SQ_READERS 4
-#define SQ_ID_SHIFT 11 /* changes.id = rev << 11 | op index; STORE_MAX_TXN_OPS <= 2048 */
-#define SQ_SCHEMA_VERSION 1
+#define SQ_ID_SHIFT 15 /* changes.id = rev << 15 | op index; STORE_MAX_TXN_OPS <= 32768 */
+#define SQ_SCHEMA_VERSION 2 /* 2: change ids shifted by 15 (1: by 11) */
 
 _Static_assert(STORE_MAX_TXN_OPS <= (1 << SQ_ID_SHIFT), "op index must fit in changes.id");
 
@@ -238,6 +238,13 @@ static int sq_init_db(struct store_sqlite *s, char *err, size_t errlen)
 	st = NULL;
 	if (version > SQ_SCHEMA_VERSION) {
 		rc = fp_errf(FP_EIO, err, errlen, "sqlite %s: schema version %d is newer than %d",
+			     s->path, version, SQ_SCHEMA_VERSION);
+		goto out;
+	}
+	if (version != 0 && version < SQ_SCHEMA_VERSION) {
+		rc = fp_errf(FP_EIO, err, errlen,
+			     "sqlite %s: schema version %d was written by an older fleetplane "
+			     "(this one uses %d); start from a new data dir",
 			     s->path, version, SQ_SCHEMA_VERSION);
 		goto out;
 	}
