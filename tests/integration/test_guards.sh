@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Guards found by a break-in test: one serve per data dir, no two serves on one port, "%00"
+# cannot cut a path short, an admin cannot revoke its own token, password_file is not shown,
+# and a bulk enroll that collides late writes nothing.
+. "$(dirname "$0")/lib.sh"
+D="$WORK/d"
+start_serve "$D" --sim 2 --sim-speed 200
+# A second serve on the same data dir is refused.
+out=$("$FP" serve --data-dir "$D" --listen 127.0.0.1:0 2>&1) && fail "second serve on $D started"
+echo "$out" | grep -q "is in use by another fleetplane serve" || fail "unclear refusal: $out"
+# A second serve on the same port (another data dir) is refused.
+port=${FLEETPLANE_URL##*:}
+out=$("$FP" serve --data-dir "$WORK/d2" --listen "127.0.0.1:$port" 2>&1) &&
+	fail "second serve on port $port started"
+echo "$out" | grep -q "cannot listen" || fail "unclear port refusal: $out"
+wait_phase available 2 60
+# "%00" does not act on r01n01.
+resp=$(api POST "/v1/nodes/r01n01:drain%00zz" '{"reason":"x"}')
+assert_eq 404 "$(echo "$resp" | head -1)" "status of a %00 path"
+assert_eq 0 "$("$FP" node get r01n01 -o json | jq '.status.holds | length')" "holds after %00 drain"
+# An admin cannot revoke the token it uses.
+resp=$(api DELETE /v1/tokens/admin)
+assert_eq 409 "$(echo "$resp" | head -1)" "status of self-revoke"
+assert_eq 200 "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $FLEETPLANE_TOKEN" "$FLEETPLANE_URL/v1/nodes?limit=1")" "admin token after refused self-revoke"
+# password_file is accepted but never returned.
+resp=$(api POST /v1/nodes '{"metadata":{"name":"pf1"},"spec":{"bmc":{"driver":"sim","password_file":"/etc/fp/bmc-pw"}}}')
+assert_eq 201 "$(echo "$resp" | head -1)" "enroll with password_file"
+echo "$resp" | grep -q "bmc-pw" && fail "password_file returned by POST"
+"$FP" node get pf1 -o json | grep -q "bmc-pw" && fail "password_file returned by GET"
+# A 600-item bulk enroll whose last name exists writes nothing (one transaction).
+before=$("$FP" node list -o json | jq '.items | length')
+nodes_json 600 bk > "$WORK/bulk.json"
+jq '.items[599].metadata.name = "r01n01"' "$WORK/bulk.json" > "$WORK/bulk2.json"
+code=$(curl -s -o "$WORK/bulk.out" -w '%{http_code}' -X POST -H "Authorization: Bearer $FLEETPLANE_TOKEN" \
+	-H 'Content-Type: application/json' --data-binary @"$WORK/bulk2.json" "$FLEETPLANE_URL/v1/nodes")
+assert_eq 409 "$code" "status of a colliding bulk enroll"
+assert_eq "$before" "$("$FP" node list -o json | jq '.items | length')" "node count after refused bulk"
+stop_serve
+echo "PASS $TEST_NAME"
