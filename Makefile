@@ -52,7 +52,10 @@ unit: $(UNIT_BIN)
 integration: $(BIN)
 	@FLEETPLANE_BIN=$(CURDIR)/$(BIN) FP_SAN=$(SAN) tests/integration/run.sh
 
-test: check-banned unit integration
+# Unit then integration, one after the other (parallel builds inside each, not parallel runs).
+test: check-banned
+	$(MAKE) unit
+	$(MAKE) integration
 
 # Banned functions (base/banned.h lists why), caught even where the header is not included.
 check-banned:
@@ -62,7 +65,8 @@ check-banned:
 		|| { echo "banned function used (see src/base/banned.h)"; exit 1; }
 
 san:
-	$(MAKE) SAN=1 unit integration
+	$(MAKE) SAN=1 unit
+	$(MAKE) SAN=1 integration
 
 FUZZ_SECONDS ?= 30
 fuzz:
