@@ -631,3 +631,29 @@ int client_read_file(const char *path, struct buf *b, char *err, size_t errlen)
 		fclose(f);
 	return rc;
 }
+
+int client_parse_output_flags(const char *cmd, int argc, char **argv, const char *usage,
+			      int allow_wide, enum client_output *o)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int ch, rc;
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'o':
+			if ((rc = client_parse_output(cmd, optarg, allow_wide, o)) != 0)
+				return rc;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			return client_getopt_error(cmd, ch, argv);
+		}
+	}
+	return -1;
+}

@@ -124,6 +124,13 @@ enum client_output { CLIENT_OUT_TABLE = 0, CLIENT_OUT_JSON, CLIENT_OUT_WIDE };
  * CLIENT_EXIT_USAGE after printing the usage error for cmd. */
 int client_parse_output(const char *cmd, const char *arg, int allow_wide, enum client_output *o);
 
+/* Parses the argv of a command whose only flags are -o/--output and -h/--help (node get, op
+ * get, token list). Returns -1 when parsing succeeded (*o set; optind at the first operand),
+ * or the exit code the command must return: 0 after printing usage to stdout, 2 after a
+ * usage error on stderr. */
+int client_parse_output_flags(const char *cmd, int argc, char **argv, const char *usage,
+			      int allow_wide, enum client_output *o);
+
 /* Prints v as indented JSON (2 spaces, keys in document order) and a newline to stdout. */
 void client_print_json(const json_t *v);
 

@@ -678,31 +678,14 @@ static int node_one_name(const char *cmd, int argc, char **argv, const char **na
 
 static int node_get(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	const char *cmd = "node get", *name = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;
-	int ch, rc;
+	int rc;
 	struct client c;
 	memset(&c, 0, sizeof(c));
 	json_t *doc = NULL;
-	client_getopt_reset();
-	while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'o':
-			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
-				return rc;
-			break;
-		case 'h':
-			fputs(node_get_usage, stdout);
-			return 0;
-		default:
-			return client_getopt_error(cmd, ch, argv);
-		}
-	}
+	if ((rc = client_parse_output_flags(cmd, argc, argv, node_get_usage, 0, &o)) >= 0)
+		return rc;
 	if ((rc = node_one_name(cmd, argc, argv, &name)) != 0)
 		return rc;
 	if ((rc = client_init(&c)) != 0)

@@ -237,31 +237,14 @@ static void op_print_human(const json_t *doc)
 
 static int op_get(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	const char *cmd = "op get";
 	enum client_output o = CLIENT_OUT_TABLE;
-	int ch, rc;
+	int rc;
 	struct client c;
 	memset(&c, 0, sizeof(c));
 	json_t *doc = NULL;
-	client_getopt_reset();
-	while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'o':
-			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
-				return rc;
-			break;
-		case 'h':
-			fputs(op_get_usage, stdout);
-			return 0;
-		default:
-			return client_getopt_error(cmd, ch, argv);
-		}
-	}
+	if ((rc = client_parse_output_flags(cmd, argc, argv, op_get_usage, 0, &o)) >= 0)
+		return rc;
 	if (optind >= argc || !*argv[optind])
 		return client_usage_error(cmd, "missing ID");
 	if (optind + 1 < argc)

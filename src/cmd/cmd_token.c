@@ -139,31 +139,14 @@ out:
 
 static int tok_list(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	const char *cmd = "token list";
 	enum client_output o = CLIENT_OUT_TABLE;
-	int ch, rc;
+	int rc;
 	struct client c;
 	memset(&c, 0, sizeof(c));
 	json_t *resp = NULL;
-	client_getopt_reset();
-	while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'o':
-			if ((rc = client_parse_output(cmd, optarg, 1, &o)) != 0)
-				return rc;
-			break;
-		case 'h':
-			fputs(tok_list_usage, stdout);
-			return 0;
-		default:
-			return client_getopt_error(cmd, ch, argv);
-		}
-	}
+	if ((rc = client_parse_output_flags(cmd, argc, argv, tok_list_usage, 1, &o)) >= 0)
+		return rc;
 	if (optind < argc)
 		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
 	if ((rc = client_init(&c)) != 0)
