@@ -145,7 +145,11 @@ static int ev_keep(struct api_req *r, const json_t *doc, void *arg)
 void api_events_list(struct api_req *r)
 {
 	const char *obj = api_query(r, "object");
-	if (obj && (!*obj || strlen(obj) > 200)) {
+	const char *slash = obj ? strchr(obj, '/') : NULL;
+	char err[160];
+	/* kind/name: a lower-case kind, one slash, a valid object name */
+	if (obj && (!*obj || strlen(obj) > 200 || !slash || slash == obj ||
+		    strchr(slash + 1, '/') || name_validate("object", slash + 1, err, sizeof(err)) < 0)) {
 		api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "object"),
 				"object: expected kind/name such as node/r01n03");
 		return;

@@ -221,6 +221,13 @@ req PUT /v1/nodes/n1 "$doc" "$FLEETPLANE_TOKEN" -H "If-Match: \"$rv\""
 assert_eq 200 "$CODE" "PUT with the ETag as If-Match ($BODY)"
 assert_eq "a" "$(jq -r .metadata.labels.team <<<"$BODY")" "PUT: labels replaced"
 
+for q in bogus node/ node/a/b; do
+	req GET "/v1/events?object=$q" "" "$FLEETPLANE_TOKEN"
+	assert_eq 400 "$CODE" "events object=$q status"
+	assert_eq "object: expected kind/name such as node/r01n03" "$(jq -r .detail <<<"$BODY")" \
+		"events object=$q detail"
+done
+
 stop_serve
 if [ "${FP_SAN:-0}" = 1 ] && grep -E 'Sanitizer|runtime error:' "$WORK/d/serve.log"; then
 	fail "sanitizer report in serve.log"
