@@ -363,11 +363,30 @@ static int node_watch(struct client *c, const char *selector, const char *phase)
 	sigaction(SIGTERM, &sa, &old_term);
 
 	int rc = node_watch_relist(c, &w, selector, phase);
-	while (rc == CLIENT_EXIT_OK && !client_interrupted) {
-		char *path = node_list_path(selector, phase, w.rv);
+	int64_t down_since = 0, backoff_ms = 250;
+	while ((rc == CLIENT_EXIT_OK || down_since) && !client_interrupted) {
 		long status = 0;
-		rc = client_watch(c, path, node_watch_event, &w, &status);
-		free(path);
+		if (down_since && !w.rv[0]) {
+			rc = node_watch_relist(c, &w, selector, phase);
+		} else {
+			char *path = node_list_path(selector, phase, w.rv);
+			rc = client_watch(c, path, node_watch_event, &w, &status);
+			free(path);
+		}
+		if (rc == CLIENT_EXIT_CONNECT || (rc == CLIENT_EXIT_API && status == 503)) {
+			/* The server is restarting: keep trying for a minute, then give up. */
+			int64_t now = client_now_ms();
+			if (!down_since)
+				down_since = now;
+			if (now - down_since > 60000)
+				break;
+			struct timespec ts = {backoff_ms / 1000, (backoff_ms % 1000) * 1000000L};
+			nanosleep(&ts, NULL);
+			backoff_ms = backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2;
+			continue;
+		}
+		down_since = 0;
+		backoff_ms = 250;
 		if (rc == NODE_WATCH_RELIST || (rc == CLIENT_EXIT_API && status == 410)) {
 			rc = node_watch_relist(c, &w, selector, phase);
 			continue;
