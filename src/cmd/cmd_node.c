@@ -16,6 +16,7 @@
 #include "base/buf.h"
 #include "base/jsonx.h"
 #include "cmd/client.h"
+#include "core/codec.h"
 #include "cmd/cmds.h"
 #include "cmd/table.h"
 #include "core/model.h"
@@ -681,6 +682,9 @@ static int node_check_target(const char *cmd, const char *name)
 	if (strpbrk(name, "*?,=[] \t\n"))
 		return client_usage_error(cmd, "refusing node name '%s': wildcards and selectors are "
 					  "not targets; name one node", name);
+	char err[256];
+	if (name_validate("NAME", name, err, sizeof(err)) < 0)
+		return client_usage_error(cmd, "%s", err); /* no round trip for a 404 */
 	return 0;
 }
 

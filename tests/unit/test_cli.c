@@ -1,4 +1,4 @@
-/* layers: base */
+/* layers: base core */
 /* test_cli.c - the client subcommands (node, op, event, token) and their helpers: table
  * layout and truncation, AGE, problem+json error lines, escaping and query building, argument
  * parsing and usage errors, and whole commands against a fake API server (libmicrohttpd on
