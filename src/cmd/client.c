@@ -657,3 +657,25 @@ int client_parse_output_flags(const char *cmd, int argc, char **argv, const char
 	}
 	return -1;
 }
+
+int client_dispatch(const char *usage, const struct client_verb *verbs, int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return CLIENT_EXIT_USAGE;
+	}
+	const char *verb = argv[1];
+	if (!strcmp(verb, "-h") || !strcmp(verb, "--help") || !strcmp(verb, "help")) {
+		fputs(usage, stdout);
+		return CLIENT_EXIT_OK;
+	}
+	for (const struct client_verb *v = verbs; v->name; v++)
+		if (!strcmp(verb, v->name) || (v->alias && !strcmp(verb, v->alias)))
+			return v->fn(argc - 1, argv + 1);
+	return -1;
+}
+
+int client_unknown_verb(const char *noun, const char *verb)
+{
+	return client_usage_error(noun, "unknown verb '%s' for '%s'", verb, noun);
+}

@@ -131,6 +131,22 @@ int client_parse_output(const char *cmd, const char *arg, int allow_wide, enum c
 int client_parse_output_flags(const char *cmd, int argc, char **argv, const char *usage,
 			      int allow_wide, enum client_output *o);
 
+/* One verb of a noun ("node list"): name, optional alias ("ls") and entry point, which gets
+ * argv with argv[0] = the verb. Tables end with a NULL name. */
+struct client_verb {
+	const char *name;
+	const char *alias;
+	int (*fn)(int argc, char **argv);
+};
+
+/* Dispatches argv (argv[0] = the noun) to the verb table: no verb prints usage to stderr and
+ * returns 2; -h/--help/help prints it to stdout and returns 0. Returns the verb's exit code, or
+ * -1 when argv[1] names no verb in the table (the caller tries more or reports it with
+ * client_unknown_verb). */
+int client_dispatch(const char *usage, const struct client_verb *verbs, int argc, char **argv);
+/* Usage error for an unknown verb of noun; returns 2. */
+int client_unknown_verb(const char *noun, const char *verb);
+
 /* Prints v as indented JSON (2 spaces, keys in document order) and a newline to stdout. */
 void client_print_json(const json_t *v);
 

@@ -136,16 +136,12 @@ out:
 
 int cmd_event(int argc, char **argv)
 {
-	if (argc < 2) {
-		fputs(ev_usage_text, stderr);
-		return CLIENT_EXIT_USAGE;
-	}
-	const char *verb = argv[1];
-	if (!strcmp(verb, "-h") || !strcmp(verb, "--help") || !strcmp(verb, "help")) {
-		fputs(ev_usage_text, stdout);
-		return CLIENT_EXIT_OK;
-	}
-	if (!strcmp(verb, "list") || !strcmp(verb, "ls"))
-		return ev_list(argc - 1, argv + 1);
-	return client_usage_error("event", "unknown verb '%s' for 'event'", verb);
+	static const struct client_verb verbs[] = {
+		{"list", "ls", ev_list},
+		{NULL, NULL, NULL},
+	};
+	int rc = client_dispatch(ev_usage_text, verbs, argc, argv);
+	if (rc >= 0)
+		return rc;
+	return client_unknown_verb("event", argv[1]);
 }

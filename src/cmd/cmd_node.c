@@ -913,23 +913,17 @@ out:
 
 int cmd_node(int argc, char **argv)
 {
-	if (argc < 2) {
-		fputs(node_usage_text, stderr);
-		return CLIENT_EXIT_USAGE;
-	}
-	const char *verb = argv[1];
-	if (!strcmp(verb, "-h") || !strcmp(verb, "--help") || !strcmp(verb, "help")) {
-		fputs(node_usage_text, stdout);
-		return CLIENT_EXIT_OK;
-	}
-	if (!strcmp(verb, "list") || !strcmp(verb, "ls"))
-		return node_list(argc - 1, argv + 1);
-	if (!strcmp(verb, "get"))
-		return node_get(argc - 1, argv + 1);
-	if (!strcmp(verb, "enroll"))
-		return node_enroll(argc - 1, argv + 1);
+	static const struct client_verb verbs[] = {
+		{"list", "ls", node_list},
+		{"get", NULL, node_get},
+		{"enroll", NULL, node_enroll},
+		{NULL, NULL, NULL},
+	};
+	int rc = client_dispatch(node_usage_text, verbs, argc, argv);
+	if (rc >= 0)
+		return rc;
 	for (size_t i = 0; i < sizeof(node_actions) / sizeof(node_actions[0]); i++)
-		if (!strcmp(verb, node_actions[i].verb))
+		if (!strcmp(argv[1], node_actions[i].verb))
 			return node_act(&node_actions[i], argc - 1, argv + 1);
-	return client_usage_error("node", "unknown verb '%s' for 'node'", verb);
+	return client_unknown_verb("node", argv[1]);
 }

@@ -270,18 +270,13 @@ out:
 
 int cmd_op(int argc, char **argv)
 {
-	if (argc < 2) {
-		fputs(op_usage_text, stderr);
-		return CLIENT_EXIT_USAGE;
-	}
-	const char *verb = argv[1];
-	if (!strcmp(verb, "-h") || !strcmp(verb, "--help") || !strcmp(verb, "help")) {
-		fputs(op_usage_text, stdout);
-		return CLIENT_EXIT_OK;
-	}
-	if (!strcmp(verb, "list") || !strcmp(verb, "ls"))
-		return op_list(argc - 1, argv + 1);
-	if (!strcmp(verb, "get"))
-		return op_get(argc - 1, argv + 1);
-	return client_usage_error("op", "unknown verb '%s' for 'op'", verb);
+	static const struct client_verb verbs[] = {
+		{"list", "ls", op_list},
+		{"get", NULL, op_get},
+		{NULL, NULL, NULL},
+	};
+	int rc = client_dispatch(op_usage_text, verbs, argc, argv);
+	if (rc >= 0)
+		return rc;
+	return client_unknown_verb("op", argv[1]);
 }

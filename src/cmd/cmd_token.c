@@ -243,20 +243,14 @@ out:
 
 int cmd_token(int argc, char **argv)
 {
-	if (argc < 2) {
-		fputs(tok_usage_text, stderr);
-		return CLIENT_EXIT_USAGE;
-	}
-	const char *verb = argv[1];
-	if (!strcmp(verb, "-h") || !strcmp(verb, "--help") || !strcmp(verb, "help")) {
-		fputs(tok_usage_text, stdout);
-		return CLIENT_EXIT_OK;
-	}
-	if (!strcmp(verb, "create"))
-		return tok_create(argc - 1, argv + 1);
-	if (!strcmp(verb, "list") || !strcmp(verb, "ls"))
-		return tok_list(argc - 1, argv + 1);
-	if (!strcmp(verb, "revoke"))
-		return tok_revoke(argc - 1, argv + 1);
-	return client_usage_error("token", "unknown verb '%s' for 'token'", verb);
+	static const struct client_verb verbs[] = {
+		{"create", NULL, tok_create},
+		{"list", "ls", tok_list},
+		{"revoke", NULL, tok_revoke},
+		{NULL, NULL, NULL},
+	};
+	int rc = client_dispatch(tok_usage_text, verbs, argc, argv);
+	if (rc >= 0)
+		return rc;
+	return client_unknown_verb("token", argv[1]);
 }
