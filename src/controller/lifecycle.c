@@ -399,16 +399,14 @@ static enum step_result step_read_inventory(struct step_ctx *x)
 
 static enum step_result set_boot(struct step_ctx *x, enum bmc_boot_device want, int persistent)
 {
-	enum bmc_boot_device cur;
-	int cur_persistent = 0;
-	int rc = bmc_boot_get(x->bmc, &x->t, x->call_deadline, &cur, &cur_persistent, x->err,
-			      sizeof(x->err));
+	struct bmc_boot cur;
+	int rc = bmc_boot_get(x->bmc, &x->t, x->call_deadline, &cur, x->err, sizeof(x->err));
 	if (rc < 0)
 		return bmc_failed(x, rc, "read boot device");
-	if (cur == want && cur_persistent == persistent)
+	if (cur.device == want && cur.persistent == persistent)
 		return STEP_DONE; /* check: already set */
-	rc = bmc_boot_set(x->bmc, &x->t, x->call_deadline, want, persistent, x->err,
-			  sizeof(x->err));
+	struct bmc_boot w = {want, persistent, BMC_BOOT_MODE_UNKNOWN};
+	rc = bmc_boot_set(x->bmc, &x->t, x->call_deadline, &w, x->err, sizeof(x->err));
 	if (rc < 0)
 		return bmc_failed(x, rc, "set boot device");
 	bmc_ok(x);
@@ -666,8 +664,13 @@ static void run_op_task(void *arg)
 		}
 		struct step_ctx x = {.lc = lc, .delta = &delta, .n = n, .op = op};
 		x.bmc = driver_for(lc, n->bmc.driver);
-		x.t = (struct bmc_target){n->name, n->bmc.address, n->bmc.username, n->bmc.password,
-					  n->bmc.extra};
+		x.t = (struct bmc_target){.node = n->name,
+					  .address = n->bmc.address,
+					  .username = n->bmc.username,
+					  .password = n->bmc.password,
+					  .cipher_suite = -1,
+					  .tls_verify = 1,
+					  .extra = n->bmc.extra};
 		x.call_deadline =
 			clock_now_ms(lc->cfg.clock) + scale_timeout(lc, n, BMC_CALL_TIMEOUT, FLOOR_CALL);
 		enum step_result r;

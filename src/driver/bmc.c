@@ -25,16 +25,16 @@ const char *bmc_power_name(enum bmc_power p)
 	return p == BMC_POWER_ON ? "on" : p == BMC_POWER_OFF ? "off" : "unknown";
 }
 
-static const char *const action_names[] = {"", "on", "off", "cycle", "soft"};
+static const char *const action_names[] = {"", "on", "off", "cycle", "soft", "reset"};
 
 const char *bmc_action_name(enum bmc_power_action a)
 {
-	return (a >= BMC_ACTION_ON && a <= BMC_ACTION_SOFT) ? action_names[a] : "unknown";
+	return (a >= BMC_ACTION_ON && a <= BMC_ACTION_RESET) ? action_names[a] : "unknown";
 }
 
 int bmc_action_parse(const char *s, enum bmc_power_action *out)
 {
-	for (int i = BMC_ACTION_ON; s && i <= BMC_ACTION_SOFT; i++)
+	for (int i = BMC_ACTION_ON; s && i <= BMC_ACTION_RESET; i++)
 		if (strcmp(s, action_names[i]) == 0) {
 			*out = (enum bmc_power_action)i;
 			return 0;
@@ -45,6 +45,50 @@ int bmc_action_parse(const char *s, enum bmc_power_action *out)
 const char *bmc_boot_name(enum bmc_boot_device d)
 {
 	return d == BMC_BOOT_PXE ? "pxe" : d == BMC_BOOT_DISK ? "disk" : "unknown";
+}
+
+const char *bmc_boot_mode_name(enum bmc_boot_mode m)
+{
+	return m == BMC_BOOT_MODE_UEFI ? "uefi" : m == BMC_BOOT_MODE_LEGACY ? "legacy" : "unknown";
+}
+
+static const struct {
+	unsigned bit;
+	const char *name;
+} quirks[] = {
+	{BMC_QUIRK_IPMI_OPEN_SESSION_PRIVILEGE, "ipmi_open_session_privilege"},
+	{BMC_QUIRK_IPMI_AUTHENTICATION_CAPABILITIES, "ipmi_authentication_capabilities"},
+	{BMC_QUIRK_IPMI_INTEL_2_0, "ipmi_intel_2_0"},
+	{BMC_QUIRK_IPMI_SUPERMICRO_2_0, "ipmi_supermicro_2_0"},
+	{BMC_QUIRK_IPMI_SUN_2_0, "ipmi_sun_2_0"},
+	{BMC_QUIRK_IPMI_NON_EMPTY_INTEGRITY_CHECK_VALUE, "ipmi_non_empty_integrity_check_value"},
+	{BMC_QUIRK_IPMI_NO_CHECKSUM_CHECK, "ipmi_no_checksum_check"},
+	{BMC_QUIRK_REDFISH_NO_IF_MATCH, "redfish_no_if_match"},
+	{BMC_QUIRK_REDFISH_BASIC_AUTH, "redfish_basic_auth"},
+};
+
+const char *const bmc_quirk_names[] = {
+	"ipmi_open_session_privilege", "ipmi_authentication_capabilities", "ipmi_intel_2_0",
+	"ipmi_supermicro_2_0", "ipmi_sun_2_0", "ipmi_non_empty_integrity_check_value",
+	"ipmi_no_checksum_check", "redfish_no_if_match", "redfish_basic_auth", NULL,
+};
+
+const char *bmc_quirk_name(unsigned bit)
+{
+	for (size_t i = 0; i < sizeof(quirks) / sizeof(quirks[0]); i++)
+		if (quirks[i].bit == bit)
+			return quirks[i].name;
+	return "";
+}
+
+int bmc_quirk_parse(const char *name, unsigned *bit)
+{
+	for (size_t i = 0; name && i < sizeof(quirks) / sizeof(quirks[0]); i++)
+		if (strcmp(quirks[i].name, name) == 0) {
+			*bit = quirks[i].bit;
+			return 0;
+		}
+	return FP_EINVAL;
 }
 
 static struct metric_family *m_requests, *m_duration;
@@ -113,16 +157,18 @@ int bmc_power_set(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 }
 
 int bmc_boot_get(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-		 enum bmc_boot_device *out, int *persistent, char *err, size_t errlen)
+		 struct bmc_boot *out, char *err, size_t errlen)
 {
-	*out = BMC_BOOT_UNKNOWN;
-	BMC_WRAP(boot_get, b->ops->boot_get(b, t, deadline, out, persistent, err, errlen));
+	memset(out, 0, sizeof(*out));
+	BMC_WRAP(boot_get, b->ops->boot_get(b, t, deadline, out, err, errlen));
 }
 
 int bmc_boot_set(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-		 enum bmc_boot_device d, int persistent, char *err, size_t errlen)
+		 const struct bmc_boot *want, char *err, size_t errlen)
 {
-	BMC_WRAP(boot_set, b->ops->boot_set(b, t, deadline, d, persistent, err, errlen));
+	if (!want || want->device == BMC_BOOT_UNKNOWN)
+		return fp_errf(FP_EINVAL, err, errlen, "boot device to set is unknown");
+	BMC_WRAP(boot_set, b->ops->boot_set(b, t, deadline, want, err, errlen));
 }
 
 static int inventory_call(struct bmc *b, const struct bmc_target *t, int64_t deadline,
@@ -138,6 +184,67 @@ int bmc_inventory(struct bmc *b, const struct bmc_target *t, int64_t deadline, j
 	int rc = inventory_call(b, t, deadline, out, err, errlen);
 	if (rc < 0 && *out) {
 		/* e.g. the answer came after the deadline: the caller gets nothing */
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+static int chassis_call(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+			json_t **out, char *err, size_t errlen)
+{
+	BMC_WRAP(chassis_status, b->ops->chassis_status(b, t, deadline, out, err, errlen));
+}
+
+static int sel_call(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+		    size_t max_entries, json_t **out, char *err, size_t errlen)
+{
+	BMC_WRAP(sel_read, b->ops->sel_read(b, t, deadline, max_entries, out, err, errlen));
+}
+
+static int firmware_call(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+			 const struct bmc_firmware_req *req, json_t **out, char *err,
+			 size_t errlen)
+{
+	BMC_WRAP(firmware_update,
+		 b->ops->firmware_update(b, t, deadline, req, out, err, errlen));
+}
+
+/* The JSON-returning wrappers hand *out to the caller only on success (firmware_update also
+ * on FP_ETIMEDOUT, with the task's last state). */
+int bmc_chassis_status(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+		       json_t **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	int rc = chassis_call(b, t, deadline, out, err, errlen);
+	if (rc < 0 && *out) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+int bmc_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+		 size_t max_entries, json_t **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	int rc = sel_call(b, t, deadline, max_entries, out, err, errlen);
+	if (rc < 0 && *out) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+int bmc_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+			const struct bmc_firmware_req *req, json_t **out, char *err,
+			size_t errlen)
+{
+	*out = NULL;
+	if (!req || !req->image_uri || !req->image_uri[0])
+		return fp_errf(FP_EINVAL, err, errlen, "firmware update without an image URI");
+	int rc = firmware_call(b, t, deadline, req, out, err, errlen);
+	if (rc < 0 && rc != FP_ETIMEDOUT && *out) {
 		json_decref(*out);
 		*out = NULL;
 	}

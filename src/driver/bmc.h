@@ -19,26 +19,89 @@
 #include "base/clock.h"
 
 enum bmc_power { BMC_POWER_UNKNOWN = 0, BMC_POWER_ON, BMC_POWER_OFF };
-enum bmc_power_action { BMC_ACTION_ON = 1, BMC_ACTION_OFF, BMC_ACTION_CYCLE, BMC_ACTION_SOFT };
+/* IPMI 2.0 "Chassis Control" (section 28.3) data byte 1 / Redfish ResetType, by meaning:
+ * ON power up; OFF hard power down; CYCLE off then on; SOFT ACPI soft shutdown (IPMI 0x05,
+ * Redfish GracefulShutdown); RESET hard reset without a power transition (IPMI 0x03, Redfish
+ * ForceRestart). */
+enum bmc_power_action { BMC_ACTION_ON = 1, BMC_ACTION_OFF, BMC_ACTION_CYCLE, BMC_ACTION_SOFT,
+			BMC_ACTION_RESET };
 enum bmc_boot_device { BMC_BOOT_UNKNOWN = 0, BMC_BOOT_PXE, BMC_BOOT_DISK };
+/* Boot firmware mode (IPMI boot flags byte 1 bit 5 "BIOS boot type"; Redfish
+ * BootSourceOverrideMode). UNKNOWN on read means the BMC does not say; on write, leave as is. */
+enum bmc_boot_mode { BMC_BOOT_MODE_UNKNOWN = 0, BMC_BOOT_MODE_UEFI, BMC_BOOT_MODE_LEGACY };
+
+/* A boot override: device, next boot only (persistent = 0) or every boot (1), firmware mode. */
+struct bmc_boot {
+	enum bmc_boot_device device;
+	int persistent;
+	enum bmc_boot_mode mode;
+};
 
 const char *bmc_power_name(enum bmc_power p);          /* "on" | "off" | "unknown" */
-const char *bmc_action_name(enum bmc_power_action a);  /* "on" | "off" | "cycle" | "soft" */
+const char *bmc_action_name(enum bmc_power_action a);  /* "on" | "off" | "cycle" | "soft" | "reset" */
 const char *bmc_boot_name(enum bmc_boot_device d);     /* "pxe" | "disk" | "unknown" */
+const char *bmc_boot_mode_name(enum bmc_boot_mode m);  /* "uefi" | "legacy" | "unknown" */
 int bmc_action_parse(const char *s, enum bmc_power_action *out);
 
 /* Capability flags a driver advertises. */
 #define BMC_CAP_POWER (1u << 0)
 #define BMC_CAP_BOOT_DEVICE (1u << 1)
 #define BMC_CAP_INVENTORY (1u << 2)
+#define BMC_CAP_SEL (1u << 3)
+#define BMC_CAP_FIRMWARE (1u << 4)
+
+/* BMC quirks: workarounds a driver applies. Named in spec.bmc.quirks (operators) and learned by
+ * a driver on first contact (reported through bmc_observed.learned_quirks, kept on the node's
+ * status and passed back in bmc_target.quirks on later calls). The IPMI ones are FreeIPMI's
+ * IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_* (freeipmi/api/ipmi-api.h). */
+#define BMC_QUIRK_IPMI_OPEN_SESSION_PRIVILEGE (1u << 0) /* "ipmi_open_session_privilege" */
+#define BMC_QUIRK_IPMI_AUTHENTICATION_CAPABILITIES (1u << 1) /* "ipmi_authentication_capabilities" */
+#define BMC_QUIRK_IPMI_INTEL_2_0 (1u << 2)             /* "ipmi_intel_2_0" */
+#define BMC_QUIRK_IPMI_SUPERMICRO_2_0 (1u << 3)        /* "ipmi_supermicro_2_0" */
+#define BMC_QUIRK_IPMI_SUN_2_0 (1u << 4)               /* "ipmi_sun_2_0" */
+#define BMC_QUIRK_IPMI_NON_EMPTY_INTEGRITY_CHECK_VALUE (1u << 5) /* "ipmi_non_empty_integrity_check_value" */
+#define BMC_QUIRK_IPMI_NO_CHECKSUM_CHECK (1u << 6)     /* "ipmi_no_checksum_check" */
+#define BMC_QUIRK_REDFISH_NO_IF_MATCH (1u << 16)       /* "redfish_no_if_match": never send If-Match */
+#define BMC_QUIRK_REDFISH_BASIC_AUTH (1u << 17)        /* "redfish_basic_auth": no sessions */
+/* Name of one quirk bit ("" for an unknown bit); parse a name (FP_EINVAL if unknown). */
+const char *bmc_quirk_name(unsigned bit);
+int bmc_quirk_parse(const char *name, unsigned *bit);
+/* Every known quirk name, NULL-terminated (for error messages and docs). */
+extern const char *const bmc_quirk_names[];
+
+/* What a driver observed during a call, beyond its result. The caller zeroes it. */
+struct bmc_observed {
+	unsigned learned_quirks;  /* quirks found necessary on this call (OR'd in) */
+	char power_reason[32];    /* with BMC_POWER_UNKNOWN: a CamelCase reason such as
+				   * "PowerStateMissing" or "PowerStateDisagrees" (err has the
+				   * detail) */
+	int64_t retry_after_ms;   /* with FP_EAGAIN: the BMC asked to be left alone this long
+				   * (Redfish 429/503 Retry-After, RFC 9110 section 10.2.3) */
+};
 
 /* What a call is aimed at: one node's BMC. Strings borrowed for the call. */
 struct bmc_target {
 	const char *node;     /* node name */
-	const char *address;  /* host:port or URL; NULL for sim */
+	const char *address;  /* host:port (IPMI, default port 623) or URL (Redfish); NULL for sim */
 	const char *username;
-	const char *password; /* secret: never logged or put in err */
-	const json_t *extra;  /* driver-specific spec.bmc fields, or NULL */
+	const char *password; /* secret: never logged, never put in err, never in argv */
+	int cipher_suite;     /* IPMI 2.0 cipher suite id (section 22.15.2); < 0: driver default 3 */
+	int tls_verify;       /* Redfish: verify the BMC's certificate (1, default) or not (0) */
+	const char *ca_file;  /* Redfish: PEM CA bundle for tls_verify, or NULL for the system's */
+	const char *system;   /* Redfish: ComputerSystem Id when the BMC has several, or NULL */
+	unsigned quirks;      /* BMC_QUIRK_* to apply (spec + learned) */
+	struct bmc_observed *observed; /* may be NULL */
+	const json_t *extra;  /* other driver-specific spec.bmc fields, or NULL */
+};
+
+/* Firmware update request (Redfish UpdateService.SimpleUpdate, DSP0266 / DSP8010
+ * UpdateService schema): image_uri is fetched by the BMC; transfer_protocol is NULL (use the
+ * URI's scheme) or one of the BMC's TransferProtocol@Redfish.AllowableValues; targets are
+ * resource URIs (NULL-terminated, or NULL for the service's default). */
+struct bmc_firmware_req {
+	const char *image_uri;
+	const char *transfer_protocol;
+	const char *const *targets;
 };
 
 struct bmc;
@@ -51,16 +114,37 @@ struct bmc_driver_ops {
 	int (*power_set)(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 			 enum bmc_power_action a, char *err, size_t errlen);
 	int (*boot_get)(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-			enum bmc_boot_device *out, int *persistent, char *err, size_t errlen);
+			struct bmc_boot *out, char *err, size_t errlen);
 	int (*boot_set)(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-			enum bmc_boot_device d, int persistent, char *err, size_t errlen);
+			const struct bmc_boot *want, char *err, size_t errlen);
 	/* *out: a new JSON object {"system":{...},"gpus":[...],...}; caller owns it. */
 	int (*inventory)(struct bmc *b, const struct bmc_target *t, int64_t deadline, json_t **out,
 			 char *err, size_t errlen);
+	/* *out: a new JSON object {"power": "on"|"off"|"unknown", "powerFault": bool?,
+	 * "powerRestorePolicy"?: str, "intrusion"?: bool, "health"?: str, ...}; caller owns it. */
+	int (*chassis_status)(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+			      json_t **out, char *err, size_t errlen);
+	/* *out: a new JSON array of system event log entries, oldest first, at most max_entries
+	 * (the newest ones): {"id": int, "timestamp": RFC 3339 or null, "sensorType": str,
+	 * "sensorNumber": int?, "eventType": str?, "message": str, "raw": hex str?}. */
+	int (*sel_read)(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+			size_t max_entries, json_t **out, char *err, size_t errlen);
+	/* Starts a firmware update and tracks its task until it ends or deadline passes. *out: a
+	 * new JSON object {"task": uri or null, "state": "Completed"|"Exception"|"Killed"|
+	 * "Cancelled"|"Running"|..., "percent": int?, "messages": [str]}; 0 only when the task
+	 * Completed; FP_ETIMEDOUT with *out set (state "Running") when it did not end in time. */
+	int (*firmware_update)(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+			       const struct bmc_firmware_req *req, json_t **out, char *err,
+			       size_t errlen);
+	/* Ends every session the driver holds (Redfish DELETE of its sessions, IPMI Close
+	 * Session) and frees the instance. */
 	void (*free)(struct bmc *b);
 };
 
-/* A driver instance. `impl` belongs to the driver. */
+/* A driver instance. `impl` belongs to the driver. Real drivers keep per-BMC sessions inside
+ * impl, keyed by address, safe for calls from several executor threads (calls to one BMC are
+ * serialised by the caller's per-BMC concurrency limit, default 1, but the driver must not
+ * rely on it for memory safety). */
 struct bmc {
 	const struct bmc_driver_ops *ops;
 	struct fp_clock *clock;
@@ -71,17 +155,26 @@ struct bmc {
 const struct bmc_driver_ops *bmc_driver_lookup(const char *name);
 
 /* Wrappers: 0 on success, FP_EUNSUPPORTED, FP_ETIMEDOUT, FP_EBMC (the BMC answered with an
- * error), FP_EIO (could not reach it). */
+ * error), FP_EIO (could not reach it), FP_EAUTH (credentials refused), FP_EAGAIN (the BMC asked
+ * to come back later: observed->retry_after_ms), FP_EINVAL (a request the BMC cannot take,
+ * e.g. an action not in its allowable values: do not retry). */
 int bmc_power_get(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 		  enum bmc_power *out, char *err, size_t errlen);
 int bmc_power_set(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 		  enum bmc_power_action a, char *err, size_t errlen);
 int bmc_boot_get(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-		 enum bmc_boot_device *out, int *persistent, char *err, size_t errlen);
+		 struct bmc_boot *out, char *err, size_t errlen);
 int bmc_boot_set(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-		 enum bmc_boot_device d, int persistent, char *err, size_t errlen);
+		 const struct bmc_boot *want, char *err, size_t errlen);
 int bmc_inventory(struct bmc *b, const struct bmc_target *t, int64_t deadline, json_t **out,
 		  char *err, size_t errlen);
+int bmc_chassis_status(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+		       json_t **out, char *err, size_t errlen);
+int bmc_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+		 size_t max_entries, json_t **out, char *err, size_t errlen);
+int bmc_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+			const struct bmc_firmware_req *req, json_t **out, char *err,
+			size_t errlen);
 unsigned bmc_caps(const struct bmc *b);
 void bmc_free(struct bmc *b);
 

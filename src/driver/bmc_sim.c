@@ -289,6 +289,7 @@ static int sim_power_set(struct bmc *b, const struct bmc_target *t, int64_t dead
 		}
 		break;
 	case BMC_ACTION_CYCLE:
+	case BMC_ACTION_RESET:
 		power_off_locked(s, m);
 		power_on_locked(s, m);
 		m->power_cycle++;
@@ -307,7 +308,7 @@ static int sim_power_set(struct bmc *b, const struct bmc_target *t, int64_t dead
 }
 
 static int sim_boot_get(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-			enum bmc_boot_device *out, int *persistent, char *err, size_t errlen)
+			struct bmc_boot *out, char *err, size_t errlen)
 {
 	struct sim *s = sim_of(b);
 	int rc = bmc_latency(s, deadline, err, errlen);
@@ -315,16 +316,18 @@ static int sim_boot_get(struct bmc *b, const struct bmc_target *t, int64_t deadl
 		return rc;
 	pthread_mutex_lock(&s->mu);
 	struct sim_machine *m = machine_get(s, t->node);
-	*out = m->boot_dev;
-	if (persistent)
-		*persistent = m->boot_persistent;
+	out->device = m->boot_dev;
+	out->persistent = m->boot_persistent;
+	out->mode = BMC_BOOT_MODE_UEFI; /* simulated machines boot UEFI */
 	pthread_mutex_unlock(&s->mu);
 	return 0;
 }
 
 static int sim_boot_set(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-			enum bmc_boot_device d, int persistent, char *err, size_t errlen)
+			const struct bmc_boot *want, char *err, size_t errlen)
 {
+	enum bmc_boot_device d = want->device;
+	int persistent = want->persistent;
 	struct sim *s = sim_of(b);
 	int rc = bmc_latency(s, deadline, err, errlen);
 	if (rc < 0)
