@@ -668,8 +668,11 @@ static void run_op_task(void *arg)
 					  .address = n->bmc.address,
 					  .username = n->bmc.username,
 					  .password = n->bmc.password,
-					  .cipher_suite = -1,
-					  .tls_verify = 1,
+					  .cipher_suite = n->bmc.cipher_suite,
+					  .tls_verify = n->bmc.tls_verify,
+					  .ca_file = n->bmc.ca_file,
+					  .system = n->bmc.system,
+					  .quirks = n->bmc.quirks | n->bmc_quirks,
 					  .extra = n->bmc.extra};
 		x.call_deadline =
 			clock_now_ms(lc->cfg.clock) + scale_timeout(lc, n, BMC_CALL_TIMEOUT, FLOOR_CALL);

@@ -150,12 +150,84 @@ static const char *const k_bmc[] = {"driver", "address", "username", "password",
 				    "password_file", "cipher_suite", "tls_verify", "ca_file",
 				    "system", "quirks", NULL};
 static const char *const k_gpus[] = {"count", "model", NULL};
-static const char *const k_status[] = {"phase", "phaseSince", "holds", "conditions",
-				       "operation", "lastBoot", "validation", "inventory", NULL};
+static const char *const k_status[] = {"phase",    "phaseSince", "holds",     "conditions",
+				       "operation", "lastBoot",  "validation", "inventory",
+				       "bmc",       NULL};
+static const char *const k_status_bmc[] = {"quirks", NULL};
 static const char *const k_hold[] = {"owner", "reason", "since", "expires", NULL};
 static const char *const k_cond[] = {"type", "status", "reason", "message", "since", NULL};
 static const char *const k_boot[] = {"at", "bootId", NULL};
 static const char *const k_valid[] = {"at", "passed", "bootId", NULL};
+
+/* A list of BMC quirk names (at most 16) into a BMC_QUIRK_* mask. */
+static int decode_quirks(const json_t *v, const char *where, unsigned *out, char *err,
+			 size_t errlen)
+{
+	*out = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_array(v) || json_array_size(v) > 16)
+		return fp_errf(FP_EINVAL, err, errlen, "%s: expected an array of at most 16 names",
+			       where);
+	size_t i;
+	json_t *q;
+	json_array_foreach(v, i, q)
+	{
+		unsigned bit = 0;
+		if (!json_is_string(q) || bmc_quirk_parse(json_string_value(q), &bit) < 0) {
+			char names[512];
+			size_t w = 0;
+			for (size_t k = 0; bmc_quirk_names[k] && w < sizeof(names); k++)
+				w += (size_t)snprintf(names + w, sizeof(names) - w, "%s%s",
+						      k ? ", " : "", bmc_quirk_names[k]);
+			return fp_errf(FP_EINVAL, err, errlen, "%s[%zu]: expected one of %s", where,
+				       i, names);
+		}
+		*out |= bit;
+	}
+	return 0;
+}
+
+static json_t *encode_quirks(unsigned mask)
+{
+	json_t *a = json_array();
+	for (unsigned bit = 1; bit; bit <<= 1)
+		if ((mask & bit) && bmc_quirk_name(bit)[0])
+			json_array_append_new(a, json_string(bmc_quirk_name(bit)));
+	return a;
+}
+
+/* spec.bmc fields beyond the credentials: cipher_suite, tls_verify, ca_file, system, quirks. */
+static int decode_bmc_extras(const json_t *bmc, struct node_bmc *b, char *err, size_t errlen)
+{
+	long long cs = -1;
+	int rc;
+	if ((rc = opt_int(bmc, "cipher_suite", "spec.bmc", 0, 17, &cs, err, errlen)) < 0)
+		return rc;
+	b->cipher_suite = (int)cs;
+	json_t *tv = json_object_get(bmc, "tls_verify");
+	if (tv && !json_is_null(tv)) {
+		if (!json_is_boolean(tv))
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "spec.bmc.tls_verify: expected true or false");
+		b->tls_verify = json_is_true(tv);
+	}
+	if ((rc = opt_str(bmc, "ca_file", "spec.bmc", MAX_SHORT, &b->ca_file, err, errlen)) < 0 ||
+	    (rc = opt_str(bmc, "system", "spec.bmc", 64, &b->system, err, errlen)) < 0)
+		return rc;
+	if (b->ca_file && b->ca_file[0] != '/')
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.ca_file: expected an absolute path on the server");
+	for (const char *p = b->system; p && *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-'))
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "spec.bmc.system: \"%s\" is not a Redfish resource Id "
+				       "(letters, digits, '.', '_', '-')",
+				       b->system);
+	return decode_quirks(json_object_get(bmc, "quirks"), "spec.bmc.quirks", &b->quirks, err,
+			     errlen);
+}
 
 static int is_mac(const char *s)
 {
@@ -249,15 +321,8 @@ static int decode_spec(const json_t *doc, struct node *n, char *err, size_t errl
 		    (rc = opt_str(bmc, "password_file", "spec.bmc", MAX_SHORT,
 				  &n->bmc.password_file, err, errlen)) < 0)
 			return rc;
-		json_t *extra = json_deep_copy(bmc);
-		static const char *const core_keys[] = {"driver", "address", "username",
-							"password", "password_file"};
-		for (size_t i = 0; i < 5; i++)
-			json_object_del(extra, core_keys[i]);
-		if (json_object_size(extra))
-			n->bmc.extra = extra;
-		else
-			json_decref(extra);
+		if ((rc = decode_bmc_extras(bmc, &n->bmc, err, errlen)) < 0)
+			return rc;
 	}
 	if (gpus) {
 		long long count = 0;
@@ -393,7 +458,13 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 						       i, x->type);
 		}
 	}
-	json_t *boot, *valid, *inv;
+	json_t *boot, *valid, *inv, *sbmc;
+	if ((rc = opt_obj(st, "bmc", "status", &sbmc, err, errlen)) < 0)
+		return rc;
+	if (sbmc && ((rc = jsonx_check_keys(sbmc, k_status_bmc, "status.bmc", err, errlen)) < 0 ||
+		     (rc = decode_quirks(json_object_get(sbmc, "quirks"), "status.bmc.quirks",
+					 &n->bmc_quirks, err, errlen)) < 0))
+		return rc;
 	if ((rc = opt_obj(st, "lastBoot", "status", &boot, err, errlen)) < 0 ||
 	    (rc = opt_obj(st, "validation", "status", &valid, err, errlen)) < 0 ||
 	    (rc = opt_obj(st, "inventory", "status", &inv, err, errlen)) < 0)
@@ -498,6 +569,14 @@ json_t *node_to_json(const struct node *n, enum node_json_mode mode)
 	put_str(bmc, "driver", n->bmc.driver);
 	put_str(bmc, "address", n->bmc.address);
 	put_str(bmc, "username", n->bmc.username);
+	if (n->bmc.cipher_suite >= 0)
+		json_object_set_new(bmc, "cipher_suite", json_integer(n->bmc.cipher_suite));
+	if (!n->bmc.tls_verify)
+		json_object_set_new(bmc, "tls_verify", json_false());
+	put_str(bmc, "ca_file", n->bmc.ca_file);
+	put_str(bmc, "system", n->bmc.system);
+	if (n->bmc.quirks)
+		json_object_set_new(bmc, "quirks", encode_quirks(n->bmc.quirks));
 	if (mode == NODE_JSON_STORE) {
 		/* Credentials, and where they live on the server, stay out of API answers. */
 		put_str(bmc, "password", n->bmc.password);
@@ -544,6 +623,11 @@ json_t *node_to_json(const struct node *n, enum node_json_mode mode)
 	}
 	json_object_set_new(st, "conditions", conds);
 	put_str(st, "operation", n->operation);
+	if (n->bmc_quirks) {
+		json_t *sb = json_object();
+		json_object_set_new(sb, "quirks", encode_quirks(n->bmc_quirks));
+		json_object_set_new(st, "bmc", sb);
+	}
 	if (n->last_boot_at) {
 		json_t *b = json_object();
 		put_time(b, "at", n->last_boot_at);

@@ -93,7 +93,10 @@ int cond_status_parse(const char *s, enum cond_status *out)
 
 struct node *node_new(void)
 {
-	return xcalloc(1, sizeof(struct node));
+	struct node *n = xcalloc(1, sizeof(struct node));
+	n->bmc.cipher_suite = -1;
+	n->bmc.tls_verify = 1;
+	return n;
 }
 
 static void hold_release(struct node_hold *h)
@@ -116,6 +119,8 @@ static void bmc_release(struct node_bmc *b)
 	free(b->username);
 	fp_free_secret(b->password);
 	free(b->password_file);
+	free(b->ca_file);
+	free(b->system);
 	json_decref(b->extra);
 }
 
@@ -178,6 +183,12 @@ struct node *node_dup(const struct node *n)
 	d->bmc.username = dupn(n->bmc.username);
 	d->bmc.password = dupn(n->bmc.password);
 	d->bmc.password_file = dupn(n->bmc.password_file);
+	d->bmc.cipher_suite = n->bmc.cipher_suite;
+	d->bmc.tls_verify = n->bmc.tls_verify;
+	d->bmc.ca_file = dupn(n->bmc.ca_file);
+	d->bmc.system = dupn(n->bmc.system);
+	d->bmc.quirks = n->bmc.quirks;
+	d->bmc_quirks = n->bmc_quirks;
 	d->bmc.extra = n->bmc.extra ? json_deep_copy(n->bmc.extra) : NULL;
 	d->macs = n->nmacs ? xcalloc(n->nmacs, sizeof(char *)) : NULL;
 	for (size_t i = 0; i < n->nmacs; i++)
@@ -382,4 +393,43 @@ struct operation *operation_dup(const struct operation *op)
 	d->params = op->params ? json_deep_copy(op->params) : NULL;
 	d->last_error = dupn(op->last_error);
 	return d;
+}
+
+static const struct {
+	unsigned bit;
+	const char *name;
+} quirks[] = {
+	{BMC_QUIRK_IPMI_OPEN_SESSION_PRIVILEGE, "ipmi_open_session_privilege"},
+	{BMC_QUIRK_IPMI_AUTHENTICATION_CAPABILITIES, "ipmi_authentication_capabilities"},
+	{BMC_QUIRK_IPMI_INTEL_2_0, "ipmi_intel_2_0"},
+	{BMC_QUIRK_IPMI_SUPERMICRO_2_0, "ipmi_supermicro_2_0"},
+	{BMC_QUIRK_IPMI_SUN_2_0, "ipmi_sun_2_0"},
+	{BMC_QUIRK_IPMI_NON_EMPTY_INTEGRITY_CHECK_VALUE, "ipmi_non_empty_integrity_check_value"},
+	{BMC_QUIRK_IPMI_NO_CHECKSUM_CHECK, "ipmi_no_checksum_check"},
+	{BMC_QUIRK_REDFISH_NO_IF_MATCH, "redfish_no_if_match"},
+	{BMC_QUIRK_REDFISH_BASIC_AUTH, "redfish_basic_auth"},
+};
+
+const char *const bmc_quirk_names[] = {
+	"ipmi_open_session_privilege", "ipmi_authentication_capabilities", "ipmi_intel_2_0",
+	"ipmi_supermicro_2_0", "ipmi_sun_2_0", "ipmi_non_empty_integrity_check_value",
+	"ipmi_no_checksum_check", "redfish_no_if_match", "redfish_basic_auth", NULL,
+};
+
+const char *bmc_quirk_name(unsigned bit)
+{
+	for (size_t i = 0; i < sizeof(quirks) / sizeof(quirks[0]); i++)
+		if (quirks[i].bit == bit)
+			return quirks[i].name;
+	return "";
+}
+
+int bmc_quirk_parse(const char *name, unsigned *bit)
+{
+	for (size_t i = 0; name && i < sizeof(quirks) / sizeof(quirks[0]); i++)
+		if (strcmp(quirks[i].name, name) == 0) {
+			*bit = quirks[i].bit;
+			return 0;
+		}
+	return FP_EINVAL;
 }

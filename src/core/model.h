@@ -76,14 +76,38 @@ struct node_label {
 	char *value;
 };
 
+/* BMC quirks: workarounds a driver applies. Named in spec.bmc.quirks (operators) and learned by
+ * a driver on first contact (reported through bmc_observed.learned_quirks, kept on the node's
+ * status and passed back in bmc_target.quirks on later calls). The IPMI ones are FreeIPMI's
+ * IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_* (freeipmi/api/ipmi-api.h). */
+#define BMC_QUIRK_IPMI_OPEN_SESSION_PRIVILEGE (1u << 0) /* "ipmi_open_session_privilege" */
+#define BMC_QUIRK_IPMI_AUTHENTICATION_CAPABILITIES (1u << 1) /* "ipmi_authentication_capabilities" */
+#define BMC_QUIRK_IPMI_INTEL_2_0 (1u << 2)             /* "ipmi_intel_2_0" */
+#define BMC_QUIRK_IPMI_SUPERMICRO_2_0 (1u << 3)        /* "ipmi_supermicro_2_0" */
+#define BMC_QUIRK_IPMI_SUN_2_0 (1u << 4)               /* "ipmi_sun_2_0" */
+#define BMC_QUIRK_IPMI_NON_EMPTY_INTEGRITY_CHECK_VALUE (1u << 5) /* "ipmi_non_empty_integrity_check_value" */
+#define BMC_QUIRK_IPMI_NO_CHECKSUM_CHECK (1u << 6)     /* "ipmi_no_checksum_check" */
+#define BMC_QUIRK_REDFISH_NO_IF_MATCH (1u << 16)       /* "redfish_no_if_match": never send If-Match */
+#define BMC_QUIRK_REDFISH_BASIC_AUTH (1u << 17)        /* "redfish_basic_auth": no sessions */
+/* Name of one quirk bit ("" for an unknown bit); parse a name (FP_EINVAL if unknown). */
+const char *bmc_quirk_name(unsigned bit);
+int bmc_quirk_parse(const char *name, unsigned *bit);
+/* Every known quirk name, NULL-terminated (for error messages and docs). */
+extern const char *const bmc_quirk_names[];
+
 /* spec.bmc. password is a secret: never rendered by node_to_json(..., NODE_JSON_PUBLIC). */
 struct node_bmc {
 	char *driver;   /* "sim" | "ipmi" | "redfish" */
 	char *address;  /* host:port or URL; may be NULL for sim */
 	char *username;
 	char *password;
-	char *password_file;
-	json_t *extra;  /* driver-specific fields kept as given (cipher_suite, quirks, ...), or NULL */
+	char *password_file; /* a file name inside serve's --bmc-credentials-dir */
+	int cipher_suite; /* IPMI 2.0 cipher suite id 0..17; -1 = driver default (3) */
+	int tls_verify;   /* Redfish: 1 (default) or 0 */
+	char *ca_file;    /* Redfish: PEM CA bundle path, or NULL */
+	char *system;     /* Redfish: ComputerSystem Id, or NULL */
+	unsigned quirks;  /* BMC_QUIRK_* named in spec.bmc.quirks */
+	json_t *extra;  /* other fields kept as given, or NULL (none are accepted today) */
 };
 
 struct node {
@@ -118,6 +142,7 @@ struct node {
 	int64_t validated_at;  /* validation report received */
 	int validation_passed;
 	char *validation_boot_id; /* the boot the validation report belongs to */
+	unsigned bmc_quirks;   /* status.bmc.quirks: BMC_QUIRK_* a driver found necessary */
 	json_t *inventory;     /* status.inventory object, or NULL */
 	char *inventory_text;  /* the same, compact JSON text, when inventory is NULL: how the
 				* informer cache keeps it (a tree per node costs ~5x the memory);

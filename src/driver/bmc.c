@@ -52,45 +52,6 @@ const char *bmc_boot_mode_name(enum bmc_boot_mode m)
 	return m == BMC_BOOT_MODE_UEFI ? "uefi" : m == BMC_BOOT_MODE_LEGACY ? "legacy" : "unknown";
 }
 
-static const struct {
-	unsigned bit;
-	const char *name;
-} quirks[] = {
-	{BMC_QUIRK_IPMI_OPEN_SESSION_PRIVILEGE, "ipmi_open_session_privilege"},
-	{BMC_QUIRK_IPMI_AUTHENTICATION_CAPABILITIES, "ipmi_authentication_capabilities"},
-	{BMC_QUIRK_IPMI_INTEL_2_0, "ipmi_intel_2_0"},
-	{BMC_QUIRK_IPMI_SUPERMICRO_2_0, "ipmi_supermicro_2_0"},
-	{BMC_QUIRK_IPMI_SUN_2_0, "ipmi_sun_2_0"},
-	{BMC_QUIRK_IPMI_NON_EMPTY_INTEGRITY_CHECK_VALUE, "ipmi_non_empty_integrity_check_value"},
-	{BMC_QUIRK_IPMI_NO_CHECKSUM_CHECK, "ipmi_no_checksum_check"},
-	{BMC_QUIRK_REDFISH_NO_IF_MATCH, "redfish_no_if_match"},
-	{BMC_QUIRK_REDFISH_BASIC_AUTH, "redfish_basic_auth"},
-};
-
-const char *const bmc_quirk_names[] = {
-	"ipmi_open_session_privilege", "ipmi_authentication_capabilities", "ipmi_intel_2_0",
-	"ipmi_supermicro_2_0", "ipmi_sun_2_0", "ipmi_non_empty_integrity_check_value",
-	"ipmi_no_checksum_check", "redfish_no_if_match", "redfish_basic_auth", NULL,
-};
-
-const char *bmc_quirk_name(unsigned bit)
-{
-	for (size_t i = 0; i < sizeof(quirks) / sizeof(quirks[0]); i++)
-		if (quirks[i].bit == bit)
-			return quirks[i].name;
-	return "";
-}
-
-int bmc_quirk_parse(const char *name, unsigned *bit)
-{
-	for (size_t i = 0; name && i < sizeof(quirks) / sizeof(quirks[0]); i++)
-		if (strcmp(quirks[i].name, name) == 0) {
-			*bit = quirks[i].bit;
-			return 0;
-		}
-	return FP_EINVAL;
-}
-
 static struct metric_family *m_requests, *m_duration;
 static pthread_once_t metrics_once = PTHREAD_ONCE_INIT;
 

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "base/clock.h"
+#include "core/model.h"
 
 enum bmc_power { BMC_POWER_UNKNOWN = 0, BMC_POWER_ON, BMC_POWER_OFF };
 /* IPMI 2.0 "Chassis Control" (section 28.3) data byte 1 / Redfish ResetType, by meaning:
@@ -50,24 +51,7 @@ int bmc_action_parse(const char *s, enum bmc_power_action *out);
 #define BMC_CAP_SEL (1u << 3)
 #define BMC_CAP_FIRMWARE (1u << 4)
 
-/* BMC quirks: workarounds a driver applies. Named in spec.bmc.quirks (operators) and learned by
- * a driver on first contact (reported through bmc_observed.learned_quirks, kept on the node's
- * status and passed back in bmc_target.quirks on later calls). The IPMI ones are FreeIPMI's
- * IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_* (freeipmi/api/ipmi-api.h). */
-#define BMC_QUIRK_IPMI_OPEN_SESSION_PRIVILEGE (1u << 0) /* "ipmi_open_session_privilege" */
-#define BMC_QUIRK_IPMI_AUTHENTICATION_CAPABILITIES (1u << 1) /* "ipmi_authentication_capabilities" */
-#define BMC_QUIRK_IPMI_INTEL_2_0 (1u << 2)             /* "ipmi_intel_2_0" */
-#define BMC_QUIRK_IPMI_SUPERMICRO_2_0 (1u << 3)        /* "ipmi_supermicro_2_0" */
-#define BMC_QUIRK_IPMI_SUN_2_0 (1u << 4)               /* "ipmi_sun_2_0" */
-#define BMC_QUIRK_IPMI_NON_EMPTY_INTEGRITY_CHECK_VALUE (1u << 5) /* "ipmi_non_empty_integrity_check_value" */
-#define BMC_QUIRK_IPMI_NO_CHECKSUM_CHECK (1u << 6)     /* "ipmi_no_checksum_check" */
-#define BMC_QUIRK_REDFISH_NO_IF_MATCH (1u << 16)       /* "redfish_no_if_match": never send If-Match */
-#define BMC_QUIRK_REDFISH_BASIC_AUTH (1u << 17)        /* "redfish_basic_auth": no sessions */
-/* Name of one quirk bit ("" for an unknown bit); parse a name (FP_EINVAL if unknown). */
-const char *bmc_quirk_name(unsigned bit);
-int bmc_quirk_parse(const char *name, unsigned *bit);
-/* Every known quirk name, NULL-terminated (for error messages and docs). */
-extern const char *const bmc_quirk_names[];
+/* BMC quirks (BMC_QUIRK_*, bmc_quirk_name/parse) are node spec vocabulary: core/model.h. */
 
 /* What a driver observed during a call, beyond its result. The caller zeroes it. */
 struct bmc_observed {

@@ -479,7 +479,7 @@ static void test_enroll_full(void **state)
 		"\"nvlink_domain\":\"nvl-7\"}},\"spec\":{\"site\":\"site-a\",\"rack\":\"r01\","
 		"\"provider\":\"Acme\",\"pool\":\"train\",\"bmc\":{\"driver\":\"ipmi\",\"address\":"
 		"\"10.0.0.3:623\",\"username\":\"admin\",\"password\":\"hunter2\",\"cipher_suite\":3,"
-		"\"quirks\":[\"slow-sel\"]},\"macs\":[\"aa:bb:cc:dd:ee:01\",\"AA:BB:CC:DD:EE:02\"],"
+		"\"quirks\":[\"ipmi_open_session_privilege\"]},\"macs\":[\"aa:bb:cc:dd:ee:01\",\"AA:BB:CC:DD:EE:02\"],"
 		"\"gpus\":{\"count\":8,\"model\":\"NVIDIA H100 80GB HBM3\"},\"retire\":false}}";
 	assert_int_equal(decode_node(doc, 1, &n, e, sizeof(e)), 0);
 	assert_string_equal(n->name, "r01n03");
@@ -496,13 +496,10 @@ static void test_enroll_full(void **state)
 	assert_string_equal(n->bmc.username, "admin");
 	assert_string_equal(n->bmc.password, "hunter2");
 	assert_null(n->bmc.password_file);
-	/* driver-specific fields kept as given, core fields not duplicated there */
-	assert_non_null(n->bmc.extra);
-	assert_int_equal(json_object_size(n->bmc.extra), 2);
-	assert_int_equal(json_integer_value(json_object_get(n->bmc.extra, "cipher_suite")), 3);
-	assert_string_equal(json_string_value(json_array_get(
-				    json_object_get(n->bmc.extra, "quirks"), 0)),
-			    "slow-sel");
+	assert_null(n->bmc.extra);
+	assert_int_equal(n->bmc.cipher_suite, 3);
+	assert_int_equal(n->bmc.tls_verify, 1);
+	assert_int_equal(n->bmc.quirks, BMC_QUIRK_IPMI_OPEN_SESSION_PRIVILEGE);
 	assert_int_equal(n->nmacs, 2);
 	assert_string_equal(n->macs[0], "aa:bb:cc:dd:ee:01");
 	assert_string_equal(n->macs[1], "AA:BB:CC:DD:EE:02");
@@ -515,13 +512,29 @@ static void test_enroll_full(void **state)
 	struct node *d = node_dup(n);
 	assert_ptr_not_equal(d->name, n->name);
 	assert_ptr_not_equal(d->macs[1], n->macs[1]);
-	assert_ptr_not_equal(d->bmc.extra, n->bmc.extra);
 	node_free(n);
 	assert_string_equal(d->bmc.password, "hunter2");
 	assert_string_equal(d->macs[1], "AA:BB:CC:DD:EE:02");
 	assert_string_equal(d->labels[0].key, "rack");
-	assert_int_equal(json_integer_value(json_object_get(d->bmc.extra, "cipher_suite")), 3);
+	assert_int_equal(d->bmc.cipher_suite, 3);
+	assert_int_equal(d->bmc.quirks, BMC_QUIRK_IPMI_OPEN_SESSION_PRIVILEGE);
 	node_free(d);
+	/* spec.bmc extras are checked, each error names the field */
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"quirks\":[\"x\"]}}}",
+			1, FP_EINVAL, "spec.bmc.quirks[0]: expected one of ipmi_open_session_privilege, "
+			"ipmi_authentication_capabilities, ipmi_intel_2_0, ipmi_supermicro_2_0, "
+			"ipmi_sun_2_0, ipmi_non_empty_integrity_check_value, ipmi_no_checksum_check, "
+			"redfish_no_if_match, redfish_basic_auth");
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"cipher_suite\":18}}}",
+			1, FP_EINVAL, "spec.bmc.cipher_suite: 18 is out of range 0..17");
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"tls_verify\":1}}}",
+			1, FP_EINVAL, "spec.bmc.tls_verify: expected true or false");
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"ca_file\":\"c.pem\"}}}",
+			1, FP_EINVAL, "spec.bmc.ca_file: expected an absolute path on the server");
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"system\":\"a/b\"}}}",
+			1, FP_EINVAL,
+			"spec.bmc.system: \"a/b\" is not a Redfish resource Id (letters, digits, "
+			"'.', '_', '-')");
 
 	assert_int_equal(decode_node("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"retire\":true,"
 				     "\"bmc\":{\"driver\":\"redfish\",\"address\":"
