@@ -4,8 +4,9 @@
 set -euo pipefail
 
 build_pkgs=(build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev
-	libcurl4-openssl-dev libsodium-dev)
-test_pkgs=(libcmocka-dev clang libclang-rt-14-dev prometheus curl procps jq)
+	libcurl4-openssl-dev libsodium-dev libfreeipmi-dev)
+test_pkgs=(libcmocka-dev clang libclang-rt-14-dev prometheus curl procps jq
+	openipmi ipmitool python3 python3-sushy)
 
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
