@@ -152,7 +152,7 @@ static const char *const k_bmc[] = {"driver", "address", "username", "password",
 static const char *const k_gpus[] = {"count", "model", NULL};
 static const char *const k_status[] = {"phase",    "phaseSince", "holds",     "conditions",
 				       "operation", "lastBoot",  "validation", "inventory",
-				       "bmc",       NULL};
+				       "bmc",       "queuedOperations", NULL};
 static const char *const k_status_bmc[] = {"quirks", NULL};
 static const char *const k_hold[] = {"owner", "reason", "since", "expires", NULL};
 static const char *const k_cond[] = {"type", "status", "reason", "message", "since", NULL};
@@ -390,6 +390,26 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 	if ((rc = opt_time(st, "phaseSince", "status", &n->phase_since, err, errlen)) < 0 ||
 	    (rc = opt_str(st, "operation", "status", 64, &n->operation, err, errlen)) < 0)
 		return rc;
+	json_t *queued = json_object_get(st, "queuedOperations");
+	if (queued && !json_is_null(queued)) {
+		if (!json_is_array(queued) || json_array_size(queued) > NODE_MAX_QUEUED)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "status.queuedOperations: expected an array of at most %d "
+				       "operation ids",
+				       NODE_MAX_QUEUED);
+		n->queued_ops = xcalloc(json_array_size(queued) + 1, sizeof(char *));
+		for (size_t i = 0; i < json_array_size(queued); i++) {
+			const json_t *q = json_array_get(queued, i);
+			if (!json_is_string(q) || json_string_length(q) == 0 ||
+			    json_string_length(q) > 64 ||
+			    strlen(json_string_value(q)) != json_string_length(q))
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "status.queuedOperations[%zu]: expected an operation "
+					       "id of 1..64 characters",
+					       i);
+			n->queued_ops[n->nqueued++] = xstrdup(json_string_value(q));
+		}
+	}
 	json_t *holds = json_object_get(st, "holds");
 	if (holds && !json_is_null(holds)) {
 		if (!json_is_array(holds) || json_array_size(holds) > NODE_MAX_HOLDS)
@@ -623,6 +643,12 @@ json_t *node_to_json(const struct node *n, enum node_json_mode mode)
 	}
 	json_object_set_new(st, "conditions", conds);
 	put_str(st, "operation", n->operation);
+	if (n->nqueued) {
+		json_t *q = json_array();
+		for (size_t i = 0; i < n->nqueued; i++)
+			json_array_append_new(q, json_string(n->queued_ops[i]));
+		json_object_set_new(st, "queuedOperations", q);
+	}
 	if (n->bmc_quirks) {
 		json_t *sb = json_object();
 		json_object_set_new(sb, "quirks", encode_quirks(n->bmc_quirks));

@@ -151,6 +151,9 @@ void node_free(struct node *n)
 		cond_release(&n->conditions[i]);
 	free(n->conditions);
 	free(n->operation);
+	for (size_t i = 0; i < n->nqueued; i++)
+		free(n->queued_ops[i]);
+	free(n->queued_ops);
 	free(n->last_boot_id);
 	free(n->validation_boot_id);
 	json_decref(n->inventory);
@@ -208,6 +211,9 @@ struct node *node_dup(const struct node *n)
 		d->conditions[i].message = dupn(n->conditions[i].message);
 	}
 	d->operation = dupn(n->operation);
+	d->queued_ops = n->nqueued ? xcalloc(n->nqueued, sizeof(char *)) : NULL;
+	for (size_t i = 0; i < n->nqueued; i++)
+		d->queued_ops[i] = xstrdup(n->queued_ops[i]);
 	d->last_boot_id = dupn(n->last_boot_id);
 	d->validation_boot_id = dupn(n->validation_boot_id);
 	d->inventory = n->inventory ? json_deep_copy(n->inventory) : NULL;

@@ -70,6 +70,7 @@ struct node_condition {
 #define NODE_MAX_CONDITIONS 32
 #define NODE_MAX_LABELS 64
 #define NODE_MAX_MACS 16
+#define NODE_MAX_QUEUED 8
 
 struct node_label {
 	char *key;
@@ -137,6 +138,9 @@ struct node {
 	struct node_condition *conditions;
 	size_t nconditions;
 	char *operation;       /* id of the operation in flight, or NULL */
+	char **queued_ops;     /* status.queuedOperations: ids of operations (power) waiting for
+				* the one in flight, oldest first; at most NODE_MAX_QUEUED */
+	size_t nqueued;
 	int64_t last_boot_at;  /* boot callback received (deploy agent / sim) */
 	char *last_boot_id;
 	int64_t validated_at;  /* validation report received */
