@@ -28,6 +28,7 @@
 #include "controller/lifecycle.h"
 #include "core/codec.h"
 #include "core/event.h"
+#include "core/secret.h"
 #include "driver/bmc_sim.h"
 #include "engine/cache.h"
 #include "engine/clock.h"
@@ -41,6 +42,9 @@
 
 struct serve {
 	const char *data_dir;
+	const char *cred_dir; /* --bmc-credentials-dir: where spec.bmc.password_file names live */
+	char cred_dir_buf[4200];
+	struct secret_key *key; /* <data-dir>/secret.key: seals stored BMC passwords */
 	const char *listen;
 	long sim_nodes;
 	double sim_speed;
@@ -72,9 +76,13 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: fleetplane serve --data-dir DIR [--listen ADDR] [--sim N] [--sim-speed X]\n"
 		"                        [--sim-faults SEED] [--workers N] [--site-qps Q]\n"
+		"                        [--bmc-credentials-dir DIR]\n"
 		"                        [--log-level debug|info|warn|error]\n"
 		"\n"
-		"  --data-dir DIR      store, admin.token and state live here (created 0700)\n"
+		"  --data-dir DIR      store, admin.token, secret.key and state live here\n"
+		"                      (created 0700)\n"
+		"  --bmc-credentials-dir DIR  spec.bmc.password_file names a file in DIR (default\n"
+		"                      DATA_DIR/bmc-credentials, created 0700)\n"
 		"  --listen ADDR       host:port for the API (default 127.0.0.1:7070)\n"
 		"  --sim N             create, if absent, site " SIM_SITE " with racks of 8 nodes and\n"
 		"                      N enrolled simulated 8-GPU nodes (idempotent)\n"
@@ -360,6 +368,8 @@ static void shutdown_all(struct serve *sv)
 	ratelimit_free(sv->limits);
 	clock_free(sv->clock);
 	store_close(sv->store);
+	secret_set_store_key(NULL);
+	secret_key_free(sv->key);
 	fp_rng_release(&sv->rng);
 	pthread_rwlock_destroy(&sv->life);
 }
@@ -374,6 +384,7 @@ int cmd_serve(int argc, char **argv)
 		{"sim-faults", required_argument, NULL, 'f'}, {"workers", required_argument, NULL, 'w'},
 		{"site-qps", required_argument, NULL, 'q'}, {"log-level", required_argument, NULL, 'L'},
 		{"executor-threads", required_argument, NULL, 'e'},
+		{"bmc-credentials-dir", required_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int c, exec_threads_set = 0;
 	long v;
@@ -385,6 +396,13 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'l':
 			sv.listen = optarg;
+			break;
+		case 'C':
+			if (!*optarg) {
+				fprintf(stderr, "error: --bmc-credentials-dir: must not be empty\n");
+				return 2;
+			}
+			sv.cred_dir = optarg;
 			break;
 		case 's':
 			if (parse_long(optarg, 0, SIM_MAX_NODES, &sv.sim_nodes) < 0) {
@@ -464,6 +482,7 @@ int cmd_serve(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	char err[512];
 	/* The store holds BMC credentials and token hashes: files are for the owner only. */
 	umask(077);
 	if (mkdir(sv.data_dir, 0700) < 0 && errno != EEXIST) {
@@ -495,6 +514,34 @@ int cmd_serve(int argc, char **argv)
 		return 1;
 	}
 
+	/* The key that seals BMC passwords in the store: created at the first start, refused when
+	 * anyone but this user could read it. */
+	char keypath[4200];
+	snprintf(keypath, sizeof(keypath), "%s/secret.key", sv.data_dir);
+	int key_created = 0;
+	if (secret_key_load_or_create(keypath, &sv.key, &key_created, err, sizeof(err)) < 0) {
+		fprintf(stderr, "error: secret key: %s\n", err);
+		return 1;
+	}
+	if (key_created)
+		log_info("serve: created the BMC password key path=%s", keypath);
+	secret_set_store_key(sv.key);
+	if (!sv.cred_dir) {
+		snprintf(sv.cred_dir_buf, sizeof(sv.cred_dir_buf), "%s/bmc-credentials", sv.data_dir);
+		sv.cred_dir = sv.cred_dir_buf;
+	}
+	if (mkdir(sv.cred_dir, 0700) < 0 && errno != EEXIST) {
+		fprintf(stderr, "error: cannot create the BMC credentials dir %s: %s\n", sv.cred_dir,
+			strerror(errno));
+		secret_key_free(sv.key);
+		return 1;
+	}
+	if (stat(sv.cred_dir, &dst) < 0 || !S_ISDIR(dst.st_mode)) {
+		fprintf(stderr, "error: BMC credentials dir %s is not a directory\n", sv.cred_dir);
+		secret_key_free(sv.key);
+		return 1;
+	}
+
 	/* Block the stop signals in every thread; main waits for them with sigwait. */
 	sigset_t stop;
 	sigemptyset(&stop);
@@ -504,7 +551,7 @@ int cmd_serve(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	pthread_rwlock_init(&sv.life, NULL);
-	char err[512], uri[4200];
+	char uri[4200];
 	snprintf(uri, sizeof(uri), "sqlite:%s/fleetplane.db", sv.data_dir);
 	int rc = store_open(uri, &sv.store, err, sizeof(err));
 	if (rc < 0) {

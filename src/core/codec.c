@@ -11,6 +11,7 @@
 #include "base/err.h"
 #include "base/jsonx.h"
 #include "base/timefmt.h"
+#include "core/secret.h"
 
 #define MAX_TEXT 1024 /* reasons, messages */
 #define MAX_SHORT 256 /* addresses, models, owners */
@@ -148,7 +149,7 @@ static const char *const k_spec[] = {"site", "rack", "provider", "pool", "bmc", 
 				     "retire", NULL};
 static const char *const k_bmc[] = {"driver", "address", "username", "password",
 				    "password_file", "cipher_suite", "tls_verify", "ca_file",
-				    "system", "quirks", NULL};
+				    "system", "quirks", "password_sealed", NULL};
 static const char *const k_gpus[] = {"count", "model", NULL};
 static const char *const k_status[] = {"phase",    "phaseSince", "holds",     "conditions",
 				       "operation", "lastBoot",  "validation", "inventory",
@@ -513,6 +514,49 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 	return 0;
 }
 
+/* BMC credentials at rest (core/secret.h). A stored document carries the password either as
+ * spec.bmc.password_sealed ("sb1:" text, written whenever a key is set) or, from an older store
+ * or a process without a key, as plaintext spec.bmc.password (sealed on the next write). A
+ * sealed text the key cannot open is kept in bmc.password_sealed, never an error: the node
+ * still decodes and secret_bmc_password answers the BMC call with a clear FP_EAUTH. */
+static int decode_bmc_secret_stored(const json_t *doc, struct node *n, char *err, size_t errlen)
+{
+	json_t *sealed = json_object_get(jsonx_path(doc, "spec.bmc"), "password_sealed");
+	if (!sealed || json_is_null(sealed))
+		return 0;
+	if (!json_is_string(sealed))
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.password_sealed: expected a string");
+	if (n->bmc.password) /* both: the plaintext one is the newer (set without a key) */
+		return 0;
+	const struct secret_key *k = secret_store_key();
+	char e[160];
+	if (!k || secret_open(k, json_string_value(sealed), &n->bmc.password, e, sizeof(e)) < 0)
+		n->bmc.password_sealed = xstrdup(json_string_value(sealed));
+	return 0;
+}
+
+/* An API body: password_sealed is the server's own field, and password_file must be a plain
+ * file name inside serve's --bmc-credentials-dir (so no request can make serve read and send
+ * an arbitrary server file to a BMC address of the client's choosing). */
+static int check_bmc_secret_input(const json_t *doc, const struct node *n, char *err,
+				  size_t errlen)
+{
+	if (json_object_get(jsonx_path(doc, "spec.bmc"), "password_sealed"))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.password_sealed: written by the server only; send "
+			       "spec.bmc.password or spec.bmc.password_file");
+	if (n->bmc.password_file) {
+		int rc = secret_password_file_validate(n->bmc.password_file, err, errlen);
+		if (rc < 0)
+			return rc;
+		if (n->bmc.password)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "spec.bmc.password_file: set either spec.bmc.password or "
+				       "spec.bmc.password_file, not both");
+	}
+	return 0;
+}
+
 static int check_kind(const json_t *doc, const char *kind, char *err, size_t errlen)
 {
 	if (!json_is_object(doc))
@@ -535,6 +579,8 @@ int node_from_json(const json_t *doc, int64_t rv, struct node **out, char *err, 
 	if (rc == 0)
 		rc = decode_spec(doc, n, err, errlen);
 	if (rc == 0)
+		rc = decode_bmc_secret_stored(doc, n, err, errlen);
+	if (rc == 0)
 		rc = decode_status(doc, n, err, errlen);
 	if (rc < 0) {
 		node_free(n);
@@ -554,6 +600,8 @@ int node_from_enroll_json(const json_t *doc, struct node **out, char *err, size_
 		rc = decode_meta(doc, n, err, errlen);
 	if (rc == 0)
 		rc = decode_spec(doc, n, err, errlen);
+	if (rc == 0)
+		rc = check_bmc_secret_input(doc, n, err, errlen);
 	if (rc < 0) {
 		node_free(n);
 		*out = NULL;
@@ -599,7 +647,17 @@ json_t *node_to_json(const struct node *n, enum node_json_mode mode)
 		json_object_set_new(bmc, "quirks", encode_quirks(n->bmc.quirks));
 	if (mode == NODE_JSON_STORE) {
 		/* Credentials, and where they live on the server, stay out of API answers. */
-		put_str(bmc, "password", n->bmc.password);
+		const struct secret_key *k = secret_store_key();
+		char *sealed = NULL;
+		if (n->bmc.password && k) {
+			/* Cannot fail: decoders bound the password far below SECRET_MAX_PLAIN. */
+			BUG_ON(secret_seal(k, n->bmc.password, &sealed, NULL, 0) < 0);
+			put_str(bmc, "password_sealed", sealed);
+		} else if (n->bmc.password) /* no key configured (tools, tests of other modules) */
+			put_str(bmc, "password", n->bmc.password);
+		else
+			put_str(bmc, "password_sealed", n->bmc.password_sealed); /* kept as read */
+		free(sealed);
 		put_str(bmc, "password_file", n->bmc.password_file);
 	}
 	json_object_set_new(spec, "bmc", bmc);

@@ -119,6 +119,7 @@ static void bmc_release(struct node_bmc *b)
 	free(b->username);
 	fp_free_secret(b->password);
 	free(b->password_file);
+	free(b->password_sealed);
 	free(b->ca_file);
 	free(b->system);
 	json_decref(b->extra);
@@ -186,6 +187,7 @@ struct node *node_dup(const struct node *n)
 	d->bmc.username = dupn(n->bmc.username);
 	d->bmc.password = dupn(n->bmc.password);
 	d->bmc.password_file = dupn(n->bmc.password_file);
+	d->bmc.password_sealed = dupn(n->bmc.password_sealed);
 	d->bmc.cipher_suite = n->bmc.cipher_suite;
 	d->bmc.tls_verify = n->bmc.tls_verify;
 	d->bmc.ca_file = dupn(n->bmc.ca_file);

@@ -103,6 +103,10 @@ struct node_bmc {
 	char *username;
 	char *password;
 	char *password_file; /* a file name inside serve's --bmc-credentials-dir */
+	/* A stored spec.bmc.password_sealed text (core/secret.h) the process's key could not open
+	 * (secret.key replaced, or none configured): kept so it is written back unchanged, never
+	 * sent to a BMC. NULL when password holds the opened password. */
+	char *password_sealed;
 	int cipher_suite; /* IPMI 2.0 cipher suite id 0..17; -1 = driver default (3) */
 	int tls_verify;   /* Redfish: 1 (default) or 0 */
 	char *ca_file;    /* Redfish: PEM CA bundle path, or NULL */

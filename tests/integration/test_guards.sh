@@ -23,7 +23,7 @@ resp=$(api DELETE /v1/tokens/admin)
 assert_eq 409 "$(echo "$resp" | head -1)" "status of self-revoke"
 assert_eq 200 "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $FLEETPLANE_TOKEN" "$FLEETPLANE_URL/v1/nodes?limit=1")" "admin token after refused self-revoke"
 # password_file is accepted but never returned.
-resp=$(api POST /v1/nodes '{"metadata":{"name":"pf1"},"spec":{"bmc":{"driver":"sim","password_file":"/etc/fp/bmc-pw"}}}')
+resp=$(api POST /v1/nodes '{"metadata":{"name":"pf1"},"spec":{"bmc":{"driver":"sim","password_file":"bmc-pw"}}}')
 assert_eq 201 "$(echo "$resp" | head -1)" "enroll with password_file"
 echo "$resp" | grep -q "bmc-pw" && fail "password_file returned by POST"
 "$FP" node get pf1 -o json | grep -q "bmc-pw" && fail "password_file returned by GET"

@@ -1,0 +1,94 @@
+/* core/secret.h - BMC credentials at rest and at the point of use.
+ *
+ * The store holds each node's spec.bmc.password sealed with one 32-byte key kept in
+ * <data-dir>/secret.key (mode 0600, created at serve's first start): libsodium's secretbox
+ * (XSalsa20-Poly1305, crypto_secretbox_easy; https://doc.libsodium.org/secret-key_cryptography/
+ * secretbox) with a random 24-byte nonce per seal. The sealed text is
+ * "sb1:" + base64 (RFC 4648 section 4, padded) of nonce || ciphertext-with-MAC, and it lives in
+ * the stored node document under spec.bmc.password_sealed (the plaintext key "password" is
+ * written only when no key is configured, i.e. by tools and tests that never call
+ * secret_set_store_key). core/codec.c seals on NODE_JSON_STORE encode and opens on decode through
+ * the process-wide key set here.
+ *
+ * spec.bmc.password_file names a file inside serve's --bmc-credentials-dir (a plain file name,
+ * never a path): secret_bmc_password resolves the password a BMC call should use, from the
+ * spec or from that file, at the moment of the call.
+ *
+ * Key material lives in sodium_malloc'd memory (guard pages, mlock'd where allowed) and is wiped
+ * with sodium_memzero when freed. Nothing here ever puts a password or key byte into err. */
+#ifndef FP_CORE_SECRET_H
+#define FP_CORE_SECRET_H
+
+#include <stddef.h>
+
+#include "core/model.h"
+
+#define SECRET_KEY_BYTES 32      /* crypto_secretbox_KEYBYTES */
+#define SECRET_SEALED_PREFIX "sb1:"
+#define SECRET_MAX_PLAIN 1024    /* longest password sealed or read from a password file */
+#define SECRET_FILE_NAME_MAX 128 /* longest spec.bmc.password_file */
+
+struct secret_key;
+
+/* secret_key_load_or_create reads the key from path, or creates it when path does not exist:
+ * 32 bytes from randombytes_buf written with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600, fsync'd.
+ * An existing file must be a regular file (not a symlink) owned by this user, with no
+ * group/other permission bits, and exactly 32 bytes long; otherwise FP_EPERM (ownership or
+ * mode) or FP_EINVAL (size, type) with the path and the fix in err, e.g.
+ * "<path> is readable or writable by group or others (mode 0644); run chmod 600 <path>".
+ * FP_EIO for other I/O errors (with strerror). *created is set to 1 when this call created the
+ * file (may be NULL). On success *out is owned by the caller (secret_key_free). */
+int secret_key_load_or_create(const char *path, struct secret_key **out, int *created, char *err,
+			      size_t errlen);
+
+/* secret_key_from_bytes copies len == SECRET_KEY_BYTES bytes into a new key (tests, tools).
+ * Returns NULL for any other len. Owned by the caller. */
+struct secret_key *secret_key_from_bytes(const unsigned char *bytes, size_t len);
+
+/* secret_key_free wipes and frees the key. NULL is a no-op. */
+void secret_key_free(struct secret_key *k);
+
+/* secret_seal seals the NUL-terminated plain (at most SECRET_MAX_PLAIN bytes, FP_ETOOBIG
+ * otherwise) under k with a fresh random nonce and stores the "sb1:..." text in *out (a new
+ * string the caller frees; it is not secret). Returns 0, FP_ETOOBIG or FP_EINVAL (NULL k). */
+int secret_seal(const struct secret_key *k, const char *plain, char **out, char *err,
+		size_t errlen);
+
+/* secret_open opens a text made by secret_seal. On success *out is the plaintext, a new string
+ * the caller frees with fp_free_secret. Errors (err never holds plaintext):
+ * FP_EPARSE for a text without the "sb1:" prefix, with bad base64, or too short/long to hold a
+ * nonce and a MAC; FP_EAUTH when the MAC does not verify (another key, or the text was altered)
+ * or the plaintext holds a NUL byte. */
+int secret_open(const struct secret_key *k, const char *sealed, char **out, char *err,
+		size_t errlen);
+
+/* secret_set_store_key makes k the process-wide key core/codec.c seals and opens stored BMC
+ * passwords with (borrowed: keep it alive until secret_set_store_key(NULL)); NULL turns sealing
+ * off (stored documents then carry "password" in plaintext, as unit tests of other modules
+ * expect). serve calls it once at start, before any thread decodes a node. */
+void secret_set_store_key(const struct secret_key *k);
+/* secret_store_key returns the key set above, or NULL. */
+const struct secret_key *secret_store_key(void);
+
+/* secret_password_file_validate checks a spec.bmc.password_file value: 1..128 characters of
+ * [A-Za-z0-9._-], not starting with '.', so it can only name a file directly inside the
+ * credentials directory. Returns 0 or FP_EINVAL with "spec.bmc.password_file: ..." in err. */
+int secret_password_file_validate(const char *name, char *err, size_t errlen);
+
+/* secret_bmc_password resolves the password a BMC call uses for b:
+ *   - b->password when set (the spec, already opened by the codec);
+ *   - else, when b->password_file is set, the content of cred_dir/<password_file>: opened with
+ *     O_NOFOLLOW (a symlink is refused), a regular file owned by this process's effective user,
+ *     at most SECRET_MAX_PLAIN bytes, no NUL byte, one trailing "\n" or "\r\n" stripped;
+ *   - else, when b->password_sealed is set (a stored password the current key cannot open),
+ *     FP_EAUTH "cannot decrypt the BMC password (was secret.key replaced?)";
+ *   - else no password: *out = NULL and 0 (the sim driver needs none).
+ * On success *out is a new string the caller frees with fp_free_secret (or NULL as above).
+ * Errors, with the file's path (never its content) in err: FP_EINVAL for a bad file name or a
+ * NULL/empty cred_dir, FP_ENOTFOUND when the file does not exist, FP_EPERM for a symlink, a
+ * file owned by another user or not readable, FP_EINVAL for a non-regular file or a NUL byte,
+ * FP_ETOOBIG for a file over SECRET_MAX_PLAIN bytes, FP_EIO for other read errors. */
+int secret_bmc_password(const struct node_bmc *b, const char *cred_dir, char **out, char *err,
+			size_t errlen);
+
+#endif
