@@ -14,6 +14,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,12 +53,21 @@ enum step_result { STEP_DONE, STEP_WAIT, STEP_RETRY, STEP_FAIL, STEP_BUSY };
 
 struct lifecycle;
 
-/* Status observations a task's steps made (conditions, inventory); written to the node in one
- * update when the task ends instead of one write per observation. */
+#define DELTA_MAX_EVENTS 4
+
+/* Status observations a task's steps made (conditions, inventory, learned BMC quirks, breaker
+ * transitions); written to the node in one update, with their events, when the task ends
+ * instead of one write per observation. */
 struct status_delta {
 	const char *types[8]; /* condition types touched; static strings */
 	size_t ntypes;
 	int inventory;
+	unsigned quirks;      /* BMC_QUIRK_* a driver reported learning */
+	struct {
+		const char *type, *reason; /* static strings */
+		char msg[256];
+	} ev[DELTA_MAX_EVENTS];
+	size_t nev;
 };
 
 struct step_ctx {
@@ -69,6 +79,10 @@ struct step_ctx {
 	struct bmc_target t;
 	int64_t call_deadline; /* monotonic ms for BMC calls */
 	int64_t wait_ms;       /* STEP_WAIT / STEP_BUSY: when to look again */
+	struct bmc_observed obs; /* zeroed before each step; x.t.observed points here */
+	int bmc_answered;      /* a BMC call returned (0 or an answer other than timeout/EIO) */
+	int bmc_down;          /* a BMC call timed out or could not connect */
+	int save_on_busy;      /* STEP_BUSY that must persist the step's deadline */
 	char err[256];
 };
 
@@ -206,57 +220,81 @@ static int load_op(struct lifecycle *lc, const char *id, struct operation **out)
 
 /* Commits a node (CAS on its resource_version), optionally a finished operation (CAS on its
  * resource_version: the operation's end and what the node does next are one write), a new
- * operation (create-if-absent) and an event, in one transaction. Updates
+ * operation (create-if-absent), an event, cancelled operations (queued ones dropped by a
+ * retire; CAS each) and the events of a status delta, in one transaction. Updates
  * n->resource_version on success. */
-static int commit(struct lifecycle *lc, struct node *n, const struct operation *new_op,
-		  const char *ev_type, const char *ev_reason, const char *ev_msg,
-		  const struct operation *done_op)
+static int commit_x(struct lifecycle *lc, struct node *n, const struct operation *new_op,
+		    const char *ev_type, const char *ev_reason, const char *ev_msg,
+		    const struct operation *done_op, struct operation *const *cancel,
+		    size_t ncancel, const struct status_delta *d)
 {
-	struct store_op ops[4];
-	size_t nops = 0;
-	char nkey[STORE_MAX_KEY + 1], *okey = NULL, *oval = NULL, *ekey = NULL, *eval = NULL;
-	char *dkey = NULL, *dval = NULL;
+	enum { MAX_OPS = 4 + NODE_MAX_QUEUED + DELTA_MAX_EVENTS };
+	struct store_op ops[MAX_OPS];
+	char *own[2 * MAX_OPS];
+	size_t nops = 0, nown = 0;
+	char nkey[STORE_MAX_KEY + 1];
 	snprintf(nkey, sizeof(nkey), "/nodes/%s", n->name);
 	json_t *nj = node_to_json(n, NODE_JSON_STORE);
-	char *nval = jsonx_dumps(nj);
+	char *nval = own[nown++] = jsonx_dumps(nj);
 	json_decref(nj);
 	ops[nops++] = (struct store_op){STORE_OP_PUT, nkey, nval, n->resource_version};
+	const struct operation *docs[2 + NODE_MAX_QUEUED];
+	int64_t expect[2 + NODE_MAX_QUEUED];
+	size_t ndocs = 0;
 	if (new_op) {
-		json_t *oj = operation_to_json(new_op, 0);
-		okey = xasprintf("/operations/%s", new_op->id);
-		oval = jsonx_dumps(oj);
-		json_decref(oj);
-		ops[nops++] = (struct store_op){STORE_OP_PUT, okey, oval, STORE_ABSENT};
+		docs[ndocs] = new_op;
+		expect[ndocs++] = STORE_ABSENT;
 	}
 	if (done_op) {
-		json_t *dj = operation_to_json(done_op, 0);
-		dkey = xasprintf("/operations/%s", done_op->id);
-		dval = jsonx_dumps(dj);
-		json_decref(dj);
-		ops[nops++] = (struct store_op){STORE_OP_PUT, dkey, dval, done_op->resource_version};
+		docs[ndocs] = done_op;
+		expect[ndocs++] = done_op->resource_version;
 	}
-	if (ev_reason)
-		event_op(lc, &ops[nops++], &ekey, &eval, ev_type, n->name, ev_reason, ev_msg);
+	for (size_t i = 0; i < ncancel && i < NODE_MAX_QUEUED; i++) {
+		docs[ndocs] = cancel[i];
+		expect[ndocs++] = cancel[i]->resource_version;
+	}
+	for (size_t i = 0; i < ndocs; i++) {
+		json_t *oj = operation_to_json(docs[i], 0);
+		char *k = own[nown++] = xasprintf("/operations/%s", docs[i]->id);
+		char *v = own[nown++] = jsonx_dumps(oj);
+		json_decref(oj);
+		ops[nops++] = (struct store_op){STORE_OP_PUT, k, v, expect[i]};
+	}
+	if (ev_reason) {
+		event_op(lc, &ops[nops], &own[nown], &own[nown + 1], ev_type, n->name, ev_reason,
+			 ev_msg);
+		nops++;
+		nown += 2;
+	}
+	for (size_t i = 0; d && i < d->nev; i++) {
+		event_op(lc, &ops[nops], &own[nown], &own[nown + 1], d->ev[i].type, n->name,
+			 d->ev[i].reason, d->ev[i].msg);
+		nops++;
+		nown += 2;
+	}
 	int64_t rev = 0;
 	int rc = store_txn(lc->cfg.store, ops, nops, &rev, NULL);
 	if (rc == 0)
 		n->resource_version = rev;
-	free(dkey);
-	free(dval);
-	free(nval);
-	free(okey);
-	free(oval);
-	free(ekey);
-	free(eval);
+	for (size_t i = 0; i < nown; i++)
+		free(own[i]);
 	return rc;
+}
+
+static int commit(struct lifecycle *lc, struct node *n, const struct operation *new_op,
+		  const char *ev_type, const char *ev_reason, const char *ev_msg,
+		  const struct operation *done_op)
+{
+	return commit_x(lc, n, new_op, ev_type, ev_reason, ev_msg, done_op, NULL, 0, NULL);
 }
 
 typedef int (*node_mutate_fn)(struct node *n, void *arg);
 
 /* Read-modify-write of a node from the store with CAS retries. mutate returns 1 to write, 0 to
- * skip, < 0 to abort. If out is not NULL it receives the node as now stored (caller frees). */
-static int update_node(struct lifecycle *lc, const char *name, node_mutate_fn mutate, void *arg,
-		       struct node **out)
+ * skip, < 0 to abort; it may fill evs (events written in the same transaction; it resets them
+ * on each attempt). If out is not NULL it receives the node as now stored (caller frees). */
+static int update_node_ev(struct lifecycle *lc, const char *name, node_mutate_fn mutate,
+			  void *arg, struct node **out, const struct status_delta *evs)
 {
 	for (int attempt = 0; attempt < 8; attempt++) {
 		struct node *n = NULL;
@@ -265,7 +303,7 @@ static int update_node(struct lifecycle *lc, const char *name, node_mutate_fn mu
 			return rc;
 		rc = mutate(n, arg);
 		if (rc > 0)
-			rc = commit(lc, n, NULL, NULL, NULL, NULL, NULL);
+			rc = commit_x(lc, n, NULL, NULL, NULL, NULL, NULL, NULL, 0, evs);
 		if (rc >= 0 && out) {
 			*out = n;
 			n = NULL;
@@ -275,6 +313,12 @@ static int update_node(struct lifecycle *lc, const char *name, node_mutate_fn mu
 			return rc < 0 ? rc : 0;
 	}
 	return FP_ECONFLICT;
+}
+
+static int update_node(struct lifecycle *lc, const char *name, node_mutate_fn mutate, void *arg,
+		       struct node **out)
+{
+	return update_node_ev(lc, name, mutate, arg, out, NULL);
 }
 
 static int save_op(struct lifecycle *lc, struct operation *op)
@@ -312,12 +356,56 @@ static void set_condition(struct step_ctx *x, const char *type, enum cond_status
 struct delta_arg {
 	const struct node *src;
 	const struct status_delta *delta;
+	struct status_delta evs; /* the events this write carries */
 };
+
+/* Appends an event to a delta (dropped past DELTA_MAX_EVENTS: the condition still says it). */
+static void delta_event(struct status_delta *d, const char *type, const char *reason,
+			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void delta_event(struct status_delta *d, const char *type, const char *reason,
+			const char *fmt, ...)
+{
+	if (d->nev >= DELTA_MAX_EVENTS)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(d->ev[d->nev].msg, sizeof(d->ev[d->nev].msg), fmt, ap);
+	va_end(ap);
+	d->ev[d->nev].type = type;
+	d->ev[d->nev].reason = reason;
+	d->nev++;
+}
+
+static void quirk_names(unsigned bits, char *out, size_t len)
+{
+	size_t w = 0;
+	out[0] = 0;
+	for (unsigned b = 1; b && w < len; b <<= 1)
+		if ((bits & b) && *bmc_quirk_name(b)) {
+			int k = snprintf(out + w, len - w, "%s%s", w ? ", " : "", bmc_quirk_name(b));
+			if (k < 0)
+				break;
+			w += (size_t)k;
+		}
+}
 
 static int mutate_apply_delta(struct node *n, void *arg)
 {
-	const struct delta_arg *a = arg;
+	struct delta_arg *a = arg;
 	int changed = 0;
+	a->evs = *a->delta; /* breaker transitions: once, as they happened */
+	unsigned learned = a->delta->quirks & ~n->bmc_quirks;
+	if (learned) {
+		char names[200];
+		quirk_names(learned, names, sizeof(names));
+		n->bmc_quirks |= learned;
+		delta_event(&a->evs, "Normal", "BMCQuirkLearned",
+			    "the %s driver found it needs: %s (kept in status.bmc.quirks)",
+			    n->bmc.driver ? n->bmc.driver : "?", names);
+		changed = 1;
+	}
+	if (a->evs.nev)
+		changed = 1;
 	for (size_t i = 0; i < a->delta->ntypes; i++) {
 		const struct node_condition *c = node_condition_get(a->src, a->delta->types[i]);
 		if (c)
@@ -337,11 +425,14 @@ static int mutate_apply_delta(struct node *n, void *arg)
  * later compare-and-swap writes of the task start from it. */
 static void flush_status(struct lifecycle *lc, struct node **np, struct status_delta *d)
 {
-	if (!d->ntypes && !d->inventory)
+	if (!d->ntypes && !d->inventory && !d->quirks && !d->nev)
 		return;
-	struct delta_arg a = {*np, d};
+	struct delta_arg *a = xcalloc(1, sizeof(*a));
+	a->src = *np;
+	a->delta = d;
 	struct node *stored = NULL;
-	int rc = update_node(lc, (*np)->name, mutate_apply_delta, &a, &stored);
+	int rc = update_node_ev(lc, (*np)->name, mutate_apply_delta, a, &stored, &a->evs);
+	free(a);
 	if (rc < 0)
 		log_warn("lifecycle: could not record node status node=%s rc=%s", (*np)->name,
 			 fp_err_name(rc));
@@ -352,7 +443,7 @@ static void flush_status(struct lifecycle *lc, struct node **np, struct status_d
 	memset(d, 0, sizeof(*d));
 }
 
-/* A BMC call failed: record reachability and pick retry or fail. */
+/* A BMC call failed: record reachability and pick retry, wait or fail. */
 static enum step_result bmc_failed(struct step_ctx *x, int rc, const char *what)
 {
 	char msg[sizeof(x->err)];
@@ -361,27 +452,82 @@ static enum step_result bmc_failed(struct step_ctx *x, int rc, const char *what)
 		snprintf(msg + w, sizeof(msg) - (size_t)w, "%.*s", (int)(sizeof(msg) - (size_t)w - 1),
 			 x->err[0] ? x->err : fp_err_msg(rc));
 	memcpy(x->err, msg, sizeof(msg));
-	if (rc == FP_ETIMEDOUT || rc == FP_EIO)
+	if (rc == FP_ETIMEDOUT || rc == FP_EIO) {
+		x->bmc_down = 1;
+		x->bmc_answered = 0;
 		set_condition(x, "BMCReachable", COND_FALSE,
 			      rc == FP_ETIMEDOUT ? "Timeout" : "Unreachable", msg);
+		return STEP_RETRY;
+	}
+	x->bmc_answered = 1;
+	x->bmc_down = 0;
+	if (rc == FP_EAGAIN && x->obs.retry_after_ms > 0) {
+		/* The BMC asked to be left alone (Redfish 429/503 with Retry-After, RFC 9110
+		 * section 10.2.3): wait as asked, without spending an attempt. */
+		x->wait_ms = x->obs.retry_after_ms;
+		snprintf(x->err, sizeof(x->err), "%s: the BMC asked to wait %lld ms (Retry-After)",
+			 what, (long long)x->obs.retry_after_ms);
+		x->save_on_busy = 1;
+		return STEP_BUSY;
+	}
+	if (rc == FP_EAUTH) {
+		/* Retrying refused credentials locks BMC accounts: fail at once. */
+		set_condition(x, "BMCReachable", COND_FALSE, "AuthenticationFailed", msg);
+		return STEP_FAIL;
+	}
 	return rc == FP_EUNSUPPORTED || rc == FP_EINVAL ? STEP_FAIL : STEP_RETRY;
 }
 
 static void bmc_ok(struct step_ctx *x)
 {
+	x->bmc_answered = 1;
+	x->bmc_down = 0;
 	set_condition(x, "BMCReachable", COND_TRUE, "Answered", "BMC answered");
+}
+
+/* The BMC answered a power read with BMC_POWER_UNKNOWN: PoweredOn becomes Unknown with the
+ * driver's reason (never False: not knowing is not off). */
+static void power_unknown(struct step_ctx *x)
+{
+	const char *reason = x->obs.power_reason[0] ? x->obs.power_reason : "PowerStateUnknown";
+	if (!x->err[0])
+		snprintf(x->err, sizeof(x->err), "the BMC did not report a power state");
+	set_condition(x, "PoweredOn", COND_UNKNOWN, reason, x->err);
+}
+
+/* Reads power; 0 with *out set, or a step result (< 0 cast) from bmc_failed. */
+static int read_power(struct step_ctx *x, const char *what, enum bmc_power *out,
+		      enum step_result *r)
+{
+	x->err[0] = 0;
+	x->obs.power_reason[0] = 0;
+	int rc = bmc_power_get(x->bmc, &x->t, x->call_deadline, out, x->err, sizeof(x->err));
+	if (rc < 0) {
+		*r = bmc_failed(x, rc, what);
+		return -1;
+	}
+	bmc_ok(x);
+	return 0;
+}
+
+static void power_confirmed(struct step_ctx *x, enum bmc_power p, const char *msg)
+{
+	set_condition(x, "PoweredOn", p == BMC_POWER_ON ? COND_TRUE : COND_FALSE,
+		      p == BMC_POWER_ON ? "BMCReportsOn" : "BMCReportsOff", msg);
 }
 
 static enum step_result step_power_status(struct step_ctx *x)
 {
 	enum bmc_power p;
-	int rc = bmc_power_get(x->bmc, &x->t, x->call_deadline, &p, x->err, sizeof(x->err));
-	if (rc < 0)
-		return bmc_failed(x, rc, "power status");
-	bmc_ok(x);
-	set_condition(x, "PoweredOn", p == BMC_POWER_ON ? COND_TRUE : COND_FALSE,
-		      p == BMC_POWER_ON ? "BMCReportsOn" : "BMCReportsOff",
-		      "power state as reported by the BMC");
+	enum step_result r;
+	if (read_power(x, "power status", &p, &r) < 0)
+		return r;
+	if (p == BMC_POWER_UNKNOWN) {
+		power_unknown(x);
+		x->err[0] = 0;
+		return STEP_DONE; /* the reading is the result: power is not known */
+	}
+	power_confirmed(x, p, "power state as reported by the BMC");
 	return STEP_DONE;
 }
 
@@ -391,6 +537,7 @@ static enum step_result step_read_inventory(struct step_ctx *x)
 	int rc = bmc_inventory(x->bmc, &x->t, x->call_deadline, &inv, x->err, sizeof(x->err));
 	if (rc < 0)
 		return bmc_failed(x, rc, "read inventory");
+	bmc_ok(x);
 	json_decref(x->n->inventory);
 	x->n->inventory = inv;
 	x->delta->inventory = 1;
@@ -403,66 +550,75 @@ static enum step_result set_boot(struct step_ctx *x, enum bmc_boot_device want, 
 	int rc = bmc_boot_get(x->bmc, &x->t, x->call_deadline, &cur, x->err, sizeof(x->err));
 	if (rc < 0)
 		return bmc_failed(x, rc, "read boot device");
+	bmc_ok(x);
 	if (cur.device == want && cur.persistent == persistent)
 		return STEP_DONE; /* check: already set */
 	struct bmc_boot w = {want, persistent, BMC_BOOT_MODE_UNKNOWN};
 	rc = bmc_boot_set(x->bmc, &x->t, x->call_deadline, &w, x->err, sizeof(x->err));
 	if (rc < 0)
 		return bmc_failed(x, rc, "set boot device");
-	bmc_ok(x);
 	return STEP_DONE;
 }
 
 static enum step_result step_set_boot_pxe(struct step_ctx *x)
 {
-	return set_boot(x, BMC_BOOT_PXE, 0);
+	return set_boot(x, BMC_BOOT_PXE, 0); /* next boot only */
 }
 
 static enum step_result step_set_boot_disk(struct step_ctx *x)
 {
-	return set_boot(x, BMC_BOOT_DISK, 1);
+	return set_boot(x, BMC_BOOT_DISK, 1); /* every boot */
 }
 
+/* Check-then-act: read power; act only if it is not already `want`, and trust "already
+ * there" only after a second read (truth about power). A reading of BMC_POWER_UNKNOWN is
+ * "cannot confirm": retry, never taken for off. */
 static enum step_result power_to(struct step_ctx *x, enum bmc_power want)
 {
-	enum bmc_power cur;
-	int rc = bmc_power_get(x->bmc, &x->t, x->call_deadline, &cur, x->err, sizeof(x->err));
-	if (rc < 0)
-		return bmc_failed(x, rc, "power status");
+	enum bmc_power cur, again;
+	enum step_result r;
+	if (read_power(x, "power status", &cur, &r) < 0)
+		return r;
+	if (cur == BMC_POWER_UNKNOWN) {
+		power_unknown(x);
+		return STEP_RETRY;
+	}
 	if (cur == want) {
-		/* Already there? A BMC can report stale or wrong power: look twice before
-		 * skipping the action (truth about power). */
-		rc = bmc_power_get(x->bmc, &x->t, x->call_deadline, &cur, x->err, sizeof(x->err));
-		if (rc < 0)
-			return bmc_failed(x, rc, "power status (second read)");
-		if (cur != want) {
+		if (read_power(x, "power status (second read)", &again, &r) < 0)
+			return r;
+		if (again == BMC_POWER_UNKNOWN) {
+			power_unknown(x);
+			return STEP_RETRY;
+		}
+		if (again != want) {
 			snprintf(x->err, sizeof(x->err),
 				 "BMC power readings disagree (%s, then %s); reading again",
-				 bmc_power_name(want), bmc_power_name(cur));
+				 bmc_power_name(cur), bmc_power_name(again));
 			set_condition(x, "PoweredOn", COND_UNKNOWN, "PowerStateDisagrees", x->err);
 			return STEP_RETRY;
 		}
 	} else {
-		rc = bmc_power_set(x->bmc, &x->t, x->call_deadline,
-				   want == BMC_POWER_ON ? BMC_ACTION_ON : BMC_ACTION_OFF, x->err,
-				   sizeof(x->err));
+		x->err[0] = 0;
+		int rc = bmc_power_set(x->bmc, &x->t, x->call_deadline,
+				       want == BMC_POWER_ON ? BMC_ACTION_ON : BMC_ACTION_OFF, x->err,
+				       sizeof(x->err));
 		if (rc < 0)
 			return bmc_failed(x, rc, want == BMC_POWER_ON ? "power on" : "power off");
 		/* Truth about power: confirm with a second read. */
-		rc = bmc_power_get(x->bmc, &x->t, x->call_deadline, &cur, x->err, sizeof(x->err));
-		if (rc < 0)
-			return bmc_failed(x, rc, "power status after action");
+		if (read_power(x, "power status after action", &again, &r) < 0)
+			return r;
+		if (again == BMC_POWER_UNKNOWN) {
+			power_unknown(x);
+			return STEP_RETRY;
+		}
+		if (again != want) {
+			snprintf(x->err, sizeof(x->err), "BMC reports power %s after asking for %s",
+				 bmc_power_name(again), bmc_power_name(want));
+			set_condition(x, "PoweredOn", COND_UNKNOWN, "PowerStateDisagrees", x->err);
+			return STEP_RETRY;
+		}
 	}
-	bmc_ok(x);
-	if (cur != want) {
-		snprintf(x->err, sizeof(x->err), "BMC reports power %s after asking for %s",
-			 bmc_power_name(cur), bmc_power_name(want));
-		set_condition(x, "PoweredOn", COND_UNKNOWN, "PowerStateDisagrees", x->err);
-		return STEP_RETRY;
-	}
-	set_condition(x, "PoweredOn", want == BMC_POWER_ON ? COND_TRUE : COND_FALSE,
-		      want == BMC_POWER_ON ? "BMCReportsOn" : "BMCReportsOff",
-		      "power state confirmed by a second read");
+	power_confirmed(x, want, "power state confirmed by a second read");
 	return STEP_DONE;
 }
 
@@ -474,6 +630,126 @@ static enum step_result step_power_off(struct step_ctx *x)
 static enum step_result step_power_on(struct step_ctx *x)
 {
 	return power_to(x, BMC_POWER_ON);
+}
+
+/* op->params members the power steps keep (an object; created when absent). */
+static json_t *op_params(struct operation *op)
+{
+	if (!json_is_object(op->params)) {
+		json_decref(op->params);
+		op->params = json_object();
+	}
+	return op->params;
+}
+
+/* Records in the operation that this attempt's action was sent (after the act: a crash
+ * between the act and this write repeats the act once). */
+static void mark_acted(struct step_ctx *x)
+{
+	json_object_set_new(op_params(x->op), "acted", json_integer(x->op->attempt));
+	if (save_op(x->lc, x->op) < 0)
+		log_warn("lifecycle: could not record a sent power action node=%s op=%s",
+			 x->n->name, x->op->id);
+}
+
+static int acted_this_attempt(struct step_ctx *x)
+{
+	json_t *a = json_object_get(x->op->params, "acted");
+	return json_is_integer(a) && json_integer_value(a) == x->op->attempt;
+}
+
+#define POWER_POLL (5 * SEC)
+
+/* Sends action a once per attempt, then polls until the BMC reads `want` (STEP_WAIT, bounded
+ * by the step deadline; the first read comes one poll interval after the act, so a BMC that
+ * has not begun the transition is not taken at its word). */
+static enum step_result act_then_poll(struct step_ctx *x, enum bmc_power_action a,
+				      enum bmc_power want)
+{
+	if (!acted_this_attempt(x)) {
+		x->err[0] = 0;
+		int rc = bmc_power_set(x->bmc, &x->t, x->call_deadline, a, x->err, sizeof(x->err));
+		if (rc < 0) {
+			char what[32];
+			snprintf(what, sizeof(what), "power %s", bmc_action_name(a));
+			return bmc_failed(x, rc, what);
+		}
+		bmc_ok(x);
+		mark_acted(x);
+		x->wait_ms = scale(x->lc, x->n, POWER_POLL);
+		snprintf(x->err, sizeof(x->err), "power %s sent; waiting for the BMC to read %s",
+			 bmc_action_name(a), bmc_power_name(want));
+		return STEP_WAIT;
+	}
+	enum bmc_power cur;
+	enum step_result r;
+	if (read_power(x, "power status", &cur, &r) < 0)
+		return r;
+	if (cur == want) {
+		power_confirmed(x, want, "power state read after the action");
+		return STEP_DONE;
+	}
+	if (cur == BMC_POWER_UNKNOWN)
+		power_unknown(x);
+	x->wait_ms = scale(x->lc, x->n, POWER_POLL);
+	snprintf(x->err, sizeof(x->err), "power %s sent; the BMC reads %s, waiting for %s",
+		 bmc_action_name(a), bmc_power_name(cur), bmc_power_name(want));
+	return STEP_WAIT;
+}
+
+static enum step_result step_power_cycle(struct step_ctx *x)
+{
+	return act_then_poll(x, BMC_ACTION_CYCLE, BMC_POWER_ON);
+}
+
+static enum step_result step_power_reset(struct step_ctx *x)
+{
+	return act_then_poll(x, BMC_ACTION_RESET, BMC_POWER_ON);
+}
+
+static enum step_result step_power_soft(struct step_ctx *x)
+{
+	return act_then_poll(x, BMC_ACTION_SOFT, BMC_POWER_OFF);
+}
+
+/* Provisioning's power step: off -> on, on -> cycle, so the machine boots the next-boot PXE
+ * override either way. The choice is written to the operation (params.powerChoice) before
+ * acting, so after a crash the check knows what was done: chose "on" and power reads on ->
+ * done; chose "cycle" and a boot callback arrived after the operation started, or the cycle
+ * was recorded as sent -> done. */
+static enum step_result step_power_on_or_cycle(struct step_ctx *x)
+{
+	const char *choice = jsonx_str(x->op->params, "powerChoice");
+	if (!choice) {
+		enum bmc_power cur;
+		enum step_result r;
+		if (read_power(x, "power status", &cur, &r) < 0)
+			return r;
+		if (cur == BMC_POWER_UNKNOWN) {
+			power_unknown(x);
+			return STEP_RETRY;
+		}
+		choice = cur == BMC_POWER_OFF ? "on" : "cycle";
+		json_object_set_new(op_params(x->op), "powerChoice", json_string(choice));
+		if (save_op(x->lc, x->op) < 0) { /* intent before act */
+			snprintf(x->err, sizeof(x->err), "could not record the power choice");
+			return STEP_RETRY;
+		}
+		choice = jsonx_str(x->op->params, "powerChoice");
+	}
+	if (strcmp(choice, "on") == 0)
+		return power_to(x, BMC_POWER_ON);
+	if ((x->n->last_boot_at && x->n->last_boot_at >= x->op->started_at) ||
+	    json_is_integer(json_object_get(x->op->params, "acted")))
+		return STEP_DONE;
+	x->err[0] = 0;
+	int rc = bmc_power_set(x->bmc, &x->t, x->call_deadline, BMC_ACTION_CYCLE, x->err,
+			       sizeof(x->err));
+	if (rc < 0)
+		return bmc_failed(x, rc, "power cycle");
+	bmc_ok(x);
+	mark_acted(x);
+	return STEP_DONE;
 }
 
 /* Waits for the deploy agent's callback from a boot that began in this operation. */
@@ -537,6 +813,10 @@ static const struct step_def steps[] = {
 	{"set_boot_disk", 1, 1, 2 * MIN, 5, step_set_boot_disk},
 	{"power_off", 1, 1, 5 * MIN, 5, step_power_off},
 	{"power_on", 1, 1, 5 * MIN, 5, step_power_on},
+	{"power_on_or_cycle", 1, 1, 5 * MIN, 5, step_power_on_or_cycle},
+	{"power_cycle", 1, 1, 10 * MIN, 3, step_power_cycle},
+	{"power_reset", 1, 1, 10 * MIN, 3, step_power_reset},
+	{"power_soft", 1, 1, 10 * MIN, 3, step_power_soft},
 	{"wait_boot_callback", 1, 0, 15 * MIN, 1, step_wait_boot_callback},
 	{"check_gpu_count", 0, 0, 1 * MIN, 1, step_check_gpu_count},
 	{"wait_burn_in", 1, 0, 30 * MIN, 1, step_wait_burn_in},
@@ -551,14 +831,15 @@ static const struct step_def *step_lookup(const char *name)
 	return NULL;
 }
 
-/* Operation kinds and their steps. */
+/* Operation kinds the controller starts, and their steps. Operations of kind "power" are
+ * created by the API (POST /v1/nodes/{name}:power) with the one step "power_<action>". */
 static const struct {
 	const char *kind;
 	const char *steps[8];
 } op_kinds[] = {
 	{"inspect", {"power_status", "read_inventory"}},
 	{"provision",
-	 {"set_boot_pxe", "power_off", "power_on", "wait_boot_callback", "set_boot_disk"}},
+	 {"set_boot_pxe", "power_on_or_cycle", "wait_boot_callback", "set_boot_disk"}},
 	{"validate", {"check_gpu_count", "wait_burn_in"}},
 	{"repair", {"power_off", "power_on", "wait_boot_callback"}},
 	{"drain", {"workload_drained"}},
@@ -607,6 +888,71 @@ static void finish_metrics(struct lifecycle *lc, const struct operation *op)
 	if (op->started_at && op->finished_at >= op->started_at)
 		metric_observe(lc->m_op_dur, (const char *[]){op->kind},
 			       (double)(op->finished_at - op->started_at) / 1000.0);
+}
+
+#define CIRCUIT_MSG                                                                             \
+	"the BMC did not answer repeatedly (timeouts or connection failures); circuit open: "  \
+	"calls paused until a probe answers"
+
+/* Before a BMC step: asks the breaker whether the BMC may be called. Returns 1 to go on; 0
+ * with *r set when the circuit is open: STEP_BUSY until the next probe, or STEP_FAIL once the
+ * step's deadline has passed (an operation on a dead BMC ends, it never hangs). */
+static int breaker_gate(struct lifecycle *lc, struct step_ctx *x, const char *key,
+			enum step_result *r)
+{
+	int64_t wait = 0;
+	if (breaker_allow(lc->cfg.breaker, key, &wait) == 0)
+		return 1;
+	int64_t now = now_wall(lc), left = x->op->step_deadline - now;
+	set_condition(x, "BMCReachable", COND_FALSE, "CircuitOpen", CIRCUIT_MSG);
+	if (left <= 0) {
+		snprintf(x->err, sizeof(x->err),
+			 "BMC %s circuit open: the step deadline passed without the BMC answering",
+			 key);
+		*r = STEP_FAIL;
+		return 0;
+	}
+	x->wait_ms = wait > 0 && wait < left ? wait : left;
+	snprintf(x->err, sizeof(x->err),
+		 "BMC %s circuit open after repeated timeouts; not calling it until the next probe "
+		 "in %lld ms",
+		 key, (long long)(wait > 0 ? wait : 0));
+	x->save_on_busy = 1;
+	*r = STEP_BUSY;
+	return 0;
+}
+
+/* After a step the breaker let through: reports how its last BMC call went (only timeouts and
+ * connection failures count against the BMC) and records a transition with one event. */
+static void breaker_after(struct lifecycle *lc, struct step_ctx *x, const char *key)
+{
+	if (!x->bmc_answered && !x->bmc_down)
+		return; /* the step did not call the BMC */
+	int t = breaker_report(lc->cfg.breaker, key, x->bmc_answered);
+	if (t == BREAKER_T_OPENED) {
+		set_condition(x, "BMCReachable", COND_FALSE, "CircuitOpen", CIRCUIT_MSG);
+		delta_event(x->delta, "Warning", "BMCUnreachable",
+			    "BMC %s: circuit open after repeated timeouts or connection failures "
+			    "(last: %.120s); calls paused until a probe answers",
+			    key, x->err);
+		log_warn("lifecycle: BMC circuit open node=%s bmc=%s", x->n->name, key);
+	} else if (t == BREAKER_T_CLOSED) {
+		set_condition(x, "BMCReachable", COND_TRUE, "Answered", "BMC answered");
+		delta_event(x->delta, "Normal", "BMCReachable",
+			    "BMC %s answers again; circuit closed", key);
+		log_info("lifecycle: BMC circuit closed node=%s bmc=%s", x->n->name, key);
+	}
+}
+
+/* Quirks the driver found necessary on this step and the node does not carry yet: kept for
+ * the following steps and written to status.bmc.quirks (with one event) by flush_status. */
+static void learn_quirks(struct step_ctx *x)
+{
+	unsigned nl = x->obs.learned_quirks & ~x->n->bmc_quirks;
+	if (!nl)
+		return;
+	x->delta->quirks |= nl;
+	x->n->bmc_quirks |= nl;
 }
 
 static void run_op_task(void *arg)
@@ -665,6 +1011,7 @@ static void run_op_task(void *arg)
 		struct step_ctx x = {.lc = lc, .delta = &delta, .n = n, .op = op};
 		x.bmc = driver_for(lc, n->bmc.driver);
 		x.t = (struct bmc_target){.node = n->name,
+					  .observed = &x.obs,
 					  .address = n->bmc.address,
 					  .username = n->bmc.username,
 					  .password = n->bmc.password,
@@ -674,31 +1021,46 @@ static void run_op_task(void *arg)
 					  .system = n->bmc.system,
 					  .quirks = n->bmc.quirks | n->bmc_quirks,
 					  .extra = n->bmc.extra};
+		int64_t call_timeout =
+			lc->cfg.bmc_call_timeout_ms > 0 ? lc->cfg.bmc_call_timeout_ms : BMC_CALL_TIMEOUT;
 		x.call_deadline =
-			clock_now_ms(lc->cfg.clock) + scale_timeout(lc, n, BMC_CALL_TIMEOUT, FLOOR_CALL);
+			clock_now_ms(lc->cfg.clock) + scale_timeout(lc, n, call_timeout, FLOOR_CALL);
+		const char *bmc_key = n->bmc.address ? n->bmc.address : n->name;
 		enum step_result r;
+		int gated = 0; /* the breaker let this step through */
 		if (def->uses_bmc && !x.bmc) {
 			snprintf(x.err, sizeof(x.err), "no BMC driver \"%s\" in this build",
 				 n->bmc.driver);
 			r = STEP_FAIL;
-		} else if (def->uses_bmc && lc->cfg.limits) {
-			char why[128];
-			int64_t wait = 0;
-			const char *bmc_key = n->bmc.address ? n->bmc.address : n->name;
-			rc = ratelimit_acquire(lc->cfg.limits, bmc_key, n->site, &wait, why,
-					       sizeof(why));
-			if (rc < 0) {
-				x.wait_ms = wait > 0 ? wait : 50;
-				r = STEP_BUSY;
-			} else {
-				r = def->run(&x);
-				ratelimit_release(lc->cfg.limits, bmc_key);
-			}
 		} else {
-			r = def->run(&x);
+			int slot = 0;
+			r = STEP_DONE;
+			if (def->uses_bmc && lc->cfg.limits) {
+				char why[128];
+				int64_t wait = 0;
+				rc = ratelimit_acquire(lc->cfg.limits, bmc_key, n->site, &wait, why,
+						       sizeof(why));
+				if (rc < 0) {
+					x.wait_ms = wait > 0 ? wait : 50;
+					r = STEP_BUSY;
+				}
+				slot = rc == 0;
+			}
+			/* The breaker is asked with a slot in hand, so a probe it grants is
+			 * always made (and reported). */
+			if (r != STEP_BUSY && def->uses_bmc && lc->cfg.breaker &&
+			    !(gated = breaker_gate(lc, &x, bmc_key, &r)))
+				; /* circuit open: r says wait or fail */
+			else if (r != STEP_BUSY)
+				r = def->run(&x);
+			if (slot)
+				ratelimit_release(lc->cfg.limits, bmc_key);
 		}
+		if (gated)
+			breaker_after(lc, &x, bmc_key);
+		learn_quirks(&x);
 		now = now_wall(lc);
-		if (r == STEP_WAIT && now >= op->step_deadline)
+		if ((r == STEP_WAIT || r == STEP_BUSY) && now >= op->step_deadline)
 			r = STEP_RETRY; /* waited past the step deadline */
 		if (r == STEP_DONE) {
 			op->step++;
@@ -729,9 +1091,14 @@ static void run_op_task(void *arg)
 		}
 		if (r == STEP_WAIT || r == STEP_BUSY) {
 			requeue_after = x.wait_ms > 0 ? x.wait_ms : 1;
-			if (r == STEP_WAIT) {
+			if (r == STEP_WAIT || x.save_on_busy) {
+				int changed = !op->last_error || strcmp(op->last_error, x.err) != 0;
 				free(op->last_error);
 				op->last_error = xstrdup(x.err);
+				/* A wait the BMC or the breaker imposes keeps the step's deadline
+				 * (read-only steps are not persisted otherwise). */
+				if (x.save_on_busy && (changed || (dirty && !def->persist)))
+					save_op(lc, op);
 			}
 			break;
 		}
@@ -798,8 +1165,46 @@ static void submit_step(struct lifecycle *lc, const struct node *n)
 
 /* ---------------------------------------------------------------- reconcile */
 
-/* Moves n to phase `to` (checked against the phase machine), starting op_kind if given, with an
- * event. Returns the store result. */
+/* Takes the first queued operation id off n's queue (caller owns it), or NULL. */
+static char *queue_pop(struct node *n)
+{
+	if (!n->nqueued)
+		return NULL;
+	char *id = n->queued_ops[0];
+	memmove(n->queued_ops, n->queued_ops + 1, (n->nqueued - 1) * sizeof(char *));
+	n->nqueued--;
+	return id;
+}
+
+/* Empties n's queue; the queued operations that are still pending are returned in cancel[]
+ * (state cancelled, with why; caller frees) to be written with the node. */
+static size_t queue_cancel(struct lifecycle *lc, struct node *n, const char *why,
+			   struct operation **cancel)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n->nqueued; i++) {
+		struct operation *q = NULL;
+		if (load_op(lc, n->queued_ops[i], &q) == 0 && !op_state_terminal(q->state) &&
+		    k < NODE_MAX_QUEUED) {
+			q->state = OP_CANCELLED;
+			q->finished_at = q->updated_at = now_wall(lc);
+			free(q->last_error);
+			q->last_error = xasprintf("cancelled: %s", why);
+			cancel[k++] = q;
+		} else {
+			operation_free(q);
+		}
+		free(n->queued_ops[i]);
+	}
+	n->nqueued = 0;
+	return k;
+}
+
+/* Moves n to phase `to` (checked against the phase machine) with an event. The node's next
+ * operation is the first queued one (an operation requested through the API waits for the one
+ * in flight and goes before the phase's own: a transient phase starts its operation again when
+ * the queued one has ended), else a new op_kind if given. Entering retiring cancels the queue.
+ * Returns the store result. */
 static int transition(struct lifecycle *lc, struct node *n, enum node_phase to,
 		      const char *op_kind, const char *why, const struct operation *done_op)
 {
@@ -809,7 +1214,15 @@ static int transition(struct lifecycle *lc, struct node *n, enum node_phase to,
 		log_warn("lifecycle: refused transition node=%s err=\"%s\"", n->name, err);
 		return FP_ESTATE;
 	}
-	struct operation *op = op_kind ? op_make(lc, n, op_kind, why) : NULL;
+	struct operation *cancel[NODE_MAX_QUEUED];
+	size_t ncancel = 0;
+	char *queued = NULL;
+	if (to == PHASE_RETIRING || to == PHASE_RETIRED)
+		ncancel = queue_cancel(lc, n, "the node is retiring", cancel);
+	else
+		queued = queue_pop(n);
+	struct operation *op = op_kind && !queued ? op_make(lc, n, op_kind, why) : NULL;
+	const char *next = queued ? queued : op ? op->id : NULL;
 	int64_t now = now_wall(lc);
 	if (from != to) {
 		n->phase = to;
@@ -817,24 +1230,52 @@ static int transition(struct lifecycle *lc, struct node *n, enum node_phase to,
 		node_condition_remove(n, "PhaseDeadlineExceeded");
 	}
 	free(n->operation);
-	n->operation = op ? xstrdup(op->id) : NULL;
+	n->operation = next ? xstrdup(next) : NULL;
 	if (from != to)
-		snprintf(msg, sizeof(msg), "%s → %s: %s%s%s", node_phase_name(from),
-			 node_phase_name(to), why, op ? "; started operation " : "",
-			 op ? op->id : "");
+		snprintf(msg, sizeof(msg), "%s → %s: %s%s%s%s", node_phase_name(from),
+			 node_phase_name(to), why,
+			 queued ? "; started queued operation " : next ? "; started operation " : "",
+			 next ? next : "", ncancel ? "; cancelled queued operations" : "");
 	else
-		snprintf(msg, sizeof(msg), "%s: %s; started operation %s", node_phase_name(to), why,
-			 op ? op->id : "-");
+		snprintf(msg, sizeof(msg), "%s: %s; started %soperation %s", node_phase_name(to),
+			 why, queued ? "queued " : "", next ? next : "-");
 	char reason[32];
 	const char *pn = node_phase_name(to);
 	snprintf(reason, sizeof(reason), "%c%s", pn[0] - 32, pn + 1);
 	if (from == to)
 		snprintf(reason, sizeof(reason), "OperationStarted");
-	int rc = commit(lc, n, op, to == PHASE_FAILED ? "Warning" : "Normal", reason, msg, done_op);
+	int rc = commit_x(lc, n, op, to == PHASE_FAILED ? "Warning" : "Normal", reason, msg,
+			  done_op, cancel, ncancel, NULL);
 	if (rc == 0 && from != to)
 		metric_add(lc->m_phase_changes, (const char *[]){pn}, 1);
 	operation_free(op);
+	free(queued);
+	for (size_t i = 0; i < ncancel; i++)
+		operation_free(cancel[i]);
 	return rc;
+}
+
+/* A power operation ended: the node stays in its phase; the next queued operation starts, or
+ * none (a transient phase then starts its own operation again). */
+static int finish_power(struct lifecycle *lc, struct node *n, const struct operation *op,
+			const struct operation *w)
+{
+	int ok = op->state == OP_SUCCEEDED;
+	const char *action = jsonx_str(op->params, "action");
+	char msg[512];
+	snprintf(msg, sizeof(msg), "power %s requested by %s: operation %s %s%s%s",
+		 action ? action : "?", op->actor ? op->actor : "?", op->id,
+		 op_state_name(op->state), op->last_error && !ok ? ": " : "",
+		 op->last_error && !ok ? op->last_error : "");
+	char *queued = queue_pop(n);
+	if (queued) {
+		size_t l = strlen(msg);
+		snprintf(msg + l, sizeof(msg) - l, "; started queued operation %s", queued);
+	}
+	free(n->operation);
+	n->operation = queued;
+	return commit(lc, n, NULL, ok ? "Normal" : "Warning",
+		      ok ? "PowerSucceeded" : "PowerFailed", msg, w);
 }
 
 /* The node's operation reached a terminal state: decide where the node goes. With write_op
@@ -850,6 +1291,8 @@ static int finish(struct lifecycle *lc, struct node *n, const struct operation *
 	const char *k = op->kind;
 	if (n->retire && n->phase != PHASE_RETIRING && n->phase != PHASE_RETIRED)
 		return transition(lc, n, PHASE_RETIRING, "retire", "retire requested", w);
+	if (strcmp(k, "power") == 0)
+		return finish_power(lc, n, op, w);
 	if (strcmp(k, "inspect") == 0 && ok)
 		return transition(lc, n, PHASE_PROVISIONING, "provision", why, w);
 	if (strcmp(k, "provision") == 0 && ok)
@@ -864,11 +1307,15 @@ static int finish(struct lifecycle *lc, struct node *n, const struct operation *
 		return transition(lc, n, PHASE_MAINTENANCE, NULL, why, w);
 	if (strcmp(k, "retire") == 0 && ok)
 		return transition(lc, n, PHASE_RETIRED, NULL, why, w);
-	/* Failed or cancelled onboarding/drain/retire: clear the operation and try again after a
-	 * per-node backoff (the cache's notification of this very write must not restart it at
-	 * once); the phase deadline makes a stuck node visible. */
+	/* Failed or cancelled onboarding/drain/retire: clear the operation (a queued one starts
+	 * instead) and try again after a per-node backoff (the cache's notification of this very
+	 * write must not restart it at once); the phase deadline makes a stuck node visible. */
 	free(n->operation);
-	n->operation = NULL;
+	n->operation = queue_pop(n);
+	if (n->operation) {
+		size_t l = strlen(why);
+		snprintf(why + l, sizeof(why) - l, "; started queued operation %s", n->operation);
+	}
 	int rc = commit(lc, n, NULL, "Warning", "OperationFailed", why, w);
 	if (rc == 0) {
 		int64_t delay = workqueue_add_rate_limited(lc->wq, n->name);
@@ -941,7 +1388,7 @@ static int reconcile(struct lifecycle *lc, const char *name)
 				log_warn("lifecycle: node points at a missing operation node=%s op=%s",
 					 n->name, n->operation);
 				free(n->operation);
-				n->operation = NULL;
+				n->operation = queue_pop(n);
 				rc = commit(lc, n, NULL, "Warning", "OperationLost",
 					    "the node's operation document is missing; restarting "
 					    "the phase",

@@ -22,6 +22,7 @@
 #include "base/clock.h"
 #include "base/executor.h"
 #include "driver/bmc.h"
+#include "engine/breaker.h"
 #include "engine/cache.h"
 #include "engine/ratelimit.h"
 #include "engine/workqueue.h"
@@ -37,6 +38,12 @@ struct lifecycle_config {
 	struct fp_executor *exec;  /* runs operation steps (blocking BMC calls) */
 	struct fp_executor *report_exec; /* records agent reports; NULL = exec */
 	struct ratelimit *limits;  /* per BMC and per site; may be NULL */
+	/* Per-BMC circuit breaker (engine/breaker.h), keyed by spec.bmc.address (the node name
+	 * for sim nodes without one); may be NULL. Only FP_ETIMEDOUT and FP_EIO count as
+	 * failures. While a BMC's circuit is open its steps do not call it: they wait for the
+	 * breaker's next probe, and fail once their step deadline passes. Borrowed. */
+	struct breaker *breaker;
+	int64_t bmc_call_timeout_ms; /* deadline of one BMC call; 0 = 30 s */
 	struct bmc *drivers[LIFECYCLE_MAX_DRIVERS]; /* by ops->name */
 	size_t ndrivers;
 	int workers;               /* reconcile threads; 0 = driven by lifecycle_run_once */
@@ -64,7 +71,8 @@ size_t lifecycle_in_flight(struct lifecycle *lc);
 struct workqueue *lifecycle_queue(struct lifecycle *lc);
 
 /* The node's deploy agent called back after booting (boot_id names the boot). Non-blocking:
- * the write runs on the executor. */
+ * the write runs on the executor. The API's POST /v1/nodes/{name}:booted lands here (and the
+ * sim driver's simulated agent). */
 void lifecycle_agent_booted(struct lifecycle *lc, const char *node, const char *boot_id);
 /* The node's agent reported a burn-in validation result for the boot boot_id. Non-blocking. */
 void lifecycle_agent_validated(struct lifecycle *lc, const char *node, const char *boot_id,
