@@ -6,10 +6,12 @@
 
 #include "base/err.h"
 #include "base/metrics.h"
+#include "driver/bmc_redfish.h"
 #include "driver/bmc_sim.h"
 
 static const struct bmc_driver_ops *const drivers[] = {
 	&bmc_sim_ops,
+	&bmc_redfish_ops,
 };
 
 const struct bmc_driver_ops *bmc_driver_lookup(const char *name)

@@ -1,0 +1,1524 @@
+/* bmc_redfish.c - the Redfish BMC driver: HTTP/JSON to a BMC's Redfish service (DMTF DSP0266
+ * "Redfish Specification" for the protocol, DSP8010 schemas for ComputerSystem, Chassis,
+ * SessionService, UpdateService, Task, LogService) over libcurl, JSON with jansson.
+ *
+ * One struct rf_bmc per BMC (address + username) holds a reused libcurl easy handle
+ * (keep-alive), the service root's links, the chosen ComputerSystem and the session token; its
+ * mutex is held for the whole of one driver call, so the easy handle is never shared between
+ * threads. Each call runs: discovery (cached) -> session (cached; re-login once on 401) ->
+ * the resource GETs and the one PATCH/POST the call needs. Every HTTP request is bounded by the
+ * call's deadline (CURLOPT_TIMEOUT_MS = time left) and its response by RF_MAX_RESPONSE.
+ * docs/driver-redfish.md is the user-facing description. */
+#include "driver/bmc_redfish.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/hmap.h"
+#include "base/jsonx.h"
+#include "base/log.h"
+
+#define RF_MAX_RESPONSE (4u << 20)    /* bytes of one response body */
+#define RF_MAX_HEADER 4096            /* bytes of one kept header value (ETag, Location, token) */
+#define RF_MAX_MEMBERS 1024           /* members read from one collection */
+#define RF_MAX_GPUS 64                /* Processors GETs for the GPU inventory */
+#define RF_DEFAULT_TIMEOUT_MS 60000   /* per request when the call has no deadline */
+#define RF_DEFAULT_RETRY_AFTER_MS 1000 /* 429/503 without a usable Retry-After */
+#define RF_MAX_RETRY_AFTER_MS 3600000 /* Retry-After values are capped at an hour */
+#define RF_POLL_MIN_MS 100            /* task monitor polling interval bounds */
+#define RF_POLL_DEFAULT_MS 500
+#define RF_POLL_MAX_MS 5000
+#define RF_FREE_TIMEOUT_MS 2000       /* session DELETE in free */
+
+enum rf_auth { RF_AUTH_NONE, RF_AUTH_SESSION, RF_AUTH_BASIC };
+
+/* One BMC. Everything below mu is guarded by it. */
+struct rf_bmc {
+	pthread_mutex_t mu;
+	char *base;     /* "http[s]://host[:port]" */
+	CURL *curl;
+	char *token;    /* X-Auth-Token (secret), or NULL */
+	char *session;  /* the session's URI, for DELETE */
+	int tls_verify;
+	char *ca_file;
+	int discovered;
+	char *systems, *sessions, *update;
+	char *sys_for;  /* the spec.bmc.system system_uri was chosen for ("" = none given) */
+	char *system_uri;
+	int limit_warned;
+};
+
+struct rf {
+	struct fp_clock *clock;
+	pthread_mutex_t mu; /* guards bmcs */
+	struct hmap bmcs;   /* "address\nusername" -> struct rf_bmc */
+};
+
+/* One driver call. */
+struct rf_call {
+	struct bmc *b;
+	struct rf_bmc *r;
+	const struct bmc_target *t;
+	int64_t deadline;
+	char *err;
+	size_t errlen;
+	int basic;        /* use basic auth for the rest of this call (session limit reached) */
+};
+
+struct rf_resp {
+	long status;
+	json_t *body;        /* parsed body, or NULL */
+	struct buf raw;
+	char etag[256];
+	char location[1024];
+	char *token;         /* X-Auth-Token of a login answer (secret) */
+	int64_t retry_after_ms; /* -1: none */
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void curl_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void resp_init(struct rf_resp *p)
+{
+	memset(p, 0, sizeof(*p));
+	buf_init(&p->raw, RF_MAX_RESPONSE);
+	p->retry_after_ms = -1;
+}
+
+static void resp_release(struct rf_resp *p)
+{
+	json_decref(p->body);
+	buf_release(&p->raw);
+	fp_free_secret(p->token);
+	memset(p, 0, sizeof(*p));
+	p->retry_after_ms = -1;
+}
+
+static void resp_reset(struct rf_resp *p)
+{
+	resp_release(p);
+	resp_init(p);
+}
+
+static int64_t now_ms(struct rf_call *c)
+{
+	return clock_now_ms(c->b->clock);
+}
+
+static void observe_reason(struct rf_call *c, const char *reason)
+{
+	if (c->t->observed)
+		snprintf(c->t->observed->power_reason, sizeof(c->t->observed->power_reason), "%s",
+			 reason);
+}
+
+/* ---- address ---- */
+
+/* Checks "http[s]://host[:port][/]" and writes "http[s]://host[:port]" into base. */
+static int parse_address(const char *addr, char *base, size_t n, char *err, size_t errlen)
+{
+	if (!addr || !addr[0])
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.address is empty: want http://host[:port] or https://host[:port]");
+	const char *h;
+	if (strncasecmp(addr, "https://", 8) == 0)
+		h = addr + 8;
+	else if (strncasecmp(addr, "http://", 7) == 0)
+		h = addr + 7;
+	else
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.address \"%.64s\" is not a URL: want http://host[:port] or "
+			       "https://host[:port]", addr);
+	size_t len = strlen(h);
+	if (len > 0 && h[len - 1] == '/')
+		len--;
+	if (len == 0)
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address \"%.64s\" has no host", addr);
+	if (len > 255)
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address is over 255 characters");
+	const char *colon = NULL;
+	int bracket = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)h[i];
+		if (ch == '[' && i == 0) {
+			bracket = 1;
+		} else if (ch == ']' && bracket) {
+			bracket = 2;
+		} else if (ch == ':' && bracket != 1) {
+			colon = h + i;
+		} else if (ch == '/' || ch == '?' || ch == '#' || ch == '@') {
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "spec.bmc.address \"%.64s\": '%c' at offset %zu; want only "
+				       "scheme://host[:port] (no path, query or user info)", addr, ch,
+				       (size_t)(h - addr) + i);
+		} else if (!(isalnum(ch) || ch == '.' || ch == '-' || ch == '_' ||
+			     (bracket == 1 && ch == ':'))) {
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "spec.bmc.address \"%.64s\": character 0x%02x at offset %zu "
+				       "is not allowed in a host", addr, ch, (size_t)(h - addr) + i);
+		}
+	}
+	if (bracket == 1)
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address \"%.64s\": '[' without ']'",
+			       addr);
+	if (colon) {
+		size_t plen = len - (size_t)(colon + 1 - h);
+		long port = 0;
+		for (size_t i = 0; i < plen; i++) {
+			if (!isdigit((unsigned char)colon[1 + i]) || port > 65535)
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "spec.bmc.address \"%.64s\": port is not a number", addr);
+			port = port * 10 + (colon[1 + i] - '0');
+		}
+		if (plen == 0 || port < 1 || port > 65535)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "spec.bmc.address \"%.64s\": port must be 1-65535", addr);
+		if (colon == h)
+			return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address \"%.64s\" has no host",
+				       addr);
+	}
+	int w = snprintf(base, n, "%.*s%.*s", (int)(h - addr), addr, (int)len, h);
+	if (w < 0 || (size_t)w >= n)
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address is too long");
+	for (char *p = base; *p && *p != ':'; p++)
+		*p = (char)tolower((unsigned char)*p);
+	return 0;
+}
+
+/* ---- HTTP ---- */
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct rf_resp *p = arg;
+	size_t n = size * nmemb;
+	return buf_append(&p->raw, data, n) == 0 ? n : 0;
+}
+
+static void header_value(char *dst, size_t dstlen, const char *v, size_t n)
+{
+	while (n > 0 && (*v == ' ' || *v == '\t'))
+		v++, n--;
+	while (n > 0 && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' '))
+		n--;
+	if (n >= dstlen)
+		n = 0; /* too long to be one we trust: treat as absent */
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+}
+
+/* Retry-After (RFC 9110 section 10.2.3): delay-seconds or an HTTP-date. */
+static int64_t parse_retry_after(const char *v, int64_t wall_now_ms)
+{
+	char *end;
+	if (isdigit((unsigned char)v[0])) {
+		unsigned long long s = strtoull(v, &end, 10);
+		if (*end)
+			return -1;
+		return s > RF_MAX_RETRY_AFTER_MS / 1000 ? RF_MAX_RETRY_AFTER_MS : (int64_t)s * 1000;
+	}
+	struct tm tm;
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(v, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	if (!end || *end)
+		return -1;
+	int64_t at = (int64_t)timegm(&tm) * 1000;
+	int64_t d = at - wall_now_ms;
+	return d < 0 ? 0 : d > RF_MAX_RETRY_AFTER_MS ? RF_MAX_RETRY_AFTER_MS : d;
+}
+
+struct hdr_ctx {
+	struct rf_resp *p;
+	struct rf_call *c;
+};
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct hdr_ctx *h = arg;
+	struct rf_resp *p = h->p;
+	size_t n = size * nmemb;
+	if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) { /* a new response (1xx before it) */
+		p->etag[0] = p->location[0] = '\0';
+		fp_free_secret(p->token);
+		p->token = NULL;
+		p->retry_after_ms = -1;
+		return n;
+	}
+	const char *colon = memchr(data, ':', n);
+	if (!colon)
+		return n;
+	size_t nl = (size_t)(colon - data);
+	const char *v = colon + 1;
+	size_t vl = n - nl - 1;
+	if (nl == 4 && strncasecmp(data, "ETag", 4) == 0) {
+		header_value(p->etag, sizeof(p->etag), v, vl);
+	} else if (nl == 8 && strncasecmp(data, "Location", 8) == 0) {
+		header_value(p->location, sizeof(p->location), v, vl);
+	} else if (nl == 12 && strncasecmp(data, "X-Auth-Token", 12) == 0) {
+		char tmp[RF_MAX_HEADER];
+		header_value(tmp, sizeof(tmp), v, vl);
+		fp_free_secret(p->token);
+		p->token = tmp[0] ? xstrdup(tmp) : NULL;
+		explicit_bzero(tmp, sizeof(tmp));
+	} else if (nl == 11 && strncasecmp(data, "Retry-After", 11) == 0) {
+		char tmp[128];
+		header_value(tmp, sizeof(tmp), v, vl);
+		p->retry_after_ms = tmp[0] ? parse_retry_after(tmp, clock_wall_ms(h->c->b->clock)) : -1;
+	}
+	return n;
+}
+
+/* A URI from the BMC: an absolute path, or an absolute URL on the BMC's own origin. Anything
+ * with spaces or control characters is refused (it would go into a request line). */
+static int make_url(struct rf_call *c, const char *uri, char *url, size_t n)
+{
+	for (const char *s = uri; *s; s++)
+		if ((unsigned char)*s <= 0x20 || *s == 0x7f)
+			return fp_errf(FP_EBMC, c->err, c->errlen,
+				       "BMC gave a URI with a space or control character");
+	size_t bl = strlen(c->r->base);
+	int w;
+	if (strncasecmp(uri, "http://", 7) == 0 || strncasecmp(uri, "https://", 8) == 0) {
+		if (strncasecmp(uri, c->r->base, bl) != 0 || (uri[bl] != '/' && uri[bl] != '\0'))
+			return fp_errf(FP_EBMC, c->err, c->errlen,
+				       "BMC pointed to another origin (%.80s); not followed", uri);
+		w = snprintf(url, n, "%s", uri);
+	} else if (uri[0] == '/') {
+		w = snprintf(url, n, "%s%s", c->r->base, uri);
+	} else {
+		return fp_errf(FP_EBMC, c->err, c->errlen, "BMC gave a relative URI \"%.80s\"", uri);
+	}
+	if (w < 0 || (size_t)w >= n)
+		return fp_errf(FP_EBMC, c->err, c->errlen, "BMC gave a URI over %zu bytes", n);
+	return 0;
+}
+
+/* One HTTP exchange, no retries. 0 with resp filled (any status), or FP_ETIMEDOUT/FP_EIO/
+ * FP_EBMC for transport failures. `password_body` is a secret request body (login). */
+static int http_once(struct rf_call *c, const char *method, const char *uri, const char *body,
+		     const char *if_match, enum rf_auth auth, struct rf_resp *p)
+{
+	char url[2048];
+	int rc = make_url(c, uri, url, sizeof(url));
+	if (rc < 0)
+		return rc;
+	int64_t left = RF_DEFAULT_TIMEOUT_MS;
+	if (c->deadline) {
+		left = c->deadline - now_ms(c);
+		if (left <= 0)
+			return fp_errf(FP_ETIMEDOUT, c->err, c->errlen,
+				       "deadline passed before %s %.200s", method, uri);
+	}
+	CURL *h = c->r->curl;
+	curl_easy_reset(h); /* keeps the live connection (keep-alive) */
+	struct curl_slist *hdrs = NULL;
+	hdrs = curl_slist_append(hdrs, "Accept: application/json");
+	hdrs = curl_slist_append(hdrs, "OData-Version: 4.0");
+	hdrs = curl_slist_append(hdrs, "Expect:");
+	char line[RF_MAX_HEADER + 32];
+	if (body)
+		hdrs = curl_slist_append(hdrs, "Content-Type: application/json; charset=utf-8");
+	if (if_match) {
+		snprintf(line, sizeof(line), "If-Match: %s", if_match);
+		hdrs = curl_slist_append(hdrs, line);
+	}
+	if (auth == RF_AUTH_SESSION && c->r->token) {
+		snprintf(line, sizeof(line), "X-Auth-Token: %s", c->r->token);
+		hdrs = curl_slist_append(hdrs, line);
+		explicit_bzero(line, sizeof(line));
+	}
+	if (!hdrs)
+		abort(); /* curl_slist_append fails only on out-of-memory */
+	struct hdr_ctx hc = {p, c};
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)left);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)left);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, p);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &hc);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, c->r->tls_verify ? 1L : 0L);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, c->r->tls_verify ? 2L : 0L);
+	if (c->r->ca_file)
+		curl_easy_setopt(h, CURLOPT_CAINFO, c->r->ca_file);
+	if (auth == RF_AUTH_BASIC) {
+		curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(h, CURLOPT_USERNAME, c->t->username ? c->t->username : "");
+		curl_easy_setopt(h, CURLOPT_PASSWORD, c->t->password ? c->t->password : "");
+	}
+	if (strcmp(method, "GET") != 0) {
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+		if (body) {
+			curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+		}
+	}
+	CURLcode cc = curl_easy_perform(h);
+	/* the basic credentials must not stay in the handle between calls */
+	curl_easy_setopt(h, CURLOPT_PASSWORD, "");
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(hdrs);
+	if (cc != CURLE_OK) {
+		if (cc == CURLE_OPERATION_TIMEDOUT)
+			return fp_errf(FP_ETIMEDOUT, c->err, c->errlen,
+				       "%s %.200s: no answer within %" PRId64 " ms (deadline)", method,
+				       uri, left);
+		if (cc == CURLE_WRITE_ERROR && p->raw.len + CURL_MAX_WRITE_SIZE >= RF_MAX_RESPONSE)
+			return fp_errf(FP_EBMC, c->err, c->errlen,
+				       "%s %.200s: response over %u bytes", method, uri,
+				       RF_MAX_RESPONSE);
+		if (cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE)
+			return fp_errf(FP_EIO, c->err, c->errlen,
+				       "%s: TLS verification failed (%s); set spec.bmc.ca_file, or "
+				       "tls_verify false", c->r->base, curl_easy_strerror(cc));
+		return fp_errf(FP_EIO, c->err, c->errlen, "%s %s%.200s: %s", method, c->r->base,
+			       uri[0] == '/' ? uri : "", curl_easy_strerror(cc));
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &p->status);
+	if (p->raw.len > 0) {
+		char perr[128];
+		if (jsonx_parse(p->raw.data, p->raw.len, &p->body, perr, sizeof(perr)) < 0) {
+			p->body = NULL;
+			if (p->status >= 200 && p->status < 300)
+				return fp_errf(FP_EBMC, c->err, c->errlen,
+					       "%s %.200s: HTTP %ld with a body that is not JSON (%s)",
+					       method, uri, p->status, perr);
+		}
+	}
+	return 0;
+}
+
+/* The first MessageId of a Redfish error body (DSP0266 "Error responses"), or "". */
+static const char *message_id(const json_t *body)
+{
+	const json_t *e = json_object_get(body, "error");
+	const json_t *info = json_object_get(e, "@Message.ExtendedInfo");
+	const char *id = json_string_value(json_object_get(json_array_get(info, 0), "MessageId"));
+	if (!id)
+		id = json_string_value(json_object_get(e, "code"));
+	if (!id)
+		id = json_string_value(json_object_get(json_array_get(
+			json_object_get(body, "@Message.ExtendedInfo"), 0), "MessageId"));
+	return id ? id : "";
+}
+
+/* http_once plus 429/503 handling: Retry-After within the deadline -> wait, try once more;
+ * otherwise FP_EAGAIN with observed->retry_after_ms. */
+static int http_send(struct rf_call *c, const char *method, const char *uri, const char *body,
+		     const char *if_match, enum rf_auth auth, struct rf_resp *p)
+{
+	for (int attempt = 0;; attempt++) {
+		int rc = http_once(c, method, uri, body, if_match, auth, p);
+		if (rc < 0 || (p->status != 429 && p->status != 503))
+			return rc;
+		int64_t ra = p->retry_after_ms >= 0 ? p->retry_after_ms : RF_DEFAULT_RETRY_AFTER_MS;
+		if (attempt == 0 && (!c->deadline || now_ms(c) + ra < c->deadline)) {
+			log_info("redfish: BMC busy, retrying once bmc=%s status=%ld "
+				 "retry_after_ms=%" PRId64, c->r->base, p->status, ra);
+			clock_sleep_ms(c->b->clock, ra);
+			resp_reset(p);
+			continue;
+		}
+		if (c->t->observed)
+			c->t->observed->retry_after_ms = ra;
+		return fp_errf(FP_EAGAIN, c->err, c->errlen,
+			       "%s %.200s: HTTP %ld %s, Retry-After %" PRId64 " ms%s", method, uri,
+			       p->status, message_id(p->body), ra,
+			       attempt ? " (again after waiting)" : " (past the deadline)");
+	}
+}
+
+/* ---- discovery and sessions ---- */
+
+static const char *link_of(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(o, key), "@odata.id"));
+}
+
+static void set_str(char **dst, const char *s)
+{
+	free(*dst);
+	*dst = s ? xstrdup(s) : NULL;
+}
+
+/* GET /redfish/v1/ (DSP0266 "Service root"); unauthenticated, with basic auth as a fallback
+ * for BMCs that protect it. */
+static int discover(struct rf_call *c)
+{
+	if (c->r->discovered)
+		return 0;
+	struct rf_resp p;
+	resp_init(&p);
+	int rc = http_send(c, "GET", "/redfish/v1/", NULL, NULL, RF_AUTH_NONE, &p);
+	if (rc == 0 && (p.status == 401 || p.status == 403)) {
+		resp_reset(&p);
+		rc = http_send(c, "GET", "/redfish/v1/", NULL, NULL, RF_AUTH_BASIC, &p);
+	}
+	if (rc < 0)
+		goto out;
+	if (p.status == 401 || p.status == 403) {
+		rc = fp_errf(FP_EAUTH, c->err, c->errlen,
+			     "%s: service root refused (HTTP %ld) for user %s", c->r->base, p.status,
+			     c->t->username ? c->t->username : "");
+		goto out;
+	}
+	if (p.status != 200 || !json_is_object(p.body)) {
+		rc = fp_errf(FP_EBMC, c->err, c->errlen,
+			     "%s/redfish/v1/: HTTP %ld %s; is this a Redfish service?", c->r->base,
+			     p.status, message_id(p.body));
+		goto out;
+	}
+	const char *sessions = json_string_value(
+		json_object_get(json_object_get(json_object_get(p.body, "Links"), "Sessions"),
+				"@odata.id"));
+	if (!sessions && link_of(p.body, "SessionService"))
+		sessions = "/redfish/v1/SessionService/Sessions";
+	set_str(&c->r->systems, link_of(p.body, "Systems"));
+	set_str(&c->r->sessions, sessions);
+	set_str(&c->r->update, link_of(p.body, "UpdateService"));
+	if (!c->r->systems) {
+		rc = fp_errf(FP_EBMC, c->err, c->errlen, "%s: service root has no Systems link",
+			     c->r->base);
+		goto out;
+	}
+	c->r->discovered = 1;
+out:
+	resp_release(&p);
+	return rc;
+}
+
+static void drop_session(struct rf_bmc *r)
+{
+	fp_free_secret(r->token);
+	r->token = NULL;
+	free(r->session);
+	r->session = NULL;
+}
+
+/* POST SessionService/Sessions (DSP0266 "Session management"). On a session limit
+ * (MessageId ...SessionLimitExceeded) it switches this call to basic auth and says so once. */
+static int login(struct rf_call *c)
+{
+	json_t *req = json_pack("{s:s,s:s}", "UserName", c->t->username ? c->t->username : "",
+				"Password", c->t->password ? c->t->password : "");
+	char *body = jsonx_dumps(req);
+	json_t *pw = json_object_get(req, "Password");
+	/* wipe the password inside the jansson string too before it is freed */
+	if (pw)
+		explicit_bzero((char *)json_string_value(pw), json_string_length(pw));
+	json_decref(req);
+	struct rf_resp p;
+	resp_init(&p);
+	int rc = http_send(c, "POST", c->r->sessions, body, NULL, RF_AUTH_NONE, &p);
+	fp_free_secret(body);
+	if (rc < 0)
+		goto out;
+	if (p.status == 401 || p.status == 403) {
+		rc = fp_errf(FP_EAUTH, c->err, c->errlen,
+			     "%s: session login refused (HTTP %ld) for user %s", c->r->base, p.status,
+			     c->t->username ? c->t->username : "");
+		goto out;
+	}
+	if (p.status >= 300 && strstr(message_id(p.body), "SessionLimitExceeded")) {
+		c->basic = 1;
+		if (!c->r->limit_warned) {
+			c->r->limit_warned = 1;
+			log_warn("redfish: session limit reached, using basic auth until a session "
+				 "can be made bmc=%s user=%s", c->r->base,
+				 c->t->username ? c->t->username : "");
+		}
+		goto out;
+	}
+	if (p.status < 200 || p.status >= 300 || !p.token) {
+		rc = fp_errf(FP_EBMC, c->err, c->errlen,
+			     "%s: session login answered HTTP %ld %s%s", c->r->base, p.status,
+			     message_id(p.body), p.token ? "" : " without X-Auth-Token");
+		goto out;
+	}
+	drop_session(c->r);
+	c->r->token = p.token;
+	p.token = NULL;
+	const char *loc = p.location[0] ? p.location : json_string_value(json_object_get(p.body,
+									   "@odata.id"));
+	c->r->session = loc ? xstrdup(loc) : NULL;
+	c->r->limit_warned = 0;
+out:
+	resp_release(&p);
+	return rc;
+}
+
+static enum rf_auth auth_mode(struct rf_call *c)
+{
+	if (c->basic || (c->t->quirks & BMC_QUIRK_REDFISH_BASIC_AUTH) || !c->r->sessions)
+		return RF_AUTH_BASIC;
+	return RF_AUTH_SESSION;
+}
+
+/* One authenticated request: session (login first if needed, again once on 401) or basic.
+ * 0 on 2xx; FP_ECONFLICT on 412; FP_EAUTH on 401/403; FP_EBMC on other statuses with the
+ * MessageId; resp is filled in every case. */
+static int request(struct rf_call *c, const char *method, const char *uri, const json_t *body,
+		   const char *if_match, struct rf_resp *p)
+{
+	char *text = body ? jsonx_dumps(body) : NULL;
+	int rc = 0;
+	for (int relogin = 0;; relogin++) {
+		enum rf_auth a = auth_mode(c);
+		if (a == RF_AUTH_SESSION && !c->r->token) {
+			rc = login(c);
+			if (rc < 0)
+				goto out;
+			a = auth_mode(c);
+		}
+		resp_reset(p);
+		rc = http_send(c, method, uri, text, if_match, a, p);
+		if (rc < 0)
+			goto out;
+		if (p->status == 401 && a == RF_AUTH_SESSION && relogin == 0) {
+			drop_session(c->r); /* expired or revoked: log in again, once */
+			continue;
+		}
+		break;
+	}
+	if (p->status >= 200 && p->status < 300)
+		goto out;
+	if (p->status == 401 || p->status == 403)
+		rc = fp_errf(FP_EAUTH, c->err, c->errlen,
+			     "%s %.200s: HTTP %ld %s for user %s", method, uri, p->status,
+			     message_id(p->body), c->t->username ? c->t->username : "");
+	else if (p->status == 412)
+		rc = fp_errf(FP_ECONFLICT, c->err, c->errlen,
+			     "%s %.200s: HTTP 412, the resource changed (ETag)", method, uri);
+	else
+		rc = fp_errf(FP_EBMC, c->err, c->errlen, "%s %.200s: HTTP %ld %s", method, uri,
+			     p->status, message_id(p->body)[0] ? message_id(p->body) : "");
+out:
+	free(text);
+	return rc;
+}
+
+/* GET uri into *out (new reference) with its ETag (header, else @odata.etag) in etag. */
+static int get_json(struct rf_call *c, const char *uri, json_t **out, char *etag, size_t etaglen)
+{
+	struct rf_resp p;
+	resp_init(&p);
+	*out = NULL;
+	int rc = request(c, "GET", uri, NULL, NULL, &p);
+	if (rc == 0 && !json_is_object(p.body))
+		rc = fp_errf(FP_EBMC, c->err, c->errlen, "GET %.200s: HTTP %ld without a JSON object",
+			     uri, p.status);
+	if (rc == 0) {
+		*out = json_incref(p.body);
+		if (etag) {
+			const char *e = p.etag[0] ? p.etag
+						  : json_string_value(json_object_get(p.body,
+										      "@odata.etag"));
+			snprintf(etag, etaglen, "%s", e ? e : "");
+		}
+	}
+	resp_release(&p);
+	return rc;
+}
+
+/* The last path segment of an @odata.id, trailing slashes ignored. */
+static void last_segment(const char *uri, char *out, size_t n)
+{
+	size_t len = strlen(uri);
+	while (len > 1 && uri[len - 1] == '/')
+		len--;
+	size_t s = len;
+	while (s > 0 && uri[s - 1] != '/')
+		s--;
+	snprintf(out, n, "%.*s", (int)(len - s), uri + s);
+}
+
+/* The ComputerSystem this target means: spec.bmc.system by Id, or the only one. */
+static int choose_system(struct rf_call *c)
+{
+	const char *want = c->t->system ? c->t->system : "";
+	if (c->r->system_uri && c->r->sys_for && strcmp(c->r->sys_for, want) == 0)
+		return 0;
+	json_t *coll;
+	int rc = get_json(c, c->r->systems, &coll, NULL, 0);
+	if (rc < 0)
+		return rc;
+	json_t *members = json_object_get(coll, "Members");
+	size_t n = json_array_size(members);
+	if (n > RF_MAX_MEMBERS)
+		n = RF_MAX_MEMBERS;
+	struct buf ids;
+	buf_init(&ids, 4096);
+	const char *found = NULL, *only = NULL;
+	for (size_t i = 0; i < n; i++) {
+		const char *u = json_string_value(json_object_get(json_array_get(members, i),
+								  "@odata.id"));
+		if (!u)
+			continue;
+		char id[256];
+		last_segment(u, id, sizeof(id));
+		buf_printf(&ids, "%s%s", ids.len ? ", " : "", id);
+		if (want[0] && strcmp(id, want) == 0)
+			found = u;
+		only = only ? "" : u;
+	}
+	if (want[0] && !found)
+		rc = fp_errf(FP_EINVAL, c->err, c->errlen,
+			     "spec.bmc.system \"%.64s\" is not a ComputerSystem of %s (it has: %s)",
+			     want, c->r->base, ids.len ? ids.data : "none");
+	else if (!want[0] && !only)
+		rc = fp_errf(FP_EBMC, c->err, c->errlen, "%s lists no ComputerSystem", c->r->base);
+	else if (!want[0] && !only[0])
+		rc = fp_errf(FP_EINVAL, c->err, c->errlen,
+			     "%s has several ComputerSystems (%s): set spec.bmc.system to one",
+			     c->r->base, ids.data);
+	if (rc == 0) {
+		set_str(&c->r->system_uri, found ? found : only);
+		set_str(&c->r->sys_for, want);
+	}
+	buf_release(&ids);
+	json_decref(coll);
+	return rc;
+}
+
+/* Discovery, system choice and GET of the System. */
+static int get_system(struct rf_call *c, json_t **sys, char *etag, size_t etaglen)
+{
+	int rc = discover(c);
+	if (rc == 0)
+		rc = choose_system(c);
+	if (rc == 0)
+		rc = get_json(c, c->r->system_uri, sys, etag, etaglen);
+	if (rc == FP_EBMC && strstr(c->err ? c->err : "", "HTTP 404")) {
+		/* the BMC was reset or reconfigured: forget what was discovered */
+		c->r->discovered = 0;
+		set_str(&c->r->system_uri, NULL);
+	}
+	return rc;
+}
+
+/* ---- calls ---- */
+
+static struct rf *rf_of(struct bmc *b)
+{
+	return b->impl;
+}
+
+static void bmc_entry_free(struct rf_bmc *r);
+
+/* Finds or makes the rf_bmc for t and locks it. */
+static int call_begin(struct bmc *b, const struct bmc_target *t, int64_t deadline, char *err,
+		      size_t errlen, struct rf_call *c)
+{
+	memset(c, 0, sizeof(*c));
+	char base[300];
+	int rc = parse_address(t->address, base, sizeof(base), err, errlen);
+	if (rc < 0)
+		return rc;
+	if (!t->username || !t->username[0])
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.username is empty");
+	struct rf *s = rf_of(b);
+	char *key = xasprintf("%s\n%s", base, t->username);
+	pthread_mutex_lock(&s->mu);
+	struct rf_bmc *r = hmap_get(&s->bmcs, key);
+	if (!r) {
+		r = xcalloc(1, sizeof(*r));
+		pthread_mutex_init(&r->mu, NULL);
+		r->base = xstrdup(base);
+		r->curl = curl_easy_init();
+		if (!r->curl)
+			abort(); /* out of memory */
+		hmap_put(&s->bmcs, key, r);
+	}
+	pthread_mutex_unlock(&s->mu);
+	free(key);
+	pthread_mutex_lock(&r->mu);
+	r->tls_verify = t->tls_verify != 0;
+	set_str(&r->ca_file, t->ca_file);
+	*c = (struct rf_call){.b = b, .r = r, .t = t, .deadline = deadline, .err = err,
+			      .errlen = errlen};
+	return 0;
+}
+
+static void call_end(struct rf_call *c)
+{
+	if (c->r)
+		pthread_mutex_unlock(&c->r->mu);
+}
+
+static enum bmc_power power_of(const char *s)
+{
+	if (!s)
+		return BMC_POWER_UNKNOWN;
+	if (strcmp(s, "On") == 0 || strcmp(s, "Paused") == 0)
+		return BMC_POWER_ON;
+	if (strcmp(s, "Off") == 0)
+		return BMC_POWER_OFF;
+	return BMC_POWER_UNKNOWN; /* PoweringOn, PoweringOff, or a value we do not know */
+}
+
+static const char *first_chassis(const json_t *sys)
+{
+	return json_string_value(json_object_get(
+		json_array_get(json_object_get(json_object_get(sys, "Links"), "Chassis"), 0),
+		"@odata.id"));
+}
+
+static int rf_power_get(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+			enum bmc_power *out, char *err, size_t errlen)
+{
+	struct rf_call c;
+	int rc = call_begin(b, t, deadline, err, errlen, &c);
+	if (rc < 0)
+		return rc;
+	json_t *sys = NULL, *ch = NULL;
+	rc = get_system(&c, &sys, NULL, 0);
+	if (rc < 0)
+		goto out;
+	const char *ps = json_string_value(json_object_get(sys, "PowerState"));
+	char sid[128];
+	last_segment(c.r->system_uri, sid, sizeof(sid));
+	if (!ps) {
+		*out = BMC_POWER_UNKNOWN;
+		observe_reason(&c, "PowerStateMissing");
+		fp_errf(0, err, errlen, "System %s has no PowerState", sid);
+		goto out;
+	}
+	*out = power_of(ps);
+	if (*out == BMC_POWER_UNKNOWN) {
+		observe_reason(&c, "PowerStateTransitioning");
+		fp_errf(0, err, errlen, "System %s PowerState is %.32s", sid, ps);
+		goto out;
+	}
+	const char *chassis = first_chassis(sys);
+	if (!chassis)
+		goto out;
+	rc = get_json(&c, chassis, &ch, NULL, 0);
+	if (rc < 0)
+		goto out;
+	const char *cps = json_string_value(json_object_get(ch, "PowerState"));
+	enum bmc_power cp = power_of(cps);
+	if (cps && cp != BMC_POWER_UNKNOWN && cp != *out) {
+		char cid[128];
+		last_segment(chassis, cid, sizeof(cid));
+		*out = BMC_POWER_UNKNOWN;
+		observe_reason(&c, "PowerStateDisagrees");
+		fp_errf(0, err, errlen, "System %s PowerState %.32s but Chassis %s PowerState %.32s",
+			sid, ps, cid, cps);
+	}
+out:
+	json_decref(sys);
+	json_decref(ch);
+	call_end(&c);
+	return rc;
+}
+
+static int in_list(const json_t *arr, const char *v)
+{
+	size_t i;
+	json_t *x;
+	json_array_foreach(arr, i, x) if (json_is_string(x) && strcmp(json_string_value(x), v) == 0)
+		return 1;
+	return 0;
+}
+
+static void list_text(const json_t *arr, char *out, size_t n)
+{
+	size_t i, w = 0;
+	json_t *x;
+	out[0] = '\0';
+	json_array_foreach(arr, i, x)
+	{
+		if (!json_is_string(x) || w >= n)
+			continue;
+		int k = snprintf(out + w, n - w, "%s%s", w ? ", " : "", json_string_value(x));
+		if (k > 0)
+			w += (size_t)k;
+	}
+}
+
+/* Allowable values of parameter `param` of action object `act`: inline
+ * "<param>@Redfish.AllowableValues", else the @Redfish.ActionInfo resource's Parameters
+ * (DSP0266 "Allowable values"). *out is a new reference, or NULL when the BMC does not say. */
+static int allowable(struct rf_call *c, const json_t *act, const char *param, json_t **out)
+{
+	char key[96];
+	snprintf(key, sizeof(key), "%s@Redfish.AllowableValues", param);
+	*out = NULL;
+	json_t *inl = json_object_get(act, key);
+	if (json_is_array(inl)) {
+		*out = json_incref(inl);
+		return 0;
+	}
+	const char *info = json_string_value(json_object_get(act, "@Redfish.ActionInfo"));
+	if (!info)
+		return 0;
+	json_t *ai;
+	int rc = get_json(c, info, &ai, NULL, 0);
+	if (rc < 0)
+		return rc;
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(ai, "Parameters"), i, p)
+	{
+		const char *name = json_string_value(json_object_get(p, "Name"));
+		json_t *av = json_object_get(p, "AllowableValues");
+		if (name && strcmp(name, param) == 0 && json_is_array(av))
+			*out = json_incref(av);
+	}
+	json_decref(ai);
+	return 0;
+}
+
+/* The ResetType for an action (docs/driver-redfish.md "ResetType"). allowed NULL: the BMC does
+ * not list them; the DSP8010 ResetType values are then assumed, PowerCycle excepted. */
+static const char *reset_type(const json_t *allowed, enum bmc_power_action a, enum bmc_power cur)
+{
+#define OK_(v) (allowed ? in_list(allowed, v) : strcmp(v, "PowerCycle") != 0)
+	switch (a) {
+	case BMC_ACTION_ON:
+		return OK_("On") ? "On" : OK_("ForceOn") ? "ForceOn" : NULL;
+	case BMC_ACTION_OFF:
+		return OK_("ForceOff") ? "ForceOff" : NULL;
+	case BMC_ACTION_SOFT:
+		return OK_("GracefulShutdown") ? "GracefulShutdown" : NULL;
+	case BMC_ACTION_RESET:
+		return OK_("ForceRestart") ? "ForceRestart" : NULL;
+	case BMC_ACTION_CYCLE:
+		if (OK_("PowerCycle"))
+			return "PowerCycle";
+		if (cur == BMC_POWER_ON)
+			return OK_("ForceRestart") ? "ForceRestart" : NULL;
+		if (cur == BMC_POWER_OFF)
+			return OK_("On") ? "On" : OK_("ForceOn") ? "ForceOn" : NULL;
+		return NULL;
+	}
+	return NULL;
+#undef OK_
+}
+
+static int task_wait(struct rf_call *c, const char *monitor, const json_t *first, json_t **out);
+
+static int rf_power_set(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+			enum bmc_power_action a, char *err, size_t errlen)
+{
+	struct rf_call c;
+	int rc = call_begin(b, t, deadline, err, errlen, &c);
+	if (rc < 0)
+		return rc;
+	json_t *sys = NULL, *allowed = NULL, *req = NULL, *task = NULL;
+	struct rf_resp p;
+	resp_init(&p);
+	rc = get_system(&c, &sys, NULL, 0);
+	if (rc < 0)
+		goto out;
+	json_t *act = json_object_get(json_object_get(sys, "Actions"), "#ComputerSystem.Reset");
+	const char *target = json_string_value(json_object_get(act, "target"));
+	if (!target) {
+		rc = fp_errf(FP_EUNSUPPORTED, err, errlen,
+			     "System %s has no #ComputerSystem.Reset action", c.r->system_uri);
+		goto out;
+	}
+	rc = allowable(&c, act, "ResetType", &allowed);
+	if (rc < 0)
+		goto out;
+	enum bmc_power cur = power_of(json_string_value(json_object_get(sys, "PowerState")));
+	const char *rt = reset_type(allowed, a, cur);
+	if (!rt) {
+		char list[512];
+		list_text(allowed, list, sizeof(list));
+		if (a == BMC_ACTION_CYCLE && cur == BMC_POWER_UNKNOWN && (!allowed ||
+									   !in_list(allowed, "PowerCycle")))
+			rc = fp_errf(FP_EINVAL, err, errlen,
+				     "power cycle: the BMC offers no PowerCycle and the PowerState is "
+				     "unknown, so neither ForceRestart nor On is right; power off, "
+				     "then on");
+		else
+			rc = fp_errf(FP_EINVAL, err, errlen,
+				     "power %s: no fitting ResetType among the BMC's allowable values "
+				     "(%s)", bmc_action_name(a), allowed ? list : "none listed");
+		goto out;
+	}
+	req = json_pack("{s:s}", "ResetType", rt);
+	rc = request(&c, "POST", target, req, NULL, &p);
+	if (rc < 0)
+		goto out;
+	if (p.status == 202 && p.location[0]) {
+		rc = task_wait(&c, p.location, p.body, &task);
+		if (rc == 0 && strcmp(json_string_value(json_object_get(task, "state")),
+				      "Completed") != 0)
+			rc = fp_errf(FP_EBMC, err, errlen, "ResetType %s: task ended %s", rt,
+				     json_string_value(json_object_get(task, "state")));
+	}
+	if (rc == 0)
+		log_debug("redfish: reset node=%s bmc=%s reset_type=%s", t->node, c.r->base, rt);
+out:
+	resp_release(&p);
+	json_decref(sys);
+	json_decref(allowed);
+	json_decref(req);
+	json_decref(task);
+	call_end(&c);
+	return rc;
+}
+
+static int rf_boot_get(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+		       struct bmc_boot *out, char *err, size_t errlen)
+{
+	struct rf_call c;
+	int rc = call_begin(b, t, deadline, err, errlen, &c);
+	if (rc < 0)
+		return rc;
+	json_t *sys = NULL;
+	rc = get_system(&c, &sys, NULL, 0);
+	if (rc == 0) {
+		json_t *boot = json_object_get(sys, "Boot");
+		const char *tg = json_string_value(json_object_get(boot, "BootSourceOverrideTarget"));
+		const char *en = json_string_value(json_object_get(boot, "BootSourceOverrideEnabled"));
+		const char *mo = json_string_value(json_object_get(boot, "BootSourceOverrideMode"));
+		int active = en && (strcmp(en, "Once") == 0 || strcmp(en, "Continuous") == 0);
+		out->device = !active || !tg                ? BMC_BOOT_UNKNOWN
+			      : strcmp(tg, "Pxe") == 0      ? BMC_BOOT_PXE
+			      : strcmp(tg, "Hdd") == 0      ? BMC_BOOT_DISK
+							    : BMC_BOOT_UNKNOWN;
+		out->persistent = en && strcmp(en, "Continuous") == 0;
+		out->mode = !mo                       ? BMC_BOOT_MODE_UNKNOWN
+			    : strcmp(mo, "UEFI") == 0   ? BMC_BOOT_MODE_UEFI
+			    : strcmp(mo, "Legacy") == 0 ? BMC_BOOT_MODE_LEGACY
+							: BMC_BOOT_MODE_UNKNOWN;
+	}
+	json_decref(sys);
+	call_end(&c);
+	return rc;
+}
+
+static int rf_boot_set(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+		       const struct bmc_boot *want, char *err, size_t errlen)
+{
+	struct rf_call c;
+	int rc = call_begin(b, t, deadline, err, errlen, &c);
+	if (rc < 0)
+		return rc;
+	json_t *sys = NULL, *req = NULL;
+	struct rf_resp p;
+	resp_init(&p);
+	const char *tg = want->device == BMC_BOOT_PXE ? "Pxe" : "Hdd";
+	const char *en = want->persistent ? "Continuous" : "Once";
+	const char *mo = want->mode == BMC_BOOT_MODE_UEFI     ? "UEFI"
+			 : want->mode == BMC_BOOT_MODE_LEGACY ? "Legacy"
+							      : NULL;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		char etag[256];
+		json_decref(sys);
+		sys = NULL;
+		rc = get_system(&c, &sys, etag, sizeof(etag));
+		if (rc < 0)
+			goto out;
+		json_t *boot = json_object_get(sys, "Boot");
+		if (!json_is_object(boot)) {
+			rc = fp_errf(FP_EUNSUPPORTED, err, errlen, "System %s has no Boot object",
+				     c.r->system_uri);
+			goto out;
+		}
+		json_t *tav = json_object_get(boot, "BootSourceOverrideTarget@Redfish.AllowableValues");
+		if (json_is_array(tav) && !in_list(tav, tg)) {
+			char list[512];
+			list_text(tav, list, sizeof(list));
+			rc = fp_errf(FP_EINVAL, err, errlen,
+				     "BootSourceOverrideTarget %s is not allowed by the BMC (%s)", tg,
+				     list);
+			goto out;
+		}
+		json_decref(req);
+		req = json_pack("{s:{s:s,s:s}}", "Boot", "BootSourceOverrideTarget", tg,
+				"BootSourceOverrideEnabled", en);
+		if (mo && json_object_get(boot, "BootSourceOverrideMode")) {
+			json_t *mav = json_object_get(boot,
+						      "BootSourceOverrideMode@Redfish.AllowableValues");
+			if (json_is_array(mav) && !in_list(mav, mo)) {
+				char list[256];
+				list_text(mav, list, sizeof(list));
+				rc = fp_errf(FP_EINVAL, err, errlen,
+					     "BootSourceOverrideMode %s is not allowed by the BMC (%s)",
+					     mo, list);
+				goto out;
+			}
+			json_object_set_new(json_object_get(req, "Boot"), "BootSourceOverrideMode",
+					    json_string(mo));
+		}
+		const char *im = etag[0] && !(t->quirks & BMC_QUIRK_REDFISH_NO_IF_MATCH) ? etag : NULL;
+		rc = request(&c, "PATCH", c.r->system_uri, req, im, &p);
+		if (rc == FP_ECONFLICT && attempt == 0) {
+			log_info("redfish: boot override PATCH got 412, re-reading node=%s bmc=%s",
+				 t->node, c.r->base);
+			continue;
+		}
+		break;
+	}
+out:
+	resp_release(&p);
+	json_decref(sys);
+	json_decref(req);
+	call_end(&c);
+	return rc;
+}
+
+static json_t *str_or_null(const json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? json_string(s) : json_null();
+}
+
+static int rf_inventory(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+			json_t **out, char *err, size_t errlen)
+{
+	struct rf_call c;
+	int rc = call_begin(b, t, deadline, err, errlen, &c);
+	if (rc < 0)
+		return rc;
+	json_t *sys = NULL, *coll = NULL, *gpus = json_array();
+	rc = get_system(&c, &sys, NULL, 0);
+	if (rc < 0)
+		goto out;
+	const char *procs = link_of(sys, "Processors");
+	if (procs) {
+		rc = get_json(&c, procs, &coll, NULL, 0);
+		if (rc < 0)
+			goto out;
+		json_t *members = json_object_get(coll, "Members");
+		size_t n = json_array_size(members);
+		for (size_t i = 0; i < n && i < RF_MAX_GPUS; i++) {
+			const char *u = json_string_value(
+				json_object_get(json_array_get(members, i), "@odata.id"));
+			json_t *pr;
+			if (!u)
+				continue;
+			rc = get_json(&c, u, &pr, NULL, 0);
+			if (rc < 0)
+				goto out;
+			const char *ty = json_string_value(json_object_get(pr, "ProcessorType"));
+			if (ty && strcmp(ty, "GPU") == 0)
+				json_array_append_new(
+					gpus, json_pack("{s:I,s:o,s:o,s:o,s:o}", "index",
+							(json_int_t)json_array_size(gpus), "id",
+							str_or_null(pr, "Id"), "model",
+							str_or_null(pr, "Model"), "manufacturer",
+							str_or_null(pr, "Manufacturer"), "serial",
+							str_or_null(pr, "SerialNumber")));
+			json_decref(pr);
+		}
+	}
+	json_t *ps = json_object_get(sys, "ProcessorSummary");
+	json_t *ms = json_object_get(sys, "MemorySummary");
+	json_t *cnt = json_object_get(ps, "Count");
+	json_t *mem = json_object_get(ms, "TotalSystemMemoryGiB");
+	*out = json_pack("{s:{s:o,s:o,s:o,s:o},s:{s:o,s:o},s:o,s:O}", "system", "manufacturer",
+			 str_or_null(sys, "Manufacturer"), "model", str_or_null(sys, "Model"),
+			 "serialNumber", str_or_null(sys, "SerialNumber"), "id",
+			 str_or_null(sys, "Id"), "cpu", "model", str_or_null(ps, "Model"),
+			 "sockets", json_is_integer(cnt) ? json_incref(cnt) : json_null(),
+			 "memoryGiB", json_is_number(mem) ? json_incref(mem) : json_null(), "gpus",
+			 gpus);
+out:
+	json_decref(sys);
+	json_decref(coll);
+	json_decref(gpus);
+	call_end(&c);
+	return rc;
+}
+
+static int rf_chassis_status(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+			     json_t **out, char *err, size_t errlen)
+{
+	struct rf_call c;
+	int rc = call_begin(b, t, deadline, err, errlen, &c);
+	if (rc < 0)
+		return rc;
+	json_t *sys = NULL, *ch = NULL;
+	rc = get_system(&c, &sys, NULL, 0);
+	if (rc < 0)
+		goto out;
+	const char *chassis = first_chassis(sys);
+	if (chassis) {
+		rc = get_json(&c, chassis, &ch, NULL, 0);
+		if (rc < 0)
+			goto out;
+	}
+	const char *ps = json_string_value(json_object_get(ch, "PowerState"));
+	if (!ps)
+		ps = json_string_value(json_object_get(sys, "PowerState"));
+	json_t *o = json_pack("{s:s}", "power", bmc_power_name(power_of(ps)));
+	const char *health = json_string_value(
+		json_object_get(json_object_get(ch ? ch : sys, "Status"), "Health"));
+	if (health)
+		json_object_set_new(o, "health", json_string(health));
+	const char *intr = json_string_value(
+		json_object_get(json_object_get(ch, "PhysicalSecurity"), "IntrusionSensor"));
+	if (intr)
+		json_object_set_new(o, "intrusion", json_boolean(strcmp(intr, "Normal") != 0));
+	const char *prp = json_string_value(json_object_get(sys, "PowerRestorePolicy"));
+	if (!prp)
+		prp = json_string_value(json_object_get(ch, "PowerRestorePolicy"));
+	if (prp)
+		json_object_set_new(o, "powerRestorePolicy", json_string(prp));
+	if (chassis) {
+		char cid[128];
+		last_segment(chassis, cid, sizeof(cid));
+		json_object_set_new(o, "chassis", json_string(cid));
+	}
+	const char *led = json_string_value(json_object_get(ch, "IndicatorLED"));
+	if (led)
+		json_object_set_new(o, "indicatorLed", json_string(led));
+	*out = o;
+out:
+	json_decref(sys);
+	json_decref(ch);
+	call_end(&c);
+	return rc;
+}
+
+static json_t *sel_entry(const json_t *e, size_t idx)
+{
+	const char *id = json_string_value(json_object_get(e, "Id"));
+	char *end = NULL;
+	long long n = id ? strtoll(id, &end, 10) : 0;
+	json_t *o = json_pack("{s:I,s:o,s:o,s:o}", "id",
+			      (json_int_t)(id && end && !*end ? n : (long long)idx), "timestamp",
+			      str_or_null(e, "Created"), "sensorType",
+			      json_string(json_string_value(json_object_get(e, "SensorType"))
+					  ? json_string_value(json_object_get(e, "SensorType"))
+					  : ""),
+			      "message", json_string(json_string_value(json_object_get(e, "Message"))
+					     ? json_string_value(json_object_get(e, "Message"))
+					     : ""));
+	json_t *sn = json_object_get(e, "SensorNumber");
+	if (json_is_integer(sn))
+		json_object_set(o, "sensorNumber", sn);
+	const char *code = json_string_value(json_object_get(e, "EntryCode"));
+	if (code)
+		json_object_set_new(o, "eventType", json_string(code));
+	return o;
+}
+
+static int rf_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+		       size_t max_entries, json_t **out, char *err, size_t errlen)
+{
+	struct rf_call c;
+	int rc = call_begin(b, t, deadline, err, errlen, &c);
+	if (rc < 0)
+		return rc;
+	json_t *sys = NULL, *logs = NULL, *svc = NULL, *ents = NULL, *arr = json_array();
+	rc = get_system(&c, &sys, NULL, 0);
+	if (rc < 0)
+		goto out;
+	const char *ls = link_of(sys, "LogServices");
+	if (!ls) {
+		rc = fp_errf(FP_EUNSUPPORTED, err, errlen, "System %s has no LogServices",
+			     c.r->system_uri);
+		goto out;
+	}
+	rc = get_json(&c, ls, &logs, NULL, 0);
+	if (rc < 0)
+		goto out;
+	/* the first log service whose LogEntryType is SEL, else the first */
+	json_t *members = json_object_get(logs, "Members");
+	for (size_t i = 0; i < json_array_size(members) && i < 16; i++) {
+		const char *u = json_string_value(json_object_get(json_array_get(members, i),
+								  "@odata.id"));
+		json_t *s;
+		if (!u || get_json(&c, u, &s, NULL, 0) < 0)
+			continue;
+		const char *ty = json_string_value(json_object_get(s, "LogEntryType"));
+		if (!svc || (ty && strcmp(ty, "SEL") == 0)) {
+			json_decref(svc);
+			svc = json_incref(s);
+		}
+		json_decref(s);
+		if (ty && strcmp(ty, "SEL") == 0)
+			break;
+	}
+	const char *eu = link_of(svc, "Entries");
+	if (!eu) {
+		rc = fp_errf(FP_EUNSUPPORTED, err, errlen, "System %s has no log with Entries",
+			     c.r->system_uri);
+		goto out;
+	}
+	rc = get_json(&c, eu, &ents, NULL, 0);
+	if (rc < 0)
+		goto out;
+	json_t *em = json_object_get(ents, "Members");
+	size_t n = json_array_size(em);
+	if (n > RF_MAX_MEMBERS)
+		n = RF_MAX_MEMBERS;
+	size_t from = n > max_entries ? n - max_entries : 0;
+	/* Members come in the BMC's order (DMTF mockups: oldest first); entries that carry only
+	 * a link are read one by one. */
+	for (size_t i = from; i < n; i++) {
+		json_t *e = json_array_get(em, i);
+		if (!json_object_get(e, "Message") && !json_object_get(e, "Created")) {
+			const char *u = json_string_value(json_object_get(e, "@odata.id"));
+			json_t *full;
+			if (!u)
+				continue;
+			rc = get_json(&c, u, &full, NULL, 0);
+			if (rc < 0)
+				goto out;
+			json_array_append_new(arr, sel_entry(full, i));
+			json_decref(full);
+		} else {
+			json_array_append_new(arr, sel_entry(e, i));
+		}
+	}
+	*out = json_incref(arr);
+out:
+	json_decref(sys);
+	json_decref(logs);
+	json_decref(svc);
+	json_decref(ents);
+	json_decref(arr);
+	call_end(&c);
+	return rc;
+}
+
+static int terminal(const char *state)
+{
+	static const char *const done[] = {"Completed", "Exception", "Killed", "Cancelled"};
+	for (size_t i = 0; i < sizeof(done) / sizeof(done[0]); i++)
+		if (strcmp(state, done[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static void task_fill(json_t *o, const json_t *task)
+{
+	const char *st = json_string_value(json_object_get(task, "TaskState"));
+	if (st)
+		json_object_set_new(o, "state", json_string(st));
+	json_t *pc = json_object_get(task, "PercentComplete");
+	if (json_is_integer(pc))
+		json_object_set(o, "percent", pc);
+	json_t *msgs = json_object_get(task, "Messages");
+	if (json_is_array(msgs)) {
+		json_t *arr = json_array();
+		size_t i;
+		json_t *m;
+		json_array_foreach(msgs, i, m)
+		{
+			const char *s = json_string_value(json_object_get(m, "Message"));
+			if (!s)
+				s = json_string_value(json_object_get(m, "MessageId"));
+			if (s && i < 32)
+				json_array_append_new(arr, json_string(s));
+		}
+		json_object_set_new(o, "messages", arr);
+	}
+}
+
+/* Polls a task monitor (DSP0266 "Asynchronous operations": 202 + Location while it runs)
+ * until the task ends or the deadline is near. *out: {"task","state","percent"?,"messages"}.
+ * 0 when it ended (any terminal state: the caller judges), FP_ETIMEDOUT with *out at state
+ * Running otherwise. */
+static int task_wait(struct rf_call *c, const char *monitor, const json_t *first, json_t **out)
+{
+	char *mon = xstrdup(monitor);
+	json_t *o = json_pack("{s:s,s:s,s:[]}", "task", mon, "state", "Running", "messages");
+	const char *tu = json_string_value(json_object_get(first, "@odata.id"));
+	if (tu)
+		json_object_set_new(o, "task", json_string(tu));
+	if (first)
+		task_fill(o, first);
+	struct rf_resp p;
+	resp_init(&p);
+	int rc = 0;
+	int64_t wait = RF_POLL_DEFAULT_MS;
+	for (int polls = 0; !terminal(json_string_value(json_object_get(o, "state"))); polls++) {
+		if (polls > 0) {
+			if (c->deadline && now_ms(c) + wait >= c->deadline) {
+				rc = fp_errf(FP_ETIMEDOUT, c->err, c->errlen,
+					     "task %s still %s at the deadline", mon,
+					     json_string_value(json_object_get(o, "state")));
+				break;
+			}
+			clock_sleep_ms(c->b->clock, wait);
+		}
+		rc = request(c, "GET", mon, NULL, NULL, &p);
+		if (rc < 0)
+			break;
+		if (p.retry_after_ms >= 0)
+			wait = p.retry_after_ms;
+		if (wait < RF_POLL_MIN_MS)
+			wait = RF_POLL_MIN_MS;
+		if (wait > RF_POLL_MAX_MS)
+			wait = RF_POLL_MAX_MS;
+		if (p.body && json_object_get(p.body, "TaskState"))
+			task_fill(o, p.body);
+		else if (p.status != 202)
+			json_object_set_new(o, "state", json_string("Completed"));
+	}
+	resp_release(&p);
+	free(mon);
+	if (rc < 0 && rc != FP_ETIMEDOUT) {
+		json_decref(o);
+		o = NULL;
+	}
+	*out = o;
+	return rc;
+}
+
+static int rf_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+			      const struct bmc_firmware_req *req, json_t **out, char *err,
+			      size_t errlen)
+{
+	struct rf_call c;
+	int rc = call_begin(b, t, deadline, err, errlen, &c);
+	if (rc < 0)
+		return rc;
+	json_t *us = NULL, *allowed = NULL, *body = NULL;
+	struct rf_resp p;
+	resp_init(&p);
+	rc = discover(&c);
+	if (rc < 0)
+		goto out;
+	if (!c.r->update) {
+		rc = fp_errf(FP_EUNSUPPORTED, err, errlen, "%s has no UpdateService", c.r->base);
+		goto out;
+	}
+	rc = get_json(&c, c.r->update, &us, NULL, 0);
+	if (rc < 0)
+		goto out;
+	json_t *act = json_object_get(json_object_get(us, "Actions"), "#UpdateService.SimpleUpdate");
+	const char *target = json_string_value(json_object_get(act, "target"));
+	if (!target) {
+		rc = fp_errf(FP_EUNSUPPORTED, err, errlen,
+			     "%s UpdateService has no #UpdateService.SimpleUpdate", c.r->base);
+		goto out;
+	}
+	body = json_pack("{s:s}", "ImageURI", req->image_uri);
+	if (req->transfer_protocol) {
+		rc = allowable(&c, act, "TransferProtocol", &allowed);
+		if (rc < 0)
+			goto out;
+		if (allowed && !in_list(allowed, req->transfer_protocol)) {
+			char list[256];
+			list_text(allowed, list, sizeof(list));
+			rc = fp_errf(FP_EINVAL, err, errlen,
+				     "TransferProtocol %.32s is not allowed by the BMC (%s)",
+				     req->transfer_protocol, list);
+			goto out;
+		}
+		json_object_set_new(body, "TransferProtocol", json_string(req->transfer_protocol));
+	}
+	if (req->targets) {
+		json_t *arr = json_array();
+		for (size_t i = 0; req->targets[i] && i < 64; i++)
+			json_array_append_new(arr, json_string(req->targets[i]));
+		json_object_set_new(body, "Targets", arr);
+	}
+	rc = request(&c, "POST", target, body, NULL, &p);
+	if (rc < 0)
+		goto out;
+	if (p.status == 202 && p.location[0]) {
+		rc = task_wait(&c, p.location, p.body, out);
+		if (rc == 0 && strcmp(json_string_value(json_object_get(*out, "state")),
+				      "Completed") != 0)
+			rc = fp_errf(FP_EBMC, err, errlen, "firmware update task ended %s",
+				     json_string_value(json_object_get(*out, "state")));
+	} else {
+		*out = json_pack("{s:n,s:s,s:[]}", "task", "state", "Completed", "messages");
+	}
+out:
+	resp_release(&p);
+	json_decref(us);
+	json_decref(allowed);
+	json_decref(body);
+	call_end(&c);
+	return rc;
+}
+
+static void bmc_entry_free(struct rf_bmc *r)
+{
+	drop_session(r);
+	if (r->curl)
+		curl_easy_cleanup(r->curl);
+	free(r->base);
+	free(r->ca_file);
+	free(r->systems);
+	free(r->sessions);
+	free(r->update);
+	free(r->sys_for);
+	free(r->system_uri);
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+}
+
+static void rf_free(struct bmc *b)
+{
+	struct rf *s = rf_of(b);
+	for (struct hmap_iter it = hmap_iter_start(&s->bmcs); hmap_iter_next(&it);) {
+		struct rf_bmc *r = it.e->value;
+		if (r->token && r->session) {
+			/* DSP0266 "Session termination": DELETE the session's URI */
+			struct bmc_target t = {.node = "", .tls_verify = r->tls_verify};
+			char err[256];
+			struct rf_call c = {.b = b, .r = r, .t = &t,
+					    .deadline = clock_now_ms(b->clock) + RF_FREE_TIMEOUT_MS,
+					    .err = err, .errlen = sizeof(err)};
+			struct rf_resp p;
+			resp_init(&p);
+			if (http_once(&c, "DELETE", r->session, NULL, NULL, RF_AUTH_SESSION, &p) < 0)
+				log_info("redfish: session delete failed bmc=%s: %s", r->base, err);
+			resp_release(&p);
+		}
+		bmc_entry_free(r);
+	}
+	hmap_release(&s->bmcs);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+	free(b);
+}
+
+const struct bmc_driver_ops bmc_redfish_ops = {
+	.name = "redfish",
+	.caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE | BMC_CAP_INVENTORY | BMC_CAP_SEL |
+		BMC_CAP_FIRMWARE,
+	.power_get = rf_power_get,
+	.power_set = rf_power_set,
+	.boot_get = rf_boot_get,
+	.boot_set = rf_boot_set,
+	.inventory = rf_inventory,
+	.chassis_status = rf_chassis_status,
+	.sel_read = rf_sel_read,
+	.firmware_update = rf_firmware_update,
+	.free = rf_free,
+};
+
+struct bmc *bmc_redfish_new(struct fp_clock *clock)
+{
+	pthread_once(&curl_once, curl_init_once);
+	struct rf *s = xcalloc(1, sizeof(*s));
+	s->clock = clock;
+	pthread_mutex_init(&s->mu, NULL);
+	hmap_init(&s->bmcs);
+	struct bmc *b = xcalloc(1, sizeof(*b));
+	b->ops = &bmc_redfish_ops;
+	b->clock = clock;
+	b->impl = s;
+	return b;
+}
