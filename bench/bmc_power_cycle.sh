@@ -7,7 +7,7 @@
 #               is back on (ipmi_sim turns it on again ~1 s after the cycle's "off").
 #   ironic      OpenStack Ironic's ipmi hardware type (bench/ironic/ironic-peer.sh): enroll N
 #               nodes (driver_info ipmi_cipher_suite 3), manage them (-> manageable, power read),
-#               then PUT /v1/nodes/X/states/power {"target":"reboot"} with IRONIC_P concurrent
+#               then PUT /v1/nodes/X/states/power {"target":"rebooting"} with IRONIC_P concurrent
 #               clients, and poll until every node has target_power_state null; wall time from
 #               the first PUT. Once per [ipmi] min_command_interval in IRONIC_INTERVALS.
 #   fleetplane  ./fleetplane serve (fresh data dir, --site-qps SITE_QPS), N nodes enrolled with
@@ -285,7 +285,7 @@ run_ironic_one() {
 	local t0 t_end="-" codes
 	t0=$(now)
 	seq 1 "$N" | xargs -P "$IRONIC_P" -I{} curl -s -o /dev/null -w '%{http_code}\n' -H "$IH" -H "$JH" \
-		-X PUT "$IA/v1/nodes/b{}/states/power" -d '{"target":"reboot"}' >"$W/ironic/reboot.codes"
+		-X PUT "$IA/v1/nodes/b{}/states/power" -d '{"target":"rebooting"}' >"$W/ironic/reboot.codes"
 	local put_s; put_s=$(fsub "$(now)" "$t0")
 	while :; do
 		if [ "$(ironic_states | awk '$3=="null"' | wc -l)" -ge "$N" ]; then
