@@ -790,3 +790,225 @@ void api_node_drain(struct api_req *r) { node_action(r, ACT_DRAIN); }
 void api_node_resume(struct api_req *r) { node_action(r, ACT_RESUME); }
 void api_node_retire(struct api_req *r) { node_action(r, ACT_RETIRE); }
 void api_node_release(struct api_req *r) { node_action(r, ACT_RELEASE); }
+
+/* ---------------------------------------------------------------- agent callbacks */
+
+#define BOOT_ID_MAX 64
+
+/* bootId: 1..64 characters of [A-Za-z0-9._:-]. Answers 422 naming the field and returns -1
+ * when it is not. */
+static int boot_id_check(struct api_req *r, const json_t *body, const char **out)
+{
+	json_t *v = json_object_get(body, "bootId");
+	const char *s = json_string_value(v);
+	size_t len = s ? strlen(s) : 0;
+	int ok = s && len >= 1 && len <= BOOT_ID_MAX && len == json_string_length(v);
+	for (size_t i = 0; ok && i < len; i++) {
+		char c = s[i];
+		ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		     c == '.' || c == '_' || c == ':' || c == '-';
+	}
+	if (!ok) {
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", "bootId"),
+				"bootId: %s", !v ? "required"
+					      : !s ? "expected a string"
+						   : "expected 1..64 characters of A-Z a-z 0-9 . _ : -");
+		return -1;
+	}
+	*out = s;
+	return 0;
+}
+
+/* POST /v1/nodes/{name}:booted {"bootId"} and :validated {"bootId","passed"}: the node's
+ * deploy agent (its own agent token, or an operator) reports a boot or a burn-in result; the
+ * lifecycle controller records it (api_agent_hooks). 202 {"accepted": true}. */
+static void agent_report(struct api_req *r, int validated)
+{
+	static const char *const keys_booted[] = {"bootId", NULL};
+	static const char *const keys_validated[] = {"bootId", "passed", NULL};
+	if (check_name_param(r) < 0)
+		return;
+	const char *name = r->params[0];
+	json_t *body = NULL;
+	if (api_body_object(r, &body) < 0)
+		return;
+	api_own_json(r, body);
+	char err[256];
+	if (jsonx_check_keys(body, validated ? keys_validated : keys_booted, "", err,
+			     sizeof(err)) < 0) {
+		api_problem(r, 422, "%s", err);
+		return;
+	}
+	const char *boot_id = NULL;
+	if (boot_id_check(r, body, &boot_id) < 0)
+		return;
+	json_t *passed = json_object_get(body, "passed");
+	if (validated && !json_is_boolean(passed)) {
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", "passed"), "passed: %s",
+				passed ? "expected true or false" : "required");
+		return;
+	}
+	struct node *n = NULL;
+	int64_t mod = 0;
+	if (load_node(r, name, &n, &mod) < 0)
+		return;
+	node_free(n);
+	const struct api_agent_hooks *h = &r->srv->cfg.agent;
+	if (!h->booted || !h->validated) {
+		api_problem(r, 503, "no lifecycle controller in this server to take agent reports");
+		return;
+	}
+	if (validated)
+		h->validated(h->arg, name, boot_id, json_is_true(passed));
+	else
+		h->booted(h->arg, name, boot_id);
+	log_info("agent report node=%s kind=%s boot_id=%s actor=%s", name,
+		 validated ? "validated" : "booted", boot_id, api_actor(r));
+	api_reply_json(r, 202, json_pack("{s:b}", "accepted", 1));
+}
+
+void api_node_booted(struct api_req *r) { agent_report(r, 0); }
+void api_node_validated(struct api_req *r) { agent_report(r, 1); }
+
+/* ---------------------------------------------------------------- power */
+
+static const char *const power_actions[] = {"on", "off", "cycle", "soft", "reset", "status",
+					    NULL};
+
+/* POST /v1/nodes/{name}:power {"action"}: creates an operation of kind "power" with the one
+ * step "power_<action>" (the lifecycle controller runs it). When another operation is in
+ * flight on the node the new one is queued behind it (status.queuedOperations, at most
+ * NODE_MAX_QUEUED; 409 when full), written in the same transaction as the operation document
+ * and its event. Refused (409) while the node is retiring or retired. 202 with the operation
+ * document plus "queued" and, when queued, "behind" (the operation directly ahead). */
+void api_node_power(struct api_req *r)
+{
+	static const char *const keys[] = {"action", NULL};
+	if (check_name_param(r) < 0)
+		return;
+	const char *name = r->params[0];
+	if (api_idem_begin(r))
+		return;
+	json_t *body = NULL;
+	if (api_body_object(r, &body) < 0)
+		return;
+	api_own_json(r, body);
+	char err[256];
+	if (jsonx_check_keys(body, keys, "", err, sizeof(err)) < 0) {
+		api_problem(r, 422, "%s", err);
+		return;
+	}
+	const char *action = jsonx_str(body, "action");
+	int known = 0;
+	for (size_t i = 0; action && power_actions[i]; i++)
+		known |= strcmp(action, power_actions[i]) == 0;
+	if (!known) {
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", "action"),
+				"action: %s", !json_object_get(body, "action") ? "required"
+					      : "expected one of on, off, cycle, soft, reset, status");
+		return;
+	}
+	const char *me = api_actor(r);
+	for (int attempt = 0; attempt < CAS_RETRIES; attempt++) {
+		struct node *n = NULL;
+		int64_t mod = 0;
+		if (load_node(r, name, &n, &mod) < 0)
+			return;
+		if (n->phase == PHASE_RETIRING || n->phase == PHASE_RETIRED) {
+			api_problem_ext(r, 409, json_pack("{s:s}", "phase", node_phase_name(n->phase)),
+					"node %s is %s; power operations are refused while a node "
+					"retires and once it is retired",
+					name, node_phase_name(n->phase));
+			node_free(n);
+			return;
+		}
+		if (n->operation && n->nqueued >= NODE_MAX_QUEUED) {
+			api_problem_ext(r, 409, json_pack("{s:s,s:i}", "operation", n->operation,
+							  "queued", (int)n->nqueued),
+					"node %s already has %d operations queued behind %s; wait "
+					"for them to end",
+					name, NODE_MAX_QUEUED, n->operation);
+			node_free(n);
+			return;
+		}
+		int64_t now = api_now(r);
+		struct operation *op = operation_new();
+		op->id = xasprintf("power-%013lld-%08x", (long long)now,
+				   (unsigned)(api_rand(r) & 0xffffffffu));
+		op->node = xstrdup(name);
+		op->kind = xstrdup("power");
+		op->steps[op->nsteps++] = xasprintf("power_%s", action);
+		op->actor = xstrdup(me);
+		op->reason = xasprintf("power %s requested by %s", action, me);
+		op->params = json_pack("{s:s}", "action", action);
+		const char *ik = api_header(r, "Idempotency-Key");
+		if (ik)
+			op->idempotency_key = xstrdup(ik);
+		op->state = OP_PENDING;
+		op->created_at = op->updated_at = now;
+		const char *behind = NULL;
+		if (n->operation) {
+			behind = api_strdup(r, n->nqueued ? n->queued_ops[n->nqueued - 1]
+							  : n->operation);
+			char **q = xcalloc(n->nqueued + 1, sizeof(char *));
+			if (n->nqueued)
+				memcpy(q, n->queued_ops, n->nqueued * sizeof(char *));
+			free(n->queued_ops);
+			n->queued_ops = q;
+			n->queued_ops[n->nqueued++] = xstrdup(op->id);
+		} else {
+			n->operation = xstrdup(op->id);
+		}
+		json_t *resp = operation_to_json(op, 0);
+		json_object_set_new(resp, "queued", json_boolean(behind != NULL));
+		if (behind)
+			json_object_set_new(resp, "behind", json_string(behind));
+		json_t *oj = operation_to_json(op, 0);
+		struct store_op ops[4];
+		size_t nops = 0;
+		node_put_op(r, &ops[nops++], n, mod);
+		ops[nops++] = (struct store_op){STORE_OP_PUT,
+						api_printf(r, "/operations/%s", op->id),
+						api_own(r, jsonx_dumps(oj)), STORE_ABSENT};
+		json_decref(oj);
+		api_event_op(r, &ops[nops++], "Normal", api_printf(r, "node/%s", name),
+			     "PowerRequested",
+			     api_printf(r, "power %s requested by %s: operation %s%s%s", action, me,
+					op->id, behind ? " (queued behind " : "",
+					behind ? api_printf(r, "%s)", behind) : ""));
+		if (api_idem_op(r, &ops[nops], 202, resp))
+			nops++;
+		int64_t rev = 0;
+		size_t failed = 0;
+		int rc = store_txn(r->srv->cfg.store, ops, nops, &rev, &failed);
+		node_free(n);
+		if (rc == FP_ECONFLICT && failed == 0) {
+			json_decref(resp);
+			operation_free(op);
+			continue; /* the node changed (the controller moved on): read again */
+		}
+		if (rc == FP_EEXIST && failed == 3) {
+			json_decref(resp);
+			operation_free(op);
+			api_problem(r, 409, "a request with this Idempotency-Key was committed "
+					    "concurrently; retry to get its result");
+			return;
+		}
+		if (rc < 0) {
+			json_decref(resp);
+			operation_free(op);
+			api_problem_rc(r, rc, "store write failed");
+			return;
+		}
+		api_set_rv(resp, rev);
+		api_reply_json(r, 202, resp);
+		api_add_header(r, MHD_HTTP_HEADER_LOCATION,
+			       api_printf(r, "/v1/operations/%s", op->id));
+		log_info("power requested node=%s action=%s op=%s queued=%d actor=%s", name, action,
+			 op->id, behind != NULL, me);
+		operation_free(op);
+		return;
+	}
+	api_problem(r, 409, "node %s kept changing; gave up after %d attempts, retry", name,
+		    CAS_RETRIES);
+}

@@ -31,6 +31,16 @@ struct api_node_view {
 	void *arg;
 };
 
+/* Where the agent callbacks POST /v1/nodes/{name}:booted and :validated go (serve wires the
+ * lifecycle controller's lifecycle_agent_booted/validated). Called from API worker threads
+ * after the body was checked and the node found; must not block (hand the write to a queue).
+ * Strings are borrowed for the call. booted NULL: the routes answer 503. */
+struct api_agent_hooks {
+	void (*booted)(void *arg, const char *node, const char *boot_id);
+	void (*validated)(void *arg, const char *node, const char *boot_id, int passed);
+	void *arg;
+};
+
 typedef int (*api_ready_fn)(void *arg);
 
 struct api_config {
@@ -45,6 +55,7 @@ struct api_config {
 	api_ready_fn ready;    /* NULL = always ready */
 	void *ready_arg;
 	struct api_node_view node_view; /* get_json NULL = read the store */
+	struct api_agent_hooks agent;   /* agent callbacks; NULL hooks = 503 */
 	/* Tuning; 0 = defaults (1000 connections, 60 s idle timeout, 1 poll thread; the
 	 * FLEETPLANE_API_THREADS environment variable overrides the default thread count). */
 	unsigned connection_limit;

@@ -37,6 +37,29 @@ struct env {
 
 static struct env E;
 
+/* Agent reports the server handed to its hooks (api_agent_hooks). */
+static struct {
+	pthread_mutex_t mu;
+	int n;
+	char last[160]; /* "booted n1 b-1" | "validated n1 b-1 0" */
+} R = {PTHREAD_MUTEX_INITIALIZER, 0, ""};
+
+static void hook_booted(void *arg, const char *node, const char *boot_id)
+{
+	pthread_mutex_lock(&R.mu);
+	R.n++;
+	snprintf(R.last, sizeof(R.last), "booted %s %s", node, boot_id);
+	pthread_mutex_unlock(&R.mu);
+}
+
+static void hook_validated(void *arg, const char *node, const char *boot_id, int passed)
+{
+	pthread_mutex_lock(&R.mu);
+	R.n++;
+	snprintf(R.last, sizeof(R.last), "validated %s %s %d", node, boot_id, passed);
+	pthread_mutex_unlock(&R.mu);
+}
+
 static int ready_cb(void *arg)
 {
 	return *(int *)arg;
@@ -63,6 +86,7 @@ static void server_start(void)
 	cfg.ready = ready_cb;
 	cfg.ready_arg = &E.ready;
 	cfg.node_view = E.view;
+	cfg.agent = (struct api_agent_hooks){hook_booted, hook_validated, NULL};
 	E.srv = api_server_new(&cfg, err, sizeof(err));
 	if (!E.srv)
 		fail_msg("api_server_new: %s", err);
@@ -385,6 +409,217 @@ static void test_roles(void **state)
 	fp_free_secret(secret);
 	api_auth_free(other);
 	free(viewer);
+	free(agent);
+}
+
+/* 422 naming field; frees r. */
+static void expect_422_field(struct resp *r, const char *field)
+{
+	assert_int_equal(r->status, 422);
+	assert_string_equal(jstr(r->json, "field"), field);
+	assert_true(has_header(r, "Content-Type: application/problem+json"));
+	resp_free(r);
+}
+
+static void test_agent_callbacks(void **state)
+{
+	struct resp r;
+	char *agent = mk_token("agent-n1", "agent", "n1");
+	char *viewer = mk_token("viewer1", "viewer", NULL);
+	enroll("n1");
+	enroll("n2");
+	R.n = 0;
+
+	req("POST", "/v1/nodes/n1:booted", agent, "{\"bootId\":\"n1-boot.7:a_b\"}", &r);
+	assert_int_equal(r.status, 202);
+	assert_true(json_is_true(jget(r.json, "accepted")));
+	resp_free(&r);
+	assert_int_equal(R.n, 1);
+	assert_string_equal(R.last, "booted n1 n1-boot.7:a_b");
+	req("POST", "/v1/nodes/n1:validated", agent, "{\"bootId\":\"b-1\",\"passed\":false}",
+	    &r);
+	assert_int_equal(r.status, 202);
+	resp_free(&r);
+	assert_string_equal(R.last, "validated n1 b-1 0");
+	/* an operator may report too */
+	req("POST", "/v1/nodes/n2:validated", E.admin, "{\"bootId\":\"b-2\",\"passed\":true}",
+	    &r);
+	assert_int_equal(r.status, 202);
+	resp_free(&r);
+	assert_string_equal(R.last, "validated n2 b-2 1");
+	assert_int_equal(R.n, 3);
+
+	/* another node's agent token, a viewer, no token */
+	req("POST", "/v1/nodes/n2:booted", agent, "{\"bootId\":\"b-1\"}", &r);
+	assert_int_equal(r.status, 403);
+	resp_free(&r);
+	req("POST", "/v1/nodes/n1:booted", viewer, "{\"bootId\":\"b-1\"}", &r);
+	assert_int_equal(r.status, 403);
+	resp_free(&r);
+	req("POST", "/v1/nodes/n1:booted", NULL, "{\"bootId\":\"b-1\"}", &r);
+	assert_int_equal(r.status, 401);
+	resp_free(&r);
+	req("POST", "/v1/nodes/n9:booted", E.admin, "{\"bootId\":\"b-1\"}", &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+
+	/* strict bodies, the field named */
+	req("POST", "/v1/nodes/n1:booted", agent, "{}", &r);
+	expect_422_field(&r, "bootId");
+	req("POST", "/v1/nodes/n1:booted", agent, "{\"bootId\":7}", &r);
+	expect_422_field(&r, "bootId");
+	req("POST", "/v1/nodes/n1:booted", agent, "{\"bootId\":\"\"}", &r);
+	expect_422_field(&r, "bootId");
+	req("POST", "/v1/nodes/n1:booted", agent, "{\"bootId\":\"a b\"}", &r);
+	expect_422_field(&r, "bootId");
+	req("POST", "/v1/nodes/n1:booted", agent, "{\"bootId\":\"b/1\"}", &r);
+	expect_422_field(&r, "bootId");
+	char body[160];
+	snprintf(body, sizeof(body), "{\"bootId\":\"%065d\"}", 0);
+	req("POST", "/v1/nodes/n1:booted", agent, body, &r);
+	expect_422_field(&r, "bootId");
+	snprintf(body, sizeof(body), "{\"bootId\":\"%064d\"}", 0);
+	req("POST", "/v1/nodes/n1:booted", agent, body, &r);
+	assert_int_equal(r.status, 202);
+	resp_free(&r);
+	req("POST", "/v1/nodes/n1:validated", agent, "{\"bootId\":\"b-1\"}", &r);
+	expect_422_field(&r, "passed");
+	req("POST", "/v1/nodes/n1:validated", agent, "{\"bootId\":\"b-1\",\"passed\":\"yes\"}",
+	    &r);
+	expect_422_field(&r, "passed");
+	req("POST", "/v1/nodes/n1:booted", agent, "{\"bootId\":\"b-1\",\"passed\":true}", &r);
+	assert_int_equal(r.status, 422);
+	assert_non_null(strstr(jstr(r.json, "detail"), "passed"));
+	resp_free(&r);
+	req("POST", "/v1/nodes/n1:booted", agent, "[1]", &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	assert_int_equal(R.n, 4); /* only the 64-character bootId got through */
+	free(agent);
+	free(viewer);
+}
+
+/* Reads a stored node's status member as JSON (new reference). */
+static json_t *stored_node(const char *name)
+{
+	char key[64];
+	struct store_kv kv = {0};
+	snprintf(key, sizeof(key), "/nodes/%s", name);
+	assert_int_equal(store_get(E.st, key, &kv), 0);
+	json_t *doc = json_loads(kv.value, 0, NULL);
+	store_kv_release(&kv);
+	assert_non_null(doc);
+	return doc;
+}
+
+static void test_power_requests(void **state)
+{
+	struct resp r;
+	char *agent = mk_token("agent-n1", "agent", "n1");
+	enroll("n1");
+
+	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"off\"}", &r);
+	assert_int_equal(r.status, 202);
+	assert_false(json_is_true(jget(r.json, "queued")));
+	assert_null(jget(r.json, "behind"));
+	assert_string_equal(jstr(r.json, "spec.kind"), "power");
+	assert_string_equal(jstr(r.json, "spec.node"), "n1");
+	assert_string_equal(jstr(r.json, "spec.actor"), "operator:admin");
+	assert_string_equal(jstr(r.json, "spec.params.action"), "off");
+	assert_string_equal(jstr(r.json, "spec.steps.0"), "power_off");
+	assert_int_equal(json_array_size(jget(r.json, "spec.steps")), 1);
+	assert_string_equal(jstr(r.json, "status.state"), "pending");
+	char *first = xstrdup(jstr(r.json, "metadata.name"));
+	assert_memory_equal(first, "power-", 6);
+	char loc[128];
+	snprintf(loc, sizeof(loc), "Location: /v1/operations/%s", first);
+	assert_true(has_header(&r, loc));
+	resp_free(&r);
+	json_t *n = stored_node("n1");
+	assert_string_equal(jstr(n, "status.operation"), first);
+	assert_null(jget(n, "status.queuedOperations"));
+	json_decref(n);
+
+	/* a second request queues behind the first */
+	req_h(NULL, "POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"status\"}",
+	      "Idempotency-Key: pw-2", &r);
+	assert_int_equal(r.status, 202);
+	assert_true(json_is_true(jget(r.json, "queued")));
+	assert_string_equal(jstr(r.json, "behind"), first);
+	assert_string_equal(jstr(r.json, "spec.steps.0"), "power_status");
+	char *second = xstrdup(jstr(r.json, "metadata.name"));
+	resp_free(&r);
+	/* replay: the same operation, nothing new */
+	req_h(NULL, "POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"status\"}",
+	      "Idempotency-Key: pw-2", &r);
+	assert_int_equal(r.status, 202);
+	assert_string_equal(jstr(r.json, "metadata.name"), second);
+	resp_free(&r);
+	assert_int_equal(count("/operations/"), 2);
+	n = stored_node("n1");
+	assert_string_equal(jstr(n, "status.operation"), first);
+	assert_int_equal(json_array_size(jget(n, "status.queuedOperations")), 1);
+	assert_string_equal(jstr(n, "status.queuedOperations.0"), second);
+	json_decref(n);
+
+	/* the queue holds 8; the 9th is refused */
+	for (int i = 0; i < 7; i++) {
+		req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"cycle\"}", &r);
+		assert_int_equal(r.status, 202);
+		assert_true(json_is_true(jget(r.json, "queued")));
+		resp_free(&r);
+	}
+	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"on\"}", &r);
+	assert_int_equal(r.status, 409);
+	assert_int_equal(json_integer_value(jget(r.json, "queued")), 8);
+	assert_string_equal(jstr(r.json, "operation"), first);
+	resp_free(&r);
+	assert_int_equal(count("/operations/"), 9);
+
+	/* bad bodies, roles */
+	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"restart\"}", &r);
+	expect_422_field(&r, "action");
+	req("POST", "/v1/nodes/n1:power", E.admin, "{}", &r);
+	expect_422_field(&r, "action");
+	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"on\",\"force\":true}", &r);
+	assert_int_equal(r.status, 422);
+	resp_free(&r);
+	req("POST", "/v1/nodes/n1:power", agent, "{\"action\":\"on\"}", &r);
+	assert_int_equal(r.status, 403);
+	resp_free(&r);
+	req("POST", "/v1/nodes/n9:power", E.admin, "{\"action\":\"on\"}", &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+
+	/* the audit event names the action and the actor */
+	req("GET", "/v1/events?object=node/n1", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	int found = 0;
+	for (size_t i = 0; i < json_array_size(jget(r.json, "items")); i++) {
+		json_t *ev = json_array_get(jget(r.json, "items"), i);
+		const char *msg = jstr(ev, "message");
+		if (strcmp(jstr(ev, "reason"), "PowerRequested") == 0 &&
+		    strstr(msg, "power status requested by operator:admin") && strstr(msg, second))
+			found++;
+	}
+	assert_int_equal(found, 1);
+	resp_free(&r);
+
+	/* retired (and retiring) nodes refuse power */
+	enroll("n2");
+	json_t *doc = stored_node("n2");
+	json_object_set_new(json_object_get(doc, "status"), "phase", json_string("retired"));
+	char *val = json_dumps(doc, JSON_COMPACT);
+	assert_int_equal(store_put(E.st, "/nodes/n2", val, STORE_ANY, NULL), 0);
+	free(val);
+	json_decref(doc);
+	req("POST", "/v1/nodes/n2:power", E.admin, "{\"action\":\"off\"}", &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "phase"), "retired");
+	resp_free(&r);
+	assert_int_equal(count("/operations/"), 9);
+	free(first);
+	free(second);
 	free(agent);
 }
 
@@ -1148,6 +1383,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sites_racks_ops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_view, setup_view, teardown),
 		cmocka_unit_test_setup_teardown(test_sqlite_restart, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_callbacks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_power_requests, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();
