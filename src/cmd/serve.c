@@ -30,6 +30,7 @@
 #include "core/event.h"
 #include "core/secret.h"
 #include "driver/bmc_sim.h"
+#include "engine/breaker.h"
 #include "engine/cache.h"
 #include "engine/clock.h"
 #include "engine/executor_impl.h"
@@ -52,6 +53,11 @@ struct serve {
 	int workers;
 	int exec_threads;
 	double site_qps;
+	long bmc_concurrency;     /* --bmc-concurrency: commands in flight per BMC */
+	long bmc_min_interval_ms; /* --bmc-min-interval: gap between commands to one BMC */
+	long bmc_timeout_s;       /* --bmc-timeout: deadline of one BMC call */
+	long bmc_breaker_failures; /* --bmc-breaker-failures: consecutive failures that open */
+	struct breaker *breaker;
 	struct store *store;
 	struct fp_clock *clock;
 	struct fp_rng rng;
@@ -76,7 +82,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: fleetplane serve --data-dir DIR [--listen ADDR] [--sim N] [--sim-speed X]\n"
 		"                        [--sim-faults SEED] [--workers N] [--site-qps Q]\n"
-		"                        [--bmc-credentials-dir DIR]\n"
+		"                        [--bmc-credentials-dir DIR] [--bmc-concurrency N]\n"
+		"                        [--bmc-min-interval MS] [--bmc-timeout SECONDS]\n"
+		"                        [--bmc-breaker-failures N]\n"
 		"                        [--log-level debug|info|warn|error]\n"
 		"\n"
 		"  --data-dir DIR      store, admin.token, secret.key and state live here\n"
@@ -93,7 +101,12 @@ static void usage(FILE *f)
 		"  --executor-threads N  threads that run operation steps (BMC calls block on\n"
 		"                      them; default 32, or 4 with --sim-speed 0)\n"
 		"  --site-qps Q        BMC commands per second per site (default 100; scaled by\n"
-		"                      --sim-speed for sim nodes; 0 = unlimited)\n");
+		"                      --sim-speed for sim nodes; 0 = unlimited)\n"
+		"  --bmc-concurrency N  commands in flight per BMC (default 1; 1..64)\n"
+		"  --bmc-min-interval MS  least gap between two commands to one BMC (default 0)\n"
+		"  --bmc-timeout SECONDS  deadline of one BMC call (default 30; 1..600)\n"
+		"  --bmc-breaker-failures N  consecutive timeouts or connection failures after which\n"
+		"                      a BMC is left alone until a probe answers (default 5)\n");
 }
 
 static int parse_double(const char *s, double lo, double hi, double *out)
@@ -347,6 +360,25 @@ static int node_view(void *arg, const char *name, char **json, size_t *len, int6
 	return cache_node_json_rv(sv->cache, name, json, len, rv);
 }
 
+/* API agent callbacks: into the lifecycle controller (non-blocking: it queues the write). */
+static void agent_booted(void *arg, const char *node, const char *boot_id)
+{
+	struct serve *sv = arg;
+	pthread_rwlock_rdlock(&sv->life);
+	if (!sv->closing && sv->lc)
+		lifecycle_agent_booted(sv->lc, node, boot_id);
+	pthread_rwlock_unlock(&sv->life);
+}
+
+static void agent_validated(void *arg, const char *node, const char *boot_id, int passed)
+{
+	struct serve *sv = arg;
+	pthread_rwlock_rdlock(&sv->life);
+	if (!sv->closing && sv->lc)
+		lifecycle_agent_validated(sv->lc, node, boot_id, passed);
+	pthread_rwlock_unlock(&sv->life);
+}
+
 static void shutdown_all(struct serve *sv)
 {
 	pthread_rwlock_wrlock(&sv->life);
@@ -366,6 +398,7 @@ static void shutdown_all(struct serve *sv)
 	cache_free(sv->cache);
 	bmc_free(sv->sim);
 	ratelimit_free(sv->limits);
+	breaker_free(sv->breaker);
 	clock_free(sv->clock);
 	store_close(sv->store);
 	secret_set_store_key(NULL);
@@ -377,7 +410,8 @@ static void shutdown_all(struct serve *sv)
 int cmd_serve(int argc, char **argv)
 {
 	struct serve sv = {.listen = "127.0.0.1:7070", .sim_speed = 10, .workers = 4,
-			   .exec_threads = 32, .site_qps = 100};
+			   .exec_threads = 32, .site_qps = 100, .bmc_concurrency = 1,
+			   .bmc_timeout_s = 30, .bmc_breaker_failures = 5};
 	static const struct option opts[] = {
 		{"data-dir", required_argument, NULL, 'd'}, {"listen", required_argument, NULL, 'l'},
 		{"sim", required_argument, NULL, 's'},      {"sim-speed", required_argument, NULL, 'x'},
@@ -385,6 +419,10 @@ int cmd_serve(int argc, char **argv)
 		{"site-qps", required_argument, NULL, 'q'}, {"log-level", required_argument, NULL, 'L'},
 		{"executor-threads", required_argument, NULL, 'e'},
 		{"bmc-credentials-dir", required_argument, NULL, 'C'},
+		{"bmc-concurrency", required_argument, NULL, 'B'},
+		{"bmc-min-interval", required_argument, NULL, 'I'},
+		{"bmc-timeout", required_argument, NULL, 'T'},
+		{"bmc-breaker-failures", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int c, exec_threads_set = 0;
 	long v;
@@ -444,6 +482,35 @@ int cmd_serve(int argc, char **argv)
 			}
 			sv.exec_threads = (int)v;
 			exec_threads_set = 1;
+			break;
+		case 'B':
+			if (parse_long(optarg, 1, 64, &sv.bmc_concurrency) < 0) {
+				fprintf(stderr, "error: --bmc-concurrency: \"%s\" is not 1..64\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'I':
+			if (parse_long(optarg, 0, 600000, &sv.bmc_min_interval_ms) < 0) {
+				fprintf(stderr, "error: --bmc-min-interval: \"%s\" is not 0..600000 "
+						"milliseconds\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'T':
+			if (parse_long(optarg, 1, 600, &sv.bmc_timeout_s) < 0) {
+				fprintf(stderr, "error: --bmc-timeout: \"%s\" is not 1..600 seconds\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'F':
+			if (parse_long(optarg, 1, 1000, &sv.bmc_breaker_failures) < 0) {
+				fprintf(stderr, "error: --bmc-breaker-failures: \"%s\" is not 1..1000\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'q':
 			if (parse_double(optarg, 0, 1e6, &sv.site_qps) < 0) {
@@ -572,7 +639,8 @@ int cmd_serve(int argc, char **argv)
 	sv.sim = bmc_sim_new(&scfg);
 	double speed_factor = sv.sim_speed > 1 ? sv.sim_speed : 1;
 	struct ratelimit_config rcfg = {
-		.bmc_max_concurrency = 1,
+		.bmc_max_concurrency = (int)sv.bmc_concurrency,
+		.bmc_min_interval_ms = sv.bmc_min_interval_ms,
 		.site_rate_per_s = sv.sim_speed == 0 ? 0 : sv.site_qps * speed_factor,
 		.site_burst = (int64_t)(2 * sv.site_qps * speed_factor) + 1,
 		.busy_retry_ms = 20,
@@ -582,10 +650,18 @@ int cmd_serve(int argc, char **argv)
 		.idle_evict_ms = 60 * 1000,
 	};
 	sv.limits = ratelimit_new(sv.clock, &rcfg);
+	/* A BMC that keeps timing out is left alone: first probe after 5 s, doubling to 5 min,
+	 * with 20 % jitter so a rack that failed together is not probed in lockstep. */
+	struct breaker_config bcfg = {.failure_threshold = (int)sv.bmc_breaker_failures,
+				      .probe_min_ms = 5000, .probe_max_ms = 300000, .jitter = 0.2,
+				      .probe_timeout_ms = 4 * sv.bmc_timeout_s * 1000,
+				      .max_keys = 1u << 20};
+	sv.breaker = breaker_new(sv.clock, &sv.rng, &bcfg);
 	sv.cache = cache_new(sv.store);
 	struct lifecycle_config lcfg = {
 		.store = sv.store, .cache = sv.cache, .clock = sv.clock, .rng = &sv.rng,
 		.exec = sv.exec, .report_exec = sv.report_exec, .limits = sv.limits,
+		.breaker = sv.breaker, .bmc_call_timeout_ms = sv.bmc_timeout_s * 1000,
 		.drivers = {sv.sim}, .ndrivers = 1,
 		.workers = sv.workers,
 		.sim_time_scale = sv.sim_speed == 0 ? 1000 : speed_factor};
@@ -602,7 +678,9 @@ int cmd_serve(int argc, char **argv)
 	struct api_config acfg = {.listen = sv.listen, .store = sv.store, .clock = sv.clock,
 				  .rng = &sv.rng, .data_dir = sv.data_dir, .ready = ready,
 				  .ready_arg = &sv,
-				  .node_view = {.get_json = node_view, .arg = &sv}};
+				  .node_view = {.get_json = node_view, .arg = &sv},
+				  .agent = {.booted = agent_booted, .validated = agent_validated,
+					    .arg = &sv}};
 	sv.api = api_server_new(&acfg, err, sizeof(err));
 	if (!sv.api) {
 		fprintf(stderr, "error: cannot start the API on %s: %s\n", sv.listen, err);
