@@ -6,11 +6,13 @@
 
 #include "base/err.h"
 #include "base/metrics.h"
+#include "driver/bmc_ipmi.h"
 #include "driver/bmc_redfish.h"
 #include "driver/bmc_sim.h"
 
 static const struct bmc_driver_ops *const drivers[] = {
 	&bmc_sim_ops,
+	&bmc_ipmi_ops,
 	&bmc_redfish_ops,
 };
 
