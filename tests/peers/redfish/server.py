@@ -184,6 +184,9 @@ class Handler(BaseHTTPRequestHandler):
         data = b"" if body is None else json.dumps(body).encode()
         close = self.st.knobs["conn_close"] or \
             self.headers.get("Connection", "").lower() == "close"
+        # logged before the answer leaves, so a client that has its answer sees the line
+        line = "%s %s %d auth=%s%s" % (self.command, self.path, status, self.auth_kind, extra)
+        self.st.log(line)
         self.send_response(status)
         if body is not None:
             self.send_header("Content-Type", "application/json")
@@ -197,8 +200,6 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if data and self.command != "HEAD":
             self.wfile.write(data)
-        line = "%s %s %d auth=%s%s" % (self.command, self.path, status, self.auth_kind, extra)
-        self.st.log(line)
 
     def auth(self):
         """Sets self.auth_kind; returns True when the request may go on."""

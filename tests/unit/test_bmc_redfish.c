@@ -1,0 +1,758 @@
+/* layers: base core store driver engine */
+/* test_bmc_redfish.c - the Redfish driver against the real peer: tests/peers/redfish/server.py
+ * serving the DMTF public-rackmount1 and public-bladed mockups with state. Each test starts its
+ * own server (fixed argv, posix_spawn), drives the driver, and asserts exact results and the
+ * exact requests from the server's log (method, path, status, auth, ResetType, If-Match, PATCH
+ * body). One test per fault knob. sushy (python3-sushy) checks the same server independently.
+ * Run from the repository root (make does); FP_SRCDIR overrides. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/jsonx.h"
+#include "driver/bmc.h"
+#include "driver/bmc_redfish.h"
+#include "engine/clock.h"
+
+extern char **environ;
+
+#define PASSWORD "s3cret-Redfish-pw"
+#define RACK_SYS "/redfish/v1/Systems/437XR1138R2"
+#define RACK_RESET RACK_SYS "/Actions/ComputerSystem.Reset"
+#define BLADE_SYS "/redfish/v1/Systems/529QB9452R6"
+
+struct peer {
+	pid_t pid;
+	char dir[64];
+	char url[64];
+	char log[128];
+	char pwfile[128];
+};
+
+struct fx {
+	struct fp_clock *clock;
+	struct bmc *b;
+	struct peer p;
+	struct bmc_observed obs;
+	struct bmc_target t;
+	char err[512];
+};
+
+static const char *srcdir(void)
+{
+	const char *s = getenv("FP_SRCDIR");
+	return s && s[0] ? s : ".";
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return xstrdup("");
+	char *s = NULL;
+	size_t n = 0, cap = 0;
+	int ch;
+	while ((ch = fgetc(f)) != EOF) {
+		if (n + 2 > cap) {
+			cap = cap ? cap * 2 : 4096;
+			s = xrealloc(s, cap);
+		}
+		s[n++] = (char)ch;
+	}
+	fclose(f);
+	if (!s)
+		return xstrdup("");
+	s[n] = '\0';
+	return s;
+}
+
+static void peer_start(struct peer *p, const char *bundle)
+{
+	memset(p, 0, sizeof(*p));
+	snprintf(p->dir, sizeof(p->dir), "/tmp/fp-rf-XXXXXX");
+	assert_non_null(mkdtemp(p->dir));
+	snprintf(p->log, sizeof(p->log), "%s/requests.log", p->dir);
+	snprintf(p->pwfile, sizeof(p->pwfile), "%s/password", p->dir);
+	FILE *f = fopen(p->pwfile, "w");
+	assert_non_null(f);
+	fputs(PASSWORD "\n", f);
+	fclose(f);
+	char script[512], data[512], portfile[128];
+	snprintf(script, sizeof(script), "%s/tests/peers/redfish/server.py", srcdir());
+	snprintf(data, sizeof(data), "%s/tests/data/redfish/%s", srcdir(), bundle);
+	snprintf(portfile, sizeof(portfile), "%s/port", p->dir);
+	char *argv[] = {"/usr/bin/python3", script, "--bundle", data, "--port-file", portfile,
+			"--log", p->log, "--user", "admin", "--password-file", p->pwfile, NULL};
+	assert_int_equal(posix_spawn(&p->pid, argv[0], NULL, NULL, argv, environ), 0);
+	/* wait for the port file (written once the socket listens) */
+	for (int i = 0; i < 200; i++) {
+		struct stat st;
+		if (stat(portfile, &st) == 0)
+			break;
+		sleep_ms(50);
+	}
+	char *port = slurp(portfile);
+	assert_true(atol(port) > 0);
+	snprintf(p->url, sizeof(p->url), "http://127.0.0.1:%ld", strtol(port, NULL, 10));
+	free(port);
+}
+
+static void peer_stop(struct peer *p)
+{
+	if (p->pid > 0) {
+		kill(p->pid, SIGTERM);
+		waitpid(p->pid, NULL, 0);
+		p->pid = 0;
+	}
+	if (getenv("FP_RF_KEEP")) { /* debugging: keep the request log */
+		print_message("kept %s\n", p->dir);
+		return;
+	}
+	char cmd_path[160];
+	const char *files[] = {"requests.log", "password", "port"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(cmd_path, sizeof(cmd_path), "%s/%s", p->dir, files[i]);
+		unlink(cmd_path);
+	}
+	rmdir(p->dir);
+}
+
+static size_t discard(char *d, size_t s, size_t n, void *a)
+{
+	(void)d;
+	(void)a;
+	return s * n;
+}
+
+/* POST /__control with a JSON object of knobs. */
+static void peer_control(struct peer *p, const char *json)
+{
+	CURL *h = curl_easy_init();
+	char url[128];
+	snprintf(url, sizeof(url), "%s/__control", p->url);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+	assert_int_equal(curl_easy_perform(h), CURLE_OK);
+	long st = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+	curl_easy_cleanup(h);
+	assert_int_equal(st, 200);
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+	for (const char *s = strstr(hay, needle); s; s = strstr(s + 1, needle))
+		n++;
+	return n;
+}
+
+/* Position of the first line starting with prefix, or -1. */
+static long line_at(const char *log, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+	long i = 0;
+	for (const char *s = log; *s; i++) {
+		if (strncmp(s, prefix, pl) == 0)
+			return i;
+		const char *nl = strchr(s, '\n');
+		if (!nl)
+			break;
+		s = nl + 1;
+	}
+	return -1;
+}
+
+static int64_t in_ms(struct fx *f, int64_t ms)
+{
+	return clock_now_ms(f->clock) + ms;
+}
+
+static void fx_open(struct fx *f, const char *bundle, const char *system)
+{
+	memset(f, 0, sizeof(*f));
+	peer_start(&f->p, bundle);
+	f->clock = clock_real_new();
+	f->b = bmc_redfish_new(f->clock);
+	f->t = (struct bmc_target){.node = "n1", .address = f->p.url, .username = "admin",
+				   .password = PASSWORD, .cipher_suite = -1, .tls_verify = 1,
+				   .system = system, .observed = &f->obs};
+}
+
+static int setup_rack(void **state)
+{
+	struct fx *f = xcalloc(1, sizeof(*f));
+	fx_open(f, "public-rackmount1", NULL);
+	*state = f;
+	return 0;
+}
+
+static int setup_blade(void **state)
+{
+	struct fx *f = xcalloc(1, sizeof(*f));
+	fx_open(f, "public-bladed", "529QB9452R6");
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	if (f->b)
+		bmc_free(f->b);
+	f->b = NULL;
+	if (f->clock)
+		clock_free(f->clock);
+	f->clock = NULL;
+	peer_stop(&f->p);
+	free(f);
+	return 0;
+}
+
+static char *peer_log(struct fx *f)
+{
+	return slurp(f->p.log);
+}
+
+static enum bmc_power power(struct fx *f)
+{
+	enum bmc_power pw = BMC_POWER_UNKNOWN;
+	memset(&f->obs, 0, sizeof(f->obs));
+	assert_int_equal(bmc_power_get(f->b, &f->t, in_ms(f, 10000), &pw, f->err, sizeof(f->err)),
+			 0);
+	return pw;
+}
+
+static void set_power(struct fx *f, enum bmc_power_action a)
+{
+	int rc = bmc_power_set(f->b, &f->t, in_ms(f, 10000), a, f->err, sizeof(f->err));
+	if (rc != 0)
+		print_error("power_set: %s\n", f->err);
+	assert_int_equal(rc, 0);
+}
+
+/* ---- the calls, public-rackmount1 ---- */
+
+static void test_power_round_trip_one_session(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(power(f), BMC_POWER_ON);
+	set_power(f, BMC_ACTION_OFF);
+	assert_int_equal(power(f), BMC_POWER_OFF);
+	set_power(f, BMC_ACTION_ON);
+	assert_int_equal(power(f), BMC_POWER_ON);
+	char *log = peer_log(f);
+	assert_int_equal(count(log, "POST " RACK_RESET " 204 auth=session ResetType=ForceOff\n"), 1);
+	assert_int_equal(count(log, "POST " RACK_RESET " 204 auth=session ResetType=On\n"), 1);
+	assert_int_equal(count(log, "POST /redfish/v1/SessionService/Sessions 201"), 1);
+	assert_int_equal(count(log, "GET /redfish/v1/ 200"), 1);
+	assert_int_equal(count(log, "auth=basic"), 0);
+	assert_true(line_at(log, "POST " RACK_RESET " 204 auth=session ResetType=ForceOff") <
+		    line_at(log, "POST " RACK_RESET " 204 auth=session ResetType=On"));
+	free(log);
+	/* free ends the session */
+	bmc_free(f->b);
+	f->b = NULL;
+	log = peer_log(f);
+	assert_int_equal(count(log, "DELETE /redfish/v1/SessionService/Sessions/"), 1);
+	assert_int_equal(count(log, " 204 auth=session\n"), 1); /* only the DELETE ends so */
+	free(log);
+}
+
+static void test_reset_type_mapping(void **state)
+{
+	struct fx *f = *state;
+	set_power(f, BMC_ACTION_SOFT);   /* on -> GracefulShutdown */
+	set_power(f, BMC_ACTION_CYCLE);  /* off, no PowerCycle -> On */
+	set_power(f, BMC_ACTION_CYCLE);  /* on, no PowerCycle -> ForceRestart */
+	set_power(f, BMC_ACTION_RESET);  /* ForceRestart */
+	char *log = peer_log(f);
+	long a = line_at(log, "POST " RACK_RESET " 204 auth=session ResetType=GracefulShutdown");
+	long b = line_at(log, "POST " RACK_RESET " 204 auth=session ResetType=On");
+	long c = line_at(log, "POST " RACK_RESET " 204 auth=session ResetType=ForceRestart");
+	assert_true(a >= 0 && b > a && c > b);
+	assert_int_equal(count(log, "ResetType=ForceRestart"), 2);
+	assert_int_equal(count(log, "ResetType=PowerCycle"), 0);
+	free(log);
+	assert_int_equal(power(f), BMC_POWER_ON);
+}
+
+static void test_boot_if_match_and_read_back(void **state)
+{
+	struct fx *f = *state;
+	struct bmc_boot want = {BMC_BOOT_PXE, 1, BMC_BOOT_MODE_UEFI}, got;
+	assert_int_equal(bmc_boot_set(f->b, &f->t, in_ms(f, 10000), &want, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(bmc_boot_get(f->b, &f->t, in_ms(f, 10000), &got, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(got.device, BMC_BOOT_PXE);
+	assert_int_equal(got.persistent, 1);
+	assert_int_equal(got.mode, BMC_BOOT_MODE_UEFI);
+	want = (struct bmc_boot){BMC_BOOT_DISK, 0, BMC_BOOT_MODE_LEGACY};
+	assert_int_equal(bmc_boot_set(f->b, &f->t, in_ms(f, 10000), &want, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(bmc_boot_get(f->b, &f->t, in_ms(f, 10000), &got, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(got.device, BMC_BOOT_DISK);
+	assert_int_equal(got.persistent, 0);
+	assert_int_equal(got.mode, BMC_BOOT_MODE_LEGACY);
+	char *log = peer_log(f);
+	/* the ETag the GET just before saw, sent back (server ETags are W/"<n>") */
+	assert_int_equal(count(log, "PATCH " RACK_SYS " 200 auth=session if-match=W/\""), 2);
+	assert_int_equal(count(log, "body={\"Boot\": {\"BootSourceOverrideEnabled\": \"Continuous\", "
+				    "\"BootSourceOverrideMode\": \"UEFI\", "
+				    "\"BootSourceOverrideTarget\": \"Pxe\"}}\n"), 1);
+	assert_int_equal(count(log, "body={\"Boot\": {\"BootSourceOverrideEnabled\": \"Once\", "
+				    "\"BootSourceOverrideMode\": \"Legacy\", "
+				    "\"BootSourceOverrideTarget\": \"Hdd\"}}\n"), 1);
+	free(log);
+}
+
+static void test_boot_412_retried_once(void **state)
+{
+	struct fx *f = *state;
+	struct bmc_boot want = {BMC_BOOT_PXE, 0, BMC_BOOT_MODE_UEFI};
+	peer_control(&f->p, "{\"stale_etag_patches\": 1}");
+	assert_int_equal(bmc_boot_set(f->b, &f->t, in_ms(f, 10000), &want, f->err, sizeof(f->err)),
+			 0);
+	char *log = peer_log(f);
+	long p412 = line_at(log, "PATCH " RACK_SYS " 412 auth=session if-match=");
+	long p200 = line_at(log, "PATCH " RACK_SYS " 200 auth=session if-match=");
+	assert_true(p412 >= 0 && p200 == p412 + 2);
+	assert_int_equal(line_at(log, "GET " RACK_SYS " 200"), p412 - 1);
+	free(log);
+	/* twice stale: the driver gives up after one retry */
+	peer_control(&f->p, "{\"stale_etag_patches\": 2}");
+	assert_int_equal(bmc_boot_set(f->b, &f->t, in_ms(f, 10000), &want, f->err, sizeof(f->err)),
+			 FP_ECONFLICT);
+	log = peer_log(f);
+	assert_int_equal(count(log, "PATCH " RACK_SYS " 412"), 3);
+	free(log);
+}
+
+static void test_quirk_no_if_match(void **state)
+{
+	struct fx *f = *state;
+	f->t.quirks = BMC_QUIRK_REDFISH_NO_IF_MATCH;
+	struct bmc_boot want = {BMC_BOOT_PXE, 0, BMC_BOOT_MODE_UNKNOWN};
+	assert_int_equal(bmc_boot_set(f->b, &f->t, in_ms(f, 10000), &want, f->err, sizeof(f->err)),
+			 0);
+	char *log = peer_log(f);
+	/* Mode left as is when the caller does not say */
+	assert_int_equal(count(log, "PATCH " RACK_SYS " 200 auth=session body={\"Boot\": "
+				    "{\"BootSourceOverrideEnabled\": \"Once\", "
+				    "\"BootSourceOverrideTarget\": \"Pxe\"}}\n"), 1);
+	free(log);
+}
+
+static void test_quirk_basic_auth(void **state)
+{
+	struct fx *f = *state;
+	f->t.quirks = BMC_QUIRK_REDFISH_BASIC_AUTH;
+	assert_int_equal(power(f), BMC_POWER_ON);
+	set_power(f, BMC_ACTION_OFF);
+	char *log = peer_log(f);
+	assert_int_equal(count(log, "SessionService/Sessions"), 0);
+	assert_int_equal(count(log, "auth=session"), 0);
+	assert_int_equal(count(log, "POST " RACK_RESET " 204 auth=basic ResetType=ForceOff\n"), 1);
+	free(log);
+}
+
+static void test_inventory(void **state)
+{
+	struct fx *f = *state;
+	json_t *inv = NULL;
+	assert_int_equal(bmc_inventory(f->b, &f->t, in_ms(f, 10000), &inv, f->err, sizeof(f->err)),
+			 0);
+	char *s = json_dumps(inv, JSON_SORT_KEYS | JSON_COMPACT);
+	assert_string_equal(s, "{\"cpu\":{\"model\":\"Multi-Core Intel(R) Xeon(R) processor 7xxx "
+			       "Series\",\"sockets\":2},\"gpus\":[],\"memoryGiB\":96,\"system\":"
+			       "{\"id\":\"437XR1138R2\",\"manufacturer\":\"Contoso\",\"model\":"
+			       "\"3500\",\"serialNumber\":\"437XR1138R2\"}}");
+	free(s);
+	json_decref(inv);
+	peer_control(&f->p, "{\"gpus\": 2}");
+	assert_int_equal(bmc_inventory(f->b, &f->t, in_ms(f, 10000), &inv, f->err, sizeof(f->err)),
+			 0);
+	s = json_dumps(json_object_get(inv, "gpus"), JSON_SORT_KEYS | JSON_COMPACT);
+	assert_string_equal(s, "[{\"id\":\"GPU0\",\"index\":0,\"manufacturer\":\"NVIDIA\",\"model\":"
+			       "\"H100 80GB HBM3\",\"serial\":\"GPU-SN-0000\"},{\"id\":\"GPU1\","
+			       "\"index\":1,\"manufacturer\":\"NVIDIA\",\"model\":\"H100 80GB HBM3\","
+			       "\"serial\":\"GPU-SN-0001\"}]");
+	free(s);
+	json_decref(inv);
+}
+
+static void test_chassis_status_and_sel(void **state)
+{
+	struct fx *f = *state;
+	json_t *o = NULL;
+	assert_int_equal(bmc_chassis_status(f->b, &f->t, in_ms(f, 10000), &o, f->err,
+					    sizeof(f->err)), 0);
+	char *s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
+	assert_string_equal(s, "{\"chassis\":\"1U\",\"health\":\"OK\",\"power\":\"on\"}");
+	free(s);
+	json_decref(o);
+	assert_int_equal(bmc_sel_read(f->b, &f->t, in_ms(f, 10000), 10, &o, f->err, sizeof(f->err)),
+			 0);
+	s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
+	assert_string_equal(s, "[{\"eventType\":\"Upper Critical - going high\",\"id\":1,"
+			       "\"message\":\"Temperature threshold exceeded\",\"sensorNumber\":1,"
+			       "\"sensorType\":\"Temperature\",\"timestamp\":\"2012-03-07T14:44:00Z\"},"
+			       "{\"eventType\":\"Upper Critical - going high\",\"id\":2,"
+			       "\"message\":\"Temperature threshold exceeded\",\"sensorNumber\":2,"
+			       "\"sensorType\":\"Temperature\",\"timestamp\":\"2012-03-07T14:45:00Z\"}]");
+	free(s);
+	json_decref(o);
+	/* bounded: the newest one only */
+	assert_int_equal(bmc_sel_read(f->b, &f->t, in_ms(f, 10000), 1, &o, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(json_array_size(o), 1);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(o, 0), "id")), 2);
+	json_decref(o);
+}
+
+static void test_firmware_update(void **state)
+{
+	struct fx *f = *state;
+	json_t *o = NULL;
+	struct bmc_firmware_req req = {"http://10.0.0.1/bios.bin", "HTTP", NULL};
+	assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &req, &o, f->err,
+					     sizeof(f->err)), 0);
+	char *s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
+	assert_string_equal(s, "{\"messages\":[\"done\"],\"percent\":100,\"state\":\"Completed\","
+			       "\"task\":\"/redfish/v1/TaskService/Tasks/fp1\"}");
+	free(s);
+	json_decref(o);
+	char *log = peer_log(f);
+	assert_int_equal(count(log, "POST /redfish/v1/UpdateService/Actions/UpdateService."
+				    "SimpleUpdate 202 auth=session ImageURI=http://10.0.0.1/bios.bin "
+				    "TransferProtocol=HTTP\n"), 1);
+	assert_int_equal(count(log, "GET /redfish/v1/TaskService/TaskMonitors/fp1 202"), 1);
+	assert_int_equal(count(log, "GET /redfish/v1/TaskService/TaskMonitors/fp1 200"), 1);
+	free(log);
+	/* a protocol the BMC does not list: refused before anything is sent */
+	req.transfer_protocol = "GOPHER";
+	assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &req, &o, f->err,
+					     sizeof(f->err)), FP_EINVAL);
+	assert_null(o);
+	assert_string_equal(f->err, "TransferProtocol GOPHER is not allowed by the BMC (FTP, SFTP, "
+				    "HTTP, HTTPS, SCP, TFTP)");
+}
+
+static void test_bad_password_and_addresses(void **state)
+{
+	struct fx *f = *state;
+	enum bmc_power pw;
+	f->t.password = "wrong-password";
+	assert_int_equal(bmc_power_get(f->b, &f->t, in_ms(f, 10000), &pw, f->err, sizeof(f->err)),
+			 FP_EAUTH);
+	assert_null(strstr(f->err, "wrong-password"));
+	assert_non_null(strstr(f->err, "HTTP 401"));
+	f->t.password = PASSWORD;
+	static const struct {
+		const char *addr, *err;
+	} bad[] = {
+		{"127.0.0.1:443", "spec.bmc.address \"127.0.0.1:443\" is not a URL: want "
+				  "http://host[:port] or https://host[:port]"},
+		{"http://", "spec.bmc.address \"http://\" has no host"},
+		{"https://bmc:99999", "spec.bmc.address \"https://bmc:99999\": port must be 1-65535"},
+		{"http://admin:pw@bmc", "spec.bmc.address \"http://admin:pw@bmc\": '@' at offset 15; "
+					"want only scheme://host[:port] (no path, query or user info)"},
+		{"http://bmc/redfish", "spec.bmc.address \"http://bmc/redfish\": '/' at offset 10; "
+				       "want only scheme://host[:port] (no path, query or user info)"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		f->t.address = bad[i].addr;
+		assert_int_equal(bmc_power_get(f->b, &f->t, in_ms(f, 1000), &pw, f->err,
+					       sizeof(f->err)), FP_EINVAL);
+		assert_string_equal(f->err, bad[i].err);
+	}
+	/* nothing listens on port 1: an I/O error, not a hang */
+	f->t.address = "http://127.0.0.1:1";
+	assert_int_equal(bmc_power_get(f->b, &f->t, in_ms(f, 5000), &pw, f->err, sizeof(f->err)),
+			 FP_EIO);
+	f->t.address = f->p.url;
+}
+
+/* ---- public-bladed: four systems, no BootSourceOverrideMode ---- */
+
+static void test_bladed_system_choice(void **state)
+{
+	struct fx *f = *state;
+	enum bmc_power pw;
+	f->t.system = NULL;
+	assert_int_equal(bmc_power_get(f->b, &f->t, in_ms(f, 10000), &pw, f->err, sizeof(f->err)),
+			 FP_EINVAL);
+	char want[256];
+	snprintf(want, sizeof(want), "%s has several ComputerSystems (529QB9450R6, 529QB9451R6, "
+		 "529QB9452R6, 529QB9453R6): set spec.bmc.system to one", f->p.url);
+	assert_string_equal(f->err, want);
+	f->t.system = "nope";
+	assert_int_equal(bmc_power_get(f->b, &f->t, in_ms(f, 10000), &pw, f->err, sizeof(f->err)),
+			 FP_EINVAL);
+	snprintf(want, sizeof(want), "spec.bmc.system \"nope\" is not a ComputerSystem of %s (it "
+		 "has: 529QB9450R6, 529QB9451R6, 529QB9452R6, 529QB9453R6)", f->p.url);
+	assert_string_equal(f->err, want);
+}
+
+static void test_bladed_power_and_boot_without_mode(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(power(f), BMC_POWER_ON);
+	set_power(f, BMC_ACTION_OFF);
+	assert_int_equal(power(f), BMC_POWER_OFF);
+	struct bmc_boot want = {BMC_BOOT_PXE, 0, BMC_BOOT_MODE_UEFI}, got;
+	assert_int_equal(bmc_boot_set(f->b, &f->t, in_ms(f, 10000), &want, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(bmc_boot_get(f->b, &f->t, in_ms(f, 10000), &got, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(got.device, BMC_BOOT_PXE);
+	assert_int_equal(got.persistent, 0);
+	assert_int_equal(got.mode, BMC_BOOT_MODE_UNKNOWN);
+	set_power(f, BMC_ACTION_ON);
+	char *log = peer_log(f);
+	assert_int_equal(count(log, "POST " BLADE_SYS "/Actions/ComputerSystem.Reset 204 "
+				    "auth=session ResetType=ForceOff\n"), 1);
+	/* Mode omitted: the bladed System has none */
+	assert_int_equal(count(log, "PATCH " BLADE_SYS " 200 auth=session if-match=W/\""), 1);
+	assert_int_equal(count(log, " body={\"Boot\": {\"BootSourceOverrideEnabled\": \"Once\", "
+				    "\"BootSourceOverrideTarget\": \"Pxe\"}}\n"), 1);
+	assert_true(line_at(log, "PATCH " BLADE_SYS " 200") <
+		    line_at(log, "POST " BLADE_SYS "/Actions/ComputerSystem.Reset 204 auth=session "
+				 "ResetType=On"));
+	assert_int_equal(count(log, "GET /redfish/v1/Chassis/Blade3 200"), 2);
+	free(log);
+	json_t *inv = NULL;
+	assert_int_equal(bmc_inventory(f->b, &f->t, in_ms(f, 10000), &inv, f->err, sizeof(f->err)),
+			 0);
+	assert_string_equal(jsonx_str(inv, "system.id"), "529QB9452R6");
+	json_decref(inv);
+}
+
+/* ---- fault knobs ---- */
+
+static void test_fault_power_state_dropped(void **state)
+{
+	struct fx *f = *state;
+	peer_control(&f->p, "{\"drop_power_state\": true}");
+	assert_int_equal(power(f), BMC_POWER_UNKNOWN);
+	assert_string_equal(f->obs.power_reason, "PowerStateMissing");
+	assert_string_equal(f->err, "System 437XR1138R2 has no PowerState");
+}
+
+static void test_fault_power_state_disagrees(void **state)
+{
+	struct fx *f = *state;
+	peer_control(&f->p, "{\"disagree\": true}");
+	assert_int_equal(power(f), BMC_POWER_UNKNOWN);
+	assert_string_equal(f->obs.power_reason, "PowerStateDisagrees");
+	assert_string_equal(f->err, "System 437XR1138R2 PowerState On but Chassis 1U PowerState Off");
+	peer_control(&f->p, "{\"disagree\": false}");
+	assert_int_equal(power(f), BMC_POWER_ON);
+	assert_string_equal(f->obs.power_reason, "");
+}
+
+static void test_fault_busy_retry_after(void **state)
+{
+	struct fx *f = *state;
+	enum bmc_power pw;
+	/* Retry-After 30 s, deadline in 3 s: come back later */
+	peer_control(&f->p, "{\"busy\": {\"count\": 1, \"retry_after\": 30}}");
+	assert_int_equal(bmc_power_get(f->b, &f->t, in_ms(f, 3000), &pw, f->err, sizeof(f->err)),
+			 FP_EAGAIN);
+	assert_int_equal(f->obs.retry_after_ms, 30000);
+	/* Retry-After 1 s within a 10 s deadline: waited, tried again, done */
+	peer_control(&f->p, "{\"busy\": {\"count\": 1, \"retry_after\": 1}}");
+	memset(&f->obs, 0, sizeof(f->obs));
+	assert_int_equal(bmc_power_get(f->b, &f->t, in_ms(f, 10000), &pw, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(pw, BMC_POWER_ON);
+	assert_int_equal(f->obs.retry_after_ms, 0);
+	/* busy twice in a row: one wait, then FP_EAGAIN */
+	peer_control(&f->p, "{\"busy\": {\"count\": 2, \"retry_after\": 1}}");
+	assert_int_equal(bmc_power_get(f->b, &f->t, in_ms(f, 10000), &pw, f->err, sizeof(f->err)),
+			 FP_EAGAIN);
+	assert_int_equal(f->obs.retry_after_ms, 1000);
+	char *log = peer_log(f);
+	assert_int_equal(count(log, " 503 auth="), 4);
+	free(log);
+}
+
+static void test_fault_slow(void **state)
+{
+	struct fx *f = *state;
+	enum bmc_power pw;
+	assert_int_equal(power(f), BMC_POWER_ON); /* session made while fast */
+	peer_control(&f->p, "{\"delay_ms\": 3000}");
+	assert_int_equal(bmc_power_get(f->b, &f->t, in_ms(f, 500), &pw, f->err, sizeof(f->err)),
+			 FP_ETIMEDOUT);
+	assert_int_equal(pw, BMC_POWER_UNKNOWN);
+	peer_control(&f->p, "{\"delay_ms\": 0}");
+	assert_int_equal(power(f), BMC_POWER_ON); /* and the handle still works */
+}
+
+static void test_fault_task_never_finishes(void **state)
+{
+	struct fx *f = *state;
+	peer_control(&f->p, "{\"task_never_finishes\": true}");
+	json_t *o = NULL;
+	struct bmc_firmware_req req = {"http://10.0.0.1/bmc.bin", NULL, NULL};
+	assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 2000), &req, &o, f->err,
+					     sizeof(f->err)), FP_ETIMEDOUT);
+	assert_non_null(o);
+	assert_string_equal(json_string_value(json_object_get(o, "state")), "Running");
+	assert_string_equal(json_string_value(json_object_get(o, "task")),
+			    "/redfish/v1/TaskService/Tasks/fp1");
+	json_decref(o);
+	char *log = peer_log(f);
+	/* no TransferProtocol when the caller gives none */
+	assert_int_equal(count(log, "SimpleUpdate 202 auth=session ImageURI=http://10.0.0.1/bmc.bin "
+				    "TransferProtocol=None\n"), 1);
+	free(log);
+}
+
+static void test_fault_session_limit(void **state)
+{
+	struct fx *f = *state;
+	peer_control(&f->p, "{\"session_limit\": true}");
+	assert_int_equal(power(f), BMC_POWER_ON);
+	set_power(f, BMC_ACTION_OFF);
+	char *log = peer_log(f);
+	/* documented: basic auth for that call; a session is tried again on the next call */
+	assert_int_equal(count(log, "POST /redfish/v1/SessionService/Sessions 400"), 2);
+	assert_int_equal(count(log, "POST " RACK_RESET " 204 auth=basic ResetType=ForceOff\n"), 1);
+	assert_int_equal(count(log, "auth=session"), 0);
+	free(log);
+	peer_control(&f->p, "{\"session_limit\": false}");
+	assert_int_equal(power(f), BMC_POWER_OFF);
+	log = peer_log(f);
+	assert_int_equal(count(log, "POST /redfish/v1/SessionService/Sessions 201"), 1);
+	assert_int_equal(count(log, "GET " RACK_SYS " 200 auth=session"), 1);
+	free(log);
+}
+
+static void test_fault_connection_close(void **state)
+{
+	struct fx *f = *state;
+	peer_control(&f->p, "{\"conn_close\": true}");
+	for (int i = 0; i < 3; i++) {
+		set_power(f, i % 2 ? BMC_ACTION_ON : BMC_ACTION_OFF);
+		assert_int_equal(power(f), i % 2 ? BMC_POWER_ON : BMC_POWER_OFF);
+	}
+	struct bmc_boot want = {BMC_BOOT_PXE, 1, BMC_BOOT_MODE_UEFI};
+	assert_int_equal(bmc_boot_set(f->b, &f->t, in_ms(f, 10000), &want, f->err, sizeof(f->err)),
+			 0);
+}
+
+static void test_fault_reset_task_and_odata_etag(void **state)
+{
+	struct fx *f = *state;
+	peer_control(&f->p, "{\"reset_task\": true, \"odata_etag\": true}");
+	set_power(f, BMC_ACTION_OFF);
+	assert_int_equal(power(f), BMC_POWER_OFF);
+	struct bmc_boot want = {BMC_BOOT_PXE, 0, BMC_BOOT_MODE_UEFI};
+	assert_int_equal(bmc_boot_set(f->b, &f->t, in_ms(f, 10000), &want, f->err, sizeof(f->err)),
+			 0);
+	char *log = peer_log(f);
+	assert_int_equal(count(log, "POST " RACK_RESET " 202 auth=session ResetType=ForceOff\n"), 1);
+	assert_int_equal(count(log, "GET /redfish/v1/TaskService/TaskMonitors/fp1 200"), 1);
+	assert_int_equal(count(log, "PATCH " RACK_SYS " 200 auth=session if-match=W/\""), 1);
+	free(log);
+}
+
+/* ---- independent client ---- */
+
+static int run_sushy(struct fx *f, const char *power_s, const char *target, const char *enabled,
+		     const char *mode)
+{
+	char script[512];
+	snprintf(script, sizeof(script), "%s/tests/peers/redfish/sushy_check.py", srcdir());
+	char *argv[] = {"/usr/bin/python3", script, f->p.url, "admin", f->p.pwfile,
+			"437XR1138R2", (char *)power_s, (char *)target, (char *)enabled,
+			(char *)mode, NULL};
+	pid_t pid;
+	assert_int_equal(posix_spawn(&pid, argv[0], NULL, NULL, argv, environ), 0);
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_sushy_agrees(void **state)
+{
+	struct fx *f = *state;
+	set_power(f, BMC_ACTION_OFF);
+	struct bmc_boot want = {BMC_BOOT_PXE, 1, BMC_BOOT_MODE_UEFI};
+	assert_int_equal(bmc_boot_set(f->b, &f->t, in_ms(f, 10000), &want, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(run_sushy(f, "off", "Pxe", "Continuous", "UEFI"), 0);
+	want = (struct bmc_boot){BMC_BOOT_DISK, 0, BMC_BOOT_MODE_LEGACY};
+	assert_int_equal(bmc_boot_set(f->b, &f->t, in_ms(f, 10000), &want, f->err, sizeof(f->err)),
+			 0);
+	set_power(f, BMC_ACTION_ON);
+	assert_int_equal(run_sushy(f, "on", "Hdd", "Once", "Legacy"), 0);
+	/* and it can tell a difference */
+	assert_int_equal(run_sushy(f, "off", "Hdd", "Once", "Legacy"), 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_power_round_trip_one_session, setup_rack,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_reset_type_mapping, setup_rack, teardown),
+		cmocka_unit_test_setup_teardown(test_boot_if_match_and_read_back, setup_rack,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_boot_412_retried_once, setup_rack, teardown),
+		cmocka_unit_test_setup_teardown(test_quirk_no_if_match, setup_rack, teardown),
+		cmocka_unit_test_setup_teardown(test_quirk_basic_auth, setup_rack, teardown),
+		cmocka_unit_test_setup_teardown(test_inventory, setup_rack, teardown),
+		cmocka_unit_test_setup_teardown(test_chassis_status_and_sel, setup_rack, teardown),
+		cmocka_unit_test_setup_teardown(test_firmware_update, setup_rack, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_password_and_addresses, setup_rack,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_bladed_system_choice, setup_blade, teardown),
+		cmocka_unit_test_setup_teardown(test_bladed_power_and_boot_without_mode,
+						setup_blade, teardown),
+		cmocka_unit_test_setup_teardown(test_fault_power_state_dropped, setup_rack,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fault_power_state_disagrees, setup_rack,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fault_busy_retry_after, setup_rack, teardown),
+		cmocka_unit_test_setup_teardown(test_fault_slow, setup_rack, teardown),
+		cmocka_unit_test_setup_teardown(test_fault_task_never_finishes, setup_rack,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fault_session_limit, setup_rack, teardown),
+		cmocka_unit_test_setup_teardown(test_fault_connection_close, setup_rack, teardown),
+		cmocka_unit_test_setup_teardown(test_fault_reset_task_and_odata_etag, setup_rack,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_sushy_agrees, setup_rack, teardown),
+	};
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	curl_global_cleanup();
+	return rc;
+}
