@@ -33,7 +33,8 @@
 # Env: FP (./fleetplane), BENCH_WORK (/tmp/fp-bench), N (50), SIM_NET (127.0.1), SIM_PORT
 # (27400), IRONIC_INTERVALS ("5 1"), IRONIC_P (8), IRONIC_API_PORT (26395), IRONIC_RPC_PORT
 # (28099), SITE_QPS (10), FP_P (8), FP_SERVE_ARGS (extra serve flags, e.g.
-# "--bmc-concurrency 1 --bmc-min-interval 1000"), LIMIT_S (600: give up waiting).
+# "--bmc-concurrency 1 --bmc-min-interval 1000"), LIMIT_S (600: give up waiting), ROUNDS (3:
+# every part once per round, in the order given).
 # Needs: openipmi (ipmi_sim), ipmitool, curl, jq; for "ironic": bench/ironic/ironic-peer.sh
 # install (as root). Results: one line per run in $BENCH_WORK/bmc-cycle/results, one table at the end.
 set -euo pipefail
@@ -415,16 +416,23 @@ trap cleanup_bmc EXIT
 machine
 echo "bmcs: $N ipmi_sim on $SIM_NET.1-$N, ports $((SIM_PORT + 1))-$((SIM_PORT + N)); ipmi_sim $(dpkg-query -W -f '${Version}' openipmi 2>/dev/null), ipmitool $(dpkg-query -W -f '${Version}' ipmitool 2>/dev/null), ironic $(dpkg-query -W -f '${Version}' ironic-common 2>/dev/null || echo none)"
 for what in ${*:-ipmitool ironic fleetplane}; do
-	case $what in
-	ipmitool) run_ipmitool ;;
-	ironic) run_ironic ;;
-	fleetplane) run_fleetplane ;;
-	*) echo "unknown part $what (ipmitool|ironic|fleetplane)" >&2; exit 2 ;;
-	esac
+	case $what in ipmitool | ironic | fleetplane) ;; *) echo "unknown part $what (ipmitool|ironic|fleetplane)" >&2; exit 2 ;; esac
 done
-echo "machine program: ${CTL_KIND:-?}"
+for ROUND in $(seq 1 "$ROUNDS"); do
+	for what in ${*:-ipmitool ironic fleetplane}; do
+		echo "-- round $ROUND"
+		run_"$what"
+	done
+done
+echo "machine program: ${CTL_KIND:-?}; load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 printf '| %s | %s | %s | %s | %s | %s |\n' peer setting "wall s" "success" \
 	"per node: chassis calls / RMCP datagrams / RMCP+ sessions (mean (min-max))" notes
 printf '|---|---|---|---|---|---|\n'
 awk -F'|' '{printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6}' "$RES"
+echo
+echo "median wall time per peer and setting ($ROUNDS rounds):"
+awk -F'|' '{k=$1" | "$2; n[k]++; v[k,n[k]]=$3; if(!(k in o)){o[k]=++K; ks[K]=k}}
+	END{for(i=1;i<=K;i++){k=ks[i]; m=n[k]; for(a=1;a<=m;a++)w[a]=v[k,a];
+		for(a=1;a<=m;a++)for(b=a+1;b<=m;b++)if(w[b]+0<w[a]+0){t=w[a];w[a]=w[b];w[b]=t}
+		printf "  %s: median %s s (min %s, max %s, n=%d)\n", k, (m%2?w[(m+1)/2]:(w[m/2]+w[m/2+1])/2), w[1], w[m], m}}' "$RES"
