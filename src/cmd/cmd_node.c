@@ -4,6 +4,7 @@
  * (exit 2) never need a server. Destructive verbs refuse an empty or wildcard target
  * (DESIGN.md principle 5). --watch lists, then follows ?watch=1 from the list's
  * resourceVersion, re-listing when the server says the revision was compacted (410). */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@ static const char node_usage_text[] =
 	"  resume   release the operator hold and return a node to service\n"
 	"  retire   decommission a node\n"
 	"  release  release another owner's hold (admin)\n"
+	"  power    power on, off, cycle, soft, reset a node, or read its power status\n"
 	"\n"
 	"Run 'fleetplane node <verb> --help' for the flags of a verb.\n"
 	"Environment: FLEETPLANE_URL (default " CLIENT_DEFAULT_URL "), FLEETPLANE_TOKEN.\n";
@@ -88,6 +90,21 @@ static const char node_release_usage[] =
 	"  --owner OWNER       whose hold to release, e.g. health or slurm:alice (required)\n"
 	"  -r, --reason TEXT   why (required; audited)\n"
 	"  -o, --output json   print the server's answer as JSON\n"
+	"  -h, --help          this help\n";
+
+static const char node_power_usage[] =
+	"Usage: fleetplane node power NAME on|off|cycle|soft|reset|status [--wait]\n"
+	"                             [--timeout SECONDS] [-o json]\n"
+	"\n"
+	"  Queues a power operation (behind the node's operation in flight, if any) and exits once\n"
+	"  the server accepted it. 'status' reads the BMC and always waits: it prints on, off or\n"
+	"  unknown (REASON: MESSAGE).\n"
+	"\n"
+	"  -w, --wait          wait for the operation to end: print the node's power and exit 0\n"
+	"                      when it succeeded; exit 1 with its last error when it failed\n"
+	"  -t, --timeout SECONDS  how long --wait waits (default 900; 1..86400); exit 1 after\n"
+	"  -o, --output json   print the accepted operation document (and with --wait, the ended\n"
+	"                      one) as JSON\n"
 	"  -h, --help          this help\n";
 
 static const char *const node_phase_names[] = {
@@ -909,6 +926,249 @@ out:
 	return rc;
 }
 
+/* ---- power ---- */
+
+static const char *const node_power_actions[] = {"on", "off", "cycle", "soft", "reset",
+						 "status", NULL};
+
+#define NODE_POWER_POLL_MS 500
+#define NODE_POWER_TIMEOUT_S 900
+
+static void node_sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !client_interrupted)
+		;
+}
+
+static int node_op_terminal(const char *state)
+{
+	return state && (!strcmp(state, "succeeded") || !strcmp(state, "failed") ||
+			 !strcmp(state, "cancelled"));
+}
+
+/* Prints the node's power from its PoweredOn condition: "on", "off" or
+ * "unknown (REASON: MESSAGE)". */
+static void node_print_power(const json_t *node)
+{
+	json_t *conds = jsonx_path(node, "status.conditions");
+	const json_t *pc = NULL;
+	size_t i;
+	json_t *c;
+	json_array_foreach(conds, i, c) {
+		const char *t = jsonx_str(c, "type");
+		if (t && !strcmp(t, "PoweredOn"))
+			pc = c;
+	}
+	const char *st = pc ? jsonx_str(pc, "status") : NULL;
+	if (st && !strcmp(st, "True")) {
+		printf("on\n");
+		return;
+	}
+	if (st && !strcmp(st, "False")) {
+		printf("off\n");
+		return;
+	}
+	const char *reason = pc ? jsonx_str(pc, "reason") : NULL;
+	const char *msg = pc ? jsonx_str(pc, "message") : NULL;
+	char *rc = table_clean(reason ? reason : "NoPowerReading", 0);
+	char *mc = table_clean(msg ? msg : "the node has no PoweredOn condition yet", 0);
+	printf("unknown (%s: %s)\n", rc, mc);
+	free(rc);
+	free(mc);
+}
+
+/* Polls GET /v1/operations/ID until it ends or timeout_s passes; *op receives the last
+ * document read. */
+static int node_power_wait(struct client *c, const char *id, long timeout_s, json_t **op)
+{
+	char *esc = client_escape(id);
+	char *path = xasprintf("/v1/operations/%s", esc);
+	free(esc);
+	int64_t until = client_now_ms() + timeout_s * 1000;
+	int rc;
+	for (;;) {
+		json_decref(*op);
+		*op = NULL;
+		if ((rc = client_request(c, "GET", path, NULL, NULL, op)) != CLIENT_EXIT_OK)
+			break;
+		if (node_op_terminal(jsonx_str(*op, "status.state")))
+			break;
+		if (client_interrupted || client_now_ms() >= until) {
+			char *ic = table_clean(id, 0);
+			fprintf(stderr, "error: operation %s still %s after %lds\n", ic,
+				jsonx_str(*op, "status.state") ? jsonx_str(*op, "status.state")
+							       : "running",
+				timeout_s);
+			free(ic);
+			rc = CLIENT_EXIT_API;
+			break;
+		}
+		node_sleep_ms(NODE_POWER_POLL_MS);
+	}
+	free(path);
+	return rc;
+}
+
+static int node_power(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"wait", no_argument, NULL, 'w'},
+		{"timeout", required_argument, NULL, 't'},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = "node power", *name = NULL, *action = NULL;
+	enum client_output o = CLIENT_OUT_TABLE;
+	int ch, rc, wait = 0, timeout_set = 0;
+	long timeout_s = NODE_POWER_TIMEOUT_S;
+	struct client c;
+	memset(&c, 0, sizeof(c));
+	json_t *body = NULL, *resp = NULL, *op = NULL, *node = NULL;
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":wt:o:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'w':
+			wait = 1;
+			break;
+		case 't': {
+			char *end;
+			errno = 0;
+			timeout_s = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || timeout_s < 1 || timeout_s > 86400)
+				return client_usage_error(cmd, "--timeout: '%s' is not 1..86400 "
+							  "seconds", optarg);
+			timeout_set = 1;
+			break;
+		}
+		case 'o':
+			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
+				return rc;
+			break;
+		case 'h':
+			fputs(node_power_usage, stdout);
+			return 0;
+		default:
+			return client_getopt_error(cmd, ch, argv);
+		}
+	}
+	if (optind >= argc)
+		return client_usage_error(cmd, "missing NAME and ACTION (on, off, cycle, soft, "
+					  "reset or status)");
+	name = argv[optind];
+	if ((rc = node_check_target(cmd, name)) != 0)
+		return rc;
+	if (optind + 1 >= argc)
+		return client_usage_error(cmd, "missing ACTION: on, off, cycle, soft, reset or "
+					  "status");
+	action = argv[optind + 1];
+	if (optind + 2 < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 2]);
+	int known = 0;
+	for (size_t i = 0; node_power_actions[i]; i++)
+		known |= !strcmp(action, node_power_actions[i]);
+	if (!known) {
+		char *ac = table_clean(action, 0);
+		rc = client_usage_error(cmd, "unknown action '%s': expected on, off, cycle, soft, "
+					"reset or status", ac);
+		free(ac);
+		return rc;
+	}
+	int status = !strcmp(action, "status");
+	if (status)
+		wait = 1;
+	if (timeout_set && !wait)
+		return client_usage_error(cmd, "--timeout needs --wait");
+	if ((rc = client_init(&c)) != 0)
+		goto out;
+	body = json_pack("{s:s}", "action", action);
+	char *esc = client_escape(name);
+	char *path = xasprintf("/v1/nodes/%s:power", esc);
+	rc = client_request(&c, "POST", path, body, NULL, &resp);
+	free(path);
+	if (rc != CLIENT_EXIT_OK) {
+		free(esc);
+		goto out;
+	}
+	const char *id = jsonx_str(resp, "metadata.name");
+	if (!id) {
+		fprintf(stderr, "error: the server's answer names no operation\n");
+		rc = CLIENT_EXIT_API;
+		free(esc);
+		goto out;
+	}
+	if (o == CLIENT_OUT_JSON && !wait) {
+		client_print_json(resp);
+		free(esc);
+		goto out;
+	}
+	if (o != CLIENT_OUT_JSON && !status) {
+		char *nc = table_clean(name, 0), *ic = table_clean(id, 0);
+		const char *behind = jsonx_str(resp, "behind");
+		char *bc = behind ? table_clean(behind, 0) : NULL;
+		printf("power %s requested for %s: operation %s%s%s%s\n", action, nc, ic,
+		       bc ? " (queued behind " : "", bc ? bc : "", bc ? ")" : "");
+		fflush(stdout);
+		free(nc);
+		free(ic);
+		free(bc);
+	}
+	if (!wait) {
+		free(esc);
+		goto out;
+	}
+	rc = node_power_wait(&c, id, timeout_s, &op);
+	if (rc != CLIENT_EXIT_OK) {
+		free(esc);
+		goto out;
+	}
+	const char *state = jsonx_str(op, "status.state");
+	if (strcmp(state, "succeeded") != 0) {
+		const char *le = jsonx_str(op, "status.lastError");
+		char *ic = table_clean(id, 0), *lc = table_clean(le ? le : "no error recorded", 0);
+		fprintf(stderr, "error: operation %s %s: %s\n", ic, state, lc);
+		free(ic);
+		free(lc);
+		if (o == CLIENT_OUT_JSON)
+			client_print_json(op);
+		rc = CLIENT_EXIT_API;
+		free(esc);
+		goto out;
+	}
+	if (o == CLIENT_OUT_JSON) {
+		client_print_json(op);
+		free(esc);
+		goto out;
+	}
+	/* The node as of the operation's end: its PoweredOn was written before (or with) the
+	 * operation's terminal state; a read served by a cache that lags is asked again. */
+	char opr[32] = "", nr[32] = "";
+	client_rv_text(jsonx_path(op, "metadata.resourceVersion"), opr, sizeof(opr));
+	path = xasprintf("/v1/nodes/%s", esc);
+	free(esc);
+	for (int tries = 0; tries < 20; tries++) {
+		json_decref(node);
+		node = NULL;
+		if ((rc = client_request(&c, "GET", path, NULL, NULL, &node)) != CLIENT_EXIT_OK)
+			break;
+		client_rv_text(jsonx_path(node, "metadata.resourceVersion"), nr, sizeof(nr));
+		if (!*opr || !*nr || strtoll(nr, NULL, 10) >= strtoll(opr, NULL, 10))
+			break;
+		node_sleep_ms(100);
+	}
+	free(path);
+	if (rc == CLIENT_EXIT_OK)
+		node_print_power(node);
+out:
+	json_decref(body);
+	json_decref(resp);
+	json_decref(op);
+	json_decref(node);
+	client_release(&c);
+	return rc;
+}
+
 /* ---- dispatch ---- */
 
 int cmd_node(int argc, char **argv)
@@ -917,6 +1177,7 @@ int cmd_node(int argc, char **argv)
 		{"list", "ls", node_list},
 		{"get", NULL, node_get},
 		{"enroll", NULL, node_enroll},
+		{"power", NULL, node_power},
 		{NULL, NULL, NULL},
 	};
 	int rc = client_dispatch(node_usage_text, verbs, argc, argv);
