@@ -662,6 +662,7 @@ int cmd_serve(int argc, char **argv)
 		.store = sv.store, .cache = sv.cache, .clock = sv.clock, .rng = &sv.rng,
 		.exec = sv.exec, .report_exec = sv.report_exec, .limits = sv.limits,
 		.breaker = sv.breaker, .bmc_call_timeout_ms = sv.bmc_timeout_s * 1000,
+		.bmc_credentials_dir = sv.cred_dir,
 		.drivers = {sv.sim}, .ndrivers = 1,
 		.workers = sv.workers,
 		.sim_time_scale = sv.sim_speed == 0 ? 1000 : speed_factor};

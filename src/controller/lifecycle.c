@@ -27,6 +27,7 @@
 #include "base/metrics.h"
 #include "core/codec.h"
 #include "core/event.h"
+#include "core/secret.h"
 
 #define SEC 1000LL
 #define MIN (60 * SEC)
@@ -1028,11 +1029,18 @@ static void run_op_task(void *arg)
 		const char *bmc_key = n->bmc.address ? n->bmc.address : n->name;
 		enum step_result r;
 		int gated = 0; /* the breaker let this step through */
+		char *password = NULL; /* resolved for this step only; wiped after */
 		if (def->uses_bmc && !x.bmc) {
 			snprintf(x.err, sizeof(x.err), "no BMC driver \"%s\" in this build",
 				 n->bmc.driver);
 			r = STEP_FAIL;
+		} else if (def->uses_bmc &&
+			   secret_bmc_password(&n->bmc, lc->cfg.bmc_credentials_dir, &password, x.err,
+					       sizeof(x.err)) < 0) {
+			r = STEP_FAIL; /* undecryptable or unreadable: retrying cannot help */
 		} else {
+			if (def->uses_bmc)
+				x.t.password = password;
 			int slot = 0;
 			r = STEP_DONE;
 			if (def->uses_bmc && lc->cfg.limits) {
@@ -1056,6 +1064,8 @@ static void run_op_task(void *arg)
 			if (slot)
 				ratelimit_release(lc->cfg.limits, bmc_key);
 		}
+		fp_free_secret(password);
+		x.t.password = NULL;
 		if (gated)
 			breaker_after(lc, &x, bmc_key);
 		learn_quirks(&x);

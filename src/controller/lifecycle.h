@@ -44,6 +44,9 @@ struct lifecycle_config {
 	 * breaker's next probe, and fail once their step deadline passes. Borrowed. */
 	struct breaker *breaker;
 	int64_t bmc_call_timeout_ms; /* deadline of one BMC call; 0 = 30 s */
+	/* serve's --bmc-credentials-dir: spec.bmc.password_file names a file here, read at each
+	 * BMC step by secret_bmc_password (core/secret.h); NULL = password files refused. */
+	const char *bmc_credentials_dir;
 	struct bmc *drivers[LIFECYCLE_MAX_DRIVERS]; /* by ops->name */
 	size_t ndrivers;
 	int workers;               /* reconcile threads; 0 = driven by lifecycle_run_once */
