@@ -210,6 +210,44 @@ static char *fake_route(const struct req_log *r, unsigned *status, const char **
 		free(n2);
 		return s;
 	}
+	/* node power: pw-on (queued, then off), pw-unk (power not known), pw-fail, retired1 */
+	if (!strcmp(r->method, "POST") && !strncmp(r->path, "/v1/nodes/", 10) &&
+	    strstr(r->path, ":power")) {
+		*status = 202;
+		if (!strcmp(r->path, "/v1/nodes/pw-on:power"))
+			return xstrdup("{\"kind\":\"Operation\",\"metadata\":{\"name\":\"power-1\","
+				       "\"resourceVersion\":\"10\"},\"spec\":{\"node\":\"pw-on\","
+				       "\"kind\":\"power\"},\"status\":{\"state\":\"pending\"},"
+				       "\"queued\":true,\"behind\":\"provision-1\"}");
+		if (!strcmp(r->path, "/v1/nodes/pw-unk:power"))
+			return xstrdup("{\"metadata\":{\"name\":\"power-3\"},\"queued\":false}");
+		if (!strcmp(r->path, "/v1/nodes/pw-fail:power"))
+			return xstrdup("{\"metadata\":{\"name\":\"power-2\"},\"queued\":false}");
+		*status = 409;
+		*ctype = "application/problem+json";
+		return xstrdup("{\"type\":\"about:blank\",\"title\":\"Conflict\",\"status\":409,"
+			       "\"detail\":\"node retired1 is retired\"}");
+	}
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/operations/power-1"))
+		return xstrdup("{\"metadata\":{\"name\":\"power-1\",\"resourceVersion\":\"11\"},"
+			       "\"status\":{\"state\":\"succeeded\"}}");
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/operations/power-3"))
+		return xstrdup("{\"metadata\":{\"name\":\"power-3\",\"resourceVersion\":\"11\"},"
+			       "\"status\":{\"state\":\"succeeded\"}}");
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/operations/power-2"))
+		return xstrdup("{\"metadata\":{\"name\":\"power-2\",\"resourceVersion\":\"11\"},"
+			       "\"status\":{\"state\":\"failed\",\"lastError\":\"step power_off "
+			       "attempt 5: power off: simulated BMC did not answer\"}}");
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/nodes/pw-on"))
+		return xstrdup("{\"metadata\":{\"name\":\"pw-on\",\"resourceVersion\":\"12\"},"
+			       "\"status\":{\"conditions\":[{\"type\":\"BMCReachable\",\"status\":"
+			       "\"True\"},{\"type\":\"PoweredOn\",\"status\":\"False\",\"reason\":"
+			       "\"BMCReportsOff\",\"message\":\"confirmed\"}]}}");
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/nodes/pw-unk"))
+		return xstrdup("{\"metadata\":{\"name\":\"pw-unk\",\"resourceVersion\":\"12\"},"
+			       "\"status\":{\"conditions\":[{\"type\":\"PoweredOn\",\"status\":"
+			       "\"Unknown\",\"reason\":\"PowerStateMissing\",\"message\":"
+			       "\"Redfish PowerState absent\"}]}}");
 	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/readyz")) {
 		*ctype = "text/plain";
 		return xstrdup("ok\n");
@@ -851,6 +889,90 @@ static void test_node_drain(void **state)
 	assert_string_equal(fake.reqs[fake.nreqs - 1].body, "{}");
 }
 
+static void test_node_power(void **state)
+{
+	struct run_result r;
+	const char *help = "Run 'fleetplane node power --help' for usage.\n";
+	char want[512];
+	fake_reset();
+	/* usage errors: exit 2, nothing sent */
+	run_cmd(&r, cmd_node, "node", "power", NULL);
+	assert_int_equal(r.rc, 2);
+	snprintf(want, sizeof(want), "error: missing NAME and ACTION (on, off, cycle, soft, reset "
+				     "or status)\n%s", help);
+	assert_string_equal(r.err, want);
+	run_cmd(&r, cmd_node, "node", "power", "pw-on", NULL);
+	assert_int_equal(r.rc, 2);
+	snprintf(want, sizeof(want), "error: missing ACTION: on, off, cycle, soft, reset or "
+				     "status\n%s", help);
+	assert_string_equal(r.err, want);
+	run_cmd(&r, cmd_node, "node", "power", "pw-on", "restart", NULL);
+	assert_int_equal(r.rc, 2);
+	snprintf(want, sizeof(want), "error: unknown action 'restart': expected on, off, cycle, "
+				     "soft, reset or status\n%s", help);
+	assert_string_equal(r.err, want);
+	run_cmd(&r, cmd_node, "node", "power", "pw-on", "on", "off", NULL);
+	assert_int_equal(r.rc, 2);
+	snprintf(want, sizeof(want), "error: unexpected argument 'off'\n%s", help);
+	assert_string_equal(r.err, want);
+	run_cmd(&r, cmd_node, "node", "power", "r01*", "off", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_non_null(strstr(r.err, "wildcards and selectors are not targets"));
+	run_cmd(&r, cmd_node, "node", "power", "pw-on", "on", "--timeout", "5", NULL);
+	assert_int_equal(r.rc, 2);
+	snprintf(want, sizeof(want), "error: --timeout needs --wait\n%s", help);
+	assert_string_equal(r.err, want);
+	run_cmd(&r, cmd_node, "node", "power", "pw-on", "on", "--wait", "--timeout", "0", NULL);
+	assert_int_equal(r.rc, 2);
+	snprintf(want, sizeof(want), "error: --timeout: '0' is not 1..86400 seconds\n%s", help);
+	assert_string_equal(r.err, want);
+	run_cmd(&r, cmd_node, "node", "power", "pw-on", "on", "--bogus", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_int_equal(fake.nreqs, 0);
+
+	/* accepted: exit 0 at once, queued behind the operation in flight */
+	run_cmd(&r, cmd_node, "node", "power", "pw-on", "off", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "power off requested for pw-on: operation power-1 (queued "
+				   "behind provision-1)\n");
+	assert_string_equal(r.err, "");
+	assert_int_equal(fake.nreqs, 1);
+	assert_string_equal(fake.reqs[0].method, "POST");
+	assert_string_equal(fake.reqs[0].path, "/v1/nodes/pw-on:power");
+	assert_string_equal(fake.reqs[0].body, "{\"action\":\"off\"}");
+
+	/* --wait: the operation ended well; the node's power is printed */
+	fake_reset();
+	run_cmd(&r, cmd_node, "node", "power", "pw-on", "off", "--wait", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "power off requested for pw-on: operation power-1 (queued "
+				   "behind provision-1)\noff\n");
+	assert_int_equal(fake.nreqs, 3);
+	assert_string_equal(fake.reqs[1].path, "/v1/operations/power-1");
+	assert_string_equal(fake.reqs[2].path, "/v1/nodes/pw-on");
+
+	/* --wait: the operation failed: exit 1 with its last error */
+	run_cmd(&r, cmd_node, "node", "power", "pw-fail", "off", "--wait", NULL);
+	assert_int_equal(r.rc, 1);
+	assert_string_equal(r.out, "power off requested for pw-fail: operation power-2\n");
+	assert_string_equal(r.err, "error: operation power-2 failed: step power_off attempt 5: "
+				   "power off: simulated BMC did not answer\n");
+
+	/* status always waits and prints only the power */
+	fake_reset();
+	run_cmd(&r, cmd_node, "node", "power", "pw-unk", "status", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "unknown (PowerStateMissing: Redfish PowerState absent)\n");
+	assert_string_equal(fake.reqs[0].body, "{\"action\":\"status\"}");
+	assert_int_equal(fake.nreqs, 3);
+
+	/* refused by the server */
+	run_cmd(&r, cmd_node, "node", "power", "retired1", "on", NULL);
+	assert_int_equal(r.rc, 1);
+	assert_string_equal(r.err, "error: Conflict: node retired1 is retired (HTTP 409)\n");
+	assert_no_token(&r);
+}
+
 static void test_node_enroll(void **state)
 {
 	fake_reset();
@@ -1090,6 +1212,7 @@ int main(void)
 		cmocka_unit_test(test_node_list_empty_and_selector),
 		cmocka_unit_test(test_node_get),
 		cmocka_unit_test(test_node_drain),
+		cmocka_unit_test(test_node_power),
 		cmocka_unit_test(test_node_enroll),
 		cmocka_unit_test(test_node_watch_lines),
 		cmocka_unit_test(test_node_watch_tty),
