@@ -61,6 +61,7 @@ static void check_node(const struct node *n)
 	json_t *pubc = json_deep_copy(pub);
 	json_object_del(jsonx_path(st, "spec.bmc"), "password");
 	json_object_del(jsonx_path(st, "spec.bmc"), "password_file");
+	json_object_del(jsonx_path(st, "spec.bmc"), "password_sealed");
 	json_object_del(jsonx_path(pubc, "metadata"), "resourceVersion");
 	if (!json_equal(st, pubc))
 		die_doc("PUBLIC differs from STORE by more than password and resourceVersion", st,
