@@ -38,6 +38,7 @@ their value, {"reset": true} restores all:
   stale_etag_patches: int  the next N PATCHes that send If-Match get 412 (the ETag moves)
   gpus: int                the System's Processors gain N processors of ProcessorType GPU
   callback: {"fp_url": URL, "node": NAME, "auth_header_file": PATH}  (or null)
+  set_boot: {...}          not a knob: merges these Boot properties into every System now
 GET /__control returns the knobs, the sessions count and the power states.
 """
 
@@ -468,6 +469,11 @@ class Handler(BaseHTTPRequestHandler):
         with st.lock:
             if body.pop("reset", False):
                 st.knobs = copy.deepcopy(DEFAULT_KNOBS)
+            boot = body.pop("set_boot", None)
+            if isinstance(boot, dict):  # one-shot: every System's Boot takes these values
+                for u in st.systems():
+                    st.res[u].setdefault("Boot", {}).update(boot)
+                    st.bump(u)
             for k, v in body.items():
                 if k not in DEFAULT_KNOBS:
                     return self.send(400, message("Base.1.8.PropertyUnknown", k))
