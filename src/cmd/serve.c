@@ -29,6 +29,7 @@
 #include "core/codec.h"
 #include "core/event.h"
 #include "core/secret.h"
+#include "driver/bmc_redfish.h"
 #include "driver/bmc_sim.h"
 #include "engine/breaker.h"
 #include "engine/cache.h"
@@ -64,6 +65,7 @@ struct serve {
 	struct fp_executor *exec;
 	struct fp_executor *report_exec; /* agent reports: their own lane */
 	struct bmc *sim;
+	struct bmc *redfish;
 	struct ratelimit *limits;
 	struct cache *cache;
 	struct lifecycle *lc;
@@ -397,6 +399,7 @@ static void shutdown_all(struct serve *sv)
 	lifecycle_free(sv->lc);
 	cache_free(sv->cache);
 	bmc_free(sv->sim);
+	bmc_free(sv->redfish);
 	ratelimit_free(sv->limits);
 	breaker_free(sv->breaker);
 	clock_free(sv->clock);
@@ -637,6 +640,7 @@ int cmd_serve(int argc, char **argv)
 				      .fault_seed = sv.sim_faults, .notify = sim_notify,
 				      .save = sim_save, .load = sim_load, .arg = &sv};
 	sv.sim = bmc_sim_new(&scfg);
+	sv.redfish = bmc_redfish_new(sv.clock);
 	double speed_factor = sv.sim_speed > 1 ? sv.sim_speed : 1;
 	struct ratelimit_config rcfg = {
 		.bmc_max_concurrency = (int)sv.bmc_concurrency,
@@ -663,7 +667,7 @@ int cmd_serve(int argc, char **argv)
 		.exec = sv.exec, .report_exec = sv.report_exec, .limits = sv.limits,
 		.breaker = sv.breaker, .bmc_call_timeout_ms = sv.bmc_timeout_s * 1000,
 		.bmc_credentials_dir = sv.cred_dir,
-		.drivers = {sv.sim}, .ndrivers = 1,
+		.drivers = {sv.sim, sv.redfish}, .ndrivers = 2,
 		.workers = sv.workers,
 		.sim_time_scale = sv.sim_speed == 0 ? 1000 : speed_factor};
 	sv.lc = lifecycle_new(&lcfg);
