@@ -21,6 +21,7 @@
 #include "core/codec.h"
 #include "driver/bmc_sim.h"
 #include "engine/cache.h"
+#include "engine/breaker.h"
 #include "engine/clock.h"
 #include "engine/executor_impl.h"
 
@@ -34,12 +35,29 @@ struct pending_notice {
 	int passed;
 };
 
+/* A scripted BMC driver (named "redfish": node documents name only real drivers) for what the sim cannot do: power it cannot read, quirks
+ * to learn, refused credentials, timeouts. Counts its calls, and the calls that reached it
+ * while the breaker had its BMC open (there must be none). */
+struct fake_bmc {
+	enum bmc_power power;
+	int unknown_power;  /* power_get answers UNKNOWN with reason PowerStateMissing */
+	unsigned learn;     /* learned_quirks reported on every call */
+	int fail_rc;        /* every call fails with this (0 = answer) */
+	long calls, sets, calls_open, calls_probe;
+	struct breaker *breaker; /* to look at while called, or NULL */
+};
+
 struct world {
 	struct store *store;
 	struct fp_clock *clock;
 	struct fp_rng rng;
 	struct fp_executor *exec;
 	struct bmc *sim;
+	struct bmc *spy;  /* the sim, its mutating calls logged in spy_log (driver name "sim") */
+	struct buf spy_log;
+	struct bmc *fake;
+	struct fake_bmc fk;
+	struct breaker *breaker; /* NULL unless a test sets one before controller_up */
 	struct ratelimit *limits;
 	struct cache *cache;
 	struct lifecycle *lc;
@@ -106,7 +124,8 @@ static void controller_up(struct world *w)
 	w->cache = cache_new(w->store);
 	struct lifecycle_config lc = {.store = w->store, .cache = w->cache, .clock = w->clock,
 				      .rng = &w->rng, .exec = w->exec, .limits = w->limits,
-				      .drivers = {w->sim}, .ndrivers = 1, .workers = 0};
+				      .breaker = w->breaker,
+				      .drivers = {w->spy, w->fake}, .ndrivers = 2, .workers = 0};
 	w->lc = lifecycle_new(&lc);
 	assert_true(cache_sync_now(w->cache) >= 0);
 	for (size_t i = 0; i < w->npending; i++)
@@ -131,6 +150,141 @@ static void controller_down(struct world *w)
 	w->limits = NULL;
 }
 
+/* ---- the spy (sim with a log) and the fake driver ---- */
+
+static struct world *spy_world(struct bmc *b)
+{
+	return b->impl;
+}
+
+static int spy_power_get(struct bmc *b, const struct bmc_target *t, int64_t dl,
+			 enum bmc_power *out, char *err, size_t errlen)
+{
+	struct bmc *s = spy_world(b)->sim;
+	return s->ops->power_get(s, t, dl, out, err, errlen);
+}
+
+static int spy_power_set(struct bmc *b, const struct bmc_target *t, int64_t dl,
+			 enum bmc_power_action a, char *err, size_t errlen)
+{
+	struct world *w = spy_world(b);
+	buf_printf(&w->spy_log, "%s power %s\n", t->node, bmc_action_name(a));
+	return w->sim->ops->power_set(w->sim, t, dl, a, err, errlen);
+}
+
+static int spy_boot_get(struct bmc *b, const struct bmc_target *t, int64_t dl,
+			struct bmc_boot *out, char *err, size_t errlen)
+{
+	struct bmc *s = spy_world(b)->sim;
+	return s->ops->boot_get(s, t, dl, out, err, errlen);
+}
+
+static int spy_boot_set(struct bmc *b, const struct bmc_target *t, int64_t dl,
+			const struct bmc_boot *want, char *err, size_t errlen)
+{
+	struct world *w = spy_world(b);
+	buf_printf(&w->spy_log, "%s boot %s %s\n", t->node, bmc_boot_name(want->device),
+		   want->persistent ? "persistent" : "next-boot");
+	return w->sim->ops->boot_set(w->sim, t, dl, want, err, errlen);
+}
+
+static int spy_inventory(struct bmc *b, const struct bmc_target *t, int64_t dl, json_t **out,
+			 char *err, size_t errlen)
+{
+	struct bmc *s = spy_world(b)->sim;
+	return s->ops->inventory(s, t, dl, out, err, errlen);
+}
+
+static void spy_free(struct bmc *b)
+{
+	free(b);
+}
+
+static const struct bmc_driver_ops spy_ops = {
+	.name = "sim", .caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE | BMC_CAP_INVENTORY,
+	.power_get = spy_power_get, .power_set = spy_power_set, .boot_get = spy_boot_get,
+	.boot_set = spy_boot_set, .inventory = spy_inventory, .free = spy_free};
+
+/* Common head of every fake call: counts, learns, fails as scripted. */
+static int fake_call(struct bmc *b, const struct bmc_target *t, char *err, size_t errlen)
+{
+	struct world *w = b->impl;
+	struct fake_bmc *f = &w->fk;
+	f->calls++;
+	if (f->breaker) {
+		enum breaker_state st = breaker_state(f->breaker, t->address);
+		f->calls_open += st == BREAKER_OPEN;
+		f->calls_probe += st == BREAKER_HALF_OPEN;
+	}
+	if (t->observed)
+		t->observed->learned_quirks |= f->learn;
+	if (f->fail_rc)
+		return fp_errf(f->fail_rc, err, errlen, "fake BMC: %s", fp_err_msg(f->fail_rc));
+	return 0;
+}
+
+static int fake_power_get(struct bmc *b, const struct bmc_target *t, int64_t dl,
+			  enum bmc_power *out, char *err, size_t errlen)
+{
+	struct world *w = b->impl;
+	int rc = fake_call(b, t, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (w->fk.unknown_power) {
+		*out = BMC_POWER_UNKNOWN;
+		snprintf(t->observed->power_reason, sizeof(t->observed->power_reason),
+			 "PowerStateMissing");
+		snprintf(err, errlen, "Redfish ComputerSystem has no PowerState");
+		return 0;
+	}
+	*out = w->fk.power;
+	return 0;
+}
+
+static int fake_power_set(struct bmc *b, const struct bmc_target *t, int64_t dl,
+			  enum bmc_power_action a, char *err, size_t errlen)
+{
+	struct world *w = b->impl;
+	int rc = fake_call(b, t, err, errlen);
+	if (rc < 0)
+		return rc;
+	w->fk.sets++;
+	w->fk.power = a == BMC_ACTION_OFF || a == BMC_ACTION_SOFT ? BMC_POWER_OFF : BMC_POWER_ON;
+	return 0;
+}
+
+static int fake_boot_get(struct bmc *b, const struct bmc_target *t, int64_t dl,
+			 struct bmc_boot *out, char *err, size_t errlen)
+{
+	int rc = fake_call(b, t, err, errlen);
+	if (rc < 0)
+		return rc;
+	out->device = BMC_BOOT_DISK;
+	out->persistent = 1;
+	return 0;
+}
+
+static int fake_boot_set(struct bmc *b, const struct bmc_target *t, int64_t dl,
+			 const struct bmc_boot *want, char *err, size_t errlen)
+{
+	return fake_call(b, t, err, errlen);
+}
+
+static int fake_inventory(struct bmc *b, const struct bmc_target *t, int64_t dl, json_t **out,
+			  char *err, size_t errlen)
+{
+	int rc = fake_call(b, t, err, errlen);
+	if (rc < 0)
+		return rc;
+	*out = json_pack("{s:[{s:s},{s:s}]}", "gpus", "model", "H100", "model", "H100");
+	return 0;
+}
+
+static const struct bmc_driver_ops fake_ops = {
+	.name = "redfish", .caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE | BMC_CAP_INVENTORY,
+	.power_get = fake_power_get, .power_set = fake_power_set, .boot_get = fake_boot_get,
+	.boot_set = fake_boot_set, .inventory = fake_inventory, .free = spy_free};
+
 static struct world *world_new(uint64_t fault_seed, double fault_rate, unsigned fault_kinds)
 {
 	struct world *w = xcalloc(1, sizeof(*w));
@@ -142,6 +296,12 @@ static struct world *world_new(uint64_t fault_seed, double fault_rate, unsigned 
 				    .fault_rate = fault_rate, .fault_kinds = fault_kinds,
 				    .notify = w_notify, .save = w_save, .load = w_load, .arg = w};
 	w->sim = bmc_sim_new(&sc);
+	buf_init(&w->spy_log, 0);
+	w->spy = xcalloc(1, sizeof(*w->spy));
+	*w->spy = (struct bmc){.ops = &spy_ops, .clock = w->clock, .impl = w};
+	w->fake = xcalloc(1, sizeof(*w->fake));
+	*w->fake = (struct bmc){.ops = &fake_ops, .clock = w->clock, .impl = w};
+	w->fk.power = BMC_POWER_OFF;
 	controller_up(w);
 	return w;
 }
@@ -149,6 +309,10 @@ static struct world *world_new(uint64_t fault_seed, double fault_rate, unsigned 
 static void world_free(struct world *w)
 {
 	controller_down(w);
+	bmc_free(w->spy);
+	bmc_free(w->fake);
+	buf_release(&w->spy_log);
+	breaker_free(w->breaker);
 	bmc_free(w->sim);
 	clock_free(w->clock);
 	store_close(w->store);
@@ -498,6 +662,311 @@ static void test_lost_callback_deadline(void **state)
 	world_free(w);
 }
 
+/* ---- power operations, agent truth, driver observations, breaker ---- */
+
+static void put_node(struct world *w, struct node *n)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "/nodes/%s", n->name);
+	json_t *doc = node_to_json(n, NODE_JSON_STORE);
+	char *val = jsonx_dumps(doc);
+	assert_int_equal(store_put(w->store, key, val, n->resource_version ? n->resource_version
+									  : STORE_ABSENT,
+				   NULL),
+			 0);
+	free(val);
+	json_decref(doc);
+}
+
+static void enroll_fake(struct world *w, const char *name)
+{
+	struct node *nd = node_new();
+	nd->name = xstrdup(name);
+	nd->uid = xstrdup(name);
+	nd->bmc.driver = xstrdup("redfish");
+	nd->bmc.address = xasprintf("https://bmc-%s.test", name);
+	nd->gpu_count = 2;
+	nd->phase = PHASE_ENROLLED;
+	nd->phase_since = nd->created_at = clock_wall_ms(w->clock);
+	put_node(w, nd);
+	node_free(nd);
+}
+
+/* What POST /v1/nodes/{name}:power writes (api_nodes.c): the operation and, in the same
+ * transaction, the node's operation or its queue. Returns the operation id (caller frees). */
+static char *request_power(struct world *w, const char *name, const char *action)
+{
+	struct node *n = get_node(w, name);
+	struct operation *op = operation_new();
+	static unsigned seq;
+	op->id = xasprintf("power-%013lld-%08x", (long long)clock_wall_ms(w->clock), ++seq);
+	op->node = xstrdup(name);
+	op->kind = xstrdup("power");
+	op->steps[op->nsteps++] = xasprintf("power_%s", action);
+	op->actor = xstrdup("operator:alice");
+	op->reason = xstrdup("test");
+	op->params = json_pack("{s:s}", "action", action);
+	op->created_at = op->updated_at = clock_wall_ms(w->clock);
+	if (n->operation) {
+		n->queued_ops = realloc(n->queued_ops, (n->nqueued + 1) * sizeof(char *));
+		n->queued_ops[n->nqueued++] = xstrdup(op->id);
+	} else {
+		n->operation = xstrdup(op->id);
+	}
+	char nkey[64], okey[128];
+	snprintf(nkey, sizeof(nkey), "/nodes/%s", name);
+	snprintf(okey, sizeof(okey), "/operations/%s", op->id);
+	json_t *nd = node_to_json(n, NODE_JSON_STORE), *od = operation_to_json(op, 0);
+	char *nv = jsonx_dumps(nd), *ov = jsonx_dumps(od);
+	struct store_op ops[2] = {{STORE_OP_PUT, nkey, nv, n->resource_version},
+				  {STORE_OP_PUT, okey, ov, STORE_ABSENT}};
+	assert_int_equal(store_txn(w->store, ops, 2, NULL, NULL), 0);
+	free(nv);
+	free(ov);
+	json_decref(nd);
+	json_decref(od);
+	char *id = xstrdup(op->id);
+	operation_free(op);
+	node_free(n);
+	return id;
+}
+
+static struct operation *get_op(struct world *w, const char *id)
+{
+	char key[128], err[256];
+	struct store_kv kv = {0};
+	snprintf(key, sizeof(key), "/operations/%s", id);
+	assert_int_equal(store_get(w->store, key, &kv), 0);
+	json_t *doc = NULL;
+	struct operation *op = NULL;
+	assert_int_equal(jsonx_parse(kv.value, strlen(kv.value), &doc, err, sizeof(err)), 0);
+	assert_int_equal(operation_from_json(doc, kv.mod_revision, &op, err, sizeof(err)), 0);
+	json_decref(doc);
+	store_kv_release(&kv);
+	return op;
+}
+
+/* The ids of the node's operations of a kind, oldest first, as "id id ..." (caller frees). */
+static int count_ops(struct world *w, const char *node, const char *kind)
+{
+	struct store_kv *items = NULL;
+	size_t k = 0;
+	int more = 0, c = 0;
+	assert_int_equal(store_list(w->store, "/operations/", NULL, 0, &items, &k, NULL, &more), 0);
+	for (size_t i = 0; i < k; i++) {
+		json_t *d = json_loads(items[i].value, 0, NULL);
+		c += !strcmp(jsonx_str(d, "spec.node"), node) && !strcmp(jsonx_str(d, "spec.kind"), kind);
+		json_decref(d);
+	}
+	store_kv_array_free(items, k);
+	return c;
+}
+
+static int count_events(struct world *w, const char *node, const char *reason)
+{
+	struct store_kv *items = NULL;
+	size_t k = 0;
+	int more = 0, c = 0;
+	char obj[80];
+	snprintf(obj, sizeof(obj), "node/%s", node);
+	assert_int_equal(store_list(w->store, "/events/", NULL, 0, &items, &k, NULL, &more), 0);
+	for (size_t i = 0; i < k; i++) {
+		json_t *d = json_loads(items[i].value, 0, NULL);
+		c += !strcmp(jsonx_str(d, "object"), obj) && !strcmp(jsonx_str(d, "reason"), reason);
+		json_decref(d);
+	}
+	store_kv_array_free(items, k);
+	return c;
+}
+
+typedef int (*world_pred_fn)(struct world *w, const void *arg);
+
+/* Advances virtual time timer by timer until pred holds; returns 0, or -1 when nothing is
+ * left to happen or max_ms of virtual time passed. */
+static int run_until(struct world *w, world_pred_fn pred, const void *arg, int64_t max_ms)
+{
+	int64_t t0 = clock_now_ms(w->clock);
+	for (;;) {
+		pump(w);
+		if (pred(w, arg))
+			return 0;
+		int64_t at = 0;
+		if (clock_virtual_next_timer(w->clock, &at) < 0 || at - t0 > max_ms)
+			return -1;
+		int64_t now = clock_now_ms(w->clock);
+		clock_virtual_advance(w->clock, at > now ? at - now : 0);
+	}
+}
+
+static int op_ended(struct world *w, const void *id)
+{
+	struct operation *op = get_op(w, id);
+	int done = op_state_terminal(op->state);
+	operation_free(op);
+	return done;
+}
+
+static enum cond_status cond_of(struct world *w, const char *name, const char *type,
+				char *reason, size_t rlen)
+{
+	struct node *n = get_node(w, name);
+	const struct node_condition *c = node_condition_get(n, type);
+	enum cond_status st = c ? c->status : (enum cond_status)-1;
+	if (reason)
+		snprintf(reason, rlen, "%s", c && c->reason ? c->reason : "");
+	node_free(n);
+	return st;
+}
+
+static void test_provision_order_sim(void **state)
+{
+	/* PXE for the next boot, then power (the machine was off: on), the boot callback, then
+	 * disk for every boot - and nothing else mutates the machine. */
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	assert_string_equal(w->spy_log.data, "r01n01 boot pxe next-boot\n"
+					     "r01n01 power on\n"
+					     "r01n01 boot disk persistent\n");
+	struct store_kv *items = NULL;
+	size_t k = 0;
+	int more = 0;
+	assert_int_equal(store_list(w->store, "/operations/provision-", NULL, 0, &items, &k, NULL,
+				    &more),
+			 0);
+	assert_int_equal(k, 1);
+	json_t *d = json_loads(items[0].value, 0, NULL);
+	assert_string_equal(jsonx_str(d, "spec.params.powerChoice"), "on");
+	assert_string_equal(json_string_value(json_array_get(jsonx_path(d, "spec.steps"), 1)),
+			    "power_on_or_cycle");
+	json_decref(d);
+	store_kv_array_free(items, k);
+	world_free(w);
+}
+
+static void test_power_off_then_on(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	char *off = request_power(w, "r01n01", "off");
+	assert_int_equal(run_until(w, op_ended, off, 30 * MIN_MS), 0);
+	struct operation *op = get_op(w, off);
+	assert_int_equal(op->state, OP_SUCCEEDED);
+	operation_free(op);
+	assert_int_equal(counter(w, "r01n01", "powerOff"), 1);
+	assert_int_equal(cond_of(w, "r01n01", "PoweredOn", NULL, 0), COND_FALSE);
+	struct node *n = get_node(w, "r01n01");
+	assert_null(n->operation);
+	assert_int_equal(n->phase, PHASE_AVAILABLE);
+	node_free(n);
+	char *on = request_power(w, "r01n01", "on");
+	assert_int_equal(run_until(w, op_ended, on, 30 * MIN_MS), 0);
+	op = get_op(w, on);
+	assert_int_equal(op->state, OP_SUCCEEDED);
+	operation_free(op);
+	assert_int_equal(counter(w, "r01n01", "powerOn"), 2);
+	assert_int_equal(counter(w, "r01n01", "powerOff"), 1);
+	assert_int_equal(cond_of(w, "r01n01", "PoweredOn", NULL, 0), COND_TRUE);
+	assert_int_equal(count_events(w, "r01n01", "PowerSucceeded"), 2);
+	/* cycle: act, then poll until the BMC reads on */
+	char *cyc = request_power(w, "r01n01", "cycle");
+	assert_int_equal(run_until(w, op_ended, cyc, 30 * MIN_MS), 0);
+	op = get_op(w, cyc);
+	assert_int_equal(op->state, OP_SUCCEEDED);
+	assert_int_equal(json_integer_value(json_object_get(op->params, "acted")), 1);
+	operation_free(op);
+	assert_int_equal(counter(w, "r01n01", "powerCycle"), 1);
+	assert_int_equal(cond_of(w, "r01n01", "PoweredOn", NULL, 0), COND_TRUE);
+	free(off);
+	free(on);
+	free(cyc);
+	world_free(w);
+}
+
+static int phase_is(struct world *w, const void *p)
+{
+	struct node *n = get_node(w, "r01n01");
+	int ok = n->phase == *(const enum node_phase *)p;
+	node_free(n);
+	return ok;
+}
+
+static void test_power_queued_behind_provision(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	enum node_phase prov = PHASE_PROVISIONING;
+	assert_int_equal(run_until(w, phase_is, &prov, 30 * MIN_MS), 0);
+	struct node *n = get_node(w, "r01n01");
+	assert_non_null(n->operation);
+	assert_memory_equal(n->operation, "provision-", 10);
+	char *prov_id = xstrdup(n->operation);
+	node_free(n);
+	char *st = request_power(w, "r01n01", "status");
+	n = get_node(w, "r01n01");
+	assert_string_equal(n->operation, prov_id);
+	assert_int_equal(n->nqueued, 1);
+	assert_string_equal(n->queued_ops[0], st);
+	node_free(n);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	/* the power operation ran after provisioning ended and before validation began */
+	struct operation *p = get_op(w, prov_id), *s = get_op(w, st);
+	assert_int_equal(p->state, OP_SUCCEEDED);
+	assert_int_equal(s->state, OP_SUCCEEDED);
+	assert_true(s->started_at >= p->finished_at);
+	n = get_node(w, "r01n01");
+	assert_int_equal(n->nqueued, 0);
+	assert_null(n->operation);
+	node_free(n);
+	assert_int_equal(count_ops(w, "r01n01", "validate"), 1);
+	assert_int_equal(count_ops(w, "r01n01", "provision"), 1);
+	assert_int_equal(count_events(w, "r01n01", "PowerSucceeded"), 1);
+	assert_int_equal(cond_of(w, "r01n01", "PoweredOn", NULL, 0), COND_TRUE);
+	/* the machine was powered on once, by provisioning */
+	assert_int_equal(counter(w, "r01n01", "powerOn"), 1);
+	operation_free(p);
+	operation_free(s);
+	free(prov_id);
+	free(st);
+	world_free(w);
+}
+
+static void test_power_unknown_is_not_off(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	w->fk.unknown_power = 1;
+	enroll_fake(w, "f1");
+	char reason[64];
+	/* inspection records what the BMC said: not known */
+	for (int i = 0; i < 20 && cond_of(w, "f1", "PoweredOn", NULL, 0) == (enum cond_status)-1;
+	     i++) {
+		pump(w);
+		int64_t at = 0;
+		if (clock_virtual_next_timer(w->clock, &at) == 0)
+			clock_virtual_advance(w->clock, at - clock_now_ms(w->clock));
+	}
+	assert_int_equal(cond_of(w, "f1", "PoweredOn", reason, sizeof(reason)), COND_UNKNOWN);
+	assert_string_equal(reason, "PowerStateMissing");
+	struct node *n = get_node(w, "f1");
+	assert_string_equal(node_condition_get(n, "PoweredOn")->message,
+			    "Redfish ComputerSystem has no PowerState");
+	node_free(n);
+	/* provisioning cannot confirm power: it retries, it never acts on "unknown" */
+	for (int i = 0; i < 2000 && count_events(w, "f1", "OperationFailed") == 0; i++) {
+		pump(w);
+		int64_t at = 0;
+		if (clock_virtual_next_timer(w->clock, &at) < 0)
+			break;
+		clock_virtual_advance(w->clock, at - clock_now_ms(w->clock));
+	}
+	assert_int_equal(count_events(w, "f1", "OperationFailed"), 1);
+	assert_int_equal(w->fk.sets, 0);
+	assert_int_equal(cond_of(w, "f1", "PoweredOn", reason, sizeof(reason)), COND_UNKNOWN);
+	assert_string_equal(reason, "PowerStateMissing");
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -508,6 +977,10 @@ int main(void)
 		cmocka_unit_test(test_crash_mid_provisioning_exactly_once),
 		cmocka_unit_test(test_bmc_faults_still_converge),
 		cmocka_unit_test(test_lost_callback_deadline),
+		cmocka_unit_test(test_provision_order_sim),
+		cmocka_unit_test(test_power_off_then_on),
+		cmocka_unit_test(test_power_queued_behind_provision),
+		cmocka_unit_test(test_power_unknown_is_not_off),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
