@@ -967,6 +967,122 @@ static void test_power_unknown_is_not_off(void **state)
 	world_free(w);
 }
 
+static int f1_phase_is(struct world *w, const void *p)
+{
+	struct node *n = get_node(w, "f1");
+	int ok = n->phase == *(const enum node_phase *)p;
+	node_free(n);
+	return ok;
+}
+
+static int f1_has_event(struct world *w, const void *reason)
+{
+	return count_events(w, "f1", reason) > 0;
+}
+
+static void test_learned_quirks_recorded_once(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	w->fk.learn = BMC_QUIRK_REDFISH_NO_IF_MATCH;
+	enroll_fake(w, "f1");
+	enum node_phase prov = PHASE_PROVISIONING;
+	assert_int_equal(run_until(w, f1_phase_is, &prov, 30 * MIN_MS), 0);
+	/* several more calls, each reporting the same quirk */
+	char *st = request_power(w, "f1", "status");
+	assert_int_equal(run_until(w, op_ended, st, 30 * MIN_MS), 0);
+	assert_true(w->fk.calls >= 4);
+	struct node *n = get_node(w, "f1");
+	assert_int_equal(n->bmc_quirks, BMC_QUIRK_REDFISH_NO_IF_MATCH);
+	assert_int_equal(n->bmc.quirks, 0);
+	node_free(n);
+	assert_int_equal(count_events(w, "f1", "BMCQuirkLearned"), 1);
+	free(st);
+	world_free(w);
+}
+
+static void test_auth_failure_fails_at_once(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	w->fk.fail_rc = FP_EAUTH;
+	enroll_fake(w, "f1");
+	assert_int_equal(run_until(w, f1_has_event, "OperationFailed", 30 * MIN_MS), 0);
+	/* one call: refused credentials are never retried (that locks BMC accounts) */
+	assert_int_equal(w->fk.calls, 1);
+	char reason[64];
+	assert_int_equal(cond_of(w, "f1", "BMCReachable", reason, sizeof(reason)), COND_FALSE);
+	assert_string_equal(reason, "AuthenticationFailed");
+	struct store_kv *items = NULL;
+	size_t k = 0;
+	int more = 0;
+	assert_int_equal(store_list(w->store, "/operations/inspect-", NULL, 0, &items, &k, NULL,
+				    &more),
+			 0);
+	assert_int_equal(k, 1);
+	json_t *d = json_loads(items[0].value, 0, NULL);
+	assert_string_equal(jsonx_str(d, "status.state"), "failed");
+	assert_int_equal(json_integer_value(jsonx_path(d, "status.attempt")), 1);
+	assert_string_equal(jsonx_str(d, "status.lastError"),
+			    "step power_status attempt 1: power status: fake BMC: "
+			    "authentication required");
+	json_decref(d);
+	store_kv_array_free(items, k);
+	world_free(w);
+}
+
+static int first_op_failed(struct world *w, const void *arg)
+{
+	return count_events(w, "f1", "OperationFailed") >= 1;
+}
+
+static void test_breaker_opens_waits_closes(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	/* Open after 3 timeouts; the first probe only after 3 min, longer than a step's 2 min
+	 * deadline, so the step waiting on it must end by its deadline. */
+	controller_down(w);
+	struct breaker_config bc = {.failure_threshold = 3, .probe_min_ms = 3 * MIN_MS,
+				    .probe_max_ms = 3 * MIN_MS, .jitter = 0,
+				    .probe_timeout_ms = 10 * MIN_MS};
+	w->breaker = breaker_new(w->clock, NULL, &bc);
+	w->fk.breaker = w->breaker;
+	controller_up(w);
+	w->fk.fail_rc = FP_ETIMEDOUT;
+	enroll_fake(w, "f1");
+	assert_int_equal(run_until(w, first_op_failed, NULL, 30 * MIN_MS), 0);
+	/* three timeouts opened it; no call reached the BMC while open */
+	assert_int_equal(w->fk.calls, 3);
+	assert_int_equal(w->fk.calls_open, 0);
+	assert_int_equal(count_events(w, "f1", "BMCUnreachable"), 1);
+	char reason[64];
+	assert_int_equal(cond_of(w, "f1", "BMCReachable", reason, sizeof(reason)), COND_FALSE);
+	assert_string_equal(reason, "CircuitOpen");
+	struct store_kv *items = NULL;
+	size_t k = 0;
+	int more = 0;
+	assert_int_equal(store_list(w->store, "/operations/inspect-", NULL, 0, &items, &k, NULL,
+				    &more),
+			 0);
+	assert_true(k >= 1);
+	json_t *d = json_loads(items[0].value, 0, NULL);
+	assert_string_equal(jsonx_str(d, "status.state"), "failed");
+	assert_string_equal(jsonx_str(d, "status.lastError"),
+			    "step power_status attempt 4: BMC https://bmc-f1.test circuit open: the "
+			    "step deadline passed without the BMC answering");
+	json_decref(d);
+	store_kv_array_free(items, k);
+	/* the BMC answers again: the probe closes the circuit, with one event */
+	w->fk.fail_rc = 0;
+	enum node_phase prov = PHASE_PROVISIONING;
+	assert_int_equal(run_until(w, f1_phase_is, &prov, 30 * MIN_MS), 0);
+	assert_int_equal(w->fk.calls_open, 0);
+	assert_int_equal(w->fk.calls_probe, 1);
+	assert_int_equal(count_events(w, "f1", "BMCUnreachable"), 1);
+	assert_int_equal(count_events(w, "f1", "BMCReachable"), 1);
+	assert_int_equal(cond_of(w, "f1", "BMCReachable", reason, sizeof(reason)), COND_TRUE);
+	assert_int_equal(breaker_state(w->breaker, "https://bmc-f1.test"), BREAKER_CLOSED);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -981,6 +1097,9 @@ int main(void)
 		cmocka_unit_test(test_power_off_then_on),
 		cmocka_unit_test(test_power_queued_behind_provision),
 		cmocka_unit_test(test_power_unknown_is_not_off),
+		cmocka_unit_test(test_learned_quirks_recorded_once),
+		cmocka_unit_test(test_auth_failure_fails_at_once),
+		cmocka_unit_test(test_breaker_opens_waits_closes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
