@@ -1,7 +1,8 @@
 /* serve.c - `fleetplane serve`: the control plane process. Opens the SQLite store in the data
- * directory, starts the informer cache, the lifecycle controller with its executor and rate
- * limits, the sim BMC driver (for every node whose spec.bmc.driver is "sim"), and the API
- * server; with --sim N it first creates, if absent, a simulated site with racks of 8 nodes and
+ * directory, starts the informer cache, the lifecycle controller with its executor, per-BMC
+ * rate limits and circuit breaker, the BMC drivers (sim, ipmi, redfish: one instance each,
+ * chosen per node by spec.bmc.driver), and the API server (agent callbacks go to the
+ * lifecycle); with --sim N it first creates, if absent, a simulated site with racks of 8 nodes and
  * N enrolled nodes. Runs until SIGINT/SIGTERM, then shuts down in dependency order. */
 #include <errno.h>
 #include <getopt.h>
@@ -29,6 +30,7 @@
 #include "core/codec.h"
 #include "core/event.h"
 #include "core/secret.h"
+#include "driver/bmc_ipmi.h"
 #include "driver/bmc_redfish.h"
 #include "driver/bmc_sim.h"
 #include "engine/breaker.h"
@@ -66,6 +68,7 @@ struct serve {
 	struct fp_executor *report_exec; /* agent reports: their own lane */
 	struct bmc *sim;
 	struct bmc *redfish;
+	struct bmc *ipmi;
 	struct ratelimit *limits;
 	struct cache *cache;
 	struct lifecycle *lc;
@@ -400,6 +403,7 @@ static void shutdown_all(struct serve *sv)
 	cache_free(sv->cache);
 	bmc_free(sv->sim);
 	bmc_free(sv->redfish);
+	bmc_free(sv->ipmi);
 	ratelimit_free(sv->limits);
 	breaker_free(sv->breaker);
 	clock_free(sv->clock);
@@ -641,6 +645,7 @@ int cmd_serve(int argc, char **argv)
 				      .save = sim_save, .load = sim_load, .arg = &sv};
 	sv.sim = bmc_sim_new(&scfg);
 	sv.redfish = bmc_redfish_new(sv.clock);
+	sv.ipmi = bmc_ipmi_new(sv.clock);
 	double speed_factor = sv.sim_speed > 1 ? sv.sim_speed : 1;
 	struct ratelimit_config rcfg = {
 		.bmc_max_concurrency = (int)sv.bmc_concurrency,
@@ -667,7 +672,7 @@ int cmd_serve(int argc, char **argv)
 		.exec = sv.exec, .report_exec = sv.report_exec, .limits = sv.limits,
 		.breaker = sv.breaker, .bmc_call_timeout_ms = sv.bmc_timeout_s * 1000,
 		.bmc_credentials_dir = sv.cred_dir,
-		.drivers = {sv.sim, sv.redfish}, .ndrivers = 2,
+		.drivers = {sv.sim, sv.ipmi, sv.redfish}, .ndrivers = 3,
 		.workers = sv.workers,
 		.sim_time_scale = sv.sim_speed == 0 ? 1000 : speed_factor};
 	sv.lc = lifecycle_new(&lcfg);
