@@ -186,6 +186,23 @@ static long line_at(const char *log, const char *prefix)
 	return -1;
 }
 
+/* The line at index i (0-based), or "". Borrowed from log. */
+static const char *nth_line(const char *log, long i)
+{
+	const char *s = log;
+	for (; i > 0 && s; i--) {
+		s = strchr(s, '\n');
+		if (s)
+			s++;
+	}
+	return s ? s : "";
+}
+
+static int starts(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
 static int64_t in_ms(struct fx *f, int64_t ms)
 {
 	return clock_now_ms(f->clock) + ms;
@@ -684,6 +701,47 @@ static void test_fault_reset_task_and_odata_etag(void **state)
 	free(log);
 }
 
+
+static void test_trailing_slash_and_hpe_wrapper(void **state)
+{
+	struct fx *f = *state;
+	peer_control(&f->p, "{\"trailing_slash\": true, \"hpe_wrapper\": true}");
+	assert_int_equal(power(f), BMC_POWER_ON);
+	set_power(f, BMC_ACTION_OFF); /* 200 + error{Base.1.4.Success}: a success */
+	assert_int_equal(power(f), BMC_POWER_OFF);
+	struct bmc_boot want = {BMC_BOOT_PXE, 1, BMC_BOOT_MODE_UEFI}, got;
+	assert_int_equal(bmc_boot_set(f->b, &f->t, in_ms(f, 10000), &want, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(bmc_boot_get(f->b, &f->t, in_ms(f, 10000), &got, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(got.device, BMC_BOOT_PXE);
+	char *log = peer_log(f);
+	/* the URIs are used as the BMC gives them, trailing slash included */
+	assert_int_equal(count(log, "POST " RACK_RESET "/ 200 auth=session ResetType=ForceOff\n"), 1);
+	assert_int_equal(count(log, "GET " RACK_SYS "/ 200 auth=session"), 5);
+	free(log);
+	/* the Id is still found with a slash after it */
+	f->t.system = "437XR1138R2";
+	assert_int_equal(power(f), BMC_POWER_OFF);
+}
+
+static void test_session_expired_relogin_once(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(power(f), BMC_POWER_ON);
+	peer_control(&f->p, "{\"drop_sessions\": true}");
+	assert_int_equal(power(f), BMC_POWER_ON);
+	char *log = peer_log(f);
+	assert_int_equal(count(log, "POST /redfish/v1/SessionService/Sessions 201"), 2);
+	assert_int_equal(count(log, "GET " RACK_SYS " 401 auth=badtoken"), 1);
+	/* right after the 401: a new session, then the same GET again */
+	long i = line_at(log, "GET " RACK_SYS " 401 auth=badtoken");
+	assert_true(i > 0);
+	assert_true(starts(nth_line(log, i + 1), "POST /redfish/v1/SessionService/Sessions 201 "));
+	assert_true(starts(nth_line(log, i + 2), "GET " RACK_SYS " 200 auth=session\n"));
+	free(log);
+}
+
 /* ---- independent client ---- */
 
 static int run_sushy(struct fx *f, const char *power_s, const char *target, const char *enabled,
@@ -748,6 +806,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fault_session_limit, setup_rack, teardown),
 		cmocka_unit_test_setup_teardown(test_fault_connection_close, setup_rack, teardown),
 		cmocka_unit_test_setup_teardown(test_fault_reset_task_and_odata_etag, setup_rack,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_trailing_slash_and_hpe_wrapper, setup_rack,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_session_expired_relogin_once, setup_rack,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_sushy_agrees, setup_rack, teardown),
 	};

@@ -38,7 +38,10 @@ their value, {"reset": true} restores all:
   stale_etag_patches: int  the next N PATCHes that send If-Match get 412 (the ETag moves)
   gpus: int                the System's Processors gain N processors of ProcessorType GPU
   callback: {"fp_url": URL, "node": NAME, "auth_header_file": PATH}  (or null)
+  trailing_slash: bool     every @odata.id and action target ends with '/' (HPE iLO style)
+  hpe_wrapper: bool        ComputerSystem.Reset answers 200 with HPE's success-in-error body
   set_boot: {...}          not a knob: merges these Boot properties into every System now
+  drop_sessions: true      not a knob: every session ends now (tokens get 401)
 GET /__control returns the knobs, the sessions count and the power states.
 """
 
@@ -69,6 +72,8 @@ DEFAULT_KNOBS = {
     "stale_etag_patches": 0,
     "gpus": 0,
     "callback": None,
+    "trailing_slash": False,
+    "hpe_wrapper": False,
 }
 MAX_BODY = 1 << 20
 ON_TYPES = {"On", "ForceOn", "ForceRestart", "GracefulRestart", "PowerCycle", "PushPowerButton"}
@@ -145,6 +150,8 @@ class State:
             body["Members@odata.count"] = len(body["Members"])
         if self.knobs["odata_etag"]:
             body["@odata.etag"] = self.etag.get(uri, 'W/"0"')
+        if self.knobs["trailing_slash"]:
+            add_slashes(body)
         return body
 
     def gpu(self, uri):
@@ -161,6 +168,19 @@ class State:
                 "Name": "GPU %d" % i, "ProcessorType": "GPU", "Manufacturer": "NVIDIA",
                 "Model": "H100 80GB HBM3", "SerialNumber": "GPU-SN-%04d" % i,
                 "Status": {"State": "Enabled", "Health": "OK"}}
+
+
+def add_slashes(o):
+    """HPE iLO style: every @odata.id and action target ends with '/'."""
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k in ("@odata.id", "target") and isinstance(v, str) and not v.endswith("/"):
+                o[k] = v + "/"
+            else:
+                add_slashes(v)
+    elif isinstance(o, list):
+        for v in o:
+            add_slashes(v)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -401,6 +421,8 @@ class Handler(BaseHTTPRequestHandler):
         if task:
             return self.send(202, st.tasks[task]["body"],
                              {"Location": ROOT + "/TaskService/TaskMonitors/" + task}, extra=extra)
+        if st.knobs["hpe_wrapper"]:  # HPE iLO: success wrapped in an error object
+            return self.send(200, message("Base.1.4.Success", "Success"), extra=extra)
         return self.send(204, extra=extra)
 
     def new_task(self, done_after):
@@ -469,6 +491,8 @@ class Handler(BaseHTTPRequestHandler):
         with st.lock:
             if body.pop("reset", False):
                 st.knobs = copy.deepcopy(DEFAULT_KNOBS)
+            if body.pop("drop_sessions", False):  # one-shot: every session token expires
+                st.sessions.clear()
             boot = body.pop("set_boot", None)
             if isinstance(boot, dict):  # one-shot: every System's Boot takes these values
                 for u in st.systems():
