@@ -43,6 +43,8 @@ struct peer {
 };
 
 static struct fp_clock *clk;
+static struct peer live;  /* a copy of the running peer: teardown stops it when a test fails */
+static int live_on;
 
 static int have_ipmi_sim(void)
 {
@@ -108,10 +110,13 @@ static void peer_start(struct peer *p)
 	free(pid);
 	assert_true(p->port > 0 && p->pid > 0);
 	snprintf(p->address, sizeof(p->address), "127.0.0.1:%d", p->port);
+	live = *p;
+	live_on = 1;
 }
 
 static void peer_stop(struct peer *p)
 {
+	live_on = 0;
 	assert_int_equal(run_script("stop", p->dir), 0);
 	char *argv[] = {"rm", "-rf", p->dir, NULL};
 	pid_t pid;
@@ -452,22 +457,33 @@ static void test_bad_targets(void **state)
 	bmc_free(b);
 }
 
+static int teardown(void **state)
+{
+	if (live_on) {
+		kill(live.pid, SIGCONT);
+		peer_stop(&live);
+	}
+	return 0;
+}
+
+#define T(f) cmocka_unit_test_teardown(f, teardown)
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	clk = clock_real_new();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bad_targets),
-		cmocka_unit_test(test_power_round_trip),
-		cmocka_unit_test(test_boot_pxe_then_disk),
-		cmocka_unit_test(test_cycle_reset_soft),
-		cmocka_unit_test(test_chassis_status),
-		cmocka_unit_test(test_sel_read),
-		cmocka_unit_test(test_session_reuse),
-		cmocka_unit_test(test_quirk_learned),
-		cmocka_unit_test(test_wrong_password),
-		cmocka_unit_test(test_nothing_listens),
-		cmocka_unit_test(test_stopped_bmc),
+		T(test_bad_targets),
+		T(test_power_round_trip),
+		T(test_boot_pxe_then_disk),
+		T(test_cycle_reset_soft),
+		T(test_chassis_status),
+		T(test_sel_read),
+		T(test_session_reuse),
+		T(test_quirk_learned),
+		T(test_wrong_password),
+		T(test_nothing_listens),
+		T(test_stopped_bmc),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	clock_free(clk);
