@@ -53,9 +53,16 @@ static int decode_enroll(const json_t *doc, struct node **out, char *err, size_t
 	if (rc < 0)
 		return rc;
 	if (!bmc_driver_lookup((*out)->bmc.driver)) {
+		static const char *const known[] = {"sim", "ipmi", "redfish"};
+		char avail[64] = "";
+		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			if (bmc_driver_lookup(known[i])) {
+				size_t l = strlen(avail);
+				snprintf(avail + l, sizeof(avail) - l, "%s%s", l ? ", " : "", known[i]);
+			}
 		rc = fp_errf(FP_EINVAL, err, errlen,
-			     "spec.bmc.driver: \"%s\" is not available in this build (available: sim)",
-			     (*out)->bmc.driver);
+			     "spec.bmc.driver: \"%s\" is not available in this build (available: %s)",
+			     (*out)->bmc.driver, avail);
 		node_free(*out);
 		*out = NULL;
 	}
