@@ -8,8 +8,11 @@
 # restart and the nodes still work; a replaced secret.key leaves the nodes readable but a BMC
 # call fails with "cannot decrypt the BMC password"; a group-readable secret.key stops serve
 # from starting. password_file outside the credentials dir is refused with a 422 naming
-# spec.bmc.password_file.
+# spec.bmc.password_file. Two Redfish test servers (tests/peers/redfish) check that the password
+# reaching a real BMC is the right one, inline and from a file, before and after the restart, and
+# that with a replaced key nothing (no garbage, no empty password) is sent: no 401 in their logs.
 . "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 D="$WORK/d"
 OUT="$WORK/out" # everything the run printed or answered; grepped at the end
 mkdir -p "$OUT"
@@ -18,11 +21,41 @@ keep() { # keep NAME: stdin to a new file $OUT/NAME.XXXXXX (works inside pipelin
 }
 snap_ps() { ps -eo args | keep "ps-$1"; }
 
+PEERS=()
+stop_peers() {
+	local p
+	for p in "${PEERS[@]}"; do kill "$p" 2>/dev/null || true; done
+}
+trap 'rc_=$?; stop_peers; (exit $rc_); cleanup' EXIT
+# start_peer NAME BUNDLE: a Redfish server (user admin, a random password in $WORK/NAME.pw).
+start_peer() {
+	local name=$1 bundle=$2 i
+	head -c 18 /dev/urandom | base64 >"$WORK/$name.pw"
+	/usr/bin/python3 "$ROOT/tests/peers/redfish/server.py" --bundle "$ROOT/tests/data/redfish/$bundle" \
+		--port-file "$WORK/$name.port" --log "$WORK/$name.log" --user admin \
+		--password-file "$WORK/$name.pw" 2>"$WORK/$name.err" &
+	PEERS+=($!)
+	for i in $(seq 1 100); do
+		[ -s "$WORK/$name.port" ] && return 0
+		sleep 0.1
+	done
+	fail "Redfish server $name did not start (see $WORK/$name.err)"
+}
+peer_url() { echo "http://127.0.0.1:$(cat "$WORK/$1.port")"; }
+control() { # control NAME JSON
+	local code
+	code=$(curl -s -o "$WORK/control.out" -w '%{http_code}' -X POST --data-binary "$2" "$(peer_url "$1")/__control")
+	assert_eq 200 "$code" "control $1 $2"
+}
+
 # Passwords: 18 random bytes in base64 (24 characters), kept in files, never in an argv.
 PW1=$(head -c 18 /dev/urandom | base64)
 PW2=$(head -c 18 /dev/urandom | base64)
 PW3=$(head -c 18 /dev/urandom | base64)
-printf '%s\n%s\n%s\n' "$PW1" "$PW2" "$PW3" >"$WORK/passwords"
+start_peer rf1 public-rackmount1
+start_peer rf2 public-bladed
+PW4=$(cat "$WORK/rf1.pw")
+PW5=$(cat "$WORK/rf2.pw")
 
 start_serve "$D" --sim-speed 0
 assert_eq 600 "$(stat -c %a "$D/secret.key")" "mode of the created secret.key"
@@ -30,18 +63,32 @@ assert_eq 32 "$(stat -c %s "$D/secret.key")" "size of secret.key"
 assert_eq 700 "$(stat -c %a "$D/bmc-credentials")" "mode of the default credentials dir"
 KEY_SUM=$(sha256sum <"$D/secret.key")
 printf '%s\n' "$PW2" >"$D/bmc-credentials/sp-file.pw"
-chmod 600 "$D/bmc-credentials/sp-file.pw"
+cp "$WORK/rf2.pw" "$D/bmc-credentials/sp-rf2.pw"
+chmod 600 "$D/bmc-credentials/sp-file.pw" "$D/bmc-credentials/sp-rf2.pw"
+# The Redfish servers play the deploy agent; its token goes in a header file.
+printf 'Authorization: Bearer %s\n' "$FLEETPLANE_TOKEN" >"$WORK/agent.hdr"
+chmod 600 "$WORK/agent.hdr"
+control rf1 '{"set_boot": {"BootSourceOverrideEnabled": "Disabled", "BootSourceOverrideTarget": "None"}}'
+for i in 1 2; do
+	control rf$i "$(jq -cn --arg u "$FLEETPLANE_URL" --arg f "$WORK/agent.hdr" --arg n "sp-rf$i" \
+		'{callback: {fp_url: $u, node: $n, auth_header_file: $f}}')"
+done
 
 # Enroll: three nodes with PW1 inline, one with its password in the credentials dir. The body
 # goes through a file (node enroll -f), so no argv holds it.
-jq -n --rawfile pw <(printf '%s' "$PW1") '{items: ([range(1; 4) as $i |
+jq -n --rawfile pw <(printf '%s' "$PW1") --rawfile p4 "$WORK/rf1.pw" --arg u1 "$(peer_url rf1)" \
+	--arg u2 "$(peer_url rf2)" '{items: ([range(1; 4) as $i |
 	{metadata: {name: "sp\($i)"}, spec: {site: "it-a", bmc: {driver: "sim", address: "bmc-sp\($i)",
 	 username: "admin", password: $pw}}}] +
 	[{metadata: {name: "sp-file"}, spec: {site: "it-a", bmc: {driver: "sim", username: "admin",
-	 password_file: "sp-file.pw"}}}])}' >"$WORK/enroll.json"
+	 password_file: "sp-file.pw"}}},
+	 {metadata: {name: "sp-rf1"}, spec: {site: "it-a", bmc: {driver: "redfish", address: $u1,
+	 username: "admin", password: ($p4 | rtrimstr("\n"))}}},
+	 {metadata: {name: "sp-rf2"}, spec: {site: "it-a", bmc: {driver: "redfish", address: $u2,
+	 username: "admin", password_file: "sp-rf2.pw", system: "529QB9452R6"}}}])}' >"$WORK/enroll.json"
 "$FP" node enroll -f "$WORK/enroll.json" 2>&1 | keep enroll
 snap_ps enrolled
-wait_phase available 4 60
+wait_phase available 6 120
 snap_ps available
 
 # Reads, through the CLI and the API.
@@ -113,7 +160,7 @@ assert_eq 404 "$(api GET /v1/nodes/pf | head -1)" "node pf after refused enrolls
 "$FP" node drain sp1 --reason "secrets test" -o json 2>&1 | keep drain
 "$FP" node resume sp1 -o json 2>&1 | keep resume
 snap_ps drained
-wait_phase available 4 60
+wait_phase available 6 120
 
 # power_status NODE: runs a power status operation and prints its final state and lastError.
 power_status() {
@@ -137,6 +184,8 @@ power_status() {
 }
 assert_eq "succeeded " "$(power_status sp1)" "power status on sp1"
 assert_eq "succeeded " "$(power_status sp-file)" "power status on sp-file"
+assert_eq "succeeded " "$(power_status sp-rf1)" "power status on sp-rf1 (inline password)"
+assert_eq "succeeded " "$(power_status sp-rf2)" "power status on sp-rf2 (password file)"
 "$FP" event list -o json 2>&1 | keep events-after.json
 "$FP" op list -o json 2>&1 | keep ops-after.json
 curl -s -H "Authorization: Bearer $FLEETPLANE_TOKEN" "$FLEETPLANE_URL/metrics" | keep metrics-after
@@ -145,7 +194,7 @@ snap_ps end
 # The store: sealed, no plaintext (db and -wal while serve runs).
 for f in "$D"/fleetplane.db "$D"/fleetplane.db-wal; do
 	[ -f "$f" ] || continue
-	for pw in "$PW1" "$PW2" "$PW3"; do
+	for pw in "$PW1" "$PW2" "$PW3" "$PW4" "$PW5"; do
 		grep -a -q -F -- "$pw" "$f" && fail "a password is in $f in plaintext"
 	done
 done
@@ -156,8 +205,9 @@ stop_serve
 # Restart: the key is read back (unchanged), the nodes decode and their BMC calls work.
 start_serve "$D" --sim-speed 0
 assert_eq "$KEY_SUM" "$(sha256sum <"$D/secret.key")" "secret.key after a restart"
-assert_eq 4 "$("$FP" node list -o json | jq '.items | length')" "nodes after a restart"
+assert_eq 6 "$("$FP" node list -o json | jq '.items | length')" "nodes after a restart"
 assert_eq "succeeded " "$(power_status sp2)" "power status on sp2 after a restart"
+assert_eq "succeeded " "$(power_status sp-rf1)" "power status on sp-rf1 after a restart"
 "$FP" node get sp2 -o json 2>&1 | keep get-sp2-restart.json
 stop_serve
 cp "$D/serve.log" "$OUT/serve-1.log"
@@ -167,16 +217,29 @@ mv "$D/secret.key" "$WORK/secret.key.orig"
 head -c 32 /dev/urandom >"$D/secret.key"
 chmod 600 "$D/secret.key"
 start_serve "$D" --sim-speed 0
-assert_eq 4 "$("$FP" node list -o json | jq '.items | length')" "nodes with a replaced key"
+assert_eq 6 "$("$FP" node list -o json | jq '.items | length')" "nodes with a replaced key"
+rf1_lines=$(wc -l <"$WORK/rf1.log")
 res=$(power_status sp1)
 case "$res" in
 "failed "*"cannot decrypt the BMC password (was secret.key replaced?)"*) ;;
 *) fail "power status on sp1 with a replaced key: expected a failure saying the password cannot be decrypted, got: $res" ;;
 esac
+res=$(power_status sp-rf1)
+case "$res" in
+"failed "*"cannot decrypt the BMC password (was secret.key replaced?)"*) ;;
+*) fail "power status on sp-rf1 with a replaced key: expected a failure saying the password cannot be decrypted, got: $res" ;;
+esac
+assert_eq "$rf1_lines" "$(wc -l <"$WORK/rf1.log")" "requests to rf1 while its password cannot be decrypted"
+assert_eq "succeeded " "$(power_status sp-rf2)" "power status on sp-rf2 (password file) with a replaced key"
 stop_serve
 mv "$WORK/secret.key.orig" "$D/secret.key"
 start_serve "$D" --sim-speed 0
 assert_eq "succeeded " "$(power_status sp1)" "power status on sp1 with the key restored"
+assert_eq "succeeded " "$(power_status sp-rf1)" "power status on sp-rf1 with the key restored"
+# No Redfish request was ever refused for its credentials.
+for i in 1 2; do
+	assert_eq 0 "$(grep -c ' 401' "$WORK/rf$i.log" || true)" "requests refused with 401 by rf$i"
+done
 stop_serve
 
 # A group-readable key stops serve from starting, with the path and the fix.
@@ -189,7 +252,7 @@ chmod 600 "$D/secret.key"
 
 # Nothing printed, answered, logged or passed in argv holds a password.
 cp "$D/serve.log" "$OUT/serve.log"
-for pw in "$PW1" "$PW2" "$PW3"; do
+for pw in "$PW1" "$PW2" "$PW3" "$PW4" "$PW5"; do
 	hits=$(grep -l -r -F -- "$pw" "$OUT" || true)
 	[ -z "$hits" ] || fail "a password appears in: $hits"
 	for f in "$D"/fleetplane.db "$D"/fleetplane.db-wal; do
