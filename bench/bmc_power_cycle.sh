@@ -373,26 +373,26 @@ run_fleetplane() {
 	local post_s; post_s=$(fsub "$(now)" "$t0")
 	# the operation each POST made: .metadata.name of the response (202)
 	for i in $(seq 1 "$N"); do jq -r '.metadata.name // empty' "$d/power-$i.out" 2>/dev/null; done >"$d/ops"
-	local ended=0 t_end="-"
+	# one list request per poll (power-* ids are the POSTs' operations: fresh data dir)
+	local ended=0 t_end="-" nops; nops=$(wc -l <"$d/ops")
 	while :; do
-		ended=0
-		while read -r op; do
-			st=$(fp_api GET "/v1/operations/$op" | jq -r '.status.state')
-			case $st in succeeded | failed | cancelled) ended=$((ended + 1)) ;; esac
-		done <"$d/ops"
-		if [ "$ended" -ge "$(wc -l <"$d/ops")" ]; then t_end=$(fsub "$(now)" "$t0"); break; fi
+		fp_api GET "/v1/operations?limit=1000" >"$d/ops.json"
+		ended=$(jq '[.items[] | select(.metadata.name | startswith("power-")) |
+			select(.status.state == "succeeded" or .status.state == "failed" or .status.state == "cancelled")] | length' "$d/ops.json" 2>/dev/null || echo 0)
+		if [ "$ended" -ge "$nops" ]; then t_end=$(fsub "$(now)" "$t0"); break; fi
 		awk -v e="$(fsub "$(now)" "$t0")" -v l="$LIMIT_S" 'BEGIN{exit !(e > l)}' && break
 		sleep 0.2
 	done
 	snap "$W/after"
 	# wall time from the first POST to the last operation's finishedAt (server clock, ms)
-	local last_ms=0 ok=0 f
-	while read -r op; do
-		fp_api GET "/v1/operations/$op" >"$d/op.json"
-		[ "$(jq -r '.status.state' "$d/op.json")" = succeeded ] && ok=$((ok + 1))
-		f=$(jq -r '.status.finishedAt // empty' "$d/op.json")
-		[ -n "$f" ] && f=$(date -d "$f" +%s%3N) && [ "$f" -gt "$last_ms" ] && last_ms=$f
-	done <"$d/ops"
+	local last_ms=0 ok f
+	ok=$(jq '[.items[] | select(.metadata.name | startswith("power-")) | select(.status.state == "succeeded")] | length' "$d/ops.json" 2>/dev/null || echo 0)
+	for f in $(jq -r '.items[] | select(.metadata.name | startswith("power-")) | .status.finishedAt // empty' "$d/ops.json"); do
+		f=$(date -d "$f" +%s%3N)
+		[ "$f" -gt "$last_ms" ] && last_ms=$f
+	done
+	jq -r '.items[] | select(.metadata.name | startswith("power-")) | select(.status.state != "succeeded") |
+		"\(.spec.node) \(.status.state) \(.status.lastError // "")"' "$d/ops.json" >"$d/ops.failed"
 	local wall="-"
 	[ "$last_ms" -gt 0 ] && wall=$(awk -v a="$last_ms" -v b="$t0ms" 'BEGIN{printf "%.3f", (a-b)/1000}')
 	local codes; codes=$(sort "$d/power.codes" | uniq -c | awk '{printf "%s%sx%s", (NR>1?",":""), $1, $2}')
