@@ -105,6 +105,8 @@ struct lifecycle {
 	struct hmap in_flight; /* node name -> (void*)1 while a step task is queued or running */
 	struct hmap retry_at;  /* node name -> int64_t* monotonic ms before which a failed
 				* phase's operation is not started again (backoff) */
+	struct hmap bmc_quiet; /* BMC key -> int64_t* monotonic ms before which the BMC is not
+				* called: it answered with Retry-After (at most BMC_QUIET_MAX) */
 	pthread_t *threads;
 	int nthreads;
 	struct metric_family *m_ops, *m_op_dur, *m_reconcile, *m_reconcile_total, *m_phase_changes;
@@ -945,6 +947,42 @@ static void breaker_after(struct lifecycle *lc, struct step_ctx *x, const char *
 	}
 }
 
+#define BMC_QUIET_MAX 65536
+#define BMC_QUIET_CAP (10 * MIN) /* a longer Retry-After is taken as 10 min */
+
+/* Milliseconds the BMC asked to be left alone for that are still to run (0: none). */
+static int64_t bmc_quiet_left(struct lifecycle *lc, const char *key)
+{
+	int64_t left = 0;
+	pthread_mutex_lock(&lc->mu);
+	int64_t *until = hmap_get(&lc->bmc_quiet, key);
+	if (until) {
+		left = *until - clock_now_ms(lc->cfg.clock);
+		if (left <= 0) {
+			free(hmap_remove(&lc->bmc_quiet, key));
+			left = 0;
+		}
+	}
+	pthread_mutex_unlock(&lc->mu);
+	return left;
+}
+
+static void bmc_quiet_set(struct lifecycle *lc, const char *key, int64_t ms)
+{
+	if (ms > BMC_QUIET_CAP)
+		ms = BMC_QUIET_CAP;
+	pthread_mutex_lock(&lc->mu);
+	int64_t *until = hmap_get(&lc->bmc_quiet, key);
+	if (!until && lc->bmc_quiet.count < BMC_QUIET_MAX) {
+		until = xmalloc(sizeof(*until));
+		*until = 0;
+		hmap_put(&lc->bmc_quiet, key, until);
+	}
+	if (until && *until < clock_now_ms(lc->cfg.clock) + ms)
+		*until = clock_now_ms(lc->cfg.clock) + ms;
+	pthread_mutex_unlock(&lc->mu);
+}
+
 /* Quirks the driver found necessary on this step and the node does not carry yet: kept for
  * the following steps and written to status.bmc.quirks (with one event) by flush_status. */
 static void learn_quirks(struct step_ctx *x)
@@ -1042,8 +1080,17 @@ static void run_op_task(void *arg)
 			if (def->uses_bmc)
 				x.t.password = password;
 			int slot = 0;
+			int64_t quiet = def->uses_bmc ? bmc_quiet_left(lc, bmc_key) : 0;
 			r = STEP_DONE;
-			if (def->uses_bmc && lc->cfg.limits) {
+			if (quiet > 0) {
+				/* The BMC asked to be left alone (Retry-After): not even a
+				 * rerun of this node calls it before the time is up. */
+				x.wait_ms = quiet;
+				snprintf(x.err, sizeof(x.err),
+					 "the BMC asked to wait (Retry-After); %lld ms left",
+					 (long long)quiet);
+				r = STEP_BUSY;
+			} else if (def->uses_bmc && lc->cfg.limits) {
 				char why[128];
 				int64_t wait = 0;
 				rc = ratelimit_acquire(lc->cfg.limits, bmc_key, n->site, &wait, why,
@@ -1068,6 +1115,8 @@ static void run_op_task(void *arg)
 		x.t.password = NULL;
 		if (gated)
 			breaker_after(lc, &x, bmc_key);
+		if (r == STEP_BUSY && x.obs.retry_after_ms > 0)
+			bmc_quiet_set(lc, bmc_key, x.obs.retry_after_ms);
 		learn_quirks(&x);
 		now = now_wall(lc);
 		if ((r == STEP_WAIT || r == STEP_BUSY) && now >= op->step_deadline)
@@ -1620,6 +1669,7 @@ struct lifecycle *lifecycle_new(const struct lifecycle_config *cfg)
 	pthread_mutex_init(&lc->mu, NULL);
 	hmap_init(&lc->in_flight);
 	hmap_init(&lc->retry_at);
+	hmap_init(&lc->bmc_quiet);
 	lc->m_ops = metrics_register(METRIC_COUNTER, "fleetplane_operations_total",
 				     "Operations finished, by kind and result.", "kind,result",
 				     NULL, 0);
@@ -1672,6 +1722,9 @@ void lifecycle_free(struct lifecycle *lc)
 	for (struct hmap_iter it = hmap_iter_start(&lc->retry_at); hmap_iter_next(&it);)
 		free(it.e->value);
 	hmap_release(&lc->retry_at);
+	for (struct hmap_iter it = hmap_iter_start(&lc->bmc_quiet); hmap_iter_next(&it);)
+		free(it.e->value);
+	hmap_release(&lc->bmc_quiet);
 	pthread_mutex_destroy(&lc->mu);
 	free(lc);
 }

@@ -43,6 +43,7 @@ struct fake_bmc {
 	int unknown_power;  /* power_get answers UNKNOWN with reason PowerStateMissing */
 	unsigned learn;     /* learned_quirks reported on every call */
 	int fail_rc;        /* every call fails with this (0 = answer) */
+	int64_t retry_after_once; /* the next call answers FP_EAGAIN with this Retry-After */
 	long calls, sets, calls_open, calls_probe;
 	struct breaker *breaker; /* to look at while called, or NULL */
 };
@@ -218,6 +219,11 @@ static int fake_call(struct bmc *b, const struct bmc_target *t, char *err, size_
 	}
 	if (t->observed)
 		t->observed->learned_quirks |= f->learn;
+	if (f->retry_after_once && t->observed) {
+		t->observed->retry_after_ms = f->retry_after_once;
+		f->retry_after_once = 0;
+		return fp_errf(FP_EAGAIN, err, errlen, "fake BMC: 503 Service Unavailable");
+	}
 	if (f->fail_rc)
 		return fp_errf(f->fail_rc, err, errlen, "fake BMC: %s", fp_err_msg(f->fail_rc));
 	return 0;
@@ -1083,6 +1089,78 @@ static void test_breaker_opens_waits_closes(void **state)
 	world_free(w);
 }
 
+static void test_retry_after_waits_without_an_attempt(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	w->fk.retry_after_once = 20000;
+	enroll_fake(w, "f1");
+	/* the first call is told to come back in 20 s */
+	for (int i = 0; i < 50; i++) {
+		pump(w);
+		if (w->fk.calls)
+			break;
+		int64_t at = 0;
+		if (clock_virtual_next_timer(w->clock, &at) == 0)
+			clock_virtual_advance(w->clock, at - clock_now_ms(w->clock));
+	}
+	assert_int_equal(w->fk.calls, 1);
+	struct node *n = get_node(w, "f1");
+	struct operation *op = get_op(w, n->operation);
+	assert_int_equal(op->state, OP_RUNNING);
+	assert_int_equal(op->attempt, 1);
+	assert_string_equal(op->last_error,
+			    "power status: the BMC asked to wait 20000 ms (Retry-After)");
+	operation_free(op);
+	node_free(n);
+	/* nothing calls it before the 20 s are up; then the same attempt goes on */
+	clock_virtual_advance(w->clock, 19000);
+	pump(w);
+	assert_int_equal(w->fk.calls, 1);
+	enum node_phase prov = PHASE_PROVISIONING;
+	assert_int_equal(run_until(w, f1_phase_is, &prov, 30 * MIN_MS), 0);
+	struct store_kv *items = NULL;
+	size_t k = 0;
+	int more = 0;
+	assert_int_equal(store_list(w->store, "/operations/inspect-", NULL, 0, &items, &k, NULL,
+				    &more),
+			 0);
+	assert_int_equal(k, 1);
+	json_t *d = json_loads(items[0].value, 0, NULL);
+	assert_string_equal(jsonx_str(d, "status.state"), "succeeded");
+	json_decref(d);
+	store_kv_array_free(items, k);
+	world_free(w);
+}
+
+static void test_retire_cancels_queued_power(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	char *first = request_power(w, "r01n01", "status");
+	char *second = request_power(w, "r01n01", "off");
+	struct node *n = get_node(w, "r01n01");
+	assert_int_equal(n->nqueued, 1);
+	n->retire = 1;
+	put_node(w, n);
+	node_free(n);
+	assert_true(run_until_phase(w, 1, PHASE_RETIRED, 60 * MIN_MS) >= 0);
+	struct operation *a = get_op(w, first), *b = get_op(w, second);
+	assert_int_equal(a->state, OP_CANCELLED);
+	assert_int_equal(b->state, OP_CANCELLED);
+	assert_string_equal(b->last_error, "cancelled: the node is retiring");
+	n = get_node(w, "r01n01");
+	assert_int_equal(n->nqueued, 0);
+	node_free(n);
+	/* the retire operation's own power off, nothing queued */
+	assert_int_equal(counter(w, "r01n01", "powerOff"), 1);
+	operation_free(a);
+	operation_free(b);
+	free(first);
+	free(second);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1100,6 +1178,8 @@ int main(void)
 		cmocka_unit_test(test_learned_quirks_recorded_once),
 		cmocka_unit_test(test_auth_failure_fails_at_once),
 		cmocka_unit_test(test_breaker_opens_waits_closes),
+		cmocka_unit_test(test_retry_after_waits_without_an_attempt),
+		cmocka_unit_test(test_retire_cancels_queued_power),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
