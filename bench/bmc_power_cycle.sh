@@ -10,10 +10,13 @@
 #               then PUT /v1/nodes/X/states/power {"target":"rebooting"} with IRONIC_P concurrent
 #               clients, and poll until every node has target_power_state null; wall time from
 #               the first PUT. Once per [ipmi] min_command_interval in IRONIC_INTERVALS.
-#   fleetplane  ./fleetplane serve (fresh data dir, --site-qps SITE_QPS), N nodes enrolled with
+#   fleetplane  ./fleetplane serve (fresh data dir, --site-qps Q --sim-speed 1), N nodes enrolled with
 #               an ipmi BMC in one site; once they are available, POST /v1/nodes/X:power
 #               {"action":"cycle"} (FP_P concurrent clients) and wait until every operation has
-#               ended; wall time from the first POST to the last operation's end.
+#               ended; wall time from the first POST to the last operation's end. Once per
+#               Q in SITE_QPS. The nodes get to available through the peer's deploy agent
+#               (DIR/callback.env: it POSTs :booted and :validated with the admin token, which
+#               stays in a 0600 header file).
 # Usage: bench/bmc_power_cycle.sh [ipmitool] [ironic] [fleetplane]   (default: all three)
 #
 # The BMCs: one ipmi_sim per node, on its own loopback address SIM_NET.i and UDP port
@@ -32,7 +35,7 @@
 #
 # Env: FP (./fleetplane), BENCH_WORK (/tmp/fp-bench), N (50), SIM_NET (127.0.1), SIM_PORT
 # (27400), IRONIC_INTERVALS ("5 1"), IRONIC_P (8), IRONIC_API_PORT (26395), IRONIC_RPC_PORT
-# (28099), SITE_QPS (10), FP_P (8), FP_SERVE_ARGS (extra serve flags, e.g.
+# (28099), SITE_QPS ("10 100"), FP_P (8), FP_SERVE_ARGS (extra serve flags, e.g.
 # "--bmc-concurrency 1 --bmc-min-interval 1000"), LIMIT_S (600: give up waiting), ROUNDS (3:
 # every part once per round, in the order given).
 # Needs: openipmi (ipmi_sim), ipmitool, curl, jq; for "ironic": bench/ironic/ironic-peer.sh
@@ -48,7 +51,7 @@ IRONIC_INTERVALS=${IRONIC_INTERVALS:-5 1}
 IRONIC_P=${IRONIC_P:-8}
 IRONIC_API_PORT=${IRONIC_API_PORT:-26395}
 IRONIC_RPC_PORT=${IRONIC_RPC_PORT:-28099}
-SITE_QPS=${SITE_QPS:-10}
+SITE_QPS=${SITE_QPS:-10 100}
 FP_P=${FP_P:-8}
 FP_SERVE_ARGS=${FP_SERVE_ARGS:-}
 LIMIT_S=${LIMIT_S:-600}
@@ -322,14 +325,17 @@ fp_api() { # METHOD PATH [curl args...]
 	curl -s -X "$m" -H "Authorization: Bearer $TOKEN" -H "$JH" "$URL$p" "$@"
 }
 
-run_fleetplane() {
-	echo "== fleetplane: --site-qps $SITE_QPS $FP_SERVE_ARGS"
+run_fleetplane_one() {
+	local qps=$1
+	echo "== fleetplane: --site-qps $qps --sim-speed 1 $FP_SERVE_ARGS"
 	[ -x "$FP" ] || { echo "no binary $FP" >&2; return 1; }
 	start_sims
 	local d=$W/fp
 	rm -rf "$d"
 	# shellcheck disable=SC2086
-	start_serve "$d" --site-qps "$SITE_QPS" $FP_SERVE_ARGS
+	# --sim-speed 1: serve multiplies the site bucket's rate by --sim-speed (default 10) for
+	# every driver, not only sim; with 1 the site limit is --site-qps as stated.
+	start_serve "$d" --site-qps "$qps" --sim-speed 1 $FP_SERVE_ARGS
 	wait_url "$d" 60
 	wait_ready 60
 	(umask 077 && printf 'Authorization: Bearer %s\n' "$TOKEN" >"$W/fp-auth.header")
@@ -353,7 +359,7 @@ run_fleetplane() {
 	local code
 	code=$(fp_api POST /v1/nodes --data-binary @"$W/fp-enroll.json" -o "$W/fp-enroll.out" -w '%{http_code}')
 	rm -f "$W/fp-enroll.json"
-	[ "$code" = 201 ] || { echo "enroll: HTTP $code: $(head -c 400 "$W/fp-enroll.out")" >&2; stop_serve; stop_sims; result fleetplane "site-qps=$SITE_QPS" "not run" - - "enroll failed: HTTP $code"; return 0; }
+	[ "$code" = 201 ] || { echo "enroll: HTTP $code: $(head -c 400 "$W/fp-enroll.out")" >&2; stop_serve; stop_sims; result fleetplane "site-qps=$qps" "not run" - - "enroll failed: HTTP $code"; return 0; }
 	local t0e; t0e=$(now)
 	local a=0
 	while :; do
@@ -362,12 +368,13 @@ run_fleetplane() {
 		awk -v e="$(fsub "$(now)" "$t0e")" -v l="$LIMIT_S" 'BEGIN{exit !(e > l)}' && break
 		sleep 0.5
 	done
-	echo "enroll -> available: $a of $N in $(fsub "$(now)" "$t0e") s"
+	local avail_s; avail_s=$(fsub "$(now)" "$t0e")
+	echo "enroll -> available: $a of $N in $avail_s s"
 	sleep 2
 	snap "$W/before"
 	local t0 t0ms
 	t0=$(now)
-	t0ms=$(awk -v t="$t0" 'BEGIN{printf "%d", t*1000}')
+	t0ms=$(awk -v t="$t0" 'BEGIN{printf "%.0f", t*1000}')
 	seq 1 "$N" | xargs -P "$FP_P" -I{} curl -s -o "$d/power-{}.out" -w '%{http_code}\n' -X POST \
 		-H @"$W/fp-auth.header" -H "$JH" "$URL/v1/nodes/b{}:power" -d '{"action":"cycle"}' >"$d/power.codes"
 	local post_s; post_s=$(fsub "$(now)" "$t0")
@@ -397,11 +404,16 @@ run_fleetplane() {
 	[ "$last_ms" -gt 0 ] && wall=$(awk -v a="$last_ms" -v b="$t0ms" 'BEGIN{printf "%.3f", (a-b)/1000}')
 	local codes; codes=$(sort "$d/power.codes" | uniq -c | awk '{printf "%s%sx%s", (NR>1?",":""), $1, $2}')
 	local good; good=$(count_cycled "$W/before")
-	result fleetplane "site-qps=$SITE_QPS $FP_SERVE_ARGS (P=$FP_P)" "$wall" \
+	result fleetplane "site-qps=$qps${FP_SERVE_ARGS:+ $FP_SERVE_ARGS} (P=$FP_P)" "$wall" \
 		"$good/$N (ops succeeded: $ok)" "$(per_node "$W/before" "$W/after")" \
-		"POSTs $codes in ${post_s} s; all ended (polled) at ${t_end} s; $a/$N available before"
+		"POSTs $codes in ${post_s} s; all ended (polled) at ${t_end} s; $a/$N available $avail_s s after enroll"
 	stop_serve
 	stop_sims
+}
+
+run_fleetplane() {
+	local q
+	for q in $SITE_QPS; do run_fleetplane_one "$q"; done
 }
 
 # ------------------------------------------------------------------ main
