@@ -220,6 +220,8 @@ wait_machines() {
 
 result() { # peer setting wall_s success per_node note...
 	local line="$1|$2|$3|$4|$5|${6:-}"
+	# what the machine program of BMC 1 saw in the window (chassis_control calls, in order)
+	echo "b1 calls in the window ($1, $2): $(tail -n +"$(($(head -1 "$W/before" | cut -d' ' -f1) + 1))" "$(sim_dir 1)/calls.log" | paste -sd, -)"
 	echo "$line" >>"$RES"
 	echo "result: $line"
 }
