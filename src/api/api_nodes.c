@@ -480,6 +480,13 @@ void api_nodes_create(struct api_req *r)
 /* Moves labels and spec from src into dst (src gets dst's old ones, to be freed with it). A
  * spec.bmc without password/passwordFile keeps the stored credentials, because the public form
  * a client read never carries them. */
+static int same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Moves the spec (and labels) of src into dst, keeping dst's status; a spec without a password
+ * or password_file keeps the stored credentials. */
 static void take_spec(struct node *dst, struct node *src)
 {
 	SWAP(dst->labels, src->labels);
@@ -494,7 +501,17 @@ static void take_spec(struct node *dst, struct node *src)
 	SWAP(dst->gpu_model, src->gpu_model);
 	SWAP(dst->retire, src->retire);
 	int keep_secret = !src->bmc.password && !src->bmc.password_file;
+	/* Quirks learned from one BMC say nothing about another: forget them when the node is
+	 * pointed at a different driver or address. */
+	if (!same_str(dst->bmc.driver, src->bmc.driver) ||
+	    !same_str(dst->bmc.address, src->bmc.address))
+		dst->bmc_quirks = 0;
 	SWAP(dst->bmc.driver, src->bmc.driver);
+	SWAP(dst->bmc.cipher_suite, src->bmc.cipher_suite);
+	SWAP(dst->bmc.tls_verify, src->bmc.tls_verify);
+	SWAP(dst->bmc.ca_file, src->bmc.ca_file);
+	SWAP(dst->bmc.system, src->bmc.system);
+	SWAP(dst->bmc.quirks, src->bmc.quirks);
 	SWAP(dst->bmc.address, src->bmc.address);
 	SWAP(dst->bmc.username, src->bmc.username);
 	SWAP(dst->bmc.extra, src->bmc.extra);

@@ -554,8 +554,13 @@ static enum step_result set_boot(struct step_ctx *x, enum bmc_boot_device want, 
 	if (rc < 0)
 		return bmc_failed(x, rc, "read boot device");
 	bmc_ok(x);
-	if (cur.device == want && cur.persistent == persistent)
-		return STEP_DONE; /* check: already set */
+	/* Check-then-act: skip the write when the read shows it in place. A next-boot override
+	 * can be trusted only from drivers whose read says whether it is still pending
+	 * (BMC_CAP_BOOT_READBACK); for the others (IPMI) it is written every time - writing it
+	 * twice is harmless, booting from disk instead of PXE is not. */
+	if (cur.device == want && cur.persistent == persistent &&
+	    (persistent || (bmc_caps(x->bmc) & BMC_CAP_BOOT_READBACK)))
+		return STEP_DONE;
 	struct bmc_boot w = {want, persistent, BMC_BOOT_MODE_UNKNOWN};
 	rc = bmc_boot_set(x->bmc, &x->t, x->call_deadline, &w, x->err, sizeof(x->err));
 	if (rc < 0)

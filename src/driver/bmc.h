@@ -50,6 +50,11 @@ int bmc_action_parse(const char *s, enum bmc_power_action *out);
 #define BMC_CAP_INVENTORY (1u << 2)
 #define BMC_CAP_SEL (1u << 3)
 #define BMC_CAP_FIRMWARE (1u << 4)
+/* boot_get tells whether a next-boot override is still pending (reads UNKNOWN or another
+ * device once it has been used), so a matching read may skip the write. IPMI cannot: BMCs keep
+ * the device selector after the boot flags' "valid" bit clears (IPMI 2.0 table 28-14) and
+ * ipmi_sim keeps no valid bit at all. */
+#define BMC_CAP_BOOT_READBACK (1u << 5)
 
 /* BMC quirks (BMC_QUIRK_*, bmc_quirk_name/parse) are node spec vocabulary: core/model.h. */
 

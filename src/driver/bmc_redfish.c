@@ -1496,7 +1496,7 @@ static void rf_free(struct bmc *b)
 
 const struct bmc_driver_ops bmc_redfish_ops = {
 	.name = "redfish",
-	.caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE | BMC_CAP_INVENTORY | BMC_CAP_SEL |
+	.caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE | BMC_CAP_BOOT_READBACK | BMC_CAP_INVENTORY | BMC_CAP_SEL |
 		BMC_CAP_FIRMWARE,
 	.power_get = rf_power_get,
 	.power_set = rf_power_set,

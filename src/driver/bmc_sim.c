@@ -400,7 +400,7 @@ static void sim_free(struct bmc *b)
 
 const struct bmc_driver_ops bmc_sim_ops = {
 	.name = "sim",
-	.caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE | BMC_CAP_INVENTORY,
+	.caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE | BMC_CAP_BOOT_READBACK | BMC_CAP_INVENTORY,
 	.power_get = sim_power_get,
 	.power_set = sim_power_set,
 	.boot_get = sim_boot_get,

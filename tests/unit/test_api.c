@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/jsonx.h"
 #include "api/auth.h"
 #include "api/server.h"
 #include "base/alloc.h"
@@ -932,6 +933,22 @@ static void test_put_and_delete(void **state)
 	req_h(NULL, "PUT", "/v1/nodes/n1", E.admin, "{\"metadata\":{\"name\":\"n1\"}}", im, &r);
 	assert_int_equal(r.status, 200);
 	assert_null(jstr(r.json, "spec.pool"));
+	resp_free(&r);
+	/* every spec.bmc field is replaced by a PUT, not only the credentials */
+	req("GET", "/v1/nodes/n1", E.admin, NULL, &r);
+	snprintf(im, sizeof(im), "If-Match: \"%s\"", jstr(r.json, "metadata.resourceVersion"));
+	resp_free(&r);
+	req_h(NULL, "PUT", "/v1/nodes/n1", E.admin,
+	      "{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"driver\":\"redfish\","
+	      "\"address\":\"https://10.0.0.9\",\"tls_verify\":false,\"ca_file\":\"/etc/ca.pem\","
+	      "\"system\":\"1\",\"quirks\":[\"redfish_basic_auth\"]}}}",
+	      im, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "spec.bmc.ca_file"), "/etc/ca.pem");
+	assert_string_equal(jstr(r.json, "spec.bmc.system"), "1");
+	assert_true(json_is_false(jsonx_path(r.json, "spec.bmc.tls_verify")));
+	assert_string_equal(json_string_value(json_array_get(jsonx_path(r.json, "spec.bmc.quirks"), 0)),
+			    "redfish_basic_auth");
 	resp_free(&r);
 	/* name mismatch */
 	snprintf(im, sizeof(im), "If-Match: \"%lld\"", (long long)store_revision(E.st));
