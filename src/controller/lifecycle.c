@@ -1438,6 +1438,25 @@ static void check_deadline(struct lifecycle *lc, struct node *n, const struct op
 			 node_phase_name(n->phase));
 }
 
+/* True when the BMC refused the node's credentials and the phase's operation would call it. */
+static int credentials_refused(const struct node *n)
+{
+	const struct node_condition *c = node_condition_get(n, "BMCReachable");
+	if (!c || c->status != COND_FALSE || !c->reason ||
+	    strcmp(c->reason, "AuthenticationFailed") != 0)
+		return 0;
+	switch (n->phase) {
+	case PHASE_ENROLLED:
+	case PHASE_INSPECTING:
+	case PHASE_PROVISIONING:
+	case PHASE_REPAIRING:
+	case PHASE_RETIRING:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static int reconcile(struct lifecycle *lc, const char *name)
 {
 	struct node *n = cache_node_get(lc->cfg.cache, name);
@@ -1482,6 +1501,13 @@ static int reconcile(struct lifecycle *lc, const char *name)
 		rc = transition(lc, n, PHASE_RETIRING, "retire", "retire requested", NULL);
 		node_free(n);
 		return rc;
+	}
+	if (credentials_refused(n)) {
+		/* Wrong BMC credentials: retrying them on a timer locks BMC accounts. The phase
+		 * waits for a human - a PUT of spec.bmc (which clears the condition) or a power
+		 * request that gets through (which sets BMCReachable True). */
+		node_free(n);
+		return 0;
 	}
 	if (node_phase_is_transient(n->phase)) {
 		int64_t left = backoff_left(lc, n->name);

@@ -968,6 +968,29 @@ static void test_put_and_delete(void **state)
 	resp_free(&r);
 	assert_int_equal(count("/nodes/"), 0);
 
+	/* new credentials end a credentials refusal (the lifecycle waits while it holds) */
+	assert_int_equal(
+		store_put(E.st, "/nodes/n8",
+			  "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n8\",\"uid\":\"u8\"},"
+			  "\"spec\":{\"bmc\":{\"driver\":\"ipmi\",\"address\":\"10.0.0.8\","
+			  "\"username\":\"admin\",\"password\":\"old\"}},\"status\":{\"phase\":"
+			  "\"enrolled\",\"conditions\":[{\"type\":\"BMCReachable\",\"status\":"
+			  "\"False\",\"reason\":\"AuthenticationFailed\",\"message\":\"m\","
+			  "\"since\":\"2026-11-30T00:00:00Z\"}]}}",
+			  STORE_ABSENT, NULL),
+		0);
+	snprintf(im, sizeof(im), "If-Match: \"%lld\"", (long long)store_revision(E.st));
+	req_h(NULL, "PUT", "/v1/nodes/n8", E.admin,
+	      "{\"metadata\":{\"name\":\"n8\"},\"spec\":{\"bmc\":{\"driver\":\"ipmi\","
+	      "\"address\":\"10.0.0.8\",\"username\":\"admin\",\"password\":\"new\"}}}",
+	      im, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_array_size(jsonx_path(r.json, "status.conditions")), 0);
+	resp_free(&r);
+	req("DELETE", "/v1/nodes/n8", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+
 	/* a node in service cannot be deleted */
 	char *doc = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n9\",\"uid\":\"u\"},"
 		    "\"status\":{\"phase\":\"available\"}}";

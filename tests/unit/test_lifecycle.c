@@ -1032,6 +1032,19 @@ static void test_auth_failure_fails_at_once(void **state)
 			    "authentication required");
 	json_decref(d);
 	store_kv_array_free(items, k);
+	/* nor retried later on a timer: an hour on, still the one call and the one operation */
+	enum node_phase never = PHASE_AVAILABLE;
+	assert_int_equal(run_until(w, f1_phase_is, &never, 60 * MIN_MS), -1);
+	assert_int_equal(w->fk.calls, 1);
+	assert_int_equal(count_events(w, "f1", "OperationFailed"), 1);
+	/* the operator fixed the BMC account and asks for the power state: it gets through,
+	 * the refusal is over and onboarding goes on by itself */
+	w->fk.fail_rc = 0;
+	char *st = request_power(w, "f1", "status");
+	enum node_phase prov = PHASE_PROVISIONING;
+	assert_int_equal(run_until(w, f1_phase_is, &prov, 30 * MIN_MS), 0);
+	assert_int_equal(cond_of(w, "f1", "BMCReachable", reason, sizeof(reason)), COND_TRUE);
+	free(st);
 	world_free(w);
 }
 
