@@ -10,6 +10,7 @@
  * call's deadline (CURLOPT_TIMEOUT_MS = time left) and its response by RF_MAX_RESPONSE.
  * docs/driver-redfish.md is the user-facing description. */
 #include "driver/bmc_redfish.h"
+#include "driver/bmc_redfish_parse.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -30,15 +31,8 @@
 #include "base/log.h"
 
 #define RF_MAX_RESPONSE (4u << 20)    /* bytes of one response body */
-#define RF_MAX_HEADER 4096            /* bytes of one kept header value (ETag, Location, token) */
-#define RF_MAX_MEMBERS 1024           /* members read from one collection */
-#define RF_MAX_GPUS 64                /* Processors GETs for the GPU inventory */
 #define RF_DEFAULT_TIMEOUT_MS 60000   /* per request when the call has no deadline */
 #define RF_DEFAULT_RETRY_AFTER_MS 1000 /* 429/503 without a usable Retry-After */
-#define RF_MAX_RETRY_AFTER_MS 3600000 /* Retry-After values are capped at an hour */
-#define RF_POLL_MIN_MS 100            /* task monitor polling interval bounds */
-#define RF_POLL_DEFAULT_MS 500
-#define RF_POLL_MAX_MS 5000
 #define RF_FREE_TIMEOUT_MS 2000       /* session DELETE in free */
 
 enum rf_auth { RF_AUTH_NONE, RF_AUTH_SESSION, RF_AUTH_BASIC };
@@ -80,10 +74,7 @@ struct rf_resp {
 	long status;
 	json_t *body;        /* parsed body, or NULL */
 	struct buf raw;
-	char etag[256];
-	char location[1024];
-	char *token;         /* X-Auth-Token of a login answer (secret) */
-	int64_t retry_after_ms; /* -1: none */
+	struct rf_headers h; /* ETag, Location, X-Auth-Token of a login answer, Retry-After */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -97,16 +88,16 @@ static void resp_init(struct rf_resp *p)
 {
 	memset(p, 0, sizeof(*p));
 	buf_init(&p->raw, RF_MAX_RESPONSE);
-	p->retry_after_ms = -1;
+	rf_headers_init(&p->h);
 }
 
 static void resp_release(struct rf_resp *p)
 {
 	json_decref(p->body);
 	buf_release(&p->raw);
-	fp_free_secret(p->token);
+	rf_headers_release(&p->h);
 	memset(p, 0, sizeof(*p));
-	p->retry_after_ms = -1;
+	rf_headers_init(&p->h);
 }
 
 static void resp_reset(struct rf_resp *p)
@@ -129,8 +120,7 @@ static void observe_reason(struct rf_call *c, const char *reason)
 
 /* ---- address ---- */
 
-/* Checks "http[s]://host[:port][/]" and writes "http[s]://host[:port]" into base. */
-static int parse_address(const char *addr, char *base, size_t n, char *err, size_t errlen)
+int rf_parse_address(const char *addr, char *base, size_t n, char *err, size_t errlen)
 {
 	if (!addr || !addr[0])
 		return fp_errf(FP_EINVAL, err, errlen,
@@ -221,8 +211,7 @@ static void header_value(char *dst, size_t dstlen, const char *v, size_t n)
 	dst[n] = '\0';
 }
 
-/* Retry-After (RFC 9110 section 10.2.3): delay-seconds or an HTTP-date. */
-static int64_t parse_retry_after(const char *v, int64_t wall_now_ms)
+int64_t rf_parse_retry_after(const char *v, int64_t wall_now_ms)
 {
 	char *end;
 	if (isdigit((unsigned char)v[0])) {
@@ -241,6 +230,47 @@ static int64_t parse_retry_after(const char *v, int64_t wall_now_ms)
 	return d < 0 ? 0 : d > RF_MAX_RETRY_AFTER_MS ? RF_MAX_RETRY_AFTER_MS : d;
 }
 
+void rf_headers_init(struct rf_headers *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->retry_after_ms = -1;
+}
+
+void rf_headers_release(struct rf_headers *h)
+{
+	fp_free_secret(h->token);
+	rf_headers_init(h);
+}
+
+void rf_header_line(struct rf_headers *h, const char *data, size_t n, int64_t wall_now_ms)
+{
+	if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) { /* a new response (1xx before it) */
+		rf_headers_release(h);
+		return;
+	}
+	const char *colon = memchr(data, ':', n);
+	if (!colon)
+		return;
+	size_t nl = (size_t)(colon - data);
+	const char *v = colon + 1;
+	size_t vl = n - nl - 1;
+	if (nl == 4 && strncasecmp(data, "ETag", 4) == 0) {
+		header_value(h->etag, sizeof(h->etag), v, vl);
+	} else if (nl == 8 && strncasecmp(data, "Location", 8) == 0) {
+		header_value(h->location, sizeof(h->location), v, vl);
+	} else if (nl == 12 && strncasecmp(data, "X-Auth-Token", 12) == 0) {
+		char tmp[RF_MAX_HEADER];
+		header_value(tmp, sizeof(tmp), v, vl);
+		fp_free_secret(h->token);
+		h->token = tmp[0] ? xstrdup(tmp) : NULL;
+		explicit_bzero(tmp, sizeof(tmp));
+	} else if (nl == 11 && strncasecmp(data, "Retry-After", 11) == 0) {
+		char tmp[128];
+		header_value(tmp, sizeof(tmp), v, vl);
+		h->retry_after_ms = tmp[0] ? rf_parse_retry_after(tmp, wall_now_ms) : -1;
+	}
+}
+
 struct hdr_ctx {
 	struct rf_resp *p;
 	struct rf_call *c;
@@ -248,63 +278,40 @@ struct hdr_ctx {
 
 static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
 {
-	struct hdr_ctx *h = arg;
-	struct rf_resp *p = h->p;
+	struct hdr_ctx *hc = arg;
 	size_t n = size * nmemb;
-	if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) { /* a new response (1xx before it) */
-		p->etag[0] = p->location[0] = '\0';
-		fp_free_secret(p->token);
-		p->token = NULL;
-		p->retry_after_ms = -1;
-		return n;
-	}
-	const char *colon = memchr(data, ':', n);
-	if (!colon)
-		return n;
-	size_t nl = (size_t)(colon - data);
-	const char *v = colon + 1;
-	size_t vl = n - nl - 1;
-	if (nl == 4 && strncasecmp(data, "ETag", 4) == 0) {
-		header_value(p->etag, sizeof(p->etag), v, vl);
-	} else if (nl == 8 && strncasecmp(data, "Location", 8) == 0) {
-		header_value(p->location, sizeof(p->location), v, vl);
-	} else if (nl == 12 && strncasecmp(data, "X-Auth-Token", 12) == 0) {
-		char tmp[RF_MAX_HEADER];
-		header_value(tmp, sizeof(tmp), v, vl);
-		fp_free_secret(p->token);
-		p->token = tmp[0] ? xstrdup(tmp) : NULL;
-		explicit_bzero(tmp, sizeof(tmp));
-	} else if (nl == 11 && strncasecmp(data, "Retry-After", 11) == 0) {
-		char tmp[128];
-		header_value(tmp, sizeof(tmp), v, vl);
-		p->retry_after_ms = tmp[0] ? parse_retry_after(tmp, clock_wall_ms(h->c->b->clock)) : -1;
-	}
+	rf_header_line(&hc->p->h, data, n, clock_wall_ms(hc->c->b->clock));
 	return n;
 }
 
 /* A URI from the BMC: an absolute path, or an absolute URL on the BMC's own origin. Anything
  * with spaces or control characters is refused (it would go into a request line). */
-static int make_url(struct rf_call *c, const char *uri, char *url, size_t n)
+int rf_make_url(const char *base, const char *uri, char *url, size_t n, char *err, size_t errlen)
 {
 	for (const char *s = uri; *s; s++)
 		if ((unsigned char)*s <= 0x20 || *s == 0x7f)
-			return fp_errf(FP_EBMC, c->err, c->errlen,
+			return fp_errf(FP_EBMC, err, errlen,
 				       "BMC gave a URI with a space or control character");
-	size_t bl = strlen(c->r->base);
+	size_t bl = strlen(base);
 	int w;
 	if (strncasecmp(uri, "http://", 7) == 0 || strncasecmp(uri, "https://", 8) == 0) {
-		if (strncasecmp(uri, c->r->base, bl) != 0 || (uri[bl] != '/' && uri[bl] != '\0'))
-			return fp_errf(FP_EBMC, c->err, c->errlen,
+		if (strncasecmp(uri, base, bl) != 0 || (uri[bl] != '/' && uri[bl] != '\0'))
+			return fp_errf(FP_EBMC, err, errlen,
 				       "BMC pointed to another origin (%.80s); not followed", uri);
 		w = snprintf(url, n, "%s", uri);
 	} else if (uri[0] == '/') {
-		w = snprintf(url, n, "%s%s", c->r->base, uri);
+		w = snprintf(url, n, "%s%s", base, uri);
 	} else {
-		return fp_errf(FP_EBMC, c->err, c->errlen, "BMC gave a relative URI \"%.80s\"", uri);
+		return fp_errf(FP_EBMC, err, errlen, "BMC gave a relative URI \"%.80s\"", uri);
 	}
 	if (w < 0 || (size_t)w >= n)
-		return fp_errf(FP_EBMC, c->err, c->errlen, "BMC gave a URI over %zu bytes", n);
+		return fp_errf(FP_EBMC, err, errlen, "BMC gave a URI over %zu bytes", n);
 	return 0;
+}
+
+static int make_url(struct rf_call *c, const char *uri, char *url, size_t n)
+{
+	return rf_make_url(c->r->base, uri, url, n, c->err, c->errlen);
 }
 
 /* One HTTP exchange, no retries. 0 with resp filled (any status), or FP_ETIMEDOUT/FP_EIO/
@@ -406,8 +413,7 @@ static int http_once(struct rf_call *c, const char *method, const char *uri, con
 	return 0;
 }
 
-/* The first MessageId of a Redfish error body (DSP0266 "Error responses"), or "". */
-static const char *message_id(const json_t *body)
+const char *rf_message_id(const json_t *body)
 {
 	const json_t *e = json_object_get(body, "error");
 	const json_t *info = json_object_get(e, "@Message.ExtendedInfo");
@@ -429,7 +435,7 @@ static int http_send(struct rf_call *c, const char *method, const char *uri, con
 		int rc = http_once(c, method, uri, body, if_match, auth, p);
 		if (rc < 0 || (p->status != 429 && p->status != 503))
 			return rc;
-		int64_t ra = p->retry_after_ms >= 0 ? p->retry_after_ms : RF_DEFAULT_RETRY_AFTER_MS;
+		int64_t ra = p->h.retry_after_ms >= 0 ? p->h.retry_after_ms : RF_DEFAULT_RETRY_AFTER_MS;
 		if (attempt == 0 && (!c->deadline || now_ms(c) + ra < c->deadline)) {
 			log_info("redfish: BMC busy, retrying once bmc=%s status=%ld "
 				 "retry_after_ms=%" PRId64, c->r->base, p->status, ra);
@@ -441,14 +447,14 @@ static int http_send(struct rf_call *c, const char *method, const char *uri, con
 			c->t->observed->retry_after_ms = ra;
 		return fp_errf(FP_EAGAIN, c->err, c->errlen,
 			       "%s %.200s: HTTP %ld %s, Retry-After %" PRId64 " ms%s", method, uri,
-			       p->status, message_id(p->body), ra,
+			       p->status, rf_message_id(p->body), ra,
 			       attempt ? " (again after waiting)" : " (past the deadline)");
 	}
 }
 
 /* ---- discovery and sessions ---- */
 
-static const char *link_of(const json_t *o, const char *key)
+const char *rf_link(const json_t *o, const char *key)
 {
 	return json_string_value(json_object_get(json_object_get(o, key), "@odata.id"));
 }
@@ -483,17 +489,14 @@ static int discover(struct rf_call *c)
 	if (p.status != 200 || !json_is_object(p.body)) {
 		rc = fp_errf(FP_EBMC, c->err, c->errlen,
 			     "%s/redfish/v1/: HTTP %ld %s; is this a Redfish service?", c->r->base,
-			     p.status, message_id(p.body));
+			     p.status, rf_message_id(p.body));
 		goto out;
 	}
-	const char *sessions = json_string_value(
-		json_object_get(json_object_get(json_object_get(p.body, "Links"), "Sessions"),
-				"@odata.id"));
-	if (!sessions && link_of(p.body, "SessionService"))
-		sessions = "/redfish/v1/SessionService/Sessions";
-	set_str(&c->r->systems, link_of(p.body, "Systems"));
+	const char *systems, *sessions, *update;
+	rf_root_links(p.body, &systems, &sessions, &update);
+	set_str(&c->r->systems, systems);
 	set_str(&c->r->sessions, sessions);
-	set_str(&c->r->update, link_of(p.body, "UpdateService"));
+	set_str(&c->r->update, update);
 	if (!c->r->systems) {
 		rc = fp_errf(FP_EBMC, c->err, c->errlen, "%s: service root has no Systems link",
 			     c->r->base);
@@ -537,7 +540,7 @@ static int login(struct rf_call *c)
 			     c->t->username ? c->t->username : "");
 		goto out;
 	}
-	if (p.status >= 300 && strstr(message_id(p.body), "SessionLimitExceeded")) {
+	if (p.status >= 300 && strstr(rf_message_id(p.body), "SessionLimitExceeded")) {
 		c->basic = 1;
 		if (!c->r->limit_warned) {
 			c->r->limit_warned = 1;
@@ -547,17 +550,16 @@ static int login(struct rf_call *c)
 		}
 		goto out;
 	}
-	if (p.status < 200 || p.status >= 300 || !p.token) {
+	if (p.status < 200 || p.status >= 300 || !p.h.token) {
 		rc = fp_errf(FP_EBMC, c->err, c->errlen,
 			     "%s: session login answered HTTP %ld %s%s", c->r->base, p.status,
-			     message_id(p.body), p.token ? "" : " without X-Auth-Token");
+			     rf_message_id(p.body), p.h.token ? "" : " without X-Auth-Token");
 		goto out;
 	}
 	drop_session(c->r);
-	c->r->token = p.token;
-	p.token = NULL;
-	const char *loc = p.location[0] ? p.location : json_string_value(json_object_get(p.body,
-									   "@odata.id"));
+	c->r->token = p.h.token;
+	p.h.token = NULL;
+	const char *loc = rf_session_uri(p.h.location, p.body);
 	c->r->session = loc ? xstrdup(loc) : NULL;
 	c->r->limit_warned = 0;
 out:
@@ -603,13 +605,13 @@ static int request(struct rf_call *c, const char *method, const char *uri, const
 	if (p->status == 401 || p->status == 403)
 		rc = fp_errf(FP_EAUTH, c->err, c->errlen,
 			     "%s %.200s: HTTP %ld %s for user %s", method, uri, p->status,
-			     message_id(p->body), c->t->username ? c->t->username : "");
+			     rf_message_id(p->body), c->t->username ? c->t->username : "");
 	else if (p->status == 412)
 		rc = fp_errf(FP_ECONFLICT, c->err, c->errlen,
 			     "%s %.200s: HTTP 412, the resource changed (ETag)", method, uri);
 	else
 		rc = fp_errf(FP_EBMC, c->err, c->errlen, "%s %.200s: HTTP %ld %s", method, uri,
-			     p->status, message_id(p->body)[0] ? message_id(p->body) : "");
+			     p->status, rf_message_id(p->body)[0] ? rf_message_id(p->body) : "");
 out:
 	free(text);
 	return rc;
@@ -627,27 +629,11 @@ static int get_json(struct rf_call *c, const char *uri, json_t **out, char *etag
 			     uri, p.status);
 	if (rc == 0) {
 		*out = json_incref(p.body);
-		if (etag) {
-			const char *e = p.etag[0] ? p.etag
-						  : json_string_value(json_object_get(p.body,
-										      "@odata.etag"));
-			snprintf(etag, etaglen, "%s", e ? e : "");
-		}
+		if (etag)
+			rf_etag_of(p.h.etag, p.body, etag, etaglen);
 	}
 	resp_release(&p);
 	return rc;
-}
-
-/* The last path segment of an @odata.id, trailing slashes ignored. */
-static void last_segment(const char *uri, char *out, size_t n)
-{
-	size_t len = strlen(uri);
-	while (len > 1 && uri[len - 1] == '/')
-		len--;
-	size_t s = len;
-	while (s > 0 && uri[s - 1] != '/')
-		s--;
-	snprintf(out, n, "%.*s", (int)(len - s), uri + s);
 }
 
 /* The ComputerSystem this target means: spec.bmc.system by Id, or the only one. */
@@ -660,40 +646,12 @@ static int choose_system(struct rf_call *c)
 	int rc = get_json(c, c->r->systems, &coll, NULL, 0);
 	if (rc < 0)
 		return rc;
-	json_t *members = json_object_get(coll, "Members");
-	size_t n = json_array_size(members);
-	if (n > RF_MAX_MEMBERS)
-		n = RF_MAX_MEMBERS;
-	struct buf ids;
-	buf_init(&ids, 4096);
-	const char *found = NULL, *only = NULL;
-	for (size_t i = 0; i < n; i++) {
-		const char *u = json_string_value(json_object_get(json_array_get(members, i),
-								  "@odata.id"));
-		if (!u)
-			continue;
-		char id[256];
-		last_segment(u, id, sizeof(id));
-		buf_printf(&ids, "%s%s", ids.len ? ", " : "", id);
-		if (want[0] && strcmp(id, want) == 0)
-			found = u;
-		only = only ? "" : u;
-	}
-	if (want[0] && !found)
-		rc = fp_errf(FP_EINVAL, c->err, c->errlen,
-			     "spec.bmc.system \"%.64s\" is not a ComputerSystem of %s (it has: %s)",
-			     want, c->r->base, ids.len ? ids.data : "none");
-	else if (!want[0] && !only)
-		rc = fp_errf(FP_EBMC, c->err, c->errlen, "%s lists no ComputerSystem", c->r->base);
-	else if (!want[0] && !only[0])
-		rc = fp_errf(FP_EINVAL, c->err, c->errlen,
-			     "%s has several ComputerSystems (%s): set spec.bmc.system to one",
-			     c->r->base, ids.data);
+	const char *uri = NULL;
+	rc = rf_choose_system(coll, want, c->r->base, &uri, c->err, c->errlen);
 	if (rc == 0) {
-		set_str(&c->r->system_uri, found ? found : only);
+		set_str(&c->r->system_uri, uri);
 		set_str(&c->r->sys_for, want);
 	}
-	buf_release(&ids);
 	json_decref(coll);
 	return rc;
 }
@@ -729,7 +687,7 @@ static int call_begin(struct bmc *b, const struct bmc_target *t, int64_t deadlin
 {
 	memset(c, 0, sizeof(*c));
 	char base[300];
-	int rc = parse_address(t->address, base, sizeof(base), err, errlen);
+	int rc = rf_parse_address(t->address, base, sizeof(base), err, errlen);
 	if (rc < 0)
 		return rc;
 	if (!t->username || !t->username[0])
@@ -763,24 +721,6 @@ static void call_end(struct rf_call *c)
 		pthread_mutex_unlock(&c->r->mu);
 }
 
-static enum bmc_power power_of(const char *s)
-{
-	if (!s)
-		return BMC_POWER_UNKNOWN;
-	if (strcmp(s, "On") == 0 || strcmp(s, "Paused") == 0)
-		return BMC_POWER_ON;
-	if (strcmp(s, "Off") == 0)
-		return BMC_POWER_OFF;
-	return BMC_POWER_UNKNOWN; /* PoweringOn, PoweringOff, or a value we do not know */
-}
-
-static const char *first_chassis(const json_t *sys)
-{
-	return json_string_value(json_object_get(
-		json_array_get(json_object_get(json_object_get(sys, "Links"), "Chassis"), 0),
-		"@odata.id"));
-}
-
 static int rf_power_get(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 			enum bmc_power *out, char *err, size_t errlen)
 {
@@ -792,37 +732,21 @@ static int rf_power_get(struct bmc *b, const struct bmc_target *t, int64_t deadl
 	rc = get_system(&c, &sys, NULL, 0);
 	if (rc < 0)
 		goto out;
-	const char *ps = json_string_value(json_object_get(sys, "PowerState"));
-	char sid[128];
-	last_segment(c.r->system_uri, sid, sizeof(sid));
-	if (!ps) {
-		*out = BMC_POWER_UNKNOWN;
-		observe_reason(&c, "PowerStateMissing");
-		fp_errf(0, err, errlen, "System %s has no PowerState", sid);
+	const char *reason = NULL;
+	*out = rf_power_system(sys, c.r->system_uri, &reason, err, errlen);
+	if (reason) {
+		observe_reason(&c, reason);
 		goto out;
 	}
-	*out = power_of(ps);
-	if (*out == BMC_POWER_UNKNOWN) {
-		observe_reason(&c, "PowerStateTransitioning");
-		fp_errf(0, err, errlen, "System %s PowerState is %.32s", sid, ps);
-		goto out;
-	}
-	const char *chassis = first_chassis(sys);
+	const char *chassis = rf_first_chassis(sys);
 	if (!chassis)
 		goto out;
 	rc = get_json(&c, chassis, &ch, NULL, 0);
 	if (rc < 0)
 		goto out;
-	const char *cps = json_string_value(json_object_get(ch, "PowerState"));
-	enum bmc_power cp = power_of(cps);
-	if (cps && cp != BMC_POWER_UNKNOWN && cp != *out) {
-		char cid[128];
-		last_segment(chassis, cid, sizeof(cid));
-		*out = BMC_POWER_UNKNOWN;
-		observe_reason(&c, "PowerStateDisagrees");
-		fp_errf(0, err, errlen, "System %s PowerState %.32s but Chassis %s PowerState %.32s",
-			sid, ps, cid, cps);
-	}
+	*out = rf_power_chassis(sys, *out, c.r->system_uri, ch, chassis, &reason, err, errlen);
+	if (reason)
+		observe_reason(&c, reason);
 out:
 	json_decref(sys);
 	json_decref(ch);
@@ -830,43 +754,14 @@ out:
 	return rc;
 }
 
-static int in_list(const json_t *arr, const char *v)
-{
-	size_t i;
-	json_t *x;
-	json_array_foreach(arr, i, x) if (json_is_string(x) && strcmp(json_string_value(x), v) == 0)
-		return 1;
-	return 0;
-}
-
-static void list_text(const json_t *arr, char *out, size_t n)
-{
-	size_t i, w = 0;
-	json_t *x;
-	out[0] = '\0';
-	json_array_foreach(arr, i, x)
-	{
-		if (!json_is_string(x) || w >= n)
-			continue;
-		int k = snprintf(out + w, n - w, "%s%s", w ? ", " : "", json_string_value(x));
-		if (k > 0)
-			w += (size_t)k;
-	}
-}
-
 /* Allowable values of parameter `param` of action object `act`: inline
  * "<param>@Redfish.AllowableValues", else the @Redfish.ActionInfo resource's Parameters
  * (DSP0266 "Allowable values"). *out is a new reference, or NULL when the BMC does not say. */
 static int allowable(struct rf_call *c, const json_t *act, const char *param, json_t **out)
 {
-	char key[96];
-	snprintf(key, sizeof(key), "%s@Redfish.AllowableValues", param);
-	*out = NULL;
-	json_t *inl = json_object_get(act, key);
-	if (json_is_array(inl)) {
-		*out = json_incref(inl);
+	*out = rf_allowable_inline(act, param);
+	if (*out)
 		return 0;
-	}
 	const char *info = json_string_value(json_object_get(act, "@Redfish.ActionInfo"));
 	if (!info)
 		return 0;
@@ -874,44 +769,9 @@ static int allowable(struct rf_call *c, const json_t *act, const char *param, js
 	int rc = get_json(c, info, &ai, NULL, 0);
 	if (rc < 0)
 		return rc;
-	size_t i;
-	json_t *p;
-	json_array_foreach(json_object_get(ai, "Parameters"), i, p)
-	{
-		const char *name = json_string_value(json_object_get(p, "Name"));
-		json_t *av = json_object_get(p, "AllowableValues");
-		if (name && strcmp(name, param) == 0 && json_is_array(av))
-			*out = json_incref(av);
-	}
+	*out = rf_action_info_values(ai, param);
 	json_decref(ai);
 	return 0;
-}
-
-/* The ResetType for an action (docs/driver-redfish.md "ResetType"). allowed NULL: the BMC does
- * not list them; the DSP8010 ResetType values are then assumed, PowerCycle excepted. */
-static const char *reset_type(const json_t *allowed, enum bmc_power_action a, enum bmc_power cur)
-{
-#define OK_(v) (allowed ? in_list(allowed, v) : strcmp(v, "PowerCycle") != 0)
-	switch (a) {
-	case BMC_ACTION_ON:
-		return OK_("On") ? "On" : OK_("ForceOn") ? "ForceOn" : NULL;
-	case BMC_ACTION_OFF:
-		return OK_("ForceOff") ? "ForceOff" : NULL;
-	case BMC_ACTION_SOFT:
-		return OK_("GracefulShutdown") ? "GracefulShutdown" : NULL;
-	case BMC_ACTION_RESET:
-		return OK_("ForceRestart") ? "ForceRestart" : NULL;
-	case BMC_ACTION_CYCLE:
-		if (OK_("PowerCycle"))
-			return "PowerCycle";
-		if (cur == BMC_POWER_ON)
-			return OK_("ForceRestart") ? "ForceRestart" : NULL;
-		if (cur == BMC_POWER_OFF)
-			return OK_("On") ? "On" : OK_("ForceOn") ? "ForceOn" : NULL;
-		return NULL;
-	}
-	return NULL;
-#undef OK_
 }
 
 static int task_wait(struct rf_call *c, const char *monitor, const json_t *first, json_t **out);
@@ -929,7 +789,7 @@ static int rf_power_set(struct bmc *b, const struct bmc_target *t, int64_t deadl
 	rc = get_system(&c, &sys, NULL, 0);
 	if (rc < 0)
 		goto out;
-	json_t *act = json_object_get(json_object_get(sys, "Actions"), "#ComputerSystem.Reset");
+	const json_t *act = rf_reset_action(sys);
 	const char *target = json_string_value(json_object_get(act, "target"));
 	if (!target) {
 		rc = fp_errf(FP_EUNSUPPORTED, err, errlen,
@@ -939,13 +799,13 @@ static int rf_power_set(struct bmc *b, const struct bmc_target *t, int64_t deadl
 	rc = allowable(&c, act, "ResetType", &allowed);
 	if (rc < 0)
 		goto out;
-	enum bmc_power cur = power_of(json_string_value(json_object_get(sys, "PowerState")));
-	const char *rt = reset_type(allowed, a, cur);
+	enum bmc_power cur = rf_power_of(json_string_value(json_object_get(sys, "PowerState")));
+	const char *rt = rf_reset_type(allowed, a, cur);
 	if (!rt) {
 		char list[512];
-		list_text(allowed, list, sizeof(list));
+		rf_list_text(allowed, list, sizeof(list));
 		if (a == BMC_ACTION_CYCLE && cur == BMC_POWER_UNKNOWN && (!allowed ||
-									   !in_list(allowed, "PowerCycle")))
+									   !rf_in_list(allowed, "PowerCycle")))
 			rc = fp_errf(FP_EINVAL, err, errlen,
 				     "power cycle: the BMC offers no PowerCycle and the PowerState is "
 				     "unknown, so neither ForceRestart nor On is right; power off, "
@@ -960,12 +820,11 @@ static int rf_power_set(struct bmc *b, const struct bmc_target *t, int64_t deadl
 	rc = request(&c, "POST", target, req, NULL, &p);
 	if (rc < 0)
 		goto out;
-	if (p.status == 202 && p.location[0]) {
-		rc = task_wait(&c, p.location, p.body, &task);
-		if (rc == 0 && strcmp(json_string_value(json_object_get(task, "state")),
-				      "Completed") != 0)
+	if (p.status == 202 && p.h.location[0]) {
+		rc = task_wait(&c, p.h.location, p.body, &task);
+		if (rc == 0 && strcmp(rf_task_state(task), "Completed") != 0)
 			rc = fp_errf(FP_EBMC, err, errlen, "ResetType %s: task ended %s", rt,
-				     json_string_value(json_object_get(task, "state")));
+				     rf_task_state(task));
 	}
 	if (rc == 0)
 		log_debug("redfish: reset node=%s bmc=%s reset_type=%s", t->node, c.r->base, rt);
@@ -988,22 +847,8 @@ static int rf_boot_get(struct bmc *b, const struct bmc_target *t, int64_t deadli
 		return rc;
 	json_t *sys = NULL;
 	rc = get_system(&c, &sys, NULL, 0);
-	if (rc == 0) {
-		json_t *boot = json_object_get(sys, "Boot");
-		const char *tg = json_string_value(json_object_get(boot, "BootSourceOverrideTarget"));
-		const char *en = json_string_value(json_object_get(boot, "BootSourceOverrideEnabled"));
-		const char *mo = json_string_value(json_object_get(boot, "BootSourceOverrideMode"));
-		int active = en && (strcmp(en, "Once") == 0 || strcmp(en, "Continuous") == 0);
-		out->device = !active || !tg                ? BMC_BOOT_UNKNOWN
-			      : strcmp(tg, "Pxe") == 0      ? BMC_BOOT_PXE
-			      : strcmp(tg, "Hdd") == 0      ? BMC_BOOT_DISK
-							    : BMC_BOOT_UNKNOWN;
-		out->persistent = en && strcmp(en, "Continuous") == 0;
-		out->mode = !mo                       ? BMC_BOOT_MODE_UNKNOWN
-			    : strcmp(mo, "UEFI") == 0   ? BMC_BOOT_MODE_UEFI
-			    : strcmp(mo, "Legacy") == 0 ? BMC_BOOT_MODE_LEGACY
-							: BMC_BOOT_MODE_UNKNOWN;
-	}
+	if (rc == 0)
+		rf_boot_of(sys, out);
 	json_decref(sys);
 	call_end(&c);
 	return rc;
@@ -1019,11 +864,6 @@ static int rf_boot_set(struct bmc *b, const struct bmc_target *t, int64_t deadli
 	json_t *sys = NULL, *req = NULL;
 	struct rf_resp p;
 	resp_init(&p);
-	const char *tg = want->device == BMC_BOOT_PXE ? "Pxe" : "Hdd";
-	const char *en = want->persistent ? "Continuous" : "Once";
-	const char *mo = want->mode == BMC_BOOT_MODE_UEFI     ? "UEFI"
-			 : want->mode == BMC_BOOT_MODE_LEGACY ? "Legacy"
-							      : NULL;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		char etag[256];
 		json_decref(sys);
@@ -1031,38 +871,11 @@ static int rf_boot_set(struct bmc *b, const struct bmc_target *t, int64_t deadli
 		rc = get_system(&c, &sys, etag, sizeof(etag));
 		if (rc < 0)
 			goto out;
-		json_t *boot = json_object_get(sys, "Boot");
-		if (!json_is_object(boot)) {
-			rc = fp_errf(FP_EUNSUPPORTED, err, errlen, "System %s has no Boot object",
-				     c.r->system_uri);
-			goto out;
-		}
-		json_t *tav = json_object_get(boot, "BootSourceOverrideTarget@Redfish.AllowableValues");
-		if (json_is_array(tav) && !in_list(tav, tg)) {
-			char list[512];
-			list_text(tav, list, sizeof(list));
-			rc = fp_errf(FP_EINVAL, err, errlen,
-				     "BootSourceOverrideTarget %s is not allowed by the BMC (%s)", tg,
-				     list);
-			goto out;
-		}
 		json_decref(req);
-		req = json_pack("{s:{s:s,s:s}}", "Boot", "BootSourceOverrideTarget", tg,
-				"BootSourceOverrideEnabled", en);
-		if (mo && json_object_get(boot, "BootSourceOverrideMode")) {
-			json_t *mav = json_object_get(boot,
-						      "BootSourceOverrideMode@Redfish.AllowableValues");
-			if (json_is_array(mav) && !in_list(mav, mo)) {
-				char list[256];
-				list_text(mav, list, sizeof(list));
-				rc = fp_errf(FP_EINVAL, err, errlen,
-					     "BootSourceOverrideMode %s is not allowed by the BMC (%s)",
-					     mo, list);
-				goto out;
-			}
-			json_object_set_new(json_object_get(req, "Boot"), "BootSourceOverrideMode",
-					    json_string(mo));
-		}
+		req = NULL;
+		rc = rf_boot_patch(sys, c.r->system_uri, want, &req, err, errlen);
+		if (rc < 0)
+			goto out;
 		const char *im = etag[0] && !(t->quirks & BMC_QUIRK_REDFISH_NO_IF_MATCH) ? etag : NULL;
 		rc = request(&c, "PATCH", c.r->system_uri, req, im, &p);
 		if (rc == FP_ECONFLICT && attempt == 0) {
@@ -1080,12 +893,6 @@ out:
 	return rc;
 }
 
-static json_t *str_or_null(const json_t *o, const char *k)
-{
-	const char *s = json_string_value(json_object_get(o, k));
-	return s ? json_string(s) : json_null();
-}
-
 static int rf_inventory(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 			json_t **out, char *err, size_t errlen)
 {
@@ -1097,45 +904,27 @@ static int rf_inventory(struct bmc *b, const struct bmc_target *t, int64_t deadl
 	rc = get_system(&c, &sys, NULL, 0);
 	if (rc < 0)
 		goto out;
-	const char *procs = link_of(sys, "Processors");
+	const char *procs = rf_link(sys, "Processors");
 	if (procs) {
 		rc = get_json(&c, procs, &coll, NULL, 0);
 		if (rc < 0)
 			goto out;
-		json_t *members = json_object_get(coll, "Members");
-		size_t n = json_array_size(members);
-		for (size_t i = 0; i < n && i < RF_MAX_GPUS; i++) {
-			const char *u = json_string_value(
-				json_object_get(json_array_get(members, i), "@odata.id"));
+		size_t n = rf_members(coll, RF_MAX_GPUS);
+		for (size_t i = 0; i < n; i++) {
+			const char *u = rf_member_uri(coll, i);
 			json_t *pr;
 			if (!u)
 				continue;
 			rc = get_json(&c, u, &pr, NULL, 0);
 			if (rc < 0)
 				goto out;
-			const char *ty = json_string_value(json_object_get(pr, "ProcessorType"));
-			if (ty && strcmp(ty, "GPU") == 0)
-				json_array_append_new(
-					gpus, json_pack("{s:I,s:o,s:o,s:o,s:o}", "index",
-							(json_int_t)json_array_size(gpus), "id",
-							str_or_null(pr, "Id"), "model",
-							str_or_null(pr, "Model"), "manufacturer",
-							str_or_null(pr, "Manufacturer"), "serial",
-							str_or_null(pr, "SerialNumber")));
+			json_t *g = rf_gpu_entry(pr, json_array_size(gpus));
+			if (g)
+				json_array_append_new(gpus, g);
 			json_decref(pr);
 		}
 	}
-	json_t *ps = json_object_get(sys, "ProcessorSummary");
-	json_t *ms = json_object_get(sys, "MemorySummary");
-	json_t *cnt = json_object_get(ps, "Count");
-	json_t *mem = json_object_get(ms, "TotalSystemMemoryGiB");
-	*out = json_pack("{s:{s:o,s:o,s:o,s:o},s:{s:o,s:o},s:o,s:O}", "system", "manufacturer",
-			 str_or_null(sys, "Manufacturer"), "model", str_or_null(sys, "Model"),
-			 "serialNumber", str_or_null(sys, "SerialNumber"), "id",
-			 str_or_null(sys, "Id"), "cpu", "model", str_or_null(ps, "Model"),
-			 "sockets", json_is_integer(cnt) ? json_incref(cnt) : json_null(),
-			 "memoryGiB", json_is_number(mem) ? json_incref(mem) : json_null(), "gpus",
-			 gpus);
+	*out = rf_inventory_doc(sys, gpus);
 out:
 	json_decref(sys);
 	json_decref(coll);
@@ -1155,66 +944,18 @@ static int rf_chassis_status(struct bmc *b, const struct bmc_target *t, int64_t 
 	rc = get_system(&c, &sys, NULL, 0);
 	if (rc < 0)
 		goto out;
-	const char *chassis = first_chassis(sys);
+	const char *chassis = rf_first_chassis(sys);
 	if (chassis) {
 		rc = get_json(&c, chassis, &ch, NULL, 0);
 		if (rc < 0)
 			goto out;
 	}
-	const char *ps = json_string_value(json_object_get(ch, "PowerState"));
-	if (!ps)
-		ps = json_string_value(json_object_get(sys, "PowerState"));
-	json_t *o = json_pack("{s:s}", "power", bmc_power_name(power_of(ps)));
-	const char *health = json_string_value(
-		json_object_get(json_object_get(ch ? ch : sys, "Status"), "Health"));
-	if (health)
-		json_object_set_new(o, "health", json_string(health));
-	const char *intr = json_string_value(
-		json_object_get(json_object_get(ch, "PhysicalSecurity"), "IntrusionSensor"));
-	if (intr)
-		json_object_set_new(o, "intrusion", json_boolean(strcmp(intr, "Normal") != 0));
-	const char *prp = json_string_value(json_object_get(sys, "PowerRestorePolicy"));
-	if (!prp)
-		prp = json_string_value(json_object_get(ch, "PowerRestorePolicy"));
-	if (prp)
-		json_object_set_new(o, "powerRestorePolicy", json_string(prp));
-	if (chassis) {
-		char cid[128];
-		last_segment(chassis, cid, sizeof(cid));
-		json_object_set_new(o, "chassis", json_string(cid));
-	}
-	const char *led = json_string_value(json_object_get(ch, "IndicatorLED"));
-	if (led)
-		json_object_set_new(o, "indicatorLed", json_string(led));
-	*out = o;
+	*out = rf_chassis_status_doc(sys, ch, chassis);
 out:
 	json_decref(sys);
 	json_decref(ch);
 	call_end(&c);
 	return rc;
-}
-
-static json_t *sel_entry(const json_t *e, size_t idx)
-{
-	const char *id = json_string_value(json_object_get(e, "Id"));
-	char *end = NULL;
-	long long n = id ? strtoll(id, &end, 10) : 0;
-	json_t *o = json_pack("{s:I,s:o,s:o,s:o}", "id",
-			      (json_int_t)(id && end && !*end ? n : (long long)idx), "timestamp",
-			      str_or_null(e, "Created"), "sensorType",
-			      json_string(json_string_value(json_object_get(e, "SensorType"))
-					  ? json_string_value(json_object_get(e, "SensorType"))
-					  : ""),
-			      "message", json_string(json_string_value(json_object_get(e, "Message"))
-					     ? json_string_value(json_object_get(e, "Message"))
-					     : ""));
-	json_t *sn = json_object_get(e, "SensorNumber");
-	if (json_is_integer(sn))
-		json_object_set(o, "sensorNumber", sn);
-	const char *code = json_string_value(json_object_get(e, "EntryCode"));
-	if (code)
-		json_object_set_new(o, "eventType", json_string(code));
-	return o;
 }
 
 static int rf_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadline,
@@ -1228,7 +969,7 @@ static int rf_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadli
 	rc = get_system(&c, &sys, NULL, 0);
 	if (rc < 0)
 		goto out;
-	const char *ls = link_of(sys, "LogServices");
+	const char *ls = rf_link(sys, "LogServices");
 	if (!ls) {
 		rc = fp_errf(FP_EUNSUPPORTED, err, errlen, "System %s has no LogServices",
 			     c.r->system_uri);
@@ -1238,23 +979,22 @@ static int rf_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadli
 	if (rc < 0)
 		goto out;
 	/* the first log service whose LogEntryType is SEL, else the first */
-	json_t *members = json_object_get(logs, "Members");
-	for (size_t i = 0; i < json_array_size(members) && i < 16; i++) {
-		const char *u = json_string_value(json_object_get(json_array_get(members, i),
-								  "@odata.id"));
+	size_t nls = rf_members(logs, RF_MAX_LOG_SERVICES);
+	for (size_t i = 0; i < nls; i++) {
+		const char *u = rf_member_uri(logs, i);
 		json_t *s;
 		if (!u || get_json(&c, u, &s, NULL, 0) < 0)
 			continue;
-		const char *ty = json_string_value(json_object_get(s, "LogEntryType"));
-		if (!svc || (ty && strcmp(ty, "SEL") == 0)) {
+		int sel = rf_log_is_sel(s);
+		if (!svc || sel) {
 			json_decref(svc);
 			svc = json_incref(s);
 		}
 		json_decref(s);
-		if (ty && strcmp(ty, "SEL") == 0)
+		if (sel)
 			break;
 	}
-	const char *eu = link_of(svc, "Entries");
+	const char *eu = rf_link(svc, "Entries");
 	if (!eu) {
 		rc = fp_errf(FP_EUNSUPPORTED, err, errlen, "System %s has no log with Entries",
 			     c.r->system_uri);
@@ -1264,15 +1004,13 @@ static int rf_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadli
 	if (rc < 0)
 		goto out;
 	json_t *em = json_object_get(ents, "Members");
-	size_t n = json_array_size(em);
-	if (n > RF_MAX_MEMBERS)
-		n = RF_MAX_MEMBERS;
+	size_t n = rf_members(ents, RF_MAX_MEMBERS);
 	size_t from = n > max_entries ? n - max_entries : 0;
 	/* Members come in the BMC's order (DMTF mockups: oldest first); entries that carry only
 	 * a link are read one by one. */
 	for (size_t i = from; i < n; i++) {
 		json_t *e = json_array_get(em, i);
-		if (!json_object_get(e, "Message") && !json_object_get(e, "Created")) {
+		if (rf_sel_entry_is_link(e)) {
 			const char *u = json_string_value(json_object_get(e, "@odata.id"));
 			json_t *full;
 			if (!u)
@@ -1280,10 +1018,10 @@ static int rf_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadli
 			rc = get_json(&c, u, &full, NULL, 0);
 			if (rc < 0)
 				goto out;
-			json_array_append_new(arr, sel_entry(full, i));
+			json_array_append_new(arr, rf_sel_entry(full, i));
 			json_decref(full);
 		} else {
-			json_array_append_new(arr, sel_entry(e, i));
+			json_array_append_new(arr, rf_sel_entry(e, i));
 		}
 	}
 	*out = json_incref(arr);
@@ -1297,40 +1035,6 @@ out:
 	return rc;
 }
 
-static int terminal(const char *state)
-{
-	static const char *const done[] = {"Completed", "Exception", "Killed", "Cancelled"};
-	for (size_t i = 0; i < sizeof(done) / sizeof(done[0]); i++)
-		if (strcmp(state, done[i]) == 0)
-			return 1;
-	return 0;
-}
-
-static void task_fill(json_t *o, const json_t *task)
-{
-	const char *st = json_string_value(json_object_get(task, "TaskState"));
-	if (st)
-		json_object_set_new(o, "state", json_string(st));
-	json_t *pc = json_object_get(task, "PercentComplete");
-	if (json_is_integer(pc))
-		json_object_set(o, "percent", pc);
-	json_t *msgs = json_object_get(task, "Messages");
-	if (json_is_array(msgs)) {
-		json_t *arr = json_array();
-		size_t i;
-		json_t *m;
-		json_array_foreach(msgs, i, m)
-		{
-			const char *s = json_string_value(json_object_get(m, "Message"));
-			if (!s)
-				s = json_string_value(json_object_get(m, "MessageId"));
-			if (s && i < 32)
-				json_array_append_new(arr, json_string(s));
-		}
-		json_object_set_new(o, "messages", arr);
-	}
-}
-
 /* Polls a task monitor (DSP0266 "Asynchronous operations": 202 + Location while it runs)
  * until the task ends or the deadline is near. *out: {"task","state","percent"?,"messages"}.
  * 0 when it ended (any terminal state: the caller judges), FP_ETIMEDOUT with *out at state
@@ -1338,22 +1042,17 @@ static void task_fill(json_t *o, const json_t *task)
 static int task_wait(struct rf_call *c, const char *monitor, const json_t *first, json_t **out)
 {
 	char *mon = xstrdup(monitor);
-	json_t *o = json_pack("{s:s,s:s,s:[]}", "task", mon, "state", "Running", "messages");
-	const char *tu = json_string_value(json_object_get(first, "@odata.id"));
-	if (tu)
-		json_object_set_new(o, "task", json_string(tu));
-	if (first)
-		task_fill(o, first);
+	json_t *o = rf_task_new(mon, first);
 	struct rf_resp p;
 	resp_init(&p);
 	int rc = 0;
 	int64_t wait = RF_POLL_DEFAULT_MS;
-	for (int polls = 0; !terminal(json_string_value(json_object_get(o, "state"))); polls++) {
+	for (int polls = 0; !rf_task_terminal(rf_task_state(o)); polls++) {
 		if (polls > 0) {
 			if (c->deadline && now_ms(c) + wait >= c->deadline) {
 				rc = fp_errf(FP_ETIMEDOUT, c->err, c->errlen,
 					     "task %s still %s at the deadline", mon,
-					     json_string_value(json_object_get(o, "state")));
+					     rf_task_state(o));
 				break;
 			}
 			clock_sleep_ms(c->b->clock, wait);
@@ -1361,16 +1060,8 @@ static int task_wait(struct rf_call *c, const char *monitor, const json_t *first
 		rc = request(c, "GET", mon, NULL, NULL, &p);
 		if (rc < 0)
 			break;
-		if (p.retry_after_ms >= 0)
-			wait = p.retry_after_ms;
-		if (wait < RF_POLL_MIN_MS)
-			wait = RF_POLL_MIN_MS;
-		if (wait > RF_POLL_MAX_MS)
-			wait = RF_POLL_MAX_MS;
-		if (p.body && json_object_get(p.body, "TaskState"))
-			task_fill(o, p.body);
-		else if (p.status != 202)
-			json_object_set_new(o, "state", json_string("Completed"));
+		wait = rf_poll_wait(p.h.retry_after_ms, wait);
+		rf_task_update(o, p.status, p.body);
 	}
 	resp_release(&p);
 	free(mon);
@@ -1415,9 +1106,9 @@ static int rf_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t
 		rc = allowable(&c, act, "TransferProtocol", &allowed);
 		if (rc < 0)
 			goto out;
-		if (allowed && !in_list(allowed, req->transfer_protocol)) {
+		if (allowed && !rf_in_list(allowed, req->transfer_protocol)) {
 			char list[256];
-			list_text(allowed, list, sizeof(list));
+			rf_list_text(allowed, list, sizeof(list));
 			rc = fp_errf(FP_EINVAL, err, errlen,
 				     "TransferProtocol %.32s is not allowed by the BMC (%s)",
 				     req->transfer_protocol, list);
@@ -1434,12 +1125,11 @@ static int rf_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t
 	rc = request(&c, "POST", target, body, NULL, &p);
 	if (rc < 0)
 		goto out;
-	if (p.status == 202 && p.location[0]) {
-		rc = task_wait(&c, p.location, p.body, out);
-		if (rc == 0 && strcmp(json_string_value(json_object_get(*out, "state")),
-				      "Completed") != 0)
+	if (p.status == 202 && p.h.location[0]) {
+		rc = task_wait(&c, p.h.location, p.body, out);
+		if (rc == 0 && strcmp(rf_task_state(*out), "Completed") != 0)
 			rc = fp_errf(FP_EBMC, err, errlen, "firmware update task ended %s",
-				     json_string_value(json_object_get(*out, "state")));
+				     rf_task_state(*out));
 	} else {
 		*out = json_pack("{s:n,s:s,s:[]}", "task", "state", "Completed", "messages");
 	}
@@ -1521,4 +1211,453 @@ struct bmc *bmc_redfish_new(struct fp_clock *clock)
 	b->clock = clock;
 	b->impl = s;
 	return b;
+}
+
+/* ---- interpretation of what the BMC sends (bmc_redfish_parse.h): no I/O ---- */
+
+void rf_root_links(const json_t *root, const char **systems, const char **sessions,
+		   const char **update)
+{
+	const char *sess = json_string_value(json_object_get(
+		json_object_get(json_object_get(root, "Links"), "Sessions"), "@odata.id"));
+	if (!sess && rf_link(root, "SessionService"))
+		sess = "/redfish/v1/SessionService/Sessions";
+	if (systems)
+		*systems = rf_link(root, "Systems");
+	if (sessions)
+		*sessions = sess;
+	if (update)
+		*update = rf_link(root, "UpdateService");
+}
+
+const char *rf_session_uri(const char *location, const json_t *body)
+{
+	if (location && location[0])
+		return location;
+	return json_string_value(json_object_get(body, "@odata.id"));
+}
+
+void rf_etag_of(const char *header_etag, const json_t *body, char *etag, size_t n)
+{
+	const char *e = header_etag && header_etag[0]
+				? header_etag
+				: json_string_value(json_object_get(body, "@odata.etag"));
+	snprintf(etag, n, "%s", e ? e : "");
+}
+
+void rf_last_segment(const char *uri, char *out, size_t n)
+{
+	size_t len = strlen(uri);
+	while (len > 1 && uri[len - 1] == '/')
+		len--;
+	size_t s = len;
+	while (s > 0 && uri[s - 1] != '/')
+		s--;
+	snprintf(out, n, "%.*s", (int)(len - s), uri + s);
+}
+
+const char *rf_member_uri(const json_t *coll, size_t i)
+{
+	return json_string_value(
+		json_object_get(json_array_get(json_object_get(coll, "Members"), i), "@odata.id"));
+}
+
+size_t rf_members(const json_t *coll, size_t max)
+{
+	size_t n = json_array_size(json_object_get(coll, "Members"));
+	return n > max ? max : n;
+}
+
+int rf_choose_system(const json_t *coll, const char *want, const char *base, const char **uri,
+		     char *err, size_t errlen)
+{
+	if (!want)
+		want = "";
+	size_t n = rf_members(coll, RF_MAX_MEMBERS);
+	struct buf ids;
+	buf_init(&ids, 4096);
+	const char *found = NULL, *only = NULL;
+	int rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *u = rf_member_uri(coll, i);
+		if (!u)
+			continue;
+		char id[256];
+		rf_last_segment(u, id, sizeof(id));
+		buf_printf(&ids, "%s%s", ids.len ? ", " : "", id);
+		if (want[0] && strcmp(id, want) == 0)
+			found = u;
+		only = only ? "" : u;
+	}
+	if (want[0] && !found)
+		rc = fp_errf(FP_EINVAL, err, errlen,
+			     "spec.bmc.system \"%.64s\" is not a ComputerSystem of %s (it has: %s)",
+			     want, base, ids.len ? ids.data : "none");
+	else if (!want[0] && !only)
+		rc = fp_errf(FP_EBMC, err, errlen, "%s lists no ComputerSystem", base);
+	else if (!want[0] && !only[0])
+		rc = fp_errf(FP_EINVAL, err, errlen,
+			     "%s has several ComputerSystems (%s): set spec.bmc.system to one", base,
+			     ids.data);
+	if (rc == 0)
+		*uri = found ? found : only;
+	buf_release(&ids);
+	return rc;
+}
+
+enum bmc_power rf_power_of(const char *s)
+{
+	if (!s)
+		return BMC_POWER_UNKNOWN;
+	if (strcmp(s, "On") == 0 || strcmp(s, "Paused") == 0)
+		return BMC_POWER_ON;
+	if (strcmp(s, "Off") == 0)
+		return BMC_POWER_OFF;
+	return BMC_POWER_UNKNOWN; /* PoweringOn, PoweringOff, or a value we do not know */
+}
+
+const char *rf_first_chassis(const json_t *sys)
+{
+	return json_string_value(json_object_get(
+		json_array_get(json_object_get(json_object_get(sys, "Links"), "Chassis"), 0),
+		"@odata.id"));
+}
+
+enum bmc_power rf_power_system(const json_t *sys, const char *system_uri, const char **reason,
+			       char *msg, size_t n)
+{
+	const char *ps = json_string_value(json_object_get(sys, "PowerState"));
+	char sid[128];
+	rf_last_segment(system_uri, sid, sizeof(sid));
+	*reason = NULL;
+	if (!ps) {
+		*reason = "PowerStateMissing";
+		fp_errf(0, msg, n, "System %s has no PowerState", sid);
+		return BMC_POWER_UNKNOWN;
+	}
+	enum bmc_power p = rf_power_of(ps);
+	if (p == BMC_POWER_UNKNOWN) {
+		*reason = "PowerStateTransitioning";
+		fp_errf(0, msg, n, "System %s PowerState is %.32s", sid, ps);
+	}
+	return p;
+}
+
+enum bmc_power rf_power_chassis(const json_t *sys, enum bmc_power p, const char *system_uri,
+				const json_t *ch, const char *chassis_uri, const char **reason,
+				char *msg, size_t n)
+{
+	const char *ps = json_string_value(json_object_get(sys, "PowerState"));
+	const char *cps = json_string_value(json_object_get(ch, "PowerState"));
+	enum bmc_power cp = rf_power_of(cps);
+	*reason = NULL;
+	if (cps && cp != BMC_POWER_UNKNOWN && cp != p) {
+		char sid[128], cid[128];
+		rf_last_segment(system_uri, sid, sizeof(sid));
+		rf_last_segment(chassis_uri, cid, sizeof(cid));
+		*reason = "PowerStateDisagrees";
+		fp_errf(0, msg, n, "System %s PowerState %.32s but Chassis %s PowerState %.32s", sid,
+			ps ? ps : "", cid, cps);
+		return BMC_POWER_UNKNOWN;
+	}
+	return p;
+}
+
+int rf_in_list(const json_t *arr, const char *v)
+{
+	size_t i;
+	json_t *x;
+	json_array_foreach(arr, i, x) if (json_is_string(x) && strcmp(json_string_value(x), v) == 0)
+		return 1;
+	return 0;
+}
+
+void rf_list_text(const json_t *arr, char *out, size_t n)
+{
+	size_t i, w = 0;
+	json_t *x;
+	out[0] = '\0';
+	json_array_foreach(arr, i, x)
+	{
+		if (!json_is_string(x) || w >= n)
+			continue;
+		int k = snprintf(out + w, n - w, "%s%s", w ? ", " : "", json_string_value(x));
+		if (k > 0)
+			w += (size_t)k;
+	}
+}
+
+const json_t *rf_reset_action(const json_t *sys)
+{
+	return json_object_get(json_object_get(sys, "Actions"), "#ComputerSystem.Reset");
+}
+
+json_t *rf_allowable_inline(const json_t *act, const char *param)
+{
+	char key[96];
+	snprintf(key, sizeof(key), "%s@Redfish.AllowableValues", param);
+	json_t *inl = json_object_get(act, key);
+	return json_is_array(inl) ? json_incref(inl) : NULL;
+}
+
+json_t *rf_action_info_values(const json_t *ai, const char *param)
+{
+	json_t *out = NULL;
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(ai, "Parameters"), i, p)
+	{
+		const char *name = json_string_value(json_object_get(p, "Name"));
+		json_t *av = json_object_get(p, "AllowableValues");
+		if (name && strcmp(name, param) == 0 && json_is_array(av))
+			out = json_incref(av);
+	}
+	return out;
+}
+
+/* The ResetType for an action (docs/driver-redfish.md "ResetType"). allowed NULL: the BMC does
+ * not list them; the DSP8010 ResetType values are then assumed, PowerCycle excepted. */
+const char *rf_reset_type(const json_t *allowed, enum bmc_power_action a, enum bmc_power cur)
+{
+#define OK_(v) (allowed ? rf_in_list(allowed, v) : strcmp(v, "PowerCycle") != 0)
+	switch (a) {
+	case BMC_ACTION_ON:
+		return OK_("On") ? "On" : OK_("ForceOn") ? "ForceOn" : NULL;
+	case BMC_ACTION_OFF:
+		return OK_("ForceOff") ? "ForceOff" : NULL;
+	case BMC_ACTION_SOFT:
+		return OK_("GracefulShutdown") ? "GracefulShutdown" : NULL;
+	case BMC_ACTION_RESET:
+		return OK_("ForceRestart") ? "ForceRestart" : NULL;
+	case BMC_ACTION_CYCLE:
+		if (OK_("PowerCycle"))
+			return "PowerCycle";
+		if (cur == BMC_POWER_ON)
+			return OK_("ForceRestart") ? "ForceRestart" : NULL;
+		if (cur == BMC_POWER_OFF)
+			return OK_("On") ? "On" : OK_("ForceOn") ? "ForceOn" : NULL;
+		return NULL;
+	}
+	return NULL;
+#undef OK_
+}
+
+void rf_boot_of(const json_t *sys, struct bmc_boot *out)
+{
+	json_t *boot = json_object_get(sys, "Boot");
+	const char *tg = json_string_value(json_object_get(boot, "BootSourceOverrideTarget"));
+	const char *en = json_string_value(json_object_get(boot, "BootSourceOverrideEnabled"));
+	const char *mo = json_string_value(json_object_get(boot, "BootSourceOverrideMode"));
+	int active = en && (strcmp(en, "Once") == 0 || strcmp(en, "Continuous") == 0);
+	out->device = !active || !tg                ? BMC_BOOT_UNKNOWN
+		      : strcmp(tg, "Pxe") == 0      ? BMC_BOOT_PXE
+		      : strcmp(tg, "Hdd") == 0      ? BMC_BOOT_DISK
+						    : BMC_BOOT_UNKNOWN;
+	out->persistent = en && strcmp(en, "Continuous") == 0;
+	out->mode = !mo                       ? BMC_BOOT_MODE_UNKNOWN
+		    : strcmp(mo, "UEFI") == 0   ? BMC_BOOT_MODE_UEFI
+		    : strcmp(mo, "Legacy") == 0 ? BMC_BOOT_MODE_LEGACY
+						: BMC_BOOT_MODE_UNKNOWN;
+}
+
+int rf_boot_patch(const json_t *sys, const char *system_uri, const struct bmc_boot *want,
+		  json_t **req, char *err, size_t errlen)
+{
+	const char *tg = want->device == BMC_BOOT_PXE ? "Pxe" : "Hdd";
+	const char *en = want->persistent ? "Continuous" : "Once";
+	const char *mo = want->mode == BMC_BOOT_MODE_UEFI     ? "UEFI"
+			 : want->mode == BMC_BOOT_MODE_LEGACY ? "Legacy"
+							      : NULL;
+	*req = NULL;
+	json_t *boot = json_object_get(sys, "Boot");
+	if (!json_is_object(boot))
+		return fp_errf(FP_EUNSUPPORTED, err, errlen, "System %s has no Boot object",
+			       system_uri);
+	json_t *tav = json_object_get(boot, "BootSourceOverrideTarget@Redfish.AllowableValues");
+	if (json_is_array(tav) && !rf_in_list(tav, tg)) {
+		char list[512];
+		rf_list_text(tav, list, sizeof(list));
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "BootSourceOverrideTarget %s is not allowed by the BMC (%s)", tg, list);
+	}
+	json_t *r = json_pack("{s:{s:s,s:s}}", "Boot", "BootSourceOverrideTarget", tg,
+			      "BootSourceOverrideEnabled", en);
+	if (mo && json_object_get(boot, "BootSourceOverrideMode")) {
+		json_t *mav = json_object_get(boot, "BootSourceOverrideMode@Redfish.AllowableValues");
+		if (json_is_array(mav) && !rf_in_list(mav, mo)) {
+			char list[256];
+			rf_list_text(mav, list, sizeof(list));
+			json_decref(r);
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "BootSourceOverrideMode %s is not allowed by the BMC (%s)", mo,
+				       list);
+		}
+		json_object_set_new(json_object_get(r, "Boot"), "BootSourceOverrideMode",
+				    json_string(mo));
+	}
+	*req = r;
+	return 0;
+}
+
+static json_t *str_or_null(const json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? json_string(s) : json_null();
+}
+
+json_t *rf_gpu_entry(const json_t *pr, size_t index)
+{
+	const char *ty = json_string_value(json_object_get(pr, "ProcessorType"));
+	if (!ty || strcmp(ty, "GPU") != 0)
+		return NULL;
+	return json_pack("{s:I,s:o,s:o,s:o,s:o}", "index", (json_int_t)index, "id",
+			 str_or_null(pr, "Id"), "model", str_or_null(pr, "Model"), "manufacturer",
+			 str_or_null(pr, "Manufacturer"), "serial", str_or_null(pr, "SerialNumber"));
+}
+
+json_t *rf_inventory_doc(const json_t *sys, const json_t *gpus)
+{
+	json_t *ps = json_object_get(sys, "ProcessorSummary");
+	json_t *ms = json_object_get(sys, "MemorySummary");
+	json_t *cnt = json_object_get(ps, "Count");
+	json_t *mem = json_object_get(ms, "TotalSystemMemoryGiB");
+	return json_pack("{s:{s:o,s:o,s:o,s:o},s:{s:o,s:o},s:o,s:O}", "system", "manufacturer",
+			 str_or_null(sys, "Manufacturer"), "model", str_or_null(sys, "Model"),
+			 "serialNumber", str_or_null(sys, "SerialNumber"), "id",
+			 str_or_null(sys, "Id"), "cpu", "model", str_or_null(ps, "Model"),
+			 "sockets", json_is_integer(cnt) ? json_incref(cnt) : json_null(),
+			 "memoryGiB", json_is_number(mem) ? json_incref(mem) : json_null(), "gpus",
+			 gpus);
+}
+
+json_t *rf_chassis_status_doc(const json_t *sys, const json_t *ch, const char *chassis_uri)
+{
+	const char *ps = json_string_value(json_object_get(ch, "PowerState"));
+	if (!ps)
+		ps = json_string_value(json_object_get(sys, "PowerState"));
+	json_t *o = json_pack("{s:s}", "power", bmc_power_name(rf_power_of(ps)));
+	const char *health = json_string_value(
+		json_object_get(json_object_get(ch ? ch : sys, "Status"), "Health"));
+	if (health)
+		json_object_set_new(o, "health", json_string(health));
+	const char *intr = json_string_value(
+		json_object_get(json_object_get(ch, "PhysicalSecurity"), "IntrusionSensor"));
+	if (intr)
+		json_object_set_new(o, "intrusion", json_boolean(strcmp(intr, "Normal") != 0));
+	const char *prp = json_string_value(json_object_get(sys, "PowerRestorePolicy"));
+	if (!prp)
+		prp = json_string_value(json_object_get(ch, "PowerRestorePolicy"));
+	if (prp)
+		json_object_set_new(o, "powerRestorePolicy", json_string(prp));
+	if (chassis_uri) {
+		char cid[128];
+		rf_last_segment(chassis_uri, cid, sizeof(cid));
+		json_object_set_new(o, "chassis", json_string(cid));
+	}
+	const char *led = json_string_value(json_object_get(ch, "IndicatorLED"));
+	if (led)
+		json_object_set_new(o, "indicatorLed", json_string(led));
+	return o;
+}
+
+int rf_log_is_sel(const json_t *svc)
+{
+	const char *ty = json_string_value(json_object_get(svc, "LogEntryType"));
+	return ty && strcmp(ty, "SEL") == 0;
+}
+
+int rf_sel_entry_is_link(const json_t *e)
+{
+	return !json_object_get(e, "Message") && !json_object_get(e, "Created");
+}
+
+json_t *rf_sel_entry(const json_t *e, size_t idx)
+{
+	const char *id = json_string_value(json_object_get(e, "Id"));
+	char *end = NULL;
+	long long n = id ? strtoll(id, &end, 10) : 0;
+	json_t *o = json_pack("{s:I,s:o,s:o,s:o}", "id",
+			      (json_int_t)(id && end && !*end ? n : (long long)idx), "timestamp",
+			      str_or_null(e, "Created"), "sensorType",
+			      json_string(json_string_value(json_object_get(e, "SensorType"))
+					  ? json_string_value(json_object_get(e, "SensorType"))
+					  : ""),
+			      "message", json_string(json_string_value(json_object_get(e, "Message"))
+					     ? json_string_value(json_object_get(e, "Message"))
+					     : ""));
+	json_t *sn = json_object_get(e, "SensorNumber");
+	if (json_is_integer(sn))
+		json_object_set(o, "sensorNumber", sn);
+	const char *code = json_string_value(json_object_get(e, "EntryCode"));
+	if (code)
+		json_object_set_new(o, "eventType", json_string(code));
+	return o;
+}
+
+int rf_task_terminal(const char *state)
+{
+	static const char *const done[] = {"Completed", "Exception", "Killed", "Cancelled"};
+	for (size_t i = 0; i < sizeof(done) / sizeof(done[0]); i++)
+		if (strcmp(state, done[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static void task_fill(json_t *o, const json_t *task)
+{
+	const char *st = json_string_value(json_object_get(task, "TaskState"));
+	if (st)
+		json_object_set_new(o, "state", json_string(st));
+	json_t *pc = json_object_get(task, "PercentComplete");
+	if (json_is_integer(pc))
+		json_object_set(o, "percent", pc);
+	json_t *msgs = json_object_get(task, "Messages");
+	if (json_is_array(msgs)) {
+		json_t *arr = json_array();
+		size_t i;
+		json_t *m;
+		json_array_foreach(msgs, i, m)
+		{
+			const char *s = json_string_value(json_object_get(m, "Message"));
+			if (!s)
+				s = json_string_value(json_object_get(m, "MessageId"));
+			if (s && i < RF_MAX_TASK_MESSAGES)
+				json_array_append_new(arr, json_string(s));
+		}
+		json_object_set_new(o, "messages", arr);
+	}
+}
+
+json_t *rf_task_new(const char *monitor, const json_t *first)
+{
+	json_t *o = json_pack("{s:s,s:s,s:[]}", "task", monitor, "state", "Running", "messages");
+	const char *tu = json_string_value(json_object_get(first, "@odata.id"));
+	if (tu)
+		json_object_set_new(o, "task", json_string(tu));
+	if (first)
+		task_fill(o, first);
+	return o;
+}
+
+void rf_task_update(json_t *o, long status, const json_t *body)
+{
+	if (body && json_object_get(body, "TaskState"))
+		task_fill(o, body);
+	else if (status != 202)
+		json_object_set_new(o, "state", json_string("Completed"));
+}
+
+const char *rf_task_state(const json_t *o)
+{
+	return json_string_value(json_object_get(o, "state"));
+}
+
+int64_t rf_poll_wait(int64_t retry_after_ms, int64_t cur)
+{
+	int64_t wait = retry_after_ms >= 0 ? retry_after_ms : cur;
+	if (wait < RF_POLL_MIN_MS)
+		wait = RF_POLL_MIN_MS;
+	if (wait > RF_POLL_MAX_MS)
+		wait = RF_POLL_MAX_MS;
+	return wait;
 }
