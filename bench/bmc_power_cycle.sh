@@ -148,8 +148,8 @@ EMU
 		echo $! >"$d/pid"
 	done
 	for i in $(seq 1 "$N"); do
-		local ok=0 t
-		for t in $(seq 1 50); do
+		local ok=0
+		for _ in $(seq 1 50); do
 			if timeout 5 ipmitool -I lanplus -C 3 -H "$(sim_ip "$i")" -p "$(sim_port "$i")" -U admin \
 				-f "$PWF" chassis power status >/dev/null 2>&1; then
 				ok=1
@@ -209,7 +209,6 @@ count_cycled() {
 
 # wait_machines BEFORE T0: until every machine cycled (or LIMIT_S); prints s since T0.
 wait_machines() {
-	local t
 	while :; do
 		[ "$(count_cycled "$1")" -ge "$N" ] && break
 		awk -v e="$(fsub "$(now)" "$2")" -v l="$LIMIT_S" 'BEGIN{exit !(e > l)}' && break
@@ -429,11 +428,12 @@ trap cleanup_bmc EXIT
 
 machine
 echo "bmcs: $N ipmi_sim on $SIM_NET.1-$N, ports $((SIM_PORT + 1))-$((SIM_PORT + N)); ipmi_sim $(dpkg-query -W -f '${Version}' openipmi 2>/dev/null), ipmitool $(dpkg-query -W -f '${Version}' ipmitool 2>/dev/null), ironic $(dpkg-query -W -f '${Version}' ironic-common 2>/dev/null || echo none)"
-for what in ${*:-ipmitool ironic fleetplane}; do
+PARTS=${*:-ipmitool ironic fleetplane}
+for what in $PARTS; do
 	case $what in ipmitool | ironic | fleetplane) ;; *) echo "unknown part $what (ipmitool|ironic|fleetplane)" >&2; exit 2 ;; esac
 done
 for ROUND in $(seq 1 "$ROUNDS"); do
-	for what in ${*:-ipmitool ironic fleetplane}; do
+	for what in $PARTS; do
 		echo "-- round $ROUND"
 		run_"$what"
 	done

@@ -50,7 +50,7 @@ configure() {
 
 wait_alive() {
 	local i
-	for i in $(seq 1 300); do
+	for _ in $(seq 1 300); do
 		if curl -sf -H "$H" "http://127.0.0.1:$API_PORT/v1/conductors" 2>/dev/null | grep -q '"alive": true'; then
 			return 0
 		fi
@@ -69,12 +69,12 @@ start() {
 }
 
 stop() {
-	local f p i
+	local f p
 	for f in api conductor; do
 		[ -f "$W/$f.pid" ] || continue
 		p=$(cat "$W/$f.pid")
 		kill -TERM "$p" 2>/dev/null || true
-		for i in $(seq 1 50); do
+		for _ in $(seq 1 50); do
 			kill -0 "$p" 2>/dev/null || break
 			sleep 0.1
 		done
