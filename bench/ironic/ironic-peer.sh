@@ -49,7 +49,6 @@ configure() {
 }
 
 wait_alive() {
-	local i
 	for _ in $(seq 1 300); do
 		if curl -sf -H "$H" "http://127.0.0.1:$API_PORT/v1/conductors" 2>/dev/null | grep -q '"alive": true'; then
 			return 0
