@@ -1038,11 +1038,17 @@ out:
 /* Polls a task monitor (DSP0266 "Asynchronous operations": 202 + Location while it runs)
  * until the task ends or the deadline is near. *out: {"task","state","percent"?,"messages"}.
  * 0 when it ended (any terminal state: the caller judges), FP_ETIMEDOUT with *out at state
- * Running otherwise. */
+ * Running otherwise; FP_EBMC (nothing polled) when monitor is not printable ASCII. */
 static int task_wait(struct rf_call *c, const char *monitor, const json_t *first, json_t **out)
 {
+	json_t *o = rf_task_new(monitor, first);
+	if (!o) {
+		*out = NULL;
+		return fp_errf(FP_EBMC, c->err, c->errlen,
+			       "BMC gave a task monitor URI (Location) with a byte that is not "
+			       "printable ASCII; not followed");
+	}
 	char *mon = xstrdup(monitor);
-	json_t *o = rf_task_new(mon, first);
 	struct rf_resp p;
 	resp_init(&p);
 	int rc = 0;
@@ -1630,6 +1636,10 @@ static void task_fill(json_t *o, const json_t *task)
 
 json_t *rf_task_new(const char *monitor, const json_t *first)
 {
+	/* a URI is ASCII (RFC 3986 section 2); json_pack refuses bytes that are not UTF-8 */
+	for (const char *s = monitor; *s; s++)
+		if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f)
+			return NULL;
 	json_t *o = json_pack("{s:s,s:s,s:[]}", "task", monitor, "state", "Running", "messages");
 	const char *tu = json_string_value(json_object_get(first, "@odata.id"));
 	if (tu)

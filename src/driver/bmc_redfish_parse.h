@@ -183,7 +183,9 @@ int rf_task_terminal(const char *state);
 
 /* rf_task_new starts the task document {"task","state":"Running","messages":[]} for a task
  * monitor URI (DSP0266 "Asynchronous operations") and the 202 answer's body `first` (may be
- * NULL): its @odata.id names the task, its TaskState, PercentComplete and Messages fold in. */
+ * NULL): its @odata.id names the task, its TaskState, PercentComplete and Messages fold in.
+ * NULL when monitor has a byte outside 0x21-0x7e (a URI is ASCII, RFC 3986 section 2; the
+ * caller fails the call instead of polling it). */
 json_t *rf_task_new(const char *monitor, const json_t *first);
 
 /* rf_task_update folds one task monitor answer (HTTP status, parsed body or NULL) into the

@@ -28,6 +28,7 @@
 #include "base/jsonx.h"
 #include "driver/bmc.h"
 #include "driver/bmc_redfish.h"
+#include "driver/bmc_redfish_parse.h"
 #include "engine/clock.h"
 
 extern char **environ;
@@ -776,6 +777,65 @@ static void test_sushy_agrees(void **state)
 	assert_int_equal(run_sushy(f, "off", "Hdd", "Once", "Legacy"), 1);
 }
 
+/* ---- inputs found by tests/fuzz/fuzz_redfish.c, replayed through the pure interpreters ---- */
+
+/* Splits a raw answer like the fuzzer does: header lines up to the blank line into h, the body
+ * parsed into *doc (NULL when it is not JSON). */
+static void replay_answer(const char *raw, size_t n, struct rf_headers *h, json_t **doc)
+{
+	size_t i = 0;
+	rf_headers_init(h);
+	while (i < n) {
+		const char *line = raw + i;
+		const char *nl = memchr(line, '\n', n - i);
+		size_t len = nl ? (size_t)(nl - line) + 1 : n - i;
+		i += len;
+		if (len <= 2 && (line[0] == '\n' || (line[0] == '\r' && len == 2 && line[1] == '\n')))
+			break;
+		rf_header_line(h, line, len, 1700000000000LL);
+	}
+	char perr[128];
+	if (jsonx_parse(raw + i, n - i, doc, perr, sizeof(perr)) < 0)
+		*doc = NULL;
+}
+
+/* fuzz_redfish crash ec7398532caca529: a 201 answer whose Location has the byte 0xaa. As a task
+ * monitor (202 + Location) json_pack refused the URI, the task document was NULL and task_wait
+ * called strcmp(NULL): a BMC could crash fleetplane with one byte. Now rf_task_new refuses a
+ * monitor that is not printable ASCII and task_wait fails the call with FP_EBMC. */
+static void test_fuzz_task_monitor_not_ascii(void **state)
+{
+	(void)state;
+	static const char raw[] =
+	"HTTP/1.1 201 Created\x0d\n"
+	"X-Auth\x01\x00\x00\x00\x00\x00\x00\x16" "0123456789abcdef\x0d\n"
+	"Location: /reated\x0d\n"
+	"X-Auth\x01\x00\x00\x00\x00\x00\x00\x16" "0123456789abcdef\x0d\n"
+	"Location: /redfish/v\xaa" "fish/v1/SessionService/Sessions/7\x0d\n"
+	"\x0d\n"
+	"{\x22@odata.id\x22:\x22/redfish/v1/SessionService/Sessions/7\x22,\x22UserName\x22"
+	":\x22" "admin\x22}";
+	struct rf_headers h;
+	json_t *doc;
+	replay_answer(raw, sizeof(raw) - 1, &h, &doc);
+	assert_string_equal(h.location, "/redfish/v\xaa" "fish/v1/SessionService/Sessions/7");
+	assert_null(h.token); /* the X-Auth lines lost their colon */
+	assert_int_equal(h.retry_after_ms, -1);
+	assert_non_null(doc);
+	assert_null(rf_task_new(h.location, doc));
+	assert_null(rf_task_new("/redfish/v1/Task Service/1", doc)); /* a space is refused too */
+	/* the same answer with an ASCII monitor still makes a task document */
+	json_t *o = rf_task_new("/redfish/v1/TaskService/Tasks/1/Monitor", doc);
+	assert_non_null(o);
+	assert_string_equal(rf_task_state(o), "Running");
+	assert_string_equal(json_string_value(json_object_get(o, "task")),
+			    "/redfish/v1/SessionService/Sessions/7");
+	assert_int_equal(json_array_size(json_object_get(o, "messages")), 0);
+	json_decref(o);
+	json_decref(doc);
+	rf_headers_release(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -812,6 +872,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_session_expired_relogin_once, setup_rack,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_sushy_agrees, setup_rack, teardown),
+		cmocka_unit_test(test_fuzz_task_monitor_not_ascii),
 	};
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
