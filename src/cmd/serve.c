@@ -69,7 +69,8 @@ struct serve {
 	struct bmc *sim;
 	struct bmc *redfish;
 	struct bmc *ipmi;
-	struct ratelimit *limits;
+	struct ratelimit *limits;     /* real BMCs */
+	struct ratelimit *sim_limits; /* simulated BMCs (site rate scaled by sim speed) */
 	struct cache *cache;
 	struct lifecycle *lc;
 	struct api_server *api;
@@ -405,6 +406,7 @@ static void shutdown_all(struct serve *sv)
 	bmc_free(sv->redfish);
 	bmc_free(sv->ipmi);
 	ratelimit_free(sv->limits);
+	ratelimit_free(sv->sim_limits);
 	breaker_free(sv->breaker);
 	clock_free(sv->clock);
 	store_close(sv->store);
@@ -647,11 +649,14 @@ int cmd_serve(int argc, char **argv)
 	sv.redfish = bmc_redfish_new(sv.clock);
 	sv.ipmi = bmc_ipmi_new(sv.clock);
 	double speed_factor = sv.sim_speed > 1 ? sv.sim_speed : 1;
+	/* Real BMCs get --site-qps as stated; simulated ones run sim_speed times faster, so their
+	 * site budget is scaled by the same factor (0 = unlimited at zero latency), in a limiter
+	 * of their own. */
 	struct ratelimit_config rcfg = {
 		.bmc_max_concurrency = (int)sv.bmc_concurrency,
 		.bmc_min_interval_ms = sv.bmc_min_interval_ms,
-		.site_rate_per_s = sv.sim_speed == 0 ? 0 : sv.site_qps * speed_factor,
-		.site_burst = (int64_t)(2 * sv.site_qps * speed_factor) + 1,
+		.site_rate_per_s = sv.site_qps,
+		.site_burst = (int64_t)(2 * sv.site_qps) + 1,
 		.busy_retry_ms = 20,
 		/* One key per BMC: size the table for the largest fleet, and forget idle BMCs
 		 * after a minute. */
@@ -659,6 +664,9 @@ int cmd_serve(int argc, char **argv)
 		.idle_evict_ms = 60 * 1000,
 	};
 	sv.limits = ratelimit_new(sv.clock, &rcfg);
+	rcfg.site_rate_per_s = sv.sim_speed == 0 ? 0 : sv.site_qps * speed_factor;
+	rcfg.site_burst = (int64_t)(2 * sv.site_qps * speed_factor) + 1;
+	sv.sim_limits = ratelimit_new(sv.clock, &rcfg);
 	/* A BMC that keeps timing out is left alone: first probe after 5 s, doubling to 5 min,
 	 * with 20 % jitter so a rack that failed together is not probed in lockstep. */
 	struct breaker_config bcfg = {.failure_threshold = (int)sv.bmc_breaker_failures,
@@ -670,6 +678,7 @@ int cmd_serve(int argc, char **argv)
 	struct lifecycle_config lcfg = {
 		.store = sv.store, .cache = sv.cache, .clock = sv.clock, .rng = &sv.rng,
 		.exec = sv.exec, .report_exec = sv.report_exec, .limits = sv.limits,
+		.sim_limits = sv.sim_limits,
 		.breaker = sv.breaker, .bmc_call_timeout_ms = sv.bmc_timeout_s * 1000,
 		.bmc_credentials_dir = sv.cred_dir,
 		.drivers = {sv.sim, sv.ipmi, sv.redfish}, .ndrivers = 3,

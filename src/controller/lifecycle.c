@@ -655,6 +655,7 @@ static json_t *op_params(struct operation *op)
 static void mark_acted(struct step_ctx *x)
 {
 	json_object_set_new(op_params(x->op), "acted", json_integer(x->op->attempt));
+	json_object_set_new(op_params(x->op), "actedAt", json_integer(now_wall(x->lc)));
 	if (save_op(x->lc, x->op) < 0)
 		log_warn("lifecycle: could not record a sent power action node=%s op=%s",
 			 x->n->name, x->op->id);
@@ -686,6 +687,19 @@ static enum step_result act_then_poll(struct step_ctx *x, enum bmc_power_action 
 		mark_acted(x);
 		x->wait_ms = scale(x->lc, x->n, POWER_POLL);
 		snprintf(x->err, sizeof(x->err), "power %s sent; waiting for the BMC to read %s",
+			 bmc_action_name(a), bmc_power_name(want));
+		return STEP_WAIT;
+	}
+	/* The step may be looked at again early (the node changed meanwhile); the first read
+	 * still waits one poll interval after the act. */
+	json_t *at = json_object_get(x->op->params, "actedAt");
+	int64_t settle = json_is_integer(at) ? json_integer_value(at) +
+						      scale(x->lc, x->n, POWER_POLL) - now_wall(x->lc)
+					     : 0;
+	if (settle > 0) {
+		x->wait_ms = settle;
+		snprintf(x->err, sizeof(x->err),
+			 "power %s sent; giving the BMC time before reading %s",
 			 bmc_action_name(a), bmc_power_name(want));
 		return STEP_WAIT;
 	}
@@ -1070,6 +1084,8 @@ static void run_op_task(void *arg)
 		x.call_deadline =
 			clock_now_ms(lc->cfg.clock) + scale_timeout(lc, n, call_timeout, FLOOR_CALL);
 		const char *bmc_key = n->bmc.address ? n->bmc.address : n->name;
+		struct ratelimit *limits =
+			is_sim(n) && lc->cfg.sim_limits ? lc->cfg.sim_limits : lc->cfg.limits;
 		enum step_result r;
 		int gated = 0; /* the breaker let this step through */
 		char *password = NULL; /* resolved for this step only; wiped after */
@@ -1095,10 +1111,10 @@ static void run_op_task(void *arg)
 					 "the BMC asked to wait (Retry-After); %lld ms left",
 					 (long long)quiet);
 				r = STEP_BUSY;
-			} else if (def->uses_bmc && lc->cfg.limits) {
+			} else if (def->uses_bmc && limits) {
 				char why[128];
 				int64_t wait = 0;
-				rc = ratelimit_acquire(lc->cfg.limits, bmc_key, n->site, &wait, why,
+				rc = ratelimit_acquire(limits, bmc_key, n->site, &wait, why,
 						       sizeof(why));
 				if (rc < 0) {
 					x.wait_ms = wait > 0 ? wait : 50;
@@ -1114,7 +1130,7 @@ static void run_op_task(void *arg)
 			else if (r != STEP_BUSY)
 				r = def->run(&x);
 			if (slot)
-				ratelimit_release(lc->cfg.limits, bmc_key);
+				ratelimit_release(limits, bmc_key);
 		}
 		fp_free_secret(password);
 		x.t.password = NULL;

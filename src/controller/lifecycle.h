@@ -38,6 +38,7 @@ struct lifecycle_config {
 	struct fp_executor *exec;  /* runs operation steps (blocking BMC calls) */
 	struct fp_executor *report_exec; /* records agent reports; NULL = exec */
 	struct ratelimit *limits;  /* per BMC and per site; may be NULL */
+	struct ratelimit *sim_limits; /* the same for sim-driver nodes; NULL = limits */
 	/* Per-BMC circuit breaker (engine/breaker.h), keyed by spec.bmc.address (the node name
 	 * for sim nodes without one); may be NULL. Only FP_ETIMEDOUT and FP_EIO count as
 	 * failures. While a BMC's circuit is open its steps do not call it: they wait for the

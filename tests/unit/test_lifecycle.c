@@ -45,6 +45,8 @@ struct fake_bmc {
 	int fail_rc;        /* every call fails with this (0 = answer) */
 	int64_t retry_after_once; /* the next call answers FP_EAGAIN with this Retry-After */
 	long calls, sets, calls_open, calls_probe;
+	int64_t set_at;     /* clock ms of the last power_set, 0 once a power_get followed it */
+	int64_t min_settle; /* shortest time from a power_set to the power_get after it; 0 = none */
 	struct breaker *breaker; /* to look at while called, or NULL */
 };
 
@@ -244,6 +246,12 @@ static int fake_power_get(struct bmc *b, const struct bmc_target *t, int64_t dl,
 		return 0;
 	}
 	*out = w->fk.power;
+	if (w->fk.set_at) {
+		int64_t gap = clock_now_ms(w->clock) - w->fk.set_at;
+		if (!w->fk.min_settle || gap < w->fk.min_settle)
+			w->fk.min_settle = gap;
+		w->fk.set_at = 0;
+	}
 	return 0;
 }
 
@@ -255,6 +263,7 @@ static int fake_power_set(struct bmc *b, const struct bmc_target *t, int64_t dl,
 	if (rc < 0)
 		return rc;
 	w->fk.sets++;
+	w->fk.set_at = clock_now_ms(w->clock);
 	w->fk.power = a == BMC_ACTION_OFF || a == BMC_ACTION_SOFT ? BMC_POWER_OFF : BMC_POWER_ON;
 	return 0;
 }
@@ -1006,6 +1015,27 @@ static void test_learned_quirks_recorded_once(void **state)
 	world_free(w);
 }
 
+/* A BMC may begin a cycle late: the first read comes one poll interval (5 s) after the act,
+ * even when the node is looked at again sooner (here: the operation's own writes wake it). */
+static void test_cycle_reads_after_settling(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	w->fk.power = BMC_POWER_ON;
+	enroll_fake(w, "f1");
+	enum node_phase prov = PHASE_PROVISIONING;
+	assert_int_equal(run_until(w, f1_phase_is, &prov, 30 * MIN_MS), 0);
+	char *cyc = request_power(w, "f1", "cycle");
+	assert_int_equal(run_until(w, op_ended, cyc, 60 * MIN_MS), 0);
+	struct operation *op = get_op(w, cyc);
+	assert_int_equal(op->state, OP_SUCCEEDED);
+	operation_free(op);
+	/* every power read that followed an act (the cycle's poll, and provisioning's reads
+	 * after its own cycle) came at least 5 s later */
+	assert_true(w->fk.min_settle >= 5000);
+	free(cyc);
+	world_free(w);
+}
+
 static void test_auth_failure_fails_at_once(void **state)
 {
 	struct world *w = world_new(0, 0, 0);
@@ -1190,6 +1220,7 @@ int main(void)
 		cmocka_unit_test(test_power_unknown_is_not_off),
 		cmocka_unit_test(test_learned_quirks_recorded_once),
 		cmocka_unit_test(test_auth_failure_fails_at_once),
+		cmocka_unit_test(test_cycle_reads_after_settling),
 		cmocka_unit_test(test_breaker_opens_waits_closes),
 		cmocka_unit_test(test_retry_after_waits_without_an_attempt),
 		cmocka_unit_test(test_retire_cancels_queued_power),
