@@ -25,6 +25,7 @@
  * Passwords live only in the session entry (wiped on free) and in FreeIPMI's context; no error
  * text is built from them. */
 #include "driver/bmc_ipmi.h"
+#include "driver/bmc_ipmi_parse.h"
 
 #include <freeipmi/freeipmi.h>
 #include <inttypes.h>
@@ -51,7 +52,7 @@
 #define PASSWORD_MAX IPMI_2_0_MAX_PASSWORD_LENGTH /* 20: IPMI 2.0 section 13.31 */
 #define SEL_MAX_ENTRIES 4096  /* most entries one sel_read returns */
 #define SEL_WALK_MAX 65535    /* record ids are 16 bits; 0xffff ends the chain */
-#define SEL_RECORD_LEN 16     /* IPMI 2.0 section 32 */
+#define SEL_RECORD_LEN IPMI_SEL_RECORD_LEN
 
 struct ipmi_sess {
 	char *address;   /* as given: host or host:port */
@@ -770,9 +771,8 @@ static const char *event_class_name(uint8_t type_code)
 	}
 }
 
-/* One 16-byte SEL record as the JSON entry bmc.h describes, parsed with libfreeipmi's SEL
- * helpers (no SDR: sensors are named by type and number). */
-static json_t *sel_entry_json(ipmi_sel_ctx_t sc, const uint8_t *rec)
+/* One 16-byte SEL record as the JSON entry bmc.h describes (bmc_ipmi_parse.h). */
+json_t *ipmi_sel_entry_json(ipmi_sel_ctx_t sc, const uint8_t *rec)
 {
 	char raw[2 * SEL_RECORD_LEN + 1];
 	for (int i = 0; i < SEL_RECORD_LEN; i++)
@@ -885,7 +885,7 @@ static int ipmi_sel_read(struct bmc *b, const struct bmc_target *t, int64_t dead
 			abort();
 		json_t *arr = json_array();
 		for (size_t i = 0; i < nring; i++)
-			json_array_append_new(arr, sel_entry_json(sc, ring[(head + i) % max_entries]));
+			json_array_append_new(arr, ipmi_sel_entry_json(sc, ring[(head + i) % max_entries]));
 		ipmi_sel_ctx_destroy(sc);
 		*out = arr;
 	}
