@@ -73,3 +73,60 @@ int jsonx_check_keys(const json_t *obj, const char *const *allowed, const char *
 	}
 	return 0;
 }
+
+/* Length of the well-formed UTF-8 sequence at p (1..4), or 0 if the bytes there are not one. */
+static size_t utf8_seq(const unsigned char *p)
+{
+	unsigned c = p[0];
+	if (c < 0x80)
+		return 1;
+	size_t n;
+	unsigned min, cp;
+	if ((c & 0xe0) == 0xc0) {
+		n = 2, min = 0x80, cp = c & 0x1f;
+	} else if ((c & 0xf0) == 0xe0) {
+		n = 3, min = 0x800, cp = c & 0x0f;
+	} else if ((c & 0xf8) == 0xf0) {
+		n = 4, min = 0x10000, cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80) /* also stops at the NUL */
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+char *jsonx_utf8_lossy(const char *s)
+{
+	if (!s)
+		return NULL;
+	char *out = xstrdup(s);
+	unsigned char *p = (unsigned char *)out;
+	while (*p) {
+		size_t n = utf8_seq(p);
+		if (n == 0) {
+			*p++ = '?';
+			continue;
+		}
+		p += n;
+	}
+	return out;
+}
+
+json_t *jsonx_string_lossy(const char *s)
+{
+	if (!s)
+		return NULL;
+	json_t *v = json_string(s);
+	if (v)
+		return v;
+	char *fixed = jsonx_utf8_lossy(s);
+	v = json_string(fixed);
+	free(fixed);
+	return v;
+}

@@ -15,6 +15,15 @@ int jsonx_parse(const char *data, size_t len, json_t **out, char *err, size_t er
 /* Compact dump in insertion order.
  * Returns a malloc'd string the caller frees; never NULL. */
 char *jsonx_dumps(const json_t *v);
+/* jsonx_utf8_lossy returns a malloc'd copy of s (NUL-terminated) in which every byte that is
+ * not part of a well-formed UTF-8 sequence (RFC 3629 section 4: no overlongs, no surrogates,
+ * at most U+10FFFF) - for example the tail of a character cut by a bounded snprintf, or a
+ * byte from a BMC - is replaced by '?'. NULL for NULL. */
+char *jsonx_utf8_lossy(const char *s);
+/* jsonx_string_lossy is json_string(s) that never fails on bad UTF-8 (see jsonx_utf8_lossy):
+ * text from outside (BMC answers, truncated error messages) must not vanish from a document.
+ * NULL only for s == NULL. New reference. */
+json_t *jsonx_string_lossy(const char *s);
 
 /* Returns the value at a dotted path ("status.phase") inside obj, or NULL. Borrowed. */
 json_t *jsonx_path(const json_t *obj, const char *path);

@@ -136,8 +136,8 @@ static void put_time(json_t *obj, const char *key, int64_t t)
 
 static void put_str(json_t *obj, const char *key, const char *s)
 {
-	if (s)
-		json_object_set_new(obj, key, json_string(s));
+	if (s) /* lossy: a message cut mid-character by a bounded buffer must not vanish */
+		json_object_set_new(obj, key, jsonx_string_lossy(s));
 }
 
 /* ---- node ---- */

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
+#include "base/jsonx.h"
 #include "base/timefmt.h"
 
 /* The suffix is a process-wide sequence, so two events made in the same millisecond list in
@@ -28,7 +29,10 @@ json_t *event_new(const char *id, const char *type, const char *actor, const cha
 {
 	char ts[FP_TIME_LEN];
 	fp_time_format(wall_ms, ts);
-	return json_pack("{s:s,s:{s:s,s:s},s:s,s:s,s:s,s:s,s:s,s:s}", "kind", "Event", "metadata",
+	/* The message often carries text from outside (a BMC's error, cut to a buffer): made
+	 * valid UTF-8 here, or json_pack would return NULL and the event would be lost. */
+	return json_pack("{s:s,s:{s:s,s:s},s:s,s:s,s:s,s:s,s:o,s:s}", "kind", "Event", "metadata",
 			 "name", id, "createdAt", ts, "type", type, "actor", actor, "object",
-			 object, "reason", reason, "message", message ? message : "", "time", ts);
+			 object, "reason", reason, "message",
+			 jsonx_string_lossy(message ? message : ""), "time", ts);
 }

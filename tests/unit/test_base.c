@@ -65,6 +65,29 @@ static void test_json_strict(void **state)
 	json_decref(v);
 }
 
+static void test_utf8_lossy(void **state)
+{
+	(void)state;
+	/* well-formed text is kept as is, multi-byte characters included */
+	char *s = jsonx_utf8_lossy("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x94\xa5");
+	assert_string_equal(s, "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x94\xa5");
+	free(s);
+	/* an arrow cut after its first two bytes (a bounded snprintf), a lone continuation
+	 * byte, an overlong '/', a UTF-16 surrogate, a byte from a BMC */
+	s = jsonx_utf8_lossy("a\xe2\x86");
+	assert_string_equal(s, "a??");
+	free(s);
+	s = jsonx_utf8_lossy("\x80x\xc0\xafy\xed\xa0\x80z\xaa");
+	assert_string_equal(s, "?x??y???z?");
+	free(s);
+	assert_null(jsonx_utf8_lossy(NULL));
+	/* json_string refuses bad UTF-8; the lossy one keeps the text */
+	assert_null(json_string("lost \xe2\x86"));
+	json_t *v = jsonx_string_lossy("kept \xe2\x86");
+	assert_string_equal(json_string_value(v), "kept ??");
+	json_decref(v);
+}
+
 static void test_metrics_render(void **state)
 {
 	struct metric_family *c =
@@ -89,7 +112,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_err_map),      cmocka_unit_test(test_buf_bounded),
 		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_json_strict),
-		cmocka_unit_test(test_metrics_render),
+		cmocka_unit_test(test_metrics_render), cmocka_unit_test(test_utf8_lossy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
