@@ -1021,18 +1021,21 @@ static void run_op_task(void *arg)
 	struct node *n = NULL;
 	struct status_delta delta = {0};
 	int64_t requeue_after = 0;
-	/* Start from the informer's copies: every write below is a compare-and-swap on their
-	 * resourceVersion, so a copy that lags the store only costs a conflict and a re-queue
-	 * (before any side effect: the intent write is the first write). */
-	int rc = 0;
-	op = cache_operation_get(lc->cfg.cache, t->op_id);
-	if (!op)
-		rc = load_op(lc, t->op_id, &op);
+	/* The operation comes from the store: what a step already did (params.acted, the
+	 * attempt's intent) must be judged on the operation as written. The informer's copy can
+	 * lag this node's own last task - a re-run right after a step that sent a power cycle
+	 * saw the copy from before mark_acted, which already had its intent (so nothing was
+	 * written before acting), and sent the cycle again. The node is the informer's copy:
+	 * every node write below is a compare-and-swap on its resourceVersion, so a copy that
+	 * lags the store only costs a conflict and a re-queue. */
+	int rc = load_op(lc, t->op_id, &op);
 	if (rc == 0) {
 		n = cache_node_get(lc->cfg.cache, t->node);
 		if (!n)
 			rc = load_node(lc, t->node, &n);
 	}
+	if (rc == 0 && op_state_terminal(op->state))
+		requeue_after = 5; /* ended: look again once the informer has caught up */
 	if (rc < 0 || op_state_terminal(op->state) || !n->operation ||
 	    strcmp(n->operation, op->id) != 0)
 		goto out;
