@@ -234,4 +234,7 @@ for p in "${NODES[@]}"; do
 	hits=$(grep -l -F -- "$pw" "$D/serve.log" "$WORK"/*.log "$WORK/ps.end" "$WORK"/watch.* || true)
 	[ -z "$hits" ] || fail "the BMC password of $p appears in: $hits"
 done
+if [ "${FP_SAN:-0}" = 1 ] && grep -E 'Sanitizer|runtime error:' "$D/serve.log"; then
+	fail "sanitizer report in serve.log"
+fi
 echo "ok test_redfish_faults"
