@@ -6,11 +6,11 @@
 #   slow   delay_ms 3000 (past the 2 s call deadline): `node power rf-slow cycle --wait` fails
 #          after its 3 attempts (not stuck); BMCReachable went False Timeout, then - the third
 #          timeout in a row - False CircuitOpen with one Warning event BMCUnreachable; fast
-#          again: `node power rf-slow status --wait` waits for the breaker's probe, which
-#          answers: BMCReachable True Answered and one Normal event BMCReachable.
+#          again: `node power rf-slow status --wait` is the breaker's probe, which answers:
+#          BMCReachable True Answered and one Normal event BMCReachable.
 #   busy   503 + Retry-After: 3 (past the deadline, so the driver does not wait itself): the
 #          power off waits and then succeeds; its lastError while waiting says Retry-After;
-#          the server's next request comes at least 3 s after the 503.
+#          the server's next request comes 3 s after the 503 or later.
 #   sess   session limit reached (and the live session dropped): the power off still succeeds
 #          over basic auth (documented fallback), one warn line in serve's log, BMCReachable
 #          True; once the BMC has room again the next operation makes a session.
@@ -213,18 +213,14 @@ assert_eq "Warning BMCUnreachable BMC $SLOW_URL: circuit open after repeated tim
 	"$(events rf-slow BMCUnreachable | ms)" "rf-slow BMCUnreachable events"
 assert_eq "" "$(events rf-slow BMCReachable)" "rf-slow BMCReachable events while the circuit is open"
 
-# Fast again: the status read waits for the breaker's probe, which answers.
-RV_FAST=$(rv)
+# Fast again: the status read is the breaker's probe (it waits for it, or - when the
+# scenarios above took longer than the 5-6 s backoff - the probe is already due), which answers.
 control slow '{"delay_ms": 0}'
 out=$("$FP" node power rf-slow status --wait 2>&1) && st=0 || st=$?
 assert_eq "0 on" "$st $out" "node power rf-slow status once the BMC is fast again"
 assert_eq "True Answered" "$(cond rf-slow BMCReachable)" "rf-slow BMCReachable after the probe answered"
 assert_eq "Normal BMCReachable BMC $SLOW_URL answers again; circuit closed" "$(events rf-slow BMCReachable)" "rf-slow BMCReachable events"
 assert_eq 1 "$(events rf-slow BMCUnreachable | wc -l)" "rf-slow BMCUnreachable events after the circuit closed"
-history "/v1/operations?node=rf-slow" "$RV_FAST" '.object.spec.kind == "power" and .object.status.state == "succeeded"' >"$WORK/slow.ops"
-assert_eq "BMC $SLOW_URL circuit open after repeated timeouts; not calling it until the next probe in N ms" \
-	"$(jq -r 'select(.object.status.lastError != null) | .object.status.lastError' "$WORK/slow.ops" | ms | sort -u)" \
-	"rf-slow power status: lastError while the circuit was open"
 
 # No password anywhere: serve's log, the servers' logs, argv.
 ps -eo args >"$WORK/ps.end"
