@@ -45,13 +45,13 @@ sys.exit(m.main())'
 
 # start_peer NAME: a server with a random password (in a file), port in $WORK/NAME.port.
 start_peer() {
-	local name=$1 i
+	local name=$1
 	head -c 18 /dev/urandom | base64 >"$WORK/$name.pw"
 	/usr/bin/python3 -B -c "$PEER_PY" "$ROOT/tests/peers/redfish/server.py" \
 		--bundle "$ROOT/tests/data/redfish/public-rackmount1" --port-file "$WORK/$name.port" \
 		--log "$WORK/$name.log" --user admin --password-file "$WORK/$name.pw" 2>"$WORK/$name.err" &
 	PEERS+=($!)
-	for i in $(seq 1 100); do
+	for _ in $(seq 1 100); do
 		[ -s "$WORK/$name.port" ] && return 0
 		sleep 0.1
 	done
@@ -80,12 +80,12 @@ rv() { api GET '/v1/nodes?limit=1' | tail -n +2 | jq -r .metadata.resourceVersio
 # history PATH-AND-QUERY RV STOP-JQ: every line of a watch from revision RV, up to and including
 # the first line for which STOP-JQ is true (the stream itself never ends).
 history() {
-	local f pid i q="((${3})? // false)"
+	local f pid q="((${3})? // false)"
 	f=$(mktemp "$WORK/watch.XXXXXX")
 	curl -s -N -H "Authorization: Bearer $FLEETPLANE_TOKEN" \
 		"$FLEETPLANE_URL$1&watch=1&resourceVersion=$2" >"$f" &
 	pid=$!
-	for i in $(seq 1 300); do
+	for _ in $(seq 1 300); do
 		cp "$f" "$f.seen" # what has arrived so far (the stream may be mid-line)
 		jq -e -n "[inputs | select($q)] | length > 0" "$f.seen" >/dev/null 2>&1 && break
 		sleep 0.1
