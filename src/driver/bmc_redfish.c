@@ -966,6 +966,8 @@ static int rf_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadli
 	if (rc < 0)
 		return rc;
 	json_t *sys = NULL, *logs = NULL, *svc = NULL, *ents = NULL, *arr = json_array();
+	if (max_entries > RF_MAX_SEL_ENTRIES)
+		max_entries = RF_MAX_SEL_ENTRIES;
 	rc = get_system(&c, &sys, NULL, 0);
 	if (rc < 0)
 		goto out;
@@ -1505,10 +1507,29 @@ int rf_boot_patch(const json_t *sys, const char *system_uri, const struct bmc_bo
 	return 0;
 }
 
+json_t *rf_str_capped(const char *s)
+{
+	if (!s)
+		return json_null();
+	size_t n = strnlen(s, RF_MAX_STRING + 1);
+	if (n > RF_MAX_STRING) {
+		n = RF_MAX_STRING;
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--; /* s[n] continues a character: cut before the character */
+	}
+	json_t *j = json_stringn(s, n);
+	return j ? j : json_string(""); /* not UTF-8: jansson's strings always are */
+}
+
 static json_t *str_or_null(const json_t *o, const char *k)
 {
+	return rf_str_capped(json_string_value(json_object_get(o, k)));
+}
+
+static json_t *str_or_empty(const json_t *o, const char *k)
+{
 	const char *s = json_string_value(json_object_get(o, k));
-	return s ? json_string(s) : json_null();
+	return rf_str_capped(s ? s : "");
 }
 
 json_t *rf_gpu_entry(const json_t *pr, size_t index)
@@ -1521,13 +1542,16 @@ json_t *rf_gpu_entry(const json_t *pr, size_t index)
 			 str_or_null(pr, "Manufacturer"), "serial", str_or_null(pr, "SerialNumber"));
 }
 
-json_t *rf_inventory_doc(const json_t *sys, const json_t *gpus)
+json_t *rf_inventory_doc(const json_t *sys, const json_t *gpus_in)
 {
+	json_t *gpus = json_array();
+	for (size_t i = 0; i < json_array_size(gpus_in) && i < RF_MAX_GPUS; i++)
+		json_array_append(gpus, json_array_get(gpus_in, i));
 	json_t *ps = json_object_get(sys, "ProcessorSummary");
 	json_t *ms = json_object_get(sys, "MemorySummary");
 	json_t *cnt = json_object_get(ps, "Count");
 	json_t *mem = json_object_get(ms, "TotalSystemMemoryGiB");
-	return json_pack("{s:{s:o,s:o,s:o,s:o},s:{s:o,s:o},s:o,s:O}", "system", "manufacturer",
+	return json_pack("{s:{s:o,s:o,s:o,s:o},s:{s:o,s:o},s:o,s:o}", "system", "manufacturer",
 			 str_or_null(sys, "Manufacturer"), "model", str_or_null(sys, "Model"),
 			 "serialNumber", str_or_null(sys, "SerialNumber"), "id",
 			 str_or_null(sys, "Id"), "cpu", "model", str_or_null(ps, "Model"),
@@ -1545,7 +1569,7 @@ json_t *rf_chassis_status_doc(const json_t *sys, const json_t *ch, const char *c
 	const char *health = json_string_value(
 		json_object_get(json_object_get(ch ? ch : sys, "Status"), "Health"));
 	if (health)
-		json_object_set_new(o, "health", json_string(health));
+		json_object_set_new(o, "health", rf_str_capped(health));
 	const char *intr = json_string_value(
 		json_object_get(json_object_get(ch, "PhysicalSecurity"), "IntrusionSensor"));
 	if (intr)
@@ -1554,15 +1578,15 @@ json_t *rf_chassis_status_doc(const json_t *sys, const json_t *ch, const char *c
 	if (!prp)
 		prp = json_string_value(json_object_get(ch, "PowerRestorePolicy"));
 	if (prp)
-		json_object_set_new(o, "powerRestorePolicy", json_string(prp));
+		json_object_set_new(o, "powerRestorePolicy", rf_str_capped(prp));
 	if (chassis_uri) {
-		char cid[128];
+		char cid[2 * RF_MAX_STRING];
 		rf_last_segment(chassis_uri, cid, sizeof(cid));
-		json_object_set_new(o, "chassis", json_string(cid));
+		json_object_set_new(o, "chassis", rf_str_capped(cid));
 	}
 	const char *led = json_string_value(json_object_get(ch, "IndicatorLED"));
 	if (led)
-		json_object_set_new(o, "indicatorLed", json_string(led));
+		json_object_set_new(o, "indicatorLed", rf_str_capped(led));
 	return o;
 }
 
@@ -1584,19 +1608,15 @@ json_t *rf_sel_entry(const json_t *e, size_t idx)
 	long long n = id ? strtoll(id, &end, 10) : 0;
 	json_t *o = json_pack("{s:I,s:o,s:o,s:o}", "id",
 			      (json_int_t)(id && end && !*end ? n : (long long)idx), "timestamp",
-			      str_or_null(e, "Created"), "sensorType",
-			      json_string(json_string_value(json_object_get(e, "SensorType"))
-					  ? json_string_value(json_object_get(e, "SensorType"))
-					  : ""),
-			      "message", json_string(json_string_value(json_object_get(e, "Message"))
-					     ? json_string_value(json_object_get(e, "Message"))
-					     : ""));
+			      str_or_null(e, "Created"),
+			      "sensorType", str_or_empty(e, "SensorType"), "message",
+			      str_or_empty(e, "Message"));
 	json_t *sn = json_object_get(e, "SensorNumber");
 	if (json_is_integer(sn))
 		json_object_set(o, "sensorNumber", sn);
 	const char *code = json_string_value(json_object_get(e, "EntryCode"));
 	if (code)
-		json_object_set_new(o, "eventType", json_string(code));
+		json_object_set_new(o, "eventType", rf_str_capped(code));
 	return o;
 }
 
@@ -1613,7 +1633,7 @@ static void task_fill(json_t *o, const json_t *task)
 {
 	const char *st = json_string_value(json_object_get(task, "TaskState"));
 	if (st)
-		json_object_set_new(o, "state", json_string(st));
+		json_object_set_new(o, "state", rf_str_capped(st));
 	json_t *pc = json_object_get(task, "PercentComplete");
 	if (json_is_integer(pc))
 		json_object_set(o, "percent", pc);
@@ -1628,7 +1648,7 @@ static void task_fill(json_t *o, const json_t *task)
 			if (!s)
 				s = json_string_value(json_object_get(m, "MessageId"));
 			if (s && i < RF_MAX_TASK_MESSAGES)
-				json_array_append_new(arr, json_string(s));
+				json_array_append_new(arr, rf_str_capped(s));
 		}
 		json_object_set_new(o, "messages", arr);
 	}
@@ -1641,8 +1661,10 @@ json_t *rf_task_new(const char *monitor, const json_t *first)
 		if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f)
 			return NULL;
 	json_t *o = json_pack("{s:s,s:s,s:[]}", "task", monitor, "state", "Running", "messages");
+	/* the Task's own URI when it is a usable one (the bound of a kept Location), else the
+	 * monitor's */
 	const char *tu = json_string_value(json_object_get(first, "@odata.id"));
-	if (tu)
+	if (tu && strnlen(tu, RF_MAX_TASK_URI + 1) <= RF_MAX_TASK_URI)
 		json_object_set_new(o, "task", json_string(tu));
 	if (first)
 		task_fill(o, first);

@@ -23,6 +23,9 @@
 #define RF_MAX_GPUS 64                /* Processors read for the GPU inventory */
 #define RF_MAX_LOG_SERVICES 16        /* LogServices members looked at for the SEL */
 #define RF_MAX_TASK_MESSAGES 32       /* Task Messages kept */
+#define RF_MAX_STRING 256             /* bytes of one string copied into a document we build */
+#define RF_MAX_SEL_ENTRIES 128        /* SEL entries one sel_read returns, whatever is asked */
+#define RF_MAX_TASK_URI 1023          /* bytes of a Task @odata.id taken as the task's name */
 #define RF_MAX_RETRY_AFTER_MS 3600000 /* Retry-After values are capped at an hour */
 #define RF_POLL_MIN_MS 100            /* task monitor polling interval bounds */
 #define RF_POLL_DEFAULT_MS 500
@@ -154,16 +157,30 @@ void rf_boot_of(const json_t *sys, struct bmc_boot *out);
 int rf_boot_patch(const json_t *sys, const char *system_uri, const struct bmc_boot *want,
 		  json_t **req, char *err, size_t errlen);
 
+/* rf_str_capped returns a new JSON string of s cut to at most RF_MAX_STRING bytes at a UTF-8
+ * character boundary (s is UTF-8, as every jansson string is; a NUL ends it), or JSON null when
+ * s is NULL. Every string the documents below copy from the BMC goes through it, so that a BMC
+ * cannot grow a node's stored status (the store takes at most STORE_MAX_VALUE, 1 MiB, per value)
+ * by sending long strings. */
+json_t *rf_str_capped(const char *s);
+
 /* rf_gpu_entry returns the inventory entry {"index","id","model","manufacturer","serial"} of
- * a Processor document whose ProcessorType is "GPU", else NULL. */
+ * a Processor document whose ProcessorType is "GPU", else NULL. Strings capped (rf_str_capped):
+ * an entry is at most 4 x 256 bytes of strings. */
 json_t *rf_gpu_entry(const json_t *proc, size_t index);
 
 /* rf_inventory_doc builds the inventory document bmc.h describes from a ComputerSystem and the
- * gpus array (borrowed, copied in). Never NULL. */
+ * gpus array (borrowed; its first RF_MAX_GPUS entries are copied in). Never NULL. Bound: at most
+ * 5 + 4 x RF_MAX_GPUS = 261 strings of at most RF_MAX_STRING bytes each (rf_str_capped) plus
+ * two numbers and fixed keys: with entries from rf_gpu_entry, under 80 KB as compact JSON, and
+ * under 450 KB even if every byte were a control character that JSON escapes as \u00XX (6
+ * bytes), well under STORE_MAX_VALUE (1 MiB). */
 json_t *rf_inventory_doc(const json_t *sys, const json_t *gpus);
 
 /* rf_chassis_status_doc builds the chassis_status document bmc.h describes from a
- * ComputerSystem and its first Chassis (ch may be NULL; chassis_uri NULL when none). */
+ * ComputerSystem and its first Chassis (ch may be NULL; chassis_uri NULL when none). At most 4
+ * strings of at most RF_MAX_STRING bytes (health, powerRestorePolicy, chassis Id,
+ * indicatorLed) plus "power" and a boolean: under 7 KB as JSON, escapes included. */
 json_t *rf_chassis_status_doc(const json_t *sys, const json_t *ch, const char *chassis_uri);
 
 /* rf_log_is_sel: 1 if a LogService document's LogEntryType is "SEL". */
@@ -183,7 +200,8 @@ int rf_task_terminal(const char *state);
 
 /* rf_task_new starts the task document {"task","state":"Running","messages":[]} for a task
  * monitor URI (DSP0266 "Asynchronous operations") and the 202 answer's body `first` (may be
- * NULL): its @odata.id names the task, its TaskState, PercentComplete and Messages fold in.
+ * NULL): its @odata.id names the task (when at most RF_MAX_TASK_URI bytes; else the monitor
+ * does), its TaskState, PercentComplete and Messages fold in (strings capped, rf_str_capped).
  * NULL when monitor has a byte outside 0x21-0x7e (a URI is ASCII, RFC 3986 section 2; the
  * caller fails the call instead of polling it). */
 json_t *rf_task_new(const char *monitor, const json_t *first);

@@ -836,6 +836,113 @@ static void test_fuzz_task_monitor_not_ascii(void **state)
 	rf_headers_release(&h);
 }
 
+/* ---- hardening: what a hostile BMC sends is bounded before it reaches a document ---- */
+
+static char *repeat(const char *unit, size_t times, const char *prefix)
+{
+	size_t ul = strlen(unit), pl = strlen(prefix);
+	char *s = xmalloc(pl + ul * times + 1);
+	memcpy(s, prefix, pl);
+	for (size_t i = 0; i < times; i++)
+		memcpy(s + pl + i * ul, unit, ul);
+	s[pl + ul * times] = '\0';
+	return s;
+}
+
+static void assert_capped(json_t *j, const char *want)
+{
+	assert_non_null(j);
+	assert_true(json_is_string(j));
+	assert_string_equal(json_string_value(j), want);
+	json_decref(j);
+}
+
+static void test_strings_capped_on_utf8_boundary(void **state)
+{
+	(void)state;
+	char *in = repeat("a", 300, ""), *want = repeat("a", 256, "");
+	assert_capped(rf_str_capped(in), want); /* 256 bytes */
+	free(in);
+	free(want);
+	/* "a" + 2-byte characters: byte 256 continues a character, so 255 bytes are kept */
+	in = repeat("\xc3\xa9", 200, "a");
+	want = repeat("\xc3\xa9", 127, "a");
+	assert_capped(rf_str_capped(in), want);
+	free(in);
+	free(want);
+	/* "ab" + 4-byte characters: cut back to 254 bytes, 63 whole characters */
+	in = repeat("\xf0\x9f\x98\x80", 100, "ab");
+	want = repeat("\xf0\x9f\x98\x80", 63, "ab");
+	assert_capped(rf_str_capped(in), want);
+	free(in);
+	free(want);
+	assert_capped(rf_str_capped("OK"), "OK");
+	json_t *n = rf_str_capped(NULL);
+	assert_true(json_is_null(n));
+	json_decref(n);
+}
+
+static void test_inventory_chassis_sel_bounded(void **state)
+{
+	(void)state;
+	char *big = repeat("\x01", 100000, ""); /* escaped as \u0001 by JSON: 6 bytes each */
+	char *cut = repeat("\x01", 256, "");
+	json_t *sys = json_pack("{s:s,s:s,s:s,s:s,s:{s:s,s:i},s:{s:s},s:s,s:{s:i}}", "Id", big,
+				"Manufacturer", big, "Model", big, "SerialNumber", big,
+				"ProcessorSummary", "Model", big, "Count", 2, "Status", "Health", big,
+				"PowerRestorePolicy", big, "MemorySummary", "TotalSystemMemoryGiB", 96);
+	json_t *proc = json_pack("{s:s,s:s,s:s,s:s,s:s}", "ProcessorType", "GPU", "Id", big,
+				 "Model", big, "Manufacturer", big, "SerialNumber", big);
+	json_t *gpus = json_array();
+	for (size_t i = 0; i < 100; i++)
+		json_array_append_new(gpus, rf_gpu_entry(proc, i));
+	json_t *inv = rf_inventory_doc(sys, gpus);
+	assert_int_equal(json_array_size(json_object_get(inv, "gpus")), RF_MAX_GPUS);
+	assert_string_equal(jsonx_str(inv, "system.manufacturer"), cut);
+	assert_string_equal(jsonx_str(inv, "cpu.model"), cut);
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(json_object_get(inv, "gpus"), 63), "serial")), cut);
+	char *text = jsonx_dumps(inv);
+	/* 261 strings of 256 bytes escaped to 6 each + keys: under the 450 KB promised */
+	assert_int_equal(strlen(text), 404976);
+	free(text);
+	json_decref(inv);
+	json_t *ch = json_pack("{s:s,s:{s:s},s:s}", "PowerState", "On", "Status", "Health", big,
+			       "IndicatorLED", big);
+	json_t *cs = rf_chassis_status_doc(sys, ch, "/redfish/v1/Chassis/1U");
+	assert_string_equal(jsonx_str(cs, "health"), cut);
+	assert_string_equal(jsonx_str(cs, "indicatorLed"), cut);
+	assert_string_equal(jsonx_str(cs, "powerRestorePolicy"), cut);
+	json_decref(cs);
+	json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:s}", "Id", "7", "Created", "2012-03-07T14:44:00Z",
+			      "SensorType", big, "Message", big, "EntryCode", big);
+	json_t *se = rf_sel_entry(e, 0);
+	assert_string_equal(jsonx_str(se, "message"), cut);
+	assert_string_equal(jsonx_str(se, "sensorType"), cut);
+	assert_string_equal(jsonx_str(se, "eventType"), cut);
+	json_decref(se);
+	json_decref(e);
+	/* a task's @odata.id longer than a kept Location: the monitor names the task instead
+	 * (found by fuzz_redfish) */
+	char *long_id = repeat("/x", 600, "/redfish/v1/TaskService/Tasks");
+	json_t *first = json_pack("{s:s,s:s,s:[{s:s}]}", "@odata.id", long_id, "TaskState", big,
+				  "Messages", "Message", big);
+	json_t *task = rf_task_new("/redfish/v1/TaskService/TaskMonitors/1", first);
+	assert_string_equal(jsonx_str(task, "task"), "/redfish/v1/TaskService/TaskMonitors/1");
+	assert_string_equal(rf_task_state(task), cut);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(task, "messages"), 0)),
+			    cut);
+	json_decref(task);
+	json_decref(first);
+	free(long_id);
+	json_decref(ch);
+	json_decref(gpus);
+	json_decref(proc);
+	json_decref(sys);
+	free(big);
+	free(cut);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -873,6 +980,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_sushy_agrees, setup_rack, teardown),
 		cmocka_unit_test(test_fuzz_task_monitor_not_ascii),
+		cmocka_unit_test(test_strings_capped_on_utf8_boundary),
+		cmocka_unit_test(test_inventory_chassis_sel_bounded),
 	};
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
