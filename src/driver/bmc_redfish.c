@@ -1040,7 +1040,8 @@ out:
 /* Polls a task monitor (DSP0266 "Asynchronous operations": 202 + Location while it runs)
  * until the task ends or the deadline is near. *out: {"task","state","percent"?,"messages"}.
  * 0 when it ended (any terminal state: the caller judges), FP_ETIMEDOUT with *out at state
- * Running otherwise; FP_EBMC (nothing polled) when monitor is not printable ASCII. */
+ * Running otherwise; FP_EBMC (nothing polled) when monitor is not printable ASCII, or when an
+ * answer other than 202 has a TaskState that is not a string (rf_task_update). */
 static int task_wait(struct rf_call *c, const char *monitor, const json_t *first, json_t **out)
 {
 	json_t *o = rf_task_new(monitor, first);
@@ -1069,7 +1070,12 @@ static int task_wait(struct rf_call *c, const char *monitor, const json_t *first
 		if (rc < 0)
 			break;
 		wait = rf_poll_wait(p.h.retry_after_ms, wait);
-		rf_task_update(o, p.status, p.body);
+		char terr[200];
+		rc = rf_task_update(o, p.status, p.body, terr, sizeof(terr));
+		if (rc < 0) {
+			fp_errf(rc, c->err, c->errlen, "task %s: %s", mon, terr);
+			break;
+		}
 	}
 	resp_release(&p);
 	free(mon);
@@ -1671,12 +1677,35 @@ json_t *rf_task_new(const char *monitor, const json_t *first)
 	return o;
 }
 
-void rf_task_update(json_t *o, long status, const json_t *body)
+static const char *json_type_name(const json_t *v)
 {
-	if (body && json_object_get(body, "TaskState"))
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a real number";
+	case JSON_TRUE: case JSON_FALSE: return "a boolean";
+	case JSON_NULL: return "null";
+	}
+	return "?";
+}
+
+int rf_task_update(json_t *o, long status, const json_t *body, char *err, size_t errlen)
+{
+	const json_t *ts = json_object_get(body, "TaskState");
+	if (ts && !json_is_string(ts)) {
+		if (status == 202)
+			return 0; /* the monitor says it still runs; its document is not read */
+		return fp_errf(FP_EBMC, err, errlen,
+			       "task monitor answered HTTP %ld with a TaskState that is %s, not a "
+			       "string (DSP8010 Task.TaskState)", status, json_type_name(ts));
+	}
+	if (ts)
 		task_fill(o, body);
 	else if (status != 202)
 		json_object_set_new(o, "state", json_string("Completed"));
+	return 0;
 }
 
 const char *rf_task_state(const json_t *o)

@@ -207,9 +207,12 @@ int rf_task_terminal(const char *state);
 json_t *rf_task_new(const char *monitor, const json_t *first);
 
 /* rf_task_update folds one task monitor answer (HTTP status, parsed body or NULL) into the
- * task document o: a body with TaskState updates state/percent/messages (at most
- * RF_MAX_TASK_MESSAGES); without one, any status but 202 means Completed. */
-void rf_task_update(json_t *o, long status, const json_t *body);
+ * task document o: a body with a string TaskState updates state/percent/messages (at most
+ * RF_MAX_TASK_MESSAGES, each capped at RF_MAX_STRING bytes); without a TaskState, any status
+ * but 202 means Completed. 0, or FP_EBMC with err naming TaskState and its JSON type when the
+ * status is not 202 and TaskState is there but not a string (a malformed Task: polling on would
+ * only wait for the deadline); o is then unchanged. With 202 such a TaskState is ignored. */
+int rf_task_update(json_t *o, long status, const json_t *body, char *err, size_t errlen);
 
 /* rf_task_state returns o's "state" (never NULL for a document from rf_task_new). */
 const char *rf_task_state(const json_t *o);

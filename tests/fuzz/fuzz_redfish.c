@@ -298,7 +298,7 @@ static void check_task(const struct rf_headers *h, const json_t *doc, long statu
 	want_type(o, "messages", is_arr, 0, "task");
 	want_type(o, "percent", is_int, 1, "task");
 	for (int i = 0; i < 3; i++) {
-		rf_task_update(o, i == 2 ? status : 202, doc);
+		(void)rf_task_update(o, i == 2 ? status : 202, doc, NULL, 0);
 		if (!rf_task_state(o))
 			die("rf_task_update lost the state", NULL);
 		(void)rf_task_terminal(rf_task_state(o));

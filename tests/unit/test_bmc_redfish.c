@@ -943,6 +943,39 @@ static void test_inventory_chassis_sel_bounded(void **state)
 	free(cut);
 }
 
+static void test_task_state_not_a_string(void **state)
+{
+	(void)state;
+	char err[256] = "";
+	json_t *o = rf_task_new("/redfish/v1/TaskService/TaskMonitors/1", NULL);
+	json_t *body = json_pack("{s:i,s:i}", "TaskState", 3, "PercentComplete", 50);
+	/* 202: the monitor says it still runs; the document is not read */
+	assert_int_equal(rf_task_update(o, 202, body, err, sizeof(err)), 0);
+	assert_string_equal(rf_task_state(o), "Running");
+	/* any other status: a malformed Task ends the wait */
+	assert_int_equal(rf_task_update(o, 200, body, err, sizeof(err)), FP_EBMC);
+	assert_string_equal(err, "task monitor answered HTTP 200 with a TaskState that is an "
+				 "integer, not a string (DSP8010 Task.TaskState)");
+	assert_string_equal(rf_task_state(o), "Running");
+	assert_null(json_object_get(o, "percent"));
+	json_decref(body);
+	body = json_pack("{s:n}", "TaskState");
+	assert_int_equal(rf_task_update(o, 200, body, err, sizeof(err)), FP_EBMC);
+	assert_string_equal(err, "task monitor answered HTTP 200 with a TaskState that is null, "
+				 "not a string (DSP8010 Task.TaskState)");
+	json_decref(body);
+	/* a string TaskState and a body without one behave as before */
+	body = json_pack("{s:s}", "TaskState", "Exception");
+	assert_int_equal(rf_task_update(o, 200, body, err, sizeof(err)), 0);
+	assert_string_equal(rf_task_state(o), "Exception");
+	json_decref(body);
+	json_decref(o);
+	o = rf_task_new("/redfish/v1/TaskService/TaskMonitors/1", NULL);
+	assert_int_equal(rf_task_update(o, 204, NULL, err, sizeof(err)), 0);
+	assert_string_equal(rf_task_state(o), "Completed");
+	json_decref(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -982,6 +1015,7 @@ int main(void)
 		cmocka_unit_test(test_fuzz_task_monitor_not_ascii),
 		cmocka_unit_test(test_strings_capped_on_utf8_boundary),
 		cmocka_unit_test(test_inventory_chassis_sel_bounded),
+		cmocka_unit_test(test_task_state_not_a_string),
 	};
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
