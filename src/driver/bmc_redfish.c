@@ -556,6 +556,11 @@ static int login(struct rf_call *c)
 			     rf_message_id(p.body), p.h.token ? "" : " without X-Auth-Token");
 		goto out;
 	}
+	char terr[160];
+	if (rf_header_safe("X-Auth-Token", p.h.token, RF_MAX_HEADER, terr, sizeof(terr)) < 0) {
+		rc = fp_errf(FP_EBMC, c->err, c->errlen, "%s: session login: %s", c->r->base, terr);
+		goto out;
+	}
 	drop_session(c->r);
 	c->r->token = p.h.token;
 	p.h.token = NULL;
@@ -627,11 +632,14 @@ static int get_json(struct rf_call *c, const char *uri, json_t **out, char *etag
 	if (rc == 0 && !json_is_object(p.body))
 		rc = fp_errf(FP_EBMC, c->err, c->errlen, "GET %.200s: HTTP %ld without a JSON object",
 			     uri, p.status);
-	if (rc == 0) {
-		*out = json_incref(p.body);
-		if (etag)
-			rf_etag_of(p.h.etag, p.body, etag, etaglen);
+	if (rc == 0 && etag) {
+		char eerr[200];
+		rc = rf_etag_of(p.h.etag, p.body, etag, etaglen, eerr, sizeof(eerr));
+		if (rc < 0)
+			fp_errf(rc, c->err, c->errlen, "GET %.200s: %s", uri, eerr);
 	}
+	if (rc == 0)
+		*out = json_incref(p.body);
 	resp_release(&p);
 	return rc;
 }
@@ -1251,12 +1259,35 @@ const char *rf_session_uri(const char *location, const json_t *body)
 	return json_string_value(json_object_get(body, "@odata.id"));
 }
 
-void rf_etag_of(const char *header_etag, const json_t *body, char *etag, size_t n)
+int rf_header_safe(const char *what, const char *v, size_t max, char *err, size_t errlen)
 {
-	const char *e = header_etag && header_etag[0]
-				? header_etag
-				: json_string_value(json_object_get(body, "@odata.etag"));
-	snprintf(etag, n, "%s", e ? e : "");
+	size_t i;
+	for (i = 0; v[i] && i < max; i++)
+		if ((unsigned char)v[i] < 0x20 || (unsigned char)v[i] > 0x7e)
+			return fp_errf(FP_EBMC, err, errlen,
+				       "%s from the BMC has byte 0x%02x at offset %zu; not sent back "
+				       "(a header value must be printable ASCII 0x20-0x7e)",
+				       what, (unsigned char)v[i], i);
+	if (i >= max)
+		return fp_errf(FP_EBMC, err, errlen,
+			       "%s from the BMC is %zu bytes or more; not sent back (at most %zu)",
+			       what, max, max - 1);
+	return 0;
+}
+
+int rf_etag_of(const char *header_etag, const json_t *body, char *etag, size_t n, char *err,
+	       size_t errlen)
+{
+	int hdr = header_etag && header_etag[0];
+	const char *e = hdr ? header_etag
+			    : json_string_value(json_object_get(body, "@odata.etag"));
+	etag[0] = '\0';
+	if (!e)
+		return 0;
+	int rc = rf_header_safe(hdr ? "ETag" : "@odata.etag", e, n, err, errlen);
+	if (rc == 0)
+		snprintf(etag, n, "%s", e);
+	return rc;
 }
 
 void rf_last_segment(const char *uri, char *out, size_t n)

@@ -87,9 +87,19 @@ void rf_root_links(const json_t *root, const char **systems, const char **sessio
  * else the body's @odata.id, else NULL. */
 const char *rf_session_uri(const char *location, const json_t *body);
 
-/* rf_etag_of returns into etag[n] the ETag header if not "", else the body's @odata.etag
- * (DSP0266 "ETags"), else "" (truncated to n - 1 bytes). */
-void rf_etag_of(const char *header_etag, const json_t *body, char *etag, size_t n);
+/* rf_header_safe checks a value from the BMC that the driver sends back in a request header
+ * (X-Auth-Token, If-Match): 0 when v (NUL-terminated) is at most max - 1 bytes, each printable
+ * ASCII 0x20-0x7e (RFC 9110 section 5.5 field-vchar and SP: no CR or LF that would end our
+ * header and start another, no NUL or other control byte); else FP_EBMC with err naming `what`
+ * and the first bad byte and its offset, or the bound. The value itself is never put in err (a
+ * token is a secret). */
+int rf_header_safe(const char *what, const char *v, size_t max, char *err, size_t errlen);
+
+/* rf_etag_of writes into etag[n] the ETag header if not "", else the body's @odata.etag
+ * (DSP0266 "ETags"), else "". 0, or FP_EBMC with etag "" and err (rf_header_safe: a byte
+ * outside 0x20-0x7e, or n bytes or more) when the value is not fit for an If-Match header. */
+int rf_etag_of(const char *header_etag, const json_t *body, char *etag, size_t n, char *err,
+	       size_t errlen);
 
 /* rf_last_segment writes the last path segment of uri (trailing slashes ignored) into out[n],
  * truncated to n - 1 bytes. */
