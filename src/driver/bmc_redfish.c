@@ -29,6 +29,7 @@
 #include "base/hmap.h"
 #include "base/jsonx.h"
 #include "base/log.h"
+#include "base/timefmt.h"
 
 #define RF_MAX_RESPONSE (4u << 20)    /* bytes of one response body */
 #define RF_DEFAULT_TIMEOUT_MS 60000   /* per request when the call has no deadline */
@@ -1638,6 +1639,67 @@ int rf_sel_entry_is_link(const json_t *e)
 	return !json_object_get(e, "Message") && !json_object_get(e, "Created");
 }
 
+static int atoi_n(const char *s, int n)
+{
+	int v = 0;
+	for (int i = 0; i < n; i++)
+		v = v * 10 + (s[i] - '0');
+	return v;
+}
+
+static int days_in_month(int y, int m)
+{
+	static const int d[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+	return m == 2 && leap ? 29 : d[m - 1];
+}
+
+json_t *rf_sel_timestamp(const char *s)
+{
+	/* "YYYY-MM-DDTHH:MM:SS" [".f+"] ("Z" | ("+"|"-") "HH:MM"), RFC 3339 section 5.6 */
+	static const char shape[] = "dddd-dd-ddTdd:dd:dd";
+	if (!s || strnlen(s, RF_MAX_TIMESTAMP + 1) > RF_MAX_TIMESTAMP)
+		return json_null();
+	size_t i;
+	for (i = 0; shape[i]; i++)
+		if (shape[i] == 'd' ? !isdigit((unsigned char)s[i]) : s[i] != shape[i])
+			return json_null();
+	if (s[i] == '.') {
+		size_t f = ++i;
+		while (isdigit((unsigned char)s[i]))
+			i++;
+		if (i == f)
+			return json_null();
+	}
+	int64_t off_min = 0;
+	if (s[i] == '+' || s[i] == '-') {
+		const char *z = s + i;
+		if (!isdigit((unsigned char)z[1]) || !isdigit((unsigned char)z[2]) || z[3] != ':' ||
+		    !isdigit((unsigned char)z[4]) || !isdigit((unsigned char)z[5]) || z[6])
+			return json_null();
+		int hh = (z[1] - '0') * 10 + (z[2] - '0'), mm = (z[4] - '0') * 10 + (z[5] - '0');
+		if (hh > 23 || mm > 59)
+			return json_null();
+		off_min = (z[0] == '-' ? -1 : 1) * (int64_t)(hh * 60 + mm);
+	} else if (strcmp(s + i, "Z") != 0) {
+		return json_null();
+	}
+	char utc[RF_MAX_TIMESTAMP + 2];
+	snprintf(utc, sizeof(utc), "%.*sZ", (int)i, s);
+	int64_t ms;
+	int y = atoi_n(s, 4), mo = atoi_n(s + 5, 2), d = atoi_n(s + 8, 2);
+	if (fp_time_parse(utc, &ms) < 0 || mo < 1 || mo > 12 || d > days_in_month(y, mo))
+		return json_null();
+	ms -= off_min * 60000;
+	if (ms < 0)
+		return json_null(); /* before 1970: no SEL clock says that */
+	if (s[i] == 'Z')
+		return json_string(s);
+	char out[FP_TIME_LEN];
+	fp_time_format(ms, out);
+	return json_string(out);
+}
+
 json_t *rf_sel_entry(const json_t *e, size_t idx)
 {
 	const char *id = json_string_value(json_object_get(e, "Id"));
@@ -1645,7 +1707,7 @@ json_t *rf_sel_entry(const json_t *e, size_t idx)
 	long long n = id ? strtoll(id, &end, 10) : 0;
 	json_t *o = json_pack("{s:I,s:o,s:o,s:o}", "id",
 			      (json_int_t)(id && end && !*end ? n : (long long)idx), "timestamp",
-			      str_or_null(e, "Created"),
+			      rf_sel_timestamp(json_string_value(json_object_get(e, "Created"))),
 			      "sensorType", str_or_empty(e, "SensorType"), "message",
 			      str_or_empty(e, "Message"));
 	json_t *sn = json_object_get(e, "SensorNumber");

@@ -25,6 +25,7 @@
 #define RF_MAX_TASK_MESSAGES 32       /* Task Messages kept */
 #define RF_MAX_STRING 256             /* bytes of one string copied into a document we build */
 #define RF_MAX_SEL_ENTRIES 128        /* SEL entries one sel_read returns, whatever is asked */
+#define RF_MAX_TIMESTAMP 40           /* bytes of a LogEntry Created that is read at all */
 #define RF_MAX_TASK_URI 1023          /* bytes of a Task @odata.id taken as the task's name */
 #define RF_MAX_RETRY_AFTER_MS 3600000 /* Retry-After values are capped at an hour */
 #define RF_POLL_MIN_MS 100            /* task monitor polling interval bounds */
@@ -200,8 +201,21 @@ int rf_log_is_sel(const json_t *svc);
  * link: the entry is read by its @odata.id). */
 int rf_sel_entry_is_link(const json_t *e);
 
+/* rf_sel_timestamp returns a LogEntry's Created (DSP8010 LogEntry.Created, an RFC 3339
+ * section 5.6 date-time) for the SEL entry's "timestamp": s itself when it is
+ * "YYYY-MM-DDTHH:MM:SS[.fraction]Z" and a real UTC date and time (src/base/timefmt.h
+ * fp_time_parse, day of month checked); the same instant in UTC as fp_time_format writes it
+ * ("2012-03-07T20:44:00.000Z") when it ends in a numeric offset "+HH:MM"/"-HH:MM"; JSON null
+ * for anything else (NULL, over RF_MAX_TIMESTAMP bytes, another shape, a lower-case 't'/'z', a
+ * date that does not exist, an instant before 1970-01-01T00:00:00Z). New reference. */
+json_t *rf_sel_timestamp(const char *s);
+
 /* rf_sel_entry maps a DSP8010 LogEntry to the SEL entry bmc.h describes; idx is its place in
- * the collection, the id when Id is not a decimal number. Never NULL. */
+ * the collection, the id when Id is not a decimal number. Never NULL. timestamp from
+ * rf_sel_timestamp; sensorType, message and eventType capped at RF_MAX_STRING bytes
+ * (rf_str_capped): an entry is at most 3 x 256 bytes of strings, a 40-byte timestamp, two
+ * integers and fixed keys (under 1 KB as JSON, under 5 KB with every byte escaped), so the at
+ * most RF_MAX_SEL_ENTRIES (128) entries a sel_read returns stay under 128 KB (640 KB escaped). */
 json_t *rf_sel_entry(const json_t *e, size_t idx);
 
 /* rf_task_terminal: 1 for a DSP8010 TaskState that ends a task (Completed, Exception, Killed,

@@ -1025,6 +1025,58 @@ static void test_header_values_sent_back_are_printable(void **state)
 	rf_headers_release(&h);
 }
 
+static void test_sel_created_validated(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *want; /* want NULL: null */
+	} cases[] = {
+		{"2012-03-07T14:44:00Z", "2012-03-07T14:44:00Z"},
+		{"2012-03-07T14:44:00.5Z", "2012-03-07T14:44:00.5Z"},
+		{"2024-02-29T23:59:59Z", "2024-02-29T23:59:59Z"},
+		{"2012-03-07T14:44:00-06:00", "2012-03-07T20:44:00.000Z"},
+		{"2012-03-07T02:14:00.250+05:30", "2012-03-06T20:44:00.250Z"},
+		{"2012-03-07T14:44:00+00:00", "2012-03-07T14:44:00.000Z"},
+		{"2023-02-29T00:00:00Z", NULL},
+		{"2012-04-31T00:00:00Z", NULL},
+		{"2012-13-07T14:44:00Z", NULL},
+		{"2012-03-07T24:00:00Z", NULL},
+		{"2012-03-07T14:44:00", NULL},
+		{"2012-03-07 14:44:00Z", NULL},
+		{"2012-03-07t14:44:00z", NULL},
+		{"2012-03-07T14:44:00.Z", NULL},
+		{"2012-03-07T14:44:00+24:00", NULL},
+		{"2012-03-07T14:44:00+0600", NULL},
+		{" 2012-03-07T14:44:00Z", NULL},
+		{"2012-3-7T14:44:00Z", NULL},
+		{"2012-03-07T14:44:00.12345678901234567890Z", NULL}, /* 41 bytes */
+		{"1006-03-07T02:14:00.250+05:30", NULL}, /* found by fuzz_redfish */
+		{"1969-12-31T23:59:59Z", NULL},
+		{"1970-01-01T00:00:00Z", "1970-01-01T00:00:00Z"},
+		{"yesterday", NULL},
+		{"", NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *e = json_pack("{s:s,s:s}", "Id", "1", "Created", cases[i].in);
+		json_t *se = rf_sel_entry(e, 0);
+		json_t *ts = json_object_get(se, "timestamp");
+		if (cases[i].want) {
+			assert_string_equal(json_string_value(ts), cases[i].want);
+		} else {
+			if (!json_is_null(ts))
+				print_error("case %zu \"%s\" was not refused\n", i, cases[i].in);
+			assert_true(json_is_null(ts));
+		}
+		json_decref(se);
+		json_decref(e);
+	}
+	json_t *e = json_pack("{s:s,s:i}", "Id", "1", "Created", 1331131440);
+	json_t *se = rf_sel_entry(e, 0);
+	assert_true(json_is_null(json_object_get(se, "timestamp")));
+	json_decref(se);
+	json_decref(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1066,6 +1118,7 @@ int main(void)
 		cmocka_unit_test(test_inventory_chassis_sel_bounded),
 		cmocka_unit_test(test_task_state_not_a_string),
 		cmocka_unit_test(test_header_values_sent_back_are_printable),
+		cmocka_unit_test(test_sel_created_validated),
 	};
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
