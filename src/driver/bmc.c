@@ -206,8 +206,9 @@ int bmc_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t deadl
 			size_t errlen)
 {
 	*out = NULL;
-	if (!req || !req->image_uri || !req->image_uri[0])
-		return fp_errf(FP_EINVAL, err, errlen, "firmware update without an image URI");
+	if (!req || ((!req->image_uri || !req->image_uri[0]) &&
+		     (!req->image_path || !req->image_path[0])))
+		return fp_errf(FP_EINVAL, err, errlen, "firmware update without an image URI or path");
 	int rc = firmware_call(b, t, deadline, req, out, err, errlen);
 	if (rc < 0 && rc != FP_ETIMEDOUT && *out) {
 		json_decref(*out);

@@ -83,14 +83,21 @@ struct bmc_target {
 	const json_t *extra;  /* other driver-specific spec.bmc fields, or NULL */
 };
 
-/* Firmware update request (Redfish UpdateService.SimpleUpdate, DSP0266 / DSP8010
- * UpdateService schema): image_uri is fetched by the BMC; transfer_protocol is NULL (use the
- * URI's scheme) or one of the BMC's TransferProtocol@Redfish.AllowableValues; targets are
- * resource URIs (NULL-terminated, or NULL for the service's default). */
+/* Firmware update request (Redfish UpdateService, DSP0266 / DSP8010 UpdateService schema).
+ * Exactly one of image_uri and image_path. image_uri is fetched by the BMC (SimpleUpdate);
+ * transfer_protocol is NULL (use the URI's scheme) or one of the BMC's
+ * TransferProtocol@Redfish.AllowableValues. image_path is a file on the control-plane host,
+ * pushed to the BMC (DSP0266 "Multipart HTTP push updates", UpdateService.MultipartHttpPushUri):
+ * an absolute path, not a symbolic link, a regular file of at most 4 GiB, streamed (never read
+ * whole); apply_time is NULL (the BMC's default), "Immediate" or "OnReset"
+ * (@Redfish.OperationApplyTime), image_path only. targets are resource URIs (NULL-terminated,
+ * or NULL for the service's default). Strings borrowed for the call. */
 struct bmc_firmware_req {
 	const char *image_uri;
 	const char *transfer_protocol;
 	const char *const *targets;
+	const char *image_path;
+	const char *apply_time;
 };
 
 struct bmc;

@@ -13,13 +13,17 @@
 #include "driver/bmc_redfish_parse.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -35,6 +39,7 @@
 #define RF_DEFAULT_TIMEOUT_MS 60000   /* per request when the call has no deadline */
 #define RF_DEFAULT_RETRY_AFTER_MS 1000 /* 429/503 without a usable Retry-After */
 #define RF_FREE_TIMEOUT_MS 2000       /* session DELETE in free */
+#define RF_MAX_IMAGE (4ull << 30)     /* bytes of a firmware image_path pushed (4 GiB) */
 
 enum rf_auth { RF_AUTH_NONE, RF_AUTH_SESSION, RF_AUTH_BASIC };
 
@@ -316,9 +321,11 @@ static int make_url(struct rf_call *c, const char *uri, char *url, size_t n)
 }
 
 /* One HTTP exchange, no retries. 0 with resp filled (any status), or FP_ETIMEDOUT/FP_EIO/
- * FP_EBMC for transport failures. `password_body` is a secret request body (login). */
+ * FP_EBMC for transport failures. `body` is a JSON request body (the login's is a secret),
+ * `mime` a multipart/form-data one (borrowed; its parts are rewound by libcurl when sent
+ * again); at most one of them. */
 static int http_once(struct rf_call *c, const char *method, const char *uri, const char *body,
-		     const char *if_match, enum rf_auth auth, struct rf_resp *p)
+		     curl_mime *mime, const char *if_match, enum rf_auth auth, struct rf_resp *p)
 {
 	char url[2048];
 	int rc = make_url(c, uri, url, sizeof(url));
@@ -377,9 +384,13 @@ static int http_once(struct rf_call *c, const char *method, const char *uri, con
 		if (body) {
 			curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+		} else if (mime) {
+			curl_easy_setopt(h, CURLOPT_MIMEPOST, mime);
 		}
 	}
 	CURLcode cc = curl_easy_perform(h);
+	if (mime)
+		curl_easy_setopt(h, CURLOPT_MIMEPOST, NULL);
 	/* the basic credentials must not stay in the handle between calls */
 	curl_easy_setopt(h, CURLOPT_PASSWORD, "");
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
@@ -430,10 +441,10 @@ const char *rf_message_id(const json_t *body)
 /* http_once plus 429/503 handling: Retry-After within the deadline -> wait, try once more;
  * otherwise FP_EAGAIN with observed->retry_after_ms. */
 static int http_send(struct rf_call *c, const char *method, const char *uri, const char *body,
-		     const char *if_match, enum rf_auth auth, struct rf_resp *p)
+		     curl_mime *mime, const char *if_match, enum rf_auth auth, struct rf_resp *p)
 {
 	for (int attempt = 0;; attempt++) {
-		int rc = http_once(c, method, uri, body, if_match, auth, p);
+		int rc = http_once(c, method, uri, body, mime, if_match, auth, p);
 		if (rc < 0 || (p->status != 429 && p->status != 503))
 			return rc;
 		int64_t ra = p->h.retry_after_ms >= 0 ? p->h.retry_after_ms : RF_DEFAULT_RETRY_AFTER_MS;
@@ -474,10 +485,10 @@ static int discover(struct rf_call *c)
 		return 0;
 	struct rf_resp p;
 	resp_init(&p);
-	int rc = http_send(c, "GET", "/redfish/v1/", NULL, NULL, RF_AUTH_NONE, &p);
+	int rc = http_send(c, "GET", "/redfish/v1/", NULL, NULL, NULL, RF_AUTH_NONE, &p);
 	if (rc == 0 && (p.status == 401 || p.status == 403)) {
 		resp_reset(&p);
-		rc = http_send(c, "GET", "/redfish/v1/", NULL, NULL, RF_AUTH_BASIC, &p);
+		rc = http_send(c, "GET", "/redfish/v1/", NULL, NULL, NULL, RF_AUTH_BASIC, &p);
 	}
 	if (rc < 0)
 		goto out;
@@ -531,7 +542,7 @@ static int login(struct rf_call *c)
 	json_decref(req);
 	struct rf_resp p;
 	resp_init(&p);
-	int rc = http_send(c, "POST", c->r->sessions, body, NULL, RF_AUTH_NONE, &p);
+	int rc = http_send(c, "POST", c->r->sessions, body, NULL, NULL, RF_AUTH_NONE, &p);
 	fp_free_secret(body);
 	if (rc < 0)
 		goto out;
@@ -582,9 +593,10 @@ static enum rf_auth auth_mode(struct rf_call *c)
 
 /* One authenticated request: session (login first if needed, again once on 401) or basic.
  * 0 on 2xx; FP_ECONFLICT on 412; FP_EAUTH on 401/403; FP_EBMC on other statuses with the
- * MessageId; resp is filled in every case. */
-static int request(struct rf_call *c, const char *method, const char *uri, const json_t *body,
-		   const char *if_match, struct rf_resp *p)
+ * MessageId; resp is filled in every case. body (JSON) or mime (multipart), or neither. */
+static int request_any(struct rf_call *c, const char *method, const char *uri,
+		       const json_t *body, curl_mime *mime, const char *if_match,
+		       struct rf_resp *p)
 {
 	char *text = body ? jsonx_dumps(body) : NULL;
 	int rc = 0;
@@ -597,7 +609,7 @@ static int request(struct rf_call *c, const char *method, const char *uri, const
 			a = auth_mode(c);
 		}
 		resp_reset(p);
-		rc = http_send(c, method, uri, text, if_match, a, p);
+		rc = http_send(c, method, uri, text, mime, if_match, a, p);
 		if (rc < 0)
 			goto out;
 		if (p->status == 401 && a == RF_AUTH_SESSION && relogin == 0) {
@@ -621,6 +633,12 @@ static int request(struct rf_call *c, const char *method, const char *uri, const
 out:
 	free(text);
 	return rc;
+}
+
+static int request(struct rf_call *c, const char *method, const char *uri, const json_t *body,
+		   const char *if_match, struct rf_resp *p)
+{
+	return request_any(c, method, uri, body, NULL, if_match, p);
 }
 
 /* GET uri into *out (new reference) with its ETag (header, else @odata.etag) in etag. */
@@ -1096,15 +1114,176 @@ static int task_wait(struct rf_call *c, const char *monitor, const json_t *first
 	return rc;
 }
 
+/* A local firmware image streamed as the UpdateFile part (libcurl's mime read callbacks). */
+struct rf_image {
+	int fd;
+	uint64_t size;
+	char name[128]; /* the file name sent in the part's Content-Disposition */
+};
+
+static size_t image_read(char *buf, size_t size, size_t nitems, void *arg)
+{
+	struct rf_image *im = arg;
+	for (;;) {
+		ssize_t n = read(im->fd, buf, size * nitems);
+		if (n >= 0)
+			return (size_t)n;
+		if (errno != EINTR)
+			return CURL_READFUNC_ABORT;
+	}
+}
+
+static int image_seek(void *arg, curl_off_t offset, int origin)
+{
+	struct rf_image *im = arg;
+	return lseek(im->fd, (off_t)offset, origin) < 0 ? CURL_SEEKFUNC_FAIL : CURL_SEEKFUNC_OK;
+}
+
+/* Opens req->image_path for the upload: an absolute path, the file itself (O_NOFOLLOW: a
+ * symbolic link as the last component is refused), a regular file of 1 byte to RF_MAX_IMAGE.
+ * 0 with im->fd open, or FP_EINVAL naming the path and what is wrong. */
+static int image_open(const char *path, struct rf_image *im, char *err, size_t errlen)
+{
+	im->fd = -1;
+	if (path[0] != '/')
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "firmware image_path \"%.200s\" is not an absolute path", path);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 && errno == ELOOP)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "firmware image_path %.200s is a symbolic link; refused (opened with "
+			       "O_NOFOLLOW): give the file itself", path);
+	if (fd < 0)
+		return fp_errf(FP_EINVAL, err, errlen, "firmware image_path %.200s: %s", path,
+			       strerror(errno));
+	struct stat st;
+	int rc = 0;
+	if (fstat(fd, &st) < 0)
+		rc = fp_errf(FP_EINVAL, err, errlen, "firmware image_path %.200s: %s", path,
+			     strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		rc = fp_errf(FP_EINVAL, err, errlen,
+			     "firmware image_path %.200s is not a regular file", path);
+	else if (st.st_size == 0)
+		rc = fp_errf(FP_EINVAL, err, errlen, "firmware image_path %.200s is empty", path);
+	else if ((uint64_t)st.st_size > RF_MAX_IMAGE)
+		rc = fp_errf(FP_EINVAL, err, errlen,
+			     "firmware image_path %.200s is %" PRIu64 " bytes, over the %" PRIu64
+			     " byte limit", path, (uint64_t)st.st_size, (uint64_t)RF_MAX_IMAGE);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	im->fd = fd;
+	im->size = (uint64_t)st.st_size;
+	/* the name in Content-Disposition: the last component, printable ASCII without quote or
+	 * backslash, others as '_' */
+	const char *b = strrchr(path, '/') + 1;
+	size_t i;
+	for (i = 0; b[i] && i < sizeof(im->name) - 1; i++)
+		im->name[i] = (unsigned char)b[i] > 0x20 && (unsigned char)b[i] < 0x7f &&
+					      b[i] != '"' && b[i] != '\\'
+				      ? b[i]
+				      : '_';
+	im->name[i] = '\0';
+	if (!i)
+		snprintf(im->name, sizeof(im->name), "image.bin");
+	return 0;
+}
+
+/* What an UpdateService offers for updates, for messages: "SimpleUpdate, HttpPushUri". */
+static void update_offers(const json_t *us, char *out, size_t n)
+{
+	const json_t *act = json_object_get(json_object_get(us, "Actions"),
+					    "#UpdateService.SimpleUpdate");
+	int simple = json_string_value(json_object_get(act, "target")) != NULL;
+	int push = json_string_value(json_object_get(us, "HttpPushUri")) != NULL;
+	snprintf(out, n, "%s%s%s", simple ? "SimpleUpdate" : "", simple && push ? ", " : "",
+		 push ? "HttpPushUri" : !simple ? "neither SimpleUpdate nor HttpPushUri" : "");
+}
+
+/* The SimpleUpdate request body (DSP8010 UpdateService.SimpleUpdate), or an error. */
+static int simple_update_body(struct rf_call *c, const json_t *act,
+			      const struct bmc_firmware_req *req, json_t **body, json_t **allowed)
+{
+	*body = json_pack("{s:s}", "ImageURI", req->image_uri);
+	if (!*body)
+		return fp_errf(FP_EINVAL, c->err, c->errlen,
+			       "firmware image_uri is not UTF-8");
+	if (req->transfer_protocol) {
+		int rc = allowable(c, act, "TransferProtocol", allowed);
+		if (rc < 0)
+			return rc;
+		if (*allowed && !rf_in_list(*allowed, req->transfer_protocol)) {
+			char list[256];
+			rf_list_text(*allowed, list, sizeof(list));
+			return fp_errf(FP_EINVAL, c->err, c->errlen,
+				       "TransferProtocol %.32s is not allowed by the BMC (%s)",
+				       req->transfer_protocol, list);
+		}
+		json_object_set_new(*body, "TransferProtocol",
+				    json_string(req->transfer_protocol));
+	}
+	return 0;
+}
+
+/* Targets (at most 64 URIs) as a JSON array, or NULL when the caller gives none. */
+static json_t *update_targets(const struct bmc_firmware_req *req)
+{
+	if (!req->targets)
+		return NULL;
+	json_t *arr = json_array();
+	for (size_t i = 0; req->targets[i] && i < 64; i++) {
+		json_t *t = json_string(req->targets[i]);
+		if (t)
+			json_array_append_new(arr, t);
+	}
+	return arr;
+}
+
+/* Firmware update (docs/driver-redfish.md "Firmware"): SimpleUpdate with image_uri (DSP8010
+ * UpdateService.SimpleUpdate), or with image_path a multipart/form-data POST to the
+ * UpdateService's MultipartHttpPushUri (DSP0266 "Multipart HTTP push updates": the parts
+ * UpdateParameters, JSON with Targets and @Redfish.OperationApplyTime, and UpdateFile, the
+ * image streamed from the file); then the task as task_wait tracks it. */
 static int rf_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 			      const struct bmc_firmware_req *req, json_t **out, char *err,
 			      size_t errlen)
 {
+	int have_uri = req->image_uri && req->image_uri[0];
+	int have_path = req->image_path && req->image_path[0];
+	if (have_uri == have_path)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "firmware update: give image_uri or image_path, %s",
+			       have_uri ? "not both" : "neither is set");
+	if (have_path && req->transfer_protocol)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "firmware update: transfer_protocol is for image_uri, not image_path");
+	if (have_uri && req->apply_time)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "firmware update: apply_time is for image_path (MultipartHttpPushUri) "
+			       "only");
+	if (req->apply_time && strcmp(req->apply_time, "Immediate") != 0 &&
+	    strcmp(req->apply_time, "OnReset") != 0)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "firmware update: apply_time \"%.32s\" is not Immediate or OnReset",
+			       req->apply_time);
+	struct rf_image im = {.fd = -1};
+	if (have_path) {
+		int rc = image_open(req->image_path, &im, err, errlen);
+		if (rc < 0)
+			return rc;
+	}
 	struct rf_call c;
 	int rc = call_begin(b, t, deadline, err, errlen, &c);
-	if (rc < 0)
+	if (rc < 0) {
+		if (im.fd >= 0)
+			close(im.fd);
 		return rc;
+	}
 	json_t *us = NULL, *allowed = NULL, *body = NULL;
+	char *params_text = NULL;
+	curl_mime *mime = NULL;
 	struct rf_resp p;
 	resp_init(&p);
 	rc = discover(&c);
@@ -1117,35 +1296,60 @@ static int rf_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t
 	rc = get_json(&c, c.r->update, &us, NULL, 0);
 	if (rc < 0)
 		goto out;
-	json_t *act = json_object_get(json_object_get(us, "Actions"), "#UpdateService.SimpleUpdate");
-	const char *target = json_string_value(json_object_get(act, "target"));
-	if (!target) {
-		rc = fp_errf(FP_EUNSUPPORTED, err, errlen,
-			     "%s UpdateService has no #UpdateService.SimpleUpdate", c.r->base);
-		goto out;
-	}
-	body = json_pack("{s:s}", "ImageURI", req->image_uri);
-	if (req->transfer_protocol) {
-		rc = allowable(&c, act, "TransferProtocol", &allowed);
-		if (rc < 0)
-			goto out;
-		if (allowed && !rf_in_list(allowed, req->transfer_protocol)) {
-			char list[256];
-			rf_list_text(allowed, list, sizeof(list));
-			rc = fp_errf(FP_EINVAL, err, errlen,
-				     "TransferProtocol %.32s is not allowed by the BMC (%s)",
-				     req->transfer_protocol, list);
+	if (have_path) {
+		const char *push = json_string_value(json_object_get(us, "MultipartHttpPushUri"));
+		if (!push) {
+			char offers[96];
+			update_offers(us, offers, sizeof(offers));
+			rc = fp_errf(FP_EUNSUPPORTED, err, errlen,
+				     "%s UpdateService has no MultipartHttpPushUri, which image_path "
+				     "needs (it offers %s): serve the image and give image_uri",
+				     c.r->base, offers);
 			goto out;
 		}
-		json_object_set_new(body, "TransferProtocol", json_string(req->transfer_protocol));
+		json_t *params = json_object();
+		json_t *targets = update_targets(req);
+		if (targets)
+			json_object_set_new(params, "Targets", targets);
+		if (req->apply_time)
+			json_object_set_new(params, "@Redfish.OperationApplyTime",
+					    json_string(req->apply_time));
+		params_text = jsonx_dumps(params);
+		json_decref(params);
+		mime = curl_mime_init(c.r->curl);
+		curl_mimepart *part = curl_mime_addpart(mime);
+		if (!mime || !part)
+			abort(); /* out of memory */
+		curl_mime_name(part, "UpdateParameters");
+		curl_mime_data(part, params_text, CURL_ZERO_TERMINATED);
+		curl_mime_type(part, "application/json");
+		part = curl_mime_addpart(mime);
+		if (!part)
+			abort();
+		curl_mime_name(part, "UpdateFile");
+		curl_mime_filename(part, im.name);
+		curl_mime_type(part, "application/octet-stream");
+		curl_mime_data_cb(part, (curl_off_t)im.size, image_read, image_seek, NULL, &im);
+		log_info("redfish: firmware upload node=%s bmc=%s bytes=%" PRIu64 " uri=%.200s",
+			 t->node, c.r->base, im.size, push);
+		rc = request_any(&c, "POST", push, NULL, mime, NULL, &p);
+	} else {
+		json_t *act = json_object_get(json_object_get(us, "Actions"),
+					      "#UpdateService.SimpleUpdate");
+		const char *target = json_string_value(json_object_get(act, "target"));
+		if (!target) {
+			rc = fp_errf(FP_EUNSUPPORTED, err, errlen,
+				     "%s UpdateService has no #UpdateService.SimpleUpdate", c.r->base);
+			goto out;
+		}
+		rc = simple_update_body(&c, act, req, &body, &allowed);
+		if (rc < 0)
+			goto out;
+		json_t *targets = update_targets(req);
+		if (targets)
+			json_object_set_new(body, "Targets", targets);
+		rc = request(&c, "POST", target, body, NULL, &p);
 	}
-	if (req->targets) {
-		json_t *arr = json_array();
-		for (size_t i = 0; req->targets[i] && i < 64; i++)
-			json_array_append_new(arr, json_string(req->targets[i]));
-		json_object_set_new(body, "Targets", arr);
-	}
-	rc = request(&c, "POST", target, body, NULL, &p);
 	if (rc < 0)
 		goto out;
 	if (p.status == 202 && p.h.location[0]) {
@@ -1157,6 +1361,10 @@ static int rf_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t
 		*out = json_pack("{s:n,s:s,s:[]}", "task", "state", "Completed", "messages");
 	}
 out:
+	curl_mime_free(mime);
+	free(params_text);
+	if (im.fd >= 0)
+		close(im.fd);
 	resp_release(&p);
 	json_decref(us);
 	json_decref(allowed);
@@ -1195,7 +1403,7 @@ static void rf_free(struct bmc *b)
 					    .err = err, .errlen = sizeof(err)};
 			struct rf_resp p;
 			resp_init(&p);
-			if (http_once(&c, "DELETE", r->session, NULL, NULL, RF_AUTH_SESSION, &p) < 0)
+			if (http_once(&c, "DELETE", r->session, NULL, NULL, NULL, RF_AUTH_SESSION, &p) < 0)
 				log_info("redfish: session delete failed bmc=%s: %s", r->base, err);
 			resp_release(&p);
 		}

@@ -457,7 +457,8 @@ static void test_firmware_update(void **state)
 {
 	struct fx *f = *state;
 	json_t *o = NULL;
-	struct bmc_firmware_req req = {"http://10.0.0.1/bios.bin", "HTTP", NULL};
+	struct bmc_firmware_req req = {.image_uri = "http://10.0.0.1/bios.bin",
+				       .transfer_protocol = "HTTP"};
 	assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &req, &o, f->err,
 					     sizeof(f->err)), 0);
 	char *s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
@@ -638,7 +639,7 @@ static void test_fault_task_never_finishes(void **state)
 	struct fx *f = *state;
 	peer_control(&f->p, "{\"task_never_finishes\": true}");
 	json_t *o = NULL;
-	struct bmc_firmware_req req = {"http://10.0.0.1/bmc.bin", NULL, NULL};
+	struct bmc_firmware_req req = {.image_uri = "http://10.0.0.1/bmc.bin"};
 	assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 2000), &req, &o, f->err,
 					     sizeof(f->err)), FP_ETIMEDOUT);
 	assert_non_null(o);
@@ -1077,6 +1078,144 @@ static void test_sel_created_validated(void **state)
 	json_decref(e);
 }
 
+/* ---- MultipartHttpPushUri (DSP0266 "Multipart HTTP push updates") ---- */
+
+/* Writes n bytes (i * 7 + 3) % 256 into dir/name; returns the path (caller frees). */
+static char *write_image(const char *dir, const char *name, size_t n)
+{
+	char *path = xasprintf("%s/%s", dir, name);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	for (size_t i = 0; i < n; i++)
+		fputc((int)((i * 7 + 3) % 256), f);
+	assert_int_equal(fclose(f), 0);
+	return path;
+}
+
+static void test_firmware_multipart_upload(void **state)
+{
+	struct fx *f = *state;
+	peer_control(&f->p, "{\"multipart_push\": true}");
+	char *path = write_image(f->p.dir, "bmc-fw.bin", 70000);
+	static const char *const targets[] = {"/redfish/v1/UpdateService/FirmwareInventory/BMC",
+					      NULL};
+	struct bmc_firmware_req req = {.image_path = path, .apply_time = "OnReset",
+				       .targets = targets};
+	json_t *o = NULL;
+	int rc = bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &req, &o, f->err,
+				     sizeof(f->err));
+	if (rc != 0)
+		print_error("firmware_update: %s\n", f->err);
+	assert_int_equal(rc, 0);
+	char *s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
+	assert_string_equal(s, "{\"messages\":[\"done\"],\"percent\":100,\"state\":\"Completed\","
+			       "\"task\":\"/redfish/v1/TaskService/Tasks/fp1\"}");
+	free(s);
+	json_decref(o);
+	/* again with no targets and no apply time: an empty UpdateParameters object */
+	struct bmc_firmware_req plain = {.image_path = path};
+	assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &plain, &o, f->err,
+					     sizeof(f->err)), 0);
+	json_decref(o);
+	char *log = peer_log(f);
+	/* the server saw exactly the file's bytes (sha256 of the 70000 bytes written) */
+	assert_int_equal(count(log, "POST /redfish/v1/UpdateService/upload 202 auth=session "
+				    "UpdateParameters={\"@Redfish.OperationApplyTime\": \"OnReset\", "
+				    "\"Targets\": [\"/redfish/v1/UpdateService/FirmwareInventory/BMC\"]} "
+				    "UpdateFile=bmc-fw.bin size=70000 sha256=9f6d8bb550591a5410aa72b997e7"
+				    "d49e3eed1ce025e83628addaf4382d2295bd\n"), 1);
+	assert_int_equal(count(log, "POST /redfish/v1/UpdateService/upload 202 auth=session "
+				    "UpdateParameters={} UpdateFile=bmc-fw.bin size=70000 sha256=9f6d8b"
+				    "b550591a5410aa72b997e7d49e3eed1ce025e83628addaf4382d2295bd\n"), 1);
+	assert_int_equal(count(log, "GET /redfish/v1/TaskService/TaskMonitors/fp1 202"), 1);
+	assert_int_equal(count(log, "GET /redfish/v1/TaskService/TaskMonitors/fp1 200"), 1);
+	assert_int_equal(count(log, "GET /redfish/v1/TaskService/TaskMonitors/fp2 200"), 1);
+	assert_int_equal(count(log, "SimpleUpdate"), 0);
+	free(log);
+	unlink(path);
+	free(path);
+}
+
+static void test_firmware_path_needs_multipart(void **state)
+{
+	struct fx *f = *state;
+	char *path = write_image(f->p.dir, "bmc-fw.bin", 16);
+	struct bmc_firmware_req req = {.image_path = path};
+	json_t *o = NULL;
+	assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &req, &o, f->err,
+					     sizeof(f->err)), FP_EUNSUPPORTED);
+	assert_null(o);
+	char want[512];
+	snprintf(want, sizeof(want), "%s UpdateService has no MultipartHttpPushUri, which "
+		 "image_path needs (it offers SimpleUpdate, HttpPushUri): serve the image and give "
+		 "image_uri", f->p.url);
+	assert_string_equal(f->err, want);
+	char *log = peer_log(f);
+	assert_int_equal(count(log, "GET /redfish/v1/UpdateService 200 auth=session"), 1);
+	assert_int_equal(count(log, "POST /redfish/v1/UpdateService"), 0);
+	free(log);
+	unlink(path);
+	free(path);
+}
+
+static void test_firmware_path_refused(void **state)
+{
+	struct fx *f = *state;
+	peer_control(&f->p, "{\"multipart_push\": true}");
+	char *path = write_image(f->p.dir, "bmc-fw.bin", 16);
+	char *link = xasprintf("%s/link.bin", f->p.dir);
+	assert_int_equal(symlink(path, link), 0);
+	char want[512];
+	json_t *o = NULL;
+	struct bmc_firmware_req req = {.image_path = link};
+	assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &req, &o, f->err,
+					     sizeof(f->err)), FP_EINVAL);
+	assert_null(o);
+	snprintf(want, sizeof(want), "firmware image_path %s is a symbolic link; refused (opened "
+		 "with O_NOFOLLOW): give the file itself", link);
+	assert_string_equal(f->err, want);
+	static const struct {
+		struct bmc_firmware_req req;
+		const char *err;
+	} bad[] = {
+		{{.image_path = "bmc-fw.bin"},
+		 "firmware image_path \"bmc-fw.bin\" is not an absolute path"},
+		{{.image_path = "/tmp", .apply_time = "Immediate"},
+		 "firmware image_path /tmp is not a regular file"},
+		{{.image_path = "/dev/null/x"}, "firmware image_path /dev/null/x: Not a directory"},
+		{{.image_path = "/x.bin", .apply_time = "AtMaintenanceWindowStart"},
+		 "firmware update: apply_time \"AtMaintenanceWindowStart\" is not Immediate or "
+		 "OnReset"},
+		{{.image_path = "/x.bin", .image_uri = "http://10.0.0.1/x.bin"},
+		 "firmware update: give image_uri or image_path, not both"},
+		{{.image_path = "/x.bin", .transfer_protocol = "HTTP"},
+		 "firmware update: transfer_protocol is for image_uri, not image_path"},
+		{{.image_uri = "http://10.0.0.1/x.bin", .apply_time = "OnReset"},
+		 "firmware update: apply_time is for image_path (MultipartHttpPushUri) only"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &bad[i].req, &o,
+						     f->err, sizeof(f->err)), FP_EINVAL);
+		assert_string_equal(f->err, bad[i].err);
+	}
+	FILE *e = fopen(path, "w"); /* empty */
+	assert_non_null(e);
+	fclose(e);
+	req.image_path = path;
+	assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &req, &o, f->err,
+					     sizeof(f->err)), FP_EINVAL);
+	snprintf(want, sizeof(want), "firmware image_path %s is empty", path);
+	assert_string_equal(f->err, want);
+	/* nothing reached the BMC: every refusal comes before the first request */
+	char *log = peer_log(f);
+	assert_int_equal(count(log, "/redfish/v1/"), 0);
+	free(log);
+	unlink(link);
+	unlink(path);
+	free(link);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1119,6 +1258,11 @@ int main(void)
 		cmocka_unit_test(test_task_state_not_a_string),
 		cmocka_unit_test(test_header_values_sent_back_are_printable),
 		cmocka_unit_test(test_sel_created_validated),
+		cmocka_unit_test_setup_teardown(test_firmware_multipart_upload, setup_rack,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_firmware_path_needs_multipart, setup_rack,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_firmware_path_refused, setup_rack, teardown),
 	};
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

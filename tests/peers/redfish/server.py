@@ -19,10 +19,15 @@ URI /redfish/v1/<path> from DIR/<path>/index.json (an in-memory copy) with state
   * basic auth (RFC 7617) for every resource but the service root;
   * UpdateService.SimpleUpdate -> 202 + Location of a task monitor; GET on it answers 202 with
     the Task while it runs and 200 with the Task once it has completed (after 2 polls);
+  * with the multipart_push knob, UpdateService.MultipartHttpPushUri (DSP0266 "Multipart HTTP
+    push updates") at /redfish/v1/UpdateService/upload: a multipart/form-data POST with the
+    parts UpdateParameters (JSON object) and UpdateFile -> 202 + task monitor as SimpleUpdate;
   * Connection: close echoed when the client sends it (python-requests needs this).
 Every request is appended to --log as one line:
     METHOD PATH STATUS auth=session|basic|none [if-match=TAG] [ResetType=X] [body=JSON]
-(PATCH bodies are logged; no credential ever is) and callbacks as `CALLBACK URL STATUS`.
+(PATCH bodies are logged; no credential ever is) and callbacks as `CALLBACK URL STATUS`. An
+upload adds ` UpdateParameters=<JSON, keys sorted> UpdateFile=<filename> size=<bytes>
+sha256=<hex>` (or ` error=<what>` when it is refused).
 
 POST /__control (no auth, loopback only) takes a JSON object of fault knobs; absent knobs keep
 their value, {"reset": true} restores all:
@@ -40,6 +45,8 @@ their value, {"reset": true} restores all:
   callback: {"fp_url": URL, "node": NAME, "auth_header_file": PATH}  (or null)
   trailing_slash: bool     every @odata.id and action target ends with '/' (HPE iLO style)
   hpe_wrapper: bool        ComputerSystem.Reset answers 200 with HPE's success-in-error body
+  multipart_push: bool     the UpdateService advertises MultipartHttpPushUri and takes uploads
+                           there (off: the mockup's UpdateService as captured)
   set_boot: {...}          not a knob: merges these Boot properties into every System now
   drop_sessions: true      not a knob: every session ends now (tokens get 401)
 GET /__control returns the knobs, the sessions count and the power states.
@@ -48,6 +55,7 @@ GET /__control returns the knobs, the sessions count and the power states.
 import argparse
 import base64
 import copy
+import hashlib
 import json
 import os
 import socket
@@ -74,8 +82,11 @@ DEFAULT_KNOBS = {
     "callback": None,
     "trailing_slash": False,
     "hpe_wrapper": False,
+    "multipart_push": False,
 }
 MAX_BODY = 1 << 20
+MAX_UPLOAD = 64 << 20
+PUSH_URI = ROOT + "/UpdateService/upload"
 ON_TYPES = {"On", "ForceOn", "ForceRestart", "GracefulRestart", "PowerCycle", "PushPowerButton"}
 
 
@@ -148,6 +159,8 @@ class State:
             for i in range(self.knobs["gpus"]):
                 body.setdefault("Members", []).append({"@odata.id": uri + "/GPU%d" % i})
             body["Members@odata.count"] = len(body["Members"])
+        if uri == ROOT + "/UpdateService" and self.knobs["multipart_push"]:
+            body["MultipartHttpPushUri"] = PUSH_URI
         if self.knobs["odata_etag"]:
             body["@odata.etag"] = self.etag.get(uri, 'W/"0"')
         if self.knobs["trailing_slash"]:
@@ -351,6 +364,8 @@ class Handler(BaseHTTPRequestHandler):
         if not self.pre():
             return
         path = norm(self.path)
+        if path == PUSH_URI and self.st.knobs["multipart_push"]:
+            return self.multipart_push()
         try:
             body = json.loads(self.read_body() or b"{}")
         except ValueError:
@@ -449,6 +464,72 @@ class Handler(BaseHTTPRequestHandler):
         tp = body.get("TransferProtocol")
         if tp is not None and allowed is not None and tp not in allowed:
             return self.send(400, message("Base.1.8.ActionParameterNotSupported", tp), extra=extra)
+        with st.lock:
+            tid = self.new_task(done_after=-1 if st.knobs["task_never_finishes"] else 2)
+            b = st.tasks[tid]["body"]
+        return self.send(202, b, {"Location": ROOT + "/TaskService/TaskMonitors/" + tid}, extra=extra)
+
+    def multipart_push(self):
+        """DSP0266 "Multipart HTTP push updates": parts UpdateParameters and UpdateFile."""
+        st = self.st
+
+        def refuse(status, mid, what):
+            return self.send(status, message(mid, what), extra=" error=" + what.replace(" ", "_"))
+
+        ctype = self.headers.get("Content-Type", "")
+        mtype, _, rest = ctype.partition(";")
+        boundary = None
+        for param in rest.split(";"):
+            k, _, v = param.strip().partition("=")
+            if k.lower() == "boundary":
+                boundary = v.strip('"')
+        if mtype.strip().lower() != "multipart/form-data" or not boundary:
+            return refuse(415, "Base.1.8.UnsupportedMediaType", "want multipart/form-data")
+        try:
+            n = int(self.headers.get("Content-Length") or -1)
+        except ValueError:
+            n = -1
+        if n < 0 or n > MAX_UPLOAD:
+            return refuse(413, "Base.1.8.PayloadTooLarge", "Content-Length missing or too large")
+        data = self.rfile.read(n)
+        parts = {}
+        for chunk in (b"\r\n" + data).split(b"\r\n--" + boundary.encode())[1:]:
+            if chunk.startswith(b"--"):
+                break  # the close delimiter
+            head, sep, content = chunk.partition(b"\r\n\r\n")
+            if not sep:
+                return refuse(400, "Base.1.8.MalformedJSON", "part without headers")
+            name = filename = None
+            for line in head.split(b"\r\n"):
+                k, _, v = line.decode("latin-1").partition(":")
+                if k.strip().lower() != "content-disposition":
+                    continue
+                for param in v.split(";")[1:]:
+                    pk, _, pv = param.strip().partition("=")
+                    if pk == "name":
+                        name = pv.strip('"')
+                    elif pk == "filename":
+                        filename = pv.strip('"')
+            if name in parts:
+                return refuse(400, "Base.1.8.ActionParameterDuplicate", "part " + str(name) + " twice")
+            parts[name] = (filename, content)
+        if "UpdateParameters" not in parts or "UpdateFile" not in parts:
+            return refuse(400, "Base.1.8.ActionParameterMissing", "UpdateParameters and UpdateFile needed")
+        try:
+            params = json.loads(parts["UpdateParameters"][1])
+        except ValueError:
+            return refuse(400, "Base.1.8.MalformedJSON", "UpdateParameters not JSON")
+        if not isinstance(params, dict):
+            return refuse(400, "Base.1.8.MalformedJSON", "UpdateParameters not an object")
+        tg = params.get("Targets", [])
+        if not isinstance(tg, list) or not all(isinstance(t, str) for t in tg):
+            return refuse(400, "Base.1.8.PropertyValueTypeError", "Targets")
+        at = params.get("@Redfish.OperationApplyTime", "Immediate")
+        if at not in ("Immediate", "OnReset"):
+            return refuse(400, "Base.1.8.PropertyValueNotInList", "@Redfish.OperationApplyTime")
+        fname, image = parts["UpdateFile"]
+        extra = " UpdateParameters=%s UpdateFile=%s size=%d sha256=%s" % (
+            json.dumps(params, sort_keys=True), fname, len(image), hashlib.sha256(image).hexdigest())
         with st.lock:
             tid = self.new_task(done_after=-1 if st.knobs["task_never_finishes"] else 2)
             b = st.tasks[tid]["body"]
