@@ -7,7 +7,8 @@
  * jsonx_parse (as http_once does) and the document, or NULL when it is not JSON, is then read
  * in every role the driver gives a document:
  *   service root (rf_root_links), login answer (rf_session_uri with the Location header),
- *   GET answer (rf_etag_of with the ETag header), error body (rf_message_id), Systems
+ *   GET answer (rf_etag_of with the ETag header, rf_header_safe on the X-Auth-Token),
+ *   error body (rf_message_id), Systems
  *   collection (rf_choose_system with no system, with the first member's Id and with a missing
  *   one), ComputerSystem (rf_power_system, rf_first_chassis, rf_power_chassis with the same
  *   document as its Chassis, rf_reset_action, rf_allowable_inline, rf_reset_type for every
@@ -24,7 +25,10 @@
  * <= 0x20, a chosen system is a listed member (the asked one when asked), an unknown power
  * has a reason and a known one none, a ResetType is allowed by the list given, a boot PATCH
  * names the asked target, every document built has the shape driver/bmc.h promises and dumps
- * to JSON, every error sets a message. ASan/UBSan catch memory errors, leaks and UB. */
+ * to JSON, no string in an inventory, chassis status, SEL or task document is over
+ * RF_MAX_STRING bytes, a SEL timestamp is null or one fp_time_parse reads (with its offset
+ * taken off), an ETag or token accepted for a request header is printable ASCII, a malformed
+ * TaskState is refused with FP_EBMC, every error sets a message. ASan/UBSan catch memory errors, leaks and UB. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +36,7 @@
 
 #include "base/err.h"
 #include "base/jsonx.h"
+#include "base/timefmt.h"
 #include "driver/bmc_redfish_parse.h"
 
 #include "base/banned.h"
@@ -72,6 +77,27 @@ static int is_num_or_null(const json_t *v) { return json_is_number(v) || json_is
 static int is_bool(const json_t *v) { return json_is_boolean(v); }
 static int is_obj(const json_t *v) { return json_is_object(v); }
 static int is_arr(const json_t *v) { return json_is_array(v); }
+
+/* Every string in v (depth-limited) is at most RF_MAX_STRING bytes. */
+static void check_capped(const json_t *v, const char *what)
+{
+	if (json_is_string(v) && json_string_length(v) > RF_MAX_STRING)
+		die(what, "a string over RF_MAX_STRING bytes");
+	const char *k;
+	json_t *x;
+	size_t i;
+	if (json_is_object(v))
+		json_object_foreach((json_t *)v, k, x) check_capped(x, what);
+	else if (json_is_array(v))
+		json_array_foreach(v, i, x) check_capped(x, what);
+}
+
+static void check_printable(const char *v, const char *what)
+{
+	for (const char *p = v; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+			die(what, "a byte outside 0x20-0x7e was accepted for a header");
+}
 
 static void check_url(const char *uri)
 {
@@ -247,6 +273,9 @@ static void check_docs(const json_t *doc)
 	want_type(inv, "gpus", is_arr, 0, "inventory");
 	want_type(json_object_get(inv, "cpu"), "sockets", is_int_or_null, 0, "inventory.cpu");
 	want_type(inv, "memoryGiB", is_num_or_null, 0, "inventory");
+	if (json_array_size(json_object_get(inv, "gpus")) > RF_MAX_GPUS)
+		die("inventory", "more than RF_MAX_GPUS gpus");
+	check_capped(inv, "inventory");
 	json_decref(inv);
 	json_decref(gpus);
 
@@ -255,6 +284,7 @@ static void check_docs(const json_t *doc)
 	want_type(cs, "power", is_str, 0, "chassis status");
 	want_type(cs, "intrusion", is_bool, 1, "chassis status");
 	want_type(cs, "health", is_str, 1, "chassis status");
+	check_capped(cs, "chassis status");
 	json_decref(cs);
 	cs = rf_chassis_status_doc(doc, NULL, NULL);
 	check_dumps(cs, "rf_chassis_status_doc without chassis");
@@ -274,6 +304,11 @@ static void check_docs(const json_t *doc)
 		want_type(s, "message", is_str, 0, "sel entry");
 		want_type(s, "sensorNumber", is_int, 1, "sel entry");
 		want_type(s, "eventType", is_str, 1, "sel entry");
+		check_capped(s, "sel entry");
+		const char *ts = json_string_value(json_object_get(s, "timestamp"));
+		int64_t ms;
+		if (ts && fp_time_parse(ts, &ms) < 0)
+			die("sel entry timestamp fp_time_parse does not read", ts);
 		json_decref(s);
 	}
 }
@@ -297,12 +332,23 @@ static void check_task(const struct rf_headers *h, const json_t *doc, long statu
 	want_type(o, "task", is_str, 0, "task");
 	want_type(o, "messages", is_arr, 0, "task");
 	want_type(o, "percent", is_int, 1, "task");
+	const json_t *ts = json_object_get(doc, "TaskState");
 	for (int i = 0; i < 3; i++) {
-		(void)rf_task_update(o, i == 2 ? status : 202, doc, NULL, 0);
+		char err[256] = "";
+		long st = i == 2 ? status : 202;
+		int rc = rf_task_update(o, st, doc, err, sizeof(err));
+		if ((rc < 0) != (st != 202 && ts && !json_is_string(ts)) ||
+		    (rc < 0 && (rc != FP_EBMC || !strstr(err, "TaskState"))))
+			die("rf_task_update malformed TaskState not (only) refused", err);
 		if (!rf_task_state(o))
 			die("rf_task_update lost the state", NULL);
 		(void)rf_task_terminal(rf_task_state(o));
 	}
+	const json_t *tu = json_object_get(o, "task");
+	if (json_string_length(tu) > RF_MAX_TASK_URI)
+		die("task URI over RF_MAX_TASK_URI bytes", NULL);
+	json_object_del(o, "task");
+	check_capped(o, "task");
 	if (json_array_size(json_object_get(o, "messages")) > RF_MAX_TASK_MESSAGES)
 		die("task keeps more than RF_MAX_TASK_MESSAGES messages", NULL);
 	check_dumps(o, "task");
@@ -372,8 +418,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *su = rf_session_uri(h.location, doc);
 	if (su)
 		check_url(su);
-	char etag[256];
-	(void)rf_etag_of(h.etag, doc, etag, sizeof(etag), NULL, 0);
+	char etag[256], eerr[256] = "";
+	if (rf_etag_of(h.etag, doc, etag, sizeof(etag), eerr, sizeof(eerr)) < 0) {
+		if (!eerr[0] || etag[0])
+			die("rf_etag_of refused without a message or kept a value", eerr);
+	}
+	check_printable(etag, "rf_etag_of");
+	if (h.token) {
+		eerr[0] = '\0';
+		if (rf_header_safe("X-Auth-Token", h.token, RF_MAX_HEADER, eerr, sizeof(eerr)) == 0)
+			check_printable(h.token, "rf_header_safe");
+		else if (!eerr[0])
+			die("rf_header_safe refused without a message", NULL);
+	}
 	if (!rf_message_id(doc))
 		die("rf_message_id gave NULL", NULL);
 	int budget = 64;
