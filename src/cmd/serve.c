@@ -46,8 +46,10 @@
 
 struct serve {
 	const char *data_dir;
-	const char *cred_dir; /* --bmc-credentials-dir: where spec.bmc.password_file names live */
+	const char *cred_dir; /* --bmc-credentials-dir: where spec.bmc.password_file and
+			       * spec.bmc.ca_file names live; made absolute at start */
 	char cred_dir_buf[4200];
+	int new_secret_key; /* --new-secret-key: make secret.key although sealed passwords exist */
 	struct secret_key *key; /* <data-dir>/secret.key: seals stored BMC passwords */
 	const char *listen;
 	long sim_nodes;
@@ -90,13 +92,16 @@ static void usage(FILE *f)
 		"                        [--sim-faults SEED] [--workers N] [--site-qps Q]\n"
 		"                        [--bmc-credentials-dir DIR] [--bmc-concurrency N]\n"
 		"                        [--bmc-min-interval MS] [--bmc-timeout SECONDS]\n"
-		"                        [--bmc-breaker-failures N]\n"
+		"                        [--bmc-breaker-failures N] [--new-secret-key]\n"
 		"                        [--log-level debug|info|warn|error]\n"
 		"\n"
 		"  --data-dir DIR      store, admin.token, secret.key and state live here\n"
 		"                      (created 0700)\n"
-		"  --bmc-credentials-dir DIR  spec.bmc.password_file names a file in DIR (default\n"
-		"                      DATA_DIR/bmc-credentials, created 0700)\n"
+		"  --bmc-credentials-dir DIR  spec.bmc.password_file and spec.bmc.ca_file name\n"
+		"                      files in DIR (default DATA_DIR/bmc-credentials, created 0700)\n"
+		"  --new-secret-key    secret.key is missing and nodes have BMC passwords sealed with\n"
+		"                      it: make a new key anyway (those passwords must be set again);\n"
+		"                      refused when secret.key exists\n"
 		"  --listen ADDR       host:port for the API (default 127.0.0.1:7070)\n"
 		"  --sim N             create, if absent, site " SIM_SITE " with racks of 8 nodes and\n"
 		"                      N enrolled simulated 8-GPU nodes (idempotent)\n"
@@ -416,6 +421,68 @@ static void shutdown_all(struct serve *sv)
 	pthread_rwlock_destroy(&sv->life);
 }
 
+/* store_foreach callback: counts node documents whose spec.bmc holds password_sealed. */
+static int count_sealed(void *arg, const struct store_kv *kv)
+{
+	size_t *n = arg;
+	json_t *doc = json_loads(kv->value, 0, NULL);
+	json_t *bmc = json_object_get(json_object_get(doc, "spec"), "bmc");
+	if (json_is_string(json_object_get(bmc, "password_sealed")))
+		(*n)++;
+	json_decref(doc);
+	return 0;
+}
+
+/* check_key_present runs before secret.key is loaded or created. When keypath exists,
+ * --new-secret-key is refused (it is for a lost key only, so it cannot stay in a unit file and
+ * hide a later loss). When it does not exist and the store in the data dir holds nodes with
+ * spec.bmc.password_sealed, serve refuses to start unless --new-secret-key is given: a new key
+ * would leave those passwords unreadable for good. Returns 0 to go on, -1 after printing why. */
+static int check_key_present(struct serve *sv, const char *keypath)
+{
+	struct stat st;
+	if (lstat(keypath, &st) == 0) {
+		if (sv->new_secret_key) {
+			fprintf(stderr, "error: --new-secret-key: %s exists; the flag only makes a "
+					"key when secret.key is missing (start without it)\n",
+				keypath);
+			return -1;
+		}
+		return 0;
+	}
+	if (errno != ENOENT)
+		return 0; /* secret_key_load_or_create reports it */
+	char uri[4200], err[512];
+	snprintf(uri, sizeof(uri), "sqlite:%s/fleetplane.db", sv->data_dir);
+	struct store *s = NULL;
+	if (store_open(uri, &s, err, sizeof(err)) < 0) {
+		fprintf(stderr, "error: cannot open the store in %s: %s\n", sv->data_dir, err);
+		return -1;
+	}
+	size_t sealed = 0;
+	int rc = store_foreach(s, "/nodes/", 1000, count_sealed, &sealed, NULL);
+	store_close(s);
+	if (rc < 0) {
+		fprintf(stderr, "error: cannot read the nodes in %s: %s\n", sv->data_dir,
+			fp_err_msg(rc));
+		return -1;
+	}
+	if (sealed == 0)
+		return 0;
+	if (!sv->new_secret_key) {
+		fprintf(stderr, "error: %s is missing but %zu node%s BMC passwords sealed with "
+				"it; restore it from backup (see docs/operations.md), or start once "
+				"with --new-secret-key to make a new key (those nodes then need their "
+				"passwords set again)\n",
+			keypath, sealed, sealed == 1 ? " has" : "s have");
+		return -1;
+	}
+	log_warn("serve: making a new BMC password key; the sealed passwords of %zu node%s cannot "
+		 "be opened and must be set again path=%s",
+		 sealed, sealed == 1 ? "" : "s", keypath);
+	return 0;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	struct serve sv = {.listen = "127.0.0.1:7070", .sim_speed = 10, .workers = 4,
@@ -432,6 +499,7 @@ int cmd_serve(int argc, char **argv)
 		{"bmc-min-interval", required_argument, NULL, 'I'},
 		{"bmc-timeout", required_argument, NULL, 'T'},
 		{"bmc-breaker-failures", required_argument, NULL, 'F'},
+		{"new-secret-key", no_argument, NULL, 'K'},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int c, exec_threads_set = 0;
 	long v;
@@ -539,6 +607,9 @@ int cmd_serve(int argc, char **argv)
 			log_init((enum log_level)lvl, NULL);
 			break;
 		}
+		case 'K':
+			sv.new_secret_key = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -591,9 +662,12 @@ int cmd_serve(int argc, char **argv)
 	}
 
 	/* The key that seals BMC passwords in the store: created at the first start, refused when
-	 * anyone but this user could read it. */
+	 * anyone but this user could read it, and never silently re-made while the store holds
+	 * passwords sealed with the lost one. */
 	char keypath[4200];
 	snprintf(keypath, sizeof(keypath), "%s/secret.key", sv.data_dir);
+	if (check_key_present(&sv, keypath) < 0)
+		return 1;
 	int key_created = 0;
 	if (secret_key_load_or_create(keypath, &sv.key, &key_created, err, sizeof(err)) < 0) {
 		fprintf(stderr, "error: secret key: %s\n", err);
@@ -612,11 +686,19 @@ int cmd_serve(int argc, char **argv)
 		secret_key_free(sv.key);
 		return 1;
 	}
-	if (stat(sv.cred_dir, &dst) < 0 || !S_ISDIR(dst.st_mode)) {
+	/* Absolute, so spec.bmc.ca_file reaches the Redfish driver (libcurl) as an absolute path
+	 * whatever the working directory. */
+	char *abs_cred = realpath(sv.cred_dir, NULL);
+	if (!abs_cred || stat(abs_cred, &dst) < 0 || !S_ISDIR(dst.st_mode) ||
+	    strlen(abs_cred) >= sizeof(sv.cred_dir_buf)) {
 		fprintf(stderr, "error: BMC credentials dir %s is not a directory\n", sv.cred_dir);
+		free(abs_cred);
 		secret_key_free(sv.key);
 		return 1;
 	}
+	snprintf(sv.cred_dir_buf, sizeof(sv.cred_dir_buf), "%s", abs_cred);
+	sv.cred_dir = sv.cred_dir_buf;
+	free(abs_cred);
 
 	/* Block the stop signals in every thread; main waits for them with sigwait. */
 	sigset_t stop;

@@ -148,8 +148,8 @@ static int key_load(const char *path, struct secret_key **out, char *err, size_t
 	if (st.st_size != SECRET_KEY_BYTES) {
 		rc = fp_errf(FP_EINVAL, err, errlen,
 			     "%s has %lld bytes, expected %d (the key fleetplane serve wrote); restore "
-			     "the right file, or remove it only if no sealed BMC password must be "
-			     "read again (a new key is then created)",
+			     "the right file from backup, or remove it and start serve with "
+			     "--new-secret-key if no sealed BMC password must be read again",
 			     path, (long long)st.st_size, SECRET_KEY_BYTES);
 		goto out;
 	}

@@ -6,8 +6,9 @@
 # output, in any process's argv (ps, sampled during the run), nor as plaintext in the SQLite
 # files, where it is sealed ("sb1:" in spec.bmc.password_sealed). The key is read back after a
 # restart and the nodes still work; a replaced secret.key leaves the nodes readable but a BMC
-# call fails with "cannot decrypt the BMC password"; a group-readable secret.key stops serve
-# from starting. password_file outside the credentials dir is refused with a 422 naming
+# call fails with "cannot decrypt the BMC password"; a missing secret.key while nodes hold
+# sealed passwords stops serve from starting (--new-secret-key makes a new key, and is refused
+# while one exists); a group-readable secret.key stops serve from starting. password_file outside the credentials dir is refused with a 422 naming
 # spec.bmc.password_file. Two Redfish test servers (tests/peers/redfish) check that the password
 # reaching a real BMC is the right one, inline and from a file, before and after the restart, and
 # that with a replaced key nothing (no garbage, no empty password) is sent: no 401 in their logs.
@@ -241,6 +242,33 @@ for i in 1 2; do
 	assert_eq 0 "$(grep -c ' 401' "$WORK/rf$i.log" || true)" "requests refused with 401 by rf$i"
 done
 stop_serve
+
+# A missing secret.key while 4 nodes (sp1-sp3 and sp-rf1; not the two password_file nodes)
+# hold sealed passwords: serve refuses to start and makes no key;
+# --new-secret-key is refused while a key exists, and makes a new one when it is missing.
+mv "$D/secret.key" "$WORK/secret.key.orig"
+out=$("$FP" serve --data-dir "$D" --listen 127.0.0.1:0 2>&1) && fail "serve started without secret.key"
+assert_eq "error: $D/secret.key is missing but 4 nodes have BMC passwords sealed with it; restore it from backup (see docs/operations.md), or start once with --new-secret-key to make a new key (those nodes then need their passwords set again)" \
+	"$out" "refusal of a missing secret.key"
+[ -e "$D/secret.key" ] && fail "a refused start created secret.key"
+cp "$WORK/secret.key.orig" "$D/secret.key"
+out=$("$FP" serve --data-dir "$D" --listen 127.0.0.1:0 --new-secret-key 2>&1) && fail "serve started with --new-secret-key and a key"
+assert_eq "error: --new-secret-key: $D/secret.key exists; the flag only makes a key when secret.key is missing (start without it)" \
+	"$out" "refusal of --new-secret-key with a key"
+assert_eq "$KEY_SUM" "$(sha256sum <"$D/secret.key")" "secret.key after a refused --new-secret-key"
+rm "$D/secret.key"
+start_serve "$D" --sim-speed 0 --new-secret-key
+[ "$(sha256sum <"$D/secret.key")" != "$KEY_SUM" ] || fail "--new-secret-key kept the old key"
+assert_eq 1 "$(grep -c 'making a new BMC password key; the sealed passwords of 4 nodes cannot be opened' "$D/serve.log")" \
+	"warning of --new-secret-key"
+res=$(power_status sp1)
+case "$res" in
+"failed "*"cannot decrypt the BMC password (was secret.key replaced?)"*) ;;
+*) fail "power status on sp1 after --new-secret-key: expected a decrypt failure, got: $res" ;;
+esac
+assert_eq "succeeded " "$(power_status sp-file)" "power status on sp-file (password file) after --new-secret-key"
+stop_serve
+mv "$WORK/secret.key.orig" "$D/secret.key"
 
 # A group-readable key stops serve from starting, with the path and the fix.
 chmod 644 "$D/secret.key"

@@ -191,8 +191,8 @@ static void test_key_file(void **state)
 	assert_int_equal(secret_key_load_or_create(path, &k2, NULL, e, sizeof(e)), FP_EINVAL);
 	snprintf(want, sizeof(want),
 		 "%s has 31 bytes, expected 32 (the key fleetplane serve wrote); restore the right "
-		 "file, or remove it only if no sealed BMC password must be read again (a new key "
-		 "is then created)",
+		 "file from backup, or remove it and start serve with --new-secret-key if no sealed "
+		 "BMC password must be read again",
 		 path);
 	assert_string_equal(e, want);
 
