@@ -507,12 +507,18 @@ static void take_spec(struct node *dst, struct node *src)
 	    !same_str(dst->bmc.address, src->bmc.address))
 		dst->bmc_quirks = 0;
 	/* New credentials or a new BMC: a refusal of the old ones no longer holds, so the
-	 * lifecycle may try again (it waits while BMCReachable is AuthenticationFailed). */
+	 * lifecycle may try again (it waits while BMCReachable is AuthenticationFailed). A
+	 * password that could not be resolved (CredentialsUnavailable: the password file may be
+	 * back) or a spec the driver refused (InvalidBMCSpec) is tried again after any PUT. */
 	const struct node_condition *reach = node_condition_get(dst, "BMCReachable");
 	if (reach && reach->reason && strcmp(reach->reason, "AuthenticationFailed") == 0 &&
 	    (!keep_secret || !same_str(dst->bmc.username, src->bmc.username) ||
 	     !same_str(dst->bmc.driver, src->bmc.driver) ||
 	     !same_str(dst->bmc.address, src->bmc.address)))
+		node_condition_remove(dst, "BMCReachable");
+	else if (reach && reach->status == COND_FALSE && reach->reason &&
+		 (strcmp(reach->reason, "CredentialsUnavailable") == 0 ||
+		  strcmp(reach->reason, "InvalidBMCSpec") == 0))
 		node_condition_remove(dst, "BMCReachable");
 	SWAP(dst->bmc.driver, src->bmc.driver);
 	SWAP(dst->bmc.cipher_suite, src->bmc.cipher_suite);

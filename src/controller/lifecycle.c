@@ -478,7 +478,13 @@ static enum step_result bmc_failed(struct step_ctx *x, int rc, const char *what)
 		set_condition(x, "BMCReachable", COND_FALSE, "AuthenticationFailed", msg);
 		return STEP_FAIL;
 	}
-	return rc == FP_EUNSUPPORTED || rc == FP_EINVAL ? STEP_FAIL : STEP_RETRY;
+	if (rc == FP_EINVAL) {
+		/* The driver cannot use the node's spec.bmc (bad address, cipher suite ...):
+		 * only a new spec helps, so the node parks like on refused credentials. */
+		set_condition(x, "BMCReachable", COND_FALSE, "InvalidBMCSpec", msg);
+		return STEP_FAIL;
+	}
+	return rc == FP_EUNSUPPORTED ? STEP_FAIL : STEP_RETRY;
 }
 
 static void bmc_ok(struct step_ctx *x)
@@ -1099,7 +1105,9 @@ static void run_op_task(void *arg)
 		} else if (def->uses_bmc &&
 			   secret_bmc_password(&n->bmc, lc->cfg.bmc_credentials_dir, &password, x.err,
 					       sizeof(x.err)) < 0) {
-			r = STEP_FAIL; /* undecryptable or unreadable: retrying cannot help */
+			/* Undecryptable or unreadable: retrying cannot help, the node parks. */
+			set_condition(&x, "BMCReachable", COND_FALSE, "CredentialsUnavailable", x.err);
+			r = STEP_FAIL;
 		} else {
 			if (def->uses_bmc)
 				x.t.password = password;
@@ -1457,12 +1465,17 @@ static void check_deadline(struct lifecycle *lc, struct node *n, const struct op
 			 node_phase_name(n->phase));
 }
 
-/* True when the BMC refused the node's credentials and the phase's operation would call it. */
+/* True when a BMC step failed for a reason retrying on a timer cannot fix - the BMC refused
+ * the credentials (AuthenticationFailed), the password cannot be resolved
+ * (CredentialsUnavailable), or the driver cannot use spec.bmc (InvalidBMCSpec) - and the
+ * phase's operation would call the BMC. */
 static int credentials_refused(const struct node *n)
 {
 	const struct node_condition *c = node_condition_get(n, "BMCReachable");
 	if (!c || c->status != COND_FALSE || !c->reason ||
-	    strcmp(c->reason, "AuthenticationFailed") != 0)
+	    (strcmp(c->reason, "AuthenticationFailed") != 0 &&
+	     strcmp(c->reason, "CredentialsUnavailable") != 0 &&
+	     strcmp(c->reason, "InvalidBMCSpec") != 0))
 		return 0;
 	switch (n->phase) {
 	case PHASE_ENROLLED:
@@ -1522,9 +1535,10 @@ static int reconcile(struct lifecycle *lc, const char *name)
 		return rc;
 	}
 	if (credentials_refused(n)) {
-		/* Wrong BMC credentials: retrying them on a timer locks BMC accounts. The phase
-		 * waits for a human - a PUT of spec.bmc (which clears the condition) or a power
-		 * request that gets through (which sets BMCReachable True). */
+		/* Wrong BMC credentials: retrying them on a timer locks BMC accounts; a password
+		 * that cannot be resolved or a spec the driver refuses stays so. The phase waits
+		 * for a human - a PUT of spec.bmc (which clears the condition) or a power request
+		 * that gets through (which sets BMCReachable True). */
 		node_free(n);
 		return 0;
 	}

@@ -1204,6 +1204,66 @@ static void test_retire_cancels_queued_power(void **state)
 	world_free(w);
 }
 
+/* A step that fails for a reason retrying cannot fix parks the node like refused credentials:
+ * the driver refuses spec.bmc (FP_EINVAL) -> BMCReachable False/InvalidBMCSpec, one call, no
+ * operation on a timer; a power request that gets through resumes onboarding. */
+static void test_invalid_spec_parks(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	w->fk.fail_rc = FP_EINVAL;
+	enroll_fake(w, "f1");
+	assert_int_equal(run_until(w, f1_has_event, "OperationFailed", 30 * MIN_MS), 0);
+	assert_int_equal(w->fk.calls, 1);
+	char reason[64], want[256];
+	assert_int_equal(cond_of(w, "f1", "BMCReachable", reason, sizeof(reason)), COND_FALSE);
+	assert_string_equal(reason, "InvalidBMCSpec");
+	snprintf(want, sizeof(want), "power status: fake BMC: %s", fp_err_msg(FP_EINVAL));
+	struct node *n = get_node(w, "f1");
+	assert_string_equal(node_condition_get(n, "BMCReachable")->message, want);
+	assert_null(n->operation);
+	node_free(n);
+	enum node_phase never = PHASE_AVAILABLE;
+	assert_int_equal(run_until(w, f1_phase_is, &never, 60 * MIN_MS), -1);
+	assert_int_equal(w->fk.calls, 1);
+	assert_int_equal(count_ops(w, "f1", "inspect"), 1);
+	assert_int_equal(count_events(w, "f1", "OperationFailed"), 1);
+	w->fk.fail_rc = 0;
+	char *st = request_power(w, "f1", "status");
+	enum node_phase prov = PHASE_PROVISIONING;
+	assert_int_equal(run_until(w, f1_phase_is, &prov, 30 * MIN_MS), 0);
+	assert_int_equal(cond_of(w, "f1", "BMCReachable", reason, sizeof(reason)), COND_TRUE);
+	free(st);
+	world_free(w);
+}
+
+/* The password cannot be resolved (here: spec.bmc.password_file with no credentials
+ * directory): BMCReachable False/CredentialsUnavailable with secret_bmc_password's error, the
+ * BMC never called, no operation on a timer. */
+static void test_credentials_unavailable_parks(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll_fake(w, "f1");
+	struct node *n = get_node(w, "f1");
+	n->bmc.password_file = xstrdup("f1.pw");
+	put_node(w, n);
+	node_free(n);
+	assert_int_equal(run_until(w, f1_has_event, "OperationFailed", 30 * MIN_MS), 0);
+	char reason[64];
+	assert_int_equal(cond_of(w, "f1", "BMCReachable", reason, sizeof(reason)), COND_FALSE);
+	assert_string_equal(reason, "CredentialsUnavailable");
+	n = get_node(w, "f1");
+	assert_string_equal(node_condition_get(n, "BMCReachable")->message,
+			    "spec.bmc.password_file is set but no BMC credentials directory is "
+			    "configured");
+	node_free(n);
+	enum node_phase never = PHASE_AVAILABLE;
+	assert_int_equal(run_until(w, f1_phase_is, &never, 60 * MIN_MS), -1);
+	assert_int_equal(w->fk.calls, 0);
+	assert_int_equal(count_ops(w, "f1", "inspect"), 1);
+	assert_int_equal(count_events(w, "f1", "OperationFailed"), 1);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1224,6 +1284,8 @@ int main(void)
 		cmocka_unit_test(test_breaker_opens_waits_closes),
 		cmocka_unit_test(test_retry_after_waits_without_an_attempt),
 		cmocka_unit_test(test_retire_cancels_queued_power),
+		cmocka_unit_test(test_invalid_spec_parks),
+		cmocka_unit_test(test_credentials_unavailable_parks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
