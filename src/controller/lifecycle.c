@@ -730,8 +730,27 @@ static enum step_result step_power_cycle(struct step_ctx *x)
 	return act_then_poll(x, BMC_ACTION_CYCLE, BMC_POWER_ON);
 }
 
+#define RESET_OFF_MSG                                                                          \
+	"the machine is off; a reset does nothing (IPMI 2.0 section 28.3 / Redfish "           \
+	"ForceRestart); use on"
+
+/* A hard reset restarts a running machine; on one that is off it does nothing (IPMI 2.0
+ * section 28.3, Chassis Control "hard reset"; Redfish ResetType ForceRestart), so the step
+ * would poll for "on" until its deadline. Before the act the power is read: off fails the
+ * step at once, nothing sent. Unknown is not off: the reset is sent. */
 static enum step_result step_power_reset(struct step_ctx *x)
 {
+	if (!acted_this_attempt(x)) {
+		enum bmc_power cur;
+		enum step_result r;
+		if (read_power(x, "power status", &cur, &r) < 0)
+			return r;
+		if (cur == BMC_POWER_OFF) {
+			power_confirmed(x, cur, "power state as reported by the BMC");
+			snprintf(x->err, sizeof(x->err), "%s", RESET_OFF_MSG);
+			return STEP_FAIL;
+		}
+	}
 	return act_then_poll(x, BMC_ACTION_RESET, BMC_POWER_ON);
 }
 

@@ -1264,6 +1264,31 @@ static void test_credentials_unavailable_parks(void **state)
 	world_free(w);
 }
 
+/* A reset of a machine that reads off fails at once, nothing sent. */
+static void test_reset_of_an_off_machine_fails(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	char *off = request_power(w, "r01n01", "off");
+	assert_int_equal(run_until(w, op_ended, off, 30 * MIN_MS), 0);
+	size_t before = w->spy_log.len;
+	char *rst = request_power(w, "r01n01", "reset");
+	assert_int_equal(run_until(w, op_ended, rst, 30 * MIN_MS), 0);
+	struct operation *op = get_op(w, rst);
+	assert_int_equal(op->state, OP_FAILED);
+	assert_int_equal(op->attempt, 1);
+	assert_string_equal(op->last_error,
+			    "step power_reset attempt 1: the machine is off; a reset does nothing "
+			    "(IPMI 2.0 section 28.3 / Redfish ForceRestart); use on");
+	operation_free(op);
+	assert_int_equal(w->spy_log.len, before);
+	assert_int_equal(cond_of(w, "r01n01", "PoweredOn", NULL, 0), COND_FALSE);
+	free(off);
+	free(rst);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1286,6 +1311,7 @@ int main(void)
 		cmocka_unit_test(test_retire_cancels_queued_power),
 		cmocka_unit_test(test_invalid_spec_parks),
 		cmocka_unit_test(test_credentials_unavailable_parks),
+		cmocka_unit_test(test_reset_of_an_off_machine_fails),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
