@@ -69,6 +69,23 @@ static int decode_enroll(const json_t *doc, struct node **out, char *err, size_t
 	return rc;
 }
 
+/* The extension members of a 422 for a codec error (core/codec.h): {"field": <path>} when
+ * the message starts with a field path ("spec.bmc.password: longer than 256 characters") or
+ * is "unknown field <path>"; NULL (no members) when it names none. A new reference. */
+static json_t *codec_err_ext(const char *err)
+{
+	const char *p = err;
+	int unknown = strncmp(p, "unknown field ", 14) == 0;
+	if (unknown)
+		p += 14;
+	size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.[]");
+	if (n == 0 || n > 128 || p[n] != (unknown ? '\0' : ':'))
+		return NULL;
+	char field[129];
+	snprintf(field, sizeof(field), "%.*s", (int)n, p);
+	return json_pack("{s:s}", "field", field);
+}
+
 static json_t *node_public(struct node *n, int64_t rev)
 {
 	n->resource_version = rev;
@@ -367,7 +384,7 @@ void api_nodes_create(struct api_req *r)
 				api_problem_ext(r, 422, json_pack("{s:I}", "index", (json_int_t)i),
 						"items[%zu]: %s; nothing was enrolled", i, err);
 			else
-				api_problem(r, 422, "%s", err);
+				api_problem_ext(r, 422, codec_err_ext(err), "%s", err);
 			free_nodes(nodes, n);
 			return;
 		}
@@ -584,7 +601,7 @@ void api_node_put(struct api_req *r)
 	struct node *nn = NULL;
 	char err[512];
 	if (decode_enroll(in, &nn, err, sizeof(err)) < 0) {
-		api_problem(r, 422, "%s", err);
+		api_problem_ext(r, 422, codec_err_ext(err), "%s", err);
 		return;
 	}
 	if (strcmp(nn->name, name) != 0) {
@@ -943,6 +960,7 @@ void api_node_power(struct api_req *r)
 	if (!known) {
 		api_problem_ext(r, 422, json_pack("{s:s}", "field", "action"),
 				"action: %s", !json_object_get(body, "action") ? "required"
+					      : !action ? "expected a string"
 					      : "expected one of on, off, cycle, soft, reset, status");
 		return;
 	}

@@ -642,12 +642,14 @@ static const struct api_route *route(struct api_req *r)
 	int known = 0;
 	const struct api_route *rt = route_find(r, allow, sizeof(allow), &known);
 	if (!rt) {
+		/* The path (a client's string) is echoed up to 64 characters, then "...". */
+		const char *more = strlen(r->path) > 64 ? "..." : "";
 		if (known) {
-			api_problem(r, 405, "method %s is not allowed on %s; allowed: %s",
-				    r->method, r->path, allow);
+			api_problem(r, 405, "method %.16s is not allowed on %.64s%s; allowed: %s",
+				    r->method, r->path, more, allow);
 			api_add_header(r, MHD_HTTP_HEADER_ALLOW, allow);
 		} else {
-			api_problem(r, 404, "no route for %s %s", r->method, r->path);
+			api_problem(r, 404, "no route for %.16s %.64s%s", r->method, r->path, more);
 		}
 		return NULL;
 	}

@@ -582,6 +582,9 @@ static void test_power_requests(void **state)
 	expect_422_field(&r, "action");
 	req("POST", "/v1/nodes/n1:power", E.admin, "{}", &r);
 	expect_422_field(&r, "action");
+	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":1}", &r);
+	assert_string_equal(jstr(r.json, "detail"), "action: expected a string");
+	expect_422_field(&r, "action");
 	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"on\",\"force\":true}", &r);
 	assert_int_equal(r.status, 422);
 	resp_free(&r);
@@ -723,8 +726,17 @@ static void test_enroll(void **state)
 	req("POST", "/v1/nodes", E.admin, "{\"metadata\":{\"name\":\"e1\"},\"spec\":{\"colour\":1}}",
 	    &r);
 	assert_int_equal(r.status, 422);
-	assert_non_null(strstr(jstr(r.json, "detail"), "unknown field spec.colour"));
-	resp_free(&r);
+	assert_string_equal(jstr(r.json, "detail"), "unknown field spec.colour");
+	expect_422_field(&r, "spec.colour");
+	/* an over-long password: the field is named in "field" too, the value nowhere */
+	char body[600], pw[300];
+	memset(pw, 'p', 257);
+	pw[257] = '\0';
+	snprintf(body, sizeof(body),
+		 "{\"metadata\":{\"name\":\"e2\"},\"spec\":{\"bmc\":{\"password\":\"%s\"}}}", pw);
+	req("POST", "/v1/nodes", E.admin, body, &r);
+	assert_string_equal(jstr(r.json, "detail"), "spec.bmc.password: longer than 256 characters");
+	expect_422_field(&r, "spec.bmc.password");
 	/* bad name */
 	req("POST", "/v1/nodes", E.admin, "{\"metadata\":{\"name\":\"Bad_Name\"}}", &r);
 	assert_int_equal(r.status, 422);
