@@ -726,9 +726,108 @@ static char *owners_text(struct api_req *r, const struct node *n)
 	return api_own(r, s);
 }
 
+/* Reads /operations/<id> from the store; NULL when it is missing or does not decode. */
+static struct operation *load_op_doc(struct api_req *r, const char *id)
+{
+	struct store_kv kv = {0};
+	if (store_get(r->srv->cfg.store, api_printf(r, "/operations/%s", id), &kv) < 0)
+		return NULL;
+	char err[256];
+	json_t *doc = NULL;
+	struct operation *op = NULL;
+	if (jsonx_parse(kv.value, strlen(kv.value), &doc, err, sizeof(err)) == 0 &&
+	    operation_from_json(doc, kv.mod_revision, &op, err, sizeof(err)) < 0)
+		op = NULL;
+	json_decref(doc);
+	store_kv_release(&kv);
+	return op;
+}
+
+/* A retire without power off ({"skipPowerOff": true}): an operation of kind "retire" with the
+ * one step skip_power_off (the lifecycle controller records PoweredOn Unknown/NotPoweredOff and
+ * the node ends retired; the BMC is not called). It becomes the node's operation - the node
+ * enters retiring now - when none is in flight; it replaces a retire operation in flight on a
+ * retiring node (that one is cancelled: a power off that keeps failing ends); otherwise it
+ * queues behind the operation in flight and the controller keeps it when the node enters
+ * retiring. Fills *op (caller frees) and *cancel (the cancelled operation, or NULL); *what
+ * says what happened for the event. Returns 0, 1 when the node already has one (nothing to
+ * add), or -1 after answering 409 (the queue is full). */
+static int retire_skip_op(struct api_req *r, struct node *n, const char *me, const char *reason,
+			  struct operation **op, struct operation **cancel, const char **what)
+{
+	*op = NULL;
+	*cancel = NULL;
+	*what = "";
+	struct operation *cur = n->operation ? load_op_doc(r, n->operation) : NULL;
+	int live = cur && !op_state_terminal(cur->state) && cur->kind &&
+		   strcmp(cur->kind, "retire") == 0;
+	if (live && json_is_true(json_object_get(cur->params, "skipPowerOff"))) {
+		operation_free(cur);
+		*what = "; a retire without power off is already running";
+		return 1;
+	}
+	if (n->operation && !(live && n->phase == PHASE_RETIRING) &&
+	    n->nqueued >= NODE_MAX_QUEUED) {
+		api_problem_ext(r, 409, json_pack("{s:s,s:i}", "operation", n->operation,
+						  "queued", (int)n->nqueued),
+				"node %s already has %d operations queued behind %s; wait for them "
+				"to end",
+				n->name, NODE_MAX_QUEUED, n->operation);
+		operation_free(cur);
+		return -1;
+	}
+	int64_t now = api_now(r);
+	struct operation *o = operation_new();
+	o->id = xasprintf("retire-%013lld-%08x", (long long)now,
+			  (unsigned)(api_rand(r) & 0xffffffffu));
+	o->node = xstrdup(n->name);
+	o->kind = xstrdup("retire");
+	o->steps[o->nsteps++] = xstrdup("skip_power_off");
+	o->actor = xstrdup(me);
+	o->reason = xstrdup(reason);
+	o->params = json_pack("{s:b}", "skipPowerOff", 1);
+	o->state = OP_PENDING;
+	o->created_at = o->updated_at = now;
+	if (live && n->phase == PHASE_RETIRING) {
+		cur->state = OP_CANCELLED;
+		cur->finished_at = cur->updated_at = now;
+		free(cur->last_error);
+		cur->last_error = xasprintf("cancelled: retire without power off requested by %s",
+					    me);
+		*cancel = cur;
+		cur = NULL;
+		free(n->operation);
+		n->operation = xstrdup(o->id);
+		*what = api_printf(r, "; operation %s (cancelled retire operation %s)", o->id,
+				   (*cancel)->id);
+	} else if (n->operation) {
+		char **q = xcalloc(n->nqueued + 1, sizeof(char *));
+		if (n->nqueued)
+			memcpy(q, n->queued_ops, n->nqueued * sizeof(char *));
+		free(n->queued_ops);
+		n->queued_ops = q;
+		n->queued_ops[n->nqueued++] = xstrdup(o->id);
+		*what = api_printf(r, "; operation %s (queued behind %s)", o->id, n->operation);
+	} else {
+		/* What the controller's transition does on entering retiring (any phase but
+		 * retired may; the caller answered retired nodes already). */
+		if (n->phase != PHASE_RETIRING) {
+			n->phase = PHASE_RETIRING;
+			n->phase_since = now;
+			node_condition_remove(n, "PhaseDeadlineExceeded");
+		}
+		n->operation = xstrdup(o->id);
+		*what = api_printf(r, "; operation %s", o->id);
+	}
+	operation_free(cur);
+	*op = o;
+	return 0;
+}
+
 static void node_action(struct api_req *r, enum node_action act)
 {
 	static const char *const keys_reason[] = {"reason", NULL};
+	static const char *const keys_retire[] = {"reason", "skipPowerOff", NULL};
 	static const char *const keys_release[] = {"owner", "reason", NULL};
 	if (check_name_param(r) < 0)
 		return;
@@ -740,11 +839,20 @@ static void node_action(struct api_req *r, enum node_action act)
 		return;
 	api_own_json(r, body);
 	char err[256];
-	if (jsonx_check_keys(body, act == ACT_RELEASE ? keys_release : keys_reason, "", err,
-			     sizeof(err)) < 0) {
+	if (jsonx_check_keys(body, act == ACT_RELEASE   ? keys_release
+				   : act == ACT_RETIRE ? keys_retire
+						       : keys_reason,
+			     "", err, sizeof(err)) < 0) {
 		api_problem(r, 422, "%s", err);
 		return;
 	}
+	json_t *skip_j = json_object_get(body, "skipPowerOff");
+	if (skip_j && !json_is_boolean(skip_j)) {
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", "skipPowerOff"),
+				"skipPowerOff: expected true or false");
+		return;
+	}
+	int skip = json_is_true(skip_j);
 	const char *reason = NULL, *owner = NULL;
 	/* resume's reason is optional (docs/cli.md: node resume NAME [--reason TEXT]) */
 	if ((act != ACT_RESUME || json_object_get(body, "reason")) &&
@@ -767,6 +875,7 @@ static void node_action(struct api_req *r, enum node_action act)
 			return;
 		int64_t now = api_now(r);
 		const char *ev_reason = NULL, *msg = NULL;
+		struct operation *sop = NULL, *scancel = NULL; /* retire without power off */
 		int rc = 0;
 		switch (act) {
 		case ACT_DRAIN:
@@ -796,6 +905,16 @@ static void node_action(struct api_req *r, enum node_action act)
 			n->retire = 1;
 			ev_reason = "RetireRequested";
 			msg = api_printf(r, "retire requested: %s", reason);
+			if (skip && n->phase != PHASE_RETIRED) {
+				const char *what = "";
+				if (retire_skip_op(r, n, me, reason, &sop, &scancel, &what) < 0) {
+					node_free(n);
+					return;
+				}
+				msg = api_printf(r, "retire without powering off (skipPowerOff) "
+						    "requested by %s: %s%s",
+						 me, reason, what);
+			}
 			break;
 		}
 		if (rc < 0) {
@@ -806,22 +925,40 @@ static void node_action(struct api_req *r, enum node_action act)
 			return;
 		}
 		json_t *resp = node_public(n, 0);
-		struct store_op ops[3];
+		struct store_op ops[5];
 		size_t nops = 0;
 		node_put_op(r, &ops[nops++], n, mod);
-		api_event_op(r, &ops[nops++], act == ACT_RELEASE ? "Warning" : "Normal",
+		if (sop) {
+			json_t *oj = operation_to_json(sop, 0);
+			ops[nops++] = (struct store_op){STORE_OP_PUT,
+							api_printf(r, "/operations/%s", sop->id),
+							api_own(r, jsonx_dumps(oj)), STORE_ABSENT};
+			json_decref(oj);
+		}
+		if (scancel) {
+			json_t *oj = operation_to_json(scancel, 0);
+			ops[nops++] = (struct store_op){STORE_OP_PUT,
+							api_printf(r, "/operations/%s", scancel->id),
+							api_own(r, jsonx_dumps(oj)),
+							scancel->resource_version};
+			json_decref(oj);
+		}
+		operation_free(sop);
+		operation_free(scancel);
+		api_event_op(r, &ops[nops++], act == ACT_RELEASE || skip ? "Warning" : "Normal",
 			     api_printf(r, "node/%s", name), ev_reason, msg);
+		size_t idem_at = nops;
 		if (api_idem_op(r, &ops[nops], 200, resp))
 			nops++;
 		int64_t rev = 0;
 		size_t failed = 0;
 		rc = store_txn(r->srv->cfg.store, ops, nops, &rev, &failed);
 		node_free(n);
-		if (rc == FP_ECONFLICT && failed == 0) {
+		if (rc == FP_ECONFLICT) {
 			json_decref(resp);
-			continue; /* someone else wrote the node: read again */
+			continue; /* someone else wrote the node or its operation: read again */
 		}
-		if (rc == FP_EEXIST && failed == 2) {
+		if (rc == FP_EEXIST && failed == idem_at) {
 			json_decref(resp);
 			api_problem(r, 409, "a request with this Idempotency-Key was committed "
 					    "concurrently; retry to get its result");

@@ -78,9 +78,12 @@ static const char node_resume_usage[] =
 	"  -h, --help          this help\n";
 
 static const char node_retire_usage[] =
-	"Usage: fleetplane node retire NAME --reason TEXT [-o json]\n"
+	"Usage: fleetplane node retire NAME --reason TEXT [--skip-power-off] [-o json]\n"
 	"\n"
 	"  -r, --reason TEXT   why (required)\n"
+	"  --skip-power-off    retire without touching the BMC (it cannot power the machine\n"
+	"                      off): PoweredOn becomes Unknown/NotPoweredOff; also ends a retire\n"
+	"                      whose power off keeps failing\n"
 	"  -o, --output json   print the server's answer as JSON\n"
 	"  -h, --help          this help\n";
 
@@ -852,11 +855,13 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 	static const struct option opts[] = {
 		{"reason", required_argument, NULL, 'r'},
 		{"owner", required_argument, NULL, 'O'},
+		{"skip-power-off", no_argument, NULL, 'S'},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	char cmd[32];
+	int skip = 0;
 	snprintf(cmd, sizeof(cmd), "node %s", a->verb);
 	const char *name = NULL, *reason = NULL, *owner = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;
@@ -874,6 +879,11 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 			if (!a->owner)
 				return client_usage_error(cmd, "unknown flag '--owner'");
 			owner = optarg;
+			break;
+		case 'S':
+			if (strcmp(a->verb, "retire") != 0)
+				return client_usage_error(cmd, "unknown flag '--skip-power-off'");
+			skip = 1;
 			break;
 		case 'o':
 			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
@@ -897,6 +907,8 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 		json_object_set_new(body, "owner", json_string(owner));
 	if (reason && *reason)
 		json_object_set_new(body, "reason", json_string(reason));
+	if (skip)
+		json_object_set_new(body, "skipPowerOff", json_true());
 	if ((rc = client_init(&c)) != 0)
 		goto out;
 	char *esc = client_escape(name);
@@ -914,7 +926,8 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 	const char *phase = jsonx_str(resp, "status.phase");
 	char *pc = phase ? table_clean(phase, 0) : NULL;
 	char *oc = owner ? table_clean(owner, 0) : NULL;
-	printf("node/%s %s%s%s%s%s%s\n", nc, a->done, oc ? " (owner " : "", oc ? oc : "",
+	printf("node/%s %s%s%s%s%s%s\n", nc,
+	       skip ? "retire requested without powering off" : a->done, oc ? " (owner " : "", oc ? oc : "",
 	       oc ? ")" : "", pc ? ", phase " : "", pc ? pc : "");
 	free(nc);
 	free(pc);

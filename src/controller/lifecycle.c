@@ -847,6 +847,20 @@ static enum step_result step_wait_burn_in(struct step_ctx *x)
 	return STEP_WAIT;
 }
 
+/* Retire without the BMC (POST /v1/nodes/{name}:retire {"skipPowerOff": true}, for a machine
+ * whose BMC cannot power it off): nothing is sent; PoweredOn becomes Unknown/NotPoweredOff,
+ * naming who asked. */
+static enum step_result step_skip_power_off(struct step_ctx *x)
+{
+	char msg[400];
+	snprintf(msg, sizeof(msg),
+		 "retired without powering off (skipPowerOff requested by %.100s: %.200s); the "
+		 "machine may still be on",
+		 x->op->actor ? x->op->actor : "?", x->op->reason ? x->op->reason : "");
+	set_condition(x, "PoweredOn", COND_UNKNOWN, "NotPoweredOff", msg);
+	return STEP_DONE;
+}
+
 static enum step_result step_workload_drained(struct step_ctx *x)
 {
 	/* No scheduler integration yet: a node carries no work fleetplane must wait for. */
@@ -868,6 +882,7 @@ static const struct step_def steps[] = {
 	{"check_gpu_count", 0, 0, 1 * MIN, 1, step_check_gpu_count},
 	{"wait_burn_in", 1, 0, 30 * MIN, 1, step_wait_burn_in},
 	{"workload_drained", 1, 0, 4 * HOUR, 1, step_workload_drained},
+	{"skip_power_off", 0, 0, 1 * MIN, 1, step_skip_power_off},
 };
 
 static const struct step_def *step_lookup(const char *name)
@@ -1103,7 +1118,7 @@ static void run_op_task(void *arg)
 					  .password = n->bmc.password,
 					  .cipher_suite = n->bmc.cipher_suite,
 					  .tls_verify = n->bmc.tls_verify,
-					  .ca_file = n->bmc.ca_file,
+					  .ca_file = NULL, /* BMC steps: ca_path below */
 					  .system = n->bmc.system,
 					  .quirks = n->bmc.quirks | n->bmc_quirks,
 					  .extra = n->bmc.extra};
@@ -1117,6 +1132,7 @@ static void run_op_task(void *arg)
 		enum step_result r;
 		int gated = 0; /* the breaker let this step through */
 		char *password = NULL; /* resolved for this step only; wiped after */
+		char ca_path[4400] = ""; /* spec.bmc.ca_file in the credentials dir, absolute */
 		if (def->uses_bmc && !x.bmc) {
 			snprintf(x.err, sizeof(x.err), "no BMC driver \"%s\" in this build",
 				 n->bmc.driver);
@@ -1127,9 +1143,17 @@ static void run_op_task(void *arg)
 			/* Undecryptable or unreadable: retrying cannot help, the node parks. */
 			set_condition(&x, "BMCReachable", COND_FALSE, "CredentialsUnavailable", x.err);
 			r = STEP_FAIL;
+		} else if (def->uses_bmc &&
+			   secret_bmc_ca_path(&n->bmc, lc->cfg.bmc_credentials_dir, ca_path,
+					      sizeof(ca_path), x.err, sizeof(x.err)) < 0) {
+			/* A CA file outside the rule, missing or not a file: only a fix helps. */
+			set_condition(&x, "BMCReachable", COND_FALSE, "CredentialsUnavailable", x.err);
+			r = STEP_FAIL;
 		} else {
-			if (def->uses_bmc)
+			if (def->uses_bmc) {
 				x.t.password = password;
+				x.t.ca_file = ca_path[0] ? ca_path : NULL;
+			}
 			int slot = 0;
 			int64_t quiet = def->uses_bmc ? bmc_quiet_left(lc, bmc_key) : 0;
 			r = STEP_DONE;
@@ -1287,15 +1311,22 @@ static char *queue_pop(struct node *n)
 }
 
 /* Empties n's queue; the queued operations that are still pending are returned in cancel[]
- * (state cancelled, with why; caller frees) to be written with the node. */
+ * (state cancelled, with why; caller frees) to be written with the node. With keep_retire,
+ * the first pending queued operation of kind "retire" (a retire without power off the API
+ * queued) is not cancelled: its id is returned in *kept (caller frees). */
 static size_t queue_cancel(struct lifecycle *lc, struct node *n, const char *why,
-			   struct operation **cancel)
+			   struct operation **cancel, char **kept)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < n->nqueued; i++) {
 		struct operation *q = NULL;
 		if (load_op(lc, n->queued_ops[i], &q) == 0 && !op_state_terminal(q->state) &&
-		    k < NODE_MAX_QUEUED) {
+		    kept && !*kept && q->kind && strcmp(q->kind, "retire") == 0) {
+			*kept = n->queued_ops[i];
+			operation_free(q);
+			continue;
+		}
+		if (q && !op_state_terminal(q->state) && k < NODE_MAX_QUEUED) {
 			q->state = OP_CANCELLED;
 			q->finished_at = q->updated_at = now_wall(lc);
 			free(q->last_error);
@@ -1328,7 +1359,8 @@ static int transition(struct lifecycle *lc, struct node *n, enum node_phase to,
 	size_t ncancel = 0;
 	char *queued = NULL;
 	if (to == PHASE_RETIRING || to == PHASE_RETIRED)
-		ncancel = queue_cancel(lc, n, "the node is retiring", cancel);
+		ncancel = queue_cancel(lc, n, "the node is retiring", cancel,
+				       to == PHASE_RETIRING ? &queued : NULL);
 	else
 		queued = queue_pop(n);
 	struct operation *op = op_kind && !queued ? op_make(lc, n, op_kind, why) : NULL;
@@ -1534,7 +1566,8 @@ static int reconcile(struct lifecycle *lc, const char *name)
 		if (op && op_state_terminal(op->state)) {
 			rc = finish(lc, n, op, 0);
 		} else if (op) {
-			if (n->retire && n->phase != PHASE_RETIRING && op->state == OP_PENDING) {
+			if (n->retire && n->phase != PHASE_RETIRING && op->state == OP_PENDING &&
+			    strcmp(op->kind, "retire") != 0) {
 				op->state = OP_CANCELLED;
 				op->finished_at = now_wall(lc);
 				save_op(lc, op);

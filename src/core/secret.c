@@ -274,27 +274,78 @@ const struct secret_key *secret_store_key(void)
 	return __atomic_load_n(&store_key, __ATOMIC_ACQUIRE);
 }
 
-int secret_password_file_validate(const char *name, char *err, size_t errlen)
+int secret_file_name_validate(const char *field, const char *name, char *err, size_t errlen)
 {
 	size_t n = name ? strlen(name) : 0;
 	if (n == 0 || n > SECRET_FILE_NAME_MAX)
 		return fp_errf(FP_EINVAL, err, errlen,
-			       "spec.bmc.password_file: expected a file name of 1..%d characters",
+			       "%s: expected a file name of 1..%d characters", field,
 			       SECRET_FILE_NAME_MAX);
 	if (name[0] == '.')
 		return fp_errf(FP_EINVAL, err, errlen,
-			       "spec.bmc.password_file: must not start with '.'; name a file in "
-			       "serve's --bmc-credentials-dir");
+			       "%s: must not start with '.'; name a file in serve's "
+			       "--bmc-credentials-dir",
+			       field);
 	for (const char *p = name; *p; p++) {
 		char c = *p;
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 		      c == '.' || c == '_' || c == '-'))
 			return fp_errf(FP_EINVAL, err, errlen,
-				       "spec.bmc.password_file: expected a plain file name in serve's "
+				       "%s: expected a plain file name in serve's "
 				       "--bmc-credentials-dir (letters, digits, '.', '_', '-'; no "
-				       "'/'), not a path");
+				       "'/'), not a path",
+				       field);
 	}
 	return 0;
+}
+
+int secret_password_file_validate(const char *name, char *err, size_t errlen)
+{
+	return secret_file_name_validate("spec.bmc.password_file", name, err, errlen);
+}
+
+int secret_bmc_ca_path(const struct node_bmc *b, const char *cred_dir, char *path,
+		       size_t pathlen, char *err, size_t errlen)
+{
+	if (pathlen)
+		path[0] = '\0';
+	if (!b->ca_file)
+		return 0;
+	int rc = secret_file_name_validate("spec.bmc.ca_file", b->ca_file, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (!cred_dir || cred_dir[0] != '/')
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.ca_file is set but no absolute BMC credentials directory "
+			       "is configured");
+	if ((size_t)snprintf(path, pathlen, "%s/%s", cred_dir, b->ca_file) >= pathlen) {
+		path[0] = '\0';
+		return fp_errf(FP_ETOOBIG, err, errlen,
+			       "spec.bmc.ca_file: the path in the credentials directory is longer "
+			       "than %zu bytes",
+			       pathlen - 1);
+	}
+	struct stat st;
+	if (lstat(path, &st) < 0) {
+		int e = errno;
+		rc = e == ENOENT ? fp_errf(FP_ENOTFOUND, err, errlen,
+					   "BMC CA file %s does not exist (spec.bmc.ca_file)", path)
+				 : fp_errf(e == EACCES ? FP_EPERM : FP_EIO, err, errlen,
+					   "cannot stat BMC CA file %s: %s", path, strerror(e));
+	} else if (S_ISLNK(st.st_mode)) {
+		rc = fp_errf(FP_EPERM, err, errlen,
+			     "BMC CA file %s is a symbolic link (refused; copy the bundle into the "
+			     "credentials directory)",
+			     path);
+	} else if (!S_ISREG(st.st_mode)) {
+		rc = fp_errf(FP_EINVAL, err, errlen, "BMC CA file %s is not a regular file", path);
+	} else if (st.st_size > SECRET_CA_MAX) {
+		rc = fp_errf(FP_ETOOBIG, err, errlen, "BMC CA file %s is larger than %d bytes",
+			     path, SECRET_CA_MAX);
+	}
+	if (rc < 0)
+		path[0] = '\0';
+	return rc;
 }
 
 static int read_password_file(const char *cred_dir, const char *name, char **out, char *err,

@@ -12,7 +12,8 @@
  *
  * spec.bmc.password_file names a file inside serve's --bmc-credentials-dir (a plain file name,
  * never a path): secret_bmc_password resolves the password a BMC call should use, from the
- * spec or from that file, at the moment of the call.
+ * spec or from that file, at the moment of the call. spec.bmc.ca_file (a Redfish CA bundle)
+ * names a file in the same directory, by the same rule (secret_bmc_ca_path).
  *
  * Key material lives in sodium_malloc'd memory (guard pages, mlock'd where allowed) and is wiped
  * with sodium_memzero when freed. Nothing here ever puts a password or key byte into err. */
@@ -70,10 +71,29 @@ void secret_set_store_key(const struct secret_key *k);
 /* secret_store_key returns the key set above, or NULL. */
 const struct secret_key *secret_store_key(void);
 
-/* secret_password_file_validate checks a spec.bmc.password_file value: 1..128 characters of
- * [A-Za-z0-9._-], not starting with '.', so it can only name a file directly inside the
- * credentials directory. Returns 0 or FP_EINVAL with "spec.bmc.password_file: ..." in err. */
+/* secret_file_name_validate checks a value that names a file in serve's credentials
+ * directory (spec.bmc.password_file, spec.bmc.ca_file): 1..128 characters of [A-Za-z0-9._-],
+ * not starting with '.', so it can only name a file directly inside that directory. Returns 0
+ * or FP_EINVAL with "<field>: ..." in err (field is borrowed, e.g. "spec.bmc.ca_file"). */
+int secret_file_name_validate(const char *field, const char *name, char *err, size_t errlen);
+/* secret_password_file_validate is secret_file_name_validate for spec.bmc.password_file. */
 int secret_password_file_validate(const char *name, char *err, size_t errlen);
+
+/* secret_bmc_ca_path resolves spec.bmc.ca_file (a file name, see secret_file_name_validate) to
+ * the absolute path the Redfish driver hands to libcurl (CURLOPT_CAINFO): cred_dir/<ca_file>,
+ * written into path (pathlen bytes, caller's buffer). cred_dir must be absolute (serve makes
+ * --bmc-credentials-dir absolute at start). The file is checked with lstat at the moment of
+ * the call: a regular file (a symlink is refused, so nothing outside the directory can be
+ * named through it) of at most SECRET_CA_MAX bytes. The CA bundle is not secret; it is kept in
+ * the credentials directory so no API client can make serve open an arbitrary server file.
+ * Returns 0 with path = "" when b->ca_file is NULL (the system's CA store is used), 0 with the
+ * path, or, with path = "" and the path (never content) in err: FP_EINVAL for a bad name, a
+ * NULL or relative cred_dir or a non-regular file, FP_ENOTFOUND when the file does not exist,
+ * FP_EPERM for a symlink or a directory this process cannot search, FP_ETOOBIG for a file over
+ * SECRET_CA_MAX bytes or a path longer than pathlen - 1, FP_EIO for other stat errors. */
+#define SECRET_CA_MAX (4 * 1024 * 1024)
+int secret_bmc_ca_path(const struct node_bmc *b, const char *cred_dir, char *path,
+		       size_t pathlen, char *err, size_t errlen);
 
 /* secret_bmc_password resolves the password a BMC call uses for b:
  *   - b->password when set (the spec, already opened by the codec);

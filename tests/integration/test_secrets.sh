@@ -156,6 +156,25 @@ for pf in /etc/shadow ../x a/b .x; do
 	assert_eq 422 "$(echo "$resp" | head -1)" "status of PUT with password_file $pf"
 done
 assert_eq 404 "$(api GET /v1/nodes/pf | head -1)" "node pf after refused enrolls"
+# ca_file is confined the same way: a plain name in the credentials dir, else a 422 with the
+# field named in "field" and in the detail, at enroll and at update.
+for ca in /etc/shadow ../x a/b .x ""; do
+	body=$(jq -cn --arg ca "$ca" '{metadata: {name: "ca"}, spec: {bmc: {driver: "sim", ca_file: $ca}}}')
+	resp=$(api POST /v1/nodes "$body")
+	echo "$resp" | keep "ca-enroll"
+	assert_eq 422 "$(echo "$resp" | head -1)" "status of enroll with ca_file [$ca]"
+	assert_eq spec.bmc.ca_file "$(echo "$resp" | tail -n +2 | jq -r .field)" "field of enroll with ca_file [$ca]"
+	case "$(echo "$resp" | tail -n +2 | jq -r .detail)" in
+	spec.bmc.ca_file:*) ;;
+	*) fail "detail for ca_file [$ca] does not name spec.bmc.ca_file: $resp" ;;
+	esac
+	body=$(jq -c --arg ca "$ca" '.metadata.resourceVersion = "1" | .spec.bmc.ca_file = $ca' "$WORK/put1.json")
+	resp=$(api PUT /v1/nodes/sp1 "$body")
+	echo "$resp" | keep "ca-put"
+	assert_eq 422 "$(echo "$resp" | head -1)" "status of PUT with ca_file [$ca]"
+	assert_eq spec.bmc.ca_file "$(echo "$resp" | tail -n +2 | jq -r .field)" "field of PUT with ca_file [$ca]"
+done
+assert_eq 404 "$(api GET /v1/nodes/ca | head -1)" "node ca after refused enrolls"
 
 # Drain, resume and a power operation on each kind of node.
 "$FP" node drain sp1 --reason "secrets test" -o json 2>&1 | keep drain
@@ -267,6 +286,17 @@ case "$res" in
 *) fail "power status on sp1 after --new-secret-key: expected a decrypt failure, got: $res" ;;
 esac
 assert_eq "succeeded " "$(power_status sp-file)" "power status on sp-file (password file) after --new-secret-key"
+# A ca_file name is resolved in the credentials dir at each BMC call: a missing one fails the
+# step with its absolute path, and no BMC is called.
+CRED=$(cd "$D/bmc-credentials" && pwd -P)
+resp=$(api POST /v1/nodes '{"metadata":{"name":"ca1"},"spec":{"site":"it-a","bmc":{"driver":"sim","address":"bmc-ca1","ca_file":"ca1.pem"}}}')
+assert_eq 201 "$(echo "$resp" | head -1)" "status of enroll with ca_file ca1.pem"
+for i in $(seq 1 200); do
+	err=$("$FP" op list -o json | jq -r '[.items[] | select(.spec.node == "ca1" and .status.state == "failed")][0].status.lastError // empty')
+	[ -n "$err" ] && break
+	sleep 0.1
+done
+assert_eq "step power_status attempt 1: BMC CA file $CRED/ca1.pem does not exist (spec.bmc.ca_file)" "$err" "lastError of ca1's first operation"
 stop_serve
 mv "$WORK/secret.key.orig" "$D/secret.key"
 

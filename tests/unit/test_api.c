@@ -952,11 +952,11 @@ static void test_put_and_delete(void **state)
 	resp_free(&r);
 	req_h(NULL, "PUT", "/v1/nodes/n1", E.admin,
 	      "{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"driver\":\"redfish\","
-	      "\"address\":\"https://10.0.0.9\",\"tls_verify\":false,\"ca_file\":\"/etc/ca.pem\","
+	      "\"address\":\"https://10.0.0.9\",\"tls_verify\":false,\"ca_file\":\"ca.pem\","
 	      "\"system\":\"1\",\"quirks\":[\"redfish_basic_auth\"]}}}",
 	      im, &r);
 	assert_int_equal(r.status, 200);
-	assert_string_equal(jstr(r.json, "spec.bmc.ca_file"), "/etc/ca.pem");
+	assert_string_equal(jstr(r.json, "spec.bmc.ca_file"), "ca.pem");
 	assert_string_equal(jstr(r.json, "spec.bmc.system"), "1");
 	assert_true(json_is_false(jsonx_path(r.json, "spec.bmc.tls_verify")));
 	assert_string_equal(json_string_value(json_array_get(jsonx_path(r.json, "spec.bmc.quirks"), 0)),
@@ -1423,6 +1423,159 @@ static void test_sqlite_restart(void **state)
 	}
 }
 
+/* Sets a stored node's status.phase (and, when op is not NULL, status.operation). */
+static void set_phase(const char *name, const char *phase, const char *op)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "/nodes/%s", name);
+	json_t *doc = stored_node(name);
+	json_object_set_new(json_object_get(doc, "status"), "phase", json_string(phase));
+	if (op)
+		json_object_set_new(json_object_get(doc, "status"), "operation", json_string(op));
+	char *val = json_dumps(doc, JSON_COMPACT);
+	assert_int_equal(store_put(E.st, key, val, STORE_ANY, NULL), 0);
+	free(val);
+	json_decref(doc);
+}
+
+/* Reads a stored operation document (new reference). */
+static json_t *stored_op(const char *id)
+{
+	char key[128];
+	struct store_kv kv = {0};
+	snprintf(key, sizeof(key), "/operations/%s", id);
+	assert_int_equal(store_get(E.st, key, &kv), 0);
+	json_t *doc = json_loads(kv.value, 0, NULL);
+	store_kv_release(&kv);
+	assert_non_null(doc);
+	return doc;
+}
+
+/* The last event of a node with this reason (new reference), or NULL. */
+static json_t *last_event(const char *node, const char *reason)
+{
+	struct resp r;
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/events?object=node/%s", node);
+	req("GET", path, E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	json_t *found = NULL;
+	for (size_t i = 0; i < json_array_size(jget(r.json, "items")); i++) {
+		json_t *ev = json_array_get(jget(r.json, "items"), i);
+		if (strcmp(jstr(ev, "reason"), reason) == 0) {
+			json_decref(found);
+			found = json_incref(ev);
+		}
+	}
+	resp_free(&r);
+	return found;
+}
+
+/* :retire {"skipPowerOff": true}: a retire operation with the one step skip_power_off, the
+ * node's operation (entering retiring) when none is in flight, queued behind one in flight,
+ * or replacing (cancelling) a retire whose power off is in flight; a Warning event names the
+ * caller. */
+static void test_retire_skip_power_off(void **state)
+{
+	struct resp r;
+	enroll("n1");
+	req("POST", "/v1/nodes/n1:retire", E.admin, "{\"reason\":\"BMC dead\",\"skipPowerOff\":1}",
+	    &r);
+	expect_422_field(&r, "skipPowerOff");
+	req("POST", "/v1/nodes/n1:retire", E.admin,
+	    "{\"reason\":\"BMC dead\",\"skipPowerOff\":true}", &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "status.phase"), "retiring");
+	assert_true(json_is_true(jget(r.json, "spec.retire")));
+	char *id = xstrdup(jstr(r.json, "status.operation"));
+	assert_memory_equal(id, "retire-", 7);
+	resp_free(&r);
+	json_t *op = stored_op(id);
+	assert_string_equal(jstr(op, "spec.kind"), "retire");
+	assert_string_equal(jstr(op, "spec.steps.0"), "skip_power_off");
+	assert_int_equal(json_array_size(jget(op, "spec.steps")), 1);
+	assert_string_equal(jstr(op, "spec.actor"), "operator:admin");
+	assert_string_equal(jstr(op, "spec.reason"), "BMC dead");
+	assert_true(json_is_true(jget(op, "spec.params.skipPowerOff")));
+	assert_string_equal(jstr(op, "status.state"), "pending");
+	json_decref(op);
+	json_t *ev = last_event("n1", "RetireRequested");
+	assert_string_equal(jstr(ev, "type"), "Warning");
+	assert_string_equal(jstr(ev, "actor"), "operator:admin");
+	char want[256];
+	snprintf(want, sizeof(want),
+		 "retire without powering off (skipPowerOff) requested by operator:admin: BMC "
+		 "dead; operation %s",
+		 id);
+	assert_string_equal(jstr(ev, "message"), want);
+	json_decref(ev);
+	/* asked again while it runs: nothing new */
+	size_t ops = count("/operations/");
+	req("POST", "/v1/nodes/n1:retire", E.admin, "{\"reason\":\"again\",\"skipPowerOff\":true}",
+	    &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "status.operation"), id);
+	resp_free(&r);
+	assert_int_equal(count("/operations/"), ops);
+
+	/* a retire whose power off is in flight is cancelled and replaced */
+	json_t *n = stored_node("n1");
+	json_t *o = stored_op(id);
+	json_object_set_new(json_object_get(o, "spec"), "steps", json_pack("[s]", "power_off"));
+	json_object_del(json_object_get(o, "spec"), "params");
+	json_object_set_new(json_object_get(o, "status"), "state", json_string("running"));
+	char *val = json_dumps(o, JSON_COMPACT);
+	char key[128];
+	snprintf(key, sizeof(key), "/operations/%s", id);
+	assert_int_equal(store_put(E.st, key, val, STORE_ANY, NULL), 0);
+	free(val);
+	json_decref(o);
+	json_decref(n);
+	req("POST", "/v1/nodes/n1:retire", E.admin, "{\"reason\":\"PSU\",\"skipPowerOff\":true}",
+	    &r);
+	assert_int_equal(r.status, 200);
+	char *id2 = xstrdup(jstr(r.json, "status.operation"));
+	assert_string_not_equal(id2, id);
+	resp_free(&r);
+	o = stored_op(id);
+	assert_string_equal(jstr(o, "status.state"), "cancelled");
+	assert_string_equal(jstr(o, "status.lastError"),
+			    "cancelled: retire without power off requested by operator:admin");
+	json_decref(o);
+	o = stored_op(id2);
+	assert_string_equal(jstr(o, "spec.steps.0"), "skip_power_off");
+	json_decref(o);
+
+	/* another operation in flight: queued behind it */
+	enroll("n2");
+	req("POST", "/v1/nodes/n2:power", E.admin, "{\"action\":\"status\"}", &r);
+	assert_int_equal(r.status, 202);
+	char *pw = xstrdup(jstr(r.json, "metadata.name"));
+	resp_free(&r);
+	req("POST", "/v1/nodes/n2:retire", E.admin, "{\"reason\":\"eol\",\"skipPowerOff\":true}",
+	    &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "status.phase"), "enrolled");
+	assert_string_equal(jstr(r.json, "status.operation"), pw);
+	assert_int_equal(json_array_size(jget(r.json, "status.queuedOperations")), 1);
+	assert_memory_equal(jstr(r.json, "status.queuedOperations.0"), "retire-", 7);
+	resp_free(&r);
+
+	/* a retired node: nothing to do */
+	enroll("n3");
+	set_phase("n3", "retired", NULL);
+	ops = count("/operations/");
+	req("POST", "/v1/nodes/n3:retire", E.admin, "{\"reason\":\"eol\",\"skipPowerOff\":true}",
+	    &r);
+	assert_int_equal(r.status, 200);
+	assert_null(jget(r.json, "status.operation"));
+	resp_free(&r);
+	assert_int_equal(count("/operations/"), ops);
+	free(id);
+	free(id2);
+	free(pw);
+}
+
 int main(void)
 {
 	log_init(LOG_LVL_WARN, NULL);
@@ -1443,6 +1596,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sqlite_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_callbacks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_power_requests, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retire_skip_power_off, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();

@@ -264,6 +264,8 @@ static char *fake_route(const struct req_log *r, unsigned *status, const char **
 	}
 	if (!strcmp(r->method, "POST") && !strcmp(r->path, "/v1/nodes/r01n01:drain"))
 		return node_doc_text("r01n01", "draining", "", "s1", "r01", 8, now);
+	if (!strcmp(r->method, "POST") && !strcmp(r->path, "/v1/nodes/r01n01:retire"))
+		return node_doc_text("r01n01", "retiring", "", "s1", "r01", 8, now);
 	if (!strcmp(r->method, "POST") && !strcmp(r->path, "/v1/nodes/busy:drain")) {
 		*status = 409;
 		*ctype = "application/problem+json";
@@ -880,6 +882,23 @@ static void test_node_drain(void **state)
 	assert_int_equal(r.rc, 1);
 	assert_string_equal(r.err, "error: Unauthorized: bad or missing bearer token (HTTP 401)\n");
 	assert_null(strstr(r.err, "wrong-secret-123"));
+
+	/* retire without powering off: skipPowerOff in the body; the flag is retire's only */
+	fake_reset();
+	run_cmd(&r, cmd_node, "node", "retire", "r01n01", "--reason", "BMC dead",
+		"--skip-power-off", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out,
+			    "node/r01n01 retire requested without powering off, phase retiring\n");
+	assert_int_equal(fake.nreqs, 1);
+	assert_string_equal(fake.reqs[0].path, "/v1/nodes/r01n01:retire");
+	assert_string_equal(fake.reqs[0].body, "{\"reason\":\"BMC dead\",\"skipPowerOff\":true}");
+	run_cmd(&r, cmd_node, "node", "drain", "r01n01", "--reason", "x", "--skip-power-off",
+		NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: unknown flag '--skip-power-off'\n"
+				   "Run 'fleetplane node drain --help' for usage.\n");
+	assert_int_equal(fake.nreqs, 1);
 
 	/* no route: a plain-text body becomes the detail, first line only */
 	run_cmd(&r, cmd_node, "node", "resume", "r01n01", NULL);

@@ -529,8 +529,29 @@ static void test_enroll_full(void **state)
 			1, FP_EINVAL, "spec.bmc.cipher_suite: 18 is out of range 0..17");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"tls_verify\":1}}}",
 			1, FP_EINVAL, "spec.bmc.tls_verify: expected true or false");
-	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"ca_file\":\"c.pem\"}}}",
-			1, FP_EINVAL, "spec.bmc.ca_file: expected an absolute path on the server");
+	/* ca_file names a file in serve's --bmc-credentials-dir, like password_file */
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"ca_file\":"
+			"\"/etc/shadow\"}}}",
+			1, FP_EINVAL,
+			"spec.bmc.ca_file: expected a plain file name in serve's --bmc-credentials-dir "
+			"(letters, digits, '.', '_', '-'; no '/'), not a path");
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"ca_file\":"
+			"\"../ca.pem\"}}}",
+			1, FP_EINVAL,
+			"spec.bmc.ca_file: must not start with '.'; name a file in serve's "
+			"--bmc-credentials-dir");
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"ca_file\":"
+			"\"\"}}}",
+			1, FP_EINVAL, "spec.bmc.ca_file: expected a file name of 1..128 characters");
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"ca_file\":7}}}",
+			1, FP_EINVAL, "spec.bmc.ca_file: expected a string");
+	assert_int_equal(decode_node("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{"
+				     "\"driver\":\"redfish\",\"address\":\"https://10.0.0.9\","
+				     "\"ca_file\":\"bmc-ca_2.pem\"}}}",
+				     1, &n, e, sizeof(e)),
+			 0);
+	assert_string_equal(n->bmc.ca_file, "bmc-ca_2.pem");
+	node_free(n);
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"system\":\"a/b\"}}}",
 			1, FP_EINVAL,
 			"spec.bmc.system: \"a/b\" is not a Redfish resource Id (letters, digits, "

@@ -1264,6 +1264,113 @@ static void test_credentials_unavailable_parks(void **state)
 	world_free(w);
 }
 
+/* What POST /v1/nodes/{name}:retire {"skipPowerOff": true} writes (api_nodes.c): spec.retire,
+ * and a retire operation with the one step skip_power_off - the node's operation (the node
+ * enters retiring) when none is in flight, else queued behind it. Returns its id. */
+static char *request_retire_skip(struct world *w, const char *name)
+{
+	struct node *n = get_node(w, name);
+	struct operation *op = operation_new();
+	static unsigned seq;
+	op->id = xasprintf("retire-%013lld-%08x", (long long)clock_wall_ms(w->clock), ++seq);
+	op->node = xstrdup(name);
+	op->kind = xstrdup("retire");
+	op->steps[op->nsteps++] = xstrdup("skip_power_off");
+	op->actor = xstrdup("operator:alice");
+	op->reason = xstrdup("BMC dead");
+	op->params = json_pack("{s:b}", "skipPowerOff", 1);
+	op->created_at = op->updated_at = clock_wall_ms(w->clock);
+	n->retire = 1;
+	if (n->operation) {
+		n->queued_ops = realloc(n->queued_ops, (n->nqueued + 1) * sizeof(char *));
+		n->queued_ops[n->nqueued++] = xstrdup(op->id);
+	} else {
+		n->operation = xstrdup(op->id);
+		n->phase = PHASE_RETIRING;
+		n->phase_since = clock_wall_ms(w->clock);
+	}
+	char nkey[64], okey[128];
+	snprintf(nkey, sizeof(nkey), "/nodes/%s", name);
+	snprintf(okey, sizeof(okey), "/operations/%s", op->id);
+	json_t *nd = node_to_json(n, NODE_JSON_STORE), *od = operation_to_json(op, 0);
+	char *nv = jsonx_dumps(nd), *ov = jsonx_dumps(od);
+	struct store_op ops[2] = {{STORE_OP_PUT, nkey, nv, n->resource_version},
+				  {STORE_OP_PUT, okey, ov, STORE_ABSENT}};
+	assert_int_equal(store_txn(w->store, ops, 2, NULL, NULL), 0);
+	free(nv);
+	free(ov);
+	json_decref(nd);
+	json_decref(od);
+	char *id = xstrdup(op->id);
+	operation_free(op);
+	node_free(n);
+	return id;
+}
+
+/* A node whose BMC refuses its credentials is retired: the retire's power off fails once and
+ * the node stays parked in retiring (no retries on a timer); a retire without power off then
+ * ends it without calling the BMC, PoweredOn Unknown/NotPoweredOff. */
+static void test_retire_skip_power_off_parked(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	w->fk.fail_rc = FP_EAUTH;
+	enroll_fake(w, "f1");
+	assert_int_equal(run_until(w, f1_has_event, "OperationFailed", 30 * MIN_MS), 0);
+	struct node *n = get_node(w, "f1");
+	n->retire = 1;
+	put_node(w, n);
+	node_free(n);
+	enum node_phase retired = PHASE_RETIRED;
+	assert_int_equal(run_until(w, f1_phase_is, &retired, 60 * MIN_MS), -1);
+	n = get_node(w, "f1");
+	assert_int_equal(n->phase, PHASE_RETIRING);
+	assert_null(n->operation);
+	node_free(n);
+	assert_int_equal(w->fk.calls, 2); /* inspect's read, the retire's power off read */
+	assert_int_equal(count_ops(w, "f1", "retire"), 1);
+	char *id = request_retire_skip(w, "f1");
+	assert_int_equal(run_until(w, f1_phase_is, &retired, 30 * MIN_MS), 0);
+	assert_int_equal(w->fk.calls, 2);
+	struct operation *op = get_op(w, id);
+	assert_int_equal(op->state, OP_SUCCEEDED);
+	operation_free(op);
+	char reason[64];
+	assert_int_equal(cond_of(w, "f1", "PoweredOn", reason, sizeof(reason)), COND_UNKNOWN);
+	assert_string_equal(reason, "NotPoweredOff");
+	n = get_node(w, "f1");
+	assert_string_equal(node_condition_get(n, "PoweredOn")->message,
+			    "retired without powering off (skipPowerOff requested by "
+			    "operator:alice: BMC dead); the machine may still be on");
+	node_free(n);
+	free(id);
+	world_free(w);
+}
+
+/* Requested while another operation is in flight, the retire without power off waits for it,
+ * is kept when the node enters retiring (the rest of the queue is cancelled), and runs
+ * instead of the retire's power off. */
+static void test_retire_skip_power_off_queued(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	enum node_phase prov = PHASE_PROVISIONING;
+	assert_int_equal(run_until(w, phase_is, &prov, 30 * MIN_MS), 0);
+	char *st = request_power(w, "r01n01", "status");
+	char *id = request_retire_skip(w, "r01n01");
+	assert_true(run_until_phase(w, 1, PHASE_RETIRED, 60 * MIN_MS) >= 0);
+	struct operation *s = get_op(w, st), *r = get_op(w, id);
+	assert_int_equal(s->state, OP_CANCELLED);
+	assert_int_equal(r->state, OP_SUCCEEDED);
+	operation_free(s);
+	operation_free(r);
+	assert_int_equal(count_ops(w, "r01n01", "retire"), 1);
+	assert_int_equal(counter(w, "r01n01", "powerOff"), 0);
+	assert_int_equal(cond_of(w, "r01n01", "PoweredOn", NULL, 0), COND_UNKNOWN);
+	free(st);
+	free(id);
+	world_free(w);
+}
+
 /* A reset of a machine that reads off fails at once, nothing sent. */
 static void test_reset_of_an_off_machine_fails(void **state)
 {
@@ -1311,6 +1418,8 @@ int main(void)
 		cmocka_unit_test(test_retire_cancels_queued_power),
 		cmocka_unit_test(test_invalid_spec_parks),
 		cmocka_unit_test(test_credentials_unavailable_parks),
+		cmocka_unit_test(test_retire_skip_power_off_parked),
+		cmocka_unit_test(test_retire_skip_power_off_queued),
 		cmocka_unit_test(test_reset_of_an_off_machine_fails),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

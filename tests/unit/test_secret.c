@@ -475,6 +475,75 @@ static void test_password_file_read(void **state)
 	assert_null(pw);
 }
 
+/* spec.bmc.ca_file: a name in the credentials dir, resolved to an absolute path per call. */
+static void test_ca_path(void **state)
+{
+	char path[256], got[4400], e[512], want[512];
+	struct node_bmc b = {.ca_file = (char *)"bmc-ca.pem"};
+	snprintf(path, sizeof(path), "%s/bmc-ca.pem", tmpdir);
+	/* no ca_file: the system's store, an empty path */
+	struct node_bmc none = {0};
+	snprintf(got, sizeof(got), "x");
+	assert_int_equal(secret_bmc_ca_path(&none, tmpdir, got, sizeof(got), e, sizeof(e)), 0);
+	assert_string_equal(got, "");
+	/* missing */
+	assert_int_equal(secret_bmc_ca_path(&b, tmpdir, got, sizeof(got), e, sizeof(e)),
+			 FP_ENOTFOUND);
+	assert_string_equal(got, "");
+	snprintf(want, sizeof(want), "BMC CA file %s does not exist (spec.bmc.ca_file)", path);
+	assert_string_equal(e, want);
+	/* present: the absolute path */
+	write_file(path, "-----BEGIN CERTIFICATE-----\n", 28, 0644);
+	assert_int_equal(secret_bmc_ca_path(&b, tmpdir, got, sizeof(got), e, sizeof(e)), 0);
+	assert_string_equal(got, path);
+	/* a symlink is refused, even to a good file */
+	char target[256];
+	snprintf(target, sizeof(target), "%s/ca-target", tmpdir);
+	write_file(target, "x", 1, 0644);
+	unlink(path);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(secret_bmc_ca_path(&b, tmpdir, got, sizeof(got), e, sizeof(e)), FP_EPERM);
+	assert_string_equal(got, "");
+	snprintf(want, sizeof(want),
+		 "BMC CA file %s is a symbolic link (refused; copy the bundle into the credentials "
+		 "directory)",
+		 path);
+	assert_string_equal(e, want);
+	unlink(path);
+	/* a directory (or a FIFO) is not a CA bundle */
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(secret_bmc_ca_path(&b, tmpdir, got, sizeof(got), e, sizeof(e)), FP_EINVAL);
+	snprintf(want, sizeof(want), "BMC CA file %s is not a regular file", path);
+	assert_string_equal(e, want);
+	rmdir(path);
+	/* a name that is a path (a stored document from before the rule), a relative dir */
+	struct node_bmc abs = {.ca_file = (char *)"/etc/shadow"};
+	assert_int_equal(secret_bmc_ca_path(&abs, tmpdir, got, sizeof(got), e, sizeof(e)),
+			 FP_EINVAL);
+	assert_string_equal(e, "spec.bmc.ca_file: expected a plain file name in serve's "
+			       "--bmc-credentials-dir (letters, digits, '.', '_', '-'; no '/'), "
+			       "not a path");
+	assert_int_equal(secret_bmc_ca_path(&b, "creds", got, sizeof(got), e, sizeof(e)),
+			 FP_EINVAL);
+	assert_string_equal(e, "spec.bmc.ca_file is set but no absolute BMC credentials "
+			       "directory is configured");
+	/* enroll refuses the same names, naming the field */
+	expect_enroll_err("{\"ca_file\":\"/etc/shadow\"}",
+			  "spec.bmc.ca_file: expected a plain file name in serve's "
+			  "--bmc-credentials-dir (letters, digits, '.', '_', '-'; no '/'), not a path");
+	expect_enroll_err("{\"ca_file\":\".ca\"}",
+			  "spec.bmc.ca_file: must not start with '.'; name a file in serve's "
+			  "--bmc-credentials-dir");
+	/* a stored document with an old absolute ca_file still decodes (refused per call) */
+	json_t *j = parse("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"ca_file\":"
+			  "\"/etc/ssl/ca.pem\"}}}");
+	struct node *n = NULL;
+	assert_int_equal(node_from_json(j, 1, &n, e, sizeof(e)), 0);
+	assert_string_equal(n->bmc.ca_file, "/etc/ssl/ca.pem");
+	node_free(n);
+	json_decref(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -486,6 +555,7 @@ int main(void)
 		cmocka_unit_test(test_codec_legacy_and_replaced_key),
 		cmocka_unit_test(test_enroll_password_file_names),
 		cmocka_unit_test(test_password_file_read),
+		cmocka_unit_test(test_ca_path),
 	};
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
