@@ -217,6 +217,25 @@ int bmc_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t deadl
 	return rc;
 }
 
+int bmc_spec_validate(const struct node_bmc *spec, const char **field, char *err, size_t errlen)
+{
+	*field = "spec.bmc.driver";
+	if (!spec || !spec->driver)
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.driver: required");
+	const struct bmc_driver_ops *ops = bmc_driver_lookup(spec->driver);
+	if (!ops)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.driver: \"%.32s\" is not a driver in this build",
+			       spec->driver);
+	*field = NULL;
+	if (!ops->validate)
+		return 0;
+	int rc = ops->validate(spec, field, err, errlen);
+	if (rc < 0 && !*field)
+		*field = "spec.bmc";
+	return rc;
+}
+
 unsigned bmc_caps(const struct bmc *b)
 {
 	return b->ops->caps;

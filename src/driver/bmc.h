@@ -132,6 +132,12 @@ struct bmc_driver_ops {
 	int (*firmware_update)(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 			       const struct bmc_firmware_req *req, json_t **out, char *err,
 			       size_t errlen);
+	/* Checks a node's spec.bmc before it is stored (enroll, PUT) with the same code that checks
+	 * a bmc_target at call time. spec->password is checked only when set (a password_file's
+	 * content is read at call time). 0, or FP_EINVAL with *field set to the offending field
+	 * ("spec.bmc.address", a static string) and err saying what is wrong; never the password
+	 * nor URL user info in err. NULL: the driver accepts any spec. */
+	int (*validate)(const struct node_bmc *spec, const char **field, char *err, size_t errlen);
 	/* Ends every session the driver holds (Redfish DELETE of its sessions, IPMI Close
 	 * Session) and frees the instance. */
 	void (*free)(struct bmc *b);
@@ -171,6 +177,11 @@ int bmc_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 int bmc_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 			const struct bmc_firmware_req *req, json_t **out, char *err,
 			size_t errlen);
+/* Checks spec (borrowed) for its driver (spec->driver, looked up with bmc_driver_lookup):
+ * 0 when it is fine or the driver has no validate op; FP_EINVAL with *field = "spec.bmc.<name>"
+ * (a static string; "spec.bmc.driver" for an unknown driver) and a message in err naming the
+ * field and what is wrong. Never blocks, never touches the network; safe from any thread. */
+int bmc_spec_validate(const struct node_bmc *spec, const char **field, char *err, size_t errlen);
 unsigned bmc_caps(const struct bmc *b);
 void bmc_free(struct bmc *b);
 

@@ -161,41 +161,68 @@ static int64_t idle_limit_ms(const struct ipmi_sess *s)
 	return l < IDLE_MAX_MS ? l : IDLE_MAX_MS;
 }
 
-/* ---- target checks ---- */
+/* ---- target checks (the same code at enroll/PUT through bmc_ipmi_ops.validate and at call
+ * time through check_target) ---- */
+
+/* The quirks this driver knows: every ipmi_* name in core/model.h. */
+static unsigned ipmi_quirk_mask(void)
+{
+	unsigned m = 0;
+	for (size_t i = 0; i < sizeof(quirk_flags) / sizeof(quirk_flags[0]); i++)
+		m |= quirk_flags[i].quirk;
+	return m;
+}
 
 /* "host" or "host:port": host letters, digits, '.', '-', '_' (a DNS name or IPv4 address);
- * port 1-65535. FreeIPMI takes the same string. */
+ * port 1-65535. FreeIPMI takes the same string (it resolves the host with getaddrinfo for
+ * AF_INET only, so IPv6 is refused here with a clear message). A byte that is not printable
+ * ASCII is named as 0x%02x, never copied into err (half a UTF-8 character would make the text
+ * invalid). */
 static int check_address(const char *a, char *err, size_t errlen)
 {
 	if (!a || !a[0])
 		return fp_errf(FP_EINVAL, err, errlen,
-			       "spec.bmc.address is required for the ipmi driver (host or host:port)");
+			       "spec.bmc.address: required for the ipmi driver (host or host:port)");
 	size_t n = strnlen(a, ADDRESS_MAX + 1);
 	if (n > ADDRESS_MAX)
 		return fp_errf(FP_EINVAL, err, errlen,
-			       "spec.bmc.address is longer than %d characters", ADDRESS_MAX);
+			       "spec.bmc.address: longer than %d characters", ADDRESS_MAX);
+	if (strchr(a, '@'))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.address: user info ('@') is not allowed; use "
+			       "spec.bmc.username and spec.bmc.password");
+	if (strstr(a, "://"))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.address: a URL is not an IPMI address; want host or "
+			       "host:port (URLs are for the redfish driver)");
 	const char *colon = strchr(a, ':');
+	if (a[0] == '[' || (colon && strchr(colon + 1, ':')))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.address: IPv6 addresses are not supported by the ipmi "
+			       "driver; want an IPv4 address or DNS name, optionally with :port");
 	size_t hostlen = colon ? (size_t)(colon - a) : n;
 	if (hostlen == 0)
-		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address has no host before ':'");
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address: no host before ':'");
 	for (size_t i = 0; i < hostlen; i++) {
-		char c = a[i];
-		if (c == ' ' || c == '\t' || (unsigned char)c < 0x20 || c == 0x7f)
+		unsigned char c = (unsigned char)a[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    c == '.' || c == '-' || c == '_')
+			continue;
+		if (c == ' ' || c < 0x20 || c >= 0x7f)
 			return fp_errf(FP_EINVAL, err, errlen,
-				       "spec.bmc.address has a space or control character at offset %zu",
-				       i);
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '.' || c == '-' || c == '_'))
-			return fp_errf(FP_EINVAL, err, errlen,
-				       "spec.bmc.address: character '%c' at offset %zu is not allowed in "
-				       "a host name or IPv4 address (IPv6 is not supported)",
+				       "spec.bmc.address: byte 0x%02x at offset %zu is not allowed in "
+				       "a host name or IPv4 address",
 				       c, i);
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.address: character '%c' at offset %zu is not allowed in a "
+			       "host name or IPv4 address",
+			       c, i);
 	}
 	if (colon) {
 		const char *p = colon + 1;
 		long port = 0;
 		if (!*p)
-			return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address has no port after ':'");
+			return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address: no port after ':'");
 		for (; *p; p++) {
 			if (*p < '0' || *p > '9' || port > 65535)
 				return fp_errf(FP_EINVAL, err, errlen,
@@ -209,25 +236,98 @@ static int check_address(const char *a, char *err, size_t errlen)
 	return 0;
 }
 
-static int check_target(const struct bmc_target *t, int *cipher, char *err, size_t errlen)
+/* The credentials and options of one spec, wherever they come from. */
+struct ipmi_spec {
+	const char *address, *username, *password;
+	int cipher_suite; /* < 0: the default */
+};
+
+/* Checks s; on error *field names the spec.bmc field. User names: at most 16 ASCII bytes
+ * (IPMI 2.0 section 13.20 RAKP Message 1 "User Name Length" 0-16; section 22.28 Set User Name:
+ * "16 bytes maximum", ASCII), printable. Passwords: at most 20 bytes (IPMI 2.0 section 13.31:
+ * K_UID, the key a password is, is 20 bytes for RAKP-HMAC-SHA1; section 22.30 Set User
+ * Password: 16- or 20-byte passwords), no control character; the message never shows the
+ * password or any of its bytes. */
+static int check_spec(const struct ipmi_spec *s, const char **field, int *cipher, char *err,
+		      size_t errlen)
 {
-	int rc = check_address(t->address, err, errlen);
+	*field = "spec.bmc.address";
+	int rc = check_address(s->address, err, errlen);
 	if (rc < 0)
 		return rc;
-	if (t->username && strnlen(t->username, USERNAME_MAX + 1) > USERNAME_MAX)
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "spec.bmc.username is longer than %d bytes (IPMI 2.0 limit)",
-			       USERNAME_MAX);
-	if (t->password && strnlen(t->password, PASSWORD_MAX + 1) > PASSWORD_MAX)
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "the BMC password is longer than %d bytes (IPMI 2.0 limit)",
-			       PASSWORD_MAX);
-	*cipher = t->cipher_suite < 0 ? IPMI_DEFAULT_CIPHER : t->cipher_suite;
+	*field = "spec.bmc.username";
+	if (s->username) {
+		size_t n = strnlen(s->username, USERNAME_MAX + 1);
+		if (n > USERNAME_MAX)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "spec.bmc.username: longer than %d bytes (IPMI 2.0 limit)",
+				       USERNAME_MAX);
+		for (size_t i = 0; i < n; i++) {
+			unsigned char c = (unsigned char)s->username[i];
+			if (c < 0x20 || c == 0x7f)
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "spec.bmc.username: control character 0x%02x at "
+					       "offset %zu",
+					       c, i);
+			if (c > 0x7f)
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "spec.bmc.username: byte 0x%02x at offset %zu is not "
+					       "ASCII (IPMI user names are ASCII)",
+					       c, i);
+		}
+	}
+	*field = "spec.bmc.password";
+	if (s->password) {
+		size_t n = strnlen(s->password, PASSWORD_MAX + 1);
+		if (n > PASSWORD_MAX)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "spec.bmc.password: longer than %d bytes (IPMI 2.0 limit)",
+				       PASSWORD_MAX);
+		for (size_t i = 0; i < n; i++) {
+			unsigned char c = (unsigned char)s->password[i];
+			if (c < 0x20 || c == 0x7f)
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "spec.bmc.password: has a control character");
+		}
+	}
+	*field = "spec.bmc.cipher_suite";
+	*cipher = s->cipher_suite < 0 ? IPMI_DEFAULT_CIPHER : s->cipher_suite;
 	if (*cipher > 255 || !IPMI_CIPHER_SUITE_ID_SUPPORTED(*cipher))
 		return fp_errf(FP_EINVAL, err, errlen,
-			       "spec.bmc.cipher_suite %d is not one FreeIPMI supports "
+			       "spec.bmc.cipher_suite: %d is not one FreeIPMI supports "
 			       "(0-3, 6-8, 11-12, 15-17; ipmi_sim offers only 3)",
-			       t->cipher_suite);
+			       s->cipher_suite);
+	*field = NULL;
+	return 0;
+}
+
+static int check_target(const struct bmc_target *t, int *cipher, char *err, size_t errlen)
+{
+	struct ipmi_spec s = {t->address, t->username, t->password, t->cipher_suite};
+	const char *field;
+	return check_spec(&s, &field, cipher, err, errlen);
+}
+
+/* bmc_driver_ops.validate: spec.bmc at enroll/PUT, through check_spec. */
+static int ipmi_validate(const struct node_bmc *spec, const char **field, char *err,
+			 size_t errlen)
+{
+	struct ipmi_spec s = {spec->address, spec->username, spec->password, spec->cipher_suite};
+	int cipher;
+	int rc = check_spec(&s, field, &cipher, err, errlen);
+	if (rc < 0)
+		return rc;
+	/* calls ignore quirks of other drivers; a spec that names one is a mistake */
+	*field = "spec.bmc.quirks";
+	unsigned other = spec->quirks & ~ipmi_quirk_mask();
+	if (other) {
+		const char *name = bmc_quirk_name(other & -other);
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.quirks: \"%s\" is not an ipmi quirk (the ipmi driver takes "
+			       "only ipmi_* quirks)",
+			       name[0] ? name : "?");
+	}
+	*field = NULL;
 	return 0;
 }
 
@@ -927,6 +1027,7 @@ const struct bmc_driver_ops bmc_ipmi_ops = {
 	.chassis_status = ipmi_chassis_status,
 	.sel_read = ipmi_sel_read,
 	.firmware_update = NULL,
+	.validate = ipmi_validate,
 	.free = ipmi_free,
 };
 

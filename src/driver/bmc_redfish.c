@@ -40,6 +40,8 @@
 #define RF_DEFAULT_RETRY_AFTER_MS 1000 /* 429/503 without a usable Retry-After */
 #define RF_FREE_TIMEOUT_MS 2000       /* session DELETE in free */
 #define RF_MAX_IMAGE (4ull << 30)     /* bytes of a firmware image_path pushed (4 GiB) */
+#define RF_MAX_USERNAME 64            /* bytes of spec.bmc.username (core/codec.c's bound too) */
+#define RF_MAX_PASSWORD 256           /* bytes of a password (core/codec.c's bound too) */
 
 enum rf_auth { RF_AUTH_NONE, RF_AUTH_SESSION, RF_AUTH_BASIC };
 
@@ -126,11 +128,31 @@ static void observe_reason(struct rf_call *c, const char *reason)
 
 /* ---- address ---- */
 
+/* addr as it may appear in an error: at most 64 bytes, a byte outside printable ASCII as '?'
+ * (half a UTF-8 character would make the text invalid). Only for addresses without '@'. */
+static void addr_shown(const char *addr, char *out, size_t n)
+{
+	size_t i = 0;
+	for (; addr[i] && i < 64 && i + 1 < n; i++) {
+		unsigned char ch = (unsigned char)addr[i];
+		out[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+	}
+	out[i] = '\0';
+}
+
 int rf_parse_address(const char *addr, char *base, size_t n, char *err, size_t errlen)
 {
 	if (!addr || !addr[0])
 		return fp_errf(FP_EINVAL, err, errlen,
 			       "spec.bmc.address is empty: want http://host[:port] or https://host[:port]");
+	/* Before anything echoes the address: what precedes '@' is user info, most likely a
+	 * password (RFC 3986 section 3.2.1). */
+	if (strchr(addr, '@'))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.address: user info (\"user:password@\") is not allowed in "
+			       "the URL; use spec.bmc.username and spec.bmc.password");
+	char shown[72];
+	addr_shown(addr, shown, sizeof(shown));
 	const char *h;
 	if (strncasecmp(addr, "https://", 8) == 0)
 		h = addr + 8;
@@ -138,13 +160,13 @@ int rf_parse_address(const char *addr, char *base, size_t n, char *err, size_t e
 		h = addr + 7;
 	else
 		return fp_errf(FP_EINVAL, err, errlen,
-			       "spec.bmc.address \"%.64s\" is not a URL: want http://host[:port] or "
-			       "https://host[:port]", addr);
+			       "spec.bmc.address \"%s\" is not a URL: want http://host[:port] or "
+			       "https://host[:port]", shown);
 	size_t len = strlen(h);
 	if (len > 0 && h[len - 1] == '/')
 		len--;
 	if (len == 0)
-		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address \"%.64s\" has no host", addr);
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address \"%s\" has no host", shown);
 	if (len > 255)
 		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address is over 255 characters");
 	const char *colon = NULL;
@@ -157,42 +179,114 @@ int rf_parse_address(const char *addr, char *base, size_t n, char *err, size_t e
 			bracket = 2;
 		} else if (ch == ':' && bracket != 1) {
 			colon = h + i;
-		} else if (ch == '/' || ch == '?' || ch == '#' || ch == '@') {
+		} else if (ch == '/' || ch == '?' || ch == '#') {
 			return fp_errf(FP_EINVAL, err, errlen,
-				       "spec.bmc.address \"%.64s\": '%c' at offset %zu; want only "
-				       "scheme://host[:port] (no path, query or user info)", addr, ch,
+				       "spec.bmc.address \"%s\": '%c' at offset %zu; want only "
+				       "scheme://host[:port] (no path, query or fragment)", shown, ch,
 				       (size_t)(h - addr) + i);
 		} else if (!(isalnum(ch) || ch == '.' || ch == '-' || ch == '_' ||
 			     (bracket == 1 && ch == ':'))) {
 			return fp_errf(FP_EINVAL, err, errlen,
-				       "spec.bmc.address \"%.64s\": character 0x%02x at offset %zu "
-				       "is not allowed in a host", addr, ch, (size_t)(h - addr) + i);
+				       "spec.bmc.address \"%s\": character 0x%02x at offset %zu "
+				       "is not allowed in a host", shown, ch, (size_t)(h - addr) + i);
 		}
 	}
 	if (bracket == 1)
-		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address \"%.64s\": '[' without ']'",
-			       addr);
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address \"%s\": '[' without ']'",
+			       shown);
 	if (colon) {
 		size_t plen = len - (size_t)(colon + 1 - h);
 		long port = 0;
 		for (size_t i = 0; i < plen; i++) {
 			if (!isdigit((unsigned char)colon[1 + i]) || port > 65535)
 				return fp_errf(FP_EINVAL, err, errlen,
-					       "spec.bmc.address \"%.64s\": port is not a number", addr);
+					       "spec.bmc.address \"%s\": port is not a number", shown);
 			port = port * 10 + (colon[1 + i] - '0');
 		}
 		if (plen == 0 || port < 1 || port > 65535)
 			return fp_errf(FP_EINVAL, err, errlen,
-				       "spec.bmc.address \"%.64s\": port must be 1-65535", addr);
+				       "spec.bmc.address \"%s\": port must be 1-65535", shown);
 		if (colon == h)
-			return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address \"%.64s\" has no host",
-				       addr);
+			return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address \"%s\" has no host",
+				       shown);
 	}
 	int w = snprintf(base, n, "%.*s%.*s", (int)(h - addr), addr, (int)len, h);
 	if (w < 0 || (size_t)w >= n)
 		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address is too long");
 	for (char *p = base; *p && *p != ':'; p++)
 		*p = (char)tolower((unsigned char)*p);
+	return 0;
+}
+
+/* Credentials of one spec (enroll/PUT through rf_validate, every call through call_begin:
+ * the same code). username: 1..RF_MAX_USERNAME bytes; password (when set): at most
+ * RF_MAX_PASSWORD bytes; neither with a control character (they go into a JSON body and an
+ * Authorization header). On error *field names the spec.bmc field; never a byte of the
+ * password in err. */
+static int check_creds(const char *username, const char *password, const char **field,
+		       char *err, size_t errlen)
+{
+	*field = "spec.bmc.username";
+	if (!username || !username[0])
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.username: required for the redfish driver");
+	size_t n = strnlen(username, RF_MAX_USERNAME + 1);
+	if (n > RF_MAX_USERNAME)
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.username: longer than %d bytes",
+			       RF_MAX_USERNAME);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)username[i];
+		if (ch < 0x20 || ch == 0x7f)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "spec.bmc.username: control character 0x%02x at offset %zu", ch,
+				       i);
+	}
+	*field = "spec.bmc.password";
+	if (password) {
+		n = strnlen(password, RF_MAX_PASSWORD + 1);
+		if (n > RF_MAX_PASSWORD)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "spec.bmc.password: longer than %d bytes", RF_MAX_PASSWORD);
+		for (size_t i = 0; i < n; i++) {
+			unsigned char ch = (unsigned char)password[i];
+			if (ch < 0x20 || ch == 0x7f)
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "spec.bmc.password: has a control character");
+		}
+	}
+	*field = NULL;
+	return 0;
+}
+
+/* bmc_driver_ops.validate: spec.bmc at enroll/PUT: the address and credentials with the
+ * checks call_begin makes; then no cipher_suite (an IPMI setting) and only redfish_* quirks
+ * (calls ignore both). */
+static int rf_validate(const struct node_bmc *spec, const char **field, char *err,
+		       size_t errlen)
+{
+	char base[300];
+	*field = "spec.bmc.address";
+	int rc = rf_parse_address(spec->address, base, sizeof(base), err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = check_creds(spec->username, spec->password, field, err, errlen);
+	if (rc < 0)
+		return rc;
+	*field = "spec.bmc.cipher_suite";
+	if (spec->cipher_suite >= 0)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.cipher_suite: an IPMI setting; the redfish driver has none");
+	*field = "spec.bmc.quirks";
+	unsigned other =
+		spec->quirks & ~(unsigned)(BMC_QUIRK_REDFISH_NO_IF_MATCH | BMC_QUIRK_REDFISH_BASIC_AUTH);
+	if (other) {
+		const char *name = bmc_quirk_name(other & -other);
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.quirks: \"%s\" is not a redfish quirk (the redfish driver "
+			       "takes only redfish_* quirks)",
+			       name[0] ? name : "?");
+	}
+	*field = NULL;
 	return 0;
 }
 
@@ -717,8 +811,10 @@ static int call_begin(struct bmc *b, const struct bmc_target *t, int64_t deadlin
 	int rc = rf_parse_address(t->address, base, sizeof(base), err, errlen);
 	if (rc < 0)
 		return rc;
-	if (!t->username || !t->username[0])
-		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.username is empty");
+	const char *field;
+	rc = check_creds(t->username, t->password, &field, err, errlen);
+	if (rc < 0)
+		return rc;
 	struct rf *s = rf_of(b);
 	char *key = xasprintf("%s\n%s", base, t->username);
 	pthread_mutex_lock(&s->mu);
@@ -1427,6 +1523,7 @@ const struct bmc_driver_ops bmc_redfish_ops = {
 	.chassis_status = rf_chassis_status,
 	.sel_read = rf_sel_read,
 	.firmware_update = rf_firmware_update,
+	.validate = rf_validate,
 	.free = rf_free,
 };
 

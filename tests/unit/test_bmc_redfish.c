@@ -499,10 +499,13 @@ static void test_bad_password_and_addresses(void **state)
 				  "http://host[:port] or https://host[:port]"},
 		{"http://", "spec.bmc.address \"http://\" has no host"},
 		{"https://bmc:99999", "spec.bmc.address \"https://bmc:99999\": port must be 1-65535"},
-		{"http://admin:pw@bmc", "spec.bmc.address \"http://admin:pw@bmc\": '@' at offset 15; "
-					"want only scheme://host[:port] (no path, query or user info)"},
+		{"http://admin:pw@bmc", "spec.bmc.address: user info (\"user:password@\") is not "
+					"allowed in the URL; use spec.bmc.username and "
+					"spec.bmc.password"},
 		{"http://bmc/redfish", "spec.bmc.address \"http://bmc/redfish\": '/' at offset 10; "
-				       "want only scheme://host[:port] (no path, query or user info)"},
+				       "want only scheme://host[:port] (no path, query or fragment)"},
+		{"http://\xc3\xa9.example", "spec.bmc.address \"http://??.example\": character 0xc3 "
+					    "at offset 7 is not allowed in a host"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		f->t.address = bad[i].addr;
@@ -515,6 +518,73 @@ static void test_bad_password_and_addresses(void **state)
 	assert_int_equal(bmc_power_get(f->b, &f->t, in_ms(f, 5000), &pw, f->err, sizeof(f->err)),
 			 FP_EIO);
 	f->t.address = f->p.url;
+}
+
+static void validate_is(const char *json, int want_rc, const char *want_field,
+			const char *want_err)
+{
+	json_error_t je;
+	json_t *bmc = json_loads(json, 0, &je);
+	assert_non_null(bmc);
+	struct node_bmc spec = {.cipher_suite = -1, .tls_verify = 1};
+	spec.driver = (char *)jsonx_str(bmc, "driver");
+	spec.address = (char *)jsonx_str(bmc, "address");
+	spec.username = (char *)jsonx_str(bmc, "username");
+	spec.password = (char *)jsonx_str(bmc, "password");
+	if (json_object_get(bmc, "cipher_suite"))
+		spec.cipher_suite = (int)json_integer_value(json_object_get(bmc, "cipher_suite"));
+	const char *q = jsonx_str(bmc, "quirk");
+	if (q)
+		assert_int_equal(bmc_quirk_parse(q, &spec.quirks), 0);
+	const char *field = "unset";
+	char err[256] = "";
+	assert_int_equal(bmc_spec_validate(&spec, &field, err, sizeof(err)), want_rc);
+	if (want_rc == 0) {
+		assert_null(field);
+	} else {
+		assert_string_equal(field, want_field);
+		assert_string_equal(err, want_err);
+	}
+	json_decref(bmc);
+}
+
+/* bmc_spec_validate for redfish: the checks the calls make (same code), and the options
+ * calls ignore. */
+static void test_validate_spec(void **state)
+{
+	validate_is("{\"driver\":\"redfish\",\"address\":\"https://10.0.0.9:8443/\","
+		    "\"username\":\"admin\",\"password\":\"pw\",\"quirk\":\"redfish_basic_auth\"}",
+		    0, NULL, NULL);
+	validate_is("{\"driver\":\"redfish\",\"address\":\"https://[::1]:8443\",\"username\":\"a\"}",
+		    0, NULL, NULL);
+	validate_is("{\"driver\":\"redfish\",\"address\":\"http://user:pw@host\",\"username\":\"a\"}",
+		    FP_EINVAL, "spec.bmc.address",
+		    "spec.bmc.address: user info (\"user:password@\") is not allowed in the URL; use "
+		    "spec.bmc.username and spec.bmc.password");
+	validate_is("{\"driver\":\"redfish\",\"address\":\"http://host#f\",\"username\":\"a\"}",
+		    FP_EINVAL, "spec.bmc.address",
+		    "spec.bmc.address \"http://host#f\": '#' at offset 11; want only "
+		    "scheme://host[:port] (no path, query or fragment)");
+	validate_is("{\"driver\":\"redfish\",\"address\":\"http://host\",\"username\":\"\"}", FP_EINVAL,
+		    "spec.bmc.username", "spec.bmc.username: required for the redfish driver");
+	validate_is("{\"driver\":\"redfish\",\"address\":\"http://host\",\"username\":\"ad min\\u0001\"}",
+		    FP_EINVAL, "spec.bmc.username",
+		    "spec.bmc.username: control character 0x01 at offset 6");
+	validate_is("{\"driver\":\"redfish\",\"address\":\"http://host\",\"username\":\"a\","
+		    "\"password\":\"p\\tw\"}",
+		    FP_EINVAL, "spec.bmc.password", "spec.bmc.password: has a control character");
+	validate_is("{\"driver\":\"redfish\",\"address\":\"http://host\",\"username\":\"a\","
+		    "\"cipher_suite\":3}",
+		    FP_EINVAL, "spec.bmc.cipher_suite",
+		    "spec.bmc.cipher_suite: an IPMI setting; the redfish driver has none");
+	validate_is("{\"driver\":\"redfish\",\"address\":\"http://host\",\"username\":\"a\","
+		    "\"quirk\":\"ipmi_intel_2_0\"}",
+		    FP_EINVAL, "spec.bmc.quirks",
+		    "spec.bmc.quirks: \"ipmi_intel_2_0\" is not a redfish quirk (the redfish driver "
+		    "takes only redfish_* quirks)");
+	/* sim takes anything */
+	validate_is("{\"driver\":\"sim\",\"address\":\"a b\",\"quirk\":\"ipmi_intel_2_0\"}", 0, NULL,
+		    NULL);
 }
 
 /* ---- public-bladed: four systems, no BootSourceOverrideMode ---- */
@@ -1232,6 +1302,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_firmware_update, setup_rack, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_password_and_addresses, setup_rack,
 						teardown),
+		cmocka_unit_test(test_validate_spec),
 		cmocka_unit_test_setup_teardown(test_bladed_system_choice, setup_blade, teardown),
 		cmocka_unit_test_setup_teardown(test_bladed_power_and_boot_without_mode,
 						setup_blade, teardown),
