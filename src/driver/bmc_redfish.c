@@ -2,7 +2,9 @@
  * "Redfish Specification" for the protocol, DSP8010 schemas for ComputerSystem, Chassis,
  * SessionService, UpdateService, Task, LogService) over libcurl, JSON with jansson.
  *
- * One struct rf_bmc per BMC (address + username) holds a reused libcurl easy handle
+ * One struct rf_bmc per BMC, user and password (address + username + a keyed hash of the
+ * password, so a node with a wrong password never rides on another node's session) holds a
+ * reused libcurl easy handle
  * (keep-alive), the service root's links, the chosen ComputerSystem and the session token; its
  * mutex is held for the whole of one driver call, so the easy handle is never shared between
  * threads. Each call runs: discovery (cached) -> session (cached; re-login once on 401) ->
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <sodium.h>
 
 #include "base/alloc.h"
 #include "base/buf.h"
@@ -40,6 +43,7 @@
 #define RF_DEFAULT_RETRY_AFTER_MS 1000 /* 429/503 without a usable Retry-After */
 #define RF_FREE_TIMEOUT_MS 2000       /* session DELETE in free */
 #define RF_MAX_IMAGE (4ull << 30)     /* bytes of a firmware image_path pushed (4 GiB) */
+#define RF_CRED_BYTES 32              /* crypto_generichash output kept per session entry */
 #define RF_MAX_USERNAME 64            /* bytes of spec.bmc.username (core/codec.c's bound too) */
 #define RF_MAX_PASSWORD 256           /* bytes of a password (core/codec.c's bound too) */
 
@@ -59,12 +63,17 @@ struct rf_bmc {
 	char *sys_for;  /* the spec.bmc.system system_uri was chosen for ("" = none given) */
 	char *system_uri;
 	int limit_warned;
+	/* BLAKE2b (libsodium crypto_generichash) of the password, keyed with the instance's
+	 * random cred_key: which credential the session belongs to. The password itself is kept
+	 * only for the length of a call (in its bmc_target). Set at creation, never changed. */
+	unsigned char cred[RF_CRED_BYTES];
 };
 
 struct rf {
 	struct fp_clock *clock;
 	pthread_mutex_t mu; /* guards bmcs */
-	struct hmap bmcs;   /* "address\nusername" -> struct rf_bmc */
+	struct hmap bmcs;   /* "base\nusername\nhex(cred)" -> struct rf_bmc */
+	unsigned char cred_key[crypto_generichash_KEYBYTES]; /* random, per instance */
 };
 
 /* One driver call. */
@@ -816,13 +825,23 @@ static int call_begin(struct bmc *b, const struct bmc_target *t, int64_t deadlin
 	if (rc < 0)
 		return rc;
 	struct rf *s = rf_of(b);
-	char *key = xasprintf("%s\n%s", base, t->username);
+	/* The entry (and its session) belongs to one credential: a node with the same BMC and
+	 * user but another password gets its own entry, logs in itself, and is refused if the
+	 * password is wrong, instead of riding on another node's session. */
+	unsigned char cred[RF_CRED_BYTES];
+	const char *pwd = t->password ? t->password : "";
+	crypto_generichash(cred, sizeof(cred), (const unsigned char *)pwd, strlen(pwd), s->cred_key,
+			   sizeof(s->cred_key));
+	char hex[2 * RF_CRED_BYTES + 1];
+	sodium_bin2hex(hex, sizeof(hex), cred, sizeof(cred));
+	char *key = xasprintf("%s\n%s\n%s", base, t->username, hex);
 	pthread_mutex_lock(&s->mu);
 	struct rf_bmc *r = hmap_get(&s->bmcs, key);
 	if (!r) {
 		r = xcalloc(1, sizeof(*r));
 		pthread_mutex_init(&r->mu, NULL);
 		r->base = xstrdup(base);
+		memcpy(r->cred, cred, sizeof(cred));
 		r->curl = curl_easy_init();
 		if (!r->curl)
 			abort(); /* out of memory */
@@ -830,6 +849,9 @@ static int call_begin(struct bmc *b, const struct bmc_target *t, int64_t deadlin
 	}
 	pthread_mutex_unlock(&s->mu);
 	free(key);
+	/* belt and braces: the entry's credential is this call's */
+	BUG_ON(sodium_memcmp(r->cred, cred, sizeof(cred)) != 0);
+	sodium_memzero(cred, sizeof(cred));
 	pthread_mutex_lock(&r->mu);
 	r->tls_verify = t->tls_verify != 0;
 	set_str(&r->ca_file, t->ca_file);
@@ -1507,6 +1529,7 @@ static void rf_free(struct bmc *b)
 	}
 	hmap_release(&s->bmcs);
 	pthread_mutex_destroy(&s->mu);
+	sodium_memzero(s->cred_key, sizeof(s->cred_key));
 	free(s);
 	free(b);
 }
@@ -1530,8 +1553,11 @@ const struct bmc_driver_ops bmc_redfish_ops = {
 struct bmc *bmc_redfish_new(struct fp_clock *clock)
 {
 	pthread_once(&curl_once, curl_init_once);
+	if (sodium_init() < 0)
+		abort(); /* no usable random source */
 	struct rf *s = xcalloc(1, sizeof(*s));
 	s->clock = clock;
+	randombytes_buf(s->cred_key, sizeof(s->cred_key));
 	pthread_mutex_init(&s->mu, NULL);
 	hmap_init(&s->bmcs);
 	struct bmc *b = xcalloc(1, sizeof(*b));

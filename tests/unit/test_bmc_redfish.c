@@ -520,6 +520,49 @@ static void test_bad_password_and_addresses(void **state)
 	f->t.address = f->p.url;
 }
 
+/* H2: two targets on the same BMC and user, the second with a wrong password: the second logs
+ * in itself and is refused (the server log shows its 401 login); the first keeps its session. */
+static void test_wrong_password_gets_own_session(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(power(f), BMC_POWER_ON);
+	struct bmc_target bad = f->t;
+	bad.node = "n2";
+	bad.password = "WrongPass-123";
+	enum bmc_power pw = BMC_POWER_UNKNOWN;
+	assert_int_equal(bmc_power_get(f->b, &bad, in_ms(f, 10000), &pw, f->err, sizeof(f->err)),
+			 FP_EAUTH);
+	assert_int_equal(pw, BMC_POWER_UNKNOWN);
+	char want[256];
+	snprintf(want, sizeof(want), "%s: session login refused (HTTP 401) for user admin",
+		 f->p.url);
+	assert_string_equal(f->err, want);
+	/* the first still works, on its first session */
+	assert_int_equal(power(f), BMC_POWER_ON);
+	char *log = peer_log(f);
+	assert_int_equal(count(log, "POST /redfish/v1/SessionService/Sessions 201"), 1);
+	assert_int_equal(count(log, "POST /redfish/v1/SessionService/Sessions 401 auth=none"), 1);
+	assert_int_equal(count(log, "GET " RACK_SYS " 200 auth=session"), 2);
+	assert_int_equal(count(log, "WrongPass-123"), 0);
+	assert_int_equal(count(log, " 401 auth=session"), 0);
+	free(log);
+	/* the wrong one again: refused again, with a new login, never the first's session */
+	assert_int_equal(bmc_power_get(f->b, &bad, in_ms(f, 10000), &pw, f->err, sizeof(f->err)),
+			 FP_EAUTH);
+	log = peer_log(f);
+	assert_int_equal(count(log, "POST /redfish/v1/SessionService/Sessions 401 auth=none"), 2);
+	assert_int_equal(count(log, "GET " RACK_SYS " 200 auth=session"), 2);
+	free(log);
+	/* a node whose password changes to the right one: its own session too */
+	bad.password = PASSWORD;
+	assert_int_equal(bmc_power_get(f->b, &bad, in_ms(f, 10000), &pw, f->err, sizeof(f->err)),
+			 0);
+	assert_int_equal(pw, BMC_POWER_ON);
+	log = peer_log(f);
+	assert_int_equal(count(log, "POST /redfish/v1/SessionService/Sessions 201"), 1);
+	free(log);
+}
+
 static void validate_is(const char *json, int want_rc, const char *want_field,
 			const char *want_err)
 {
@@ -1301,6 +1344,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_chassis_status_and_sel, setup_rack, teardown),
 		cmocka_unit_test_setup_teardown(test_firmware_update, setup_rack, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_password_and_addresses, setup_rack,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_wrong_password_gets_own_session, setup_rack,
 						teardown),
 		cmocka_unit_test(test_validate_spec),
 		cmocka_unit_test_setup_teardown(test_bladed_system_choice, setup_blade, teardown),
