@@ -1071,11 +1071,13 @@ static const char *const power_actions[] = {"on", "off", "cycle", "soft", "reset
  * step "power_<action>" (the lifecycle controller runs it). When another operation is in
  * flight on the node the new one is queued behind it (status.queuedOperations, at most
  * NODE_MAX_QUEUED; 409 when full), written in the same transaction as the operation document
- * and its event. Refused (409) while the node is retiring or retired. 202 with the operation
+ * and its event. Refused (409) while the node is retiring or retired, and for "off" and "soft"
+ * while it is available or in_service unless the body has "force": true (drain it first). 202
+ * with the operation
  * document plus "queued" and, when queued, "behind" (the operation directly ahead). */
 void api_node_power(struct api_req *r)
 {
-	static const char *const keys[] = {"action", NULL};
+	static const char *const keys[] = {"action", "force", NULL};
 	if (check_name_param(r) < 0)
 		return;
 	const char *name = r->params[0];
@@ -1101,6 +1103,16 @@ void api_node_power(struct api_req *r)
 					      : "expected one of on, off, cycle, soft, reset, status");
 		return;
 	}
+	json_t *force_j = json_object_get(body, "force");
+	if (force_j && !json_is_boolean(force_j)) {
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", "force"),
+				"force: expected true or false");
+		return;
+	}
+	int force = json_is_true(force_j);
+	/* off and soft take the machine away from whatever may run on it: a node a scheduler
+	 * may place work on (available, in_service) is drained first, unless forced. */
+	int takes_down = strcmp(action, "off") == 0 || strcmp(action, "soft") == 0;
 	const char *me = api_actor(r);
 	for (int attempt = 0; attempt < CAS_RETRIES; attempt++) {
 		struct node *n = NULL;
@@ -1112,6 +1124,16 @@ void api_node_power(struct api_req *r)
 					"node %s is %s; power operations are refused while a node "
 					"retires and once it is retired",
 					name, node_phase_name(n->phase));
+			node_free(n);
+			return;
+		}
+		if (takes_down && !force &&
+		    (n->phase == PHASE_AVAILABLE || n->phase == PHASE_IN_SERVICE)) {
+			api_problem_ext(r, 409, json_pack("{s:s}", "phase", node_phase_name(n->phase)),
+					"node %s is %s: power %s would leave it %s with the machine "
+					"off; drain it first: fleetplane node drain %s, or pass force",
+					name, node_phase_name(n->phase), action,
+					node_phase_name(n->phase), name);
 			node_free(n);
 			return;
 		}
@@ -1134,6 +1156,8 @@ void api_node_power(struct api_req *r)
 		op->actor = xstrdup(me);
 		op->reason = xasprintf("power %s requested by %s", action, me);
 		op->params = json_pack("{s:s}", "action", action);
+		if (force)
+			json_object_set_new(op->params, "force", json_true());
 		const char *ik = api_header(r, "Idempotency-Key");
 		if (ik)
 			op->idempotency_key = xstrdup(ik);

@@ -585,9 +585,11 @@ static void test_power_requests(void **state)
 	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":1}", &r);
 	assert_string_equal(jstr(r.json, "detail"), "action: expected a string");
 	expect_422_field(&r, "action");
-	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"on\",\"force\":true}", &r);
+	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"on\",\"forced\":true}", &r);
 	assert_int_equal(r.status, 422);
 	resp_free(&r);
+	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"off\",\"force\":\"yes\"}", &r);
+	expect_422_field(&r, "force");
 	req("POST", "/v1/nodes/n1:power", agent, "{\"action\":\"on\"}", &r);
 	assert_int_equal(r.status, 403);
 	resp_free(&r);
@@ -1576,6 +1578,55 @@ static void test_retire_skip_power_off(void **state)
 	free(pw);
 }
 
+/* off and soft on a node a scheduler may use (available, in_service) are refused unless
+ * forced; the other actions, and other phases, are not. */
+static void test_power_off_needs_drain(void **state)
+{
+	struct resp r;
+	enroll("a1");
+	set_phase("a1", "available", NULL);
+	static const char *const down[] = {"off", "soft"};
+	for (int i = 0; i < 2; i++) {
+		char body[64], want[256];
+		snprintf(body, sizeof(body), "{\"action\":\"%s\"}", down[i]);
+		req("POST", "/v1/nodes/a1:power", E.admin, body, &r);
+		assert_int_equal(r.status, 409);
+		assert_string_equal(jstr(r.json, "phase"), "available");
+		snprintf(want, sizeof(want),
+			 "node a1 is available: power %s would leave it available with the machine "
+			 "off; drain it first: fleetplane node drain a1, or pass force",
+			 down[i]);
+		assert_string_equal(jstr(r.json, "detail"), want);
+		resp_free(&r);
+	}
+	set_phase("a1", "in_service", NULL);
+	req("POST", "/v1/nodes/a1:power", E.admin, "{\"action\":\"off\",\"force\":false}", &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "phase"), "in_service");
+	resp_free(&r);
+	assert_int_equal(count("/operations/"), 0);
+	req("POST", "/v1/nodes/a1:power", E.admin, "{\"action\":\"off\",\"force\":true}", &r);
+	assert_int_equal(r.status, 202);
+	assert_true(json_is_true(jget(r.json, "spec.params.force")));
+	resp_free(&r);
+	static const char *const allowed[] = {"cycle", "reset", "on", "status"};
+	for (int i = 0; i < 4; i++) {
+		char body[64];
+		snprintf(body, sizeof(body), "{\"action\":\"%s\"}", allowed[i]);
+		req("POST", "/v1/nodes/a1:power", E.admin, body, &r);
+		assert_int_equal(r.status, 202);
+		resp_free(&r);
+	}
+	assert_int_equal(count("/operations/"), 5);
+	/* maintenance (drained): off is allowed */
+	enroll("a2");
+	set_phase("a2", "maintenance", NULL);
+	req("POST", "/v1/nodes/a2:power", E.admin, "{\"action\":\"off\"}", &r);
+	assert_int_equal(r.status, 202);
+	assert_null(jget(r.json, "spec.params.force"));
+	resp_free(&r);
+}
+
 int main(void)
 {
 	log_init(LOG_LVL_WARN, NULL);
@@ -1597,6 +1648,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_callbacks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_power_requests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retire_skip_power_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_power_off_needs_drain, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();
