@@ -96,13 +96,17 @@ static const char node_release_usage[] =
 	"  -h, --help          this help\n";
 
 static const char node_power_usage[] =
-	"Usage: fleetplane node power NAME on|off|cycle|soft|reset|status [--wait]\n"
-	"                             [--timeout SECONDS] [-o json]\n"
+	"Usage: fleetplane node power NAME on|off|cycle|soft|reset|status [--wait] [--force]\n"
+	"                             [--refresh] [--timeout SECONDS] [-o json]\n"
 	"\n"
 	"  Queues a power operation (behind the node's operation in flight, if any) and exits once\n"
-	"  the server accepted it. 'status' reads the BMC and always waits: it prints on, off or\n"
-	"  unknown (REASON: MESSAGE).\n"
+	"  the server accepted it. 'status' reads the BMC and waits: it prints on, off or\n"
+	"  unknown (REASON: MESSAGE); while the node has an operation in flight it prints the last\n"
+	"  recorded power instead (a fresh read would queue behind it) unless --refresh or --wait.\n"
 	"\n"
+	"  -f, --force         off/soft on an available or in_service node (else refused: drain\n"
+	"                      it first)\n"
+	"  -r, --refresh       status: queue a fresh read even behind an operation in flight\n"
 	"  -w, --wait          wait for the operation to end: print the node's power and exit 0\n"
 	"                      when it succeeded; exit 1 with its last error when it failed\n"
 	"  -t, --timeout SECONDS  how long --wait waits (default 900; 1..86400); exit 1 after\n"
@@ -991,6 +995,51 @@ static void node_print_power(const json_t *node)
 	free(mc);
 }
 
+/* `node power NAME status` while the node has operation `busy` in flight: prints the power
+ * last recorded in its PoweredOn condition (status, reason, age) and that a fresh read would
+ * queue behind busy; -o json prints {"poweredOn": CONDITION|null, "behind": busy}. */
+static void node_print_recorded_power(const json_t *node, const char *busy,
+				      enum client_output o)
+{
+	json_t *conds = jsonx_path(node, "status.conditions");
+	json_t *pc = NULL, *c;
+	size_t i;
+	json_array_foreach(conds, i, c) {
+		const char *t = jsonx_str(c, "type");
+		if (t && !strcmp(t, "PoweredOn"))
+			pc = c;
+	}
+	if (o == CLIENT_OUT_JSON) {
+		json_t *j = json_pack("{s:O?,s:s}", "poweredOn", pc, "behind", busy);
+		client_print_json(j);
+		json_decref(j);
+		return;
+	}
+	char *bc = table_clean(busy, 0);
+	if (!pc) {
+		printf("no power recorded yet; a fresh read would queue behind operation %s "
+		       "(--refresh queues one)\n",
+		       bc);
+		free(bc);
+		return;
+	}
+	const char *st = jsonx_str(pc, "status");
+	const char *word = st && !strcmp(st, "True")	? "on"
+			   : st && !strcmp(st, "False") ? "off"
+							: "unknown";
+	char age[32] = "?";
+	table_age(client_now_ms(), client_time_ms(json_object_get(pc, "since")), age, sizeof(age));
+	char *sc = table_clean(st ? st : "?", 0);
+	char *rc = table_clean(jsonx_str(pc, "reason") ? jsonx_str(pc, "reason") : "?", 0);
+	printf("%s (recorded %s ago: PoweredOn %s, %s)\n", word, age, sc, rc);
+	printf("not read now: a fresh read would queue behind operation %s (--refresh queues "
+	       "one)\n",
+	       bc);
+	free(sc);
+	free(rc);
+	free(bc);
+}
+
 /* Polls GET /v1/operations/ID until it ends or timeout_s passes; *op receives the last
  * document read. */
 static int node_power_wait(struct client *c, const char *id, long timeout_s, json_t **op)
@@ -1027,6 +1076,8 @@ static int node_power(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"wait", no_argument, NULL, 'w'},
+		{"force", no_argument, NULL, 'f'},
+		{"refresh", no_argument, NULL, 'r'},
 		{"timeout", required_argument, NULL, 't'},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
@@ -1034,16 +1085,22 @@ static int node_power(int argc, char **argv)
 	};
 	const char *cmd = "node power", *name = NULL, *action = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;
-	int ch, rc, wait = 0, timeout_set = 0;
+	int ch, rc, wait = 0, timeout_set = 0, force = 0, refresh = 0;
 	long timeout_s = NODE_POWER_TIMEOUT_S;
 	struct client c;
 	memset(&c, 0, sizeof(c));
 	json_t *body = NULL, *resp = NULL, *op = NULL, *node = NULL;
 	client_getopt_reset();
-	while ((ch = getopt_long(argc, argv, ":wt:o:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":wfrt:o:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'w':
 			wait = 1;
+			break;
+		case 'f':
+			force = 1;
+			break;
+		case 'r':
+			refresh = 1;
 			break;
 		case 't': {
 			char *end;
@@ -1089,15 +1146,41 @@ static int node_power(int argc, char **argv)
 		return rc;
 	}
 	int status = !strcmp(action, "status");
-	if (status)
-		wait = 1;
+	if (force && strcmp(action, "off") != 0 && strcmp(action, "soft") != 0)
+		return client_usage_error(cmd, "--force is for off and soft only");
+	if (refresh && !status)
+		return client_usage_error(cmd, "--refresh is for status only");
 	if (timeout_set && !wait)
 		return client_usage_error(cmd, "--timeout needs --wait");
 	if ((rc = client_init(&c)) != 0)
 		goto out;
-	body = json_pack("{s:s}", "action", action);
 	char *esc = client_escape(name);
-	char *path = xasprintf("/v1/nodes/%s:power", esc);
+	char *path;
+	if (status && !wait && !refresh) {
+		/* A read queued behind a long operation (a provisioning's boot wait) would block
+		 * up to its deadline: look at the node first. */
+		path = xasprintf("/v1/nodes/%s", esc);
+		rc = client_request(&c, "GET", path, NULL, NULL, &node);
+		free(path);
+		if (rc != CLIENT_EXIT_OK) {
+			free(esc);
+			goto out;
+		}
+		const char *busy = jsonx_str(node, "status.operation");
+		if (busy) {
+			node_print_recorded_power(node, busy, o);
+			free(esc);
+			goto out;
+		}
+		json_decref(node);
+		node = NULL;
+	}
+	if (status)
+		wait = 1;
+	body = json_pack("{s:s}", "action", action);
+	if (force)
+		json_object_set_new(body, "force", json_true());
+	path = xasprintf("/v1/nodes/%s:power", esc);
 	rc = client_request(&c, "POST", path, body, NULL, &resp);
 	free(path);
 	if (rc != CLIENT_EXIT_OK) {

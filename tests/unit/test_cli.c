@@ -243,6 +243,15 @@ static char *fake_route(const struct req_log *r, unsigned *status, const char **
 			       "\"status\":{\"conditions\":[{\"type\":\"BMCReachable\",\"status\":"
 			       "\"True\"},{\"type\":\"PoweredOn\",\"status\":\"False\",\"reason\":"
 			       "\"BMCReportsOff\",\"message\":\"confirmed\"}]}}");
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/nodes/pw-busy")) {
+		char since[FP_TIME_LEN];
+		fp_time_format(now - 120000, since);
+		return xasprintf("{\"metadata\":{\"name\":\"pw-busy\",\"resourceVersion\":\"12\"},"
+				 "\"status\":{\"operation\":\"provision-7\",\"conditions\":[{"
+				 "\"type\":\"PoweredOn\",\"status\":\"True\",\"reason\":"
+				 "\"BMCReportsOn\",\"message\":\"m\",\"since\":\"%s\"}]}}",
+				 since);
+	}
 	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/nodes/pw-unk"))
 		return xstrdup("{\"metadata\":{\"name\":\"pw-unk\",\"resourceVersion\":\"12\"},"
 			       "\"status\":{\"conditions\":[{\"type\":\"PoweredOn\",\"status\":"
@@ -977,13 +986,52 @@ static void test_node_power(void **state)
 	assert_string_equal(r.err, "error: operation power-2 failed: step power_off attempt 5: "
 				   "power off: simulated BMC did not answer\n");
 
-	/* status always waits and prints only the power */
+	/* status on a node with no operation in flight: the node is read, then the read is
+	 * requested and waited for; only the power is printed */
 	fake_reset();
 	run_cmd(&r, cmd_node, "node", "power", "pw-unk", "status", NULL);
 	assert_int_equal(r.rc, 0);
 	assert_string_equal(r.out, "unknown (PowerStateMissing: Redfish PowerState absent)\n");
+	assert_string_equal(fake.reqs[0].method, "GET");
+	assert_string_equal(fake.reqs[0].path, "/v1/nodes/pw-unk");
+	assert_string_equal(fake.reqs[1].body, "{\"action\":\"status\"}");
+	assert_int_equal(fake.nreqs, 4);
+	/* ... with an operation in flight: the last recorded power, no operation created */
+	fake_reset();
+	run_cmd(&r, cmd_node, "node", "power", "pw-busy", "status", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "on (recorded 2m ago: PoweredOn True, BMCReportsOn)\n"
+				   "not read now: a fresh read would queue behind operation "
+				   "provision-7 (--refresh queues one)\n");
+	assert_int_equal(fake.nreqs, 1);
+	assert_string_equal(fake.reqs[0].method, "GET");
+	run_cmd(&r, cmd_node, "node", "power", "pw-busy", "status", "-o", "json", NULL);
+	assert_int_equal(r.rc, 0);
+	json_t *j = json_loads(r.out, 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(j, "behind")), "provision-7");
+	assert_string_equal(jsonx_str(json_object_get(j, "poweredOn"), "reason"), "BMCReportsOn");
+	json_decref(j);
+	/* --refresh (or --wait) asks for the read as before */
+	fake_reset();
+	run_cmd(&r, cmd_node, "node", "power", "pw-unk", "status", "--refresh", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(fake.reqs[0].method, "POST");
 	assert_string_equal(fake.reqs[0].body, "{\"action\":\"status\"}");
 	assert_int_equal(fake.nreqs, 3);
+	/* --force goes in the body; it and --refresh are refused for the other actions */
+	fake_reset();
+	run_cmd(&r, cmd_node, "node", "power", "pw-on", "off", "--force", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(fake.reqs[0].body, "{\"action\":\"off\",\"force\":true}");
+	run_cmd(&r, cmd_node, "node", "power", "pw-on", "on", "--force", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: --force is for off and soft only\n"
+				   "Run 'fleetplane node power --help' for usage.\n");
+	run_cmd(&r, cmd_node, "node", "power", "pw-on", "on", "--refresh", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: --refresh is for status only\n"
+				   "Run 'fleetplane node power --help' for usage.\n");
+	assert_int_equal(fake.nreqs, 1);
 
 	/* refused by the server */
 	run_cmd(&r, cmd_node, "node", "power", "retired1", "on", NULL);
