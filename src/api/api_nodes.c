@@ -1013,7 +1013,9 @@ static int boot_id_check(struct api_req *r, const json_t *body, const char **out
 
 /* POST /v1/nodes/{name}:booted {"bootId"} and :validated {"bootId","passed"}: the node's
  * deploy agent (its own agent token, or an operator) reports a boot or a burn-in result; the
- * lifecycle controller records it (api_agent_hooks). 202 {"accepted": true}. */
+ * lifecycle controller records it (api_agent_hooks). An audit event (BootReported or
+ * ValidationReported, the caller as actor, the bootId in its message) is written first. 409
+ * while the node is retiring or retired. 202 {"accepted": true}. */
 static void agent_report(struct api_req *r, int validated)
 {
 	static const char *const keys_booted[] = {"bootId", NULL};
@@ -1044,10 +1046,32 @@ static void agent_report(struct api_req *r, int validated)
 	int64_t mod = 0;
 	if (load_node(r, name, &n, &mod) < 0)
 		return;
+	enum node_phase phase = n->phase;
 	node_free(n);
+	if (phase == PHASE_RETIRING || phase == PHASE_RETIRED) {
+		/* A late or forged report must not touch a node leaving service. */
+		api_problem_ext(r, 409, json_pack("{s:s}", "phase", node_phase_name(phase)),
+				"node %s is %s; boot and validation reports are refused while a "
+				"node retires and once it is retired",
+				name, node_phase_name(phase));
+		return;
+	}
 	const struct api_agent_hooks *h = &r->srv->cfg.agent;
 	if (!h->booted || !h->validated) {
 		api_problem(r, 503, "no lifecycle controller in this server to take agent reports");
+		return;
+	}
+	/* The audit trail says who reported (an agent token or an operator by hand). */
+	const char *me = api_actor(r);
+	struct store_op ev;
+	api_event_op(r, &ev, "Normal", api_printf(r, "node/%s", name),
+		     validated ? "ValidationReported" : "BootReported",
+		     validated ? api_printf(r, "validation of boot %s reported by %s: %s", boot_id,
+					    me, json_is_true(passed) ? "passed" : "failed")
+			       : api_printf(r, "boot %s reported by %s", boot_id, me));
+	int rc = store_txn(r->srv->cfg.store, &ev, 1, NULL, NULL);
+	if (rc < 0) {
+		api_problem_rc(r, rc, "store write failed");
 		return;
 	}
 	if (validated)

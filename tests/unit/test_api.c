@@ -422,6 +422,9 @@ static void expect_422_field(struct resp *r, const char *field)
 	resp_free(r);
 }
 
+static void set_phase(const char *name, const char *phase, const char *op);
+static json_t *last_event(const char *node, const char *reason);
+
 static void test_agent_callbacks(void **state)
 {
 	struct resp r;
@@ -496,6 +499,40 @@ static void test_agent_callbacks(void **state)
 	assert_int_equal(r.status, 400);
 	resp_free(&r);
 	assert_int_equal(R.n, 4); /* only the 64-character bootId got through */
+
+	/* each accepted report is audited with its reporter */
+	json_t *ev = last_event("n2", "ValidationReported");
+	assert_string_equal(jstr(ev, "type"), "Normal");
+	assert_string_equal(jstr(ev, "actor"), "operator:admin");
+	assert_string_equal(jstr(ev, "message"),
+			    "validation of boot b-2 reported by operator:admin: passed");
+	json_decref(ev);
+	ev = last_event("n1", "BootReported");
+	assert_string_equal(jstr(ev, "actor"), "agent:agent-n1");
+	snprintf(body, sizeof(body), "boot %064d reported by agent:agent-n1", 0);
+	assert_string_equal(jstr(ev, "message"), body);
+	json_decref(ev);
+	ev = last_event("n1", "ValidationReported");
+	assert_string_equal(jstr(ev, "message"),
+			    "validation of boot b-1 reported by agent:agent-n1: failed");
+	json_decref(ev);
+
+	/* a node that retires or is retired takes no reports */
+	set_phase("n1", "retiring", NULL);
+	req("POST", "/v1/nodes/n1:booted", agent, "{\"bootId\":\"late-1\"}", &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "phase"), "retiring");
+	assert_string_equal(jstr(r.json, "detail"),
+			    "node n1 is retiring; boot and validation reports are refused while a "
+			    "node retires and once it is retired");
+	resp_free(&r);
+	set_phase("n2", "retired", NULL);
+	req("POST", "/v1/nodes/n2:validated", E.admin, "{\"bootId\":\"b-2\",\"passed\":true}",
+	    &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "phase"), "retired");
+	resp_free(&r);
+	assert_int_equal(R.n, 4);
 	free(agent);
 	free(viewer);
 }
