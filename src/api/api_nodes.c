@@ -86,6 +86,25 @@ static json_t *codec_err_ext(const char *err)
 	return json_pack("{s:s}", "field", field);
 }
 
+/* Checks n's spec.bmc with its driver's own rules (bmc_spec_validate, driver/bmc.h), so a spec
+ * every BMC call would refuse is never stored. 0, or -1 after answering 422 with "field" (and
+ * "index" for item index >= 0 of a bulk enroll, whose whole request is then refused). */
+static int bmc_spec_check(struct api_req *r, const struct node *n, long index)
+{
+	const char *field = NULL;
+	char err[512];
+	if (bmc_spec_validate(&n->bmc, &field, err, sizeof(err)) == 0)
+		return 0;
+	if (index >= 0)
+		api_problem_ext(r, 422, json_pack("{s:I,s:s}", "index", (json_int_t)index, "field",
+						  field ? field : "spec.bmc"),
+				"items[%ld]: %s; nothing was enrolled", index, err);
+	else
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", field ? field : "spec.bmc"),
+				"%s", err);
+	return -1;
+}
+
 static json_t *node_public(struct node *n, int64_t rev)
 {
 	n->resource_version = rev;
@@ -388,6 +407,10 @@ void api_nodes_create(struct api_req *r)
 			free_nodes(nodes, n);
 			return;
 		}
+		if (bmc_spec_check(r, nodes[i], bulk ? (long)i : -1) < 0) {
+			free_nodes(nodes, n);
+			return;
+		}
 	}
 	/* Names unique inside the request. */
 	struct node **sorted = xmalloc(n * sizeof(*sorted));
@@ -628,6 +651,9 @@ void api_node_put(struct api_req *r)
 		goto out;
 	}
 	take_spec(cur, nn);
+	/* the spec as it will be stored: new fields with, possibly, the kept credentials */
+	if (bmc_spec_check(r, cur, -1) < 0)
+		goto out;
 	struct store_op ops[2];
 	node_put_op(r, &ops[0], cur, want);
 	api_event_op(r, &ops[1], "Normal", api_printf(r, "node/%s", name), "Updated",

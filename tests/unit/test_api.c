@@ -694,7 +694,7 @@ static void test_enroll(void **state)
 	 * refused with the list of those that are): ipmi is taken, then deleted again. */
 	req("POST", "/v1/nodes", E.admin,
 	    "{\"metadata\":{\"name\":\"r01n09\"},\"spec\":{\"bmc\":{\"driver\":\"ipmi\","
-	    "\"address\":\"10.0.0.9:623\"}}}",
+	    "\"address\":\"10.0.0.9:623\",\"username\":\"admin\",\"password\":\"pw\"}}}",
 	    &r);
 	assert_int_equal(r.status, 201);
 	resp_free(&r);
@@ -991,7 +991,8 @@ static void test_put_and_delete(void **state)
 	resp_free(&r);
 	req_h(NULL, "PUT", "/v1/nodes/n1", E.admin,
 	      "{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"driver\":\"redfish\","
-	      "\"address\":\"https://10.0.0.9\",\"tls_verify\":false,\"ca_file\":\"ca.pem\","
+	      "\"address\":\"https://10.0.0.9\",\"username\":\"admin\",\"password\":\"pw\","
+	      "\"tls_verify\":false,\"ca_file\":\"ca.pem\","
 	      "\"system\":\"1\",\"quirks\":[\"redfish_basic_auth\"]}}}",
 	      im, &r);
 	assert_int_equal(r.status, 200);
@@ -1664,6 +1665,181 @@ static void test_power_off_needs_drain(void **state)
 	resp_free(&r);
 }
 
+/* spec.bmc is checked by its driver at enroll and PUT (bmc_spec_validate): each bad value of
+ * the break report's H3 table is a 422 naming the field with the driver's message, for a
+ * single enroll, a bulk enroll (the item's index; nothing stored) and a PUT; the store revision
+ * does not move. A "user:pw@" URL is refused without echoing the part before '@' (H6). */
+static void test_bmc_spec_validated(void **state)
+{
+	static const struct {
+		const char *bmc, *field, *detail;
+	} bad[] = {
+#define IPMI_AT(a) "{\"driver\":\"ipmi\",\"username\":\"admin\",\"password\":\"pw\",\"address\":" a "}"
+#define RF_AT(a) "{\"driver\":\"redfish\",\"username\":\"admin\",\"password\":\"pw\",\"address\":" a "}"
+#define PORT "spec.bmc.address: the port must be a number 1-65535"
+		{IPMI_AT("\"127.0.0.1:99999\""), "spec.bmc.address", PORT},
+		{IPMI_AT("\"127.0.0.1:0\""), "spec.bmc.address", PORT},
+		{IPMI_AT("\"127.0.0.1:\""), "spec.bmc.address", "spec.bmc.address: no port after ':'"},
+		{IPMI_AT("\"127.0.0.1:623x\""), "spec.bmc.address", PORT},
+		{IPMI_AT("\"127.0.0.1:+623\""), "spec.bmc.address", PORT},
+		{IPMI_AT("\"http://\""), "spec.bmc.address",
+		 "spec.bmc.address: a URL is not an IPMI address; want host or host:port (URLs are "
+		 "for the redfish driver)"},
+		{IPMI_AT("\"\""), "spec.bmc.address",
+		 "spec.bmc.address: required for the ipmi driver (host or host:port)"},
+		{IPMI_AT("\"a b\""), "spec.bmc.address",
+		 "spec.bmc.address: byte 0x20 at offset 1 is not allowed in a host name or IPv4 "
+		 "address"},
+		{IPMI_AT("\"[::1]:623\""), "spec.bmc.address",
+		 "spec.bmc.address: IPv6 addresses are not supported by the ipmi driver; want an "
+		 "IPv4 address or DNS name, optionally with :port"},
+		{IPMI_AT("\"\\u00e9.example\""), "spec.bmc.address",
+		 "spec.bmc.address: byte 0xc3 at offset 0 is not allowed in a host name or IPv4 "
+		 "address"},
+		{RF_AT("\"ftp://x\""), "spec.bmc.address",
+		 "spec.bmc.address \"ftp://x\" is not a URL: want http://host[:port] or "
+		 "https://host[:port]"},
+		{RF_AT("\"http://\""), "spec.bmc.address", "spec.bmc.address \"http://\" has no host"},
+		{RF_AT("\"http://user:pw@host\""), "spec.bmc.address",
+		 "spec.bmc.address: user info (\"user:password@\") is not allowed in the URL; use "
+		 "spec.bmc.username and spec.bmc.password"},
+		{RF_AT("\"http://host/path\""), "spec.bmc.address",
+		 "spec.bmc.address \"http://host/path\": '/' at offset 11; want only "
+		 "scheme://host[:port] (no path, query or fragment)"},
+		{RF_AT("\"http://host:99999\""), "spec.bmc.address",
+		 "spec.bmc.address \"http://host:99999\": port must be 1-65535"},
+		{RF_AT("\"host:443\""), "spec.bmc.address",
+		 "spec.bmc.address \"host:443\" is not a URL: want http://host[:port] or "
+		 "https://host[:port]"},
+		{RF_AT("\"https://[::1\""), "spec.bmc.address",
+		 "spec.bmc.address \"https://[::1\": '[' without ']'"},
+		{RF_AT("\"http://a b\""), "spec.bmc.address",
+		 "spec.bmc.address \"http://a b\": character 0x20 at offset 8 is not allowed in a "
+		 "host"},
+		{RF_AT("\"http://host?x=1\""), "spec.bmc.address",
+		 "spec.bmc.address \"http://host?x=1\": '?' at offset 11; want only "
+		 "scheme://host[:port] (no path, query or fragment)"},
+		{RF_AT("\"http://host#f\""), "spec.bmc.address",
+		 "spec.bmc.address \"http://host#f\": '#' at offset 11; want only "
+		 "scheme://host[:port] (no path, query or fragment)"},
+		{"{\"driver\":\"ipmi\",\"address\":\"10.0.0.1\",\"username\":\"admin\",\"password\":\"pw\","
+		 "\"cipher_suite\":4}",
+		 "spec.bmc.cipher_suite",
+		 "spec.bmc.cipher_suite: 4 is not one FreeIPMI supports (0-3, 6-8, 11-12, 15-17; "
+		 "ipmi_sim offers only 3)"},
+		{"{\"driver\":\"ipmi\",\"address\":\"10.0.0.1\",\"username\":\"adminadminadminadmin\","
+		 "\"password\":\"pw\"}",
+		 "spec.bmc.username", "spec.bmc.username: longer than 16 bytes (IPMI 2.0 limit)"},
+		{"{\"driver\":\"ipmi\",\"address\":\"10.0.0.1\",\"username\":\"ad min\\u0001\","
+		 "\"password\":\"pw\"}",
+		 "spec.bmc.username", "spec.bmc.username: control character 0x01 at offset 6"},
+		{"{\"driver\":\"redfish\",\"address\":\"https://10.0.0.1\",\"username\":\"\","
+		 "\"password\":\"pw\"}",
+		 "spec.bmc.username", "spec.bmc.username: required for the redfish driver"},
+		{"{\"driver\":\"ipmi\",\"address\":\"10.0.0.1\",\"username\":\"admin\","
+		 "\"password\":\"123456789012345678901\"}",
+		 "spec.bmc.password", "spec.bmc.password: longer than 20 bytes (IPMI 2.0 limit)"},
+		{"{\"driver\":\"ipmi\",\"address\":\"10.0.0.1\",\"username\":\"admin\",\"password\":\"\"}",
+		 "spec.bmc.password",
+		 "spec.bmc.password: empty (anonymous IPMI logins are not supported)"},
+		{"{\"driver\":\"ipmi\",\"address\":\"10.0.0.1\",\"username\":\"admin\"}",
+		 "spec.bmc.password",
+		 "spec.bmc.password: required for the ipmi driver (or spec.bmc.password_file)"},
+		{"{\"driver\":\"ipmi\",\"address\":\"10.0.0.1\",\"password\":\"pw\"}", "spec.bmc.username",
+		 "spec.bmc.username: required for the ipmi driver (anonymous IPMI logins are not "
+		 "supported)"},
+		{"{\"driver\":\"ipmi\",\"address\":\"10.0.0.1\",\"username\":\"admin\",\"password\":\"pw\","
+		 "\"quirks\":[\"redfish_basic_auth\"]}",
+		 "spec.bmc.quirks",
+		 "spec.bmc.quirks: \"redfish_basic_auth\" is not an ipmi quirk (the ipmi driver takes "
+		 "only ipmi_* quirks)"},
+		{"{\"driver\":\"redfish\",\"address\":\"https://10.0.0.1\",\"username\":\"admin\","
+		 "\"password\":\"pw\",\"quirks\":[\"ipmi_intel_2_0\"]}",
+		 "spec.bmc.quirks",
+		 "spec.bmc.quirks: \"ipmi_intel_2_0\" is not a redfish quirk (the redfish driver "
+		 "takes only redfish_* quirks)"},
+		{"{\"driver\":\"redfish\",\"address\":\"https://10.0.0.1\",\"username\":\"admin\","
+		 "\"password\":\"pw\",\"cipher_suite\":3}",
+		 "spec.bmc.cipher_suite",
+		 "spec.bmc.cipher_suite: an IPMI setting; the redfish driver has none"},
+#undef IPMI_AT
+#undef RF_AT
+#undef PORT
+	};
+	struct resp r;
+	enroll("v1");
+	req("GET", "/v1/nodes/v1", E.admin, NULL, &r);
+	char im[64];
+	snprintf(im, sizeof(im), "If-Match: \"%s\"", jstr(r.json, "metadata.resourceVersion"));
+	resp_free(&r);
+	int64_t rev0 = store_revision(E.st);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_error_t je;
+		json_t *bmc = json_loads(bad[i].bmc, 0, &je);
+		if (!bmc)
+			fail_msg("case %zu does not parse: %s", i, je.text);
+		json_t *doc = json_pack("{s:{s:s},s:{s:O}}", "metadata", "name", "v2", "spec", "bmc",
+					bmc);
+		char *one = jsonx_dumps(doc);
+		json_t *put = json_pack("{s:{s:s},s:{s:O}}", "metadata", "name", "v1", "spec", "bmc",
+					bmc);
+		char *put_body = jsonx_dumps(put);
+		json_t *bulk = json_pack("{s:[{s:{s:s}},o]}", "items", "metadata", "name", "v3", doc);
+		char *bulk_body = jsonx_dumps(bulk);
+		/* single */
+		req("POST", "/v1/nodes", E.admin, one, &r);
+		if (r.status != 422)
+			fail_msg("case %zu (%s): HTTP %ld", i, bad[i].bmc, r.status);
+		assert_string_equal(jstr(r.json, "field"), bad[i].field);
+		assert_string_equal(jstr(r.json, "detail"), bad[i].detail);
+		assert_null(strstr(r.body.data, "user:pw"));
+		resp_free(&r);
+		/* bulk: the second item, nothing enrolled */
+		req("POST", "/v1/nodes", E.admin, bulk_body, &r);
+		assert_int_equal(r.status, 422);
+		assert_int_equal(json_integer_value(jget(r.json, "index")), 1);
+		assert_string_equal(jstr(r.json, "field"), bad[i].field);
+		char want[512];
+		snprintf(want, sizeof(want), "items[1]: %s; nothing was enrolled", bad[i].detail);
+		assert_string_equal(jstr(r.json, "detail"), want);
+		resp_free(&r);
+		/* PUT */
+		req_h(NULL, "PUT", "/v1/nodes/v1", E.admin, put_body, im, &r);
+		assert_int_equal(r.status, 422);
+		assert_string_equal(jstr(r.json, "field"), bad[i].field);
+		assert_string_equal(jstr(r.json, "detail"), bad[i].detail);
+		resp_free(&r);
+		assert_int_equal(store_revision(E.st), rev0);
+		free(one);
+		free(put_body);
+		free(bulk_body);
+		json_decref(put);
+		json_decref(bulk);
+		json_decref(bmc);
+	}
+	assert_int_equal(count("/nodes/"), 1);
+	/* a PUT that keeps the stored password is checked with it: 21 bytes are fine for
+	 * redfish, not for ipmi */
+	req_h(NULL, "PUT", "/v1/nodes/v1", E.admin,
+	      "{\"metadata\":{\"name\":\"v1\"},\"spec\":{\"bmc\":{\"driver\":\"redfish\",\"address\":"
+	      "\"https://10.0.0.1\",\"username\":\"admin\",\"password\":\"123456789012345678901\"}}}",
+	      im, &r);
+	assert_int_equal(r.status, 200);
+	snprintf(im, sizeof(im), "If-Match: \"%s\"", jstr(r.json, "metadata.resourceVersion"));
+	resp_free(&r);
+	rev0 = store_revision(E.st);
+	req_h(NULL, "PUT", "/v1/nodes/v1", E.admin,
+	      "{\"metadata\":{\"name\":\"v1\"},\"spec\":{\"bmc\":{\"driver\":\"ipmi\",\"address\":"
+	      "\"10.0.0.1\",\"username\":\"admin\"}}}",
+	      im, &r);
+	assert_int_equal(r.status, 422);
+	assert_string_equal(jstr(r.json, "field"), "spec.bmc.password");
+	assert_string_equal(jstr(r.json, "detail"),
+			    "spec.bmc.password: longer than 20 bytes (IPMI 2.0 limit)");
+	resp_free(&r);
+	assert_int_equal(store_revision(E.st), rev0);
+}
+
 int main(void)
 {
 	log_init(LOG_LVL_WARN, NULL);
@@ -1684,6 +1860,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sqlite_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_callbacks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_power_requests, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bmc_spec_validated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retire_skip_power_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_power_off_needs_drain, setup, teardown),
 	};
