@@ -256,7 +256,11 @@ static int check_spec(const struct ipmi_spec *s, const char **field, int *cipher
 	if (rc < 0)
 		return rc;
 	*field = "spec.bmc.username";
-	if (s->username) {
+	if (!s->username || !s->username[0])
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.username: required for the ipmi driver (anonymous IPMI "
+			       "logins are not supported)");
+	{
 		size_t n = strnlen(s->username, USERNAME_MAX + 1);
 		if (n > USERNAME_MAX)
 			return fp_errf(FP_EINVAL, err, errlen,
@@ -317,6 +321,15 @@ static int ipmi_validate(const struct node_bmc *spec, const char **field, char *
 	int rc = check_spec(&s, field, &cipher, err, errlen);
 	if (rc < 0)
 		return rc;
+	/* the password itself is resolved at call time (password_file, sealed text) */
+	*field = "spec.bmc.password";
+	if (!spec->password && !spec->password_file && !spec->password_sealed)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.password: required for the ipmi driver (or "
+			       "spec.bmc.password_file)");
+	if (spec->password && !spec->password[0])
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.password: empty (anonymous IPMI logins are not supported)");
 	/* calls ignore quirks of other drivers; a spec that names one is a mistake */
 	*field = "spec.bmc.quirks";
 	unsigned other = spec->quirks & ~ipmi_quirk_mask();

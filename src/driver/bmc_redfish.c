@@ -281,6 +281,14 @@ static int rf_validate(const struct node_bmc *spec, const char **field, char *er
 	rc = check_creds(spec->username, spec->password, field, err, errlen);
 	if (rc < 0)
 		return rc;
+	/* the password itself is resolved at call time (password_file, sealed text) */
+	*field = "spec.bmc.password";
+	if (!spec->password && !spec->password_file && !spec->password_sealed)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.password: required for the redfish driver (or "
+			       "spec.bmc.password_file)");
+	if (spec->password && !spec->password[0])
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.password: empty");
 	*field = "spec.bmc.cipher_suite";
 	if (spec->cipher_suite >= 0)
 		return fp_errf(FP_EINVAL, err, errlen,

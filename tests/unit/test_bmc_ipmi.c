@@ -464,6 +464,18 @@ static void test_validate_spec(void **state)
 		    "spec.bmc.cipher_suite: 4 is not one FreeIPMI supports (0-3, 6-8, 11-12, 15-17; "
 		    "ipmi_sim offers only 3)");
 	s.cipher_suite = -1;
+	validate_is(&s, FP_EINVAL, "spec.bmc.password",
+		    "spec.bmc.password: required for the ipmi driver (or spec.bmc.password_file)");
+	s.password = "";
+	validate_is(&s, FP_EINVAL, "spec.bmc.password",
+		    "spec.bmc.password: empty (anonymous IPMI logins are not supported)");
+	s.password = NULL;
+	s.password_file = "r01n03";
+	s.username = "";
+	validate_is(&s, FP_EINVAL, "spec.bmc.username",
+		    "spec.bmc.username: required for the ipmi driver (anonymous IPMI logins are not "
+		    "supported)");
+	s.username = "admin";
 	s.quirks = BMC_QUIRK_REDFISH_BASIC_AUTH;
 	validate_is(&s, FP_EINVAL, "spec.bmc.quirks",
 		    "spec.bmc.quirks: \"redfish_basic_auth\" is not an ipmi quirk (the ipmi driver "

@@ -598,8 +598,15 @@ static void test_validate_spec(void **state)
 	validate_is("{\"driver\":\"redfish\",\"address\":\"https://10.0.0.9:8443/\","
 		    "\"username\":\"admin\",\"password\":\"pw\",\"quirk\":\"redfish_basic_auth\"}",
 		    0, NULL, NULL);
-	validate_is("{\"driver\":\"redfish\",\"address\":\"https://[::1]:8443\",\"username\":\"a\"}",
+	validate_is("{\"driver\":\"redfish\",\"address\":\"https://[::1]:8443\",\"username\":\"a\","
+		    "\"password\":\"pw\"}",
 		    0, NULL, NULL);
+	validate_is("{\"driver\":\"redfish\",\"address\":\"https://h\",\"username\":\"a\"}",
+		    FP_EINVAL, "spec.bmc.password",
+		    "spec.bmc.password: required for the redfish driver (or spec.bmc.password_file)");
+	validate_is("{\"driver\":\"redfish\",\"address\":\"https://h\",\"username\":\"a\","
+		    "\"password\":\"\"}",
+		    FP_EINVAL, "spec.bmc.password", "spec.bmc.password: empty");
 	validate_is("{\"driver\":\"redfish\",\"address\":\"http://user:pw@host\",\"username\":\"a\"}",
 		    FP_EINVAL, "spec.bmc.address",
 		    "spec.bmc.address: user info (\"user:password@\") is not allowed in the URL; use "
@@ -617,11 +624,11 @@ static void test_validate_spec(void **state)
 		    "\"password\":\"p\\tw\"}",
 		    FP_EINVAL, "spec.bmc.password", "spec.bmc.password: has a control character");
 	validate_is("{\"driver\":\"redfish\",\"address\":\"http://host\",\"username\":\"a\","
-		    "\"cipher_suite\":3}",
+		    "\"password\":\"pw\",\"cipher_suite\":3}",
 		    FP_EINVAL, "spec.bmc.cipher_suite",
 		    "spec.bmc.cipher_suite: an IPMI setting; the redfish driver has none");
 	validate_is("{\"driver\":\"redfish\",\"address\":\"http://host\",\"username\":\"a\","
-		    "\"quirk\":\"ipmi_intel_2_0\"}",
+		    "\"password\":\"pw\",\"quirk\":\"ipmi_intel_2_0\"}",
 		    FP_EINVAL, "spec.bmc.quirks",
 		    "spec.bmc.quirks: \"ipmi_intel_2_0\" is not a redfish quirk (the redfish driver "
 		    "takes only redfish_* quirks)");
