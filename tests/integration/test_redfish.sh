@@ -90,7 +90,7 @@ grep -q ' if-match=W/"' "$WORK/rack.log" || fail "rack: the boot PATCH carried n
 grep "^PATCH $BLADE_SYS" "$WORK/blade.log" | grep -q BootSourceOverrideMode && fail "blade: Mode was sent"
 
 # node power off --wait: the System is off at the server.
-out=$("$FP" node power rf-rack off --wait 2>&1) && st=0 || st=$?
+out=$("$FP" node power rf-rack off --wait --force 2>&1) && st=0 || st=$?
 echo "$out" | keep power-off
 assert_eq "0 off" "$st $(echo "$out" | tail -1)" "exit status and last line of node power rf-rack off --wait"
 assert_eq Off "$(peer_power rack $RACK_SYS)" "rack System PowerState after power off"

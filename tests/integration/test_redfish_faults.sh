@@ -127,7 +127,7 @@ BG+=($!)
 RV_BUSY=$(rv)
 control busy '{"busy": {"count": 1, "retry_after": 3}}'
 n0=$(log_len busy)
-out=$("$FP" node power rf-busy off --wait 2>&1) && st=0 || st=$?
+out=$("$FP" node power rf-busy off --wait --force 2>&1) && st=0 || st=$?
 assert_eq "0 off" "$st $(echo "$out" | tail -1)" "node power rf-busy off --wait after a 503 + Retry-After"
 op=$(echo "$out" | head -1 | sed -n 's/^power off requested for rf-busy: operation \([^ ]*\)$/\1/p')
 [ -n "$op" ] || fail "rf-busy: no operation id in [$out]"
@@ -154,7 +154,7 @@ assert_eq "False BMCReportsOff" "$(cond rf-busy PoweredOn)" "rf-busy PoweredOn a
 # ---- sess: no room for a session (and the live one dropped): basic auth.
 control sess '{"session_limit": true, "drop_sessions": true}'
 n0=$(log_len sess)
-out=$("$FP" node power rf-sess off --wait 2>&1) && st=0 || st=$?
+out=$("$FP" node power rf-sess off --wait --force 2>&1) && st=0 || st=$?
 assert_eq "0 off" "$st $(echo "$out" | tail -1)" "node power rf-sess off --wait with the session limit reached"
 assert_eq Off "$(peer_power sess)" "sess System PowerState after power off"
 log_since sess "$n0" >"$WORK/sess.after"
@@ -178,7 +178,7 @@ assert_eq 0 "$(grep -c ' auth=basic' "$WORK/sess.after2" || true)" "sess: basic-
 # ---- close: the server closes the connection after every response.
 control close '{"conn_close": true}'
 n0=$(log_len close)
-out=$("$FP" node power rf-close off --wait 2>&1) && st=0 || st=$?
+out=$("$FP" node power rf-close off --wait --force 2>&1) && st=0 || st=$?
 assert_eq "0 off" "$st $(echo "$out" | tail -1)" "node power rf-close off --wait with Connection: close"
 out=$("$FP" node power rf-close on --wait 2>&1) && st=0 || st=$?
 assert_eq "0 on" "$st $(echo "$out" | tail -1)" "node power rf-close on --wait with Connection: close"
