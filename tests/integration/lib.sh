@@ -3,12 +3,18 @@
 set -euo pipefail
 
 FP=${FLEETPLANE_BIN:?FLEETPLANE_BIN must name the fleetplane binary}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd) # the repository root
 TEST_NAME=$(basename "$0" .sh)
 WORK=$(mktemp -d "/tmp/fp-${TEST_NAME}-XXXXXX")
 SERVE_PID=""
+PEERS=() # pids of the test peers (start_redfish); cleanup stops them
 
+# On exit: the test's own at_exit (if it defines one: peers of its own, background jobs), then
+# the PEERS, then serve; the work dir is kept when the test failed.
 cleanup() {
-	local rc=$?
+	local rc=$? p
+	if declare -F at_exit >/dev/null; then at_exit || true; fi
+	for p in "${PEERS[@]}"; do kill "$p" 2>/dev/null || true; done
 	if [ -n "$SERVE_PID" ] && kill -0 "$SERVE_PID" 2>/dev/null; then
 		kill -TERM "$SERVE_PID" 2>/dev/null || true
 		wait "$SERVE_PID" 2>/dev/null || true
@@ -112,4 +118,68 @@ nodes_json() {
 		            labels: {rack: ("r" + (($i / 8 | floor) + 1 | tostring))}},
 		 spec: {site: "it-a", rack: ("r" + (($i / 8 | floor) + 1 | tostring)), bmc: {driver: "sim"},
 		        gpus: {count: 8, model: "NVIDIA H100 80GB HBM3"}}}]}'
+}
+
+# keep NAME: stdin to a new file $OUT/NAME.XXXXXX (works inside pipelines too); the test sets
+# OUT to the folder of everything it printed or was answered, which it greps at the end.
+keep() { cat >"$(mktemp "${OUT:?OUT must name the folder keep writes to}/$1.XXXXXX")"; }
+
+# cond NODE TYPE: "status reason" of a node condition.
+cond() {
+	"$FP" node get "$1" -o json | jq -r --arg t "$2" '.status.conditions[] | select(.type == $t) | "\(.status) \(.reason)"'
+}
+
+# The Redfish test server as it is, with a time.time() stamp in front of every log line.
+REDFISH_STAMPED_PY='import importlib.util, sys, time
+spec = importlib.util.spec_from_file_location("rfpeer", sys.argv[1])
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+log = m.State.log
+m.State.log = lambda self, line: log(self, "%.6f %s" % (time.time(), line))
+sys.argv = sys.argv[1:]
+sys.exit(m.main())'
+
+# start_redfish NAME BUNDLE [stamped]: starts a Redfish test server (tests/peers/redfish/server.py)
+# over the DMTF mockup tests/data/redfish/BUNDLE with user admin and a random password (18 bytes
+# in base64) in $WORK/NAME.pw - a file, never an argv - and waits up to 10 s for its port in
+# $WORK/NAME.port. Its request log is $WORK/NAME.log (with "stamped", each line starts with the
+# server's time in seconds and a space), its stderr $WORK/NAME.err; cleanup stops it.
+start_redfish() {
+	local name=$1 bundle=$2 i
+	local py=(/usr/bin/python3)
+	[ "${3:-}" = stamped ] && py=(/usr/bin/python3 -B -c "$REDFISH_STAMPED_PY")
+	head -c 18 /dev/urandom | base64 >"$WORK/$name.pw"
+	"${py[@]}" "$ROOT/tests/peers/redfish/server.py" --bundle "$ROOT/tests/data/redfish/$bundle" \
+		--port-file "$WORK/$name.port" --log "$WORK/$name.log" --user admin \
+		--password-file "$WORK/$name.pw" 2>"$WORK/$name.err" &
+	PEERS+=($!)
+	for i in $(seq 1 100); do
+		[ -s "$WORK/$name.port" ] && return 0
+		sleep 0.1
+	done
+	fail "Redfish server $name did not start (see $WORK/$name.err)"
+}
+
+# redfish_url NAME: the base URL of the Redfish test server NAME.
+redfish_url() { echo "http://127.0.0.1:$(cat "$WORK/$1.port")"; }
+
+# redfish_control NAME JSON: POSTs JSON to the server's /__control (fault knobs, callbacks,
+# boot settings; tests/peers/redfish/server.py) and fails the test unless it answers 200.
+redfish_control() {
+	local code
+	code=$(curl -s -o "$WORK/control.out" -w '%{http_code}' -X POST --data-binary "$2" "$(redfish_url "$1")/__control")
+	assert_eq 200 "$code" "control $1 $2"
+}
+
+# redfish_power NAME SYSTEM-URI: the System's PowerState as the server NAME holds it.
+redfish_power() { curl -s "$(redfish_url "$1")/__control" | jq -r --arg s "$2" '.power[$s]'; }
+
+# redfish_callback NAME NODE: the server NAME plays NODE's deploy agent: on a power-on with a PXE
+# override it calls :booted and :validated with the admin token, read from the header file
+# $WORK/agent.hdr (mode 0600, never an argv; written on first use). Needs start_serve first.
+redfish_callback() {
+	[ -s "$WORK/agent.hdr" ] ||
+		(umask 077 && printf 'Authorization: Bearer %s\n' "$FLEETPLANE_TOKEN" >"$WORK/agent.hdr")
+	redfish_control "$1" "$(jq -cn --arg u "$FLEETPLANE_URL" --arg f "$WORK/agent.hdr" --arg n "$2" \
+		'{callback: {fp_url: $u, node: $n, auth_header_file: $f}}')"
 }

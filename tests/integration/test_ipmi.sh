@@ -14,20 +14,17 @@
 # locking the account); `node retire --skip-power-off` then retires it without a BMC call
 # (PoweredOn Unknown NotPoweredOff). The BMC passwords appear in no log, output or argv.
 . "$(dirname "$0")/lib.sh"
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 SIM="$ROOT/tests/peers/ipmi_sim/ipmisim.sh"
 command -v ipmi_sim >/dev/null || { echo "skip test_ipmi: ipmi_sim is not installed"; exit 0; }
 D="$WORK/d"
 OUT="$WORK/out"
 mkdir -p "$OUT"
-keep() { cat >"$(mktemp "$OUT/$1.XXXXXX")"; }
 NODES="ipmi-1 ipmi-2 ipmi-3"
 BAD=ipmi-bad
-stop_peers() {
+at_exit() { # stops the ipmi_sim BMCs
 	local n
 	for n in $NODES $BAD; do bash "$SIM" stop "$WORK/$n" 2>/dev/null || true; done
 }
-trap 'rc_=$?; stop_peers; (exit $rc_); cleanup' EXIT
 
 for n in $NODES $BAD; do
 	bash "$SIM" start "$WORK/$n" 2>&1 | keep "sim-$n"
@@ -65,9 +62,6 @@ BAD_T0=$(date +%s)
 ps -eo args | keep ps-enrolled
 wait_phase available 3 120
 
-cond() { # cond NODE TYPE: "status reason" of a node condition
-	"$FP" node get "$1" -o json | jq -r --arg t "$2" '.status.conditions[] | select(.type == $t) | "\(.status) \(.reason)"'
-}
 for n in $NODES; do
 	boot=$(grep -n '^set boot pxe$' "$WORK/$n/calls.log" | head -1 | cut -d: -f1)
 	on=$(grep -n '^set power 1$' "$WORK/$n/calls.log" | head -1 | cut -d: -f1)

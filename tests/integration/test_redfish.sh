@@ -8,59 +8,25 @@
 # PowerStateMissing; System and Chassis disagree -> PoweredOn Unknown PowerStateDisagrees); the
 # BMC passwords appear in no log, output or argv.
 . "$(dirname "$0")/lib.sh"
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 D="$WORK/d"
 OUT="$WORK/out"
 mkdir -p "$OUT"
-keep() { cat >"$(mktemp "$OUT/$1.XXXXXX")"; }
-PEERS=()
-stop_peers() {
-	local p
-	for p in "${PEERS[@]}"; do kill "$p" 2>/dev/null || true; done
-}
-trap 'rc_=$?; stop_peers; (exit $rc_); cleanup' EXIT
 
-# start_peer NAME BUNDLE: a server with a random password (in a file), port in $WORK/NAME.port.
-start_peer() {
-	local name=$1 bundle=$2 i
-	head -c 18 /dev/urandom | base64 >"$WORK/$name.pw"
-	/usr/bin/python3 "$ROOT/tests/peers/redfish/server.py" --bundle "$ROOT/tests/data/redfish/$bundle" \
-		--port-file "$WORK/$name.port" --log "$WORK/$name.log" --user admin \
-		--password-file "$WORK/$name.pw" 2>"$WORK/$name.err" &
-	PEERS+=($!)
-	for i in $(seq 1 100); do
-		[ -s "$WORK/$name.port" ] && return 0
-		sleep 0.1
-	done
-	fail "Redfish server $name did not start (see $WORK/$name.err)"
-}
-peer_url() { echo "http://127.0.0.1:$(cat "$WORK/$1.port")"; }
-control() { # control NAME JSON
-	local code
-	code=$(curl -s -o "$WORK/control.out" -w '%{http_code}' -X POST --data-binary "$2" "$(peer_url "$1")/__control")
-	assert_eq 200 "$code" "control $1 $2"
-}
-peer_power() { # peer_power NAME SYSTEM-URI: the System's PowerState as the server holds it
-	curl -s "$(peer_url "$1")/__control" | jq -r --arg s "$2" '.power[$s]'
-}
-
-start_peer rack public-rackmount1
-start_peer blade public-bladed
+start_redfish rack public-rackmount1
+start_redfish blade public-bladed
 RACK_SYS=/redfish/v1/Systems/437XR1138R2
 BLADE_SYS=/redfish/v1/Systems/529QB9452R6
 
 start_serve "$D"
-# the deploy agent's credentials: a header in a file (never an argv)
-printf 'Authorization: Bearer %s\n' "$FLEETPLANE_TOKEN" >"$WORK/agent.hdr"
-chmod 600 "$WORK/agent.hdr"
 # The rackmount mockup starts with a PXE override already set (Once/Pxe/UEFI); clear it so
 # provisioning has to set it.
-control rack '{"set_boot": {"BootSourceOverrideEnabled": "Disabled", "BootSourceOverrideTarget": "None"}}'
-control rack "$(jq -cn --arg u "$FLEETPLANE_URL" --arg f "$WORK/agent.hdr" '{callback: {fp_url: $u, node: "rf-rack", auth_header_file: $f}}')"
-control blade "$(jq -cn --arg u "$FLEETPLANE_URL" --arg f "$WORK/agent.hdr" '{callback: {fp_url: $u, node: "rf-blade", auth_header_file: $f}}')"
+redfish_control rack '{"set_boot": {"BootSourceOverrideEnabled": "Disabled", "BootSourceOverrideTarget": "None"}}'
+# Each server plays its machine's deploy agent (the admin token in a header file, never an argv).
+redfish_callback rack rf-rack
+redfish_callback blade rf-blade
 
 # Enroll through a file: the passwords are in no argv.
-jq -n --arg ru "$(peer_url rack)" --arg bu "$(peer_url blade)" \
+jq -n --arg ru "$(redfish_url rack)" --arg bu "$(redfish_url blade)" \
 	--rawfile rp "$WORK/rack.pw" --rawfile bp "$WORK/blade.pw" '{items: [
 	{metadata: {name: "rf-rack"}, spec: {site: "it-a", bmc: {driver: "redfish", address: $ru,
 	 username: "admin", password: ($rp | rtrimstr("\n"))}}},
@@ -93,29 +59,26 @@ grep "^PATCH $BLADE_SYS" "$WORK/blade.log" | grep -q BootSourceOverrideMode && f
 out=$("$FP" node power rf-rack off --wait --force 2>&1) && st=0 || st=$?
 echo "$out" | keep power-off
 assert_eq "0 off" "$st $(echo "$out" | tail -1)" "exit status and last line of node power rf-rack off --wait"
-assert_eq Off "$(peer_power rack $RACK_SYS)" "rack System PowerState after power off"
+assert_eq Off "$(redfish_power rack $RACK_SYS)" "rack System PowerState after power off"
 grep -q "^POST $RACK_SYS/Actions/ComputerSystem.Reset 204 auth=session ResetType=ForceOff$" "$WORK/rack.log" ||
 	fail "rack: no ForceOff Reset"
-cond() { # cond NODE TYPE: "status reason" of a node condition
-	"$FP" node get "$1" -o json | jq -r --arg t "$2" '.status.conditions[] | select(.type == $t) | "\(.status) \(.reason)"'
-}
 assert_eq False "$(cond rf-rack PoweredOn | cut -d' ' -f1)" "rf-rack PoweredOn status after off"
 
 # Fault: PowerState dropped from the System -> PoweredOn Unknown PowerStateMissing.
-control rack '{"drop_power_state": true}'
+redfish_control rack '{"drop_power_state": true}'
 out=$("$FP" node power rf-rack status --wait 2>&1) && st=0 || st=$?
 echo "$out" | keep status-missing
 assert_eq "0 unknown (PowerStateMissing: System 437XR1138R2 has no PowerState)" "$st $out" "node power rf-rack status with PowerState dropped"
 assert_eq "Unknown PowerStateMissing" "$(cond rf-rack PoweredOn)" "rf-rack PoweredOn with PowerState dropped"
-control rack '{"drop_power_state": false}'
+redfish_control rack '{"drop_power_state": false}'
 
 # Fault: System and Chassis disagree -> PoweredOn Unknown PowerStateDisagrees.
-control blade '{"disagree": true}'
+redfish_control blade '{"disagree": true}'
 out=$("$FP" node power rf-blade status --wait 2>&1) && st=0 || st=$?
 echo "$out" | keep status-disagree
 assert_eq "0 unknown (PowerStateDisagrees: System 529QB9452R6 PowerState On but Chassis Blade3 PowerState Off)" "$st $out" "node power rf-blade status with System and Chassis disagreeing"
 assert_eq "Unknown PowerStateDisagrees" "$(cond rf-blade PoweredOn)" "rf-blade PoweredOn with disagreeing PowerState"
-control blade '{"disagree": false}'
+redfish_control blade '{"disagree": false}'
 out=$("$FP" node power rf-blade status --wait 2>&1) && st=0 || st=$?
 echo "$out" | keep status-agree
 assert_eq "0 on" "$st $out" "node power rf-blade status once they agree"

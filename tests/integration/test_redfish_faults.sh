@@ -21,57 +21,19 @@
 # (UpdateService SimpleUpdate is a driver primitive only; staged rollouts come later): it is
 # covered by the driver-level test in tests/unit/test_bmc_redfish.c.
 . "$(dirname "$0")/lib.sh"
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 D="$WORK/d"
 SYS=/redfish/v1/Systems/437XR1138R2
 RESET="POST $SYS/Actions/ComputerSystem.Reset"
-PEERS=()
-BG=()
-stop_peers() {
+BG=() # background CLI runs, stopped on exit like the peers
+at_exit() {
 	local p
-	for p in "${BG[@]}" "${PEERS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${BG[@]}"; do kill "$p" 2>/dev/null || true; done
 }
-trap 'rc_=$?; stop_peers; (exit $rc_); cleanup' EXIT
-
-# The test server, unchanged, with a time.time() stamp in front of every log line.
-PEER_PY='import importlib.util, sys, time
-spec = importlib.util.spec_from_file_location("rfpeer", sys.argv[1])
-m = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(m)
-log = m.State.log
-m.State.log = lambda self, line: log(self, "%.6f %s" % (time.time(), line))
-sys.argv = sys.argv[1:]
-sys.exit(m.main())'
-
-# start_peer NAME: a server with a random password (in a file), port in $WORK/NAME.port.
-start_peer() {
-	local name=$1
-	head -c 18 /dev/urandom | base64 >"$WORK/$name.pw"
-	/usr/bin/python3 -B -c "$PEER_PY" "$ROOT/tests/peers/redfish/server.py" \
-		--bundle "$ROOT/tests/data/redfish/public-rackmount1" --port-file "$WORK/$name.port" \
-		--log "$WORK/$name.log" --user admin --password-file "$WORK/$name.pw" 2>"$WORK/$name.err" &
-	PEERS+=($!)
-	for _ in $(seq 1 100); do
-		[ -s "$WORK/$name.port" ] && return 0
-		sleep 0.1
-	done
-	fail "Redfish server $name did not start (see $WORK/$name.err)"
-}
-peer_url() { echo "http://127.0.0.1:$(cat "$WORK/$1.port")"; }
-control() { # control NAME JSON
-	local code
-	code=$(curl -s -o "$WORK/control.out" -w '%{http_code}' -X POST --data-binary "$2" "$(peer_url "$1")/__control")
-	assert_eq 200 "$code" "control $1 $2"
-}
-peer_power() { curl -s "$(peer_url "$1")/__control" | jq -r --arg s "$SYS" '.power[$s]'; }
 log_len() { wc -l <"$WORK/$1.log"; }
 log_since() { # log_since NAME N: the server's log lines after line N, without the time stamp
 	tail -n +$(($2 + 1)) "$WORK/$1.log" | cut -d' ' -f2-
 }
 count() { grep -c -x -F -- "$1" || true; } # count LINE: exact lines on stdin equal to LINE
-cond() { # cond NODE TYPE: "status reason" of a node condition
-	"$FP" node get "$1" -o json | jq -r --arg t "$2" '.status.conditions[] | select(.type == $t) | "\(.status) \(.reason)"'
-}
 events() { # events NODE REASON: "type reason message" of the node's events with that reason
 	"$FP" event list --object "node/$1" -o json |
 		jq -r --arg r "$2" '.items[] | select(.reason == $r) | "\(.type) \(.reason) \(.message)"'
@@ -98,15 +60,13 @@ history() {
 ms() { sed -E 's/[0-9]+ ms/N ms/g'; } # numbers of milliseconds vary: compare the words
 
 NODES=(slow busy sess close)
-for p in "${NODES[@]}"; do start_peer "$p"; done
+for p in "${NODES[@]}"; do start_redfish "$p" public-rackmount1 stamped; done
 
 start_serve "$D" --bmc-timeout 2 --bmc-breaker-failures 3
-printf 'Authorization: Bearer %s\n' "$FLEETPLANE_TOKEN" >"$WORK/agent.hdr"
-chmod 600 "$WORK/agent.hdr"
 items='[]'
 for p in "${NODES[@]}"; do
-	control "$p" "$(jq -cn --arg u "$FLEETPLANE_URL" --arg f "$WORK/agent.hdr" --arg n "rf-$p" '{callback: {fp_url: $u, node: $n, auth_header_file: $f}}')"
-	items=$(jq -c --arg n "rf-$p" --arg u "$(peer_url "$p")" --rawfile pw "$WORK/$p.pw" \
+	redfish_callback "$p" "rf-$p"
+	items=$(jq -c --arg n "rf-$p" --arg u "$(redfish_url "$p")" --rawfile pw "$WORK/$p.pw" \
 		'. + [{metadata: {name: $n}, spec: {site: "it-a", bmc: {driver: "redfish", address: $u,
 		 username: "admin", password: ($pw | rtrimstr("\n"))}}}]' <<<"$items")
 done
@@ -119,19 +79,19 @@ done
 
 # ---- slow: every response 3 s, the call deadline 2 s. Runs in the background meanwhile.
 RV_SLOW=$(rv)
-control slow '{"delay_ms": 3000}'
+redfish_control slow '{"delay_ms": 3000}'
 ("$FP" node power rf-slow cycle --wait >"$WORK/slow.out" 2>&1 && echo 0 >"$WORK/slow.rc" || echo $? >"$WORK/slow.rc") &
 BG+=($!)
 
 # ---- busy: the next request gets 503 + Retry-After: 3.
 RV_BUSY=$(rv)
-control busy '{"busy": {"count": 1, "retry_after": 3}}'
+redfish_control busy '{"busy": {"count": 1, "retry_after": 3}}'
 n0=$(log_len busy)
 out=$("$FP" node power rf-busy off --wait --force 2>&1) && st=0 || st=$?
 assert_eq "0 off" "$st $(echo "$out" | tail -1)" "node power rf-busy off --wait after a 503 + Retry-After"
 op=$(echo "$out" | head -1 | sed -n 's/^power off requested for rf-busy: operation \([^ ]*\)$/\1/p')
 [ -n "$op" ] || fail "rf-busy: no operation id in [$out]"
-assert_eq Off "$(peer_power busy)" "busy System PowerState after power off"
+assert_eq Off "$(redfish_power busy "$SYS")" "busy System PowerState after power off"
 log_since busy "$n0" >"$WORK/busy.after"
 # (the server answers busy before it looks at credentials: auth=none)
 assert_eq "GET $SYS 503 auth=none" "$(head -1 "$WORK/busy.after")" "busy: the first request of the power off"
@@ -152,21 +112,21 @@ assert_eq "True Answered" "$(cond rf-busy BMCReachable)" "rf-busy BMCReachable a
 assert_eq "False BMCReportsOff" "$(cond rf-busy PoweredOn)" "rf-busy PoweredOn after power off"
 
 # ---- sess: no room for a session (and the live one dropped): basic auth.
-control sess '{"session_limit": true, "drop_sessions": true}'
+redfish_control sess '{"session_limit": true, "drop_sessions": true}'
 n0=$(log_len sess)
 out=$("$FP" node power rf-sess off --wait --force 2>&1) && st=0 || st=$?
 assert_eq "0 off" "$st $(echo "$out" | tail -1)" "node power rf-sess off --wait with the session limit reached"
-assert_eq Off "$(peer_power sess)" "sess System PowerState after power off"
+assert_eq Off "$(redfish_power sess "$SYS")" "sess System PowerState after power off"
 log_since sess "$n0" >"$WORK/sess.after"
 assert_eq "GET $SYS 401 auth=badtoken" "$(head -1 "$WORK/sess.after")" "sess: the first request used the dropped session"
 assert_eq 1 "$(count "$RESET 204 auth=basic ResetType=ForceOff" <"$WORK/sess.after")" "sess: ForceOff Resets over basic auth"
 assert_eq 0 "$(grep -c ' auth=session' "$WORK/sess.after" || true)" "sess: requests with a session while none could be made"
 assert_eq 0 "$(grep -c '^POST /redfish/v1/SessionService/Sessions 201 ' "$WORK/sess.after" || true)" "sess: sessions made while the limit was reached"
-assert_eq 1 "$(grep -c -F "warn redfish: session limit reached, using basic auth until a session can be made bmc=$(peer_url sess) user=admin" "$D/serve.log" || true)" \
+assert_eq 1 "$(grep -c -F "warn redfish: session limit reached, using basic auth until a session can be made bmc=$(redfish_url sess) user=admin" "$D/serve.log" || true)" \
 	"sess: warn lines in serve.log"
 assert_eq "True Answered" "$(cond rf-sess BMCReachable)" "rf-sess BMCReachable over basic auth"
 assert_eq "False BMCReportsOff" "$(cond rf-sess PoweredOn)" "rf-sess PoweredOn after power off"
-control sess '{"session_limit": false}'
+redfish_control sess '{"session_limit": false}'
 n0=$(log_len sess)
 out=$("$FP" node power rf-sess on --wait 2>&1) && st=0 || st=$?
 assert_eq "0 on" "$st $(echo "$out" | tail -1)" "node power rf-sess on --wait once the BMC has room"
@@ -176,7 +136,7 @@ assert_eq 1 "$(count "$RESET 204 auth=session ResetType=On" <"$WORK/sess.after2"
 assert_eq 0 "$(grep -c ' auth=basic' "$WORK/sess.after2" || true)" "sess: basic-auth requests once a session could be made"
 
 # ---- close: the server closes the connection after every response.
-control close '{"conn_close": true}'
+redfish_control close '{"conn_close": true}'
 n0=$(log_len close)
 out=$("$FP" node power rf-close off --wait --force 2>&1) && st=0 || st=$?
 assert_eq "0 off" "$st $(echo "$out" | tail -1)" "node power rf-close off --wait with Connection: close"
@@ -191,7 +151,7 @@ assert_eq 1 "$(count "$RESET 204 auth=session ResetType=On" <"$WORK/close.after"
 assert_eq 1 "$(count "$RESET 204 auth=session ResetType=ForceRestart" <"$WORK/close.after")" "close: ForceRestart Resets of one power cycle"
 assert_eq 0 "$(grep -c 'could not record a sent power action' "$D/serve.log" || true)" "serve.log warnings of an unrecorded power action"
 assert_eq 0 "$(grep -c '^POST /redfish/v1/SessionService/Sessions ' "$WORK/close.after" || true)" "close: logins (the session outlives the connections)"
-assert_eq On "$(peer_power close)" "close System PowerState after power on"
+assert_eq On "$(redfish_power close "$SYS")" "close System PowerState after power on"
 assert_eq "True Answered" "$(cond rf-close BMCReachable)" "rf-close BMCReachable with Connection: close"
 assert_eq "True BMCReportsOn" "$(cond rf-close PoweredOn)" "rf-close PoweredOn after power on"
 
@@ -208,14 +168,14 @@ history "/v1/nodes?limit=500" "$RV_SLOW" '.object.metadata.name == "rf-slow" and
 assert_eq "True Answered,False Timeout,False CircuitOpen" \
 	"$(jq -r 'select(.object.metadata.name == "rf-slow") | .object.status.conditions[] | select(.type == "BMCReachable") | "\(.status) \(.reason)"' "$WORK/slow.nodes" | uniq | paste -sd,)" \
 	"rf-slow BMCReachable as it changed"
-SLOW_URL=$(peer_url slow)
+SLOW_URL=$(redfish_url slow)
 assert_eq "Warning BMCUnreachable BMC $SLOW_URL: circuit open after repeated timeouts or connection failures (last: power cycle: GET $SYS: no answer within N ms (deadline)); calls paused until a probe answers" \
 	"$(events rf-slow BMCUnreachable | ms)" "rf-slow BMCUnreachable events"
 assert_eq "" "$(events rf-slow BMCReachable)" "rf-slow BMCReachable events while the circuit is open"
 
 # Fast again: the status read is the breaker's probe (it waits for it, or - when the
 # scenarios above took longer than the 5-6 s backoff - the probe is already due), which answers.
-control slow '{"delay_ms": 0}'
+redfish_control slow '{"delay_ms": 0}'
 out=$("$FP" node power rf-slow status --wait 2>&1) && st=0 || st=$?
 assert_eq "0 on" "$st $out" "node power rf-slow status once the BMC is fast again"
 assert_eq "True Answered" "$(cond rf-slow BMCReachable)" "rf-slow BMCReachable after the probe answered"

@@ -13,48 +13,17 @@
 # reaching a real BMC is the right one, inline and from a file, before and after the restart, and
 # that with a replaced key nothing (no garbage, no empty password) is sent: no 401 in their logs.
 . "$(dirname "$0")/lib.sh"
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 D="$WORK/d"
 OUT="$WORK/out" # everything the run printed or answered; grepped at the end
 mkdir -p "$OUT"
-keep() { # keep NAME: stdin to a new file $OUT/NAME.XXXXXX (works inside pipelines too)
-	cat >"$(mktemp "$OUT/$1.XXXXXX")"
-}
 snap_ps() { ps -eo args | keep "ps-$1"; }
-
-PEERS=()
-stop_peers() {
-	local p
-	for p in "${PEERS[@]}"; do kill "$p" 2>/dev/null || true; done
-}
-trap 'rc_=$?; stop_peers; (exit $rc_); cleanup' EXIT
-# start_peer NAME BUNDLE: a Redfish server (user admin, a random password in $WORK/NAME.pw).
-start_peer() {
-	local name=$1 bundle=$2 i
-	head -c 18 /dev/urandom | base64 >"$WORK/$name.pw"
-	/usr/bin/python3 "$ROOT/tests/peers/redfish/server.py" --bundle "$ROOT/tests/data/redfish/$bundle" \
-		--port-file "$WORK/$name.port" --log "$WORK/$name.log" --user admin \
-		--password-file "$WORK/$name.pw" 2>"$WORK/$name.err" &
-	PEERS+=($!)
-	for i in $(seq 1 100); do
-		[ -s "$WORK/$name.port" ] && return 0
-		sleep 0.1
-	done
-	fail "Redfish server $name did not start (see $WORK/$name.err)"
-}
-peer_url() { echo "http://127.0.0.1:$(cat "$WORK/$1.port")"; }
-control() { # control NAME JSON
-	local code
-	code=$(curl -s -o "$WORK/control.out" -w '%{http_code}' -X POST --data-binary "$2" "$(peer_url "$1")/__control")
-	assert_eq 200 "$code" "control $1 $2"
-}
 
 # Passwords: 18 random bytes in base64 (24 characters), kept in files, never in an argv.
 PW1=$(head -c 18 /dev/urandom | base64)
 PW2=$(head -c 18 /dev/urandom | base64)
 PW3=$(head -c 18 /dev/urandom | base64)
-start_peer rf1 public-rackmount1
-start_peer rf2 public-bladed
+start_redfish rf1 public-rackmount1
+start_redfish rf2 public-bladed
 PW4=$(cat "$WORK/rf1.pw")
 PW5=$(cat "$WORK/rf2.pw")
 
@@ -66,19 +35,15 @@ KEY_SUM=$(sha256sum <"$D/secret.key")
 printf '%s\n' "$PW2" >"$D/bmc-credentials/sp-file.pw"
 cp "$WORK/rf2.pw" "$D/bmc-credentials/sp-rf2.pw"
 chmod 600 "$D/bmc-credentials/sp-file.pw" "$D/bmc-credentials/sp-rf2.pw"
-# The Redfish servers play the deploy agent; its token goes in a header file.
-printf 'Authorization: Bearer %s\n' "$FLEETPLANE_TOKEN" >"$WORK/agent.hdr"
-chmod 600 "$WORK/agent.hdr"
-control rf1 '{"set_boot": {"BootSourceOverrideEnabled": "Disabled", "BootSourceOverrideTarget": "None"}}'
-for i in 1 2; do
-	control rf$i "$(jq -cn --arg u "$FLEETPLANE_URL" --arg f "$WORK/agent.hdr" --arg n "sp-rf$i" \
-		'{callback: {fp_url: $u, node: $n, auth_header_file: $f}}')"
-done
+redfish_control rf1 '{"set_boot": {"BootSourceOverrideEnabled": "Disabled", "BootSourceOverrideTarget": "None"}}'
+# The Redfish servers play the deploy agent (its token in a header file).
+redfish_callback rf1 sp-rf1
+redfish_callback rf2 sp-rf2
 
 # Enroll: three nodes with PW1 inline, one with its password in the credentials dir. The body
 # goes through a file (node enroll -f), so no argv holds it.
-jq -n --rawfile pw <(printf '%s' "$PW1") --rawfile p4 "$WORK/rf1.pw" --arg u1 "$(peer_url rf1)" \
-	--arg u2 "$(peer_url rf2)" '{items: ([range(1; 4) as $i |
+jq -n --rawfile pw <(printf '%s' "$PW1") --rawfile p4 "$WORK/rf1.pw" --arg u1 "$(redfish_url rf1)" \
+	--arg u2 "$(redfish_url rf2)" '{items: ([range(1; 4) as $i |
 	{metadata: {name: "sp\($i)"}, spec: {site: "it-a", bmc: {driver: "sim", address: "bmc-sp\($i)",
 	 username: "admin", password: $pw}}}] +
 	[{metadata: {name: "sp-file"}, spec: {site: "it-a", bmc: {driver: "sim", username: "admin",
