@@ -874,17 +874,30 @@ static void call_end(struct rf_call *c)
 		pthread_mutex_unlock(&c->r->mu);
 }
 
+/* call_begin, then GET of the System (get_system). On 0 the caller owns *sys (a new
+ * reference) and ends the call (call_end); on an error the call is already ended and *sys is
+ * NULL. */
+static int call_begin_system(struct bmc *b, const struct bmc_target *t, int64_t deadline,
+			     char *err, size_t errlen, struct rf_call *c, json_t **sys)
+{
+	*sys = NULL;
+	int rc = call_begin(b, t, deadline, err, errlen, c);
+	if (rc < 0)
+		return rc;
+	rc = get_system(c, sys, NULL, 0);
+	if (rc < 0)
+		call_end(c);
+	return rc;
+}
+
 static int rf_power_get(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 			enum bmc_power *out, char *err, size_t errlen)
 {
 	struct rf_call c;
-	int rc = call_begin(b, t, deadline, err, errlen, &c);
+	json_t *sys, *ch = NULL;
+	int rc = call_begin_system(b, t, deadline, err, errlen, &c, &sys);
 	if (rc < 0)
 		return rc;
-	json_t *sys = NULL, *ch = NULL;
-	rc = get_system(&c, &sys, NULL, 0);
-	if (rc < 0)
-		goto out;
 	const char *reason = NULL;
 	*out = rf_power_system(sys, c.r->system_uri, &reason, err, errlen);
 	if (reason) {
@@ -933,15 +946,12 @@ static int rf_power_set(struct bmc *b, const struct bmc_target *t, int64_t deadl
 			enum bmc_power_action a, char *err, size_t errlen)
 {
 	struct rf_call c;
-	int rc = call_begin(b, t, deadline, err, errlen, &c);
+	json_t *sys, *allowed = NULL, *req = NULL, *task = NULL;
+	int rc = call_begin_system(b, t, deadline, err, errlen, &c, &sys);
 	if (rc < 0)
 		return rc;
-	json_t *sys = NULL, *allowed = NULL, *req = NULL, *task = NULL;
 	struct rf_resp p;
 	resp_init(&p);
-	rc = get_system(&c, &sys, NULL, 0);
-	if (rc < 0)
-		goto out;
 	const json_t *act = rf_reset_action(sys);
 	const char *target = json_string_value(json_object_get(act, "target"));
 	if (!target) {
@@ -995,16 +1005,14 @@ static int rf_boot_get(struct bmc *b, const struct bmc_target *t, int64_t deadli
 		       struct bmc_boot *out, char *err, size_t errlen)
 {
 	struct rf_call c;
-	int rc = call_begin(b, t, deadline, err, errlen, &c);
+	json_t *sys;
+	int rc = call_begin_system(b, t, deadline, err, errlen, &c, &sys);
 	if (rc < 0)
 		return rc;
-	json_t *sys = NULL;
-	rc = get_system(&c, &sys, NULL, 0);
-	if (rc == 0)
-		rf_boot_of(sys, out);
+	rf_boot_of(sys, out);
 	json_decref(sys);
 	call_end(&c);
-	return rc;
+	return 0;
 }
 
 static int rf_boot_set(struct bmc *b, const struct bmc_target *t, int64_t deadline,
@@ -1050,13 +1058,11 @@ static int rf_inventory(struct bmc *b, const struct bmc_target *t, int64_t deadl
 			json_t **out, char *err, size_t errlen)
 {
 	struct rf_call c;
-	int rc = call_begin(b, t, deadline, err, errlen, &c);
+	json_t *sys, *coll = NULL;
+	int rc = call_begin_system(b, t, deadline, err, errlen, &c, &sys);
 	if (rc < 0)
 		return rc;
-	json_t *sys = NULL, *coll = NULL, *gpus = json_array();
-	rc = get_system(&c, &sys, NULL, 0);
-	if (rc < 0)
-		goto out;
+	json_t *gpus = json_array();
 	const char *procs = rf_link(sys, "Processors");
 	if (procs) {
 		rc = get_json(&c, procs, &coll, NULL, 0);
@@ -1090,13 +1096,10 @@ static int rf_chassis_status(struct bmc *b, const struct bmc_target *t, int64_t 
 			     json_t **out, char *err, size_t errlen)
 {
 	struct rf_call c;
-	int rc = call_begin(b, t, deadline, err, errlen, &c);
+	json_t *sys, *ch = NULL;
+	int rc = call_begin_system(b, t, deadline, err, errlen, &c, &sys);
 	if (rc < 0)
 		return rc;
-	json_t *sys = NULL, *ch = NULL;
-	rc = get_system(&c, &sys, NULL, 0);
-	if (rc < 0)
-		goto out;
 	const char *chassis = rf_first_chassis(sys);
 	if (chassis) {
 		rc = get_json(&c, chassis, &ch, NULL, 0);
@@ -1115,15 +1118,13 @@ static int rf_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadli
 		       size_t max_entries, json_t **out, char *err, size_t errlen)
 {
 	struct rf_call c;
-	int rc = call_begin(b, t, deadline, err, errlen, &c);
+	json_t *sys, *logs = NULL, *svc = NULL, *ents = NULL;
+	int rc = call_begin_system(b, t, deadline, err, errlen, &c, &sys);
 	if (rc < 0)
 		return rc;
-	json_t *sys = NULL, *logs = NULL, *svc = NULL, *ents = NULL, *arr = json_array();
+	json_t *arr = json_array();
 	if (max_entries > RF_MAX_SEL_ENTRIES)
 		max_entries = RF_MAX_SEL_ENTRIES;
-	rc = get_system(&c, &sys, NULL, 0);
-	if (rc < 0)
-		goto out;
 	const char *ls = rf_link(sys, "LogServices");
 	if (!ls) {
 		rc = fp_errf(FP_EUNSUPPORTED, err, errlen, "System %s has no LogServices",
