@@ -850,28 +850,42 @@ static int retire_skip_op(struct api_req *r, struct node *n, const char *me, con
 	return 0;
 }
 
+/* The start of a POST /v1/nodes/{name}:<verb> handler: checks the name parameter, with idem
+ * replays or starts an Idempotency-Key request (api_idem_begin), reads the body as a JSON
+ * object (owned by r) and refuses (422) a key not in the NULL-terminated keys. 0 with *name
+ * (r->params[0]) and *body set; -1 when the response is already sent. */
+static int node_post_begin(struct api_req *r, int idem, const char *const *keys,
+			   const char **name, json_t **body)
+{
+	if (check_name_param(r) < 0)
+		return -1;
+	*name = r->params[0];
+	if (idem && api_idem_begin(r))
+		return -1;
+	*body = NULL;
+	if (api_body_object(r, body) < 0)
+		return -1;
+	api_own_json(r, *body);
+	char err[256];
+	if (jsonx_check_keys(*body, keys, "", err, sizeof(err)) < 0) {
+		api_problem(r, 422, "%s", err);
+		return -1;
+	}
+	return 0;
+}
+
 static void node_action(struct api_req *r, enum node_action act)
 {
 	static const char *const keys_reason[] = {"reason", NULL};
 	static const char *const keys_retire[] = {"reason", "skipPowerOff", NULL};
 	static const char *const keys_release[] = {"owner", "reason", NULL};
-	if (check_name_param(r) < 0)
+	const char *name;
+	json_t *body;
+	const char *const *keys = act == ACT_RELEASE  ? keys_release
+				  : act == ACT_RETIRE ? keys_retire
+						      : keys_reason;
+	if (node_post_begin(r, 1, keys, &name, &body) < 0)
 		return;
-	const char *name = r->params[0];
-	if (api_idem_begin(r))
-		return;
-	json_t *body = NULL;
-	if (api_body_object(r, &body) < 0)
-		return;
-	api_own_json(r, body);
-	char err[256];
-	if (jsonx_check_keys(body, act == ACT_RELEASE   ? keys_release
-				   : act == ACT_RETIRE ? keys_retire
-						       : keys_reason,
-			     "", err, sizeof(err)) < 0) {
-		api_problem(r, 422, "%s", err);
-		return;
-	}
 	json_t *skip_j = json_object_get(body, "skipPowerOff");
 	if (skip_j && !json_is_boolean(skip_j)) {
 		api_problem_ext(r, 422, json_pack("{s:s}", "field", "skipPowerOff"),
@@ -1046,19 +1060,10 @@ static void agent_report(struct api_req *r, int validated)
 {
 	static const char *const keys_booted[] = {"bootId", NULL};
 	static const char *const keys_validated[] = {"bootId", "passed", NULL};
-	if (check_name_param(r) < 0)
+	const char *name;
+	json_t *body;
+	if (node_post_begin(r, 0, validated ? keys_validated : keys_booted, &name, &body) < 0)
 		return;
-	const char *name = r->params[0];
-	json_t *body = NULL;
-	if (api_body_object(r, &body) < 0)
-		return;
-	api_own_json(r, body);
-	char err[256];
-	if (jsonx_check_keys(body, validated ? keys_validated : keys_booted, "", err,
-			     sizeof(err)) < 0) {
-		api_problem(r, 422, "%s", err);
-		return;
-	}
 	const char *boot_id = NULL;
 	if (boot_id_check(r, body, &boot_id) < 0)
 		return;
@@ -1128,20 +1133,10 @@ static const char *const power_actions[] = {"on", "off", "cycle", "soft", "reset
 void api_node_power(struct api_req *r)
 {
 	static const char *const keys[] = {"action", "force", NULL};
-	if (check_name_param(r) < 0)
+	const char *name;
+	json_t *body;
+	if (node_post_begin(r, 1, keys, &name, &body) < 0)
 		return;
-	const char *name = r->params[0];
-	if (api_idem_begin(r))
-		return;
-	json_t *body = NULL;
-	if (api_body_object(r, &body) < 0)
-		return;
-	api_own_json(r, body);
-	char err[256];
-	if (jsonx_check_keys(body, keys, "", err, sizeof(err)) < 0) {
-		api_problem(r, 422, "%s", err);
-		return;
-	}
 	const char *action = jsonx_str(body, "action");
 	int known = 0;
 	for (size_t i = 0; action && power_actions[i]; i++)
