@@ -519,6 +519,22 @@ static int read_power(struct step_ctx *x, const char *what, enum bmc_power *out,
 	return 0;
 }
 
+/* read_power for a step that needs on or off: a BMC_POWER_UNKNOWN reading ("cannot
+ * confirm", never taken for off) makes PoweredOn Unknown (power_unknown) and is a retry:
+ * -1 with *r STEP_RETRY. */
+static int read_power_known(struct step_ctx *x, const char *what, enum bmc_power *out,
+			    enum step_result *r)
+{
+	if (read_power(x, what, out, r) < 0)
+		return -1;
+	if (*out == BMC_POWER_UNKNOWN) {
+		power_unknown(x);
+		*r = STEP_RETRY;
+		return -1;
+	}
+	return 0;
+}
+
 static void power_confirmed(struct step_ctx *x, enum bmc_power p, const char *msg)
 {
 	set_condition(x, "PoweredOn", p == BMC_POWER_ON ? COND_TRUE : COND_FALSE,
@@ -591,19 +607,11 @@ static enum step_result power_to(struct step_ctx *x, enum bmc_power want)
 {
 	enum bmc_power cur, again;
 	enum step_result r;
-	if (read_power(x, "power status", &cur, &r) < 0)
+	if (read_power_known(x, "power status", &cur, &r) < 0)
 		return r;
-	if (cur == BMC_POWER_UNKNOWN) {
-		power_unknown(x);
-		return STEP_RETRY;
-	}
 	if (cur == want) {
-		if (read_power(x, "power status (second read)", &again, &r) < 0)
+		if (read_power_known(x, "power status (second read)", &again, &r) < 0)
 			return r;
-		if (again == BMC_POWER_UNKNOWN) {
-			power_unknown(x);
-			return STEP_RETRY;
-		}
 		if (again != want) {
 			snprintf(x->err, sizeof(x->err),
 				 "BMC power readings disagree (%s, then %s); reading again",
@@ -619,12 +627,8 @@ static enum step_result power_to(struct step_ctx *x, enum bmc_power want)
 		if (rc < 0)
 			return bmc_failed(x, rc, want == BMC_POWER_ON ? "power on" : "power off");
 		/* Truth about power: confirm with a second read. */
-		if (read_power(x, "power status after action", &again, &r) < 0)
+		if (read_power_known(x, "power status after action", &again, &r) < 0)
 			return r;
-		if (again == BMC_POWER_UNKNOWN) {
-			power_unknown(x);
-			return STEP_RETRY;
-		}
 		if (again != want) {
 			snprintf(x->err, sizeof(x->err), "BMC reports power %s after asking for %s",
 				 bmc_power_name(again), bmc_power_name(want));
@@ -770,12 +774,8 @@ static enum step_result step_power_on_or_cycle(struct step_ctx *x)
 	if (!choice) {
 		enum bmc_power cur;
 		enum step_result r;
-		if (read_power(x, "power status", &cur, &r) < 0)
+		if (read_power_known(x, "power status", &cur, &r) < 0)
 			return r;
-		if (cur == BMC_POWER_UNKNOWN) {
-			power_unknown(x);
-			return STEP_RETRY;
-		}
 		choice = cur == BMC_POWER_OFF ? "on" : "cycle";
 		json_object_set_new(op_params(x->op), "powerChoice", json_string(choice));
 		if (save_op(x->lc, x->op) < 0) { /* intent before act */
@@ -1009,21 +1009,28 @@ static void breaker_after(struct lifecycle *lc, struct step_ctx *x, const char *
 #define BMC_QUIET_MAX 65536
 #define BMC_QUIET_CAP (10 * MIN) /* a longer Retry-After is taken as 10 min */
 
-/* Milliseconds the BMC asked to be left alone for that are still to run (0: none). */
-static int64_t bmc_quiet_left(struct lifecycle *lc, const char *key)
+/* Milliseconds still to run until the instant (int64_t ms, malloc'd) that map m, guarded by
+ * lc->mu, holds for key; 0 when there is none or it has passed (then the entry is dropped). */
+static int64_t time_left(struct lifecycle *lc, struct hmap *m, const char *key)
 {
 	int64_t left = 0;
 	pthread_mutex_lock(&lc->mu);
-	int64_t *until = hmap_get(&lc->bmc_quiet, key);
+	int64_t *until = hmap_get(m, key);
 	if (until) {
 		left = *until - clock_now_ms(lc->cfg.clock);
 		if (left <= 0) {
-			free(hmap_remove(&lc->bmc_quiet, key));
+			free(hmap_remove(m, key));
 			left = 0;
 		}
 	}
 	pthread_mutex_unlock(&lc->mu);
 	return left;
+}
+
+/* Milliseconds the BMC asked to be left alone for that are still to run (0: none). */
+static int64_t bmc_quiet_left(struct lifecycle *lc, const char *key)
+{
+	return time_left(lc, &lc->bmc_quiet, key);
 }
 
 static void bmc_quiet_set(struct lifecycle *lc, const char *key, int64_t ms)
@@ -1475,18 +1482,7 @@ static int finish(struct lifecycle *lc, struct node *n, const struct operation *
 /* Returns ms to wait before a failed phase may start its operation again (0: go now). */
 static int64_t backoff_left(struct lifecycle *lc, const char *name)
 {
-	int64_t left = 0;
-	pthread_mutex_lock(&lc->mu);
-	int64_t *at = hmap_get(&lc->retry_at, name);
-	if (at) {
-		left = *at - clock_now_ms(lc->cfg.clock);
-		if (left <= 0) {
-			free(hmap_remove(&lc->retry_at, name));
-			left = 0;
-		}
-	}
-	pthread_mutex_unlock(&lc->mu);
-	return left;
+	return time_left(lc, &lc->retry_at, name);
 }
 
 static void check_deadline(struct lifecycle *lc, struct node *n, const struct operation *op)
