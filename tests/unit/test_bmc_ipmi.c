@@ -168,22 +168,49 @@ static void assert_calls(struct peer *p, const char *want)
 	free(got);
 }
 
+/* bmc_power_get of t (10 s deadline) answers 0 and want; the driver's error is printed if not. */
+static void power_is(struct bmc *b, const struct bmc_target *t, enum bmc_power want)
+{
+	char err[256] = "";
+	enum bmc_power pw = BMC_POWER_UNKNOWN;
+	int rc = bmc_power_get(b, t, in_ms(10000), &pw, err, sizeof(err));
+	if (rc != 0)
+		print_error("bmc_power_get: %s\n", err);
+	assert_int_equal(rc, 0);
+	assert_int_equal(pw, want);
+}
+
+/* bmc_power_set of action a on t (10 s deadline) answers 0; the driver's error is printed if
+ * not. */
+static void power_set_ok(struct bmc *b, const struct bmc_target *t, enum bmc_power_action a)
+{
+	char err[256] = "";
+	int rc = bmc_power_set(b, t, in_ms(10000), a, err, sizeof(err));
+	if (rc != 0)
+		print_error("bmc_power_set %s: %s\n", bmc_action_name(a), err);
+	assert_int_equal(rc, 0);
+}
+
+/* bmc_power_get of t is refused with FP_EINVAL and exactly want_err. */
+static void power_get_refused(struct bmc *b, const struct bmc_target *t, const char *want_err)
+{
+	char err[256] = "";
+	enum bmc_power pw;
+	assert_int_equal(bmc_power_get(b, t, in_ms(1000), &pw, err, sizeof(err)), FP_EINVAL);
+	assert_string_equal(err, want_err);
+}
+
 static void test_power_round_trip(void **state)
 {
 	struct peer p;
 	peer_start(&p);
 	struct bmc *b = bmc_ipmi_new(clk);
 	struct bmc_target t = target(&p, NULL);
-	char err[256] = "";
-	enum bmc_power pw;
-	assert_int_equal(bmc_power_get(b, &t, in_ms(10000), &pw, err, sizeof(err)), 0);
-	assert_int_equal(pw, BMC_POWER_OFF);
-	assert_int_equal(bmc_power_set(b, &t, in_ms(10000), BMC_ACTION_ON, err, sizeof(err)), 0);
-	assert_int_equal(bmc_power_get(b, &t, in_ms(10000), &pw, err, sizeof(err)), 0);
-	assert_int_equal(pw, BMC_POWER_ON);
-	assert_int_equal(bmc_power_set(b, &t, in_ms(10000), BMC_ACTION_OFF, err, sizeof(err)), 0);
-	assert_int_equal(bmc_power_get(b, &t, in_ms(10000), &pw, err, sizeof(err)), 0);
-	assert_int_equal(pw, BMC_POWER_OFF);
+	power_is(b, &t, BMC_POWER_OFF);
+	power_set_ok(b, &t, BMC_ACTION_ON);
+	power_is(b, &t, BMC_POWER_ON);
+	power_set_ok(b, &t, BMC_ACTION_OFF);
+	power_is(b, &t, BMC_POWER_OFF);
 	assert_calls(&p, "get power\nset power 1\nget power\nset power 0\nget power\n");
 	char *f = slurp(&p, "power");
 	assert_string_equal(f, "0\n");
@@ -227,24 +254,21 @@ static void test_cycle_reset_soft(void **state)
 	peer_start(&p);
 	struct bmc *b = bmc_ipmi_new(clk);
 	struct bmc_target t = target(&p, NULL);
-	char err[256] = "";
-	enum bmc_power pw;
-	assert_int_equal(bmc_power_set(b, &t, in_ms(10000), BMC_ACTION_ON, err, sizeof(err)), 0);
+	power_set_ok(b, &t, BMC_ACTION_ON);
 	clear_calls(&p);
 	/* cycle: off now, on again from ipmi_sim's own timer about a second later */
-	assert_int_equal(bmc_power_set(b, &t, in_ms(10000), BMC_ACTION_CYCLE, err, sizeof(err)), 0);
+	power_set_ok(b, &t, BMC_ACTION_CYCLE);
 	assert_int_equal(wait_power_file(&p, 1), 1);
 	assert_calls(&p, "set power 0\nget power\nset power 1\n");
 	clear_calls(&p);
-	assert_int_equal(bmc_power_set(b, &t, in_ms(10000), BMC_ACTION_RESET, err, sizeof(err)), 0);
+	power_set_ok(b, &t, BMC_ACTION_RESET);
 	assert_calls(&p, "set reset 1\n");
 	clear_calls(&p);
-	assert_int_equal(bmc_power_set(b, &t, in_ms(10000), BMC_ACTION_SOFT, err, sizeof(err)), 0);
+	power_set_ok(b, &t, BMC_ACTION_SOFT);
 	assert_calls(&p, "set shutdown 1\n");
 	/* the machine shuts itself down a second later */
 	assert_int_equal(wait_power_file(&p, 0), 0);
-	assert_int_equal(bmc_power_get(b, &t, in_ms(10000), &pw, err, sizeof(err)), 0);
-	assert_int_equal(pw, BMC_POWER_OFF);
+	power_is(b, &t, BMC_POWER_OFF);
 	bmc_free(b);
 	peer_stop(&p);
 }
@@ -256,7 +280,7 @@ static void test_chassis_status(void **state)
 	struct bmc *b = bmc_ipmi_new(clk);
 	struct bmc_target t = target(&p, NULL);
 	char err[256] = "";
-	assert_int_equal(bmc_power_set(b, &t, in_ms(10000), BMC_ACTION_ON, err, sizeof(err)), 0);
+	power_set_ok(b, &t, BMC_ACTION_ON);
 	json_t *cs = NULL;
 	assert_int_equal(bmc_chassis_status(b, &t, in_ms(10000), &cs, err, sizeof(err)), 0);
 	char *s = jsonx_dumps(cs);
@@ -325,7 +349,7 @@ static void test_session_reuse(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(bmc_power_get(b, &t, in_ms(10000), &pw, err, sizeof(err)), 0);
 	assert_int_equal(bmc_boot_get(b, &t, in_ms(10000), &bt, err, sizeof(err)), 0);
-	assert_int_equal(bmc_power_set(b, &t, in_ms(10000), BMC_ACTION_ON, err, sizeof(err)), 0);
+	power_set_ok(b, &t, BMC_ACTION_ON);
 	struct bmc_ipmi_stats st;
 	bmc_ipmi_stats(b, &st);
 	assert_int_equal(st.sessions_opened, 1);
@@ -396,8 +420,7 @@ static void test_same_user_wrong_password(void **state)
 	bad.password = "WrongPass-123";
 	char err[256] = "";
 	enum bmc_power pw;
-	assert_int_equal(bmc_power_get(b, &good, in_ms(10000), &pw, err, sizeof(err)), 0);
-	assert_int_equal(pw, BMC_POWER_OFF);
+	power_is(b, &good, BMC_POWER_OFF);
 	assert_int_equal(bmc_power_get(b, &bad, in_ms(10000), &pw, err, sizeof(err)), FP_EAUTH);
 	char want[160];
 	snprintf(want, sizeof(want),
@@ -408,8 +431,7 @@ static void test_same_user_wrong_password(void **state)
 	bmc_ipmi_stats(b, &st);
 	assert_int_equal(st.sessions_opened, 1);
 	assert_int_equal(st.sessions_open, 0); /* the good session was closed to try the bad one */
-	assert_int_equal(bmc_power_get(b, &good, in_ms(10000), &pw, err, sizeof(err)), 0);
-	assert_int_equal(pw, BMC_POWER_OFF);
+	power_is(b, &good, BMC_POWER_OFF);
 	bmc_ipmi_stats(b, &st);
 	assert_int_equal(st.sessions_opened, 2);
 	assert_int_equal(st.sessions_open, 1);
@@ -525,8 +547,7 @@ static void test_stopped_bmc(void **state)
 	/* on the session kept open across calls, too */
 	assert_int_equal(bmc_power_get(b, &t, in_ms(3000), &pw, err, sizeof(err)), FP_ETIMEDOUT);
 	assert_int_equal(kill(p.pid, SIGCONT), 0);
-	assert_int_equal(bmc_power_get(b, &t, in_ms(10000), &pw, err, sizeof(err)), 0);
-	assert_int_equal(pw, BMC_POWER_OFF);
+	power_is(b, &t, BMC_POWER_OFF);
 	bmc_free(b);
 	peer_stop(&p);
 }
@@ -534,39 +555,32 @@ static void test_stopped_bmc(void **state)
 static void test_bad_targets(void **state)
 {
 	struct bmc *b = bmc_ipmi_new(clk);
-	char err[256] = "";
-	enum bmc_power pw;
 	struct bmc_target t = {.node = "n1", .address = "127.0.0.1:abc", .username = "admin",
 			       .password = PASSWORD, .cipher_suite = -1};
-	assert_int_equal(bmc_power_get(b, &t, in_ms(1000), &pw, err, sizeof(err)), FP_EINVAL);
-	assert_string_equal(err, "spec.bmc.address: the port must be a number 1-65535");
+	power_get_refused(b, &t, "spec.bmc.address: the port must be a number 1-65535");
 	t.address = "bmc one";
-	assert_int_equal(bmc_power_get(b, &t, in_ms(1000), &pw, err, sizeof(err)), FP_EINVAL);
-	assert_string_equal(err, "spec.bmc.address: byte 0x20 at offset 3 is not allowed in a host "
+	power_get_refused(b, &t, "spec.bmc.address: byte 0x20 at offset 3 is not allowed in a host "
 				 "name or IPv4 address");
 	t.address = NULL;
-	assert_int_equal(bmc_power_get(b, &t, in_ms(1000), &pw, err, sizeof(err)), FP_EINVAL);
+	power_get_refused(b, &t,
+			  "spec.bmc.address: required for the ipmi driver (host or host:port)");
 	t.address = "127.0.0.1:70000";
-	assert_int_equal(bmc_power_get(b, &t, in_ms(1000), &pw, err, sizeof(err)), FP_EINVAL);
+	power_get_refused(b, &t, "spec.bmc.address: the port must be a number 1-65535");
 	t.address = "127.0.0.1";
 	t.cipher_suite = 5;
-	assert_int_equal(bmc_power_get(b, &t, in_ms(1000), &pw, err, sizeof(err)), FP_EINVAL);
-	assert_string_equal(err, "spec.bmc.cipher_suite: 5 is not one FreeIPMI supports (0-3, 6-8, "
+	power_get_refused(b, &t, "spec.bmc.cipher_suite: 5 is not one FreeIPMI supports (0-3, 6-8, "
 				 "11-12, 15-17; ipmi_sim offers only 3)");
 	t.cipher_suite = 3;
 	t.password = "123456789012345678901";
-	assert_int_equal(bmc_power_get(b, &t, in_ms(1000), &pw, err, sizeof(err)), FP_EINVAL);
-	assert_string_equal(err, "spec.bmc.password: longer than 20 bytes (IPMI 2.0 limit)");
+	power_get_refused(b, &t, "spec.bmc.password: longer than 20 bytes (IPMI 2.0 limit)");
 	/* M9: a non-ASCII byte is named in hex, never copied (half a UTF-8 character) */
 	t.password = PASSWORD;
 	t.address = "\xc3\xa9.example";
-	assert_int_equal(bmc_power_get(b, &t, in_ms(1000), &pw, err, sizeof(err)), FP_EINVAL);
-	assert_string_equal(err, "spec.bmc.address: byte 0xc3 at offset 0 is not allowed in a host "
+	power_get_refused(b, &t, "spec.bmc.address: byte 0xc3 at offset 0 is not allowed in a host "
 				 "name or IPv4 address");
 	/* L2: a URL is said to be one, not "the port must be a number" */
 	t.address = "http://10.0.0.1";
-	assert_int_equal(bmc_power_get(b, &t, in_ms(1000), &pw, err, sizeof(err)), FP_EINVAL);
-	assert_string_equal(err, "spec.bmc.address: a URL is not an IPMI address; want host or "
+	power_get_refused(b, &t, "spec.bmc.address: a URL is not an IPMI address; want host or "
 				 "host:port (URLs are for the redfish driver)");
 	assert_int_equal(bmc_caps(b),
 			 BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE | BMC_CAP_INVENTORY | BMC_CAP_SEL);
