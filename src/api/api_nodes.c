@@ -525,6 +525,11 @@ static int same_str(const char *a, const char *b)
 	return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
+static int node_has_credentials(const struct node *n)
+{
+	return n->bmc.password || n->bmc.password_file || n->bmc.password_sealed;
+}
+
 /* Moves the spec (and labels) of src into dst, keeping dst's status; a spec without a password
  * or password_file keeps the stored credentials. */
 static void take_spec(struct node *dst, struct node *src)
@@ -648,6 +653,19 @@ void api_node_put(struct api_req *r)
 	}
 	if (mod != want) {
 		stale(r, name, want, mod);
+		goto out;
+	}
+	/* Stored credentials go only to the BMC they were given for: a PUT that points the node
+	 * at another driver, address or user must bring its own, or any operator could read
+	 * them by pointing the node at a server of theirs. */
+	if (!nn->bmc.password && !nn->bmc.password_file && node_has_credentials(cur) &&
+	    (!same_str(cur->bmc.driver, nn->bmc.driver) ||
+	     !same_str(cur->bmc.address, nn->bmc.address) ||
+	     !same_str(cur->bmc.username, nn->bmc.username))) {
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", "spec.bmc.password"),
+				"spec.bmc.password or spec.bmc.password_file: required when "
+				"spec.bmc.driver, address or username changes (the stored "
+				"credentials are never sent to a different BMC)");
 		goto out;
 	}
 	take_spec(cur, nn);
