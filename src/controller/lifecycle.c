@@ -660,41 +660,87 @@ static json_t *op_params(struct operation *op)
 	return op->params;
 }
 
-/* Records in the operation that this attempt's action was sent (after the act: a crash
- * between the act and this write repeats the act once). */
-static void mark_acted(struct step_ctx *x)
+/* Power actions that must reach the BMC at most once per operation: a cycle, reset or soft
+ * shutdown sent twice interrupts the boot the first one began (during provisioning the second
+ * boot no longer has the next-boot PXE override, so the deploy image never starts).
+ *
+ * params.sending is written (durably) before the call and params.acted after it. A later look
+ * at the step finds one of three states: acted - it was sent, poll; sending without acted - a
+ * call began but its outcome was never recorded (serve died during it, the answer did not
+ * come in time, or the connection broke after the request left - bmc_observed.maybe_acted) -
+ * unknown, never resent; neither - send. A call the BMC refused, or that failed before the
+ * request left, clears sending: nothing was done, a retry may send. */
+enum send_state { SEND_NONE, SEND_ACTED, SEND_UNKNOWN };
+
+static enum send_state send_state(struct step_ctx *x)
 {
+	if (json_is_integer(json_object_get(x->op->params, "acted")))
+		return SEND_ACTED;
+	if (json_is_integer(json_object_get(x->op->params, "sending")))
+		return SEND_UNKNOWN;
+	return SEND_NONE;
+}
+
+/* Sends a once (see above). Returns STEP_DONE once sent; anything else is the step's result
+ * (the intent could not be recorded, or the call failed). */
+static enum step_result send_once(struct step_ctx *x, enum bmc_power_action a)
+{
+	json_object_set_new(op_params(x->op), "sending", json_integer(x->op->attempt));
+	if (save_op(x->lc, x->op) < 0) { /* intent before act */
+		json_object_del(x->op->params, "sending");
+		snprintf(x->err, sizeof(x->err), "could not record the power %s before sending it",
+			 bmc_action_name(a));
+		return STEP_RETRY;
+	}
+	x->err[0] = 0;
+	x->obs.maybe_acted = 0;
+	int rc = bmc_power_set(x->bmc, &x->t, x->call_deadline, a, x->err, sizeof(x->err));
+	if (rc < 0) {
+		char what[32];
+		snprintf(what, sizeof(what), "power %s", bmc_action_name(a));
+		enum step_result r = bmc_failed(x, rc, what);
+		if (!x->obs.maybe_acted || (rc != FP_ETIMEDOUT && rc != FP_EIO)) {
+			/* the request never left, or the BMC answered (refused): nothing done */
+			json_object_del(x->op->params, "sending");
+			save_op(x->lc, x->op);
+		}
+		return r;
+	}
+	bmc_ok(x);
 	json_object_set_new(op_params(x->op), "acted", json_integer(x->op->attempt));
 	json_object_set_new(op_params(x->op), "actedAt", json_integer(now_wall(x->lc)));
 	if (save_op(x->lc, x->op) < 0)
 		log_warn("lifecycle: could not record a sent power action node=%s op=%s",
 			 x->n->name, x->op->id);
-}
-
-static int acted_this_attempt(struct step_ctx *x)
-{
-	json_t *a = json_object_get(x->op->params, "acted");
-	return json_is_integer(a) && json_integer_value(a) == x->op->attempt;
+	return STEP_DONE;
 }
 
 #define POWER_POLL (5 * SEC)
 
-/* Sends action a once per attempt, then polls until the BMC reads `want` (STEP_WAIT, bounded
- * by the step deadline; the first read comes one poll interval after the act, so a BMC that
- * has not begun the transition is not taken at its word). */
+/* Sends action a at most once per operation, then polls until the BMC reads `want`
+ * (STEP_WAIT, bounded by the step deadline; the first read comes one poll interval after the
+ * act, so a BMC that has not begun the transition is not taken at its word). An action whose
+ * outcome is unknown fails the operation: it is not sent again. */
 static enum step_result act_then_poll(struct step_ctx *x, enum bmc_power_action a,
 				      enum bmc_power want)
 {
-	if (!acted_this_attempt(x)) {
-		x->err[0] = 0;
-		int rc = bmc_power_set(x->bmc, &x->t, x->call_deadline, a, x->err, sizeof(x->err));
-		if (rc < 0) {
-			char what[32];
-			snprintf(what, sizeof(what), "power %s", bmc_action_name(a));
-			return bmc_failed(x, rc, what);
+	enum send_state st = send_state(x);
+	if (st == SEND_UNKNOWN) {
+		snprintf(x->err, sizeof(x->err),
+			 "the power %s may or may not have reached the BMC (serve stopped, or the "
+			 "call got no answer, while it was being sent); not sent again, since a "
+			 "second one could interrupt the boot the first began: check the machine "
+			 "and ask again if needed",
+			 bmc_action_name(a));
+		return STEP_FAIL;
+	}
+	if (st == SEND_NONE) {
+		enum step_result r = send_once(x, a);
+		if (r != STEP_DONE) {
+			if (send_state(x) == SEND_UNKNOWN)
+				return act_then_poll(x, a, want); /* no answer: fail as unknown */
+			return r;
 		}
-		bmc_ok(x);
-		mark_acted(x);
 		x->wait_ms = scale(x->lc, x->n, POWER_POLL);
 		snprintf(x->err, sizeof(x->err), "power %s sent; waiting for the BMC to read %s",
 			 bmc_action_name(a), bmc_power_name(want));
@@ -744,7 +790,7 @@ static enum step_result step_power_cycle(struct step_ctx *x)
  * step at once, nothing sent. Unknown is not off: the reset is sent. */
 static enum step_result step_power_reset(struct step_ctx *x)
 {
-	if (!acted_this_attempt(x)) {
+	if (send_state(x) == SEND_NONE) {
 		enum bmc_power cur;
 		enum step_result r;
 		if (read_power(x, "power status", &cur, &r) < 0)
@@ -786,17 +832,23 @@ static enum step_result step_power_on_or_cycle(struct step_ctx *x)
 	}
 	if (strcmp(choice, "on") == 0)
 		return power_to(x, BMC_POWER_ON);
-	if ((x->n->last_boot_at && x->n->last_boot_at >= x->op->started_at) ||
-	    json_is_integer(json_object_get(x->op->params, "acted")))
+	if (x->n->last_boot_at && x->n->last_boot_at >= x->op->started_at)
 		return STEP_DONE;
-	x->err[0] = 0;
-	int rc = bmc_power_set(x->bmc, &x->t, x->call_deadline, BMC_ACTION_CYCLE, x->err,
-			       sizeof(x->err));
-	if (rc < 0)
-		return bmc_failed(x, rc, "power cycle");
-	bmc_ok(x);
-	mark_acted(x);
-	return STEP_DONE;
+	enum send_state st = send_state(x);
+	if (st == SEND_ACTED)
+		return STEP_DONE;
+	if (st == SEND_UNKNOWN) {
+		/* Not sent again (see send_once): if it did happen the boot callback comes; if
+		 * not, the callback's deadline fails this provisioning and the next one cycles. */
+		log_warn("lifecycle: power cycle outcome unknown, not resent; waiting for the "
+			 "boot callback node=%s op=%s",
+			 x->n->name, x->op->id);
+		return STEP_DONE;
+	}
+	enum step_result r = send_once(x, BMC_ACTION_CYCLE);
+	if (r != STEP_DONE && send_state(x) == SEND_UNKNOWN)
+		return STEP_DONE; /* no answer: as above */
+	return r;
 }
 
 /* Waits for the deploy agent's callback from a boot that began in this operation. */

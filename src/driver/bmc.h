@@ -64,6 +64,9 @@ struct bmc_observed {
 	char power_reason[32];    /* with BMC_POWER_UNKNOWN: a CamelCase reason such as
 				   * "PowerStateMissing" or "PowerStateDisagrees" (err has the
 				   * detail) */
+	int maybe_acted;          /* power_set: set once the action request has been sent, so
+				   * a failure after it (no answer, broken connection) may have
+				   * been carried out; 0 with a failure = certainly not done */
 	int64_t retry_after_ms;   /* with FP_EAGAIN: the BMC asked to be left alone this long
 				   * (Redfish 429/503 Retry-After, RFC 9110 section 10.2.3) */
 };

@@ -676,8 +676,11 @@ static int ipmi_power_set(struct bmc *b, const struct bmc_target *t, int64_t dea
 	char what[48];
 	snprintf(what, sizeof(what), "Chassis Control (%s)", bmc_action_name(a));
 	rc = session_ready(&c);
-	if (rc == 0)
+	if (rc == 0) {
+		if (t->observed) /* from here on, no answer does not mean nothing was done */
+			t->observed->maybe_acted = 1;
 		rc = cmd_done(&c, ipmi_cmd_chassis_control(c.s->ctx, code, rs), what, rs);
+	}
 	fiid_obj_destroy(rs);
 	call_end(&c);
 	return rc;

@@ -980,6 +980,8 @@ static int rf_power_set(struct bmc *b, const struct bmc_target *t, int64_t deadl
 		goto out;
 	}
 	req = json_pack("{s:s}", "ResetType", rt);
+	if (t->observed) /* from here on, no answer does not mean nothing was done */
+		t->observed->maybe_acted = 1;
 	rc = request(&c, "POST", target, req, NULL, &p);
 	if (rc < 0)
 		goto out;

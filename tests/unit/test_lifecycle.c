@@ -44,6 +44,7 @@ struct fake_bmc {
 	unsigned learn;     /* learned_quirks reported on every call */
 	int fail_rc;        /* every call fails with this (0 = answer) */
 	int64_t retry_after_once; /* the next call answers FP_EAGAIN with this Retry-After */
+	int set_lost_rc;    /* power_set acts, then answers this error (the answer was lost) */
 	long calls, sets, calls_open, calls_probe;
 	int64_t set_at;     /* clock ms of the last power_set, 0 once a power_get followed it */
 	int64_t min_settle; /* shortest time from a power_set to the power_get after it; 0 = none */
@@ -265,6 +266,11 @@ static int fake_power_set(struct bmc *b, const struct bmc_target *t, int64_t dl,
 	w->fk.sets++;
 	w->fk.set_at = clock_now_ms(w->clock);
 	w->fk.power = a == BMC_ACTION_OFF || a == BMC_ACTION_SOFT ? BMC_POWER_OFF : BMC_POWER_ON;
+	if (w->fk.set_lost_rc) {
+		if (t->observed)
+			t->observed->maybe_acted = 1;
+		return fp_errf(w->fk.set_lost_rc, err, errlen, "fake BMC: no answer");
+	}
 	return 0;
 }
 
@@ -1036,6 +1042,43 @@ static void test_cycle_reads_after_settling(void **state)
 	world_free(w);
 }
 
+/* A cycle whose answer never came may have happened: a retry of the manual request does not
+ * send it again, the operation fails saying so. (Provisioning in the same state waits for the
+ * boot callback instead: see step_power_on_or_cycle.) */
+static void test_cycle_with_lost_answer_not_resent(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	w->fk.power = BMC_POWER_ON;
+	enroll_fake(w, "f1");
+	enum node_phase prov = PHASE_PROVISIONING;
+	assert_int_equal(run_until(w, f1_phase_is, &prov, 30 * MIN_MS), 0);
+	/* provisioning: its cycle's answer is lost; it goes on to wait for the callback */
+	long sets0 = w->fk.sets;
+	w->fk.set_lost_rc = FP_ETIMEDOUT;
+	char *cyc = request_power(w, "f1", "cycle");
+	assert_int_equal(run_until(w, op_ended, cyc, 60 * MIN_MS), 0);
+	struct operation *op = get_op(w, cyc);
+	assert_int_equal(op->state, OP_FAILED);
+	assert_string_equal(op->last_error,
+			    "step power_cycle attempt 1: the power cycle may or may not have "
+			    "reached the BMC (serve stopped, or the call got no answer, while it "
+			    "was being sent); not sent again, since a second one could interrupt "
+			    "the boot the first began: check the machine and ask again if needed");
+	operation_free(op);
+	/* one send for the request, however long we wait */
+	assert_int_equal(w->fk.sets, sets0 + 1);
+	struct store_kv *items = NULL;
+	size_t k = 0;
+	int more = 0;
+	assert_int_equal(store_list(w->store, "/operations/power-", NULL, 0, &items, &k, NULL,
+				    &more),
+			 0);
+	assert_int_equal(k, 1);
+	store_kv_array_free(items, k);
+	free(cyc);
+	world_free(w);
+}
+
 static void test_auth_failure_fails_at_once(void **state)
 {
 	struct world *w = world_new(0, 0, 0);
@@ -1413,6 +1456,7 @@ int main(void)
 		cmocka_unit_test(test_learned_quirks_recorded_once),
 		cmocka_unit_test(test_auth_failure_fails_at_once),
 		cmocka_unit_test(test_cycle_reads_after_settling),
+		cmocka_unit_test(test_cycle_with_lost_answer_not_resent),
 		cmocka_unit_test(test_breaker_opens_waits_closes),
 		cmocka_unit_test(test_retry_after_waits_without_an_attempt),
 		cmocka_unit_test(test_retire_cancels_queued_power),
