@@ -16,9 +16,16 @@ int jsonx_parse(const char *data, size_t len, json_t **out, char *err, size_t er
 	if (memchr(data, 0, len))
 		return fp_errf(FP_EPARSE, err, errlen, "body contains a NUL byte");
 	json_t *v = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
-	if (!v)
+	if (!v) {
+		/* jansson appends " near '<token>'": the token is the caller's own text, often a
+		 * password in a half-written document, and error messages end up in terminals,
+		 * CI logs and problem documents. Line and column say where; the text stays out. */
+		char *near = strstr(je.text, " near '");
+		if (near)
+			*near = '\0';
 		return fp_errf(FP_EPARSE, err, errlen, "invalid JSON at line %d column %d: %s",
 			       je.line, je.column, je.text);
+	}
 	*out = v;
 	return 0;
 }
