@@ -1588,6 +1588,22 @@ static int credentials_refused(const struct node *n)
 	}
 }
 
+/* True when op is running but only waiting for an outside party (a boot callback, a burn-in
+ * report, a drain) and no step task of the node is on the executor: cancelling it then
+ * interrupts nothing. A retire does not wait out such a step's deadline. */
+static int only_waiting(struct lifecycle *lc, const struct node *n, const struct operation *op)
+{
+	if (op->state != OP_RUNNING || op->step >= op->nsteps)
+		return 0;
+	const struct step_def *def = step_lookup(op->steps[op->step]);
+	if (!def || def->uses_bmc || strncmp(def->name, "wait_", 5) != 0)
+		return 0;
+	pthread_mutex_lock(&lc->mu);
+	int busy = hmap_get(&lc->in_flight, n->name) != NULL;
+	pthread_mutex_unlock(&lc->mu);
+	return !busy;
+}
+
 static int reconcile(struct lifecycle *lc, const char *name)
 {
 	struct node *n = cache_node_get(lc->cfg.cache, name);
@@ -1614,8 +1630,8 @@ static int reconcile(struct lifecycle *lc, const char *name)
 		if (op && op_state_terminal(op->state)) {
 			rc = finish(lc, n, op, 0);
 		} else if (op) {
-			if (n->retire && n->phase != PHASE_RETIRING && op->state == OP_PENDING &&
-			    strcmp(op->kind, "retire") != 0) {
+			if (n->retire && n->phase != PHASE_RETIRING && strcmp(op->kind, "retire") != 0 &&
+			    (op->state == OP_PENDING || only_waiting(lc, n, op))) {
 				op->state = OP_CANCELLED;
 				op->finished_at = now_wall(lc);
 				save_op(lc, op);

@@ -1247,6 +1247,45 @@ static void test_retire_cancels_queued_power(void **state)
 	world_free(w);
 }
 
+/* A retire does not wait out a step that only waits (here provisioning's boot callback, which
+ * never comes from the fake BMC: 15 minutes): the wait is cancelled and the node retires at
+ * once, with its power off. */
+static void test_retire_cancels_waiting_step(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	w->fk.power = BMC_POWER_OFF;
+	enroll_fake(w, "f1");
+	enum node_phase prov = PHASE_PROVISIONING;
+	assert_int_equal(run_until(w, f1_phase_is, &prov, 30 * MIN_MS), 0);
+	/* let it reach wait_boot_callback */
+	struct node *n = NULL;
+	for (int i = 0; i < 200; i++) {
+		pump(w);
+		n = get_node(w, "f1");
+		struct operation *op = n->operation ? get_op(w, n->operation) : NULL;
+		int waiting = op && op->step < op->nsteps &&
+			      strcmp(op->steps[op->step], "wait_boot_callback") == 0;
+		operation_free(op);
+		if (waiting)
+			break;
+		node_free(n);
+		n = NULL;
+		clock_virtual_advance(w->clock, 1000);
+	}
+	assert_non_null(n);
+	int64_t t0 = clock_now_ms(w->clock);
+	n->retire = 1;
+	put_node(w, n);
+	node_free(n);
+	enum node_phase retired = PHASE_RETIRED;
+	assert_int_equal(run_until(w, f1_phase_is, &retired, 60 * MIN_MS), 0);
+	/* well inside the callback's 15-minute deadline: the provisioning was cancelled */
+	assert_true(clock_now_ms(w->clock) - t0 < 15 * MIN_MS);
+	assert_int_equal(count_ops(w, "f1", "retire"), 1);
+	assert_int_equal(w->fk.power, BMC_POWER_OFF);
+	world_free(w);
+}
+
 /* A step that fails for a reason retrying cannot fix parks the node like refused credentials:
  * the driver refuses spec.bmc (FP_EINVAL) -> BMCReachable False/InvalidBMCSpec, one call, no
  * operation on a timer; a power request that gets through resumes onboarding. */
@@ -1457,6 +1496,7 @@ int main(void)
 		cmocka_unit_test(test_auth_failure_fails_at_once),
 		cmocka_unit_test(test_cycle_reads_after_settling),
 		cmocka_unit_test(test_cycle_with_lost_answer_not_resent),
+		cmocka_unit_test(test_retire_cancels_waiting_step),
 		cmocka_unit_test(test_breaker_opens_waits_closes),
 		cmocka_unit_test(test_retry_after_waits_without_an_attempt),
 		cmocka_unit_test(test_retire_cancels_queued_power),
