@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/api_int.h"
 #include "base/alloc.h"
@@ -1069,11 +1070,33 @@ static int boot_id_check(struct api_req *r, const json_t *body, const char **out
 	return 0;
 }
 
+#define REPORT_WAIT_TRIES 20
+#define REPORT_WAIT_MS 50
+
+/* 1 when bootId is the node's status.lastBoot.bootId. */
+static int same_boot(const struct node *n, const char *boot_id)
+{
+	return n->last_boot_at && n->last_boot_id && strcmp(n->last_boot_id, boot_id) == 0;
+}
+
+/* Pauses REPORT_WAIT_MS on the server's clock (the system clock when it has none). */
+static void report_wait(struct api_req *r)
+{
+	if (r->srv->cfg.clock) {
+		clock_sleep_ms(r->srv->cfg.clock, REPORT_WAIT_MS);
+		return;
+	}
+	struct timespec ts = {0, REPORT_WAIT_MS * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
 /* POST /v1/nodes/{name}:booted {"bootId"} and :validated {"bootId","passed"}: the node's
  * deploy agent (its own agent token, or an operator) reports a boot or a burn-in result; the
  * lifecycle controller records it (api_agent_hooks). An audit event (BootReported or
  * ValidationReported, the caller as actor, the bootId in its message) is written first. 409
- * while the node is retiring or retired. 202 {"accepted": true}. */
+ * while the node is retiring or retired, and for a :validated whose bootId is not the node's
+ * status.lastBoot.bootId (members bootId, lastBootId; nothing is written). 202
+ * {"accepted": true}. */
 static void agent_report(struct api_req *r, int validated)
 {
 	static const char *const keys_booted[] = {"bootId", NULL};
@@ -1095,7 +1118,30 @@ static void agent_report(struct api_req *r, int validated)
 	int64_t mod = 0;
 	if (load_node(r, name, &n, &mod) < 0)
 		return;
+	/* A validation counts only for the boot the node runs now (docs/api.md). The lifecycle
+	 * records a :booted report on its own lane after answering 202, so an agent that sends
+	 * :validated right after :booted may read the old lastBoot: read again for up to
+	 * REPORT_WAIT_TRIES * REPORT_WAIT_MS before refusing. */
+	for (int i = 0; validated && !same_boot(n, boot_id) && i < REPORT_WAIT_TRIES; i++) {
+		node_free(n);
+		report_wait(r);
+		if (load_node(r, name, &n, &mod) < 0)
+			return;
+	}
 	enum node_phase phase = n->phase;
+	if (validated && phase != PHASE_RETIRING && phase != PHASE_RETIRED &&
+	    !same_boot(n, boot_id)) {
+		const char *now_id = n->last_boot_id && n->last_boot_at ? n->last_boot_id : NULL;
+		api_problem_ext(r, 409,
+				json_pack("{s:s,s:s?}", "bootId", boot_id, "lastBootId", now_id),
+				now_id ? "bootId %s is not the boot node %s runs now (status.lastBoot."
+					 "bootId %s); a validation counts only for the current boot"
+				       : "bootId %s: node %s has reported no boot yet (no status."
+					 "lastBoot); send :booted first",
+				boot_id, name, now_id);
+		node_free(n);
+		return;
+	}
 	node_free(n);
 	if (phase == PHASE_RETIRING || phase == PHASE_RETIRED) {
 		/* A late or forged report must not touch a node leaving service. */

@@ -423,7 +423,9 @@ static void expect_422_field(struct resp *r, const char *field)
 }
 
 static void set_phase(const char *name, const char *phase, const char *op);
+static void set_last_boot(const char *name, const char *boot_id);
 static json_t *last_event(const char *node, const char *reason);
+static json_t *stored_node(const char *name);
 
 static void test_agent_callbacks(void **state)
 {
@@ -440,6 +442,9 @@ static void test_agent_callbacks(void **state)
 	resp_free(&r);
 	assert_int_equal(R.n, 1);
 	assert_string_equal(R.last, "booted n1 n1-boot.7:a_b");
+	/* the hooks here record nothing: status.lastBoot is set by hand */
+	set_last_boot("n1", "b-1");
+	set_last_boot("n2", "b-2");
 	req("POST", "/v1/nodes/n1:validated", agent, "{\"bootId\":\"b-1\",\"passed\":false}",
 	    &r);
 	assert_int_equal(r.status, 202);
@@ -499,6 +504,34 @@ static void test_agent_callbacks(void **state)
 	assert_int_equal(r.status, 400);
 	resp_free(&r);
 	assert_int_equal(R.n, 4); /* only the 64-character bootId got through */
+
+	/* a validation of another boot than status.lastBoot: 409 naming both, nothing written */
+	json_t *before = stored_node("n1");
+	req("POST", "/v1/nodes/n1:validated", agent,
+	    "{\"bootId\":\"old-boot-0\",\"passed\":false}", &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "bootId"), "old-boot-0");
+	assert_string_equal(jstr(r.json, "lastBootId"), "b-1");
+	assert_string_equal(jstr(r.json, "detail"),
+			    "bootId old-boot-0 is not the boot node n1 runs now (status.lastBoot."
+			    "bootId b-1); a validation counts only for the current boot");
+	resp_free(&r);
+	json_t *after = stored_node("n1");
+	assert_true(json_equal(before, after));
+	json_decref(before);
+	json_decref(after);
+	enroll("n3");
+	req("POST", "/v1/nodes/n3:validated", E.admin, "{\"bootId\":\"b-3\",\"passed\":true}",
+	    &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "bootId"), "b-3");
+	assert_true(json_is_null(jget(r.json, "lastBootId")));
+	assert_string_equal(jstr(r.json, "detail"),
+			    "bootId b-3: node n3 has reported no boot yet (no status.lastBoot); "
+			    "send :booted first");
+	resp_free(&r);
+	assert_null(last_event("n3", "ValidationReported"));
+	assert_int_equal(R.n, 4);
 
 	/* each accepted report is audited with its reporter */
 	json_t *ev = last_event("n2", "ValidationReported");
@@ -1503,6 +1536,20 @@ static void set_phase(const char *name, const char *phase, const char *op)
 	json_object_set_new(json_object_get(doc, "status"), "phase", json_string(phase));
 	if (op)
 		json_object_set_new(json_object_get(doc, "status"), "operation", json_string(op));
+	char *val = json_dumps(doc, JSON_COMPACT);
+	assert_int_equal(store_put(E.st, key, val, STORE_ANY, NULL), 0);
+	free(val);
+	json_decref(doc);
+}
+
+/* Sets a stored node's status.lastBoot to {at: now, bootId}. */
+static void set_last_boot(const char *name, const char *boot_id)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "/nodes/%s", name);
+	json_t *doc = stored_node(name);
+	json_object_set_new(json_object_get(doc, "status"), "lastBoot",
+			    json_pack("{s:s,s:s}", "at", "2023-11-14T22:13:20Z", "bootId", boot_id));
 	char *val = json_dumps(doc, JSON_COMPACT);
 	assert_int_equal(store_put(E.st, key, val, STORE_ANY, NULL), 0);
 	free(val);
