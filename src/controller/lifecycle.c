@@ -1691,11 +1691,16 @@ static int reconcile(struct lifecycle *lc, const char *name)
 	case PHASE_DRAINING:
 		rc = transition(lc, n, PHASE_DRAINING, "drain", "retrying drain", NULL);
 		break;
-	case PHASE_MAINTENANCE:
-		if (!n->nholds)
+	case PHASE_MAINTENANCE: {
+		/* A machine powered off in maintenance does not come back as schedulable: it
+		 * stays here until it is powered on (the power operation's PoweredOn True wakes
+		 * this node again). */
+		const struct node_condition *pw = node_condition_get(n, "PoweredOn");
+		if (!n->nholds && !(pw && pw->status == COND_FALSE))
 			rc = transition(lc, n, PHASE_AVAILABLE, NULL,
 					"resumed: no holds remain and nothing changed", NULL);
 		break;
+	}
 	case PHASE_REPAIRING:
 		rc = transition(lc, n, PHASE_REPAIRING, "repair", "retrying repair", NULL);
 		break;

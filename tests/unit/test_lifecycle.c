@@ -865,6 +865,29 @@ static void test_provision_order_sim(void **state)
 	world_free(w);
 }
 
+/* drain, power off, resume: the machine is off, so the node stays in maintenance instead of
+ * becoming schedulable; powering it on brings it back. */
+static void test_resume_waits_for_power(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	assert_int_equal(add_hold(w, "r01n01", "operator:alice"), 0);
+	assert_true(run_until_phase(w, 1, PHASE_MAINTENANCE, 10 * MIN_MS) >= 0);
+	char *off = request_power(w, "r01n01", "off");
+	assert_int_equal(run_until(w, op_ended, off, 30 * MIN_MS), 0);
+	assert_int_equal(cond_of(w, "r01n01", "PoweredOn", NULL, 0), COND_FALSE);
+	assert_int_equal(release_hold(w, "r01n01", "operator:alice"), 0);
+	assert_int_equal(run_until_phase(w, 1, PHASE_AVAILABLE, 30 * MIN_MS), -1);
+	assert_int_equal(count_phase(w, 1, PHASE_MAINTENANCE), 1);
+	char *on = request_power(w, "r01n01", "on");
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 30 * MIN_MS) >= 0);
+	assert_int_equal(cond_of(w, "r01n01", "PoweredOn", NULL, 0), COND_TRUE);
+	free(off);
+	free(on);
+	world_free(w);
+}
+
 static void test_power_off_then_on(void **state)
 {
 	struct world *w = world_new(0, 0, 0);
@@ -1497,6 +1520,7 @@ int main(void)
 		cmocka_unit_test(test_cycle_reads_after_settling),
 		cmocka_unit_test(test_cycle_with_lost_answer_not_resent),
 		cmocka_unit_test(test_retire_cancels_waiting_step),
+		cmocka_unit_test(test_resume_waits_for_power),
 		cmocka_unit_test(test_breaker_opens_waits_closes),
 		cmocka_unit_test(test_retry_after_waits_without_an_attempt),
 		cmocka_unit_test(test_retire_cancels_queued_power),
