@@ -393,6 +393,13 @@ static int read_password_file(const char *cred_dir, const char *name, char **out
 			     path, (unsigned)st.st_uid, (unsigned)geteuid());
 		goto out;
 	}
+	if (st.st_mode & 077) {
+		rc = fp_errf(FP_EPERM, err, errlen,
+			     "BMC password file %s is readable or writable by group or others "
+			     "(mode %04o); a BMC password must be private: run chmod 600 %s",
+			     path, (unsigned)(st.st_mode & 07777), path);
+		goto out;
+	}
 	if (st.st_size > SECRET_MAX_PLAIN + 2) {
 		rc = fp_errf(FP_ETOOBIG, err, errlen,
 			     "BMC password file %s is larger than %d bytes", path, SECRET_MAX_PLAIN);

@@ -390,7 +390,7 @@ static void test_enroll_password_file_names(void **state)
 
 static void test_password_file_read(void **state)
 {
-	char path[256], e[512], want[512];
+	char path[256], e[512], want[768];
 	struct node_bmc b = {.password_file = (char *)"n1.pw"};
 	char *pw = NULL;
 	snprintf(path, sizeof(path), "%s/n1.pw", tmpdir);
@@ -429,6 +429,22 @@ static void test_password_file_read(void **state)
 	assert_int_equal(secret_bmc_password(&b, tmpdir, &pw, e, sizeof(e)), FP_EINVAL);
 	snprintf(want, sizeof(want), "BMC password file %s holds a NUL byte", path);
 	assert_string_equal(e, want);
+	/* readable or writable by group or others: refused like secret.key, the mode named */
+	static const mode_t open_modes[] = {0644, 0640, 0604, 0620, 0602};
+	for (size_t i = 0; i < sizeof(open_modes) / sizeof(open_modes[0]); i++) {
+		write_file(path, "mode-pw\n", 8, open_modes[i]);
+		assert_int_equal(secret_bmc_password(&b, tmpdir, &pw, e, sizeof(e)), FP_EPERM);
+		assert_null(pw);
+		snprintf(want, sizeof(want),
+			 "BMC password file %s is readable or writable by group or others (mode "
+			 "%04o); a BMC password must be private: run chmod 600 %s",
+			 path, (unsigned)open_modes[i], path);
+		assert_string_equal(e, want);
+	}
+	write_file(path, "mode-pw\n", 8, 0400);
+	assert_int_equal(secret_bmc_password(&b, tmpdir, &pw, e, sizeof(e)), 0);
+	assert_string_equal(pw, "mode-pw");
+	fp_free_secret(pw);
 	/* a symlink is refused, even to a good file */
 	char target[256];
 	snprintf(target, sizeof(target), "%s/target", tmpdir);
