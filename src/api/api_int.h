@@ -211,6 +211,7 @@ void api_node_validated(struct api_req *r);
 void api_node_power(struct api_req *r);
 void api_ops_list(struct api_req *r);
 void api_op_get(struct api_req *r);
+void api_op_cancel(struct api_req *r);
 void api_events_list(struct api_req *r);
 void api_event_get(struct api_req *r);
 void api_sites_list(struct api_req *r);

@@ -134,6 +134,225 @@ void api_op_get(struct api_req *r)
 	get_one(r, "/operations/", "operation", render_op);
 }
 
+#define CANCEL_RETRIES 5
+#define CANCEL_REASON_MAX 256
+
+/* Reads the optional "reason" of a cancel: 1..256 characters, no control characters. Answers
+ * 422 naming the field and returns -1 when bad; *out NULL when absent. */
+static int cancel_reason(struct api_req *r, const json_t *body, const char **out)
+{
+	json_t *v = json_object_get(body, "reason");
+	*out = NULL;
+	if (!v)
+		return 0;
+	if (!json_is_string(v)) {
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", "reason"),
+				"reason: expected a string");
+		return -1;
+	}
+	const char *s = json_string_value(v);
+	size_t chars = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f) {
+			api_problem_ext(r, 422, json_pack("{s:s}", "field", "reason"),
+					"reason: control characters are not allowed");
+			return -1;
+		}
+		if ((*p & 0xc0) != 0x80)
+			chars++;
+	}
+	if (chars < 1 || chars > CANCEL_REASON_MAX) {
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", "reason"),
+				"reason: expected 1..%d characters, got %zu", CANCEL_REASON_MAX,
+				chars);
+		return -1;
+	}
+	*out = s;
+	return 0;
+}
+
+/* Loads operation id and, when it names one, its node. Answers 404/500 and returns -1 on
+ * failure; *n is NULL when the node is gone (the operation can still be cancelled). */
+static int cancel_load(struct api_req *r, const char *id, struct operation **op, int64_t *op_mod,
+		       struct node **n, int64_t *n_mod)
+{
+	char err[256];
+	json_t *doc = NULL;
+	*op = NULL;
+	*n = NULL;
+	int rc = api_get_doc(r, api_printf(r, "/operations/%s", id), &doc, op_mod);
+	if (rc == FP_ENOTFOUND) {
+		api_problem(r, 404, "operation %s not found", id);
+		return -1;
+	}
+	if (rc < 0) {
+		api_problem_rc(r, rc, "cannot read the store");
+		return -1;
+	}
+	rc = operation_from_json(doc, *op_mod, op, err, sizeof(err));
+	json_decref(doc);
+	if (rc < 0) {
+		api_problem(r, 500, "stored operation %s does not decode: %s", id, err);
+		return -1;
+	}
+	if (!(*op)->node)
+		return 0;
+	rc = api_get_doc(r, api_printf(r, "/nodes/%s", (*op)->node), &doc, n_mod);
+	if (rc == FP_ENOTFOUND)
+		return 0;
+	if (rc == 0) {
+		rc = node_from_json(doc, *n_mod, n, err, sizeof(err));
+		json_decref(doc);
+	}
+	if (rc < 0) {
+		api_problem(r, 500, "cannot read node %s of operation %s", (*op)->node, id);
+		operation_free(*op);
+		*op = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* Removes id from n's queue; returns 1 if it was there. */
+static int queue_remove(struct node *n, const char *id)
+{
+	for (size_t i = 0; i < n->nqueued; i++) {
+		if (strcmp(n->queued_ops[i], id) != 0)
+			continue;
+		free(n->queued_ops[i]);
+		memmove(n->queued_ops + i, n->queued_ops + i + 1,
+			(n->nqueued - i - 1) * sizeof(char *));
+		n->nqueued--;
+		return 1;
+	}
+	return 0;
+}
+
+/* POST /v1/operations/{id}:cancel {"reason"?}: cancels an operation that has not started -
+ * queued on its node (status.queuedOperations) or pending with no step begun. In one
+ * transaction (each document compare-and-swapped on its revision, so the lifecycle controller
+ * starting it at the same moment makes one side lose and read again) the operation goes to
+ * state cancelled (finishedAt, lastError "cancelled by <actor>: <reason>"), its id leaves the
+ * node's queue, and an "OperationCancelled" event names the actor. A pending operation that is
+ * the node's current one stays status.operation: the lifecycle controller sees it ended and
+ * moves on (the next queued operation, or the phase's own operation again). 200 with the
+ * operation; 409 for a running or finished operation (a running BMC step is never
+ * interrupted); 404 for an unknown id. Idempotency-Key is honoured. */
+void api_op_cancel(struct api_req *r)
+{
+	static const char *const keys[] = {"reason", NULL};
+	const char *id = r->params[0];
+	if (strlen(id) > 128 || strchr(id, '/')) {
+		api_problem(r, 400, "name: not an operation id");
+		return;
+	}
+	if (api_idem_begin(r))
+		return;
+	json_t *body = NULL;
+	if (api_body_object(r, &body) < 0)
+		return;
+	api_own_json(r, body);
+	char err[256];
+	if (jsonx_check_keys(body, keys, "", err, sizeof(err)) < 0) {
+		api_problem(r, 422, "%s", err);
+		return;
+	}
+	const char *reason = NULL;
+	if (cancel_reason(r, body, &reason) < 0)
+		return;
+	const char *me = api_actor(r);
+	for (int attempt = 0; attempt < CANCEL_RETRIES; attempt++) {
+		struct operation *op = NULL;
+		struct node *n = NULL;
+		int64_t op_mod = 0, n_mod = 0;
+		if (cancel_load(r, id, &op, &op_mod, &n, &n_mod) < 0)
+			return;
+		if (op->state == OP_RUNNING ||
+		    (op->state == OP_PENDING && (op->started_at || op->attempt || op->step))) {
+			const char *step = op->step < op->nsteps ? op->steps[op->step] : "-";
+			api_problem_ext(r, 409,
+					json_pack("{s:s,s:s}", "state", op_state_name(op->state),
+						  "step", step),
+					"operation %s is running step %s; only queued or pending "
+					"operations can be cancelled",
+					id, step);
+			operation_free(op);
+			node_free(n);
+			return;
+		}
+		if (op_state_terminal(op->state)) {
+			api_problem_ext(r, 409, json_pack("{s:s}", "state", op_state_name(op->state)),
+					"operation %s already %s; only queued or pending operations "
+					"can be cancelled",
+					id, op_state_name(op->state));
+			operation_free(op);
+			node_free(n);
+			return;
+		}
+		int was_queued = n && queue_remove(n, id);
+		int64_t now = api_now(r);
+		op->state = OP_CANCELLED;
+		op->finished_at = op->updated_at = now;
+		free(op->last_error);
+		op->last_error = reason ? xasprintf("cancelled by %s: %s", me, reason)
+					: xasprintf("cancelled by %s", me);
+		struct store_op ops[4];
+		size_t nops = 0;
+		json_t *oj = operation_to_json(op, 0);
+		ops[nops++] = (struct store_op){STORE_OP_PUT, api_printf(r, "/operations/%s", id),
+						api_own(r, jsonx_dumps(oj)), op_mod};
+		json_decref(oj);
+		if (was_queued) {
+			json_t *nj = node_to_json(n, NODE_JSON_STORE);
+			ops[nops++] = (struct store_op){STORE_OP_PUT,
+							api_printf(r, "/nodes/%s", n->name),
+							api_own(r, jsonx_dumps(nj)), n_mod};
+			json_decref(nj);
+		}
+		api_event_op(r, &ops[nops++], "Normal",
+			     op->node ? api_printf(r, "node/%s", op->node)
+				      : api_printf(r, "operation/%s", id),
+			     "OperationCancelled",
+			     api_printf(r, "operation %s (%s%s%s) cancelled by %s%s%s; it was %s", id,
+					op->kind ? op->kind : "?", op->nsteps ? " " : "",
+					op->nsteps ? op->steps[0] : "", me, reason ? ": " : "",
+					reason ? reason : "",
+					was_queued ? "queued" : "pending and not started"));
+		json_t *resp = operation_to_json(op, 1);
+		size_t idem_at = nops;
+		if (api_idem_op(r, &ops[nops], 200, resp))
+			nops++;
+		int64_t rev = 0;
+		size_t failed = 0;
+		int rc = store_txn(r->srv->cfg.store, ops, nops, &rev, &failed);
+		char *node_name = op->node ? api_strdup(r, op->node) : NULL;
+		operation_free(op);
+		node_free(n);
+		if (rc == FP_ECONFLICT && failed < idem_at) {
+			json_decref(resp);
+			continue; /* the operation or its node changed (the controller moved on) */
+		}
+		if (rc == FP_EEXIST && failed == idem_at) {
+			json_decref(resp);
+			api_problem(r, 409, "a request with this Idempotency-Key was committed "
+					    "concurrently; retry to get its result");
+			return;
+		}
+		if (rc < 0) {
+			json_decref(resp);
+			api_problem_rc(r, rc, "store write failed");
+			return;
+		}
+		api_set_rv(resp, rev);
+		api_reply_json(r, 200, resp);
+		log_info("operation cancelled op=%s node=%s queued=%d actor=%s", id,
+			 node_name ? node_name : "-", was_queued, me);
+		return;
+	}
+	api_problem(r, 409, "operation %s kept changing; gave up after %d attempts, retry", id,
+		    CANCEL_RETRIES);
+}
+
 /* ---------------------------------------------------------------- events */
 
 static int ev_keep(struct api_req *r, const json_t *doc, void *arg)

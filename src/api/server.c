@@ -83,6 +83,7 @@ static const struct api_route routes[] = {
 	 api_node_validated},
 	{"GET", "/v1/operations", API_ROLE_VIEWER, API_R_V1, api_ops_list},
 	{"GET", "/v1/operations/{name}", API_ROLE_VIEWER, API_R_V1, api_op_get},
+	{"POST", "/v1/operations/{name}:cancel", API_ROLE_OPERATOR, API_R_V1, api_op_cancel},
 	{"GET", "/v1/events", API_ROLE_VIEWER, API_R_V1, api_events_list},
 	{"GET", "/v1/events/{name}", API_ROLE_VIEWER, API_R_V1, api_event_get},
 	{"GET", "/v1/sites", API_ROLE_VIEWER, API_R_V1, api_sites_list},
