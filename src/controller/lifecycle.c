@@ -1202,10 +1202,11 @@ static void run_op_task(void *arg)
 			/* Undecryptable or unreadable: retrying cannot help, the node parks. */
 			set_condition(&x, "BMCReachable", COND_FALSE, "CredentialsUnavailable", x.err);
 			r = STEP_FAIL;
-		} else if (def->uses_bmc &&
+		} else if (def->uses_bmc && n->bmc.driver && strcmp(n->bmc.driver, "redfish") == 0 &&
 			   secret_bmc_ca_path(&n->bmc, lc->cfg.bmc_credentials_dir, ca_path,
 					      sizeof(ca_path), x.err, sizeof(x.err)) < 0) {
-			/* A CA file outside the rule, missing or not a file: only a fix helps. */
+			/* A CA file outside the rule, missing or not a file: only a fix helps. Only
+			 * the Redfish driver uses one (a ca_file stored on another node is ignored). */
 			set_condition(&x, "BMCReachable", COND_FALSE, "CredentialsUnavailable", x.err);
 			r = STEP_FAIL;
 		} else {

@@ -340,6 +340,19 @@ static int ipmi_validate(const struct node_bmc *spec, const char **field, char *
 			       "only ipmi_* quirks)",
 			       name[0] ? name : "?");
 	}
+	/* Redfish-only settings: this driver would ignore them (and a ca_file would be looked
+	 * for at every call), so a spec that sets one is a mistake */
+	static const char redfish_only[] = "a redfish setting; the ipmi driver has none";
+	*field = "spec.bmc.ca_file";
+	if (spec->ca_file)
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.ca_file: %s", redfish_only);
+	*field = "spec.bmc.tls_verify";
+	if (!spec->tls_verify)
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.tls_verify: %s (IPMI is not TLS)",
+			       redfish_only);
+	*field = "spec.bmc.system";
+	if (spec->system)
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.system: %s", redfish_only);
 	*field = NULL;
 	return 0;
 }

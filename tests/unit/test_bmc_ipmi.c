@@ -460,7 +460,7 @@ static void test_validate_spec(void **state)
 {
 	struct node_bmc s = {.driver = "ipmi", .address = "10.0.0.1:623", .username = "admin",
 			     .password = "12345678901234567890", .cipher_suite = 17,
-			     .quirks = BMC_QUIRK_IPMI_INTEL_2_0};
+			     .tls_verify = 1, .quirks = BMC_QUIRK_IPMI_INTEL_2_0};
 	validate_is(&s, 0, NULL, NULL);
 	s.address = "[::1]:623";
 	validate_is(&s, FP_EINVAL, "spec.bmc.address",
@@ -503,6 +503,21 @@ static void test_validate_spec(void **state)
 		    "spec.bmc.quirks: \"redfish_basic_auth\" is not an ipmi quirk (the ipmi driver "
 		    "takes only ipmi_* quirks)");
 	s.quirks = 0;
+	validate_is(&s, 0, NULL, NULL);
+	/* Redfish-only fields, each named */
+	s.ca_file = "ca.pem";
+	validate_is(&s, FP_EINVAL, "spec.bmc.ca_file",
+		    "spec.bmc.ca_file: a redfish setting; the ipmi driver has none");
+	s.ca_file = NULL;
+	s.tls_verify = 0;
+	validate_is(&s, FP_EINVAL, "spec.bmc.tls_verify",
+		    "spec.bmc.tls_verify: a redfish setting; the ipmi driver has none (IPMI is not "
+		    "TLS)");
+	s.tls_verify = 1;
+	s.system = "abc";
+	validate_is(&s, FP_EINVAL, "spec.bmc.system",
+		    "spec.bmc.system: a redfish setting; the ipmi driver has none");
+	s.system = NULL;
 	validate_is(&s, 0, NULL, NULL);
 }
 
