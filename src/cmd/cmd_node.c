@@ -1040,34 +1040,85 @@ static void node_print_recorded_power(const json_t *node, const char *busy,
 	free(bc);
 }
 
+/* The wait was interrupted (SIGINT/SIGTERM) or timed out while operation id had not started
+ * (state pending: queued behind another operation, or not yet picked up): with cancel, asks
+ * POST /v1/operations/ID:cancel (best effort: the server refuses an operation that started
+ * meanwhile, 409) and says what happened; otherwise says how to cancel it. */
+static void node_power_abandon(struct client *c, const char *id, int cancel)
+{
+	char *ic = table_clean(id, 0);
+	if (cancel) {
+		char *esc = client_escape(id);
+		char *path = xasprintf("/v1/operations/%s:cancel", esc);
+		free(esc);
+		json_t *body = json_pack("{s:s}", "reason", "fleetplane node power interrupted");
+		json_t *resp = NULL;
+		client_interrupted = 0; /* let the cancel request through */
+		int rc = client_request(c, "POST", path, body, NULL, &resp);
+		json_decref(body);
+		json_decref(resp);
+		free(path);
+		if (rc == CLIENT_EXIT_OK) {
+			fprintf(stderr, "interrupted: operation %s had not started; cancelled it\n",
+				ic);
+			free(ic);
+			return;
+		}
+	}
+	fprintf(stderr, "operation %s has not started; to drop it: fleetplane op cancel %s\n", ic,
+		ic);
+	free(ic);
+}
+
 /* Polls GET /v1/operations/ID until it ends or timeout_s passes; *op receives the last
- * document read. */
+ * document read. SIGINT/SIGTERM end the wait; an operation that has not started then is
+ * cancelled (node_power_abandon), one that runs is left to finish. */
 static int node_power_wait(struct client *c, const char *id, long timeout_s, json_t **op)
 {
 	char *esc = client_escape(id);
 	char *path = xasprintf("/v1/operations/%s", esc);
 	free(esc);
+	struct sigaction sa, old_int, old_term;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = node_on_signal;
+	sigemptyset(&sa.sa_mask);
+	client_interrupted = 0;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
 	int64_t until = client_now_ms() + timeout_s * 1000;
-	int rc;
+	int rc, pending = 1;
 	for (;;) {
 		json_decref(*op);
 		*op = NULL;
-		if ((rc = client_request(c, "GET", path, NULL, NULL, op)) != CLIENT_EXIT_OK)
+		if ((rc = client_request(c, "GET", path, NULL, NULL, op)) != CLIENT_EXIT_OK) {
+			if (client_interrupted && pending)
+				node_power_abandon(c, id, 1);
 			break;
-		if (node_op_terminal(jsonx_str(*op, "status.state")))
+		}
+		const char *st = jsonx_str(*op, "status.state");
+		pending = st && strcmp(st, "pending") == 0;
+		if (node_op_terminal(st))
 			break;
 		if (client_interrupted || client_now_ms() >= until) {
+			int intr = client_interrupted;
 			char *ic = table_clean(id, 0);
-			fprintf(stderr, "error: operation %s still %s after %lds\n", ic,
-				jsonx_str(*op, "status.state") ? jsonx_str(*op, "status.state")
-							       : "running",
-				timeout_s);
+			if (intr)
+				fprintf(stderr, "error: operation %s still %s when interrupted\n", ic,
+					st ? st : "running");
+			else
+				fprintf(stderr, "error: operation %s still %s after %lds\n", ic,
+					st ? st : "running", timeout_s);
 			free(ic);
+			if (pending)
+				node_power_abandon(c, id, intr);
 			rc = CLIENT_EXIT_API;
 			break;
 		}
 		node_sleep_ms(NODE_POWER_POLL_MS);
 	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	client_interrupted = 0;
 	free(path);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /* cmd_op.c - `fleetplane op <verb>`: list and get operations, the durable records of lifecycle
  * actions on nodes (DESIGN.md vocabulary "operation", "step"), as clients of /v1/operations.
- * Read-only: nothing here changes state. */
+ * list and get only read; cancel drops an operation that has not started
+ * (POST /v1/operations/{id}:cancel). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@ static const char op_usage_text[] =
 	"Verbs:\n"
 	"  list     list operations\n"
 	"  get      show one operation and its steps\n"
+	"  cancel   cancel a queued or pending operation that has not started\n"
 	"\n"
 	"Run 'fleetplane op <verb> --help' for the flags of a verb.\n";
 
@@ -36,6 +38,16 @@ static const char op_get_usage[] =
 	"Usage: fleetplane op get ID [-o json]\n"
 	"\n"
 	"  -o, --output json   print the bare operation document\n"
+	"  -h, --help          this help\n";
+
+static const char op_cancel_usage[] =
+	"Usage: fleetplane op cancel ID [--reason TEXT] [-o json]\n"
+	"\n"
+	"  Cancels an operation that is queued on its node or pending and not started; a\n"
+	"  running operation is never interrupted (the server answers 409).\n"
+	"\n"
+	"  -r, --reason TEXT   why (optional; recorded in lastError and the audit event)\n"
+	"  -o, --output json   print the cancelled operation document\n"
 	"  -h, --help          this help\n";
 
 /* "2/5 power_cycle" for the current step, "done" past the last one. */
@@ -268,11 +280,79 @@ out:
 	return rc;
 }
 
+/* fleetplane op cancel ID [--reason TEXT] [-o json]: POST /v1/operations/ID:cancel with
+ * {"reason"} when given. Prints "operation ID cancelled" (or the document with -o json). Returns
+ * a client_exit code; the server's refusal (409 running or finished, 404) is printed by
+ * client_request. */
+static int op_cancel(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"reason", required_argument, NULL, 'r'},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = "op cancel", *reason = NULL;
+	enum client_output o = CLIENT_OUT_TABLE;
+	int ch, rc;
+	struct client c;
+	memset(&c, 0, sizeof(c));
+	json_t *body = NULL, *resp = NULL;
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":r:o:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'r':
+			reason = optarg;
+			break;
+		case 'o':
+			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
+				return rc;
+			break;
+		case 'h':
+			fputs(op_cancel_usage, stdout);
+			return 0;
+		default:
+			return client_getopt_error(cmd, ch, argv);
+		}
+	}
+	if (optind >= argc || !*argv[optind])
+		return client_usage_error(cmd, "missing ID");
+	if (optind + 1 < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+	if (reason && !*reason)
+		return client_usage_error(cmd, "--reason: empty; give a reason or leave the flag out");
+	body = json_object();
+	if (reason)
+		json_object_set_new(body, "reason", json_string(reason));
+	if ((rc = client_init(&c)) != 0)
+		goto out;
+	char *esc = client_escape(argv[optind]);
+	char *path = xasprintf("/v1/operations/%s:cancel", esc);
+	rc = client_request(&c, "POST", path, body, NULL, &resp);
+	free(path);
+	free(esc);
+	if (rc != CLIENT_EXIT_OK)
+		goto out;
+	if (o == CLIENT_OUT_JSON && resp) {
+		client_print_json(resp);
+		goto out;
+	}
+	char *ic = table_clean(argv[optind], 0);
+	printf("operation %s cancelled\n", ic);
+	free(ic);
+out:
+	json_decref(body);
+	json_decref(resp);
+	client_release(&c);
+	return rc;
+}
+
 int cmd_op(int argc, char **argv)
 {
 	static const struct client_verb verbs[] = {
 		{"list", "ls", op_list},
 		{"get", NULL, op_get},
+		{"cancel", NULL, op_cancel},
 		{NULL, NULL, NULL},
 	};
 	int rc = client_dispatch(op_usage_text, verbs, argc, argv);
