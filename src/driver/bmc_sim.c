@@ -398,6 +398,21 @@ static void sim_free(struct bmc *b)
 	free(b);
 }
 
+/* bmc_driver_ops.validate: the sim takes any address, but not one with user info ('@', as in
+ * "http://user:pw@host"): a password there would be stored and shown in GET /v1/nodes. The
+ * message never echoes the address. */
+static int sim_validate(const struct node_bmc *spec, const char **field, char *err,
+			size_t errlen)
+{
+	*field = "spec.bmc.address";
+	if (spec->address && strchr(spec->address, '@'))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.address: user info ('@') is not allowed; use "
+			       "spec.bmc.username and spec.bmc.password");
+	*field = NULL;
+	return 0;
+}
+
 const struct bmc_driver_ops bmc_sim_ops = {
 	.name = "sim",
 	.caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE | BMC_CAP_BOOT_READBACK | BMC_CAP_INVENTORY,
@@ -406,6 +421,7 @@ const struct bmc_driver_ops bmc_sim_ops = {
 	.boot_get = sim_boot_get,
 	.boot_set = sim_boot_set,
 	.inventory = sim_inventory,
+	.validate = sim_validate,
 	.free = sim_free,
 };
 

@@ -1840,6 +1840,13 @@ static void test_bmc_spec_validated(void **state)
 		 "\"password\":\"pw\",\"cipher_suite\":3}",
 		 "spec.bmc.cipher_suite",
 		 "spec.bmc.cipher_suite: an IPMI setting; the redfish driver has none"},
+		/* the sim takes any address but one with user info, and does not echo it */
+		{"{\"driver\":\"sim\",\"address\":\"http://user:pw@host\"}", "spec.bmc.address",
+		 "spec.bmc.address: user info ('@') is not allowed; use spec.bmc.username and "
+		 "spec.bmc.password"},
+		{"{\"driver\":\"sim\",\"address\":\"user:pw@sim-1\"}", "spec.bmc.address",
+		 "spec.bmc.address: user info ('@') is not allowed; use spec.bmc.username and "
+		 "spec.bmc.password"},
 #undef IPMI_AT
 #undef RF_AT
 #undef PORT
