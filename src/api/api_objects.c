@@ -228,7 +228,7 @@ static int queue_remove(struct node *n, const char *id)
 	return 0;
 }
 
-/* POST /v1/operations/{id}:cancel {"reason"?}: cancels an operation that has not started -
+/* POST /v1/operations/{id}:cancel {"reason"?} (no body is {}): cancels an operation that has not started -
  * queued on its node (status.queuedOperations) or pending with no step begun. In one
  * transaction (each document compare-and-swapped on its revision, so the lifecycle controller
  * starting it at the same moment makes one side lose and read again) the operation goes to
@@ -249,7 +249,9 @@ void api_op_cancel(struct api_req *r)
 	if (api_idem_begin(r))
 		return;
 	json_t *body = NULL;
-	if (api_body_object(r, &body) < 0)
+	if (r->body.len == 0) /* the body is optional: none is {} */
+		body = json_object();
+	else if (api_body_object(r, &body) < 0)
 		return;
 	api_own_json(r, body);
 	char err[256];

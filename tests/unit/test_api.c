@@ -497,9 +497,12 @@ static void test_agent_callbacks(void **state)
 	    &r);
 	expect_422_field(&r, "passed");
 	req("POST", "/v1/nodes/n1:booted", agent, "{\"bootId\":\"b-1\",\"passed\":true}", &r);
-	assert_int_equal(r.status, 422);
-	assert_non_null(strstr(jstr(r.json, "detail"), "passed"));
-	resp_free(&r);
+	assert_string_equal(jstr(r.json, "detail"), "unknown field passed");
+	expect_422_field(&r, "passed");
+	req("POST", "/v1/nodes/n1:validated", agent,
+	    "{\"bootId\":\"b-1\",\"passed\":true,\"note\":\"x\"}", &r);
+	assert_string_equal(jstr(r.json, "detail"), "unknown field note");
+	expect_422_field(&r, "note");
 	req("POST", "/v1/nodes/n1:booted", agent, "[1]", &r);
 	assert_int_equal(r.status, 400);
 	resp_free(&r);
@@ -656,8 +659,31 @@ static void test_power_requests(void **state)
 	assert_string_equal(jstr(r.json, "detail"), "action: expected a string");
 	expect_422_field(&r, "action");
 	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"on\",\"forced\":true}", &r);
-	assert_int_equal(r.status, 422);
-	resp_free(&r);
+	assert_string_equal(jstr(r.json, "detail"), "unknown field forced");
+	expect_422_field(&r, "forced");
+	/* force is for off and soft only, as in the CLI; force: false is harmless */
+	static const char *const no_force[] = {"on", "cycle", "reset", "status"};
+	for (size_t i = 0; i < 4; i++) {
+		char fbody[64], fwant[160];
+		snprintf(fbody, sizeof(fbody), "{\"action\":\"%s\",\"force\":true}", no_force[i]);
+		req("POST", "/v1/nodes/n1:power", E.admin, fbody, &r);
+		snprintf(fwant, sizeof(fwant),
+			 "force: for off and soft only (it lets them take an available or "
+			 "in_service node down); %s takes no force",
+			 no_force[i]);
+		assert_string_equal(jstr(r.json, "detail"), fwant);
+		expect_422_field(&r, "force");
+	}
+	/* an unknown key longer than 128 bytes is named by its first 128 */
+	char longkey[300];
+	snprintf(longkey, sizeof(longkey), "{\"action\":\"on\",\"%0200d\":1}", 7);
+	req("POST", "/v1/nodes/n1:power", E.admin, longkey, &r);
+	char k128[129];
+	snprintf(k128, sizeof(k128), "%0200d", 7);
+	char kwant[200];
+	snprintf(kwant, sizeof(kwant), "unknown field %s...", k128);
+	assert_string_equal(jstr(r.json, "detail"), kwant);
+	expect_422_field(&r, k128);
 	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"off\",\"force\":\"yes\"}", &r);
 	expect_422_field(&r, "force");
 	req("POST", "/v1/nodes/n1:power", agent, "{\"action\":\"on\"}", &r);
@@ -928,9 +954,11 @@ static void test_holds(void **state)
 	assert_int_equal(r.status, 422);
 	resp_free(&r);
 	req("POST", "/v1/nodes/n1:drain", alice, "{\"reason\":\"x\",\"force\":true}", &r);
-	assert_int_equal(r.status, 422);
-	assert_non_null(strstr(jstr(r.json, "detail"), "unknown field force"));
-	resp_free(&r);
+	assert_string_equal(jstr(r.json, "detail"), "unknown field force");
+	expect_422_field(&r, "force");
+	req("POST", "/v1/nodes/n1:retire", alice, "{\"skipPowerOff\":true,\"x\":1}", &r);
+	assert_string_equal(jstr(r.json, "detail"), "unknown field x");
+	expect_422_field(&r, "x");
 	req("POST", "/v1/nodes/nope:drain", alice, "{\"reason\":\"x\"}", &r);
 	assert_int_equal(r.status, 404);
 	resp_free(&r);
@@ -1927,6 +1955,143 @@ static void test_bmc_spec_validated(void **state)
 	assert_int_equal(store_revision(E.st), rev0);
 }
 
+/* POST /v1/operations/{id}:cancel: a queued operation leaves the node's queue and is cancelled
+ * with an OperationCancelled event in one write; a pending one not started is cancelled and
+ * stays the node's operation (the lifecycle controller moves on); running, finished and
+ * unknown operations are refused; Idempotency-Key replays; the body is strict. */
+static void test_op_cancel(void **state)
+{
+	struct resp r;
+	char *viewer = mk_token("viewer1", "viewer", NULL);
+	enroll("n1");
+	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"off\"}", &r);
+	assert_int_equal(r.status, 202);
+	char *first = xstrdup(jstr(r.json, "metadata.name"));
+	resp_free(&r);
+	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"status\"}", &r);
+	assert_int_equal(r.status, 202);
+	char *second = xstrdup(jstr(r.json, "metadata.name"));
+	resp_free(&r);
+	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"cycle\"}", &r);
+	assert_int_equal(r.status, 202);
+	char *third = xstrdup(jstr(r.json, "metadata.name"));
+	resp_free(&r);
+	char path[160], detail[320];
+
+	/* a viewer may not cancel */
+	snprintf(path, sizeof(path), "/v1/operations/%s:cancel", second);
+	req("POST", path, viewer, "{}", &r);
+	assert_int_equal(r.status, 403);
+	resp_free(&r);
+
+	/* the queued one: cancelled, off the queue, with an event; a replay answers the same */
+	req_h(NULL, "POST", path, E.admin, "{\"reason\":\"user gave up\"}", "Idempotency-Key: c-1",
+	      &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "metadata.name"), second);
+	assert_string_equal(jstr(r.json, "status.state"), "cancelled");
+	assert_string_equal(jstr(r.json, "status.lastError"),
+			    "cancelled by operator:admin: user gave up");
+	assert_non_null(jstr(r.json, "status.finishedAt"));
+	resp_free(&r);
+	req_h(NULL, "POST", path, E.admin, "{\"reason\":\"user gave up\"}", "Idempotency-Key: c-1",
+	      &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "status.state"), "cancelled");
+	resp_free(&r);
+	json_t *n = stored_node("n1");
+	assert_string_equal(jstr(n, "status.operation"), first);
+	assert_int_equal(json_array_size(jget(n, "status.queuedOperations")), 1);
+	assert_string_equal(jstr(n, "status.queuedOperations.0"), third);
+	json_decref(n);
+	json_t *ev = last_event("n1", "OperationCancelled");
+	assert_non_null(ev);
+	assert_string_equal(jstr(ev, "actor"), "operator:admin");
+	snprintf(detail, sizeof(detail),
+		 "operation %s (power power_status) cancelled by operator:admin: user gave up; it "
+		 "was queued",
+		 second);
+	assert_string_equal(jstr(ev, "message"), detail);
+	json_decref(ev);
+
+	/* already cancelled: 409 naming the state */
+	req("POST", path, E.admin, NULL, &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "state"), "cancelled");
+	snprintf(detail, sizeof(detail),
+		 "operation %s already cancelled; only queued or pending operations can be "
+		 "cancelled",
+		 second);
+	assert_string_equal(jstr(r.json, "detail"), detail);
+	resp_free(&r);
+
+	/* the node's own pending operation, not started: cancelled, still the node's operation */
+	snprintf(path, sizeof(path), "/v1/operations/%s:cancel", first);
+	req("POST", path, E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "status.state"), "cancelled");
+	assert_string_equal(jstr(r.json, "status.lastError"), "cancelled by operator:admin");
+	resp_free(&r);
+	n = stored_node("n1");
+	assert_string_equal(jstr(n, "status.operation"), first);
+	assert_int_equal(json_array_size(jget(n, "status.queuedOperations")), 1);
+	json_decref(n);
+	ev = last_event("n1", "OperationCancelled");
+	snprintf(detail, sizeof(detail),
+		 "operation %s (power power_off) cancelled by operator:admin; it was pending and "
+		 "not started",
+		 first);
+	assert_string_equal(jstr(ev, "message"), detail);
+	json_decref(ev);
+
+	/* running: refused, naming the step; nothing changes */
+	char key[160];
+	snprintf(key, sizeof(key), "/operations/%s", third);
+	struct store_kv kv = {0};
+	assert_int_equal(store_get(E.st, key, &kv), 0);
+	json_t *doc = json_loads(kv.value, 0, NULL);
+	store_kv_release(&kv);
+	json_object_set_new(json_object_get(doc, "status"), "state", json_string("running"));
+	char *val = json_dumps(doc, JSON_COMPACT);
+	assert_int_equal(store_put(E.st, key, val, STORE_ANY, NULL), 0);
+	free(val);
+	json_decref(doc);
+	snprintf(path, sizeof(path), "/v1/operations/%s:cancel", third);
+	req("POST", path, E.admin, "{\"reason\":\"x\"}", &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "state"), "running");
+	assert_string_equal(jstr(r.json, "step"), "power_cycle");
+	snprintf(detail, sizeof(detail),
+		 "operation %s is running step power_cycle; only queued or pending operations "
+		 "can be cancelled",
+		 third);
+	assert_string_equal(jstr(r.json, "detail"), detail);
+	resp_free(&r);
+	n = stored_node("n1");
+	assert_string_equal(jstr(n, "status.queuedOperations.0"), third);
+	json_decref(n);
+
+	/* unknown, bad bodies */
+	req("POST", "/v1/operations/nosuch:cancel", E.admin, NULL, &r);
+	assert_int_equal(r.status, 404);
+	assert_string_equal(jstr(r.json, "detail"), "operation nosuch not found");
+	resp_free(&r);
+	req("POST", path, E.admin, "{\"reason\":5}", &r);
+	assert_string_equal(jstr(r.json, "detail"), "reason: expected a string");
+	expect_422_field(&r, "reason");
+	req("POST", path, E.admin, "{\"reason\":\"\"}", &r);
+	assert_string_equal(jstr(r.json, "detail"), "reason: expected 1..256 characters, got 0");
+	expect_422_field(&r, "reason");
+	req("POST", path, E.admin, "{\"why\":\"x\"}", &r);
+	assert_int_equal(r.status, 422);
+	resp_free(&r);
+	assert_int_equal(count("/operations/"), 3);
+	free(first);
+	free(second);
+	free(third);
+	free(viewer);
+}
+
 int main(void)
 {
 	log_init(LOG_LVL_WARN, NULL);
@@ -1950,6 +2115,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bmc_spec_validated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retire_skip_power_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_power_off_needs_drain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_op_cancel, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();
