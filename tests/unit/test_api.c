@@ -679,7 +679,8 @@ static void test_power_requests(void **state)
 	snprintf(longkey, sizeof(longkey), "{\"action\":\"on\",\"%0200d\":1}", 7);
 	req("POST", "/v1/nodes/n1:power", E.admin, longkey, &r);
 	char k128[129];
-	snprintf(k128, sizeof(k128), "%0200d", 7);
+	memset(k128, '0', 128);
+	k128[128] = '\0';
 	char kwant[200];
 	snprintf(kwant, sizeof(kwant), "unknown field %s...", k128);
 	assert_string_equal(jstr(r.json, "detail"), kwant);
