@@ -304,6 +304,16 @@ static char *fake_route(const struct req_log *r, unsigned *status, const char **
 				 "\"status\":{\"state\":\"running\",\"step\":1,\"attempt\":2}}],"
 				 "\"metadata\":{\"resourceVersion\":\"9\"}}",
 				 (long long)(now - 45000));
+	if (!strcmp(r->method, "POST") && !strcmp(r->path, "/v1/operations/op%201:cancel"))
+		return xstrdup("{\"kind\":\"Operation\",\"metadata\":{\"name\":\"op 1\"},"
+			       "\"status\":{\"state\":\"cancelled\"}}");
+	if (!strcmp(r->method, "POST") && !strcmp(r->path, "/v1/operations/op-run:cancel")) {
+		*status = 409;
+		*ctype = "application/problem+json";
+		return xstrdup("{\"type\":\"about:blank\",\"title\":\"Conflict\",\"status\":409,"
+			       "\"detail\":\"operation op-run is running step power_on; only queued "
+			       "or pending operations can be cancelled\"}");
+	}
 	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/operations/op%201"))
 		return xstrdup("{\"kind\":\"Operation\",\"metadata\":{\"name\":\"op 1\"},\"spec\":"
 			       "{\"node\":\"r01n01\",\"kind\":\"power\",\"steps\":[\"power_on\"]},"
@@ -1210,6 +1220,24 @@ static void test_op(void **state)
 				   "Steps:\n"
 				   "  #   STEP       STATUS\n"
 				   "  1   power_on   done\n");
+
+	/* cancel: the reason in the body; the server's 409 for a running one is printed */
+	run_cmd(&r, cmd_op, "op", "cancel", "op 1", "--reason", "not needed", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "operation op 1 cancelled\n");
+	assert_string_equal(fake.reqs[2].method, "POST");
+	assert_string_equal(fake.reqs[2].path, "/v1/operations/op%201:cancel");
+	assert_string_equal(fake.reqs[2].body, "{\"reason\":\"not needed\"}");
+	run_cmd(&r, cmd_op, "op", "cancel", "op-run", NULL);
+	assert_int_equal(r.rc, 1);
+	assert_string_equal(r.err, "error: Conflict: operation op-run is running step power_on; "
+				   "only queued or pending operations can be cancelled (HTTP 409)\n");
+	assert_string_equal(fake.reqs[3].body, "{}");
+	run_cmd(&r, cmd_op, "op", "cancel", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: missing ID\n"
+				   "Run 'fleetplane op cancel --help' for usage.\n");
+	assert_int_equal(fake.nreqs, 4);
 }
 
 static void test_event_list(void **state)
