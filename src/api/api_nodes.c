@@ -871,7 +871,8 @@ static int retire_skip_op(struct api_req *r, struct node *n, const char *me, con
 
 /* The start of a POST /v1/nodes/{name}:<verb> handler: checks the name parameter, with idem
  * replays or starts an Idempotency-Key request (api_idem_begin), reads the body as a JSON
- * object (owned by r) and refuses (422) a key not in the NULL-terminated keys. 0 with *name
+ * object (owned by r) and refuses (422 "unknown field KEY", member "field": KEY, cut to 128
+ * bytes) a key not in the NULL-terminated keys. 0 with *name
  * (r->params[0]) and *body set; -1 when the response is already sent. */
 static int node_post_begin(struct api_req *r, int idem, const char *const *keys,
 			   const char **name, json_t **body)
@@ -885,9 +886,24 @@ static int node_post_begin(struct api_req *r, int idem, const char *const *keys,
 	if (api_body_object(r, body) < 0)
 		return -1;
 	api_own_json(r, *body);
-	char err[256];
-	if (jsonx_check_keys(*body, keys, "", err, sizeof(err)) < 0) {
-		api_problem(r, 422, "%s", err);
+	const char *k;
+	json_t *v;
+	json_object_foreach(*body, k, v)
+	{
+		int ok = 0;
+		for (const char *const *a = keys; *a && !ok; a++)
+			ok = strcmp(*a, k) == 0;
+		if (ok)
+			continue;
+		/* "field" is the key itself, cut to 128 bytes on a UTF-8 boundary */
+		size_t n = strlen(k);
+		if (n > 128)
+			for (n = 128; n > 0 && ((unsigned char)k[n] & 0xc0) == 0x80; n--)
+				;
+		json_t *ext = json_object();
+		json_object_set_new(ext, "field", json_stringn(k, n));
+		api_problem_ext(r, 422, ext, "unknown field %.*s%s", (int)n, k,
+				n < strlen(k) ? "..." : "");
 		return -1;
 	}
 	return 0;
@@ -1219,6 +1235,14 @@ void api_node_power(struct api_req *r)
 		return;
 	}
 	int force = json_is_true(force_j);
+	if (force && strcmp(action, "off") != 0 && strcmp(action, "soft") != 0) {
+		/* as the CLI: force only skips the drain-first check of off and soft */
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", "force"),
+				"force: for off and soft only (it lets them take an available or "
+				"in_service node down); %s takes no force",
+				action);
+		return;
+	}
 	/* off and soft take the machine away from whatever may run on it: a node a scheduler
 	 * may place work on (available, in_service) is drained first, unless forced. */
 	int takes_down = strcmp(action, "off") == 0 || strcmp(action, "soft") == 0;
