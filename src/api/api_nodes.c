@@ -6,14 +6,18 @@
  * write is a store transaction that carries the node, its audit event (core/event.h) and, when
  * the request has an Idempotency-Key, the idempotency record. Node documents go through the
  * strict codecs of core/codec.h; responses use the public form (no BMC secrets). */
+#include <ctype.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "api/api_int.h"
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/hmap.h"
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "core/codec.h"
@@ -24,7 +28,6 @@
 
 #define ENROLL_MAX_ITEMS 10000
 /* node + event per item, one op left for the idempotency record */
-#define ENROLL_BATCH ((STORE_MAX_TXN_OPS - 1) / 2)
 #define CAS_RETRIES 5
 #define REASON_MAX 256
 
@@ -167,6 +170,369 @@ static void node_put_op(struct api_req *r, struct store_op *op, const struct nod
 	op->value = api_own(r, jsonx_dumps(doc));
 	op->expect = expect;
 	json_decref(doc);
+}
+
+/* ---------------------------------------------------------------- BMC index */
+
+/* One machine, one node (break report N5): two nodes naming the same BMC would let provisioning
+ * of one power-cycle the other's machine. The index is a store key per BMC, written in the same
+ * transaction as the node with create-if-absent or compare-and-swap expectations, so two
+ * concurrent requests can never both claim one BMC:
+ *   /bmc/<H(target)>          -> {"node":N}  an ipmi node, or a redfish node without system
+ *   /bmc/<H(target)>/<H(sys)> -> {"node":N}  a redfish node with spec.bmc.system sys
+ *   /bmc/<H(target)>          -> {"systems":true}  the marker every redfish node with a system
+ *                                 also writes (CAS on its mod_revision, or create): a node
+ *                                 without system claims the whole service, so it conflicts with
+ *                                 every node of that service and they serialise on this key.
+ * H is BLAKE2b-128 (libsodium crypto_generichash) in hex; the target text hashed is
+ * "<driver>\n<normalised address>". Sim nodes have no entry (their address is not a machine).
+ * An entry naming a node that is gone or no longer has that BMC (written by an older binary) is
+ * stale and is taken over by CAS. Markers are never removed (harmless: a node without system
+ * checks /bmc/<H>/ for live system entries before it replaces one). Entries are created at
+ * enroll, moved at PUT, dropped at DELETE, and made for older stores once at serve start
+ * (api_bmc_index_backfill). */
+#define BMC_PREFIX "/bmc/"
+#define BMC_HASH_HEX 32
+/* written once the backfill of a store from before the index is done */
+#define BMC_INDEX_DONE "/meta/bmc-index"
+#define BACKFILL_BATCH 4096
+
+struct bmc_claim {
+	char claim[2 * BMC_HASH_HEX + 8];  /* the node's own key; "" = none (sim) */
+	char marker[BMC_HASH_HEX + 8];     /* the service marker (redfish with system), or "" */
+};
+
+static void hash_hex(const char *s, size_t len, char out[BMC_HASH_HEX + 1])
+{
+	unsigned char h[BMC_HASH_HEX / 2];
+	crypto_generichash(h, sizeof(h), (const unsigned char *)s, len, NULL, 0);
+	sodium_bin2hex(out, BMC_HASH_HEX + 1, h, sizeof(h));
+}
+
+/* The normalised BMC target of an already validated spec.bmc, into out ("" for sim or no
+ * address). What is trivially equal compares equal, and nothing else:
+ *  - ipmi "host[:port]": the host is case-folded (DNS names are case-insensitive, RFC 4343)
+ *    and a missing port is IPMI's RMCP+ port 623 (IPMI 2.0 section 13.1.1), so "BMC1" ==
+ *    "bmc1:623"; the port is compared as a number ("0623" == "623").
+ *  - redfish "scheme://host[:port][/]": scheme and host case-folded (RFC 3986 section 6.2.2.1),
+ *    one trailing '/' dropped, a missing port is the scheme's default (http 80, https 443;
+ *    RFC 9110 section 4.2), so "HTTPS://Bmc1/" == "https://bmc1:443". http and https stay
+ *    different targets, as do a name and an IP address of the same host (not trivially equal).
+ *  - another driver: the address as given. */
+static void bmc_target_norm(const struct node_bmc *b, char *out, size_t n)
+{
+	out[0] = '\0';
+	const char *a = b->address;
+	if (!b->driver || strcmp(b->driver, "sim") == 0 || !a || !a[0])
+		return;
+	char host[300];
+	long port = 0;
+	const char *scheme = NULL;
+	const char *h = a;
+	if (strcmp(b->driver, "redfish") == 0) {
+		scheme = strncasecmp(a, "https://", 8) == 0 ? "https" : "http";
+		h = strstr(a, "://");
+		h = h ? h + 3 : a;
+		port = strcmp(scheme, "https") == 0 ? 443 : 80;
+	} else if (strcmp(b->driver, "ipmi") == 0) {
+		port = 623;
+	} else {
+		snprintf(out, n, "%s\n%s", b->driver, a);
+		return;
+	}
+	size_t len = strlen(h);
+	if (len > 0 && h[len - 1] == '/')
+		len--;
+	const char *colon = NULL;
+	if (h[0] == '[') {
+		const char *close = memchr(h, ']', len);
+		if (close && (size_t)(close - h) + 1 < len && close[1] == ':')
+			colon = close + 1;
+	} else {
+		colon = memchr(h, ':', len);
+	}
+	size_t hl = colon ? (size_t)(colon - h) : len;
+	if (colon)
+		port = strtol(colon + 1, NULL, 10);
+	if (hl >= sizeof(host))
+		hl = sizeof(host) - 1;
+	for (size_t i = 0; i < hl; i++)
+		host[i] = (char)tolower((unsigned char)h[i]);
+	host[hl] = '\0';
+	snprintf(out, n, "%s\n%s%s%s:%ld", b->driver, scheme ? scheme : "", scheme ? "://" : "",
+		 host, port);
+}
+
+/* The index keys of n (see above); both "" for a sim node. */
+static void bmc_claim_of(const struct node *n, struct bmc_claim *c)
+{
+	char norm[400], svc[BMC_HASH_HEX + 1], sys[BMC_HASH_HEX + 1];
+	c->claim[0] = c->marker[0] = '\0';
+	bmc_target_norm(&n->bmc, norm, sizeof(norm));
+	if (!norm[0])
+		return;
+	hash_hex(norm, strlen(norm), svc);
+	/* A Redfish system Id is compared exactly (Ids are case-sensitive, DSP0266 "Resource
+	 * identifier property"). */
+	if (strcmp(n->bmc.driver, "redfish") == 0 && n->bmc.system && n->bmc.system[0]) {
+		hash_hex(n->bmc.system, strlen(n->bmc.system), sys);
+		snprintf(c->claim, sizeof(c->claim), BMC_PREFIX "%s/%s", svc, sys);
+		snprintf(c->marker, sizeof(c->marker), BMC_PREFIX "%s", svc);
+	} else {
+		snprintf(c->claim, sizeof(c->claim), BMC_PREFIX "%s", svc);
+	}
+}
+
+/* The node an index value names, or NULL for a marker or a value that does not parse. A new
+ * string the caller frees. */
+static char *claim_owner(const char *value)
+{
+	json_t *doc = NULL;
+	char *out = NULL;
+	if (jsonx_parse(value, strlen(value), &doc, NULL, 0) == 0) {
+		const char *s = jsonx_str(doc, "node");
+		out = s ? xstrdup(s) : NULL;
+	}
+	json_decref(doc);
+	return out;
+}
+
+/* 1 when node `owner` exists and still has `key` as its claim (or marker), so its entry is
+ * live; 0 when the entry is stale. */
+static int claim_live(struct store *s, const char *owner, const char *key)
+{
+	char nk[STORE_MAX_KEY + 1];
+	struct store_kv kv = {0};
+	snprintf(nk, sizeof(nk), "/nodes/%s", owner);
+	if (store_get(s, nk, &kv) < 0)
+		return 0;
+	json_t *doc = NULL;
+	struct node *n = NULL;
+	int live = 1; /* when in doubt the entry holds */
+	if (jsonx_parse(kv.value, strlen(kv.value), &doc, NULL, 0) == 0 &&
+	    node_from_json(doc, kv.mod_revision, &n, NULL, 0) == 0) {
+		struct bmc_claim c;
+		bmc_claim_of(n, &c);
+		live = strcmp(c.claim, key) == 0 || strcmp(c.marker, key) == 0;
+	}
+	node_free(n);
+	json_decref(doc);
+	store_kv_release(&kv);
+	return live;
+}
+
+/* Answers 409 for a BMC that node `other` already uses (index >= 0: item of a bulk enroll, the
+ * detail then starts "items[i] (name): "). The address shown passed bmc_spec_validate, which
+ * refuses user info, so it carries no credentials. */
+static void bmc_taken(struct api_req *r, const struct node *n, const char *other, long index)
+{
+	json_t *ext = json_pack("{s:s,s:s}", "field", "spec.bmc.address", "node", other);
+	if (index >= 0)
+		json_object_set_new(ext, "index", json_integer(index));
+	const char *sys = n->bmc.system && n->bmc.system[0]
+				  ? api_printf(r, ", system %s", n->bmc.system)
+				  : "";
+	api_problem_ext(r, 409, ext,
+			"%sspec.bmc.address: node %s already uses this BMC (driver %s, address %s%s); "
+			"one node per BMC, or provisioning one would power-cycle the other's "
+			"machine%s",
+			index >= 0 ? api_printf(r, "items[%ld] (%s): ", index, n->name) : "", other,
+			n->bmc.driver, n->bmc.address, sys,
+			index >= 0 ? "; nothing was enrolled" : "");
+}
+
+/* Appends to ops (up to 2) the index writes that give n its claim c: the claim (create, or
+ * CAS over a marker or a stale entry) and, when with_marker, the service marker. Reads the
+ * store to find a live holder. Returns 0, or -1 after answering 409 (or 500). */
+static int bmc_claim_plan(struct api_req *r, const struct node *n, const struct bmc_claim *c,
+			  int with_marker, long index, struct store_op *ops, size_t *nops)
+{
+	struct store *s = r->srv->cfg.store;
+	if (!c->claim[0])
+		return 0;
+	json_t *mj = json_pack("{s:s}", "node", n->name);
+	const char *mine = api_own(r, jsonx_dumps(mj));
+	json_decref(mj);
+	struct store_kv kv = {0};
+	int rc = store_get(s, c->claim, &kv);
+	int64_t expect = STORE_ABSENT;
+	if (rc == 0) {
+		char *owner = claim_owner(kv.value);
+		expect = kv.mod_revision;
+		if (owner && strcmp(owner, n->name) != 0 && claim_live(s, owner, c->claim)) {
+			bmc_taken(r, n, owner, index);
+			free(owner);
+			store_kv_release(&kv);
+			return -1;
+		}
+		if (!owner) {
+			/* a marker: the service has nodes with a system; any live one (not n) holds */
+			struct store_kv *items = NULL;
+			size_t got = 0;
+			const char *pfx = api_printf(r, "%s/", c->claim);
+			const char *after = NULL;
+			int more = 1;
+			while (more && store_list(s, pfx, after, 16, &items, &got, NULL, &more) == 0) {
+				for (size_t i = 0; i < got; i++) {
+					char *o = claim_owner(items[i].value);
+					if (o && strcmp(o, n->name) != 0 &&
+					    claim_live(s, o, items[i].key)) {
+						bmc_taken(r, n, o, index);
+						free(o);
+						store_kv_array_free(items, got);
+						store_kv_release(&kv);
+						return -1;
+					}
+					free(o);
+				}
+				after = got ? api_strdup(r, items[got - 1].key) : NULL;
+				store_kv_array_free(items, got);
+				if (!got)
+					break;
+			}
+		}
+		free(owner);
+	} else if (rc != FP_ENOTFOUND) {
+		api_problem_rc(r, rc, "cannot read the BMC index");
+		return -1;
+	}
+	store_kv_release(&kv);
+	ops[(*nops)++] = (struct store_op){STORE_OP_PUT, api_strdup(r, c->claim), mine, expect};
+	if (!with_marker || !c->marker[0])
+		return 0;
+	rc = store_get(s, c->marker, &kv);
+	expect = STORE_ABSENT;
+	if (rc == 0) {
+		char *owner = claim_owner(kv.value);
+		expect = kv.mod_revision;
+		if (owner && strcmp(owner, n->name) != 0 && claim_live(s, owner, c->marker)) {
+			bmc_taken(r, n, owner, index);
+			free(owner);
+			store_kv_release(&kv);
+			return -1;
+		}
+		free(owner);
+	} else if (rc != FP_ENOTFOUND) {
+		api_problem_rc(r, rc, "cannot read the BMC index");
+		return -1;
+	}
+	store_kv_release(&kv);
+	ops[(*nops)++] = (struct store_op){STORE_OP_PUT, api_strdup(r, c->marker),
+					   "{\"systems\":true}", expect};
+	return 0;
+}
+
+/* The op that drops n's claim c when the index holds it for n (0 or 1 op into ops). */
+static void bmc_claim_drop(struct api_req *r, const struct node *n, const struct bmc_claim *c,
+			   struct store_op *ops, size_t *nops)
+{
+	if (!c->claim[0])
+		return;
+	struct store_kv kv = {0};
+	if (store_get(r->srv->cfg.store, c->claim, &kv) == 0) {
+		char *owner = claim_owner(kv.value);
+		if (owner && strcmp(owner, n->name) == 0)
+			ops[(*nops)++] = (struct store_op){STORE_OP_DELETE,
+							   api_strdup(r, c->claim), NULL,
+							   kv.mod_revision};
+		free(owner);
+	}
+	store_kv_release(&kv);
+}
+
+struct backfill {
+	struct store *s;
+	struct hmap seen; /* key -> owner name (owned) */
+	struct store_op *ops;
+	size_t nops;
+	size_t claimed, shared;
+	int rc;
+};
+
+static int backfill_flush(struct backfill *b)
+{
+	if (b->nops && b->rc == 0)
+		b->rc = store_txn(b->s, b->ops, b->nops, NULL, NULL);
+	for (size_t i = 0; i < b->nops; i++) {
+		free((char *)b->ops[i].key);
+		free((char *)b->ops[i].value);
+	}
+	b->nops = 0;
+	return b->rc;
+}
+
+static int backfill_node(void *arg, const struct store_kv *kv)
+{
+	struct backfill *b = arg;
+	json_t *doc = NULL;
+	struct node *n = NULL;
+	if (jsonx_parse(kv->value, strlen(kv->value), &doc, NULL, 0) < 0 ||
+	    node_from_json(doc, kv->mod_revision, &n, NULL, 0) < 0) {
+		json_decref(doc);
+		return 0;
+	}
+	json_decref(doc);
+	struct bmc_claim c;
+	bmc_claim_of(n, &c);
+	if (c.claim[0]) {
+		const char *other = hmap_get(&b->seen, c.claim);
+		if (!other && c.marker[0]) {
+			other = hmap_get(&b->seen, c.marker);
+			if (other && !other[0])
+				other = NULL; /* a marker: systems share it */
+		}
+		if (other) {
+			log_warn("serve: nodes %s and %s use the same BMC (driver %s%s); %s is not "
+				 "indexed: change the BMC of one or delete it",
+				 other[0] ? other : "(Redfish systems)", n->name, n->bmc.driver,
+				 other[0] ? "" : ", no spec.bmc.system", n->name);
+			b->shared++;
+		} else {
+			hmap_put(&b->seen, c.claim, xstrdup(n->name));
+			json_t *vj = json_pack("{s:s}", "node", n->name);
+			char *v = jsonx_dumps(vj);
+			json_decref(vj);
+			b->ops[b->nops++] = (struct store_op){STORE_OP_PUT, xstrdup(c.claim), v,
+							      STORE_ANY};
+			b->claimed++;
+			if (c.marker[0] && !hmap_get(&b->seen, c.marker)) {
+				hmap_put(&b->seen, c.marker, xstrdup(""));
+				b->ops[b->nops++] = (struct store_op){
+					STORE_OP_PUT, xstrdup(c.marker), xstrdup("{\"systems\":true}"),
+					STORE_ANY};
+			}
+		}
+	}
+	node_free(n);
+	if (b->nops + 2 > BACKFILL_BATCH)
+		return backfill_flush(b);
+	return 0;
+}
+
+int api_bmc_index_backfill(struct store *s, size_t *claimed, size_t *shared)
+{
+	*claimed = *shared = 0;
+	struct store_kv kv = {0};
+	int rc = store_get(s, BMC_INDEX_DONE, &kv);
+	store_kv_release(&kv);
+	if (rc != FP_ENOTFOUND)
+		return rc;
+	struct backfill b = {.s = s, .ops = xcalloc(BACKFILL_BATCH, sizeof(struct store_op))};
+	hmap_init(&b.seen);
+	rc = store_foreach(s, "/nodes/", 1000, backfill_node, &b, NULL);
+	if (rc == 0)
+		rc = backfill_flush(&b);
+	if (rc == 0)
+		rc = store_put(s, BMC_INDEX_DONE, "{\"version\":1}", STORE_ABSENT, NULL);
+	else
+		backfill_flush(&b); /* frees what is left */
+	for (struct hmap_iter it = hmap_iter_start(&b.seen); hmap_iter_next(&it);)
+		free(it.e->value);
+	hmap_release(&b.seen);
+	free(b.ops);
+	*claimed = b.claimed;
+	*shared = b.shared;
+	return rc;
 }
 
 /* Precondition from If-Match (RFC 9110 section 13.1.1, strong entity-tag "\"<rv>\"") or the
@@ -356,6 +722,20 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp((*x)->name, (*y)->name);
 }
 
+/* One index key of a bulk enroll's item, for finding two items on one BMC. */
+struct bmc_ent {
+	const char *key;
+	size_t index;
+	int marker;
+};
+
+static int cmp_bmc_ent(const void *a, const void *b)
+{
+	const struct bmc_ent *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+	return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
 static void free_nodes(struct node **nodes, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -443,6 +823,60 @@ void api_nodes_create(struct api_req *r)
 			return;
 		}
 	}
+	/* One BMC per node: inside the request first (422 naming both items), then against the
+	 * index (409 naming the node that has it). */
+	struct bmc_claim *cl = xcalloc(n, sizeof(*cl));
+	unsigned char *no_marker = xcalloc(n, 1);
+	struct bmc_ent *ents = xcalloc(2 * n, sizeof(*ents));
+	size_t nents = 0;
+	for (size_t i = 0; i < n; i++) {
+		bmc_claim_of(nodes[i], &cl[i]);
+		if (cl[i].claim[0])
+			ents[nents++] = (struct bmc_ent){cl[i].claim, i, 0};
+		if (cl[i].marker[0])
+			ents[nents++] = (struct bmc_ent){cl[i].marker, i, 1};
+	}
+	qsort(ents, nents, sizeof(*ents), cmp_bmc_ent);
+	int dup = 0;
+	for (size_t k = 1; k < nents && !dup; k++) {
+		if (strcmp(ents[k].key, ents[k - 1].key) != 0)
+			continue;
+		if (ents[k].marker && ents[k - 1].marker) {
+			no_marker[ents[k].index] = 1; /* written once, by the first item */
+			continue;
+		}
+		size_t a = ents[k - 1].index < ents[k].index ? ents[k - 1].index : ents[k].index;
+		size_t b = ents[k - 1].index < ents[k].index ? ents[k].index : ents[k - 1].index;
+		api_problem_ext(r, 422,
+				json_pack("{s:s,s:I,s:[I,I]}", "field", "spec.bmc.address", "index",
+					  (json_int_t)b, "indexes", (json_int_t)a, (json_int_t)b),
+				"items[%zu] (%s) and items[%zu] (%s) name the same BMC (driver %s, "
+				"address %s%s); one node per BMC; nothing was enrolled",
+				a, nodes[a]->name, b, nodes[b]->name, nodes[b]->bmc.driver,
+				nodes[b]->bmc.address,
+				cl[a].marker[0] && cl[b].marker[0] ? "" : ", and a node without "
+				"spec.bmc.system means the whole Redfish service");
+		dup = 1;
+	}
+	free(ents);
+	struct store_op *bops = xcalloc(2 * n, sizeof(*bops));
+	size_t *bfirst = xcalloc(n + 1, sizeof(*bfirst));
+	size_t nb = 0;
+	for (size_t i = 0; i < n && !dup; i++) {
+		bfirst[i] = nb;
+		if (bmc_claim_plan(r, nodes[i], &cl[i], !no_marker[i], bulk ? (long)i : -1, bops,
+				   &nb) < 0)
+			dup = 1;
+	}
+	bfirst[n] = nb;
+	free(cl);
+	free(no_marker);
+	if (dup) {
+		free(bops);
+		free(bfirst);
+		free_nodes(nodes, n);
+		return;
+	}
 	int64_t now = api_now(r);
 	json_t *out_items = json_array();
 	for (size_t i = 0; i < n; i++) {
@@ -457,18 +891,26 @@ void api_nodes_create(struct api_req *r)
 									    json_array_get(out_items, 0));
 	if (!bulk)
 		json_decref(out_items);
-	/* Write in batches; the idempotency record rides in the last one. */
-	struct store_op *ops = xcalloc(ENROLL_BATCH * 2 + 1, sizeof(*ops));
+	/* Write in batches of at most STORE_MAX_TXN_OPS ops (node, event and 0..2 index entries
+	 * per item; one op left for the idempotency record, which rides in the last batch). */
+	struct store_op *ops = xcalloc(STORE_MAX_TXN_OPS, sizeof(*ops));
+	size_t *owner = xcalloc(STORE_MAX_TXN_OPS, sizeof(*owner));
 	size_t done = 0;
 	int rc = 0;
 	while (done < n) {
-		size_t end = done + ENROLL_BATCH < n ? done + ENROLL_BATCH : n;
-		size_t nops = 0;
-		for (size_t i = done; i < end; i++) {
-			node_put_op(r, &ops[nops++], nodes[i], STORE_ABSENT);
+		size_t end = done, nops = 0;
+		while (end < n && nops + 2 + (bfirst[end + 1] - bfirst[end]) <= STORE_MAX_TXN_OPS - 1) {
+			owner[nops] = end;
+			node_put_op(r, &ops[nops++], nodes[end], STORE_ABSENT);
+			owner[nops] = end;
 			api_event_op(r, &ops[nops++], "Normal",
-				     api_printf(r, "node/%s", nodes[i]->name), "Enrolled",
+				     api_printf(r, "node/%s", nodes[end]->name), "Enrolled",
 				     "node enrolled");
+			for (size_t k = bfirst[end]; k < bfirst[end + 1]; k++) {
+				owner[nops] = end;
+				ops[nops++] = bops[k];
+			}
+			end++;
 		}
 		size_t idem_at = nops;
 		if (end == n && api_idem_op(r, &ops[nops], 201, resp))
@@ -477,15 +919,24 @@ void api_nodes_create(struct api_req *r)
 		size_t failed = 0;
 		rc = store_txn(r->srv->cfg.store, ops, nops, &rev, &failed);
 		if (rc < 0) {
+			int is_node = failed < idem_at &&
+				      strcmp(ops[failed].key, node_key(r, nodes[owner[failed]]->name)) == 0;
 			if (rc == FP_EEXIST && failed == idem_at && nops > idem_at)
 				api_problem(r, 409, "a request with this Idempotency-Key was "
 						    "committed concurrently; retry to get its result");
-			else if (rc == FP_EEXIST && failed < idem_at && failed % 2 == 0)
+			else if (rc == FP_EEXIST && is_node)
 				api_problem_ext(
-					r, 409, json_pack("{s:s}", "name", nodes[done + failed / 2]->name),
+					r, 409, json_pack("{s:s}", "name", nodes[owner[failed]]->name),
 					"node %s already exists (created concurrently); %zu of %zu "
 					"items were enrolled",
-					nodes[done + failed / 2]->name, done, n);
+					nodes[owner[failed]]->name, done, n);
+			else if ((rc == FP_EEXIST || rc == FP_ECONFLICT) && failed < idem_at)
+				api_problem_ext(
+					r, 409, json_pack("{s:s,s:s}", "field", "spec.bmc.address", "name",
+							  nodes[owner[failed]]->name),
+					"the BMC of node %s was claimed by another node concurrently; %zu "
+					"of %zu items were enrolled; read the nodes and retry",
+					nodes[owner[failed]]->name, done, n);
 			else
 				api_problem_rc(r, rc, "store write failed");
 			break;
@@ -496,6 +947,9 @@ void api_nodes_create(struct api_req *r)
 		}
 		done = end;
 	}
+	free(owner);
+	free(bops);
+	free(bfirst);
 	free(ops);
 	if (rc == 0) {
 		if (!bulk)
@@ -669,17 +1123,37 @@ void api_node_put(struct api_req *r)
 				"credentials are never sent to a different BMC)");
 		goto out;
 	}
+	struct bmc_claim oldc, newc;
+	bmc_claim_of(cur, &oldc);
 	take_spec(cur, nn);
 	/* the spec as it will be stored: new fields with, possibly, the kept credentials */
 	if (bmc_spec_check(r, cur, -1) < 0)
 		goto out;
-	struct store_op ops[2];
+	struct store_op ops[5];
+	size_t nops = 2;
 	node_put_op(r, &ops[0], cur, want);
 	api_event_op(r, &ops[1], "Normal", api_printf(r, "node/%s", name), "Updated",
 		     "spec and labels replaced");
+	/* A new BMC: claim it (409 when another node has it) and drop the old claim, in the
+	 * node's transaction. */
+	bmc_claim_of(cur, &newc);
+	if (strcmp(oldc.claim, newc.claim) != 0 || strcmp(oldc.marker, newc.marker) != 0) {
+		if (bmc_claim_plan(r, cur, &newc, 1, -1, ops, &nops) < 0)
+			goto out;
+		if (strcmp(oldc.claim, newc.claim) != 0 && strcmp(oldc.claim, newc.marker) != 0)
+			bmc_claim_drop(r, cur, &oldc, ops, &nops);
+	}
 	int64_t rev = 0;
 	size_t failed = 0;
-	int rc = store_txn(r->srv->cfg.store, ops, 2, &rev, &failed);
+	int rc = store_txn(r->srv->cfg.store, ops, nops, &rev, &failed);
+	if ((rc == FP_EEXIST || rc == FP_ECONFLICT || rc == FP_ENOTFOUND) && failed >= 2) {
+		api_problem_ext(r, 409, json_pack("{s:s,s:s}", "field", "spec.bmc.address", "name",
+						  name),
+				"the BMC index changed while node %s was being replaced (another "
+				"node claimed this BMC concurrently?); read the node and retry",
+				name);
+		goto out;
+	}
 	if (rc == FP_ECONFLICT || (rc == FP_ENOTFOUND && failed == 0)) {
 		struct store_kv kv = {0};
 		int64_t have = store_get(r->srv->cfg.store, node_key(r, name), &kv) == 0
@@ -724,13 +1198,17 @@ void api_node_delete(struct api_req *r)
 				name, node_phase_name(cur->phase), name);
 		goto out;
 	}
-	struct store_op ops[2] = {
+	struct store_op ops[3] = {
 		{.type = STORE_OP_DELETE, .key = node_key(r, name), .expect = mod},
 	};
 	api_event_op(r, &ops[1], "Normal", api_printf(r, "node/%s", name), "Deleted",
 		     api_printf(r, "node deleted in phase %s", node_phase_name(cur->phase)));
+	size_t nops = 2;
+	struct bmc_claim c;
+	bmc_claim_of(cur, &c);
+	bmc_claim_drop(r, cur, &c, ops, &nops); /* the BMC is free for another node */
 	int64_t rev = 0;
-	int rc = store_txn(r->srv->cfg.store, ops, 2, &rev, NULL);
+	int rc = store_txn(r->srv->cfg.store, ops, nops, &rev, NULL);
 	if (rc == FP_ECONFLICT || rc == FP_ENOTFOUND) {
 		api_problem(r, 409, "node %s changed while it was being deleted; retry", name);
 		goto out;

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/api_int.h"
 #include "api/server.h"
 #include "base/alloc.h"
 #include "base/err.h"
@@ -716,6 +717,17 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "error: cannot open the store in %s: %s\n", sv.data_dir, err);
 		return 1;
 	}
+	/* The one-node-per-BMC index (api_nodes.c) for nodes stored before it existed: once per
+	 * store, before anything can enroll. */
+	size_t bmc_claimed = 0, bmc_shared = 0;
+	if ((rc = api_bmc_index_backfill(sv.store, &bmc_claimed, &bmc_shared)) < 0) {
+		fprintf(stderr, "error: cannot index the nodes' BMCs in %s: %s\n", sv.data_dir,
+			fp_err_msg(rc));
+		store_close(sv.store);
+		return 1;
+	}
+	if (bmc_claimed || bmc_shared)
+		log_info("serve: BMC index built nodes=%zu shared_bmc=%zu", bmc_claimed, bmc_shared);
 	sv.clock = clock_real_new();
 	fp_rng_init(&sv.rng, 0);
 	if (sv.sim_nodes > 0 && create_sim_site(&sv) < 0) {

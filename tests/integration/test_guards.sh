@@ -37,5 +37,32 @@ code=$(curl -s -o "$WORK/bulk.out" -w '%{http_code}' -X POST -H "Authorization: 
 	-H 'Content-Type: application/json' --data-binary @"$WORK/bulk2.json" "$FLEETPLANE_URL/v1/nodes")
 assert_eq 409 "$code" "status of a colliding bulk enroll"
 assert_eq "$before" "$("$FP" node list -o json | jq '.items | length')" "node count after refused bulk"
+# One node per BMC (break report N5): a second node naming a BMC another node uses - here the
+# same Redfish service written with an upper-case scheme, the default port and a trailing '/' -
+# is refused with 409 naming the first, and nothing is stored; a bulk enroll naming one BMC
+# twice is a 422 naming both items. Bodies with passwords go through files, never an argv.
+start_redfish dup public-rackmount1
+DUP_URL=$(redfish_url dup)
+DUP_PORT=${DUP_URL##*:}
+post_file() { # FILE: POST /v1/nodes with FILE as the body; prints the status, body in $WORK/post.out
+	curl -s -o "$WORK/post.out" -w '%{http_code}' -X POST -H "Authorization: Bearer $FLEETPLANE_TOKEN" \
+		-H 'Content-Type: application/json' --data-binary @"$1" "$FLEETPLANE_URL/v1/nodes"
+}
+jq -n --arg u "$DUP_URL" --rawfile p "$WORK/dup.pw" '{metadata: {name: "rf-first"}, spec: {site: "it-a",
+	bmc: {driver: "redfish", address: $u, username: "admin", password: ($p | rtrimstr("\n"))}}}' >"$WORK/dup1.json"
+assert_eq 201 "$(post_file "$WORK/dup1.json")" "enroll rf-first"
+jq -n --arg u "HTTP://127.0.0.1:$DUP_PORT/" --rawfile p "$WORK/dup.pw" '{metadata: {name: "rf-second"}, spec: {site: "it-a",
+	bmc: {driver: "redfish", address: $u, username: "admin", password: ($p | rtrimstr("\n"))}}}' >"$WORK/dup2.json"
+assert_eq 409 "$(post_file "$WORK/dup2.json")" "enroll rf-second on rf-first's BMC"
+assert_eq '"spec.bmc.address" "rf-first"' "$(jq -c '.field, .node' "$WORK/post.out" | paste -sd' ')" "409 members"
+assert_eq 404 "$(api GET /v1/nodes/rf-second | head -1)" "rf-second after the refusal"
+# Two items on one IPMI BMC ("BMC-X" and "bmc-x:623" are one target) in one bulk: 422, both indexes.
+resp=$(api POST /v1/nodes '{"items":[
+	{"metadata":{"name":"ip-a"},"spec":{"bmc":{"driver":"ipmi","address":"BMC-X","username":"u","password_file":"x.pw"}}},
+	{"metadata":{"name":"ip-b"},"spec":{"bmc":{"driver":"sim"}}},
+	{"metadata":{"name":"ip-c"},"spec":{"bmc":{"driver":"ipmi","address":"bmc-x:623","username":"u","password_file":"x.pw"}}}]}')
+assert_eq 422 "$(echo "$resp" | head -1)" "status of a bulk with one BMC twice"
+assert_eq '[0,2]' "$(echo "$resp" | tail -n +2 | jq -c .indexes)" "indexes of the bulk refusal"
+assert_eq 404 "$(api GET /v1/nodes/ip-b | head -1)" "ip-b after the refused bulk"
 stop_serve
 echo "PASS $TEST_NAME"
