@@ -854,8 +854,10 @@ void api_nodes_create(struct api_req *r)
 				"address %s%s); one node per BMC; nothing was enrolled",
 				a, nodes[a]->name, b, nodes[b]->name, nodes[b]->bmc.driver,
 				nodes[b]->bmc.address,
-				cl[a].marker[0] && cl[b].marker[0] ? "" : ", and a node without "
-				"spec.bmc.system means the whole Redfish service");
+				ents[k].marker || ents[k - 1].marker
+					? "; a node without spec.bmc.system means the whole Redfish "
+					  "service"
+					: "");
 		dup = 1;
 	}
 	free(ents);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/jsonx.h"
+#include "api/api_int.h"
 #include "api/auth.h"
 #include "api/server.h"
 #include "base/alloc.h"
@@ -1960,6 +1961,204 @@ static void test_bmc_spec_validated(void **state)
  * with an OperationCancelled event in one write; a pending one not started is cancelled and
  * stays the node's operation (the lifecycle controller moves on); running, finished and
  * unknown operations are refused; Idempotency-Key replays; the body is strict. */
+/* POSTs one node {name} with spec.bmc {bmc} (JSON text) and returns the status; the problem's
+ * detail and node member go to detail/node (may be NULL) when given. */
+static int enroll_bmc(const char *name, const char *bmc, char *detail, size_t dn, char *node,
+		      size_t nn)
+{
+	char body[1024];
+	struct resp r;
+	snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"bmc\":%s}}", name,
+		 bmc);
+	req("POST", "/v1/nodes", E.admin, body, &r);
+	int st = (int)r.status;
+	if (detail)
+		snprintf(detail, dn, "%s", jstr(r.json, "detail") ? jstr(r.json, "detail") : "");
+	if (node)
+		snprintf(node, nn, "%s", jstr(r.json, "node") ? jstr(r.json, "node") : "");
+	if (st == 409)
+		assert_string_equal(jstr(r.json, "field"), "spec.bmc.address");
+	resp_free(&r);
+	return st;
+}
+
+/* PUTs node {name} (read first for its resourceVersion) with spec.bmc {bmc}; returns the status
+ * and the node member of a problem into node. */
+static int put_bmc(const char *name, const char *bmc, char *node, size_t nn)
+{
+	struct resp r;
+	char path[128], body[1024];
+	snprintf(path, sizeof(path), "/v1/nodes/%s", name);
+	req("GET", path, E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	snprintf(body, sizeof(body),
+		 "{\"metadata\":{\"name\":\"%s\",\"resourceVersion\":\"%s\"},\"spec\":{\"bmc\":%s}}",
+		 name, jstr(r.json, "metadata.resourceVersion"), bmc);
+	resp_free(&r);
+	req("PUT", path, E.admin, body, &r);
+	int st = (int)r.status;
+	snprintf(node, nn, "%s", jstr(r.json, "node") ? jstr(r.json, "node") : "");
+	resp_free(&r);
+	return st;
+}
+
+static void test_one_node_per_bmc(void **state)
+{
+#define IPMI(a) "{\"driver\":\"ipmi\",\"username\":\"u\",\"password\":\"pw\",\"address\":\"" a "\"}"
+#define RF(a) "{\"driver\":\"redfish\",\"username\":\"u\",\"password\":\"pw\",\"address\":\"" a "\"}"
+#define RFS(a, s)                                                                                  \
+	"{\"driver\":\"redfish\",\"username\":\"u\",\"password\":\"pw\",\"address\":\"" a          \
+	"\",\"system\":\"" s "\"}"
+	char detail[512], node[64];
+	struct resp r;
+	/* IPMI: host case and the default port 623 are trivially equal; another port is not. */
+	assert_int_equal(enroll_bmc("a1", IPMI("BMC1.example"), NULL, 0, NULL, 0), 201);
+	size_t nodes = count("/nodes/"), bmcs = count("/bmc/");
+	assert_int_equal(bmcs, 1);
+	assert_int_equal(enroll_bmc("a2", IPMI("bmc1.EXAMPLE:623"), detail, sizeof(detail), node,
+				    sizeof(node)),
+			 409);
+	assert_string_equal(node, "a1");
+	assert_string_equal(detail,
+			    "spec.bmc.address: node a1 already uses this BMC (driver ipmi, address "
+			    "bmc1.EXAMPLE:623); one node per BMC, or provisioning one would "
+			    "power-cycle the other's machine");
+	assert_int_equal(count("/nodes/"), nodes);
+	assert_int_equal(count("/bmc/"), bmcs);
+	req("GET", "/v1/nodes/a2", E.admin, NULL, &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	assert_int_equal(enroll_bmc("a3", IPMI("bmc1.example:624"), NULL, 0, NULL, 0), 201);
+	/* Redfish: scheme and host case, the default port and a trailing '/' are trivially equal;
+	 * a node without system claims the whole service. */
+	assert_int_equal(enroll_bmc("r0", RF("https://rf.example"), NULL, 0, NULL, 0), 201);
+	assert_int_equal(enroll_bmc("r1", RFS("HTTPS://RF.example:443/", "S1"), NULL, 0, node,
+				    sizeof(node)),
+			 409);
+	assert_string_equal(node, "r0");
+	assert_int_equal(enroll_bmc("r2", RF("http://rf.example"), NULL, 0, NULL, 0), 201);
+	/* One service, several systems: distinct systems coexist; a repeat system or a node
+	 * without system conflicts. */
+	assert_int_equal(enroll_bmc("s1", RFS("http://rf2.example", "A"), NULL, 0, NULL, 0), 201);
+	assert_int_equal(enroll_bmc("s4", RF("http://RF2.example:80/"), detail, sizeof(detail), node,
+				    sizeof(node)),
+			 409);
+	assert_string_equal(node, "s1");
+	assert_int_equal(enroll_bmc("s2", RFS("http://rf2.example:80", "B"), NULL, 0, NULL, 0), 201);
+	assert_int_equal(enroll_bmc("s3", RFS("http://Rf2.example/", "A"), detail, sizeof(detail),
+				    node, sizeof(node)),
+			 409);
+	assert_string_equal(node, "s1");
+	assert_string_equal(detail,
+			    "spec.bmc.address: node s1 already uses this BMC (driver redfish, address "
+			    "http://Rf2.example/, system A); one node per BMC, or provisioning one "
+			    "would power-cycle the other's machine");
+	/* Sim nodes are exempt. */
+	assert_int_equal(enroll_bmc("m1", "{\"driver\":\"sim\",\"address\":\"x\"}", NULL, 0, NULL, 0),
+			 201);
+	assert_int_equal(enroll_bmc("m2", "{\"driver\":\"sim\",\"address\":\"x\"}", NULL, 0, NULL, 0),
+			 201);
+	/* Bulk: one BMC twice is a 422 naming both items; one on an enrolled node's BMC is a 409
+	 * naming the item and the node; either way nothing is written. */
+	nodes = count("/nodes/");
+	bmcs = count("/bmc/");
+	req("POST", "/v1/nodes", E.admin,
+	    "{\"items\":[{\"metadata\":{\"name\":\"b1\"},\"spec\":{\"bmc\":" IPMI("10.0.0.9") "}},"
+	    "{\"metadata\":{\"name\":\"b2\"}},"
+	    "{\"metadata\":{\"name\":\"b3\"},\"spec\":{\"bmc\":" IPMI("10.0.0.9:623") "}}]}",
+	    &r);
+	assert_int_equal(r.status, 422);
+	assert_string_equal(jstr(r.json, "field"), "spec.bmc.address");
+	assert_int_equal(json_integer_value(jget(r.json, "indexes.0")), 0);
+	assert_int_equal(json_integer_value(jget(r.json, "indexes.1")), 2);
+	assert_int_equal(json_integer_value(jget(r.json, "index")), 2);
+	assert_string_equal(jstr(r.json, "detail"),
+			    "items[0] (b1) and items[2] (b3) name the same BMC (driver ipmi, address "
+			    "10.0.0.9:623); one node per BMC; nothing was enrolled");
+	resp_free(&r);
+	req("POST", "/v1/nodes", E.admin,
+	    "{\"items\":[{\"metadata\":{\"name\":\"b1\"},\"spec\":{\"bmc\":" IPMI("10.0.0.9") "}},"
+	    "{\"metadata\":{\"name\":\"b3\"},\"spec\":{\"bmc\":" IPMI("bmc1.example") "}}]}",
+	    &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "node"), "a1");
+	assert_int_equal(json_integer_value(jget(r.json, "index")), 1);
+	resp_free(&r);
+	assert_int_equal(count("/nodes/"), nodes);
+	assert_int_equal(count("/bmc/"), bmcs);
+	/* Bulk: several systems of one new service in one request (one marker written). */
+	req("POST", "/v1/nodes", E.admin,
+	    "{\"items\":[{\"metadata\":{\"name\":\"c1\"},\"spec\":{\"bmc\":" RFS("https://rf3", "1") "}},"
+	    "{\"metadata\":{\"name\":\"c2\"},\"spec\":{\"bmc\":" RFS("https://rf3", "2") "}}]}",
+	    &r);
+	assert_int_equal(r.status, 201);
+	resp_free(&r);
+	assert_int_equal(count("/bmc/"), bmcs + 3);
+	/* PUT: onto another node's BMC is a 409; onto a free one moves the claim, so the old BMC
+	 * is free for a new node. */
+	assert_int_equal(put_bmc("a3", IPMI("bmc1.example"), node, sizeof(node)), 409);
+	assert_string_equal(node, "a1");
+	assert_int_equal(put_bmc("a3", IPMI("bmc9.example"), node, sizeof(node)), 200);
+	assert_int_equal(enroll_bmc("a4", IPMI("bmc1.example:624"), NULL, 0, NULL, 0), 201);
+	/* PUT of s2 to system A (s1's) is refused; to no system, too (s1 holds a system). */
+	assert_int_equal(put_bmc("s2", RFS("http://rf2.example", "A"), node, sizeof(node)), 409);
+	assert_string_equal(node, "s1");
+	assert_int_equal(put_bmc("s2", RF("http://rf2.example"), node, sizeof(node)), 409);
+	assert_string_equal(node, "s1");
+	/* DELETE frees the BMC. */
+	req("DELETE", "/v1/nodes/a1", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	assert_int_equal(enroll_bmc("a2", IPMI("bmc1.example:623"), NULL, 0, NULL, 0), 201);
+	/* s1 deleted: s2 (the last system of rf2) may take the whole service. */
+	req("DELETE", "/v1/nodes/s1", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	assert_int_equal(put_bmc("s2", RF("http://rf2.example"), node, sizeof(node)), 200);
+	assert_int_equal(enroll_bmc("s5", RFS("http://rf2.example", "C"), NULL, 0, node,
+				    sizeof(node)),
+			 409);
+	assert_string_equal(node, "s2");
+
+	/* Backfill of a store from before the index: the first node of a shared BMC is indexed,
+	 * the other counted; a second run does nothing. */
+	struct store *old = NULL;
+	char err[256];
+	assert_int_equal(store_open("mem:", &old, err, sizeof(err)), 0);
+	const char *copy[][2] = {{"a2", "o1"}, {"a2", "o2"}, {"a4", "o3"}, {"m1", "o4"},
+				 {"c1", "o5"}, {"c2", "o6"}};
+	for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++) {
+		char key[64];
+		struct store_kv kv = {0};
+		snprintf(key, sizeof(key), "/nodes/%s", copy[i][0]);
+		assert_int_equal(store_get(E.st, key, &kv), 0);
+		json_t *doc = json_loads(kv.value, 0, NULL);
+		assert_non_null(doc);
+		json_object_set_new(json_object_get(doc, "metadata"), "name",
+				    json_string(copy[i][1]));
+		char *v = json_dumps(doc, JSON_COMPACT);
+		snprintf(key, sizeof(key), "/nodes/%s", copy[i][1]);
+		assert_int_equal(store_put(old, key, v, STORE_ABSENT, NULL), 0);
+		free(v);
+		json_decref(doc);
+		store_kv_release(&kv);
+	}
+	size_t claimed = 9, shared = 9;
+	assert_int_equal(api_bmc_index_backfill(old, &claimed, &shared), 0);
+	assert_int_equal(claimed, 4); /* o1, o3, o5, o6 */
+	assert_int_equal(shared, 1);  /* o2 */
+	size_t n = 0;
+	assert_int_equal(store_count(old, "/bmc/", &n), 0);
+	assert_int_equal(n, 5); /* 4 claims and rf3's marker */
+	assert_int_equal(api_bmc_index_backfill(old, &claimed, &shared), 0);
+	assert_int_equal(claimed, 0);
+	assert_int_equal(shared, 0);
+	store_close(old);
+#undef IPMI
+#undef RF
+#undef RFS
+}
+
 static void test_op_cancel(void **state)
 {
 	struct resp r;
@@ -2117,6 +2316,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_retire_skip_power_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_power_off_needs_drain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_op_cancel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_one_node_per_bmc, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();
