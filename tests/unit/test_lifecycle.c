@@ -715,6 +715,28 @@ static void enroll_fake(struct world *w, const char *name)
 
 /* What POST /v1/nodes/{name}:power writes (api_nodes.c): the operation and, in the same
  * transaction, the node's operation or its queue. Returns the operation id (caller frees). */
+/* Writes n (CAS on its resourceVersion) and the new operation op in one transaction, as the
+ * API does; frees both and returns the operation's id (caller frees). */
+static char *commit_node_and_op(struct world *w, struct node *n, struct operation *op)
+{
+	char nkey[64], okey[128];
+	snprintf(nkey, sizeof(nkey), "/nodes/%s", n->name);
+	snprintf(okey, sizeof(okey), "/operations/%s", op->id);
+	json_t *nd = node_to_json(n, NODE_JSON_STORE), *od = operation_to_json(op, 0);
+	char *nv = jsonx_dumps(nd), *ov = jsonx_dumps(od);
+	struct store_op ops[2] = {{STORE_OP_PUT, nkey, nv, n->resource_version},
+				  {STORE_OP_PUT, okey, ov, STORE_ABSENT}};
+	assert_int_equal(store_txn(w->store, ops, 2, NULL, NULL), 0);
+	free(nv);
+	free(ov);
+	json_decref(nd);
+	json_decref(od);
+	char *id = xstrdup(op->id);
+	operation_free(op);
+	node_free(n);
+	return id;
+}
+
 static char *request_power(struct world *w, const char *name, const char *action)
 {
 	struct node *n = get_node(w, name);
@@ -734,22 +756,7 @@ static char *request_power(struct world *w, const char *name, const char *action
 	} else {
 		n->operation = xstrdup(op->id);
 	}
-	char nkey[64], okey[128];
-	snprintf(nkey, sizeof(nkey), "/nodes/%s", name);
-	snprintf(okey, sizeof(okey), "/operations/%s", op->id);
-	json_t *nd = node_to_json(n, NODE_JSON_STORE), *od = operation_to_json(op, 0);
-	char *nv = jsonx_dumps(nd), *ov = jsonx_dumps(od);
-	struct store_op ops[2] = {{STORE_OP_PUT, nkey, nv, n->resource_version},
-				  {STORE_OP_PUT, okey, ov, STORE_ABSENT}};
-	assert_int_equal(store_txn(w->store, ops, 2, NULL, NULL), 0);
-	free(nv);
-	free(ov);
-	json_decref(nd);
-	json_decref(od);
-	char *id = xstrdup(op->id);
-	operation_free(op);
-	node_free(n);
-	return id;
+	return commit_node_and_op(w, n, op);
 }
 
 static struct operation *get_op(struct world *w, const char *id)
@@ -1435,22 +1442,7 @@ static char *request_retire_skip(struct world *w, const char *name)
 		n->phase = PHASE_RETIRING;
 		n->phase_since = clock_wall_ms(w->clock);
 	}
-	char nkey[64], okey[128];
-	snprintf(nkey, sizeof(nkey), "/nodes/%s", name);
-	snprintf(okey, sizeof(okey), "/operations/%s", op->id);
-	json_t *nd = node_to_json(n, NODE_JSON_STORE), *od = operation_to_json(op, 0);
-	char *nv = jsonx_dumps(nd), *ov = jsonx_dumps(od);
-	struct store_op ops[2] = {{STORE_OP_PUT, nkey, nv, n->resource_version},
-				  {STORE_OP_PUT, okey, ov, STORE_ABSENT}};
-	assert_int_equal(store_txn(w->store, ops, 2, NULL, NULL), 0);
-	free(nv);
-	free(ov);
-	json_decref(nd);
-	json_decref(od);
-	char *id = xstrdup(op->id);
-	operation_free(op);
-	node_free(n);
-	return id;
+	return commit_node_and_op(w, n, op);
 }
 
 /* A node whose BMC refuses its credentials is retired: the retire's power off fails once and
