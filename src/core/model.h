@@ -115,6 +115,43 @@ struct node_bmc {
 	json_t *extra;  /* other fields kept as given, or NULL (none are accepted today) */
 };
 
+/* Health remediation ladder rungs (DESIGN.md "remediation"), in escalation order. */
+enum remediation_rung { RUNG_GPU_RESET = 0, RUNG_REBOOT, RUNG_REIMAGE, RUNG_RMA, RUNG__COUNT };
+/* "gpu_reset" | "reboot" | "reimage" | "rma"; remediation_rung_parse returns 0 or FP_EINVAL. */
+const char *remediation_rung_name(enum remediation_rung r);
+int remediation_rung_parse(const char *s, enum remediation_rung *out);
+
+#define REMEDIATION_MAX_EVENTS 8
+#define NODE_MAX_REMEDIATION_HISTORY 8
+
+/* status.remediation: the health remediation in progress, placed by the health controller with
+ * its `health` hold and advanced by the lifecycle controller (docs/health.md). active = 0: none
+ * (rendered as absent). Strings owned. */
+struct node_remediation {
+	int active;
+	enum remediation_rung ladder[RUNG__COUNT]; /* distinct rungs in escalation order */
+	size_t nladder;
+	size_t rung;        /* index in ladder of the rung running now or next */
+	int attempts;       /* rungs started so far */
+	char *code;         /* health event code that caused it, "xid:79" */
+	char *gpu;          /* PCI bus id "0000:3b:00.0", or NULL */
+	char *reason;       /* the decision's summary, for humans */
+	char *policy;       /* policy name, "default" */
+	char *events[REMEDIATION_MAX_EVENTS]; /* evidence: health event names "<node>.<id>" */
+	size_t nevents;
+	int64_t since;
+	char *rma;          /* RMA record name once the rma rung opened one, else NULL */
+};
+
+/* One finished remediation in status.remediationHistory. */
+struct node_remediation_record {
+	char *code;
+	char *gpu;          /* or NULL */
+	enum remediation_rung rung; /* the last rung run */
+	char *result;       /* "succeeded" | "failed" | "rma" */
+	int64_t at;
+};
+
 struct node {
 	/* metadata */
 	char *name;
@@ -155,6 +192,12 @@ struct node {
 	char *inventory_text;  /* the same, compact JSON text, when inventory is NULL: how the
 				* informer cache keeps it (a tree per node costs ~5x the memory);
 				* node_to_json renders whichever is set */
+	int64_t served_at;     /* status.servedAt: first time the node became available; 0 = never
+				* (a never-served node does not count against disruption budgets) */
+	struct node_remediation remediation; /* status.remediation */
+	struct node_remediation_record *remediation_history; /* status.remediationHistory, oldest
+				* first, at most NODE_MAX_REMEDIATION_HISTORY */
+	size_t nremediation_history;
 };
 
 struct node *node_new(void);

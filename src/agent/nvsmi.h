@@ -1,0 +1,94 @@
+/* agent/nvsmi.h - parser of `nvidia-smi -q` text and `nvidia-smi -q -x` XML (the XML through
+ * libxml2), and the health findings derived from one query.
+ *
+ * Field names follow the nvidia-smi(1) man page and the nvsmi_device_v12.dtd shipped with the
+ * driver (tags ecc_errors/volatile/dram_uncorrectable, retired_pages, remapped_rows,
+ * clocks_event_reasons / clocks_throttle_reasons, temperature). "[N/A]", "N/A",
+ * "[Not Supported]", "Not Supported", "ERR!", "[Unknown Error]", an empty value and anything
+ * that is not a number where a number belongs are Unknown (-1 / NVSMI_UNKNOWN), never 0:
+ * fleetplane fails closed (DESIGN.md principle 8).
+ *
+ * Pure: no I/O; bounded (at most NVSMI_MAX_GPUS GPUs, input at most NVSMI_MAX_INPUT bytes);
+ * fuzzed by tests/fuzz/fuzz_nvsmi.c. */
+#ifndef FP_AGENT_NVSMI_H
+#define FP_AGENT_NVSMI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/finding.h"
+
+#define NVSMI_MAX_GPUS 64
+#define NVSMI_MAX_INPUT (8u << 20)
+#define NVSMI_UNKNOWN (-1)
+
+/* Clock event ("throttle") reasons, as nvidia-smi -q names them (Clocks Event Reasons /
+ * Clocks Throttle Reasons). */
+#define NVSMI_THR_GPU_IDLE (1u << 0)
+#define NVSMI_THR_APP_CLOCKS (1u << 1)
+#define NVSMI_THR_SW_POWER_CAP (1u << 2)
+#define NVSMI_THR_HW_SLOWDOWN (1u << 3)
+#define NVSMI_THR_HW_THERMAL_SLOWDOWN (1u << 4)
+#define NVSMI_THR_HW_POWER_BRAKE_SLOWDOWN (1u << 5)
+#define NVSMI_THR_SYNC_BOOST (1u << 6)
+#define NVSMI_THR_SW_THERMAL_SLOWDOWN (1u << 7)
+#define NVSMI_THR_DISPLAY_CLOCKS (1u << 8)
+
+struct nvsmi_gpu {
+	char pci_bus_id[FINDING_BUS_ID_LEN]; /* normalised "0000:3b:00.0" from "00000000:3B:00.0" */
+	int index;                   /* order in the output, 0-based (nvidia-smi's index) */
+	int minor_number;            /* -1 unknown */
+	char product[64];            /* "NVIDIA H100 80GB HBM3"; "" unknown */
+	char uuid[64];
+	char serial[32];
+	int ecc_mode_current;        /* 1 enabled, 0 disabled, -1 unknown / N/A */
+	/* ECC counts: totals ("Total" or the sum of the memory locations when no total is given);
+	 * -1 unknown. sbe = correctable, dbe = uncorrectable (nvidia-smi's Single/Double Bit). */
+	int64_t ecc_volatile_sbe, ecc_volatile_dbe, ecc_aggregate_sbe, ecc_aggregate_dbe;
+	/* Retired pages (pre-Ampere): counts -1 unknown; pending 1/0/-1. */
+	int64_t retired_sbe, retired_dbe;
+	int retired_pending;
+	/* Remapped rows (Ampere+): counts -1 unknown; pending and failure 1/0/-1. */
+	int64_t remap_correctable, remap_uncorrectable;
+	int remap_pending, remap_failure;
+	/* Temperatures in degrees C; -1 unknown. */
+	int temp_gpu, temp_mem, temp_slowdown, temp_shutdown, temp_max_operating;
+	unsigned throttle_active;    /* NVSMI_THR_* that say "Active" */
+	unsigned throttle_unknown;   /* NVSMI_THR_* whose value was not Active/Not Active */
+};
+
+struct nvsmi_report {
+	char driver_version[32];     /* "" unknown */
+	char cuda_version[16];
+	int attached_gpus;           /* "Attached GPUs"; -1 unknown */
+	size_t ngpus;
+	struct nvsmi_gpu gpus[NVSMI_MAX_GPUS];
+	int truncated;               /* more GPUs than NVSMI_MAX_GPUS, or the input ended inside
+				      * a GPU section: the report is partial (findings treat it as
+				      * unknown) */
+};
+
+/* Parse `nvidia-smi -q` text. Returns 0 (out filled; unknown fields are -1), or FP_EINVAL when
+ * the input is not nvidia-smi -q output at all (no "Attached GPUs" and no GPU section), with
+ * the reason in err. */
+int nvsmi_parse_text(const char *buf, size_t len, struct nvsmi_report *out, char *err,
+		     size_t errlen);
+/* Parse `nvidia-smi -q -x` XML (libxml2, no network, no entity expansion, no DTD loading).
+ * Same results and errors as the text form. */
+int nvsmi_parse_xml(const char *buf, size_t len, struct nvsmi_report *out, char *err,
+		    size_t errlen);
+/* Either: XML when the first non-blank byte is '<'. */
+int nvsmi_parse(const char *buf, size_t len, struct nvsmi_report *out, char *err, size_t errlen);
+
+/* Derives findings (source "nvidia-smi") from a parsed report: ecc:dbe_volatile (volatile
+ * uncorrectable > 0), row_remap:pending, row_remap:failure, retired_pages:pending,
+ * gpu:count_mismatch (fewer GPUs than expected_gpus, when expected_gpus > 0),
+ * thermal:hw_slowdown (HW slowdown / HW thermal slowdown active), thermal:sw_slowdown (SW
+ * thermal slowdown active), thermal:over_limit (GPU temperature >= its slowdown temperature).
+ * Writes at most max findings to out and returns the number written. *unknown is set to 1 when
+ * the report cannot prove health (truncated, a GPU whose ECC/remap state is unknown while ECC
+ * is enabled, attached count unknown): the detector's status is then "unknown", never "ok". */
+size_t nvsmi_findings(const struct nvsmi_report *r, int expected_gpus, struct agent_finding *out,
+		      size_t max, int *unknown);
+
+#endif
