@@ -153,12 +153,158 @@ static const char *const k_bmc[] = {"driver", "address", "username", "password",
 static const char *const k_gpus[] = {"count", "model", NULL};
 static const char *const k_status[] = {"phase",    "phaseSince", "holds",     "conditions",
 				       "operation", "lastBoot",  "validation", "inventory",
-				       "bmc",       "queuedOperations", NULL};
+				       "bmc",       "queuedOperations", "servedAt", "remediation",
+				       "remediationHistory", NULL};
 static const char *const k_status_bmc[] = {"quirks", NULL};
 static const char *const k_hold[] = {"owner", "reason", "since", "expires", NULL};
 static const char *const k_cond[] = {"type", "status", "reason", "message", "since", NULL};
 static const char *const k_boot[] = {"at", "bootId", NULL};
 static const char *const k_valid[] = {"at", "passed", "bootId", NULL};
+static const char *const k_remed[] = {"ladder", "rung",   "code",  "gpu",      "reason", "policy",
+				      "healthEvents", "since", "attempts", "rma", NULL};
+static const char *const k_remed_rec[] = {"code", "gpu", "rung", "result", "at", NULL};
+
+/* A required rung name at obj.key. */
+static int decode_rung(const json_t *obj, const char *key, const char *where,
+		       enum remediation_rung *out, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!json_is_string(v) || remediation_rung_parse(json_string_value(v), out) < 0)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "%s.%s: expected one of gpu_reset, reboot, reimage, rma", where, key);
+	return 0;
+}
+
+/* status.remediation (model.h struct node_remediation): ladder non-empty, distinct rungs in
+ * escalation order; rung one of the ladder; code required. */
+static int decode_remediation(const json_t *v, struct node_remediation *r, char *err,
+			      size_t errlen)
+{
+	const char *w = "status.remediation";
+	int rc;
+	if (!json_is_object(v))
+		return fp_errf(FP_EINVAL, err, errlen, "%s: expected an object", w);
+	if ((rc = jsonx_check_keys(v, k_remed, w, err, errlen)) < 0)
+		return rc;
+	r->active = 1;
+	json_t *ladder = json_object_get(v, "ladder");
+	if (!json_is_array(ladder) || json_array_size(ladder) == 0 ||
+	    json_array_size(ladder) > RUNG__COUNT)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "%s.ladder: expected an array of 1..%d rungs", w, RUNG__COUNT);
+	for (size_t i = 0; i < json_array_size(ladder); i++) {
+		enum remediation_rung x;
+		json_t *e = json_array_get(ladder, i);
+		if (!json_is_string(e) || remediation_rung_parse(json_string_value(e), &x) < 0)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "%s.ladder[%zu]: expected one of gpu_reset, reboot, reimage, "
+				       "rma",
+				       w, i);
+		if (i > 0 && x <= r->ladder[i - 1])
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "%s.ladder[%zu]: rungs must be distinct and in escalation "
+				       "order (gpu_reset, reboot, reimage, rma)",
+				       w, i);
+		r->ladder[r->nladder++] = x;
+	}
+	enum remediation_rung cur;
+	if ((rc = decode_rung(v, "rung", w, &cur, err, errlen)) < 0)
+		return rc;
+	r->rung = r->nladder;
+	for (size_t i = 0; i < r->nladder; i++)
+		if (r->ladder[i] == cur)
+			r->rung = i;
+	if (r->rung == r->nladder)
+		return fp_errf(FP_EINVAL, err, errlen, "%s.rung: \"%s\" is not in the ladder", w,
+			       remediation_rung_name(cur));
+	long long attempts = 0;
+	if ((rc = opt_str(v, "code", w, 64, &r->code, err, errlen)) < 0 ||
+	    (rc = opt_str(v, "gpu", w, 64, &r->gpu, err, errlen)) < 0 ||
+	    (rc = opt_str(v, "reason", w, MAX_TEXT, &r->reason, err, errlen)) < 0 ||
+	    (rc = opt_str(v, "policy", w, 63, &r->policy, err, errlen)) < 0 ||
+	    (rc = opt_str(v, "rma", w, 64, &r->rma, err, errlen)) < 0 ||
+	    (rc = opt_time(v, "since", w, &r->since, err, errlen)) < 0 ||
+	    (rc = opt_int(v, "attempts", w, 0, 1000, &attempts, err, errlen)) < 0)
+		return rc;
+	if (!r->code || !*r->code)
+		return fp_errf(FP_EINVAL, err, errlen, "%s.code: required string", w);
+	r->attempts = (int)attempts;
+	json_t *evs = json_object_get(v, "healthEvents");
+	if (evs && !json_is_null(evs)) {
+		if (!json_is_array(evs) || json_array_size(evs) > REMEDIATION_MAX_EVENTS)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "%s.healthEvents: expected an array of at most %d names", w,
+				       REMEDIATION_MAX_EVENTS);
+		for (size_t i = 0; i < json_array_size(evs); i++) {
+			json_t *e = json_array_get(evs, i);
+			if (!json_is_string(e) || json_string_length(e) == 0 ||
+			    json_string_length(e) > 128 ||
+			    strlen(json_string_value(e)) != json_string_length(e))
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "%s.healthEvents[%zu]: expected a health event name "
+					       "of 1..128 characters",
+					       w, i);
+			r->events[r->nevents++] = xstrdup(json_string_value(e));
+		}
+	}
+	return 0;
+}
+
+static int decode_remediation_history(const json_t *v, struct node *n, char *err, size_t errlen)
+{
+	if (!json_is_array(v) || json_array_size(v) > NODE_MAX_REMEDIATION_HISTORY)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "status.remediationHistory: expected an array of at most %d records",
+			       NODE_MAX_REMEDIATION_HISTORY);
+	n->remediation_history = xcalloc(json_array_size(v) + 1, sizeof(*n->remediation_history));
+	for (size_t i = 0; i < json_array_size(v); i++) {
+		json_t *e = json_array_get(v, i);
+		char w[48];
+		snprintf(w, sizeof(w), "status.remediationHistory[%zu]", i);
+		struct node_remediation_record *r = &n->remediation_history[n->nremediation_history++];
+		int rc;
+		if (!json_is_object(e))
+			return fp_errf(FP_EINVAL, err, errlen, "%s: expected an object", w);
+		if ((rc = jsonx_check_keys(e, k_remed_rec, w, err, errlen)) < 0 ||
+		    (rc = opt_str(e, "code", w, 64, &r->code, err, errlen)) < 0 ||
+		    (rc = opt_str(e, "gpu", w, 64, &r->gpu, err, errlen)) < 0 ||
+		    (rc = decode_rung(e, "rung", w, &r->rung, err, errlen)) < 0 ||
+		    (rc = opt_str(e, "result", w, 16, &r->result, err, errlen)) < 0 ||
+		    (rc = opt_time(e, "at", w, &r->at, err, errlen)) < 0)
+			return rc;
+		if (!r->code || !*r->code)
+			return fp_errf(FP_EINVAL, err, errlen, "%s.code: required string", w);
+		if (!r->result || (strcmp(r->result, "succeeded") != 0 &&
+				   strcmp(r->result, "failed") != 0 && strcmp(r->result, "rma") != 0))
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "%s.result: expected succeeded, failed or rma", w);
+		if (!r->at)
+			return fp_errf(FP_EINVAL, err, errlen, "%s.at: required time", w);
+	}
+	return 0;
+}
+
+static json_t *encode_remediation(const struct node_remediation *r)
+{
+	json_t *o = json_object(), *ladder = json_array(), *evs = json_array();
+	for (size_t i = 0; i < r->nladder; i++)
+		json_array_append_new(ladder, json_string(remediation_rung_name(r->ladder[i])));
+	json_object_set_new(o, "ladder", ladder);
+	if (r->rung < r->nladder)
+		json_object_set_new(o, "rung",
+				    json_string(remediation_rung_name(r->ladder[r->rung])));
+	put_str(o, "code", r->code);
+	put_str(o, "gpu", r->gpu);
+	put_str(o, "reason", r->reason);
+	put_str(o, "policy", r->policy);
+	for (size_t i = 0; i < r->nevents; i++)
+		json_array_append_new(evs, json_string(r->events[i]));
+	json_object_set_new(o, "healthEvents", evs);
+	put_time(o, "since", r->since);
+	json_object_set_new(o, "attempts", json_integer(r->attempts));
+	put_str(o, "rma", r->rma);
+	return o;
+}
 
 /* A list of BMC quirk names (at most 16) into a BMC_QUIRK_* mask. */
 static int decode_quirks(const json_t *v, const char *where, unsigned *out, char *err,
@@ -508,6 +654,16 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 	}
 	if (inv)
 		n->inventory = json_deep_copy(inv);
+	if ((rc = opt_time(st, "servedAt", "status", &n->served_at, err, errlen)) < 0)
+		return rc;
+	json_t *rem = json_object_get(st, "remediation");
+	if (rem && !json_is_null(rem) &&
+	    (rc = decode_remediation(rem, &n->remediation, err, errlen)) < 0)
+		return rc;
+	json_t *hist = json_object_get(st, "remediationHistory");
+	if (hist && !json_is_null(hist) &&
+	    (rc = decode_remediation_history(hist, n, err, errlen)) < 0)
+		return rc;
 	return 0;
 }
 
@@ -732,6 +888,23 @@ json_t *node_to_json(const struct node *n, enum node_json_mode mode)
 		json_t *inv = json_loads(n->inventory_text, 0, NULL);
 		if (inv)
 			json_object_set_new(st, "inventory", inv);
+	}
+	put_time(st, "servedAt", n->served_at);
+	if (n->remediation.active)
+		json_object_set_new(st, "remediation", encode_remediation(&n->remediation));
+	if (n->nremediation_history) {
+		json_t *h = json_array();
+		for (size_t i = 0; i < n->nremediation_history; i++) {
+			const struct node_remediation_record *r = &n->remediation_history[i];
+			json_t *o = json_object();
+			put_str(o, "code", r->code);
+			put_str(o, "gpu", r->gpu);
+			json_object_set_new(o, "rung", json_string(remediation_rung_name(r->rung)));
+			put_str(o, "result", r->result);
+			put_time(o, "at", r->at);
+			json_array_append_new(h, o);
+		}
+		json_object_set_new(st, "remediationHistory", h);
 	}
 	return json_pack("{s:s,s:o,s:o,s:o}", "kind", "Node", "metadata", meta, "spec", spec,
 			 "status", st);

@@ -159,12 +159,86 @@ void node_free(struct node *n)
 	free(n->validation_boot_id);
 	json_decref(n->inventory);
 	free(n->inventory_text);
+	node_remediation_release(&n->remediation);
+	for (size_t i = 0; i < n->nremediation_history; i++)
+		node_remediation_record_release(&n->remediation_history[i]);
+	free(n->remediation_history);
 	free(n);
 }
 
 static char *dupn(const char *s)
 {
 	return s ? xstrdup(s) : NULL;
+}
+
+static const char *const rung_names[RUNG__COUNT] = {"gpu_reset", "reboot", "reimage", "rma"};
+
+const char *remediation_rung_name(enum remediation_rung r)
+{
+	return (unsigned)r < RUNG__COUNT ? rung_names[r] : "unknown";
+}
+
+int remediation_rung_parse(const char *s, enum remediation_rung *out)
+{
+	for (int i = 0; s && i < RUNG__COUNT; i++)
+		if (strcmp(s, rung_names[i]) == 0) {
+			*out = (enum remediation_rung)i;
+			return 0;
+		}
+	return FP_EINVAL;
+}
+
+void node_remediation_release(struct node_remediation *r)
+{
+	free(r->code);
+	free(r->gpu);
+	free(r->reason);
+	free(r->policy);
+	for (size_t i = 0; i < r->nevents; i++)
+		free(r->events[i]);
+	free(r->rma);
+	memset(r, 0, sizeof(*r));
+}
+
+void node_remediation_copy(struct node_remediation *dst, const struct node_remediation *src)
+{
+	*dst = *src;
+	dst->code = dupn(src->code);
+	dst->gpu = dupn(src->gpu);
+	dst->reason = dupn(src->reason);
+	dst->policy = dupn(src->policy);
+	for (size_t i = 0; i < src->nevents; i++)
+		dst->events[i] = xstrdup(src->events[i]);
+	dst->rma = dupn(src->rma);
+}
+
+void node_remediation_record_release(struct node_remediation_record *r)
+{
+	free(r->code);
+	free(r->gpu);
+	free(r->result);
+	memset(r, 0, sizeof(*r));
+}
+
+void node_remediation_history_append(struct node *n, const char *code, const char *gpu,
+				     enum remediation_rung rung, const char *result, int64_t at)
+{
+	if (n->nremediation_history >= NODE_MAX_REMEDIATION_HISTORY) {
+		node_remediation_record_release(&n->remediation_history[0]);
+		memmove(&n->remediation_history[0], &n->remediation_history[1],
+			(n->nremediation_history - 1) * sizeof(*n->remediation_history));
+		n->nremediation_history--;
+	} else {
+		n->remediation_history =
+			xreallocarray(n->remediation_history, n->nremediation_history + 1,
+				      sizeof(*n->remediation_history));
+	}
+	struct node_remediation_record *r = &n->remediation_history[n->nremediation_history++];
+	r->code = xstrdup(code ? code : "");
+	r->gpu = dupn(gpu);
+	r->rung = rung;
+	r->result = xstrdup(result);
+	r->at = at;
 }
 
 struct node *node_dup(const struct node *n)
@@ -220,6 +294,18 @@ struct node *node_dup(const struct node *n)
 	d->validation_boot_id = dupn(n->validation_boot_id);
 	d->inventory = n->inventory ? json_deep_copy(n->inventory) : NULL;
 	d->inventory_text = dupn(n->inventory_text);
+	node_remediation_copy(&d->remediation, &n->remediation);
+	d->remediation_history = n->nremediation_history
+					 ? xcalloc(n->nremediation_history,
+						   sizeof(*d->remediation_history))
+					 : NULL;
+	for (size_t i = 0; i < n->nremediation_history; i++) {
+		const struct node_remediation_record *r = &n->remediation_history[i];
+		d->remediation_history[i] = *r;
+		d->remediation_history[i].code = xstrdup(r->code);
+		d->remediation_history[i].gpu = dupn(r->gpu);
+		d->remediation_history[i].result = xstrdup(r->result);
+	}
 	return d;
 }
 

@@ -200,6 +200,16 @@ struct node {
 	size_t nremediation_history;
 };
 
+/* Frees the strings of r and zeroes it (active = 0). */
+void node_remediation_release(struct node_remediation *r);
+/* Deep copy of src into dst (dst's old contents are not freed). */
+void node_remediation_copy(struct node_remediation *dst, const struct node_remediation *src);
+void node_remediation_record_release(struct node_remediation_record *r);
+/* Appends {code, gpu, rung, result, at} to status.remediationHistory, dropping the oldest when
+ * NODE_MAX_REMEDIATION_HISTORY are kept. Strings are copied; gpu may be NULL. */
+void node_remediation_history_append(struct node *n, const char *code, const char *gpu,
+				     enum remediation_rung rung, const char *result, int64_t at);
+
 struct node *node_new(void);
 void node_free(struct node *n);
 struct node *node_dup(const struct node *n);

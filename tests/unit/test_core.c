@@ -847,6 +847,134 @@ static void test_store_roundtrip(void **state)
 	node_free(n);
 }
 
+/* status.servedAt, status.remediation and status.remediationHistory (design4 "Node status
+ * additions"): decode, exact round trip, node_dup, history bound, strict errors naming fields. */
+static const char *remed_doc =
+	"{\"kind\":\"Node\",\"metadata\":{\"name\":\"r01n03\",\"labels\":{}},"
+	"\"spec\":{\"bmc\":{\"driver\":\"sim\"}},"
+	"\"status\":{\"phase\":\"repairing\",\"holds\":[],\"conditions\":[],"
+	"\"servedAt\":\"2026-01-02T03:04:05.000Z\","
+	"\"remediation\":{\"ladder\":[\"gpu_reset\",\"reboot\",\"rma\"],\"rung\":\"reboot\","
+	"\"code\":\"xid:79\",\"gpu\":\"0000:3b:00.0\",\"reason\":\"XID 79 on GPU 3\","
+	"\"policy\":\"default\",\"healthEvents\":[\"r01n03.k-1\",\"r01n03.k-2\"],"
+	"\"since\":\"2026-11-30T04:49:29.803Z\",\"attempts\":2,\"rma\":\"rma-1\"},"
+	"\"remediationHistory\":[{\"code\":\"xid:48\",\"rung\":\"gpu_reset\",\"result\":\"succeeded\","
+	"\"at\":\"2026-01-02T03:04:05.000Z\"},{\"code\":\"xid:79\",\"gpu\":\"0000:3b:00.0\","
+	"\"rung\":\"rma\",\"result\":\"rma\",\"at\":\"2026-11-30T04:49:29.803Z\"}]}}";
+
+static void test_remediation_codec(void **state)
+{
+	(void)state;
+	struct node *n = NULL, *n2 = NULL;
+	char e[256];
+	assert_int_equal(decode_node(remed_doc, 0, &n, e, sizeof(e)), 0);
+	assert_int_equal(n->served_at, T0);
+	assert_int_equal(n->remediation.active, 1);
+	assert_int_equal(n->remediation.nladder, 3);
+	assert_int_equal(n->remediation.ladder[0], RUNG_GPU_RESET);
+	assert_int_equal(n->remediation.ladder[1], RUNG_REBOOT);
+	assert_int_equal(n->remediation.ladder[2], RUNG_RMA);
+	assert_int_equal(n->remediation.rung, 1);
+	assert_int_equal(n->remediation.attempts, 2);
+	assert_string_equal(n->remediation.code, "xid:79");
+	assert_string_equal(n->remediation.gpu, "0000:3b:00.0");
+	assert_string_equal(n->remediation.reason, "XID 79 on GPU 3");
+	assert_string_equal(n->remediation.policy, "default");
+	assert_int_equal(n->remediation.nevents, 2);
+	assert_string_equal(n->remediation.events[1], "r01n03.k-2");
+	assert_int_equal(n->remediation.since, T1);
+	assert_string_equal(n->remediation.rma, "rma-1");
+	assert_int_equal(n->nremediation_history, 2);
+	assert_string_equal(n->remediation_history[0].code, "xid:48");
+	assert_null(n->remediation_history[0].gpu);
+	assert_int_equal(n->remediation_history[0].rung, RUNG_GPU_RESET);
+	assert_string_equal(n->remediation_history[0].result, "succeeded");
+	assert_int_equal(n->remediation_history[0].at, T0);
+	assert_int_equal(n->remediation_history[1].rung, RUNG_RMA);
+
+	json_t *orig = parse(remed_doc);
+	json_t *j1 = node_to_json(n, NODE_JSON_STORE);
+	if (!json_equal(j1, orig))
+		fail_msg("remediation encoding differs:\n%s", jsonx_dumps(j1));
+	struct node *d = node_dup(n);
+	json_t *j2 = node_to_json(d, NODE_JSON_PUBLIC);
+	assert_true(json_equal(json_object_get(j2, "status"), json_object_get(orig, "status")));
+	json_decref(j2);
+	node_free(d);
+	json_decref(j1);
+	json_decref(orig);
+
+	/* history keeps the newest 8, oldest dropped */
+	for (int i = 0; i < 7; i++)
+		node_remediation_history_append(n, "xid:94", NULL, RUNG_REBOOT, "failed", T1 + i);
+	assert_int_equal(n->nremediation_history, 8);
+	assert_string_equal(n->remediation_history[0].code, "xid:79");
+	assert_int_equal(n->remediation_history[7].at, T1 + 6);
+	j1 = node_to_json(n, NODE_JSON_STORE);
+	assert_int_equal(node_from_json(j1, 3, &n2, e, sizeof(e)), 0);
+	assert_int_equal(n2->nremediation_history, 8);
+	json_decref(j1);
+	node_free(n2);
+	/* cleared remediation renders as absent */
+	node_remediation_release(&n->remediation);
+	j1 = node_to_json(n, NODE_JSON_STORE);
+	assert_null(jsonx_path(j1, "status.remediation"));
+	json_decref(j1);
+	node_free(n);
+
+	assert_string_equal(remediation_rung_name(RUNG_GPU_RESET), "gpu_reset");
+	assert_string_equal(remediation_rung_name(RUNG_REIMAGE), "reimage");
+	enum remediation_rung r;
+	assert_int_equal(remediation_rung_parse("rma", &r), 0);
+	assert_int_equal(r, RUNG_RMA);
+	assert_int_equal(remediation_rung_parse("reset", &r), FP_EINVAL);
+
+#define RDOC(x) "{\"metadata\":{\"name\":\"n1\"},\"status\":{" x "}}"
+	expect_node_err(RDOC("\"remediation\":{\"ladder\":[\"reboot\"],\"rung\":\"reboot\","
+			     "\"code\":\"xid:79\",\"colour\":1}"),
+			0, FP_EINVAL, "unknown field status.remediation.colour");
+	expect_node_err(RDOC("\"remediation\":{\"ladder\":[],\"rung\":\"reboot\",\"code\":\"x:1\"}"),
+			0, FP_EINVAL, "status.remediation.ladder: expected an array of 1..4 rungs");
+	expect_node_err(RDOC("\"remediation\":{\"ladder\":[\"reboot\",\"nuke\"],\"rung\":\"reboot\","
+			     "\"code\":\"x:1\"}"),
+			0, FP_EINVAL,
+			"status.remediation.ladder[1]: expected one of gpu_reset, reboot, reimage, "
+			"rma");
+	expect_node_err(RDOC("\"remediation\":{\"ladder\":[\"reimage\",\"reboot\"],"
+			     "\"rung\":\"reboot\",\"code\":\"x:1\"}"),
+			0, FP_EINVAL,
+			"status.remediation.ladder[1]: rungs must be distinct and in escalation "
+			"order (gpu_reset, reboot, reimage, rma)");
+	expect_node_err(RDOC("\"remediation\":{\"ladder\":[\"reboot\"],\"rung\":\"rma\","
+			     "\"code\":\"x:1\"}"),
+			0, FP_EINVAL, "status.remediation.rung: \"rma\" is not in the ladder");
+	expect_node_err(RDOC("\"remediation\":{\"ladder\":[\"reboot\"],\"rung\":\"reboot\"}"), 0,
+			FP_EINVAL, "status.remediation.code: required string");
+	expect_node_err(RDOC("\"remediation\":{\"ladder\":[\"reboot\"],\"rung\":\"reboot\","
+			     "\"code\":\"x:1\",\"attempts\":\"2\"}"),
+			0, FP_EINVAL, "status.remediation.attempts: expected an integer");
+	expect_node_err(RDOC("\"remediation\":{\"ladder\":[\"reboot\"],\"rung\":\"reboot\","
+			     "\"code\":\"x:1\",\"healthEvents\":[\"\"]}"),
+			0, FP_EINVAL,
+			"status.remediation.healthEvents[0]: expected a health event name of "
+			"1..128 characters");
+	expect_node_err(RDOC("\"servedAt\":\"yesterday\""), 0, FP_EINVAL,
+			"status.servedAt: expected an RFC 3339 UTC time like 2026-01-02T03:04:05Z");
+	expect_node_err(RDOC("\"remediationHistory\":[{\"code\":\"x:1\",\"rung\":\"reboot\","
+			     "\"result\":\"meh\",\"at\":\"2026-01-02T03:04:05Z\"}]"),
+			0, FP_EINVAL,
+			"status.remediationHistory[0].result: expected succeeded, failed or rma");
+	expect_node_err(RDOC("\"remediationHistory\":[{\"code\":\"x:1\",\"rung\":\"reboot\","
+			     "\"result\":\"failed\",\"at\":\"2026-01-02T03:04:05Z\",\"by\":1}]"),
+			0, FP_EINVAL, "unknown field status.remediationHistory[0].by");
+	expect_node_err(RDOC("\"remediationHistory\":[{\"code\":\"x:1\",\"result\":\"failed\","
+			     "\"at\":\"2026-01-02T03:04:05Z\"}]"),
+			0, FP_EINVAL,
+			"status.remediationHistory[0].rung: expected one of gpu_reset, reboot, "
+			"reimage, rma");
+#undef RDOC
+}
+
 static void test_public_mode(void **state)
 {
 	(void)state;
@@ -1234,7 +1362,7 @@ int main(void)
 		cmocka_unit_test(test_bad_node_names),	  cmocka_unit_test(test_enroll_minimal),
 		cmocka_unit_test(test_enroll_full),	  cmocka_unit_test(test_unknown_fields),
 		cmocka_unit_test(test_wrong_types),	  cmocka_unit_test(test_macs),
-		cmocka_unit_test(test_store_roundtrip),	  cmocka_unit_test(test_public_mode),
+		cmocka_unit_test(test_store_roundtrip), cmocka_unit_test(test_remediation_codec),	  cmocka_unit_test(test_public_mode),
 		cmocka_unit_test(test_operation_roundtrip), cmocka_unit_test(test_operation_errors),
 		cmocka_unit_test(test_selectors),	  cmocka_unit_test(test_events),
 	};
