@@ -1,7 +1,7 @@
 # fleetplane build. `make` builds ./fleetplane; `make test` runs unit and integration tests.
 # SAN=1 builds with ASan+UBSan into build-san/ (binary ./fleetplane-san).
 CC      ?= cc
-PKGS    := libmicrohttpd jansson sqlite3 libcurl libsodium libfreeipmi
+PKGS    := libmicrohttpd jansson sqlite3 libcurl libsodium libfreeipmi libxml-2.0
 SAN     ?= 0
 ifeq ($(SAN),1)
 BUILD   ?= build-san
