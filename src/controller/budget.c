@@ -1,0 +1,426 @@
+/* budget.c - the disruption-budget service (see budget.h; DESIGN.md principle 4).
+ *
+ * Budgets are read from /budgets/ and kept until budget_svc_invalidate or BUDGET_TTL_MS pass.
+ * Node phases come from the informer cache: the members of a rack or site domain value through
+ * the cache's rack/site index, of a pool or label domain by walking every node. An admitted
+ * node is reserved for BUDGET_RESERVE_MS: it counts as unavailable until the cache shows it
+ * unavailable (then the phase counts it and the reservation is dropped) or the reservation
+ * ends. One mutex makes count + reserve atomic between admissions. */
+#include "controller/budget.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/jsonx.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "core/budget.h"
+
+#define BUDGET_TTL_MS 5000
+#define BUDGET_RESERVE_MS 30000
+#define BUDGET_MAX_RESERVATIONS 65536
+#define BUDGET_MAX_OUT_NAMED 8 /* nodes named in a refusal reason */
+
+struct reservation {
+	char *node;
+	int64_t until; /* monotonic ms */
+};
+
+struct budget_svc {
+	struct store *store;
+	struct cache *cache;
+	struct fp_clock *clock;
+	pthread_mutex_t mu;
+	struct budget *budgets;
+	size_t nbudgets;
+	int loaded;
+	int64_t loaded_at;
+	char load_err[400]; /* why the last load failed ("" = it did not) */
+	struct reservation *res;
+	size_t nres;
+};
+
+static void budgets_clear(struct budget_svc *b)
+{
+	for (size_t i = 0; i < b->nbudgets; i++)
+		budget_release(&b->budgets[i]);
+	free(b->budgets);
+	b->budgets = NULL;
+	b->nbudgets = 0;
+	b->loaded = 0;
+}
+
+/* Reads /budgets/ when the copy is missing or older than BUDGET_TTL_MS. Returns 0, or a
+ * negative error with b->load_err set (a store error, or a stored document that does not
+ * decode: the service then refuses every disruption, fail closed). Holds b->mu. */
+static int budgets_load(struct budget_svc *b)
+{
+	int64_t now = clock_now_ms(b->clock);
+	if (b->loaded && now - b->loaded_at < BUDGET_TTL_MS)
+		return b->load_err[0] ? FP_EIO : 0;
+	budgets_clear(b);
+	b->load_err[0] = 0;
+	struct store_kv *kvs = NULL;
+	size_t n = 0;
+	int more = 0;
+	int rc = store_list(b->store, "/budgets/", NULL, BUDGET_MAX, &kvs, &n, NULL, &more);
+	if (rc < 0) {
+		snprintf(b->load_err, sizeof(b->load_err), "reading budgets failed: %s",
+			 fp_err_msg(rc));
+		goto out;
+	}
+	if (more)
+		log_warn("more than %d budgets stored; only the first %d apply", BUDGET_MAX,
+			 BUDGET_MAX);
+	b->budgets = xcalloc(n + 1, sizeof(*b->budgets));
+	for (size_t i = 0; i < n; i++) {
+		json_t *doc = NULL;
+		char e[200];
+		rc = jsonx_parse(kvs[i].value, strlen(kvs[i].value), &doc, e, sizeof(e));
+		if (rc == 0)
+			rc = budget_from_json(doc, kvs[i].mod_revision, &b->budgets[b->nbudgets], e,
+					      sizeof(e));
+		json_decref(doc);
+		if (rc < 0) {
+			snprintf(b->load_err, sizeof(b->load_err), "stored budget %.64s is invalid: %.200s",
+				 kvs[i].key, e);
+			break;
+		}
+		b->nbudgets++;
+	}
+out:
+	store_kv_array_free(kvs, n);
+	b->loaded = 1;
+	b->loaded_at = now;
+	return b->load_err[0] ? (rc < 0 ? rc : FP_EIO) : 0;
+}
+
+/* 1 while node `name` holds a live reservation; expired ones are dropped. Holds b->mu. */
+static int reserved(struct budget_svc *b, const char *name, int64_t now)
+{
+	for (size_t i = 0; i < b->nres; i++)
+		if (strcmp(b->res[i].node, name) == 0) {
+			if (b->res[i].until > now)
+				return 1;
+			free(b->res[i].node);
+			b->res[i] = b->res[--b->nres];
+			return 0;
+		}
+	return 0;
+}
+
+static void unreserve(struct budget_svc *b, const char *name)
+{
+	for (size_t i = 0; i < b->nres; i++)
+		if (strcmp(b->res[i].node, name) == 0) {
+			free(b->res[i].node);
+			b->res[i] = b->res[--b->nres];
+			return;
+		}
+}
+
+static void reserve(struct budget_svc *b, const char *name, int64_t now)
+{
+	for (size_t i = 0; i < b->nres; i++)
+		if (strcmp(b->res[i].node, name) == 0) {
+			b->res[i].until = now + BUDGET_RESERVE_MS;
+			return;
+		}
+	if (b->nres >= BUDGET_MAX_RESERVATIONS) { /* drop expired ones; else the oldest slot */
+		size_t w = 0;
+		for (size_t i = 0; i < b->nres; i++) {
+			if (b->res[i].until > now)
+				b->res[w++] = b->res[i];
+			else
+				free(b->res[i].node);
+		}
+		b->nres = w;
+		if (b->nres >= BUDGET_MAX_RESERVATIONS) {
+			free(b->res[0].node);
+			b->res[0] = b->res[--b->nres];
+		}
+	}
+	b->res = xreallocarray(b->res, b->nres + 1, sizeof(*b->res));
+	b->res[b->nres].node = xstrdup(name);
+	b->res[b->nres].until = now + BUDGET_RESERVE_MS;
+	b->nres++;
+}
+
+/* Names of the nodes that may be in budget bu's domain value `value`: the rack/site index, or
+ * every node. Same ownership as cache_node_names. */
+static size_t candidates(struct budget_svc *b, const struct budget *bu, const char *value,
+			 char ***names)
+{
+	if (strcmp(bu->domain, "rack") == 0)
+		return cache_node_names(b->cache, CACHE_BY_RACK, value, names);
+	if (strcmp(bu->domain, "site") == 0)
+		return cache_node_names(b->cache, CACHE_BY_SITE, value, names);
+	return cache_all_node_names(b->cache, names);
+}
+
+static void free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One domain value of a budget, counted from the cache (holds b->mu). `out` and `waiting` get
+ * new sorted name arrays when non-NULL; `skip` (may be NULL) is left out of the count. */
+struct tally {
+	size_t members, unavailable;
+	char **out, **waiting;
+	size_t nout, nwaiting;
+};
+
+static void tally_release(struct tally *t)
+{
+	free_names(t->out, t->nout);
+	free_names(t->waiting, t->nwaiting);
+	memset(t, 0, sizeof(*t));
+}
+
+static void count_value(struct budget_svc *b, const struct budget *bu, const char *value,
+			const char *skip, int64_t now, struct tally *t)
+{
+	memset(t, 0, sizeof(*t));
+	char **names = NULL;
+	size_t n = candidates(b, bu, value, &names);
+	for (size_t i = 0; i < n; i++) {
+		struct node *m = cache_node_get(b->cache, names[i]);
+		if (!m)
+			continue;
+		const char *v = budget_domain_value(bu, m);
+		if (!v || strcmp(v, value) != 0 || m->phase == PHASE_RETIRED) {
+			node_free(m);
+			continue;
+		}
+		t->members++;
+		const struct node_condition *c = node_condition_get(m, "DisruptionAllowed");
+		if (c && c->status == COND_FALSE) {
+			t->waiting = xreallocarray(t->waiting, t->nwaiting + 1, sizeof(char *));
+			t->waiting[t->nwaiting++] = xstrdup(m->name);
+		}
+		int out = 0;
+		if (budget_node_unavailable(m)) {
+			out = 1;
+			unreserve(b, m->name); /* the cache shows it now */
+		} else if (reserved(b, m->name, now)) {
+			out = 1;
+		}
+		if (out && !(skip && strcmp(skip, m->name) == 0)) {
+			t->unavailable++;
+			t->out = xreallocarray(t->out, t->nout + 1, sizeof(char *));
+			t->out[t->nout++] = xstrdup(m->name);
+		}
+		node_free(m);
+	}
+	free_names(names, n);
+	if (t->nout)
+		qsort(t->out, t->nout, sizeof(char *), cmp_str);
+	if (t->nwaiting)
+		qsort(t->waiting, t->nwaiting, sizeof(char *), cmp_str);
+}
+
+/* "rack r01", "nvlink_domain nvl-a" */
+static const char *domain_word(const struct budget *bu)
+{
+	return strncmp(bu->domain, "label:", 6) == 0 ? bu->domain + 6 : bu->domain;
+}
+
+static void collect(struct buf *out, void *arg);
+
+struct budget_svc *budget_svc_new(struct store *s, struct cache *c, struct fp_clock *clock)
+{
+	struct budget_svc *b = xcalloc(1, sizeof(*b));
+	b->store = s;
+	b->cache = c;
+	b->clock = clock;
+	pthread_mutex_init(&b->mu, NULL);
+	metrics_add_collector(collect, b);
+	return b;
+}
+
+void budget_svc_free(struct budget_svc *b)
+{
+	if (!b)
+		return;
+	metrics_remove_collector(collect, b);
+	budgets_clear(b);
+	for (size_t i = 0; i < b->nres; i++)
+		free(b->res[i].node);
+	free(b->res);
+	pthread_mutex_destroy(&b->mu);
+	free(b);
+}
+
+void budget_svc_invalidate(struct budget_svc *b)
+{
+	pthread_mutex_lock(&b->mu);
+	b->loaded = 0;
+	pthread_mutex_unlock(&b->mu);
+}
+
+int budget_admit(struct budget_svc *b, const struct node *n, char *why, size_t whylen)
+{
+	if (why && whylen)
+		why[0] = 0;
+	pthread_mutex_lock(&b->mu);
+	int64_t now = clock_now_ms(b->clock);
+	int ok = 1;
+	if (budgets_load(b) < 0) {
+		snprintf(why, whylen, "%s", b->load_err);
+		ok = 0;
+	}
+	for (size_t i = 0; ok && i < b->nbudgets; i++) {
+		const struct budget *bu = &b->budgets[i];
+		const char *value = budget_domain_value(bu, n);
+		if (!value)
+			continue;
+		struct tally t;
+		count_value(b, bu, value, n->name, now, &t);
+		/* n itself is a member even if the cache does not show it yet */
+		size_t members = t.members ? t.members : 1;
+		int max = budget_max(bu, members);
+		if ((long long)t.unavailable + 1 > (long long)max) {
+			ok = 0;
+			struct buf w;
+			buf_init(&w, 0);
+			for (size_t k = 0; k < t.nout && k < BUDGET_MAX_OUT_NAMED; k++)
+				buf_printf(&w, "%s%s", k ? ", " : "", t.out[k]);
+			if (t.nout > BUDGET_MAX_OUT_NAMED)
+				buf_printf(&w, " and %zu more", t.nout - BUDGET_MAX_OUT_NAMED);
+			size_t len;
+			char *list = buf_detach(&w, &len);
+			snprintf(why, whylen, "budget %s: %s %s has %zu of max %d unavailable%s%s%s",
+				 bu->name, domain_word(bu), value, t.unavailable, max,
+				 t.nout ? " (" : "", list, t.nout ? ")" : "");
+			free(list);
+		}
+		tally_release(&t);
+	}
+	if (ok)
+		reserve(b, n->name, now);
+	pthread_mutex_unlock(&b->mu);
+	return ok;
+}
+
+/* Distinct values of bu's domain over every node, sorted; same ownership as cache names. */
+static size_t domain_values(struct budget_svc *b, const struct budget *bu, char ***values)
+{
+	char **names = NULL, **vals = NULL;
+	size_t n = cache_all_node_names(b->cache, &names), nv = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct node *m = cache_node_get(b->cache, names[i]);
+		const char *v = m ? budget_domain_value(bu, m) : NULL;
+		int seen = 0;
+		for (size_t k = 0; v && k < nv; k++)
+			seen |= strcmp(vals[k], v) == 0;
+		if (v && !seen) {
+			vals = xreallocarray(vals, nv + 1, sizeof(char *));
+			vals[nv++] = xstrdup(v);
+		}
+		node_free(m);
+	}
+	free_names(names, n);
+	if (nv)
+		qsort(vals, nv, sizeof(char *), cmp_str);
+	*values = vals;
+	return nv;
+}
+
+static json_t *names_json(char **names, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(names[i]));
+	return a;
+}
+
+/* Appends the domain entries of budget bu to arr (holds b->mu). */
+static void status_of(struct budget_svc *b, const struct budget *bu, json_t *arr, int64_t now,
+		      int with_name)
+{
+	char **values = NULL;
+	size_t nv = domain_values(b, bu, &values);
+	for (size_t i = 0; i < nv; i++) {
+		struct tally t;
+		count_value(b, bu, values[i], NULL, now, &t);
+		int max = budget_max(bu, t.members);
+		long long rem = (long long)max - (long long)t.unavailable;
+		json_t *o = json_pack("{s:s,s:I,s:I,s:i,s:I,s:o,s:o}", "value", values[i], "nodes",
+				      (json_int_t)t.members, "unavailable",
+				      (json_int_t)t.unavailable, "max", max, "remaining",
+				      (json_int_t)(rem > 0 ? rem : 0), "out",
+				      names_json(t.out, t.nout), "waiting",
+				      names_json(t.waiting, t.nwaiting));
+		if (with_name)
+			json_object_set_new(o, "budget", json_string(bu->name));
+		json_array_append_new(arr, o);
+		tally_release(&t);
+	}
+	free_names(values, nv);
+}
+
+json_t *budget_svc_status(struct budget_svc *b, const char *name)
+{
+	pthread_mutex_lock(&b->mu);
+	int64_t now = clock_now_ms(b->clock);
+	json_t *res = NULL;
+	budgets_load(b);
+	for (size_t i = 0; i < b->nbudgets; i++) {
+		if (name && strcmp(b->budgets[i].name, name) != 0)
+			continue;
+		if (!res)
+			res = json_pack("{s:[]}", "domains");
+		status_of(b, &b->budgets[i], json_object_get(res, "domains"), now, name == NULL);
+	}
+	if (!res && !name)
+		res = json_pack("{s:[]}", "domains");
+	pthread_mutex_unlock(&b->mu);
+	return res;
+}
+
+/* fleetplane_budget_remaining{budget,value} for every stored budget and domain value, and
+ * fleetplane_disruptions_waiting (nodes whose DisruptionAllowed is False). */
+static void collect(struct buf *out, void *arg)
+{
+	struct budget_svc *b = arg;
+	json_t *st = budget_svc_status(b, NULL);
+	buf_puts(out, "# HELP fleetplane_budget_remaining Disruptions a budget still allows per "
+		      "domain value.\n# TYPE fleetplane_budget_remaining gauge\n");
+	size_t i;
+	json_t *d;
+	json_array_foreach(json_object_get(st, "domains"), i, d)
+	{
+		buf_puts(out, "fleetplane_budget_remaining{budget=\"");
+		metrics_escape(out, jsonx_str(d, "budget"));
+		buf_puts(out, "\",value=\"");
+		metrics_escape(out, jsonx_str(d, "value"));
+		buf_printf(out, "\"} %lld\n",
+			   (long long)json_integer_value(json_object_get(d, "remaining")));
+	}
+	json_decref(st);
+	char **names = NULL;
+	size_t n = cache_all_node_names(b->cache, &names), waiting = 0;
+	for (size_t k = 0; k < n; k++) {
+		struct node *m = cache_node_get(b->cache, names[k]);
+		const struct node_condition *c = m ? node_condition_get(m, "DisruptionAllowed") : NULL;
+		waiting += c && c->status == COND_FALSE;
+		node_free(m);
+	}
+	free_names(names, n);
+	buf_printf(out, "# HELP fleetplane_disruptions_waiting Nodes waiting for a disruption "
+			"budget.\n# TYPE fleetplane_disruptions_waiting gauge\nfleetplane_disruptions_"
+			"waiting %zu\n",
+		   waiting);
+}
