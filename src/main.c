@@ -19,6 +19,7 @@ static const struct cmd_struct commands[] = {
 	{"op", cmd_op, "list and get operations"},
 	{"event", cmd_event, "list audit events"},
 	{"token", cmd_token, "create, list, revoke API tokens (admin)"},
+	{"health", cmd_health, "GPU health events, policy, disruption budgets, breakers, RMAs"},
 	{"sim", cmd_sim, "inspect simulated hardware in a data dir"},
 };
 

@@ -236,6 +236,23 @@ void api_tokens_create(struct api_req *r);
 void api_token_get(struct api_req *r);
 void api_token_delete(struct api_req *r);
 void api_openapi(struct api_req *r);
+/* api_health.c (issue 4): agent reports, health events, policies, budgets, breakers, RMAs. */
+void api_node_report(struct api_req *r);
+void api_node_remediated(struct api_req *r);
+void api_healthevents_list(struct api_req *r);
+void api_healthevent_get(struct api_req *r);
+void api_policies_list(struct api_req *r);
+void api_policy_get(struct api_req *r);
+void api_policy_put(struct api_req *r);
+void api_budgets_list(struct api_req *r);
+void api_budgets_create(struct api_req *r);
+void api_budget_get(struct api_req *r);
+void api_budget_put(struct api_req *r);
+void api_budget_delete(struct api_req *r);
+void api_breakers_list(struct api_req *r);
+void api_breaker_reset(struct api_req *r);
+void api_rmas_list(struct api_req *r);
+void api_rma_get(struct api_req *r);
 
 /* Node rendering for responses and watch: stored document -> public document. */
 json_t *api_node_render(struct api_req *r, const json_t *doc, int64_t mod_rev);

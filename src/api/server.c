@@ -2,7 +2,7 @@
  * per-request context (bounded body, query, principal, arena), authentication and role checks,
  * JSON and RFC 9457 problem replies, request metrics and logging, and the handlers that are not
  * a resource (/healthz, /readyz, /metrics). Resources live in api_nodes.c, api_objects.c,
- * api_tokens.c; watch streams in watch.c; Idempotency-Key in idem.c.
+ * api_tokens.c, api_health.c; watch streams in watch.c; Idempotency-Key in idem.c.
  *
  * Threading: MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME: one
  * poll(2) event loop (or cfg.threads of them, MHD_OPTION_THREAD_POOL_SIZE) serves every
@@ -81,6 +81,10 @@ static const struct api_route routes[] = {
 	 api_node_booted},
 	{"POST", "/v1/nodes/{name}:validated", API_ROLE_OPERATOR, API_R_V1 | API_R_AGENT_SELF,
 	 api_node_validated},
+	{"POST", "/v1/nodes/{name}:report", API_ROLE_OPERATOR, API_R_V1 | API_R_AGENT_SELF,
+	 api_node_report},
+	{"POST", "/v1/nodes/{name}:remediated", API_ROLE_OPERATOR, API_R_V1 | API_R_AGENT_SELF,
+	 api_node_remediated},
 	{"GET", "/v1/operations", API_ROLE_VIEWER, API_R_V1, api_ops_list},
 	{"GET", "/v1/operations/{name}", API_ROLE_VIEWER, API_R_V1, api_op_get},
 	{"POST", "/v1/operations/{name}:cancel", API_ROLE_OPERATOR, API_R_V1, api_op_cancel},
@@ -94,6 +98,20 @@ static const struct api_route routes[] = {
 	{"POST", "/v1/racks", API_ROLE_OPERATOR, API_R_V1, api_racks_create},
 	{"GET", "/v1/racks/{name}", API_ROLE_VIEWER, API_R_V1, api_rack_get},
 	{"DELETE", "/v1/racks/{name}", API_ROLE_ADMIN, API_R_V1, api_rack_delete},
+	{"GET", "/v1/healthevents", API_ROLE_VIEWER, API_R_V1, api_healthevents_list},
+	{"GET", "/v1/healthevents/{name}", API_ROLE_VIEWER, API_R_V1, api_healthevent_get},
+	{"GET", "/v1/policies", API_ROLE_VIEWER, API_R_V1, api_policies_list},
+	{"GET", "/v1/policies/{name}", API_ROLE_VIEWER, API_R_V1, api_policy_get},
+	{"PUT", "/v1/policies/{name}", API_ROLE_ADMIN, API_R_V1, api_policy_put},
+	{"GET", "/v1/budgets", API_ROLE_VIEWER, API_R_V1, api_budgets_list},
+	{"POST", "/v1/budgets", API_ROLE_OPERATOR, API_R_V1, api_budgets_create},
+	{"GET", "/v1/budgets/{name}", API_ROLE_VIEWER, API_R_V1, api_budget_get},
+	{"PUT", "/v1/budgets/{name}", API_ROLE_OPERATOR, API_R_V1, api_budget_put},
+	{"DELETE", "/v1/budgets/{name}", API_ROLE_OPERATOR, API_R_V1, api_budget_delete},
+	{"GET", "/v1/breakers", API_ROLE_VIEWER, API_R_V1, api_breakers_list},
+	{"POST", "/v1/breakers/{name}:reset", API_ROLE_OPERATOR, API_R_V1, api_breaker_reset},
+	{"GET", "/v1/rmas", API_ROLE_VIEWER, API_R_V1, api_rmas_list},
+	{"GET", "/v1/rmas/{name}", API_ROLE_VIEWER, API_R_V1, api_rma_get},
 	{"GET", "/v1/tokens", API_ROLE_ADMIN, API_R_V1, api_tokens_list},
 	{"POST", "/v1/tokens", API_ROLE_ADMIN, API_R_V1, api_tokens_create},
 	{"GET", "/v1/tokens/{name}", API_ROLE_ADMIN, API_R_V1, api_token_get},

@@ -9,6 +9,7 @@
 #ifndef FP_API_SERVER_H
 #define FP_API_SERVER_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,35 @@ struct api_node_view {
 struct api_agent_hooks {
 	void (*booted)(void *arg, const char *node, const char *boot_id);
 	void (*validated)(void *arg, const char *node, const char *boot_id, int passed);
+	/* POST /v1/nodes/{name}:remediated: the node's agent finished the gpu_reset operation
+	 * op_id (the node's status.operation, checked by the API) with succeeded 1/0 and an
+	 * optional message (NULL when absent). serve wires lifecycle_agent_remediated. NULL: the
+	 * route answers 503. */
+	void (*remediated)(void *arg, const char *node, const char *op_id, int succeeded,
+			   const char *message);
+	void *arg;
+};
+
+/* The health controller (controller/health.h) and the disruption-budget service
+ * (controller/budget.h) as the API sees them: the API layer does not include controller
+ * headers, so serve passes wrappers. Each member mirrors the controller function of the same
+ * name (health_report, health_policy_get, health_policy_put, health_breakers,
+ * health_breaker_reset, budget_svc_status, budget_svc_invalidate): same arguments after arg,
+ * same return values and ownership (json_t results are new references). Called from API worker
+ * threads concurrently. A NULL member makes its routes answer 503 ("no health controller"),
+ * except budget_status (budgets are then answered without "status") and budget_invalidate
+ * (skipped). */
+struct api_health_hooks {
+	int (*report)(void *arg, const char *node, const char *actor, const json_t *report,
+		      int64_t received_ms, json_t **result, char *err, size_t errlen);
+	json_t *(*policy_get)(void *arg);
+	int (*policy_put)(void *arg, const json_t *doc, const char *actor, json_t **stored,
+			  char *err, size_t errlen);
+	json_t *(*breakers)(void *arg);
+	int (*breaker_reset)(void *arg, const char *name, const char *actor, const char *reason,
+			     char *err, size_t errlen);
+	json_t *(*budget_status)(void *arg, const char *name);
+	void (*budget_invalidate)(void *arg);
 	void *arg;
 };
 
@@ -56,6 +86,7 @@ struct api_config {
 	void *ready_arg;
 	struct api_node_view node_view; /* get_json NULL = read the store */
 	struct api_agent_hooks agent;   /* agent callbacks; NULL hooks = 503 */
+	struct api_health_hooks health; /* health reports, policies, breakers, budget status */
 	/* Tuning; 0 = defaults (1000 connections, 60 s idle timeout, 1 poll thread; the
 	 * FLEETPLANE_API_THREADS environment variable overrides the default thread count). */
 	unsigned connection_limit;

@@ -17,5 +17,7 @@ int cmd_op(int argc, char **argv);
 int cmd_event(int argc, char **argv);
 /* fleetplane token create|list|revoke ... */
 int cmd_token(int argc, char **argv);
+/* fleetplane health events|policy|budget|breaker|rma ... (cmd_health.c) */
+int cmd_health(int argc, char **argv);
 
 #endif

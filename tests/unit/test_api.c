@@ -62,6 +62,78 @@ static void hook_validated(void *arg, const char *node, const char *boot_id, int
 	pthread_mutex_unlock(&R.mu);
 }
 
+static void hook_remediated(void *arg, const char *node, const char *op_id, int succeeded,
+			    const char *message)
+{
+	pthread_mutex_lock(&R.mu);
+	R.n++;
+	snprintf(R.last, sizeof(R.last), "remediated %s %s %d %s", node, op_id, succeeded,
+		 message ? message : "-");
+	pthread_mutex_unlock(&R.mu);
+}
+
+/* A stand-in health controller (api_health_hooks): the routes' own checks are what is under
+ * test here; controller/health.c has its own tests. */
+static struct {
+	int reports, invalidations;
+	char last[160];
+} H;
+
+static int fh_report(void *arg, const char *node, const char *actor, const json_t *report,
+		     int64_t received_ms, json_t **result, char *err, size_t errlen)
+{
+	H.reports++;
+	snprintf(H.last, sizeof(H.last), "report %s %s", node, actor);
+	if (strcmp(node, "n9") == 0)
+		return FP_ENOTFOUND;
+	if (json_object_get(report, "bad"))
+		return fp_errf(FP_EINVAL, err, errlen, "events[3].code: \"XID\" is not a code");
+	if (json_object_get(report, "unknown"))
+		return fp_errf(FP_EINVAL, err, errlen, "unknown field agent.color");
+	*result = json_pack("{s:i,s:i,s:[]}", "accepted", 1, "duplicates", 0, "decisions");
+	return 0;
+}
+
+static json_t *fh_policy_get(void *arg)
+{
+	return json_pack("{s:s,s:{s:s},s:{s:b}}", "kind", "HealthPolicy", "metadata", "name",
+			 "default", "spec", "dryRun", 0);
+}
+
+static int fh_policy_put(void *arg, const json_t *doc, const char *actor, json_t **stored,
+			 char *err, size_t errlen)
+{
+	if (jsonx_path(doc, "metadata.resourceVersion"))
+		return fp_errf(FP_ECONFLICT, err, errlen, "policy default changed");
+	if (!json_is_boolean(jsonx_path(doc, "spec.dryRun")))
+		return fp_errf(FP_EINVAL, err, errlen, "spec.dryRun: expected true or false");
+	*stored = json_deep_copy(doc);
+	return 0;
+}
+
+static json_t *fh_breakers(void *arg)
+{
+	return json_pack("{s:[{s:s,s:{s:s},s:s}]}", "items", "kind", "HealthBreaker", "metadata",
+			 "name", "rack.r01", "state", "open");
+}
+
+static int fh_breaker_reset(void *arg, const char *name, const char *actor, const char *reason,
+			    char *err, size_t errlen)
+{
+	snprintf(H.last, sizeof(H.last), "reset %s %s %s", name, actor, reason);
+	return strcmp(name, "rack.r01") == 0 ? 0 : FP_ENOTFOUND;
+}
+
+static json_t *fh_budget_status(void *arg, const char *name)
+{
+	return json_pack("{s:[{s:s,s:i}]}", "domains", "value", "r01", "nodes", 8);
+}
+
+static void fh_budget_invalidate(void *arg)
+{
+	H.invalidations++;
+}
+
 static int ready_cb(void *arg)
 {
 	return *(int *)arg;
@@ -88,7 +160,14 @@ static void server_start(void)
 	cfg.ready = ready_cb;
 	cfg.ready_arg = &E.ready;
 	cfg.node_view = E.view;
-	cfg.agent = (struct api_agent_hooks){hook_booted, hook_validated, NULL};
+	cfg.agent = (struct api_agent_hooks){.booted = hook_booted, .validated = hook_validated,
+					     .remediated = hook_remediated};
+	cfg.health = (struct api_health_hooks){.report = fh_report, .policy_get = fh_policy_get,
+					       .policy_put = fh_policy_put,
+					       .breakers = fh_breakers,
+					       .breaker_reset = fh_breaker_reset,
+					       .budget_status = fh_budget_status,
+					       .budget_invalidate = fh_budget_invalidate};
 	E.srv = api_server_new(&cfg, err, sizeof(err));
 	if (!E.srv)
 		fail_msg("api_server_new: %s", err);
@@ -2292,6 +2371,221 @@ static void test_op_cancel(void **state)
 	free(viewer);
 }
 
+/* The issue 4 routes (api_health.c) against the stand-in controller above: agent-self
+ * scoping, 422 naming the field, 404/409 cases, budgets written with their audit events, health
+ * events found by <node>.<id> when both halves hold dots. */
+static void test_health_routes(void **state)
+{
+	struct resp r;
+	char *agent = mk_token("agent-n1", "agent", "n1");
+	char *viewer = mk_token("viewer1", "viewer", NULL);
+	enroll("n1");
+	enroll("n2");
+	memset(&H, 0, sizeof(H));
+
+	/* :report goes to the controller with the caller as actor */
+	req("POST", "/v1/nodes/n1:report", agent, "{\"events\":[]}", &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_integer_value(jget(r.json, "accepted")), 1);
+	resp_free(&r);
+	assert_string_equal(H.last, "report n1 agent:agent-n1");
+	req("POST", "/v1/nodes/n2:report", agent, "{\"events\":[]}", &r);
+	assert_int_equal(r.status, 403);
+	resp_free(&r);
+	req("POST", "/v1/nodes/n1:report", viewer, "{\"events\":[]}", &r);
+	assert_int_equal(r.status, 403);
+	resp_free(&r);
+	req("POST", "/v1/nodes/n1:report", agent, "{\"bad\":1}", &r);
+	assert_string_equal(jstr(r.json, "detail"), "events[3].code: \"XID\" is not a code");
+	expect_422_field(&r, "events[3].code");
+	req("POST", "/v1/nodes/n1:report", agent, "{\"unknown\":1}", &r);
+	expect_422_field(&r, "agent.color");
+	req("POST", "/v1/nodes/n9:report", E.admin, "{}", &r);
+	assert_int_equal(r.status, 404);
+	assert_string_equal(jstr(r.json, "detail"), "node n9 not found");
+	resp_free(&r);
+	req("POST", "/v1/nodes/n1:report", agent, "[]", &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	assert_int_equal(H.reports, 4); /* 2 x 403 and the 400 never reached it */
+
+	/* :remediated: body checks, the node's operation in flight, then the hook */
+	R.n = 0;
+	req("POST", "/v1/nodes/n1:remediated", agent, "{\"succeeded\":true}", &r);
+	assert_string_equal(jstr(r.json, "detail"), "operation: required");
+	expect_422_field(&r, "operation");
+	req("POST", "/v1/nodes/n1:remediated", agent, "{\"operation\":\"op-1\"}", &r);
+	assert_string_equal(jstr(r.json, "detail"), "succeeded: required");
+	expect_422_field(&r, "succeeded");
+	req("POST", "/v1/nodes/n1:remediated", agent,
+	    "{\"operation\":\"op-1\",\"succeeded\":true,\"message\":\"a\\nb\"}", &r);
+	expect_422_field(&r, "message");
+	req("POST", "/v1/nodes/n1:remediated", agent,
+	    "{\"operation\":\"op-1\",\"succeeded\":true,\"extra\":1}", &r);
+	expect_422_field(&r, "extra");
+	req("POST", "/v1/nodes/n1:remediated", agent,
+	    "{\"operation\":\"op-1\",\"succeeded\":true}", &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "detail"),
+			    "operation op-1: node n1 has no operation in flight");
+	resp_free(&r);
+	set_phase("n1", "repairing", "op-2");
+	req("POST", "/v1/nodes/n1:remediated", agent,
+	    "{\"operation\":\"op-1\",\"succeeded\":true}", &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "current"), "op-2");
+	resp_free(&r);
+	assert_int_equal(R.n, 0);
+	req("POST", "/v1/nodes/n1:remediated", agent,
+	    "{\"operation\":\"op-2\",\"succeeded\":false,\"message\":\"nvidia-smi -r: "
+	    "GPU busy\"}",
+	    &r);
+	assert_int_equal(r.status, 202);
+	resp_free(&r);
+	assert_int_equal(R.n, 1);
+	assert_string_equal(R.last, "remediated n1 op-2 0 nvidia-smi -r: GPU busy");
+	json_t *ev = last_event("n1", "RemediationReported");
+	assert_non_null(ev);
+	assert_string_equal(jstr(ev, "message"), "operation op-2 reported failed by "
+						 "agent:agent-n1: nvidia-smi -r: GPU busy");
+	assert_string_equal(jstr(ev, "type"), "Warning");
+	json_decref(ev);
+
+	/* health events: "<node>.<id>" where the node name and the id both hold dots */
+	assert_int_equal(store_put(E.st, "/healthevents/n1.a/k.1",
+				   "{\"kind\":\"HealthEvent\",\"node\":\"n1.a\",\"id\":\"k.1\","
+				   "\"code\":\"xid:79\"}",
+				   STORE_ANY, NULL),
+			 0);
+	assert_int_equal(store_put(E.st, "/healthevents/n2/k-2",
+				   "{\"kind\":\"HealthEvent\",\"node\":\"n2\",\"id\":\"k-2\","
+				   "\"code\":\"xid:48\"}",
+				   STORE_ANY, NULL),
+			 0);
+	req("GET", "/v1/healthevents/n1.a.k.1", viewer, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "id"), "k.1");
+	resp_free(&r);
+	req("GET", "/v1/healthevents/n1.a.k.2", viewer, NULL, &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	req("GET", "/v1/healthevents/n1", viewer, NULL, &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	req("GET", "/v1/healthevents?code=xid:48", viewer, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_array_size(jget(r.json, "items")), 1);
+	assert_string_equal(jstr(r.json, "items.0.node"), "n2");
+	resp_free(&r);
+	req("GET", "/v1/healthevents?node=n1.a", viewer, NULL, &r);
+	assert_int_equal(json_array_size(jget(r.json, "items")), 1);
+	assert_string_equal(jstr(r.json, "items.0.id"), "k.1");
+	resp_free(&r);
+	req("GET", "/v1/healthevents?code=XID", viewer, NULL, &r);
+	assert_int_equal(r.status, 400);
+	assert_string_equal(jstr(r.json, "parameter"), "code");
+	resp_free(&r);
+
+	/* policies: only default; PUT is admin's; controller errors mapped */
+	req("GET", "/v1/policies/other", viewer, NULL, &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	req("GET", "/v1/policies", viewer, NULL, &r);
+	assert_string_equal(jstr(r.json, "items.0.metadata.name"), "default");
+	resp_free(&r);
+	char *op = mk_token("op1", "operator", NULL);
+	req("PUT", "/v1/policies/default", op, "{\"spec\":{\"dryRun\":true}}", &r);
+	assert_int_equal(r.status, 403);
+	resp_free(&r);
+	req("PUT", "/v1/policies/default", E.admin, "{\"spec\":{\"dryRun\":1}}", &r);
+	expect_422_field(&r, "spec.dryRun");
+	req("PUT", "/v1/policies/default", E.admin,
+	    "{\"metadata\":{\"name\":\"default\",\"resourceVersion\":\"3\"},\"spec\":{}}", &r);
+	assert_int_equal(r.status, 409);
+	resp_free(&r);
+	req("PUT", "/v1/policies/default", E.admin, "{\"metadata\":{\"name\":\"x\"}}", &r);
+	expect_422_field(&r, "metadata.name");
+	req("PUT", "/v1/policies/default", E.admin, "{\"spec\":{\"dryRun\":true}}", &r);
+	assert_int_equal(r.status, 200);
+	assert_true(json_is_true(jget(r.json, "spec.dryRun")));
+	resp_free(&r);
+
+	/* breakers */
+	req("POST", "/v1/breakers/rack.r01:reset", viewer, "{\"reason\":\"x\"}", &r);
+	assert_int_equal(r.status, 403);
+	resp_free(&r);
+	req("POST", "/v1/breakers/rack.r01:reset", op, "{}", &r);
+	expect_422_field(&r, "reason");
+	req("POST", "/v1/breakers/rack.r02:reset", op, "{\"reason\":\"pdu fixed\"}", &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	req("POST", "/v1/breakers/nvlink_domain.nvl-r01:reset", op, "{\"reason\":\"x\"}", &r);
+	assert_int_equal(r.status, 404); /* a label key with '_' is a valid name; not open */
+	resp_free(&r);
+	req("POST", "/v1/breakers/rack.r01:reset", op, "{\"reason\":\"pdu fixed\"}", &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "state"), "closed");
+	resp_free(&r);
+	assert_string_equal(H.last, "reset rack.r01 operator:op1 pdu fixed");
+
+	/* budgets: strict documents, audit events, the service told to re-read */
+	req("POST", "/v1/budgets", viewer,
+	    "{\"metadata\":{\"name\":\"rack-1\"},\"spec\":{\"domain\":\"rack\","
+	    "\"maxUnavailable\":1}}",
+	    &r);
+	assert_int_equal(r.status, 403);
+	resp_free(&r);
+	req("POST", "/v1/budgets", op,
+	    "{\"metadata\":{\"name\":\"rack-1\"},\"spec\":{\"domain\":\"rack\","
+	    "\"maxUnavailable\":\"10\"}}",
+	    &r);
+	expect_422_field(&r, "spec.maxUnavailable");
+	req("POST", "/v1/budgets", op,
+	    "{\"metadata\":{\"name\":\"rack-1\"},\"spec\":{\"domain\":\"rack\","
+	    "\"maxUnavailable\":1}}",
+	    &r);
+	assert_int_equal(r.status, 201);
+	assert_int_equal(json_integer_value(jget(r.json, "status.domains.0.nodes")), 8);
+	resp_free(&r);
+	assert_int_equal(H.invalidations, 1);
+	req("PUT", "/v1/budgets/rack-1", op,
+	    "{\"metadata\":{\"name\":\"rack-2\"},\"spec\":{\"domain\":\"rack\","
+	    "\"maxUnavailable\":1}}",
+	    &r);
+	expect_422_field(&r, "metadata.name");
+	req("PUT", "/v1/budgets/rack-1", op,
+	    "{\"metadata\":{\"resourceVersion\":\"1\"},\"spec\":{\"domain\":\"site\","
+	    "\"maxUnavailable\":\"25%\"}}",
+	    &r);
+	assert_int_equal(r.status, 409);
+	resp_free(&r);
+	req("PUT", "/v1/budgets/rack-1", op,
+	    "{\"spec\":{\"domain\":\"label:nvlink_domain\",\"maxUnavailable\":\"25%\"}}", &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "spec.maxUnavailable"), "25%");
+	assert_string_equal(jstr(r.json, "spec.domain"), "label:nvlink_domain");
+	resp_free(&r);
+	req("DELETE", "/v1/budgets/rack-1", op, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	req("DELETE", "/v1/budgets/rack-1", op, NULL, &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	assert_int_equal(H.invalidations, 3);
+	assert_int_equal(count("/budgets/"), 0);
+
+	/* RMAs */
+	req("GET", "/v1/rmas/a%20b", viewer, NULL, &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	req("GET", "/v1/rmas/rma-1", viewer, NULL, &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	free(agent);
+	free(viewer);
+	free(op);
+}
+
 int main(void)
 {
 	log_init(LOG_LVL_WARN, NULL);
@@ -2317,6 +2611,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_power_off_needs_drain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_op_cancel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_one_node_per_bmc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_health_routes, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();

@@ -1,0 +1,1016 @@
+/* cmd_health.c - `fleetplane health <noun> <verb>`: the GPU health side of the control plane
+ * (issue 4) as a client of the API: health events (/v1/healthevents), the health policy
+ * (/v1/policies/default: summary, dry-run switch, whole-document apply), disruption budgets
+ * (/v1/budgets), correlated-failure breakers (/v1/breakers) and RMA records (/v1/rmas).
+ * docs/cli.md "health" is the reference; exit codes are those of cmds.h. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "base/jsonx.h"
+#include "cmd/client.h"
+#include "cmd/cmds.h"
+#include "cmd/table.h"
+
+#include "base/banned.h"
+
+#define HE_MAX_FILE ((size_t)1 << 20) /* a policy document, bytes (the API's body limit) */
+
+static const char health_usage_text[] =
+	"Usage: fleetplane health <noun> [verb] [flags]\n"
+	"\n"
+	"Nouns:\n"
+	"  events    list health events (agent reports and their decisions)\n"
+	"  policy    show the health policy, switch dry run, apply a policy document\n"
+	"  budget    list, get, set, delete disruption budgets\n"
+	"  breaker   list open correlated-failure breakers, reset one\n"
+	"  rma       list and get RMA records\n"
+	"\n"
+	"Run 'fleetplane health <noun> --help' for its verbs and flags.\n";
+
+static const char he_events_usage[] =
+	"Usage: fleetplane health events [--node NAME] [--code CODE] [--limit N] [-o json|wide]\n"
+	"\n"
+	"      --node NAME     only events of this node\n"
+	"      --code CODE     only events with this code, e.g. xid:79\n"
+	"      --limit N       at most N events (default: all)\n"
+	"  -o, --output FMT    json: {\"items\":[...]} of health event documents; wide: no truncation\n"
+	"  -h, --help          this help\n";
+
+static const char he_policy_usage[] =
+	"Usage: fleetplane health policy [get] [-o json]\n"
+	"       fleetplane health policy set [--dry-run=true|false] [--breaker=true|false]\n"
+	"                                    [--breaker-max-nodes N] [--breaker-window SECONDS]\n"
+	"                                    [-o json]\n"
+	"       fleetplane health policy apply -f FILE [-o json]\n"
+	"\n"
+	"  get      the policy in force: dry run, breaker, and one line per rule\n"
+	"  set      read the policy, change the named settings, write it back under its\n"
+	"           resourceVersion (a concurrent change is refused, not overwritten)\n"
+	"  apply    replace the policy with the document in FILE ('-' = stdin)\n";
+
+static const char he_budget_usage[] =
+	"Usage: fleetplane health budget list [-o json]\n"
+	"       fleetplane health budget get NAME [-o json]\n"
+	"       fleetplane health budget set NAME --domain DOMAIN --max-unavailable N|N% [-o json]\n"
+	"       fleetplane health budget delete NAME [-o json]\n"
+	"\n"
+	"  DOMAIN is rack, site, pool or label:<key> (e.g. label:nvlink_domain); the budget\n"
+	"  allows at most N nodes (or N% of the nodes, rounded up) of each value of the domain\n"
+	"  out of service at once.\n";
+
+static const char he_breaker_usage[] =
+	"Usage: fleetplane health breaker list [-o json]\n"
+	"       fleetplane health breaker reset NAME --reason TEXT [-o json]\n"
+	"\n"
+	"  NAME is <domain>.<value>, e.g. rack.r01. reset closes an open breaker, so automatic\n"
+	"  holds and actions in that domain resume (audited).\n";
+
+static const char he_rma_usage[] =
+	"Usage: fleetplane health rma list [--node NAME] [-o json]\n"
+	"       fleetplane health rma get NAME [-o json]\n";
+
+/* Parses a positive decimal count up to max. Returns 0 or -1. */
+static int he_parse_count(const char *s, unsigned long long max, size_t *out)
+{
+	char *end = NULL;
+	errno = 0;
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v == 0 || v > max)
+		return -1;
+	*out = (size_t)v;
+	return 0;
+}
+
+/* "true"/"false" → 1/0; -1 otherwise. */
+static int he_parse_bool(const char *s)
+{
+	if (s && strcmp(s, "true") == 0)
+		return 1;
+	if (s && strcmp(s, "false") == 0)
+		return 0;
+	return -1;
+}
+
+/* Text of a JSON scalar for a table cell (arena-free: into out). */
+static const char *he_scalar(const json_t *v, char *out, size_t outlen)
+{
+	if (json_is_string(v))
+		return json_string_value(v);
+	if (json_is_integer(v))
+		snprintf(out, outlen, "%lld", (long long)json_integer_value(v));
+	else if (json_is_true(v))
+		snprintf(out, outlen, "true");
+	else if (json_is_false(v))
+		snprintf(out, outlen, "false");
+	else
+		out[0] = 0;
+	return out;
+}
+
+/* "a,b,c" of a string array into out. */
+static void he_join(const json_t *arr, char *out, size_t outlen)
+{
+	size_t i, len = 0;
+	json_t *v;
+	out[0] = 0;
+	json_array_foreach(arr, i, v) {
+		if (!json_is_string(v))
+			continue;
+		int n = snprintf(out + len, outlen - len, "%s%s", len ? "," : "",
+				 json_string_value(v));
+		if (n < 0 || (size_t)n >= outlen - len)
+			break;
+		len += (size_t)n;
+	}
+}
+
+/* Parses the common flags of a verb that takes only -o json and operands. Returns -1 to go
+ * on (optind at the first operand) or an exit code. */
+static int he_output_only(const char *cmd, int argc, char **argv, const char *usage,
+			  enum client_output *o)
+{
+	return client_parse_output_flags(cmd, argc, argv, usage, 0, o);
+}
+
+/* GET path and print it: -o json as it is, else fn renders it. */
+static int he_get_print(const char *path, enum client_output o, void (*fn)(const json_t *))
+{
+	struct client c;
+	memset(&c, 0, sizeof(c));
+	json_t *doc = NULL;
+	int rc = client_init(&c);
+	if (rc == 0)
+		rc = client_request(&c, "GET", path, NULL, NULL, &doc);
+	if (rc == 0) {
+		if (o == CLIENT_OUT_JSON || !fn)
+			client_print_json(doc);
+		else
+			fn(doc);
+	}
+	json_decref(doc);
+	client_release(&c);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- events */
+
+static int he_events(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"node", required_argument, NULL, 'N'}, {"code", required_argument, NULL, 'C'},
+		{"limit", required_argument, NULL, 'L'}, {"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+	};
+	const char *cmd = "health events", *node = NULL, *code = NULL;
+	size_t limit = 0;
+	enum client_output o = CLIENT_OUT_TABLE;
+	int ch, rc;
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'N':
+			if (!*optarg)
+				return client_usage_error(cmd, "flag '--node' needs a node name");
+			node = optarg;
+			break;
+		case 'C':
+			if (!*optarg || !strchr(optarg, ':'))
+				return client_usage_error(cmd, "flag '--code' needs a code such as "
+							  "xid:79, got '%s'", optarg);
+			code = optarg;
+			break;
+		case 'L':
+			if (he_parse_count(optarg, 10000000ULL, &limit) < 0)
+				return client_usage_error(cmd, "flag '--limit' needs a count from 1 to "
+							  "10000000, got '%s'", optarg);
+			break;
+		case 'o':
+			if ((rc = client_parse_output(cmd, optarg, 1, &o)) != 0)
+				return rc;
+			break;
+		case 'h':
+			fputs(he_events_usage, stdout);
+			return 0;
+		default:
+			return client_getopt_error(cmd, ch, argv);
+		}
+	}
+	if (optind < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	struct client c;
+	memset(&c, 0, sizeof(c));
+	json_t *items = NULL;
+	if ((rc = client_init(&c)) != 0)
+		goto out;
+	struct buf path;
+	buf_init(&path, 1 << 14);
+	buf_puts(&path, "/v1/healthevents");
+	client_query_add(&path, "node", node);
+	client_query_add(&path, "code", code);
+	rc = client_list(&c, path.data, limit, &items, NULL);
+	buf_release(&path);
+	if (rc != CLIENT_EXIT_OK)
+		goto out;
+	while (limit && json_array_size(items) > limit)
+		json_array_remove(items, json_array_size(items) - 1);
+	if (o == CLIENT_OUT_JSON) {
+		json_t *doc = json_pack("{s:O}", "items", items);
+		client_print_json(doc);
+		json_decref(doc);
+		goto out;
+	}
+	struct table t;
+	table_init(&t, o == CLIENT_OUT_WIDE);
+	table_col(&t, "TIME", 24);
+	table_col(&t, "NODE", 24);
+	table_col(&t, "SOURCE", 10);
+	table_col(&t, "CODE", 24);
+	table_col(&t, "GPU", 16);
+	table_col(&t, "JOB", 16);
+	table_col(&t, "ACTION", 12);
+	size_t i;
+	json_t *ev;
+	json_array_foreach(items, i, ev) {
+		char idx[24];
+		const char *gpu = jsonx_str(ev, "gpu.pciBusId");
+		json_t *gi = jsonx_path(ev, "gpu.index");
+		if (!gpu && json_is_integer(gi)) {
+			snprintf(idx, sizeof(idx), "%lld", (long long)json_integer_value(gi));
+			gpu = idx;
+		}
+		table_cell(&t, jsonx_str(ev, "time"));
+		table_cell(&t, jsonx_str(ev, "node"));
+		table_cell(&t, jsonx_str(ev, "source"));
+		table_cell(&t, jsonx_str(ev, "code"));
+		table_cell(&t, gpu);
+		table_cell(&t, jsonx_str(ev, "job"));
+		const char *act = jsonx_str(ev, "decision.action");
+		if (act && json_is_true(jsonx_path(ev, "decision.dryRun")))
+			table_cellf(&t, "%s (dry run)", act);
+		else
+			table_cell(&t, act);
+	}
+	if (table_rows(&t) == 0)
+		fputs("No health events found.\n", stderr);
+	else
+		table_print(&t, stdout);
+	table_release(&t);
+out:
+	json_decref(items);
+	client_release(&c);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- policy */
+
+static void he_policy_print(const json_t *doc)
+{
+	json_t *spec = json_object_get(doc, "spec");
+	char rv[32];
+	client_rv_text(jsonx_path(doc, "metadata.resourceVersion"), rv, sizeof(rv));
+	printf("Name:             %s\n", jsonx_str(doc, "metadata.name") ? jsonx_str(doc, "metadata.name") : "default");
+	printf("ResourceVersion:  %s\n", *rv ? rv : "- (the compiled default)");
+	printf("Dry run:          %s\n", json_is_true(json_object_get(spec, "dryRun")) ? "true" : "false");
+	json_t *br = json_object_get(spec, "breaker");
+	if (json_is_object(br)) {
+		char a[32], b[32], doms[256];
+		he_join(json_object_get(br, "domains"), doms, sizeof(doms));
+		printf("Breaker:          %s, opens when more than %s nodes of one domain value "
+		       "turn unhealthy within %s s (domains %s)\n",
+		       json_is_false(json_object_get(br, "enabled")) ? "disabled" : "enabled",
+		       he_scalar(json_object_get(br, "maxNodes"), a, sizeof(a)),
+		       he_scalar(json_object_get(br, "windowSeconds"), b, sizeof(b)),
+		       *doms ? doms : "-");
+	}
+	json_t *rules = json_object_get(spec, "rules");
+	printf("Rules:            %zu\n", json_array_size(rules));
+	struct table t;
+	table_init(&t, 0);
+	table_col(&t, "CODE", 24);
+	table_col(&t, "SEVERITY", 10);
+	table_col(&t, "ACTION", 8);
+	table_col(&t, "COUNT", 6);
+	table_col(&t, "WINDOW", 8);
+	table_col(&t, "JOBS", 5);
+	table_col(&t, "LADDER", 40);
+	size_t i;
+	json_t *ru;
+	json_array_foreach(rules, i, ru) {
+		char a[32], b[32], c[32], lad[128];
+		he_join(json_object_get(ru, "ladder"), lad, sizeof(lad));
+		table_cell(&t, jsonx_str(ru, "code"));
+		table_cell(&t, jsonx_str(ru, "severity"));
+		table_cell(&t, jsonx_str(ru, "action"));
+		table_cell(&t, he_scalar(json_object_get(ru, "count"), a, sizeof(a)));
+		table_cell(&t, he_scalar(json_object_get(ru, "windowSeconds"), b, sizeof(b)));
+		table_cell(&t, he_scalar(json_object_get(ru, "distinctJobs"), c, sizeof(c)));
+		table_cell(&t, lad);
+	}
+	if (table_rows(&t))
+		table_print_indent(&t, stdout, 2);
+	table_release(&t);
+}
+
+static int he_policy_get(int argc, char **argv)
+{
+	enum client_output o = CLIENT_OUT_TABLE;
+	int rc = he_output_only("health policy get", argc, argv, he_policy_usage, &o);
+	if (rc >= 0)
+		return rc;
+	if (optind < argc)
+		return client_usage_error("health policy get", "unexpected argument '%s'",
+					  argv[optind]);
+	return he_get_print("/v1/policies/default", o, he_policy_print);
+}
+
+/* PUTs doc to /v1/policies/default and prints the stored policy. */
+static int he_policy_put(struct client *c, const json_t *doc, enum client_output o)
+{
+	json_t *out = NULL;
+	int rc = client_request(c, "PUT", "/v1/policies/default", doc, NULL, &out);
+	if (rc == 0) {
+		if (o == CLIENT_OUT_JSON)
+			client_print_json(out);
+		else
+			he_policy_print(out);
+	}
+	json_decref(out);
+	return rc;
+}
+
+static int he_policy_set(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"dry-run", required_argument, NULL, 'D'},
+		{"breaker", required_argument, NULL, 'B'},
+		{"breaker-max-nodes", required_argument, NULL, 'M'},
+		{"breaker-window", required_argument, NULL, 'W'},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = "health policy set";
+	int dry = -1, brk = -1, ch, rc;
+	size_t maxn = 0, win = 0;
+	enum client_output o = CLIENT_OUT_TABLE;
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'D':
+			if ((dry = he_parse_bool(optarg)) < 0)
+				return client_usage_error(cmd, "flag '--dry-run' needs true or false, "
+							  "got '%s'", optarg);
+			break;
+		case 'B':
+			if ((brk = he_parse_bool(optarg)) < 0)
+				return client_usage_error(cmd, "flag '--breaker' needs true or false, "
+							  "got '%s'", optarg);
+			break;
+		case 'M':
+			if (he_parse_count(optarg, 64, &maxn) < 0)
+				return client_usage_error(cmd, "flag '--breaker-max-nodes' needs a "
+							  "count from 1 to 64, got '%s'", optarg);
+			break;
+		case 'W':
+			if (he_parse_count(optarg, 90ULL * 86400, &win) < 0)
+				return client_usage_error(cmd, "flag '--breaker-window' needs seconds "
+							  "from 1 to 7776000, got '%s'", optarg);
+			break;
+		case 'o':
+			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
+				return rc;
+			break;
+		case 'h':
+			fputs(he_policy_usage, stdout);
+			return 0;
+		default:
+			return client_getopt_error(cmd, ch, argv);
+		}
+	}
+	if (optind < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if (dry < 0 && brk < 0 && !maxn && !win)
+		return client_usage_error(cmd, "nothing to set: give --dry-run, --breaker, "
+					  "--breaker-max-nodes or --breaker-window");
+	struct client c;
+	memset(&c, 0, sizeof(c));
+	json_t *doc = NULL;
+	if ((rc = client_init(&c)) != 0)
+		goto out;
+	if ((rc = client_request(&c, "GET", "/v1/policies/default", NULL, NULL, &doc)) != 0)
+		goto out;
+	json_t *spec = json_object_get(doc, "spec");
+	if (!json_is_object(spec)) {
+		fprintf(stderr, "error: the server's policy has no spec object\n");
+		rc = CLIENT_EXIT_API;
+		goto out;
+	}
+	if (dry >= 0)
+		json_object_set_new(spec, "dryRun", json_boolean(dry));
+	if (brk >= 0 || maxn || win) {
+		json_t *br = json_object_get(spec, "breaker");
+		if (!json_is_object(br)) {
+			br = json_object();
+			json_object_set_new(spec, "breaker", br);
+		}
+		if (brk >= 0)
+			json_object_set_new(br, "enabled", json_boolean(brk));
+		if (maxn)
+			json_object_set_new(br, "maxNodes", json_integer((json_int_t)maxn));
+		if (win)
+			json_object_set_new(br, "windowSeconds", json_integer((json_int_t)win));
+	}
+	/* The document goes back with the resourceVersion it was read at: a change made in
+	 * between is a 409, never silently overwritten. */
+	rc = he_policy_put(&c, doc, o);
+out:
+	json_decref(doc);
+	client_release(&c);
+	return rc;
+}
+
+static int he_policy_apply(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"file", required_argument, NULL, 'f'},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = "health policy apply", *file = NULL;
+	enum client_output o = CLIENT_OUT_TABLE;
+	int ch, rc;
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":f:o:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'f':
+			file = optarg;
+			break;
+		case 'o':
+			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
+				return rc;
+			break;
+		case 'h':
+			fputs(he_policy_usage, stdout);
+			return 0;
+		default:
+			return client_getopt_error(cmd, ch, argv);
+		}
+	}
+	if (optind < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if (!file || !*file)
+		return client_usage_error(cmd, "missing -f FILE");
+	struct buf b;
+	buf_init(&b, HE_MAX_FILE);
+	char e[512];
+	json_t *doc = NULL;
+	struct client c;
+	memset(&c, 0, sizeof(c));
+	if (client_read_file(file, &b, e, sizeof(e)) < 0) {
+		fprintf(stderr, "error: %s\n", e);
+		rc = CLIENT_EXIT_USAGE;
+		goto out;
+	}
+	if (jsonx_parse(b.data, b.len, &doc, e, sizeof(e)) < 0 || !json_is_object(doc)) {
+		fprintf(stderr, "error: %s: %s\n", file,
+			doc ? "expected a policy document (a JSON object)" : e);
+		rc = CLIENT_EXIT_USAGE;
+		goto out;
+	}
+	if ((rc = client_init(&c)) != 0)
+		goto out;
+	rc = he_policy_put(&c, doc, o);
+out:
+	json_decref(doc);
+	buf_release(&b);
+	client_release(&c);
+	return rc;
+}
+
+static int he_policy(int argc, char **argv)
+{
+	static const struct client_verb verbs[] = {
+		{"get", NULL, he_policy_get},
+		{"set", NULL, he_policy_set},
+		{"apply", NULL, he_policy_apply},
+		{NULL, NULL, NULL},
+	};
+	/* `health policy` and `health policy -o json` are `health policy get`. */
+	if (argc < 2 || (argv[1][0] == '-' && strcmp(argv[1], "-h") != 0 &&
+			 strcmp(argv[1], "--help") != 0))
+		return he_policy_get(argc, argv);
+	int rc = client_dispatch(he_policy_usage, verbs, argc, argv);
+	if (rc >= 0)
+		return rc;
+	return client_unknown_verb("health policy", argv[1]);
+}
+
+/* ---------------------------------------------------------------- budget */
+
+static void he_budget_rows(struct table *t, const json_t *b)
+{
+	char a[32];
+	json_t *doms = jsonx_path(b, "status.domains");
+	if (!json_array_size(doms)) {
+		table_cell(t, jsonx_str(b, "metadata.name"));
+		table_cell(t, jsonx_str(b, "spec.domain"));
+		table_cell(t, he_scalar(jsonx_path(b, "spec.maxUnavailable"), a, sizeof(a)));
+		for (int k = 0; k < 5; k++)
+			table_cell(t, NULL);
+		return;
+	}
+	size_t i;
+	json_t *d;
+	json_array_foreach(doms, i, d) {
+		char n1[32], n2[32], n3[32], out[256], wait[256];
+		table_cell(t, jsonx_str(b, "metadata.name"));
+		table_cell(t, jsonx_str(b, "spec.domain"));
+		table_cell(t, he_scalar(jsonx_path(b, "spec.maxUnavailable"), a, sizeof(a)));
+		table_cell(t, jsonx_str(d, "value"));
+		table_cellf(t, "%s/%s", he_scalar(json_object_get(d, "unavailable"), n1, sizeof(n1)),
+			    he_scalar(json_object_get(d, "nodes"), n2, sizeof(n2)));
+		table_cell(t, he_scalar(json_object_get(d, "remaining"), n3, sizeof(n3)));
+		he_join(json_object_get(d, "out"), out, sizeof(out));
+		he_join(json_object_get(d, "waiting"), wait, sizeof(wait));
+		table_cell(t, out);
+		table_cell(t, wait);
+	}
+}
+
+static void he_budget_table(const json_t *items)
+{
+	struct table t;
+	table_init(&t, 0);
+	table_col(&t, "NAME", 24);
+	table_col(&t, "DOMAIN", 24);
+	table_col(&t, "MAX", 6);
+	table_col(&t, "VALUE", 20);
+	table_col(&t, "OUT/NODES", 10);
+	table_col(&t, "REMAINING", 9);
+	table_col(&t, "OUT", 40);
+	table_col(&t, "WAITING", 40);
+	size_t i;
+	json_t *b;
+	json_array_foreach(items, i, b) he_budget_rows(&t, b);
+	if (table_rows(&t) == 0)
+		fputs("No budgets found.\n", stderr);
+	else
+		table_print(&t, stdout);
+	table_release(&t);
+}
+
+static void he_budget_print(const json_t *doc)
+{
+	json_t *arr = json_pack("[O]", doc);
+	he_budget_table(arr);
+	json_decref(arr);
+}
+
+static int he_budget_list(int argc, char **argv)
+{
+	enum client_output o = CLIENT_OUT_TABLE;
+	const char *cmd = "health budget list";
+	int rc = he_output_only(cmd, argc, argv, he_budget_usage, &o);
+	if (rc >= 0)
+		return rc;
+	if (optind < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	struct client c;
+	memset(&c, 0, sizeof(c));
+	json_t *items = NULL;
+	if ((rc = client_init(&c)) == 0 &&
+	    (rc = client_list(&c, "/v1/budgets", 0, &items, NULL)) == 0) {
+		if (o == CLIENT_OUT_JSON) {
+			json_t *doc = json_pack("{s:O}", "items", items);
+			client_print_json(doc);
+			json_decref(doc);
+		} else {
+			he_budget_table(items);
+		}
+	}
+	json_decref(items);
+	client_release(&c);
+	return rc;
+}
+
+/* Parses "-o json" and exactly one NAME operand; *name set. Returns -1 to go on or an exit
+ * code. */
+static int he_one_name(const char *cmd, int argc, char **argv, const char *usage,
+		       enum client_output *o, const char **name)
+{
+	int rc = he_output_only(cmd, argc, argv, usage, o);
+	if (rc >= 0)
+		return rc;
+	if (optind >= argc || !*argv[optind])
+		return client_usage_error(cmd, "missing NAME");
+	if (optind + 1 < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+	*name = argv[optind];
+	return -1;
+}
+
+/* GET/DELETE /v1/<coll>/<escaped name>; prints with fn (or JSON). */
+static int he_named(const char *method, const char *coll, const char *name,
+		    enum client_output o, void (*fn)(const json_t *))
+{
+	char *esc = client_escape(name);
+	struct buf path;
+	buf_init(&path, 1 << 12);
+	buf_printf(&path, "/v1/%s/%s", coll, esc);
+	free(esc);
+	int rc;
+	if (strcmp(method, "GET") == 0) {
+		rc = he_get_print(path.data, o, fn);
+	} else {
+		struct client c;
+		memset(&c, 0, sizeof(c));
+		json_t *doc = NULL;
+		if ((rc = client_init(&c)) == 0 &&
+		    (rc = client_request(&c, method, path.data, NULL, NULL, &doc)) == 0) {
+			if (o == CLIENT_OUT_JSON)
+				client_print_json(doc);
+			else
+				printf("%s %s deleted\n", strcmp(coll, "budgets") == 0 ? "budget" : coll, name);
+		}
+		json_decref(doc);
+		client_release(&c);
+	}
+	buf_release(&path);
+	return rc;
+}
+
+static int he_budget_get(int argc, char **argv)
+{
+	enum client_output o = CLIENT_OUT_TABLE;
+	const char *name = NULL;
+	int rc = he_one_name("health budget get", argc, argv, he_budget_usage, &o, &name);
+	if (rc >= 0)
+		return rc;
+	return he_named("GET", "budgets", name, o, he_budget_print);
+}
+
+static int he_budget_delete(int argc, char **argv)
+{
+	enum client_output o = CLIENT_OUT_TABLE;
+	const char *name = NULL;
+	int rc = he_one_name("health budget delete", argc, argv, he_budget_usage, &o, &name);
+	if (rc >= 0)
+		return rc;
+	return he_named("DELETE", "budgets", name, o, NULL);
+}
+
+static int he_budget_set(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"domain", required_argument, NULL, 'D'},
+		{"max-unavailable", required_argument, NULL, 'M'},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = "health budget set", *domain = NULL, *maxu = NULL;
+	enum client_output o = CLIENT_OUT_TABLE;
+	int ch, rc;
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'D':
+			domain = optarg;
+			break;
+		case 'M':
+			maxu = optarg;
+			break;
+		case 'o':
+			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
+				return rc;
+			break;
+		case 'h':
+			fputs(he_budget_usage, stdout);
+			return 0;
+		default:
+			return client_getopt_error(cmd, ch, argv);
+		}
+	}
+	if (optind >= argc || !*argv[optind])
+		return client_usage_error(cmd, "missing NAME");
+	if (optind + 1 < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+	const char *name = argv[optind];
+	if (!domain || !*domain)
+		return client_usage_error(cmd, "missing --domain (rack, site, pool or label:<key>)");
+	if (!maxu || !*maxu)
+		return client_usage_error(cmd, "missing --max-unavailable (a count or N%%)");
+	json_t *mv;
+	size_t n = strlen(maxu), count = 0;
+	if (maxu[n - 1] == '%') {
+		char digits[8];
+		if (n < 2 || n > 4 ||
+		    (snprintf(digits, sizeof(digits), "%.*s", (int)(n - 1), maxu),
+		     strspn(digits, "0123456789") != n - 1) ||
+		    strtoul(digits, NULL, 10) > 100)
+			return client_usage_error(cmd, "flag '--max-unavailable' needs a count or a "
+						  "percentage 0%%..100%%, got '%s'", maxu);
+		mv = json_string(maxu);
+	} else {
+		if (strcmp(maxu, "0") == 0)
+			count = 0;
+		else if (he_parse_count(maxu, 100000, &count) < 0)
+			return client_usage_error(cmd, "flag '--max-unavailable' needs a count "
+						  "0..100000 or a percentage like 10%%, got '%s'",
+						  maxu);
+		mv = json_integer((json_int_t)count);
+	}
+	json_t *doc = json_pack("{s:s,s:{s:s},s:{s:s,s:o}}", "kind", "DisruptionBudget",
+				"metadata", "name", name, "spec", "domain", domain,
+				"maxUnavailable", mv);
+	struct client c;
+	memset(&c, 0, sizeof(c));
+	json_t *out = NULL;
+	char *esc = client_escape(name);
+	struct buf path;
+	buf_init(&path, 1 << 12);
+	buf_printf(&path, "/v1/budgets/%s", esc);
+	free(esc);
+	if ((rc = client_init(&c)) == 0 &&
+	    (rc = client_request(&c, "PUT", path.data, doc, NULL, &out)) == 0) {
+		if (o == CLIENT_OUT_JSON)
+			client_print_json(out);
+		else
+			he_budget_print(out);
+	}
+	buf_release(&path);
+	json_decref(out);
+	json_decref(doc);
+	client_release(&c);
+	return rc;
+}
+
+static int he_budget(int argc, char **argv)
+{
+	static const struct client_verb verbs[] = {
+		{"list", "ls", he_budget_list}, {"get", NULL, he_budget_get},
+		{"set", NULL, he_budget_set},   {"delete", "rm", he_budget_delete},
+		{NULL, NULL, NULL},
+	};
+	int rc = client_dispatch(he_budget_usage, verbs, argc, argv);
+	if (rc >= 0)
+		return rc;
+	return client_unknown_verb("health budget", argv[1]);
+}
+
+/* ---------------------------------------------------------------- breaker */
+
+static void he_breaker_table(const json_t *doc)
+{
+	struct table t;
+	table_init(&t, 0);
+	table_col(&t, "NAME", 32);
+	table_col(&t, "STATE", 8);
+	table_col(&t, "OPENED", 24);
+	table_col(&t, "NODES", 48);
+	table_col(&t, "REASON", 60);
+	size_t i;
+	json_t *b;
+	json_array_foreach(json_object_get(doc, "items"), i, b) {
+		char nodes[512];
+		he_join(json_object_get(b, "nodes"), nodes, sizeof(nodes));
+		table_cell(&t, jsonx_str(b, "metadata.name"));
+		table_cell(&t, jsonx_str(b, "state"));
+		table_cell(&t, jsonx_str(b, "openedAt"));
+		table_cell(&t, nodes);
+		table_cell(&t, jsonx_str(b, "reason"));
+	}
+	if (table_rows(&t) == 0)
+		fputs("No open breakers.\n", stderr);
+	else
+		table_print(&t, stdout);
+	table_release(&t);
+}
+
+static int he_breaker_list(int argc, char **argv)
+{
+	enum client_output o = CLIENT_OUT_TABLE;
+	const char *cmd = "health breaker list";
+	int rc = he_output_only(cmd, argc, argv, he_breaker_usage, &o);
+	if (rc >= 0)
+		return rc;
+	if (optind < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	return he_get_print("/v1/breakers", o, he_breaker_table);
+}
+
+static int he_breaker_reset(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"reason", required_argument, NULL, 'r'},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = "health breaker reset", *reason = NULL;
+	enum client_output o = CLIENT_OUT_TABLE;
+	int ch, rc;
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":r:o:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'r':
+			reason = optarg;
+			break;
+		case 'o':
+			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
+				return rc;
+			break;
+		case 'h':
+			fputs(he_breaker_usage, stdout);
+			return 0;
+		default:
+			return client_getopt_error(cmd, ch, argv);
+		}
+	}
+	if (optind >= argc || !*argv[optind])
+		return client_usage_error(cmd, "missing NAME (e.g. rack.r01)");
+	if (optind + 1 < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+	if (!reason || !*reason)
+		return client_usage_error(cmd, "missing --reason TEXT (recorded in the audit event)");
+	const char *name = argv[optind];
+	char *esc = client_escape(name);
+	struct buf path;
+	buf_init(&path, 1 << 12);
+	buf_printf(&path, "/v1/breakers/%s:reset", esc);
+	free(esc);
+	json_t *body = json_pack("{s:s}", "reason", reason), *out = NULL;
+	struct client c;
+	memset(&c, 0, sizeof(c));
+	if ((rc = client_init(&c)) == 0 &&
+	    (rc = client_request(&c, "POST", path.data, body, NULL, &out)) == 0) {
+		if (o == CLIENT_OUT_JSON)
+			client_print_json(out);
+		else
+			printf("breaker %s reset\n", name);
+	}
+	json_decref(out);
+	json_decref(body);
+	buf_release(&path);
+	client_release(&c);
+	return rc;
+}
+
+static int he_breaker(int argc, char **argv)
+{
+	static const struct client_verb verbs[] = {
+		{"list", "ls", he_breaker_list},
+		{"reset", NULL, he_breaker_reset},
+		{NULL, NULL, NULL},
+	};
+	int rc = client_dispatch(he_breaker_usage, verbs, argc, argv);
+	if (rc >= 0)
+		return rc;
+	return client_unknown_verb("health breaker", argv[1]);
+}
+
+/* ---------------------------------------------------------------- rma */
+
+static void he_rma_row(struct table *t, const json_t *m)
+{
+	table_cell(t, jsonx_str(m, "metadata.name"));
+	table_cell(t, jsonx_str(m, "node"));
+	table_cell(t, jsonx_str(m, "gpu"));
+	table_cell(t, jsonx_str(m, "code"));
+	table_cell(t, jsonx_str(m, "state"));
+	table_cell(t, jsonx_str(m, "metadata.createdAt"));
+	table_cell(t, jsonx_str(m, "reason"));
+}
+
+static void he_rma_table_cols(struct table *t)
+{
+	table_init(t, 0);
+	table_col(t, "NAME", 40);
+	table_col(t, "NODE", 24);
+	table_col(t, "GPU", 16);
+	table_col(t, "CODE", 16);
+	table_col(t, "STATE", 8);
+	table_col(t, "CREATED", 24);
+	table_col(t, "REASON", 60);
+}
+
+static void he_rma_print(const json_t *m)
+{
+	struct table t;
+	he_rma_table_cols(&t);
+	he_rma_row(&t, m);
+	table_print(&t, stdout);
+	table_release(&t);
+	json_t *evs = jsonx_path(m, "evidence.healthEvents");
+	printf("Evidence:         %zu health events, %zu remediation records\n",
+	       json_array_size(evs), json_array_size(jsonx_path(m, "evidence.remediationHistory")));
+}
+
+static int he_rma_list(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"node", required_argument, NULL, 'N'},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = "health rma list", *node = NULL;
+	enum client_output o = CLIENT_OUT_TABLE;
+	int ch, rc;
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'N':
+			if (!*optarg)
+				return client_usage_error(cmd, "flag '--node' needs a node name");
+			node = optarg;
+			break;
+		case 'o':
+			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
+				return rc;
+			break;
+		case 'h':
+			fputs(he_rma_usage, stdout);
+			return 0;
+		default:
+			return client_getopt_error(cmd, ch, argv);
+		}
+	}
+	if (optind < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	struct client c;
+	memset(&c, 0, sizeof(c));
+	json_t *items = NULL;
+	struct buf path;
+	buf_init(&path, 1 << 12);
+	buf_puts(&path, "/v1/rmas");
+	client_query_add(&path, "node", node);
+	if ((rc = client_init(&c)) == 0 &&
+	    (rc = client_list(&c, path.data, 0, &items, NULL)) == 0) {
+		if (o == CLIENT_OUT_JSON) {
+			json_t *doc = json_pack("{s:O}", "items", items);
+			client_print_json(doc);
+			json_decref(doc);
+		} else {
+			struct table t;
+			he_rma_table_cols(&t);
+			size_t i;
+			json_t *m;
+			json_array_foreach(items, i, m) he_rma_row(&t, m);
+			if (table_rows(&t) == 0)
+				fputs("No RMA records found.\n", stderr);
+			else
+				table_print(&t, stdout);
+			table_release(&t);
+		}
+	}
+	buf_release(&path);
+	json_decref(items);
+	client_release(&c);
+	return rc;
+}
+
+static int he_rma_get(int argc, char **argv)
+{
+	enum client_output o = CLIENT_OUT_TABLE;
+	const char *name = NULL;
+	int rc = he_one_name("health rma get", argc, argv, he_rma_usage, &o, &name);
+	if (rc >= 0)
+		return rc;
+	return he_named("GET", "rmas", name, o, he_rma_print);
+}
+
+static int he_rma(int argc, char **argv)
+{
+	static const struct client_verb verbs[] = {
+		{"list", "ls", he_rma_list},
+		{"get", NULL, he_rma_get},
+		{NULL, NULL, NULL},
+	};
+	int rc = client_dispatch(he_rma_usage, verbs, argc, argv);
+	if (rc >= 0)
+		return rc;
+	return client_unknown_verb("health rma", argv[1]);
+}
+
+int cmd_health(int argc, char **argv)
+{
+	static const struct client_verb nouns[] = {
+		{"events", "event", he_events}, {"policy", NULL, he_policy},
+		{"budget", "budgets", he_budget}, {"breaker", "breakers", he_breaker},
+		{"rma", "rmas", he_rma},        {NULL, NULL, NULL},
+	};
+	int rc = client_dispatch(health_usage_text, nouns, argc, argv);
+	if (rc >= 0)
+		return rc;
+	return client_usage_error("health", "unknown noun '%s' for 'health' (events, policy, "
+				  "budget, breaker, rma)", argv[1]);
+}
