@@ -26,6 +26,8 @@
 #include "base/log.h"
 #include "base/timefmt.h"
 #include "cmd/run.h"
+#include "base/metrics.h"
+#include "controller/budget.h"
 #include "controller/gc.h"
 #include "controller/lifecycle.h"
 #include "core/codec.h"
@@ -75,6 +77,7 @@ struct serve {
 	struct ratelimit *limits;     /* real BMCs */
 	struct ratelimit *sim_limits; /* simulated BMCs (site rate scaled by sim speed) */
 	struct cache *cache;
+	struct budget_svc *budget; /* the disruption-budget service (lifecycle, API status) */
 	struct lifecycle *lc;
 	struct api_server *api;
 	/* Timer callbacks (sim agent reports, housekeeping) hold the read side while they hand
@@ -391,6 +394,63 @@ static void agent_validated(void *arg, const char *node, const char *boot_id, in
 	pthread_rwlock_unlock(&sv->life);
 }
 
+/* ---- health and budgets as the API sees them (api_health_hooks) ---- */
+
+static json_t *hook_budget_status(void *arg, const char *name)
+{
+	struct serve *sv = arg;
+	return budget_svc_status(sv->budget, name);
+}
+
+static void hook_budget_invalidate(void *arg)
+{
+	struct serve *sv = arg;
+	budget_svc_invalidate(sv->budget);
+}
+
+/* fleetplane_nodes_held{owner}: nodes with at least one hold of each owner class, from the
+ * informer cache. Owners are bounded to classes (DESIGN.md "hold": health, rollout,
+ * operator:<name>, slurm:<user>; lifecycle) so a token name never becomes a label value. */
+static const char *const held_classes[] = {"health", "rollout", "operator", "slurm",
+					   "lifecycle", "other"};
+#define HELD_NCLASSES (sizeof(held_classes) / sizeof(held_classes[0]))
+
+static size_t held_class(const char *owner)
+{
+	for (size_t i = 0; i + 1 < HELD_NCLASSES; i++) {
+		size_t n = strlen(held_classes[i]);
+		if (owner && strncmp(owner, held_classes[i], n) == 0 &&
+		    (owner[n] == 0 || owner[n] == ':'))
+			return i;
+	}
+	return HELD_NCLASSES - 1;
+}
+
+static void collect_held(struct buf *out, void *arg)
+{
+	struct serve *sv = arg;
+	size_t counts[HELD_NCLASSES] = {0};
+	char **names = NULL;
+	size_t n = cache_all_node_names(sv->cache, &names);
+	for (size_t i = 0; i < n; i++) {
+		struct node *nd = cache_node_get(sv->cache, names[i]);
+		int seen[HELD_NCLASSES] = {0};
+		for (size_t h = 0; nd && h < nd->nholds; h++)
+			seen[held_class(nd->holds[h].owner)] = 1;
+		for (size_t k = 0; k < HELD_NCLASSES; k++)
+			counts[k] += (size_t)seen[k];
+		node_free(nd);
+		free(names[i]);
+	}
+	free(names);
+	buf_puts(out, "# HELP fleetplane_nodes_held Nodes carrying at least one hold, by the "
+		      "hold owner's class.\n"
+		      "# TYPE fleetplane_nodes_held gauge\n");
+	for (size_t k = 0; k < HELD_NCLASSES; k++)
+		buf_printf(out, "fleetplane_nodes_held{owner=\"%s\"} %zu\n", held_classes[k],
+			   counts[k]);
+}
+
 static void shutdown_all(struct serve *sv)
 {
 	pthread_rwlock_wrlock(&sv->life);
@@ -407,6 +467,10 @@ static void shutdown_all(struct serve *sv)
 	executor_free(sv->exec); /* drains steps in flight */
 	executor_free(sv->report_exec);
 	lifecycle_free(sv->lc);
+	/* The API and the lifecycle, its users, are gone; the cache it reads is not yet. */
+	budget_svc_free(sv->budget);
+	if (sv->cache)
+		metrics_remove_collector(collect_held, sv);
 	cache_free(sv->cache);
 	bmc_free(sv->sim);
 	bmc_free(sv->redfish);
@@ -769,6 +833,7 @@ int cmd_serve(int argc, char **argv)
 				      .max_keys = 1u << 20};
 	sv.breaker = breaker_new(sv.clock, &sv.rng, &bcfg);
 	sv.cache = cache_new(sv.store);
+	sv.budget = budget_svc_new(sv.store, sv.cache, sv.clock);
 	struct lifecycle_config lcfg = {
 		.store = sv.store, .cache = sv.cache, .clock = sv.clock, .rng = &sv.rng,
 		.exec = sv.exec, .report_exec = sv.report_exec, .limits = sv.limits,
@@ -780,6 +845,7 @@ int cmd_serve(int argc, char **argv)
 		.sim_time_scale = sv.sim_speed == 0 ? 1000 : speed_factor};
 	sv.lc = lifecycle_new(&lcfg);
 	cache_register_metrics(sv.cache);
+	metrics_add_collector(collect_held, &sv);
 	if ((rc = cache_start(sv.cache, err, sizeof(err))) < 0) {
 		fprintf(stderr, "error: cannot start the cache: %s\n", err);
 		shutdown_all(&sv);
@@ -793,7 +859,10 @@ int cmd_serve(int argc, char **argv)
 				  .ready_arg = &sv,
 				  .node_view = {.get_json = node_view, .arg = &sv},
 				  .agent = {.booted = agent_booted, .validated = agent_validated,
-					    .arg = &sv}};
+					    .arg = &sv},
+				  .health = {.budget_status = hook_budget_status,
+					     .budget_invalidate = hook_budget_invalidate,
+					     .arg = &sv}};
 	sv.api = api_server_new(&acfg, err, sizeof(err));
 	if (!sv.api) {
 		fprintf(stderr, "error: cannot start the API on %s: %s\n", sv.listen, err);
