@@ -21,6 +21,7 @@
 #define NVSMI_MAX_GPUS 64
 #define NVSMI_MAX_INPUT (8u << 20)
 #define NVSMI_UNKNOWN (-1)
+#define NVSMI_TLIMIT_UNKNOWN (-1000)
 
 /* Clock event ("throttle") reasons, as nvidia-smi -q names them (Clocks Event Reasons /
  * Clocks Throttle Reasons). */
@@ -53,6 +54,13 @@ struct nvsmi_gpu {
 	int remap_pending, remap_failure;
 	/* Temperatures in degrees C; -1 unknown. */
 	int temp_gpu, temp_mem, temp_slowdown, temp_shutdown, temp_max_operating;
+	/* T.Limit form (Hopper/Ada drivers 535+ print "GPU T.Limit Temp" and the thresholds as
+	 * offsets to T.Limit instead of absolute slowdown/shutdown temperatures): the current
+	 * margin below T.Limit and the margins at which slowdown / shutdown / max operating begin,
+	 * in degrees C, may be negative; NVSMI_TLIMIT_UNKNOWN when absent or unknown. The GPU is
+	 * over its slowdown limit when tlimit_margin <= tlimit_slowdown (as NVSentinel's
+	 * gpu-health-monitor compares DCGM_FI_DEV_GPU_TEMP_TLIMIT with the slowdown threshold). */
+	int tlimit_margin, tlimit_slowdown, tlimit_shutdown, tlimit_max_operating;
 	unsigned throttle_active;    /* NVSMI_THR_* that say "Active" */
 	unsigned throttle_unknown;   /* NVSMI_THR_* whose value was not Active/Not Active */
 };
@@ -90,5 +98,32 @@ int nvsmi_parse(const char *buf, size_t len, struct nvsmi_report *out, char *err
  * is enabled, attached count unknown): the detector's status is then "unknown", never "ok". */
 size_t nvsmi_findings(const struct nvsmi_report *r, int expected_gpus, struct agent_finding *out,
 		      size_t max, int *unknown);
+
+/* `nvidia-smi nvlink --status` (a GPU line "GPU 0: <name> (UUID: ...)" followed by
+ * "Link N: 25 GB/s" or "Link N: <inactive>" lines; a GPU whose links are all down may instead
+ * print "NVML: Unable to retrieve NVLink information as all links are inActive"). */
+#define NVSMI_NVLINK_MAX_LINKS 32
+struct nvsmi_nvlink_gpu {
+	int index;                   /* the "GPU N" number */
+	int nlinks;                  /* links listed */
+	int links_up;                /* with a bandwidth > 0 */
+	int all_inactive;            /* the NVML "all links are inActive" line */
+	uint32_t down_mask;          /* bit N set: link N was <inactive> or 0 GB/s */
+};
+struct nvsmi_nvlink_report {
+	size_t ngpus;
+	struct nvsmi_nvlink_gpu gpus[NVSMI_MAX_GPUS];
+	int truncated;               /* more GPUs or links than the arrays hold */
+};
+/* Parse `nvidia-smi nvlink --status`. Returns 0, or FP_EINVAL when no "GPU N:" line is found
+ * or a Link line comes before any GPU line (err names the line). */
+int nvsmi_nvlink_status_parse(const char *buf, size_t len, struct nvsmi_nvlink_report *out,
+			      char *err, size_t errlen);
+/* Findings "nvlink:link_down" (source "nvidia-smi"), one per GPU that has a down link while
+ * some link of the node is up (a node whose links are all down has no NVLink in use: PCIe
+ * cards list their links as inactive); message names the links, key "links=<mask hex>".
+ * *unknown = 1 when the report is truncated. Returns the number written (at most max). */
+size_t nvsmi_nvlink_findings(const struct nvsmi_nvlink_report *r, struct agent_finding *out,
+			     size_t max, int *unknown);
 
 #endif

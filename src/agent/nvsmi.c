@@ -1,0 +1,885 @@
+/* agent/nvsmi.c - parsers of `nvidia-smi -q` (text), `nvidia-smi -q -x` (XML, through libxml2)
+ * and `nvidia-smi nvlink --status`, and the health findings of the nvidia-smi detector
+ * (agent/nvsmi.h has the contract). Field names follow the nvidia-smi(1) man page ("ECC
+ * Errors", "Retired Pages", "Remapped Rows", "Clocks Event Reasons" - "Clocks Throttle
+ * Reasons" before driver 535 -, "Temperature") and the nvsmi_device_v11/v12 DTD tags for the
+ * XML. Values nvidia-smi cannot read ("N/A", "[N/A]", "[Not Supported]", "ERR!",
+ * "[Unknown Error]", empty) are Unknown (-1), never 0: the findings then say "unknown", so a
+ * broken reading never passes for a healthy GPU (DESIGN.md principle 8). Pure: no I/O, no
+ * clock; bounded input (NVSMI_MAX_INPUT) and GPU count (NVSMI_MAX_GPUS). */
+#include "agent/nvsmi.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+
+#include "base/err.h"
+
+#include "base/banned.h"
+
+#define LINE_MAX_LEN 512
+#define VAL_MAX_LEN 256
+#define MAX_LEVELS 8
+
+/* ---------- values ---------- */
+
+static void trim(char *s)
+{
+	size_t n = strlen(s), i = 0;
+	while (n > 0 && isspace((unsigned char)s[n - 1]))
+		s[--n] = '\0';
+	while (s[i] && isspace((unsigned char)s[i]))
+		i++;
+	if (i > 0)
+		memmove(s, s + i, n - i + 1);
+}
+
+/* A count: decimal digits, optionally followed by a blank and a unit ("639 bank(s)"). */
+static int64_t parse_count(const char *v)
+{
+	int64_t n = 0;
+	const char *p = v;
+	if (!isdigit((unsigned char)*p))
+		return NVSMI_UNKNOWN;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (n > (INT64_MAX - 9) / 10)
+			return NVSMI_UNKNOWN;
+		n = n * 10 + (*p - '0');
+	}
+	if (*p != '\0' && *p != ' ')
+		return NVSMI_UNKNOWN;
+	return n;
+}
+
+/* A temperature "29 C" / "-8 C"; unknown when not of that form. */
+static int parse_temp(const char *v, int unknown)
+{
+	int neg = 0, n = 0;
+	const char *p = v;
+	if (*p == '-') {
+		neg = 1;
+		p++;
+	}
+	if (!isdigit((unsigned char)*p))
+		return unknown;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (n > 1000)
+			return unknown;
+		n = n * 10 + (*p - '0');
+	}
+	if (!(*p == '\0' || strcmp(p, " C") == 0 || strcmp(p, "C") == 0))
+		return unknown;
+	return neg ? -n : n;
+}
+
+static int parse_yesno(const char *v)
+{
+	if (strcmp(v, "Yes") == 0)
+		return 1;
+	if (strcmp(v, "No") == 0)
+		return 0;
+	return NVSMI_UNKNOWN;
+}
+
+static int parse_enabled(const char *v)
+{
+	if (strcmp(v, "Enabled") == 0)
+		return 1;
+	if (strcmp(v, "Disabled") == 0)
+		return 0;
+	return NVSMI_UNKNOWN;
+}
+
+/* "00000000:3B:00.0" (or "0000:3b:00.0") -> "0000:3b:00.0"; "" when not a PCI bus id. */
+static void norm_bus_id(const char *in, char *out, size_t outlen)
+{
+	unsigned dom_len = 0;
+	const char *p = in;
+	char tmp[FINDING_BUS_ID_LEN];
+	out[0] = '\0';
+	while (isxdigit((unsigned char)p[dom_len]))
+		dom_len++;
+	if (dom_len < 4 || dom_len > 8 || p[dom_len] != ':')
+		return;
+	p += dom_len - 4;
+	/* dddd:bb:dd.f */
+	for (int i = 0; i < 12; i++) {
+		char c = p[i];
+		int want_hex = !(i == 4 || i == 7 || i == 10);
+		if (want_hex ? !isxdigit((unsigned char)c) : c != (i == 10 ? '.' : ':'))
+			return;
+		tmp[i] = (char)tolower((unsigned char)c);
+	}
+	if (p[12] != '\0' && !isspace((unsigned char)p[12]))
+		return;
+	tmp[12] = '\0';
+	snprintf(out, outlen, "%s", tmp);
+}
+
+static void copy_str(char *dst, size_t dstlen, const char *v)
+{
+	/* unknown tokens leave the field "" */
+	if (strcmp(v, "N/A") == 0 || strcmp(v, "[N/A]") == 0 || v[0] == '\0')
+		dst[0] = '\0';
+	else
+		snprintf(dst, dstlen, "%s", v);
+}
+
+/* ECC counts are either a "Total" or the sum of the memory locations given; an unknown addend
+ * makes the sum unknown. */
+struct ecc_acc {
+	int64_t sum, total;
+	int n, unknown, has_total;
+};
+
+static void acc_add(struct ecc_acc *a, int64_t v)
+{
+	a->n++;
+	if (v < 0 || a->unknown)
+		a->unknown = 1;
+	else if (a->sum > INT64_MAX - v)
+		a->unknown = 1;
+	else
+		a->sum += v;
+}
+
+static int64_t acc_value(const struct ecc_acc *a)
+{
+	if (a->has_total)
+		return a->total;
+	if (a->n == 0 || a->unknown)
+		return NVSMI_UNKNOWN;
+	return a->sum;
+}
+
+enum { ACC_VOL_SBE, ACC_VOL_DBE, ACC_AGG_SBE, ACC_AGG_DBE, ACC_N };
+
+struct gpu_state {
+	struct ecc_acc acc[ACC_N];
+	int retired_yes, retired_no; /* pending blacklist / retirement answers */
+	int complete;                /* the text section reached "Processes" */
+};
+
+static void gpu_init(struct nvsmi_gpu *g, size_t index)
+{
+	memset(g, 0, sizeof(*g));
+	g->index = (int)index;
+	g->minor_number = NVSMI_UNKNOWN;
+	g->ecc_mode_current = NVSMI_UNKNOWN;
+	g->ecc_volatile_sbe = g->ecc_volatile_dbe = NVSMI_UNKNOWN;
+	g->ecc_aggregate_sbe = g->ecc_aggregate_dbe = NVSMI_UNKNOWN;
+	g->retired_sbe = g->retired_dbe = NVSMI_UNKNOWN;
+	g->retired_pending = NVSMI_UNKNOWN;
+	g->remap_correctable = g->remap_uncorrectable = NVSMI_UNKNOWN;
+	g->remap_pending = g->remap_failure = NVSMI_UNKNOWN;
+	g->temp_gpu = g->temp_mem = g->temp_slowdown = NVSMI_UNKNOWN;
+	g->temp_shutdown = g->temp_max_operating = NVSMI_UNKNOWN;
+	g->tlimit_margin = g->tlimit_slowdown = NVSMI_TLIMIT_UNKNOWN;
+	g->tlimit_shutdown = g->tlimit_max_operating = NVSMI_TLIMIT_UNKNOWN;
+}
+
+static void gpu_finish(struct nvsmi_gpu *g, const struct gpu_state *st)
+{
+	g->ecc_volatile_sbe = acc_value(&st->acc[ACC_VOL_SBE]);
+	g->ecc_volatile_dbe = acc_value(&st->acc[ACC_VOL_DBE]);
+	g->ecc_aggregate_sbe = acc_value(&st->acc[ACC_AGG_SBE]);
+	g->ecc_aggregate_dbe = acc_value(&st->acc[ACC_AGG_DBE]);
+	g->retired_pending = st->retired_yes ? 1 : st->retired_no ? 0 : NVSMI_UNKNOWN;
+}
+
+static void report_init(struct nvsmi_report *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->attached_gpus = NVSMI_UNKNOWN;
+}
+
+/* Clock event reason names: the text label and the XML tag suffix. */
+static const struct {
+	const char *text, *xml;
+	unsigned bit;
+} reasons[] = {
+	{"Idle", "gpu_idle", NVSMI_THR_GPU_IDLE},
+	{"Applications Clocks Setting", "applications_clocks_setting", NVSMI_THR_APP_CLOCKS},
+	{"SW Power Cap", "sw_power_cap", NVSMI_THR_SW_POWER_CAP},
+	{"HW Slowdown", "hw_slowdown", NVSMI_THR_HW_SLOWDOWN},
+	{"HW Thermal Slowdown", "hw_thermal_slowdown", NVSMI_THR_HW_THERMAL_SLOWDOWN},
+	{"HW Power Brake Slowdown", "hw_power_brake_slowdown", NVSMI_THR_HW_POWER_BRAKE_SLOWDOWN},
+	{"Sync Boost", "sync_boost", NVSMI_THR_SYNC_BOOST},
+	{"SW Thermal Slowdown", "sw_thermal_slowdown", NVSMI_THR_SW_THERMAL_SLOWDOWN},
+	{"Display Clock Setting", "display_clocks_setting", NVSMI_THR_DISPLAY_CLOCKS},
+};
+
+static void set_reason(struct nvsmi_gpu *g, unsigned bit, const char *v)
+{
+	if (strcmp(v, "Active") == 0)
+		g->throttle_active |= bit;
+	else if (strcmp(v, "Not Active") != 0)
+		g->throttle_unknown |= bit;
+}
+
+static void set_retired_pending(struct gpu_state *st, const char *v)
+{
+	int yn = parse_yesno(v);
+	if (yn == 1)
+		st->retired_yes = 1;
+	else if (yn == 0)
+		st->retired_no = 1;
+}
+
+/* ---------- text ---------- */
+
+/* Applies one "key : value" line of a GPU section; sec[1..level-1] are the enclosing section
+ * names (sec[1] the one directly under the GPU). */
+static void text_field(struct nvsmi_gpu *g, struct gpu_state *st, char sec[][64], int level,
+		       const char *key, const char *v)
+{
+	const char *s1 = level >= 2 ? sec[1] : "";
+	if (level == 1) {
+		if (strcmp(key, "Product Name") == 0)
+			copy_str(g->product, sizeof(g->product), v);
+		else if (strcmp(key, "Serial Number") == 0)
+			copy_str(g->serial, sizeof(g->serial), v);
+		else if (strcmp(key, "GPU UUID") == 0)
+			copy_str(g->uuid, sizeof(g->uuid), v);
+		else if (strcmp(key, "Minor Number") == 0) {
+			int64_t n = parse_count(v);
+			g->minor_number = n > 1000000 ? NVSMI_UNKNOWN : (int)n;
+		} else if (strcmp(key, "Processes") == 0)
+			st->complete = 1;
+		return;
+	}
+	if (strcmp(s1, "ECC Mode") == 0 && level == 2 && strcmp(key, "Current") == 0) {
+		g->ecc_mode_current = parse_enabled(v);
+	} else if (strcmp(s1, "ECC Errors") == 0 && level >= 3) {
+		int vol = strcmp(sec[2], "Volatile") == 0, agg = strcmp(sec[2], "Aggregate") == 0;
+		int dbe;
+		struct ecc_acc *a;
+		if (!vol && !agg)
+			return;
+		if (level == 3) { /* 510+: SRAM/DRAM Correctable / Uncorrectable [Parity|SEC-DED] */
+			if (strstr(key, "Uncorrectable"))
+				dbe = 1;
+			else if (strstr(key, "Correctable"))
+				dbe = 0;
+			else
+				return;
+			a = &st->acc[(vol ? ACC_VOL_SBE : ACC_AGG_SBE) + dbe];
+			acc_add(a, parse_count(v));
+		} else if (level == 4) { /* older: Single Bit / Double Bit > locations, Total */
+			if (strcmp(sec[3], "Single Bit") == 0)
+				dbe = 0;
+			else if (strcmp(sec[3], "Double Bit") == 0)
+				dbe = 1;
+			else
+				return;
+			a = &st->acc[(vol ? ACC_VOL_SBE : ACC_AGG_SBE) + dbe];
+			if (strcmp(key, "Total") == 0) {
+				a->has_total = 1;
+				a->total = parse_count(v);
+			} else {
+				acc_add(a, parse_count(v));
+			}
+		}
+	} else if (strcasecmp(s1, "Retired Pages") == 0 && level == 2) {
+		if (strcmp(key, "Single Bit ECC") == 0)
+			g->retired_sbe = parse_count(v);
+		else if (strcmp(key, "Double Bit ECC") == 0)
+			g->retired_dbe = parse_count(v);
+		else if (strncmp(key, "Pending", 7) == 0)
+			set_retired_pending(st, v);
+	} else if (strcmp(s1, "Remapped Rows") == 0 && level == 2) {
+		if (strcmp(key, "Correctable Error") == 0)
+			g->remap_correctable = parse_count(v);
+		else if (strcmp(key, "Uncorrectable Error") == 0)
+			g->remap_uncorrectable = parse_count(v);
+		else if (strcmp(key, "Pending") == 0)
+			g->remap_pending = parse_yesno(v);
+		else if (strcmp(key, "Remapping Failure Occurred") == 0)
+			g->remap_failure = parse_yesno(v);
+	} else if (strcmp(s1, "Temperature") == 0 && level == 2) {
+		if (strcmp(key, "GPU Current Temp") == 0)
+			g->temp_gpu = parse_temp(v, NVSMI_UNKNOWN);
+		else if (strcmp(key, "Memory Current Temp") == 0)
+			g->temp_mem = parse_temp(v, NVSMI_UNKNOWN);
+		else if (strcmp(key, "GPU Slowdown Temp") == 0)
+			g->temp_slowdown = parse_temp(v, NVSMI_UNKNOWN);
+		else if (strcmp(key, "GPU Shutdown Temp") == 0)
+			g->temp_shutdown = parse_temp(v, NVSMI_UNKNOWN);
+		else if (strcmp(key, "GPU Max Operating Temp") == 0)
+			g->temp_max_operating = parse_temp(v, NVSMI_UNKNOWN);
+		else if (strcmp(key, "GPU T.Limit Temp") == 0)
+			g->tlimit_margin = parse_temp(v, NVSMI_TLIMIT_UNKNOWN);
+		else if (strcmp(key, "GPU Slowdown T.Limit Temp") == 0)
+			g->tlimit_slowdown = parse_temp(v, NVSMI_TLIMIT_UNKNOWN);
+		else if (strcmp(key, "GPU Shutdown T.Limit Temp") == 0)
+			g->tlimit_shutdown = parse_temp(v, NVSMI_TLIMIT_UNKNOWN);
+		else if (strcmp(key, "GPU Max Operating T.Limit Temp") == 0)
+			g->tlimit_max_operating = parse_temp(v, NVSMI_TLIMIT_UNKNOWN);
+	} else if (strcmp(s1, "Clocks Event Reasons") == 0 ||
+		   strcmp(s1, "Clocks Throttle Reasons") == 0) {
+		for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+			if (strcmp(key, reasons[i].text) == 0)
+				set_reason(g, reasons[i].bit, v);
+	}
+}
+
+static void text_end_gpu(struct nvsmi_report *out, struct gpu_state *st, struct nvsmi_gpu **cur)
+{
+	if (!*cur)
+		return;
+	gpu_finish(*cur, st);
+	if (!st->complete)
+		out->truncated = 1;
+	*cur = NULL;
+}
+
+int nvsmi_parse_text(const char *buf, size_t len, struct nvsmi_report *out, char *err,
+		     size_t errlen)
+{
+	struct nvsmi_gpu *cur = NULL;
+	struct gpu_state st;
+	char sec[MAX_LEVELS][64];
+	char line[LINE_MAX_LEN];
+	int seen = 0;
+	size_t pos = 0;
+
+	report_init(out);
+	memset(&st, 0, sizeof(st));
+	memset(sec, 0, sizeof(sec));
+	if (len > NVSMI_MAX_INPUT)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "nvidia-smi -q output is %zu bytes, more than the %u allowed", len,
+			       NVSMI_MAX_INPUT);
+	while (pos < len) {
+		size_t end = pos, n, indent = 0;
+		char *colon, *key, *val;
+		int level, has_val = 0;
+
+		while (end < len && buf[end] != '\n')
+			end++;
+		n = end - pos;
+		if (n >= sizeof(line))
+			n = sizeof(line) - 1;
+		memcpy(line, buf + pos, n);
+		line[n] = '\0';
+		pos = end + 1;
+		for (size_t i = 0; line[i] == ' ' || line[i] == '\t'; i++)
+			indent += line[i] == '\t' ? 4 : 1;
+		trim(line);
+		if (line[0] == '\0')
+			continue;
+
+		colon = strstr(line, " : ");
+		if (colon) {
+			*colon = '\0';
+			val = colon + 3;
+			has_val = 1;
+		} else if (line[strlen(line) - 1] == ':') {
+			line[strlen(line) - 1] = '\0';
+			val = line + strlen(line);
+			has_val = 1;
+		} else {
+			val = line + strlen(line);
+		}
+		key = line;
+		trim(key);
+		trim(val);
+
+		if (indent == 0) {
+			if (!has_val && strncmp(key, "GPU ", 4) == 0 && strchr(key + 4, ':')) {
+				text_end_gpu(out, &st, &cur);
+				seen = 1;
+				memset(&st, 0, sizeof(st));
+				if (out->ngpus >= NVSMI_MAX_GPUS) {
+					out->truncated = 1;
+					continue;
+				}
+				cur = &out->gpus[out->ngpus];
+				gpu_init(cur, out->ngpus);
+				out->ngpus++;
+				norm_bus_id(key + 4, cur->pci_bus_id, sizeof(cur->pci_bus_id));
+				continue;
+			}
+			/* any other column-0 line ends a GPU section */
+			text_end_gpu(out, &st, &cur);
+			if (!has_val)
+				continue;
+			if (strcmp(key, "Attached GPUs") == 0) {
+				int64_t a = parse_count(val);
+				seen = 1;
+				out->attached_gpus = a > 100000 ? NVSMI_UNKNOWN : (int)a;
+			} else if (strcmp(key, "Driver Version") == 0) {
+				copy_str(out->driver_version, sizeof(out->driver_version), val);
+			} else if (strcmp(key, "CUDA Version") == 0) {
+				copy_str(out->cuda_version, sizeof(out->cuda_version), val);
+			}
+			continue;
+		}
+		if (!cur)
+			continue;
+		level = (int)(indent / 4);
+		if (level < 1)
+			level = 1;
+		if (level >= MAX_LEVELS)
+			continue;
+		snprintf(sec[level], sizeof(sec[level]), "%s", key);
+		for (int l = level + 1; l < MAX_LEVELS; l++)
+			sec[l][0] = '\0';
+		if (!has_val) {
+			if (level == 1 && strcmp(key, "Processes") == 0)
+				st.complete = 1;
+			continue;
+		}
+		text_field(cur, &st, sec, level, key, val);
+	}
+	text_end_gpu(out, &st, &cur);
+	if (!seen)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "not nvidia-smi -q output: no \"Attached GPUs\" line and no GPU section");
+	return 0;
+}
+
+/* ---------- XML ---------- */
+
+static int is_elem(const xmlNode *n, const char *name)
+{
+	return n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, name) == 0;
+}
+
+static const xmlNode *child(const xmlNode *n, const char *name)
+{
+	for (const xmlNode *c = n ? n->children : NULL; c; c = c->next)
+		if (is_elem(c, name))
+			return c;
+	return NULL;
+}
+
+/* The element's own text and CDATA children only (never entity content), trimmed, bounded. */
+static void node_text(const xmlNode *n, char *out, size_t outlen)
+{
+	size_t used = 0;
+	out[0] = '\0';
+	for (const xmlNode *c = n ? n->children : NULL; c; c = c->next) {
+		if ((c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE) && c->content) {
+			size_t l = strlen((const char *)c->content);
+			if (used + l >= outlen)
+				l = outlen - 1 - used;
+			memcpy(out + used, c->content, l);
+			used += l;
+			out[used] = '\0';
+		}
+	}
+	trim(out);
+}
+
+static void child_text(const xmlNode *n, const char *name, char *out, size_t outlen)
+{
+	node_text(child(n, name), out, outlen);
+}
+
+static void xml_ecc(const xmlNode *side, struct ecc_acc *sbe, struct ecc_acc *dbe)
+{
+	char v[VAL_MAX_LEN];
+	for (const xmlNode *c = side ? side->children : NULL; c; c = c->next) {
+		const char *nm;
+		if (c->type != XML_ELEMENT_NODE)
+			continue;
+		nm = (const char *)c->name;
+		if (strcmp(nm, "single_bit") == 0 || strcmp(nm, "double_bit") == 0) {
+			struct ecc_acc *a = nm[0] == 's' ? sbe : dbe;
+			for (const xmlNode *l = c->children; l; l = l->next) {
+				if (l->type != XML_ELEMENT_NODE)
+					continue;
+				node_text(l, v, sizeof(v));
+				if (strcmp((const char *)l->name, "total") == 0) {
+					a->has_total = 1;
+					a->total = parse_count(v);
+				} else {
+					acc_add(a, parse_count(v));
+				}
+			}
+		} else if (strstr(nm, "uncorrectable")) {
+			node_text(c, v, sizeof(v));
+			acc_add(dbe, parse_count(v));
+		} else if (strstr(nm, "correctable")) {
+			node_text(c, v, sizeof(v));
+			acc_add(sbe, parse_count(v));
+		}
+	}
+}
+
+static void xml_gpu(const xmlNode *gn, struct nvsmi_gpu *g, struct gpu_state *st)
+{
+	char v[VAL_MAX_LEN];
+	const xmlNode *n;
+	xmlChar *id = xmlGetProp(gn, (const xmlChar *)"id");
+
+	if (id) {
+		norm_bus_id((const char *)id, g->pci_bus_id, sizeof(g->pci_bus_id));
+		xmlFree(id);
+	}
+	child_text(gn, "product_name", v, sizeof(v));
+	copy_str(g->product, sizeof(g->product), v);
+	child_text(gn, "serial", v, sizeof(v));
+	copy_str(g->serial, sizeof(g->serial), v);
+	child_text(gn, "uuid", v, sizeof(v));
+	copy_str(g->uuid, sizeof(g->uuid), v);
+	child_text(gn, "minor_number", v, sizeof(v));
+	{
+		int64_t m = parse_count(v);
+		g->minor_number = m > 1000000 ? NVSMI_UNKNOWN : (int)m;
+	}
+	child_text(child(gn, "ecc_mode"), "current_ecc", v, sizeof(v));
+	g->ecc_mode_current = parse_enabled(v);
+
+	n = child(gn, "ecc_errors");
+	xml_ecc(child(n, "volatile"), &st->acc[ACC_VOL_SBE], &st->acc[ACC_VOL_DBE]);
+	xml_ecc(child(n, "aggregate"), &st->acc[ACC_AGG_SBE], &st->acc[ACC_AGG_DBE]);
+
+	n = child(gn, "retired_pages");
+	child_text(child(n, "multiple_single_bit_retirement"), "retired_count", v, sizeof(v));
+	g->retired_sbe = parse_count(v);
+	child_text(child(n, "double_bit_retirement"), "retired_count", v, sizeof(v));
+	g->retired_dbe = parse_count(v);
+	child_text(n, "pending_blacklist", v, sizeof(v));
+	set_retired_pending(st, v);
+	child_text(n, "pending_retirement", v, sizeof(v));
+	set_retired_pending(st, v);
+
+	n = child(gn, "remapped_rows");
+	child_text(n, "remapped_row_corr", v, sizeof(v));
+	g->remap_correctable = parse_count(v);
+	child_text(n, "remapped_row_unc", v, sizeof(v));
+	g->remap_uncorrectable = parse_count(v);
+	child_text(n, "remapped_row_pending", v, sizeof(v));
+	g->remap_pending = parse_yesno(v);
+	child_text(n, "remapped_row_failure", v, sizeof(v));
+	g->remap_failure = parse_yesno(v);
+
+	n = child(gn, "temperature");
+	child_text(n, "gpu_temp", v, sizeof(v));
+	g->temp_gpu = parse_temp(v, NVSMI_UNKNOWN);
+	child_text(n, "memory_temp", v, sizeof(v));
+	g->temp_mem = parse_temp(v, NVSMI_UNKNOWN);
+	child_text(n, "gpu_temp_slow_threshold", v, sizeof(v));
+	g->temp_slowdown = parse_temp(v, NVSMI_UNKNOWN);
+	child_text(n, "gpu_temp_max_threshold", v, sizeof(v));
+	g->temp_shutdown = parse_temp(v, NVSMI_UNKNOWN);
+	child_text(n, "gpu_temp_max_gpu_threshold", v, sizeof(v));
+	g->temp_max_operating = parse_temp(v, NVSMI_UNKNOWN);
+	child_text(n, "gpu_temp_tlimit", v, sizeof(v));
+	g->tlimit_margin = parse_temp(v, NVSMI_TLIMIT_UNKNOWN);
+	child_text(n, "gpu_temp_slow_tlimit_threshold", v, sizeof(v));
+	g->tlimit_slowdown = parse_temp(v, NVSMI_TLIMIT_UNKNOWN);
+	child_text(n, "gpu_temp_max_tlimit_threshold", v, sizeof(v));
+	g->tlimit_shutdown = parse_temp(v, NVSMI_TLIMIT_UNKNOWN);
+	child_text(n, "gpu_temp_max_gpu_tlimit_threshold", v, sizeof(v));
+	g->tlimit_max_operating = parse_temp(v, NVSMI_TLIMIT_UNKNOWN);
+
+	n = child(gn, "clocks_event_reasons");
+	if (!n)
+		n = child(gn, "clocks_throttle_reasons");
+	for (const xmlNode *c = n ? n->children : NULL; c; c = c->next) {
+		const char *nm = (const char *)c->name, *suffix;
+		if (c->type != XML_ELEMENT_NODE)
+			continue;
+		if (strncmp(nm, "clocks_event_reason_", 20) == 0)
+			suffix = nm + 20;
+		else if (strncmp(nm, "clocks_throttle_reason_", 23) == 0)
+			suffix = nm + 23;
+		else
+			continue;
+		node_text(c, v, sizeof(v));
+		for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+			if (strcmp(suffix, reasons[i].xml) == 0)
+				set_reason(g, reasons[i].bit, v);
+	}
+	st->complete = 1;
+}
+
+int nvsmi_parse_xml(const char *buf, size_t len, struct nvsmi_report *out, char *err,
+		    size_t errlen)
+{
+	xmlParserCtxtPtr ctxt;
+	xmlDocPtr doc;
+	const xmlNode *root;
+	char v[VAL_MAX_LEN];
+	int rc = 0;
+
+	report_init(out);
+	if (len > NVSMI_MAX_INPUT)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "nvidia-smi -q -x output is %zu bytes, more than the %u allowed", len,
+			       NVSMI_MAX_INPUT);
+	ctxt = xmlNewParserCtxt();
+	if (!ctxt)
+		return fp_errf(FP_EINVAL, err, errlen, "libxml2 could not make a parser");
+	/* no network, no entity substitution (no XML_PARSE_NOENT), no DTD loading */
+	doc = xmlCtxtReadMemory(ctxt, buf, (int)len, "nvidia-smi.xml", NULL,
+				XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	if (!doc) {
+		const xmlError *e = xmlCtxtGetLastError(ctxt);
+		char msg[160];
+		snprintf(msg, sizeof(msg), "%s", e && e->message ? e->message : "unknown error");
+		trim(msg);
+		rc = fp_errf(FP_EINVAL, err, errlen, "nvidia-smi -q -x output is not XML: line %d: %s",
+			     e ? e->line : 0, msg);
+		goto out;
+	}
+	root = xmlDocGetRootElement(doc);
+	if (!root || !is_elem(root, "nvidia_smi_log")) {
+		rc = fp_errf(FP_EINVAL, err, errlen,
+			     "not nvidia-smi -q -x output: the root element is not <nvidia_smi_log>");
+		goto out;
+	}
+	child_text(root, "driver_version", v, sizeof(v));
+	copy_str(out->driver_version, sizeof(out->driver_version), v);
+	child_text(root, "cuda_version", v, sizeof(v));
+	copy_str(out->cuda_version, sizeof(out->cuda_version), v);
+	if (child(root, "attached_gpus")) {
+		int64_t a;
+		child_text(root, "attached_gpus", v, sizeof(v));
+		a = parse_count(v);
+		out->attached_gpus = a > 100000 ? NVSMI_UNKNOWN : (int)a;
+	}
+	for (const xmlNode *c = root->children; c; c = c->next) {
+		struct gpu_state st;
+		if (!is_elem(c, "gpu"))
+			continue;
+		if (out->ngpus >= NVSMI_MAX_GPUS) {
+			out->truncated = 1;
+			break;
+		}
+		memset(&st, 0, sizeof(st));
+		gpu_init(&out->gpus[out->ngpus], out->ngpus);
+		xml_gpu(c, &out->gpus[out->ngpus], &st);
+		gpu_finish(&out->gpus[out->ngpus], &st);
+		out->ngpus++;
+	}
+	if (out->ngpus == 0 && !child(root, "attached_gpus"))
+		rc = fp_errf(FP_EINVAL, err, errlen,
+			     "not nvidia-smi -q -x output: no <attached_gpus> and no <gpu>");
+out:
+	if (doc)
+		xmlFreeDoc(doc);
+	xmlFreeParserCtxt(ctxt);
+	return rc;
+}
+
+int nvsmi_parse(const char *buf, size_t len, struct nvsmi_report *out, char *err, size_t errlen)
+{
+	size_t i = 0;
+	while (i < len && isspace((unsigned char)buf[i]))
+		i++;
+	if (i < len && buf[i] == '<')
+		return nvsmi_parse_xml(buf, len, out, err, errlen);
+	return nvsmi_parse_text(buf, len, out, err, errlen);
+}
+
+/* ---------- findings ---------- */
+
+static size_t add_finding(struct agent_finding *out, size_t max, size_t n, const char *code,
+			  const struct nvsmi_gpu *g, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+
+static size_t add_finding(struct agent_finding *out, size_t max, size_t n, const char *code,
+			  const struct nvsmi_gpu *g, const char *key, const char *fmt, ...)
+{
+	struct agent_finding *f;
+	va_list ap;
+	if (n >= max)
+		return n;
+	f = &out[n];
+	memset(f, 0, sizeof(*f));
+	snprintf(f->source, sizeof(f->source), "%s", "nvidia-smi");
+	snprintf(f->code, sizeof(f->code), "%s", code);
+	f->gpu_index = g ? g->index : -1;
+	if (g)
+		snprintf(f->pci_bus_id, sizeof(f->pci_bus_id), "%s", g->pci_bus_id);
+	snprintf(f->key, sizeof(f->key), "%s", key);
+	va_start(ap, fmt);
+	vsnprintf(f->message, sizeof(f->message), fmt, ap);
+	va_end(ap);
+	return n + 1;
+}
+
+size_t nvsmi_findings(const struct nvsmi_report *r, int expected_gpus, struct agent_finding *out,
+		      size_t max, int *unknown)
+{
+	size_t n = 0;
+	char key[64];
+
+	*unknown = 0;
+	if (r->truncated || r->attached_gpus < 0 || (size_t)r->attached_gpus != r->ngpus)
+		*unknown = 1;
+	for (size_t i = 0; i < r->ngpus; i++) {
+		const struct nvsmi_gpu *g = &r->gpus[i];
+		unsigned hw = g->throttle_active &
+			      (NVSMI_THR_HW_SLOWDOWN | NVSMI_THR_HW_THERMAL_SLOWDOWN);
+
+		if (g->ecc_mode_current == 1 &&
+		    (g->ecc_volatile_dbe < 0 ||
+		     (g->remap_pending < 0 && g->retired_pending < 0)))
+			*unknown = 1;
+		if (g->ecc_volatile_dbe > 0) {
+			snprintf(key, sizeof(key), "dbe=%lld", (long long)g->ecc_volatile_dbe);
+			n = add_finding(out, max, n, "ecc:dbe_volatile", g, key,
+					"GPU %d (%s): %lld volatile uncorrectable ECC errors",
+					g->index, g->pci_bus_id, (long long)g->ecc_volatile_dbe);
+		}
+		if (g->remap_pending == 1)
+			n = add_finding(out, max, n, "row_remap:pending", g, "",
+					"GPU %d (%s): remapped rows pending (reset the GPU to "
+					"activate), %lld correctable / %lld uncorrectable remaps",
+					g->index, g->pci_bus_id, (long long)g->remap_correctable,
+					(long long)g->remap_uncorrectable);
+		if (g->remap_failure == 1)
+			n = add_finding(out, max, n, "row_remap:failure", g, "",
+					"GPU %d (%s): row remapping failure occurred", g->index,
+					g->pci_bus_id);
+		if (g->retired_pending == 1)
+			n = add_finding(out, max, n, "retired_pages:pending", g, "",
+					"GPU %d (%s): page retirement pending (%lld single bit, %lld "
+					"double bit retired)",
+					g->index, g->pci_bus_id, (long long)g->retired_sbe,
+					(long long)g->retired_dbe);
+		if (hw)
+			n = add_finding(out, max, n, "thermal:hw_slowdown", g, "",
+					"GPU %d (%s): clocks event HW Slowdown active%s%s", g->index,
+					g->pci_bus_id,
+					(g->throttle_active & NVSMI_THR_HW_THERMAL_SLOWDOWN)
+						? " (HW Thermal Slowdown)"
+						: "",
+					(g->throttle_active & NVSMI_THR_HW_POWER_BRAKE_SLOWDOWN)
+						? " (HW Power Brake Slowdown)"
+						: "");
+		if (g->throttle_active & NVSMI_THR_SW_THERMAL_SLOWDOWN)
+			n = add_finding(out, max, n, "thermal:sw_slowdown", g, "",
+					"GPU %d (%s): clocks event SW Thermal Slowdown active",
+					g->index, g->pci_bus_id);
+		if (g->temp_gpu >= 0 && g->temp_slowdown > 0 && g->temp_gpu >= g->temp_slowdown)
+			n = add_finding(out, max, n, "thermal:over_limit", g, "",
+					"GPU %d (%s): %d C, at or above its slowdown temperature %d C",
+					g->index, g->pci_bus_id, g->temp_gpu, g->temp_slowdown);
+		else if (g->tlimit_margin != NVSMI_TLIMIT_UNKNOWN &&
+			 g->tlimit_slowdown != NVSMI_TLIMIT_UNKNOWN &&
+			 g->tlimit_margin <= g->tlimit_slowdown)
+			n = add_finding(out, max, n, "thermal:over_limit", g, "",
+					"GPU %d (%s): T.Limit margin %d C, at or below its slowdown "
+					"T.Limit %d C",
+					g->index, g->pci_bus_id, g->tlimit_margin, g->tlimit_slowdown);
+	}
+	if (expected_gpus > 0 && r->ngpus < (size_t)expected_gpus) {
+		snprintf(key, sizeof(key), "gpus=%zu", r->ngpus);
+		n = add_finding(out, max, n, "gpu:count_mismatch", NULL, key,
+				"%zu GPUs seen by nvidia-smi, %d expected", r->ngpus, expected_gpus);
+	}
+	return n;
+}
+
+/* ---------- nvlink --status ---------- */
+
+int nvsmi_nvlink_status_parse(const char *buf, size_t len, struct nvsmi_nvlink_report *out,
+			      char *err, size_t errlen)
+{
+	struct nvsmi_nvlink_gpu *cur = NULL;
+	char line[LINE_MAX_LEN];
+	size_t pos = 0;
+	int lineno = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (len > NVSMI_MAX_INPUT)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "nvidia-smi nvlink output is %zu bytes, more than the %u allowed", len,
+			       NVSMI_MAX_INPUT);
+	while (pos < len) {
+		size_t end = pos, n;
+		unsigned idx;
+		char rest[64];
+		lineno++;
+		while (end < len && buf[end] != '\n')
+			end++;
+		n = end - pos < sizeof(line) - 1 ? end - pos : sizeof(line) - 1;
+		memcpy(line, buf + pos, n);
+		line[n] = '\0';
+		pos = end + 1;
+		trim(line);
+		if (line[0] == '\0')
+			continue;
+		if (strncmp(line, "GPU ", 4) == 0 && sscanf(line + 4, "%u:", &idx) == 1) {
+			if (out->ngpus >= NVSMI_MAX_GPUS) {
+				out->truncated = 1;
+				cur = NULL;
+				continue;
+			}
+			cur = &out->gpus[out->ngpus++];
+			cur->index = idx > 100000 ? -1 : (int)idx;
+		} else if (strncmp(line, "Link ", 5) == 0 &&
+			   sscanf(line + 5, "%u: %63[^\n]", &idx, rest) == 2) {
+			double gbps;
+			char unit[8];
+			if (!cur)
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "nvidia-smi nvlink line %d: a Link line before any "
+					       "GPU line",
+					       lineno);
+			if (idx >= NVSMI_NVLINK_MAX_LINKS) {
+				out->truncated = 1;
+				continue;
+			}
+			cur->nlinks++;
+			if (sscanf(rest, "%lf %7s", &gbps, unit) == 2 && strcmp(unit, "GB/s") == 0 &&
+			    gbps > 0)
+				cur->links_up++;
+			else
+				cur->down_mask |= 1u << idx;
+		} else if (cur && strstr(line, "all links are inActive")) {
+			cur->all_inactive = 1;
+		}
+	}
+	if (out->ngpus == 0)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "not nvidia-smi nvlink --status output: no \"GPU N:\" line");
+	return 0;
+}
+
+size_t nvsmi_nvlink_findings(const struct nvsmi_nvlink_report *r, struct agent_finding *out,
+			     size_t max, int *unknown)
+{
+	size_t n = 0;
+	int any_up = 0;
+
+	*unknown = r->truncated ? 1 : 0;
+	for (size_t i = 0; i < r->ngpus; i++)
+		any_up |= r->gpus[i].links_up > 0;
+	if (!any_up)
+		return 0;
+	for (size_t i = 0; i < r->ngpus && n < max; i++) {
+		const struct nvsmi_nvlink_gpu *g = &r->gpus[i];
+		struct agent_finding *f;
+		if (!g->down_mask && !g->all_inactive)
+			continue;
+		f = &out[n++];
+		memset(f, 0, sizeof(*f));
+		snprintf(f->source, sizeof(f->source), "%s", "nvidia-smi");
+		snprintf(f->code, sizeof(f->code), "%s", "nvlink:link_down");
+		f->gpu_index = g->index;
+		if (g->all_inactive && !g->down_mask) {
+			snprintf(f->key, sizeof(f->key), "links=all");
+			snprintf(f->message, sizeof(f->message),
+				 "GPU %d: all NVLinks inactive while other GPUs' links are up",
+				 g->index);
+		} else {
+			snprintf(f->key, sizeof(f->key), "links=%x", g->down_mask);
+			snprintf(f->message, sizeof(f->message),
+				 "GPU %d: NVLinks down (mask 0x%x), %d of %d up", g->index,
+				 g->down_mask, g->links_up, g->nlinks);
+		}
+	}
+	return n;
+}
