@@ -25,6 +25,8 @@
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "base/timefmt.h"
+#include "controller/budget.h"
 #include "core/codec.h"
 #include "core/event.h"
 #include "core/secret.h"
@@ -109,7 +111,9 @@ struct lifecycle {
 				* called: it answered with Retry-After (at most BMC_QUIET_MAX) */
 	pthread_t *threads;
 	int nthreads;
+	struct hmap waiting;   /* node name -> (void*)1 while it waits for a disruption budget */
 	struct metric_family *m_ops, *m_op_dur, *m_reconcile, *m_reconcile_total, *m_phase_changes;
+	struct metric_family *m_remediations;
 };
 
 static int finish(struct lifecycle *lc, struct node *n, const struct operation *op, int write_op);
@@ -885,8 +889,13 @@ static enum step_result step_check_gpu_count(struct step_ctx *x)
 static enum step_result step_wait_burn_in(struct step_ctx *x)
 {
 	const struct node *n = x->n;
-	if (n->validated_at && n->validation_boot_id && n->last_boot_id &&
-	    strcmp(n->validation_boot_id, n->last_boot_id) == 0) {
+	/* After a remediation rung the report must also be newer than the rung's start
+	 * (params.notBefore): a GPU reset keeps the boot, and the report from before it must
+	 * never pass for the reset GPU. */
+	json_t *nb = json_object_get(x->op->params, "notBefore");
+	int64_t not_before = json_is_integer(nb) ? json_integer_value(nb) : 0;
+	if (n->validated_at && n->validated_at >= not_before && n->validation_boot_id &&
+	    n->last_boot_id && strcmp(n->validation_boot_id, n->last_boot_id) == 0) {
 		if (n->validation_passed)
 			return STEP_DONE;
 		snprintf(x->err, sizeof(x->err), "burn-in validation of boot %s reported failure",
@@ -913,6 +922,133 @@ static enum step_result step_skip_power_off(struct step_ctx *x)
 	return STEP_DONE;
 }
 
+/* gpu_reset rung, first step: asks the node's agent to reset the GPU named in
+ * status.remediation.gpu, once per operation (params.requested is written before the ask).
+ * Drivers with a channel to the agent (the sim) get bmc_agent_action "gpu_reset"; for the
+ * others nothing is sent: a real agent sees this gpu_reset operation on its node document. */
+static enum step_result step_request_gpu_reset(struct step_ctx *x)
+{
+	if (json_is_integer(json_object_get(x->op->params, "requested")))
+		return STEP_DONE;
+	json_object_set_new(op_params(x->op), "requested", json_integer(now_wall(x->lc)));
+	if (save_op(x->lc, x->op) < 0) { /* intent before act */
+		json_object_del(x->op->params, "requested");
+		snprintf(x->err, sizeof(x->err), "could not record the GPU reset request");
+		return STEP_RETRY;
+	}
+	if (!x->bmc)
+		return STEP_DONE;
+	x->err[0] = 0;
+	int rc = bmc_agent_action(x->bmc, &x->t, "gpu_reset", x->call_deadline, x->err,
+				  sizeof(x->err));
+	if (rc == 0 || rc == FP_EUNSUPPORTED) {
+		x->err[0] = 0;
+		return STEP_DONE;
+	}
+	return STEP_FAIL; /* the agent cannot do it now (machine off, booting): next rung */
+}
+
+/* gpu_reset rung: waits for the agent's answer (lifecycle_agent_remediated writes
+ * params.remediated) until the step deadline (10 min). */
+static enum step_result step_wait_agent_action(struct step_ctx *x)
+{
+	json_t *r = json_object_get(x->op->params, "remediated");
+	if (json_is_object(r)) {
+		if (json_is_true(json_object_get(r, "succeeded")))
+			return STEP_DONE;
+		const char *m = jsonx_str(r, "message");
+		snprintf(x->err, sizeof(x->err), "the node's agent reports the GPU reset failed%s%.200s",
+			 m && *m ? ": " : "", m ? m : "");
+		return STEP_FAIL;
+	}
+	x->wait_ms = x->op->step_deadline - now_wall(x->lc);
+	snprintf(x->err, sizeof(x->err), "no answer from the node's agent to the GPU reset");
+	return STEP_WAIT;
+}
+
+#define RMA_MAX_COUNTED 1000 /* health events of the node counted by code in an RMA */
+
+/* rma rung: writes /rmas/<operation id> (create-if-absent; a rerun finds it written) with the
+ * evidence a vendor ticket needs: the health event documents named in status.remediation, the
+ * node's health event counts by code, status.remediationHistory, inventory and conditions.
+ * The RMA's name goes to params.rma; finish puts it in status.remediation.rma. */
+static enum step_result step_open_rma(struct step_ctx *x)
+{
+	const struct node *n = x->n;
+	const struct node_remediation *r = &n->remediation;
+	char key[STORE_MAX_KEY + 1], prefix[STORE_MAX_KEY + 1];
+	json_t *events = json_array(), *counts = json_object();
+	size_t nl = strlen(n->name);
+	for (size_t i = 0; i < r->nevents; i++) {
+		const char *e = r->events[i];
+		if (strncmp(e, n->name, nl) != 0 || e[nl] != '.')
+			continue; /* not this node's event */
+		snprintf(key, sizeof(key), "/healthevents/%s/%s", n->name, e + nl + 1);
+		struct store_kv kv = {0};
+		json_t *doc = NULL;
+		if (store_get(x->lc->cfg.store, key, &kv) == 0 &&
+		    jsonx_parse(kv.value, strlen(kv.value), &doc, NULL, 0) == 0)
+			json_array_append_new(events, doc);
+		store_kv_release(&kv);
+	}
+	snprintf(prefix, sizeof(prefix), "/healthevents/%s/", n->name);
+	struct store_kv *kvs = NULL;
+	size_t nkv = 0;
+	if (store_list(x->lc->cfg.store, prefix, NULL, RMA_MAX_COUNTED, &kvs, &nkv, NULL, NULL) ==
+	    0) {
+		for (size_t i = 0; i < nkv; i++) {
+			json_t *doc = NULL;
+			if (jsonx_parse(kvs[i].value, strlen(kvs[i].value), &doc, NULL, 0) < 0)
+				continue;
+			const char *code = jsonx_str(doc, "code");
+			if (code) {
+				json_t *c = json_object_get(counts, code);
+				json_object_set_new(counts, code,
+						    json_integer(c ? json_integer_value(c) + 1 : 1));
+			}
+			json_decref(doc);
+		}
+		store_kv_array_free(kvs, nkv);
+	}
+	json_t *pub = node_to_json(n, NODE_JSON_PUBLIC);
+	json_t *st = json_object_get(pub, "status");
+	json_t *hist = json_object_get(st, "remediationHistory");
+	json_t *inv = json_object_get(st, "inventory");
+	json_t *evidence = json_object();
+	json_object_set_new(evidence, "healthEvents", events);
+	json_object_set_new(evidence, "counts", counts);
+	json_object_set_new(evidence, "remediationHistory", hist ? json_incref(hist) : json_array());
+	json_object_set_new(evidence, "inventory", inv ? json_incref(inv) : json_object());
+	json_object_set(evidence, "conditions", json_object_get(st, "conditions"));
+	json_decref(pub);
+	char ts[FP_TIME_LEN];
+	fp_time_format(now_wall(x->lc), ts);
+	json_t *doc = json_pack("{s:s,s:{s:s,s:s},s:s,s:s,s:s,s:o,s:s}", "kind", "RMA", "metadata",
+				"name", x->op->id, "createdAt", ts, "node", n->name, "code",
+				r->code ? r->code : "", "reason",
+				r->reason ? r->reason : "health remediation ladder reached rma",
+				"evidence", evidence, "state", "open");
+	if (r->gpu)
+		json_object_set_new(doc, "gpu", json_string(r->gpu));
+	char *val = jsonx_dumps(doc);
+	json_decref(doc);
+	snprintf(key, sizeof(key), "/rmas/%s", x->op->id);
+	int rc = store_put(x->lc->cfg.store, key, val, STORE_ABSENT, NULL);
+	free(val);
+	if (rc < 0 && rc != FP_EEXIST) {
+		snprintf(x->err, sizeof(x->err), "could not write RMA %s: %s", x->op->id,
+			 fp_err_msg(rc));
+		return STEP_RETRY;
+	}
+	json_object_set_new(op_params(x->op), "rma", json_string(x->op->id));
+	if (save_op(x->lc, x->op) < 0) {
+		snprintf(x->err, sizeof(x->err), "could not record RMA %s on the operation",
+			 x->op->id);
+		return STEP_RETRY;
+	}
+	return STEP_DONE;
+}
+
 static enum step_result step_workload_drained(struct step_ctx *x)
 {
 	/* No scheduler integration yet: a node carries no work fleetplane must wait for. */
@@ -935,6 +1071,9 @@ static const struct step_def steps[] = {
 	{"wait_burn_in", 1, 0, 30 * MIN, 1, step_wait_burn_in},
 	{"workload_drained", 1, 0, 4 * HOUR, 1, step_workload_drained},
 	{"skip_power_off", 0, 0, 1 * MIN, 1, step_skip_power_off},
+	{"request_gpu_reset", 1, 0, 2 * MIN, 3, step_request_gpu_reset},
+	{"wait_agent_action", 1, 0, 10 * MIN, 1, step_wait_agent_action},
+	{"open_rma", 1, 0, 2 * MIN, 5, step_open_rma},
 };
 
 static const struct step_def *step_lookup(const char *name)
@@ -958,6 +1097,11 @@ static const struct {
 	{"repair", {"power_off", "power_on", "wait_boot_callback"}},
 	{"drain", {"workload_drained"}},
 	{"retire", {"power_off"}},
+	/* health remediation rungs (op kind = rung name, core/model.h) */
+	{"gpu_reset", {"request_gpu_reset", "wait_agent_action"}},
+	{"reboot", {"power_off", "power_on", "wait_boot_callback"}},
+	{"reimage", {"set_boot_pxe", "power_on_or_cycle", "wait_boot_callback", "set_boot_disk"}},
+	{"rma", {"open_rma"}},
 };
 
 static struct operation *op_make(struct lifecycle *lc, const struct node *n, const char *kind,
@@ -1406,8 +1550,13 @@ static size_t queue_cancel(struct lifecycle *lc, struct node *n, const char *why
  * in flight and goes before the phase's own: a transient phase starts its operation again when
  * the queued one has ended), else a new op_kind if given. Entering retiring cancels the queue.
  * Returns the store result. */
-static int transition(struct lifecycle *lc, struct node *n, enum node_phase to,
-		      const char *op_kind, const char *why, const struct operation *done_op)
+static void wake_waiting(struct lifecycle *lc);
+
+/* transition with extra events (d, may be NULL) in the same write and parameters (params,
+ * borrowed, may be NULL) for the new operation. */
+static int transition_x(struct lifecycle *lc, struct node *n, enum node_phase to,
+			const char *op_kind, const char *why, const struct operation *done_op,
+			const struct status_delta *d, const json_t *params)
 {
 	char err[160], msg[512];
 	enum node_phase from = n->phase;
@@ -1424,9 +1573,17 @@ static int transition(struct lifecycle *lc, struct node *n, enum node_phase to,
 	else
 		queued = queue_pop(n);
 	struct operation *op = op_kind && !queued ? op_make(lc, n, op_kind, why) : NULL;
+	if (op && params)
+		op->params = json_deep_copy(params);
 	const char *next = queued ? queued : op ? op->id : NULL;
 	int64_t now = now_wall(lc);
 	if (from != to) {
+		/* status.servedAt: the first time the node became available, kept forever; a
+		 * node that served before servedAt existed gets the time it entered service. */
+		if (!n->served_at && to == PHASE_AVAILABLE)
+			n->served_at = now;
+		if (!n->served_at && (from == PHASE_AVAILABLE || from == PHASE_IN_SERVICE))
+			n->served_at = n->phase_since ? n->phase_since : now;
 		n->phase = to;
 		n->phase_since = now;
 		node_condition_remove(n, "PhaseDeadlineExceeded");
@@ -1447,14 +1604,212 @@ static int transition(struct lifecycle *lc, struct node *n, enum node_phase to,
 	if (from == to)
 		snprintf(reason, sizeof(reason), "OperationStarted");
 	int rc = commit_x(lc, n, op, to == PHASE_FAILED ? "Warning" : "Normal", reason, msg,
-			  done_op, cancel, ncancel, NULL);
+			  done_op, cancel, ncancel, d);
 	if (rc == 0 && from != to)
 		metric_add(lc->m_phase_changes, (const char *[]){pn}, 1);
+	if (rc == 0 && from != to && (to == PHASE_AVAILABLE || to == PHASE_RETIRED))
+		wake_waiting(lc); /* a node back in service (or gone) frees budget */
 	operation_free(op);
 	free(queued);
 	for (size_t i = 0; i < ncancel; i++)
 		operation_free(cancel[i]);
 	return rc;
+}
+
+static int transition(struct lifecycle *lc, struct node *n, enum node_phase to,
+		      const char *op_kind, const char *why, const struct operation *done_op)
+{
+	return transition_x(lc, n, to, op_kind, why, done_op, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------- budgets and remediation */
+
+#define BUDGET_RETRY (2 * SEC)
+
+static void wake_waiting(struct lifecycle *lc)
+{
+	pthread_mutex_lock(&lc->mu);
+	for (struct hmap_iter it = hmap_iter_start(&lc->waiting); hmap_iter_next(&it);)
+		workqueue_add(lc->wq, it.e->key);
+	pthread_mutex_unlock(&lc->mu);
+}
+
+/* Asks the budget service whether n may be disrupted now. 1: admitted (the DisruptionAllowed
+ * condition is removed from n, to be written by the caller's transition). 0: refused - n gets
+ * DisruptionAllowed False/BudgetExhausted with the reason, an event DisruptionBudgetExhausted
+ * when it starts waiting (not on every retry), is written (with done_op, if any) when that
+ * changed anything, and is looked at again in BUDGET_RETRY or when a node returns to
+ * service. *rc receives the store result of that write. */
+static int budget_gate(struct lifecycle *lc, struct node *n, const struct operation *done_op,
+		       int *rc)
+{
+	char why[512] = "";
+	*rc = 0;
+	if (!lc->cfg.budget || budget_admit(lc->cfg.budget, n, why, sizeof(why))) {
+		node_condition_remove(n, "DisruptionAllowed");
+		pthread_mutex_lock(&lc->mu);
+		hmap_remove(&lc->waiting, n->name);
+		pthread_mutex_unlock(&lc->mu);
+		return 1;
+	}
+	const struct node_condition *c = node_condition_get(n, "DisruptionAllowed");
+	int starts = !c || c->status != COND_FALSE;
+	int changed = node_condition_set(n, "DisruptionAllowed", COND_FALSE, "BudgetExhausted", why,
+					 now_wall(lc));
+	pthread_mutex_lock(&lc->mu);
+	if (!hmap_get(&lc->waiting, n->name))
+		hmap_put(&lc->waiting, n->name, (void *)1);
+	pthread_mutex_unlock(&lc->mu);
+	if (changed || done_op) {
+		char msg[600];
+		snprintf(msg, sizeof(msg), "waiting for a disruption budget: %s", why);
+		*rc = commit(lc, n, NULL, "Warning", starts ? "DisruptionBudgetExhausted" : NULL, msg,
+			     done_op);
+		if (*rc == 0 && starts)
+			log_info("lifecycle: waiting for a disruption budget node=%s why=\"%s\"",
+				 n->name, why);
+	}
+	workqueue_add_after(lc->wq, n->name, BUDGET_RETRY);
+	return 0;
+}
+
+static void remediation_metric(struct lifecycle *lc, enum remediation_rung r, const char *result)
+{
+	metric_add(lc->m_remediations, (const char *[]){remediation_rung_name(r), result}, 1);
+}
+
+/* "reboot, reimage, rma" */
+static void ladder_names(const struct node_remediation *r, char *out, size_t len)
+{
+	size_t w = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < r->nladder && w < len; i++) {
+		int k = snprintf(out + w, len - w, "%s%s", i ? ", " : "",
+				 remediation_rung_name(r->ladder[i]));
+		if (k < 0)
+			break;
+		w += (size_t)k;
+	}
+}
+
+/* The current rung failed (its operation, or the validation after it): the next one is
+ * chosen by the repairing phase's reconcile. Records why on condition Remediation. */
+static void rung_failed(struct lifecycle *lc, struct node *n, const char *err)
+{
+	struct node_remediation *r = &n->remediation;
+	enum remediation_rung cur = r->ladder[r->rung < r->nladder ? r->rung : r->nladder - 1];
+	char msg[600];
+	snprintf(msg, sizeof(msg), "rung %s failed: %.500s", remediation_rung_name(cur), err);
+	node_condition_set(n, "Remediation", COND_FALSE, "RungFailed", msg, now_wall(lc));
+	remediation_metric(lc, cur, "failed");
+	if (r->rung < r->nladder)
+		r->rung++;
+}
+
+/* A repairing node with status.remediation and no operation: start the current rung when the
+ * budget admits it, or - the ladder exhausted - go to failed (Remediation False/
+ * LadderExhausted, a Warning event naming the rungs tried and the last error). */
+static int remediation_next(struct lifecycle *lc, struct node *n)
+{
+	struct node_remediation *r = &n->remediation;
+	int64_t now = now_wall(lc);
+	char rungs[64], why[900];
+	ladder_names(r, rungs, sizeof(rungs));
+	if (r->rung >= r->nladder) {
+		const struct node_condition *c = node_condition_get(n, "Remediation");
+		snprintf(why, sizeof(why),
+			 "remediation of %s%s%s exhausted its ladder (tried %s); last error: %.500s",
+			 r->code ? r->code : "?", r->gpu ? " on GPU " : "", r->gpu ? r->gpu : "",
+			 rungs, c && c->message ? c->message : "none recorded");
+		node_remediation_history_append(n, r->code, r->gpu, r->ladder[r->nladder - 1],
+						"failed", now);
+		node_condition_set(n, "Remediation", COND_FALSE, "LadderExhausted", why, now);
+		node_remediation_release(r);
+		return transition(lc, n, PHASE_FAILED, NULL, why, NULL);
+	}
+	int rc = 0;
+	if (!budget_gate(lc, n, NULL, &rc))
+		return rc;
+	enum remediation_rung cur = r->ladder[r->rung];
+	r->attempts++;
+	snprintf(why, sizeof(why), "remediation of %s%s%s: rung %s (%zu of %zu: %s)",
+		 r->code ? r->code : "?", r->gpu ? " on GPU " : "", r->gpu ? r->gpu : "",
+		 remediation_rung_name(cur), r->rung + 1, r->nladder, rungs);
+	node_condition_set(n, "Remediation", COND_UNKNOWN, "InProgress", why, now);
+	return transition(lc, n, PHASE_REPAIRING, remediation_rung_name(cur), why, NULL);
+}
+
+/* A rung's operation ended. ok, not rma: validating, where the report must be newer than the
+ * rung's start. rma ok: failed with the RMA named. Failed: the next rung (reconcile). */
+static int finish_rung(struct lifecycle *lc, struct node *n, const struct operation *op,
+		       const struct operation *w, enum remediation_rung rr, const char *why)
+{
+	struct node_remediation *r = &n->remediation;
+	int64_t now = now_wall(lc);
+	if (op->state == OP_SUCCEEDED && rr == RUNG_RMA) {
+		const char *id = jsonx_str(op->params, "rma");
+		char msg[700];
+		snprintf(msg, sizeof(msg), "RMA %s opened%s%.500s", id ? id : op->id,
+			 r->reason ? ": " : "", r->reason ? r->reason : "");
+		free(r->rma);
+		r->rma = xstrdup(id ? id : op->id);
+		node_remediation_history_append(n, r->code, r->gpu, RUNG_RMA, "rma", now);
+		node_condition_set(n, "Remediation", COND_FALSE, "RMAOpened", msg, now);
+		remediation_metric(lc, RUNG_RMA, "succeeded");
+		char reason[128];
+		snprintf(reason, sizeof(reason), "RMA %s opened", r->rma);
+		return transition(lc, n, PHASE_FAILED, NULL, reason, w);
+	}
+	if (op->state == OP_SUCCEEDED) {
+		json_t *params = json_pack("{s:I}", "notBefore",
+					   (json_int_t)(op->started_at ? op->started_at
+								       : op->created_at));
+		int rc = transition_x(lc, n, PHASE_VALIDATING, "validate", why, w, NULL, params);
+		json_decref(params);
+		return rc;
+	}
+	rung_failed(lc, n, op->last_error ? op->last_error : op_state_name(op->state));
+	free(n->operation);
+	n->operation = queue_pop(n);
+	char msg[700];
+	snprintf(msg, sizeof(msg), "remediation rung %s: %s; %s", op->kind, why,
+		 r->rung < r->nladder ? "next rung when the budget allows" : "ladder exhausted");
+	return commit(lc, n, NULL, "Warning", "RemediationRungFailed", msg, w);
+}
+
+/* The validation after a rung ended. Passed: available, and in the same write the `health`
+ * hold released, status.remediation cleared, the history appended, GPUHealthy True. Failed:
+ * back to repairing for the next rung. */
+static int finish_remediation_validate(struct lifecycle *lc, struct node *n,
+				       const struct operation *op, const struct operation *w,
+				       const char *why)
+{
+	struct node_remediation *r = &n->remediation;
+	int64_t now = now_wall(lc);
+	if (op->state != OP_SUCCEEDED) {
+		char err[500];
+		snprintf(err, sizeof(err), "validation failed: %.450s",
+			 op->last_error ? op->last_error : op_state_name(op->state));
+		rung_failed(lc, n, err);
+		return transition(lc, n, PHASE_REPAIRING, NULL, why, w);
+	}
+	enum remediation_rung cur = r->ladder[r->rung < r->nladder ? r->rung : r->nladder - 1];
+	struct status_delta d = {0};
+	delta_event(&d, "Normal", "RemediationSucceeded",
+		    "remediation of %.64s%s%.64s succeeded with rung %s after %d rung%s; health "
+		    "hold released",
+		    r->code ? r->code : "?", r->gpu ? " on GPU " : "", r->gpu ? r->gpu : "",
+		    remediation_rung_name(cur), r->attempts, r->attempts == 1 ? "" : "s");
+	char msg[300];
+	snprintf(msg, sizeof(msg), "remediation of %.64s succeeded (rung %s, validated)",
+		 r->code ? r->code : "?", remediation_rung_name(cur));
+	node_remediation_history_append(n, r->code, r->gpu, cur, "succeeded", now);
+	node_hold_release(n, "health"); /* FP_ENOTFOUND: someone already released it */
+	node_condition_set(n, "GPUHealthy", COND_TRUE, "Remediated", msg, now);
+	node_condition_remove(n, "Remediation");
+	remediation_metric(lc, cur, "succeeded");
+	node_remediation_release(r);
+	return transition_x(lc, n, PHASE_AVAILABLE, NULL, why, w, &d, NULL);
 }
 
 /* A power operation ended: the node stays in its phase; the next queued operation starts, or
@@ -1499,6 +1854,12 @@ static int finish(struct lifecycle *lc, struct node *n, const struct operation *
 		return transition(lc, n, PHASE_PROVISIONING, "provision", why, w);
 	if (strcmp(k, "provision") == 0 && ok)
 		return transition(lc, n, PHASE_VALIDATING, "validate", why, w);
+	enum remediation_rung rr;
+	if (remediation_rung_parse(k, &rr) == 0 && n->remediation.active &&
+	    n->phase == PHASE_REPAIRING)
+		return finish_rung(lc, n, op, w, rr, why);
+	if (strcmp(k, "validate") == 0 && n->remediation.active && n->remediation.attempts > 0)
+		return finish_remediation_validate(lc, n, op, w, why);
 	if (strcmp(k, "validate") == 0)
 		return ok ? transition(lc, n, PHASE_AVAILABLE, NULL, why, w)
 			  : transition(lc, n, PHASE_REPAIRING, "repair", why, w);
@@ -1506,7 +1867,12 @@ static int finish(struct lifecycle *lc, struct node *n, const struct operation *
 		return ok ? transition(lc, n, PHASE_VALIDATING, "validate", why, w)
 			  : transition(lc, n, PHASE_FAILED, NULL, why, w);
 	if (strcmp(k, "drain") == 0 && ok)
-		return transition(lc, n, PHASE_MAINTENANCE, NULL, why, w);
+		/* a health remediation climbs its ladder from repairing (remediation_next);
+		 * anything else (an operator's drain) rests in maintenance */
+		return transition(lc, n,
+				  n->remediation.active && !n->remediation.rma ? PHASE_REPAIRING
+									       : PHASE_MAINTENANCE,
+				  NULL, why, w);
 	if (strcmp(k, "retire") == 0 && ok)
 		return transition(lc, n, PHASE_RETIRED, NULL, why, w);
 	/* Failed or cancelled onboarding/drain/retire: clear the operation (a queued one starts
@@ -1686,7 +2052,9 @@ static int reconcile(struct lifecycle *lc, const char *name)
 			char why[300];
 			snprintf(why, sizeof(why), "hold by %s: %s", n->holds[0].owner,
 				 n->holds[0].reason);
-			rc = transition(lc, n, PHASE_DRAINING, "drain", why, NULL);
+			/* the hold is in place already; taking the work off waits for budget */
+			if (budget_gate(lc, n, NULL, &rc))
+				rc = transition(lc, n, PHASE_DRAINING, "drain", why, NULL);
 		}
 		break;
 	case PHASE_DRAINING:
@@ -1703,7 +2071,10 @@ static int reconcile(struct lifecycle *lc, const char *name)
 		break;
 	}
 	case PHASE_REPAIRING:
-		rc = transition(lc, n, PHASE_REPAIRING, "repair", "retrying repair", NULL);
+		if (n->remediation.active && !n->remediation.rma)
+			rc = remediation_next(lc, n);
+		else
+			rc = transition(lc, n, PHASE_REPAIRING, "repair", "retrying repair", NULL);
 		break;
 	case PHASE_RETIRING:
 		rc = transition(lc, n, PHASE_RETIRING, "retire", "retrying retire", NULL);
@@ -1839,6 +2210,73 @@ void lifecycle_agent_validated(struct lifecycle *lc, const char *node, const cha
 	submit_report(lc, node, 2, boot_id, passed);
 }
 
+struct remediated {
+	struct lifecycle *lc;
+	char *node;
+	char *op_id; /* or NULL: the node's current operation */
+	int succeeded;
+	char *message;
+};
+
+static void remediated_task(void *arg)
+{
+	struct remediated *r = arg;
+	struct lifecycle *lc = r->lc;
+	for (int attempt = 0; attempt < 8; attempt++) {
+		struct operation *op = NULL;
+		const char *id = r->op_id;
+		struct node *n = NULL;
+		if (!id && load_node(lc, r->node, &n) == 0)
+			id = n->operation;
+		int rc = id ? load_op(lc, id, &op) : FP_ENOTFOUND;
+		node_free(n);
+		if (rc < 0 || strcmp(op->node, r->node) != 0 || strcmp(op->kind, "gpu_reset") != 0 ||
+		    op_state_terminal(op->state) || json_object_get(op->params, "remediated")) {
+			log_info("lifecycle: agent action answer ignored (no running gpu_reset "
+				 "operation waiting for it) node=%s",
+				 r->node);
+			operation_free(op);
+			break;
+		}
+		json_object_set_new(op_params(op), "remediated",
+				    json_pack("{s:b,s:s,s:I}", "succeeded", r->succeeded, "message",
+					      r->message, "at", (json_int_t)now_wall(lc)));
+		rc = save_op(lc, op);
+		operation_free(op);
+		if (rc == 0) {
+			workqueue_add(lc->wq, r->node);
+			break;
+		}
+		if (rc != FP_ECONFLICT) {
+			log_warn("lifecycle: could not record agent action answer node=%s rc=%s",
+				 r->node, fp_err_name(rc));
+			break;
+		}
+	}
+	free(r->node);
+	free(r->op_id);
+	free(r->message);
+	free(r);
+}
+
+void lifecycle_agent_remediated(struct lifecycle *lc, const char *node, const char *op_id,
+				int succeeded, const char *message)
+{
+	struct remediated *r = xcalloc(1, sizeof(*r));
+	r->lc = lc;
+	r->node = xstrdup(node);
+	r->op_id = op_id ? xstrdup(op_id) : NULL;
+	r->succeeded = succeeded;
+	r->message = xstrndup(message ? message : "", 512);
+	struct fp_executor *e = lc->cfg.report_exec ? lc->cfg.report_exec : lc->cfg.exec;
+	if (executor_submit(e, remediated_task, r) < 0) {
+		free(r->node);
+		free(r->op_id);
+		free(r->message);
+		free(r);
+	}
+}
+
 /* ---------------------------------------------------------------- lifecycle */
 
 struct lifecycle *lifecycle_new(const struct lifecycle_config *cfg)
@@ -1856,6 +2294,7 @@ struct lifecycle *lifecycle_new(const struct lifecycle_config *cfg)
 	hmap_init(&lc->in_flight);
 	hmap_init(&lc->retry_at);
 	hmap_init(&lc->bmc_quiet);
+	hmap_init(&lc->waiting);
 	lc->m_ops = metrics_register(METRIC_COUNTER, "fleetplane_operations_total",
 				     "Operations finished, by kind and result.", "kind,result",
 				     NULL, 0);
@@ -1871,6 +2310,10 @@ struct lifecycle *lifecycle_new(const struct lifecycle_config *cfg)
 	lc->m_phase_changes = metrics_register(METRIC_COUNTER, "fleetplane_phase_changes_total",
 					       "Node phase transitions, by the phase entered.",
 					       "phase", NULL, 0);
+	lc->m_remediations = metrics_register(METRIC_COUNTER, "fleetplane_remediations_total",
+					      "Health remediation rungs finished, by rung and "
+					      "result.",
+					      "action,result", NULL, 0);
 	cache_on_node(cfg->cache, on_node, lc);
 	return lc;
 }
@@ -1911,6 +2354,7 @@ void lifecycle_free(struct lifecycle *lc)
 	for (struct hmap_iter it = hmap_iter_start(&lc->bmc_quiet); hmap_iter_next(&it);)
 		free(it.e->value);
 	hmap_release(&lc->bmc_quiet);
+	hmap_release(&lc->waiting);
 	pthread_mutex_destroy(&lc->mu);
 	free(lc);
 }

@@ -1,6 +1,12 @@
-/* lifecycle.h - the lifecycle controller (DESIGN.md "Node phases", principles 2 and 3). It
+/* lifecycle.h - the lifecycle controller (DESIGN.md "Node phases", principles 2, 3 and 4). It
  * brings nodes enrolled → inspecting → provisioning → validating → available, drains held
  * nodes into maintenance, resumes them, repairs failed validations by a reboot, and retires.
+ * A held node with status.remediation (placed by the health controller) is drained into
+ * repairing and climbs its ladder: each rung (gpu_reset, reboot, reimage, rma) is an
+ * operation, followed by validating; success releases the `health` hold and returns the node
+ * to available; an exhausted ladder or an opened RMA leaves it failed. Draining a held node
+ * and every rung first ask the disruption budget (lifecycle_config.budget); a refused node
+ * waits where it is with condition DisruptionAllowed False.
  *
  * Every side effect is an operation written to the store before it starts; each step is
  * check-then-act, and a side-effecting step's attempt is persisted (with its deadline, in wall
@@ -30,6 +36,8 @@
 
 #define LIFECYCLE_MAX_DRIVERS 4
 
+struct budget_svc; /* controller/budget.h */
+
 struct lifecycle_config {
 	struct store *store;
 	struct cache *cache;
@@ -52,6 +60,10 @@ struct lifecycle_config {
 	size_t ndrivers;
 	int workers;               /* reconcile threads; 0 = driven by lifecycle_run_once */
 	double sim_time_scale;     /* timeouts of sim nodes are divided by this (>= 1) */
+	/* The disruption-budget service (controller/budget.h) asked before a node with holds is
+	 * drained out of available/in_service and before each health remediation rung; NULL =
+	 * no budgets (everything admitted). Borrowed. */
+	struct budget_svc *budget;
 };
 
 struct lifecycle;
@@ -81,5 +93,14 @@ void lifecycle_agent_booted(struct lifecycle *lc, const char *node, const char *
 /* The node's agent reported a burn-in validation result for the boot boot_id. Non-blocking. */
 void lifecycle_agent_validated(struct lifecycle *lc, const char *node, const char *boot_id,
 			       int passed);
+
+/* The node's agent answered an agent action (today a GPU reset, the gpu_reset remediation
+ * rung's wait_agent_action step): op_id names the gpu_reset operation (NULL: the node's
+ * current operation, for the sim's agent); succeeded and message (may be NULL; cut to 512
+ * bytes) are recorded in the operation's params.remediated, once - a repeat is ignored, as is
+ * an answer for an operation that is not a running gpu_reset of this node. Non-blocking: the
+ * write runs on the report executor. The API's POST /v1/nodes/{name}:remediated lands here. */
+void lifecycle_agent_remediated(struct lifecycle *lc, const char *node, const char *op_id,
+				int succeeded, const char *message);
 
 #endif

@@ -175,6 +175,14 @@ static int firmware_call(struct bmc *b, const struct bmc_target *t, int64_t dead
 		 b->ops->firmware_update(b, t, deadline, req, out, err, errlen));
 }
 
+int bmc_agent_action(struct bmc *b, const struct bmc_target *t, const char *action,
+		     int64_t deadline, char *err, size_t errlen)
+{
+	if (!action || !*action)
+		return fp_errf(FP_EINVAL, err, errlen, "agent action without a name");
+	BMC_WRAP(agent_action, b->ops->agent_action(b, t, action, deadline, err, errlen));
+}
+
 /* The JSON-returning wrappers hand *out to the caller only on success (firmware_update also
  * on FP_ETIMEDOUT, with the task's last state). */
 int bmc_chassis_status(struct bmc *b, const struct bmc_target *t, int64_t deadline,

@@ -135,6 +135,15 @@ struct bmc_driver_ops {
 	int (*firmware_update)(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 			       const struct bmc_firmware_req *req, json_t **out, char *err,
 			       size_t errlen);
+	/* Asks the node's own agent (not the BMC) to perform `action` - today "gpu_reset": reset
+	 * the GPU named in the node's status.remediation.gpu (nvidia-smi --gpu-reset, NVIDIA
+	 * nvidia-smi(1)) - for drivers that have a channel to it; only the simulator does. The
+	 * request is asynchronous: 0 means accepted, and the agent later answers through the
+	 * remediated callback (the sim's notify BMC_SIM_REMEDIATED; a real agent POSTs
+	 * :remediated). FP_ESTATE when the machine cannot do it now (off). NULL = no channel: a
+	 * real agent sees the request on its node document (status.operation). */
+	int (*agent_action)(struct bmc *b, const struct bmc_target *t, const char *action,
+			    int64_t deadline, char *err, size_t errlen);
 	/* Checks a node's spec.bmc before it is stored (enroll, PUT) with the same code that checks
 	 * a bmc_target at call time. spec->password is checked only when set (a password_file's
 	 * content is read at call time). 0, or FP_EINVAL with *field set to the offending field
@@ -180,6 +189,10 @@ int bmc_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 int bmc_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 			const struct bmc_firmware_req *req, json_t **out, char *err,
 			size_t errlen);
+/* Asks the node's agent to perform action ("gpu_reset"); see bmc_driver_ops.agent_action.
+ * FP_EUNSUPPORTED when the driver has no channel to the agent. */
+int bmc_agent_action(struct bmc *b, const struct bmc_target *t, const char *action,
+		     int64_t deadline, char *err, size_t errlen);
 /* Checks spec (borrowed) for its driver (spec->driver, looked up with bmc_driver_lookup):
  * 0 when it is fine or the driver has no validate op; FP_EINVAL with *field = "spec.bmc.<name>"
  * (a static string; "spec.bmc.driver" for an unknown driver) and a message in err naming the

@@ -27,6 +27,8 @@
 #define SIM_DISK_BOOT_MAX_MS 120000
 #define SIM_BURNIN_MIN_MS 120000
 #define SIM_BURNIN_MAX_MS 180000
+#define SIM_GPU_RESET_MIN_MS 10000 /* nvidia-smi --gpu-reset of one idle GPU */
+#define SIM_GPU_RESET_MAX_MS 30000
 
 struct sim_machine {
 	char *node;
@@ -36,10 +38,11 @@ struct sim_machine {
 	uint64_t boot_seq;       /* increments on each power-on */
 	int64_t boot_due_wall;   /* agent callback due (0 = none pending) */
 	int64_t burnin_due_wall; /* burn-in report due (0 = none pending) */
+	int64_t reset_due_wall;  /* agent GPU reset answer due (0 = none pending) */
 	int boot_pxe;            /* the pending boot is a PXE boot (then burn-in follows) */
 	uint64_t timer;          /* pending clock timer, 0 = none */
 	uint64_t gen;            /* bumps on every power change; stale timers compare it */
-	long power_on, power_off, power_cycle, boot_set;
+	long power_on, power_off, power_cycle, boot_set, gpu_reset;
 };
 
 struct sim {
@@ -92,14 +95,15 @@ static json_t *machine_json(const struct sim_machine *m)
 {
 	char boot_id[32];
 	snprintf(boot_id, sizeof(boot_id), "%s-%" PRIu64, m->node, m->boot_seq);
-	return json_pack("{s:s,s:s,s:b,s:s,s:I,s:I,s:I,s:b,s:{s:I,s:I,s:I,s:I}}", "power",
-			 bmc_power_name(m->power), "bootDevice", bmc_boot_name(m->boot_dev),
-			 "bootPersistent", m->boot_persistent, "bootId", boot_id, "bootSeq",
-			 (json_int_t)m->boot_seq, "bootDueAt", (json_int_t)m->boot_due_wall,
-			 "burnInDueAt", (json_int_t)m->burnin_due_wall, "bootPxe", m->boot_pxe,
+	return json_pack("{s:s,s:s,s:b,s:s,s:I,s:I,s:I,s:I,s:b,s:{s:I,s:I,s:I,s:I,s:I}}",
+			 "power", bmc_power_name(m->power), "bootDevice",
+			 bmc_boot_name(m->boot_dev), "bootPersistent", m->boot_persistent, "bootId",
+			 boot_id, "bootSeq", (json_int_t)m->boot_seq, "bootDueAt",
+			 (json_int_t)m->boot_due_wall, "burnInDueAt", (json_int_t)m->burnin_due_wall,
+			 "resetDueAt", (json_int_t)m->reset_due_wall, "bootPxe", m->boot_pxe,
 			 "counters", "powerOn", (json_int_t)m->power_on, "powerOff",
 			 (json_int_t)m->power_off, "powerCycle", (json_int_t)m->power_cycle,
-			 "bootSet", (json_int_t)m->boot_set);
+			 "bootSet", (json_int_t)m->boot_set, "gpuReset", (json_int_t)m->gpu_reset);
 }
 
 static int save(struct sim *s, struct sim_machine *m)
@@ -136,12 +140,14 @@ static struct sim_machine *machine_get(struct sim *s, const char *node)
 			m->boot_seq = (uint64_t)json_integer_value(json_object_get(j, "bootSeq"));
 			m->boot_due_wall = json_integer_value(json_object_get(j, "bootDueAt"));
 			m->burnin_due_wall = json_integer_value(json_object_get(j, "burnInDueAt"));
+			m->reset_due_wall = json_integer_value(json_object_get(j, "resetDueAt"));
 			m->boot_pxe = json_is_true(json_object_get(j, "bootPxe"));
 			json_t *c = json_object_get(j, "counters");
 			m->power_on = (long)json_integer_value(json_object_get(c, "powerOn"));
 			m->power_off = (long)json_integer_value(json_object_get(c, "powerOff"));
 			m->power_cycle = (long)json_integer_value(json_object_get(c, "powerCycle"));
 			m->boot_set = (long)json_integer_value(json_object_get(c, "bootSet"));
+			m->gpu_reset = (long)json_integer_value(json_object_get(c, "gpuReset"));
 			json_decref(j);
 		}
 	}
@@ -170,9 +176,18 @@ static void on_timer(void *arg)
 			what = BMC_SIM_BOOTED;
 			lost = fault(s, BMC_SIM_FAULT_LOST_CALLBACK);
 			m->boot_due_wall = 0;
-			if (m->boot_pxe)
-				m->burnin_due_wall =
-					now + scaled(s, SIM_BURNIN_MIN_MS, SIM_BURNIN_MAX_MS);
+			/* the deploy image (PXE) or the node agent (disk) runs burn-in */
+			m->burnin_due_wall = now + scaled(s, SIM_BURNIN_MIN_MS, SIM_BURNIN_MAX_MS);
+			if (m->burnin_due_wall == 0)
+				m->burnin_due_wall = 1;
+		} else if (m->reset_due_wall) {
+			what = BMC_SIM_REMEDIATED;
+			passed = !fault(s, BMC_SIM_FAULT_GPU_RESET);
+			m->reset_due_wall = 0;
+			/* after a reset the node agent re-runs burn-in on the same boot */
+			m->burnin_due_wall = now + scaled(s, SIM_BURNIN_MIN_MS, SIM_BURNIN_MAX_MS);
+			if (m->burnin_due_wall == 0)
+				m->burnin_due_wall = 1;
 		} else if (m->burnin_due_wall) {
 			what = BMC_SIM_VALIDATED;
 			m->burnin_due_wall = 0;
@@ -191,7 +206,9 @@ static void on_timer(void *arg)
 /* Arms the timer for the next due event of m. Caller holds s->mu. */
 static void arm(struct sim *s, struct sim_machine *m)
 {
-	int64_t due = m->boot_due_wall ? m->boot_due_wall : m->burnin_due_wall;
+	int64_t due = m->boot_due_wall	  ? m->boot_due_wall
+		      : m->reset_due_wall ? m->reset_due_wall
+					  : m->burnin_due_wall;
 	if (!due || m->timer || m->power != BMC_POWER_ON)
 		return;
 	int64_t delay = due - clock_wall_ms(s->cfg.clock);
@@ -212,7 +229,7 @@ static void power_off_locked(struct sim *s, struct sim_machine *m)
 	m->power = BMC_POWER_OFF;
 	m->gen++;
 	m->timer = 0; /* a pending timer sees the new gen and does nothing */
-	m->boot_due_wall = m->burnin_due_wall = 0;
+	m->boot_due_wall = m->burnin_due_wall = m->reset_due_wall = 0;
 	m->boot_pxe = 0;
 }
 
@@ -229,7 +246,7 @@ static void power_on_locked(struct sim *s, struct sim_machine *m)
 				   : scaled(s, SIM_DISK_BOOT_MIN_MS, SIM_DISK_BOOT_MAX_MS));
 	if (m->boot_due_wall == now)
 		m->boot_due_wall = now ? now : 1;
-	m->burnin_due_wall = 0;
+	m->burnin_due_wall = m->reset_due_wall = 0;
 	if (!m->boot_persistent && m->boot_pxe)
 		m->boot_dev = BMC_BOOT_DISK; /* a one-time override is consumed by the boot */
 }
@@ -370,6 +387,41 @@ static int sim_inventory(struct bmc *b, const struct bmc_target *t, int64_t dead
 	return 0;
 }
 
+/* The simulated node agent takes "gpu_reset" on a running machine: it answers (notify
+ * BMC_SIM_REMEDIATED) 10-30 s later, then runs burn-in again on the same boot. A reset asked
+ * while one is pending is the same request (answered once). */
+static int sim_agent_action(struct bmc *b, const struct bmc_target *t, const char *action,
+			    int64_t deadline, char *err, size_t errlen)
+{
+	struct sim *s = sim_of(b);
+	if (strcmp(action, "gpu_reset") != 0)
+		return fp_errf(FP_EUNSUPPORTED, err, errlen,
+			       "sim agent: unknown action \"%.32s\" (known: gpu_reset)", action);
+	pthread_mutex_lock(&s->mu);
+	struct sim_machine *m = machine_get(s, t->node);
+	int rc = 0;
+	if (m->power != BMC_POWER_ON || m->boot_due_wall) {
+		rc = fp_errf(FP_ESTATE, err, errlen,
+			     "sim agent: the machine is %s; its agent cannot reset a GPU",
+			     m->power != BMC_POWER_ON ? "off" : "still booting");
+	} else if (!m->reset_due_wall) {
+		int64_t now = clock_wall_ms(s->cfg.clock);
+		m->reset_due_wall = now + scaled(s, SIM_GPU_RESET_MIN_MS, SIM_GPU_RESET_MAX_MS);
+		if (m->reset_due_wall == 0)
+			m->reset_due_wall = 1;
+		m->burnin_due_wall = 0; /* a burn-in in progress is cut short by the reset */
+		m->gpu_reset++;
+		m->gen++; /* a pending burn-in timer is stale now */
+		m->timer = 0;
+		if (save(s, m) < 0)
+			rc = fp_errf(FP_EIO, err, errlen, "sim: could not save machine state");
+		else
+			arm(s, m);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
 static void sim_free(struct bmc *b)
 {
 	struct sim *s = sim_of(b);
@@ -421,6 +473,7 @@ const struct bmc_driver_ops bmc_sim_ops = {
 	.boot_get = sim_boot_get,
 	.boot_set = sim_boot_set,
 	.inventory = sim_inventory,
+	.agent_action = sim_agent_action,
 	.validate = sim_validate,
 	.free = sim_free,
 };
@@ -435,7 +488,7 @@ struct bmc *bmc_sim_new(const struct bmc_sim_config *cfg)
 		s->cfg.fault_rate = 0.05;
 	if (s->cfg.fault_kinds == 0)
 		s->cfg.fault_kinds = BMC_SIM_FAULT_TIMEOUT | BMC_SIM_FAULT_WRONG_POWER |
-				     BMC_SIM_FAULT_LOST_CALLBACK;
+				     BMC_SIM_FAULT_LOST_CALLBACK | BMC_SIM_FAULT_GPU_RESET;
 	fp_rng_init(&s->rng, cfg->fault_seed ? cfg->fault_seed ^ 0x51u : 0x51u);
 	fp_rng_init(&s->fault_rng, cfg->fault_seed ? cfg->fault_seed : 1);
 	pthread_mutex_init(&s->mu, NULL);

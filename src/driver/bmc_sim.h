@@ -19,10 +19,13 @@
 
 extern const struct bmc_driver_ops bmc_sim_ops;
 
-enum bmc_sim_notice { BMC_SIM_BOOTED = 1, BMC_SIM_VALIDATED };
+enum bmc_sim_notice { BMC_SIM_BOOTED = 1, BMC_SIM_VALIDATED, BMC_SIM_REMEDIATED };
 
 /* Called from the clock's timer context when a machine's agent calls back; must not block
- * (hand the work to an executor). boot_id identifies the boot; passed is the burn-in result. */
+ * (hand the work to an executor). boot_id identifies the boot; passed is the burn-in result,
+ * or for BMC_SIM_REMEDIATED whether the agent action (a GPU reset) succeeded. The simulated
+ * agent runs burn-in after every boot (deploy image after PXE, node agent after a disk boot)
+ * and after a GPU reset. */
 typedef void (*bmc_sim_notify_fn)(void *arg, const char *node, enum bmc_sim_notice what,
 				  const char *boot_id, int passed);
 /* Persist one machine's state (a JSON text, borrowed) / load it (*json malloc'd or NULL when
@@ -34,6 +37,7 @@ typedef int (*bmc_sim_load_fn)(void *arg, const char *node, char **json);
 #define BMC_SIM_FAULT_TIMEOUT (1u << 0)       /* a BMC request never answers */
 #define BMC_SIM_FAULT_WRONG_POWER (1u << 1)   /* a power read reports the opposite state */
 #define BMC_SIM_FAULT_LOST_CALLBACK (1u << 2) /* the agent's boot callback never arrives */
+#define BMC_SIM_FAULT_GPU_RESET (1u << 3)     /* the agent's GPU reset fails */
 
 struct bmc_sim_config {
 	struct fp_clock *clock;
@@ -53,7 +57,8 @@ struct bmc *bmc_sim_new(const struct bmc_sim_config *cfg);
  * control plane stopped. Safe to call for a node with no saved state (no-op). */
 int bmc_sim_resume_node(struct bmc *b, const char *node);
 /* Returns a new JSON object with the machine's state and side-effect counters
- * {"power","bootDevice","bootId","counters":{"powerOn","powerOff","powerCycle","bootSet"}}. */
+ * {"power","bootDevice","bootId","counters":{"powerOn","powerOff","powerCycle","bootSet",
+ * "gpuReset"}}. */
 json_t *bmc_sim_state(struct bmc *b, const char *node);
 
 #endif
