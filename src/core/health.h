@@ -1,0 +1,172 @@
+/* core/health.h - the health policy (docs/health.md): the XID catalog compiled into per-code
+ * rules, the policy document's strict JSON codec, and the pure parts of evaluating a health
+ * event: count-in-window (N of M) and distinct-job windows, the remediation start rung from
+ * the recurrence ("lemon") score, and the code grammar. Pure: no I/O, no store, no clock
+ * reads - every time is an argument (Unix epoch ms). The health controller
+ * (controller/health.c) keeps the windows in memory and does the store work.
+ *
+ * Sources of outside facts: NVIDIA "XID Errors" and "Analyzing the XID catalog"
+ * (https://docs.nvidia.com/deploy/xid-errors/), summarised in tests/data/xid-catalog.tsv from
+ * which scripts/gen-xid-catalog.sh generates src/core/xid_catalog.c. */
+#ifndef FP_CORE_HEALTH_H
+#define FP_CORE_HEALTH_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/model.h"
+
+/* Severities in increasing order (the catalog's scale). */
+enum health_severity {
+	SEV_INFO = 0, SEV_LOW, SEV_WARNING, SEV_MEDIUM, SEV_HIGH, SEV_CRITICAL, SEV__COUNT
+};
+/* "info" | "low" | "warning" | "medium" | "high" | "critical"; parse returns 0 or FP_EINVAL. */
+const char *health_severity_name(enum health_severity s);
+int health_severity_parse(const char *s, enum health_severity *out);
+
+/* One row of the compiled XID catalog (generated; strings static). */
+struct xid_catalog_entry {
+	int xid;
+	const char *name;              /* "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS" */
+	const char *typical_cause;
+	const char *recommended_action;
+	enum health_severity severity;
+};
+extern const struct xid_catalog_entry xid_catalog[];
+extern const size_t xid_catalog_len;
+/* The row for xid, or NULL. */
+const struct xid_catalog_entry *xid_catalog_find(int xid);
+
+#define HEALTH_CODE_MAX 64     /* bytes of a code, with the NUL */
+#define HEALTH_MAX_RULES 512
+#define HEALTH_MAX_DOMAINS 8
+#define HEALTH_MAX_THRESHOLD 64 /* count, distinctJobs, minNodes, maxNodes, rmaScore */
+#define HEALTH_MAX_WINDOW_S (90LL * 86400) /* any windowSeconds */
+
+/* Checks a health event code against the design grammar [a-z0-9_-]+:[a-z0-9_.-]+ (at most
+ * HEALTH_CODE_MAX - 1 bytes). A rule may also name a family fallback "<family>:*". Returns 0
+ * or FP_EINVAL with why in err. */
+int health_code_validate(const char *code, int allow_wildcard, char *err, size_t errlen);
+
+enum health_action { HEALTH_ACTION_NONE = 0, HEALTH_ACTION_HOLD };
+
+/* A per-code rule. code is exact ("xid:79") or a family fallback ("sxid:*"). */
+struct health_rule {
+	char code[HEALTH_CODE_MAX];
+	enum health_severity severity;
+	enum health_action action;
+	int count;           /* hold at the count-th event of this code on one node+GPU ... */
+	int64_t window_s;    /* ... within this many seconds (count 1 = at once) */
+	int distinct_jobs;   /* events carrying a job: hold only when this many distinct jobs hit
+			      * the same node+GPU with this code within window_s; 0 = the job is
+			      * ignored (the code is the hardware's). Also turns on job
+			      * attribution for the code. */
+	enum remediation_rung ladder[RUNG__COUNT]; /* distinct, in escalation order */
+	size_t nladder;      /* 0 = hold without remediation (a human looks: maintenance) */
+};
+
+struct health_policy {
+	char *name;          /* "default" */
+	int64_t resource_version; /* store mod_revision; 0 = the compiled default */
+	int dry_run;
+	struct health_rule *rules; /* exact codes first is not required: lookup prefers exact */
+	size_t nrules;
+	struct {
+		int min_nodes;       /* same (code, job) on >= this many nodes ... */
+		int64_t window_s;    /* ... within this window: the job's fault */
+	} job_attribution;
+	struct {
+		int64_t window_s;    /* score counts remediations/holds within this window */
+		int rma_score;       /* score >= this starts at the rma rung (when in the ladder) */
+		int64_t recurrence_s; /* last remediation of the same GPU within this: next rung */
+	} lemon;
+	struct {
+		int enabled;
+		int max_nodes;       /* more than this many distinct nodes of one domain value ... */
+		int64_t window_s;    /* ... with hold-worthy decisions within this window: open */
+		char *domains[HEALTH_MAX_DOMAINS]; /* "rack","site","pool" or a node label key */
+		size_t ndomains;
+	} breaker;
+};
+
+/* The compiled default policy (name "default"): every catalog XID and every code of the design
+ * contract (docs/health.md has the table and the reasons). Caller frees with
+ * health_policy_free. Never NULL. */
+struct health_policy *health_policy_default(void);
+void health_policy_free(struct health_policy *p);
+struct health_policy *health_policy_dup(const struct health_policy *p);
+
+/* Strict decode of a policy document {"kind"?:"HealthPolicy","metadata"?:{"name"?,
+ * "resourceVersion"?},"spec":{"dryRun"?,"rules"?:[rule...],"jobAttribution"?,"lemon"?,
+ * "breaker"?}}. Starts from the compiled default: each given rule replaces the compiled rule
+ * of the same code (or is added); omitted sections keep their defaults. Unknown fields, wrong
+ * types, out-of-range numbers, a bad code or rung, a rung out of escalation order or repeated,
+ * a code given twice: FP_EINVAL with the field in err ("spec.rules[2].ladder[1]: ...").
+ * rv becomes resource_version. *out owned by the caller. */
+int health_policy_from_json(const json_t *doc, int64_t rv, struct health_policy **out, char *err,
+			    size_t errlen);
+/* Renders the whole policy, every rule included (new reference). with_rv adds
+ * metadata.resourceVersion when resource_version > 0. */
+json_t *health_policy_to_json(const struct health_policy *p, int with_rv);
+json_t *health_rule_to_json(const struct health_rule *r);
+
+/* The rule for code: the exact one, else the family fallback "<family>:*", else NULL (the
+ * caller then treats the code as "warning, none": recorded, counted, never held). Borrowed. */
+const struct health_rule *health_rule_find(const struct health_policy *p, const char *code);
+
+/* ---- windows: bounded lists of (time, tag) entries, pruned by time ---- */
+
+#define HEALTH_WINDOW_MAX 128 /* entries kept per window; the oldest is dropped past it */
+
+struct health_window_entry {
+	int64_t at;      /* Unix ms */
+	uint64_t seq;    /* the report that added it (to undo a report whose write failed) */
+	char tag[72];    /* a job id, a node name, a GPU, or "" */
+};
+
+struct health_window {
+	struct health_window_entry *e;
+	size_t n, cap;
+};
+
+void health_window_release(struct health_window *w);
+/* Adds an entry (tag truncated to fit); past HEALTH_WINDOW_MAX the oldest entry is dropped. */
+void health_window_add(struct health_window *w, int64_t at, const char *tag, uint64_t seq);
+/* Drops entries older than now - window_ms. */
+void health_window_prune(struct health_window *w, int64_t now, int64_t window_ms);
+/* Removes every entry added with seq. */
+void health_window_undo(struct health_window *w, uint64_t seq);
+/* Entries with at > now - window_ms (and at <= now). */
+int health_window_count(const struct health_window *w, int64_t now, int64_t window_ms);
+/* Distinct non-empty tags among those entries. */
+int health_window_distinct(const struct health_window *w, int64_t now, int64_t window_ms);
+/* 1 when an entry with this tag lies within the window. */
+int health_window_has(const struct health_window *w, int64_t now, int64_t window_ms,
+		      const char *tag);
+/* Writes the distinct tags within the window, comma-separated, into out (truncated). */
+void health_window_tags(const struct health_window *w, int64_t now, int64_t window_ms,
+			char *out, size_t outlen);
+
+/* ---- remediation start rung (lemon score and recurrence) ---- */
+
+struct health_lemon {
+	int node_score;   /* remediations of the node within lemon.window_s + extra holds */
+	int gpu_score;    /* the same for this GPU (equal to node_score when gpu is NULL) */
+	int recurred;     /* 1: the last remediation of this GPU (or node) within recurrence_s
+			   * used rung last_rung */
+	enum remediation_rung last_rung;
+};
+
+/* Computes the lemon score of node n for gpu (a PCI bus id, or NULL/"" for the node) at now
+ * from status.remediationHistory; extra_holds (holds decided since the newest history record,
+ * not yet finished) add to both scores. */
+void health_lemon_score(const struct health_policy *p, const struct node *n, const char *gpu,
+			int extra_holds, int64_t now, struct health_lemon *out);
+/* Index into r->ladder of the rung to start at: score (gpu or node) >= lemon.rma_score starts
+ * at rma when the ladder has it; a recurrence starts at the first rung after last_rung (the last
+ * rung when none is after); else 0. r->nladder must be > 0. */
+size_t health_start_rung(const struct health_policy *p, const struct health_rule *r,
+			 const struct health_lemon *l);
+
+#endif
