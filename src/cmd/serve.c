@@ -182,6 +182,8 @@ static void sim_notify(void *arg, const char *node, enum bmc_sim_notice what, co
 	if (!sv->closing && sv->lc) {
 		if (what == BMC_SIM_BOOTED)
 			lifecycle_agent_booted(sv->lc, node, boot_id);
+		else if (what == BMC_SIM_REMEDIATED)
+			lifecycle_agent_remediated(sv->lc, node, NULL, passed, NULL);
 		else
 			lifecycle_agent_validated(sv->lc, node, boot_id, passed);
 	}
@@ -449,6 +451,16 @@ static void collect_held(struct buf *out, void *arg)
 	for (size_t k = 0; k < HELD_NCLASSES; k++)
 		buf_printf(out, "fleetplane_nodes_held{owner=\"%s\"} %zu\n", held_classes[k],
 			   counts[k]);
+}
+
+static void agent_remediated(void *arg, const char *node, const char *op_id, int succeeded,
+			     const char *message)
+{
+	struct serve *sv = arg;
+	pthread_rwlock_rdlock(&sv->life);
+	if (!sv->closing && sv->lc)
+		lifecycle_agent_remediated(sv->lc, node, op_id, succeeded, message);
+	pthread_rwlock_unlock(&sv->life);
 }
 
 static void shutdown_all(struct serve *sv)
@@ -841,7 +853,7 @@ int cmd_serve(int argc, char **argv)
 		.breaker = sv.breaker, .bmc_call_timeout_ms = sv.bmc_timeout_s * 1000,
 		.bmc_credentials_dir = sv.cred_dir,
 		.drivers = {sv.sim, sv.ipmi, sv.redfish}, .ndrivers = 3,
-		.workers = sv.workers,
+		.workers = sv.workers, .budget = sv.budget,
 		.sim_time_scale = sv.sim_speed == 0 ? 1000 : speed_factor};
 	sv.lc = lifecycle_new(&lcfg);
 	cache_register_metrics(sv.cache);
@@ -859,7 +871,7 @@ int cmd_serve(int argc, char **argv)
 				  .ready_arg = &sv,
 				  .node_view = {.get_json = node_view, .arg = &sv},
 				  .agent = {.booted = agent_booted, .validated = agent_validated,
-					    .arg = &sv},
+					    .remediated = agent_remediated, .arg = &sv},
 				  .health = {.budget_status = hook_budget_status,
 					     .budget_invalidate = hook_budget_invalidate,
 					     .arg = &sv}};
