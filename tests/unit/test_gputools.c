@@ -1,0 +1,691 @@
+/* layers: base agent */
+/* test_gputools.c - the GPU tool output parsers (agent/nvsmi.h, agent/dcgm.h, agent/ibstat.h)
+ * on the real outputs in tests/data/{nvidia-smi,dcgm,ibstat} (SOURCES.md there says where each
+ * comes from). Every expected value below was read by hand from the file named in the test;
+ * malformed and cut inputs must come out Unknown (*unknown = 1 or an error), never healthy. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agent/dcgm.h"
+#include "agent/ibstat.h"
+#include "agent/nvsmi.h"
+#include "base/err.h"
+
+#include "base/banned.h"
+
+#define MAXF 64
+
+static const char *srcdir(void)
+{
+	const char *s = getenv("FP_SRCDIR");
+	return s && s[0] ? s : ".";
+}
+
+/* Reads tests/data/<rel> whole; the caller frees. */
+static char *slurp(const char *rel, size_t *len)
+{
+	char path[512];
+	FILE *f;
+	long n;
+	char *buf;
+	snprintf(path, sizeof(path), "%s/tests/data/%s", srcdir(), rel);
+	f = fopen(path, "rb");
+	if (!f)
+		fail_msg("cannot open %s", path);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	assert_true(n >= 0);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* Replaces the first occurrence of from by to in a malloc'd string (hand-made variants). */
+static char *replace1(const char *s, const char *from, const char *to)
+{
+	const char *p = strstr(s, from);
+	size_t a, b = strlen(to), c;
+	char *r;
+	assert_non_null(p);
+	a = (size_t)(p - s);
+	c = strlen(p + strlen(from));
+	r = malloc(a + b + c + 1);
+	assert_non_null(r);
+	memcpy(r, s, a);
+	memcpy(r + a, to, b);
+	memcpy(r + a + b, p + strlen(from), c + 1);
+	return r;
+}
+
+static struct nvsmi_report rep; /* large: static */
+
+/* ---------- nvidia-smi -q text ---------- */
+
+static void test_h100_text(void **state)
+{
+	static const char *const bus[8] = {"0000:19:00.0", "0000:3b:00.0", "0000:4c:00.0",
+					   "0000:5d:00.0", "0000:9b:00.0", "0000:bb:00.0",
+					   "0000:cb:00.0", "0000:db:00.0"};
+	static const int temp[8] = {29, 29, 30, 30, 31, 32, 32, 31};
+	static const int tlimit[8] = {56, 57, 56, 57, 55, 55, 55, 55};
+	struct agent_finding f[MAXF];
+	char err[256] = "";
+	size_t len, n;
+	int unknown = -1;
+	char *buf = slurp("nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt", &len);
+	(void)state;
+
+	assert_int_equal(nvsmi_parse_text(buf, len, &rep, err, sizeof(err)), 0);
+	assert_string_equal(rep.driver_version, "535.161.08");
+	assert_string_equal(rep.cuda_version, "12.2");
+	assert_int_equal(rep.attached_gpus, 8);
+	assert_int_equal(rep.ngpus, 8);
+	assert_int_equal(rep.truncated, 0);
+	for (int i = 0; i < 8; i++) {
+		const struct nvsmi_gpu *g = &rep.gpus[i];
+		assert_string_equal(g->pci_bus_id, bus[i]);
+		assert_int_equal(g->index, i);
+		assert_int_equal(g->minor_number, i);
+		assert_string_equal(g->product, "NVIDIA H100 80GB HBM3");
+		assert_int_equal(g->ecc_mode_current, 1);
+		assert_int_equal(g->ecc_volatile_sbe, 0);
+		assert_int_equal(g->ecc_volatile_dbe, 0);
+		assert_int_equal(g->ecc_aggregate_sbe, 0);
+		assert_int_equal(g->ecc_aggregate_dbe, 0);
+		assert_int_equal(g->retired_sbe, -1); /* "Single Bit ECC : N/A" */
+		assert_int_equal(g->retired_dbe, -1);
+		assert_int_equal(g->retired_pending, -1);
+		assert_int_equal(g->remap_correctable, 0);
+		assert_int_equal(g->remap_uncorrectable, 0);
+		assert_int_equal(g->remap_pending, 0);
+		assert_int_equal(g->remap_failure, 0);
+		assert_int_equal(g->temp_gpu, temp[i]);
+		assert_int_equal(g->tlimit_margin, tlimit[i]);
+		assert_int_equal(g->tlimit_slowdown, -2);
+		assert_int_equal(g->tlimit_shutdown, -8);
+		assert_int_equal(g->tlimit_max_operating, 0);
+		assert_int_equal(g->temp_slowdown, -1); /* 535 prints T.Limit offsets only */
+		assert_int_equal(g->temp_shutdown, -1);
+		/* Clocks Event Reasons: HW Slowdown and HW Power Brake Slowdown Active */
+		assert_int_equal(g->throttle_active,
+				 NVSMI_THR_HW_SLOWDOWN | NVSMI_THR_HW_POWER_BRAKE_SLOWDOWN);
+		assert_int_equal(g->throttle_unknown, 0);
+	}
+	assert_string_equal(rep.gpus[0].serial, "SERIAL0001");
+	assert_string_equal(rep.gpus[0].uuid, "GPU-00000000-0000-0000-0000-000000000001");
+	assert_int_equal(rep.gpus[0].temp_mem, 39);
+	assert_int_equal(rep.gpus[6].temp_mem, 40);
+
+	n = nvsmi_findings(&rep, 8, f, MAXF, &unknown);
+	assert_int_equal(unknown, 0);
+	assert_int_equal(n, 8);
+	for (int i = 0; i < 8; i++) {
+		assert_string_equal(f[i].source, "nvidia-smi");
+		assert_string_equal(f[i].code, "thermal:hw_slowdown");
+		assert_int_equal(f[i].gpu_index, i);
+		assert_string_equal(f[i].pci_bus_id, bus[i]);
+		assert_string_equal(f[i].key, "");
+	}
+	assert_string_equal(f[0].message, "GPU 0 (0000:19:00.0): clocks event HW Slowdown active "
+					  "(HW Power Brake Slowdown)");
+	/* a node that should have 9 GPUs */
+	n = nvsmi_findings(&rep, 9, f, MAXF, &unknown);
+	assert_int_equal(n, 9);
+	assert_string_equal(f[8].code, "gpu:count_mismatch");
+	assert_int_equal(f[8].gpu_index, -1);
+	assert_string_equal(f[8].key, "gpus=8");
+	assert_string_equal(f[8].message, "8 GPUs seen by nvidia-smi, 9 expected");
+	/* max bounds what is written */
+	assert_int_equal(nvsmi_findings(&rep, 9, f, 3, &unknown), 3);
+	free(buf);
+}
+
+static void test_rtx4090_text(void **state)
+{
+	static const int minor[8] = {2, 3, 1, 0, 6, 7, 5, 4};
+	static const int temp[8] = {31, 32, 32, 30, 32, 32, 31, 28};
+	struct agent_finding f[MAXF];
+	char err[256] = "";
+	size_t len;
+	int unknown = -1;
+	char *buf = slurp("nvidia-smi/rtx4090-8gpu-q-535.154.05.txt", &len);
+	(void)state;
+
+	assert_int_equal(nvsmi_parse_text(buf, len, &rep, err, sizeof(err)), 0);
+	assert_string_equal(rep.driver_version, "535.154.05");
+	assert_int_equal(rep.attached_gpus, 8);
+	assert_int_equal(rep.ngpus, 8);
+	assert_int_equal(rep.truncated, 0);
+	assert_string_equal(rep.gpus[0].pci_bus_id, "0000:01:00.0");
+	assert_string_equal(rep.gpus[7].pci_bus_id, "0000:e1:00.0");
+	assert_string_equal(rep.gpus[0].serial, ""); /* "Serial Number : N/A" */
+	for (int i = 0; i < 8; i++) {
+		const struct nvsmi_gpu *g = &rep.gpus[i];
+		assert_int_equal(g->minor_number, minor[i]);
+		assert_int_equal(g->ecc_mode_current, 0);
+		/* no ECC: every count N/A -> unknown, never 0 */
+		assert_int_equal(g->ecc_volatile_sbe, -1);
+		assert_int_equal(g->ecc_volatile_dbe, -1);
+		assert_int_equal(g->ecc_aggregate_sbe, -1);
+		assert_int_equal(g->ecc_aggregate_dbe, -1);
+		assert_int_equal(g->remap_correctable, 0);
+		assert_int_equal(g->remap_pending, 0);
+		assert_int_equal(g->temp_gpu, temp[i]);
+		assert_int_equal(g->temp_mem, -1); /* "Memory Current Temp : N/A" */
+		assert_int_equal(g->tlimit_shutdown, -7);
+		assert_int_equal(g->throttle_active, NVSMI_THR_GPU_IDLE);
+	}
+	/* ECC disabled: nothing to prove about ECC, no findings, known */
+	assert_int_equal(nvsmi_findings(&rep, 8, f, MAXF, &unknown), 0);
+	assert_int_equal(unknown, 0);
+	free(buf);
+}
+
+static void test_a100_excerpt_text(void **state)
+{
+	struct agent_finding f[MAXF];
+	char err[256] = "";
+	size_t len, n;
+	int unknown = -1;
+	char *buf = slurp("nvidia-smi/a100-q-excerpt-xid63-row-remap-pending.txt", &len);
+	const char *second;
+	char *older;
+	(void)state;
+
+	assert_int_equal(nvsmi_parse_text(buf, len, &rep, err, sizeof(err)), 0);
+	assert_string_equal(rep.driver_version, "510.73.08");
+	assert_string_equal(rep.cuda_version, "11.6");
+	assert_int_equal(rep.attached_gpus, 8);
+	assert_int_equal(rep.ngpus, 1);      /* an excerpt: one GPU section */
+	assert_int_equal(rep.truncated, 1);  /* ... that ends at "[...]" before "Processes" */
+	assert_string_equal(rep.gpus[0].pci_bus_id, "0000:10:1c.0");
+	assert_string_equal(rep.gpus[0].product, "NVIDIA A100-SXM4-80GB");
+	assert_int_equal(rep.gpus[0].ecc_volatile_sbe, 177);
+	assert_int_equal(rep.gpus[0].ecc_volatile_dbe, 0);
+	assert_int_equal(rep.gpus[0].ecc_aggregate_sbe, 177);
+	assert_int_equal(rep.gpus[0].ecc_aggregate_dbe, 0);
+	assert_int_equal(rep.gpus[0].remap_correctable, 1);
+	assert_int_equal(rep.gpus[0].remap_uncorrectable, 0);
+	assert_int_equal(rep.gpus[0].remap_pending, 1);
+	assert_int_equal(rep.gpus[0].remap_failure, 0);
+	assert_int_equal(rep.gpus[0].retired_pending, -1);
+	n = nvsmi_findings(&rep, 8, f, MAXF, &unknown);
+	assert_int_equal(unknown, 1);
+	assert_int_equal(n, 2);
+	assert_string_equal(f[0].code, "row_remap:pending");
+	assert_int_equal(f[0].gpu_index, 0);
+	assert_string_equal(f[0].pci_bus_id, "0000:10:1c.0");
+	assert_string_equal(f[1].code, "gpu:count_mismatch"); /* 1 section, 8 expected */
+
+	/* The file's second excerpt (older "Retired pages" block, misaligned colon) under the
+	 * GPU header of the first: hand-assembled from the real lines. */
+	second = strstr(buf, "    Retired pages");
+	assert_non_null(second);
+	older = malloc(strlen(second) + 64);
+	assert_non_null(older);
+	snprintf(older, strlen(second) + 64, "GPU 00000000:10:1C.0\n%s", second);
+	assert_int_equal(nvsmi_parse_text(older, strlen(older), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.ngpus, 1);
+	assert_int_equal(rep.attached_gpus, -1);
+	assert_int_equal(rep.gpus[0].retired_sbe, 2);
+	assert_int_equal(rep.gpus[0].retired_dbe, 0);
+	assert_int_equal(rep.gpus[0].retired_pending, 1);
+	n = nvsmi_findings(&rep, 0, f, MAXF, &unknown);
+	assert_int_equal(n, 1);
+	assert_string_equal(f[0].code, "retired_pages:pending");
+	assert_int_equal(unknown, 1);
+	free(older);
+	free(buf);
+}
+
+/* Every real text file cut in the middle of a GPU section is partial: unknown, never ok. */
+static void test_text_truncated(void **state)
+{
+	static const char *const files[] = {"nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt",
+					    "nvidia-smi/rtx4090-8gpu-q-535.154.05.txt"};
+	struct agent_finding f[MAXF];
+	char err[256];
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		size_t len;
+		int unknown = -1;
+		char *buf = slurp(files[i], &len);
+		/* cut 3000 bytes into the fourth GPU section (GPU 3, before its Processes) */
+		const char *p = buf;
+		for (int k = 0; k < 4; k++)
+			p = strstr(p + 1, "\nGPU 0000");
+		assert_non_null(p);
+		assert_int_equal(nvsmi_parse_text(buf, (size_t)(p - buf) + 3000, &rep, err, sizeof(err)), 0);
+		assert_int_equal(rep.ngpus, 4);
+		assert_int_equal(rep.truncated, 1);
+		nvsmi_findings(&rep, 8, f, MAXF, &unknown);
+		assert_int_equal(unknown, 1);
+		/* cut inside GPU 0's ECC block */
+		assert_int_equal(nvsmi_parse_text(buf, (size_t)(strstr(buf, "ECC Errors") - buf) + 40,
+						  &rep, err, sizeof(err)),
+				 0);
+		assert_int_equal(rep.ngpus, 1);
+		assert_int_equal(rep.truncated, 1);
+		nvsmi_findings(&rep, 0, f, MAXF, &unknown);
+		assert_int_equal(unknown, 1);
+		free(buf);
+	}
+}
+
+static void test_text_bad_values(void **state)
+{
+	struct agent_finding f[MAXF];
+	char err[256] = "";
+	size_t len;
+	int unknown = -1;
+	char *buf = slurp("nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt", &len);
+	char *v1, *v2;
+	(void)state;
+
+	/* hand-made: GPU 0's volatile DRAM Uncorrectable reads ERR! */
+	v1 = replace1(buf, "DRAM Uncorrectable            : 0", "DRAM Uncorrectable            : ERR!");
+	assert_int_equal(nvsmi_parse_text(v1, strlen(v1), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].ecc_volatile_dbe, -1);
+	assert_int_equal(rep.gpus[0].ecc_volatile_sbe, 0);
+	assert_int_equal(rep.gpus[1].ecc_volatile_dbe, 0);
+	nvsmi_findings(&rep, 8, f, MAXF, &unknown);
+	assert_int_equal(unknown, 1);
+	/* hand-made: a remap Pending "[Unknown Error]" and a temperature "[N/A]" */
+	v2 = replace1(buf, "Pending                           : No",
+		      "Pending                           : [Unknown Error]");
+	free(v1);
+	v1 = replace1(v2, "GPU Current Temp                  : 29 C",
+		      "GPU Current Temp                  : [N/A]");
+	assert_int_equal(nvsmi_parse_text(v1, strlen(v1), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].remap_pending, -1);
+	assert_int_equal(rep.gpus[0].temp_gpu, -1);
+	assert_int_equal(rep.gpus[1].remap_pending, 0);
+	nvsmi_findings(&rep, 8, f, MAXF, &unknown);
+	assert_int_equal(unknown, 1);
+	free(v1);
+	free(v2);
+
+	/* not nvidia-smi output at all */
+	assert_int_equal(nvsmi_parse_text("hello\nworld\n", 12, &rep, err, sizeof(err)), FP_EINVAL);
+	assert_string_equal(err, "not nvidia-smi -q output: no \"Attached GPUs\" line and no GPU section");
+	assert_int_equal(nvsmi_parse_text("", 0, &rep, err, sizeof(err)), FP_EINVAL);
+	/* "Attached GPUs : 0" with no sections is a valid empty report */
+	assert_int_equal(nvsmi_parse_text("Attached GPUs : 0\n", 18, &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.attached_gpus, 0);
+	assert_int_equal(nvsmi_findings(&rep, 8, f, MAXF, &unknown), 1);
+	assert_string_equal(f[0].code, "gpu:count_mismatch");
+	free(buf);
+}
+
+/* ---------- nvidia-smi -q -x ---------- */
+
+static void test_p100_xml(void **state)
+{
+	struct agent_finding f[MAXF];
+	char err[256] = "";
+	size_t len;
+	int unknown = -1;
+	char *buf = slurp("nvidia-smi/tesla-p100-q-x-510.47.03.xml", &len);
+	const struct nvsmi_gpu *g = &rep.gpus[0];
+	(void)state;
+
+	assert_int_equal(nvsmi_parse_xml(buf, len, &rep, err, sizeof(err)), 0);
+	assert_string_equal(rep.driver_version, "510.47.03");
+	assert_string_equal(rep.cuda_version, "11.6");
+	assert_int_equal(rep.attached_gpus, 1);
+	assert_int_equal(rep.ngpus, 1);
+	assert_int_equal(rep.truncated, 0);
+	assert_string_equal(g->pci_bus_id, "0000:00:04.0");
+	assert_string_equal(g->product, "Tesla P100-PCIE-16GB");
+	assert_string_equal(g->serial, "SERIAL0001");
+	assert_int_equal(g->minor_number, 0);
+	assert_int_equal(g->ecc_mode_current, 1);
+	/* pre-Ampere layout: single_bit/double_bit with a total */
+	assert_int_equal(g->ecc_volatile_sbe, 0);
+	assert_int_equal(g->ecc_volatile_dbe, 0);
+	assert_int_equal(g->ecc_aggregate_sbe, 3);
+	assert_int_equal(g->ecc_aggregate_dbe, 0);
+	assert_int_equal(g->retired_sbe, 0);
+	assert_int_equal(g->retired_dbe, 0);
+	assert_int_equal(g->retired_pending, 0);
+	assert_int_equal(g->remap_pending, -1); /* <remapped_rows>N/A</remapped_rows> */
+	assert_int_equal(g->remap_correctable, -1);
+	assert_int_equal(g->temp_gpu, 38);
+	assert_int_equal(g->temp_mem, -1);
+	assert_int_equal(g->temp_slowdown, 82);
+	assert_int_equal(g->temp_shutdown, 85);
+	assert_int_equal(g->temp_max_operating, -1);
+	assert_int_equal(g->tlimit_margin, NVSMI_TLIMIT_UNKNOWN);
+	assert_int_equal(g->throttle_active, NVSMI_THR_GPU_IDLE);
+	assert_int_equal(g->throttle_unknown, 0);
+	assert_int_equal(nvsmi_findings(&rep, 1, f, MAXF, &unknown), 0);
+	assert_int_equal(unknown, 0);
+	/* nvsmi_parse picks XML by the first byte */
+	memset(&rep, 0, sizeof(rep));
+	assert_int_equal(nvsmi_parse(buf, len, &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].ecc_aggregate_sbe, 3);
+	free(buf);
+}
+
+static void test_rtx2080_xml(void **state)
+{
+	struct agent_finding f[MAXF];
+	char err[256] = "";
+	size_t len;
+	int unknown = -1;
+	char *buf = slurp("nvidia-smi/rtx2080-windows-q-x-516.59.xml", &len);
+	const struct nvsmi_gpu *g = &rep.gpus[0];
+	(void)state;
+
+	assert_int_equal(nvsmi_parse_xml(buf, len, &rep, err, sizeof(err)), 0);
+	assert_string_equal(rep.driver_version, "516.59");
+	assert_int_equal(rep.attached_gpus, 1);
+	assert_int_equal(rep.ngpus, 1);
+	assert_string_equal(g->pci_bus_id, "0000:0a:00.0");
+	assert_string_equal(g->product, "NVIDIA GeForce RTX 2080");
+	assert_int_equal(g->minor_number, -1); /* N/A on Windows */
+	assert_int_equal(g->ecc_mode_current, -1);
+	assert_int_equal(g->ecc_volatile_sbe, -1);
+	assert_int_equal(g->ecc_volatile_dbe, -1);
+	assert_int_equal(g->retired_sbe, -1);
+	assert_int_equal(g->retired_pending, -1);
+	assert_int_equal(g->remap_pending, -1);
+	assert_int_equal(g->temp_gpu, 29);
+	assert_int_equal(g->temp_slowdown, 97);
+	assert_int_equal(g->temp_shutdown, 100);
+	assert_int_equal(g->temp_max_operating, 88);
+	assert_int_equal(g->throttle_active, NVSMI_THR_GPU_IDLE);
+	assert_int_equal(nvsmi_findings(&rep, 1, f, MAXF, &unknown), 0);
+	assert_int_equal(unknown, 0);
+	free(buf);
+}
+
+/* The XML and the text of the same driver generation give the same counts: the P100 XML
+ * (510.47.03) and the A100 text excerpt (510.73.08) are different machines, so the check is
+ * on the shape: the XML of the A100 fields, written from the text excerpt's values in the
+ * DTD's tags (hand-made), parses to what the text gives. */
+static void test_xml_text_agree(void **state)
+{
+	static const char xml[] =
+		"<?xml version=\"1.0\" ?>\n<nvidia_smi_log><driver_version>510.73.08</driver_version>"
+		"<attached_gpus>8</attached_gpus><gpu id=\"00000000:10:1C.0\">"
+		"<product_name>NVIDIA A100-SXM4-80GB</product_name><ecc_errors><volatile>"
+		"<sram_correctable>0</sram_correctable><sram_uncorrectable>0</sram_uncorrectable>"
+		"<dram_correctable>177</dram_correctable><dram_uncorrectable>0</dram_uncorrectable>"
+		"</volatile><aggregate><sram_correctable>0</sram_correctable>"
+		"<sram_uncorrectable>0</sram_uncorrectable><dram_correctable>177</dram_correctable>"
+		"<dram_uncorrectable>0</dram_uncorrectable></aggregate></ecc_errors>"
+		"<retired_pages><multiple_single_bit_retirement><retired_count>N/A</retired_count>"
+		"</multiple_single_bit_retirement><double_bit_retirement><retired_count>N/A"
+		"</retired_count></double_bit_retirement><pending_blacklist>N/A</pending_blacklist>"
+		"</retired_pages><remapped_rows><remapped_row_corr>1</remapped_row_corr>"
+		"<remapped_row_unc>0</remapped_row_unc><remapped_row_pending>Yes</remapped_row_pending>"
+		"<remapped_row_failure>No</remapped_row_failure></remapped_rows></gpu></nvidia_smi_log>";
+	static struct nvsmi_report from_text;
+	char err[256] = "";
+	size_t len;
+	char *buf = slurp("nvidia-smi/a100-q-excerpt-xid63-row-remap-pending.txt", &len);
+	(void)state;
+	assert_int_equal(nvsmi_parse_text(buf, len, &from_text, err, sizeof(err)), 0);
+	assert_int_equal(nvsmi_parse_xml(xml, sizeof(xml) - 1, &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.ngpus, from_text.ngpus);
+	assert_int_equal(rep.attached_gpus, from_text.attached_gpus);
+	assert_string_equal(rep.gpus[0].pci_bus_id, from_text.gpus[0].pci_bus_id);
+	assert_int_equal(rep.gpus[0].ecc_volatile_sbe, from_text.gpus[0].ecc_volatile_sbe);
+	assert_int_equal(rep.gpus[0].ecc_volatile_dbe, from_text.gpus[0].ecc_volatile_dbe);
+	assert_int_equal(rep.gpus[0].ecc_aggregate_sbe, from_text.gpus[0].ecc_aggregate_sbe);
+	assert_int_equal(rep.gpus[0].ecc_aggregate_dbe, from_text.gpus[0].ecc_aggregate_dbe);
+	assert_int_equal(rep.gpus[0].retired_sbe, from_text.gpus[0].retired_sbe);
+	assert_int_equal(rep.gpus[0].retired_pending, from_text.gpus[0].retired_pending);
+	assert_int_equal(rep.gpus[0].remap_correctable, from_text.gpus[0].remap_correctable);
+	assert_int_equal(rep.gpus[0].remap_pending, from_text.gpus[0].remap_pending);
+	assert_int_equal(rep.gpus[0].remap_failure, from_text.gpus[0].remap_failure);
+	free(buf);
+}
+
+static void test_xml_bad(void **state)
+{
+	static const char xxe[] =
+		"<?xml version=\"1.0\"?><!DOCTYPE nvidia_smi_log [<!ENTITY e SYSTEM "
+		"\"file:///etc/passwd\"><!ENTITY w \"WORD\">]><nvidia_smi_log><driver_version>&e;&w;"
+		"</driver_version><attached_gpus>0</attached_gpus></nvidia_smi_log>";
+	char err[256] = "";
+	size_t len;
+	char *buf = slurp("nvidia-smi/tesla-p100-q-x-510.47.03.xml", &len);
+	(void)state;
+	/* cut in the middle: not well-formed -> an error, never a report */
+	assert_int_equal(nvsmi_parse_xml(buf, len / 2, &rep, err, sizeof(err)), FP_EINVAL);
+	assert_non_null(strstr(err, "nvidia-smi -q -x output is not XML: line "));
+	assert_int_equal(nvsmi_parse(buf, len / 2, &rep, err, sizeof(err)), FP_EINVAL);
+	assert_int_equal(nvsmi_parse_xml("<a/>", 4, &rep, err, sizeof(err)), FP_EINVAL);
+	assert_string_equal(err, "not nvidia-smi -q -x output: the root element is not <nvidia_smi_log>");
+	/* entities are never substituted nor fetched */
+	assert_int_equal(nvsmi_parse_xml(xxe, sizeof(xxe) - 1, &rep, err, sizeof(err)), 0);
+	assert_string_equal(rep.driver_version, "");
+	assert_int_equal(rep.attached_gpus, 0);
+	free(buf);
+}
+
+/* ---------- nvidia-smi nvlink --status ---------- */
+
+static void test_nvlink(void **state)
+{
+	struct nvsmi_nvlink_report nv;
+	struct agent_finding f[MAXF];
+	char err[256] = "";
+	size_t len;
+	int unknown = -1;
+	char *buf = slurp("nvidia-smi/a100-8gpu-nvlink-status.txt", &len);
+	char *down;
+	(void)state;
+	assert_int_equal(nvsmi_nvlink_status_parse(buf, len, &nv, err, sizeof(err)), 0);
+	assert_int_equal(nv.ngpus, 8);
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(nv.gpus[i].index, i);
+		assert_int_equal(nv.gpus[i].nlinks, 12);
+		assert_int_equal(nv.gpus[i].links_up, 12);
+		assert_int_equal(nv.gpus[i].down_mask, 0);
+	}
+	assert_int_equal(nvsmi_nvlink_findings(&nv, f, MAXF, &unknown), 0);
+	assert_int_equal(unknown, 0);
+	/* hand-made: GPU 3's link 5 inactive */
+	down = replace1(strstr(buf, "GPU 3:"), "Link 5: 25 GB/s", "Link 5: <inactive>");
+	assert_int_equal(nvsmi_nvlink_status_parse(down, strlen(down), &nv, err, sizeof(err)), 0);
+	assert_int_equal(nv.ngpus, 5);
+	assert_int_equal(nv.gpus[0].index, 3);
+	assert_int_equal(nv.gpus[0].down_mask, 0x20);
+	assert_int_equal(nvsmi_nvlink_findings(&nv, f, MAXF, &unknown), 1);
+	assert_string_equal(f[0].code, "nvlink:link_down");
+	assert_int_equal(f[0].gpu_index, 3);
+	assert_string_equal(f[0].key, "links=20");
+	assert_string_equal(f[0].message, "GPU 3: NVLinks down (mask 0x20), 11 of 12 up");
+	free(down);
+	assert_int_equal(nvsmi_nvlink_status_parse("Link 0: 25 GB/s\n", 16, &nv, err, sizeof(err)),
+			 FP_EINVAL);
+	assert_string_equal(err, "nvidia-smi nvlink line 1: a Link line before any GPU line");
+	free(buf);
+}
+
+/* ---------- dcgmi ---------- */
+
+static void test_dcgm_diag(void **state)
+{
+	struct agent_finding f[MAXF];
+	size_t len, n;
+	int unknown = -1;
+	char *buf = slurp("dcgm/dcgmi-diag-r3-8xh100-fabricmanager-down-cuinit-fail.txt", &len);
+	(void)state;
+	n = dcgm_diag_findings(buf, len, f, MAXF, &unknown);
+	assert_int_equal(unknown, 0);
+	assert_int_equal(n, 1); /* GPU Memory "Fail - All"; PCIe and the stress tests Skip */
+	assert_string_equal(f[0].source, "dcgm");
+	assert_string_equal(f[0].code, "dcgm:memory");
+	assert_int_equal(f[0].gpu_index, -1);
+	assert_string_equal(f[0].key, "GPU Memory/Fail");
+	assert_non_null(strstr(f[0].message, "dcgmi diag GPU Memory: Fail - All GPU 0 Error using "
+					     "CUDA API cuInit Check DCGM"));
+	/* cut in the middle of the Hardware section: no closing border -> unknown */
+	n = dcgm_diag_findings(buf, (size_t)(strstr(buf, "| Warning") - buf), f, MAXF, &unknown);
+	assert_int_equal(n, 1);
+	assert_int_equal(unknown, 1);
+	/* cut inside Deployment: nothing failed yet, still not healthy */
+	n = dcgm_diag_findings(buf, len / 4, f, MAXF, &unknown);
+	assert_int_equal(n, 0);
+	assert_int_equal(unknown, 1);
+	free(buf);
+
+	buf = slurp("dcgm/dcgmi-diag-r2-pcie-fail-nvlink-excerpt.txt", &len);
+	n = dcgm_diag_findings(buf, len, f, MAXF, &unknown);
+	assert_int_equal(n, 1);
+	assert_string_equal(f[0].code, "dcgm:pcie");
+	assert_string_equal(f[0].key, "PCIe/Fail");
+	assert_int_equal(unknown, 1); /* the reporter's "..." cut */
+	free(buf);
+
+	n = dcgm_diag_findings("Error: unable to connect to host engine\n", 40, f, MAXF, &unknown);
+	assert_int_equal(n, 0);
+	assert_int_equal(unknown, 1);
+}
+
+static void test_dcgm_health(void **state)
+{
+	struct agent_finding f[MAXF];
+	size_t len, n;
+	int unknown = -1;
+	char *buf = slurp("dcgm/dcgmi-health-c-j-healthy-dcgm4.json", &len);
+	char *cut;
+	(void)state;
+	assert_int_equal(dcgm_health_findings(buf, len, f, MAXF, &unknown), 0);
+	assert_int_equal(unknown, 0);
+	assert_int_equal(dcgm_health_findings(buf, len / 2, f, MAXF, &unknown), 0);
+	assert_int_equal(unknown, 1);
+	free(buf);
+
+	buf = slurp("dcgm/dcgmi-health-c-tree-layout-handmade.txt", &len);
+	n = dcgm_health_findings(buf, len, f, MAXF, &unknown);
+	assert_int_equal(unknown, 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(f[0].code, "dcgm:memory");
+	assert_int_equal(f[0].gpu_index, 0);
+	assert_string_equal(f[0].key, "GPU/0/memory/Warning");
+	assert_string_equal(f[0].message,
+			    "dcgmi health: GPU 0 Memory system: Warning - The car is red? Are you "
+			    "sure because that doesn't seem like the color I ordered.");
+	assert_string_equal(f[1].code, "dcgm:memory");
+	assert_int_equal(f[1].gpu_index, 1);
+	assert_string_equal(f[1].key, "GPU/1/memory/Failure");
+	assert_string_equal(f[2].code, "dcgm:sm");
+	assert_int_equal(f[2].gpu_index, 1);
+	assert_string_equal(f[2].key, "GPU/1/sm/Warning");
+	/* without its closing border the report may be cut: unknown */
+	cut = strdup(buf);
+	assert_non_null(cut);
+	*strrchr(cut, '+') = '\0';
+	*strrchr(cut, '\n') = '\0';
+	n = dcgm_health_findings(cut, strlen(cut), f, MAXF, &unknown);
+	assert_int_equal(n, 3);
+	assert_int_equal(unknown, 1);
+	free(cut);
+	free(buf);
+
+	n = dcgm_health_findings("Error: Health watches not enabled. Please enable watches. \n", 59,
+				 f, MAXF, &unknown);
+	assert_int_equal(n, 0);
+	assert_int_equal(unknown, 1);
+}
+
+/* ---------- ibstat ---------- */
+
+static void test_ibstat(void **state)
+{
+	struct ibstat_report r;
+	struct agent_finding f[MAXF];
+	char err[256] = "";
+	size_t len;
+	int unknown = -1;
+	char *buf = slurp("ibstat/ibstat-h100-all-active.txt", &len);
+	char *v;
+	(void)state;
+
+	assert_int_equal(ibstat_parse(buf, len, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.nports, 9);
+	assert_string_equal(r.ports[0].ca, "mlx5_0");
+	assert_int_equal(r.ports[0].port, 1);
+	assert_string_equal(r.ports[0].state, "Active");
+	assert_string_equal(r.ports[0].phys_state, "LinkUp");
+	assert_int_equal(r.ports[0].rate_gbps, 400);
+	assert_string_equal(r.ports[0].link_layer, "InfiniBand");
+	assert_string_equal(r.ports[8].ca, "mlx5_bond_0");
+	assert_int_equal(r.ports[8].rate_gbps, 200);
+	assert_string_equal(r.ports[8].link_layer, "Ethernet");
+	assert_int_equal(ibstat_findings(&r, f, MAXF, &unknown), 0);
+	assert_int_equal(unknown, 0);
+	free(buf);
+
+	buf = slurp("ibstat/ibstat-a100-all-active.txt", &len);
+	assert_int_equal(ibstat_parse(buf, len, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.nports, 9);
+	assert_string_equal(r.ports[0].link_layer, "Ethernet");
+	assert_int_equal(r.ports[1].rate_gbps, 200);
+	assert_int_equal(ibstat_findings(&r, f, MAXF, &unknown), 0);
+	assert_int_equal(unknown, 0);
+	free(buf);
+
+	buf = slurp("ibstat/ibstat-h100-some-down.txt", &len);
+	assert_int_equal(ibstat_parse(buf, len, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.nports, 12);
+	assert_string_equal(r.ports[4].ca, "mlx5_2");
+	assert_string_equal(r.ports[4].state, "Down");
+	assert_string_equal(r.ports[4].phys_state, "Disabled");
+	assert_int_equal(r.ports[4].rate_gbps, 40);
+	assert_string_equal(r.ports[4].link_layer, "Ethernet");
+	/* the three Down ports are Ethernet: no InfiniBand finding */
+	assert_int_equal(ibstat_findings(&r, f, MAXF, &unknown), 0);
+	assert_int_equal(unknown, 0);
+	/* hand-made: mlx5_2 as an InfiniBand port */
+	v = replace1(strstr(buf, "CA 'mlx5_2'"), "Link layer: Ethernet", "Link layer: InfiniBand");
+	assert_int_equal(ibstat_parse(v, strlen(v), &r, err, sizeof(err)), 0);
+	assert_int_equal(ibstat_findings(&r, f, MAXF, &unknown), 1);
+	assert_string_equal(f[0].source, "ibstat");
+	assert_string_equal(f[0].code, "ib:port_down");
+	assert_string_equal(f[0].key, "mlx5_2/1/Down");
+	assert_string_equal(f[0].message, "InfiniBand port mlx5_2/1: State Down, Physical state Disabled");
+	free(v);
+	/* cut inside mlx5_0's port block (after "State:") */
+	assert_int_equal(ibstat_parse(buf, (size_t)(strstr(buf, "Physical state") - buf), &r, err,
+				      sizeof(err)),
+			 0);
+	assert_int_equal(r.nports, 1);
+	ibstat_findings(&r, f, MAXF, &unknown);
+	assert_int_equal(unknown, 1);
+	free(buf);
+
+	assert_int_equal(ibstat_parse("ibstat: command not found\n", 26, &r, err, sizeof(err)), FP_EINVAL);
+	assert_string_equal(err, "not ibstat output: no \"CA '<name>'\" line");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_h100_text),      cmocka_unit_test(test_rtx4090_text),
+		cmocka_unit_test(test_a100_excerpt_text), cmocka_unit_test(test_text_truncated),
+		cmocka_unit_test(test_text_bad_values), cmocka_unit_test(test_p100_xml),
+		cmocka_unit_test(test_rtx2080_xml),    cmocka_unit_test(test_xml_text_agree),
+		cmocka_unit_test(test_xml_bad),        cmocka_unit_test(test_nvlink),
+		cmocka_unit_test(test_dcgm_diag),      cmocka_unit_test(test_dcgm_health),
+		cmocka_unit_test(test_ibstat),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
