@@ -427,7 +427,11 @@ int nvsmi_parse_text(const char *buf, size_t len, struct nvsmi_report *out, char
 			level = 1;
 		if (level >= MAX_LEVELS)
 			continue;
-		snprintf(sec[level], sizeof(sec[level]), "%s", key);
+		{
+			size_t kl = strnlen(key, sizeof(sec[level]) - 1);
+			memcpy(sec[level], key, kl);
+			sec[level][kl] = '\0';
+		}
 		for (int l = level + 1; l < MAX_LEVELS; l++)
 			sec[l][0] = '\0';
 		if (!has_val) {
