@@ -34,6 +34,9 @@ enum kernlog_kind {
 
 #define KERNLOG_RAW_LEN 1024
 #define KERNLOG_MSG_LEN 512
+/* Largest XID/SXID number accepted (NVRM prints "%d", NVSwitch "%05d"); a line with a larger
+ * or longer number gives no event. */
+#define KERNLOG_XID_MAX 999999
 
 struct kernlog_event {
 	enum kernlog_kind kind;
@@ -64,17 +67,26 @@ struct kernlog_parser;
 struct kernlog_parser *kernlog_parser_new(int64_t now_ms);
 void kernlog_parser_free(struct kernlog_parser *p);
 
-/* Feeds one line (with or without its '\n'; len bytes, any content, NUL bytes included).
- * Some records span lines (the multi-line fallen-off-bus form): an event may be completed by a
- * later line or by kernlog_flush. Writes up to 2 completed events to out and returns how many
- * (0, 1 or 2). Lines that are not GPU/PCIe faults return 0. Never fails. */
+/* Feeds one line (with or without its '\n'; len bytes, any content, NUL bytes included; bytes
+ * after a '\n' are ignored). Some records span lines (the multi-line fallen-off-bus form): an
+ * event may be completed by a later line or by kernlog_flush. Writes up to 2 completed events
+ * to out and returns how many (0, 1 or 2). Lines that are not GPU/PCIe faults return 0. Never
+ * fails. Unlike kernlog_parse_line it knows the lines before: the "PCIe Bus Error" and other
+ * detail lines that follow an AER "error received" header are part of that header's event and
+ * give none, and the continuation lines of "NVRM: The NVIDIA GPU <bdf>" complete one
+ * fallen-off-bus event with that bus id. The rules (SXid detail records, malformed numbers,
+ * unknown fields) are in kernlog.c's file comment. */
 int kernlog_feed(struct kernlog_parser *p, const char *line, size_t len,
 		 struct kernlog_event out[2]);
-/* End of input: completes a pending multi-line record. Returns 0 or 1 events in out. */
+/* End of input: completes a pending multi-line record. Returns 0 or 1 events in out. Today a
+ * record is reported on the line that completes it, so this returns 0; it drops an unfinished
+ * "The NVIDIA GPU <bdf>" record (it never said "fallen off the bus") and ends an open AER
+ * record, so the parser can be fed again. */
 int kernlog_flush(struct kernlog_parser *p, struct kernlog_event out[2]);
 
 /* Stateless one-line form for tests and the fuzzer: returns 1 and fills *out when the line is a
- * single-line fault record, else 0. */
+ * single-line fault record, else 0 (out may then hold scratch). now_ms as for
+ * kernlog_parser_new. */
 int kernlog_parse_line(const char *line, size_t len, int64_t now_ms, struct kernlog_event *out);
 
 #endif
