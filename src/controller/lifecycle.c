@@ -889,12 +889,12 @@ static enum step_result step_check_gpu_count(struct step_ctx *x)
 static enum step_result step_wait_burn_in(struct step_ctx *x)
 {
 	const struct node *n = x->n;
-	/* After a remediation rung the report must also be newer than the rung's start
-	 * (params.notBefore): a GPU reset keeps the boot, and the report from before it must
-	 * never pass for the reset GPU. */
+	/* After a remediation rung the report must also be newer than the rung's end
+	 * (params.notBefore, strictly: a report of the same millisecond may be the old one): a
+	 * GPU reset keeps the boot, and the report from before it must never pass. */
 	json_t *nb = json_object_get(x->op->params, "notBefore");
-	int64_t not_before = json_is_integer(nb) ? json_integer_value(nb) : 0;
-	if (n->validated_at && n->validated_at >= not_before && n->validation_boot_id &&
+	int64_t not_before = json_is_integer(nb) ? json_integer_value(nb) : -1;
+	if (n->validated_at && n->validated_at > not_before && n->validation_boot_id &&
 	    n->last_boot_id && strcmp(n->validation_boot_id, n->last_boot_id) == 0) {
 		if (n->validation_passed)
 			return STEP_DONE;
@@ -1761,9 +1761,9 @@ static int finish_rung(struct lifecycle *lc, struct node *n, const struct operat
 		return transition(lc, n, PHASE_FAILED, NULL, reason, w);
 	}
 	if (op->state == OP_SUCCEEDED) {
+		/* the rung's end: after the agent's GPU reset answer, after the boot */
 		json_t *params = json_pack("{s:I}", "notBefore",
-					   (json_int_t)(op->started_at ? op->started_at
-								       : op->created_at));
+					   (json_int_t)(op->finished_at ? op->finished_at : now));
 		int rc = transition_x(lc, n, PHASE_VALIDATING, "validate", why, w, NULL, params);
 		json_decref(params);
 		return rc;

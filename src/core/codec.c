@@ -176,7 +176,8 @@ static int decode_rung(const json_t *obj, const char *key, const char *where,
 }
 
 /* status.remediation (model.h struct node_remediation): ladder non-empty, distinct rungs in
- * escalation order; rung one of the ladder; code required. */
+ * escalation order; rung one of the ladder, or absent when every rung has been tried; code
+ * required. */
 static int decode_remediation(const json_t *v, struct node_remediation *r, char *err,
 			      size_t errlen)
 {
@@ -207,14 +208,16 @@ static int decode_remediation(const json_t *v, struct node_remediation *r, char 
 				       w, i);
 		r->ladder[r->nladder++] = x;
 	}
-	enum remediation_rung cur;
-	if ((rc = decode_rung(v, "rung", w, &cur, err, errlen)) < 0)
+	/* rung absent: every rung of the ladder has been tried (it is about to be exhausted) */
+	enum remediation_rung cur = RUNG__COUNT;
+	json_t *jr = json_object_get(v, "rung");
+	if (jr && !json_is_null(jr) && (rc = decode_rung(v, "rung", w, &cur, err, errlen)) < 0)
 		return rc;
 	r->rung = r->nladder;
 	for (size_t i = 0; i < r->nladder; i++)
 		if (r->ladder[i] == cur)
 			r->rung = i;
-	if (r->rung == r->nladder)
+	if (cur != RUNG__COUNT && r->rung == r->nladder)
 		return fp_errf(FP_EINVAL, err, errlen, "%s.rung: \"%s\" is not in the ladder", w,
 			       remediation_rung_name(cur));
 	long long attempts = 0;

@@ -904,6 +904,16 @@ static void test_remediation_codec(void **state)
 	json_decref(j1);
 	json_decref(orig);
 
+	/* every rung tried: "rung" absent, and back */
+	n->remediation.rung = 3;
+	j1 = node_to_json(n, NODE_JSON_STORE);
+	assert_null(jsonx_path(j1, "status.remediation.rung"));
+	assert_int_equal(node_from_json(j1, 3, &n2, e, sizeof(e)), 0);
+	assert_int_equal(n2->remediation.rung, 3);
+	json_decref(j1);
+	node_free(n2);
+	n->remediation.rung = 1;
+
 	/* history keeps the newest 8, oldest dropped */
 	for (int i = 0; i < 7; i++)
 		node_remediation_history_append(n, "xid:94", NULL, RUNG_REBOOT, "failed", T1 + i);

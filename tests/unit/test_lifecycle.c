@@ -17,6 +17,8 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/jsonx.h"
+#include "controller/budget.h"
+#include "core/budget.h"
 #include "controller/lifecycle.h"
 #include "core/codec.h"
 #include "driver/bmc_sim.h"
@@ -69,6 +71,8 @@ struct world {
 	 * deploy agent retries its heartbeat. */
 	struct pending_notice pending[256];
 	size_t npending;
+	struct budget_svc *budget;
+	int fail_validations; /* burn-in reports delivered as failed while > 0 (then decremented) */
 };
 
 static int w_save(void *arg, const char *node, const char *json)
@@ -97,10 +101,18 @@ static int w_load(void *arg, const char *node, char **json)
 static void deliver(struct world *w, const char *node, enum bmc_sim_notice what,
 		    const char *boot_id, int passed)
 {
-	if (what == BMC_SIM_BOOTED)
+	if (what == BMC_SIM_BOOTED) {
 		lifecycle_agent_booted(w->lc, node, boot_id);
-	else
+	} else if (what == BMC_SIM_REMEDIATED) {
+		lifecycle_agent_remediated(w->lc, node, NULL, passed,
+					   passed ? "GPU reset" : "GPU reset failed");
+	} else {
+		if (w->fail_validations > 0) {
+			w->fail_validations--;
+			passed = 0;
+		}
 		lifecycle_agent_validated(w->lc, node, boot_id, passed);
+	}
 }
 
 static void w_notify(void *arg, const char *node, enum bmc_sim_notice what, const char *boot_id,
@@ -126,9 +138,10 @@ static void controller_up(struct world *w)
 				      .site_burst = 20};
 	w->limits = ratelimit_new(w->clock, &rc);
 	w->cache = cache_new(w->store);
+	w->budget = budget_svc_new(w->store, w->cache, w->clock);
 	struct lifecycle_config lc = {.store = w->store, .cache = w->cache, .clock = w->clock,
 				      .rng = &w->rng, .exec = w->exec, .limits = w->limits,
-				      .breaker = w->breaker,
+				      .breaker = w->breaker, .budget = w->budget,
 				      .drivers = {w->spy, w->fake}, .ndrivers = 2, .workers = 0};
 	w->lc = lifecycle_new(&lc);
 	assert_true(cache_sync_now(w->cache) >= 0);
@@ -147,6 +160,8 @@ static void controller_down(struct world *w)
 	/* Drop queued steps without running them, as a kill -9 would. */
 	executor_free(w->exec);
 	lifecycle_free(lc);
+	budget_svc_free(w->budget);
+	w->budget = NULL;
 	cache_free(w->cache);
 	ratelimit_free(w->limits);
 	w->exec = NULL;
@@ -199,6 +214,14 @@ static int spy_inventory(struct bmc *b, const struct bmc_target *t, int64_t dl, 
 	return s->ops->inventory(s, t, dl, out, err, errlen);
 }
 
+static int spy_agent_action(struct bmc *b, const struct bmc_target *t, const char *action,
+			    int64_t dl, char *err, size_t errlen)
+{
+	struct world *w = spy_world(b);
+	buf_printf(&w->spy_log, "%s agent %s\n", t->node, action);
+	return w->sim->ops->agent_action(w->sim, t, action, dl, err, errlen);
+}
+
 static void spy_free(struct bmc *b)
 {
 	free(b);
@@ -207,7 +230,8 @@ static void spy_free(struct bmc *b)
 static const struct bmc_driver_ops spy_ops = {
 	.name = "sim", .caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE | BMC_CAP_INVENTORY,
 	.power_get = spy_power_get, .power_set = spy_power_set, .boot_get = spy_boot_get,
-	.boot_set = spy_boot_set, .inventory = spy_inventory, .free = spy_free};
+	.boot_set = spy_boot_set, .inventory = spy_inventory, .agent_action = spy_agent_action,
+	.free = spy_free};
 
 /* Common head of every fake call: counts, learns, fails as scripted. */
 static int fake_call(struct bmc *b, const struct bmc_target *t, char *err, size_t errlen)
@@ -1534,6 +1558,383 @@ static void test_reset_of_an_off_machine_fails(void **state)
 	world_free(w);
 }
 
+/* ---- health remediation ladder and disruption budgets (issue 4) ---- */
+
+/* Places what the health controller places in one write: the `health` hold,
+ * status.remediation with `ladder` (first rung first) and GPUHealthy False. */
+static void place_remediation(struct world *w, const char *name,
+			      const enum remediation_rung *ladder, size_t nladder,
+			      const char *event)
+{
+	struct node *n = get_node(w, name);
+	int64_t now = clock_wall_ms(w->clock);
+	assert_int_equal(node_hold_add(n, "health", "xid:79 on GPU 0000:3b:00.0 (1 event)", now, 0),
+			 0);
+	struct node_remediation *r = &n->remediation;
+	r->active = 1;
+	for (size_t i = 0; i < nladder; i++)
+		r->ladder[r->nladder++] = ladder[i];
+	r->rung = 0;
+	r->code = xstrdup("xid:79");
+	r->gpu = xstrdup("0000:3b:00.0");
+	r->reason = xstrdup("XID 79: GPU has fallen off the bus");
+	r->policy = xstrdup("default");
+	if (event)
+		r->events[r->nevents++] = xstrdup(event);
+	r->since = now;
+	node_condition_set(n, "GPUHealthy", COND_FALSE, "xid:79", "GPU 0000:3b:00.0 fell off the bus",
+			   now);
+	json_t *doc = node_to_json(n, NODE_JSON_STORE);
+	char *val = jsonx_dumps(doc), key[64];
+	snprintf(key, sizeof(key), "/nodes/%s", name);
+	assert_int_equal(store_put(w->store, key, val, n->resource_version, NULL), 0);
+	free(val);
+	json_decref(doc);
+	node_free(n);
+}
+
+/* Number of stored documents under prefix whose field at path equals value. */
+static int count_docs(struct world *w, const char *prefix, const char *path, const char *value)
+{
+	struct store_kv *items = NULL;
+	size_t k = 0;
+	int more = 0, c = 0;
+	assert_int_equal(store_list(w->store, prefix, NULL, 0, &items, &k, NULL, &more), 0);
+	for (size_t i = 0; i < k; i++) {
+		json_t *d = NULL;
+		assert_int_equal(jsonx_parse(items[i].value, strlen(items[i].value), &d, NULL, 0), 0);
+		const char *v = jsonx_str(d, path);
+		c += v && strcmp(v, value) == 0;
+		json_decref(d);
+	}
+	store_kv_array_free(items, k);
+	return c;
+}
+
+static const struct node_condition *cond(const struct node *n, const char *type)
+{
+	const struct node_condition *c = node_condition_get(n, type);
+	if (!c)
+		fail_msg("node %s has no condition %s", n->name, type);
+	return c;
+}
+
+static void test_remediation_reboot_to_available(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	struct node *n = get_node(w, "r01n01");
+	int64_t served = n->served_at;
+	assert_true(served > 0);
+	node_free(n);
+	static const enum remediation_rung ladder[] = {RUNG_REBOOT, RUNG_REIMAGE, RUNG_RMA};
+	place_remediation(w, "r01n01", ladder, 3, NULL);
+	assert_true(run_until_phase(w, 1, PHASE_REPAIRING, 10 * MIN_MS) >= 0);
+	assert_true(run_until_phase(w, 1, PHASE_VALIDATING, 30 * MIN_MS) >= 0);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) >= 0);
+	n = get_node(w, "r01n01");
+	assert_int_equal(n->nholds, 0);
+	assert_int_equal(n->remediation.active, 0);
+	assert_int_equal(n->nremediation_history, 1);
+	assert_string_equal(n->remediation_history[0].code, "xid:79");
+	assert_string_equal(n->remediation_history[0].gpu, "0000:3b:00.0");
+	assert_int_equal(n->remediation_history[0].rung, RUNG_REBOOT);
+	assert_string_equal(n->remediation_history[0].result, "succeeded");
+	assert_int_equal(cond(n, "GPUHealthy")->status, COND_TRUE);
+	assert_string_equal(cond(n, "GPUHealthy")->reason, "Remediated");
+	assert_null(node_condition_get(n, "Remediation"));
+	assert_null(node_condition_get(n, "DisruptionAllowed"));
+	assert_int_equal(n->served_at, served); /* kept from the first time */
+	node_free(n);
+	/* onboarding powered on once; the reboot rung off then on */
+	assert_int_equal(counter(w, "r01n01", "powerOff"), 1);
+	assert_int_equal(counter(w, "r01n01", "powerOn"), 2);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "drain"), 1);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 1);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reimage"), 0);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "validate"), 2);
+	assert_int_equal(count_docs(w, "/events/", "reason", "RemediationSucceeded"), 1);
+	world_free(w);
+}
+
+static void test_remediation_gpu_reset_by_sim_agent(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	static const enum remediation_rung ladder[] = {RUNG_GPU_RESET, RUNG_REBOOT};
+	place_remediation(w, "r01n01", ladder, 2, NULL);
+	assert_true(run_until_phase(w, 1, PHASE_VALIDATING, 30 * MIN_MS) >= 0);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) >= 0);
+	struct node *n = get_node(w, "r01n01");
+	assert_int_equal(n->nholds, 0);
+	assert_int_equal(n->nremediation_history, 1);
+	assert_int_equal(n->remediation_history[0].rung, RUNG_GPU_RESET);
+	assert_string_equal(n->remediation_history[0].result, "succeeded");
+	node_free(n);
+	assert_int_equal(counter(w, "r01n01", "gpuReset"), 1);
+	assert_int_equal(counter(w, "r01n01", "powerOff"), 0);
+	assert_int_equal(counter(w, "r01n01", "powerOn"), 1);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "gpu_reset"), 1);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 0);
+	assert_non_null(strstr(w->spy_log.data, "r01n01 agent gpu_reset\n"));
+	world_free(w);
+}
+
+static void test_remediation_validation_fails_once(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	static const enum remediation_rung ladder[] = {RUNG_GPU_RESET, RUNG_REBOOT, RUNG_RMA};
+	place_remediation(w, "r01n01", ladder, 3, NULL);
+	w->fail_validations = 1; /* the burn-in after the GPU reset fails */
+	assert_true(run_until_phase(w, 1, PHASE_REPAIRING, 30 * MIN_MS) >= 0);
+	assert_true(run_until_phase(w, 1, PHASE_VALIDATING, 30 * MIN_MS) >= 0);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 120 * MIN_MS) >= 0);
+	struct node *n = get_node(w, "r01n01");
+	assert_int_equal(n->nholds, 0);
+	assert_int_equal(n->nremediation_history, 1);
+	assert_int_equal(n->remediation_history[0].rung, RUNG_REBOOT);
+	assert_string_equal(n->remediation_history[0].result, "succeeded");
+	node_free(n);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "gpu_reset"), 1);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 1);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "rma"), 0);
+	assert_int_equal(count_docs(w, "/events/", "reason", "RemediationSucceeded"), 1);
+	assert_int_equal(counter(w, "r01n01", "gpuReset"), 1);
+	assert_int_equal(counter(w, "r01n01", "powerOff"), 1);
+	world_free(w);
+}
+
+static void test_remediation_ladder_exhausted(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	static const enum remediation_rung ladder[] = {RUNG_GPU_RESET, RUNG_REBOOT, RUNG_REIMAGE};
+	place_remediation(w, "r01n01", ladder, 3, NULL);
+	w->fail_validations = 100;
+	assert_true(run_until_phase(w, 1, PHASE_FAILED, 240 * MIN_MS) >= 0);
+	struct node *n = get_node(w, "r01n01");
+	const struct node_condition *c = cond(n, "Remediation");
+	assert_int_equal(c->status, COND_FALSE);
+	assert_string_equal(c->reason, "LadderExhausted");
+	/* boots: onboarding (1), reboot rung (2), reimage rung's cycle of a running machine (3) */
+	assert_string_equal(c->message,
+			    "remediation of xid:79 on GPU 0000:3b:00.0 exhausted its ladder (tried "
+			    "gpu_reset, reboot, reimage); last error: rung reimage failed: "
+			    "validation failed: step wait_burn_in attempt 1: burn-in validation of "
+			    "boot r01n01-3 reported failure");
+	assert_int_equal(n->remediation.active, 0);
+	assert_non_null(node_hold_find(n, "health")); /* a human decides */
+	assert_int_equal(n->nremediation_history, 1);
+	assert_int_equal(n->remediation_history[0].rung, RUNG_REIMAGE);
+	assert_string_equal(n->remediation_history[0].result, "failed");
+	assert_int_equal(cond(n, "GPUHealthy")->status, COND_FALSE);
+	node_free(n);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "gpu_reset"), 1);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 1);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reimage"), 1);
+	assert_int_equal(count_docs(w, "/events/", "reason", "RemediationRungFailed"), 0);
+	assert_int_equal(count_docs(w, "/events/", "reason", "Failed"), 1);
+	/* failed is terminal until a human acts */
+	clock_virtual_advance(w->clock, 60 * MIN_MS);
+	pump(w);
+	assert_int_equal(count_phase(w, 1, PHASE_FAILED), 1);
+	world_free(w);
+}
+
+static void test_remediation_rma(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	assert_int_equal(store_put(w->store, "/healthevents/r01n01/k-1",
+				   "{\"kind\":\"HealthEvent\",\"node\":\"r01n01\",\"id\":\"k-1\","
+				   "\"source\":\"kernel\",\"code\":\"xid:79\",\"message\":\"GPU has "
+				   "fallen off the bus.\"}",
+				   STORE_ABSENT, NULL),
+			 0);
+	assert_int_equal(store_put(w->store, "/healthevents/r01n01/k-2",
+				   "{\"kind\":\"HealthEvent\",\"node\":\"r01n01\",\"id\":\"k-2\","
+				   "\"source\":\"kernel\",\"code\":\"xid:79\"}",
+				   STORE_ABSENT, NULL),
+			 0);
+	static const enum remediation_rung ladder[] = {RUNG_RMA};
+	place_remediation(w, "r01n01", ladder, 1, "r01n01.k-1");
+	assert_true(run_until_phase(w, 1, PHASE_FAILED, 30 * MIN_MS) >= 0);
+	struct node *n = get_node(w, "r01n01");
+	assert_non_null(n->remediation.rma);
+	assert_int_equal(n->remediation.active, 1);
+	assert_int_equal(strncmp(n->remediation.rma, "rma-", 4), 0);
+	const struct node_condition *c = cond(n, "Remediation");
+	assert_string_equal(c->reason, "RMAOpened");
+	assert_int_equal(n->nremediation_history, 1);
+	assert_string_equal(n->remediation_history[0].result, "rma");
+	assert_int_equal(n->remediation_history[0].rung, RUNG_RMA);
+	char key[128];
+	snprintf(key, sizeof(key), "/rmas/%s", n->remediation.rma);
+	struct store_kv kv = {0};
+	assert_int_equal(store_get(w->store, key, &kv), 0);
+	json_t *rma = NULL;
+	assert_int_equal(jsonx_parse(kv.value, strlen(kv.value), &rma, NULL, 0), 0);
+	store_kv_release(&kv);
+	assert_string_equal(jsonx_str(rma, "kind"), "RMA");
+	assert_string_equal(jsonx_str(rma, "metadata.name"), n->remediation.rma);
+	assert_string_equal(jsonx_str(rma, "node"), "r01n01");
+	assert_string_equal(jsonx_str(rma, "gpu"), "0000:3b:00.0");
+	assert_string_equal(jsonx_str(rma, "code"), "xid:79");
+	assert_string_equal(jsonx_str(rma, "reason"), "XID 79: GPU has fallen off the bus");
+	assert_string_equal(jsonx_str(rma, "state"), "open");
+	json_t *ev = jsonx_path(rma, "evidence.healthEvents");
+	assert_int_equal(json_array_size(ev), 1);
+	assert_string_equal(jsonx_str(json_array_get(ev, 0), "id"), "k-1");
+	assert_int_equal(json_integer_value(jsonx_path(rma, "evidence.counts.xid:79")), 2);
+	assert_int_equal(json_array_size(jsonx_path(rma, "evidence.inventory.gpus")), 8);
+	assert_true(json_is_array(jsonx_path(rma, "evidence.conditions")));
+	assert_int_equal(json_array_size(jsonx_path(rma, "evidence.remediationHistory")), 0);
+	json_decref(rma);
+	node_free(n);
+	assert_int_equal(count_prefix(w, "/rmas/"), 1);
+	world_free(w);
+}
+
+/* nodes of r01 counted unavailable now (core/budget.h rule), from the store */
+static int rack_out(struct world *w, int n)
+{
+	int c = 0;
+	for (int i = 0; i < n; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "r01n%02d", i + 1);
+		struct node *nd = get_node(w, name);
+		c += budget_node_unavailable(nd);
+		node_free(nd);
+	}
+	return c;
+}
+
+static int max_out;
+
+/* pump, checking the budget invariant after every reconcile and every step task */
+static void pump_checked(struct world *w, int n)
+{
+	for (;;) {
+		int k = 0;
+		int c = cache_sync_now(w->cache);
+		assert_true(c >= 0);
+		k += c;
+		while (lifecycle_run_once(w->lc)) {
+			k++;
+			int o = rack_out(w, n);
+			max_out = o > max_out ? o : max_out;
+		}
+		while (executor_inline_run(w->exec, 1)) {
+			k++;
+			int o = rack_out(w, n);
+			max_out = o > max_out ? o : max_out;
+		}
+		if (!k)
+			return;
+	}
+}
+
+static void test_budget_rack_one_at_a_time(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 10);
+	assert_true(run_until_phase(w, 10, PHASE_AVAILABLE, 120 * MIN_MS) > 0);
+	assert_int_equal(store_put(w->store, "/budgets/rack-1",
+				   "{\"kind\":\"DisruptionBudget\",\"metadata\":{\"name\":\"rack-1\"},"
+				   "\"spec\":{\"domain\":\"rack\",\"maxUnavailable\":1}}",
+				   STORE_ABSENT, NULL),
+			 0);
+	budget_svc_invalidate(w->budget);
+	static const enum remediation_rung ladder[] = {RUNG_REBOOT};
+	static const char *const held[] = {"r01n02", "r01n04", "r01n06", "r01n08"};
+	for (int i = 0; i < 4; i++)
+		place_remediation(w, held[i], ladder, 1, NULL);
+	max_out = 0;
+	pump_checked(w, 10);
+	/* one admitted, three waiting with the reason */
+	int waiting = 0;
+	for (int i = 0; i < 4; i++) {
+		struct node *n = get_node(w, held[i]);
+		const struct node_condition *c = node_condition_get(n, "DisruptionAllowed");
+		if (c) {
+			assert_int_equal(c->status, COND_FALSE);
+			assert_string_equal(c->reason, "BudgetExhausted");
+			assert_non_null(strstr(c->message, "budget rack-1: rack r01 has 1 of max 1 "
+							   "unavailable ("));
+			assert_int_equal(n->phase, PHASE_AVAILABLE);
+			waiting++;
+		}
+		node_free(n);
+	}
+	assert_int_equal(waiting, 3);
+	assert_int_equal(count_docs(w, "/events/", "reason", "DisruptionBudgetExhausted"), 3);
+	json_t *st = budget_svc_status(w->budget, "rack-1");
+	assert_int_equal(json_integer_value(jsonx_path(st, "domains")
+					      ? json_object_get(json_array_get(
+							jsonx_path(st, "domains"), 0),
+							"remaining")
+					      : NULL),
+			 0);
+	json_decref(st);
+	/* run to the end, one timer at a time, checking after every reconcile and step */
+	int64_t t0 = clock_now_ms(w->clock);
+	for (;;) {
+		pump_checked(w, 10);
+		int done = 0;
+		for (int i = 0; i < 4; i++) {
+			struct node *n = get_node(w, held[i]);
+			done += n->phase == PHASE_AVAILABLE && n->nholds == 0;
+			node_free(n);
+		}
+		if (done == 4)
+			break;
+		int64_t at = 0;
+		assert_int_equal(clock_virtual_next_timer(w->clock, &at), 0);
+		assert_true(at - t0 < 600 * MIN_MS);
+		int64_t now = clock_now_ms(w->clock);
+		clock_virtual_advance(w->clock, at > now ? at - now : 0);
+	}
+	assert_int_equal(max_out, 1);
+	for (int i = 0; i < 4; i++) {
+		struct node *n = get_node(w, held[i]);
+		assert_null(node_condition_get(n, "DisruptionAllowed"));
+		assert_int_equal(n->nremediation_history, 1);
+		node_free(n);
+	}
+	/* each waited once: no event per retry */
+	assert_int_equal(count_docs(w, "/events/", "reason", "DisruptionBudgetExhausted"), 3);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 4);
+	world_free(w);
+}
+
+static void test_operator_drain_not_budget_remediation(void **state)
+{
+	/* an operator hold without status.remediation rests in maintenance (no rung runs) */
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	struct node *n = get_node(w, "r01n01");
+	assert_int_equal(node_hold_add(n, "operator:alice", "kernel upgrade",
+				       clock_wall_ms(w->clock), 0),
+			 0);
+	json_t *doc = node_to_json(n, NODE_JSON_STORE);
+	char *val = jsonx_dumps(doc);
+	assert_int_equal(store_put(w->store, "/nodes/r01n01", val, n->resource_version, NULL), 0);
+	free(val);
+	json_decref(doc);
+	node_free(n);
+	assert_true(run_until_phase(w, 1, PHASE_MAINTENANCE, 30 * MIN_MS) >= 0);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 0);
+	assert_int_equal(counter(w, "r01n01", "powerOff"), 0);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1563,6 +1964,13 @@ int main(void)
 		cmocka_unit_test(test_retire_skip_power_off_parked),
 		cmocka_unit_test(test_retire_skip_power_off_queued),
 		cmocka_unit_test(test_reset_of_an_off_machine_fails),
+		cmocka_unit_test(test_remediation_reboot_to_available),
+		cmocka_unit_test(test_remediation_gpu_reset_by_sim_agent),
+		cmocka_unit_test(test_remediation_validation_fails_once),
+		cmocka_unit_test(test_remediation_ladder_exhausted),
+		cmocka_unit_test(test_remediation_rma),
+		cmocka_unit_test(test_budget_rack_one_at_a_time),
+		cmocka_unit_test(test_operator_drain_not_budget_remediation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
