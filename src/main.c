@@ -21,6 +21,7 @@ static const struct cmd_struct commands[] = {
 	{"token", cmd_token, "create, list, revoke API tokens (admin)"},
 	{"health", cmd_health, "GPU health events, policy, disruption budgets, breakers, RMAs"},
 	{"sim", cmd_sim, "inspect simulated hardware in a data dir"},
+	{"agent", cmd_agent, "run the node agent: kernel log and GPU tool health reports"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,146 @@
+/* agent/agent.h - the node agent's core loop (`fleetplane agent --node NAME`, issue 4 item 1;
+ * docs/agent.md): reads the kernel log (a file followed by offset, or /dev/kmsg records), runs
+ * the GPU tool detectors (nvidia-smi file or `nvidia-smi -q -x`, NVML, `dcgmi health -c`,
+ * `ibstat`) each interval with a timeout, turns what they saw into health events with stable
+ * ids, and sends reports (the shape of POST /v1/nodes/{name}:report in docs/api.md) through
+ * the on-disk outbox (outbox.h), so nothing is lost while the API is down.
+ *
+ * It sits in the agent layer: the HTTP side is the caller's (struct agent_transport; cmd_agent.c
+ * implements it with the CLI's client), so the loop is unit-testable with a fake transport.
+ *
+ * Event ids (design contract; [A-Za-z0-9._-], 34 chars): "k-" or "f-" and 32 hex digits of
+ * BLAKE2b-128 (libsodium crypto_generichash) over
+ *   kernel line from a file: boot id, file dev, inode, byte offset of the record's first line,
+ *                            the parsed raw first line;
+ *   kernel /dev/kmsg record: boot id, the record's sequence number;
+ *   detector finding:        boot id, code, PCI bus id, finding key (a level: the same state
+ *                            seen again is the same id, a duplicate for the server).
+ * The kernel cursor (<state>/kernel.cursor) moves only after the events it covers are in the
+ * outbox; it is kept a few lines behind the read position (so a multi-line record cut by a
+ * crash is parsed whole again) together with the ids already emitted from those lines, which
+ * are skipped on resume: a crash anywhere neither loses nor repeats an event. */
+#ifndef FP_AGENT_AGENT_H
+#define FP_AGENT_AGENT_H
+
+#include <jansson.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/finding.h"
+#include "base/buf.h"
+
+#define AGENT_VERSION "0.4.0"
+#define AGENT_ID_LEN 35               /* "k-" + 32 hex + NUL */
+#define AGENT_MAX_REPORT_EVENTS 256   /* per report (design contract) */
+#define AGENT_MAX_MESSAGE 1024        /* bytes of any string sent, NUL excluded */
+#define AGENT_CURSOR_BACKUP 8         /* lines (records) the cursor stays behind */
+
+/* The detectors, in report order. */
+enum agent_det { AGENT_DET_KERNEL = 0, AGENT_DET_NVSMI, AGENT_DET_NVML, AGENT_DET_DCGM,
+		 AGENT_DET_IBSTAT, AGENT_DET__COUNT };
+/* "kernel", "nvidia-smi", "nvml", "dcgm", "ibstat". */
+const char *agent_det_name(enum agent_det d);
+
+/* Configuration; strings are borrowed for the agent's lifetime. */
+struct agent_config {
+	const char *node;          /* required */
+	const char *boot_id;       /* required: /proc/sys/kernel/random/boot_id or --boot-id */
+	const char *state_dir;     /* required */
+	const char *kernel_log;    /* a file (followed), "/dev/kmsg", or NULL (not configured) */
+	const char *nvidia_smi;    /* a file of `nvidia-smi -q` / `-q -x` output re-read each
+				    * interval, "auto" (run `nvidia-smi -q -x` from PATH), NULL */
+	int nvml;                  /* 1: try NVML */
+	const char *nvml_lib;      /* NULL = libnvidia-ml.so.1 (tests name another) */
+	const char *dcgmi;         /* file of `dcgmi health -c` / `dcgmi diag` output, "auto", NULL */
+	const char *ibstat;        /* file of `ibstat` output, "auto", NULL */
+	int expected_gpus;         /* > 0: expected GPU count; 0: read spec.gpus.count of the node
+				    * document through transport->get_node (retried until known) */
+	const char *job;           /* attached to every event; NULL none */
+	long interval_s;           /* probe/heartbeat interval, 1 .. 86400 */
+	long probe_timeout_s;      /* per probe, 1 .. 3600 */
+	size_t max_buffer;         /* outbox bound in events, 1 .. 10,000,000 */
+	int once;                  /* agent_run: one pass, then return */
+	/* Test hook: at most this many kernel lines per read pass (0 = no limit). */
+	size_t max_lines_per_pass;
+	/* Wall clock, Unix ms; NULL = CLOCK_REALTIME. */
+	int64_t (*wall_ms)(void);
+	/* Set (by a signal handler) to stop agent_run at the next tick. May be NULL. */
+	volatile sig_atomic_t *stop;
+};
+
+/* How the agent reaches the API. Every function returns 0 when the API answered (whatever the
+ * status) or FP_EIO when it could not be reached or gave no usable answer (connect refused,
+ * timeout, transport error) - the agent then keeps the report and retries later. */
+struct agent_transport {
+	/* POST body (a report, len bytes of JSON) to /v1/nodes/{node}:report. *status = the HTTP
+	 * status; answer (reset by the callee, bounded) = the response body or problem text. */
+	int (*report)(void *arg, const char *body, size_t len, long *status, struct buf *answer);
+	/* GET /v1/nodes/{node}: 0 and *doc (new reference) on a 200; <0 otherwise. May be NULL. */
+	int (*get_node)(void *arg, json_t **doc);
+	void *arg;
+};
+
+/* The state of one detector as the next report says it. */
+struct agent_det_state {
+	int live;
+	const char *status;         /* "ok" | "unhealthy" | "unknown" (static) */
+	char reason[24];            /* NotConfigured, ProbeTimeout, ProbeFailed, Unparseable; "" */
+	char message[AGENT_MAX_MESSAGE + 1];
+};
+
+/* Totals since agent_new, for logs and tests. */
+struct agent_stats {
+	size_t reports_put, reports_sent, reports_rejected;
+	size_t events_put;          /* events written to the outbox */
+	size_t accepted, duplicates;/* as the API answered */
+	size_t kernel_lines;        /* kernel lines (records) fed to the parser */
+	size_t skipped_on_resume;   /* events not put again because the cursor said so */
+};
+
+struct agent;
+
+/* Checks cfg (each bound above; err names the field) and opens the outbox, the kernel cursor
+ * and NVML (absent NVML is not an error: the detector is NotConfigured). Returns 0 and *out
+ * (free with agent_free), FP_EINVAL, or FP_EIO (state dir unusable). tp is copied. */
+int agent_new(const struct agent_config *cfg, const struct agent_transport *tp,
+	      struct agent **out, char *err, size_t errlen);
+void agent_free(struct agent *a);
+
+/* Sends pending reports oldest first until none is left or the API cannot take one now.
+ * 200 removes the report; 409, 429, 5xx, 401, 403 and 404 (not the report's fault: a busy or
+ * starting server, a token or node to fix) keep it; any other 4xx moves it to rejected/ with the
+ * answer. Returns 0 when the outbox is empty, FP_EIO when the API is unreachable, FP_EAGAIN when
+ * it answered but kept a report pending, FP_EIO also for a local file error (logged). */
+int agent_flush(struct agent *a);
+
+/* Reads the kernel log from the cursor to its current end (bounded by the outbox: when it holds
+ * max_buffer events reading stops, the cursor stays and the kernel detector's message says so),
+ * putting reports of at most AGENT_MAX_REPORT_EVENTS events. final = 1 completes a pending
+ * multi-line record at the end (kernlog_flush). Returns 0 or FP_EIO (outbox/cursor write failed;
+ * logged). */
+int agent_read_kernel(struct agent *a, int final);
+
+/* Runs every configured probe once, updates the detectors and puts one report with the new
+ * findings (a heartbeat when there are none and the outbox is empty). Returns 0 or FP_EIO. */
+int agent_probe_round(struct agent *a);
+
+/* --once: flush, read the kernel log to its end, one probe round, flush. Returns 0 when the API
+ * accepted every report (outbox empty, none rejected), FP_EIO when it could not be reached
+ * (reports kept), FP_EAGAIN when reports were kept for another reason, FP_EINVAL when one was
+ * rejected. Follow mode (!cfg->once): ticks every second (kernel read, flush with back-off) and
+ * runs a probe round every interval until *cfg->stop; returns 0. */
+int agent_run(struct agent *a);
+
+const struct agent_stats *agent_stats(const struct agent *a);
+const struct agent_det_state *agent_detector(const struct agent *a, enum agent_det d);
+/* Events in the outbox now. */
+size_t agent_outbox_events(const struct agent *a);
+
+/* The id helpers (exposed for tests). out gets AGENT_ID_LEN bytes incl. NUL. */
+void agent_id_file_line(const char *boot_id, uint64_t dev, uint64_t ino, uint64_t offset,
+			const char *raw, char out[AGENT_ID_LEN]);
+void agent_id_kmsg(const char *boot_id, uint64_t seq, char out[AGENT_ID_LEN]);
+void agent_id_finding(const char *boot_id, const struct agent_finding *f, char out[AGENT_ID_LEN]);
+
+#endif

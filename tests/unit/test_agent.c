@@ -1,0 +1,723 @@
+/* layers: base core agent */
+/* test_agent.c - the node agent runtime (agent/agent.h, outbox.h, probe.h, nvml.h): event ids
+ * (expected values from Python's hashlib.blake2b(digest_size=16) over the same length-prefixed
+ * fields, an independent implementation), the outbox (durable put, replay order after a
+ * restart, bound, rejected/), the kernel cursor (a crash after every line of real logs resumes
+ * with the same ids, nothing lost, nothing sent twice), probes (timeout with /bin/sleep, output
+ * bound, exec failure, exit status), detectors that are not configured, a hung probe becoming
+ * probe_timeout, and a rejected report. A fake transport plays the API and dedups ids like the
+ * server. Kernel logs are the real ones in tests/data/agent (SOURCES.md). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/nvml.h"
+#include "agent/outbox.h"
+#include "agent/probe.h"
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/jsonx.h"
+
+#define BOOT "b7c0e1a2-5f3d-4c6b-9a8e-0123456789ab"
+#define MAX_IDS 4096
+
+static const char *srcdir(void)
+{
+	const char *s = getenv("FP_SRCDIR");
+	return s && s[0] ? s : ".";
+}
+
+static char *data_path(const char *name)
+{
+	return xasprintf("%s/tests/data/agent/%s", srcdir(), name);
+}
+
+static char *mktmp(void)
+{
+	char *d = xstrdup("/tmp/fp-test-agent-XXXXXX");
+	assert_non_null(mkdtemp(d));
+	return d;
+}
+
+static void rm_rf(const char *path)
+{
+	char *cmd[] = {"/bin/rm", "-rf", (char *)path, NULL};
+	struct probe_result r;
+	char err[256];
+	assert_int_equal(probe_run(cmd, 10000, 4096, &r, err, sizeof(err)), 0);
+	probe_result_release(&r);
+}
+
+static size_t count_files(const char *dir, const char *suffix)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	size_t n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		size_t l = strlen(de->d_name), sl = strlen(suffix);
+		if (l > sl && strcmp(de->d_name + l - sl, suffix) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* ------------------------------------------------------------------ fake API */
+
+struct fake {
+	int down;
+	long status;            /* when up; 200 unless a test says otherwise */
+	char ids[MAX_IDS][AGENT_ID_LEN]; /* every event id received in an accepted report */
+	size_t nids;
+	size_t reports;
+	size_t duplicates;
+	json_t *bodies;         /* array of every accepted report */
+};
+
+static int fake_seen(struct fake *f, const char *id)
+{
+	for (size_t i = 0; i < f->nids; i++)
+		if (strcmp(f->ids[i], id) == 0)
+			return 1;
+	return 0;
+}
+
+static int fake_report(void *arg, const char *body, size_t len, long *status, struct buf *answer)
+{
+	struct fake *f = arg;
+	if (f->down)
+		return FP_EIO;
+	buf_reset(answer);
+	*status = f->status;
+	if (f->status != 200) {
+		buf_printf(answer, "error: Unprocessable: events[0].code: bad (HTTP %ld)", f->status);
+		return 0;
+	}
+	json_t *doc = NULL;
+	char err[256];
+	if (jsonx_parse(body, len, &doc, err, sizeof(err)) < 0)
+		fail_msg("agent sent a body that is not JSON: %s", err);
+	size_t acc = 0, dup = 0, i;
+	json_t *e;
+	json_array_foreach(json_object_get(doc, "events"), i, e) {
+		const char *id = json_string_value(json_object_get(e, "id"));
+		assert_non_null(id);
+		if (fake_seen(f, id)) {
+			dup++;
+			continue;
+		}
+		assert_true(f->nids < MAX_IDS);
+		snprintf(f->ids[f->nids++], AGENT_ID_LEN, "%s", id);
+		acc++;
+	}
+	f->duplicates += dup;
+	f->reports++;
+	if (!f->bodies)
+		f->bodies = json_array();
+	json_array_append_new(f->bodies, doc);
+	buf_printf(answer, "{\"accepted\":%zu,\"duplicates\":%zu,\"decisions\":[]}", acc, dup);
+	return 0;
+}
+
+static struct fake *fake_new(void)
+{
+	struct fake *f = xcalloc(1, sizeof(*f));
+	f->status = 200;
+	return f;
+}
+
+static void fake_free(struct fake *f)
+{
+	json_decref(f->bodies);
+	free(f);
+}
+
+/* Every event of every accepted report, in order. New reference. */
+static json_t *fake_events(struct fake *f)
+{
+	json_t *all = json_array();
+	size_t i, j;
+	json_t *b, *e;
+	json_array_foreach(f->bodies, i, b)
+		json_array_foreach(json_object_get(b, "events"), j, e)
+			json_array_append(all, e);
+	return all;
+}
+
+static void base_cfg(struct agent_config *c, const char *state, const char *klog)
+{
+	memset(c, 0, sizeof(*c));
+	c->node = "r01n01";
+	c->boot_id = BOOT;
+	c->state_dir = state;
+	c->kernel_log = klog;
+	c->expected_gpus = 8;
+	c->interval_s = 30;
+	c->probe_timeout_s = 10;
+	c->max_buffer = 10000;
+	c->once = 1;
+}
+
+static struct agent *agent_make(const struct agent_config *c, struct fake *f)
+{
+	struct agent_transport tp = {.report = fake_report, .arg = f};
+	struct agent *a = NULL;
+	char err[512] = "";
+	int rc = agent_new(c, &tp, &a, err, sizeof(err));
+	if (rc < 0)
+		fail_msg("agent_new: %d %s", rc, err);
+	return a;
+}
+
+/* ------------------------------------------------------------------ ids */
+
+static void test_ids(void **state)
+{
+	(void)state;
+	char id[AGENT_ID_LEN];
+	const char *raw = "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus";
+	agent_id_file_line(BOOT, 2049, 131074, 0, raw, id);
+	assert_string_equal(id, "k-d76da00f11ee1012b732695eb6994199");
+	/* The same line at another offset (a second occurrence) is another event. */
+	agent_id_file_line(BOOT, 2049, 131074, 60, raw, id);
+	assert_string_equal(id, "k-8deacab6030fbb3c69a5041c66e7970e");
+	agent_id_kmsg(BOOT, 3965, id);
+	assert_string_equal(id, "k-616d7657b63bff854080589a11d2e891");
+	struct agent_finding f;
+	memset(&f, 0, sizeof(f));
+	snprintf(f.code, sizeof(f.code), "ecc:dbe_volatile");
+	snprintf(f.pci_bus_id, sizeof(f.pci_bus_id), "0000:3b:00.0");
+	snprintf(f.key, sizeof(f.key), "dbe=2");
+	snprintf(f.message, sizeof(f.message), "not hashed: the message may change");
+	agent_id_finding(BOOT, &f, id);
+	assert_string_equal(id, "f-bd98e964a4d7298eee17dfaf5621f819");
+	assert_int_equal(strlen(id), 34);
+}
+
+/* ------------------------------------------------------------------ outbox */
+
+static void test_outbox(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	struct outbox ob;
+	char err[512];
+	uint64_t seq;
+	assert_int_equal(outbox_open(&ob, dir, 5, err, sizeof(err)), 0);
+	const char *r1 = "{\"events\":[{\"id\":\"a\"},{\"id\":\"b\"}]}";
+	const char *r2 = "{\"events\":[]}";
+	const char *r3 = "{\"events\":[{\"id\":\"c\"},{\"id\":\"d\"},{\"id\":\"e\"}]}";
+	assert_int_equal(outbox_put(&ob, r1, strlen(r1), 2, &seq, err, sizeof(err)), 0);
+	assert_int_equal(seq, 1);
+	assert_int_equal(outbox_put(&ob, r2, strlen(r2), 0, &seq, err, sizeof(err)), 0);
+	assert_int_equal(outbox_full(&ob), 0);
+	assert_int_equal(outbox_put(&ob, r3, strlen(r3), 3, &seq, err, sizeof(err)), 0);
+	assert_int_equal(seq, 3);
+	assert_int_equal(outbox_full(&ob), 1); /* 5 events, bound 5 */
+	outbox_close(&ob);
+
+	/* A crash mid-write leaves a .tmp: removed at open; a damaged file goes to rejected/. */
+	char *tmp = xasprintf("%s/outbox/00000000000000000009.json.tmp", dir);
+	char *bad = xasprintf("%s/outbox/00000000000000000007.json", dir);
+	FILE *fp = fopen(tmp, "w");
+	fputs("{\"events\":[", fp);
+	fclose(fp);
+	fp = fopen(bad, "w");
+	fputs("{\"events\":[", fp);
+	fclose(fp);
+
+	assert_int_equal(outbox_open(&ob, dir, 5, err, sizeof(err)), 0);
+	assert_int_equal(ob.npending, 3);
+	assert_int_equal(ob.nevents, 5);
+	assert_int_equal(ob.next_seq, 8); /* past the damaged 7: never reused */
+	assert_int_equal(access(tmp, F_OK), -1);
+	char *rej = xasprintf("%s/rejected", dir);
+	assert_int_equal(count_files(rej, ".json"), 1);
+	assert_int_equal(count_files(rej, ".answer"), 1);
+
+	struct buf b;
+	buf_init(&b, OUTBOX_MAX_REPORT);
+	assert_int_equal(outbox_peek(&ob, &seq, &b, err, sizeof(err)), 0);
+	assert_int_equal(seq, 1);
+	assert_string_equal(b.data, r1);
+	assert_int_equal(outbox_remove(&ob, 1, err, sizeof(err)), 0);
+	assert_int_equal(ob.nevents, 3);
+	assert_int_equal(outbox_peek(&ob, &seq, &b, err, sizeof(err)), 0);
+	assert_int_equal(seq, 2);
+	assert_string_equal(b.data, r2);
+	assert_int_equal(outbox_reject(&ob, 2, 422, "error: Unprocessable (HTTP 422)", err,
+				       sizeof(err)), 0);
+	assert_int_equal(count_files(rej, ".json"), 2);
+	char *ans = xasprintf("%s/00000000000000000002.answer", rej);
+	fp = fopen(ans, "r");
+	assert_non_null(fp);
+	char line[128] = "";
+	assert_non_null(fgets(line, sizeof(line), fp));
+	assert_string_equal(line, "HTTP 422\n");
+	assert_non_null(fgets(line, sizeof(line), fp));
+	assert_string_equal(line, "error: Unprocessable (HTTP 422)\n");
+	fclose(fp);
+	assert_int_equal(outbox_remove(&ob, 2, err, sizeof(err)), FP_ENOTFOUND);
+	assert_int_equal(outbox_peek(&ob, &seq, &b, err, sizeof(err)), 0);
+	assert_int_equal(seq, 3);
+	assert_int_equal(outbox_remove(&ob, 3, err, sizeof(err)), 0);
+	assert_int_equal(outbox_peek(&ob, &seq, &b, err, sizeof(err)), FP_ENOTFOUND);
+	assert_int_equal(ob.nevents, 0);
+	outbox_close(&ob);
+	assert_int_equal(outbox_open(&ob, dir, 0, err, sizeof(err)), FP_EINVAL);
+	assert_string_equal(err, "max buffer 0 out of 1..10000000 events");
+	outbox_close(&ob);
+	buf_release(&b);
+	free(tmp);
+	free(bad);
+	free(rej);
+	free(ans);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* ------------------------------------------------------------------ probes */
+
+static void test_probe(void **state)
+{
+	(void)state;
+	struct probe_result r;
+	char err[512];
+	char *sleep_argv[] = {"/bin/sleep", "30", NULL};
+	assert_int_equal(probe_run(sleep_argv, 200, 4096, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.timed_out, 1);
+	assert_int_equal(r.exited, 0);
+	assert_int_equal(r.signaled, SIGKILL);
+	assert_true(r.elapsed_ms < 5000); /* killed, not waited for: 30 s would fail this */
+	probe_result_release(&r);
+
+	/* Output bound: the 43-line log is 5,400 bytes; keep 100 of them. */
+	char *log = data_path("dmesg-xid119-gsp-timeout.log");
+	char *cat_argv[] = {"/bin/cat", log, NULL};
+	assert_int_equal(probe_run(cat_argv, 10000, 100, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.truncated, 1);
+	assert_int_equal(r.out.len, 100);
+	assert_memory_equal(r.out.data, "[Sun Feb 23 16:24:18 2025] NVRM: GPU at PCI:0000:9b:00: ", 56);
+	probe_result_release(&r);
+	assert_int_equal(probe_run(cat_argv, 10000, 1 << 20, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.truncated, 0);
+	assert_int_equal(r.exited, 1);
+	assert_int_equal(r.exit_status, 0);
+	struct stat st;
+	assert_int_equal(stat(log, &st), 0);
+	assert_int_equal(r.out.len, (size_t)st.st_size);
+	probe_result_release(&r);
+
+	char *false_argv[] = {"false", NULL}; /* from PATH */
+	assert_int_equal(probe_run(false_argv, 10000, 100, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.exited, 1);
+	assert_int_equal(r.exit_status, 1);
+	probe_result_release(&r);
+
+	char *missing[] = {"/nonexistent/nvidia-smi", "-q", NULL};
+	assert_int_equal(probe_run(missing, 1000, 100, &r, err, sizeof(err)), FP_ENOTFOUND);
+	assert_string_equal(err, "exec /nonexistent/nvidia-smi: No such file or directory");
+	probe_result_release(&r);
+	assert_int_equal(probe_run(sleep_argv, 0, 100, &r, err, sizeof(err)), FP_EINVAL);
+	assert_string_equal(err, "probe /bin/sleep: timeout 0 ms out of 1..3600000");
+	probe_result_release(&r);
+
+	char path[256];
+	assert_int_equal(probe_which("sh", path, sizeof(path)), 0);
+	assert_int_equal(path[0], '/');
+	assert_int_equal(probe_which("no-such-tool-fleetplane", path, sizeof(path)), FP_ENOTFOUND);
+	free(log);
+}
+
+/* ------------------------------------------------------------------ detectors */
+
+static void test_not_configured(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	char *empty = mktmp(); /* a PATH with no tools in it */
+	char *old_path = xstrdup(getenv("PATH") ? getenv("PATH") : "");
+	setenv("PATH", empty, 1);
+	struct agent_config c;
+	base_cfg(&c, dir, NULL);
+	c.nvidia_smi = "auto";
+	c.dcgmi = "auto";
+	c.nvml = 1;
+	c.nvml_lib = "libnvidia-ml-fleetplane-absent.so.1";
+	struct fake *f = fake_new();
+	struct agent *a = agent_make(&c, f);
+	setenv("PATH", old_path, 1);
+	static const char *const want_msg[AGENT_DET__COUNT] = {
+		"no --kernel-log given", "nvidia-smi not found in PATH",
+		"libnvidia-ml-fleetplane-absent.so.1 not found", "dcgmi not found in PATH",
+		"no --ibstat given"};
+	for (int d = 0; d < AGENT_DET__COUNT; d++) {
+		const struct agent_det_state *s = agent_detector(a, (enum agent_det)d);
+		assert_int_equal(s->live, 0);
+		assert_string_equal(s->status, "unknown");
+		assert_string_equal(s->reason, "NotConfigured");
+		assert_string_equal(s->message, want_msg[d]);
+	}
+	/* --once: one heartbeat report, no events (nothing configured never yields events). */
+	assert_int_equal(agent_run(a), 0);
+	assert_int_equal(f->reports, 1);
+	json_t *b = json_array_get(f->bodies, 0);
+	assert_int_equal(json_array_size(json_object_get(b, "events")), 0);
+	json_t *dets = json_object_get(b, "detectors");
+	assert_int_equal(json_array_size(dets), 5);
+	assert_string_equal(jsonx_str(json_array_get(dets, 2), "name"), "nvml");
+	assert_true(json_is_false(json_object_get(json_array_get(dets, 2), "live")));
+	assert_string_equal(jsonx_str(json_array_get(dets, 2), "reason"), "NotConfigured");
+	assert_string_equal(jsonx_str(b, "agent.bootId"), BOOT);
+	assert_string_equal(jsonx_str(b, "agent.version"), AGENT_VERSION);
+	agent_free(a);
+	fake_free(f);
+	free(old_path);
+	rm_rf(dir);
+	rm_rf(empty);
+	free(dir);
+	free(empty);
+}
+
+/* A dcgmi that never answers: the detector is ProbeTimeout and the report carries
+ * probe_timeout:dcgm (source agent), once per episode. */
+static void test_probe_timeout_detector(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	char *bin = mktmp();
+	char *tool = xasprintf("%s/dcgmi", bin);
+	FILE *fp = fopen(tool, "w");
+	fputs("#!/bin/sh\nexec sleep 30\n", fp);
+	fclose(fp);
+	chmod(tool, 0755);
+	char *old_path = xstrdup(getenv("PATH") ? getenv("PATH") : "");
+	char *path = xasprintf("%s:%s", bin, old_path);
+	setenv("PATH", path, 1);
+	struct agent_config c;
+	base_cfg(&c, dir, NULL);
+	c.dcgmi = "auto";
+	c.probe_timeout_s = 1;
+	struct fake *f = fake_new();
+	struct agent *a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	const struct agent_det_state *s = agent_detector(a, AGENT_DET_DCGM);
+	assert_int_equal(s->live, 0);
+	assert_string_equal(s->reason, "ProbeTimeout");
+	char *want = xasprintf("%s did not answer in 1 s", tool);
+	assert_string_equal(s->message, want);
+	json_t *ev = fake_events(f);
+	assert_int_equal(json_array_size(ev), 1);
+	assert_string_equal(jsonx_str(json_array_get(ev, 0), "code"), "probe_timeout:dcgm");
+	assert_string_equal(jsonx_str(json_array_get(ev, 0), "source"), "agent");
+	json_decref(ev);
+	/* The same episode: a second round sends no new event (a heartbeat). */
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(agent_flush(a), 0);
+	assert_int_equal(f->nids, 1);
+	assert_int_equal(f->reports, 2);
+	setenv("PATH", old_path, 1);
+	agent_free(a);
+	fake_free(f);
+	free(want);
+	free(path);
+	free(old_path);
+	free(tool);
+	rm_rf(bin);
+	rm_rf(dir);
+	free(bin);
+	free(dir);
+}
+
+/* ------------------------------------------------------------------ kernel log */
+
+/* Byte offsets of the lines of a file (at most 64). */
+static size_t line_offsets(const char *path, uint64_t *off, size_t max)
+{
+	FILE *fp = fopen(path, "r");
+	assert_non_null(fp);
+	size_t n = 0;
+	uint64_t pos = 0;
+	int c, start = 1;
+	while ((c = fgetc(fp)) != EOF) {
+		if (start && n < max)
+			off[n++] = pos;
+		start = c == '\n';
+		pos++;
+	}
+	fclose(fp);
+	return n;
+}
+
+static void test_kernel_once(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	char *log = data_path("dmesg-xid119-gsp-timeout.log");
+	struct agent_config c;
+	base_cfg(&c, dir, log);
+	c.job = "4242";
+	struct fake *f = fake_new();
+	struct agent *a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	json_t *ev = fake_events(f);
+	/* Xid 119 on lines 3, 38, 40, 42, 43 (1-based) of the file. */
+	assert_int_equal(json_array_size(ev), 5);
+	uint64_t off[64];
+	assert_int_equal(line_offsets(log, off, 64), 43);
+	static const int line_no[5] = {3, 38, 40, 42, 43};
+	static const long pid[5] = {2024380, 2024380, 2024380, 1263500, 1240590};
+	static const char *const proc[5] = {"nvidia-smi", "nvidia-smi", "nvidia-smi",
+					    "cache_mgr_main", "gpud"};
+	static const char *const when[5] = {"2025-02-23T16:24:18.000Z", "2025-02-23T16:24:24.000Z",
+					    "2025-02-23T16:24:30.000Z", "2025-02-23T16:27:12.000Z",
+					    "2025-02-23T16:30:13.000Z"};
+	struct stat st;
+	assert_int_equal(stat(log, &st), 0);
+	for (size_t i = 0; i < 5; i++) {
+		json_t *e = json_array_get(ev, i);
+		assert_string_equal(jsonx_str(e, "code"), "xid:119");
+		assert_string_equal(jsonx_str(e, "source"), "kernel");
+		assert_string_equal(jsonx_str(e, "gpu.pciBusId"), "0000:9b:00.0");
+		assert_int_equal(json_integer_value(json_object_get(e, "pid")), pid[i]);
+		assert_string_equal(jsonx_str(e, "process"), proc[i]);
+		assert_string_equal(jsonx_str(e, "job"), "4242");
+		assert_string_equal(jsonx_str(e, "time"), when[i]);
+		char id[AGENT_ID_LEN];
+		agent_id_file_line(BOOT, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+				   off[line_no[i] - 1], jsonx_str(e, "raw"), id);
+		assert_string_equal(jsonx_str(e, "id"), id);
+	}
+	json_decref(ev);
+	assert_int_equal(agent_stats(a)->kernel_lines, 43);
+	agent_free(a);
+
+	/* Run again with the same state: the cursor is at the end, nothing new is sent. */
+	struct fake *g = fake_new();
+	a = agent_make(&c, g);
+	assert_int_equal(agent_run(a), 0);
+	assert_int_equal(g->nids, 0);
+	agent_free(a);
+	fake_free(g);
+	fake_free(f);
+	free(log);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* Ids of a clean --once run over log (fresh state). */
+static size_t clean_ids(const char *log, char ids[][AGENT_ID_LEN], size_t max)
+{
+	char *dir = mktmp();
+	struct agent_config c;
+	base_cfg(&c, dir, log);
+	struct fake *f = fake_new();
+	struct agent *a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	agent_free(a);
+	assert_true(f->nids <= max);
+	for (size_t i = 0; i < f->nids; i++)
+		memcpy(ids[i], f->ids[i], AGENT_ID_LEN);
+	size_t n = f->nids;
+	assert_int_equal(f->duplicates, 0);
+	fake_free(f);
+	rm_rf(dir);
+	free(dir);
+	return n;
+}
+
+/* For every N: read N lines with the API down (the report goes to the outbox, the cursor
+ * moves), "crash" (free without sending), restart with the API up and --once. The API must
+ * get exactly the clean run's ids, each once. */
+static void resume_every_line(const char *name, size_t want_events)
+{
+	char *log = data_path(name);
+	char want[64][AGENT_ID_LEN];
+	size_t nwant = clean_ids(log, want, 64);
+	assert_int_equal(nwant, want_events);
+	uint64_t off[64];
+	size_t nlines = line_offsets(log, off, 64);
+	for (size_t n = 1; n <= nlines; n++) {
+		char *dir = mktmp();
+		struct agent_config c;
+		base_cfg(&c, dir, log);
+		c.max_lines_per_pass = n;
+		struct fake *f = fake_new();
+		f->down = 1;
+		struct agent *a = agent_make(&c, f);
+		assert_int_equal(agent_read_kernel(a, 0), 0);
+		assert_int_equal(agent_stats(a)->kernel_lines, n);
+		agent_free(a); /* crash: the outbox and cursor are what is left */
+		f->down = 0;
+		c.max_lines_per_pass = 0;
+		a = agent_make(&c, f);
+		assert_int_equal(agent_run(a), 0);
+		agent_free(a);
+		if (f->nids != nwant || f->duplicates != 0)
+			fail_msg("%s: crash after line %zu: %zu ids (%zu duplicates), want %zu",
+				 name, n, f->nids, f->duplicates, nwant);
+		for (size_t i = 0; i < nwant; i++)
+			if (!fake_seen(f, want[i]))
+				fail_msg("%s: crash after line %zu: event %s lost", name, n, want[i]);
+		fake_free(f);
+		rm_rf(dir);
+		free(dir);
+	}
+	free(log);
+}
+
+static void test_cursor_resume(void **state)
+{
+	(void)state;
+	resume_every_line("dmesg-xid119-gsp-timeout.log", 5);
+	resume_every_line("fallen-off-bus-multiline-nvsentinel-155.log", 1);
+	resume_every_line("xid79-nvsentinel-155.log", 1);
+}
+
+/* A crash after the report was written but before the cursor moved: the lines are read again
+ * and give the same ids, so the server counts duplicates, not new events. */
+static void test_crash_before_cursor(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	char *log = data_path("dmesg-xid119-gsp-timeout.log");
+	struct agent_config c;
+	base_cfg(&c, dir, log);
+	c.max_lines_per_pass = 39;
+	struct fake *f = fake_new();
+	f->down = 1;
+	struct agent *a = agent_make(&c, f);
+	assert_int_equal(agent_read_kernel(a, 0), 0); /* lines 1-39: Xid on 3 and 38 */
+	agent_free(a);
+	assert_int_equal(f->nids, 0);
+	char *cursor = xasprintf("%s/kernel.cursor", dir);
+	assert_int_equal(unlink(cursor), 0); /* as if the crash came before its write */
+	f->down = 0;
+	c.max_lines_per_pass = 0;
+	a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	assert_int_equal(f->nids, 5);
+	assert_int_equal(f->duplicates, 2);
+	agent_free(a);
+	fake_free(f);
+	free(cursor);
+	free(log);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* The outbox bound: with room for 2 events and the API down, reading stops after the second
+ * event (nothing dropped, the cursor stays); --once says the API is unreachable; once it is
+ * back every event arrives exactly once. */
+static void test_outbox_bound(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	char *log = data_path("dmesg-xid119-gsp-timeout.log");
+	struct agent_config c;
+	base_cfg(&c, dir, log);
+	c.max_buffer = 2;
+	struct fake *f = fake_new();
+	f->down = 1;
+	struct agent *a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), FP_EIO);
+	assert_int_equal(agent_outbox_events(a), 2);
+	assert_int_equal(agent_stats(a)->kernel_lines, 38); /* stopped at the second Xid */
+	assert_int_equal(agent_read_kernel(a, 0), 0);
+	assert_int_equal(agent_stats(a)->kernel_lines, 38);
+	assert_string_equal(agent_detector(a, AGENT_DET_KERNEL)->message,
+			    "outbox full (2 events buffered, max 2): kernel log reading paused");
+	agent_free(a);
+	f->down = 0;
+	a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	assert_int_equal(f->nids, 5);
+	assert_int_equal(f->duplicates, 0);
+	assert_int_equal(agent_outbox_events(a), 0);
+	agent_free(a);
+	fake_free(f);
+	free(log);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* A 422 moves the report to rejected/ with the answer and --once fails; it is not retried. */
+static void test_rejected(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	char *log = data_path("xid79-nvsentinel-155.log");
+	struct agent_config c;
+	base_cfg(&c, dir, log);
+	struct fake *f = fake_new();
+	f->status = 422;
+	struct agent *a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), FP_EINVAL);
+	assert_int_equal(agent_stats(a)->reports_rejected, 2); /* the events and the heartbeat */
+	assert_int_equal(agent_outbox_events(a), 0);
+	agent_free(a);
+	char *rej = xasprintf("%s/rejected", dir);
+	assert_int_equal(count_files(rej, ".json"), 2);
+	assert_int_equal(count_files(rej, ".answer"), 2);
+	/* 409 keeps the report for a retry. */
+	f->status = 409;
+	char *log2 = data_path("fallen-off-bus-multiline-nvsentinel-155.log");
+	char *dir2 = mktmp();
+	base_cfg(&c, dir2, log2);
+	a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), FP_EAGAIN);
+	assert_int_equal(agent_outbox_events(a), 1);
+	agent_free(a);
+	fake_free(f);
+	free(rej);
+	free(log);
+	free(log2);
+	rm_rf(dir);
+	rm_rf(dir2);
+	free(dir);
+	free(dir2);
+}
+
+static void test_nvml_absent(void **state)
+{
+	(void)state;
+	struct nvml *n = NULL;
+	char err[256];
+	assert_int_equal(nvml_open("libnvidia-ml-fleetplane-absent.so.1", &n, err, sizeof(err)),
+			 FP_ENOTFOUND);
+	assert_null(n);
+	assert_string_equal(err, "libnvidia-ml-fleetplane-absent.so.1 not found");
+	nvml_close(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_outbox),
+		cmocka_unit_test(test_probe),
+		cmocka_unit_test(test_not_configured),
+		cmocka_unit_test(test_probe_timeout_detector),
+		cmocka_unit_test(test_kernel_once),
+		cmocka_unit_test(test_cursor_resume),
+		cmocka_unit_test(test_crash_before_cursor),
+		cmocka_unit_test(test_outbox_bound),
+		cmocka_unit_test(test_rejected),
+		cmocka_unit_test(test_nvml_absent),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
