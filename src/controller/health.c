@@ -1,0 +1,1699 @@
+/* controller/health.c - the health controller (see health.h; docs/health.md is the policy
+ * reference).
+ *
+ * A report is validated whole, then evaluated under one mutex against in-memory state: the
+ * events already seen (dedupe by (node, id)), the count-in-window and distinct-job windows per
+ * (node, GPU, code), the job windows per (code, job), the holds decided per node (lemon), the
+ * breaker windows per domain value, the open breakers and the job faults. Windows are bounded
+ * (core/health.h) and pruned by time, so a report costs no store scan: its one store
+ * transaction (event documents create-if-absent, the node by CAS, the audit events, breaker
+ * documents) is the only I/O besides reading the node. The window entries a report added carry
+ * its sequence number and are undone when its transaction fails (CAS conflict: re-read and
+ * evaluate again; an event id already stored: a duplicate).
+ *
+ * Last-report times live in memory only: after a restart every node that was AgentAlive True
+ * gets a fresh grace period from the start (documented in docs/health.md). */
+#include "controller/health.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/hmap.h"
+#include "base/jsonx.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "base/timefmt.h"
+#include "core/codec.h"
+#include "core/event.h"
+#include "core/health.h"
+
+#define ACTOR "controller:health"
+#define SEC 1000LL
+
+#define REPORT_MAX_EVENTS 256
+#define REPORT_MAX_DETECTORS 16
+#define REPORT_MAX_STR 1024
+#define REPORT_MAX_ID 64
+#define SEEN_KEEP_MS (24 * 3600 * SEC)   /* dedupe horizon in memory (the store is the rest) */
+#define JOBFAULT_KEEP_MS (24 * 3600 * SEC)
+#define LATENCY_HORIZON_MS (5 * 60 * SEC)
+#define HEARTBEAT_MIN_MS (90 * SEC)
+#define SWEEP_MAX_MS (10 * SEC)
+#define LOAD_MAX_EVENTS 200000           /* recent events replayed at start */
+#define COMMIT_ATTEMPTS 8
+
+static const char *const detector_names[] = {"kernel", "nvidia-smi", "nvml", "dcgm", "ibstat",
+					      NULL};
+static const char *const source_names[] = {"kernel", "nvidia-smi", "nvml", "dcgm", "ibstat",
+					    "agent", NULL};
+static const char *const detector_reasons[] = {"NotConfigured", "ProbeTimeout", "ProbeFailed",
+						"Unparseable", NULL};
+static const char *const rung_names[RUNG__COUNT] = {"gpu_reset", "reboot", "reimage", "rma"};
+
+struct jobfault {
+	int64_t at;     /* last event of this (code, job), wall ms */
+	uint64_t seq;   /* report that declared it */
+};
+
+struct alive {
+	int64_t last;       /* monotonic ms of the last report */
+	int64_t timeout;    /* ms */
+	int missed;         /* AgentAlive False written since */
+};
+
+struct health {
+	struct health_config cfg;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct health_policy *policy;
+	uint64_t seq;
+	struct hmap seen;      /* "node/id" -> int64_t* wall ms received */
+	struct hmap windows;   /* "c|node|gpu|code", "j|code|job", "h|node", "b|dom.val" ->
+				* struct health_window* */
+	struct hmap jobfaults; /* "code|job" -> struct jobfault* */
+	struct hmap breakers;  /* "dom.val" -> json_t* (open breaker document) */
+	struct hmap alive;     /* node -> struct alive* */
+	uint64_t timer;
+	int stopping, timer_pending; /* a sweep timer is scheduled or its callback running */
+	struct metric_family *m_latency, *m_events, *m_decisions, *m_breakers;
+};
+
+/* ---------------------------------------------------------------- report parsing */
+
+struct rep_ev {
+	const char *id, *source, *code, *process, *job, *message, *raw, *bus, *time_str;
+	int has_index, has_pid;
+	int64_t gpu_index, pid, time;
+	char bus_lc[24];
+	char gpu[32];            /* window key part: bus id, "index:N" or "" */
+	/* decision */
+	int dup;
+	char rule_code[HEALTH_CODE_MAX];
+	enum health_severity sev;
+	const char *action;      /* static */
+	int dry;
+	int holds;               /* this event placed the hold */
+	char reason[384];
+	char audit[768];
+};
+
+struct rep_det {
+	const char *name, *status, *reason, *message;
+	int live;
+};
+
+struct rep {
+	const char *version, *boot_id, *job;
+	int64_t interval;
+	struct rep_det det[REPORT_MAX_DETECTORS];
+	size_t ndet;
+	int has_detectors;
+	struct rep_ev *ev;
+	size_t nev;
+};
+
+static int in_list(const char *s, const char *const *list)
+{
+	for (; s && *list; list++)
+		if (strcmp(s, *list) == 0)
+			return 1;
+	return 0;
+}
+
+static int opt_str(const json_t *o, const char *key, const char *where, size_t max,
+		   const char **out, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+	*out = NULL;
+	if (!v)
+		return 0;
+	if (!json_is_string(v))
+		return fp_errf(FP_EINVAL, err, errlen, "%s.%s: expected a string", where, key);
+	if (json_string_length(v) > max)
+		return fp_errf(FP_EINVAL, err, errlen, "%s.%s: longer than %zu bytes", where, key,
+			       max);
+	if (strlen(json_string_value(v)) != json_string_length(v))
+		return fp_errf(FP_EINVAL, err, errlen, "%s.%s: contains a NUL byte", where, key);
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int opt_int(const json_t *o, const char *key, const char *where, int64_t lo, int64_t hi,
+		   int *has, int64_t *out, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+	*has = 0;
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+		return fp_errf(FP_EINVAL, err, errlen, "%s.%s: expected an integer in %lld..%lld",
+			       where, key, (long long)lo, (long long)hi);
+	*has = 1;
+	*out = json_integer_value(v);
+	return 0;
+}
+
+/* [A-Za-z0-9._-] (plus '+' when plus), 1..max bytes. */
+static int id_ok(const char *s, size_t max, int plus)
+{
+	size_t n = 0;
+	for (; s[n]; n++) {
+		char c = s[n];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-' || (plus && c == '+')))
+			return 0;
+	}
+	return n >= 1 && n <= max;
+}
+
+/* "0000:3b:00.0" (domain of 4 or 8 hex digits), any case; lower-cased into out. */
+static int bus_ok(const char *s, char *out, size_t outlen)
+{
+	size_t n = strlen(s), dom = 0;
+	if (n >= outlen)
+		return 0;
+	while (dom < n && s[dom] != ':')
+		dom++;
+	if ((dom != 4 && dom != 8) || n != dom + 8)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		int hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+		size_t j = i - dom; /* offset after the domain */
+		int want_sep = i == dom || j == 3;
+		if (i >= dom && j == 6) {
+			if (c != '.')
+				return 0;
+		} else if (i >= dom && j == 7) {
+			if (c < '0' || c > '7')
+				return 0;
+		} else if (want_sep) {
+			if (c != ':')
+				return 0;
+		} else if (!hex) {
+			return 0;
+		}
+		out[i] = (c >= 'A' && c <= 'F') ? (char)(c - 'A' + 'a') : c;
+	}
+	out[n] = 0;
+	return 1;
+}
+
+static int parse_event(const json_t *o, size_t i, struct rep_ev *e, char *err, size_t errlen)
+{
+	static const char *const keys[] = {"id", "source", "code", "gpu", "pid", "process", "job",
+					   "time", "message", "raw", NULL};
+	char where[32], why[160];
+	snprintf(where, sizeof(where), "events[%zu]", i);
+	int rc = jsonx_check_keys(o, keys, where, err, errlen);
+	if (rc < 0)
+		return rc;
+	if ((rc = opt_str(o, "id", where, REPORT_MAX_ID, &e->id, err, errlen)) < 0)
+		return rc;
+	if (!e->id || !id_ok(e->id, REPORT_MAX_ID, 0))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "%s.id: required, 1..%d characters of [A-Za-z0-9._-]", where,
+			       REPORT_MAX_ID);
+	if ((rc = opt_str(o, "source", where, 16, &e->source, err, errlen)) < 0)
+		return rc;
+	if (!in_list(e->source, source_names))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "%s.source: expected kernel, nvidia-smi, nvml, dcgm, ibstat or agent",
+			       where);
+	if ((rc = opt_str(o, "code", where, HEALTH_CODE_MAX - 1, &e->code, err, errlen)) < 0)
+		return rc;
+	if (!e->code)
+		return fp_errf(FP_EINVAL, err, errlen, "%s.code: required", where);
+	if (health_code_validate(e->code, 0, why, sizeof(why)) < 0)
+		return fp_errf(FP_EINVAL, err, errlen, "%s.code: %s", where, why);
+	json_t *g = json_object_get(o, "gpu");
+	if (g) {
+		static const char *const gk[] = {"index", "pciBusId", NULL};
+		char gw[48];
+		snprintf(gw, sizeof(gw), "%s.gpu", where);
+		if ((rc = jsonx_check_keys(g, gk, gw, err, errlen)) < 0)
+			return rc;
+		if ((rc = opt_int(g, "index", gw, 0, 1023, &e->has_index, &e->gpu_index, err,
+				  errlen)) < 0)
+			return rc;
+		if ((rc = opt_str(g, "pciBusId", gw, 20, &e->bus, err, errlen)) < 0)
+			return rc;
+		if (e->bus && !bus_ok(e->bus, e->bus_lc, sizeof(e->bus_lc)))
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "%s.pciBusId: expected a PCI address like 0000:3b:00.0", gw);
+	}
+	if ((rc = opt_int(o, "pid", where, 0, 4194304, &e->has_pid, &e->pid, err, errlen)) < 0)
+		return rc;
+	if ((rc = opt_str(o, "process", where, REPORT_MAX_STR, &e->process, err, errlen)) < 0)
+		return rc;
+	if ((rc = opt_str(o, "job", where, REPORT_MAX_ID, &e->job, err, errlen)) < 0)
+		return rc;
+	if (e->job && !id_ok(e->job, REPORT_MAX_ID, 1))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "%s.job: 1..%d characters of [A-Za-z0-9._+-]", where, REPORT_MAX_ID);
+	if ((rc = opt_str(o, "time", where, 40, &e->time_str, err, errlen)) < 0)
+		return rc;
+	if (e->time_str && fp_time_parse(e->time_str, &e->time) < 0)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "%s.time: expected RFC 3339 UTC like 2026-11-30T10:00:00.123Z", where);
+	if ((rc = opt_str(o, "message", where, REPORT_MAX_STR, &e->message, err, errlen)) < 0)
+		return rc;
+	if ((rc = opt_str(o, "raw", where, REPORT_MAX_STR, &e->raw, err, errlen)) < 0)
+		return rc;
+	if (e->bus)
+		snprintf(e->gpu, sizeof(e->gpu), "%s", e->bus_lc);
+	else if (e->has_index)
+		snprintf(e->gpu, sizeof(e->gpu), "index:%d", (int)e->gpu_index);
+	return 0;
+}
+
+static int parse_report(const json_t *r, struct rep *p, char *err, size_t errlen)
+{
+	static const char *const top[] = {"agent", "detectors", "events", NULL};
+	int rc = jsonx_check_keys(r, top, "", err, errlen);
+	if (rc < 0)
+		return rc;
+	json_t *a = json_object_get(r, "agent");
+	p->interval = 30;
+	if (a) {
+		static const char *const ak[] = {"version", "bootId", "intervalSeconds", "job",
+						 NULL};
+		if ((rc = jsonx_check_keys(a, ak, "agent", err, errlen)) < 0)
+			return rc;
+		if ((rc = opt_str(a, "version", "agent", 64, &p->version, err, errlen)) < 0 ||
+		    (rc = opt_str(a, "bootId", "agent", 128, &p->boot_id, err, errlen)) < 0 ||
+		    (rc = opt_str(a, "job", "agent", REPORT_MAX_ID, &p->job, err, errlen)) < 0)
+			return rc;
+		if (p->job && !id_ok(p->job, REPORT_MAX_ID, 1))
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "agent.job: 1..%d characters of [A-Za-z0-9._+-]",
+				       REPORT_MAX_ID);
+		int has = 0;
+		if ((rc = opt_int(a, "intervalSeconds", "agent", 1, 3600, &has, &p->interval, err,
+				  errlen)) < 0)
+			return rc;
+	}
+	json_t *d = json_object_get(r, "detectors");
+	if (d) {
+		if (!json_is_array(d))
+			return fp_errf(FP_EINVAL, err, errlen, "detectors: expected an array");
+		if (json_array_size(d) > REPORT_MAX_DETECTORS)
+			return fp_errf(FP_EINVAL, err, errlen, "detectors: more than %d entries",
+				       REPORT_MAX_DETECTORS);
+		p->has_detectors = 1;
+		size_t i;
+		json_t *o;
+		json_array_foreach(d, i, o)
+		{
+			static const char *const dk[] = {"name", "live", "status", "reason",
+							 "message", NULL};
+			char where[32];
+			snprintf(where, sizeof(where), "detectors[%zu]", i);
+			struct rep_det *x = &p->det[p->ndet];
+			if ((rc = jsonx_check_keys(o, dk, where, err, errlen)) < 0)
+				return rc;
+			if ((rc = opt_str(o, "name", where, 16, &x->name, err, errlen)) < 0)
+				return rc;
+			if (!in_list(x->name, detector_names))
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "%s.name: expected kernel, nvidia-smi, nvml, dcgm or ibstat",
+					       where);
+			for (size_t k = 0; k < p->ndet; k++)
+				if (strcmp(p->det[k].name, x->name) == 0)
+					return fp_errf(FP_EINVAL, err, errlen,
+						       "%s.name: %s repeats detectors[%zu]", where,
+						       x->name, k);
+			json_t *live = json_object_get(o, "live");
+			if (!json_is_boolean(live))
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "%s.live: required, true or false", where);
+			x->live = json_is_true(live);
+			if ((rc = opt_str(o, "status", where, 16, &x->status, err, errlen)) < 0)
+				return rc;
+			static const char *const st[] = {"ok", "unhealthy", "unknown", NULL};
+			if (!in_list(x->status, st))
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "%s.status: required, ok, unhealthy or unknown", where);
+			if ((rc = opt_str(o, "reason", where, 32, &x->reason, err, errlen)) < 0)
+				return rc;
+			if (x->reason && !in_list(x->reason, detector_reasons))
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "%s.reason: expected NotConfigured, ProbeTimeout, ProbeFailed or Unparseable",
+					       where);
+			if ((rc = opt_str(o, "message", where, REPORT_MAX_STR, &x->message, err,
+					  errlen)) < 0)
+				return rc;
+			p->ndet++;
+		}
+	}
+	json_t *ev = json_object_get(r, "events");
+	if (ev) {
+		if (!json_is_array(ev))
+			return fp_errf(FP_EINVAL, err, errlen, "events: expected an array");
+		if (json_array_size(ev) > REPORT_MAX_EVENTS)
+			return fp_errf(FP_EINVAL, err, errlen, "events: more than %d entries",
+				       REPORT_MAX_EVENTS);
+		p->nev = json_array_size(ev);
+		p->ev = p->nev ? xcalloc(p->nev, sizeof(*p->ev)) : NULL;
+		for (size_t i = 0; i < p->nev; i++) {
+			if ((rc = parse_event(json_array_get(ev, i), i, &p->ev[i], err, errlen)) < 0)
+				return rc;
+			for (size_t k = 0; k < i; k++)
+				if (strcmp(p->ev[k].id, p->ev[i].id) == 0)
+					return fp_errf(FP_EINVAL, err, errlen,
+						       "events[%zu].id: %s repeats events[%zu]", i,
+						       p->ev[i].id, k);
+			if (!p->ev[i].job && p->job)
+				p->ev[i].job = p->job;
+		}
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- in-memory state */
+
+static struct health_window *window_get(struct health *h, const char *key, int create)
+{
+	struct health_window *w = hmap_get(&h->windows, key);
+	if (!w && create) {
+		w = xcalloc(1, sizeof(*w));
+		hmap_put(&h->windows, key, w);
+	}
+	return w;
+}
+
+/* The keys a report touched, to undo its window entries when its write fails. */
+struct touched {
+	char **keys;
+	size_t n, cap;
+	char **faults;  /* job faults it declared */
+	size_t nfaults, capf;
+	char **opened;  /* breakers it opened */
+	size_t nopened, capo;
+};
+
+static void touched_add(char ***arr, size_t *n, size_t *cap, const char *key)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp((*arr)[i], key) == 0)
+			return;
+	ALLOC_GROW(*arr, *n + 1, *cap);
+	(*arr)[(*n)++] = xstrdup(key);
+}
+
+static void touched_release(struct touched *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->keys[i]);
+	for (size_t i = 0; i < t->nfaults; i++)
+		free(t->faults[i]);
+	for (size_t i = 0; i < t->nopened; i++)
+		free(t->opened[i]);
+	free(t->keys);
+	free(t->faults);
+	free(t->opened);
+	memset(t, 0, sizeof(*t));
+}
+
+static void window_add(struct health *h, struct touched *t, const char *key, int64_t at,
+		       const char *tag, uint64_t seq)
+{
+	health_window_add(window_get(h, key, 1), at, tag, seq);
+	if (t)
+		touched_add(&t->keys, &t->n, &t->cap, key);
+}
+
+static void breakers_gauge(struct health *h)
+{
+	metric_set(h->m_breakers, NULL, (double)h->breakers.count);
+}
+
+/* Under h->mu: undoes what report seq added. */
+static void undo(struct health *h, struct touched *t, uint64_t seq)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		struct health_window *w = window_get(h, t->keys[i], 0);
+		if (w)
+			health_window_undo(w, seq);
+	}
+	for (size_t i = 0; i < t->nfaults; i++) {
+		struct jobfault *f = hmap_get(&h->jobfaults, t->faults[i]);
+		if (f && f->seq == seq)
+			free(hmap_remove(&h->jobfaults, t->faults[i]));
+	}
+	for (size_t i = 0; i < t->nopened; i++)
+		json_decref(hmap_remove(&h->breakers, t->opened[i]));
+	breakers_gauge(h);
+	touched_release(t);
+}
+
+/* ---------------------------------------------------------------- evaluation */
+
+/* What one report does to its node and what it writes besides the event documents. */
+struct outcome {
+	int hold;                 /* place the health hold + remediation */
+	size_t hold_ev;           /* index of the event that did */
+	size_t start_rung;
+	enum remediation_rung ladder[RUNG__COUNT];
+	size_t nladder;
+	char hold_reason[256];
+	char rem_reason[384];
+	int suppressed;           /* a decision was suppressed by an open breaker */
+	char suppressed_by[192];
+	int node_remediating;
+	/* extra documents and events, built under the lock */
+	json_t *extra_events;     /* array of {type, reason, object, message} */
+	json_t *breaker_docs;     /* array of breaker documents to write */
+	size_t evidence[REMEDIATION_MAX_EVENTS];
+	size_t nevidence;
+};
+
+static void extra_event(struct outcome *o, const char *type, const char *reason,
+			const char *object, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void extra_event(struct outcome *o, const char *type, const char *reason,
+			const char *object, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_array_append_new(o->extra_events,
+			      json_pack("{s:s, s:s, s:s, s:o}", "type", type, "reason", reason,
+					"object", object, "message", jsonx_string_lossy(msg)));
+}
+
+static const char *domain_value(const struct node *n, const char *dom)
+{
+	const char *v;
+	if (strcmp(dom, "rack") == 0)
+		v = n->rack;
+	else if (strcmp(dom, "site") == 0)
+		v = n->site;
+	else if (strcmp(dom, "pool") == 0)
+		v = n->pool;
+	else
+		v = node_label_get(n, dom);
+	return v && *v ? v : NULL;
+}
+
+/* 1 when a health hold may be placed on n in its phase (never-served and retiring nodes are
+ * recorded only). */
+static int node_holdable(const struct node *n, char *why, size_t whylen)
+{
+	switch (n->phase) {
+	case PHASE_ENROLLED:
+	case PHASE_INSPECTING:
+	case PHASE_PROVISIONING:
+		snprintf(why, whylen, "node is %s and has never served: recorded, no hold",
+			 node_phase_name(n->phase));
+		return 0;
+	case PHASE_RETIRING:
+	case PHASE_RETIRED:
+		snprintf(why, whylen, "node is %s: recorded, no hold", node_phase_name(n->phase));
+		return 0;
+	case PHASE_VALIDATING:
+		if (!n->served_at) {
+			snprintf(why, whylen,
+				 "node is validating and has never served: recorded, no hold");
+			return 0;
+		}
+		return 1;
+	default:
+		return 1;
+	}
+}
+
+static void ladder_text(const enum remediation_rung *l, size_t n, char *out, size_t len)
+{
+	size_t w = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < n && w < len; i++) {
+		int k = snprintf(out + w, len - w, "%s%s", i ? " > " : "", rung_names[l[i]]);
+		if (k < 0)
+			break;
+		w += (size_t)k;
+	}
+	if (!n)
+		snprintf(out, len, "none (a human looks)");
+}
+
+/* Decides every new event of the report, in order, under h->mu. n is the node as read. */
+static void evaluate(struct health *h, const char *node, const struct node *n, struct rep *r,
+		     int64_t now, uint64_t seq, struct touched *t, struct outcome *o)
+{
+	const struct health_policy *p = h->policy;
+	/* A node already holding a health hold is being remediated (or is in a human's hands
+	 * when its rule has no ladder): further events are evidence, never a second ladder. */
+	o->node_remediating = node_hold_find(n, "health") != NULL;
+	char key[STORE_MAX_KEY + 160];
+	for (size_t i = 0; i < r->nev; i++) {
+		struct rep_ev *e = &r->ev[i];
+		snprintf(key, sizeof(key), "%s/%s", node, e->id);
+		if (hmap_get(&h->seen, key)) {
+			e->dup = 1;
+			continue;
+		}
+		e->dry = p->dry_run;
+		int64_t at = now; /* windows count by receipt: agent clocks may drift */
+		const struct health_rule *rule = health_rule_find(p, e->code);
+		struct health_rule unknown;
+		if (!rule) {
+			memset(&unknown, 0, sizeof(unknown));
+			snprintf(unknown.code, sizeof(unknown.code), "other");
+			unknown.severity = SEV_WARNING;
+			unknown.action = HEALTH_ACTION_NONE;
+			unknown.count = 1;
+			unknown.window_s = 3600;
+			rule = &unknown;
+		}
+		snprintf(e->rule_code, sizeof(e->rule_code), "%s", rule->code);
+		e->sev = rule->severity;
+		const char *job = e->job;
+		int64_t wms = rule->window_s * SEC;
+		/* N of M on this node+GPU+code; the tag is the job (for distinctJobs). */
+		snprintf(key, sizeof(key), "c|%s|%s|%s", node, e->gpu, e->code);
+		window_add(h, t, key, at, job && rule->distinct_jobs ? job : "", seq);
+		struct health_window *cw = window_get(h, key, 0);
+		int count = health_window_count(cw, now, wms ? wms : 1);
+		int jobs = health_window_distinct(cw, now, wms ? wms : 1);
+		char gpu_txt[40];
+		snprintf(gpu_txt, sizeof(gpu_txt), "%s", e->gpu[0] ? e->gpu : "-");
+		char inputs[384];
+		snprintf(inputs, sizeof(inputs),
+			 "code=%s severity=%s rule=%s gpu=%s job=%s count=%d window=%llds threshold=%d distinctJobs=%d/%d",
+			 e->code, health_severity_name(e->sev), rule->code, gpu_txt, job ? job : "-",
+			 count, (long long)rule->window_s, rule->count, jobs, rule->distinct_jobs);
+		if (rule->action != HEALTH_ACTION_HOLD) {
+			e->action = "none";
+			snprintf(e->reason, sizeof(e->reason), "%s %s: %s", health_severity_name(e->sev),
+				 e->code,
+				 rule == &unknown ? "no rule for this code: recorded and counted, never held" :
+						    "the rule takes no node action");
+			snprintf(e->audit, sizeof(e->audit), "%s -> none%s", inputs,
+				 e->dry ? " (dry run)" : "");
+			continue;
+		}
+		/* Job attribution: the same (code, job) on many nodes is the job's fault. */
+		if (job && rule->distinct_jobs > 0) {
+			char fkey[HEALTH_CODE_MAX + REPORT_MAX_ID + 2];
+			snprintf(fkey, sizeof(fkey), "%s|%s", e->code, job);
+			snprintf(key, sizeof(key), "j|%s|%s", e->code, job);
+			struct health_window *jw = window_get(h, key, 0);
+			if (!jw || !health_window_has(jw, now, p->job_attribution.window_s * SEC, node))
+				window_add(h, t, key, at, node, seq);
+			jw = window_get(h, key, 0);
+			struct jobfault *f = hmap_get(&h->jobfaults, fkey);
+			int nodes = health_window_distinct(jw, now, p->job_attribution.window_s * SEC);
+			if (!f && nodes >= p->job_attribution.min_nodes) {
+				f = xcalloc(1, sizeof(*f));
+				f->seq = seq;
+				hmap_put(&h->jobfaults, fkey, f);
+				touched_add(&t->faults, &t->nfaults, &t->capf, fkey);
+				char list[512];
+				health_window_tags(jw, now, p->job_attribution.window_s * SEC, list,
+						   sizeof(list));
+				char object[96];
+				snprintf(object, sizeof(object), "job/%s", job);
+				extra_event(o, "Warning", "JobFault", object,
+					    "%s from job %s on %d nodes within %lld s (%s): the job's fault, no node action%s",
+					    e->code, job, nodes,
+					    (long long)p->job_attribution.window_s, list,
+					    e->dry ? " (dry run)" : "");
+			}
+			if (f) {
+				f->at = now;
+				e->action = "job_fault";
+				snprintf(e->reason, sizeof(e->reason),
+					 "%s from job %s is on %d nodes within %lld s: the job's fault, no node action",
+					 e->code, job, nodes, (long long)p->job_attribution.window_s);
+				snprintf(e->audit, sizeof(e->audit), "%s nodes=%d -> job_fault%s",
+					 inputs, nodes, e->dry ? " (dry run)" : "");
+				continue;
+			}
+		}
+		int met = job && rule->distinct_jobs > 0 ? jobs >= rule->distinct_jobs :
+							   count >= rule->count;
+		if (!met) {
+			e->action = "count";
+			if (job && rule->distinct_jobs > 0)
+				snprintf(e->reason, sizeof(e->reason),
+					 "%s on GPU %s: %d of %d distinct jobs within %lld s", e->code,
+					 gpu_txt, jobs, rule->distinct_jobs, (long long)rule->window_s);
+			else
+				snprintf(e->reason, sizeof(e->reason),
+					 "%s on GPU %s: %d of %d within %lld s", e->code, gpu_txt,
+					 count, rule->count, (long long)rule->window_s);
+			snprintf(e->audit, sizeof(e->audit), "%s -> count%s", inputs,
+				 e->dry ? " (dry run)" : "");
+			continue;
+		}
+		char why[160];
+		if (!node_holdable(n, why, sizeof(why))) {
+			e->action = "none";
+			snprintf(e->reason, sizeof(e->reason), "%s on GPU %s: %s", e->code, gpu_txt,
+				 why);
+			snprintf(e->audit, sizeof(e->audit), "%s phase=%s -> none%s", inputs,
+				 node_phase_name(n->phase), e->dry ? " (dry run)" : "");
+			continue;
+		}
+		if (o->node_remediating || o->hold) {
+			e->action = "count";
+			snprintf(e->reason, sizeof(e->reason),
+				 "%s on GPU %s: threshold met while a remediation is in progress (%s): recorded as evidence",
+				 e->code, gpu_txt,
+				 o->hold ? r->ev[o->hold_ev].code :
+					   (n->remediation.code ? n->remediation.code : "?"));
+			snprintf(e->audit, sizeof(e->audit), "%s remediation=in-progress -> count%s",
+				 inputs, e->dry ? " (dry run)" : "");
+			if (o->nevidence < REMEDIATION_MAX_EVENTS)
+				o->evidence[o->nevidence++] = i;
+			continue;
+		}
+		/* Correlated-failure breaker, per domain value of the node. */
+		const char *open_by = NULL;
+		char bstate[224] = "closed";
+		for (size_t d = 0; p->breaker.enabled && d < p->breaker.ndomains && !open_by; d++) {
+			const char *dom = p->breaker.domains[d];
+			const char *val = domain_value(n, dom);
+			if (!val)
+				continue;
+			char bname[160];
+			snprintf(bname, sizeof(bname), "%s.%s", dom, val);
+			if (hmap_get(&h->breakers, bname)) {
+				open_by = hmap_get(&h->breakers, bname) ? dom : NULL;
+				snprintf(o->suppressed_by, sizeof(o->suppressed_by), "%s", bname);
+				snprintf(bstate, sizeof(bstate), "open(%s)", bname);
+				break;
+			}
+			snprintf(key, sizeof(key), "b|%s", bname);
+			int64_t bw = p->breaker.window_s * SEC;
+			struct health_window *w = window_get(h, key, 0);
+			if (!w || !health_window_has(w, now, bw, node))
+				window_add(h, t, key, at, node, seq);
+			w = window_get(h, key, 0);
+			int nodes = health_window_distinct(w, now, bw);
+			if (nodes > p->breaker.max_nodes && !e->dry) {
+				char list[600], ts[FP_TIME_LEN];
+				health_window_tags(w, now, bw, list, sizeof(list));
+				fp_time_format(now, ts);
+				char rsn[900];
+				snprintf(rsn, sizeof(rsn),
+					 "%d nodes of %s %s had hold-worthy health events within %lld s (more than %d): %s; suspect the detector or a shared dependency",
+					 nodes, dom, val, (long long)p->breaker.window_s,
+					 p->breaker.max_nodes, list);
+				json_t *nodes_arr = json_array();
+				for (size_t k = 0; k < w->n; k++)
+					if (w->e[k].at > now - bw && w->e[k].at <= now) {
+						int dup = 0;
+						size_t m;
+						json_t *x;
+						json_array_foreach(nodes_arr, m, x)
+							dup |= strcmp(json_string_value(x), w->e[k].tag) == 0;
+						if (!dup)
+							json_array_append_new(nodes_arr,
+									      json_string(w->e[k].tag));
+					}
+				json_t *doc = json_pack(
+					"{s:s, s:{s:s, s:s}, s:s, s:s, s:s, s:s, s:o, s:o}", "kind",
+					"HealthBreaker", "metadata", "name", bname, "createdAt", ts,
+					"domain", dom, "value", val, "state", "open", "openedAt", ts,
+					"nodes", nodes_arr, "reason", jsonx_string_lossy(rsn));
+				hmap_put(&h->breakers, bname, json_incref(doc));
+				touched_add(&t->opened, &t->nopened, &t->capo, bname);
+				json_array_append_new(o->breaker_docs, doc);
+				char object[200];
+				snprintf(object, sizeof(object), "breaker/%s", bname);
+				extra_event(o, "Warning", "CorrelatedFailureBreakerOpen", object,
+					    "%s; automatic health holds and actions in %s %s are suppressed until POST /v1/breakers/%s:reset",
+					    rsn, dom, val, bname);
+				breakers_gauge(h);
+				open_by = dom;
+				snprintf(o->suppressed_by, sizeof(o->suppressed_by), "%s", bname);
+				snprintf(bstate, sizeof(bstate), "opened(%s)", bname);
+			} else if (nodes > p->breaker.max_nodes) {
+				snprintf(bstate, sizeof(bstate), "would-open(%s)", bname);
+			}
+		}
+		if (open_by) {
+			e->action = "suppressed";
+			o->suppressed = 1;
+			snprintf(e->reason, sizeof(e->reason),
+				 "%s on GPU %s: hold suppressed, correlated-failure breaker %s is open",
+				 e->code, gpu_txt, o->suppressed_by);
+			snprintf(e->audit, sizeof(e->audit), "%s breaker=%s -> suppressed%s", inputs,
+				 bstate, e->dry ? " (dry run)" : "");
+			continue;
+		}
+		/* Hold. The lemon score picks the first rung. */
+		snprintf(key, sizeof(key), "h|%s", node);
+		struct health_window *hw = window_get(h, key, 0);
+		int64_t newest = 0;
+		for (size_t k = 0; k < n->nremediation_history; k++)
+			if (n->remediation_history[k].at > newest)
+				newest = n->remediation_history[k].at;
+		int extra = 0;
+		for (size_t k = 0; hw && k < hw->n; k++)
+			extra += hw->e[k].at > newest &&
+				 hw->e[k].at > now - p->lemon.window_s * SEC && hw->e[k].at <= now;
+		struct health_lemon lm;
+		health_lemon_score(p, n, e->gpu[0] && e->bus ? e->bus_lc : NULL, extra, now, &lm);
+		o->nladder = rule->nladder;
+		memcpy(o->ladder, rule->ladder, sizeof(o->ladder));
+		o->start_rung = health_start_rung(p, rule, &lm);
+		char lad[96];
+		ladder_text(rule->ladder, rule->nladder, lad, sizeof(lad));
+		e->action = "hold";
+		if (!e->dry) {
+			o->hold = 1;
+			o->hold_ev = i;
+			window_add(h, t, key, at, e->gpu, seq);
+			if (o->nevidence < REMEDIATION_MAX_EVENTS)
+				o->evidence[o->nevidence++] = i;
+		}
+		const char *start = rule->nladder ? rung_names[rule->ladder[o->start_rung]] : "-";
+		snprintf(o->hold_reason, sizeof(o->hold_reason), "%s on GPU %s: %d in %lld s (threshold %d)",
+			 e->code, gpu_txt, count, (long long)rule->window_s, rule->count);
+		snprintf(e->reason, sizeof(e->reason), "%s %s on GPU %s: %d of %d within %lld s; hold, %s%s",
+			 health_severity_name(e->sev), e->code, gpu_txt, count, rule->count,
+			 (long long)rule->window_s,
+			 rule->nladder ? "remediation starts at " : "no automatic remediation",
+			 rule->nladder ? start : "");
+		snprintf(o->rem_reason, sizeof(o->rem_reason), "%s", e->reason);
+		snprintf(e->audit, sizeof(e->audit),
+			 "%s lemon=node:%d,gpu:%d%s breaker=%s ladder=%s start=%s -> hold%s", inputs,
+			 lm.node_score, lm.gpu_score, lm.recurred ? ",recurred" : "", bstate, lad,
+			 start, e->dry ? " (dry run: nothing held)" : "");
+	}
+}
+
+/* ---------------------------------------------------------------- node changes */
+
+/* DetectorsLive, and GPUHealthy Unknown/True while no health hold is placed. Returns 1 if
+ * anything changed. */
+static int detectors_conditions(struct node *n, const struct rep *r, int64_t now, int holding)
+{
+	int changed = 0;
+	if (!r->has_detectors)
+		return 0;
+	char dead[512] = "", unk[256] = "";
+	size_t wd = 0, wu = 0;
+	for (size_t i = 0; i < r->ndet; i++) {
+		const struct rep_det *d = &r->det[i];
+		if (!d->live && wd < sizeof(dead)) {
+			int k = snprintf(dead + wd, sizeof(dead) - wd, "%s%s (%s)", wd ? ", " : "",
+					 d->name, d->reason ? d->reason : "not live");
+			if (k > 0)
+				wd += (size_t)k;
+		}
+		int configured = !(d->reason && strcmp(d->reason, "NotConfigured") == 0);
+		if (strcmp(d->status, "unknown") == 0 && configured && wu < sizeof(unk)) {
+			int k = snprintf(unk + wu, sizeof(unk) - wu, "%s%s", wu ? ", " : "", d->name);
+			if (k > 0)
+				wu += (size_t)k;
+		}
+	}
+	if (wd)
+		changed |= node_condition_set(n, "DetectorsLive", COND_FALSE, "DetectorDown", dead,
+					      now);
+	else
+		changed |= node_condition_set(n, "DetectorsLive", COND_TRUE, "AllLive",
+					      "every detector the agent runs is live", now);
+	if (holding)
+		return changed;
+	const struct node_condition *g = node_condition_get(n, "GPUHealthy");
+	if (wu) {
+		char msg[320];
+		snprintf(msg, sizeof(msg), "status unknown from: %s", unk);
+		return changed | node_condition_set(n, "GPUHealthy", COND_UNKNOWN, "DetectorUnknown",
+						    msg, now);
+	}
+	int all_ok = r->ndet > 0;
+	for (size_t i = 0; i < r->ndet; i++)
+		if (strcmp(r->det[i].status, "ok") != 0 &&
+		    !(r->det[i].reason && strcmp(r->det[i].reason, "NotConfigured") == 0))
+			all_ok = 0;
+	if (all_ok && (!g || g->status == COND_UNKNOWN))
+		changed |= node_condition_set(n, "GPUHealthy", COND_TRUE, "DetectorsOk",
+					      "every configured detector reports ok", now);
+	return changed;
+}
+
+static void rem_clear(struct node_remediation *m)
+{
+	free(m->code);
+	free(m->gpu);
+	free(m->reason);
+	free(m->policy);
+	for (size_t i = 0; i < m->nevents; i++)
+		free(m->events[i]);
+	free(m->rma);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Applies the report's outcome to n (a fresh copy of the node). Returns 1 if n changed. */
+static int apply_node(struct health *h, struct node *n, const char *node, const struct rep *r,
+		      const struct outcome *o, int64_t now)
+{
+	int changed = 0;
+	char msg[160];
+	snprintf(msg, sizeof(msg), "agent %s reports every %lld s", r->version ? r->version : "?",
+		 (long long)r->interval);
+	changed |= node_condition_set(n, "AgentAlive", COND_TRUE, "Heartbeat", msg, now);
+	int remediating = node_hold_find(n, "health") != NULL;
+	if (o->hold && !remediating) {
+		const struct rep_ev *e = &r->ev[o->hold_ev];
+		if (node_hold_add(n, "health", o->hold_reason, now, 0) == 0)
+			changed = 1;
+		if (o->nladder) {
+			rem_clear(&n->remediation);
+			struct node_remediation *m = &n->remediation;
+			m->active = 1;
+			memcpy(m->ladder, o->ladder, sizeof(m->ladder));
+			m->nladder = o->nladder;
+			m->rung = o->start_rung;
+			m->attempts = 0;
+			m->code = xstrdup(e->code);
+			m->gpu = e->bus ? xstrdup(e->bus_lc) : NULL;
+			m->reason = xstrdup(o->rem_reason);
+			m->policy = xstrdup(h->policy->name ? h->policy->name : "default");
+			for (size_t i = 0; i < o->nevidence; i++)
+				m->events[m->nevents++] =
+					xasprintf("%s.%s", node, r->ev[o->evidence[i]].id);
+			m->since = now;
+		}
+		char gm[320];
+		snprintf(gm, sizeof(gm), "%s", o->hold_reason);
+		node_condition_set(n, "GPUHealthy", COND_FALSE, "HealthHold", gm, now);
+		changed = 1;
+	} else if (remediating && n->remediation.active && o->nevidence) {
+		/* More evidence for the remediation in progress. */
+		for (size_t i = 0; i < o->nevidence && n->remediation.nevents < REMEDIATION_MAX_EVENTS;
+		     i++) {
+			n->remediation.events[n->remediation.nevents++] =
+				xasprintf("%s.%s", node, r->ev[o->evidence[i]].id);
+			changed = 1;
+		}
+	}
+	changed |= detectors_conditions(n, r, now, node_hold_find(n, "health") != NULL);
+	if (o->suppressed) {
+		char sm[300];
+		snprintf(sm, sizeof(sm),
+			 "correlated-failure breaker %s is open: automatic health holds suppressed",
+			 o->suppressed_by);
+		changed |= node_condition_set(n, "HealthActionsSuppressed", COND_TRUE,
+					      "BreakerOpen", sm, now);
+	} else if (o->hold && node_condition_get(n, "HealthActionsSuppressed")) {
+		node_condition_remove(n, "HealthActionsSuppressed");
+		changed = 1;
+	}
+	return changed;
+}
+
+/* ---------------------------------------------------------------- documents */
+
+static json_t *event_doc(const char *node, const struct rep_ev *e, int64_t received,
+			 const char *policy)
+{
+	char ts[FP_TIME_LEN], rs[FP_TIME_LEN], name[160];
+	fp_time_format(e->time ? e->time : received, ts);
+	fp_time_format(received, rs);
+	snprintf(name, sizeof(name), "%s.%s", node, e->id);
+	json_t *d = json_pack("{s:s, s:{s:s, s:s}, s:s, s:s, s:s, s:s, s:s}", "kind", "HealthEvent",
+			      "metadata", "name", name, "createdAt", rs, "node", node, "id", e->id,
+			      "source", e->source, "code", e->code, "severity",
+			      health_severity_name(e->sev));
+	if (e->has_index || e->bus) {
+		json_t *g = json_object();
+		if (e->has_index)
+			json_object_set_new(g, "index", json_integer(e->gpu_index));
+		if (e->bus)
+			json_object_set_new(g, "pciBusId", json_string(e->bus_lc));
+		json_object_set_new(d, "gpu", g);
+	}
+	if (e->has_pid)
+		json_object_set_new(d, "pid", json_integer(e->pid));
+	if (e->process)
+		json_object_set_new(d, "process", json_string(e->process));
+	if (e->job)
+		json_object_set_new(d, "job", json_string(e->job));
+	json_object_set_new(d, "time", json_string(ts));
+	json_object_set_new(d, "receivedAt", json_string(rs));
+	json_object_set_new(d, "message", json_string(e->message ? e->message : ""));
+	if (e->raw)
+		json_object_set_new(d, "raw", json_string(e->raw));
+	json_object_set_new(d, "decision",
+			    json_pack("{s:s, s:b, s:s, s:s, s:s}", "action", e->action, "dryRun",
+				      e->dry, "reason", e->reason, "policy", policy, "rule",
+				      e->rule_code));
+	return d;
+}
+
+/* Growable list of owned store ops. */
+struct txn {
+	struct store_op *ops;
+	size_t n, cap;
+	char **own;
+	size_t nown, capown;
+};
+
+static void txn_put(struct txn *t, char *key, char *val, int64_t expect)
+{
+	ALLOC_GROW(t->ops, t->n + 1, t->cap);
+	ALLOC_GROW(t->own, t->nown + 2, t->capown);
+	t->own[t->nown++] = key;
+	t->own[t->nown++] = val;
+	t->ops[t->n++] = (struct store_op){STORE_OP_PUT, key, val, expect};
+}
+
+static void txn_release(struct txn *t)
+{
+	for (size_t i = 0; i < t->nown; i++)
+		free(t->own[i]);
+	free(t->own);
+	free(t->ops);
+	memset(t, 0, sizeof(*t));
+}
+
+static void txn_event(struct health *h, struct txn *t, const char *type, const char *actor,
+		      const char *object, const char *reason, const char *msg, int64_t now)
+{
+	char id[EVENT_ID_LEN];
+	event_id(now, fp_rng_u64(h->cfg.rng), id);
+	json_t *ev = event_new(id, type, actor, object, reason, msg, now);
+	txn_put(t, xasprintf("/events/%s", id), jsonx_dumps(ev), STORE_ABSENT);
+	json_decref(ev);
+}
+
+static int load_node(struct health *h, const char *name, struct node **out, char *err,
+		     size_t errlen)
+{
+	char key[STORE_MAX_KEY + 1];
+	struct store_kv kv = {0};
+	json_t *doc = NULL;
+	*out = NULL;
+	if (name_validate("node", name, err, errlen) < 0)
+		return FP_EINVAL;
+	snprintf(key, sizeof(key), "/nodes/%s", name);
+	int rc = store_get(h->cfg.store, key, &kv);
+	if (rc == FP_ENOTFOUND)
+		return fp_errf(rc, err, errlen, "node %s not found", name);
+	if (rc < 0)
+		return fp_errf(rc, err, errlen, "reading node %s: %s", name, fp_err_msg(rc));
+	rc = jsonx_parse(kv.value, strlen(kv.value), &doc, err, errlen);
+	if (rc == 0)
+		rc = node_from_json(doc, kv.mod_revision, out, err, errlen);
+	json_decref(doc);
+	store_kv_release(&kv);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- report */
+
+int health_report(struct health *h, const char *node, const char *actor, const json_t *report,
+		  int64_t received_ms, json_t **result, char *err, size_t errlen)
+{
+	struct rep r;
+	memset(&r, 0, sizeof(r));
+	*result = NULL;
+	int rc = parse_report(report, &r, err, errlen);
+	if (rc < 0) {
+		free(r.ev);
+		return rc;
+	}
+	struct node *n = NULL;
+	int64_t now = received_ms;
+	for (int attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
+		node_free(n);
+		n = NULL;
+		if ((rc = load_node(h, node, &n, err, errlen)) < 0)
+			break;
+		struct touched t = {0};
+		struct outcome o = {0};
+		o.extra_events = json_array();
+		o.breaker_docs = json_array();
+		for (size_t i = 0; i < r.nev; i++) {
+			struct rep_ev *e = &r.ev[i];
+			e->dup = 0;
+			e->holds = 0;
+			e->action = "none";
+			e->reason[0] = e->audit[0] = 0;
+		}
+		pthread_mutex_lock(&h->mu);
+		uint64_t seq = ++h->seq;
+		char policy_name[64];
+		snprintf(policy_name, sizeof(policy_name), "%s",
+			 h->policy->name ? h->policy->name : "default");
+		evaluate(h, node, n, &r, now, seq, &t, &o);
+		pthread_mutex_unlock(&h->mu);
+
+		/* Build the transaction. */
+		struct txn tx = {0};
+		size_t first_event = 0, nnew = 0;
+		for (size_t i = 0; i < r.nev; i++) {
+			struct rep_ev *e = &r.ev[i];
+			if (e->dup)
+				continue;
+			if (!nnew)
+				first_event = tx.n;
+			nnew++;
+			json_t *d = event_doc(node, e, received_ms, policy_name);
+			txn_put(&tx, xasprintf("/healthevents/%s/%s", node, e->id), jsonx_dumps(d),
+				STORE_ABSENT);
+			json_decref(d);
+		}
+		struct node *m = node_dup(n);
+		m->resource_version = n->resource_version;
+		int changed = apply_node(h, m, node, &r, &o, now);
+		size_t node_op = (size_t)-1;
+		if (changed) {
+			node_op = tx.n;
+			json_t *nj = node_to_json(m, NODE_JSON_STORE);
+			txn_put(&tx, xasprintf("/nodes/%s", node), jsonx_dumps(nj),
+				n->resource_version);
+			json_decref(nj);
+		}
+		char object[96];
+		snprintf(object, sizeof(object), "node/%s", node);
+		for (size_t i = 0; i < r.nev; i++) {
+			const struct rep_ev *e = &r.ev[i];
+			if (e->dup)
+				continue;
+			char msg[1100];
+			snprintf(msg, sizeof(msg), "health event %s.%s: %s", node, e->id, e->audit);
+			txn_event(h, &tx, strcmp(e->action, "hold") == 0 && !e->dry ? "Warning" : "Normal",
+				  ACTOR, object, "HealthDecision", msg, now);
+		}
+		size_t k;
+		json_t *x;
+		json_array_foreach(o.extra_events, k, x)
+			txn_event(h, &tx, jsonx_str(x, "type"), ACTOR, jsonx_str(x, "object"),
+				  jsonx_str(x, "reason"), jsonx_str(x, "message"), now);
+		json_array_foreach(o.breaker_docs, k, x)
+			txn_put(&tx, xasprintf("/breakers/%s", jsonx_str(x, "metadata.name")),
+				jsonx_dumps(x), STORE_ANY);
+		size_t failed = 0;
+		rc = tx.n ? store_txn(h->cfg.store, tx.ops, tx.n, NULL, &failed) : 0;
+		int64_t committed = clock_wall_ms(h->cfg.clock);
+		txn_release(&tx);
+		node_free(m);
+		json_decref(o.extra_events);
+		json_decref(o.breaker_docs);
+		pthread_mutex_lock(&h->mu);
+		if (rc == 0) {
+			for (size_t i = 0; i < r.nev; i++) {
+				if (r.ev[i].dup)
+					continue;
+				char sk[STORE_MAX_KEY + 1];
+				snprintf(sk, sizeof(sk), "%s/%s", node, r.ev[i].id);
+				int64_t *v = xmalloc(sizeof(*v));
+				*v = received_ms;
+				free(hmap_put(&h->seen, sk, v));
+			}
+			struct alive *al = hmap_get(&h->alive, node);
+			if (!al) {
+				al = xcalloc(1, sizeof(*al));
+				hmap_put(&h->alive, node, al);
+			}
+			al->last = clock_now_ms(h->cfg.clock);
+			al->timeout = h->cfg.heartbeat_timeout_ms > 0 ?
+					      h->cfg.heartbeat_timeout_ms :
+					      (3 * r.interval * SEC > HEARTBEAT_MIN_MS ?
+						       3 * r.interval * SEC :
+						       HEARTBEAT_MIN_MS);
+			al->missed = 0;
+			touched_release(&t);
+			pthread_mutex_unlock(&h->mu);
+			/* Metrics and the answer. */
+			json_t *decisions = json_array();
+			size_t dups = 0;
+			for (size_t i = 0; i < r.nev; i++) {
+				const struct rep_ev *e = &r.ev[i];
+				if (e->dup) {
+					dups++;
+					continue;
+				}
+				const char *ml[2] = {e->source, e->rule_code};
+				metric_add(h->m_events, ml, 1);
+				const char *al2[1] = {e->action};
+				metric_add(h->m_decisions, al2, 1);
+				if (strcmp(e->action, "hold") == 0 && !e->dry) {
+					int64_t basis = e->time && e->time <= received_ms &&
+								e->time > received_ms - LATENCY_HORIZON_MS ?
+							e->time : received_ms;
+					double lat = (double)(committed - basis) / 1000.0;
+					metric_observe(h->m_latency, NULL, lat < 0 ? 0 : lat);
+				}
+				json_array_append_new(decisions,
+						      json_pack("{s:s, s:s, s:b, s:s}", "event", e->id,
+								"action", e->action, "dryRun", e->dry,
+								"reason", e->reason));
+			}
+			*result = json_pack("{s:I, s:I, s:o}", "accepted", (json_int_t)nnew,
+					    "duplicates", (json_int_t)dups, "decisions", decisions);
+			break;
+		}
+		undo(h, &t, seq);
+		if (rc == FP_EEXIST && nnew && failed >= first_event &&
+		    failed < first_event + nnew) {
+			/* An event stored before (older than the in-memory horizon): a duplicate. */
+			size_t idx = failed - first_event, j = 0;
+			for (size_t i = 0; i < r.nev; i++) {
+				if (r.ev[i].dup)
+					continue;
+				if (j++ == idx) {
+					char sk[STORE_MAX_KEY + 1];
+					snprintf(sk, sizeof(sk), "%s/%s", node, r.ev[i].id);
+					int64_t *v = xmalloc(sizeof(*v));
+					*v = received_ms;
+					free(hmap_put(&h->seen, sk, v));
+				}
+			}
+			pthread_mutex_unlock(&h->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&h->mu);
+		if (rc == FP_ECONFLICT && failed == node_op)
+			continue;
+		rc = fp_errf(rc, err, errlen, "writing the report of node %s: %s", node,
+			     fp_err_msg(rc));
+		break;
+	}
+	if (rc == FP_ECONFLICT || (rc == FP_EEXIST && !*result))
+		rc = fp_errf(FP_ECONFLICT, err, errlen,
+			     "node %s kept changing: report not recorded, retry", node);
+	node_free(n);
+	free(r.ev);
+	return *result ? 0 : rc;
+}
+
+/* ---------------------------------------------------------------- policy */
+
+json_t *health_policy_get(struct health *h)
+{
+	pthread_mutex_lock(&h->mu);
+	json_t *d = health_policy_to_json(h->policy, 1);
+	pthread_mutex_unlock(&h->mu);
+	return d;
+}
+
+int health_policy_put(struct health *h, const json_t *doc, const char *actor, json_t **stored,
+		      char *err, size_t errlen)
+{
+	*stored = NULL;
+	struct health_policy *p = NULL;
+	int rc = health_policy_from_json(doc, 0, &p, err, errlen);
+	if (rc < 0)
+		return rc;
+	int64_t expect = STORE_ANY;
+	const char *rvs = jsonx_str(doc, "metadata.resourceVersion");
+	if (rvs) {
+		char *end = NULL;
+		long long v = strtoll(rvs, &end, 10);
+		if (!*rvs || *end || v < 0) {
+			health_policy_free(p);
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "metadata.resourceVersion: expected a decimal revision");
+		}
+		expect = v == 0 ? STORE_ABSENT : v;
+	}
+	int64_t now = clock_wall_ms(h->cfg.clock);
+	json_t *body = health_policy_to_json(p, 0);
+	struct txn tx = {0};
+	txn_put(&tx, xstrdup("/policies/default"), jsonx_dumps(body), expect);
+	json_decref(body);
+	char msg[256];
+	snprintf(msg, sizeof(msg), "health policy default replaced (%zu rules, dryRun %s)",
+		 p->nrules, p->dry_run ? "true" : "false");
+	txn_event(h, &tx, "Normal", actor ? actor : "?", "policy/default", "HealthPolicyChanged",
+		  msg, now);
+	int64_t rev = 0;
+	size_t failed = 0;
+	rc = store_txn(h->cfg.store, tx.ops, tx.n, &rev, &failed);
+	txn_release(&tx);
+	if (rc == FP_ECONFLICT || rc == FP_EEXIST) {
+		health_policy_free(p);
+		return fp_errf(FP_ECONFLICT, err, errlen,
+			       "metadata.resourceVersion %s is stale: the policy changed since",
+			       rvs ? rvs : "?");
+	}
+	if (rc < 0) {
+		health_policy_free(p);
+		return fp_errf(rc, err, errlen, "writing /policies/default: %s", fp_err_msg(rc));
+	}
+	p->resource_version = rev;
+	pthread_mutex_lock(&h->mu);
+	health_policy_free(h->policy);
+	h->policy = p;
+	*stored = health_policy_to_json(p, 1);
+	pthread_mutex_unlock(&h->mu);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- breakers */
+
+json_t *health_breakers(struct health *h)
+{
+	json_t *items = json_array();
+	pthread_mutex_lock(&h->mu);
+	/* In name order, for a stable listing. */
+	size_t n = h->breakers.count, i = 0;
+	const char **names = xcalloc(n ? n : 1, sizeof(*names));
+	for (struct hmap_iter it = hmap_iter_start(&h->breakers); hmap_iter_next(&it);)
+		names[i++] = it.e->key;
+	for (size_t a = 1; a < n; a++)
+		for (size_t b = a; b > 0 && strcmp(names[b - 1], names[b]) > 0; b--) {
+			const char *tmp = names[b];
+			names[b] = names[b - 1];
+			names[b - 1] = tmp;
+		}
+	for (i = 0; i < n; i++)
+		json_array_append_new(items, json_deep_copy(hmap_get(&h->breakers, names[i])));
+	free(names);
+	pthread_mutex_unlock(&h->mu);
+	return json_pack("{s:o}", "items", items);
+}
+
+int health_breaker_reset(struct health *h, const char *name, const char *actor,
+			 const char *reason, char *err, size_t errlen)
+{
+	if (!reason || !*reason)
+		return fp_errf(FP_EINVAL, err, errlen, "reason: required (why the breaker may close)");
+	if (strlen(reason) > REPORT_MAX_STR)
+		return fp_errf(FP_EINVAL, err, errlen, "reason: longer than %d bytes",
+			       REPORT_MAX_STR);
+	pthread_mutex_lock(&h->mu);
+	int open = name && hmap_get(&h->breakers, name) != NULL;
+	pthread_mutex_unlock(&h->mu);
+	if (!open)
+		return fp_errf(FP_ENOTFOUND, err, errlen, "breaker %s is not open",
+			       name ? name : "?");
+	int64_t now = clock_wall_ms(h->cfg.clock);
+	char key[STORE_MAX_KEY + 1], object[200], msg[1400];
+	snprintf(key, sizeof(key), "/breakers/%s", name);
+	snprintf(object, sizeof(object), "breaker/%s", name);
+	snprintf(msg, sizeof(msg), "correlated-failure breaker %s closed by %s: %s", name,
+		 actor ? actor : "?", reason);
+	char id[EVENT_ID_LEN];
+	event_id(now, fp_rng_u64(h->cfg.rng), id);
+	json_t *ev = event_new(id, "Normal", actor ? actor : "?", object, "BreakerReset", msg, now);
+	char *ekey = xasprintf("/events/%s", id), *eval = jsonx_dumps(ev);
+	json_decref(ev);
+	struct store_op ops[2] = {{STORE_OP_DELETE, key, NULL, STORE_ANY},
+				  {STORE_OP_PUT, ekey, eval, STORE_ABSENT}};
+	int rc = store_txn(h->cfg.store, ops, 2, NULL, NULL);
+	free(ekey);
+	free(eval);
+	if (rc < 0 && rc != FP_ENOTFOUND)
+		return fp_errf(rc, err, errlen, "deleting %s: %s", key, fp_err_msg(rc));
+	if (rc == FP_ENOTFOUND) /* the document was gone already: still close it here */
+		rc = 0;
+	pthread_mutex_lock(&h->mu);
+	json_decref(hmap_remove(&h->breakers, name));
+	char wkey[STORE_MAX_KEY + 8];
+	snprintf(wkey, sizeof(wkey), "b|%s", name);
+	struct health_window *w = hmap_remove(&h->windows, wkey);
+	if (w) {
+		health_window_release(w);
+		free(w);
+	}
+	breakers_gauge(h);
+	pthread_mutex_unlock(&h->mu);
+	log_info("health breaker reset breaker=%s actor=%s", name, actor ? actor : "?");
+	return rc;
+}
+
+/* ---------------------------------------------------------------- sweep */
+
+static void prune(struct health *h, int64_t wall)
+{
+	const struct health_policy *p = h->policy;
+	int64_t maxw = p->lemon.window_s;
+	if (p->job_attribution.window_s > maxw)
+		maxw = p->job_attribution.window_s;
+	if (p->breaker.window_s > maxw)
+		maxw = p->breaker.window_s;
+	for (size_t i = 0; i < p->nrules; i++)
+		if (p->rules[i].window_s > maxw)
+			maxw = p->rules[i].window_s;
+	char **drop = NULL;
+	size_t nd = 0, cap = 0;
+	for (struct hmap_iter it = hmap_iter_start(&h->windows); hmap_iter_next(&it);) {
+		struct health_window *w = it.e->value;
+		health_window_prune(w, wall, maxw * SEC);
+		if (!w->n) {
+			ALLOC_GROW(drop, nd + 1, cap);
+			drop[nd++] = xstrdup(it.e->key);
+		}
+	}
+	for (size_t i = 0; i < nd; i++) {
+		struct health_window *w = hmap_remove(&h->windows, drop[i]);
+		health_window_release(w);
+		free(w);
+		free(drop[i]);
+	}
+	nd = 0;
+	for (struct hmap_iter it = hmap_iter_start(&h->seen); hmap_iter_next(&it);)
+		if (*(int64_t *)it.e->value < wall - SEEN_KEEP_MS) {
+			ALLOC_GROW(drop, nd + 1, cap);
+			drop[nd++] = xstrdup(it.e->key);
+		}
+	for (size_t i = 0; i < nd; i++) {
+		free(hmap_remove(&h->seen, drop[i]));
+		free(drop[i]);
+	}
+	nd = 0;
+	for (struct hmap_iter it = hmap_iter_start(&h->jobfaults); hmap_iter_next(&it);)
+		if (((struct jobfault *)it.e->value)->at < wall - JOBFAULT_KEEP_MS) {
+			ALLOC_GROW(drop, nd + 1, cap);
+			drop[nd++] = xstrdup(it.e->key);
+		}
+	for (size_t i = 0; i < nd; i++) {
+		free(hmap_remove(&h->jobfaults, drop[i]));
+		free(drop[i]);
+	}
+	free(drop);
+}
+
+static int64_t heartbeat_missed(struct health *h, const char *name, int64_t silent,
+				int64_t timeout)
+{
+	char err[256];
+	for (int attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
+		struct node *n = NULL;
+		int rc = load_node(h, name, &n, err, sizeof(err));
+		if (rc < 0)
+			return rc;
+		int64_t now = clock_wall_ms(h->cfg.clock);
+		char msg[200];
+		snprintf(msg, sizeof(msg), "no agent report for %lld s (timeout %lld s)",
+			 (long long)(silent / SEC), (long long)(timeout / SEC));
+		const struct node_condition *c = node_condition_get(n, "AgentAlive");
+		if (c && c->status == COND_FALSE) {
+			node_free(n);
+			return 0;
+		}
+		node_condition_set(n, "AgentAlive", COND_FALSE, "HeartbeatMissed", msg, now);
+		struct txn tx = {0};
+		json_t *nj = node_to_json(n, NODE_JSON_STORE);
+		txn_put(&tx, xasprintf("/nodes/%s", name), jsonx_dumps(nj), n->resource_version);
+		json_decref(nj);
+		char object[96];
+		snprintf(object, sizeof(object), "node/%s", name);
+		txn_event(h, &tx, "Warning", ACTOR, object, "AgentHeartbeatMissed", msg, now);
+		rc = store_txn(h->cfg.store, tx.ops, tx.n, NULL, NULL);
+		txn_release(&tx);
+		node_free(n);
+		if (rc != FP_ECONFLICT)
+			return rc;
+	}
+	return FP_ECONFLICT;
+}
+
+int64_t health_tick(struct health *h)
+{
+	int64_t mono = clock_now_ms(h->cfg.clock), wall = clock_wall_ms(h->cfg.clock);
+	int64_t next = SWEEP_MAX_MS;
+	struct {
+		char *name;
+		int64_t silent, timeout;
+	} *due = NULL;
+	size_t nd = 0, cap = 0;
+	pthread_mutex_lock(&h->mu);
+	prune(h, wall);
+	for (struct hmap_iter it = hmap_iter_start(&h->alive); hmap_iter_next(&it);) {
+		struct alive *a = it.e->value;
+		if (a->missed)
+			continue;
+		int64_t left = a->last + a->timeout - mono;
+		if (left <= 0) {
+			ALLOC_GROW(due, nd + 1, cap);
+			due[nd].name = xstrdup(it.e->key);
+			due[nd].silent = mono - a->last;
+			due[nd].timeout = a->timeout;
+			nd++;
+			a->missed = 1;
+		} else if (left < next) {
+			next = left;
+		}
+	}
+	pthread_mutex_unlock(&h->mu);
+	for (size_t i = 0; i < nd; i++) {
+		int64_t rc = heartbeat_missed(h, due[i].name, due[i].silent, due[i].timeout);
+		if (rc < 0 && rc != FP_ENOTFOUND) {
+			log_warn("heartbeat sweep could not mark node node=%s rc=%d", due[i].name,
+				 (int)rc);
+			pthread_mutex_lock(&h->mu); /* try again at the next sweep */
+			struct alive *a = hmap_get(&h->alive, due[i].name);
+			if (a)
+				a->missed = 0;
+			pthread_mutex_unlock(&h->mu);
+		} else if (rc == FP_ENOTFOUND) {
+			pthread_mutex_lock(&h->mu);
+			free(hmap_remove(&h->alive, due[i].name));
+			pthread_mutex_unlock(&h->mu);
+		}
+		free(due[i].name);
+	}
+	free(due);
+	return next < 1 ? 1 : next;
+}
+
+static void sweep_cb(void *arg)
+{
+	struct health *h = arg;
+	pthread_mutex_lock(&h->mu);
+	int stop = h->stopping;
+	pthread_mutex_unlock(&h->mu);
+	int64_t next = stop ? 0 : health_tick(h);
+	pthread_mutex_lock(&h->mu);
+	if (!h->stopping)
+		h->timer = clock_after(h->cfg.clock, next, sweep_cb, h);
+	else
+		h->timer_pending = 0;
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu); /* the last touch of h: health_free may free it now */
+}
+
+/* ---------------------------------------------------------------- start */
+
+struct load_ctx {
+	struct health *h;
+	int64_t now;
+	size_t n;
+};
+
+/* Replays one stored health event into the windows (recent ones only). */
+static int load_event(void *arg, const struct store_kv *kv)
+{
+	struct load_ctx *c = arg;
+	struct health *h = c->h;
+	if (c->n >= LOAD_MAX_EVENTS)
+		return 1;
+	json_t *d = NULL;
+	if (jsonx_parse(kv->value, strlen(kv->value), &d, NULL, 0) < 0)
+		return 0;
+	int64_t at = 0;
+	const char *node = jsonx_str(d, "node"), *id = jsonx_str(d, "id"),
+		   *code = jsonx_str(d, "code"), *job = jsonx_str(d, "job"),
+		   *rs = jsonx_str(d, "receivedAt"), *action = jsonx_str(d, "decision.action");
+	const char *bus = jsonx_str(d, "gpu.pciBusId");
+	json_t *idx = jsonx_path(d, "gpu.index");
+	if (!node || !id || !code || !rs || fp_time_parse(rs, &at) < 0 || at > c->now) {
+		json_decref(d);
+		return 0;
+	}
+	const struct health_policy *p = h->policy;
+	char key[STORE_MAX_KEY + 160], gpu[32] = "";
+	if (bus)
+		snprintf(gpu, sizeof(gpu), "%s", bus);
+	else if (json_is_integer(idx))
+		snprintf(gpu, sizeof(gpu), "index:%d", (int)json_integer_value(idx));
+	if (at > c->now - SEEN_KEEP_MS) {
+		snprintf(key, sizeof(key), "%s/%s", node, id);
+		int64_t *v = xmalloc(sizeof(*v));
+		*v = at;
+		free(hmap_put(&h->seen, key, v));
+	}
+	const struct health_rule *r = health_rule_find(p, code);
+	if (r && at > c->now - r->window_s * SEC) {
+		snprintf(key, sizeof(key), "c|%s|%s|%s", node, gpu, code);
+		window_add(h, NULL, key, at, job && r->distinct_jobs ? job : "", 0);
+	}
+	if (r && job && r->distinct_jobs && at > c->now - p->job_attribution.window_s * SEC) {
+		snprintf(key, sizeof(key), "j|%s|%s", code, job);
+		struct health_window *w = window_get(h, key, 0);
+		if (!w || !health_window_has(w, c->now, p->job_attribution.window_s * SEC, node))
+			window_add(h, NULL, key, at, node, 0);
+	}
+	if (action && strcmp(action, "job_fault") == 0 && job && at > c->now - JOBFAULT_KEEP_MS) {
+		snprintf(key, sizeof(key), "%s|%s", code, job);
+		struct jobfault *f = hmap_get(&h->jobfaults, key);
+		if (!f) {
+			f = xcalloc(1, sizeof(*f));
+			hmap_put(&h->jobfaults, key, f);
+		}
+		if (at > f->at)
+			f->at = at;
+	}
+	if (action && strcmp(action, "hold") == 0 && !json_is_true(jsonx_path(d, "decision.dryRun")) &&
+	    at > c->now - p->lemon.window_s * SEC) {
+		snprintf(key, sizeof(key), "h|%s", node);
+		window_add(h, NULL, key, at, gpu, 0);
+	}
+	c->n++;
+	json_decref(d);
+	return 0;
+}
+
+static int load_breaker(void *arg, const struct store_kv *kv)
+{
+	struct health *h = arg;
+	json_t *d = NULL;
+	if (jsonx_parse(kv->value, strlen(kv->value), &d, NULL, 0) < 0)
+		return 0;
+	const char *name = kv->key + strlen("/breakers/");
+	json_decref(hmap_put(&h->breakers, name, d));
+	return 0;
+}
+
+static int load_alive(void *arg, const struct store_kv *kv)
+{
+	struct load_ctx *c = arg;
+	if (!strstr(kv->value, "\"AgentAlive\""))
+		return 0;
+	json_t *d = NULL;
+	if (jsonx_parse(kv->value, strlen(kv->value), &d, NULL, 0) < 0)
+		return 0;
+	json_t *conds = jsonx_path(d, "status.conditions");
+	size_t i;
+	json_t *x;
+	json_array_foreach(conds, i, x)
+	{
+		const char *type = jsonx_str(x, "type"), *st = jsonx_str(x, "status");
+		if (type && st && strcmp(type, "AgentAlive") == 0 && strcmp(st, "True") == 0) {
+			struct alive *a = xcalloc(1, sizeof(*a));
+			a->last = c->now;
+			a->timeout = c->h->cfg.heartbeat_timeout_ms > 0 ? c->h->cfg.heartbeat_timeout_ms :
+									 HEARTBEAT_MIN_MS;
+			free(hmap_put(&c->h->alive, kv->key + strlen("/nodes/"), a));
+		}
+	}
+	json_decref(d);
+	return 0;
+}
+
+struct health *health_new(const struct health_config *cfg, char *err, size_t errlen)
+{
+	struct health *h = xcalloc(1, sizeof(*h));
+	h->cfg = *cfg;
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->cv, NULL);
+	hmap_init(&h->seen);
+	hmap_init(&h->windows);
+	hmap_init(&h->jobfaults);
+	hmap_init(&h->breakers);
+	hmap_init(&h->alive);
+	h->m_latency = metrics_register(METRIC_HISTOGRAM, "fleetplane_health_hold_latency_seconds",
+					"Detection (the event's time, or its receipt) to the health hold committed",
+					"", metrics_buckets_fast, METRICS_BUCKETS_FAST_N);
+	h->m_events = metrics_register(METRIC_COUNTER, "fleetplane_health_events_total",
+				       "Health events accepted, by source and rule code (other: no rule)",
+				       "source,code", NULL, 0);
+	h->m_decisions = metrics_register(METRIC_COUNTER, "fleetplane_health_decisions_total",
+					  "Health decisions, by action", "action", NULL, 0);
+	h->m_breakers = metrics_register(METRIC_GAUGE, "fleetplane_health_breakers_open",
+					 "Correlated-failure breakers open now", "", NULL, 0);
+	struct store_kv kv = {0};
+	int rc = store_get(cfg->store, "/policies/default", &kv);
+	if (rc == FP_ENOTFOUND) {
+		h->policy = health_policy_default();
+	} else if (rc < 0) {
+		fp_errf(rc, err, errlen, "reading /policies/default: %s", fp_err_msg(rc));
+		goto fail;
+	} else {
+		json_t *d = NULL;
+		char why[256];
+		rc = jsonx_parse(kv.value, strlen(kv.value), &d, why, sizeof(why));
+		if (rc == 0)
+			rc = health_policy_from_json(d, kv.mod_revision, &h->policy, why, sizeof(why));
+		json_decref(d);
+		store_kv_release(&kv);
+		if (rc < 0) {
+			fp_errf(rc, err, errlen, "stored /policies/default is invalid: %s", why);
+			goto fail;
+		}
+	}
+	int64_t wall = clock_wall_ms(cfg->clock);
+	if ((rc = store_foreach(cfg->store, "/breakers/", 0, load_breaker, h, NULL)) < 0) {
+		fp_errf(rc, err, errlen, "reading /breakers/: %s", fp_err_msg(rc));
+		goto fail;
+	}
+	struct load_ctx lc = {.h = h, .now = wall};
+	rc = store_foreach(cfg->store, "/healthevents/", 0, load_event, &lc, NULL);
+	if (rc < 0) {
+		fp_errf(rc, err, errlen, "reading /healthevents/: %s", fp_err_msg(rc));
+		goto fail;
+	}
+	if (lc.n >= LOAD_MAX_EVENTS)
+		log_warn("health: replayed only the first %d stored health events", LOAD_MAX_EVENTS);
+	struct load_ctx ac = {.h = h, .now = clock_now_ms(cfg->clock)};
+	if ((rc = store_foreach(cfg->store, "/nodes/", 0, load_alive, &ac, NULL)) < 0) {
+		fp_errf(rc, err, errlen, "reading /nodes/: %s", fp_err_msg(rc));
+		goto fail;
+	}
+	breakers_gauge(h);
+	if (cfg->sweep) {
+		pthread_mutex_lock(&h->mu);
+		h->timer_pending = 1;
+		h->timer = clock_after(cfg->clock, SWEEP_MAX_MS, sweep_cb, h);
+		pthread_mutex_unlock(&h->mu);
+	}
+	return h;
+fail:
+	health_free(h);
+	return NULL;
+}
+
+void health_free(struct health *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	h->stopping = 1;
+	/* A cancelled timer never runs; one that fired or is firing clears timer_pending as its
+	 * last act (it sees stopping and does not re-arm). */
+	if (h->timer_pending && clock_cancel(h->cfg.clock, h->timer) == 0)
+		h->timer_pending = 0;
+	while (h->timer_pending)
+		pthread_cond_wait(&h->cv, &h->mu);
+	pthread_mutex_unlock(&h->mu);
+	for (struct hmap_iter it = hmap_iter_start(&h->seen); hmap_iter_next(&it);)
+		free(it.e->value);
+	for (struct hmap_iter it = hmap_iter_start(&h->windows); hmap_iter_next(&it);) {
+		health_window_release(it.e->value);
+		free(it.e->value);
+	}
+	for (struct hmap_iter it = hmap_iter_start(&h->jobfaults); hmap_iter_next(&it);)
+		free(it.e->value);
+	for (struct hmap_iter it = hmap_iter_start(&h->breakers); hmap_iter_next(&it);)
+		json_decref(it.e->value);
+	for (struct hmap_iter it = hmap_iter_start(&h->alive); hmap_iter_next(&it);)
+		free(it.e->value);
+	hmap_release(&h->seen);
+	hmap_release(&h->windows);
+	hmap_release(&h->jobfaults);
+	hmap_release(&h->breakers);
+	hmap_release(&h->alive);
+	health_policy_free(h->policy);
+	pthread_cond_destroy(&h->cv);
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+}

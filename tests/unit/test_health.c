@@ -1,0 +1,885 @@
+/* layers: base core store driver engine controller */
+/* test_health.c - the health policy (core/health.h) and the health controller
+ * (controller/health.h) on an in-memory store and a virtual clock: the compiled XID catalog,
+ * the policy codec and its errors, and agent reports carrying real kernel lines
+ * (tests/data/health/xid-lines.log, SOURCES.md there) - hold + remediation in one revision,
+ * duplicates, N of M, job attribution, distinct jobs, the correlated-failure breaker, dry run,
+ * bounds, and the AgentAlive sweep. Every expected value is written by hand from the input. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/jsonx.h"
+#include "controller/health.h"
+#include "core/codec.h"
+#include "core/health.h"
+#include "engine/clock.h"
+
+#define START_WALL 1796000000000LL /* 2026-11-30T00:53:20Z */
+#define SEC 1000LL
+
+static const char *srcdir(void)
+{
+	const char *s = getenv("FP_SRCDIR");
+	return s && s[0] ? s : ".";
+}
+
+/* Line i (0-based) of tests/data/health/xid-lines.log, without its newline. */
+static void xid_line(int i, char *out, size_t len)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/tests/data/health/xid-lines.log", srcdir());
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	for (int k = 0; k <= i; k++)
+		assert_non_null(fgets(out, (int)len, f));
+	fclose(f);
+	out[strcspn(out, "\n")] = 0;
+}
+
+/* ---------------------------------------------------------------- policy */
+
+static void assert_ladder(const struct health_rule *r, const char *want)
+{
+	json_t *j = health_rule_to_json(r);
+	char *s = jsonx_dumps(json_object_get(j, "ladder"));
+	assert_string_equal(s, want);
+	free(s);
+	json_decref(j);
+}
+
+static void test_catalog_rows(void **state)
+{
+	assert_int_equal(xid_catalog_len, 66);
+	const struct xid_catalog_entry *x = xid_catalog_find(79);
+	assert_non_null(x);
+	assert_string_equal(x->name, "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS");
+	assert_int_equal(x->severity, SEV_CRITICAL);
+	assert_int_equal(xid_catalog_find(13)->severity, SEV_LOW);
+	assert_int_equal(xid_catalog_find(92)->severity, SEV_WARNING);
+	assert_null(xid_catalog_find(12));
+
+	struct health_policy *p = health_policy_default();
+	const struct health_rule *r = health_rule_find(p, "xid:79");
+	assert_non_null(r);
+	assert_int_equal(r->severity, SEV_CRITICAL);
+	assert_int_equal(r->action, HEALTH_ACTION_HOLD);
+	assert_int_equal(r->count, 1);
+	assert_int_equal(r->distinct_jobs, 0);
+	assert_ladder(r, "[\"reboot\",\"reimage\",\"rma\"]");
+	r = health_rule_find(p, "xid:13");
+	assert_int_equal(r->severity, SEV_LOW);
+	assert_int_equal(r->action, HEALTH_ACTION_NONE);
+	r = health_rule_find(p, "xid:94");
+	assert_int_equal(r->severity, SEV_MEDIUM);
+	assert_int_equal(r->action, HEALTH_ACTION_HOLD);
+	assert_int_equal(r->count, 2);
+	assert_int_equal(r->window_s, 3600);
+	assert_int_equal(r->distinct_jobs, 3);
+	assert_ladder(r, "[\"gpu_reset\",\"reboot\",\"reimage\",\"rma\"]");
+	r = health_rule_find(p, "xid:109");
+	assert_int_equal(r->severity, SEV_HIGH);
+	assert_int_equal(r->count, 1);
+	assert_int_equal(r->distinct_jobs, 2);
+	r = health_rule_find(p, "xid:92");
+	assert_int_equal(r->action, HEALTH_ACTION_HOLD);
+	assert_int_equal(r->count, 3);
+	assert_int_equal(r->window_s, 86400);
+	assert_ladder(health_rule_find(p, "xid:54"), "[]");
+	assert_ladder(health_rule_find(p, "xid:157"), "[\"rma\"]");
+	assert_int_equal(health_rule_find(p, "xid:164")->action, HEALTH_ACTION_NONE);
+	assert_string_equal(health_rule_find(p, "sxid:12028")->code, "sxid:*");
+	assert_string_equal(health_rule_find(p, "dcgm:thermal")->code, "dcgm:*");
+	assert_string_equal(health_rule_find(p, "dcgm:pcie")->code, "dcgm:pcie");
+	assert_ladder(health_rule_find(p, "gpu:fallen_off_bus"), "[\"reboot\",\"reimage\",\"rma\"]");
+	assert_null(health_rule_find(p, "xid:12"));
+	assert_null(health_rule_find(p, "made:up"));
+	assert_int_equal(p->nrules, 66 + 24);
+	health_policy_free(p);
+}
+
+static void test_policy_roundtrip(void **state)
+{
+	struct health_policy *p = health_policy_default();
+	json_t *a = health_policy_to_json(p, 0);
+	struct health_policy *q = NULL;
+	char err[256];
+	assert_int_equal(health_policy_from_json(a, 7, &q, err, sizeof(err)), 0);
+	assert_int_equal(q->resource_version, 7);
+	json_t *b = health_policy_to_json(q, 0);
+	assert_true(json_equal(a, b));
+	json_decref(b);
+	json_t *c = health_policy_to_json(q, 1);
+	assert_string_equal(jsonx_str(c, "metadata.resourceVersion"), "7");
+	json_decref(c);
+	/* A partial document overlays the compiled default. */
+	json_t *part = NULL;
+	const char *txt = "{\"spec\":{\"dryRun\":true,\"rules\":[{\"code\":\"xid:13\",\"action\":\"hold\","
+			  "\"count\":5,\"windowSeconds\":60},{\"code\":\"custom:thing\",\"action\":\"hold\"}],"
+			  "\"breaker\":{\"maxNodes\":10,\"domains\":[\"rack\",\"nvlink_domain\"]}}}";
+	assert_int_equal(jsonx_parse(txt, strlen(txt), &part, err, sizeof(err)), 0);
+	struct health_policy *r = NULL;
+	assert_int_equal(health_policy_from_json(part, 0, &r, err, sizeof(err)), 0);
+	assert_int_equal(r->dry_run, 1);
+	const struct health_rule *x = health_rule_find(r, "xid:13");
+	assert_int_equal(x->action, HEALTH_ACTION_HOLD);
+	assert_int_equal(x->count, 5);
+	assert_int_equal(x->window_s, 60);
+	assert_int_equal(x->severity, SEV_LOW); /* kept from the compiled rule */
+	x = health_rule_find(r, "custom:thing");
+	assert_int_equal(x->severity, SEV_WARNING);
+	assert_int_equal(x->count, 1);
+	assert_int_equal(r->nrules, 66 + 24 + 1);
+	assert_int_equal(r->breaker.max_nodes, 10);
+	assert_int_equal(r->breaker.ndomains, 2);
+	assert_string_equal(r->breaker.domains[1], "nvlink_domain");
+	assert_int_equal(r->job_attribution.min_nodes, 3);
+	health_policy_free(r);
+	json_decref(part);
+	json_decref(a);
+	health_policy_free(q);
+	health_policy_free(p);
+}
+
+static void policy_bad(const char *txt, const char *want)
+{
+	json_t *d = NULL;
+	char err[256] = "";
+	assert_int_equal(jsonx_parse(txt, strlen(txt), &d, err, sizeof(err)), 0);
+	struct health_policy *p = (struct health_policy *)1;
+	assert_int_equal(health_policy_from_json(d, 0, &p, err, sizeof(err)), FP_EINVAL);
+	assert_null(p);
+	assert_string_equal(err, want);
+	json_decref(d);
+}
+
+static void test_policy_errors(void **state)
+{
+	policy_bad("{\"spec\":{\"dryrun\":true}}", "unknown field spec.dryrun");
+	policy_bad("{\"kind\":\"Node\",\"spec\":{}}", "kind: expected \"HealthPolicy\"");
+	policy_bad("{}", "spec: required");
+	policy_bad("{\"metadata\":{\"name\":\"other\"},\"spec\":{}}",
+		   "metadata.name: only the policy \"default\" exists");
+	policy_bad("{\"spec\":{\"rules\":[{\"code\":\"XID:79\"}]}}",
+		   "spec.rules[0].code: code family may hold only [a-z0-9_-] (byte 0)");
+	policy_bad("{\"spec\":{\"rules\":[{\"code\":\"xid:79\",\"ladder\":[\"reboot\",\"gpu_reset\"]}]}}",
+		   "spec.rules[0].ladder[1]: rungs must be distinct and in the order gpu_reset, reboot, reimage, rma");
+	policy_bad("{\"spec\":{\"rules\":[{\"code\":\"xid:79\",\"ladder\":[\"pray\"]}]}}",
+		   "spec.rules[0].ladder[0]: expected gpu_reset, reboot, reimage or rma");
+	policy_bad("{\"spec\":{\"rules\":[{\"code\":\"xid:79\",\"count\":0}]}}",
+		   "spec.rules[0].count: 0 is out of range 1..64");
+	policy_bad("{\"spec\":{\"rules\":[{\"code\":\"xid:79\",\"action\":\"drain\"}]}}",
+		   "spec.rules[0].action: expected hold or none");
+	policy_bad("{\"spec\":{\"rules\":[{\"code\":\"x:1\",\"count\":2,\"windowSeconds\":0}]}}",
+		   "spec.rules[0].windowSeconds: must be > 0 when count > 1 or distinctJobs > 0");
+	policy_bad("{\"spec\":{\"rules\":[{\"code\":\"x:1\"},{\"code\":\"x:1\"}]}}",
+		   "spec.rules[1].code: x:1 is given twice (also spec.rules[0])");
+	policy_bad("{\"spec\":{\"rules\":[{\"code\":\"x:1\",\"colour\":1}]}}",
+		   "unknown field spec.rules[0].colour");
+	policy_bad("{\"spec\":{\"breaker\":{\"domains\":[\"rack\",\"rack\"]}}}",
+		   "spec.breaker.domains[1]: rack is given twice");
+	policy_bad("{\"spec\":{\"breaker\":{\"enabled\":1}}}",
+		   "spec.breaker.enabled: expected true or false");
+	policy_bad("{\"spec\":{\"jobAttribution\":{\"minNodes\":1}}}",
+		   "spec.jobAttribution.minNodes: 1 is out of range 2..64");
+	policy_bad("{\"spec\":{\"lemon\":{\"rmaScore\":\"3\"}}}",
+		   "spec.lemon.rmaScore: expected an integer");
+}
+
+static void test_windows_and_lemon(void **state)
+{
+	struct health_window w = {0};
+	health_window_add(&w, 1000, "j1", 1);
+	health_window_add(&w, 2000, "j2", 2);
+	health_window_add(&w, 3000, "j1", 2);
+	assert_int_equal(health_window_count(&w, 3000, 2500), 3);
+	assert_int_equal(health_window_count(&w, 3000, 2000), 2); /* (1000, 3000] */
+	assert_int_equal(health_window_distinct(&w, 3000, 5000), 2);
+	char tags[64];
+	health_window_tags(&w, 3000, 5000, tags, sizeof(tags));
+	assert_string_equal(tags, "j1, j2");
+	health_window_undo(&w, 2);
+	assert_int_equal(health_window_count(&w, 3000, 5000), 1);
+	health_window_prune(&w, 3000, 1000);
+	assert_int_equal(w.n, 0);
+	for (int i = 0; i < HEALTH_WINDOW_MAX + 5; i++)
+		health_window_add(&w, i, "x", 0);
+	assert_int_equal(w.n, HEALTH_WINDOW_MAX);
+	assert_int_equal(health_window_count(&w, 200, 200 - 5 + 1), HEALTH_WINDOW_MAX); /* 5.. kept */
+	health_window_release(&w);
+
+	struct health_policy *p = health_policy_default();
+	const struct health_rule *r94 = health_rule_find(p, "xid:94");
+	struct node *n = node_new();
+	int64_t now = START_WALL;
+	struct health_lemon l;
+	health_lemon_score(p, n, "0000:9b:00.0", 0, now, &l);
+	assert_int_equal(l.gpu_score, 0);
+	assert_int_equal(health_start_rung(p, r94, &l), 0);
+	/* Last remediation of this GPU 2 days ago used reboot: start after it (reimage). */
+	n->remediation_history = xcalloc(3, sizeof(*n->remediation_history));
+	n->remediation_history[0] = (struct node_remediation_record){
+		xstrdup("xid:94"), xstrdup("0000:9b:00.0"), RUNG_REBOOT, xstrdup("succeeded"),
+		now - 2 * 86400 * SEC};
+	n->nremediation_history = 1;
+	health_lemon_score(p, n, "0000:9b:00.0", 0, now, &l);
+	assert_int_equal(l.gpu_score, 1);
+	assert_int_equal(l.recurred, 1);
+	assert_int_equal(l.last_rung, RUNG_REBOOT);
+	assert_int_equal(health_start_rung(p, r94, &l), 2);
+	/* Another GPU: no recurrence, node score 1, GPU score 0. */
+	health_lemon_score(p, n, "0000:3b:00.0", 0, now, &l);
+	assert_int_equal(l.node_score, 1);
+	assert_int_equal(l.gpu_score, 0);
+	assert_int_equal(l.recurred, 0);
+	assert_int_equal(health_start_rung(p, r94, &l), 0);
+	/* Score 3 (two finished + one hold in progress) starts at rma. */
+	n->remediation_history[1] = (struct node_remediation_record){
+		xstrdup("xid:94"), xstrdup("0000:9b:00.0"), RUNG_GPU_RESET, xstrdup("succeeded"),
+		now - 20 * 86400 * SEC};
+	n->nremediation_history = 2;
+	health_lemon_score(p, n, "0000:9b:00.0", 1, now, &l);
+	assert_int_equal(l.gpu_score, 3);
+	assert_int_equal(health_start_rung(p, r94, &l), 3);
+	node_free(n);
+	health_policy_free(p);
+}
+
+/* ---------------------------------------------------------------- controller world */
+
+struct world {
+	struct store *store;
+	struct fp_clock *clock;
+	struct fp_rng rng;
+	struct health *h;
+};
+
+static void put_node(struct world *w, const char *name, const char *rack, enum node_phase ph)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "/nodes/%s", name);
+	struct node *nd = node_new();
+	nd->name = xstrdup(name);
+	nd->uid = xstrdup(name);
+	nd->site = xstrdup("site-a");
+	nd->rack = xstrdup(rack);
+	nd->bmc.driver = xstrdup("sim");
+	nd->gpu_count = 8;
+	nd->phase = ph;
+	nd->phase_since = nd->created_at = clock_wall_ms(w->clock);
+	if (ph == PHASE_AVAILABLE)
+		nd->served_at = nd->created_at;
+	json_t *doc = node_to_json(nd, NODE_JSON_STORE);
+	char *val = jsonx_dumps(doc);
+	assert_int_equal(store_put(w->store, key, val, STORE_ANY, NULL), 0);
+	free(val);
+	json_decref(doc);
+	node_free(nd);
+}
+
+static void health_up(struct world *w)
+{
+	char err[256];
+	struct health_config hc = {.store = w->store, .clock = w->clock, .rng = &w->rng};
+	w->h = health_new(&hc, err, sizeof(err));
+	assert_non_null(w->h);
+}
+
+static struct world *world_new(void)
+{
+	struct world *w = xcalloc(1, sizeof(*w));
+	char err[128];
+	assert_int_equal(store_open("mem:", &w->store, err, sizeof(err)), 0);
+	w->clock = clock_virtual_new(START_WALL);
+	fp_rng_init(&w->rng, 42);
+	health_up(w);
+	return w;
+}
+
+static void world_free(struct world *w)
+{
+	health_free(w->h);
+	clock_free(w->clock);
+	store_close(w->store);
+	fp_rng_release(&w->rng);
+	free(w);
+}
+
+static struct node *get_node(struct world *w, const char *name)
+{
+	char key[64], err[256];
+	struct store_kv kv = {0};
+	snprintf(key, sizeof(key), "/nodes/%s", name);
+	assert_int_equal(store_get(w->store, key, &kv), 0);
+	json_t *doc = NULL;
+	struct node *n = NULL;
+	assert_int_equal(jsonx_parse(kv.value, strlen(kv.value), &doc, err, sizeof(err)), 0);
+	assert_int_equal(node_from_json(doc, kv.mod_revision, &n, err, sizeof(err)), 0);
+	json_decref(doc);
+	store_kv_release(&kv);
+	return n;
+}
+
+/* One event {id, code, gpu bus, job or NULL, raw or NULL}; source kernel. */
+static json_t *ev(const char *id, const char *code, const char *bus, const char *job,
+		  const char *raw)
+{
+	json_t *e = json_pack("{s:s, s:s, s:s}", "id", id, "source", "kernel", "code", code);
+	if (bus)
+		json_object_set_new(e, "gpu", json_pack("{s:s}", "pciBusId", bus));
+	if (job)
+		json_object_set_new(e, "job", json_string(job));
+	if (raw)
+		json_object_set_new(e, "raw", json_string(raw));
+	return e;
+}
+
+/* Sends {agent, events:[e]} (steals e); returns the result, asserts rc 0. */
+static json_t *send1(struct world *w, const char *node, json_t *e)
+{
+	json_t *rep = json_pack("{s:{s:s, s:i}, s:[o]}", "agent", "version", "0.4.0",
+				"intervalSeconds", 30, "events", e);
+	json_t *res = NULL;
+	char err[256] = "";
+	int rc = health_report(w->h, node, "agent:x", rep, clock_wall_ms(w->clock), &res, err,
+			       sizeof(err));
+	if (rc)
+		fprintf(stderr, "health_report: %s\n", err);
+	assert_int_equal(rc, 0);
+	json_decref(rep);
+	return res;
+}
+
+static const char *action0(const json_t *res)
+{
+	return jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "action");
+}
+
+/* Number of audit events with this reason; *last gets the newest one's message. */
+static int events_with(struct world *w, const char *reason, char *last, size_t len)
+{
+	struct store_kv *items = NULL;
+	size_t n = 0;
+	int c = 0;
+	assert_int_equal(store_list(w->store, "/events/", NULL, 0, &items, &n, NULL, NULL), 0);
+	for (size_t i = 0; i < n; i++) {
+		json_t *d = NULL;
+		assert_int_equal(jsonx_parse(items[i].value, strlen(items[i].value), &d, NULL, 0), 0);
+		if (strcmp(jsonx_str(d, "reason"), reason) == 0) {
+			c++;
+			if (last)
+				snprintf(last, len, "%s", jsonx_str(d, "message"));
+		}
+		json_decref(d);
+	}
+	store_kv_array_free(items, n);
+	return c;
+}
+
+static int held(struct world *w, const char *name)
+{
+	struct node *n = get_node(w, name);
+	int r = node_hold_find(n, "health") != NULL;
+	node_free(n);
+	return r;
+}
+
+static void test_xid79_holds_in_one_revision(void **state)
+{
+	struct world *w = world_new();
+	put_node(w, "r01n01", "r01", PHASE_AVAILABLE);
+	char line[512];
+	xid_line(0, line, sizeof(line)); /* NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus */
+	json_t *e = ev("k-79a", "xid:79", "0000:44:00.0", NULL, line);
+	json_object_set_new(e, "message", json_string("GPU has fallen off the bus"));
+	json_object_set_new(e, "time", json_string("2026-11-30T00:53:19.500Z"));
+	json_t *rep = json_pack(
+		"{s:{s:s, s:s, s:i}, s:[{s:s, s:b, s:s}, {s:s, s:b, s:s, s:s, s:s}], s:[o]}",
+		"agent", "version", "0.4.0", "bootId", "b7c", "intervalSeconds", 30, "detectors",
+		"name", "kernel", "live", 1, "status", "unhealthy", "name", "nvml", "live", 0,
+		"status", "unknown", "reason", "NotConfigured", "message",
+		"libnvidia-ml.so.1 not found", "events", e);
+	int64_t rev0 = store_revision(w->store);
+	json_t *res = NULL;
+	char err[256] = "";
+	assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep,
+				       clock_wall_ms(w->clock), &res, err, sizeof(err)), 0);
+	assert_int_equal(json_integer_value(json_object_get(res, "accepted")), 1);
+	assert_int_equal(json_integer_value(json_object_get(res, "duplicates")), 0);
+	assert_string_equal(action0(res), "hold");
+	assert_string_equal(jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "reason"),
+			    "critical xid:79 on GPU 0000:44:00.0: 1 of 1 within 86400 s; hold, "
+			    "remediation starts at reboot");
+	json_decref(res);
+	/* One revision holds everything. */
+	assert_int_equal(store_revision(w->store), rev0 + 1);
+	struct node *n = get_node(w, "r01n01");
+	assert_int_equal(n->resource_version, rev0 + 1);
+	const struct node_hold *hd = node_hold_find(n, "health");
+	assert_non_null(hd);
+	assert_string_equal(hd->reason, "xid:79 on GPU 0000:44:00.0: 1 in 86400 s (threshold 1)");
+	assert_int_equal(n->remediation.active, 1);
+	assert_int_equal(n->remediation.nladder, 3);
+	assert_int_equal(n->remediation.ladder[0], RUNG_REBOOT);
+	assert_int_equal(n->remediation.ladder[2], RUNG_RMA);
+	assert_int_equal(n->remediation.rung, 0);
+	assert_int_equal(n->remediation.attempts, 0);
+	assert_string_equal(n->remediation.code, "xid:79");
+	assert_string_equal(n->remediation.gpu, "0000:44:00.0");
+	assert_string_equal(n->remediation.policy, "default");
+	assert_int_equal(n->remediation.nevents, 1);
+	assert_string_equal(n->remediation.events[0], "r01n01.k-79a");
+	assert_int_equal(n->remediation.since, START_WALL);
+	const struct node_condition *c = node_condition_get(n, "GPUHealthy");
+	assert_int_equal(c->status, COND_FALSE);
+	assert_string_equal(c->reason, "HealthHold");
+	c = node_condition_get(n, "AgentAlive");
+	assert_int_equal(c->status, COND_TRUE);
+	assert_string_equal(c->reason, "Heartbeat");
+	c = node_condition_get(n, "DetectorsLive");
+	assert_int_equal(c->status, COND_FALSE);
+	assert_string_equal(c->message, "nvml (NotConfigured)");
+	node_free(n);
+	struct store_kv kv = {0};
+	assert_int_equal(store_get(w->store, "/healthevents/r01n01/k-79a", &kv), 0);
+	assert_int_equal(kv.mod_revision, rev0 + 1);
+	json_t *d = NULL;
+	assert_int_equal(jsonx_parse(kv.value, strlen(kv.value), &d, NULL, 0), 0);
+	assert_string_equal(jsonx_str(d, "metadata.name"), "r01n01.k-79a");
+	assert_string_equal(jsonx_str(d, "severity"), "critical");
+	assert_string_equal(jsonx_str(d, "gpu.pciBusId"), "0000:44:00.0");
+	assert_string_equal(jsonx_str(d, "time"), "2026-11-30T00:53:19.500Z");
+	assert_string_equal(jsonx_str(d, "receivedAt"), "2026-11-30T00:53:20.000Z");
+	assert_string_equal(jsonx_str(d, "raw"), "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus");
+	assert_string_equal(jsonx_str(d, "decision.action"), "hold");
+	assert_string_equal(jsonx_str(d, "decision.rule"), "xid:79");
+	assert_string_equal(jsonx_str(d, "decision.policy"), "default");
+	assert_true(json_is_false(jsonx_path(d, "decision.dryRun")));
+	json_decref(d);
+	store_kv_release(&kv);
+	char msg[1200];
+	assert_int_equal(events_with(w, "HealthDecision", msg, sizeof(msg)), 1);
+	assert_string_equal(msg, "health event r01n01.k-79a: code=xid:79 severity=critical rule=xid:79 "
+				 "gpu=0000:44:00.0 job=- count=1 window=86400s threshold=1 "
+				 "distinctJobs=0/0 lemon=node:0,gpu:0 breaker=closed "
+				 "ladder=reboot > reimage > rma start=reboot -> hold");
+
+	/* The same event again (an agent retry): a duplicate, nothing written. */
+	int64_t rev1 = store_revision(w->store);
+	res = NULL;
+	assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep,
+				       clock_wall_ms(w->clock), &res, err, sizeof(err)), 0);
+	assert_int_equal(json_integer_value(json_object_get(res, "accepted")), 0);
+	assert_int_equal(json_integer_value(json_object_get(res, "duplicates")), 1);
+	assert_int_equal(json_array_size(json_object_get(res, "decisions")), 0);
+	assert_int_equal(store_revision(w->store), rev1);
+	json_decref(res);
+
+	/* After a restart the duplicate is still known (replayed from the store). */
+	health_free(w->h);
+	health_up(w);
+	res = NULL;
+	assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep,
+				       clock_wall_ms(w->clock), &res, err, sizeof(err)), 0);
+	assert_int_equal(json_integer_value(json_object_get(res, "duplicates")), 1);
+	assert_int_equal(store_revision(w->store), rev1);
+	json_decref(res);
+
+	/* Another XID on the held node: evidence, not a second ladder. */
+	res = send1(w, "r01n01", ev("k-79b", "xid:79", "0000:44:00.0", NULL, NULL));
+	assert_string_equal(action0(res), "count");
+	json_decref(res);
+	n = get_node(w, "r01n01");
+	assert_int_equal(n->remediation.nevents, 2);
+	assert_string_equal(n->remediation.events[1], "r01n01.k-79b");
+	node_free(n);
+
+	/* Unknown node. */
+	res = NULL;
+	assert_int_equal(health_report(w->h, "nope", "agent:x", rep, clock_wall_ms(w->clock),
+				       &res, err, sizeof(err)), FP_ENOTFOUND);
+	assert_string_equal(err, "node nope not found");
+	json_decref(rep);
+	world_free(w);
+}
+
+static void test_n_of_m(void **state)
+{
+	struct world *w = world_new();
+	put_node(w, "r01n01", "r01", PHASE_AVAILABLE);
+	put_node(w, "r01n02", "r01", PHASE_AVAILABLE);
+	char line[512];
+	xid_line(1, line, sizeof(line)); /* ... 94, pid=1234, name=python3, Contained ECC error */
+	json_t *res = send1(w, "r01n01", ev("a1", "xid:94", "0000:9b:00.0", NULL, line));
+	assert_string_equal(action0(res), "count");
+	assert_string_equal(jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "reason"),
+			    "xid:94 on GPU 0000:9b:00.0: 1 of 2 within 3600 s");
+	json_decref(res);
+	clock_virtual_advance(w->clock, 1800 * SEC);
+	/* Another GPU does not count towards this one. */
+	res = send1(w, "r01n01", ev("a2", "xid:94", "0000:3b:00.0", NULL, NULL));
+	assert_string_equal(action0(res), "count");
+	json_decref(res);
+	res = send1(w, "r01n01", ev("a3", "xid:94", "0000:9b:00.0", NULL, line));
+	assert_string_equal(action0(res), "hold");
+	json_decref(res);
+	assert_int_equal(held(w, "r01n01"), 1);
+	struct node *n = get_node(w, "r01n01");
+	assert_int_equal(n->remediation.ladder[0], RUNG_GPU_RESET);
+	assert_string_equal(node_hold_find(n, "health")->reason,
+			    "xid:94 on GPU 0000:9b:00.0: 2 in 3600 s (threshold 2)");
+	node_free(n);
+	/* The second one after the window: no hold. */
+	res = send1(w, "r01n02", ev("b1", "xid:94", "0000:9b:00.0", NULL, line));
+	assert_string_equal(action0(res), "count");
+	json_decref(res);
+	clock_virtual_advance(w->clock, 3601 * SEC);
+	res = send1(w, "r01n02", ev("b2", "xid:94", "0000:9b:00.0", NULL, line));
+	assert_string_equal(action0(res), "count");
+	json_decref(res);
+	assert_int_equal(held(w, "r01n02"), 0);
+	/* A low code is recorded and never held; an unknown code too. */
+	res = send1(w, "r01n02", ev("b3", "xid:13", "0000:9b:00.0", NULL, NULL));
+	assert_string_equal(action0(res), "none");
+	json_decref(res);
+	res = send1(w, "r01n02", ev("b4", "vendor:odd", NULL, NULL, NULL));
+	assert_string_equal(action0(res), "none");
+	assert_string_equal(jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "reason"),
+			    "warning vendor:odd: no rule for this code: recorded and counted, never held");
+	json_decref(res);
+	assert_int_equal(held(w, "r01n02"), 0);
+	world_free(w);
+}
+
+static void test_job_fault_across_nodes(void **state)
+{
+	struct world *w = world_new();
+	char name[32], id[32], line[512];
+	xid_line(1, line, sizeof(line));
+	for (int i = 1; i <= 10; i++) {
+		snprintf(name, sizeof(name), "r%02dn01", i);
+		put_node(w, name, name, PHASE_AVAILABLE);
+	}
+	/* Job 4242 hits XID 94 on every GPU 0 of 10 nodes, twice each (would be N of M). */
+	for (int round = 0; round < 2; round++)
+		for (int i = 1; i <= 10; i++) {
+			snprintf(name, sizeof(name), "r%02dn01", i);
+			snprintf(id, sizeof(id), "j%d-%d", round, i);
+			json_t *res = send1(w, name, ev(id, "xid:94", "0000:9b:00.0", "4242", line));
+			const char *want = round == 0 && i < 3 ? "count" : "job_fault";
+			assert_string_equal(action0(res), want);
+			json_decref(res);
+		}
+	for (int i = 1; i <= 10; i++) {
+		snprintf(name, sizeof(name), "r%02dn01", i);
+		assert_int_equal(held(w, name), 0);
+	}
+	char msg[1200];
+	assert_int_equal(events_with(w, "JobFault", msg, sizeof(msg)), 1);
+	assert_string_equal(msg, "xid:94 from job 4242 on 3 nodes within 600 s (r01n01, r02n01, "
+				 "r03n01): the job's fault, no node action");
+	world_free(w);
+}
+
+static void test_distinct_jobs_on_one_gpu(void **state)
+{
+	struct world *w = world_new();
+	put_node(w, "r01n01", "r01", PHASE_AVAILABLE);
+	char line[512];
+	xid_line(1, line, sizeof(line));
+	const char *jobs[] = {"101", "202", "303"};
+	for (int i = 0; i < 3; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "e%d", i);
+		json_t *res = send1(w, "r01n01", ev(id, "xid:94", "0000:9b:00.0", jobs[i], line));
+		assert_string_equal(action0(res), i < 2 ? "count" : "hold");
+		if (i == 1)
+			assert_string_equal(
+				jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "reason"),
+				"xid:94 on GPU 0000:9b:00.0: 2 of 3 distinct jobs within 3600 s");
+		json_decref(res);
+		clock_virtual_advance(w->clock, 60 * SEC);
+	}
+	assert_int_equal(held(w, "r01n01"), 1);
+	assert_int_equal(events_with(w, "JobFault", NULL, 0), 0);
+	world_free(w);
+}
+
+static void test_breaker(void **state)
+{
+	struct world *w = world_new();
+	char name[32], id[32];
+	for (int i = 1; i <= 5; i++) {
+		snprintf(name, sizeof(name), "r05n%02d", i);
+		put_node(w, name, "r05", PHASE_AVAILABLE);
+	}
+	for (int i = 1; i <= 4; i++) {
+		snprintf(name, sizeof(name), "r05n%02d", i);
+		snprintf(id, sizeof(id), "x%d", i);
+		json_t *res = send1(w, name, ev(id, "xid:79", "0000:44:00.0", NULL, NULL));
+		assert_string_equal(action0(res), i <= 3 ? "hold" : "suppressed");
+		json_decref(res);
+		clock_virtual_advance(w->clock, 10 * SEC);
+	}
+	assert_int_equal(held(w, "r05n04"), 0);
+	struct node *n = get_node(w, "r05n04");
+	const struct node_condition *c = node_condition_get(n, "HealthActionsSuppressed");
+	assert_non_null(c);
+	assert_int_equal(c->status, COND_TRUE);
+	assert_string_equal(c->reason, "BreakerOpen");
+	node_free(n);
+	struct store_kv kv = {0};
+	assert_int_equal(store_get(w->store, "/breakers/rack.r05", &kv), 0);
+	json_t *d = NULL;
+	assert_int_equal(jsonx_parse(kv.value, strlen(kv.value), &d, NULL, 0), 0);
+	assert_string_equal(jsonx_str(d, "state"), "open");
+	char *nodes = jsonx_dumps(json_object_get(d, "nodes"));
+	assert_string_equal(nodes, "[\"r05n01\",\"r05n02\",\"r05n03\",\"r05n04\"]");
+	free(nodes);
+	json_decref(d);
+	store_kv_release(&kv);
+	char msg[1200];
+	assert_int_equal(events_with(w, "CorrelatedFailureBreakerOpen", msg, sizeof(msg)), 1);
+	assert_string_equal(msg, "4 nodes of rack r05 had hold-worthy health events within 300 s "
+				 "(more than 3): r05n01, r05n02, r05n03, r05n04; suspect the detector "
+				 "or a shared dependency; automatic health holds and actions in rack "
+				 "r05 are suppressed until POST /v1/breakers/rack.r05:reset");
+	json_t *b = health_breakers(w->h);
+	assert_int_equal(json_array_size(json_object_get(b, "items")), 1);
+	json_decref(b);
+	/* Still open: the 5th node is suppressed too, and no second alert. */
+	json_t *res = send1(w, "r05n05", ev("x5", "xid:79", "0000:44:00.0", NULL, NULL));
+	assert_string_equal(action0(res), "suppressed");
+	json_decref(res);
+	assert_int_equal(events_with(w, "CorrelatedFailureBreakerOpen", NULL, 0), 1);
+	/* Reset by a human. */
+	char err[256];
+	assert_int_equal(health_breaker_reset(w->h, "rack.r05", "operator:alice", "", err,
+					      sizeof(err)), FP_EINVAL);
+	assert_int_equal(health_breaker_reset(w->h, "rack.r09", "operator:alice", "x", err,
+					      sizeof(err)), FP_ENOTFOUND);
+	assert_int_equal(health_breaker_reset(w->h, "rack.r05", "operator:alice",
+					      "bad PDU replaced", err, sizeof(err)), 0);
+	assert_int_equal(store_get(w->store, "/breakers/rack.r05", &kv), FP_ENOTFOUND);
+	assert_int_equal(events_with(w, "BreakerReset", msg, sizeof(msg)), 1);
+	assert_string_equal(msg, "correlated-failure breaker rack.r05 closed by operator:alice: "
+				 "bad PDU replaced");
+	/* Later (the site-a window of 300 s has passed too: r05n01..03 and r05n05 would be 4
+	 * nodes of site site-a), the next event holds. */
+	clock_virtual_advance(w->clock, 300 * SEC);
+	res = send1(w, "r05n05", ev("x6", "xid:79", "0000:44:00.0", NULL, NULL));
+	assert_string_equal(action0(res), "hold");
+	json_decref(res);
+	assert_int_equal(held(w, "r05n05"), 1);
+	b = health_breakers(w->h);
+	assert_int_equal(json_array_size(json_object_get(b, "items")), 0);
+	json_decref(b);
+	world_free(w);
+}
+
+static void test_dry_run_and_never_served(void **state)
+{
+	struct world *w = world_new();
+	put_node(w, "r01n01", "r01", PHASE_AVAILABLE);
+	put_node(w, "r01n02", "r01", PHASE_PROVISIONING);
+	/* Never served: recorded, no hold. */
+	json_t *res = send1(w, "r01n02", ev("p1", "xid:79", "0000:44:00.0", NULL, NULL));
+	assert_string_equal(action0(res), "none");
+	assert_string_equal(jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "reason"),
+			    "xid:79 on GPU 0000:44:00.0: node is provisioning and has never served: "
+			    "recorded, no hold");
+	json_decref(res);
+	assert_int_equal(held(w, "r01n02"), 0);
+
+	json_t *doc = NULL, *stored = NULL;
+	char err[256];
+	const char *txt = "{\"spec\":{\"dryRun\":true}}";
+	assert_int_equal(jsonx_parse(txt, strlen(txt), &doc, err, sizeof(err)), 0);
+	assert_int_equal(health_policy_put(w->h, doc, "operator:alice", &stored, err, sizeof(err)), 0);
+	assert_true(json_is_true(jsonx_path(stored, "spec.dryRun")));
+	int64_t prv = atoll(jsonx_str(stored, "metadata.resourceVersion"));
+	assert_int_equal(prv, store_revision(w->store));
+	json_decref(stored);
+	json_decref(doc);
+	assert_int_equal(events_with(w, "HealthPolicyChanged", NULL, 0), 1);
+	/* A stale resourceVersion is a conflict. */
+	txt = "{\"metadata\":{\"resourceVersion\":\"1\"},\"spec\":{}}";
+	assert_int_equal(jsonx_parse(txt, strlen(txt), &doc, err, sizeof(err)), 0);
+	assert_int_equal(health_policy_put(w->h, doc, "operator:alice", &stored, err, sizeof(err)),
+			 FP_ECONFLICT);
+	assert_null(stored);
+	json_decref(doc);
+
+	res = send1(w, "r01n01", ev("d1", "xid:79", "0000:44:00.0", NULL, NULL));
+	json_t *dec = json_array_get(json_object_get(res, "decisions"), 0);
+	assert_string_equal(jsonx_str(dec, "action"), "hold");
+	assert_true(json_is_true(json_object_get(dec, "dryRun")));
+	json_decref(res);
+	struct node *n = get_node(w, "r01n01");
+	assert_null(node_hold_find(n, "health"));
+	assert_int_equal(n->remediation.active, 0);
+	assert_null(node_condition_get(n, "GPUHealthy"));
+	node_free(n);
+	char msg[1200];
+	assert_int_equal(events_with(w, "HealthDecision", msg, sizeof(msg)), 2);
+	assert_non_null(strstr(msg, "-> hold (dry run: nothing held)"));
+	/* The policy survives a restart. */
+	health_free(w->h);
+	health_up(w);
+	json_t *pol = health_policy_get(w->h);
+	assert_true(json_is_true(jsonx_path(pol, "spec.dryRun")));
+	json_decref(pol);
+	world_free(w);
+}
+
+static void report_bad(struct world *w, json_t *rep, const char *want)
+{
+	int64_t rev = store_revision(w->store);
+	json_t *res = NULL;
+	char err[256] = "";
+	assert_int_equal(health_report(w->h, "r01n01", "agent:x", rep, clock_wall_ms(w->clock),
+				       &res, err, sizeof(err)), FP_EINVAL);
+	assert_null(res);
+	assert_string_equal(err, want);
+	assert_int_equal(store_revision(w->store), rev);
+	json_decref(rep);
+}
+
+static void test_bad_reports(void **state)
+{
+	struct world *w = world_new();
+	put_node(w, "r01n01", "r01", PHASE_AVAILABLE);
+	json_t *evs = json_array();
+	for (int i = 0; i < 257; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "e%d", i);
+		json_array_append_new(evs, ev(id, "xid:79", NULL, NULL, NULL));
+	}
+	report_bad(w, json_pack("{s:o}", "events", evs), "events: more than 256 entries");
+	json_t *dets = json_array();
+	for (int i = 0; i < 17; i++)
+		json_array_append_new(dets, json_pack("{s:s, s:b, s:s}", "name", "kernel", "live", 1,
+						      "status", "ok"));
+	report_bad(w, json_pack("{s:o}", "detectors", dets), "detectors: more than 16 entries");
+	report_bad(w, json_pack("{s:[{s:s, s:b, s:s},{s:s, s:b, s:s}]}", "detectors", "name", "dcgm",
+				"live", 1, "status", "ok", "name", "dcgm", "live", 1, "status", "ok"),
+		   "detectors[1].name: dcgm repeats detectors[0]");
+	report_bad(w, json_pack("{s:[{s:s, s:b, s:s}]}", "detectors", "name", "kernel", "live", 1,
+				"status", "fine"),
+		   "detectors[0].status: required, ok, unhealthy or unknown");
+	json_t *e = ev("ok1", "xid:79", NULL, NULL, NULL);
+	json_object_set_new(e, "colour", json_string("red"));
+	report_bad(w, json_pack("{s:[o]}", "events", e), "unknown field events[0].colour");
+	report_bad(w, json_pack("{s:[o]}", "events", ev("ok1", "XID:79", NULL, NULL, NULL)),
+		   "events[0].code: code family may hold only [a-z0-9_-] (byte 0)");
+	report_bad(w, json_pack("{s:[o]}", "events", ev("ok1", "xid79", NULL, NULL, NULL)),
+		   "events[0].code: code must be <family>:<detail> ([a-z0-9_-]+:[a-z0-9_.-]+)");
+	report_bad(w, json_pack("{s:[o]}", "events", ev("../x", "xid:79", NULL, NULL, NULL)),
+		   "events[0].id: required, 1..64 characters of [A-Za-z0-9._-]");
+	report_bad(w, json_pack("{s:[o]}", "events", ev("ok1", "xid:79", "3b:00.0", NULL, NULL)),
+		   "events[0].gpu.pciBusId: expected a PCI address like 0000:3b:00.0");
+	char big[1100];
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	report_bad(w, json_pack("{s:[o]}", "events", ev("ok1", "xid:79", NULL, NULL, big)),
+		   "events[0].raw: longer than 1024 bytes");
+	e = ev("ok1", "xid:79", NULL, NULL, NULL);
+	json_object_set_new(e, "message", json_string(big));
+	report_bad(w, json_pack("{s:[o]}", "events", e), "events[0].message: longer than 1024 bytes");
+	e = ev("ok1", "xid:79", NULL, NULL, NULL);
+	json_object_set_new(e, "time", json_string("yesterday"));
+	report_bad(w, json_pack("{s:[o]}", "events", e),
+		   "events[0].time: expected RFC 3339 UTC like 2026-11-30T10:00:00.123Z");
+	report_bad(w, json_pack("{s:[o, o]}", "events", ev("ok1", "xid:79", NULL, NULL, NULL),
+				ev("ok1", "xid:79", NULL, NULL, NULL)),
+		   "events[1].id: ok1 repeats events[0]");
+	report_bad(w, json_pack("{s:{s:i}}", "agent", "intervalSeconds", 0),
+		   "agent.intervalSeconds: expected an integer in 1..3600");
+	report_bad(w, json_pack("{s:[o], s:i}", "events", ev("ok1", "xid:79", NULL, NULL, NULL),
+				"extra", 1),
+		   "unknown field extra");
+	/* A valid event before a bad one: nothing is written either. */
+	report_bad(w, json_pack("{s:[o, o]}", "events", ev("ok1", "xid:79", NULL, NULL, NULL),
+				ev("ok2", "xid:79", NULL, "job 1", NULL)),
+		   "events[1].job: 1..64 characters of [A-Za-z0-9._+-]");
+	assert_int_equal(held(w, "r01n01"), 0);
+	world_free(w);
+}
+
+static void test_agent_alive_sweep(void **state)
+{
+	struct world *w = world_new();
+	put_node(w, "r01n01", "r01", PHASE_AVAILABLE);
+	json_t *rep = json_pack("{s:{s:s, s:i}, s:[{s:s, s:b, s:s}], s:[]}", "agent", "version",
+				"0.4.0", "intervalSeconds", 30, "detectors", "name", "kernel",
+				"live", 1, "status", "ok", "events");
+	json_t *res = NULL;
+	char err[256];
+	assert_int_equal(health_report(w->h, "r01n01", "agent:x", rep, clock_wall_ms(w->clock),
+				       &res, err, sizeof(err)), 0);
+	assert_int_equal(json_integer_value(json_object_get(res, "accepted")), 0);
+	json_decref(res);
+	struct node *n = get_node(w, "r01n01");
+	assert_int_equal(node_condition_get(n, "AgentAlive")->status, COND_TRUE);
+	assert_int_equal(node_condition_get(n, "GPUHealthy")->status, COND_TRUE);
+	assert_string_equal(node_condition_get(n, "GPUHealthy")->reason, "DetectorsOk");
+	node_free(n);
+	/* A second identical heartbeat writes nothing. */
+	int64_t rev = store_revision(w->store);
+	assert_int_equal(health_report(w->h, "r01n01", "agent:x", rep, clock_wall_ms(w->clock),
+				       &res, err, sizeof(err)), 0);
+	json_decref(res);
+	assert_int_equal(store_revision(w->store), rev);
+	/* 3 x 30 s = 90 s timeout. */
+	clock_virtual_advance(w->clock, 89 * SEC);
+	assert_int_equal(health_tick(w->h), 1 * SEC);
+	assert_int_equal(store_revision(w->store), rev);
+	clock_virtual_advance(w->clock, 2 * SEC);
+	health_tick(w->h);
+	n = get_node(w, "r01n01");
+	const struct node_condition *c = node_condition_get(n, "AgentAlive");
+	assert_int_equal(c->status, COND_FALSE);
+	assert_string_equal(c->reason, "HeartbeatMissed");
+	assert_string_equal(c->message, "no agent report for 91 s (timeout 90 s)");
+	node_free(n);
+	char msg[256];
+	assert_int_equal(events_with(w, "AgentHeartbeatMissed", msg, sizeof(msg)), 1);
+	/* Once only. */
+	health_tick(w->h);
+	assert_int_equal(events_with(w, "AgentHeartbeatMissed", NULL, 0), 1);
+	/* The next report makes it True again. */
+	assert_int_equal(health_report(w->h, "r01n01", "agent:x", rep, clock_wall_ms(w->clock),
+				       &res, err, sizeof(err)), 0);
+	json_decref(res);
+	n = get_node(w, "r01n01");
+	assert_int_equal(node_condition_get(n, "AgentAlive")->status, COND_TRUE);
+	node_free(n);
+	json_decref(rep);
+	world_free(w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_catalog_rows),
+		cmocka_unit_test(test_policy_roundtrip),
+		cmocka_unit_test(test_policy_errors),
+		cmocka_unit_test(test_windows_and_lemon),
+		cmocka_unit_test(test_xid79_holds_in_one_revision),
+		cmocka_unit_test(test_n_of_m),
+		cmocka_unit_test(test_job_fault_across_nodes),
+		cmocka_unit_test(test_distinct_jobs_on_one_gpu),
+		cmocka_unit_test(test_breaker),
+		cmocka_unit_test(test_dry_run_and_never_served),
+		cmocka_unit_test(test_bad_reports),
+		cmocka_unit_test(test_agent_alive_sweep),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
