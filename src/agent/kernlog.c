@@ -508,7 +508,7 @@ static const char *read_kmsg(const char *p, const char *e, struct kline *l)
 {
 	uint64_t prio, seq, usec;
 	if (!(p = read_uint(p, e, 4, &prio)) || p >= e || *p != ',' ||
-	    !(p = read_uint(p + 1, e, 20, &seq)) || p >= e || *p != ',' ||
+	    !(p = read_uint(p + 1, e, 19, &seq)) || p >= e || *p != ',' ||
 	    !(p = read_uint(p + 1, e, 18, &usec)) || p >= e || *p != ',')
 		return NULL;
 	const char *f = ++p;
