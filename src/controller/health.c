@@ -100,7 +100,7 @@ struct rep_ev {
 	int dry;
 	int holds;               /* this event placed the hold */
 	char reason[384];
-	char audit[768];
+	char audit[1024];
 };
 
 struct rep_det {
@@ -1086,7 +1086,7 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 			const struct rep_ev *e = &r.ev[i];
 			if (e->dup)
 				continue;
-			char msg[1100];
+			char msg[1300];
 			snprintf(msg, sizeof(msg), "health event %s.%s: %s", node, e->id, e->audit);
 			txn_event(h, &tx, strcmp(e->action, "hold") == 0 && !e->dry ? "Warning" : "Normal",
 				  ACTOR, object, "HealthDecision", msg, now);
