@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The node agent against a real serve: `fleetplane agent --node n1 --kernel-log FILE --once` with
+# a real Xid 79 line (NVSentinel #155) exits 0 and the node gets a health hold and a remediation
+# for xid:79; AgentAlive True and DetectorsLive False (nothing but
+# the kernel configured). With the API down --once exits 3 and keeps the report in the outbox;
+# rerun with the API up sends it (5 Xid 119 events of a real gpud log); the same log from a fresh
+# state dir is counted as 5 duplicates by the server. Then the agent follows a log that grows by
+# 200 copies of that real file, is killed with SIGKILL half-way, and a --once restart leaves
+# exactly one stored event per Xid line: 1,000 more. Kernel logs: tests/data/agent (SOURCES.md).
+. "$(dirname "$0")/lib.sh"
+DATA=$ROOT/tests/data/agent
+start_serve "$WORK/d" --sim 0 --sim-speed 0
+"$FP" node enroll -f - <<<'{"items":[{"metadata":{"name":"n1"},"spec":{"bmc":{"driver":"sim"},"gpus":{"count":8}}}]}' >/dev/null
+wait_phase available 1 30
+AG=$("$FP" token create --role agent --name n1 --node n1 | tail -n 1)
+[[ $AG == fpt_* ]] || fail "agent token create: [$AG]"
+
+agent() { # runs the agent with the agent token; sets RC, ERR
+	set +e
+	FLEETPLANE_TOKEN=$AG "$FP" agent --node n1 "$@" >"$WORK/agent.out" 2>"$WORK/agent.err"
+	RC=$?
+	set -e
+	ERR=$(cat "$WORK/agent.err")
+}
+summary() { grep '^agent: ' <<<"$ERR" || true; }
+nevents() { # CODE: health events of n1 with CODE
+	"$FP" health events --node n1 --code "$1" -o json | jq '.items | length'
+}
+
+# 1. One real Xid 79 line: accepted, decided "hold", a remediation for xid:79 starts.
+agent --kernel-log "$DATA/xid79-nvsentinel-155.log" --once --state-dir "$WORK/s1" --boot-id boot-1
+assert_eq 0 "$RC" "agent --once xid79: exit code ($ERR)"
+assert_eq "agent: 2 reports sent, 0 rejected, 1 events, 1 accepted, 0 duplicates, 0 events still buffered" \
+	"$(summary)" "agent --once xid79: summary"
+EV=$("$FP" health events --node n1 -o json)
+assert_eq 1 "$(jq '.items | length' <<<"$EV")" "health events after xid79"
+assert_eq '{"source":"kernel","code":"xid:79","bus":"0000:44:00.0","action":"hold","raw":"NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus"}' \
+	"$(jq -c '.items[0] | {source, code, bus: .gpu.pciBusId, action: .decision.action, raw}' <<<"$EV")" \
+	"the xid79 health event"
+# The hold starts a remediation for xid:79 (status.remediation while it runs, then a history
+# entry); how the ladder ends is the lifecycle's business (test_lifecycle, test_health).
+for i in $(seq 1 120); do
+	R=$("$FP" node get n1 -o json | jq -r '.status.remediation.code // .status.remediationHistory[0].code // ""')
+	[ -n "$R" ] && break
+	sleep 0.5
+done
+assert_eq "xid:79" "$R" "n1 remediation started for"
+"$FP" event list --object node/n1 -o json >"$WORK/events.json"
+jq -e '[.items[] | select(.message | test("health"))] | length > 0' "$WORK/events.json" >/dev/null ||
+	fail "no audit event of n1 mentions the health hold"
+assert_eq "True" "$(cond n1 AgentAlive | cut -d' ' -f1)" "AgentAlive after a report"
+assert_eq "False" "$(cond n1 DetectorsLive | cut -d' ' -f1)" "DetectorsLive with only the kernel configured"
+
+# 2. API down: exit 3, the report stays in the outbox.
+URL=$FLEETPLANE_URL
+stop_serve
+agent --kernel-log "$DATA/dmesg-xid119-gsp-timeout.log" --once --state-dir "$WORK/s2" --boot-id boot-1
+assert_eq 3 "$RC" "agent --once with the API down: exit code ($ERR)"
+assert_eq "agent: 0 reports sent, 0 rejected, 5 events, 0 accepted, 0 duplicates, 5 events still buffered" \
+	"$(summary)" "agent --once API down: summary"
+assert_eq 1 "$(ls "$WORK/s2/outbox" | grep -c '\.json$')" "outbox files while the API is down"
+start_serve "$WORK/d" --sim 0 --sim-speed 0
+[ "$URL" != "$FLEETPLANE_URL" ] || true
+agent --kernel-log "$DATA/dmesg-xid119-gsp-timeout.log" --once --state-dir "$WORK/s2" --boot-id boot-1
+assert_eq 0 "$RC" "agent --once rerun with the API up: exit code ($ERR)"
+assert_eq "agent: 2 reports sent, 0 rejected, 0 events, 5 accepted, 0 duplicates, 0 events still buffered" \
+	"$(summary)" "agent --once rerun: summary (the kept report first, then a heartbeat)"
+assert_eq 0 "$(ls "$WORK/s2/outbox" | grep -c '\.json$' || true)" "outbox files after the rerun"
+assert_eq 5 "$(nevents xid:119)" "xid:119 events stored"
+# The same log, same boot, fresh state: same ids, so 5 duplicates and nothing new.
+agent --kernel-log "$DATA/dmesg-xid119-gsp-timeout.log" --once --state-dir "$WORK/s3" --boot-id boot-1
+assert_eq 0 "$RC" "agent --once fresh state: exit code ($ERR)"
+assert_eq "agent: 2 reports sent, 0 rejected, 5 events, 0 accepted, 5 duplicates, 0 events still buffered" \
+	"$(summary)" "agent --once fresh state: summary"
+assert_eq 5 "$(nevents xid:119)" "xid:119 events stored after the duplicate run"
+
+# 3. Killed mid-stream: follow a growing log, SIGKILL after half of it, restart with --once.
+LOG=$WORK/long.log
+: >"$LOG"
+FLEETPLANE_TOKEN=$AG "$FP" agent --node n1 --kernel-log "$LOG" --state-dir "$WORK/s4" \
+	--boot-id boot-2 --interval 1 >"$WORK/follow.out" 2>"$WORK/follow.err" &
+APID=$!
+at_exit() { kill -9 "$APID" 2>/dev/null || true; }
+for i in $(seq 1 100); do
+	cat "$DATA/dmesg-xid119-gsp-timeout.log" >>"$LOG"
+	sleep 0.05
+done
+# Wait until the follower has sent something, so the kill lands mid-stream.
+for i in $(seq 1 100); do
+	[ "$(nevents xid:119)" -gt 5 ] && break
+	sleep 0.2
+done
+kill -9 "$APID"
+wait "$APID" 2>/dev/null || true
+for i in $(seq 1 100); do
+	cat "$DATA/dmesg-xid119-gsp-timeout.log" >>"$LOG"
+done
+agent --kernel-log "$LOG" --once --state-dir "$WORK/s4" --boot-id boot-2
+assert_eq 0 "$RC" "agent --once after SIGKILL: exit code ($ERR)"
+assert_eq 1005 "$(nevents xid:119)" "xid:119 events stored after the kill and restart (5 + 200 x 5)"
+echo "ok test_agent"
