@@ -66,7 +66,8 @@ int ibstat_parse(const char *buf, size_t len, struct ibstat_report *out, char *e
 			seen_ca = 1;
 			cur = NULL;
 		} else if (seen_ca && strncmp(line, "Port ", 5) == 0 &&
-			   sscanf(line + 5, "%u:", &port) == 1 && strchr(line, ':')[1] == '\0') {
+			   sscanf(line + 5, "%u", &port) == 1 && strchr(line, ':') &&
+			   strchr(line, ':')[1] == '\0') {
 			if (out->nports >= IBSTAT_MAX_PORTS) {
 				out->truncated = 1;
 				cur = NULL;

@@ -214,8 +214,11 @@ static const struct {
 	{"Display Clock Setting", "display_clocks_setting", NVSMI_THR_DISPLAY_CLOCKS},
 };
 
+/* The last line naming a reason wins (a reason is never both active and unknown). */
 static void set_reason(struct nvsmi_gpu *g, unsigned bit, const char *v)
 {
+	g->throttle_active &= ~bit;
+	g->throttle_unknown &= ~bit;
 	if (strcmp(v, "Active") == 0)
 		g->throttle_active |= bit;
 	else if (strcmp(v, "Not Active") != 0)
