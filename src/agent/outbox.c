@@ -235,7 +235,8 @@ int outbox_open(struct outbox *ob, const char *state_dir, size_t max_events, cha
 		}
 		closedir(dh);
 	}
-	qsort(ob->pending, ob->npending, sizeof(ob->pending[0]), ob_entry_cmp);
+	if (ob->npending > 1)
+		qsort(ob->pending, ob->npending, sizeof(ob->pending[0]), ob_entry_cmp);
 	/* Count each pending report's events; set aside what is not a report. */
 	struct buf b;
 	buf_init(&b, OUTBOX_MAX_REPORT);
