@@ -451,7 +451,8 @@ static const char *read_ctime(const char *p, const char *e, int64_t *ms)
 	return p + 1;
 }
 
-/* syslog "Nov 29 11:28:11 " (no year, day space-padded). */
+/* syslog "Nov 29 11:28:11 " (no year, day space-padded; journalctl's short-precise adds
+ * ".123456"). */
 static const char *read_syslog(const char *p, const char *e, int64_t now_ms, int64_t *ms)
 {
 	int mo, h, mi, s;
@@ -460,14 +461,29 @@ static const char *read_syslog(const char *p, const char *e, int64_t now_ms, int
 		return NULL;
 	p = skip_blanks(p + 3, e);
 	if (!(p = read_uint(p, e, 2, &dd)) || p >= e || *p != ' ' ||
-	    !(p = read_hms(p + 1, e, &h, &mi, &s)) || p >= e || *p != ' ' ||
-	    !valid_date(mo + 1, (int)dd, h, mi, s))
+	    !(p = read_hms(p + 1, e, &h, &mi, &s)) || !valid_date(mo + 1, (int)dd, h, mi, s))
+		return NULL;
+	int64_t frac_ms = 0;
+	if (p < e && *p == '.') { /* journalctl -o short-precise "11:28:11.123456" */
+		int nd = 0;
+		for (p++; p < e && is_digit((unsigned char)*p); p++) {
+			if (nd < 3)
+				frac_ms = frac_ms * 10 + (*p - '0');
+			if (++nd > 9)
+				return NULL;
+		}
+		if (nd == 0)
+			return NULL;
+		for (; nd < 3; nd++)
+			frac_ms *= 10;
+	}
+	if (p >= e || *p != ' ')
 		return NULL;
 	int y = year_of(now_ms);
 	int64_t t = civil_ms(y, mo + 1, (int)dd, h, mi, s);
 	if (t > now_ms + 86400000)
 		t = civil_ms(y - 1, mo + 1, (int)dd, h, mi, s);
-	*ms = t;
+	*ms = t + frac_ms;
 	return p + 1;
 }
 
@@ -924,8 +940,11 @@ int kernlog_feed(struct kernlog_parser *p, const char *line, size_t len, struct 
 	int single = classify(&l, &out[0], &flags);
 
 	if (p->pending) {
+		/* a line that is a fault record of its own is no continuation, except the record's
+		 * own last line ("NVRM: fallen off the bus and ...") */
 		int cont = !(flags & KF_RECORD_START) && p->pending_lines < PENDING_MAX_LINES &&
-			   (l.indented || starts(l.msg, l.end, "NVRM: "));
+			   (l.indented || starts(l.msg, l.end, "NVRM: ")) &&
+			   (!single || out[0].kind == KERNLOG_FALLEN_OFF_BUS);
 		if (cont) {
 			static const char sp[] = " ";
 			size_t n = strlen(p->pend.message);

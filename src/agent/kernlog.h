@@ -44,13 +44,17 @@ struct kernlog_event {
 	int xid;                 /* XID or SXID number; -1 when none */
 	char pci_bus_id[FINDING_BUS_ID_LEN]; /* normalised "0000:3b:00.0" (NVRM prints PCI:0000:3b:00:
 				  * function 0 is added); "" unknown */
-	int gpu_index;           /* -1 unknown (kernel lines rarely say) */
+	int gpu_index;           /* -1 unknown: always, as no kernel line says (NVRM's "GPU4" is
+				  * RM's own numbering, not nvidia-smi's); the agent maps the bus id */
 	char device[32];         /* NVSwitch device ("nvidia-nvswitch3") for SXID, "" otherwise */
 	long pid;                /* -1 unknown */
 	char process[64];        /* "" unknown */
 	char aer_severity[16];   /* AER: "fatal" | "nonfatal" | "correctable"; "" otherwise */
-	char message[KERNLOG_MSG_LEN]; /* the message after the timestamp/host/facility prefixes */
-	char raw[KERNLOG_RAW_LEN];     /* the whole first line as read, truncated */
+	char message[KERNLOG_MSG_LEN]; /* the message after the timestamp/host/facility prefixes
+					* (a multi-line record's lines joined with ' ', kmsg "\x0a"
+					* escapes as ' ') */
+	char raw[KERNLOG_RAW_LEN];     /* the whole first line as read (without its newline and
+					* trailing blanks), truncated */
 	int64_t time_ms;         /* absolute wall time (Unix ms, UTC) from a ctime/iso/syslog prefix;
 				  * 0 when the line has none (syslog lines have no year: the parser
 				  * takes the year from the `now_ms` given to kernlog_parser_new) */
@@ -58,12 +62,15 @@ struct kernlog_event {
 	uint64_t seq;            /* kmsg sequence number; valid when has_seq */
 	int has_seq;
 	char host[64];           /* syslog host; "" otherwise */
+	/* Every string field is NUL-terminated, cut on a character boundary and valid UTF-8: tabs
+	 * become ' ', other control bytes and invalid UTF-8 '?'. */
 };
 
 struct kernlog_parser;
 
-/* Returns a parser (free with kernlog_parser_free). now_ms (Unix ms) supplies the year for
- * syslog timestamps, which carry none. */
+/* Returns a parser (free with kernlog_parser_free; never NULL, allocation failure aborts). now_ms
+ * (Unix ms) supplies the year for syslog timestamps, which carry none. kernlog_parser_free(NULL)
+ * is a no-op. */
 struct kernlog_parser *kernlog_parser_new(int64_t now_ms);
 void kernlog_parser_free(struct kernlog_parser *p);
 

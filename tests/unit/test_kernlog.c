@@ -512,6 +512,11 @@ static void test_fallen_pending_dropped(void **state)
 	assert_int_equal(feed_str(p, "[    5.200000] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n", out), 1);
 	assert_string_equal(out[0].code, "xid:79");
 	assert_int_equal(out[0].uptime_us, 5200000);
+	/* a fault record of its own after the head is not swallowed as a continuation */
+	assert_int_equal(feed_str(p, "[    5.300000] NVRM: The NVIDIA GPU 0000:3b:00.0\n", out), 0);
+	assert_int_equal(feed_str(p, "[    5.400000] NVRM: knvlinkDiscoverPostRxDetLinks_GH100: Getting peer0's postRxDetLinkMask failed!\n", out), 1);
+	assert_string_equal(out[0].code, "nvlink:error");
+	assert_int_equal(out[0].uptime_us, 5400000);
 	/* unfinished at end of input: flush drops it */
 	assert_int_equal(feed_str(p, "[    6.000000] NVRM: The NVIDIA GPU 0000:3b:00.0\n", out), 0);
 	assert_int_equal(kernlog_flush(p, out), 0);
@@ -586,6 +591,13 @@ static void test_prefix_forms(void **state)
 	assert_int_equal(kernlog_parse_line(y, strlen(y), 1798761605000LL, &ev), 1);
 	assert_int_equal(ev.time_ms, 1798761599000LL);
 	assert_string_equal(ev.host, "node001");
+	/* journalctl -o short-precise, day space-padded */
+	const char *jp = "Jul  9 10:42:47.250981 node003 kernel: NVRM: knvlinkDiscoverPostRxDetLinks_GH100: Getting peer0's postRxDetLinkMask failed!";
+	assert_int_equal(kernlog_parse_line(jp, strlen(jp), NOW_MS, &ev), 1);
+	assert_string_equal(ev.code, "nvlink:error");
+	assert_int_equal(ev.time_ms, 1783593767250LL);
+	assert_string_equal(ev.host, "node003");
+	assert_string_equal(ev.message, "NVRM: knvlinkDiscoverPostRxDetLinks_GH100: Getting peer0's postRxDetLinkMask failed!");
 	/* SXid without the colon after the device, seen in kmsg parsers' tests */
 	const char *s = "12,6010676,3561654626948,-;nvidia-nvswitch0 SXid (PCI:0000:06:00.0): 20009, Non-fatal, Link 04 RX Short Error Rate";
 	assert_int_equal(kernlog_parse_line(s, strlen(s), NOW_MS, &ev), 1);
