@@ -29,6 +29,7 @@
 #include "base/metrics.h"
 #include "controller/budget.h"
 #include "controller/gc.h"
+#include "controller/health.h"
 #include "controller/lifecycle.h"
 #include "core/codec.h"
 #include "core/event.h"
@@ -78,6 +79,8 @@ struct serve {
 	struct ratelimit *sim_limits; /* simulated BMCs (site rate scaled by sim speed) */
 	struct cache *cache;
 	struct budget_svc *budget; /* the disruption-budget service (lifecycle, API status) */
+	struct health *health;     /* the health controller (agent reports, policy, breakers) */
+	long heartbeat_timeout_s;  /* --heartbeat-timeout; 0 = 3 x the agent's interval, >= 90 s */
 	struct lifecycle *lc;
 	struct api_server *api;
 	/* Timer callbacks (sim agent reports, housekeeping) hold the read side while they hand
@@ -97,6 +100,7 @@ static void usage(FILE *f)
 		"                        [--bmc-credentials-dir DIR] [--bmc-concurrency N]\n"
 		"                        [--bmc-min-interval MS] [--bmc-timeout SECONDS]\n"
 		"                        [--bmc-breaker-failures N] [--new-secret-key]\n"
+		"                        [--heartbeat-timeout SECONDS]\n"
 		"                        [--log-level debug|info|warn|error]\n"
 		"\n"
 		"  --data-dir DIR      store, admin.token, secret.key and state live here\n"
@@ -121,7 +125,9 @@ static void usage(FILE *f)
 		"  --bmc-min-interval MS  least gap between two commands to one BMC (default 0)\n"
 		"  --bmc-timeout SECONDS  deadline of one BMC call (default 30; 1..600)\n"
 		"  --bmc-breaker-failures N  consecutive timeouts or connection failures after which\n"
-		"                      a BMC is left alone until a probe answers (default 5)\n");
+		"                      a BMC is left alone until a probe answers (default 5)\n"
+		"  --heartbeat-timeout SECONDS  a node agent silent this long gets AgentAlive False\n"
+		"                      (default 0: 3 x the agent's reported interval, at least 90 s)\n");
 }
 
 static int parse_double(const char *s, double lo, double hi, double *out)
@@ -398,6 +404,39 @@ static void agent_validated(void *arg, const char *node, const char *boot_id, in
 
 /* ---- health and budgets as the API sees them (api_health_hooks) ---- */
 
+static int hook_report(void *arg, const char *node, const char *actor, const json_t *report,
+		       int64_t received_ms, json_t **result, char *err, size_t errlen)
+{
+	struct serve *sv = arg;
+	return health_report(sv->health, node, actor, report, received_ms, result, err, errlen);
+}
+
+static json_t *hook_policy_get(void *arg)
+{
+	struct serve *sv = arg;
+	return health_policy_get(sv->health);
+}
+
+static int hook_policy_put(void *arg, const json_t *doc, const char *actor, json_t **stored,
+			   char *err, size_t errlen)
+{
+	struct serve *sv = arg;
+	return health_policy_put(sv->health, doc, actor, stored, err, errlen);
+}
+
+static json_t *hook_breakers(void *arg)
+{
+	struct serve *sv = arg;
+	return health_breakers(sv->health);
+}
+
+static int hook_breaker_reset(void *arg, const char *name, const char *actor, const char *reason,
+			      char *err, size_t errlen)
+{
+	struct serve *sv = arg;
+	return health_breaker_reset(sv->health, name, actor, reason, err, errlen);
+}
+
 static json_t *hook_budget_status(void *arg, const char *name)
 {
 	struct serve *sv = arg;
@@ -479,7 +518,9 @@ static void shutdown_all(struct serve *sv)
 	executor_free(sv->exec); /* drains steps in flight */
 	executor_free(sv->report_exec);
 	lifecycle_free(sv->lc);
-	/* The API and the lifecycle, its users, are gone; the cache it reads is not yet. */
+	/* The API and the lifecycle, their users, are gone; the cache, clock and store they read
+	 * are not yet. health_free waits for a sweep in progress and cancels the next. */
+	health_free(sv->health);
 	budget_svc_free(sv->budget);
 	if (sv->cache)
 		metrics_remove_collector(collect_held, sv);
@@ -577,6 +618,7 @@ int cmd_serve(int argc, char **argv)
 		{"bmc-timeout", required_argument, NULL, 'T'},
 		{"bmc-breaker-failures", required_argument, NULL, 'F'},
 		{"new-secret-key", no_argument, NULL, 'K'},
+		{"heartbeat-timeout", required_argument, NULL, 'H'},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int c, exec_threads_set = 0;
 	long v;
@@ -686,6 +728,14 @@ int cmd_serve(int argc, char **argv)
 		}
 		case 'K':
 			sv.new_secret_key = 1;
+			break;
+		case 'H':
+			if (parse_long(optarg, 0, 86400, &sv.heartbeat_timeout_s) < 0) {
+				fprintf(stderr, "error: --heartbeat-timeout: \"%s\" is not 0..86400 "
+						"seconds\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -866,13 +916,26 @@ int cmd_serve(int argc, char **argv)
 	resume_sim_machines(&sv);
 	lifecycle_start(sv.lc);
 	executor_submit(sv.exec, gc_task, &sv);
+	struct health_config hcfg = {.store = sv.store, .cache = sv.cache, .clock = sv.clock,
+				     .rng = &sv.rng,
+				     .heartbeat_timeout_ms = sv.heartbeat_timeout_s * 1000,
+				     .sweep = 1};
+	sv.health = health_new(&hcfg, err, sizeof(err));
+	if (!sv.health) {
+		fprintf(stderr, "error: cannot start the health controller: %s\n", err);
+		shutdown_all(&sv);
+		return 1;
+	}
 	struct api_config acfg = {.listen = sv.listen, .store = sv.store, .clock = sv.clock,
 				  .rng = &sv.rng, .data_dir = sv.data_dir, .ready = ready,
 				  .ready_arg = &sv,
 				  .node_view = {.get_json = node_view, .arg = &sv},
 				  .agent = {.booted = agent_booted, .validated = agent_validated,
 					    .remediated = agent_remediated, .arg = &sv},
-				  .health = {.budget_status = hook_budget_status,
+				  .health = {.report = hook_report, .policy_get = hook_policy_get,
+					     .policy_put = hook_policy_put, .breakers = hook_breakers,
+					     .breaker_reset = hook_breaker_reset,
+					     .budget_status = hook_budget_status,
 					     .budget_invalidate = hook_budget_invalidate,
 					     .arg = &sv}};
 	sv.api = api_server_new(&acfg, err, sizeof(err));
