@@ -20,6 +20,10 @@
  *                 this system has\nNVRM: fallen off the bus and is not responding to commands."
  *                 which dmesg prints as indented continuation lines and /dev/kmsg as one line
  *                 with "\x0a" escapes. An Xid 79 line is an Xid event, never this one.
+ *                 No event is merged with another record: in every sample we have (tests/
+ *                 data/kernel) a fallen-off-bus record and an Xid 79 are separate records, and
+ *                 Bumblebee #554 prints "GPU at ... has fallen off the bus." twice - two events;
+ *                 the health controller counts per (code, GPU) in its own windows.
  *   NVLink        an NVRM (or nvidia-nvswitch) line that names NVLink and says fatal/error/
  *                 fail, that is not an Xid/SXid record (e.g. "NVRM: knvlinkDiscoverPostRxDet
  *                 Links_GH100: Getting peer0's postRxDetLinkMask failed!"). Xid 74 ("NVLink:
