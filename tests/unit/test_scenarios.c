@@ -53,6 +53,7 @@ struct track {
 	int health_held;   /* had a `health` hold at the last look */
 	size_t hist;       /* remediationHistory length at the last look */
 	struct buf path;   /* phases it went through, "available>draining>..." */
+	long left, back;   /* check number when it last left available / came back */
 };
 
 struct world {
@@ -230,6 +231,10 @@ static void check(struct world *w)
 					 node_phase_name(nd->phase));
 			buf_printf(&t->path, "%s%s", t->path.len ? ">" : "",
 				   node_phase_name(nd->phase));
+			if (t->phase == PHASE_AVAILABLE)
+				t->left = w->checks;
+			if (nd->phase == PHASE_AVAILABLE)
+				t->back = w->checks;
 		}
 		if (node_schedulable(nd) && (hold || nd->remediation.active))
 			fail_msg("%s is schedulable with a health hold or remediation", nd->name);
@@ -465,7 +470,7 @@ static void enroll(struct world *w, int count)
 		char key[64];
 		snprintf(buf[i], sizeof(buf[i]), "r01n%02d", i + 1);
 		names[i] = buf[i];
-		snprintf(key, sizeof(key), "/nodes/%s", buf[i]);
+		snprintf(key, sizeof(key), "/nodes/r01n%02d", i + 1);
 		struct node *nd = node_new();
 		nd->name = xstrdup(buf[i]);
 		nd->uid = xstrdup(buf[i]);
@@ -624,7 +629,6 @@ static void test_xid79_hold_reboot_validate_available(void **state)
 {
 	struct world *w = world_new();
 	enroll(w, 1);
-	char act[32];
 	int64_t seen = clock_wall_ms(w->clock); /* the agent reads the line (event time) */
 	json_t *e = kevent(w, "k-b7c-000012", &XID79, NULL);
 	clock_virtual_advance(w->clock, 250); /* ... and posts it 250 ms later */
@@ -670,7 +674,352 @@ static void test_xid79_hold_reboot_validate_available(void **state)
 	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 1);
 	assert_int_equal(count_docs(w, "/events/", "reason", "RemediationSucceeded"), 1);
 	assert_int_equal(count_prefix(w, "/healthevents/"), 1);
-	(void)act;
+	world_free(w);
+}
+
+static const char *const RACK[] = {"r01n01", "r01n02", "r01n03", "r01n04", "r01n05",
+				  "r01n06", "r01n07", "r01n08", "r01n09", "r01n10", NULL};
+
+/* 2. One job hits the same node-actionable XID on all 10 nodes of a rack: the job's fault.
+ * Nodes 1 and 2 only count (job attribution needs minNodes 3 within 600 s), nodes 3..10 are
+ * job_fault; no node is held, no operation starts, phases stay; one JobFault event. */
+static void job_fault_case(const struct kev *k, const char *job, const char *first_reason,
+			   const char *jobfault_msg)
+{
+	struct world *w = world_new();
+	enroll(w, 10);
+	size_t ops = count_prefix(w, "/operations/");
+	assert_int_equal(ops, 30); /* inspect, provision, validate each */
+	for (int i = 0; i < 10; i++) {
+		char id[32];
+		snprintf(id, sizeof(id), "k-%s-%02d", job, i + 1);
+		json_t *res = report(w, RACK[i], json_pack("[o]", kevent(w, id, k, job)));
+		json_t *d = json_array_get(json_object_get(res, "decisions"), 0);
+		assert_string_equal(jsonx_str(d, "action"), i < 2 ? "count" : "job_fault");
+		if (i == 0)
+			assert_string_equal(jsonx_str(d, "reason"), first_reason);
+		json_decref(res);
+		clock_virtual_advance(w->clock, 5 * SEC); /* a job's ranks die within seconds */
+	}
+	idle(w, 30 * MIN);
+	for (int i = 0; i < 10; i++) {
+		struct node *n = get_node(w, RACK[i]);
+		assert_int_equal(n->phase, PHASE_AVAILABLE);
+		assert_int_equal(n->nholds, 0);
+		assert_null(n->operation);
+		assert_int_equal(n->remediation.active, 0);
+		assert_int_equal(node_schedulable(n), 1);
+		node_free(n);
+		assert_string_equal(path_of(w, RACK[i]), "available");
+	}
+	assert_int_equal(count_prefix(w, "/operations/"), ops);
+	assert_int_equal(count_prefix(w, "/healthevents/"), 10);
+	assert_int_equal(count_docs(w, "/events/", "reason", "JobFault"), 1);
+	char msg[1024];
+	event_message(w, "JobFault", msg, sizeof(msg));
+	assert_string_equal(msg, jobfault_msg);
+	assert_int_equal(count_docs(w, "/healthevents/", "decision.action", "job_fault"), 8);
+	world_free(w);
+}
+
+static void test_one_job_across_ten_nodes(void **state)
+{
+	job_fault_case(&XID94, "4242", "xid:94 on GPU 0000:9b:00.0: 1 of 3 distinct jobs within 3600 s",
+		       "xid:94 from job 4242 on 3 nodes within 600 s (r01n01, r01n02, r01n03): "
+		       "the job's fault, no node action");
+	job_fault_case(&XID109, "5151",
+		       "xid:109 on GPU 0000:cb:00.0: 1 of 2 distinct jobs within 86400 s",
+		       "xid:109 from job 5151 on 3 nodes within 600 s (r01n01, r01n02, r01n03): "
+		       "the job's fault, no node action");
+}
+
+/* Scenario 3's story on r01n01: GPU 0000:9b:00.0 fails with XID 94 in jobs 101, 202 and 303,
+ * 10 minutes apart; the third distinct job holds it; the ladder starts at gpu_reset, which the
+ * sim's agent performs; burn-in passes; back available. */
+static void three_jobs_one_gpu(struct world *w)
+{
+	char act[32];
+	assert_string_equal(ACTION(w, "r01n01", "k-b7c-000101", &XID94, "101"), "count");
+	clock_virtual_advance(w->clock, 10 * MIN);
+	assert_string_equal(ACTION(w, "r01n01", "k-b7c-000202", &XID94, "202"), "count");
+	clock_virtual_advance(w->clock, 10 * MIN);
+	assert_string_equal(ACTION(w, "r01n01", "k-b7c-000303", &XID94, "303"), "hold");
+	struct node *n = get_node(w, "r01n01");
+	assert_string_equal(node_hold_find(n, "health")->reason,
+			    "xid:94 on GPU 0000:9b:00.0: 3 in 3600 s (threshold 2)");
+	assert_int_equal(n->remediation.nladder, 4);
+	assert_int_equal(n->remediation.rung, 0);
+	assert_int_equal(n->remediation.ladder[0], RUNG_GPU_RESET);
+	assert_string_equal(n->remediation.gpu, "0000:9b:00.0");
+	node_free(n);
+	static const char *const names[] = {"r01n01", NULL};
+	run_until_back(w, names, 60 * MIN);
+	n = get_node(w, "r01n01");
+	assert_int_equal(n->nremediation_history, 1);
+	assert_string_equal(n->remediation_history[0].code, "xid:94");
+	assert_string_equal(n->remediation_history[0].gpu, "0000:9b:00.0");
+	assert_int_equal(n->remediation_history[0].rung, RUNG_GPU_RESET);
+	assert_string_equal(n->remediation_history[0].result, "succeeded");
+	node_free(n);
+	assert_int_equal(sim_counter(w, "r01n01", "gpuReset"), 1);
+	assert_int_equal(sim_counter(w, "r01n01", "powerOff"), 0);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "gpu_reset"), 1);
+	assert_int_equal(count_docs(w, "/events/", "reason", "JobFault"), 0);
+}
+
+/* 3. The same GPU failing in three unrelated jobs is the hardware's: hold and remediation. */
+static void test_same_gpu_three_jobs(void **state)
+{
+	struct world *w = world_new();
+	enroll(w, 1);
+	three_jobs_one_gpu(w);
+	assert_string_equal(path_of(w, "r01n01"),
+			    "available>draining>repairing>validating>available");
+	world_free(w);
+}
+
+/* 4. Three of ten nodes of rack r01 fail at once. Budget rack maxUnavailable 1, breaker
+ * maxNodes 2 in 300 s: r01n01 and r01n02 are held, r01n03's hold is suppressed as the breaker
+ * rack.r01 opens (one alert); the two held heal one at a time; a later failure while open is
+ * suppressed; after the reset a new failure is held and healed. */
+static void test_rack_burst_budget_and_breaker(void **state)
+{
+	struct world *w = world_new();
+	enroll(w, 10);
+	put_doc(w, "/budgets/rack-1",
+		"{\"kind\":\"DisruptionBudget\",\"metadata\":{\"name\":\"rack-1\"},"
+		"\"spec\":{\"domain\":\"rack\",\"maxUnavailable\":1}}");
+	budget_svc_invalidate(w->budget);
+	policy_put(w, "{\"spec\":{\"breaker\":{\"maxNodes\":2,\"windowSeconds\":300}}}");
+	w->max_out = 0;
+	char act[32];
+	assert_string_equal(ACTION(w, "r01n01", "k-79-01", &XID79, NULL), "hold");
+	assert_string_equal(ACTION(w, "r01n02", "k-79-02", &XID79, NULL), "hold");
+	json_t *res = report(w, "r01n03", json_pack("[o]", kevent(w, "k-79-03", &XID79, NULL)));
+	json_t *d = json_array_get(json_object_get(res, "decisions"), 0);
+	assert_string_equal(jsonx_str(d, "action"), "suppressed");
+	assert_string_equal(jsonx_str(d, "reason"), "xid:79 on GPU 0000:44:00.0: hold suppressed, "
+						    "correlated-failure breaker rack.r01 is open");
+	json_decref(res);
+	assert_int_equal(count_docs(w, "/events/", "reason", "CorrelatedFailureBreakerOpen"), 1);
+	char msg[1024];
+	event_message(w, "CorrelatedFailureBreakerOpen", msg, sizeof(msg));
+	assert_string_equal(msg, "3 nodes of rack r01 had hold-worthy health events within 300 s "
+				 "(more than 2): r01n01, r01n02, r01n03; suspect the detector or a "
+				 "shared dependency; automatic health holds and actions in rack r01 "
+				 "are suppressed until POST /v1/breakers/rack.r01:reset");
+	json_t *b = health_breakers(w->h);
+	assert_int_equal(json_array_size(json_object_get(b, "items")), 1);
+	json_t *b0 = json_array_get(json_object_get(b, "items"), 0);
+	assert_string_equal(jsonx_str(b0, "metadata.name"), "rack.r01");
+	char *nodes = jsonx_dumps(json_object_get(b0, "nodes"));
+	assert_string_equal(nodes, "[\"r01n01\",\"r01n02\",\"r01n03\"]");
+	free(nodes);
+	json_decref(b);
+
+	/* One is out (drained at once: the sim runs no work) and repairing; the other is held
+	 * (not schedulable) and waits for the budget. */
+	pump(w);
+	struct node *n1 = get_node(w, "r01n01"), *n2 = get_node(w, "r01n02"),
+		    *n3 = get_node(w, "r01n03");
+	assert_int_equal(n1->phase, PHASE_REPAIRING);
+	assert_int_equal(n2->phase, PHASE_AVAILABLE);
+	assert_non_null(node_hold_find(n2, "health"));
+	const struct node_condition *c = node_condition_get(n2, "DisruptionAllowed");
+	assert_non_null(c);
+	assert_int_equal(c->status, COND_FALSE);
+	assert_string_equal(c->reason, "BudgetExhausted");
+	assert_string_equal(c->message, "budget rack-1: rack r01 has 1 of max 1 unavailable (r01n01)");
+	assert_int_equal(n3->phase, PHASE_AVAILABLE);
+	assert_int_equal(n3->nholds, 0);
+	assert_int_equal(n3->remediation.active, 0);
+	c = node_condition_get(n3, "HealthActionsSuppressed");
+	assert_non_null(c);
+	assert_int_equal(c->status, COND_TRUE);
+	assert_string_equal(c->reason, "BreakerOpen");
+	node_free(n1);
+	node_free(n2);
+	node_free(n3);
+
+	/* While open, another node's failure is suppressed too, and no second alert. */
+	clock_virtual_advance(w->clock, 1 * MIN);
+	assert_string_equal(ACTION(w, "r01n05", "k-79-05", &XID79, NULL), "suppressed");
+	assert_int_equal(count_docs(w, "/events/", "reason", "CorrelatedFailureBreakerOpen"), 1);
+
+	static const char *const held[] = {"r01n01", "r01n02", NULL};
+	run_until_back(w, held, 240 * MIN);
+	assert_int_equal(w->max_out, 1);
+	struct track *t1 = track_of(w, "r01n01"), *t2 = track_of(w, "r01n02");
+	assert_true(t1->back < t2->left); /* one at a time: r01n02 left after r01n01 was back */
+	assert_string_equal(t1->path.data, "available>draining>repairing>validating>available");
+	assert_string_equal(t2->path.data, "available>draining>repairing>validating>available");
+	for (int i = 2; i < 10; i++)
+		assert_string_equal(path_of(w, RACK[i]), "available");
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 2);
+	assert_int_equal(count_docs(w, "/events/", "reason", "DisruptionBudgetExhausted"), 1);
+
+	/* A human resets the breaker; the next failure is held and healed. */
+	char err[256];
+	assert_int_equal(health_breaker_reset(w->h, "rack.r01", "operator:alice", "PDU replaced",
+					      err, sizeof(err)), 0);
+	assert_int_equal(count_prefix(w, "/breakers/"), 0);
+	assert_string_equal(ACTION(w, "r01n04", "k-79-04", &XID79, NULL), "hold");
+	static const char *const again[] = {"r01n04", NULL};
+	run_until_back(w, again, 60 * MIN);
+	assert_string_equal(path_of(w, "r01n04"), "available>draining>repairing>validating>available");
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 3);
+	assert_int_equal(w->max_out, 1);
+	/* the suppressed ones were never touched */
+	assert_int_equal(sim_counter(w, "r01n03", "powerOff"), 0);
+	assert_int_equal(sim_counter(w, "r01n05", "powerOff"), 0);
+	world_free(w);
+}
+
+/* 5. The agent restarts mid-stream and re-sends what it had sent (same ids) with new events;
+ * the control plane restarts too. Every event is stored once; xid:94's 2-of-3600 s count sees
+ * each event once: the re-sent one does not trip it, the second real one does. */
+static void test_agent_restart_resend(void **state)
+{
+	struct world *w = world_new();
+	enroll(w, 1);
+	json_t *res = report(w, "r01n01", json_pack("[o]", kevent(w, "k-b1-000001", &XID94, NULL)));
+	assert_int_equal(json_integer_value(json_object_get(res, "duplicates")), 0);
+	json_t *d = json_array_get(json_object_get(res, "decisions"), 0);
+	assert_string_equal(jsonx_str(d, "action"), "count");
+	assert_string_equal(jsonx_str(d, "reason"), "xid:94 on GPU 0000:9b:00.0: 1 of 2 within 3600 s");
+	json_decref(res);
+	clock_virtual_advance(w->clock, 20 * SEC);
+	/* restarted: from its cursor it re-sends the first event, plus one new */
+	res = report(w, "r01n01", json_pack("[o, o]", kevent(w, "k-b1-000001", &XID94, NULL),
+					    kevent(w, "k-b1-000002", &XID13, NULL)));
+	assert_int_equal(json_integer_value(json_object_get(res, "accepted")), 1);
+	assert_int_equal(json_integer_value(json_object_get(res, "duplicates")), 1);
+	d = json_array_get(json_object_get(res, "decisions"), 0);
+	assert_string_equal(jsonx_str(d, "event"), "k-b1-000002");
+	assert_string_equal(jsonx_str(d, "action"), "none");
+	json_decref(res);
+	struct node *n = get_node(w, "r01n01");
+	assert_null(node_hold_find(n, "health"));
+	node_free(n);
+	/* the control plane restarts; the agent retries the same report: nothing new */
+	health_free(w->h);
+	health_up(w);
+	clock_virtual_advance(w->clock, 20 * SEC);
+	int64_t rev = store_revision(w->store);
+	res = report(w, "r01n01", json_pack("[o, o]", kevent(w, "k-b1-000001", &XID94, NULL),
+					    kevent(w, "k-b1-000002", &XID13, NULL)));
+	assert_int_equal(json_integer_value(json_object_get(res, "accepted")), 0);
+	assert_int_equal(json_integer_value(json_object_get(res, "duplicates")), 2);
+	json_decref(res);
+	assert_int_equal(store_revision(w->store), rev);
+	/* the GPU really fails again: the second xid:94 within the hour holds */
+	clock_virtual_advance(w->clock, 20 * SEC);
+	res = report(w, "r01n01", json_pack("[o, o, o]", kevent(w, "k-b1-000001", &XID94, NULL),
+					    kevent(w, "k-b1-000002", &XID13, NULL),
+					    kevent(w, "k-b2-000001", &XID94, NULL)));
+	assert_int_equal(json_integer_value(json_object_get(res, "accepted")), 1);
+	assert_int_equal(json_integer_value(json_object_get(res, "duplicates")), 2);
+	d = json_array_get(json_object_get(res, "decisions"), 0);
+	assert_string_equal(jsonx_str(d, "event"), "k-b2-000001");
+	assert_string_equal(jsonx_str(d, "action"), "hold");
+	assert_string_equal(jsonx_str(d, "reason"), "medium xid:94 on GPU 0000:9b:00.0: 2 of 2 "
+						    "within 3600 s; hold, remediation starts at "
+						    "gpu_reset");
+	json_decref(res);
+	assert_int_equal(count_prefix(w, "/healthevents/"), 3);
+	static const char *const names[] = {"r01n01", NULL};
+	run_until_back(w, names, 60 * MIN);
+	assert_int_equal(sim_counter(w, "r01n01", "gpuReset"), 1);
+	world_free(w);
+}
+
+/* Two xid:94 on GPU 0000:9b:00.0 without a job, a minute apart (2 of 2 within 3600 s):
+ * count, then hold; returns the index of the start rung in the ladder. */
+static size_t fails_again(struct world *w, const char *id1, const char *id2)
+{
+	char act[32];
+	assert_string_equal(ACTION(w, "r01n01", id1, &XID94, NULL), "count");
+	clock_virtual_advance(w->clock, 1 * MIN);
+	assert_string_equal(ACTION(w, "r01n01", id2, &XID94, NULL), "hold");
+	struct node *n = get_node(w, "r01n01");
+	size_t r = n->remediation.rung;
+	node_free(n);
+	return r;
+}
+
+/* 6. Escalation and lemon: the GPU fixed by a GPU reset fails again a day later (within the
+ * 7-day recurrence): start at reboot; again: reimage; the fourth time the lemon score (three
+ * remediations within 30 days) reaches rmaScore 3: start at rma -> /rmas/ with the evidence,
+ * node failed. */
+static void test_escalation_and_lemon(void **state)
+{
+	struct world *w = world_new();
+	enroll(w, 1);
+	three_jobs_one_gpu(w);
+	static const char *const names[] = {"r01n01", NULL};
+	idle(w, 1 * DAY);
+	assert_int_equal(fails_again(w, "k-c1-000001", "k-c1-000002"), 1); /* reboot */
+	run_until_back(w, names, 60 * MIN);
+	idle(w, 1 * DAY);
+	assert_int_equal(fails_again(w, "k-c2-000001", "k-c2-000002"), 2); /* reimage */
+	run_until_back(w, names, 120 * MIN);
+	struct node *n = get_node(w, "r01n01");
+	assert_int_equal(n->nremediation_history, 3);
+	assert_int_equal(n->remediation_history[1].rung, RUNG_REBOOT);
+	assert_string_equal(n->remediation_history[1].result, "succeeded");
+	assert_int_equal(n->remediation_history[2].rung, RUNG_REIMAGE);
+	assert_string_equal(n->remediation_history[2].result, "succeeded");
+	node_free(n);
+	idle(w, 1 * DAY);
+	assert_int_equal(fails_again(w, "k-c3-000001", "k-c3-000002"), 3); /* rma */
+	assert_int_equal(count_docs(w, "/events/", "message",
+				    "health event r01n01.k-c3-000002: code=xid:94 severity=medium "
+				    "rule=xid:94 gpu=0000:9b:00.0 job=- count=2 window=3600s "
+				    "threshold=2 distinctJobs=0/3 lemon=node:3,gpu:3,recurred "
+				    "breaker=closed ladder=gpu_reset > reboot > reimage > rma "
+				    "start=rma -> hold"),
+			 1);
+	run_until_phase(w, "r01n01", PHASE_FAILED, 60 * MIN);
+	assert_string_equal(path_of(w, "r01n01"),
+			    "available>draining>repairing>validating>available>draining>repairing>"
+			    "validating>available>draining>repairing>validating>available>"
+			    "draining>repairing>failed");
+	n = get_node(w, "r01n01");
+	assert_non_null(n->remediation.rma);
+	assert_non_null(node_hold_find(n, "health"));
+	assert_int_equal(n->nremediation_history, 4);
+	assert_int_equal(n->remediation_history[3].rung, RUNG_RMA);
+	assert_string_equal(n->remediation_history[3].result, "rma");
+	assert_string_equal(node_condition_get(n, "Remediation")->reason, "RMAOpened");
+	char key[128];
+	snprintf(key, sizeof(key), "/rmas/%s", n->remediation.rma);
+	struct store_kv kv = {0};
+	assert_int_equal(store_get(w->store, key, &kv), 0);
+	json_t *rma = NULL;
+	assert_int_equal(jsonx_parse(kv.value, strlen(kv.value), &rma, NULL, 0), 0);
+	store_kv_release(&kv);
+	assert_string_equal(jsonx_str(rma, "node"), "r01n01");
+	assert_string_equal(jsonx_str(rma, "gpu"), "0000:9b:00.0");
+	assert_string_equal(jsonx_str(rma, "code"), "xid:94");
+	assert_string_equal(jsonx_str(rma, "state"), "open");
+	assert_string_equal(jsonx_str(rma, "reason"), "medium xid:94 on GPU 0000:9b:00.0: 2 of 2 "
+						      "within 3600 s; hold, remediation starts at rma");
+	json_t *ev = jsonx_path(rma, "evidence.healthEvents");
+	assert_int_equal(json_array_size(ev), 1);
+	assert_string_equal(jsonx_str(json_array_get(ev, 0), "id"), "k-c3-000002");
+	assert_string_equal(jsonx_str(json_array_get(ev, 0), "raw"),
+			    "NVRM: Xid (PCI:0000:9b:00): 94, pid=1234, name=python3, Contained ECC error");
+	/* 3 (jobs) + 2 + 2 + 2 xid:94 events of this node */
+	assert_int_equal(json_integer_value(jsonx_path(rma, "evidence.counts.xid:94")), 9);
+	json_t *hist = jsonx_path(rma, "evidence.remediationHistory");
+	assert_int_equal(json_array_size(hist), 3);
+	assert_string_equal(jsonx_str(json_array_get(hist, 0), "rung"), "gpu_reset");
+	assert_string_equal(jsonx_str(json_array_get(hist, 2), "rung"), "reimage");
+	assert_int_equal(json_array_size(jsonx_path(rma, "evidence.inventory.gpus")), 8);
+	json_decref(rma);
+	node_free(n);
+	assert_int_equal(count_prefix(w, "/rmas/"), 1);
+	assert_int_equal(count_prefix(w, "/healthevents/"), 9);
 	world_free(w);
 }
 
@@ -678,7 +1027,11 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_xid79_hold_reboot_validate_available),
+		cmocka_unit_test(test_one_job_across_ten_nodes),
+		cmocka_unit_test(test_same_gpu_three_jobs),
+		cmocka_unit_test(test_rack_burst_budget_and_breaker),
+		cmocka_unit_test(test_agent_restart_resend),
+		cmocka_unit_test(test_escalation_and_lemon),
 	};
-	(void)report1; (void)run_until_phase; (void)idle; (void)XID13; (void)XID109; (void)XID94; (void)policy_put; (void)put_doc; (void)event_message; /*TEMP*/
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
