@@ -726,8 +726,13 @@ size_t nvsmi_findings(const struct nvsmi_report *r, int expected_gpus, struct ag
 		*unknown = 1;
 	for (size_t i = 0; i < r->ngpus; i++) {
 		const struct nvsmi_gpu *g = &r->gpus[i];
-		unsigned hw = g->throttle_active &
-			      (NVSMI_THR_HW_SLOWDOWN | NVSMI_THR_HW_THERMAL_SLOWDOWN);
+		/* HW Slowdown is asserted when HW Thermal Slowdown or HW Power Brake Slowdown is
+		 * (nvidia-smi(1), "Clocks Event Reasons"). A power brake is the system's power
+		 * supply asking the GPU to slow down, not heat: it is its own finding, so a fleet
+		 * of H100s throttled by their PSUs is not held for cooling. */
+		unsigned brake = g->throttle_active & NVSMI_THR_HW_POWER_BRAKE_SLOWDOWN;
+		unsigned hw = (g->throttle_active & NVSMI_THR_HW_THERMAL_SLOWDOWN) ||
+			      ((g->throttle_active & NVSMI_THR_HW_SLOWDOWN) && !brake);
 
 		if (g->ecc_mode_current == 1 &&
 		    (g->ecc_volatile_dbe < 0 ||
@@ -757,14 +762,16 @@ size_t nvsmi_findings(const struct nvsmi_report *r, int expected_gpus, struct ag
 					(long long)g->retired_dbe);
 		if (hw)
 			n = add_finding(out, max, n, "thermal:hw_slowdown", g, "",
-					"GPU %d (%s): clocks event HW Slowdown active%s%s", g->index,
+					"GPU %d (%s): clocks event HW Slowdown active%s", g->index,
 					g->pci_bus_id,
 					(g->throttle_active & NVSMI_THR_HW_THERMAL_SLOWDOWN)
 						? " (HW Thermal Slowdown)"
-						: "",
-					(g->throttle_active & NVSMI_THR_HW_POWER_BRAKE_SLOWDOWN)
-						? " (HW Power Brake Slowdown)"
 						: "");
+		if (brake)
+			n = add_finding(out, max, n, "power:brake_slowdown", g, "",
+					"GPU %d (%s): clocks event HW Power Brake Slowdown active "
+					"(the system's power supply asserted the power brake)",
+					g->index, g->pci_bus_id);
 		if (g->throttle_active & NVSMI_THR_SW_THERMAL_SLOWDOWN)
 			n = add_finding(out, max, n, "thermal:sw_slowdown", g, "",
 					"GPU %d (%s): clocks event SW Thermal Slowdown active",

@@ -91,7 +91,8 @@ int nvsmi_parse(const char *buf, size_t len, struct nvsmi_report *out, char *err
 /* Derives findings (source "nvidia-smi") from a parsed report: ecc:dbe_volatile (volatile
  * uncorrectable > 0), row_remap:pending, row_remap:failure, retired_pages:pending,
  * gpu:count_mismatch (fewer GPUs than expected_gpus, when expected_gpus > 0),
- * thermal:hw_slowdown (HW slowdown / HW thermal slowdown active), thermal:sw_slowdown (SW
+ * thermal:hw_slowdown (HW Thermal Slowdown active, or HW Slowdown active without a power brake),
+ * power:brake_slowdown (HW Power Brake Slowdown active), thermal:sw_slowdown (SW
  * thermal slowdown active), thermal:over_limit (GPU temperature >= its slowdown temperature).
  * Writes at most max findings to out and returns the number written. *unknown is set to 1 when
  * the report cannot prove health (truncated, a GPU whose ECC/remap state is unknown while ECC

@@ -186,6 +186,8 @@ static const struct {
 	{"retired_pages:pending", SEV_MEDIUM, HEALTH_ACTION_HOLD, 1, D, 0, L_FULL},
 	{"thermal:hw_slowdown", SEV_WARNING, HEALTH_ACTION_HOLD, 3, D, 0, L_NONE},
 	{"thermal:sw_slowdown", SEV_INFO, HEALTH_ACTION_NONE, 1, H, 0, L_NONE},
+	{"power:brake_slowdown", SEV_WARNING, HEALTH_ACTION_NONE, 1, H, 0, L_NONE},
+	{"nvlink:link_down", SEV_MEDIUM, HEALTH_ACTION_HOLD, 2, H, 0, L_FULL},
 	{"thermal:over_limit", SEV_MEDIUM, HEALTH_ACTION_HOLD, 2, H, 0, L_NONE},
 	{"dcgm:memory", SEV_HIGH, HEALTH_ACTION_HOLD, 1, D, 0, L_FULL},
 	{"dcgm:pcie", SEV_HIGH, HEALTH_ACTION_HOLD, 1, D, 0, L_REBOOT},

@@ -133,13 +133,14 @@ static void test_h100_text(void **state)
 	assert_int_equal(n, 8);
 	for (int i = 0; i < 8; i++) {
 		assert_string_equal(f[i].source, "nvidia-smi");
-		assert_string_equal(f[i].code, "thermal:hw_slowdown");
+		assert_string_equal(f[i].code, "power:brake_slowdown");
 		assert_int_equal(f[i].gpu_index, i);
 		assert_string_equal(f[i].pci_bus_id, bus[i]);
 		assert_string_equal(f[i].key, "");
 	}
-	assert_string_equal(f[0].message, "GPU 0 (0000:19:00.0): clocks event HW Slowdown active "
-					  "(HW Power Brake Slowdown)");
+	assert_string_equal(f[0].message, "GPU 0 (0000:19:00.0): clocks event HW Power Brake "
+					  "Slowdown active (the system's power supply asserted the "
+					  "power brake)");
 	/* a node that should have 9 GPUs */
 	n = nvsmi_findings(&rep, 9, f, MAXF, &unknown);
 	assert_int_equal(n, 9);
