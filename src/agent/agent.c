@@ -107,6 +107,12 @@ struct agent {
 	struct ag_event *ev;
 	size_t nev;
 
+	/* gpu_reset: the operation reported last, and the outcome of one run but not reported */
+	char reset_done_op[72];
+	char reset_pending_op[72];
+	int reset_pending_ok;
+	char reset_pending_msg[512];
+
 	/* finding ids already put */
 	char (*sent)[AGENT_ID_LEN];
 	size_t nsent;
@@ -1183,6 +1189,123 @@ int agent_flush(struct agent *a)
 	return rc;
 }
 
+/* ------------------------------------------------------------------ gpu_reset */
+
+static char *ag_reset_path(struct agent *a)
+{
+	return xasprintf("%s/gpu-reset.last", a->cfg.state_dir);
+}
+
+static void ag_reset_load(struct agent *a)
+{
+	char *p = ag_reset_path(a);
+	FILE *f = fopen(p, "re");
+	free(p);
+	if (!f)
+		return;
+	if (fgets(a->reset_done_op, sizeof(a->reset_done_op), f))
+		a->reset_done_op[strcspn(a->reset_done_op, "\r\n")] = '\0';
+	fclose(f);
+}
+
+/* A PCI bus id as the API writes it ("0000:3b:00.0"): hex digits, ':' and '.', at most 23. */
+static int ag_bus_id_ok(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n >= FINDING_BUS_ID_LEN)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("0123456789abcdefABCDEF:.", s[i]))
+			return 0;
+	return 1;
+}
+
+/* Runs the reset; fills the pending outcome. */
+static void ag_run_reset(struct agent *a, const char *op, const char *gpu)
+{
+	snprintf(a->reset_pending_op, sizeof(a->reset_pending_op), "%s", op);
+	a->reset_pending_ok = 0;
+	if (!ag_bus_id_ok(gpu)) {
+		snprintf(a->reset_pending_msg, sizeof(a->reset_pending_msg),
+			 "status.remediation.gpu is not a PCI bus id: the agent reset nothing");
+		return;
+	}
+	char tool[4096];
+	if (a->nvsmi_auto && a->configured[AGENT_DET_NVSMI])
+		snprintf(tool, sizeof(tool), "%s", a->nvsmi_path);
+	else if (probe_which("nvidia-smi", tool, sizeof(tool)) < 0) {
+		snprintf(a->reset_pending_msg, sizeof(a->reset_pending_msg),
+			 "nvidia-smi not found in PATH: the agent reset nothing");
+		return;
+	}
+	char *argv[] = {tool, "--gpu-reset", "-i", (char *)gpu, NULL};
+	struct probe_result r;
+	char err[512];
+	log_info("agent gpu reset node=%s operation=%s gpu=%s", a->cfg.node, op, gpu);
+	int rc = probe_run(argv, AGENT_GPU_RESET_TIMEOUT_S * 1000L, 64 << 10, &r, err, sizeof(err));
+	char first[256] = "";
+	if (rc == 0 && r.out.len) {
+		size_t n = strcspn(r.out.data, "\n");
+		snprintf(first, sizeof(first), ": %.*s", (int)(n < 200 ? n : 200), r.out.data);
+	}
+	if (rc < 0)
+		snprintf(a->reset_pending_msg, sizeof(a->reset_pending_msg), "%s", err);
+	else if (r.timed_out)
+		snprintf(a->reset_pending_msg, sizeof(a->reset_pending_msg),
+			 "nvidia-smi --gpu-reset -i %s did not finish in %d s", gpu,
+			 AGENT_GPU_RESET_TIMEOUT_S);
+	else if (r.exited && r.exit_status == 0) {
+		a->reset_pending_ok = 1;
+		snprintf(a->reset_pending_msg, sizeof(a->reset_pending_msg),
+			 "nvidia-smi --gpu-reset -i %s succeeded%s", gpu, first);
+	} else if (r.exited)
+		snprintf(a->reset_pending_msg, sizeof(a->reset_pending_msg),
+			 "nvidia-smi --gpu-reset -i %s exited with status %d%s", gpu, r.exit_status,
+			 first);
+	else
+		snprintf(a->reset_pending_msg, sizeof(a->reset_pending_msg),
+			 "nvidia-smi --gpu-reset -i %s killed by signal %d", gpu, r.signaled);
+	probe_result_release(&r);
+}
+
+int agent_gpu_reset_check(struct agent *a)
+{
+	if (!a->tp.get_node || !a->tp.remediated)
+		return 0;
+	json_t *doc = NULL;
+	if (a->tp.get_node(a->tp.arg, &doc) < 0 || !doc)
+		return 0;
+	int reported = 0;
+	const char *phase = jsonx_str(doc, "status.phase");
+	const char *rung = jsonx_str(doc, "status.remediation.rung");
+	const char *gpu = jsonx_str(doc, "status.remediation.gpu");
+	const char *op = jsonx_str(doc, "status.operation");
+	if (!phase || strcmp(phase, "repairing") != 0 || !rung || strcmp(rung, "gpu_reset") != 0 ||
+	    !op || !*op || strlen(op) >= sizeof(a->reset_done_op) ||
+	    strcmp(op, a->reset_done_op) == 0)
+		goto out;
+	if (strcmp(op, a->reset_pending_op) != 0)
+		ag_run_reset(a, op, gpu);
+	long status = 0;
+	if (a->tp.remediated(a->tp.arg, op, a->reset_pending_ok, a->reset_pending_msg, &status) < 0)
+		goto out; /* unreachable: report the same outcome next time */
+	log_info("agent gpu reset reported node=%s operation=%s succeeded=%d status=%ld", a->cfg.node,
+		 op, a->reset_pending_ok, status);
+	snprintf(a->reset_done_op, sizeof(a->reset_done_op), "%s", op);
+	a->reset_pending_op[0] = '\0';
+	char *p = ag_reset_path(a);
+	char err[512];
+	char line[80];
+	snprintf(line, sizeof(line), "%s\n", op);
+	if (outbox_write_durable(p, line, strlen(line), err, sizeof(err)) < 0)
+		log_warn("agent gpu reset state not saved node=%s err=\"%s\"", a->cfg.node, err);
+	free(p);
+	reported = 1;
+out:
+	json_decref(doc);
+	return reported;
+}
+
 /* ------------------------------------------------------------------ lifecycle */
 
 static int ag_resolve(struct agent *a, enum agent_det d, const char *flag, const char *tool,
@@ -1286,6 +1409,7 @@ int agent_new(const struct agent_config *cfg, const struct agent_transport *tp,
 			ag_set(a, AGENT_DET_NVML, 1, "unknown", NULL, "not probed yet");
 		}
 	}
+	ag_reset_load(a);
 	if (a->ob.npending)
 		log_info("agent outbox has pending reports node=%s reports=%zu events=%zu",
 			 cfg->node, a->ob.npending, a->ob.nevents);
@@ -1343,6 +1467,7 @@ static int ag_run_once(struct agent *a)
 	}
 	if ((rc = agent_probe_round(a)) < 0)
 		return rc;
+	agent_gpu_reset_check(a);
 	rc = agent_flush(a);
 	if (rc < 0)
 		return rc;
@@ -1370,6 +1495,7 @@ int agent_run(struct agent *a)
 		agent_read_kernel(a, 0);
 		if (now >= next_probe) {
 			agent_probe_round(a);
+			agent_gpu_reset_check(a);
 			next_probe = now + a->cfg.interval_s * 1000;
 		}
 		if (a->ob.npending && now >= next_flush) {

@@ -78,6 +78,10 @@ struct agent_transport {
 	int (*report)(void *arg, const char *body, size_t len, long *status, struct buf *answer);
 	/* GET /v1/nodes/{node}: 0 and *doc (new reference) on a 200; <0 otherwise. May be NULL. */
 	int (*get_node)(void *arg, json_t **doc);
+	/* POST /v1/nodes/{node}:remediated {"operation","succeeded","message"}. 0 when the API
+	 * answered (*status), FP_EIO when unreachable. May be NULL (no agent-side gpu_reset). */
+	int (*remediated)(void *arg, const char *operation, int succeeded, const char *message,
+			  long *status);
 	void *arg;
 };
 
@@ -125,11 +129,21 @@ int agent_read_kernel(struct agent *a, int final);
  * findings (a heartbeat when there are none and the outbox is empty). Returns 0 or FP_EIO. */
 int agent_probe_round(struct agent *a);
 
+/* Agent-side gpu_reset rung (design contract "Holds and the ladder"): reads the node document;
+ * when it is repairing with status.remediation.rung "gpu_reset" and status.operation names an
+ * operation not yet reported, runs `nvidia-smi --gpu-reset -i <status.remediation.gpu>` by argv
+ * (nvidia-smi(1), "--gpu-reset"; timeout AGENT_GPU_RESET_TIMEOUT_S) and POSTs :remediated with
+ * the outcome. The operation reported last is kept in <state>/gpu-reset.last, so a restart does
+ * not reset the GPU again for it. Returns 1 when it reported, 0 when there was nothing to do or
+ * the API could not be reached (retried next time; the reset is not run twice in one run). */
+#define AGENT_GPU_RESET_TIMEOUT_S 120
+int agent_gpu_reset_check(struct agent *a);
+
 /* --once: flush, read the kernel log to its end, one probe round, flush. Returns 0 when the API
  * accepted every report (outbox empty, none rejected), FP_EIO when it could not be reached
  * (reports kept), FP_EAGAIN when reports were kept for another reason, FP_EINVAL when one was
  * rejected. Follow mode (!cfg->once): ticks every second (kernel read, flush with back-off) and
- * runs a probe round every interval until *cfg->stop; returns 0. */
+ * runs a probe round and agent_gpu_reset_check every interval until *cfg->stop; returns 0. */
 int agent_run(struct agent *a);
 
 const struct agent_stats *agent_stats(const struct agent *a);

@@ -60,6 +60,7 @@ struct agent_http {
 	struct client c;
 	char *report_path;
 	char *node_path;
+	char *remediated_path;
 };
 
 /* Runs client_request with its error line captured (the problem text becomes the answer kept
@@ -132,6 +133,25 @@ static int agent_http_get_node(void *arg, json_t **doc)
 			 line);
 	free(line);
 	return rc == CLIENT_EXIT_OK && *doc ? 0 : FP_EIO;
+}
+
+static int agent_http_remediated(void *arg, const char *operation, int succeeded,
+				 const char *message, long *status)
+{
+	struct agent_http *h = arg;
+	json_t *body = json_pack("{s:s,s:b,s:o}", "operation", operation, "succeeded", succeeded,
+				 "message", jsonx_string_lossy(message ? message : ""));
+	json_t *out = NULL;
+	char *line = NULL;
+	*status = 0;
+	int rc = agent_request(h, "POST", h->remediated_path, body, status, &out, &line);
+	json_decref(body);
+	json_decref(out);
+	if (rc != CLIENT_EXIT_OK && line[0])
+		log_warn("agent :remediated not taken path=%s status=%ld answer=\"%s\"",
+			 h->remediated_path, *status, line);
+	free(line);
+	return rc == CLIENT_EXIT_CONNECT || (rc != CLIENT_EXIT_OK && *status == 0) ? FP_EIO : 0;
 }
 
 /* Parses a decimal in [lo, hi]. Returns 0 or -1. */
@@ -306,6 +326,7 @@ int cmd_agent(int argc, char **argv)
 	char *esc = client_escape(cfg.node);
 	h.report_path = xasprintf("/v1/nodes/%s:report", esc);
 	h.node_path = xasprintf("/v1/nodes/%s", esc);
+	h.remediated_path = xasprintf("/v1/nodes/%s:remediated", esc);
 	free(esc);
 
 	log_init(LOG_LVL_INFO, NULL);
@@ -320,6 +341,7 @@ int cmd_agent(int argc, char **argv)
 	struct agent_transport tp = {
 		.report = agent_http_report,
 		.get_node = agent_http_get_node,
+		.remediated = agent_http_remediated,
 		.arg = &h,
 	};
 	struct agent *a = NULL;
@@ -348,6 +370,7 @@ int cmd_agent(int argc, char **argv)
 	agent_free(a);
 	free(h.report_path);
 	free(h.node_path);
+	free(h.remediated_path);
 	client_release(&h.c);
 	return exit_code;
 }

@@ -704,6 +704,132 @@ static void test_nvml_absent(void **state)
 	nvml_close(NULL);
 }
 
+/* ------------------------------------------------------------------ gpu_reset */
+
+struct reset_fake {
+	json_t *node;            /* what GET /v1/nodes/r01n01 answers */
+	int calls;
+	char op[80];
+	int succeeded;
+	char message[512];
+	int down;
+};
+
+static int rf_get_node(void *arg, json_t **doc)
+{
+	struct reset_fake *r = arg;
+	*doc = json_incref(r->node);
+	return 0;
+}
+
+static int rf_remediated(void *arg, const char *op, int ok, const char *msg, long *status)
+{
+	struct reset_fake *r = arg;
+	if (r->down)
+		return FP_EIO;
+	r->calls++;
+	snprintf(r->op, sizeof(r->op), "%s", op);
+	r->succeeded = ok;
+	snprintf(r->message, sizeof(r->message), "%s", msg);
+	*status = 202;
+	return 0;
+}
+
+static int rf_report(void *arg, const char *body, size_t len, long *status, struct buf *answer)
+{
+	*status = 200;
+	buf_puts(answer, "{\"accepted\":0,\"duplicates\":0,\"decisions\":[]}");
+	return 0;
+}
+
+/* The node is repairing with a gpu_reset rung: the agent runs `nvidia-smi --gpu-reset -i BUS`
+ * (a stand-in nvidia-smi in PATH records its argv) and reports :remediated once per operation,
+ * also across a restart; a failing reset is reported as failed with the exit status. */
+static void test_gpu_reset(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	char *bin = mktmp();
+	char *tool = xasprintf("%s/nvidia-smi", bin);
+	char *argv_file = xasprintf("%s/argv", bin);
+	char *exit_file = xasprintf("%s/exit", bin);
+	FILE *fp = fopen(tool, "w");
+	fprintf(fp, "#!/bin/sh\necho \"$*\" >>%s\nexit $(cat %s)\n", argv_file, exit_file);
+	fclose(fp);
+	chmod(tool, 0755);
+	fp = fopen(exit_file, "w");
+	fputs("0\n", fp);
+	fclose(fp);
+	char *old_path = xstrdup(getenv("PATH") ? getenv("PATH") : "");
+	char *path = xasprintf("%s:%s", bin, old_path);
+	setenv("PATH", path, 1);
+
+	struct reset_fake rf;
+	memset(&rf, 0, sizeof(rf));
+	char jerr[256];
+	const char *doc = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"r01n01\"},\"status\":"
+			  "{\"phase\":\"repairing\",\"operation\":\"op-0007\",\"remediation\":"
+			  "{\"ladder\":[\"gpu_reset\",\"reboot\"],\"rung\":\"gpu_reset\","
+			  "\"code\":\"xid:79\",\"gpu\":\"0000:3b:00.0\"}}}";
+	assert_int_equal(jsonx_parse(doc, strlen(doc), &rf.node, jerr, sizeof(jerr)), 0);
+	struct agent_config c;
+	base_cfg(&c, dir, NULL);
+	struct agent_transport tp = {.report = rf_report, .get_node = rf_get_node,
+				     .remediated = rf_remediated, .arg = &rf};
+	struct agent *a = NULL;
+	char err[512];
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), 0);
+	/* API unreachable for :remediated: the reset runs once, its outcome waits. */
+	rf.down = 1;
+	assert_int_equal(agent_gpu_reset_check(a), 0);
+	rf.down = 0;
+	assert_int_equal(agent_gpu_reset_check(a), 1);
+	assert_int_equal(rf.calls, 1);
+	assert_string_equal(rf.op, "op-0007");
+	assert_int_equal(rf.succeeded, 1);
+	assert_string_equal(rf.message, "nvidia-smi --gpu-reset -i 0000:3b:00.0 succeeded");
+	assert_int_equal(agent_gpu_reset_check(a), 0); /* reported: nothing more */
+	agent_free(a);
+	/* A restart remembers the operation. */
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), 0);
+	assert_int_equal(agent_gpu_reset_check(a), 0);
+	assert_int_equal(rf.calls, 1);
+	/* A new operation whose reset fails. */
+	fp = fopen(exit_file, "w");
+	fputs("3\n", fp);
+	fclose(fp);
+	json_object_set_new(json_object_get(rf.node, "status"), "operation", json_string("op-0009"));
+	assert_int_equal(agent_gpu_reset_check(a), 1);
+	assert_string_equal(rf.op, "op-0009");
+	assert_int_equal(rf.succeeded, 0);
+	assert_string_equal(rf.message, "nvidia-smi --gpu-reset -i 0000:3b:00.0 exited with status 3");
+	/* Not repairing: nothing runs. */
+	json_object_set_new(json_object_get(rf.node, "status"), "phase", json_string("available"));
+	json_object_set_new(json_object_get(rf.node, "status"), "operation", json_string("op-0010"));
+	assert_int_equal(agent_gpu_reset_check(a), 0);
+	agent_free(a);
+	setenv("PATH", old_path, 1);
+	/* The stand-in ran exactly twice, with these arguments. */
+	fp = fopen(argv_file, "r");
+	char line[256];
+	assert_non_null(fgets(line, sizeof(line), fp));
+	assert_string_equal(line, "--gpu-reset -i 0000:3b:00.0\n");
+	assert_non_null(fgets(line, sizeof(line), fp));
+	assert_string_equal(line, "--gpu-reset -i 0000:3b:00.0\n");
+	assert_null(fgets(line, sizeof(line), fp));
+	fclose(fp);
+	json_decref(rf.node);
+	free(old_path);
+	free(path);
+	free(tool);
+	free(argv_file);
+	free(exit_file);
+	rm_rf(bin);
+	rm_rf(dir);
+	free(bin);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -718,6 +844,7 @@ int main(void)
 		cmocka_unit_test(test_outbox_bound),
 		cmocka_unit_test(test_rejected),
 		cmocka_unit_test(test_nvml_absent),
+		cmocka_unit_test(test_gpu_reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
