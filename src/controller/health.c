@@ -1281,6 +1281,35 @@ json_t *health_breakers(struct health *h)
 	return json_pack("{s:o}", "items", items);
 }
 
+/* store_foreach callback of health_breaker_reset: a node whose HealthActionsSuppressed names
+ * the breaker being closed gets a CAS put without that condition in the reset's transaction. */
+struct unsuppress {
+	struct txn *t;
+	const char *want; /* the condition message's start: "correlated-failure breaker X is open:" */
+};
+
+static int unsuppress_node(void *arg, const struct store_kv *kv)
+{
+	struct unsuppress *u = arg;
+	if (!strstr(kv->value, "HealthActionsSuppressed"))
+		return 0;
+	json_t *doc = NULL;
+	struct node *n = NULL;
+	if (jsonx_parse(kv->value, strlen(kv->value), &doc, NULL, 0) == 0 &&
+	    node_from_json(doc, kv->mod_revision, &n, NULL, 0) == 0) {
+		const struct node_condition *c = node_condition_get(n, "HealthActionsSuppressed");
+		if (c && c->message && strncmp(c->message, u->want, strlen(u->want)) == 0) {
+			node_condition_remove(n, "HealthActionsSuppressed");
+			json_t *nd = node_to_json(n, NODE_JSON_STORE);
+			txn_put(u->t, xstrdup(kv->key), jsonx_dumps(nd), kv->mod_revision);
+			json_decref(nd);
+		}
+	}
+	node_free(n);
+	json_decref(doc);
+	return 0;
+}
+
 int health_breaker_reset(struct health *h, const char *name, const char *actor,
 			 const char *reason, char *err, size_t errlen)
 {
@@ -1296,25 +1325,38 @@ int health_breaker_reset(struct health *h, const char *name, const char *actor,
 		return fp_errf(FP_ENOTFOUND, err, errlen, "breaker %s is not open",
 			       name ? name : "?");
 	int64_t now = clock_wall_ms(h->cfg.clock);
-	char key[STORE_MAX_KEY + 1], object[200], msg[1400];
+	char key[STORE_MAX_KEY + 1], object[200], msg[1400], want[240];
 	snprintf(key, sizeof(key), "/breakers/%s", name);
 	snprintf(object, sizeof(object), "breaker/%s", name);
 	snprintf(msg, sizeof(msg), "correlated-failure breaker %s closed by %s: %s", name,
 		 actor ? actor : "?", reason);
-	char id[EVENT_ID_LEN];
-	event_id(now, fp_rng_u64(h->cfg.rng), id);
-	json_t *ev = event_new(id, "Normal", actor ? actor : "?", object, "BreakerReset", msg, now);
-	char *ekey = xasprintf("/events/%s", id), *eval = jsonx_dumps(ev);
-	json_decref(ev);
-	struct store_op ops[2] = {{STORE_OP_DELETE, key, NULL, STORE_ANY},
-				  {STORE_OP_PUT, ekey, eval, STORE_ABSENT}};
-	int rc = store_txn(h->cfg.store, ops, 2, NULL, NULL);
-	free(ekey);
-	free(eval);
-	if (rc < 0 && rc != FP_ENOTFOUND)
-		return fp_errf(rc, err, errlen, "deleting %s: %s", key, fp_err_msg(rc));
-	if (rc == FP_ENOTFOUND) /* the document was gone already: still close it here */
-		rc = 0;
+	snprintf(want, sizeof(want), "correlated-failure breaker %s is open:", name);
+	/* One transaction: the breaker document goes, the audit event and the nodes' cleared
+	 * HealthActionsSuppressed conditions (CAS; re-read on conflict) are written. */
+	int rc = FP_ECONFLICT, with_delete = 1;
+	for (int attempt = 0; attempt < COMMIT_ATTEMPTS && rc < 0; attempt++) {
+		struct txn t = {0};
+		txn_event(h, &t, "Normal", actor ? actor : "?", object, "BreakerReset", msg, now);
+		struct unsuppress u = {&t, want};
+		rc = store_foreach(h->cfg.store, "/nodes/", 0, unsuppress_node, &u, NULL);
+		if (rc == 0) {
+			if (with_delete) {
+				ALLOC_GROW(t.ops, t.n + 1, t.cap);
+				t.ops[t.n++] = (struct store_op){STORE_OP_DELETE, key, NULL, STORE_ANY};
+			}
+			rc = store_txn(h->cfg.store, t.ops, t.n, NULL, NULL);
+			if (rc == FP_ENOTFOUND && with_delete) {
+				/* the document was gone already: still close it here */
+				with_delete = 0;
+				rc = FP_ECONFLICT;
+			}
+		}
+		txn_release(&t);
+		if (rc < 0 && rc != FP_ECONFLICT)
+			break;
+	}
+	if (rc < 0)
+		return fp_errf(rc, err, errlen, "closing breaker %s: %s", name, fp_err_msg(rc));
 	pthread_mutex_lock(&h->mu);
 	json_decref(hmap_remove(&h->breakers, name));
 	char wkey[STORE_MAX_KEY + 8];
@@ -1327,7 +1369,7 @@ int health_breaker_reset(struct health *h, const char *name, const char *actor,
 	breakers_gauge(h);
 	pthread_mutex_unlock(&h->mu);
 	log_info("health breaker reset breaker=%s actor=%s", name, actor ? actor : "?");
-	return rc;
+	return 0;
 }
 
 /* ---------------------------------------------------------------- sweep */

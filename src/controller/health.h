@@ -67,7 +67,8 @@ int health_policy_put(struct health *h, const json_t *doc, const char *actor, js
 
 /* Breakers: {"items":[{breaker document}...]} (new reference), open ones only. */
 json_t *health_breakers(struct health *h);
-/* Closes breaker `name` ("rack.r01"): deletes its document, audits who and why. Returns 0,
+/* Closes breaker `name` ("rack.r01"): deletes its document, removes the HealthActionsSuppressed
+ * condition naming it from every node and audits who and why, in one transaction. Returns 0,
  * FP_ENOTFOUND (not open) or a store error. */
 int health_breaker_reset(struct health *h, const char *name, const char *actor,
 			 const char *reason, char *err, size_t errlen);

@@ -863,6 +863,16 @@ static void test_rack_burst_budget_and_breaker(void **state)
 	assert_int_equal(health_breaker_reset(w->h, "rack.r01", "operator:alice", "PDU replaced",
 					      err, sizeof(err)), 0);
 	assert_int_equal(count_prefix(w, "/breakers/"), 0);
+	/* Closed: the suppressed nodes no longer say it is open (design: True only while open). */
+	for (int i = 2; i < 5; i += 2) {
+		struct node *n = get_node(w, RACK[i]);
+		assert_null(node_condition_get(n, "HealthActionsSuppressed"));
+		node_free(n);
+	}
+	assert_int_equal(count_docs(w, "/events/", "message",
+				    "correlated-failure breaker rack.r01 closed by operator:alice: "
+				    "PDU replaced"),
+			 1);
 	assert_string_equal(ACTION(w, "r01n04", "k-79-04", &XID79, NULL), "hold");
 	static const char *const again[] = {"r01n04", NULL};
 	run_until_back(w, again, 60 * MIN);
