@@ -534,20 +534,17 @@ static json_t *report(struct world *w, const char *node, json_t *evs)
 	return res;
 }
 
-/* Reports one kernel event and returns its decision's action ("hold", "count", ...), copied
- * into out. */
-static const char *report1(struct world *w, const char *node, const char *id,
-			   const struct kev *k, const char *job, char *out, size_t len)
+/* Reports one kernel event and checks its decision's action ("hold", "count", ...). */
+static void expect(struct world *w, const char *node, const char *id, const struct kev *k,
+		   const char *job, const char *want)
 {
 	json_t *res = report(w, node, json_pack("[o]", kevent(w, id, k, job)));
 	assert_int_equal(json_integer_value(json_object_get(res, "accepted")), 1);
-	snprintf(out, len, "%s",
-		 jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "action"));
+	const char *got = jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "action");
+	if (strcmp(got, want) != 0)
+		fail_msg("%s event %s: action %s, expected %s", node, id, got, want);
 	json_decref(res);
-	return out;
 }
-
-#define ACTION(w, node, id, k, job) report1(w, node, id, k, job, act, sizeof(act))
 
 /* Number of stored documents under prefix whose field at path equals value. */
 static int count_docs(struct world *w, const char *prefix, const char *path, const char *value)
@@ -738,12 +735,11 @@ static void test_one_job_across_ten_nodes(void **state)
  * sim's agent performs; burn-in passes; back available. */
 static void three_jobs_one_gpu(struct world *w)
 {
-	char act[32];
-	assert_string_equal(ACTION(w, "r01n01", "k-b7c-000101", &XID94, "101"), "count");
+	expect(w, "r01n01", "k-b7c-000101", &XID94, "101", "count");
 	clock_virtual_advance(w->clock, 10 * MIN);
-	assert_string_equal(ACTION(w, "r01n01", "k-b7c-000202", &XID94, "202"), "count");
+	expect(w, "r01n01", "k-b7c-000202", &XID94, "202", "count");
 	clock_virtual_advance(w->clock, 10 * MIN);
-	assert_string_equal(ACTION(w, "r01n01", "k-b7c-000303", &XID94, "303"), "hold");
+	expect(w, "r01n01", "k-b7c-000303", &XID94, "303", "hold");
 	struct node *n = get_node(w, "r01n01");
 	assert_string_equal(node_hold_find(n, "health")->reason,
 			    "xid:94 on GPU 0000:9b:00.0: 3 in 3600 s (threshold 2)");
@@ -792,9 +788,8 @@ static void test_rack_burst_budget_and_breaker(void **state)
 	budget_svc_invalidate(w->budget);
 	policy_put(w, "{\"spec\":{\"breaker\":{\"maxNodes\":2,\"windowSeconds\":300}}}");
 	w->max_out = 0;
-	char act[32];
-	assert_string_equal(ACTION(w, "r01n01", "k-79-01", &XID79, NULL), "hold");
-	assert_string_equal(ACTION(w, "r01n02", "k-79-02", &XID79, NULL), "hold");
+	expect(w, "r01n01", "k-79-01", &XID79, NULL, "hold");
+	expect(w, "r01n02", "k-79-02", &XID79, NULL, "hold");
 	json_t *res = report(w, "r01n03", json_pack("[o]", kevent(w, "k-79-03", &XID79, NULL)));
 	json_t *d = json_array_get(json_object_get(res, "decisions"), 0);
 	assert_string_equal(jsonx_str(d, "action"), "suppressed");
@@ -843,7 +838,7 @@ static void test_rack_burst_budget_and_breaker(void **state)
 
 	/* While open, another node's failure is suppressed too, and no second alert. */
 	clock_virtual_advance(w->clock, 1 * MIN);
-	assert_string_equal(ACTION(w, "r01n05", "k-79-05", &XID79, NULL), "suppressed");
+	expect(w, "r01n05", "k-79-05", &XID79, NULL, "suppressed");
 	assert_int_equal(count_docs(w, "/events/", "reason", "CorrelatedFailureBreakerOpen"), 1);
 
 	static const char *const held[] = {"r01n01", "r01n02", NULL};
@@ -873,7 +868,7 @@ static void test_rack_burst_budget_and_breaker(void **state)
 				    "correlated-failure breaker rack.r01 closed by operator:alice: "
 				    "PDU replaced"),
 			 1);
-	assert_string_equal(ACTION(w, "r01n04", "k-79-04", &XID79, NULL), "hold");
+	expect(w, "r01n04", "k-79-04", &XID79, NULL, "hold");
 	static const char *const again[] = {"r01n04", NULL};
 	run_until_back(w, again, 60 * MIN);
 	assert_string_equal(path_of(w, "r01n04"), "available>draining>repairing>validating>available");
@@ -947,10 +942,9 @@ static void test_agent_restart_resend(void **state)
  * count, then hold; returns the index of the start rung in the ladder. */
 static size_t fails_again(struct world *w, const char *id1, const char *id2)
 {
-	char act[32];
-	assert_string_equal(ACTION(w, "r01n01", id1, &XID94, NULL), "count");
+	expect(w, "r01n01", id1, &XID94, NULL, "count");
 	clock_virtual_advance(w->clock, 1 * MIN);
-	assert_string_equal(ACTION(w, "r01n01", id2, &XID94, NULL), "hold");
+	expect(w, "r01n01", id2, &XID94, NULL, "hold");
 	struct node *n = get_node(w, "r01n01");
 	size_t r = n->remediation.rung;
 	node_free(n);
