@@ -3,18 +3,27 @@
  * POST /v1/nodes/{name}:report (design shape in docs/health.md, "Agent report"), validated and
  * evaluated by health_report (controller/health.c). The input is parsed like the API parses a
  * body (api_body_object in src/api/server.c: no NUL byte, json_loadb with
- * JSON_REJECT_DUPLICATES, an object); an object goes to health_report for node "n1" (phase
- * available, servedAt set) on an in-memory store, a virtual clock (1 s forward per input) and
- * a health controller without its sweep. Properties, each an abort (a crash to libFuzzer):
+ * JSON_REJECT_DUPLICATES, an object); an object goes to health_report on an in-memory store, a
+ * virtual clock (1 s forward per input) and a health controller without its sweep, for one of
+ * NNODES nodes "n1".."n6" of rack r01 (phase available, servedAt set) picked by a hash of the
+ * input - one node for most inputs would never reach the correlated-failure breaker (opens past
+ * breaker.maxNodes = 3 distinct nodes within 300 s) or job attribution (3 nodes).
+ * Properties, each an abort (a crash to libFuzzer):
  *  - rc is 0 or a negative fp_err code; any error leaves a non-empty err and no result;
  *  - FP_EINVAL writes nothing (the store revision is unchanged);
  *  - rc 0 gives {"accepted":A,"duplicates":D,"decisions":[...]} with A + D = the number of
  *    events and A decisions, each naming an event id of the report and an action of the
  *    design ("hold" | "none" | "job_fault" | "suppressed" | "count");
- *  - a report without events other than the heartbeat changes at most the node document.
+ *  - each accepted event is stored at /healthevents/<node>/<id>;
+ *  - the node document the controller leaves decodes (node_from_json);
+ *  - a report without events writes at most one revision.
  * The fixture (store, clock, controller, node) is static so the state of earlier inputs (stored
  * events, holds, windows) is exercised too; it is freed and re-created every 1000 inputs to
- * keep memory bounded over a long run, and at exit. */
+ * keep memory bounded over a long run, and at exit.
+ * Seeds (tests/fuzz/corpus/fuzz_health_report/): the raw text of each event is a line copied
+ * verbatim from tests/data/kernel (SOURCES.md there gives its origin) with the event fields
+ * written by hand from that line; tools-mixed.json uses codes of the design contract; the
+ * bad-*.json files are hand-made malformed reports. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +47,7 @@
 #define START_WALL 1796000000000LL /* 2026-11-30T00:53:20Z */
 #define RESET_EVERY 1000
 #define MAX_BODY (1u << 20) /* API_DEFAULT_MAX_BODY in src/api/server.c */
+#define NNODES 6
 
 static struct store *g_store;
 static struct fp_clock *g_clock;
@@ -68,8 +78,9 @@ static void fixture_free(void)
 	g_store = NULL;
 }
 
-/* Store "mem:", virtual clock at START_WALL, node n1 available since START_WALL (servedAt
- * set), controller with sweep 0 - as test_health.c's world_new + put_node. */
+/* Store "mem:", virtual clock at START_WALL, nodes n1..n6 of rack r01 available since
+ * START_WALL (servedAt set), controller with sweep 0 - as test_health.c's world_new +
+ * put_node. */
 static void fixture_new(void)
 {
 	char err[256];
@@ -80,22 +91,27 @@ static void fixture_new(void)
 	g_clock = clock_virtual_new(START_WALL);
 	fp_rng_init(&g_rng, 42);
 
-	struct node *nd = node_new();
-	nd->name = xstrdup("n1");
-	nd->uid = xstrdup("n1");
-	nd->site = xstrdup("site-a");
-	nd->rack = xstrdup("r01");
-	nd->bmc.driver = xstrdup("sim");
-	nd->gpu_count = 8;
-	nd->phase = PHASE_AVAILABLE;
-	nd->phase_since = nd->created_at = nd->served_at = clock_wall_ms(g_clock);
-	json_t *doc = node_to_json(nd, NODE_JSON_STORE);
-	char *val = jsonx_dumps(doc);
-	if (store_put(g_store, "/nodes/n1", val, STORE_ANY, NULL) < 0)
-		abort();
-	free(val);
-	json_decref(doc);
-	node_free(nd);
+	for (int i = 1; i <= NNODES; i++) {
+		char name[16], key[32];
+		snprintf(name, sizeof(name), "n%d", i);
+		snprintf(key, sizeof(key), "/nodes/%s", name);
+		struct node *nd = node_new();
+		nd->name = xstrdup(name);
+		nd->uid = xstrdup(name);
+		nd->site = xstrdup("site-a");
+		nd->rack = xstrdup("r01");
+		nd->bmc.driver = xstrdup("sim");
+		nd->gpu_count = 8;
+		nd->phase = PHASE_AVAILABLE;
+		nd->phase_since = nd->created_at = nd->served_at = clock_wall_ms(g_clock);
+		json_t *doc = node_to_json(nd, NODE_JSON_STORE);
+		char *val = jsonx_dumps(doc);
+		if (store_put(g_store, key, val, STORE_ANY, NULL) < 0)
+			abort();
+		free(val);
+		json_decref(doc);
+		node_free(nd);
+	}
 
 	struct health_config hc = {.store = g_store, .clock = g_clock, .rng = &g_rng, .sweep = 0};
 	g_h = health_new(&hc, err, sizeof(err));
@@ -137,7 +153,32 @@ static int has_event(const json_t *events, const char *id)
 	return 0;
 }
 
-static void check_result(const json_t *doc, const json_t *res, int rc, const char *err)
+/* The stored document at key decoded, or NULL when absent. */
+static json_t *stored(const char *key)
+{
+	struct store_kv kv = {0};
+	if (store_get(g_store, key, &kv) < 0)
+		return NULL;
+	json_t *d = json_loads(kv.value, 0, NULL);
+	store_kv_release(&kv);
+	return d;
+}
+
+static void check_node_doc(const char *node, const json_t *doc, const json_t *res, int rc)
+{
+	char key[32], err[512] = "";
+	snprintf(key, sizeof(key), "/nodes/%s", node);
+	json_t *nj = stored(key);
+	struct node *n = NULL;
+	if (!nj || node_from_json(nj, 1, &n, err, sizeof(err)) < 0)
+		die("the node document no longer decodes", doc, nj, rc, err);
+	node_free(n);
+	json_decref(nj);
+	(void)res;
+}
+
+static void check_result(const char *node, const json_t *doc, const json_t *res, int rc,
+			 const char *err)
 {
 	static const char *const actions[] = {"hold", "none", "job_fault", "suppressed", "count",
 					      NULL};
@@ -165,6 +206,12 @@ static void check_result(const json_t *doc, const json_t *res, int rc, const cha
 			die("a decision has an action outside the design", doc, res, rc, err);
 		if (!json_is_boolean(json_object_get(x, "dryRun")) || !jsonx_str(x, "reason"))
 			die("a decision lacks dryRun or reason", doc, res, rc, err);
+		char key[160];
+		snprintf(key, sizeof(key), "/healthevents/%s/%s", node, ev);
+		json_t *he = stored(key);
+		if (!he || strcmp(jsonx_str(he, "id") ? jsonx_str(he, "id") : "", ev) != 0)
+			die("an accepted event is not stored under its id", doc, res, rc, key);
+		json_decref(he);
 	}
 }
 
@@ -185,11 +232,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fixture_new();
 	}
 	clock_virtual_advance(g_clock, 1000);
+	uint32_t hash = 2166136261u; /* FNV-1a: the same input always goes to the same node */
+	for (size_t i = 0; i < size; i++)
+		hash = (hash ^ data[i]) * 16777619u;
+	char node[16];
+	snprintf(node, sizeof(node), "n%u", 1 + hash % NNODES);
 
 	json_t *res = NULL;
 	char err[512] = "";
 	int64_t rev0 = store_revision(g_store);
-	int rc = health_report(g_h, "n1", "fuzz", doc, clock_wall_ms(g_clock), &res, err,
+	int rc = health_report(g_h, node, "fuzz", doc, clock_wall_ms(g_clock), &res, err,
 			       sizeof(err));
 	if (rc > 0 || (rc < 0 && strcmp(fp_err_name(rc), "FP_UNKNOWN") == 0))
 		die("rc is not 0 or a negative fp_err", doc, res, rc, err);
@@ -203,7 +255,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rc == FP_EINVAL && store_revision(g_store) != rev0)
 			die("FP_EINVAL wrote to the store", doc, res, rc, err);
 	} else {
-		check_result(doc, res, rc, err);
+		check_result(node, doc, res, rc, err);
+		check_node_doc(node, doc, res, rc);
 		const json_t *events = json_object_get(doc, "events");
 		if ((!events || json_array_size(events) == 0) && store_revision(g_store) > rev0 + 1)
 			die("a heartbeat wrote more than one revision", doc, res, rc, err);
