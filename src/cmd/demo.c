@@ -776,18 +776,26 @@ static int demo_health(struct demo *d, struct health_result *r)
 	}
 	for (size_t i = 0; i < nn; i++) {
 		char *secret = NULL, logpath[4400];
+		const char *what = NULL;
 		if ((rc = agent_token(d, hn[i].name, &secret)) < 0)
-			return hfail(d, "creating an agent token", rc);
-		if (write_kernel_line(d, &hn[i], logpath, sizeof(logpath)) < 0) {
+			what = "creating an agent token";
+		else if (write_kernel_line(d, &hn[i], logpath, sizeof(logpath)) < 0)
+			what = "writing a kernel log under the data dir";
+		if (what) {
 			fp_free_secret(secret);
-			return hfail(d, "writing a kernel log under the data dir", FP_EIO);
+			for (size_t k = 0; k < i; k++) /* the agents already started end on their own */
+				waitpid(hn[k].agent, NULL, 0);
+			return hfail(d, what, rc < 0 ? rc : FP_EIO);
 		}
 		printf("  %-8s kernel log %s gets a real line:\n           %s\n", hn[i].name, logpath,
 		       hn[i].x->line);
 		hn[i].agent = start_agent(d, &hn[i], logpath, secret);
 		fp_free_secret(secret);
-		if (hn[i].agent < 0)
+		if (hn[i].agent < 0) {
+			for (size_t k = 0; k < i; k++)
+				waitpid(hn[k].agent, NULL, 0);
 			return hfail(d, "starting fleetplane agent", FP_EIO);
+		}
 	}
 	printf("  %5.1fs  %zu agents started at once: fleetplane agent --node N --kernel-log FILE "
 	       "--once --state-dir DIR (token role agent, scoped to N)\n",
@@ -828,23 +836,36 @@ static int demo_health(struct demo *d, struct health_result *r)
 	while (back < nn) {
 		if (!serve_alive(d))
 			return hfail(d, "GPU health scenario", FP_ECLOSED);
+		json_t *docs[DEMO_HEALTH_NODES] = {NULL};
 		for (size_t i = 0; i < nn; i++) {
-			if (hn[i].done)
-				continue;
 			char path[640];
 			snprintf(path, sizeof(path), "/v1/nodes/%s", hn[i].name);
 			long status = 0;
-			json_t *n = NULL;
-			if (client_request(&d->cl, "GET", path, NULL, &status, &n) == 0) {
-				int s = show_node_change(d, &hn[i], n, r);
-				if (s < 0) {
-					json_decref(n);
-					return hfail(d, "GPU health scenario: a node failed", FP_ESTATE);
-				}
-				back += (size_t)s;
-			}
-			json_decref(n);
+			if (!hn[i].done &&
+			    client_request(&d->cl, "GET", path, NULL, &status, &docs[i]) != 0)
+				docs[i] = NULL;
 		}
+		/* Nodes back in service first, so that "available" prints before the admission
+		 * of the next node it made room for. */
+		int failed = 0;
+		for (int pass = 0; pass < 2; pass++)
+			for (size_t i = 0; i < nn; i++) {
+				if (!docs[i] || hn[i].done)
+					continue;
+				const char *ph = jsonx_str(docs[i], "status.phase");
+				int avail = ph && strcmp(ph, "available") == 0 && !health_hold(docs[i]);
+				if (avail != (pass == 0))
+					continue;
+				int s = show_node_change(d, &hn[i], docs[i], r);
+				if (s < 0)
+					failed = 1;
+				else
+					back += (size_t)s;
+			}
+		for (size_t i = 0; i < nn; i++)
+			json_decref(docs[i]);
+		if (failed)
+			return hfail(d, "GPU health scenario: a node failed", FP_ESTATE);
 		size_t waiting = 0;
 		for (size_t i = 0; i < nn; i++)
 			waiting += (size_t)hn[i].waiting;
