@@ -164,7 +164,7 @@ static json_t *stored(const char *key)
 	return d;
 }
 
-static void check_node_doc(const char *node, const json_t *doc, const json_t *res, int rc)
+static void check_node_doc(const char *node, const json_t *doc, int rc)
 {
 	char key[32], err[512] = "";
 	snprintf(key, sizeof(key), "/nodes/%s", node);
@@ -174,7 +174,6 @@ static void check_node_doc(const char *node, const json_t *doc, const json_t *re
 		die("the node document no longer decodes", doc, nj, rc, err);
 	node_free(n);
 	json_decref(nj);
-	(void)res;
 }
 
 static void check_result(const char *node, const json_t *doc, const json_t *res, int rc,
@@ -256,7 +255,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			die("FP_EINVAL wrote to the store", doc, res, rc, err);
 	} else {
 		check_result(node, doc, res, rc, err);
-		check_node_doc(node, doc, res, rc);
+		check_node_doc(node, doc, rc);
 		const json_t *events = json_object_get(doc, "events");
 		if ((!events || json_array_size(events) == 0) && store_revision(g_store) > rev0 + 1)
 			die("a heartbeat wrote more than one revision", doc, res, rc, err);
