@@ -885,17 +885,15 @@ static enum step_result step_check_gpu_count(struct step_ctx *x)
 
 /* Waits for the burn-in report of the boot this node is running now: reports are matched to a
  * boot by id, so a late report from an earlier boot, or a report that overtakes its boot
- * callback, can never be taken for this one. */
+ * callback, can never be taken for this one. After a remediation rung the boot may be the same
+ * (a GPU reset keeps it): there the store's order decides, not the clock - the commit that
+ * started the rung cleared status.validation (remediation_next), so any report present now was
+ * recorded after the rung began, even one of the same millisecond as its end. */
 static enum step_result step_wait_burn_in(struct step_ctx *x)
 {
 	const struct node *n = x->n;
-	/* After a remediation rung the report must also be newer than the rung's end
-	 * (params.notBefore, strictly: a report of the same millisecond may be the old one): a
-	 * GPU reset keeps the boot, and the report from before it must never pass. */
-	json_t *nb = json_object_get(x->op->params, "notBefore");
-	int64_t not_before = json_is_integer(nb) ? json_integer_value(nb) : -1;
-	if (n->validated_at && n->validated_at > not_before && n->validation_boot_id &&
-	    n->last_boot_id && strcmp(n->validation_boot_id, n->last_boot_id) == 0) {
+	if (n->validated_at && n->validation_boot_id && n->last_boot_id &&
+	    strcmp(n->validation_boot_id, n->last_boot_id) == 0) {
 		if (n->validation_passed)
 			return STEP_DONE;
 		snprintf(x->err, sizeof(x->err), "burn-in validation of boot %s reported failure",
@@ -1732,6 +1730,14 @@ static int remediation_next(struct lifecycle *lc, struct node *n)
 		return rc;
 	enum remediation_rung cur = r->ladder[r->rung];
 	r->attempts++;
+	/* The burn-in report of an earlier validation must not end this rung's one: cleared in
+	 * the commit that starts the rung, so a report recorded after it (the agent's burn-in
+	 * after the GPU reset or boot, even in the same millisecond as the rung's end, even
+	 * before the node enters validating) is the new one. */
+	n->validated_at = 0;
+	n->validation_passed = 0;
+	free(n->validation_boot_id);
+	n->validation_boot_id = NULL;
 	snprintf(why, sizeof(why), "remediation of %s%s%s: rung %s (%zu of %zu: %s)",
 		 r->code ? r->code : "?", r->gpu ? " on GPU " : "", r->gpu ? r->gpu : "",
 		 remediation_rung_name(cur), r->rung + 1, r->nladder, rungs);
@@ -1739,8 +1745,9 @@ static int remediation_next(struct lifecycle *lc, struct node *n)
 	return transition(lc, n, PHASE_REPAIRING, remediation_rung_name(cur), why, NULL);
 }
 
-/* A rung's operation ended. ok, not rma: validating, where the report must be newer than the
- * rung's start. rma ok: failed with the RMA named. Failed: the next rung (reconcile). */
+/* A rung's operation ended. ok, not rma: validating, where the burn-in report must be one
+ * recorded after the rung began (remediation_next cleared the old one). rma ok: failed with
+ * the RMA named. Failed: the next rung (reconcile). */
 static int finish_rung(struct lifecycle *lc, struct node *n, const struct operation *op,
 		       const struct operation *w, enum remediation_rung rr, const char *why)
 {
@@ -1760,14 +1767,8 @@ static int finish_rung(struct lifecycle *lc, struct node *n, const struct operat
 		snprintf(reason, sizeof(reason), "RMA %s opened", r->rma);
 		return transition(lc, n, PHASE_FAILED, NULL, reason, w);
 	}
-	if (op->state == OP_SUCCEEDED) {
-		/* the rung's end: after the agent's GPU reset answer, after the boot */
-		json_t *params = json_pack("{s:I}", "notBefore",
-					   (json_int_t)(op->finished_at ? op->finished_at : now));
-		int rc = transition_x(lc, n, PHASE_VALIDATING, "validate", why, w, NULL, params);
-		json_decref(params);
-		return rc;
-	}
+	if (op->state == OP_SUCCEEDED) /* status.validation was cleared when the rung began */
+		return transition(lc, n, PHASE_VALIDATING, "validate", why, w);
 	rung_failed(lc, n, op->last_error ? op->last_error : op_state_name(op->state));
 	free(n->operation);
 	n->operation = queue_pop(n);

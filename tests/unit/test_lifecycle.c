@@ -330,14 +330,16 @@ static const struct bmc_driver_ops fake_ops = {
 	.power_get = fake_power_get, .power_set = fake_power_set, .boot_get = fake_boot_get,
 	.boot_set = fake_boot_set, .inventory = fake_inventory, .free = spy_free};
 
-static struct world *world_new(uint64_t fault_seed, double fault_rate, unsigned fault_kinds)
+/* A world whose sim runs at `speed` (0: every boot, GPU reset and burn-in happens at once). */
+static struct world *world_new_speed(double speed, uint64_t fault_seed, double fault_rate,
+				     unsigned fault_kinds)
 {
 	struct world *w = xcalloc(1, sizeof(*w));
 	char err[128];
 	assert_int_equal(store_open("mem:", &w->store, err, sizeof(err)), 0);
 	w->clock = clock_virtual_new(START_WALL);
 	fp_rng_init(&w->rng, 42);
-	struct bmc_sim_config sc = {.clock = w->clock, .speed = 1, .fault_seed = fault_seed,
+	struct bmc_sim_config sc = {.clock = w->clock, .speed = speed, .fault_seed = fault_seed,
 				    .fault_rate = fault_rate, .fault_kinds = fault_kinds,
 				    .notify = w_notify, .save = w_save, .load = w_load, .arg = w};
 	w->sim = bmc_sim_new(&sc);
@@ -349,6 +351,11 @@ static struct world *world_new(uint64_t fault_seed, double fault_rate, unsigned 
 	w->fk.power = BMC_POWER_OFF;
 	controller_up(w);
 	return w;
+}
+
+static struct world *world_new(uint64_t fault_seed, double fault_rate, unsigned fault_kinds)
+{
+	return world_new_speed(1, fault_seed, fault_rate, fault_kinds);
 }
 
 static void world_free(struct world *w)
@@ -1682,6 +1689,62 @@ static void test_remediation_gpu_reset_by_sim_agent(void **state)
 	world_free(w);
 }
 
+/* Sim speed 0: the agent answers the GPU reset and reports its burn-in in the same
+ * millisecond as the rung's end (and before the lifecycle has moved the node to validating).
+ * That report belongs to the rung and must be taken at once: the validation ends without
+ * waiting for its 30-minute step deadline, so the ladder never climbs to reboot. */
+static void test_remediation_gpu_reset_sim_speed_zero(void **state)
+{
+	struct world *w = world_new_speed(0, 0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) >= 0);
+	static const enum remediation_rung ladder[] = {RUNG_GPU_RESET, RUNG_REBOOT, RUNG_RMA};
+	place_remediation(w, "r01n01", ladder, 3, NULL);
+	int64_t t0 = clock_now_ms(w->clock);
+	assert_true(run_until_phase(w, 1, PHASE_REPAIRING, 10 * MIN_MS) >= 0);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) >= 0);
+	/* no step waited out a deadline: every sim timer is 0 ms, the lifecycle's own retries
+	 * are seconds (the validate op's wait_burn_in deadline is 30 min) */
+	assert_true(clock_now_ms(w->clock) - t0 < 1 * MIN_MS);
+	struct node *n = get_node(w, "r01n01");
+	assert_int_equal(n->nholds, 0);
+	assert_int_equal(n->remediation.active, 0);
+	assert_int_equal(n->nremediation_history, 1);
+	assert_int_equal(n->remediation_history[0].rung, RUNG_GPU_RESET);
+	assert_string_equal(n->remediation_history[0].result, "succeeded");
+	assert_int_equal(n->validation_passed, 1);
+	assert_string_equal(n->validation_boot_id, "r01n01-1");
+	node_free(n);
+	assert_int_equal(counter(w, "r01n01", "gpuReset"), 1);
+	assert_int_equal(counter(w, "r01n01", "powerOn"), 1);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "gpu_reset"), 1);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 0);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "validate"), 2);
+	world_free(w);
+}
+
+/* After a rung the validation needs a burn-in report recorded after the rung began: the one
+ * left on the node from onboarding (same boot r01n01-1, passed) must not end a GPU reset's
+ * validation, so the commit that starts the rung clears it. */
+static void test_remediation_old_burn_in_not_taken(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) >= 0);
+	struct node *n = get_node(w, "r01n01");
+	assert_true(n->validated_at > 0); /* onboarding's report, boot r01n01-1 */
+	assert_string_equal(n->validation_boot_id, "r01n01-1");
+	node_free(n);
+	static const enum remediation_rung ladder[] = {RUNG_GPU_RESET, RUNG_REBOOT};
+	place_remediation(w, "r01n01", ladder, 2, NULL);
+	assert_true(run_until_phase(w, 1, PHASE_REPAIRING, 10 * MIN_MS) >= 0);
+	n = get_node(w, "r01n01");
+	assert_int_equal(n->validated_at, 0); /* cleared in the commit that started the rung */
+	assert_null(n->validation_boot_id);
+	node_free(n);
+	world_free(w);
+}
+
 static void test_remediation_validation_fails_once(void **state)
 {
 	struct world *w = world_new(0, 0, 0);
@@ -1966,6 +2029,8 @@ int main(void)
 		cmocka_unit_test(test_reset_of_an_off_machine_fails),
 		cmocka_unit_test(test_remediation_reboot_to_available),
 		cmocka_unit_test(test_remediation_gpu_reset_by_sim_agent),
+		cmocka_unit_test(test_remediation_gpu_reset_sim_speed_zero),
+		cmocka_unit_test(test_remediation_old_burn_in_not_taken),
 		cmocka_unit_test(test_remediation_validation_fails_once),
 		cmocka_unit_test(test_remediation_ladder_exhausted),
 		cmocka_unit_test(test_remediation_rma),
