@@ -4,7 +4,8 @@
  * Node phases come from the informer cache: the members of a rack or site domain value through
  * the cache's rack/site index, of a pool or label domain by walking every node. An admitted
  * node is reserved for BUDGET_RESERVE_MS: it counts as unavailable until the cache shows it
- * unavailable (then the phase counts it and the reservation is dropped) or the reservation
+ * unavailable (then the phase counts it and the reservation is dropped), the cache shows it
+ * back in service in a version written after the admission (reserved()), or the reservation
  * ends. One mutex makes count + reserve atomic between admissions. */
 #include "controller/budget.h"
 
@@ -27,7 +28,9 @@
 
 struct reservation {
 	char *node;
-	int64_t until; /* monotonic ms */
+	int64_t until;   /* monotonic ms */
+	int64_t at_wall; /* wall ms of the admission */
+	int64_t rv;      /* the node's resource version the admission saw */
 };
 
 struct budget_svc {
@@ -99,12 +102,19 @@ out:
 	return b->load_err[0] ? (rc < 0 ? rc : FP_EIO) : 0;
 }
 
-/* 1 while node `name` holds a live reservation; expired ones are dropped. Holds b->mu. */
-static int reserved(struct budget_svc *b, const char *name, int64_t now)
+/* 1 while cached node m holds a live reservation. A reservation ends after BUDGET_RESERVE_MS,
+ * or as soon as the cache shows m back in service (available or in_service) in a version
+ * written after the admission (a higher resource version, or phase_since after the admission's
+ * wall time): whatever the admission allowed is over, or was never committed (the lifecycle
+ * asks again before it retries). Ended ones are dropped. Holds b->mu. */
+static int reserved(struct budget_svc *b, const struct node *m, int64_t now)
 {
 	for (size_t i = 0; i < b->nres; i++)
-		if (strcmp(b->res[i].node, name) == 0) {
-			if (b->res[i].until > now)
+		if (strcmp(b->res[i].node, m->name) == 0) {
+			int back = (m->phase == PHASE_AVAILABLE || m->phase == PHASE_IN_SERVICE) &&
+				   (m->resource_version > b->res[i].rv ||
+				    m->phase_since > b->res[i].at_wall);
+			if (b->res[i].until > now && !back)
 				return 1;
 			free(b->res[i].node);
 			b->res[i] = b->res[--b->nres];
@@ -123,11 +133,16 @@ static void unreserve(struct budget_svc *b, const char *name)
 		}
 }
 
-static void reserve(struct budget_svc *b, const char *name, int64_t now)
+/* Reserves admitted node n (its name, resource version) for BUDGET_RESERVE_MS from now
+ * (monotonic ms); now_wall is the admission's wall time. Holds b->mu. */
+static void reserve(struct budget_svc *b, const struct node *n, int64_t now, int64_t now_wall)
 {
+	const char *name = n->name;
 	for (size_t i = 0; i < b->nres; i++)
 		if (strcmp(b->res[i].node, name) == 0) {
 			b->res[i].until = now + BUDGET_RESERVE_MS;
+			b->res[i].at_wall = now_wall;
+			b->res[i].rv = n->resource_version;
 			return;
 		}
 	if (b->nres >= BUDGET_MAX_RESERVATIONS) { /* drop expired ones; else the oldest slot */
@@ -147,6 +162,8 @@ static void reserve(struct budget_svc *b, const char *name, int64_t now)
 	b->res = xreallocarray(b->res, b->nres + 1, sizeof(*b->res));
 	b->res[b->nres].node = xstrdup(name);
 	b->res[b->nres].until = now + BUDGET_RESERVE_MS;
+	b->res[b->nres].at_wall = now_wall;
+	b->res[b->nres].rv = n->resource_version;
 	b->nres++;
 }
 
@@ -214,7 +231,7 @@ static void count_value(struct budget_svc *b, const struct budget *bu, const cha
 		if (budget_node_unavailable(m)) {
 			out = 1;
 			unreserve(b, m->name); /* the cache shows it now */
-		} else if (reserved(b, m->name, now)) {
+		} else if (reserved(b, m, now)) {
 			out = 1;
 		}
 		if (out && !(skip && strcmp(skip, m->name) == 0)) {
@@ -309,7 +326,7 @@ int budget_admit(struct budget_svc *b, const struct node *n, char *why, size_t w
 		tally_release(&t);
 	}
 	if (ok)
-		reserve(b, n->name, now);
+		reserve(b, n, now, clock_wall_ms(b->clock));
 	pthread_mutex_unlock(&b->mu);
 	return ok;
 }

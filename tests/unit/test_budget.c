@@ -305,6 +305,21 @@ static void test_svc_rack_count(void **state)
 	assert_string_equal(why, "budget rack-1: rack r01 has 1 of max 1 unavailable (r01n05)");
 	clock_virtual_advance(w->clock, 1);
 	assert_int_equal(admit(w, "r01n06", why, sizeof(why)), 1);
+	/* a node healed before anyone counted it out (the cache never showed it unavailable):
+	 * its reservation ends as soon as the cache shows it available in a version written
+	 * after the admission, not 30 s later */
+	clock_virtual_advance(w->clock, 30000);
+	assert_int_equal(admit(w, "r01n07", why, sizeof(why)), 1);
+	assert_int_equal(admit(w, "r01n08", why, sizeof(why)), 0);
+	assert_string_equal(why, "budget rack-1: rack r01 has 1 of max 1 unavailable (r01n07)");
+	put_node(w, "r01n07", "r01", NULL, PHASE_AVAILABLE, 1, 0);
+	json_t *st = budget_svc_status(w->svc, "rack-1");
+	json_t *r01 = json_array_get(json_object_get(st, "domains"), 0);
+	assert_string_equal(jsonx_str(r01, "value"), "r01");
+	assert_int_equal(json_integer_value(json_object_get(r01, "unavailable")), 0);
+	assert_int_equal(json_array_size(json_object_get(r01, "out")), 0);
+	json_decref(st);
+	assert_int_equal(admit(w, "r01n08", why, sizeof(why)), 1);
 	/* maxUnavailable 0 admits nothing */
 	clock_virtual_advance(w->clock, 30000);
 	put_budget(w, "rack-1", "rack", "0");
