@@ -2033,8 +2033,8 @@ json_t *rf_sel_timestamp(const char *s)
 	if (fp_time_parse(utc, &ms) < 0 || mo < 1 || mo > 12 || d > days_in_month(y, mo))
 		return json_null();
 	ms -= off_min * 60000;
-	if (ms < 0)
-		return json_null(); /* before 1970: no SEL clock says that */
+	if (ms < 0 || ms > FP_TIME_MAX_MS)
+		return json_null(); /* before 1970 (no SEL clock says that) or past year 9999 */
 	if (s[i] == 'Z')
 		return json_string(s);
 	char out[FP_TIME_LEN];

@@ -47,6 +47,69 @@ static void test_time_roundtrip(void **state)
 	assert_int_equal(fp_time_parse("2026-11-29T04:09:29+01:00", &ms), FP_EPARSE);
 }
 
+/* fp_time_parse refuses what RFC 3339 section 5.7 calls impossible, and years a 4-digit
+ * date-fullyear cannot pair with epoch milliseconds; *wall_ms is left alone on refusal. */
+static void test_time_bounds(void **state)
+{
+	static const char *const bad[] = {
+		"2026-02-30T00:00:00Z",     /* February has 28 days in 2026 */
+		"2026-02-29T00:00:00Z",     /* 2026 is not a leap year */
+		"2100-02-29T00:00:00Z",     /* divisible by 100, not by 400 */
+		"2026-04-31T00:00:00Z",     /* April has 30 */
+		"2026-00-10T00:00:00Z",     /* month 0 */
+		"2026-13-10T00:00:00Z",     /* month 13 */
+		"2026-01-00T00:00:00Z",     /* day 0 */
+		"2026-01-32T00:00:00Z",     /* day 32 */
+		"2026-01-01T24:00:00Z",     /* hour 24 */
+		"2026-01-01T10:60:00Z",     /* minute 60 */
+		"2026-01-01T10:00:61Z",     /* second 61 */
+		"2026-01-01T10:00:60Z",     /* a leap second only at 23:59 */
+		"0000-01-01T00:00:00Z",     /* year 0 */
+		"1969-12-31T23:59:59.999Z", /* before 1970 */
+		"9999-12-31T23:59:60Z",     /* would be year 10000 */
+		"2026-1-01T00:00:00Z",      /* 1-digit month */
+		"+026-01-01T00:00:00Z",     /* a sign in the year */
+		"2026-01-01T00:00: 1Z",     /* a space in the seconds */
+		"2026-01-01T00:00:00.Z",    /* no fraction digits */
+		"2026-01-01T00:00:00z",     /* lower-case zone */
+		"2026-01-01",               /* no time */
+		"",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int64_t ms = 42;
+		if (fp_time_parse(bad[i], &ms) != FP_EPARSE || ms != 42)
+			fail_msg("\"%s\" was taken as %lld", bad[i], (long long)ms);
+	}
+	int64_t ms = 0;
+	assert_int_equal(fp_time_parse("2024-02-29T12:00:00Z", &ms), 0); /* leap year */
+	assert_int_equal(ms, 1709208000000LL);
+	assert_int_equal(fp_time_parse("2000-02-29T00:00:00Z", &ms), 0); /* divisible by 400 */
+	assert_int_equal(ms, 951782400000LL);
+	assert_int_equal(fp_time_parse("1970-01-01T00:00:00Z", &ms), 0);
+	assert_int_equal(ms, 0);
+	assert_int_equal(fp_time_parse("9999-12-31T23:59:59.999Z", &ms), 0);
+	assert_int_equal(ms, 253402300799999LL);
+	/* 2016-12-31T23:59:60Z (the last leap second) reads as the next second */
+	assert_int_equal(fp_time_parse("2016-12-31T23:59:60Z", &ms), 0);
+	assert_int_equal(ms, 1483228800000LL);
+	assert_int_equal(fp_time_parse("2026-11-30T10:00:00.1234567Z", &ms), 0);
+	assert_int_equal(ms, 1796032800123LL);
+
+	/* rendering always has a 4-digit year: the ends of the range, and values outside it
+	 * written as the nearest end */
+	char s[FP_TIME_LEN];
+	fp_time_format(0, s);
+	assert_string_equal(s, "1970-01-01T00:00:00.000Z");
+	fp_time_format(253402300799999LL, s);
+	assert_string_equal(s, "9999-12-31T23:59:59.999Z");
+	fp_time_format(-1, s);
+	assert_string_equal(s, "1970-01-01T00:00:00.000Z");
+	fp_time_format(253402300800000LL, s);
+	assert_string_equal(s, "9999-12-31T23:59:59.999Z");
+	fp_time_format(1000, s);
+	assert_string_equal(s, "1970-01-01T00:00:01.000Z");
+}
+
 static void test_json_strict(void **state)
 {
 	json_t *v = NULL;
@@ -124,7 +187,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_err_map),      cmocka_unit_test(test_buf_bounded),
-		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_json_strict),
+		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_time_bounds), cmocka_unit_test(test_json_strict),
 		cmocka_unit_test(test_metrics_render), cmocka_unit_test(test_utf8_lossy),
 		cmocka_unit_test(test_json_error_hides_text),
 	};
