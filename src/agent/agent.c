@@ -27,13 +27,16 @@
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "base/timefmt.h"
+#include "core/codec.h"
 
 #include "base/banned.h"
 
 #define AG_CHUNK 65536               /* kernel file read size; a longer line is cut here */
 #define AG_RECENT_IDS 64             /* emitted kernel ids remembered for the cursor */
-#define AG_SENT_FINDINGS 4096        /* finding ids already put, not put again this run */
 #define AG_MAX_FINDINGS 512
+#define AG_MAX_EPISODES 1024         /* finding episodes kept (live, or ended but unsent) */
+#define AG_EPOCH_LEN 48
+#define AG_NODE_BACKOFF_MAX_MS 30000
 #define AG_ANSWER_MAX ((size_t)64 << 10)
 
 static const char *const det_names[AGENT_DET__COUNT] = {"kernel", "nvidia-smi", "nvml", "dcgm",
@@ -56,6 +59,27 @@ struct ag_event {
 	int64_t time_ms;
 	char message[KERNLOG_MSG_LEN];
 	char raw[KERNLOG_RAW_LEN];
+	int kernel;       /* a kernel event: remembered for the cursor once put */
+	uint64_t first;   /* kernel: pos of its first line */
+	int ep;           /* a finding: index of its episode; -1 none */
+};
+
+/* One finding episode (agent.h): a level seen from `since` until a clean probe no longer shows
+ * it or the remediation epoch changes. An ended episode whose event is not yet in the outbox
+ * is kept until it is. */
+struct ag_episode {
+	char code[FINDING_CODE_LEN];
+	char bus[FINDING_BUS_ID_LEN];
+	char key[64];
+	char source[16];
+	int gpu_index;
+	char message[FINDING_MSG_LEN];
+	int64_t since;             /* Unix ms, unique per agent (last_since) */
+	char epoch[AG_EPOCH_LEN];  /* the remediation epoch at its start */
+	char id[AGENT_ID_LEN];
+	unsigned dets;             /* detectors that showed it (1 << enum agent_det) */
+	unsigned long round;       /* the last probe round that showed it */
+	int sent, ended;
 };
 
 struct ag_line {
@@ -79,7 +103,6 @@ struct agent {
 	int configured[AGENT_DET__COUNT];
 	char nvsmi_path[4096], dcgmi_path[4096], ibstat_path[4096]; /* "auto" resolved */
 	int nvsmi_auto, dcgmi_auto, ibstat_auto;
-	int64_t timeout_since[AGENT_DET__COUNT]; /* start of a probe timeout episode, 0 none */
 	struct nvml *nvml;
 	int expected_gpus;
 
@@ -96,6 +119,12 @@ struct agent {
 	size_t nrecent;
 	char (*skip)[AGENT_ID_LEN]; /* ids to skip on resume, from the cursor */
 	size_t nskip;
+	char legacy_boot[160];     /* a cursor without "ids": 2: its boot id (v1 ids); "" none */
+	/* The last durable cursor, where reading goes back to after a failed write. */
+	uint64_t dur_pos;
+	char (*dur_skip)[AGENT_ID_LEN];
+	size_t ndur_skip;
+	int krotated;              /* the path names another file: finish this one, then switch */
 	uint64_t kmsg_resume_seq;  /* kmsg: records with seq < this are not fed */
 	int kmsg_resume;
 	int kpaused;               /* reading stopped by the outbox bound */
@@ -113,9 +142,22 @@ struct agent {
 	int reset_pending_ok;
 	char reset_pending_msg[512];
 
-	/* finding ids already put */
-	char (*sent)[AGENT_ID_LEN];
-	size_t nsent;
+	/* finding episodes (findings.state) */
+	struct ag_episode *eps;
+	size_t neps;
+	unsigned long round;
+	char epoch[AG_EPOCH_LEN];  /* newest status.remediationHistory[].at, "" none */
+	int epoch_known;           /* epoch was read from the node document (now or before) */
+	int64_t last_since;
+
+	/* the node document GET: not before node_next_ms after a failure */
+	int64_t node_next_ms;
+	long node_backoff_ms;
+
+	/* the last local write failure; events found but not in the outbox because of it */
+	char local_err[512];
+	int local_failed;
+	size_t unsent_kernel;
 };
 
 /* ------------------------------------------------------------------ small helpers */
@@ -178,8 +220,21 @@ static void ag_hash_u64(crypto_generichash_state *h, uint64_t v)
 	crypto_generichash_update(h, b, sizeof(b));
 }
 
-void agent_id_file_line(const char *boot_id, uint64_t dev, uint64_t ino, uint64_t offset,
-			const char *raw, char out[AGENT_ID_LEN])
+void agent_id_file_line(uint64_t dev, uint64_t ino, uint64_t offset, const char *raw,
+			char out[AGENT_ID_LEN])
+{
+	crypto_generichash_state h;
+	crypto_generichash_init(&h, NULL, 0, 16);
+	ag_hash_str(&h, "file2");
+	ag_hash_u64(&h, dev);
+	ag_hash_u64(&h, ino);
+	ag_hash_u64(&h, offset);
+	ag_hash_str(&h, raw);
+	ag_hex_id("k", &h, out);
+}
+
+void agent_id_file_line_v1(const char *boot_id, uint64_t dev, uint64_t ino, uint64_t offset,
+			   const char *raw, char out[AGENT_ID_LEN])
 {
 	crypto_generichash_state h;
 	crypto_generichash_init(&h, NULL, 0, 16);
@@ -202,16 +257,51 @@ void agent_id_kmsg(const char *boot_id, uint64_t seq, char out[AGENT_ID_LEN])
 	ag_hex_id("k", &h, out);
 }
 
-void agent_id_finding(const char *boot_id, const struct agent_finding *f, char out[AGENT_ID_LEN])
+void agent_id_finding(const char *boot_id, const struct agent_finding *f, int64_t since,
+		      const char *epoch, char out[AGENT_ID_LEN])
 {
 	crypto_generichash_state h;
 	crypto_generichash_init(&h, NULL, 0, 16);
-	ag_hash_str(&h, "finding");
+	ag_hash_str(&h, "finding2");
 	ag_hash_str(&h, boot_id);
 	ag_hash_str(&h, f->code);
 	ag_hash_str(&h, f->pci_bus_id);
 	ag_hash_str(&h, f->key);
+	ag_hash_u64(&h, (uint64_t)since);
+	ag_hash_str(&h, epoch);
 	ag_hex_id("f", &h, out);
+}
+
+int agent_job_validate(const char *job, char *err, size_t errlen)
+{
+	size_t n = job ? strlen(job) : 0;
+	int ok = n >= 1 && n <= 64;
+	for (size_t i = 0; ok && i < n; i++) {
+		char c = job[i];
+		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		     c == '.' || c == '_' || c == '-' || c == '+';
+	}
+	if (!ok)
+		return fp_errf(FP_EINVAL, err, errlen, "1..64 characters of [A-Za-z0-9._+-]");
+	return 0;
+}
+
+/* Records a local write failure (logged by the caller). */
+static void ag_local_fail(struct agent *a, const char *what, const char *err)
+{
+	a->local_failed = 1;
+	snprintf(a->local_err, sizeof(a->local_err), "%.60s: %.440s", what, err);
+}
+
+const char *agent_local_error(const struct agent *a, size_t *unsent)
+{
+	if (unsent) {
+		size_t n = a->unsent_kernel;
+		for (size_t i = 0; i < a->neps; i++)
+			n += !a->eps[i].sent;
+		*unsent = n;
+	}
+	return a->local_failed ? a->local_err : NULL;
 }
 
 /* Strips trailing '\n' and '\r' in place. */
@@ -279,8 +369,12 @@ static json_t *ag_event_json(struct agent *a, const struct ag_event *e)
 	return o;
 }
 
+static void ag_remember(struct agent *a, uint64_t pos, const char *id);
+
 /* Puts a report of the waiting events (all of them; the callers keep nev <=
- * AGENT_MAX_REPORT_EVENTS) and clears them. */
+ * AGENT_MAX_REPORT_EVENTS) and clears them. Only once the report is durably in the outbox
+ * are its kernel ids remembered for the cursor and its episodes marked sent; on a failed write
+ * the events stay waiting (the caller decides) and agent_local_error says why. */
 static int ag_put_report(struct agent *a)
 {
 	json_t *doc = json_object();
@@ -303,8 +397,17 @@ static int ag_put_report(struct agent *a)
 	int rc = outbox_put(&a->ob, body, strlen(body), a->nev, &seq, err, sizeof(err));
 	free(body);
 	if (rc < 0) {
-		log_error("agent outbox write failed node=%s err=\"%s\"", a->cfg.node, err);
+		log_error("agent outbox write failed node=%s events=%zu err=\"%s\"", a->cfg.node,
+			  a->nev, err);
+		ag_local_fail(a, "outbox write failed", err);
 		return FP_EIO;
+	}
+	a->local_failed = 0;
+	for (size_t i = 0; i < a->nev; i++) {
+		if (a->ev[i].kernel)
+			ag_remember(a, a->ev[i].first, a->ev[i].id);
+		if (a->ev[i].ep >= 0 && (size_t)a->ev[i].ep < a->neps)
+			a->eps[a->ev[i].ep].sent = 1;
 	}
 	a->st.reports_put++;
 	a->st.events_put += a->nev;
@@ -321,6 +424,7 @@ static struct ag_event *ag_new_event(struct agent *a)
 	memset(e, 0, sizeof(*e));
 	e->gpu_index = -1;
 	e->pid = -1;
+	e->ep = -1;
 	return e;
 }
 
@@ -347,6 +451,7 @@ static int ag_write_cursor(struct agent *a)
 	json_object_set_new(doc, "kind", json_string(a->ksrc == KSRC_KMSG ? "kmsg" : "file"));
 	json_object_set_new(doc, "path", ag_str(a->cfg.kernel_log));
 	json_object_set_new(doc, "bootId", ag_str(a->cfg.boot_id));
+	json_object_set_new(doc, "ids", json_integer(2));
 	char num[32];
 	snprintf(num, sizeof(num), "%" PRIu64, a->kdev);
 	json_object_set_new(doc, "dev", json_string(num));
@@ -358,7 +463,13 @@ static int ag_write_cursor(struct agent *a)
 	for (size_t i = 0; i < a->nrecent; i++)
 		if (a->recent[i].pos >= resume)
 			json_array_append_new(skip, json_string(a->recent[i].id));
-	json_object_set_new(doc, "emitted", skip);
+	/* Ids still to skip belong to lines not read again yet (after a resume or a rollback, a
+	 * pass that stopped early): they are still emitted, ahead of the resume position. */
+	for (size_t i = 0; i < a->nskip; i++)
+		json_array_append_new(skip, json_string(a->skip[i]));
+	json_object_set_new(doc, "emitted", json_incref(skip));
+	if (a->legacy_boot[0] && a->nskip > 0)
+		json_object_set_new(doc, "legacyBootId", ag_str(a->legacy_boot));
 	char *body = jsonx_dumps(doc);
 	json_decref(doc);
 	char *path = ag_cursor_path(a);
@@ -367,9 +478,23 @@ static int ag_write_cursor(struct agent *a)
 	free(body);
 	free(path);
 	if (rc < 0) {
+		json_decref(skip);
 		log_error("agent cursor write failed node=%s err=\"%s\"", a->cfg.node, err);
+		ag_local_fail(a, "kernel cursor write failed", err);
 		return FP_EIO;
 	}
+	/* What a rollback goes back to. */
+	a->dur_pos = resume;
+	size_t ns = json_array_size(skip);
+	free(a->dur_skip);
+	a->dur_skip = xcalloc(ns ? ns : 1, sizeof(*a->dur_skip));
+	a->ndur_skip = 0;
+	for (size_t i = 0; i < ns; i++)
+		snprintf(a->dur_skip[a->ndur_skip++], AGENT_ID_LEN, "%s",
+			 json_string_value(json_array_get(skip, i)));
+	json_decref(skip);
+	if (a->nskip == 0)
+		a->legacy_boot[0] = '\0';
 	a->cursor_written_pos = resume;
 	a->cursor_dirty = 0;
 	return 0;
@@ -420,6 +545,7 @@ static void ag_load_cursor(struct agent *a, uint64_t *file_offset)
 	const char *kind = json_string_value(json_object_get(doc, "kind"));
 	const char *cpath = json_string_value(json_object_get(doc, "path"));
 	const char *boot = json_string_value(json_object_get(doc, "bootId"));
+	const char *legacy = json_string_value(json_object_get(doc, "legacyBootId"));
 	uint64_t dev = 0, ino = 0, pos = 0;
 	if (!kind || !cpath || strcmp(cpath, a->cfg.kernel_log) != 0)
 		goto out;
@@ -429,6 +555,12 @@ static void ag_load_cursor(struct agent *a, uint64_t *file_offset)
 		    dev != a->kdev || ino != a->kino)
 			goto out;
 		*file_offset = pos;
+		/* Written before file-line ids left out the boot id: its emitted ids are v1 ids
+		 * under its own boot id. */
+		if (json_integer_value(json_object_get(doc, "ids")) != 2 && boot)
+			legacy = boot;
+		if (legacy && strlen(legacy) < sizeof(a->legacy_boot))
+			snprintf(a->legacy_boot, sizeof(a->legacy_boot), "%s", legacy);
 	} else {
 		/* kmsg sequence numbers restart at each boot. */
 		if (strcmp(kind, "kmsg") || !boot || strcmp(boot, a->cfg.boot_id) != 0 ||
@@ -447,6 +579,10 @@ static void ag_load_cursor(struct agent *a, uint64_t *file_offset)
 		if (id && strlen(id) == AGENT_ID_LEN - 1)
 			memcpy(a->skip[a->nskip++], id, AGENT_ID_LEN);
 	}
+	a->dur_pos = pos;
+	a->dur_skip = xcalloc(a->nskip ? a->nskip : 1, sizeof(*a->dur_skip));
+	memcpy(a->dur_skip, a->skip, a->nskip * sizeof(*a->skip));
+	a->ndur_skip = a->nskip;
 	log_info("agent kernel cursor resumed node=%s source=%s pos=%" PRIu64 " emitted=%zu",
 		 a->cfg.node, a->cfg.kernel_log, pos, a->nskip);
 out:
@@ -514,6 +650,18 @@ static void ag_remember(struct agent *a, uint64_t pos, const char *id)
 	a->nrecent++;
 }
 
+static int ag_write_cursor(struct agent *a);
+
+/* Puts the waiting kernel events and then moves the cursor over them, so a later failure goes
+ * back no further than this. */
+static int ag_put_kernel(struct agent *a)
+{
+	int rc = ag_put_report(a);
+	if (rc == 0)
+		rc = ag_write_cursor(a);
+	return rc;
+}
+
 /* Takes the parser's completed events; cur = pos of the line just fed (or of the last one for
  * a flush). Puts a report when the batch is full. */
 static int ag_take_kernel_events(struct agent *a, const struct kernlog_event *kev, int n,
@@ -528,20 +676,29 @@ static int ag_take_kernel_events(struct agent *a, const struct kernlog_event *ke
 			agent_id_kmsg(a->cfg.boot_id, first, id);
 		} else {
 			first = ag_first_line_pos(a, k->raw, cur);
-			agent_id_file_line(a->cfg.boot_id, a->kdev, a->kino, first, k->raw, id);
+			agent_id_file_line(a->kdev, a->kino, first, k->raw, id);
 		}
-		ag_remember(a, first, id);
-		if (ag_skip_id(a, id)) {
+		int skip = ag_skip_id(a, id);
+		if (!skip && a->legacy_boot[0] && a->ksrc == KSRC_FILE) {
+			char v1[AGENT_ID_LEN];
+			agent_id_file_line_v1(a->legacy_boot, a->kdev, a->kino, first, k->raw, v1);
+			skip = ag_skip_id(a, v1);
+		}
+		if (skip) {
+			/* Emitted before, durably: remembered for the next cursor now. */
+			ag_remember(a, first, id);
 			a->st.skipped_on_resume++;
 			continue;
 		}
 		if (a->nev >= AGENT_MAX_REPORT_EVENTS) {
-			int rc = ag_put_report(a);
+			int rc = ag_put_kernel(a);
 			if (rc < 0)
 				return rc;
 		}
 		struct ag_event *e = ag_new_event(a);
 		memcpy(e->id, id, sizeof(id));
+		e->kernel = 1;
+		e->first = first;
 		snprintf(e->source, sizeof(e->source), "kernel");
 		snprintf(e->code, sizeof(e->code), "%s", k->code);
 		e->gpu_index = k->gpu_index;
@@ -554,7 +711,7 @@ static int ag_take_kernel_events(struct agent *a, const struct kernlog_event *ke
 		/* The bound counts events not yet put: put them as soon as they would fill the
 		 * outbox, so reading stops right here (the caller checks outbox_full). */
 		if (a->ob.nevents + a->nev >= a->ob.max_events) {
-			int rc = ag_put_report(a);
+			int rc = ag_put_kernel(a);
 			if (rc < 0)
 				return rc;
 		}
@@ -592,6 +749,14 @@ static int ag_kernel_open(struct agent *a)
 	free(a->skip);
 	a->skip = NULL;
 	a->nskip = 0;
+	free(a->dur_skip);
+	a->dur_skip = NULL;
+	a->ndur_skip = 0;
+	a->dur_pos = 0;
+	a->legacy_boot[0] = '\0';
+	a->kmsg_resume = 0;
+	a->krotated = 0;
+	a->keof_quiet = 0;
 	uint64_t off = 0;
 	ag_load_cursor(a, &off);
 	if (a->ksrc == KSRC_FILE) {
@@ -676,49 +841,42 @@ static int ag_feed(struct agent *a, const char *line, size_t len, uint64_t pos)
 	return ag_take_kernel_events(a, kev, n, pos);
 }
 
-int agent_read_kernel(struct agent *a, int final)
+/* A write failed: forget what was read since the last durable cursor and go back to it, so
+ * the next pass reads those lines again (the ids already in the outbox are in that cursor's
+ * skip list; others were never remembered). */
+static void ag_kernel_rollback(struct agent *a)
 {
-	if (!a->configured[AGENT_DET_KERNEL])
-		return 0;
-	if (a->kfd >= 0 && a->ksrc == KSRC_FILE) {
-		struct stat now_st, fd_st;
-		if (fstat(a->kfd, &fd_st) == 0 && S_ISREG(fd_st.st_mode) &&
-		    (uint64_t)fd_st.st_size < a->kpos) {
-			log_warn("agent kernel log truncated, reading from the start path=%s",
-				 a->cfg.kernel_log);
-			a->kpos = 0;
-			a->ring_n = a->ring_head = 0;
-			a->nrecent = 0;
-		}
-		/* Rotated (the path names another file now): finish the old one first. */
-		if (a->keof_quiet && stat(a->cfg.kernel_log, &now_st) == 0 &&
-		    ((uint64_t)now_st.st_dev != a->kdev || (uint64_t)now_st.st_ino != a->kino)) {
-			log_info("agent kernel log rotated, following the new file path=%s",
-				 a->cfg.kernel_log);
-			ag_kernel_close(a);
-		}
+	size_t lost = 0;
+	for (size_t i = 0; i < a->nev; i++)
+		lost += a->ev[i].kernel;
+	a->unsent_kernel = lost;
+	a->nev = 0;
+	log_warn("agent kernel log reading goes back to the last durable cursor node=%s "
+		 "events_not_in_outbox=%zu", a->cfg.node, lost);
+	if (a->ksrc == KSRC_KMSG) {
+		ag_kernel_close(a); /* reopened from the cursor file at the next pass */
+		return;
 	}
-	if (ag_kernel_open(a) < 0)
-		return 0; /* reported as a dead detector; retried next pass */
-	if (outbox_full(&a->ob)) {
-		if (!a->kpaused)
-			log_warn("agent outbox full, kernel log reading paused node=%s events=%zu "
-				 "max=%zu", a->cfg.node, a->ob.nevents, a->ob.max_events);
-		a->kpaused = 1;
-		ag_set(a, AGENT_DET_KERNEL, 1, "ok", NULL,
-		       "outbox full (%zu events buffered, max %zu): kernel log reading paused",
-		       a->ob.nevents, a->ob.max_events);
-		return 0;
-	}
-	if (a->kpaused) {
-		log_info("agent outbox has room again, kernel log reading resumed node=%s",
-			 a->cfg.node);
-		a->kpaused = 0;
-		ag_set(a, AGENT_DET_KERNEL, 1, "ok", NULL, "%s", "");
-	}
+	a->kpos = a->dur_pos;
+	a->ring_n = a->ring_head = 0;
+	a->nrecent = 0;
+	free(a->skip);
+	a->skip = xcalloc(a->ndur_skip ? a->ndur_skip : 1, sizeof(*a->skip));
+	memcpy(a->skip, a->dur_skip, a->ndur_skip * sizeof(*a->skip));
+	a->nskip = a->ndur_skip;
+	a->keof_quiet = 0;
+	a->cursor_dirty = 1;
+	kernlog_parser_free(a->kp);
+	a->kp = kernlog_parser_new(ag_now(a));
+}
+
+/* One pass over the open source from kpos to its end (see agent_read_kernel). *at_end: the
+ * end was reached; *progressed: a line was read. */
+static int ag_read_pass(struct agent *a, int final, int *at_end, int *progressed)
+{
 	int rc = 0;
 	size_t lines = 0;
-	int progressed = 0, at_end = 0;
+	*at_end = *progressed = 0;
 	char *chunk = xmalloc(AG_CHUNK + 1);
 	for (;;) {
 		if (a->cfg.max_lines_per_pass && lines >= a->cfg.max_lines_per_pass)
@@ -728,7 +886,7 @@ int agent_read_kernel(struct agent *a, int final)
 		if (a->ksrc == KSRC_KMSG) {
 			ssize_t n = ag_kmsg_record(a, chunk, AG_CHUNK + 1);
 			if (n <= 0) {
-				at_end = 1;
+				*at_end = 1;
 				break;
 			}
 			uint64_t seq;
@@ -738,7 +896,7 @@ int agent_read_kernel(struct agent *a, int final)
 				continue;
 			a->kpos = seq;
 			a->kmsg_have_seq = 1;
-			progressed = 1;
+			*progressed = 1;
 			lines++;
 			if ((rc = ag_feed(a, chunk, (size_t)n, seq)) < 0)
 				break;
@@ -753,7 +911,7 @@ int agent_read_kernel(struct agent *a, int final)
 			break;
 		}
 		if (n == 0) {
-			at_end = 1;
+			*at_end = 1;
 			break;
 		}
 		/* Whole lines of this chunk; a chunk with no newline is one (cut) line when it is
@@ -775,7 +933,7 @@ int agent_read_kernel(struct agent *a, int final)
 			}
 			uint64_t pos = a->kpos;
 			a->kpos += len;
-			progressed = 1;
+			*progressed = 1;
 			lines++;
 			if ((rc = ag_feed(a, chunk + off, len, pos)) < 0)
 				break;
@@ -786,30 +944,96 @@ int agent_read_kernel(struct agent *a, int final)
 		if (rc < 0)
 			break;
 		if (off == 0) {
-			at_end = 1;
+			*at_end = 1;
 			break;
 		}
 	}
 	free(chunk);
-	if (rc < 0)
-		return rc;
-	/* End of input: complete a pending multi-line record when told to, or when the log has
-	 * been quiet for a whole pass (a record's lines are written together). */
-	if (at_end && (final || (!progressed && a->keof_quiet))) {
-		struct kernlog_event kev[2];
-		int n = kernlog_flush(a->kp, kev);
-		uint64_t last = a->ring_n
-					? a->ring[(a->ring_head + a->ring_n - 1) % AGENT_CURSOR_BACKUP].pos
-					: a->kpos;
-		if (n > 0 && (rc = ag_take_kernel_events(a, kev, n, last)) < 0)
-			return rc;
-	}
-	a->keof_quiet = at_end && !progressed;
-	if (a->nev > 0 && (rc = ag_put_report(a)) < 0)
-		return rc;
-	if (progressed || a->cursor_dirty || ag_resume_pos(a) != a->cursor_written_pos)
-		rc = ag_write_cursor(a);
 	return rc;
+}
+
+/* Completes a pending multi-line record (kernlog_flush) and takes its events. */
+static int ag_kernel_flush(struct agent *a)
+{
+	struct kernlog_event kev[2];
+	int n = kernlog_flush(a->kp, kev);
+	uint64_t last = a->ring_n ? a->ring[(a->ring_head + a->ring_n - 1) % AGENT_CURSOR_BACKUP].pos
+				  : a->kpos;
+	return n > 0 ? ag_take_kernel_events(a, kev, n, last) : 0;
+}
+
+int agent_read_kernel(struct agent *a, int final)
+{
+	if (!a->configured[AGENT_DET_KERNEL])
+		return 0;
+	if (a->kfd >= 0 && a->ksrc == KSRC_FILE) {
+		struct stat now_st, fd_st;
+		if (fstat(a->kfd, &fd_st) == 0 && S_ISREG(fd_st.st_mode) &&
+		    (uint64_t)fd_st.st_size < a->kpos) {
+			log_warn("agent kernel log truncated, reading from the start path=%s",
+				 a->cfg.kernel_log);
+			a->kpos = 0;
+			a->ring_n = a->ring_head = 0;
+			a->nrecent = 0;
+		}
+		/* Rotated (the path names another file now): the old file is read to its end
+		 * below before the new one is opened. */
+		if (!a->krotated && stat(a->cfg.kernel_log, &now_st) == 0 &&
+		    ((uint64_t)now_st.st_dev != a->kdev || (uint64_t)now_st.st_ino != a->kino)) {
+			log_info("agent kernel log rotated, reading the old file to its end path=%s",
+				 a->cfg.kernel_log);
+			a->krotated = 1;
+		}
+	}
+	if (ag_kernel_open(a) < 0)
+		return 0; /* reported as a dead detector; retried next pass */
+	if (outbox_full(&a->ob)) {
+		if (!a->kpaused)
+			log_warn("agent outbox full, kernel log reading paused node=%s events=%zu "
+				 "max=%zu", a->cfg.node, a->ob.nevents, a->ob.max_events);
+		a->kpaused = 1;
+		ag_set(a, AGENT_DET_KERNEL, 1, "ok", NULL,
+		       "outbox full (%zu events buffered, max %zu): kernel log reading paused",
+		       a->ob.nevents, a->ob.max_events);
+		return 0;
+	}
+	if (a->kpaused) {
+		log_info("agent outbox has room again, kernel log reading resumed node=%s",
+			 a->cfg.node);
+		a->kpaused = 0;
+		ag_set(a, AGENT_DET_KERNEL, 1, "ok", NULL, "%s", "");
+	}
+	int rc, at_end, progressed;
+	for (int file = 0; file < 2; file++) {
+		rc = ag_read_pass(a, final, &at_end, &progressed);
+		/* End of input: complete a pending multi-line record when told to, when the log
+		 * has been quiet for a whole pass (a record's lines are written together), or
+		 * before leaving a rotated file. */
+		int leave = a->krotated && at_end && (final || !progressed);
+		if (rc == 0 && at_end && (final || leave || (!progressed && a->keof_quiet)))
+			rc = ag_kernel_flush(a);
+		a->keof_quiet = at_end && !progressed;
+		if (rc == 0 && a->nev > 0)
+			rc = ag_put_report(a);
+		if (rc == 0 && (progressed || a->cursor_dirty ||
+				ag_resume_pos(a) != a->cursor_written_pos))
+			rc = ag_write_cursor(a);
+		if (rc < 0) {
+			ag_kernel_rollback(a);
+			return rc;
+		}
+		a->unsent_kernel = 0;
+		if (!leave)
+			break;
+		/* The old file is read to its end: follow the new one from its start. */
+		log_info("agent kernel log rotated, following the new file path=%s",
+			 a->cfg.kernel_log);
+		ag_kernel_close(a);
+		if (ag_kernel_open(a) < 0)
+			return 0;
+		a->cursor_dirty = 1;
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------------ tool detectors */
@@ -862,11 +1086,9 @@ static int ag_tool_output(struct agent *a, enum agent_det d, int is_auto, const 
 			ag_set(a, d, 0, "unknown", "ProbeFailed", "%s", err);
 			return rc;
 		}
-		a->timeout_since[d] = 0;
 		return 0;
 	}
 	struct probe_result res;
-	int64_t start = ag_now(a);
 	int rc = probe_run(argv, a->cfg.probe_timeout_s * 1000, max, &res, err, sizeof(err));
 	if (rc < 0) {
 		ag_set(a, d, 0, "unknown", "ProbeFailed", "%s", err);
@@ -878,20 +1100,16 @@ static int ag_tool_output(struct agent *a, enum agent_det d, int is_auto, const 
 		       a->cfg.probe_timeout_s);
 		log_warn("agent probe timed out node=%s detector=%s timeout_s=%ld", a->cfg.node,
 			 det_names[d], a->cfg.probe_timeout_s);
-		if (!a->timeout_since[d])
-			a->timeout_since[d] = start;
 		memset(f, 0, sizeof(*f));
 		snprintf(f->source, sizeof(f->source), "agent");
 		snprintf(f->code, sizeof(f->code), "probe_timeout:%s", det_names[d]);
 		f->gpu_index = -1;
 		snprintf(f->message, sizeof(f->message), "%s did not answer in %ld s", argv[0],
 			 a->cfg.probe_timeout_s);
-		/* One event per episode of timeouts (a level): the episode's start is the key. */
-		snprintf(f->key, sizeof(f->key), "since=%" PRId64, a->timeout_since[d]);
+		/* A level like any finding: one event per episode of timeouts. */
 		probe_result_release(&res);
 		return 1;
 	}
-	a->timeout_since[d] = 0;
 	if (res.truncated) {
 		ag_set(a, d, 0, "unknown", "Unparseable", "%s wrote more than %zu bytes", argv[0],
 		       max);
@@ -914,44 +1132,6 @@ static int ag_tool_output(struct agent *a, enum agent_det d, int is_auto, const 
 	return FP_EIO;
 }
 
-static int ag_sent_before(struct agent *a, const char *id)
-{
-	for (size_t i = 0; i < a->nsent; i++)
-		if (strcmp(a->sent[i], id) == 0)
-			return 1;
-	if (a->nsent == AG_SENT_FINDINGS)
-		a->nsent = 0; /* forget all: at worst the server sees duplicates */
-	memcpy(a->sent[a->nsent++], id, AGENT_ID_LEN);
-	return 0;
-}
-
-/* Turns findings into events (skipping those already put this run). */
-static int ag_take_findings(struct agent *a, const struct agent_finding *f, size_t n,
-			    const char *source)
-{
-	for (size_t i = 0; i < n; i++) {
-		char id[AGENT_ID_LEN];
-		agent_id_finding(a->cfg.boot_id, &f[i], id);
-		if (ag_sent_before(a, id))
-			continue;
-		if (a->nev >= AGENT_MAX_REPORT_EVENTS) {
-			int rc = ag_put_report(a);
-			if (rc < 0)
-				return rc;
-		}
-		struct ag_event *e = ag_new_event(a);
-		memcpy(e->id, id, sizeof(id));
-		snprintf(e->source, sizeof(e->source), "%s",
-			 strcmp(f[i].source, "agent") == 0 ? "agent" : source);
-		snprintf(e->code, sizeof(e->code), "%s", f[i].code);
-		e->gpu_index = f[i].gpu_index;
-		snprintf(e->bus, sizeof(e->bus), "%s", f[i].pci_bus_id);
-		e->time_ms = ag_now(a);
-		snprintf(e->message, sizeof(e->message), "%s", f[i].message);
-	}
-	return 0;
-}
-
 /* Sets a parsed detector's status from its findings. */
 static void ag_set_result(struct agent *a, enum agent_det d, size_t nfind, int unknown)
 {
@@ -962,19 +1142,6 @@ static void ag_set_result(struct agent *a, enum agent_det d, size_t nfind, int u
 		       "or truncated)");
 	else
 		ag_set(a, d, 1, "ok", NULL, "%s", "");
-}
-
-static void ag_want_expected(struct agent *a)
-{
-	if (a->expected_gpus > 0 || !a->tp.get_node)
-		return;
-	json_t *doc = NULL;
-	if (a->tp.get_node(a->tp.arg, &doc) == 0 && doc) {
-		json_int_t n = json_integer_value(jsonx_path(doc, "spec.gpus.count"));
-		if (n > 0 && n <= NVSMI_MAX_GPUS)
-			a->expected_gpus = (int)n;
-	}
-	json_decref(doc);
 }
 
 static int ag_probe_nvsmi(struct agent *a, struct agent_finding *f, size_t *nf)
@@ -1086,35 +1253,347 @@ static void ag_probe_ibstat(struct agent *a, struct agent_finding *f, size_t *nf
 	buf_release(&b);
 }
 
-int agent_probe_round(struct agent *a)
+/* ------------------------------------------------------------------ finding episodes */
+
+static char *ag_eps_path(struct agent *a)
+{
+	return xasprintf("%s/findings.state", a->cfg.state_dir);
+}
+
+/* Writes findings.state durably (outbox_write_durable). 0, or FP_EIO (logged, local error). */
+static int ag_eps_save(struct agent *a)
+{
+	json_t *doc = json_object();
+	json_object_set_new(doc, "bootId", ag_str(a->cfg.boot_id));
+	json_object_set_new(doc, "epoch", json_string(a->epoch));
+	json_object_set_new(doc, "epochKnown", json_boolean(a->epoch_known));
+	json_object_set_new(doc, "lastSince", json_integer(a->last_since));
+	json_t *arr = json_array();
+	for (size_t i = 0; i < a->neps; i++) {
+		const struct ag_episode *e = &a->eps[i];
+		json_t *o = json_object();
+		json_object_set_new(o, "code", json_string(e->code));
+		json_object_set_new(o, "bus", json_string(e->bus));
+		json_object_set_new(o, "key", ag_str(e->key));
+		json_object_set_new(o, "source", json_string(e->source));
+		json_object_set_new(o, "gpuIndex", json_integer(e->gpu_index));
+		json_object_set_new(o, "message", ag_str(e->message));
+		json_object_set_new(o, "since", json_integer(e->since));
+		json_object_set_new(o, "epoch", json_string(e->epoch));
+		json_object_set_new(o, "id", json_string(e->id));
+		json_object_set_new(o, "dets", json_integer(e->dets));
+		json_object_set_new(o, "sent", json_boolean(e->sent));
+		json_object_set_new(o, "ended", json_boolean(e->ended));
+		json_array_append_new(arr, o);
+	}
+	json_object_set_new(doc, "episodes", arr);
+	char *body = jsonx_dumps(doc);
+	json_decref(doc);
+	char *path = ag_eps_path(a);
+	char err[512];
+	int rc = outbox_write_durable(path, body, strlen(body), err, sizeof(err));
+	free(body);
+	free(path);
+	if (rc < 0) {
+		log_error("agent findings state write failed node=%s err=\"%s\"", a->cfg.node, err);
+		ag_local_fail(a, "findings state write failed", err);
+		return FP_EIO;
+	}
+	return 0;
+}
+
+static int ag_id_shape_ok(const char *id)
+{
+	if (!id || strlen(id) != AGENT_ID_LEN - 1 || id[0] != 'f' || id[1] != '-')
+		return 0;
+	for (size_t i = 2; i < AGENT_ID_LEN - 1; i++)
+		if (!strchr("0123456789abcdef", id[i]))
+			return 0;
+	return 1;
+}
+
+/* Reads findings.state. Missing: nothing known. Damaged: logged, nothing known (at worst an
+ * unchanged finding is sent once more under a new id). Episodes of another boot are dropped
+ * unless their event was never put (then it is sent: nothing found is lost). */
+static void ag_eps_load(struct agent *a)
+{
+	char *path = ag_eps_path(a);
+	struct buf b;
+	buf_init(&b, 4 << 20);
+	char err[256] = "larger than 4 MiB";
+	json_t *doc = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			log_warn("agent findings state unreadable path=%s err=\"%s\"", path,
+				 strerror(errno));
+		goto out;
+	}
+	char chunk[8192];
+	ssize_t n;
+	int toobig = 0;
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+		if (buf_append(&b, chunk, (size_t)n) < 0)
+			toobig = 1;
+	close(fd);
+	if (toobig || jsonx_parse(b.data ? b.data : "", b.len, &doc, err, sizeof(err)) < 0 ||
+	    !json_is_object(doc)) {
+		log_warn("agent findings state damaged, starting afresh path=%s err=\"%s\"", path,
+			 err);
+		goto out;
+	}
+	const char *boot = jsonx_str(doc, "bootId");
+	int same_boot = boot && strcmp(boot, a->cfg.boot_id) == 0;
+	const char *ep = jsonx_str(doc, "epoch");
+	if (ep && strlen(ep) < sizeof(a->epoch)) {
+		snprintf(a->epoch, sizeof(a->epoch), "%s", ep);
+		a->epoch_known = json_is_true(json_object_get(doc, "epochKnown"));
+	}
+	json_int_t ls = json_integer_value(json_object_get(doc, "lastSince"));
+	a->last_since = ls > 0 ? (int64_t)ls : 0;
+	json_t *arr = json_object_get(doc, "episodes");
+	size_t i;
+	json_t *o;
+	json_array_foreach(arr, i, o) {
+		if (a->neps >= AG_MAX_EPISODES)
+			break;
+		const char *id = jsonx_str(o, "id");
+		int sent = json_is_true(json_object_get(o, "sent"));
+		if (!ag_id_shape_ok(id) || (!same_boot && sent))
+			continue;
+		struct ag_episode *e = &a->eps[a->neps++];
+		memset(e, 0, sizeof(*e));
+		const char *v;
+		snprintf(e->code, sizeof(e->code), "%s", (v = jsonx_str(o, "code")) ? v : "");
+		snprintf(e->bus, sizeof(e->bus), "%s", (v = jsonx_str(o, "bus")) ? v : "");
+		snprintf(e->key, sizeof(e->key), "%s", (v = jsonx_str(o, "key")) ? v : "");
+		snprintf(e->source, sizeof(e->source), "%s", (v = jsonx_str(o, "source")) ? v : "agent");
+		snprintf(e->message, sizeof(e->message), "%s", (v = jsonx_str(o, "message")) ? v : "");
+		snprintf(e->epoch, sizeof(e->epoch), "%s", (v = jsonx_str(o, "epoch")) ? v : "");
+		snprintf(e->id, sizeof(e->id), "%s", id);
+		json_int_t gi = json_integer_value(json_object_get(o, "gpuIndex"));
+		e->gpu_index = gi >= 0 && gi < 1024 ? (int)gi : -1;
+		e->since = json_integer_value(json_object_get(o, "since"));
+		e->dets = (unsigned)json_integer_value(json_object_get(o, "dets")) &
+			  ((1u << AGENT_DET__COUNT) - 1);
+		e->sent = sent;
+		e->ended = !same_boot || json_is_true(json_object_get(o, "ended"));
+	}
+out:
+	json_decref(doc);
+	buf_release(&b);
+	free(path);
+}
+
+/* Drops the episodes that ended and whose event is in the outbox. */
+static void ag_eps_compact(struct agent *a)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < a->neps; i++)
+		if (!(a->eps[i].ended && a->eps[i].sent))
+			a->eps[k++] = a->eps[i];
+	a->neps = k;
+}
+
+/* Ends every live episode (a remediation was recorded): what is still shown is new. When only
+ * before_ms > 0, ends those that started before it. Returns how many ended. */
+static size_t ag_eps_end_all(struct agent *a, int64_t before_ms)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < a->neps; i++)
+		if (!a->eps[i].ended && (before_ms <= 0 || a->eps[i].since < before_ms)) {
+			a->eps[i].ended = 1;
+			n++;
+		}
+	return n;
+}
+
+/* GET /v1/nodes/{node} unless a failure asked to wait (1 s doubling to 30 s). New reference
+ * or NULL. */
+static json_t *ag_fetch_node(struct agent *a)
+{
+	if (!a->tp.get_node)
+		return NULL;
+	int64_t now = ag_now(a);
+	if (now < a->node_next_ms)
+		return NULL;
+	json_t *doc = NULL;
+	if (a->tp.get_node(a->tp.arg, &doc) < 0 || !doc) {
+		json_decref(doc);
+		if (a->node_backoff_ms < 1000)
+			a->node_backoff_ms = 1000;
+		a->node_next_ms = now + a->node_backoff_ms;
+		a->node_backoff_ms = a->node_backoff_ms * 2 > AG_NODE_BACKOFF_MAX_MS
+					     ? AG_NODE_BACKOFF_MAX_MS
+					     : a->node_backoff_ms * 2;
+		return NULL;
+	}
+	a->node_backoff_ms = 1000;
+	a->node_next_ms = 0;
+	return doc;
+}
+
+/* Takes what the node document says: the expected GPU count (when not given) and the
+ * remediation epoch, the newest status.remediationHistory[].at (RFC 3339 as the API writes it,
+ * so the strings order as the times do). A changed epoch ends every episode. Returns 1 when
+ * the episodes changed. */
+static int ag_apply_node(struct agent *a, json_t *doc)
+{
+	if (!doc)
+		return 0;
+	if (a->expected_gpus <= 0) {
+		json_int_t n = json_integer_value(jsonx_path(doc, "spec.gpus.count"));
+		if (n > 0 && n <= NVSMI_MAX_GPUS)
+			a->expected_gpus = (int)n;
+	}
+	char newest[AG_EPOCH_LEN] = "";
+	json_t *hist = jsonx_path(doc, "status.remediationHistory");
+	size_t i;
+	json_t *h;
+	json_array_foreach(hist, i, h) {
+		const char *at = jsonx_str(h, "at");
+		if (at && strlen(at) < sizeof(newest) && strcmp(at, newest) > 0)
+			snprintf(newest, sizeof(newest), "%s", at);
+	}
+	int changed = 0;
+	if (!a->epoch_known) {
+		/* First read ever: end only the episodes that started before that remediation. */
+		int64_t at_ms = 0;
+		if (newest[0] && fp_time_parse(newest, &at_ms) == 0)
+			ag_eps_end_all(a, at_ms);
+		changed = 1;
+	} else if (strcmp(newest, a->epoch) != 0) {
+		size_t n = ag_eps_end_all(a, 0);
+		log_info("agent remediation recorded node=%s epoch=%s: findings still shown are new "
+			 "events ended=%zu", a->cfg.node, newest[0] ? newest : "-", n);
+		changed = 1;
+	}
+	snprintf(a->epoch, sizeof(a->epoch), "%s", newest);
+	a->epoch_known = 1;
+	return changed;
+}
+
+/* Maps one detector's findings onto episodes: a finding an open episode has is that episode
+ * (no new event); any other starts one. Returns 1 when an episode started. */
+static int ag_take_findings(struct agent *a, const struct agent_finding *f, size_t n,
+			    enum agent_det d)
+{
+	int changed = 0;
+	int64_t now = ag_now(a);
+	for (size_t i = 0; i < n; i++) {
+		struct ag_episode *e = NULL;
+		for (size_t k = 0; k < a->neps && !e; k++) {
+			struct ag_episode *x = &a->eps[k];
+			if (!x->ended && strcmp(x->code, f[i].code) == 0 &&
+			    strcmp(x->bus, f[i].pci_bus_id) == 0 && strcmp(x->key, f[i].key) == 0)
+				e = x;
+		}
+		if (!e) {
+			if (a->neps >= AG_MAX_EPISODES) {
+				log_warn("agent too many finding episodes node=%s max=%d: %s not "
+					 "reported yet", a->cfg.node, AG_MAX_EPISODES, f[i].code);
+				continue;
+			}
+			e = &a->eps[a->neps++];
+			memset(e, 0, sizeof(*e));
+			snprintf(e->code, sizeof(e->code), "%s", f[i].code);
+			snprintf(e->bus, sizeof(e->bus), "%s", f[i].pci_bus_id);
+			snprintf(e->key, sizeof(e->key), "%s", f[i].key);
+			snprintf(e->source, sizeof(e->source), "%s",
+				 strcmp(f[i].source, "agent") == 0 ? "agent" : det_names[d]);
+			e->gpu_index = f[i].gpu_index;
+			snprintf(e->message, sizeof(e->message), "%s", f[i].message);
+			/* Unique per agent, so two episodes never share an id. */
+			e->since = now > a->last_since ? now : a->last_since + 1;
+			a->last_since = e->since;
+			snprintf(e->epoch, sizeof(e->epoch), "%s", a->epoch);
+			agent_id_finding(a->cfg.boot_id, &f[i], e->since, e->epoch, e->id);
+			changed = 1;
+		}
+		e->round = a->round;
+		e->dets |= 1u << d;
+	}
+	return changed;
+}
+
+/* The probe round with the node document (may be NULL). */
+static int ag_probe_round_doc(struct agent *a, json_t *doc)
 {
 	struct agent_finding *f = xcalloc(AG_MAX_FINDINGS, sizeof(*f));
-	size_t nf = 0, mark;
-	int rc = 0;
-	if (a->configured[AGENT_DET_NVSMI] || a->configured[AGENT_DET_NVML])
-		ag_want_expected(a);
-	/* Each detector's findings carry its own source name. */
-	ag_probe_nvsmi(a, f, &nf);
-	if ((rc = ag_take_findings(a, f, nf, "nvidia-smi")) < 0)
+	size_t nf = 0, mark = 0;
+	int rc = 0, changed = ag_apply_node(a, doc);
+	a->round++;
+	unsigned ran = 0;
+	for (int d = AGENT_DET_NVSMI; d < AGENT_DET__COUNT; d++) {
+		if (d == AGENT_DET_NVSMI)
+			ag_probe_nvsmi(a, f, &nf);
+		else if (d == AGENT_DET_NVML)
+			ag_probe_nvml(a, f, &nf);
+		else if (d == AGENT_DET_DCGM)
+			ag_probe_dcgm(a, f, &nf);
+		else
+			ag_probe_ibstat(a, f, &nf);
+		if (a->configured[d] && a->det[d].live)
+			ran |= 1u << d;
+		/* Each detector's findings carry its own source name. */
+		changed |= ag_take_findings(a, f + mark, nf - mark, (enum agent_det)d);
+		mark = nf;
+	}
+	/* An episode ends when every detector that showed it ran cleanly and did not show it. */
+	for (size_t k = 0; k < a->neps; k++) {
+		struct ag_episode *e = &a->eps[k];
+		if (!e->ended && e->round != a->round && (e->dets & ran) == e->dets) {
+			e->ended = 1;
+			changed = 1;
+		}
+	}
+	ag_eps_compact(a);
+	/* Durable before the events go out, so a restart neither forgets an episode whose event
+	 * may be in the outbox nor loses one whose event is not. */
+	if (changed && (rc = ag_eps_save(a)) < 0)
 		goto out;
-	mark = nf;
-	ag_probe_nvml(a, f, &nf);
-	if ((rc = ag_take_findings(a, f + mark, nf - mark, "nvml")) < 0)
-		goto out;
-	mark = nf;
-	ag_probe_dcgm(a, f, &nf);
-	if ((rc = ag_take_findings(a, f + mark, nf - mark, "dcgm")) < 0)
-		goto out;
-	mark = nf;
-	ag_probe_ibstat(a, f, &nf);
-	if ((rc = ag_take_findings(a, f + mark, nf - mark, "ibstat")) < 0)
-		goto out;
+	size_t put = 0, unsent = 0;
+	for (size_t k = 0; k < a->neps; k++) {
+		const struct ag_episode *e = &a->eps[k];
+		if (e->sent)
+			continue;
+		unsent++;
+		if (a->nev >= AGENT_MAX_REPORT_EVENTS) {
+			if ((rc = ag_put_report(a)) < 0)
+				goto out;
+			put++;
+		}
+		struct ag_event *ev = ag_new_event(a);
+		memcpy(ev->id, e->id, sizeof(ev->id));
+		snprintf(ev->source, sizeof(ev->source), "%s", e->source);
+		snprintf(ev->code, sizeof(ev->code), "%s", e->code);
+		ev->gpu_index = e->gpu_index;
+		snprintf(ev->bus, sizeof(ev->bus), "%s", e->bus);
+		ev->time_ms = e->since;
+		snprintf(ev->message, sizeof(ev->message), "%s", e->message);
+		ev->ep = (int)k;
+	}
 	/* A heartbeat only when nothing is waiting: pending reports carry the detectors too, and
 	 * heartbeats must not pile up while the API is down. */
-	if (a->nev > 0 || a->ob.npending == 0)
-		rc = ag_put_report(a);
+	if (a->nev > 0 || (put == 0 && a->ob.npending == 0))
+		if ((rc = ag_put_report(a)) < 0)
+			goto out;
+	if (unsent) {
+		ag_eps_compact(a);
+		rc = ag_eps_save(a);
+	}
 out:
+	if (rc < 0)
+		a->nev = 0; /* the episodes stay unsent: a later round puts them */
 	free(f);
+	return rc;
+}
+
+int agent_probe_round(struct agent *a)
+{
+	json_t *doc = ag_fetch_node(a);
+	int rc = ag_probe_round_doc(a, doc);
+	json_decref(doc);
 	return rc;
 }
 
@@ -1146,6 +1625,7 @@ int agent_flush(struct agent *a)
 		char err[512];
 		if ((rc = outbox_peek(&a->ob, &seq, &body, err, sizeof(err))) < 0) {
 			log_error("agent outbox read failed node=%s err=\"%s\"", a->cfg.node, err);
+			ag_local_fail(a, "outbox read failed", err);
 			rc = FP_EIO;
 			break;
 		}
@@ -1160,6 +1640,7 @@ int agent_flush(struct agent *a)
 			if ((rc = outbox_remove(&a->ob, seq, err, sizeof(err))) < 0) {
 				log_error("agent outbox remove failed node=%s err=\"%s\"", a->cfg.node,
 					  err);
+				ag_local_fail(a, "outbox remove failed", err);
 				rc = FP_EIO;
 				break;
 			}
@@ -1179,6 +1660,7 @@ int agent_flush(struct agent *a)
 			  ans.data ? ans.data : "", a->ob.rejected_dir, seq);
 		if ((rc = outbox_reject(&a->ob, seq, status, ans.data, err, sizeof(err))) < 0) {
 			log_error("agent outbox reject failed node=%s err=\"%s\"", a->cfg.node, err);
+			ag_local_fail(a, "outbox reject failed", err);
 			rc = FP_EIO;
 			break;
 		}
@@ -1268,12 +1750,10 @@ static void ag_run_reset(struct agent *a, const char *op, const char *gpu)
 	probe_result_release(&r);
 }
 
-int agent_gpu_reset_check(struct agent *a)
+/* agent_gpu_reset_check with the node document (may be NULL: nothing to do). */
+static int ag_reset_with_doc(struct agent *a, json_t *doc)
 {
-	if (!a->tp.get_node || !a->tp.remediated)
-		return 0;
-	json_t *doc = NULL;
-	if (a->tp.get_node(a->tp.arg, &doc) < 0 || !doc)
+	if (!doc || !a->tp.remediated)
 		return 0;
 	int reported = 0;
 	const char *phase = jsonx_str(doc, "status.phase");
@@ -1302,8 +1782,17 @@ int agent_gpu_reset_check(struct agent *a)
 	free(p);
 	reported = 1;
 out:
-	json_decref(doc);
 	return reported;
+}
+
+int agent_gpu_reset_check(struct agent *a)
+{
+	if (!a->tp.get_node || !a->tp.remediated)
+		return 0;
+	json_t *doc = ag_fetch_node(a);
+	int rc = ag_reset_with_doc(a, doc);
+	json_decref(doc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ lifecycle */
@@ -1352,10 +1841,11 @@ static int ag_check_cfg(const struct agent_config *c, char *err, size_t errlen)
 	if (c->expected_gpus < 0 || c->expected_gpus > NVSMI_MAX_GPUS)
 		return fp_errf(FP_EINVAL, err, errlen, "expected gpus: %d out of 0..%d",
 			       c->expected_gpus, NVSMI_MAX_GPUS);
-	if (c->job && strlen(c->job) > 256)
-		return fp_errf(FP_EINVAL, err, errlen, "job: longer than 256 bytes");
-	if (!c->node || strlen(c->node) > 253)
-		return fp_errf(FP_EINVAL, err, errlen, "node: longer than 253 bytes");
+	char why[256];
+	if (c->job && agent_job_validate(c->job, why, sizeof(why)) < 0)
+		return fp_errf(FP_EINVAL, err, errlen, "job: %s", why);
+	if (name_validate("node", c->node, why, sizeof(why)) < 0)
+		return fp_errf(FP_EINVAL, err, errlen, "%s", why);
 	return 0;
 }
 
@@ -1376,7 +1866,8 @@ int agent_new(const struct agent_config *cfg, const struct agent_transport *tp,
 	a->kfd = -1;
 	a->expected_gpus = cfg->expected_gpus;
 	a->ev = xcalloc(AGENT_MAX_REPORT_EVENTS, sizeof(*a->ev));
-	a->sent = xcalloc(AG_SENT_FINDINGS, sizeof(*a->sent));
+	a->eps = xcalloc(AG_MAX_EPISODES, sizeof(*a->eps));
+	a->node_backoff_ms = 1000;
 	if ((rc = outbox_open(&a->ob, cfg->state_dir, cfg->max_buffer, err, errlen)) < 0) {
 		agent_free(a);
 		return rc;
@@ -1410,6 +1901,7 @@ int agent_new(const struct agent_config *cfg, const struct agent_transport *tp,
 		}
 	}
 	ag_reset_load(a);
+	ag_eps_load(a);
 	if (a->ob.npending)
 		log_info("agent outbox has pending reports node=%s reports=%zu events=%zu",
 			 cfg->node, a->ob.npending, a->ob.nevents);
@@ -1426,8 +1918,9 @@ void agent_free(struct agent *a)
 	nvml_close(a->nvml);
 	outbox_close(&a->ob);
 	free(a->skip);
+	free(a->dur_skip);
 	free(a->ev);
-	free(a->sent);
+	free(a->eps);
 	free(a);
 }
 
@@ -1465,9 +1958,13 @@ static int ag_run_once(struct agent *a)
 		if (a->st.kernel_lines == lines0)
 			break; /* at the end, or paused by a full outbox the API would not drain */
 	}
-	if ((rc = agent_probe_round(a)) < 0)
+	json_t *doc = ag_fetch_node(a);
+	rc = ag_probe_round_doc(a, doc);
+	if (rc == 0)
+		ag_reset_with_doc(a, doc);
+	json_decref(doc);
+	if (rc < 0)
 		return rc;
-	agent_gpu_reset_check(a);
 	rc = agent_flush(a);
 	if (rc < 0)
 		return rc;
@@ -1494,8 +1991,10 @@ int agent_run(struct agent *a)
 		int64_t now = ag_now(a);
 		agent_read_kernel(a, 0);
 		if (now >= next_probe) {
-			agent_probe_round(a);
-			agent_gpu_reset_check(a);
+			json_t *doc = ag_fetch_node(a);
+			ag_probe_round_doc(a, doc);
+			ag_reset_with_doc(a, doc);
+			json_decref(doc);
 			next_probe = now + a->cfg.interval_s * 1000;
 		}
 		if (a->ob.npending && now >= next_flush) {

@@ -10,15 +10,28 @@
  *
  * Event ids (design contract; [A-Za-z0-9._-], 34 chars): "k-" or "f-" and 32 hex digits of
  * BLAKE2b-128 (libsodium crypto_generichash) over
- *   kernel line from a file: boot id, file dev, inode, byte offset of the record's first line,
- *                            the parsed raw first line;
- *   kernel /dev/kmsg record: boot id, the record's sequence number;
- *   detector finding:        boot id, code, PCI bus id, finding key (a level: the same state
- *                            seen again is the same id, a duplicate for the server).
+ *   kernel line from a file: file dev, inode, byte offset of the record's first line, the parsed
+ *                            raw first line - not the boot id: a line already sent is the same
+ *                            event after a reboot (break report #1);
+ *   kernel /dev/kmsg record: boot id, the record's sequence number (kmsg numbers restart at
+ *                            each boot);
+ *   detector finding:        boot id, code, PCI bus id, finding key, the start of its episode
+ *                            (Unix ms) and the node's remediation epoch at that start.
+ * A finding is a level: it is one event per episode. An episode of (code, bus id/port, key)
+ * starts when a probe first shows it and ends when a detector that showed it runs cleanly and
+ * no longer shows it, or when the node's remediation epoch (the newest
+ * status.remediationHistory[].at of the node document, read every interval) changes: a fault
+ * that survives a remediation, or comes back after it cleared, is a new event (break report
+ * #2). Episodes are kept in <state>/findings.state, so a restart does not send an unchanged
+ * episode again; a new boot starts every episode afresh.
  * The kernel cursor (<state>/kernel.cursor) moves only after the events it covers are in the
  * outbox; it is kept a few lines behind the read position (so a multi-line record cut by a
  * crash is parsed whole again) together with the ids already emitted from those lines, which
- * are skipped on resume: a crash anywhere neither loses nor repeats an event. */
+ * are skipped on resume: a crash anywhere neither loses nor repeats an event. An id counts as
+ * emitted only once its report is durably in the outbox: when an outbox or cursor write fails
+ * (ENOSPC, EROFS, EACCES), reading goes back to the last durable cursor and nothing is lost
+ * (break report #4). A cursor written before ids left out the boot id (no "ids": 2) still
+ * works: its emitted ids are matched under the old formula with the cursor's boot id. */
 #ifndef FP_AGENT_AGENT_H
 #define FP_AGENT_AGENT_H
 
@@ -56,7 +69,7 @@ struct agent_config {
 	const char *ibstat;        /* file of `ibstat` output, "auto", NULL */
 	int expected_gpus;         /* > 0: expected GPU count; 0: read spec.gpus.count of the node
 				    * document through transport->get_node (retried until known) */
-	const char *job;           /* attached to every event; NULL none */
+	const char *job;           /* attached to every event; NULL none; agent_job_validate */
 	long interval_s;           /* probe/heartbeat interval, 1 .. 86400 */
 	long probe_timeout_s;      /* per probe, 1 .. 3600 */
 	size_t max_buffer;         /* outbox bound in events, 1 .. 10,000,000 */
@@ -104,8 +117,8 @@ struct agent_stats {
 
 struct agent;
 
-/* Checks cfg (each bound above; err names the field) and opens the outbox, the kernel cursor
- * and NVML (absent NVML is not an error: the detector is NotConfigured). Returns 0 and *out
+/* Checks cfg (each bound above, the node name and job grammar; err names the field) and opens
+ * the outbox, the finding episodes (findings.state), the kernel cursor and NVML (absent NVML is not an error: the detector is NotConfigured). Returns 0 and *out
  * (free with agent_free), FP_EINVAL, or FP_EIO (state dir unusable). tp is copied. */
 int agent_new(const struct agent_config *cfg, const struct agent_transport *tp,
 	      struct agent **out, char *err, size_t errlen);
@@ -117,16 +130,24 @@ void agent_free(struct agent *a);
  * answer. Returns 0 when the outbox is empty, FP_EIO when the API is unreachable, FP_EAGAIN when
  * it answered but kept a report pending, FP_EIO also for a local file error (logged). */
 int agent_flush(struct agent *a);
+/* (FP_EIO for a local file error sets agent_local_error.) */
 
 /* Reads the kernel log from the cursor to its current end (bounded by the outbox: when it holds
  * max_buffer events reading stops, the cursor stays and the kernel detector's message says so),
  * putting reports of at most AGENT_MAX_REPORT_EVENTS events. final = 1 completes a pending
- * multi-line record at the end (kernlog_flush). Returns 0 or FP_EIO (outbox/cursor write failed;
- * logged). */
+ * multi-line record at the end (kernlog_flush). When the path names another file (a rename
+ * rotation), the old file is read to its end first, and followed until a pass finds nothing
+ * new on it (final: at once), then the new file is read from its start. Returns 0 or FP_EIO
+ * (outbox/cursor write failed: logged, agent_local_error set, and reading goes back to the
+ * last durable cursor so the next pass reads those lines again). */
 int agent_read_kernel(struct agent *a, int final);
 
-/* Runs every configured probe once, updates the detectors and puts one report with the new
- * findings (a heartbeat when there are none and the outbox is empty). Returns 0 or FP_EIO. */
+/* Reads the node document (transport->get_node; after a failure not again for 1 s, doubling to
+ * 30 s, like the outbox retries) for the expected GPU count and the remediation epoch, runs
+ * every configured probe once, updates the detectors and the finding episodes, and puts one
+ * report with the events of new episodes (a heartbeat when there are none and the outbox is
+ * empty). Returns 0 or FP_EIO (a local write failed; the episodes stay unsent and are put by a
+ * later round). */
 int agent_probe_round(struct agent *a);
 
 /* Agent-side gpu_reset rung (design contract "Holds and the ladder"): reads the node document;
@@ -135,14 +156,15 @@ int agent_probe_round(struct agent *a);
  * (nvidia-smi(1), "--gpu-reset"; timeout AGENT_GPU_RESET_TIMEOUT_S) and POSTs :remediated with
  * the outcome. The operation reported last is kept in <state>/gpu-reset.last, so a restart does
  * not reset the GPU again for it. Returns 1 when it reported, 0 when there was nothing to do or
- * the API could not be reached (retried next time; the reset is not run twice in one run). */
+ * the API could not be reached (retried next time; the reset is not run twice in one run).
+ * The node document GET backs off as in agent_probe_round. */
 #define AGENT_GPU_RESET_TIMEOUT_S 120
 int agent_gpu_reset_check(struct agent *a);
 
 /* --once: flush, read the kernel log to its end, one probe round, flush. Returns 0 when the API
  * accepted every report (outbox empty, none rejected), FP_EIO when it could not be reached
- * (reports kept), FP_EAGAIN when reports were kept for another reason, FP_EINVAL when one was
- * rejected. Follow mode (!cfg->once): ticks every second (kernel read, flush with back-off) and
+ * (reports kept) or a local write failed (agent_local_error says which), FP_EAGAIN when reports
+ * were kept for another reason, FP_EINVAL when one was rejected. Follow mode (!cfg->once): ticks every second (kernel read, flush with back-off) and
  * runs a probe round and agent_gpu_reset_check every interval until *cfg->stop; returns 0. */
 int agent_run(struct agent *a);
 
@@ -151,10 +173,28 @@ const struct agent_det_state *agent_detector(const struct agent *a, enum agent_d
 /* Events in the outbox now. */
 size_t agent_outbox_events(const struct agent *a);
 
+/* The last local I/O failure (an outbox, cursor or state file write under the state dir:
+ * ENOSPC, EROFS, EACCES, ...) as text naming the path, or NULL when the last write succeeded.
+ * agent_run (--once) returns FP_EIO with this set when it stopped for a local failure, and
+ * *unsent (may be NULL) gets the number of events found but not yet in the outbox (they are
+ * read again, or sent from findings.state, next time). */
+const char *agent_local_error(const struct agent *a, size_t *unsent);
+
 /* The id helpers (exposed for tests). out gets AGENT_ID_LEN bytes incl. NUL. */
-void agent_id_file_line(const char *boot_id, uint64_t dev, uint64_t ino, uint64_t offset,
-			const char *raw, char out[AGENT_ID_LEN]);
+void agent_id_file_line(uint64_t dev, uint64_t ino, uint64_t offset, const char *raw,
+			char out[AGENT_ID_LEN]);
+/* The id of a file line as agents before "ids": 2 cursors computed it (boot id first); used
+ * only to match the emitted ids of such a cursor on resume. */
+void agent_id_file_line_v1(const char *boot_id, uint64_t dev, uint64_t ino, uint64_t offset,
+			   const char *raw, char out[AGENT_ID_LEN]);
 void agent_id_kmsg(const char *boot_id, uint64_t seq, char out[AGENT_ID_LEN]);
-void agent_id_finding(const char *boot_id, const struct agent_finding *f, char out[AGENT_ID_LEN]);
+/* since: the episode's start (Unix ms); epoch: the node's remediation epoch then ("" none). */
+void agent_id_finding(const char *boot_id, const struct agent_finding *f, int64_t since,
+		      const char *epoch, char out[AGENT_ID_LEN]);
+
+/* Agent-side checks of the names the server validates (exposed for cmd_agent and tests):
+ * a node name (core/codec.h name_validate) and a job id (1..64 of [A-Za-z0-9._+-], the
+ * report's agent.job rule in docs/api.md). 0 or FP_EINVAL with why in err. */
+int agent_job_validate(const char *job, char *err, size_t errlen);
 
 #endif

@@ -190,11 +190,15 @@ static void test_ids(void **state)
 	(void)state;
 	char id[AGENT_ID_LEN];
 	const char *raw = "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus";
-	agent_id_file_line(BOOT, 2049, 131074, 0, raw, id);
-	assert_string_equal(id, "k-d76da00f11ee1012b732695eb6994199");
+	/* A file line's id has no boot id in it (break report #1). */
+	agent_id_file_line(2049, 131074, 0, raw, id);
+	assert_string_equal(id, "k-70ffc712269541e20c916d5b3ac9a1c6");
 	/* The same line at another offset (a second occurrence) is another event. */
-	agent_id_file_line(BOOT, 2049, 131074, 60, raw, id);
-	assert_string_equal(id, "k-8deacab6030fbb3c69a5041c66e7970e");
+	agent_id_file_line(2049, 131074, 60, raw, id);
+	assert_string_equal(id, "k-65913452cf388f5066860a0a06bf0435");
+	/* The ids of cursors written before (boot id first), matched on resume. */
+	agent_id_file_line_v1(BOOT, 2049, 131074, 0, raw, id);
+	assert_string_equal(id, "k-d76da00f11ee1012b732695eb6994199");
 	agent_id_kmsg(BOOT, 3965, id);
 	assert_string_equal(id, "k-616d7657b63bff854080589a11d2e891");
 	struct agent_finding f;
@@ -203,9 +207,17 @@ static void test_ids(void **state)
 	snprintf(f.pci_bus_id, sizeof(f.pci_bus_id), "0000:3b:00.0");
 	snprintf(f.key, sizeof(f.key), "dbe=2");
 	snprintf(f.message, sizeof(f.message), "not hashed: the message may change");
-	agent_id_finding(BOOT, &f, id);
-	assert_string_equal(id, "f-bd98e964a4d7298eee17dfaf5621f819");
+	agent_id_finding(BOOT, &f, 1795000000000, "", id);
+	assert_string_equal(id, "f-cb9ef4b476f00e7dbbdf33e2215a382f");
 	assert_int_equal(strlen(id), 34);
+	/* The same state in the episode after a remediation recorded at 10:43:03. */
+	agent_id_finding(BOOT, &f, 1795000000000, "2026-11-30T10:43:03.000Z", id);
+	assert_string_equal(id, "f-1108d75823ecc6113e4f6826718619d5");
+	char err[256];
+	assert_int_equal(agent_job_validate("4242.0+1_a-b", err, sizeof(err)), 0);
+	assert_int_equal(agent_job_validate("a b", err, sizeof(err)), FP_EINVAL);
+	assert_string_equal(err, "1..64 characters of [A-Za-z0-9._+-]");
+	assert_int_equal(agent_job_validate("", err, sizeof(err)), FP_EINVAL);
 }
 
 /* ------------------------------------------------------------------ outbox */
@@ -498,8 +510,8 @@ static void test_kernel_once(void **state)
 		assert_string_equal(jsonx_str(e, "job"), "4242");
 		assert_string_equal(jsonx_str(e, "time"), when[i]);
 		char id[AGENT_ID_LEN];
-		agent_id_file_line(BOOT, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
-				   off[line_no[i] - 1], jsonx_str(e, "raw"), id);
+		agent_id_file_line((uint64_t)st.st_dev, (uint64_t)st.st_ino, off[line_no[i] - 1],
+				   jsonx_str(e, "raw"), id);
 		assert_string_equal(jsonx_str(e, "id"), id);
 	}
 	json_decref(ev);
