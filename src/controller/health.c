@@ -59,7 +59,10 @@ static const char *const rung_names[RUNG__COUNT] = {"gpu_reset", "reboot", "reim
 struct jobfault {
 	int64_t at;     /* last event of this (code, job), wall ms */
 	uint64_t seq;   /* report that declared it */
+	int dry;        /* declared by a dry-run decision: live decisions do not see it */
 };
+
+#define BREAKER_MAX_SUPPRESSED 256 /* (node, event) pairs a breaker document keeps */
 
 struct alive {
 	int64_t last;       /* monotonic ms of the last report */
@@ -78,6 +81,7 @@ struct health {
 				* struct health_window* */
 	struct hmap jobfaults; /* "code|job" -> struct jobfault* */
 	struct hmap breakers;  /* "dom.val" -> json_t* (open breaker document) */
+	struct hmap dry_breakers; /* "dom.val" -> int*: would be open (dry-run decisions only) */
 	struct hmap alive;     /* node -> struct alive* */
 	uint64_t timer;
 	int stopping, timer_pending; /* a sweep timer is scheduled or its callback running */
@@ -94,12 +98,13 @@ struct rep_ev {
 	char gpu[32];            /* window key part: bus id, "index:N" or "" */
 	/* decision */
 	int dup;
+	int64_t fence;           /* health_fence of the node for this event's GPU */
 	char rule_code[HEALTH_CODE_MAX];
 	enum health_severity sev;
 	const char *action;      /* static */
 	int dry;
 	int holds;               /* this event placed the hold */
-	char reason[384];
+	char reason[512];
 	char audit[1024];
 };
 
@@ -349,6 +354,15 @@ static int parse_report(const json_t *r, struct rep *p, char *err, size_t errlen
 			if ((rc = opt_str(o, "message", where, REPORT_MAX_STR, &x->message, err,
 					  errlen)) < 0)
 				return rc;
+			/* A detector that is not live says why, and cannot vouch for the GPUs. */
+			if (!x->live && !x->reason)
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "%s.reason: required when live is false (NotConfigured, ProbeTimeout, ProbeFailed or Unparseable)",
+					       where);
+			if (!x->live && strcmp(x->status, "ok") == 0)
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "%s.status: ok needs live true (a detector that is not live reports unknown)",
+					       where);
 			p->ndet++;
 		}
 	}
@@ -396,6 +410,8 @@ struct touched {
 	size_t nfaults, capf;
 	char **opened;  /* breakers it opened */
 	size_t nopened, capo;
+	char **dopened; /* dry-run breakers it marked as would-open */
+	size_t ndopened, capd;
 };
 
 static void touched_add(char ***arr, size_t *n, size_t *cap, const char *key)
@@ -415,9 +431,12 @@ static void touched_release(struct touched *t)
 		free(t->faults[i]);
 	for (size_t i = 0; i < t->nopened; i++)
 		free(t->opened[i]);
+	for (size_t i = 0; i < t->ndopened; i++)
+		free(t->dopened[i]);
 	free(t->keys);
 	free(t->faults);
 	free(t->opened);
+	free(t->dopened);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -449,6 +468,8 @@ static void undo(struct health *h, struct touched *t, uint64_t seq)
 	}
 	for (size_t i = 0; i < t->nopened; i++)
 		json_decref(hmap_remove(&h->breakers, t->opened[i]));
+	for (size_t i = 0; i < t->ndopened; i++)
+		free(hmap_remove(&h->dry_breakers, t->dopened[i]));
 	breakers_gauge(h);
 	touched_release(t);
 }
@@ -463,8 +484,9 @@ struct outcome {
 	enum remediation_rung ladder[RUNG__COUNT];
 	size_t nladder;
 	char hold_reason[256];
-	char rem_reason[384];
-	int suppressed;           /* a decision was suppressed by an open breaker */
+	char rem_reason[512];
+	int suppressed;           /* a live decision was suppressed by an open breaker */
+	size_t suppressed_ev;     /* index of the (first) suppressed event */
 	char suppressed_by[192];
 	int node_remediating;
 	/* extra documents and events, built under the lock */
@@ -545,6 +567,90 @@ static void ladder_text(const enum remediation_rung *l, size_t n, char *out, siz
 		snprintf(out, len, "none (a human looks)");
 }
 
+/* skip callback of health_window_distinct_if: a job already declared a job fault for the
+ * code (live ones; dry-run ones too while deciding in dry run) is not an unrelated job. */
+struct jf_skip {
+	struct health *h;
+	const char *code;
+	int dry;
+};
+
+static int jobfault_skip(const char *tag, void *arg)
+{
+	struct jf_skip *s = arg;
+	char fkey[HEALTH_CODE_MAX + 80];
+	snprintf(fkey, sizeof(fkey), "%s|%s", s->code, tag);
+	const struct jobfault *f = hmap_get(&s->h->jobfaults, fkey);
+	return f && (!f->dry || s->dry);
+}
+
+/* Replaces (or adds) the breaker document named like doc in o->breaker_docs (a copy). */
+static void breaker_doc_out(struct outcome *o, const json_t *doc)
+{
+	const char *name = jsonx_str(doc, "metadata.name");
+	size_t i;
+	json_t *x;
+	json_array_foreach(o->breaker_docs, i, x)
+		if (strcmp(jsonx_str(x, "metadata.name"), name) == 0) {
+			json_array_set_new(o->breaker_docs, i, json_deep_copy(doc));
+			return;
+		}
+	json_array_append_new(o->breaker_docs, json_deep_copy(doc));
+}
+
+/* Under h->mu: records the suppressed (node, event) in open breaker bname's document
+ * ("suppressed", at most BREAKER_MAX_SUPPRESSED; past that "suppressedDropped" counts) and
+ * queues the document for the report's transaction. */
+static void breaker_note(struct health *h, const char *bname, const char *node,
+			 const struct rep_ev *e, int64_t now, struct outcome *o)
+{
+	json_t *doc = hmap_get(&h->breakers, bname);
+	if (!doc)
+		return;
+	json_t *arr = json_object_get(doc, "suppressed");
+	if (!json_is_array(arr)) {
+		arr = json_array();
+		json_object_set_new(doc, "suppressed", arr);
+	}
+	size_t i;
+	json_t *x;
+	json_array_foreach(arr, i, x)
+		if (strcmp(jsonx_str(x, "node") ? jsonx_str(x, "node") : "", node) == 0 &&
+		    strcmp(jsonx_str(x, "event") ? jsonx_str(x, "event") : "", e->id) == 0)
+			return;
+	if (json_array_size(arr) >= BREAKER_MAX_SUPPRESSED) {
+		json_int_t d = json_integer_value(json_object_get(doc, "suppressedDropped"));
+		json_object_set_new(doc, "suppressedDropped", json_integer(d + 1));
+	} else {
+		char ts[FP_TIME_LEN];
+		fp_time_format(now, ts);
+		json_t *pair = json_pack("{s:s, s:s, s:s, s:s}", "node", node, "event", e->id,
+					 "code", e->code, "at", ts);
+		if (e->bus)
+			json_object_set_new(pair, "gpu", json_string(e->bus_lc));
+		json_array_append_new(arr, pair);
+	}
+	breaker_doc_out(o, doc);
+}
+
+/* Distinct tags within bw over the live window key and (dry) the dry-run window dkey. */
+static int breaker_nodes(struct health *h, const char *key, const char *dkey, int64_t now,
+			 int64_t bw, char *list, size_t listlen)
+{
+	struct health_window u = {0};
+	const char *keys[2] = {key, dkey};
+	for (int k = 0; k < 2; k++) {
+		struct health_window *w = keys[k] ? window_get(h, keys[k], 0) : NULL;
+		for (size_t i = 0; w && i < w->n; i++)
+			health_window_add(&u, w->e[i].at, w->e[i].tag, 0);
+	}
+	int n = health_window_distinct(&u, now, bw);
+	if (list)
+		health_window_tags(&u, now, bw, list, listlen);
+	health_window_release(&u);
+	return n;
+}
+
 /* Decides every new event of the report, in order, under h->mu. n is the node as read. */
 static void evaluate(struct health *h, const char *node, const struct node *n, struct rep *r,
 		     int64_t now, uint64_t seq, struct touched *t, struct outcome *o)
@@ -578,19 +684,39 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 		e->sev = rule->severity;
 		const char *job = e->job;
 		int64_t wms = rule->window_s * SEC;
-		/* N of M on this node+GPU+code; the tag is the job (for distinctJobs). */
-		snprintf(key, sizeof(key), "c|%s|%s|%s", node, e->gpu, e->code);
-		window_add(h, t, key, at, job && rule->distinct_jobs ? job : "", seq);
-		struct health_window *cw = window_get(h, key, 0);
-		int count = health_window_count(cw, now, wms ? wms : 1);
-		int jobs = health_window_distinct(cw, now, wms ? wms : 1);
+		if (!wms)
+			wms = 1;
 		char gpu_txt[40];
 		snprintf(gpu_txt, sizeof(gpu_txt), "%s", e->gpu[0] ? e->gpu : "-");
-		char inputs[384];
+		/* The fence: a validated remediation of this node (and GPU) restarts the count. */
+		e->fence = health_fence(n, e->bus ? e->bus_lc : NULL);
+		char fence_ts[FP_TIME_LEN] = "-";
+		if (e->fence)
+			fp_time_format(e->fence, fence_ts);
+		int64_t cwms = wms;
+		if (e->fence && now - e->fence + 1 < cwms)
+			cwms = now - e->fence + 1; /* entries received at or after the fence */
+		if (cwms < 1)
+			cwms = 1;
+		int stale = e->time && e->fence && e->time < e->fence;
+		/* N of M on this node+GPU+code; the tag is the job (for distinctJobs). A stale
+		 * event is evidence only and never enters the window. */
+		snprintf(key, sizeof(key), "c|%s|%s|%s", node, e->gpu, e->code);
+		if (!stale)
+			window_add(h, t, key, at, job && rule->distinct_jobs ? job : "", seq);
+		struct health_window *cw = window_get(h, key, 0);
+		int count = cw ? health_window_count(cw, now, cwms) : 0;
+		char joblist[200] = "";
+		struct jf_skip js = {h, e->code, e->dry};
+		int jobs = cw ? health_window_distinct_if(cw, now, cwms, now - cwms, jobfault_skip,
+							  &js, joblist, sizeof(joblist)) :
+				0;
+		char inputs[448];
 		snprintf(inputs, sizeof(inputs),
-			 "code=%s severity=%s rule=%s gpu=%s job=%s count=%d window=%llds threshold=%d distinctJobs=%d/%d",
+			 "code=%s severity=%s rule=%s gpu=%s job=%s count=%d window=%llds threshold=%d distinctJobs=%d/%d fence=%s",
 			 e->code, health_severity_name(e->sev), rule->code, gpu_txt, job ? job : "-",
-			 count, (long long)rule->window_s, rule->count, jobs, rule->distinct_jobs);
+			 count, (long long)rule->window_s, rule->count, jobs, rule->distinct_jobs,
+			 fence_ts);
 		if (rule->action != HEALTH_ACTION_HOLD) {
 			e->action = "none";
 			snprintf(e->reason, sizeof(e->reason), "%s %s: %s", health_severity_name(e->sev),
@@ -599,6 +725,17 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 						    "the rule takes no node action");
 			snprintf(e->audit, sizeof(e->audit), "%s -> none%s", inputs,
 				 e->dry ? " (dry run)" : "");
+			continue;
+		}
+		if (stale) {
+			char ets[FP_TIME_LEN];
+			fp_time_format(e->time, ets);
+			e->action = "count";
+			snprintf(e->reason, sizeof(e->reason),
+				 "%s on GPU %s: stale: seen at %s, before the remediation that succeeded at %s; recorded as evidence only",
+				 e->code, gpu_txt, ets, fence_ts);
+			snprintf(e->audit, sizeof(e->audit), "%s time=%s -> count (stale)%s", inputs,
+				 ets, e->dry ? " (dry run)" : "");
 			continue;
 		}
 		/* Job attribution: the same (code, job) on many nodes is the job's fault. */
@@ -611,12 +748,18 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				window_add(h, t, key, at, node, seq);
 			jw = window_get(h, key, 0);
 			struct jobfault *f = hmap_get(&h->jobfaults, fkey);
+			if (f && f->dry && !e->dry)
+				f = NULL; /* a dry-run verdict: decide again */
 			int nodes = health_window_distinct(jw, now, p->job_attribution.window_s * SEC);
 			if (!f && nodes >= p->job_attribution.min_nodes) {
-				f = xcalloc(1, sizeof(*f));
-				f->seq = seq;
-				hmap_put(&h->jobfaults, fkey, f);
-				touched_add(&t->faults, &t->nfaults, &t->capf, fkey);
+				f = hmap_get(&h->jobfaults, fkey);
+				if (!f) {
+					f = xcalloc(1, sizeof(*f));
+					f->seq = seq;
+					hmap_put(&h->jobfaults, fkey, f);
+					touched_add(&t->faults, &t->nfaults, &t->capf, fkey);
+				}
+				f->dry = e->dry;
 				char list[512];
 				health_window_tags(jw, now, p->job_attribution.window_s * SEC, list,
 						   sizeof(list));
@@ -639,18 +782,20 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				continue;
 			}
 		}
-		int met = job && rule->distinct_jobs > 0 ? jobs >= rule->distinct_jobs :
-							   count >= rule->count;
+		int by_jobs = job && rule->distinct_jobs > 0;
+		int met = by_jobs ? jobs >= rule->distinct_jobs : count >= rule->count;
+		char tally[320];
+		if (by_jobs)
+			snprintf(tally, sizeof(tally), "%d of %d distinct jobs within %lld s (%s)",
+				 jobs, rule->distinct_jobs, (long long)rule->window_s,
+				 jobs ? joblist : "none");
+		else
+			snprintf(tally, sizeof(tally), "%d of %d within %lld s", count, rule->count,
+				 (long long)rule->window_s);
 		if (!met) {
 			e->action = "count";
-			if (job && rule->distinct_jobs > 0)
-				snprintf(e->reason, sizeof(e->reason),
-					 "%s on GPU %s: %d of %d distinct jobs within %lld s", e->code,
-					 gpu_txt, jobs, rule->distinct_jobs, (long long)rule->window_s);
-			else
-				snprintf(e->reason, sizeof(e->reason),
-					 "%s on GPU %s: %d of %d within %lld s", e->code, gpu_txt,
-					 count, rule->count, (long long)rule->window_s);
+			snprintf(e->reason, sizeof(e->reason), "%s on GPU %s: %s", e->code, gpu_txt,
+				 tally);
 			snprintf(e->audit, sizeof(e->audit), "%s -> count%s", inputs,
 				 e->dry ? " (dry run)" : "");
 			continue;
@@ -677,77 +822,99 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				o->evidence[o->nevidence++] = i;
 			continue;
 		}
-		/* Correlated-failure breaker, per domain value of the node. */
+		/* Correlated-failure breaker, per domain value of the node. Live decisions use the
+		 * live windows and breakers only; a dry-run decision sees them plus its own dry-run
+		 * window and would-open breakers, so it reports what the live policy would do
+		 * without ever entering what live decisions read. */
 		const char *open_by = NULL;
-		char bstate[224] = "closed";
+		char bstate[224] = "closed", bname[160] = "";
 		for (size_t d = 0; p->breaker.enabled && d < p->breaker.ndomains && !open_by; d++) {
 			const char *dom = p->breaker.domains[d];
 			const char *val = domain_value(n, dom);
 			if (!val)
 				continue;
-			char bname[160];
+			int limit = p->breaker.domain_max[d] > 0 ? p->breaker.domain_max[d] :
+								   p->breaker.max_nodes;
 			snprintf(bname, sizeof(bname), "%s.%s", dom, val);
-			if (hmap_get(&h->breakers, bname)) {
-				open_by = hmap_get(&h->breakers, bname) ? dom : NULL;
-				snprintf(o->suppressed_by, sizeof(o->suppressed_by), "%s", bname);
+			if (hmap_get(&h->breakers, bname) ||
+			    (e->dry && hmap_get(&h->dry_breakers, bname))) {
+				open_by = dom;
 				snprintf(bstate, sizeof(bstate), "open(%s)", bname);
 				break;
 			}
+			char dkey[STORE_MAX_KEY + 8];
 			snprintf(key, sizeof(key), "b|%s", bname);
+			snprintf(dkey, sizeof(dkey), "bd|%s", bname);
 			int64_t bw = p->breaker.window_s * SEC;
-			struct health_window *w = window_get(h, key, 0);
+			const char *mine = e->dry ? dkey : key;
+			struct health_window *w = window_get(h, mine, 0);
 			if (!w || !health_window_has(w, now, bw, node))
-				window_add(h, t, key, at, node, seq);
-			w = window_get(h, key, 0);
-			int nodes = health_window_distinct(w, now, bw);
-			if (nodes > p->breaker.max_nodes && !e->dry) {
-				char list[600], ts[FP_TIME_LEN];
-				health_window_tags(w, now, bw, list, sizeof(list));
-				fp_time_format(now, ts);
-				char rsn[900];
-				snprintf(rsn, sizeof(rsn),
-					 "%d nodes of %s %s had hold-worthy health events within %lld s (more than %d): %s; suspect the detector or a shared dependency",
-					 nodes, dom, val, (long long)p->breaker.window_s,
-					 p->breaker.max_nodes, list);
-				json_t *nodes_arr = json_array();
-				for (size_t k = 0; k < w->n; k++)
-					if (w->e[k].at > now - bw && w->e[k].at <= now) {
-						int dup = 0;
-						size_t m;
-						json_t *x;
-						json_array_foreach(nodes_arr, m, x)
-							dup |= strcmp(json_string_value(x), w->e[k].tag) == 0;
-						if (!dup)
-							json_array_append_new(nodes_arr,
-									      json_string(w->e[k].tag));
-					}
-				json_t *doc = json_pack(
-					"{s:s, s:{s:s, s:s}, s:s, s:s, s:s, s:s, s:o, s:o}", "kind",
-					"HealthBreaker", "metadata", "name", bname, "createdAt", ts,
-					"domain", dom, "value", val, "state", "open", "openedAt", ts,
-					"nodes", nodes_arr, "reason", jsonx_string_lossy(rsn));
-				hmap_put(&h->breakers, bname, json_incref(doc));
-				touched_add(&t->opened, &t->nopened, &t->capo, bname);
-				json_array_append_new(o->breaker_docs, doc);
-				char object[200];
-				snprintf(object, sizeof(object), "breaker/%s", bname);
-				extra_event(o, "Warning", "CorrelatedFailureBreakerOpen", object,
-					    "%s; automatic health holds and actions in %s %s are suppressed until POST /v1/breakers/%s:reset",
-					    rsn, dom, val, bname);
-				breakers_gauge(h);
-				open_by = dom;
-				snprintf(o->suppressed_by, sizeof(o->suppressed_by), "%s", bname);
-				snprintf(bstate, sizeof(bstate), "opened(%s)", bname);
-			} else if (nodes > p->breaker.max_nodes) {
+				window_add(h, t, mine, at, node, seq);
+			char list[600];
+			int nodes = breaker_nodes(h, key, e->dry ? dkey : NULL, now, bw, list,
+						  sizeof(list));
+			if (nodes <= limit)
+				continue;
+			char rsn[900];
+			snprintf(rsn, sizeof(rsn),
+				 "%d nodes of %s %s had hold-worthy health events within %lld s (more than %d): %s; suspect the detector or a shared dependency",
+				 nodes, dom, val, (long long)p->breaker.window_s, limit, list);
+			open_by = dom;
+			if (e->dry) {
+				int *one = xmalloc(sizeof(*one));
+				*one = 1;
+				free(hmap_put(&h->dry_breakers, bname, one));
+				touched_add(&t->dopened, &t->ndopened, &t->capd, bname);
 				snprintf(bstate, sizeof(bstate), "would-open(%s)", bname);
+				extra_event(o, "Normal", "CorrelatedFailureBreakerOpen", "policy/default",
+					    "%s (dry run: the breaker %s would open; nothing is suppressed)",
+					    rsn, bname);
+				break;
 			}
+			char ts[FP_TIME_LEN];
+			fp_time_format(now, ts);
+			w = window_get(h, key, 0);
+			json_t *nodes_arr = json_array();
+			for (size_t k = 0; k < w->n; k++)
+				if (w->e[k].at > now - bw && w->e[k].at <= now) {
+					int dup = 0;
+					size_t m;
+					json_t *x;
+					json_array_foreach(nodes_arr, m, x)
+						dup |= strcmp(json_string_value(x), w->e[k].tag) == 0;
+					if (!dup)
+						json_array_append_new(nodes_arr,
+								      json_string(w->e[k].tag));
+				}
+			json_t *doc = json_pack(
+				"{s:s, s:{s:s, s:s}, s:s, s:s, s:s, s:s, s:o, s:o, s:[]}", "kind",
+				"HealthBreaker", "metadata", "name", bname, "createdAt", ts, "domain",
+				dom, "value", val, "state", "open", "openedAt", ts, "nodes", nodes_arr,
+				"reason", jsonx_string_lossy(rsn), "suppressed");
+			hmap_put(&h->breakers, bname, doc);
+			touched_add(&t->opened, &t->nopened, &t->capo, bname);
+			char object[200];
+			snprintf(object, sizeof(object), "breaker/%s", bname);
+			extra_event(o, "Warning", "CorrelatedFailureBreakerOpen", object,
+				    "%s; automatic health holds and actions in %s %s are suppressed until POST /v1/breakers/%s:reset",
+				    rsn, dom, val, bname);
+			breakers_gauge(h);
+			snprintf(bstate, sizeof(bstate), "opened(%s)", bname);
 		}
 		if (open_by) {
 			e->action = "suppressed";
-			o->suppressed = 1;
+			if (!e->dry) {
+				if (!o->suppressed) {
+					o->suppressed_ev = i;
+					snprintf(o->suppressed_by, sizeof(o->suppressed_by), "%s", bname);
+				}
+				o->suppressed = 1;
+				breaker_note(h, bname, node, e, now, o);
+			}
 			snprintf(e->reason, sizeof(e->reason),
-				 "%s on GPU %s: hold suppressed, correlated-failure breaker %s is open",
-				 e->code, gpu_txt, o->suppressed_by);
+				 e->dry ? "%s on GPU %s: hold suppressed (dry run), correlated-failure breaker %s would be open" :
+					  "%s on GPU %s: hold suppressed, correlated-failure breaker %s is open",
+				 e->code, gpu_txt, bname);
 			snprintf(e->audit, sizeof(e->audit), "%s breaker=%s -> suppressed%s", inputs,
 				 bstate, e->dry ? " (dry run)" : "");
 			continue;
@@ -779,11 +946,16 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				o->evidence[o->nevidence++] = i;
 		}
 		const char *start = rule->nladder ? rung_names[rule->ladder[o->start_rung]] : "-";
-		snprintf(o->hold_reason, sizeof(o->hold_reason), "%s on GPU %s: %d in %lld s (threshold %d)",
-			 e->code, gpu_txt, count, (long long)rule->window_s, rule->count);
-		snprintf(e->reason, sizeof(e->reason), "%s %s on GPU %s: %d of %d within %lld s; hold, %s%s",
-			 health_severity_name(e->sev), e->code, gpu_txt, count, rule->count,
-			 (long long)rule->window_s,
+		if (by_jobs)
+			snprintf(o->hold_reason, sizeof(o->hold_reason),
+				 "%s on GPU %s: %d distinct jobs in %lld s (threshold %d)", e->code,
+				 gpu_txt, jobs, (long long)rule->window_s, rule->distinct_jobs);
+		else
+			snprintf(o->hold_reason, sizeof(o->hold_reason),
+				 "%s on GPU %s: %d in %lld s (threshold %d)", e->code, gpu_txt, count,
+				 (long long)rule->window_s, rule->count);
+		snprintf(e->reason, sizeof(e->reason), "%s %s on GPU %s: %s; hold, %s%s",
+			 health_severity_name(e->sev), e->code, gpu_txt, tally,
 			 rule->nladder ? "remediation starts at " : "no automatic remediation",
 			 rule->nladder ? start : "");
 		snprintf(o->rem_reason, sizeof(o->rem_reason), "%s", e->reason);
@@ -796,8 +968,15 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 
 /* ---------------------------------------------------------------- node changes */
 
-/* DetectorsLive, and GPUHealthy Unknown/True while no health hold is placed. Returns 1 if
- * anything changed. */
+/* 1 when n's GPUHealthy is the durable False/HoldSuppressed mark (see apply_node). */
+static int hold_suppressed_mark(const struct node *n)
+{
+	const struct node_condition *g = node_condition_get(n, "GPUHealthy");
+	return g && g->status == COND_FALSE && g->reason && strcmp(g->reason, "HoldSuppressed") == 0;
+}
+
+/* DetectorsLive, and GPUHealthy Unknown/True while no health hold is placed (and no
+ * suppressed hold is marked). Returns 1 if anything changed. */
 static int detectors_conditions(struct node *n, const struct rep *r, int64_t now, int holding)
 {
 	int changed = 0;
@@ -805,6 +984,7 @@ static int detectors_conditions(struct node *n, const struct rep *r, int64_t now
 		return 0;
 	char dead[512] = "", unk[256] = "";
 	size_t wd = 0, wu = 0;
+	int live_configured = 0;
 	for (size_t i = 0; i < r->ndet; i++) {
 		const struct rep_det *d = &r->det[i];
 		if (!d->live && wd < sizeof(dead)) {
@@ -814,6 +994,7 @@ static int detectors_conditions(struct node *n, const struct rep *r, int64_t now
 				wd += (size_t)k;
 		}
 		int configured = !(d->reason && strcmp(d->reason, "NotConfigured") == 0);
+		live_configured += d->live && configured;
 		if (strcmp(d->status, "unknown") == 0 && configured && wu < sizeof(unk)) {
 			int k = snprintf(unk + wu, sizeof(unk) - wu, "%s%s", wu ? ", " : "", d->name);
 			if (k > 0)
@@ -826,16 +1007,24 @@ static int detectors_conditions(struct node *n, const struct rep *r, int64_t now
 	else
 		changed |= node_condition_set(n, "DetectorsLive", COND_TRUE, "AllLive",
 					      "every detector the agent runs is live", now);
-	if (holding)
+	if (holding || hold_suppressed_mark(n))
 		return changed;
 	const struct node_condition *g = node_condition_get(n, "GPUHealthy");
+	if (!live_configured) {
+		char msg[600];
+		snprintf(msg, sizeof(msg), "%s%s",
+			 wd ? "no configured detector is live: " : "the agent reports no detector",
+			 dead);
+		return changed | node_condition_set(n, "GPUHealthy", COND_UNKNOWN, "NoLiveDetector",
+						    msg, now);
+	}
 	if (wu) {
 		char msg[320];
 		snprintf(msg, sizeof(msg), "status unknown from: %s", unk);
 		return changed | node_condition_set(n, "GPUHealthy", COND_UNKNOWN, "DetectorUnknown",
 						    msg, now);
 	}
-	int all_ok = r->ndet > 0;
+	int all_ok = 1;
 	for (size_t i = 0; i < r->ndet; i++)
 		if (strcmp(r->det[i].status, "ok") != 0 &&
 		    !(r->det[i].reason && strcmp(r->det[i].reason, "NotConfigured") == 0))
@@ -858,40 +1047,56 @@ static void rem_clear(struct node_remediation *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* Applies the report's outcome to n (a fresh copy of the node). Returns 1 if n changed. */
+/* Places the health hold on n with status.remediation (when the ladder has rungs), GPUHealthy
+ * False/HealthHold and no HealthActionsSuppressed. events: "<node>.<id>" evidence names. */
+static void place_hold(struct node *n, const char *code, const char *bus,
+		       const enum remediation_rung *ladder, size_t nladder, size_t start,
+		       const char *hold_reason, const char *rem_reason, const char *policy,
+		       char *const *events, size_t nevents, int64_t now)
+{
+	node_hold_add(n, "health", hold_reason, now, 0);
+	if (nladder) {
+		rem_clear(&n->remediation);
+		struct node_remediation *m = &n->remediation;
+		m->active = 1;
+		memcpy(m->ladder, ladder, sizeof(m->ladder));
+		m->nladder = nladder;
+		m->rung = start;
+		m->attempts = 0;
+		m->code = xstrdup(code);
+		m->gpu = bus ? xstrdup(bus) : NULL;
+		m->reason = xstrdup(rem_reason);
+		m->policy = xstrdup(policy);
+		for (size_t i = 0; i < nevents && m->nevents < REMEDIATION_MAX_EVENTS; i++)
+			m->events[m->nevents++] = xstrdup(events[i]);
+		m->since = now;
+	}
+	node_condition_set(n, "GPUHealthy", COND_FALSE, "HealthHold", hold_reason, now);
+	node_condition_remove(n, "HealthActionsSuppressed");
+}
+
+/* Applies the report's outcome to n (a fresh copy of the node). agent: the report was made
+ * with the node's agent token (only then is AgentAlive set). Returns 1 if n changed. */
 static int apply_node(struct health *h, struct node *n, const char *node, const struct rep *r,
-		      const struct outcome *o, int64_t now)
+		      const struct outcome *o, int64_t now, int agent)
 {
 	int changed = 0;
 	char msg[160];
 	snprintf(msg, sizeof(msg), "agent %s reports every %lld s", r->version ? r->version : "?",
 		 (long long)r->interval);
-	changed |= node_condition_set(n, "AgentAlive", COND_TRUE, "Heartbeat", msg, now);
+	if (agent)
+		changed |= node_condition_set(n, "AgentAlive", COND_TRUE, "Heartbeat", msg, now);
 	int remediating = node_hold_find(n, "health") != NULL;
 	if (o->hold && !remediating) {
 		const struct rep_ev *e = &r->ev[o->hold_ev];
-		if (node_hold_add(n, "health", o->hold_reason, now, 0) == 0)
-			changed = 1;
-		if (o->nladder) {
-			rem_clear(&n->remediation);
-			struct node_remediation *m = &n->remediation;
-			m->active = 1;
-			memcpy(m->ladder, o->ladder, sizeof(m->ladder));
-			m->nladder = o->nladder;
-			m->rung = o->start_rung;
-			m->attempts = 0;
-			m->code = xstrdup(e->code);
-			m->gpu = e->bus ? xstrdup(e->bus_lc) : NULL;
-			m->reason = xstrdup(o->rem_reason);
-			m->policy = xstrdup(h->policy->name ? h->policy->name : "default");
-			for (size_t i = 0; i < o->nevidence; i++)
-				m->events[m->nevents++] =
-					xasprintf("%s.%s", node, r->ev[o->evidence[i]].id);
-			m->since = now;
-		}
-		char gm[320];
-		snprintf(gm, sizeof(gm), "%s", o->hold_reason);
-		node_condition_set(n, "GPUHealthy", COND_FALSE, "HealthHold", gm, now);
+		char *evs[REMEDIATION_MAX_EVENTS];
+		for (size_t i = 0; i < o->nevidence; i++)
+			evs[i] = xasprintf("%s.%s", node, r->ev[o->evidence[i]].id);
+		place_hold(n, e->code, e->bus ? e->bus_lc : NULL, o->ladder, o->nladder,
+			   o->start_rung, o->hold_reason, o->rem_reason,
+			   h->policy->name ? h->policy->name : "default", evs, o->nevidence, now);
+		for (size_t i = 0; i < o->nevidence; i++)
+			free(evs[i]);
 		changed = 1;
 	} else if (remediating && n->remediation.active && o->nevidence) {
 		/* More evidence for the remediation in progress. */
@@ -902,6 +1107,16 @@ static int apply_node(struct health *h, struct node *n, const char *node, const 
 			changed = 1;
 		}
 	}
+	if (o->suppressed && !node_hold_find(n, "health")) {
+		/* Durable: stays after the breaker reset until a hold is placed or a validated
+		 * remediation sets GPUHealthy True, so a suppressed fault is never forgotten. */
+		const struct rep_ev *e = &r->ev[o->suppressed_ev];
+		char gm[400];
+		snprintf(gm, sizeof(gm),
+			 "%s on GPU %s (event %s.%s): hold suppressed by correlated-failure breaker %s",
+			 e->code, e->gpu[0] ? e->gpu : "-", node, e->id, o->suppressed_by);
+		changed |= node_condition_set(n, "GPUHealthy", COND_FALSE, "HoldSuppressed", gm, now);
+	}
 	changed |= detectors_conditions(n, r, now, node_hold_find(n, "health") != NULL);
 	if (o->suppressed) {
 		char sm[300];
@@ -910,14 +1125,41 @@ static int apply_node(struct health *h, struct node *n, const char *node, const 
 			 o->suppressed_by);
 		changed |= node_condition_set(n, "HealthActionsSuppressed", COND_TRUE,
 					      "BreakerOpen", sm, now);
-	} else if (o->hold && node_condition_get(n, "HealthActionsSuppressed")) {
-		node_condition_remove(n, "HealthActionsSuppressed");
-		changed = 1;
 	}
 	return changed;
 }
 
 /* ---------------------------------------------------------------- documents */
+
+/* A copy of s (valid UTF-8, checked by jansson) for storing: C0 controls and DEL become '?',
+ * and a C1 control (U+0080..U+009F, two bytes) one '?', so no terminal escape sequence reaches
+ * `fleetplane health events` or a log viewer. Never longer than s. */
+static char *sanitize(const char *s)
+{
+	size_t n = strlen(s), w = 0;
+	char *out = xmalloc(n + 1);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == 0x7f) {
+			out[w++] = '?';
+		} else if (c == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
+			   (unsigned char)s[i + 1] <= 0x9f) {
+			out[w++] = '?';
+			i++;
+		} else {
+			out[w++] = (char)c;
+		}
+	}
+	out[w] = 0;
+	return out;
+}
+
+static void set_sanitized(json_t *d, const char *key, const char *v)
+{
+	char *c = sanitize(v);
+	json_object_set_new(d, key, jsonx_string_lossy(c));
+	free(c);
+}
 
 static json_t *event_doc(const char *node, const struct rep_ev *e, int64_t received,
 			 const char *policy)
@@ -941,19 +1183,31 @@ static json_t *event_doc(const char *node, const struct rep_ev *e, int64_t recei
 	if (e->has_pid)
 		json_object_set_new(d, "pid", json_integer(e->pid));
 	if (e->process)
-		json_object_set_new(d, "process", json_string(e->process));
+		set_sanitized(d, "process", e->process);
 	if (e->job)
 		json_object_set_new(d, "job", json_string(e->job));
 	json_object_set_new(d, "time", json_string(ts));
 	json_object_set_new(d, "receivedAt", json_string(rs));
-	json_object_set_new(d, "message", json_string(e->message ? e->message : ""));
+	set_sanitized(d, "message", e->message ? e->message : "");
 	if (e->raw)
-		json_object_set_new(d, "raw", json_string(e->raw));
+		set_sanitized(d, "raw", e->raw);
+	/* The decision with its inputs: the audit record of decisions that get no separate
+	 * HealthDecision event (audited(), docs/health.md). */
 	json_object_set_new(d, "decision",
-			    json_pack("{s:s, s:b, s:s, s:s, s:s}", "action", e->action, "dryRun",
+			    json_pack("{s:s, s:b, s:s, s:s, s:s, s:s}", "action", e->action, "dryRun",
 				      e->dry, "reason", e->reason, "policy", policy, "rule",
-				      e->rule_code));
+				      e->rule_code, "inputs", e->audit));
 	return d;
+}
+
+/* 1 when the decision also gets a HealthDecision audit event: every decision except "none"
+ * and "count" of info/low codes (noisy application XIDs such as 13), which are recorded with
+ * their inputs on the health event document only. */
+static int audited(const struct rep_ev *e)
+{
+	if (e->sev > SEV_LOW)
+		return 1;
+	return strcmp(e->action, "none") != 0 && strcmp(e->action, "count") != 0;
 }
 
 /* Growable list of owned store ops. */
@@ -1030,6 +1284,8 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 	}
 	struct node *n = NULL;
 	int64_t now = received_ms;
+	/* Only the node's agent claims an agent is alive; an operator's report records events. */
+	int agent = actor && strncmp(actor, "agent:", 6) == 0;
 	for (int attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
 		node_free(n);
 		n = NULL;
@@ -1071,7 +1327,7 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 		}
 		struct node *m = node_dup(n);
 		m->resource_version = n->resource_version;
-		int changed = apply_node(h, m, node, &r, &o, now);
+		int changed = apply_node(h, m, node, &r, &o, now, agent);
 		size_t node_op = (size_t)-1;
 		if (changed) {
 			node_op = tx.n;
@@ -1084,7 +1340,7 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 		snprintf(object, sizeof(object), "node/%s", node);
 		for (size_t i = 0; i < r.nev; i++) {
 			const struct rep_ev *e = &r.ev[i];
-			if (e->dup)
+			if (e->dup || !audited(e))
 				continue;
 			char msg[1300];
 			snprintf(msg, sizeof(msg), "health event %s.%s: %s", node, e->id, e->audit);
@@ -1117,18 +1373,20 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 				*v = received_ms;
 				free(hmap_put(&h->seen, sk, v));
 			}
-			struct alive *al = hmap_get(&h->alive, node);
-			if (!al) {
+			struct alive *al = agent ? hmap_get(&h->alive, node) : NULL;
+			if (agent && !al) {
 				al = xcalloc(1, sizeof(*al));
 				hmap_put(&h->alive, node, al);
 			}
-			al->last = clock_now_ms(h->cfg.clock);
-			al->timeout = h->cfg.heartbeat_timeout_ms > 0 ?
-					      h->cfg.heartbeat_timeout_ms :
-					      (3 * r.interval * SEC > HEARTBEAT_MIN_MS ?
-						       3 * r.interval * SEC :
-						       HEARTBEAT_MIN_MS);
-			al->missed = 0;
+			if (al) {
+				al->last = clock_now_ms(h->cfg.clock);
+				al->timeout = h->cfg.heartbeat_timeout_ms > 0 ?
+						      h->cfg.heartbeat_timeout_ms :
+						      (3 * r.interval * SEC > HEARTBEAT_MIN_MS ?
+							       3 * r.interval * SEC :
+							       HEARTBEAT_MIN_MS);
+				al->missed = 0;
+			}
 			touched_release(&t);
 			pthread_mutex_unlock(&h->mu);
 			/* Metrics and the answer. */
@@ -1252,6 +1510,11 @@ int health_policy_put(struct health *h, const json_t *doc, const char *actor, js
 	pthread_mutex_lock(&h->mu);
 	health_policy_free(h->policy);
 	h->policy = p;
+	/* Would-open breakers of dry run belong to the policy that simulated them. */
+	for (struct hmap_iter it = hmap_iter_start(&h->dry_breakers); hmap_iter_next(&it);)
+		free(it.e->value);
+	hmap_release(&h->dry_breakers);
+	hmap_init(&h->dry_breakers);
 	*stored = health_policy_to_json(p, 1);
 	pthread_mutex_unlock(&h->mu);
 	return 0;
@@ -1310,65 +1573,263 @@ static int unsuppress_node(void *arg, const struct store_kv *kv)
 	return 0;
 }
 
+/* Replays one suppressed decision of breaker bname for node: places the health hold the
+ * decision would have placed (the rule in force now, the lemon score now), unless the node is
+ * already held, cannot be held in its phase, the rule no longer holds, or another breaker of
+ * the node's domains is open. Returns 1 held, 0 left unheld (why says why), or a store error.
+ * The hold, GPUHealthy False/HealthHold and the HealthDecision audit event are one CAS write. */
+static int replay_one(struct health *h, const char *node, const char *id, const char *code,
+		      const char *bus, const char *bname, const char *actor, char *why,
+		      size_t whylen)
+{
+	char err[256];
+	for (int attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
+		struct node *n = NULL;
+		int rc = load_node(h, node, &n, err, sizeof(err));
+		if (rc == FP_ENOTFOUND) {
+			snprintf(why, whylen, "node no longer exists");
+			return 0;
+		}
+		if (rc < 0)
+			return rc;
+		int64_t now = clock_wall_ms(h->cfg.clock);
+		if (node_hold_find(n, "health")) {
+			snprintf(why, whylen, "already held");
+			node_free(n);
+			return 1;
+		}
+		char w2[160];
+		if (!node_holdable(n, w2, sizeof(w2))) {
+			snprintf(why, whylen, "%s", w2);
+			node_free(n);
+			return 0;
+		}
+		pthread_mutex_lock(&h->mu);
+		const struct health_policy *p = h->policy;
+		const struct health_rule *rule = health_rule_find(p, code);
+		const char *other = NULL;
+		char oname[160];
+		for (size_t d = 0; p->breaker.enabled && d < p->breaker.ndomains && !other; d++) {
+			const char *val = domain_value(n, p->breaker.domains[d]);
+			if (!val)
+				continue;
+			snprintf(oname, sizeof(oname), "%s.%s", p->breaker.domains[d], val);
+			if (strcmp(oname, bname) != 0 && hmap_get(&h->breakers, oname))
+				other = oname;
+		}
+		if (!rule || rule->action != HEALTH_ACTION_HOLD || other || p->dry_run) {
+			if (other)
+				snprintf(why, whylen, "breaker %s is open too", other);
+			else if (p->dry_run)
+				snprintf(why, whylen, "the policy is in dry run");
+			else
+				snprintf(why, whylen, "the policy in force no longer holds on %s", code);
+			pthread_mutex_unlock(&h->mu);
+			node_free(n);
+			return 0;
+		}
+		char key[STORE_MAX_KEY + 16];
+		snprintf(key, sizeof(key), "h|%s", node);
+		struct health_window *hw = window_get(h, key, 0);
+		int64_t newest = 0;
+		for (size_t k = 0; k < n->nremediation_history; k++)
+			if (n->remediation_history[k].at > newest)
+				newest = n->remediation_history[k].at;
+		int extra = 0;
+		for (size_t k = 0; hw && k < hw->n; k++)
+			extra += hw->e[k].at > newest &&
+				 hw->e[k].at > now - p->lemon.window_s * SEC && hw->e[k].at <= now;
+		struct health_lemon lm;
+		health_lemon_score(p, n, bus, extra, now, &lm);
+		size_t start = health_start_rung(p, rule, &lm);
+		enum remediation_rung ladder[RUNG__COUNT];
+		memcpy(ladder, rule->ladder, sizeof(ladder));
+		size_t nladder = rule->nladder;
+		char lad[96], hold_reason[256], rem_reason[512], policy[64];
+		ladder_text(rule->ladder, rule->nladder, lad, sizeof(lad));
+		const char *start_txt = nladder ? rung_names[ladder[start]] : "-";
+		snprintf(hold_reason, sizeof(hold_reason),
+			 "%s on GPU %s: suppressed by breaker %s, replayed at its reset", code,
+			 bus ? bus : "-", bname);
+		snprintf(rem_reason, sizeof(rem_reason), "%s %s on GPU %s: replayed after breaker %s was reset by %s; hold, %s%s",
+			 health_severity_name(rule->severity), code, bus ? bus : "-", bname, actor,
+			 nladder ? "remediation starts at " : "no automatic remediation",
+			 nladder ? start_txt : "");
+		snprintf(policy, sizeof(policy), "%s", p->name ? p->name : "default");
+		uint64_t seq = ++h->seq;
+		health_window_add(window_get(h, key, 1), now, bus ? bus : "", seq);
+		pthread_mutex_unlock(&h->mu);
+		char *ev = xasprintf("%s.%s", node, id);
+		place_hold(n, code, bus, ladder, nladder, start, hold_reason, rem_reason, policy, &ev,
+			   1, now);
+		free(ev);
+		struct txn tx = {0};
+		json_t *nj = node_to_json(n, NODE_JSON_STORE);
+		txn_put(&tx, xasprintf("/nodes/%s", node), jsonx_dumps(nj), n->resource_version);
+		json_decref(nj);
+		char object[96], msg[1024];
+		snprintf(object, sizeof(object), "node/%s", node);
+		snprintf(msg, sizeof(msg),
+			 "health event %s.%s: replayed at the reset of breaker %s by %s: code=%s rule=%s gpu=%s lemon=node:%d,gpu:%d%s ladder=%s start=%s -> hold",
+			 node, id, bname, actor, code, rule->code, bus ? bus : "-", lm.node_score,
+			 lm.gpu_score, lm.recurred ? ",recurred" : "", lad, start_txt);
+		txn_event(h, &tx, "Warning", ACTOR, object, "HealthDecision", msg, now);
+		rc = store_txn(h->cfg.store, tx.ops, tx.n, NULL, NULL);
+		txn_release(&tx);
+		node_free(n);
+		if (rc == 0)
+			return 1;
+		pthread_mutex_lock(&h->mu);
+		struct health_window *w = window_get(h, key, 0);
+		if (w)
+			health_window_undo(w, seq);
+		pthread_mutex_unlock(&h->mu);
+		if (rc != FP_ECONFLICT)
+			return rc;
+	}
+	snprintf(why, whylen, "node kept changing");
+	return 0;
+}
+
 int health_breaker_reset(struct health *h, const char *name, const char *actor,
 			 const char *reason, char *err, size_t errlen)
 {
+	return health_breaker_reset_ex(h, name, actor, reason, 0, NULL, err, errlen);
+}
+
+int health_breaker_reset_ex(struct health *h, const char *name, const char *actor,
+			    const char *reason, int replay, json_t **result, char *err,
+			    size_t errlen)
+{
+	if (result)
+		*result = NULL;
 	if (!reason || !*reason)
 		return fp_errf(FP_EINVAL, err, errlen, "reason: required (why the breaker may close)");
 	if (strlen(reason) > REPORT_MAX_STR)
 		return fp_errf(FP_EINVAL, err, errlen, "reason: longer than %d bytes",
 			       REPORT_MAX_STR);
+	if (!actor)
+		actor = "?";
 	pthread_mutex_lock(&h->mu);
-	int open = name && hmap_get(&h->breakers, name) != NULL;
+	json_t *open = name ? hmap_get(&h->breakers, name) : NULL;
+	json_t *pairs = open ? json_deep_copy(json_object_get(open, "suppressed")) : NULL;
 	pthread_mutex_unlock(&h->mu);
 	if (!open)
 		return fp_errf(FP_ENOTFOUND, err, errlen, "breaker %s is not open",
 			       name ? name : "?");
+	/* The suppressed decisions, one per node (the first): replayed, or listed as left
+	 * unheld (their nodes keep GPUHealthy False/HoldSuppressed). */
+	json_t *held = json_array(), *unheld = json_array();
+	size_t i;
+	json_t *x;
+	int rc = 0;
+	json_array_foreach(pairs, i, x)
+	{
+		const char *node = jsonx_str(x, "node"), *id = jsonx_str(x, "event"),
+			   *code = jsonx_str(x, "code"), *gpu = jsonx_str(x, "gpu");
+		if (!node || !id || !code)
+			continue;
+		int seen = 0;
+		size_t k;
+		json_t *y;
+		json_array_foreach(held, k, y)
+			seen |= strcmp(json_string_value(y), node) == 0;
+		json_array_foreach(unheld, k, y)
+			seen |= strcmp(jsonx_str(y, "node"), node) == 0;
+		if (seen)
+			continue;
+		char why[200] = "replay not requested";
+		int got = 0;
+		if (replay) {
+			got = replay_one(h, node, id, code, gpu, name, actor, why, sizeof(why));
+			if (got < 0) {
+				rc = got;
+				snprintf(why, sizeof(why), "store error: %s", fp_err_msg(got));
+				got = 0;
+			}
+		}
+		if (got)
+			json_array_append_new(held, json_string(node));
+		else
+			json_array_append_new(unheld,
+					      json_pack("{s:s, s:s, s:s, s:s}", "node", node, "event",
+							id, "code", code, "reason", why));
+	}
+	json_decref(pairs);
 	int64_t now = clock_wall_ms(h->cfg.clock);
-	char key[STORE_MAX_KEY + 1], object[200], msg[1400], want[240];
+	char key[STORE_MAX_KEY + 1], object[200], msg[4096], want[240];
 	snprintf(key, sizeof(key), "/breakers/%s", name);
 	snprintf(object, sizeof(object), "breaker/%s", name);
-	snprintf(msg, sizeof(msg), "correlated-failure breaker %s closed by %s: %s", name,
-		 actor ? actor : "?", reason);
+	int w = snprintf(msg, sizeof(msg), "correlated-failure breaker %s closed by %s: %s", name,
+			 actor, reason);
+	if (replay && json_array_size(held) && w > 0 && (size_t)w < sizeof(msg)) {
+		w += snprintf(msg + w, sizeof(msg) - (size_t)w, "; replayed, held:");
+		json_array_foreach(held, i, x)
+			if (w > 0 && (size_t)w < sizeof(msg))
+				w += snprintf(msg + w, sizeof(msg) - (size_t)w, "%s %s", i ? "," : "",
+					      json_string_value(x));
+	}
+	if (json_array_size(unheld) && w > 0 && (size_t)w < sizeof(msg)) {
+		w += snprintf(msg + w, sizeof(msg) - (size_t)w,
+			      "; left unheld (GPUHealthy False/HoldSuppressed, a human acts):");
+		json_array_foreach(unheld, i, x)
+			if (w > 0 && (size_t)w < sizeof(msg))
+				w += snprintf(msg + w, sizeof(msg) - (size_t)w, "%s %s (%s %s: %s)",
+					      i ? "," : "", jsonx_str(x, "node"), jsonx_str(x, "code"),
+					      jsonx_str(x, "event"), jsonx_str(x, "reason"));
+	}
 	snprintf(want, sizeof(want), "correlated-failure breaker %s is open:", name);
 	/* One transaction: the breaker document goes, the audit event and the nodes' cleared
 	 * HealthActionsSuppressed conditions (CAS; re-read on conflict) are written. */
-	int rc = FP_ECONFLICT, with_delete = 1;
-	for (int attempt = 0; attempt < COMMIT_ATTEMPTS && rc < 0; attempt++) {
+	int trc = FP_ECONFLICT, with_delete = 1;
+	for (int attempt = 0; attempt < COMMIT_ATTEMPTS && trc < 0; attempt++) {
 		struct txn t = {0};
-		txn_event(h, &t, "Normal", actor ? actor : "?", object, "BreakerReset", msg, now);
+		txn_event(h, &t, "Normal", actor, object, "BreakerReset", msg, now);
 		struct unsuppress u = {&t, want};
-		rc = store_foreach(h->cfg.store, "/nodes/", 0, unsuppress_node, &u, NULL);
-		if (rc == 0) {
+		trc = store_foreach(h->cfg.store, "/nodes/", 0, unsuppress_node, &u, NULL);
+		if (trc == 0) {
 			if (with_delete) {
 				ALLOC_GROW(t.ops, t.n + 1, t.cap);
 				t.ops[t.n++] = (struct store_op){STORE_OP_DELETE, key, NULL, STORE_ANY};
 			}
-			rc = store_txn(h->cfg.store, t.ops, t.n, NULL, NULL);
-			if (rc == FP_ENOTFOUND && with_delete) {
+			trc = store_txn(h->cfg.store, t.ops, t.n, NULL, NULL);
+			if (trc == FP_ENOTFOUND && with_delete) {
 				/* the document was gone already: still close it here */
 				with_delete = 0;
-				rc = FP_ECONFLICT;
+				trc = FP_ECONFLICT;
 			}
 		}
 		txn_release(&t);
-		if (rc < 0 && rc != FP_ECONFLICT)
+		if (trc < 0 && trc != FP_ECONFLICT)
 			break;
 	}
-	if (rc < 0)
-		return fp_errf(rc, err, errlen, "closing breaker %s: %s", name, fp_err_msg(rc));
+	if (trc < 0) {
+		json_decref(held);
+		json_decref(unheld);
+		return fp_errf(trc, err, errlen, "closing breaker %s: %s", name, fp_err_msg(trc));
+	}
 	pthread_mutex_lock(&h->mu);
 	json_decref(hmap_remove(&h->breakers, name));
+	free(hmap_remove(&h->dry_breakers, name));
 	char wkey[STORE_MAX_KEY + 8];
 	snprintf(wkey, sizeof(wkey), "b|%s", name);
-	struct health_window *w = hmap_remove(&h->windows, wkey);
-	if (w) {
-		health_window_release(w);
-		free(w);
+	struct health_window *bw = hmap_remove(&h->windows, wkey);
+	if (bw) {
+		health_window_release(bw);
+		free(bw);
 	}
 	breakers_gauge(h);
 	pthread_mutex_unlock(&h->mu);
-	log_info("health breaker reset breaker=%s actor=%s", name, actor ? actor : "?");
+	log_info("health breaker reset breaker=%s actor=%s replay=%d held=%zu unheld=%zu rc=%d",
+		 name, actor, replay, json_array_size(held), json_array_size(unheld), rc);
+	if (result)
+		*result = json_pack("{s:s, s:{s:s}, s:s, s:b, s:o, s:o}", "kind", "HealthBreaker",
+				    "metadata", "name", name, "state", "closed", "replay", replay,
+				    "held", held, "unheld", unheld);
+	else {
+		json_decref(held);
+		json_decref(unheld);
+	}
 	return 0;
 }
 
@@ -1565,7 +2026,9 @@ static int load_event(void *arg, const struct store_kv *kv)
 		free(hmap_put(&h->seen, key, v));
 	}
 	const struct health_rule *r = health_rule_find(p, code);
-	if (r && at > c->now - r->window_s * SEC) {
+	const char *dreason = jsonx_str(d, "decision.reason");
+	int stale = dreason && strstr(dreason, ": stale: ");
+	if (r && !stale && at > c->now - r->window_s * SEC) {
 		snprintf(key, sizeof(key), "c|%s|%s|%s", node, gpu, code);
 		window_add(h, NULL, key, at, job && r->distinct_jobs ? job : "", 0);
 	}
@@ -1575,7 +2038,8 @@ static int load_event(void *arg, const struct store_kv *kv)
 		if (!w || !health_window_has(w, c->now, p->job_attribution.window_s * SEC, node))
 			window_add(h, NULL, key, at, node, 0);
 	}
-	if (action && strcmp(action, "job_fault") == 0 && job && at > c->now - JOBFAULT_KEEP_MS) {
+	if (action && strcmp(action, "job_fault") == 0 && job && at > c->now - JOBFAULT_KEEP_MS &&
+	    !json_is_true(jsonx_path(d, "decision.dryRun"))) {
 		snprintf(key, sizeof(key), "%s|%s", code, job);
 		struct jobfault *f = hmap_get(&h->jobfaults, key);
 		if (!f) {
@@ -1642,6 +2106,7 @@ struct health *health_new(const struct health_config *cfg, char *err, size_t err
 	hmap_init(&h->windows);
 	hmap_init(&h->jobfaults);
 	hmap_init(&h->breakers);
+	hmap_init(&h->dry_breakers);
 	hmap_init(&h->alive);
 	h->m_latency = metrics_register(METRIC_HISTOGRAM, "fleetplane_health_hold_latency_seconds",
 					"Detection (the event's time, or its receipt) to the health hold committed",
@@ -1729,6 +2194,9 @@ void health_free(struct health *h)
 		json_decref(it.e->value);
 	for (struct hmap_iter it = hmap_iter_start(&h->alive); hmap_iter_next(&it);)
 		free(it.e->value);
+	for (struct hmap_iter it = hmap_iter_start(&h->dry_breakers); hmap_iter_next(&it);)
+		free(it.e->value);
+	hmap_release(&h->dry_breakers);
 	hmap_release(&h->seen);
 	hmap_release(&h->windows);
 	hmap_release(&h->jobfaults);

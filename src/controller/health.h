@@ -53,6 +53,8 @@ void health_free(struct health *h);
  * conditions and any hold in one transaction, retried on CAS conflict. *result (new
  * reference) is {"accepted","duplicates","decisions":[...]}. Returns 0, FP_EINVAL,
  * FP_ENOTFOUND (no such node), or a store error. */
+/* actor: "agent:<name>" for the node's agent token (only such a report sets AgentAlive and
+ * arms the heartbeat timeout; an operator's report records events only). */
 int health_report(struct health *h, const char *node, const char *actor, const json_t *report,
 		  int64_t received_ms, json_t **result, char *err, size_t errlen);
 
@@ -67,9 +69,23 @@ int health_policy_put(struct health *h, const json_t *doc, const char *actor, js
 
 /* Breakers: {"items":[{breaker document}...]} (new reference), open ones only. */
 json_t *health_breakers(struct health *h);
-/* Closes breaker `name` ("rack.r01"): deletes its document, removes the HealthActionsSuppressed
- * condition naming it from every node and audits who and why, in one transaction. Returns 0,
- * FP_ENOTFOUND (not open) or a store error. */
+/* Closes breaker `name` ("rack.r01"; any open breaker, also one whose domain the policy no
+ * longer lists): deletes its document, removes the HealthActionsSuppressed condition naming it
+ * from every node and audits who and why, in one transaction. The decisions it suppressed
+ * (the breaker document's "suppressed" (node, event) pairs, one per node) are, with replay,
+ * evaluated again first: each node gets the health hold the decision would have placed (rule
+ * and lemon score in force now; one CAS write with a HealthDecision audit event) unless it is
+ * already held, cannot be held in its phase, its rule no longer holds, the policy is in dry run
+ * or another breaker of its domains is open. Without replay, or when replay cannot hold, the
+ * node is "left unheld" and keeps GPUHealthy False/HoldSuppressed for a human. The
+ * BreakerReset audit event lists the held and the unheld nodes. *result (new reference, when
+ * result is not NULL) is {"kind":"HealthBreaker","metadata":{"name"},"state":"closed",
+ * "replay":bool,"held":[node...],"unheld":[{"node","event","code","reason"}...]}. Returns 0,
+ * FP_EINVAL (reason missing or over 1024 bytes), FP_ENOTFOUND (not open) or a store error. */
+int health_breaker_reset_ex(struct health *h, const char *name, const char *actor,
+			    const char *reason, int replay, json_t **result, char *err,
+			    size_t errlen);
+/* health_breaker_reset_ex without replay and without the result. */
 int health_breaker_reset(struct health *h, const char *name, const char *actor,
 			 const char *reason, char *err, size_t errlen);
 

@@ -215,8 +215,10 @@ static void policy_defaults(struct health_policy *p)
 	p->breaker.enabled = 1;
 	p->breaker.max_nodes = 3;
 	p->breaker.window_s = 300;
-	static const char *const doms[] = {"rack", "site", "pool", "nvlink_domain"};
-	for (size_t i = 0; i < 4; i++)
+	/* rack and nvlink_domain only: a few unrelated failures in a site or pool of hundreds
+	 * of nodes are normal; an operator adds site/pool with spec.breaker.maxNodesPerDomain. */
+	static const char *const doms[] = {"rack", "nvlink_domain"};
+	for (size_t i = 0; i < 2; i++)
 		p->breaker.domains[p->breaker.ndomains++] = xstrdup(doms[i]);
 }
 
@@ -326,15 +328,20 @@ json_t *health_policy_to_json(const struct health_policy *p, int with_rv)
 	json_t *doms = json_array();
 	for (size_t i = 0; i < p->breaker.ndomains; i++)
 		json_array_append_new(doms, json_string(p->breaker.domains[i]));
+	json_t *per = json_object();
+	for (size_t i = 0; i < p->breaker.ndomains; i++)
+		if (p->breaker.domain_max[i] > 0)
+			json_object_set_new(per, p->breaker.domains[i],
+					    json_integer(p->breaker.domain_max[i]));
 	json_t *spec = json_pack(
-		"{s:b, s:o, s:{s:i, s:I}, s:{s:I, s:i, s:I}, s:{s:b, s:i, s:I, s:o}}", "dryRun",
+		"{s:b, s:o, s:{s:i, s:I}, s:{s:I, s:i, s:I}, s:{s:b, s:i, s:I, s:o, s:o}}", "dryRun",
 		p->dry_run, "rules", rules, "jobAttribution", "minNodes",
 		p->job_attribution.min_nodes, "windowSeconds",
 		(json_int_t)p->job_attribution.window_s, "lemon", "windowSeconds",
 		(json_int_t)p->lemon.window_s, "rmaScore", p->lemon.rma_score, "recurrenceSeconds",
 		(json_int_t)p->lemon.recurrence_s, "breaker", "enabled", p->breaker.enabled,
 		"maxNodes", p->breaker.max_nodes, "windowSeconds",
-		(json_int_t)p->breaker.window_s, "domains", doms);
+		(json_int_t)p->breaker.window_s, "domains", doms, "maxNodesPerDomain", per);
 	return json_pack("{s:s, s:o, s:o}", "kind", "HealthPolicy", "metadata", meta, "spec", spec);
 }
 
@@ -573,7 +580,7 @@ int health_policy_from_json(const json_t *doc, int64_t rv, struct health_policy 
 	json_t *br = json_object_get(spec, "breaker");
 	if (br) {
 		static const char *const k[] = {"enabled", "maxNodes", "windowSeconds", "domains",
-						NULL};
+						"maxNodesPerDomain", NULL};
 		if ((rc = jsonx_check_keys(br, k, "spec.breaker", err, errlen)) < 0)
 			goto out;
 		if ((rc = get_bool(br, "enabled", "spec.breaker", &p->breaker.enabled, err,
@@ -610,6 +617,12 @@ int health_policy_from_json(const json_t *doc, int64_t rv, struct health_policy 
 						     i, d ? ": " : "", d ? why : "");
 					goto out;
 				}
+				if (strchr(d, '/')) {
+					rc = fp_errf(FP_EINVAL, err, errlen,
+						     "spec.breaker.domains[%zu]: %s cannot name a breaker: a breaker is named <domain>.<value> and reset at POST /v1/breakers/{name}:reset, so the domain may hold only [A-Za-z0-9._-] (no '/'); label the nodes with a key without '/'",
+						     i, d);
+					goto out;
+				}
 				for (size_t k2 = 0; k2 < p->breaker.ndomains; k2++)
 					if (strcmp(p->breaker.domains[k2], d) == 0) {
 						rc = fp_errf(FP_EINVAL, err, errlen,
@@ -617,7 +630,41 @@ int health_policy_from_json(const json_t *doc, int64_t rv, struct health_policy 
 							     i, d);
 						goto out;
 					}
+				p->breaker.domain_max[p->breaker.ndomains] = 0;
 				p->breaker.domains[p->breaker.ndomains++] = xstrdup(d);
+			}
+		}
+		json_t *per = json_object_get(br, "maxNodesPerDomain");
+		if (per) {
+			if (!json_is_object(per)) {
+				rc = fp_errf(FP_EINVAL, err, errlen,
+					     "spec.breaker.maxNodesPerDomain: expected an object {\"<domain>\": maxNodes}");
+				goto out;
+			}
+			for (size_t i = 0; i < p->breaker.ndomains; i++)
+				p->breaker.domain_max[i] = 0;
+			const char *dk;
+			json_t *dv;
+			json_object_foreach(per, dk, dv)
+			{
+				size_t i;
+				for (i = 0; i < p->breaker.ndomains; i++)
+					if (strcmp(p->breaker.domains[i], dk) == 0)
+						break;
+				if (i == p->breaker.ndomains) {
+					rc = fp_errf(FP_EINVAL, err, errlen,
+						     "spec.breaker.maxNodesPerDomain.%.64s: not one of spec.breaker.domains",
+						     dk);
+					goto out;
+				}
+				if (!json_is_integer(dv) || json_integer_value(dv) < 1 ||
+				    json_integer_value(dv) > HEALTH_MAX_DOMAIN_NODES) {
+					rc = fp_errf(FP_EINVAL, err, errlen,
+						     "spec.breaker.maxNodesPerDomain.%s: expected an integer in 1..%d",
+						     dk, HEALTH_MAX_DOMAIN_NODES);
+					goto out;
+				}
+				p->breaker.domain_max[i] = (int)json_integer_value(dv);
 			}
 		}
 	}
@@ -711,6 +758,56 @@ int health_window_has(const struct health_window *w, int64_t now, int64_t window
 	return 0;
 }
 
+int health_window_distinct_if(const struct health_window *w, int64_t now, int64_t window_ms,
+			      int64_t after, int (*skip)(const char *tag, void *arg), void *arg,
+			      char *out, size_t outlen)
+{
+	int n = 0;
+	size_t len = 0;
+	if (out && outlen)
+		out[0] = 0;
+	/* Oldest first: repeatedly take the oldest counted entry after the previous one. */
+	int64_t prev = INT64_MIN;
+	size_t prev_i = 0;
+	for (;;) {
+		const struct health_window_entry *next = NULL;
+		size_t next_i = 0;
+		for (size_t i = 0; i < w->n; i++) {
+			const struct health_window_entry *e = &w->e[i];
+			if (!in_window(e, now, window_ms) || e->at <= after || !e->tag[0])
+				continue;
+			if (e->at < prev || (e->at == prev && i <= prev_i))
+				continue;
+			if (!next || e->at < next->at)
+				next = e, next_i = i;
+		}
+		if (!next)
+			break;
+		prev = next->at;
+		prev_i = next_i;
+		if (skip && skip(next->tag, arg))
+			continue;
+		int seen = 0;
+		for (size_t k = 0; k < w->n && !seen; k++) {
+			const struct health_window_entry *e = &w->e[k];
+			seen = k != next_i && strcmp(e->tag, next->tag) == 0 &&
+			       in_window(e, now, window_ms) && e->at > after &&
+			       (e->at < next->at || (e->at == next->at && k < next_i));
+		}
+		if (seen)
+			continue;
+		n++;
+		if (out && len + 1 < outlen) {
+			int k = snprintf(out + len, outlen - len, "%s%s", len ? ", " : "", next->tag);
+			if (k > 0)
+				len += (size_t)k;
+			if (len >= outlen)
+				len = outlen - 1;
+		}
+	}
+	return n;
+}
+
 void health_window_tags(const struct health_window *w, int64_t now, int64_t window_ms,
 			char *out, size_t outlen)
 {
@@ -755,6 +852,20 @@ void health_window_tags(const struct health_window *w, int64_t now, int64_t wind
 }
 
 /* ---------------------------------------------------------------- lemon */
+
+int64_t health_fence(const struct node *n, const char *gpu)
+{
+	int64_t fence = 0;
+	for (size_t i = 0; i < n->nremediation_history; i++) {
+		const struct node_remediation_record *h = &n->remediation_history[i];
+		if (!h->result || strcmp(h->result, "succeeded") != 0)
+			continue;
+		int same = !h->gpu || !*h->gpu || (gpu && strcmp(h->gpu, gpu) == 0);
+		if (same && h->at > fence)
+			fence = h->at;
+	}
+	return fence;
+}
 
 void health_lemon_score(const struct health_policy *p, const struct node *n, const char *gpu,
 			int extra_holds, int64_t now, struct health_lemon *out)

@@ -43,6 +43,7 @@ const struct xid_catalog_entry *xid_catalog_find(int xid);
 #define HEALTH_MAX_DOMAINS 8
 #define HEALTH_MAX_THRESHOLD 64 /* count, distinctJobs, minNodes, maxNodes, rmaScore */
 #define HEALTH_MAX_WINDOW_S (90LL * 86400) /* any windowSeconds */
+#define HEALTH_MAX_DOMAIN_NODES 100000 /* spec.breaker.maxNodesPerDomain values */
 
 /* Checks a health event code against the design grammar [a-z0-9_-]+:[a-z0-9_.-]+ (at most
  * HEALTH_CODE_MAX - 1 bytes). A rule may also name a family fallback "<family>:*". Returns 0
@@ -85,7 +86,10 @@ struct health_policy {
 		int enabled;
 		int max_nodes;       /* more than this many distinct nodes of one domain value ... */
 		int64_t window_s;    /* ... with hold-worthy decisions within this window: open */
-		char *domains[HEALTH_MAX_DOMAINS]; /* "rack","site","pool" or a node label key */
+		char *domains[HEALTH_MAX_DOMAINS]; /* "rack","site","pool" or a node label key of
+						    * [A-Za-z0-9._-] (it names the breaker) */
+		int domain_max[HEALTH_MAX_DOMAINS]; /* spec.breaker.maxNodesPerDomain for
+						     * domains[i]; 0 = max_nodes */
 		size_t ndomains;
 	} breaker;
 };
@@ -99,7 +103,11 @@ struct health_policy *health_policy_dup(const struct health_policy *p);
 
 /* Strict decode of a policy document {"kind"?:"HealthPolicy","metadata"?:{"name"?,
  * "resourceVersion"?},"spec":{"dryRun"?,"rules"?:[rule...],"jobAttribution"?,"lemon"?,
- * "breaker"?}}. Starts from the compiled default: each given rule replaces the compiled rule
+ * "breaker"?}}. spec.breaker is {"enabled"?,"maxNodes"?,"windowSeconds"?,"domains"?,
+ * "maxNodesPerDomain"?:{"<domain>":1..HEALTH_MAX_DOMAIN_NODES}}: every key of
+ * maxNodesPerDomain must be one of the domains in force, and a domain must be 1..63 characters
+ * of [A-Za-z0-9._-] (no '/': the breaker is named "<domain>.<value>" and reset at
+ * POST /v1/breakers/{name}:reset, so a label key like example.com/nvl could never be reset). Starts from the compiled default: each given rule replaces the compiled rule
  * of the same code (or is added); omitted sections keep their defaults. Unknown fields, wrong
  * types, out-of-range numbers, a bad code or rung, a rung out of escalation order or repeated,
  * a code given twice: FP_EINVAL with the field in err ("spec.rules[2].ladder[1]: ...").
@@ -141,6 +149,12 @@ void health_window_undo(struct health_window *w, uint64_t seq);
 int health_window_count(const struct health_window *w, int64_t now, int64_t window_ms);
 /* Distinct non-empty tags among those entries. */
 int health_window_distinct(const struct health_window *w, int64_t now, int64_t window_ms);
+/* The same, counting only entries with at > after and whose tag skip(tag, arg) does not
+ * refuse (skip NULL: none is skipped); when out is not NULL the counted tags are written to it
+ * oldest first, comma-separated (truncated to outlen). */
+int health_window_distinct_if(const struct health_window *w, int64_t now, int64_t window_ms,
+			      int64_t after, int (*skip)(const char *tag, void *arg), void *arg,
+			      char *out, size_t outlen);
 /* 1 when an entry with this tag lies within the window. */
 int health_window_has(const struct health_window *w, int64_t now, int64_t window_ms,
 		      const char *tag);
@@ -157,6 +171,14 @@ struct health_lemon {
 			   * used rung last_rung */
 	enum remediation_rung last_rung;
 };
+
+/* The remediation fence of node n for an event on gpu (a lower-case PCI bus id, or NULL/""
+ * for an event without one): the time (Unix ms) of the newest status.remediationHistory record
+ * with result "succeeded" whose GPU is this gpu, or that names no GPU (a node-wide remediation
+ * fences every event of the node); 0 when there is none. Events received at or before the
+ * fence do not count toward a new hold; an event whose own time is before it is stale
+ * (docs/health.md "Evaluation of one event", steps 0 and 3). */
+int64_t health_fence(const struct node *n, const char *gpu);
 
 /* Computes the lemon score of node n for gpu (a PCI bus id, or NULL/"" for the node) at now
  * from status.remediationHistory; extra_holds (holds decided since the newest history record,

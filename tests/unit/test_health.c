@@ -470,7 +470,7 @@ static void test_xid79_holds_in_one_revision(void **state)
 	assert_int_equal(events_with(w, "HealthDecision", msg, sizeof(msg)), 1);
 	assert_string_equal(msg, "health event r01n01.k-79a: code=xid:79 severity=critical rule=xid:79 "
 				 "gpu=0000:44:00.0 job=- count=1 window=86400s threshold=1 "
-				 "distinctJobs=0/0 lemon=node:0,gpu:0 breaker=closed "
+				 "distinctJobs=0/0 fence=- lemon=node:0,gpu:0 breaker=closed "
 				 "ladder=reboot > reimage > rma start=reboot -> hold");
 
 	/* The same event again (an agent retry): a duplicate, nothing written. */
@@ -605,7 +605,7 @@ static void test_distinct_jobs_on_one_gpu(void **state)
 		if (i == 1)
 			assert_string_equal(
 				jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "reason"),
-				"xid:94 on GPU 0000:9b:00.0: 2 of 3 distinct jobs within 3600 s");
+				"xid:94 on GPU 0000:9b:00.0: 2 of 3 distinct jobs within 3600 s (101, 202)");
 		json_decref(res);
 		clock_virtual_advance(w->clock, 60 * SEC);
 	}
@@ -672,7 +672,9 @@ static void test_breaker(void **state)
 	assert_int_equal(store_get(w->store, "/breakers/rack.r05", &kv), FP_ENOTFOUND);
 	assert_int_equal(events_with(w, "BreakerReset", msg, sizeof(msg)), 1);
 	assert_string_equal(msg, "correlated-failure breaker rack.r05 closed by operator:alice: "
-				 "bad PDU replaced");
+				 "bad PDU replaced; left unheld (GPUHealthy False/HoldSuppressed, a "
+				 "human acts): r05n04 (xid:79 x4: replay not requested), r05n05 "
+				 "(xid:79 x5: replay not requested)");
 	/* Later (the site-a window of 300 s has passed too: r05n01..03 and r05n05 would be 4
 	 * nodes of site site-a), the next event holds. */
 	clock_virtual_advance(w->clock, 300 * SEC);

@@ -721,11 +721,11 @@ static void job_fault_case(const struct kev *k, const char *job, const char *fir
 
 static void test_one_job_across_ten_nodes(void **state)
 {
-	job_fault_case(&XID94, "4242", "xid:94 on GPU 0000:9b:00.0: 1 of 3 distinct jobs within 3600 s",
+	job_fault_case(&XID94, "4242", "xid:94 on GPU 0000:9b:00.0: 1 of 3 distinct jobs within 3600 s (4242)",
 		       "xid:94 from job 4242 on 3 nodes within 600 s (r01n01, r01n02, r01n03): "
 		       "the job's fault, no node action");
 	job_fault_case(&XID109, "5151",
-		       "xid:109 on GPU 0000:cb:00.0: 1 of 2 distinct jobs within 86400 s",
+		       "xid:109 on GPU 0000:cb:00.0: 1 of 2 distinct jobs within 86400 s (5151)",
 		       "xid:109 from job 5151 on 3 nodes within 600 s (r01n01, r01n02, r01n03): "
 		       "the job's fault, no node action");
 }
@@ -742,7 +742,7 @@ static void three_jobs_one_gpu(struct world *w)
 	expect(w, "r01n01", "k-b7c-000303", &XID94, "303", "hold");
 	struct node *n = get_node(w, "r01n01");
 	assert_string_equal(node_hold_find(n, "health")->reason,
-			    "xid:94 on GPU 0000:9b:00.0: 3 in 3600 s (threshold 2)");
+			    "xid:94 on GPU 0000:9b:00.0: 3 distinct jobs in 3600 s (threshold 3)");
 	assert_int_equal(n->remediation.nladder, 4);
 	assert_int_equal(n->remediation.rung, 0);
 	assert_int_equal(n->remediation.ladder[0], RUNG_GPU_RESET);
@@ -866,7 +866,9 @@ static void test_rack_burst_budget_and_breaker(void **state)
 	}
 	assert_int_equal(count_docs(w, "/events/", "message",
 				    "correlated-failure breaker rack.r01 closed by operator:alice: "
-				    "PDU replaced"),
+				    "PDU replaced; left unheld (GPUHealthy False/HoldSuppressed, a "
+				    "human acts): r01n03 (xid:79 k-79-03: replay not requested), r01n05 "
+				    "(xid:79 k-79-05: replay not requested)"),
 			 1);
 	expect(w, "r01n04", "k-79-04", &XID79, NULL, "hold");
 	static const char *const again[] = {"r01n04", NULL};
@@ -973,16 +975,21 @@ static void test_escalation_and_lemon(void **state)
 	assert_string_equal(n->remediation_history[1].result, "succeeded");
 	assert_int_equal(n->remediation_history[2].rung, RUNG_REIMAGE);
 	assert_string_equal(n->remediation_history[2].result, "succeeded");
+	/* The count restarts at the validated reimage (the fence): the events before it do not
+	 * count, so the new failure is 2 of 2 again, not 6 of 2. */
+	char fence[FP_TIME_LEN], want[600];
+	fp_time_format(n->remediation_history[2].at, fence);
 	node_free(n);
 	idle(w, 1 * DAY);
 	assert_int_equal(fails_again(w, "k-c3-000001", "k-c3-000002"), 3); /* rma */
-	assert_int_equal(count_docs(w, "/events/", "message",
-				    "health event r01n01.k-c3-000002: code=xid:94 severity=medium "
-				    "rule=xid:94 gpu=0000:9b:00.0 job=- count=2 window=3600s "
-				    "threshold=2 distinctJobs=0/3 lemon=node:3,gpu:3,recurred "
-				    "breaker=closed ladder=gpu_reset > reboot > reimage > rma "
-				    "start=rma -> hold"),
-			 1);
+	snprintf(want, sizeof(want),
+		 "health event r01n01.k-c3-000002: code=xid:94 severity=medium "
+		 "rule=xid:94 gpu=0000:9b:00.0 job=- count=2 window=3600s "
+		 "threshold=2 distinctJobs=0/3 fence=%s lemon=node:3,gpu:3,recurred "
+		 "breaker=closed ladder=gpu_reset > reboot > reimage > rma "
+		 "start=rma -> hold",
+		 fence);
+	assert_int_equal(count_docs(w, "/events/", "message", want), 1);
 	run_until_phase(w, "r01n01", PHASE_FAILED, 60 * MIN);
 	assert_string_equal(path_of(w, "r01n01"),
 			    "available>draining>repairing>validating>available>draining>repairing>"
