@@ -842,6 +842,457 @@ static void test_gpu_reset(void **state)
 	free(dir);
 }
 
+/* ------------------------------------------------------------------ break report fixes */
+
+static void write_file(const char *path, const char *data, size_t len, const char *mode)
+{
+	FILE *fp = fopen(path, mode);
+	assert_non_null(fp);
+	assert_int_equal(fwrite(data, 1, len, fp), len);
+	fclose(fp);
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+	FILE *fp = fopen(path, "rb");
+	assert_non_null(fp);
+	struct buf b;
+	buf_init(&b, 64 << 20);
+	char chunk[8192];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+		buf_append(&b, chunk, n);
+	fclose(fp);
+	buf_append(&b, "", 1);
+	*len = b.len - 1;
+	return b.data;
+}
+
+/* #1: a kernel file line already sent is the same event after a reboot (another boot id):
+ * the same state resumes with nothing new, a fresh state sends the same id (a duplicate), and
+ * a cursor written before the fix (v1 ids under its own boot id, no "ids") still skips it. */
+static void test_boot_change_same_ids(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	char *log = data_path("xid79-nvsentinel-155.log");
+	struct agent_config c;
+	base_cfg(&c, dir, log);
+	c.boot_id = "boot-A";
+	struct fake *f = fake_new();
+	struct agent *a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	agent_free(a);
+	assert_int_equal(f->nids, 1);
+	char first_id[AGENT_ID_LEN];
+	memcpy(first_id, f->ids[0], AGENT_ID_LEN);
+	/* The file is one line, so the cursor's look-back covers it: it is read again. */
+	c.boot_id = "boot-B";
+	a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	assert_int_equal(agent_stats(a)->skipped_on_resume, 1);
+	assert_int_equal(agent_stats(a)->events_put, 0);
+	agent_free(a);
+	assert_int_equal(f->nids, 1);
+	assert_int_equal(f->duplicates, 0);
+	/* A fresh state under boot C: the same id, a duplicate for the server. */
+	char *dir2 = mktmp();
+	base_cfg(&c, dir2, log);
+	c.boot_id = "boot-C";
+	a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	agent_free(a);
+	assert_int_equal(f->nids, 1);
+	assert_int_equal(f->duplicates, 1);
+	/* A cursor as agents before this fix wrote it, under boot A. */
+	char *dir3 = mktmp();
+	struct stat st;
+	assert_int_equal(stat(log, &st), 0);
+	char v1[AGENT_ID_LEN];
+	agent_id_file_line_v1("boot-A", (uint64_t)st.st_dev, (uint64_t)st.st_ino, 0,
+			      "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus", v1);
+	char *cur = xasprintf("{\"kind\":\"file\",\"path\":\"%s\",\"bootId\":\"boot-A\","
+			      "\"dev\":\"%ju\",\"inode\":\"%ju\",\"offset\":\"0\",\"emitted\":[\"%s\"]}",
+			      log, (uintmax_t)st.st_dev, (uintmax_t)st.st_ino, v1);
+	char *curpath = xasprintf("%s/kernel.cursor", dir3);
+	write_file(curpath, cur, strlen(cur), "w");
+	base_cfg(&c, dir3, log);
+	c.boot_id = "boot-D";
+	a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	assert_int_equal(agent_stats(a)->skipped_on_resume, 1);
+	assert_int_equal(agent_stats(a)->events_put, 0);
+	agent_free(a);
+	assert_int_equal(f->nids, 1);
+	assert_string_equal(f->ids[0], first_id);
+	fake_free(f);
+	free(cur);
+	free(curpath);
+	free(log);
+	rm_rf(dir);
+	rm_rf(dir2);
+	rm_rf(dir3);
+	free(dir);
+	free(dir2);
+	free(dir3);
+}
+
+/* A fake clock and node document for the finding episodes. */
+static int64_t fake_now_ms;
+static int64_t fake_clock(void) { return fake_now_ms; }
+
+struct node_fake {
+	struct fake *api;
+	json_t *node;
+	int down;
+	int gets;
+};
+
+static int nf_report(void *arg, const char *body, size_t len, long *status, struct buf *answer)
+{
+	return fake_report(((struct node_fake *)arg)->api, body, len, status, answer);
+}
+
+static int nf_get_node(void *arg, json_t **doc)
+{
+	struct node_fake *n = arg;
+	n->gets++;
+	if (n->down)
+		return FP_EIO;
+	*doc = json_incref(n->node);
+	return 0;
+}
+
+/* Events of the accepted reports with this code. */
+static size_t count_code(struct fake *f, const char *code, char ids[][AGENT_ID_LEN], size_t max)
+{
+	json_t *ev = fake_events(f);
+	size_t i, n = 0;
+	json_t *e;
+	json_array_foreach(ev, i, e)
+		if (strcmp(jsonx_str(e, "code"), code) == 0) {
+			if (n < max)
+				snprintf(ids[n], AGENT_ID_LEN, "%s", jsonx_str(e, "id"));
+			n++;
+		}
+	json_decref(ev);
+	return n;
+}
+
+/* #2: a finding is one event per episode. The real H100 `nvidia-smi -q` file with GPU
+ * 0000:19:00.0's volatile DRAM Uncorrectable set to 1 (line 132, edited here): one event;
+ * the same state at the next round and after a restart: none; cleared (the real file) and
+ * back: a new event; still there after a remediation is recorded in the node document: a new
+ * event. */
+static void test_finding_episodes(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	char *src = xasprintf("%s/tests/data/nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt", srcdir());
+	size_t len;
+	char *clean = read_all(src, &len);
+	char *dbe = xstrdup(clean);
+	char *p = dbe;
+	for (int line = 1; line < 132; line++)
+		p = strchr(p, '\n') + 1;
+	const char *want = "            DRAM Uncorrectable            : 0\n";
+	assert_memory_equal(p, want, strlen(want));
+	p[strlen(want) - 2] = '1';
+	char *smi = xasprintf("%s/smi.txt", dir);
+	write_file(smi, dbe, len, "w");
+	struct node_fake nf = {.api = fake_new()};
+	char jerr[256];
+	const char *doc = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"r01n01\"},\"spec\":{\"gpus\":"
+			  "{\"count\":8}},\"status\":{\"phase\":\"available\"}}";
+	assert_int_equal(jsonx_parse(doc, strlen(doc), &nf.node, jerr, sizeof(jerr)), 0);
+	struct agent_config c;
+	base_cfg(&c, dir, NULL);
+	c.nvidia_smi = smi;
+	c.once = 0;
+	c.wall_ms = fake_clock;
+	fake_now_ms = 1795000000000;
+	struct agent_transport tp = {.report = nf_report, .get_node = nf_get_node, .arg = &nf};
+	struct agent *a = NULL;
+	char err[512];
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), 0);
+	char ids[8][AGENT_ID_LEN];
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(agent_flush(a), 0);
+	assert_int_equal(count_code(nf.api, "ecc:dbe_volatile", ids, 8), 1);
+	json_t *ev = fake_events(nf.api);
+	json_t *e0 = NULL;
+	size_t i;
+	json_t *e;
+	json_array_foreach(ev, i, e)
+		if (strcmp(jsonx_str(e, "code"), "ecc:dbe_volatile") == 0)
+			e0 = e;
+	assert_string_equal(jsonx_str(e0, "gpu.pciBusId"), "0000:19:00.0");
+	assert_string_equal(jsonx_str(e0, "source"), "nvidia-smi");
+	assert_string_equal(jsonx_str(e0, "time"), "2026-11-18T11:06:40.000Z"); /* 1795000000 s */
+	json_decref(ev);
+	size_t first_total = nf.api->nids;
+	/* The next round: the same episodes, nothing new. */
+	fake_now_ms += 30000;
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(agent_flush(a), 0);
+	assert_int_equal(nf.api->nids, first_total);
+	agent_free(a);
+	/* A restart in the same boot: findings.state keeps the episodes. */
+	fake_now_ms += 30000;
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), 0);
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(agent_flush(a), 0);
+	assert_int_equal(nf.api->nids, first_total);
+	assert_int_equal(nf.api->duplicates, 0);
+	/* Cleared, then back: a new occurrence. */
+	write_file(smi, clean, len, "w");
+	fake_now_ms += 30000;
+	assert_int_equal(agent_probe_round(a), 0);
+	write_file(smi, dbe, len, "w");
+	fake_now_ms += 30000;
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(agent_flush(a), 0);
+	assert_int_equal(count_code(nf.api, "ecc:dbe_volatile", ids, 8), 2);
+	assert_string_not_equal(ids[0], ids[1]);
+	assert_int_equal(nf.api->nids, first_total + 1);
+	/* A remediation recorded (a gpu_reset that did not clear it): a new event. */
+	const char *hist = "[{\"code\":\"ecc:dbe_volatile\",\"gpu\":\"0000:19:00.0\",\"rung\":"
+			   "\"gpu_reset\",\"result\":\"succeeded\",\"at\":\"2026-11-17T09:00:00.000Z\"}]";
+	json_t *h = NULL;
+	assert_int_equal(jsonx_parse(hist, strlen(hist), &h, jerr, sizeof(jerr)), 0);
+	json_object_set_new(json_object_get(nf.node, "status"), "remediationHistory", h);
+	fake_now_ms += 30000;
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(agent_flush(a), 0);
+	assert_int_equal(count_code(nf.api, "ecc:dbe_volatile", ids, 8), 3);
+	assert_string_not_equal(ids[2], ids[1]);
+	assert_string_not_equal(ids[2], ids[0]);
+	/* Every finding still shown is new after the remediation: the 8 power brake findings
+	 * of this healthy file too. */
+	assert_int_equal(count_code(nf.api, "power:brake_slowdown", ids, 8), 16);
+	/* And then the same episode again: nothing. */
+	size_t n = nf.api->nids;
+	fake_now_ms += 30000;
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(agent_flush(a), 0);
+	assert_int_equal(nf.api->nids, n);
+	agent_free(a);
+	fake_free(nf.api);
+	json_decref(nf.node);
+	free(clean);
+	free(dbe);
+	free(src);
+	free(smi);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* The real gpud log 60 times over: 2,580 lines, 300 Xid 119 events at distinct offsets. */
+static char *long_log(const char *dir)
+{
+	char *src = data_path("dmesg-xid119-gsp-timeout.log");
+	size_t len;
+	char *one = read_all(src, &len);
+	char *path = xasprintf("%s/long.log", dir);
+	write_file(path, "", 0, "w");
+	for (int i = 0; i < 60; i++)
+		write_file(path, one, len, "a");
+	free(one);
+	free(src);
+	return path;
+}
+
+/* #4: an outbox write that fails (here: the report's temporary name is taken by a directory,
+ * EISDIR, which also holds for root) loses nothing: --once stops with FP_EIO and
+ * agent_local_error, the events found stay unsent, and once the write works every event
+ * arrives exactly once - in the same process and after a restart. */
+static void test_outbox_write_failure(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	char *logdir = mktmp();
+	char *log = long_log(logdir);
+	struct agent_config c;
+	base_cfg(&c, dir, log);
+	struct fake *f = fake_new();
+	struct agent *a = agent_make(&c, f);
+	/* The first put (256 events) fails. */
+	char *block = xasprintf("%s/outbox/00000000000000000001.json.tmp", dir);
+	assert_int_equal(mkdir(block, 0700), 0);
+	assert_int_equal(agent_run(a), FP_EIO);
+	size_t unsent = 0;
+	char *want = xasprintf("outbox write failed: create %s: Is a directory", block);
+	assert_non_null(agent_local_error(a, &unsent));
+	assert_string_equal(agent_local_error(a, &unsent), want);
+	assert_int_equal(unsent, 256);
+	assert_int_equal(agent_outbox_events(a), 0);
+	/* Follow mode retries the same pass: it fails the same way, then works. */
+	assert_int_equal(agent_read_kernel(a, 1), FP_EIO);
+	assert_int_equal(rmdir(block), 0);
+	assert_int_equal(agent_read_kernel(a, 1), 0);
+	assert_null(agent_local_error(a, &unsent));
+	assert_int_equal(unsent, 0);
+	assert_int_equal(agent_outbox_events(a), 300);
+	assert_int_equal(agent_flush(a), 0);
+	agent_free(a);
+	assert_int_equal(f->nids, 300);
+	assert_int_equal(f->duplicates, 0);
+	/* A restart after a failed write (the crash case): a second state, blocked at its
+	 * second put, then freed and restarted unblocked. */
+	char *dir2 = mktmp();
+	base_cfg(&c, dir2, log);
+	struct fake *g = fake_new();
+	a = agent_make(&c, g);
+	char *block2 = xasprintf("%s/outbox/00000000000000000002.json.tmp", dir2);
+	assert_int_equal(mkdir(block2, 0700), 0);
+	assert_int_equal(agent_read_kernel(a, 1), FP_EIO);
+	assert_int_equal(agent_outbox_events(a), 256);
+	agent_free(a);
+	assert_int_equal(rmdir(block2), 0);
+	a = agent_make(&c, g);
+	assert_int_equal(agent_run(a), 0);
+	agent_free(a);
+	assert_int_equal(g->nids, 300);
+	assert_int_equal(g->duplicates, 0);
+	for (size_t i = 0; i < 300; i++)
+		assert_true(fake_seen(g, f->ids[i]));
+	fake_free(f);
+	fake_free(g);
+	free(want);
+	free(block);
+	free(block2);
+	free(log);
+	rm_rf(dir);
+	rm_rf(dir2);
+	rm_rf(logdir);
+	free(dir);
+	free(dir2);
+	free(logdir);
+}
+
+/* #8: lines appended to the old file just before a rename rotation are read before the new
+ * file is followed. The real gpud log: lines 1-39 (Xid 119 on 3 and 38), a quiet pass, then
+ * lines 40-43 (Xid 119 on 40, 42, 43) appended and the file renamed; the new file holds the
+ * real Xid 79 line. */
+static void test_rotation_drains_old_file(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	char *logdir = mktmp();
+	char *src = data_path("dmesg-xid119-gsp-timeout.log");
+	size_t len;
+	char *all = read_all(src, &len);
+	uint64_t off[64];
+	assert_int_equal(line_offsets(src, off, 64), 43);
+	char *log = xasprintf("%s/k.log", logdir);
+	char *old = xasprintf("%s/k.log.1", logdir);
+	write_file(log, all, off[39], "w");
+	struct agent_config c;
+	base_cfg(&c, dir, log);
+	c.once = 0;
+	struct fake *f = fake_new();
+	struct agent *a = agent_make(&c, f);
+	assert_int_equal(agent_read_kernel(a, 0), 0);
+	assert_int_equal(agent_stats(a)->kernel_lines, 39);
+	assert_int_equal(agent_read_kernel(a, 0), 0); /* quiet at the end */
+	write_file(log, all + off[39], len - off[39], "a");
+	assert_int_equal(rename(log, old), 0);
+	char *x79src = data_path("xid79-nvsentinel-155.log");
+	size_t xlen;
+	char *x79 = read_all(x79src, &xlen);
+	write_file(log, x79, xlen, "w");
+	assert_int_equal(agent_read_kernel(a, 0), 0);
+	assert_int_equal(agent_read_kernel(a, 0), 0);
+	assert_int_equal(agent_read_kernel(a, 0), 0);
+	assert_int_equal(agent_flush(a), 0);
+	assert_int_equal(agent_stats(a)->kernel_lines, 44);
+	char ids[8][AGENT_ID_LEN];
+	assert_int_equal(count_code(f, "xid:119", ids, 8), 5);
+	assert_int_equal(count_code(f, "xid:79", ids, 8), 1);
+	agent_free(a);
+	fake_free(f);
+	free(all);
+	free(x79);
+	free(x79src);
+	free(src);
+	free(log);
+	free(old);
+	rm_rf(dir);
+	rm_rf(logdir);
+	free(dir);
+	free(logdir);
+}
+
+/* #13: the node name and job id are checked as the server checks them, before anything is
+ * sent. */
+static void test_config_names(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	struct agent_config c;
+	base_cfg(&c, dir, NULL);
+	struct agent_transport tp = {.report = fake_report, .arg = NULL};
+	struct agent *a = NULL;
+	char err[512];
+	c.node = "bad name";
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), FP_EINVAL);
+	assert_string_equal(err, "node: \"bad name\" is not a valid name: use lower-case letters, "
+				 "digits, '-' and '.', starting and ending with a letter or digit "
+				 "(bad character at position 4)");
+	c.node = "r01n01";
+	c.job = "a b";
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), FP_EINVAL);
+	assert_string_equal(err, "job: 1..64 characters of [A-Za-z0-9._+-]");
+	assert_null(a);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* #14: while GET /v1/nodes/{name} fails, it is tried again after 1 s, 2 s, 4 s ... (30 s at
+ * most), by the probe round and the gpu_reset check together. */
+static void test_node_get_backoff(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	struct node_fake nf = {.api = fake_new(), .down = 1, .node = json_object()};
+	struct agent_config c;
+	base_cfg(&c, dir, NULL);
+	c.wall_ms = fake_clock;
+	fake_now_ms = 1795000000000;
+	struct agent_transport tp = {.report = nf_report, .get_node = nf_get_node,
+				     .remediated = rf_remediated, .arg = &nf};
+	struct agent *a = NULL;
+	char err[512];
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), 0);
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(nf.gets, 1);
+	assert_int_equal(agent_gpu_reset_check(a), 0);
+	assert_int_equal(nf.gets, 1); /* the same interval: backed off */
+	fake_now_ms += 999;
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(nf.gets, 1);
+	fake_now_ms += 1; /* 1 s after the failure */
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(nf.gets, 2);
+	fake_now_ms += 1999;
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(nf.gets, 2);
+	fake_now_ms += 1; /* 2 s after the second */
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(nf.gets, 3);
+	nf.down = 0;
+	fake_now_ms += 4000;
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(nf.gets, 4);
+	assert_int_equal(agent_probe_round(a), 0); /* answered: no back-off */
+	assert_int_equal(nf.gets, 5);
+	agent_free(a);
+	json_decref(nf.node);
+	fake_free(nf.api);
+	rm_rf(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -857,6 +1308,12 @@ int main(void)
 		cmocka_unit_test(test_rejected),
 		cmocka_unit_test(test_nvml_absent),
 		cmocka_unit_test(test_gpu_reset),
+		cmocka_unit_test(test_boot_change_same_ids),
+		cmocka_unit_test(test_finding_episodes),
+		cmocka_unit_test(test_outbox_write_failure),
+		cmocka_unit_test(test_rotation_drains_old_file),
+		cmocka_unit_test(test_config_names),
+		cmocka_unit_test(test_node_get_backoff),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
