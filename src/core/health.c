@@ -619,7 +619,7 @@ int health_policy_from_json(const json_t *doc, int64_t rv, struct health_policy 
 				}
 				if (strchr(d, '/')) {
 					rc = fp_errf(FP_EINVAL, err, errlen,
-						     "spec.breaker.domains[%zu]: %s cannot name a breaker: a breaker is named <domain>.<value> and reset at POST /v1/breakers/{name}:reset, so the domain may hold only [A-Za-z0-9._-] (no '/'); label the nodes with a key without '/'",
+						     "spec.breaker.domains[%zu]: %s cannot name a breaker (<domain>.<value>, reset at POST /v1/breakers/{name}:reset): use a key of [A-Za-z0-9._-], no '/'",
 						     i, d);
 					goto out;
 				}

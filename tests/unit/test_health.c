@@ -671,6 +671,12 @@ static void test_breaker(void **state)
 					      "bad PDU replaced", err, sizeof(err)), 0);
 	assert_int_equal(store_get(w->store, "/breakers/rack.r05", &kv), FP_ENOTFOUND);
 	assert_int_equal(events_with(w, "BreakerReset", msg, sizeof(msg)), 1);
+	/* Without replay the suppressed nodes are left unheld and keep their durable mark. */
+	n = get_node(w, "r05n04");
+	assert_null(node_condition_get(n, "HealthActionsSuppressed"));
+	assert_string_equal(node_condition_get(n, "GPUHealthy")->reason, "HoldSuppressed");
+	assert_null(node_hold_find(n, "health"));
+	node_free(n);
 	assert_string_equal(msg, "correlated-failure breaker rack.r05 closed by operator:alice: "
 				 "bad PDU replaced; left unheld (GPUHealthy False/HoldSuppressed, a "
 				 "human acts): r05n04 (xid:79 x4: replay not requested), r05n05 "
@@ -869,6 +875,389 @@ static void test_agent_alive_sweep(void **state)
 	world_free(w);
 }
 
+/* ---------------------------------------------------------------- break report 4 */
+
+static void policy_ok(struct world *w, const char *txt)
+{
+	json_t *doc = NULL, *stored = NULL;
+	char err[256] = "";
+	assert_int_equal(jsonx_parse(txt, strlen(txt), &doc, err, sizeof(err)), 0);
+	int rc = health_policy_put(w->h, doc, "operator:alice", &stored, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "policy: %s\n", err);
+	assert_int_equal(rc, 0);
+	json_decref(stored);
+	json_decref(doc);
+}
+
+/* Rewrites node name in the store as the lifecycle does after a validated remediation: the
+ * health hold and status.remediation gone, a succeeded history record at `at`. */
+static void remediated(struct world *w, const char *name, const char *code, const char *gpu,
+		       enum remediation_rung rung, int64_t at)
+{
+	struct node *n = get_node(w, name);
+	node_hold_release(n, "health");
+	node_remediation_release(&n->remediation);
+	node_remediation_history_append(n, code, gpu, rung, "succeeded", at);
+	node_condition_set(n, "GPUHealthy", COND_TRUE, "Remediated", "ok", at);
+	json_t *doc = node_to_json(n, NODE_JSON_STORE);
+	char *val = jsonx_dumps(doc), key[64];
+	snprintf(key, sizeof(key), "/nodes/%s", name);
+	assert_int_equal(store_put(w->store, key, val, n->resource_version, NULL), 0);
+	free(val);
+	json_decref(doc);
+	node_free(n);
+}
+
+static const char *reason0(const json_t *res)
+{
+	return jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "reason");
+}
+
+/* #3: after a validated remediation the count restarts; an event seen before it is stale. */
+static void test_count_restarts_after_remediation(void **state)
+{
+	struct world *w = world_new();
+	put_node(w, "r01n06", "r01", PHASE_AVAILABLE);
+	const char *bus = "0000:18:00.0";
+	const char *want[] = {"count", "count", "hold"};
+	for (int i = 1; i <= 3; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "aer-%d", i);
+		json_t *res = send1(w, "r01n06", ev(id, "aer:nonfatal", bus, NULL, NULL));
+		assert_string_equal(action0(res), want[i - 1]);
+		json_decref(res);
+		clock_virtual_advance(w->clock, 10 * SEC);
+	}
+	/* 2026-11-30T00:53:50Z: the reboot was validated. */
+	int64_t fence = clock_wall_ms(w->clock);
+	remediated(w, "r01n06", "aer:nonfatal", bus, RUNG_REBOOT, fence);
+	clock_virtual_advance(w->clock, 60 * SEC);
+	json_t *res = send1(w, "r01n06", ev("aer-5", "aer:nonfatal", bus, NULL, NULL));
+	assert_string_equal(action0(res), "count");
+	assert_string_equal(reason0(res), "aer:nonfatal on GPU 0000:18:00.0: 1 of 3 within 86400 s");
+	json_decref(res);
+	/* An agent catching up from its outbox: the event's own time is before the fence. */
+	json_t *e = ev("aer-4", "aer:nonfatal", bus, NULL, NULL);
+	json_object_set_new(e, "time", json_string("2026-11-30T00:53:45.000Z"));
+	res = send1(w, "r01n06", e);
+	assert_string_equal(action0(res), "count");
+	assert_string_equal(reason0(res),
+			    "aer:nonfatal on GPU 0000:18:00.0: stale: seen at 2026-11-30T00:53:45.000Z, "
+			    "before the remediation that succeeded at 2026-11-30T00:53:50.000Z; "
+			    "recorded as evidence only");
+	json_decref(res);
+	/* A stale XID 79 never holds either. */
+	e = ev("k79-old", "xid:79", bus, NULL, NULL);
+	json_object_set_new(e, "time", json_string("2026-11-30T00:53:21.000Z"));
+	res = send1(w, "r01n06", e);
+	assert_string_equal(action0(res), "count");
+	json_decref(res);
+	assert_int_equal(held(w, "r01n06"), 0);
+	/* Two more new ones: 3 of 3 since the fence - a genuinely new failure holds, and the
+	 * recurrence (reboot within 7 days on this GPU) starts the ladder at reimage. */
+	res = send1(w, "r01n06", ev("aer-6", "aer:nonfatal", bus, NULL, NULL));
+	assert_string_equal(reason0(res), "aer:nonfatal on GPU 0000:18:00.0: 2 of 3 within 86400 s");
+	json_decref(res);
+	res = send1(w, "r01n06", ev("aer-7", "aer:nonfatal", bus, NULL, NULL));
+	assert_string_equal(action0(res), "hold");
+	assert_string_equal(reason0(res), "warning aer:nonfatal on GPU 0000:18:00.0: 3 of 3 within "
+					  "86400 s; hold, remediation starts at reimage");
+	json_decref(res);
+	/* Another GPU of the node is not fenced by a remediation that named this one. */
+	struct node *n = get_node(w, "r01n06");
+	assert_int_equal(health_fence(n, "0000:18:00.0"), fence);
+	assert_int_equal(health_fence(n, "0000:3b:00.0"), 0);
+	assert_int_equal(health_fence(n, NULL), 0);
+	node_free(n);
+	world_free(w);
+}
+
+/* #5, #7: breaker domains name resettable breakers; per-domain limits. */
+static void test_breaker_domains(void **state)
+{
+	policy_bad("{\"spec\":{\"breaker\":{\"domains\":[\"rack\",\"example.com/nvl\"]}}}",
+		   "spec.breaker.domains[1]: example.com/nvl cannot name a breaker "
+		   "(<domain>.<value>, reset at POST /v1/breakers/{name}:reset): use a key of "
+		   "[A-Za-z0-9._-], no '/'");
+	policy_bad("{\"spec\":{\"breaker\":{\"maxNodesPerDomain\":{\"site\":50}}}}",
+		   "spec.breaker.maxNodesPerDomain.site: not one of spec.breaker.domains");
+	policy_bad("{\"spec\":{\"breaker\":{\"domains\":[\"site\"],\"maxNodesPerDomain\":{\"site\":0}}}}",
+		   "spec.breaker.maxNodesPerDomain.site: expected an integer in 1..100000");
+	struct health_policy *p = health_policy_default();
+	json_t *j = health_policy_to_json(p, 0);
+	char *s = jsonx_dumps(jsonx_path(j, "spec.breaker"));
+	assert_string_equal(s, "{\"enabled\":true,\"maxNodes\":3,\"windowSeconds\":300,"
+			       "\"domains\":[\"rack\",\"nvlink_domain\"],\"maxNodesPerDomain\":{}}");
+	free(s);
+	json_decref(j);
+	health_policy_free(p);
+
+	/* Five unrelated racks of one site: the default (rack, nvlink_domain) never trips. */
+	struct world *w = world_new();
+	char name[32], id[32];
+	for (int i = 1; i <= 7; i++) {
+		snprintf(name, sizeof(name), "r%02dn01", i);
+		put_node(w, name, name, PHASE_AVAILABLE);
+	}
+	for (int i = 1; i <= 5; i++) {
+		snprintf(name, sizeof(name), "r%02dn01", i);
+		json_t *res = send1(w, name, ev("x79", "xid:79", "0000:44:00.0", NULL, NULL));
+		assert_string_equal(action0(res), "hold");
+		json_decref(res);
+	}
+	/* The operator adds site with its own threshold: more than 5 nodes of site-a. */
+	policy_ok(w, "{\"spec\":{\"breaker\":{\"domains\":[\"rack\",\"site\"],"
+		     "\"maxNodesPerDomain\":{\"site\":5}}}}");
+	json_t *pol = health_policy_get(w->h);
+	assert_int_equal(json_integer_value(jsonx_path(pol, "spec.breaker.maxNodesPerDomain.site")), 5);
+	json_decref(pol);
+	json_t *res = send1(w, "r06n01", ev("x79", "xid:79", "0000:44:00.0", NULL, NULL));
+	assert_string_equal(action0(res), "hold"); /* 1 node of site-a in its (new) window */
+	json_decref(res);
+	world_free(w);
+
+	w = world_new();
+	policy_ok(w, "{\"spec\":{\"breaker\":{\"domains\":[\"site\"],\"maxNodes\":1,"
+		     "\"maxNodesPerDomain\":{\"site\":2}}}}");
+	for (int i = 1; i <= 3; i++) {
+		snprintf(name, sizeof(name), "r%02dn01", i);
+		put_node(w, name, name, PHASE_AVAILABLE);
+		snprintf(id, sizeof(id), "y%d", i);
+		res = send1(w, name, ev(id, "xid:79", "0000:44:00.0", NULL, NULL));
+		assert_string_equal(action0(res), i <= 2 ? "hold" : "suppressed");
+		json_decref(res);
+	}
+	/* The domain leaves the policy; its open breaker can still be reset by name. */
+	policy_ok(w, "{\"spec\":{\"breaker\":{\"domains\":[\"rack\"]}}}");
+	char err[256];
+	assert_int_equal(health_breaker_reset(w->h, "site.site-a", "operator:alice", "ok", err,
+					      sizeof(err)), 0);
+	json_t *b = health_breakers(w->h);
+	assert_int_equal(json_array_size(json_object_get(b, "items")), 0);
+	json_decref(b);
+	world_free(w);
+}
+
+/* #6: a suppressed decision leaves a durable mark and is replayed at the reset on request. */
+static void test_suppressed_replay(void **state)
+{
+	struct world *w = world_new();
+	char name[32], id[32];
+	for (int i = 1; i <= 6; i++) {
+		snprintf(name, sizeof(name), "r05n%02d", i);
+		put_node(w, name, "r05", PHASE_AVAILABLE);
+	}
+	for (int i = 1; i <= 5; i++) {
+		snprintf(name, sizeof(name), "r05n%02d", i);
+		snprintf(id, sizeof(id), "x%d", i);
+		json_t *res = send1(w, name, ev(id, "xid:79", "0000:44:00.0", NULL, NULL));
+		assert_string_equal(action0(res), i <= 3 ? "hold" : "suppressed");
+		json_decref(res);
+		clock_virtual_advance(w->clock, 10 * SEC);
+	}
+	struct node *n = get_node(w, "r05n04");
+	const struct node_condition *c = node_condition_get(n, "GPUHealthy");
+	assert_int_equal(c->status, COND_FALSE);
+	assert_string_equal(c->reason, "HoldSuppressed");
+	assert_string_equal(c->message, "xid:79 on GPU 0000:44:00.0 (event r05n04.x4): hold "
+					"suppressed by correlated-failure breaker rack.r05");
+	node_free(n);
+	/* A heartbeat with every detector ok does not wash the mark away. */
+	json_t *rep = json_pack("{s:{s:s, s:i}, s:[{s:s, s:b, s:s}], s:[]}", "agent", "version",
+				"0.4.0", "intervalSeconds", 30, "detectors", "name", "kernel",
+				"live", 1, "status", "ok", "events");
+	json_t *res = NULL;
+	char err[256];
+	assert_int_equal(health_report(w->h, "r05n04", "agent:r05n04", rep,
+				       clock_wall_ms(w->clock), &res, err, sizeof(err)), 0);
+	json_decref(res);
+	json_decref(rep);
+	n = get_node(w, "r05n04");
+	assert_string_equal(node_condition_get(n, "GPUHealthy")->reason, "HoldSuppressed");
+	node_free(n);
+	struct store_kv kv = {0};
+	assert_int_equal(store_get(w->store, "/breakers/rack.r05", &kv), 0);
+	json_t *d = NULL;
+	assert_int_equal(jsonx_parse(kv.value, strlen(kv.value), &d, NULL, 0), 0);
+	store_kv_release(&kv);
+	assert_int_equal(json_array_size(json_object_get(d, "suppressed")), 2);
+	assert_string_equal(jsonx_str(json_array_get(json_object_get(d, "suppressed"), 1), "event"),
+			    "x5");
+	json_decref(d);
+	/* Reset with replay: r05n04 and r05n05 get the hold the decision would have placed. */
+	assert_int_equal(health_breaker_reset_ex(w->h, "rack.r05", "operator:alice", "PDU fixed", 1,
+						 &res, err, sizeof(err)), 0);
+	char *s = jsonx_dumps(res);
+	assert_string_equal(s, "{\"kind\":\"HealthBreaker\",\"metadata\":{\"name\":\"rack.r05\"},"
+			       "\"state\":\"closed\",\"replay\":true,\"held\":[\"r05n04\",\"r05n05\"],"
+			       "\"unheld\":[]}");
+	free(s);
+	json_decref(res);
+	n = get_node(w, "r05n04");
+	assert_non_null(node_hold_find(n, "health"));
+	assert_int_equal(n->remediation.ladder[n->remediation.rung], RUNG_REBOOT);
+	assert_string_equal(n->remediation.events[0], "r05n04.x4");
+	assert_string_equal(node_condition_get(n, "GPUHealthy")->reason, "HealthHold");
+	assert_null(node_condition_get(n, "HealthActionsSuppressed"));
+	node_free(n);
+	char msg[1200];
+	assert_int_equal(events_with(w, "BreakerReset", msg, sizeof(msg)), 1);
+	assert_string_equal(msg, "correlated-failure breaker rack.r05 closed by operator:alice: PDU "
+				 "fixed; replayed, held: r05n04, r05n05");
+	/* The breaker window was cleared with the reset: a new fault holds. */
+	res = send1(w, "r05n06", ev("z6", "xid:79", "0000:44:00.0", NULL, NULL));
+	assert_string_equal(action0(res), "hold");
+	json_decref(res);
+	world_free(w);
+}
+
+/* #9: no live detector means unknown; a dead detector says why and never reports ok. */
+static void test_no_live_detector(void **state)
+{
+	struct world *w = world_new();
+	put_node(w, "r01n01", "r01", PHASE_AVAILABLE);
+	json_t *rep = json_pack("{s:[{s:s, s:b, s:s, s:s}, {s:s, s:b, s:s, s:s}], s:[]}",
+				"detectors", "name", "kernel", "live", 0, "status", "unknown",
+				"reason", "NotConfigured", "name", "dcgm", "live", 0, "status",
+				"unknown", "reason", "ProbeTimeout", "events");
+	json_t *res = NULL;
+	char err[256];
+	assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep, clock_wall_ms(w->clock),
+				       &res, err, sizeof(err)), 0);
+	json_decref(res);
+	json_decref(rep);
+	struct node *n = get_node(w, "r01n01");
+	const struct node_condition *c = node_condition_get(n, "GPUHealthy");
+	assert_int_equal(c->status, COND_UNKNOWN);
+	assert_string_equal(c->reason, "NoLiveDetector");
+	assert_string_equal(c->message, "no configured detector is live: kernel (NotConfigured), "
+					"dcgm (ProbeTimeout)");
+	node_free(n);
+	report_bad(w, json_pack("{s:[{s:s, s:b, s:s}]}", "detectors", "name", "kernel", "live", 0,
+				"status", "unknown"),
+		   "detectors[0].reason: required when live is false (NotConfigured, ProbeTimeout, "
+		   "ProbeFailed or Unparseable)");
+	report_bad(w, json_pack("{s:[{s:s, s:b, s:s, s:s}]}", "detectors", "name", "kernel", "live",
+				0, "status", "ok", "reason", "ProbeFailed"),
+		   "detectors[0].status: ok needs live true (a detector that is not live reports "
+		   "unknown)");
+	world_free(w);
+}
+
+/* #10: a job declared a job fault is not an unrelated job on a GPU. */
+static void test_job_fault_jobs_excluded(void **state)
+{
+	struct world *w = world_new();
+	put_node(w, "r01n04", "r01", PHASE_AVAILABLE);
+	put_node(w, "r01n05", "r01", PHASE_AVAILABLE);
+	put_node(w, "r01n06", "r01", PHASE_AVAILABLE);
+	const char *bus = "0000:18:00.0";
+	json_t *res = send1(w, "r01n04", ev("a1", "xid:94", bus, "J1", NULL));
+	assert_string_equal(action0(res), "count");
+	json_decref(res);
+	res = send1(w, "r01n05", ev("b1", "xid:94", bus, "J1", NULL));
+	json_decref(res);
+	res = send1(w, "r01n06", ev("c1", "xid:94", bus, "J1", NULL));
+	assert_string_equal(action0(res), "job_fault");
+	json_decref(res);
+	res = send1(w, "r01n04", ev("a2", "xid:94", bus, "J2", NULL));
+	assert_string_equal(action0(res), "count");
+	assert_string_equal(reason0(res),
+			    "xid:94 on GPU 0000:18:00.0: 1 of 3 distinct jobs within 3600 s (J2)");
+	json_decref(res);
+	res = send1(w, "r01n04", ev("a3", "xid:94", bus, "J3", NULL));
+	assert_string_equal(action0(res), "count");
+	assert_string_equal(reason0(res),
+			    "xid:94 on GPU 0000:18:00.0: 2 of 3 distinct jobs within 3600 s (J2, J3)");
+	json_decref(res);
+	res = send1(w, "r01n04", ev("a4", "xid:94", bus, "J4", NULL));
+	assert_string_equal(action0(res), "hold");
+	assert_string_equal(reason0(res), "medium xid:94 on GPU 0000:18:00.0: 3 of 3 distinct jobs "
+					  "within 3600 s (J2, J3, J4); hold, remediation starts at "
+					  "gpu_reset");
+	json_decref(res);
+	world_free(w);
+}
+
+/* #11: dry run simulates the breaker and leaves nothing the live policy reads. */
+static void test_dry_run_breaker(void **state)
+{
+	struct world *w = world_new();
+	char name[32];
+	for (int i = 1; i <= 6; i++) {
+		snprintf(name, sizeof(name), "r03n%02d", i);
+		put_node(w, name, "r03", PHASE_AVAILABLE);
+	}
+	policy_ok(w, "{\"spec\":{\"dryRun\":true}}");
+	for (int i = 1; i <= 5; i++) {
+		snprintf(name, sizeof(name), "r03n%02d", i);
+		json_t *res = send1(w, name, ev("d79", "xid:79", "0000:44:00.0", NULL, NULL));
+		json_t *dec = json_array_get(json_object_get(res, "decisions"), 0);
+		assert_string_equal(jsonx_str(dec, "action"), i <= 3 ? "hold" : "suppressed");
+		assert_true(json_is_true(json_object_get(dec, "dryRun")));
+		if (i == 4)
+			assert_string_equal(jsonx_str(dec, "reason"),
+					    "xid:79 on GPU 0000:44:00.0: hold suppressed (dry run), "
+					    "correlated-failure breaker rack.r03 would be open");
+		json_decref(res);
+	}
+	json_t *b = health_breakers(w->h);
+	assert_int_equal(json_array_size(json_object_get(b, "items")), 0);
+	json_decref(b);
+	/* Live again: the first real fault is held; the dry-run decisions filled no window. */
+	policy_ok(w, "{\"spec\":{\"dryRun\":false}}");
+	json_t *res = send1(w, "r03n06", ev("l79", "xid:79", "0000:44:00.0", NULL, NULL));
+	assert_string_equal(action0(res), "hold");
+	json_decref(res);
+	world_free(w);
+}
+
+/* #12, #14: stored text has no control characters; noisy codes get no audit event of their
+ * own (the decision and its inputs are on the health event); only an agent token makes the
+ * agent alive. */
+static void test_store_hygiene(void **state)
+{
+	struct world *w = world_new();
+	put_node(w, "r01n01", "r01", PHASE_AVAILABLE);
+	json_t *e = ev("k13", "xid:13", "0000:44:00.0", NULL, "NVRM: Xid\t13 \x1b[31mred\x07");
+	json_object_set_new(e, "process", json_string("py\xc2\x9bthon"));
+	json_object_set_new(e, "message", json_string("\x1b]0;title\x07"));
+	json_t *rep = json_pack("{s:[o]}", "events", e);
+	json_t *res = NULL;
+	char err[256];
+	assert_int_equal(health_report(w->h, "r01n01", "operator:alice", rep,
+				       clock_wall_ms(w->clock), &res, err, sizeof(err)), 0);
+	assert_string_equal(action0(res), "none");
+	json_decref(res);
+	json_decref(rep);
+	struct store_kv kv = {0};
+	assert_int_equal(store_get(w->store, "/healthevents/r01n01/k13", &kv), 0);
+	json_t *d = NULL;
+	assert_int_equal(jsonx_parse(kv.value, strlen(kv.value), &d, NULL, 0), 0);
+	store_kv_release(&kv);
+	assert_string_equal(jsonx_str(d, "raw"), "NVRM: Xid?13 ?[31mred?");
+	assert_string_equal(jsonx_str(d, "process"), "py?thon");
+	assert_string_equal(jsonx_str(d, "message"), "?]0;title?");
+	assert_string_equal(jsonx_str(d, "decision.inputs"),
+			    "code=xid:13 severity=low rule=xid:13 gpu=0000:44:00.0 job=- count=1 "
+			    "window=3600s threshold=1 distinctJobs=0/0 fence=- -> none");
+	json_decref(d);
+	assert_int_equal(events_with(w, "HealthDecision", NULL, 0), 0);
+	struct node *n = get_node(w, "r01n01");
+	assert_null(node_condition_get(n, "AgentAlive"));
+	node_free(n);
+	/* No heartbeat is armed for an operator's report. */
+	clock_virtual_advance(w->clock, 600 * SEC);
+	health_tick(w->h);
+	assert_int_equal(events_with(w, "AgentHeartbeatMissed", NULL, 0), 0);
+	/* A hold-worthy one is audited. */
+	res = send1(w, "r01n01", ev("k79", "xid:79", "0000:44:00.0", NULL, NULL));
+	json_decref(res);
+	assert_int_equal(events_with(w, "HealthDecision", NULL, 0), 1);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -884,6 +1273,13 @@ int main(void)
 		cmocka_unit_test(test_dry_run_and_never_served),
 		cmocka_unit_test(test_bad_reports),
 		cmocka_unit_test(test_agent_alive_sweep),
+		cmocka_unit_test(test_count_restarts_after_remediation),
+		cmocka_unit_test(test_breaker_domains),
+		cmocka_unit_test(test_suppressed_replay),
+		cmocka_unit_test(test_no_live_detector),
+		cmocka_unit_test(test_job_fault_jobs_excluded),
+		cmocka_unit_test(test_dry_run_breaker),
+		cmocka_unit_test(test_store_hygiene),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
