@@ -756,14 +756,16 @@ void api_breakers_list(struct api_req *r)
 	api_reply_json(r, 200, items);
 }
 
-/* POST /v1/breakers/{name}:reset {"reason"}: closes an open breaker ("rack.r01",
- * "nvlink_domain.nvl-r01"); the controller audits who and why. 404 when it is not open. */
+/* POST /v1/breakers/{name}:reset {"reason","replay"?}: closes an open breaker ("rack.r01",
+ * "nvlink_domain.nvl-r01"; '/' is accepted, percent-encoded, so a breaker named from an old
+ * policy's label key with '/' can still be closed); the controller audits who and why and,
+ * with "replay": true, evaluates the decisions it suppressed again. 404 when it is not open. */
 void api_breaker_reset(struct api_req *r)
 {
-	static const char *const keys[] = {"reason", NULL};
+	static const char *const keys[] = {"reason", "replay", NULL};
 	const struct api_health_hooks *h = &r->srv->cfg.health;
 	const char *name = r->params[0];
-	if (!id_ok(name, BREAKER_NAME_MAX, 0) || !strchr(name, '.')) {
+	if (!id_ok(name, BREAKER_NAME_MAX, '/') || !strchr(name, '.')) {
 		api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "name"),
 				"name: expected <domain>.<value> such as rack.r01");
 		return;
@@ -776,10 +778,20 @@ void api_breaker_reset(struct api_req *r)
 	const char *reason;
 	if (text_check(r, body, "reason", REASON_MAX, 1, &reason) < 0)
 		return;
+	json_t *rv = json_object_get(body, "replay");
+	if (rv && !json_is_boolean(rv)) {
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", "replay"),
+				"replay: expected true or false");
+		return;
+	}
 	if (!have_health(r, (const void *)h->breaker_reset))
 		return;
 	char err[512] = "";
-	int rc = h->breaker_reset(h->arg, name, api_actor(r), reason, err, sizeof(err));
+	json_t *result = NULL;
+	int rc = h->breaker_reset_ex ?
+			 h->breaker_reset_ex(h->arg, name, api_actor(r), reason, json_is_true(rv),
+					     &result, err, sizeof(err)) :
+			 h->breaker_reset(h->arg, name, api_actor(r), reason, err, sizeof(err));
 	if (rc == FP_ENOTFOUND) {
 		api_problem(r, 404, "breaker %s is not open", name);
 		return;
@@ -789,8 +801,9 @@ void api_breaker_reset(struct api_req *r)
 		return;
 	}
 	log_info("breaker reset name=%s actor=%s", name, api_actor(r));
-	api_reply_json(r, 200, json_pack("{s:s,s:{s:s},s:s}", "kind", "HealthBreaker",
-					 "metadata", "name", name, "state", "closed"));
+	api_reply_json(r, 200, result ? result :
+					json_pack("{s:s,s:{s:s},s:s}", "kind", "HealthBreaker",
+						  "metadata", "name", name, "state", "closed"));
 }
 
 /* ---------------------------------------------------------------- RMAs */

@@ -66,6 +66,11 @@ struct api_health_hooks {
 	json_t *(*breakers)(void *arg);
 	int (*breaker_reset)(void *arg, const char *name, const char *actor, const char *reason,
 			     char *err, size_t errlen);
+	/* health_breaker_reset_ex: with replay and the result document; when set, the reset
+	 * route uses it instead of breaker_reset. */
+	int (*breaker_reset_ex)(void *arg, const char *name, const char *actor,
+				const char *reason, int replay, json_t **result, char *err,
+				size_t errlen);
 	json_t *(*budget_status)(void *arg, const char *name);
 	void (*budget_invalidate)(void *arg);
 	void *arg;

@@ -437,6 +437,15 @@ static int hook_breaker_reset(void *arg, const char *name, const char *actor, co
 	return health_breaker_reset(sv->health, name, actor, reason, err, errlen);
 }
 
+static int hook_breaker_reset_ex(void *arg, const char *name, const char *actor,
+				 const char *reason, int replay, json_t **result, char *err,
+				 size_t errlen)
+{
+	struct serve *sv = arg;
+	return health_breaker_reset_ex(sv->health, name, actor, reason, replay, result, err,
+				       errlen);
+}
+
 static json_t *hook_budget_status(void *arg, const char *name)
 {
 	struct serve *sv = arg;
@@ -935,6 +944,7 @@ int cmd_serve(int argc, char **argv)
 				  .health = {.report = hook_report, .policy_get = hook_policy_get,
 					     .policy_put = hook_policy_put, .breakers = hook_breakers,
 					     .breaker_reset = hook_breaker_reset,
+					     .breaker_reset_ex = hook_breaker_reset_ex,
 					     .budget_status = hook_budget_status,
 					     .budget_invalidate = hook_budget_invalidate,
 					     .arg = &sv}};
