@@ -65,10 +65,12 @@ static const char he_budget_usage[] =
 
 static const char he_breaker_usage[] =
 	"Usage: fleetplane health breaker list [-o json]\n"
-	"       fleetplane health breaker reset NAME --reason TEXT [-o json]\n"
+	"       fleetplane health breaker reset NAME --reason TEXT [--replay] [-o json]\n"
 	"\n"
 	"  NAME is <domain>.<value>, e.g. rack.r01. reset closes an open breaker, so automatic\n"
-	"  holds and actions in that domain resume (audited).\n";
+	"  holds and actions in that domain resume (audited). --replay also places the holds\n"
+	"  the breaker suppressed (one per node); without it those nodes are listed as left\n"
+	"  unheld and keep GPUHealthy False/HoldSuppressed for a human.\n";
 
 static const char he_rma_usage[] =
 	"Usage: fleetplane health rma list [--node NAME] [-o json]\n"
@@ -811,11 +813,13 @@ static int he_breaker_reset(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"reason", required_argument, NULL, 'r'},
+		{"replay", no_argument, NULL, 'R'},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *cmd = "health breaker reset", *reason = NULL;
+	int replay = 0;
 	enum client_output o = CLIENT_OUT_TABLE;
 	int ch, rc;
 	client_getopt_reset();
@@ -823,6 +827,9 @@ static int he_breaker_reset(int argc, char **argv)
 		switch (ch) {
 		case 'r':
 			reason = optarg;
+			break;
+		case 'R':
+			replay = 1;
 			break;
 		case 'o':
 			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
@@ -847,15 +854,23 @@ static int he_breaker_reset(int argc, char **argv)
 	buf_init(&path, 1 << 12);
 	buf_printf(&path, "/v1/breakers/%s:reset", esc);
 	free(esc);
-	json_t *body = json_pack("{s:s}", "reason", reason), *out = NULL;
+	json_t *body = json_pack("{s:s, s:b}", "reason", reason, "replay", replay), *out = NULL;
 	struct client c;
 	memset(&c, 0, sizeof(c));
 	if ((rc = client_init(&c)) == 0 &&
 	    (rc = client_request(&c, "POST", path.data, body, NULL, &out)) == 0) {
 		if (o == CLIENT_OUT_JSON)
 			client_print_json(out);
-		else
-			printf("breaker %s reset\n", name);
+		else {
+			printf("breaker %s reset%s\n", name, replay ? " (suppressed holds replayed)" : "");
+			size_t i;
+			json_t *x;
+			json_array_foreach(json_object_get(out, "held"), i, x)
+				printf("held: %s\n", json_string_value(x));
+			json_array_foreach(json_object_get(out, "unheld"), i, x)
+				printf("left unheld: %s (%s %s: %s)\n", jsonx_str(x, "node"),
+				       jsonx_str(x, "code"), jsonx_str(x, "event"), jsonx_str(x, "reason"));
+		}
 	}
 	json_decref(out);
 	json_decref(body);
