@@ -593,7 +593,10 @@ static void h_metrics(struct api_req *r)
 
 /* ---------------------------------------------------------------- routing */
 
-/* Matches path against pattern; "{x}" captures a non-empty run without '/' or ':'. */
+#define API_MAX_PARAM_LEN 253 /* the longest path parameter a handler is given */
+
+/* Matches path against pattern; "{x}" captures a non-empty run without '/' or ':' (of any
+ * length: route() refuses one longer than API_MAX_PARAM_LEN with a 400 naming it). */
 static int route_match(struct api_req *r, const char *pat, const char *path, int capture)
 {
 	size_t np = 0;
@@ -603,7 +606,7 @@ static int route_match(struct api_req *r, const char *pat, const char *path, int
 			BUG_ON(!pat);
 			pat++;
 			size_t n = strcspn(path, "/:");
-			if (n == 0 || n > 253 || np >= API_MAX_PARAMS)
+			if (n == 0 || np >= API_MAX_PARAMS)
 				return 0;
 			if (capture)
 				r->params[np] = api_own(r, xstrndup(path, n));
@@ -676,6 +679,20 @@ static const struct api_route *route(struct api_req *r)
 		api_problem(r, 413, "request body larger than %zu bytes",
 			    r->srv->cfg.max_body);
 		return NULL;
+	}
+	/* a path parameter longer than any name: 400 naming it (the pattern's "{name}") */
+	const char *p = rt->pattern;
+	for (size_t i = 0; i < API_MAX_PARAMS && (p = strchr(p, '{')) != NULL; i++) {
+		const char *e = strchr(p, '}');
+		BUG_ON(!e);
+		if (r->params[i] && strlen(r->params[i]) > API_MAX_PARAM_LEN) {
+			api_problem_ext(r, 400, json_pack("{s:s#}", "parameter", p + 1,
+							  (int)(e - p - 1)),
+					"%.*s: longer than %d characters", (int)(e - p - 1), p + 1,
+					API_MAX_PARAM_LEN);
+			return NULL;
+		}
+		p = e + 1;
 	}
 	return rt;
 }

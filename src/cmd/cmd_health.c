@@ -12,6 +12,7 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/jsonx.h"
+#include "base/timefmt.h"
 #include "cmd/client.h"
 #include "cmd/cmds.h"
 #include "cmd/table.h"
@@ -37,7 +38,7 @@ static const char he_events_usage[] =
 	"\n"
 	"      --node NAME     only events of this node\n"
 	"      --code CODE     only events with this code, e.g. xid:79\n"
-	"      --limit N       at most N events (default: all)\n"
+	"      --limit N       the newest N events (default 100; 0: all)\n"
 	"  -o, --output FMT    json: {\"items\":[...]} of health event documents; wide: no truncation\n"
 	"  -h, --help          this help\n";
 
@@ -163,6 +164,65 @@ static int he_get_print(const char *path, enum client_output o, void (*fn)(const
 
 /* ---------------------------------------------------------------- events */
 
+#define HE_DEFAULT_LIMIT 100     /* events shown without --limit */
+#define HE_MAX_READ 100000       /* events read to find the newest (the API lists by id) */
+
+/* Epoch ms of an event's "time" (when the detector saw it), else its "receivedAt"; -1 when
+ * neither is an RFC 3339 time. */
+static int64_t he_event_ms(const json_t *ev)
+{
+	int64_t ms;
+	if (fp_time_parse(jsonx_str(ev, "time"), &ms) == 0 ||
+	    fp_time_parse(jsonx_str(ev, "receivedAt"), &ms) == 0)
+		return ms;
+	return -1;
+}
+
+struct he_sorted {
+	int64_t ms, recv;
+	json_t *ev; /* borrowed */
+};
+
+/* Newest first: time, then receivedAt, then node and id (the API's key order) reversed. */
+static int he_cmp_newest(const void *a, const void *b)
+{
+	const struct he_sorted *x = a, *y = b;
+	if (x->ms != y->ms)
+		return x->ms < y->ms ? 1 : -1;
+	if (x->recv != y->recv)
+		return x->recv < y->recv ? 1 : -1;
+	const char *xn = jsonx_str(x->ev, "node"), *yn = jsonx_str(y->ev, "node");
+	int c = strcmp(xn ? xn : "", yn ? yn : "");
+	if (c)
+		return -c;
+	const char *xi = jsonx_str(x->ev, "id"), *yi = jsonx_str(y->ev, "id");
+	return -strcmp(xi ? xi : "", yi ? yi : "");
+}
+
+/* Sorts items (a JSON array of health event documents) newest first by event time and keeps
+ * the first `limit` (0: all). Returns a new array; items is left as it was. */
+static json_t *he_newest(json_t *items, size_t limit)
+{
+	size_t n = json_array_size(items);
+	struct he_sorted *v = xcalloc(n + 1, sizeof(*v));
+	for (size_t i = 0; i < n; i++) {
+		json_t *ev = json_array_get(items, i);
+		int64_t recv = -1;
+		v[i].ev = ev;
+		v[i].ms = he_event_ms(ev);
+		if (fp_time_parse(jsonx_str(ev, "receivedAt"), &recv) < 0)
+			recv = -1;
+		v[i].recv = recv;
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), he_cmp_newest);
+	json_t *out = json_array();
+	for (size_t i = 0; i < n && (!limit || i < limit); i++)
+		json_array_append(out, v[i].ev);
+	free(v);
+	return out;
+}
+
 static int he_events(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -171,7 +231,7 @@ static int he_events(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
 	};
 	const char *cmd = "health events", *node = NULL, *code = NULL;
-	size_t limit = 0;
+	size_t limit = HE_DEFAULT_LIMIT;
 	enum client_output o = CLIENT_OUT_TABLE;
 	int ch, rc;
 	client_getopt_reset();
@@ -189,9 +249,11 @@ static int he_events(int argc, char **argv)
 			code = optarg;
 			break;
 		case 'L':
-			if (he_parse_count(optarg, 10000000ULL, &limit) < 0)
-				return client_usage_error(cmd, "flag '--limit' needs a count from 1 to "
-							  "10000000, got '%s'", optarg);
+			if (strcmp(optarg, "0") == 0)
+				limit = 0;
+			else if (he_parse_count(optarg, HE_MAX_READ, &limit) < 0)
+				return client_usage_error(cmd, "flag '--limit' needs a count from 0 (all) "
+							  "to %d, got '%s'", HE_MAX_READ, optarg);
 			break;
 		case 'o':
 			if ((rc = client_parse_output(cmd, optarg, 1, &o)) != 0)
@@ -216,12 +278,28 @@ static int he_events(int argc, char **argv)
 	buf_puts(&path, "/v1/healthevents");
 	client_query_add(&path, "node", node);
 	client_query_add(&path, "code", code);
-	rc = client_list(&c, path.data, limit, &items, NULL);
+	/* The API lists by node and id, not by time: read them all (up to HE_MAX_READ + 1, to
+	 * know there are more) and keep the newest. */
+	json_t *all = NULL;
+	rc = client_list(&c, path.data, HE_MAX_READ + 1, &all, NULL);
 	buf_release(&path);
 	if (rc != CLIENT_EXIT_OK)
 		goto out;
-	while (limit && json_array_size(items) > limit)
-		json_array_remove(items, json_array_size(items) - 1);
+	size_t total = json_array_size(all);
+	int capped = total > HE_MAX_READ;
+	if (capped)
+		json_array_remove(all, HE_MAX_READ);
+	items = he_newest(all, limit);
+	json_decref(all);
+	if (capped)
+		fprintf(stderr, "note: more than %d health events match; only the first %d in the "
+				"API's order (node, then id) were read - narrow with --node or "
+				"--code\n",
+			HE_MAX_READ, HE_MAX_READ);
+	else if (limit && total > limit)
+		fprintf(stderr, "note: showing the newest %zu of %zu health events; --limit N "
+				"for more, --limit 0 for all\n",
+			limit, total);
 	if (o == CLIENT_OUT_JSON) {
 		json_t *doc = json_pack("{s:O}", "items", items);
 		client_print_json(doc);

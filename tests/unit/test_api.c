@@ -2581,6 +2581,38 @@ static void test_health_routes(void **state)
 	req("GET", "/v1/rmas/rma-1", viewer, NULL, &r);
 	assert_int_equal(r.status, 404);
 	resp_free(&r);
+
+	/* a {name} longer than any name (253) is a 400 naming the parameter, not "no route" */
+	char longname[301], path[400];
+	memset(longname, 'a', 300);
+	longname[300] = 0;
+	static const struct {
+		const char *method, *fmt, *body;
+	} lp[] = {
+		{"GET", "/v1/budgets/%s", NULL},
+		{"PUT", "/v1/budgets/%s", "{\"spec\":{\"domain\":\"rack\",\"maxUnavailable\":1}}"},
+		{"DELETE", "/v1/budgets/%s", NULL},
+		{"GET", "/v1/rmas/%s", NULL},
+		{"GET", "/v1/healthevents/%s", NULL},
+		{"POST", "/v1/breakers/%s:reset", "{\"reason\":\"x\"}"},
+	};
+	for (size_t i = 0; i < sizeof(lp) / sizeof(lp[0]); i++) {
+		snprintf(path, sizeof(path), lp[i].fmt, longname);
+		req(lp[i].method, path, op, lp[i].body, &r);
+		if (r.status != 400)
+			fail_msg("%s %s: status %ld", lp[i].method, lp[i].fmt, r.status);
+		assert_string_equal(jstr(r.json, "parameter"), "name");
+		assert_string_equal(jstr(r.json, "detail"), "name: longer than 253 characters");
+		resp_free(&r);
+	}
+	/* 253 characters reach the handler, which names what is wrong with them */
+	longname[253] = 0;
+	snprintf(path, sizeof(path), "/v1/rmas/%s", longname);
+	req("GET", path, viewer, NULL, &r);
+	assert_int_equal(r.status, 400);
+	assert_string_equal(jstr(r.json, "detail"),
+			    "name: expected an RMA id (1..64 characters of A-Z a-z 0-9 . _ -)");
+	resp_free(&r);
 	free(agent);
 	free(viewer);
 	free(op);
