@@ -3,13 +3,17 @@
  * CLI's client (FLEETPLANE_URL, FLEETPLANE_TOKEN: a node-scoped agent token from `fleetplane
  * token create --role agent --node NAME`). Exit codes as the client commands: 0 ok (--once: the
  * API accepted every report), 1 a report was rejected or kept for a reason other than an
- * unreachable API, 2 usage, 3 the API could not be reached (reports kept in the outbox). */
+ * unreachable API, 2 usage (a flag, --node/--job/$SLURM_JOB_ID outside the server's grammar, a
+ * state dir that cannot be created), 3 the API could not be reached (reports kept in the
+ * outbox), 4 a local write under the state dir failed (ENOSPC, EROFS, EACCES: nothing is
+ * lost, the events not yet in the outbox are read again next run). */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "agent/agent.h"
 #include "base/alloc.h"
@@ -19,6 +23,7 @@
 #include "base/log.h"
 #include "cmd/client.h"
 #include "cmd/run.h"
+#include "core/codec.h"
 
 #include "base/banned.h"
 
@@ -46,7 +51,8 @@ static const char agent_usage[] =
 	"  -h, --help                this help\n"
 	"\n"
 	"Exit codes: 0 ok; 1 a report was refused or kept (see the log); 2 usage; 3 fleetplane\n"
-	"could not be reached (reports stay in DIR/outbox and are sent first next time).\n";
+	"could not be reached (reports stay in DIR/outbox and are sent first next time); 4 a\n"
+	"file under DIR could not be written (disk full, read-only): nothing is lost.\n";
 
 static volatile sig_atomic_t agent_stop;
 
@@ -168,6 +174,54 @@ static int agent_parse_long(const char *s, long lo, long hi, long *out)
 	return 0;
 }
 
+enum { AGENT_EXIT_LOCAL = 4 };
+
+/* mkdir -p dir with mode 0700 for what is missing. Returns 0 or -1 with why. */
+static int agent_mkdirs(const char *dir, char *why, size_t whylen)
+{
+	char path[4096];
+	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
+		snprintf(why, whylen, "path longer than %zu bytes", sizeof(path) - 1);
+		return -1;
+	}
+	for (char *p = path + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+		*p = '\0';
+		struct stat st;
+		if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+			snprintf(why, whylen, "mkdir %.300s: %s", path, strerror(errno));
+			return -1;
+		}
+		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			snprintf(why, whylen, "%.300s is not a directory", path);
+			return -1;
+		}
+		*p = c;
+		if (c == '\0')
+			return 0;
+	}
+}
+
+/* --once: a configured detector that is not live says why on stderr (the server's
+ * DetectorsLive says it too, but a person running --once reads stderr). */
+static void agent_warn_detectors(const struct agent *a, const struct agent_config *cfg)
+{
+	static const char *const flag[AGENT_DET__COUNT] = {"--kernel-log", "--nvidia-smi", "--nvml",
+							   "--dcgmi", "--ibstat"};
+	const char *val[AGENT_DET__COUNT] = {cfg->kernel_log, cfg->nvidia_smi,
+					     cfg->nvml ? "" : NULL, cfg->dcgmi, cfg->ibstat};
+	for (int d = 0; d < AGENT_DET__COUNT; d++) {
+		const struct agent_det_state *s = agent_detector(a, (enum agent_det)d);
+		if (!val[d] || s->live)
+			continue;
+		fprintf(stderr, "warning: %s%s%s: detector %s not live (%s): %s\n", flag[d],
+			val[d][0] ? " " : "", val[d], agent_det_name((enum agent_det)d), s->reason,
+			s->message);
+	}
+}
+
 /* Reads the boot id (one line) into out. Returns 0 or -1 with errno's text in why. */
 static int agent_read_boot_id(char *out, size_t outlen, char *why, size_t whylen)
 {
@@ -220,14 +274,19 @@ int cmd_agent(int argc, char **argv)
 	cfg.max_buffer = 10000;
 	const char *job = getenv("SLURM_JOB_ID");
 	cfg.job = job && *job ? job : NULL;
+	int job_flag = 0;
 	long v;
 	int ch;
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'n':
+		case 'n': {
+			char why[256];
+			if (name_validate("node", optarg, why, sizeof(why)) < 0)
+				return client_usage_error(cmd, "flag '--node': %s", why);
 			cfg.node = optarg;
 			break;
+		}
 		case 'k':
 			cfg.kernel_log = optarg;
 			break;
@@ -249,12 +308,15 @@ int cmd_agent(int argc, char **argv)
 							  "from 1 to 64, got '%s'", optarg);
 			cfg.expected_gpus = (int)v;
 			break;
-		case 'j':
-			if (!*optarg || strlen(optarg) > 256)
-				return client_usage_error(cmd, "flag '--job' needs an id of 1 to 256 "
-							  "bytes");
+		case 'j': {
+			char why[128];
+			if (agent_job_validate(optarg, why, sizeof(why)) < 0)
+				return client_usage_error(cmd, "flag '--job' needs a job id of %s, got "
+							  "'%.80s'", why, optarg);
 			cfg.job = optarg;
+			job_flag = 1;
 			break;
+		}
 		case 'D':
 			if (!*optarg)
 				return client_usage_error(cmd, "flag '--state-dir' needs a directory");
@@ -299,6 +361,12 @@ int cmd_agent(int argc, char **argv)
 		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
 	if (!cfg.node || !*cfg.node)
 		return client_usage_error(cmd, "flag '--node' is required");
+	if (!job_flag && cfg.job) {
+		char why[128];
+		if (agent_job_validate(cfg.job, why, sizeof(why)) < 0)
+			return client_usage_error(cmd, "$SLURM_JOB_ID needs a job id of %s, got "
+						  "'%.80s' (or give --job)", why, cfg.job);
+	}
 	static const char *const tool_flags[] = {"nvidia-smi", "dcgmi", "ibstat"};
 	const char *tools[] = {cfg.nvidia_smi, cfg.dcgmi, cfg.ibstat};
 	for (int i = 0; i < 3; i++)
@@ -315,6 +383,10 @@ int cmd_agent(int argc, char **argv)
 						  why);
 		cfg.boot_id = boot;
 	}
+	char why[512];
+	if (agent_mkdirs(cfg.state_dir, why, sizeof(why)) < 0)
+		return client_usage_error(cmd, "flag '--state-dir': cannot create %s (%s)",
+					  cfg.state_dir, why);
 
 	struct agent_http h;
 	memset(&h, 0, sizeof(h));
@@ -351,21 +423,31 @@ int cmd_agent(int argc, char **argv)
 	if (rc == FP_EINVAL) {
 		exit_code = client_usage_error(cmd, "%s", err);
 	} else if (rc < 0) {
-		fprintf(stderr, "error: %s\n", err);
-		exit_code = 1;
+		fprintf(stderr, "error: the state dir %s is not usable: %s\n", cfg.state_dir, err);
+		exit_code = AGENT_EXIT_LOCAL;
 	} else {
 		rc = agent_run(a);
 		const struct agent_stats *st = agent_stats(a);
+		size_t unsent = 0;
+		const char *local = agent_local_error(a, &unsent);
 		if (cfg.once) {
+			agent_warn_detectors(a, &cfg);
 			fprintf(stderr, "agent: %zu reports sent, %zu rejected, %zu events, %zu "
 					"accepted, %zu duplicates, %zu events still buffered\n",
 				st->reports_sent, st->reports_rejected, st->events_put, st->accepted,
 				st->duplicates, agent_outbox_events(a));
 		}
-		if (rc == FP_EIO)
+		if (rc < 0 && local) {
+			fprintf(stderr, "error: a local write under %s failed, not the API: %s; %zu "
+					"events found are not in the outbox yet (read again next "
+					"run, nothing is lost)\n",
+				cfg.state_dir, local, unsent);
+			exit_code = AGENT_EXIT_LOCAL;
+		} else if (rc == FP_EIO) {
 			exit_code = CLIENT_EXIT_CONNECT;
-		else if (rc < 0)
+		} else if (rc < 0) {
 			exit_code = CLIENT_EXIT_API;
+		}
 	}
 	agent_free(a);
 	free(h.report_path);

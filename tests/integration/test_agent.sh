@@ -24,7 +24,7 @@ agent() { # runs the agent with the agent token; sets RC, ERR
 }
 summary() { grep '^agent: ' <<<"$ERR" || true; }
 nevents() { # CODE: health events of n1 with CODE
-	"$FP" health events --node n1 --code "$1" -o json | jq '.items | length'
+	"$FP" health events --node n1 --code "$1" --limit 0 -o json | jq '.items | length'
 }
 
 # 1. One real Xid 79 line: accepted, decided "hold", a remediation for xid:79 starts.
@@ -50,6 +50,17 @@ jq -e '[.items[] | select(.message | test("health"))] | length > 0' "$WORK/event
 	fail "no audit event of n1 mentions the health hold"
 assert_eq "True" "$(cond n1 AgentAlive | cut -d' ' -f1)" "AgentAlive after a report"
 assert_eq "False" "$(cond n1 DetectorsLive | cut -d' ' -f1)" "DetectorsLive with only the kernel configured"
+
+# 1b. The same line after a reboot (another boot id) is the same event: resuming sends nothing,
+# a fresh state sends the same id (a duplicate), so one Xid 79 gives one remediation.
+agent --kernel-log "$DATA/xid79-nvsentinel-155.log" --once --state-dir "$WORK/s1" --boot-id boot-1b
+assert_eq 0 "$RC" "agent --once xid79 after a reboot: exit code ($ERR)"
+assert_eq "agent: 1 reports sent, 0 rejected, 0 events, 0 accepted, 0 duplicates, 0 events still buffered" \
+	"$(summary)" "agent --once xid79 after a reboot: summary"
+agent --kernel-log "$DATA/xid79-nvsentinel-155.log" --once --state-dir "$WORK/s1c" --boot-id boot-1c
+assert_eq "agent: 2 reports sent, 0 rejected, 1 events, 0 accepted, 1 duplicates, 0 events still buffered" \
+	"$(summary)" "agent --once xid79, fresh state, third boot: summary"
+assert_eq 1 "$(nevents xid:79)" "xid:79 events stored after two more boots"
 
 # 2. API down: exit 3, the report stays in the outbox.
 URL=$FLEETPLANE_URL
@@ -98,4 +109,33 @@ done
 agent --kernel-log "$LOG" --once --state-dir "$WORK/s4" --boot-id boot-2
 assert_eq 0 "$RC" "agent --once after SIGKILL: exit code ($ERR)"
 assert_eq 1005 "$(nevents xid:119)" "xid:119 events stored after the kill and restart (5 + 200 x 5)"
+
+# 4. A local write failure is not an unreachable API: exit 4, the events are read again by the
+# next run. The outbox's first temporary name is taken by a directory (EISDIR, also as root).
+mkdir -p "$WORK/s5/outbox/00000000000000000001.json.tmp"
+agent --kernel-log "$DATA/fallen-off-bus-multiline-nvsentinel-155.log" --once --state-dir "$WORK/s5" --boot-id boot-5
+assert_eq 4 "$RC" "agent --once with the outbox unwritable: exit code ($ERR)"
+grep -q "^error: a local write under $WORK/s5 failed, not the API: outbox write failed: create $WORK/s5/outbox/00000000000000000001.json.tmp: Is a directory; 1 events found are not in the outbox yet" <<<"$ERR" ||
+	fail "local write failure message: $ERR"
+rmdir "$WORK/s5/outbox/00000000000000000001.json.tmp"
+agent --kernel-log "$DATA/fallen-off-bus-multiline-nvsentinel-155.log" --once --state-dir "$WORK/s5" --boot-id boot-5
+assert_eq 0 "$RC" "agent --once after the outbox is writable again: exit code ($ERR)"
+assert_eq "agent: 2 reports sent, 0 rejected, 1 events, 1 accepted, 0 duplicates, 0 events still buffered" \
+	"$(summary)" "agent --once after the local failure: summary"
+
+# 5. Usage errors before anything is sent (exit 2, naming the flag); a missing parent of
+# --state-dir is created; a detector file that cannot be read is a warning on stderr.
+agent --node 'bad name' --once --state-dir "$WORK/s6" --boot-id b
+assert_eq 2 "$RC" "agent --node 'bad name': exit code"
+grep -q "^error: flag '--node': node: \"bad name\" is not a valid name" <<<"$ERR" || fail "--node message: $ERR"
+agent --job 'a b' --once --state-dir "$WORK/s6" --boot-id b
+assert_eq 2 "$RC" "agent --job 'a b': exit code"
+SLURM_JOB_ID='a b' agent --once --state-dir "$WORK/s6" --boot-id b
+assert_eq 2 "$RC" "agent with SLURM_JOB_ID='a b': exit code"
+[ ! -e "$WORK/s6" ] || fail "a usage error created the state dir"
+agent --nvidia-smi /nonexistent --once --state-dir "$WORK/new/parent/s7" --boot-id b
+assert_eq 0 "$RC" "agent --nvidia-smi /nonexistent, new state dir parents: exit code ($ERR)"
+assert_eq "700" "$(stat -c %a "$WORK/new/parent")" "mode of a created state dir parent"
+grep -qx "warning: --nvidia-smi /nonexistent: detector nvidia-smi not live (ProbeFailed): open /nonexistent: No such file or directory" <<<"$ERR" ||
+	fail "no warning for --nvidia-smi /nonexistent: $ERR"
 echo "ok test_agent"
