@@ -208,9 +208,12 @@ static void gc_task(void *arg)
 	int rc = gc_run_once(sv->store, &cfg, clock_wall_ms(sv->clock), &res);
 	if (rc < 0)
 		log_warn("serve: housekeeping failed rc=%s", fp_err_name(rc));
-	else if (res.compacted_to || res.events_deleted || res.ops_deleted)
-		log_info("serve: housekeeping compacted_to=%lld events_deleted=%zu ops_deleted=%zu",
-			 (long long)res.compacted_to, res.events_deleted, res.ops_deleted);
+	else if (res.compacted_to || res.events_deleted || res.ops_deleted ||
+		 res.healthevents_deleted)
+		log_info("serve: housekeeping compacted_to=%lld events_deleted=%zu ops_deleted=%zu "
+			 "healthevents_deleted=%zu",
+			 (long long)res.compacted_to, res.events_deleted, res.ops_deleted,
+			 res.healthevents_deleted);
 	pthread_rwlock_rdlock(&sv->life);
 	if (!sv->closing)
 		clock_after(sv->clock, GC_INTERVAL_MS, gc_tick, sv);

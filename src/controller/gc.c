@@ -45,6 +45,119 @@ static int trim_events(struct store *s, size_t max, size_t *deleted)
 	return 0;
 }
 
+/* Audit events older than cutoff (Unix ms). Event ids start with the 13-digit wall ms they were
+ * made at (core/event.h), so the walk stops at the first newer key. */
+static int age_events(struct store *s, int64_t cutoff, size_t *deleted)
+{
+	char after[STORE_MAX_KEY + 1] = "";
+	for (;;) {
+		struct store_kv *items = NULL;
+		size_t got = 0, old = 0;
+		int more = 0;
+		int rc = store_list(s, "/events/", after, GC_PAGE, &items, &got, NULL, &more);
+		if (rc == 0 && got)
+			snprintf(after, sizeof(after), "%s", items[got - 1].key);
+		if (rc < 0)
+			return rc;
+		for (size_t i = 0; i < got; i++) {
+			const char *id = items[i].key + strlen("/events/");
+			char *end = NULL;
+			long long ms = strtoll(id, &end, 10);
+			if (end != id + 13 || *end != '-' || ms >= cutoff)
+				break;
+			old++;
+			int drc = store_delete(s, items[i].key, items[i].mod_revision, NULL);
+			if (drc == 0)
+				(*deleted)++;
+			else if (drc != FP_ENOTFOUND && drc != FP_ECONFLICT)
+				rc = drc;
+		}
+		store_kv_array_free(items, got);
+		if (rc < 0 || old < got || !more || old == 0)
+			return rc;
+	}
+}
+
+/* ---- health events: grouped by node (keys /healthevents/<node>/<id> sort by node) ---- */
+
+struct he_item {
+	char *key;
+	int64_t rev, received;
+	int hold;       /* decision.action "hold": a remediation's evidence */
+};
+
+struct he_walk {
+	struct store *s;
+	int64_t cutoff;
+	size_t per_node;
+	char node[160];
+	struct he_item *it;
+	size_t n, cap;
+	size_t *deleted;
+	int rc;
+};
+
+static int he_newest_first(const void *a, const void *b)
+{
+	const struct he_item *x = a, *y = b;
+	return x->received < y->received ? 1 : x->received > y->received ? -1 : strcmp(x->key, y->key);
+}
+
+/* Deletes the group's events past the age cutoff, and past per_node newest (holds excepted). */
+static void he_flush(struct he_walk *w)
+{
+	qsort(w->it, w->n, sizeof(*w->it), he_newest_first);
+	for (size_t i = 0; i < w->n; i++) {
+		struct he_item *e = &w->it[i];
+		int del = e->received < w->cutoff || (i >= w->per_node && !e->hold);
+		if (del) {
+			int drc = store_delete(w->s, e->key, e->rev, NULL);
+			if (drc == 0)
+				(*w->deleted)++;
+			else if (drc != FP_ENOTFOUND && drc != FP_ECONFLICT && w->rc == 0)
+				w->rc = drc;
+		}
+		free(e->key);
+	}
+	w->n = 0;
+}
+
+static int he_visit(void *arg, const struct store_kv *kv)
+{
+	struct he_walk *w = arg;
+	const char *rest = kv->key + strlen("/healthevents/"), *slash = strchr(rest, '/');
+	size_t nl = slash ? (size_t)(slash - rest) : strlen(rest);
+	if (nl >= sizeof(w->node))
+		nl = sizeof(w->node) - 1;
+	if (strncmp(w->node, rest, nl) != 0 || w->node[nl] != 0) {
+		he_flush(w);
+		memcpy(w->node, rest, nl);
+		w->node[nl] = 0;
+	}
+	json_t *doc = NULL;
+	int64_t received = 0;
+	int hold = 0;
+	if (jsonx_parse(kv->value, strlen(kv->value), &doc, NULL, 0) == 0) {
+		const char *rs = jsonx_str(doc, "receivedAt"), *a = jsonx_str(doc, "decision.action");
+		if (rs)
+			fp_time_parse(rs, &received);
+		hold = a && strcmp(a, "hold") == 0;
+	}
+	json_decref(doc);
+	ALLOC_GROW(w->it, w->n + 1, w->cap);
+	w->it[w->n++] = (struct he_item){xstrdup(kv->key), kv->mod_revision, received, hold};
+	return 0;
+}
+
+static int trim_healthevents(struct store *s, int64_t cutoff, size_t per_node, size_t *deleted)
+{
+	struct he_walk w = {.s = s, .cutoff = cutoff, .per_node = per_node, .deleted = deleted};
+	int rc = store_foreach(s, "/healthevents/", GC_PAGE, he_visit, &w, NULL);
+	he_flush(&w);
+	free(w.it);
+	return rc < 0 ? rc : w.rc;
+}
+
 static int node_points_at(struct store *s, const char *node, const char *op_id)
 {
 	char key[STORE_MAX_KEY + 1];
@@ -107,8 +220,20 @@ int gc_run_once(struct store *s, const struct gc_config *cfg, int64_t now_wall_m
 		c.max_events = 100000;
 	if (c.op_retention_ms <= 0)
 		c.op_retention_ms = 7LL * 24 * 3600 * 1000;
+	if (c.event_retention_ms == 0)
+		c.event_retention_ms = 30LL * 24 * 3600 * 1000;
+	if (c.healthevent_retention_ms == 0)
+		c.healthevent_retention_ms = 30LL * 24 * 3600 * 1000;
+	if (c.healthevents_per_node == 0)
+		c.healthevents_per_node = 10000;
 	memset(res, 0, sizeof(*res));
 	int rc = trim_events(s, c.max_events, &res->events_deleted);
+	if (rc == 0 && c.event_retention_ms > 0)
+		rc = age_events(s, now_wall_ms - c.event_retention_ms, &res->events_deleted);
+	if (rc == 0)
+		rc = trim_healthevents(s, c.healthevent_retention_ms > 0 ?
+					      now_wall_ms - c.healthevent_retention_ms : INT64_MIN,
+				       c.healthevents_per_node, &res->healthevents_deleted);
 	if (rc == 0)
 		rc = trim_operations(s, now_wall_ms - c.op_retention_ms, &res->ops_deleted);
 	int64_t target = store_revision(s) - c.retain_revisions;

@@ -1,7 +1,10 @@
 /* gc.h - housekeeping that keeps the store bounded: compacts the change feed (keeping the last
  * retain_revisions revisions so watchers and the informer can catch up), trims audit events to
- * the newest max_events, and deletes terminal operations finished more than op_retention_ms
- * ago that no node points at. Runs on the caller's thread; serve calls it periodically from
+ * the newest max_events and drops those older than event_retention_ms, deletes health events
+ * (/healthevents/<node>/<id>) received more than healthevent_retention_ms ago and, per node,
+ * all but the newest healthevents_per_node (events whose decision placed a hold are kept until
+ * their age: they are a remediation's evidence), and deletes terminal operations finished more
+ * than op_retention_ms ago that no node points at. Runs on the caller's thread; serve calls it periodically from
  * its executor. */
 #ifndef FP_CONTROLLER_GC_H
 #define FP_CONTROLLER_GC_H
@@ -15,11 +18,16 @@ struct gc_config {
 	int64_t retain_revisions; /* change-feed entries kept; <= 0 means 100000 */
 	size_t max_events;        /* audit events kept; 0 means 100000 */
 	int64_t op_retention_ms;  /* finished operations kept this long; <= 0 means 7 days */
+	int64_t event_retention_ms; /* audit events kept this long; 0 means 30 days, < 0 no limit */
+	int64_t healthevent_retention_ms; /* health events kept this long (by receivedAt);
+					   * 0 means 30 days, < 0 no limit */
+	size_t healthevents_per_node; /* newest health events kept per node; 0 means 10000 */
 };
 
 struct gc_result {
 	int64_t compacted_to;   /* revision the feed was compacted to, 0 if not */
-	size_t events_deleted;
+	size_t events_deleted;      /* audit events, by count and by age */
+	size_t healthevents_deleted;
 	size_t ops_deleted;
 };
 

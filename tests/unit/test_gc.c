@@ -62,7 +62,9 @@ static void test_gc_pass(void **state)
 	int64_t rev_before = store_revision(s); /* 16 writes */
 	assert_int_equal(rev_before, 16);
 
-	struct gc_config cfg = {.retain_revisions = 5, .max_events = 4, .op_retention_ms = 7 * DAY};
+	/* These events are from 1970 by their ids: no age limit here (test_gc_retention). */
+	struct gc_config cfg = {.retain_revisions = 5, .max_events = 4, .op_retention_ms = 7 * DAY,
+				.event_retention_ms = -1};
 	struct gc_result res;
 	assert_int_equal(gc_run_once(s, &cfg, NOW, &res), 0);
 	assert_int_equal(res.events_deleted, 6);
@@ -94,8 +96,59 @@ static void test_gc_pass(void **state)
 	store_close(s);
 }
 
+/* A health event of node received at `received` with decision action. */
+static void hev(struct store *s, const char *node, const char *id, const char *received,
+		const char *action)
+{
+	char key[128], val[512];
+	snprintf(key, sizeof(key), "/healthevents/%s/%s", node, id);
+	snprintf(val, sizeof(val),
+		 "{\"kind\":\"HealthEvent\",\"node\":\"%s\",\"id\":\"%s\",\"code\":\"xid:13\","
+		 "\"receivedAt\":\"%s\",\"decision\":{\"action\":\"%s\"}}",
+		 node, id, received, action);
+	put(s, key, val);
+}
+
+/* Health events: older than 30 days go; past 3 per node the oldest go, except a hold (the
+ * evidence of a remediation) until its age. Audit events older than 30 days go (their ids
+ * start with the wall ms: 1796000000000 is NOW, 1793000000000 is 2026-10-26T09:33:20Z,
+ * 34.7 days earlier). */
+static void test_gc_retention(void **state)
+{
+	struct store *s = NULL;
+	char err[64];
+	assert_int_equal(store_open("mem:", &s, err, sizeof(err)), 0);
+	put(s, "/events/1793000000000-00000001", "{}");
+	put(s, "/events/1795000000000-00000002", "{}"); /* 11.6 days before NOW */
+	put(s, "/events/1796000000000-00000003", "{}");
+	hev(s, "n1", "a", "2026-10-20T00:00:00.000Z", "hold");  /* 40 days old: goes */
+	hev(s, "n1", "b", "2026-11-20T00:00:00.000Z", "hold");  /* 5th newest, a hold: kept */
+	hev(s, "n1", "c", "2026-11-21T00:00:00.000Z", "none");  /* 4th newest: goes */
+	hev(s, "n1", "d", "2026-11-29T01:00:00.000Z", "none");
+	hev(s, "n1", "e", "2026-11-29T02:00:00.000Z", "count");
+	hev(s, "n1", "f", "2026-11-29T03:00:00.000Z", "none");
+	hev(s, "n2", "a", "2026-11-01T00:00:00.000Z", "none");  /* 28.9 days: kept */
+	struct gc_config cfg = {.healthevents_per_node = 3};
+	struct gc_result res;
+	assert_int_equal(gc_run_once(s, &cfg, NOW, &res), 0);
+	assert_int_equal(res.events_deleted, 1);
+	assert_int_equal(res.healthevents_deleted, 2);
+	assert_false(exists(s, "/events/1793000000000-00000001"));
+	assert_true(exists(s, "/events/1795000000000-00000002"));
+	assert_true(exists(s, "/events/1796000000000-00000003"));
+	assert_false(exists(s, "/healthevents/n1/a"));
+	assert_true(exists(s, "/healthevents/n1/b"));
+	assert_false(exists(s, "/healthevents/n1/c"));
+	assert_true(exists(s, "/healthevents/n1/d"));
+	assert_true(exists(s, "/healthevents/n1/e"));
+	assert_true(exists(s, "/healthevents/n1/f"));
+	assert_true(exists(s, "/healthevents/n2/a"));
+	store_close(s);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_gc_pass)};
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_gc_pass),
+					   cmocka_unit_test(test_gc_retention)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
