@@ -1,4 +1,4 @@
-/* layers: base agent */
+/* layers: base core agent */
 /* test_kernlog.c - the kernel log parser (agent/kernlog.h) on every real kernel line in
  * tests/data/kernel (SOURCES.md there says where each comes from): one table row per fault line
  * and per line that belongs to a fault record, with every expected field written by hand from
@@ -304,6 +304,10 @@ static const struct row rows[] = {
 	{"nvlink-kernel-lines.log", 2,
 	 "Jul 09 10:42:47 node003 kernel: NVRM: knvlinkDiscoverPostRxDetLinks_GH100: Getting peer0's postRxDetLinkMask failed!",
 	 1, KERNLOG_NVLINK, "nvlink:error", -1, "", -1, "", 1783593767000LL, -1, "", "", "node003"},
+	{"xid48-dbe-syslog-gpu-operator-1146.log", 1,
+	 "Dec  2 11:38:47 node001 kernel: [  219.470994] NVRM: Xid (PCI:0000:07:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at physAddr 0x7fffa8860 partition 7, subpartition 1.",
+	 /* Dec 2 of 2026 would be after NOW_MS (2026-11-30) by more than a day: 2025-12-02 */
+	 1, KERNLOG_XID, "xid:48", 48, "0000:07:00.0", -1, "", 1764675527000LL, 219470994, "", "", "node001"},
 	{"xid-redacted-bus-nccl-2241.log", 2,
 	 "kernel: NVRM: Xid (PCI:...): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 11 (...)",
 	 1, KERNLOG_XID, "xid:145", 145, "", -1, "", 0, -1, "", "", ""},
@@ -359,6 +363,7 @@ static const char *const files[] = {
 	"dmesg-decode-iso-xid13-xid43.log",
 	"nvlink-kernel-lines.log",
 	"xid-redacted-bus-nccl-2241.log",
+	"xid48-dbe-syslog-gpu-operator-1146.log",
 };
 
 /* Every line of every file that kernlog_parse_line reports has a row in the table. */
@@ -471,6 +476,8 @@ static void test_files_feed_counts(void **state)
 	feed_file("nvlink-kernel-lines.log", nvl, NULL);
 	static const struct count nccl[] = {{"xid:145", 1}, {"xid:137", 1}, {NULL, 0}};
 	feed_file("xid-redacted-bus-nccl-2241.log", nccl, NULL);
+	static const struct count dbe[] = {{"xid:48", 1}, {NULL, 0}};
+	feed_file("xid48-dbe-syslog-gpu-operator-1146.log", dbe, NULL);
 }
 
 static int feed_str(struct kernlog_parser *p, const char *s, struct kernlog_event out[2])
