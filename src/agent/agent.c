@@ -862,7 +862,8 @@ static void ag_kernel_rollback(struct agent *a)
 	a->nrecent = 0;
 	free(a->skip);
 	a->skip = xcalloc(a->ndur_skip ? a->ndur_skip : 1, sizeof(*a->skip));
-	memcpy(a->skip, a->dur_skip, a->ndur_skip * sizeof(*a->skip));
+	if (a->ndur_skip)
+		memcpy(a->skip, a->dur_skip, a->ndur_skip * sizeof(*a->skip));
 	a->nskip = a->ndur_skip;
 	a->keof_quiet = 0;
 	a->cursor_dirty = 1;
