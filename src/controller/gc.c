@@ -106,7 +106,8 @@ static int he_newest_first(const void *a, const void *b)
 /* Deletes the group's events past the age cutoff, and past per_node newest (holds excepted). */
 static void he_flush(struct he_walk *w)
 {
-	qsort(w->it, w->n, sizeof(*w->it), he_newest_first);
+	if (w->n > 1) /* qsort(NULL, 0) is UB (UBSan) */
+		qsort(w->it, w->n, sizeof(*w->it), he_newest_first);
 	for (size_t i = 0; i < w->n; i++) {
 		struct he_item *e = &w->it[i];
 		int del = e->received < w->cutoff || (i >= w->per_node && !e->hold);
