@@ -33,7 +33,9 @@ assert_eq "2026-11-30T10:00:05.000Z" "$(sed -n 101p "$OUT/table" | awk '{print $
 assert_eq "note: showing the newest 100 of 105 health events; --limit N for more, --limit 0 for all" \
 	"$(cat "$OUT/stderr")" "note on stderr"
 
-J=$("$FP" health events --node r01n01 --limit 3 -o json)
+J=$("$FP" health events --node r01n01 --limit 3 -o json 2>"$OUT/stderr3")
+assert_eq "note: showing the newest 3 of 105 health events; --limit N for more, --limit 0 for all" \
+	"$(cat "$OUT/stderr3")" "note with --limit 3"
 assert_eq "e068 e031 e099" "$(jq -r '[.items[].id] | join(" ")' <<<"$J")" "--limit 3 -o json"
 
 "$FP" health events --node r01n01 --limit 0 >"$OUT/all" 2>"$OUT/stderr-all"
@@ -48,4 +50,4 @@ set -e
 assert_eq 2 "$rc" "a bad --limit is a usage error"
 grep -q "flag '--limit' needs a count from 0 (all) to 100000, got '-1'" "$OUT/usage" ||
 	fail "usage error text: $(cat "$OUT/usage")"
-echo "PASS $TEST_NAME"
+echo "ok $TEST_NAME"
