@@ -1,4 +1,4 @@
-/* layers: base agent */
+/* layers: base core agent */
 /* fuzz_dcgm.c - libFuzzer target for the dcgmi parsers (agent/dcgm.h): one input goes through
  * dcgm_health_findings (table, or JSON when it starts with '{') and dcgm_diag_findings, with a
  * findings array of 16 and of 1. Properties checked (a failure aborts): never more findings

@@ -1,4 +1,4 @@
-/* layers: base agent */
+/* layers: base core agent */
 /* fuzz_ibstat.c - libFuzzer target for the ibstat parser (agent/ibstat.h): one input goes
  * through ibstat_parse and, when it parses, ibstat_findings with arrays of 8 and 1. Properties
  * checked (a failure aborts): at most IBSTAT_MAX_PORTS ports, every string NUL-terminated in

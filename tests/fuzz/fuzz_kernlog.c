@@ -1,4 +1,4 @@
-/* layers: base agent */
+/* layers: base core agent */
 /* fuzz_kernlog.c - libFuzzer target for the kernel log parser (agent/kernlog.h), which reads
  * /dev/kmsg and log files on the node: any bytes a kernel, a driver or a user-written log line
  * can hold. The input is cut at '\n' into lines (at most 4096) that are fed, each with its

@@ -1,4 +1,4 @@
-/* layers: base agent */
+/* layers: base core agent */
 /* fuzz_nvsmi.c - libFuzzer target for the nvidia-smi parsers (agent/nvsmi.h): one input goes
  * through nvsmi_parse_text, nvsmi_parse_xml (libxml2: no network, no entity substitution, no
  * DTD loading), nvsmi_parse (XML when it starts with '<') and nvsmi_nvlink_status_parse, and

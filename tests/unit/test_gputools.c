@@ -1,4 +1,4 @@
-/* layers: base agent */
+/* layers: base core agent */
 /* test_gputools.c - the GPU tool output parsers (agent/nvsmi.h, agent/dcgm.h, agent/ibstat.h)
  * on the real outputs in tests/data/{nvidia-smi,dcgm,ibstat} (SOURCES.md there says where each
  * comes from). Every expected value below was read by hand from the file named in the test;
