@@ -134,9 +134,12 @@ expect_problem "drain of a missing node" 404 '^node nope not found$'
 # --- routes and methods
 req GET /v1/nope
 expect_problem "unknown route" 404 '^no route for GET /v1/nope$'
-# A long path is echoed up to 64 characters, then "...".
+# A name over the 253-character limit is a bad parameter, named, before any lookup.
 req GET "/v1/nodes/$(printf 'a%.0s' $(seq 5000))"
-expect_problem "unknown route with a 5000-character name" 404 '^no route for GET /v1/nodes/a{54}\.\.\.$'
+expect_problem "a 5000-character node name" 400 '^name: longer than 253 characters$'
+# A long unknown path is echoed up to 64 characters, then "...".
+req GET "/v1/nope/$(printf 'a%.0s' $(seq 5000))"
+expect_problem "unknown route with a 5000-character path" 404 '^no route for GET /v1/nope/a{55}\.\.\.$'
 req DELETE /v1/nodes
 expect_problem "wrong method" 405 '^method DELETE is not allowed on /v1/nodes; allowed: GET, POST$'
 assert_eq "Allow: GET, POST" "$(echo "$HDRS" | grep -i '^allow:')" "405: Allow header"
