@@ -2084,7 +2084,12 @@ static int load_alive(void *arg, const struct store_kv *kv)
 	json_array_foreach(conds, i, x)
 	{
 		const char *type = jsonx_str(x, "type"), *st = jsonx_str(x, "status");
-		if (type && st && strcmp(type, "AgentAlive") == 0 && strcmp(st, "True") == 0) {
+		const char *why = jsonx_str(x, "reason");
+		/* Only a health agent's heartbeat (reason Heartbeat) is watched: a deploy agent's
+		 * boot callback (BootCallback) sets AgentAlive too, but no health agent runs there
+		 * to miss a heartbeat. */
+		if (type && st && why && strcmp(type, "AgentAlive") == 0 && strcmp(st, "True") == 0 &&
+		    strcmp(why, "Heartbeat") == 0) {
 			struct alive *a = xcalloc(1, sizeof(*a));
 			a->last = c->now;
 			a->timeout = c->h->cfg.heartbeat_timeout_ms > 0 ? c->h->cfg.heartbeat_timeout_ms :

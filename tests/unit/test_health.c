@@ -294,6 +294,17 @@ static void health_up(struct world *w)
 	assert_non_null(w->h);
 }
 
+/* Writes n back over its stored document (CAS on n->resource_version). */
+static void put_node_doc(struct world *w, const struct node *n)
+{
+	json_t *doc = node_to_json(n, NODE_JSON_STORE);
+	char *val = jsonx_dumps(doc), key[64];
+	snprintf(key, sizeof(key), "/nodes/%s", n->name);
+	assert_int_equal(store_put(w->store, key, val, n->resource_version, NULL), 0);
+	free(val);
+	json_decref(doc);
+}
+
 static struct world *world_new(void)
 {
 	struct world *w = xcalloc(1, sizeof(*w));
@@ -871,6 +882,26 @@ static void test_agent_alive_sweep(void **state)
 	n = get_node(w, "r01n01");
 	assert_int_equal(node_condition_get(n, "AgentAlive")->status, COND_TRUE);
 	node_free(n);
+	/* A restart watches only nodes a health agent reports for (AgentAlive True/Heartbeat),
+	 * not a node whose AgentAlive True came from a deploy agent's boot callback. */
+	put_node(w, "r01n02", "r01", PHASE_AVAILABLE);
+	n = get_node(w, "r01n02");
+	node_condition_set(n, "AgentAlive", COND_TRUE, "BootCallback", "boot b1 reported",
+			   clock_wall_ms(w->clock));
+	put_node_doc(w, n);
+	node_free(n);
+	health_free(w->h);
+	health_up(w);
+	clock_virtual_advance(w->clock, 91 * SEC);
+	health_tick(w->h);
+	n = get_node(w, "r01n01");
+	assert_string_equal(node_condition_get(n, "AgentAlive")->reason, "HeartbeatMissed");
+	node_free(n);
+	n = get_node(w, "r01n02");
+	assert_int_equal(node_condition_get(n, "AgentAlive")->status, COND_TRUE);
+	assert_string_equal(node_condition_get(n, "AgentAlive")->reason, "BootCallback");
+	node_free(n);
+	assert_int_equal(events_with(w, "AgentHeartbeatMissed", NULL, 0), 2);
 	json_decref(rep);
 	world_free(w);
 }
