@@ -9,7 +9,11 @@
  * until one must wait, and re-queues the node.
  *
  * Durations below are real-world; for nodes on the sim driver they are divided by
- * sim_time_scale, so a simulated fleet can be run fast without changing the logic. */
+ * sim_time_scale, so a simulated fleet can be run fast without changing the logic.
+ *
+ * The health remediation ladder (rung steps, budget gating, the next rung, the end of a rung
+ * and of its validation) is in lifecycle_remediation.c; what the two files share is
+ * lifecycle_int.h. */
 #include "controller/lifecycle.h"
 
 #include <inttypes.h>
@@ -27,13 +31,10 @@
 #include "base/metrics.h"
 #include "base/timefmt.h"
 #include "controller/budget.h"
+#include "controller/lifecycle_int.h"
 #include "core/codec.h"
 #include "core/event.h"
 #include "core/secret.h"
-
-#define SEC 1000LL
-#define MIN (60 * SEC)
-#define HOUR (60 * MIN)
 
 #define BMC_CALL_TIMEOUT (30 * SEC)
 #define ACTOR "controller:lifecycle"
@@ -52,43 +53,6 @@ static int64_t phase_deadline(enum node_phase p)
 	}
 }
 
-enum step_result { STEP_DONE, STEP_WAIT, STEP_RETRY, STEP_FAIL, STEP_BUSY };
-
-struct lifecycle;
-
-#define DELTA_MAX_EVENTS 4
-
-/* Status observations a task's steps made (conditions, inventory, learned BMC quirks, breaker
- * transitions); written to the node in one update, with their events, when the task ends
- * instead of one write per observation. */
-struct status_delta {
-	const char *types[8]; /* condition types touched; static strings */
-	size_t ntypes;
-	int inventory;
-	unsigned quirks;      /* BMC_QUIRK_* a driver reported learning */
-	struct {
-		const char *type, *reason; /* static strings */
-		char msg[256];
-	} ev[DELTA_MAX_EVENTS];
-	size_t nev;
-};
-
-struct step_ctx {
-	struct lifecycle *lc;
-	struct status_delta *delta;
-	struct node *n;        /* fresh from the store */
-	struct operation *op;
-	struct bmc *bmc;
-	struct bmc_target t;
-	int64_t call_deadline; /* monotonic ms for BMC calls */
-	int64_t wait_ms;       /* STEP_WAIT / STEP_BUSY: when to look again */
-	struct bmc_observed obs; /* zeroed before each step; x.t.observed points here */
-	int bmc_answered;      /* a BMC call returned (0 or an answer other than timeout/EIO) */
-	int bmc_down;          /* a BMC call timed out or could not connect */
-	int save_on_busy;      /* STEP_BUSY that must persist the step's deadline */
-	char err[256];
-};
-
 struct step_def {
 	const char *name;
 	int persist;        /* persist the attempt and its deadline before running: steps with a
@@ -100,22 +64,6 @@ struct step_def {
 	enum step_result (*run)(struct step_ctx *x);
 };
 
-struct lifecycle {
-	struct lifecycle_config cfg;
-	struct workqueue *wq;
-	pthread_mutex_t mu;
-	struct hmap in_flight; /* node name -> (void*)1 while a step task is queued or running */
-	struct hmap retry_at;  /* node name -> int64_t* monotonic ms before which a failed
-				* phase's operation is not started again (backoff) */
-	struct hmap bmc_quiet; /* BMC key -> int64_t* monotonic ms before which the BMC is not
-				* called: it answered with Retry-After (at most BMC_QUIET_MAX) */
-	pthread_t *threads;
-	int nthreads;
-	struct hmap waiting;   /* node name -> (void*)1 while it waits for a disruption budget */
-	struct metric_family *m_ops, *m_op_dur, *m_reconcile, *m_reconcile_total, *m_phase_changes;
-	struct metric_family *m_remediations;
-};
-
 static int finish(struct lifecycle *lc, struct node *n, const struct operation *op, int write_op);
 
 struct op_task {
@@ -125,11 +73,6 @@ struct op_task {
 };
 
 /* ---------------------------------------------------------------- helpers */
-
-static int64_t now_wall(struct lifecycle *lc)
-{
-	return clock_wall_ms(lc->cfg.clock);
-}
 
 static int is_sim(const struct node *n)
 {
@@ -199,7 +142,7 @@ static int load_doc(struct lifecycle *lc, const char *prefix, const char *name, 
 	return rc;
 }
 
-static int load_node(struct lifecycle *lc, const char *name, struct node **out)
+int lifecycle_load_node(struct lifecycle *lc, const char *name, struct node **out)
 {
 	char err[256];
 	json_t *doc = NULL;
@@ -212,7 +155,7 @@ static int load_node(struct lifecycle *lc, const char *name, struct node **out)
 	return rc;
 }
 
-static int load_op(struct lifecycle *lc, const char *id, struct operation **out)
+int lifecycle_load_op(struct lifecycle *lc, const char *id, struct operation **out)
 {
 	char err[256];
 	json_t *doc = NULL;
@@ -288,9 +231,9 @@ static int commit_x(struct lifecycle *lc, struct node *n, const struct operation
 	return rc;
 }
 
-static int commit(struct lifecycle *lc, struct node *n, const struct operation *new_op,
-		  const char *ev_type, const char *ev_reason, const char *ev_msg,
-		  const struct operation *done_op)
+int lifecycle_commit(struct lifecycle *lc, struct node *n, const struct operation *new_op,
+		     const char *ev_type, const char *ev_reason, const char *ev_msg,
+		     const struct operation *done_op)
 {
 	return commit_x(lc, n, new_op, ev_type, ev_reason, ev_msg, done_op, NULL, 0, NULL);
 }
@@ -305,7 +248,7 @@ static int update_node_ev(struct lifecycle *lc, const char *name, node_mutate_fn
 {
 	for (int attempt = 0; attempt < 8; attempt++) {
 		struct node *n = NULL;
-		int rc = load_node(lc, name, &n);
+		int rc = lifecycle_load_node(lc, name, &n);
 		if (rc < 0)
 			return rc;
 		rc = mutate(n, arg);
@@ -328,7 +271,7 @@ static int update_node(struct lifecycle *lc, const char *name, node_mutate_fn mu
 	return update_node_ev(lc, name, mutate, arg, out, NULL);
 }
 
-static int save_op(struct lifecycle *lc, struct operation *op)
+int lifecycle_save_op(struct lifecycle *lc, struct operation *op)
 {
 	char key[STORE_MAX_KEY + 1];
 	snprintf(key, sizeof(key), "/operations/%s", op->id);
@@ -367,10 +310,8 @@ struct delta_arg {
 };
 
 /* Appends an event to a delta (dropped past DELTA_MAX_EVENTS: the condition still says it). */
-static void delta_event(struct status_delta *d, const char *type, const char *reason,
-			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void delta_event(struct status_delta *d, const char *type, const char *reason,
-			const char *fmt, ...)
+void lifecycle_delta_event(struct status_delta *d, const char *type, const char *reason,
+			   const char *fmt, ...)
 {
 	if (d->nev >= DELTA_MAX_EVENTS)
 		return;
@@ -406,7 +347,7 @@ static int mutate_apply_delta(struct node *n, void *arg)
 		char names[200];
 		quirk_names(learned, names, sizeof(names));
 		n->bmc_quirks |= learned;
-		delta_event(&a->evs, "Normal", "BMCQuirkLearned",
+		lifecycle_delta_event(&a->evs, "Normal", "BMCQuirkLearned",
 			    "the %s driver found it needs: %s (kept in status.bmc.quirks)",
 			    n->bmc.driver ? n->bmc.driver : "?", names);
 		changed = 1;
@@ -655,7 +596,7 @@ static enum step_result step_power_on(struct step_ctx *x)
 }
 
 /* op->params members the power steps keep (an object; created when absent). */
-static json_t *op_params(struct operation *op)
+json_t *lifecycle_op_params(struct operation *op)
 {
 	if (!json_is_object(op->params)) {
 		json_decref(op->params);
@@ -689,8 +630,8 @@ static enum send_state send_state(struct step_ctx *x)
  * (the intent could not be recorded, or the call failed). */
 static enum step_result send_once(struct step_ctx *x, enum bmc_power_action a)
 {
-	json_object_set_new(op_params(x->op), "sending", json_integer(x->op->attempt));
-	if (save_op(x->lc, x->op) < 0) { /* intent before act */
+	json_object_set_new(lifecycle_op_params(x->op), "sending", json_integer(x->op->attempt));
+	if (lifecycle_save_op(x->lc, x->op) < 0) { /* intent before act */
 		json_object_del(x->op->params, "sending");
 		snprintf(x->err, sizeof(x->err), "could not record the power %s before sending it",
 			 bmc_action_name(a));
@@ -706,14 +647,14 @@ static enum step_result send_once(struct step_ctx *x, enum bmc_power_action a)
 		if (!x->obs.maybe_acted || (rc != FP_ETIMEDOUT && rc != FP_EIO)) {
 			/* the request never left, or the BMC answered (refused): nothing done */
 			json_object_del(x->op->params, "sending");
-			save_op(x->lc, x->op);
+			lifecycle_save_op(x->lc, x->op);
 		}
 		return r;
 	}
 	bmc_ok(x);
-	json_object_set_new(op_params(x->op), "acted", json_integer(x->op->attempt));
-	json_object_set_new(op_params(x->op), "actedAt", json_integer(now_wall(x->lc)));
-	if (save_op(x->lc, x->op) < 0)
+	json_object_set_new(lifecycle_op_params(x->op), "acted", json_integer(x->op->attempt));
+	json_object_set_new(lifecycle_op_params(x->op), "actedAt", json_integer(now_wall(x->lc)));
+	if (lifecycle_save_op(x->lc, x->op) < 0)
 		log_warn("lifecycle: could not record a sent power action node=%s op=%s",
 			 x->n->name, x->op->id);
 	return STEP_DONE;
@@ -827,8 +768,8 @@ static enum step_result step_power_on_or_cycle(struct step_ctx *x)
 		if (read_power_known(x, "power status", &cur, &r) < 0)
 			return r;
 		choice = cur == BMC_POWER_OFF ? "on" : "cycle";
-		json_object_set_new(op_params(x->op), "powerChoice", json_string(choice));
-		if (save_op(x->lc, x->op) < 0) { /* intent before act */
+		json_object_set_new(lifecycle_op_params(x->op), "powerChoice", json_string(choice));
+		if (lifecycle_save_op(x->lc, x->op) < 0) { /* intent before act */
 			snprintf(x->err, sizeof(x->err), "could not record the power choice");
 			return STEP_RETRY;
 		}
@@ -887,8 +828,9 @@ static enum step_result step_check_gpu_count(struct step_ctx *x)
  * boot by id, so a late report from an earlier boot, or a report that overtakes its boot
  * callback, can never be taken for this one. After a remediation rung the boot may be the same
  * (a GPU reset keeps it): there the store's order decides, not the clock - the commit that
- * started the rung cleared status.validation (remediation_next), so any report present now was
- * recorded after the rung began, even one of the same millisecond as its end. */
+ * started the rung cleared status.validation (lifecycle_remediation_next), so any report
+ * present now was recorded after the rung began, even one of the same millisecond as its
+ * end. */
 static enum step_result step_wait_burn_in(struct step_ctx *x)
 {
 	const struct node *n = x->n;
@@ -920,133 +862,6 @@ static enum step_result step_skip_power_off(struct step_ctx *x)
 	return STEP_DONE;
 }
 
-/* gpu_reset rung, first step: asks the node's agent to reset the GPU named in
- * status.remediation.gpu, once per operation (params.requested is written before the ask).
- * Drivers with a channel to the agent (the sim) get bmc_agent_action "gpu_reset"; for the
- * others nothing is sent: a real agent sees this gpu_reset operation on its node document. */
-static enum step_result step_request_gpu_reset(struct step_ctx *x)
-{
-	if (json_is_integer(json_object_get(x->op->params, "requested")))
-		return STEP_DONE;
-	json_object_set_new(op_params(x->op), "requested", json_integer(now_wall(x->lc)));
-	if (save_op(x->lc, x->op) < 0) { /* intent before act */
-		json_object_del(x->op->params, "requested");
-		snprintf(x->err, sizeof(x->err), "could not record the GPU reset request");
-		return STEP_RETRY;
-	}
-	if (!x->bmc)
-		return STEP_DONE;
-	x->err[0] = 0;
-	int rc = bmc_agent_action(x->bmc, &x->t, "gpu_reset", x->call_deadline, x->err,
-				  sizeof(x->err));
-	if (rc == 0 || rc == FP_EUNSUPPORTED) {
-		x->err[0] = 0;
-		return STEP_DONE;
-	}
-	return STEP_FAIL; /* the agent cannot do it now (machine off, booting): next rung */
-}
-
-/* gpu_reset rung: waits for the agent's answer (lifecycle_agent_remediated writes
- * params.remediated) until the step deadline (10 min). */
-static enum step_result step_wait_agent_action(struct step_ctx *x)
-{
-	json_t *r = json_object_get(x->op->params, "remediated");
-	if (json_is_object(r)) {
-		if (json_is_true(json_object_get(r, "succeeded")))
-			return STEP_DONE;
-		const char *m = jsonx_str(r, "message");
-		snprintf(x->err, sizeof(x->err), "the node's agent reports the GPU reset failed%s%.200s",
-			 m && *m ? ": " : "", m ? m : "");
-		return STEP_FAIL;
-	}
-	x->wait_ms = x->op->step_deadline - now_wall(x->lc);
-	snprintf(x->err, sizeof(x->err), "no answer from the node's agent to the GPU reset");
-	return STEP_WAIT;
-}
-
-#define RMA_MAX_COUNTED 1000 /* health events of the node counted by code in an RMA */
-
-/* rma rung: writes /rmas/<operation id> (create-if-absent; a rerun finds it written) with the
- * evidence a vendor ticket needs: the health event documents named in status.remediation, the
- * node's health event counts by code, status.remediationHistory, inventory and conditions.
- * The RMA's name goes to params.rma; finish puts it in status.remediation.rma. */
-static enum step_result step_open_rma(struct step_ctx *x)
-{
-	const struct node *n = x->n;
-	const struct node_remediation *r = &n->remediation;
-	char key[STORE_MAX_KEY + 1], prefix[STORE_MAX_KEY + 1];
-	json_t *events = json_array(), *counts = json_object();
-	size_t nl = strlen(n->name);
-	for (size_t i = 0; i < r->nevents; i++) {
-		const char *e = r->events[i];
-		if (strncmp(e, n->name, nl) != 0 || e[nl] != '.')
-			continue; /* not this node's event */
-		snprintf(key, sizeof(key), "/healthevents/%s/%s", n->name, e + nl + 1);
-		struct store_kv kv = {0};
-		json_t *doc = NULL;
-		if (store_get(x->lc->cfg.store, key, &kv) == 0 &&
-		    jsonx_parse(kv.value, strlen(kv.value), &doc, NULL, 0) == 0)
-			json_array_append_new(events, doc);
-		store_kv_release(&kv);
-	}
-	snprintf(prefix, sizeof(prefix), "/healthevents/%s/", n->name);
-	struct store_kv *kvs = NULL;
-	size_t nkv = 0;
-	if (store_list(x->lc->cfg.store, prefix, NULL, RMA_MAX_COUNTED, &kvs, &nkv, NULL, NULL) ==
-	    0) {
-		for (size_t i = 0; i < nkv; i++) {
-			json_t *doc = NULL;
-			if (jsonx_parse(kvs[i].value, strlen(kvs[i].value), &doc, NULL, 0) < 0)
-				continue;
-			const char *code = jsonx_str(doc, "code");
-			if (code) {
-				json_t *c = json_object_get(counts, code);
-				json_object_set_new(counts, code,
-						    json_integer(c ? json_integer_value(c) + 1 : 1));
-			}
-			json_decref(doc);
-		}
-		store_kv_array_free(kvs, nkv);
-	}
-	json_t *pub = node_to_json(n, NODE_JSON_PUBLIC);
-	json_t *st = json_object_get(pub, "status");
-	json_t *hist = json_object_get(st, "remediationHistory");
-	json_t *inv = json_object_get(st, "inventory");
-	json_t *evidence = json_object();
-	json_object_set_new(evidence, "healthEvents", events);
-	json_object_set_new(evidence, "counts", counts);
-	json_object_set_new(evidence, "remediationHistory", hist ? json_incref(hist) : json_array());
-	json_object_set_new(evidence, "inventory", inv ? json_incref(inv) : json_object());
-	json_object_set(evidence, "conditions", json_object_get(st, "conditions"));
-	json_decref(pub);
-	char ts[FP_TIME_LEN];
-	fp_time_format(now_wall(x->lc), ts);
-	json_t *doc = json_pack("{s:s,s:{s:s,s:s},s:s,s:s,s:s,s:o,s:s}", "kind", "RMA", "metadata",
-				"name", x->op->id, "createdAt", ts, "node", n->name, "code",
-				r->code ? r->code : "", "reason",
-				r->reason ? r->reason : "health remediation ladder reached rma",
-				"evidence", evidence, "state", "open");
-	if (r->gpu)
-		json_object_set_new(doc, "gpu", json_string(r->gpu));
-	char *val = jsonx_dumps(doc);
-	json_decref(doc);
-	snprintf(key, sizeof(key), "/rmas/%s", x->op->id);
-	int rc = store_put(x->lc->cfg.store, key, val, STORE_ABSENT, NULL);
-	free(val);
-	if (rc < 0 && rc != FP_EEXIST) {
-		snprintf(x->err, sizeof(x->err), "could not write RMA %s: %s", x->op->id,
-			 fp_err_msg(rc));
-		return STEP_RETRY;
-	}
-	json_object_set_new(op_params(x->op), "rma", json_string(x->op->id));
-	if (save_op(x->lc, x->op) < 0) {
-		snprintf(x->err, sizeof(x->err), "could not record RMA %s on the operation",
-			 x->op->id);
-		return STEP_RETRY;
-	}
-	return STEP_DONE;
-}
-
 static enum step_result step_workload_drained(struct step_ctx *x)
 {
 	/* No scheduler integration yet: a node carries no work fleetplane must wait for. */
@@ -1069,9 +884,9 @@ static const struct step_def steps[] = {
 	{"wait_burn_in", 1, 0, 30 * MIN, 1, step_wait_burn_in},
 	{"workload_drained", 1, 0, 4 * HOUR, 1, step_workload_drained},
 	{"skip_power_off", 0, 0, 1 * MIN, 1, step_skip_power_off},
-	{"request_gpu_reset", 1, 0, 2 * MIN, 3, step_request_gpu_reset},
-	{"wait_agent_action", 1, 0, 10 * MIN, 1, step_wait_agent_action},
-	{"open_rma", 1, 0, 2 * MIN, 5, step_open_rma},
+	{"request_gpu_reset", 1, 0, 2 * MIN, 3, lifecycle_step_request_gpu_reset},
+	{"wait_agent_action", 1, 0, 10 * MIN, 1, lifecycle_step_wait_agent_action},
+	{"open_rma", 1, 0, 2 * MIN, 5, lifecycle_step_open_rma},
 };
 
 static const struct step_def *step_lookup(const char *name)
@@ -1187,14 +1002,14 @@ static void breaker_after(struct lifecycle *lc, struct step_ctx *x, const char *
 	int t = breaker_report(lc->cfg.breaker, key, x->bmc_answered);
 	if (t == BREAKER_T_OPENED) {
 		set_condition(x, "BMCReachable", COND_FALSE, "CircuitOpen", CIRCUIT_MSG);
-		delta_event(x->delta, "Warning", "BMCUnreachable",
+		lifecycle_delta_event(x->delta, "Warning", "BMCUnreachable",
 			    "BMC %s: circuit open after repeated timeouts or connection failures "
 			    "(last: %.120s); calls paused until a probe answers",
 			    key, x->err);
 		log_warn("lifecycle: BMC circuit open node=%s bmc=%s", x->n->name, key);
 	} else if (t == BREAKER_T_CLOSED) {
 		set_condition(x, "BMCReachable", COND_TRUE, "Answered", "BMC answered");
-		delta_event(x->delta, "Normal", "BMCReachable",
+		lifecycle_delta_event(x->delta, "Normal", "BMCReachable",
 			    "BMC %s answers again; circuit closed", key);
 		log_info("lifecycle: BMC circuit closed node=%s bmc=%s", x->n->name, key);
 	}
@@ -1269,11 +1084,11 @@ static void run_op_task(void *arg)
 	 * written before acting), and sent the cycle again. The node is the informer's copy:
 	 * every node write below is a compare-and-swap on its resourceVersion, so a copy that
 	 * lags the store only costs a conflict and a re-queue. */
-	int rc = load_op(lc, t->op_id, &op);
+	int rc = lifecycle_load_op(lc, t->op_id, &op);
 	if (rc == 0) {
 		n = cache_node_get(lc->cfg.cache, t->node);
 		if (!n)
-			rc = load_node(lc, t->node, &n);
+			rc = lifecycle_load_node(lc, t->node, &n);
 	}
 	if (rc == 0 && op_state_terminal(op->state))
 		requeue_after = 5; /* ended: look again once the informer has caught up */
@@ -1290,7 +1105,7 @@ static void run_op_task(void *arg)
 			free(op->last_error);
 			op->last_error = xasprintf("unknown step %s", op->steps[op->step]);
 			op->finished_at = now;
-			save_op(lc, op);
+			lifecycle_save_op(lc, op);
 			finish_metrics(lc, op);
 			break;
 		}
@@ -1307,7 +1122,7 @@ static void run_op_task(void *arg)
 		/* Intent before side effect: the attempt is durable before the BMC is touched, and a
 		 * wait's deadline is durable before it starts waiting. */
 		if (dirty && def->persist) {
-			if ((rc = save_op(lc, op)) < 0)
+			if ((rc = lifecycle_save_op(lc, op)) < 0)
 				goto out;
 		}
 		struct step_ctx x = {.lc = lc, .delta = &delta, .n = n, .op = op};
@@ -1420,7 +1235,7 @@ static void run_op_task(void *arg)
 			 * steps that follow need no write of their own. */
 			const struct step_def *next = step_lookup(op->steps[op->step]);
 			if (!next || !next->persist) {
-				if ((rc = save_op(lc, op)) < 0)
+				if ((rc = lifecycle_save_op(lc, op)) < 0)
 					goto out;
 			}
 			continue;
@@ -1434,7 +1249,7 @@ static void run_op_task(void *arg)
 				/* A wait the BMC or the breaker imposes keeps the step's deadline
 				 * (read-only steps are not persisted otherwise). */
 				if (x.save_on_busy && (changed || (dirty && !def->persist)))
-					save_op(lc, op);
+					lifecycle_save_op(lc, op);
 			}
 			break;
 		}
@@ -1444,7 +1259,7 @@ static void run_op_task(void *arg)
 					   x.err[0] ? x.err : "failed");
 		if (r == STEP_RETRY && op->attempt < def->max_attempts) {
 			op->step_deadline = 0;
-			save_op(lc, op);
+			lifecycle_save_op(lc, op);
 			/* Back off before the next attempt: 1 s, 2 s, 4 s ... (scaled). */
 			requeue_after = scale(lc, n, SEC << (op->attempt - 1));
 			if (requeue_after < 1)
@@ -1502,7 +1317,7 @@ static void submit_step(struct lifecycle *lc, const struct node *n)
 /* ---------------------------------------------------------------- reconcile */
 
 /* Takes the first queued operation id off n's queue (caller owns it), or NULL. */
-static char *queue_pop(struct node *n)
+char *lifecycle_queue_pop(struct node *n)
 {
 	if (!n->nqueued)
 		return NULL;
@@ -1522,7 +1337,7 @@ static size_t queue_cancel(struct lifecycle *lc, struct node *n, const char *why
 	size_t k = 0;
 	for (size_t i = 0; i < n->nqueued; i++) {
 		struct operation *q = NULL;
-		if (load_op(lc, n->queued_ops[i], &q) == 0 && !op_state_terminal(q->state) &&
+		if (lifecycle_load_op(lc, n->queued_ops[i], &q) == 0 && !op_state_terminal(q->state) &&
 		    kept && !*kept && q->kind && strcmp(q->kind, "retire") == 0) {
 			*kept = n->queued_ops[i];
 			operation_free(q);
@@ -1547,14 +1362,12 @@ static size_t queue_cancel(struct lifecycle *lc, struct node *n, const char *why
  * operation is the first queued one (an operation requested through the API waits for the one
  * in flight and goes before the phase's own: a transient phase starts its operation again when
  * the queued one has ended), else a new op_kind if given. Entering retiring cancels the queue.
- * Returns the store result. */
-static void wake_waiting(struct lifecycle *lc);
-
-/* transition with extra events (d, may be NULL) in the same write and parameters (params,
- * borrowed, may be NULL) for the new operation. */
-static int transition_x(struct lifecycle *lc, struct node *n, enum node_phase to,
-			const char *op_kind, const char *why, const struct operation *done_op,
-			const struct status_delta *d, const json_t *params)
+ * Returns the store result. lifecycle_transition_x is lifecycle_transition with extra events
+ * (d, may be NULL) in the same write and parameters (params, borrowed, may be NULL) for the new
+ * operation. */
+int lifecycle_transition_x(struct lifecycle *lc, struct node *n, enum node_phase to,
+			   const char *op_kind, const char *why, const struct operation *done_op,
+			   const struct status_delta *d, const json_t *params)
 {
 	char err[160], msg[512];
 	enum node_phase from = n->phase;
@@ -1569,7 +1382,7 @@ static int transition_x(struct lifecycle *lc, struct node *n, enum node_phase to
 		ncancel = queue_cancel(lc, n, "the node is retiring", cancel,
 				       to == PHASE_RETIRING ? &queued : NULL);
 	else
-		queued = queue_pop(n);
+		queued = lifecycle_queue_pop(n);
 	struct operation *op = op_kind && !queued ? op_make(lc, n, op_kind, why) : NULL;
 	if (op && params)
 		op->params = json_deep_copy(params);
@@ -1606,7 +1419,7 @@ static int transition_x(struct lifecycle *lc, struct node *n, enum node_phase to
 	if (rc == 0 && from != to)
 		metric_add(lc->m_phase_changes, (const char *[]){pn}, 1);
 	if (rc == 0 && from != to && (to == PHASE_AVAILABLE || to == PHASE_RETIRED))
-		wake_waiting(lc); /* a node back in service (or gone) frees budget */
+		lifecycle_wake_waiting(lc); /* a node back in service (or gone) frees budget */
 	operation_free(op);
 	free(queued);
 	for (size_t i = 0; i < ncancel; i++)
@@ -1614,207 +1427,12 @@ static int transition_x(struct lifecycle *lc, struct node *n, enum node_phase to
 	return rc;
 }
 
-static int transition(struct lifecycle *lc, struct node *n, enum node_phase to,
-		      const char *op_kind, const char *why, const struct operation *done_op)
+int lifecycle_transition(struct lifecycle *lc, struct node *n, enum node_phase to,
+			 const char *op_kind, const char *why, const struct operation *done_op)
 {
-	return transition_x(lc, n, to, op_kind, why, done_op, NULL, NULL);
+	return lifecycle_transition_x(lc, n, to, op_kind, why, done_op, NULL, NULL);
 }
 
-/* ---------------------------------------------------------------- budgets and remediation */
-
-#define BUDGET_RETRY (2 * SEC)
-
-static void wake_waiting(struct lifecycle *lc)
-{
-	pthread_mutex_lock(&lc->mu);
-	for (struct hmap_iter it = hmap_iter_start(&lc->waiting); hmap_iter_next(&it);)
-		workqueue_add(lc->wq, it.e->key);
-	pthread_mutex_unlock(&lc->mu);
-}
-
-/* Asks the budget service whether n may be disrupted now. 1: admitted (the DisruptionAllowed
- * condition is removed from n, to be written by the caller's transition). 0: refused - n gets
- * DisruptionAllowed False/BudgetExhausted with the reason, an event DisruptionBudgetExhausted
- * when it starts waiting (not on every retry), is written (with done_op, if any) when that
- * changed anything, and is looked at again in BUDGET_RETRY or when a node returns to
- * service. *rc receives the store result of that write. */
-static int budget_gate(struct lifecycle *lc, struct node *n, const struct operation *done_op,
-		       int *rc)
-{
-	char why[512] = "";
-	*rc = 0;
-	if (!lc->cfg.budget || budget_admit(lc->cfg.budget, n, why, sizeof(why))) {
-		node_condition_remove(n, "DisruptionAllowed");
-		pthread_mutex_lock(&lc->mu);
-		hmap_remove(&lc->waiting, n->name);
-		pthread_mutex_unlock(&lc->mu);
-		return 1;
-	}
-	const struct node_condition *c = node_condition_get(n, "DisruptionAllowed");
-	int starts = !c || c->status != COND_FALSE;
-	int changed = node_condition_set(n, "DisruptionAllowed", COND_FALSE, "BudgetExhausted", why,
-					 now_wall(lc));
-	pthread_mutex_lock(&lc->mu);
-	if (!hmap_get(&lc->waiting, n->name))
-		hmap_put(&lc->waiting, n->name, (void *)1);
-	pthread_mutex_unlock(&lc->mu);
-	if (changed || done_op) {
-		char msg[600];
-		snprintf(msg, sizeof(msg), "waiting for a disruption budget: %s", why);
-		*rc = commit(lc, n, NULL, "Warning", starts ? "DisruptionBudgetExhausted" : NULL, msg,
-			     done_op);
-		if (*rc == 0 && starts)
-			log_info("lifecycle: waiting for a disruption budget node=%s why=\"%s\"",
-				 n->name, why);
-	}
-	workqueue_add_after(lc->wq, n->name, BUDGET_RETRY);
-	return 0;
-}
-
-static void remediation_metric(struct lifecycle *lc, enum remediation_rung r, const char *result)
-{
-	metric_add(lc->m_remediations, (const char *[]){remediation_rung_name(r), result}, 1);
-}
-
-/* "reboot, reimage, rma" */
-static void ladder_names(const struct node_remediation *r, char *out, size_t len)
-{
-	size_t w = 0;
-	out[0] = 0;
-	for (size_t i = 0; i < r->nladder && w < len; i++) {
-		int k = snprintf(out + w, len - w, "%s%s", i ? ", " : "",
-				 remediation_rung_name(r->ladder[i]));
-		if (k < 0)
-			break;
-		w += (size_t)k;
-	}
-}
-
-/* The current rung failed (its operation, or the validation after it): the next one is
- * chosen by the repairing phase's reconcile. Records why on condition Remediation. */
-static void rung_failed(struct lifecycle *lc, struct node *n, const char *err)
-{
-	struct node_remediation *r = &n->remediation;
-	enum remediation_rung cur = r->ladder[r->rung < r->nladder ? r->rung : r->nladder - 1];
-	char msg[600];
-	snprintf(msg, sizeof(msg), "rung %s failed: %.500s", remediation_rung_name(cur), err);
-	node_condition_set(n, "Remediation", COND_FALSE, "RungFailed", msg, now_wall(lc));
-	remediation_metric(lc, cur, "failed");
-	if (r->rung < r->nladder)
-		r->rung++;
-}
-
-/* A repairing node with status.remediation and no operation: start the current rung when the
- * budget admits it, or - the ladder exhausted - go to failed (Remediation False/
- * LadderExhausted, a Warning event naming the rungs tried and the last error). */
-static int remediation_next(struct lifecycle *lc, struct node *n)
-{
-	struct node_remediation *r = &n->remediation;
-	int64_t now = now_wall(lc);
-	char rungs[64], why[900];
-	ladder_names(r, rungs, sizeof(rungs));
-	if (r->rung >= r->nladder) {
-		const struct node_condition *c = node_condition_get(n, "Remediation");
-		snprintf(why, sizeof(why),
-			 "remediation of %s%s%s exhausted its ladder (tried %s); last error: %.500s",
-			 r->code ? r->code : "?", r->gpu ? " on GPU " : "", r->gpu ? r->gpu : "",
-			 rungs, c && c->message ? c->message : "none recorded");
-		node_remediation_history_append(n, r->code, r->gpu, r->ladder[r->nladder - 1],
-						"failed", now);
-		node_condition_set(n, "Remediation", COND_FALSE, "LadderExhausted", why, now);
-		node_remediation_release(r);
-		return transition(lc, n, PHASE_FAILED, NULL, why, NULL);
-	}
-	int rc = 0;
-	if (!budget_gate(lc, n, NULL, &rc))
-		return rc;
-	enum remediation_rung cur = r->ladder[r->rung];
-	r->attempts++;
-	/* The burn-in report of an earlier validation must not end this rung's one: cleared in
-	 * the commit that starts the rung, so a report recorded after it (the agent's burn-in
-	 * after the GPU reset or boot, even in the same millisecond as the rung's end, even
-	 * before the node enters validating) is the new one. */
-	n->validated_at = 0;
-	n->validation_passed = 0;
-	free(n->validation_boot_id);
-	n->validation_boot_id = NULL;
-	snprintf(why, sizeof(why), "remediation of %s%s%s: rung %s (%zu of %zu: %s)",
-		 r->code ? r->code : "?", r->gpu ? " on GPU " : "", r->gpu ? r->gpu : "",
-		 remediation_rung_name(cur), r->rung + 1, r->nladder, rungs);
-	node_condition_set(n, "Remediation", COND_UNKNOWN, "InProgress", why, now);
-	return transition(lc, n, PHASE_REPAIRING, remediation_rung_name(cur), why, NULL);
-}
-
-/* A rung's operation ended. ok, not rma: validating, where the burn-in report must be one
- * recorded after the rung began (remediation_next cleared the old one). rma ok: failed with
- * the RMA named. Failed: the next rung (reconcile). */
-static int finish_rung(struct lifecycle *lc, struct node *n, const struct operation *op,
-		       const struct operation *w, enum remediation_rung rr, const char *why)
-{
-	struct node_remediation *r = &n->remediation;
-	int64_t now = now_wall(lc);
-	if (op->state == OP_SUCCEEDED && rr == RUNG_RMA) {
-		const char *id = jsonx_str(op->params, "rma");
-		char msg[700];
-		snprintf(msg, sizeof(msg), "RMA %s opened%s%.500s", id ? id : op->id,
-			 r->reason ? ": " : "", r->reason ? r->reason : "");
-		free(r->rma);
-		r->rma = xstrdup(id ? id : op->id);
-		node_remediation_history_append(n, r->code, r->gpu, RUNG_RMA, "rma", now);
-		node_condition_set(n, "Remediation", COND_FALSE, "RMAOpened", msg, now);
-		remediation_metric(lc, RUNG_RMA, "succeeded");
-		char reason[128];
-		snprintf(reason, sizeof(reason), "RMA %s opened", r->rma);
-		return transition(lc, n, PHASE_FAILED, NULL, reason, w);
-	}
-	if (op->state == OP_SUCCEEDED) /* status.validation was cleared when the rung began */
-		return transition(lc, n, PHASE_VALIDATING, "validate", why, w);
-	rung_failed(lc, n, op->last_error ? op->last_error : op_state_name(op->state));
-	free(n->operation);
-	n->operation = queue_pop(n);
-	char msg[700];
-	snprintf(msg, sizeof(msg), "remediation rung %s: %s; %s", op->kind, why,
-		 r->rung < r->nladder ? "next rung when the budget allows" : "ladder exhausted");
-	return commit(lc, n, NULL, "Warning", "RemediationRungFailed", msg, w);
-}
-
-/* The validation after a rung ended. Passed: available, and in the same write the `health`
- * hold released, status.remediation cleared, the history appended, GPUHealthy True. Failed:
- * back to repairing for the next rung. */
-static int finish_remediation_validate(struct lifecycle *lc, struct node *n,
-				       const struct operation *op, const struct operation *w,
-				       const char *why)
-{
-	struct node_remediation *r = &n->remediation;
-	int64_t now = now_wall(lc);
-	if (op->state != OP_SUCCEEDED) {
-		char err[500];
-		snprintf(err, sizeof(err), "validation failed: %.450s",
-			 op->last_error ? op->last_error : op_state_name(op->state));
-		rung_failed(lc, n, err);
-		return transition(lc, n, PHASE_REPAIRING, NULL, why, w);
-	}
-	enum remediation_rung cur = r->ladder[r->rung < r->nladder ? r->rung : r->nladder - 1];
-	struct status_delta d = {0};
-	delta_event(&d, "Normal", "RemediationSucceeded",
-		    "remediation of %.64s%s%.64s succeeded with rung %s after %d rung%s; health "
-		    "hold released",
-		    r->code ? r->code : "?", r->gpu ? " on GPU " : "", r->gpu ? r->gpu : "",
-		    remediation_rung_name(cur), r->attempts, r->attempts == 1 ? "" : "s");
-	char msg[300];
-	snprintf(msg, sizeof(msg), "remediation of %.64s succeeded (rung %s, validated)",
-		 r->code ? r->code : "?", remediation_rung_name(cur));
-	node_remediation_history_append(n, r->code, r->gpu, cur, "succeeded", now);
-	node_hold_release(n, "health"); /* FP_ENOTFOUND: someone already released it */
-	node_condition_set(n, "GPUHealthy", COND_TRUE, "Remediated", msg, now);
-	node_condition_remove(n, "Remediation");
-	remediation_metric(lc, cur, "succeeded");
-	node_remediation_release(r);
-	return transition_x(lc, n, PHASE_AVAILABLE, NULL, why, w, &d, NULL);
-}
-
-/* A power operation ended: the node stays in its phase; the next queued operation starts, or
- * none (a transient phase then starts its own operation again). */
 static int finish_power(struct lifecycle *lc, struct node *n, const struct operation *op,
 			const struct operation *w)
 {
@@ -1825,14 +1443,14 @@ static int finish_power(struct lifecycle *lc, struct node *n, const struct opera
 		 action ? action : "?", op->actor ? op->actor : "?", op->id,
 		 op_state_name(op->state), op->last_error && !ok ? ": " : "",
 		 op->last_error && !ok ? op->last_error : "");
-	char *queued = queue_pop(n);
+	char *queued = lifecycle_queue_pop(n);
 	if (queued) {
 		size_t l = strlen(msg);
 		snprintf(msg + l, sizeof(msg) - l, "; started queued operation %s", queued);
 	}
 	free(n->operation);
 	n->operation = queued;
-	return commit(lc, n, NULL, ok ? "Normal" : "Warning",
+	return lifecycle_commit(lc, n, NULL, ok ? "Normal" : "Warning",
 		      ok ? "PowerSucceeded" : "PowerFailed", msg, w);
 }
 
@@ -1848,44 +1466,44 @@ static int finish(struct lifecycle *lc, struct node *n, const struct operation *
 		 op->last_error ? ": " : "", op->last_error ? op->last_error : "");
 	const char *k = op->kind;
 	if (n->retire && n->phase != PHASE_RETIRING && n->phase != PHASE_RETIRED)
-		return transition(lc, n, PHASE_RETIRING, "retire", "retire requested", w);
+		return lifecycle_transition(lc, n, PHASE_RETIRING, "retire", "retire requested", w);
 	if (strcmp(k, "power") == 0)
 		return finish_power(lc, n, op, w);
 	if (strcmp(k, "inspect") == 0 && ok)
-		return transition(lc, n, PHASE_PROVISIONING, "provision", why, w);
+		return lifecycle_transition(lc, n, PHASE_PROVISIONING, "provision", why, w);
 	if (strcmp(k, "provision") == 0 && ok)
-		return transition(lc, n, PHASE_VALIDATING, "validate", why, w);
+		return lifecycle_transition(lc, n, PHASE_VALIDATING, "validate", why, w);
 	enum remediation_rung rr;
 	if (remediation_rung_parse(k, &rr) == 0 && n->remediation.active &&
 	    n->phase == PHASE_REPAIRING)
-		return finish_rung(lc, n, op, w, rr, why);
+		return lifecycle_finish_rung(lc, n, op, w, rr, why);
 	if (strcmp(k, "validate") == 0 && n->remediation.active && n->remediation.attempts > 0)
-		return finish_remediation_validate(lc, n, op, w, why);
+		return lifecycle_finish_remediation_validate(lc, n, op, w, why);
 	if (strcmp(k, "validate") == 0)
-		return ok ? transition(lc, n, PHASE_AVAILABLE, NULL, why, w)
-			  : transition(lc, n, PHASE_REPAIRING, "repair", why, w);
+		return ok ? lifecycle_transition(lc, n, PHASE_AVAILABLE, NULL, why, w)
+			  : lifecycle_transition(lc, n, PHASE_REPAIRING, "repair", why, w);
 	if (strcmp(k, "repair") == 0)
-		return ok ? transition(lc, n, PHASE_VALIDATING, "validate", why, w)
-			  : transition(lc, n, PHASE_FAILED, NULL, why, w);
+		return ok ? lifecycle_transition(lc, n, PHASE_VALIDATING, "validate", why, w)
+			  : lifecycle_transition(lc, n, PHASE_FAILED, NULL, why, w);
 	if (strcmp(k, "drain") == 0 && ok)
-		/* a health remediation climbs its ladder from repairing (remediation_next);
+		/* a health remediation climbs its ladder from repairing (lifecycle_remediation_next);
 		 * anything else (an operator's drain) rests in maintenance */
-		return transition(lc, n,
+		return lifecycle_transition(lc, n,
 				  n->remediation.active && !n->remediation.rma ? PHASE_REPAIRING
 									       : PHASE_MAINTENANCE,
 				  NULL, why, w);
 	if (strcmp(k, "retire") == 0 && ok)
-		return transition(lc, n, PHASE_RETIRED, NULL, why, w);
+		return lifecycle_transition(lc, n, PHASE_RETIRED, NULL, why, w);
 	/* Failed or cancelled onboarding/drain/retire: clear the operation (a queued one starts
 	 * instead) and try again after a per-node backoff (the cache's notification of this very
 	 * write must not restart it at once); the phase deadline makes a stuck node visible. */
 	free(n->operation);
-	n->operation = queue_pop(n);
+	n->operation = lifecycle_queue_pop(n);
 	if (n->operation) {
 		size_t l = strlen(why);
 		snprintf(why + l, sizeof(why) - l, "; started queued operation %s", n->operation);
 	}
-	int rc = commit(lc, n, NULL, "Warning", "OperationFailed", why, w);
+	int rc = lifecycle_commit(lc, n, NULL, "Warning", "OperationFailed", why, w);
 	if (rc == 0) {
 		int64_t delay = workqueue_add_rate_limited(lc->wq, n->name);
 		if (delay < 0)
@@ -1927,7 +1545,7 @@ static void check_deadline(struct lifecycle *lc, struct node *n, const struct op
 		 op && op->last_error ? op->last_error : "");
 	node_condition_set(n, "PhaseDeadlineExceeded", COND_TRUE, "PhaseDeadlineExceeded", msg,
 			   now);
-	if (commit(lc, n, NULL, "Warning", "PhaseDeadlineExceeded", msg, NULL) == 0)
+	if (lifecycle_commit(lc, n, NULL, "Warning", "PhaseDeadlineExceeded", msg, NULL) == 0)
 		log_warn("lifecycle: phase deadline exceeded node=%s phase=%s", n->name,
 			 node_phase_name(n->phase));
 }
@@ -1982,12 +1600,12 @@ static int reconcile(struct lifecycle *lc, const char *name)
 		struct operation *op = cache_operation_get(lc->cfg.cache, n->operation);
 		if (!op) {
 			/* Not in the cache yet (just created) or lost: read the store. */
-			if (load_op(lc, n->operation, &op) == FP_ENOTFOUND) {
+			if (lifecycle_load_op(lc, n->operation, &op) == FP_ENOTFOUND) {
 				log_warn("lifecycle: node points at a missing operation node=%s op=%s",
 					 n->name, n->operation);
 				free(n->operation);
-				n->operation = queue_pop(n);
-				rc = commit(lc, n, NULL, "Warning", "OperationLost",
+				n->operation = lifecycle_queue_pop(n);
+				rc = lifecycle_commit(lc, n, NULL, "Warning", "OperationLost",
 					    "the node's operation document is missing; restarting "
 					    "the phase",
 					    NULL);
@@ -2002,7 +1620,7 @@ static int reconcile(struct lifecycle *lc, const char *name)
 			    (op->state == OP_PENDING || only_waiting(lc, n, op))) {
 				op->state = OP_CANCELLED;
 				op->finished_at = now_wall(lc);
-				save_op(lc, op);
+				lifecycle_save_op(lc, op);
 			} else {
 				check_deadline(lc, n, op);
 				submit_step(lc, n);
@@ -2014,7 +1632,7 @@ static int reconcile(struct lifecycle *lc, const char *name)
 	}
 	check_deadline(lc, n, NULL);
 	if (n->retire && n->phase != PHASE_RETIRING && n->phase != PHASE_RETIRED) {
-		rc = transition(lc, n, PHASE_RETIRING, "retire", "retire requested", NULL);
+		rc = lifecycle_transition(lc, n, PHASE_RETIRING, "retire", "retire requested", NULL);
 		node_free(n);
 		return rc;
 	}
@@ -2036,16 +1654,16 @@ static int reconcile(struct lifecycle *lc, const char *name)
 	}
 	switch (n->phase) {
 	case PHASE_ENROLLED:
-		rc = transition(lc, n, PHASE_INSPECTING, "inspect", "enrolled", NULL);
+		rc = lifecycle_transition(lc, n, PHASE_INSPECTING, "inspect", "enrolled", NULL);
 		break;
 	case PHASE_INSPECTING:
-		rc = transition(lc, n, PHASE_INSPECTING, "inspect", "retrying inspection", NULL);
+		rc = lifecycle_transition(lc, n, PHASE_INSPECTING, "inspect", "retrying inspection", NULL);
 		break;
 	case PHASE_PROVISIONING:
-		rc = transition(lc, n, PHASE_PROVISIONING, "provision", "retrying provisioning", NULL);
+		rc = lifecycle_transition(lc, n, PHASE_PROVISIONING, "provision", "retrying provisioning", NULL);
 		break;
 	case PHASE_VALIDATING:
-		rc = transition(lc, n, PHASE_VALIDATING, "validate", "retrying validation", NULL);
+		rc = lifecycle_transition(lc, n, PHASE_VALIDATING, "validate", "retrying validation", NULL);
 		break;
 	case PHASE_AVAILABLE:
 	case PHASE_IN_SERVICE:
@@ -2054,12 +1672,12 @@ static int reconcile(struct lifecycle *lc, const char *name)
 			snprintf(why, sizeof(why), "hold by %s: %s", n->holds[0].owner,
 				 n->holds[0].reason);
 			/* the hold is in place already; taking the work off waits for budget */
-			if (budget_gate(lc, n, NULL, &rc))
-				rc = transition(lc, n, PHASE_DRAINING, "drain", why, NULL);
+			if (lifecycle_budget_gate(lc, n, NULL, &rc))
+				rc = lifecycle_transition(lc, n, PHASE_DRAINING, "drain", why, NULL);
 		}
 		break;
 	case PHASE_DRAINING:
-		rc = transition(lc, n, PHASE_DRAINING, "drain", "retrying drain", NULL);
+		rc = lifecycle_transition(lc, n, PHASE_DRAINING, "drain", "retrying drain", NULL);
 		break;
 	case PHASE_MAINTENANCE: {
 		/* A machine powered off in maintenance does not come back as schedulable: it
@@ -2067,18 +1685,18 @@ static int reconcile(struct lifecycle *lc, const char *name)
 		 * this node again). */
 		const struct node_condition *pw = node_condition_get(n, "PoweredOn");
 		if (!n->nholds && !(pw && pw->status == COND_FALSE))
-			rc = transition(lc, n, PHASE_AVAILABLE, NULL,
+			rc = lifecycle_transition(lc, n, PHASE_AVAILABLE, NULL,
 					"resumed: no holds remain and nothing changed", NULL);
 		break;
 	}
 	case PHASE_REPAIRING:
 		if (n->remediation.active && !n->remediation.rma)
-			rc = remediation_next(lc, n);
+			rc = lifecycle_remediation_next(lc, n);
 		else
-			rc = transition(lc, n, PHASE_REPAIRING, "repair", "retrying repair", NULL);
+			rc = lifecycle_transition(lc, n, PHASE_REPAIRING, "repair", "retrying repair", NULL);
 		break;
 	case PHASE_RETIRING:
-		rc = transition(lc, n, PHASE_RETIRING, "retire", "retrying retire", NULL);
+		rc = lifecycle_transition(lc, n, PHASE_RETIRING, "retire", "retrying retire", NULL);
 		break;
 	default:
 		break;
@@ -2209,73 +1827,6 @@ void lifecycle_agent_validated(struct lifecycle *lc, const char *node, const cha
 			       int passed)
 {
 	submit_report(lc, node, 2, boot_id, passed);
-}
-
-struct remediated {
-	struct lifecycle *lc;
-	char *node;
-	char *op_id; /* or NULL: the node's current operation */
-	int succeeded;
-	char *message;
-};
-
-static void remediated_task(void *arg)
-{
-	struct remediated *r = arg;
-	struct lifecycle *lc = r->lc;
-	for (int attempt = 0; attempt < 8; attempt++) {
-		struct operation *op = NULL;
-		const char *id = r->op_id;
-		struct node *n = NULL;
-		if (!id && load_node(lc, r->node, &n) == 0)
-			id = n->operation;
-		int rc = id ? load_op(lc, id, &op) : FP_ENOTFOUND;
-		node_free(n);
-		if (rc < 0 || strcmp(op->node, r->node) != 0 || strcmp(op->kind, "gpu_reset") != 0 ||
-		    op_state_terminal(op->state) || json_object_get(op->params, "remediated")) {
-			log_info("lifecycle: agent action answer ignored (no running gpu_reset "
-				 "operation waiting for it) node=%s",
-				 r->node);
-			operation_free(op);
-			break;
-		}
-		json_object_set_new(op_params(op), "remediated",
-				    json_pack("{s:b,s:s,s:I}", "succeeded", r->succeeded, "message",
-					      r->message, "at", (json_int_t)now_wall(lc)));
-		rc = save_op(lc, op);
-		operation_free(op);
-		if (rc == 0) {
-			workqueue_add(lc->wq, r->node);
-			break;
-		}
-		if (rc != FP_ECONFLICT) {
-			log_warn("lifecycle: could not record agent action answer node=%s rc=%s",
-				 r->node, fp_err_name(rc));
-			break;
-		}
-	}
-	free(r->node);
-	free(r->op_id);
-	free(r->message);
-	free(r);
-}
-
-void lifecycle_agent_remediated(struct lifecycle *lc, const char *node, const char *op_id,
-				int succeeded, const char *message)
-{
-	struct remediated *r = xcalloc(1, sizeof(*r));
-	r->lc = lc;
-	r->node = xstrdup(node);
-	r->op_id = op_id ? xstrdup(op_id) : NULL;
-	r->succeeded = succeeded;
-	r->message = xstrndup(message ? message : "", 512);
-	struct fp_executor *e = lc->cfg.report_exec ? lc->cfg.report_exec : lc->cfg.exec;
-	if (executor_submit(e, remediated_task, r) < 0) {
-		free(r->node);
-		free(r->op_id);
-		free(r->message);
-		free(r);
-	}
 }
 
 /* ---------------------------------------------------------------- lifecycle */

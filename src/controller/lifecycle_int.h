@@ -1,0 +1,129 @@
+/* lifecycle_int.h - private interface between the two halves of the lifecycle controller:
+ * lifecycle.c (reconcile, phase transitions, the node's operation queue, the step runtime on
+ * the executor) and lifecycle_remediation.c (the health remediation ladder: the rung steps
+ * request_gpu_reset, wait_agent_action and open_rma, disruption budget gating, the choice of
+ * the next rung, the end of a rung and of its validation, the agent's answer to a GPU reset).
+ * Nothing outside src/controller/lifecycle*.c includes it; the public interface is
+ * lifecycle.h. Each function's full comment is at its definition. */
+#ifndef FP_CONTROLLER_LIFECYCLE_INT_H
+#define FP_CONTROLLER_LIFECYCLE_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "base/hmap.h"
+#include "base/metrics.h"
+#include "controller/lifecycle.h"
+#include "core/model.h"
+
+#define SEC 1000LL
+#define MIN (60 * SEC)
+#define HOUR (60 * MIN)
+
+enum step_result { STEP_DONE, STEP_WAIT, STEP_RETRY, STEP_FAIL, STEP_BUSY };
+
+#define DELTA_MAX_EVENTS 4
+
+/* Status observations a task's steps made (conditions, inventory, learned BMC quirks, breaker
+ * transitions); written to the node in one update, with their events, when the task ends
+ * instead of one write per observation. */
+struct status_delta {
+	const char *types[8]; /* condition types touched; static strings */
+	size_t ntypes;
+	int inventory;
+	unsigned quirks;      /* BMC_QUIRK_* a driver reported learning */
+	struct {
+		const char *type, *reason; /* static strings */
+		char msg[256];
+	} ev[DELTA_MAX_EVENTS];
+	size_t nev;
+};
+
+struct step_ctx {
+	struct lifecycle *lc;
+	struct status_delta *delta;
+	struct node *n;        /* fresh from the store */
+	struct operation *op;
+	struct bmc *bmc;
+	struct bmc_target t;
+	int64_t call_deadline; /* monotonic ms for BMC calls */
+	int64_t wait_ms;       /* STEP_WAIT / STEP_BUSY: when to look again */
+	struct bmc_observed obs; /* zeroed before each step; x.t.observed points here */
+	int bmc_answered;      /* a BMC call returned (0 or an answer other than timeout/EIO) */
+	int bmc_down;          /* a BMC call timed out or could not connect */
+	int save_on_busy;      /* STEP_BUSY that must persist the step's deadline */
+	char err[256];
+};
+
+struct lifecycle {
+	struct lifecycle_config cfg;
+	struct workqueue *wq;
+	pthread_mutex_t mu;
+	struct hmap in_flight; /* node name -> (void*)1 while a step task is queued or running */
+	struct hmap retry_at;  /* node name -> int64_t* monotonic ms before which a failed
+				* phase's operation is not started again (backoff) */
+	struct hmap bmc_quiet; /* BMC key -> int64_t* monotonic ms before which the BMC is not
+				* called: it answered with Retry-After (at most BMC_QUIET_MAX) */
+	pthread_t *threads;
+	int nthreads;
+	struct hmap waiting;   /* node name -> (void*)1 while it waits for a disruption budget */
+	struct metric_family *m_ops, *m_op_dur, *m_reconcile, *m_reconcile_total, *m_phase_changes;
+	struct metric_family *m_remediations;
+};
+
+/* Wall-clock ms from the controller's clock (virtual in tests). */
+static inline int64_t now_wall(struct lifecycle *lc)
+{
+	return clock_wall_ms(lc->cfg.clock);
+}
+
+/* ---- lifecycle.c */
+
+/* Node and operation documents read straight from the store (caller frees *out). */
+int lifecycle_load_node(struct lifecycle *lc, const char *name, struct node **out);
+int lifecycle_load_op(struct lifecycle *lc, const char *id, struct operation **out);
+/* One transaction: the node (CAS), a new operation, a finished operation, an event. */
+int lifecycle_commit(struct lifecycle *lc, struct node *n, const struct operation *new_op,
+		     const char *ev_type, const char *ev_reason, const char *ev_msg,
+		     const struct operation *done_op);
+/* Writes op alone (CAS on its resource_version). */
+int lifecycle_save_op(struct lifecycle *lc, struct operation *op);
+/* op->params as an object (created when absent); borrowed. */
+json_t *lifecycle_op_params(struct operation *op);
+/* Appends an event to a status delta. */
+void lifecycle_delta_event(struct status_delta *d, const char *type, const char *reason,
+			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Takes the first queued operation id off n's queue (caller owns it), or NULL. */
+char *lifecycle_queue_pop(struct node *n);
+/* Moves n to phase `to` with its next operation, in one write. */
+int lifecycle_transition_x(struct lifecycle *lc, struct node *n, enum node_phase to,
+			   const char *op_kind, const char *why, const struct operation *done_op,
+			   const struct status_delta *d, const json_t *params);
+int lifecycle_transition(struct lifecycle *lc, struct node *n, enum node_phase to,
+			 const char *op_kind, const char *why, const struct operation *done_op);
+
+/* ---- lifecycle_remediation.c */
+
+/* Rung steps (lifecycle.c's step table). */
+enum step_result lifecycle_step_request_gpu_reset(struct step_ctx *x);
+enum step_result lifecycle_step_wait_agent_action(struct step_ctx *x);
+enum step_result lifecycle_step_open_rma(struct step_ctx *x);
+/* Re-queues the nodes waiting for a disruption budget. */
+void lifecycle_wake_waiting(struct lifecycle *lc);
+/* 1: n may be disrupted now; 0: refused, n waits (*rc: the store result of that write). */
+int lifecycle_budget_gate(struct lifecycle *lc, struct node *n, const struct operation *done_op,
+			  int *rc);
+/* A repairing node with status.remediation and no operation: its next rung, or failed. */
+int lifecycle_remediation_next(struct lifecycle *lc, struct node *n);
+/* A rung's operation ended. */
+int lifecycle_finish_rung(struct lifecycle *lc, struct node *n, const struct operation *op,
+			  const struct operation *w, enum remediation_rung rr, const char *why);
+/* The validation after a rung ended. */
+int lifecycle_finish_remediation_validate(struct lifecycle *lc, struct node *n,
+					  const struct operation *op,
+					  const struct operation *w, const char *why);
+
+#endif

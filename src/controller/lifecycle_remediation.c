@@ -1,0 +1,416 @@
+/* lifecycle_remediation.c - the health remediation ladder of the lifecycle controller (see
+ * lifecycle.h; the private interface with lifecycle.c is lifecycle_int.h).
+ *
+ * A node the health controller held with status.remediation is drained into repairing; from
+ * there lifecycle_remediation_next starts the current rung (an operation of kind gpu_reset,
+ * reboot, reimage or rma) once the disruption budget admits it (lifecycle_budget_gate), or,
+ * the ladder exhausted, moves the node to failed. A rung that succeeds is followed by
+ * validating (lifecycle_finish_rung); a passed validation releases the `health` hold and
+ * returns the node to available (lifecycle_finish_remediation_validate); a failed rung or
+ * validation moves up the ladder. Here too are the rung-only steps (request_gpu_reset,
+ * wait_agent_action, open_rma with its RMA record) and the agent's answer to a GPU reset
+ * (lifecycle_agent_remediated). Phase transitions, commits and the step runtime are
+ * lifecycle.c's. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/hmap.h"
+#include "base/jsonx.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "base/timefmt.h"
+#include "controller/budget.h"
+#include "controller/lifecycle.h"
+#include "controller/lifecycle_int.h"
+#include "core/codec.h"
+
+/* gpu_reset rung, first step: asks the node's agent to reset the GPU named in
+ * status.remediation.gpu, once per operation (params.requested is written before the ask).
+ * Drivers with a channel to the agent (the sim) get bmc_agent_action "gpu_reset"; for the
+ * others nothing is sent: a real agent sees this gpu_reset operation on its node document. */
+enum step_result lifecycle_step_request_gpu_reset(struct step_ctx *x)
+{
+	if (json_is_integer(json_object_get(x->op->params, "requested")))
+		return STEP_DONE;
+	json_object_set_new(lifecycle_op_params(x->op), "requested", json_integer(now_wall(x->lc)));
+	if (lifecycle_save_op(x->lc, x->op) < 0) { /* intent before act */
+		json_object_del(x->op->params, "requested");
+		snprintf(x->err, sizeof(x->err), "could not record the GPU reset request");
+		return STEP_RETRY;
+	}
+	if (!x->bmc)
+		return STEP_DONE;
+	x->err[0] = 0;
+	int rc = bmc_agent_action(x->bmc, &x->t, "gpu_reset", x->call_deadline, x->err,
+				  sizeof(x->err));
+	if (rc == 0 || rc == FP_EUNSUPPORTED) {
+		x->err[0] = 0;
+		return STEP_DONE;
+	}
+	return STEP_FAIL; /* the agent cannot do it now (machine off, booting): next rung */
+}
+
+/* gpu_reset rung: waits for the agent's answer (lifecycle_agent_remediated writes
+ * params.remediated) until the step deadline (10 min). */
+enum step_result lifecycle_step_wait_agent_action(struct step_ctx *x)
+{
+	json_t *r = json_object_get(x->op->params, "remediated");
+	if (json_is_object(r)) {
+		if (json_is_true(json_object_get(r, "succeeded")))
+			return STEP_DONE;
+		const char *m = jsonx_str(r, "message");
+		snprintf(x->err, sizeof(x->err), "the node's agent reports the GPU reset failed%s%.200s",
+			 m && *m ? ": " : "", m ? m : "");
+		return STEP_FAIL;
+	}
+	x->wait_ms = x->op->step_deadline - now_wall(x->lc);
+	snprintf(x->err, sizeof(x->err), "no answer from the node's agent to the GPU reset");
+	return STEP_WAIT;
+}
+
+#define RMA_MAX_COUNTED 1000 /* health events of the node counted by code in an RMA */
+
+/* rma rung: writes /rmas/<operation id> (create-if-absent; a rerun finds it written) with the
+ * evidence a vendor ticket needs: the health event documents named in status.remediation, the
+ * node's health event counts by code, status.remediationHistory, inventory and conditions.
+ * The RMA's name goes to params.rma; finish puts it in status.remediation.rma. */
+enum step_result lifecycle_step_open_rma(struct step_ctx *x)
+{
+	const struct node *n = x->n;
+	const struct node_remediation *r = &n->remediation;
+	char key[STORE_MAX_KEY + 1], prefix[STORE_MAX_KEY + 1];
+	json_t *events = json_array(), *counts = json_object();
+	size_t nl = strlen(n->name);
+	for (size_t i = 0; i < r->nevents; i++) {
+		const char *e = r->events[i];
+		if (strncmp(e, n->name, nl) != 0 || e[nl] != '.')
+			continue; /* not this node's event */
+		snprintf(key, sizeof(key), "/healthevents/%s/%s", n->name, e + nl + 1);
+		struct store_kv kv = {0};
+		json_t *doc = NULL;
+		if (store_get(x->lc->cfg.store, key, &kv) == 0 &&
+		    jsonx_parse(kv.value, strlen(kv.value), &doc, NULL, 0) == 0)
+			json_array_append_new(events, doc);
+		store_kv_release(&kv);
+	}
+	snprintf(prefix, sizeof(prefix), "/healthevents/%s/", n->name);
+	struct store_kv *kvs = NULL;
+	size_t nkv = 0;
+	if (store_list(x->lc->cfg.store, prefix, NULL, RMA_MAX_COUNTED, &kvs, &nkv, NULL, NULL) ==
+	    0) {
+		for (size_t i = 0; i < nkv; i++) {
+			json_t *doc = NULL;
+			if (jsonx_parse(kvs[i].value, strlen(kvs[i].value), &doc, NULL, 0) < 0)
+				continue;
+			const char *code = jsonx_str(doc, "code");
+			if (code) {
+				json_t *c = json_object_get(counts, code);
+				json_object_set_new(counts, code,
+						    json_integer(c ? json_integer_value(c) + 1 : 1));
+			}
+			json_decref(doc);
+		}
+		store_kv_array_free(kvs, nkv);
+	}
+	json_t *pub = node_to_json(n, NODE_JSON_PUBLIC);
+	json_t *st = json_object_get(pub, "status");
+	json_t *hist = json_object_get(st, "remediationHistory");
+	json_t *inv = json_object_get(st, "inventory");
+	json_t *evidence = json_object();
+	json_object_set_new(evidence, "healthEvents", events);
+	json_object_set_new(evidence, "counts", counts);
+	json_object_set_new(evidence, "remediationHistory", hist ? json_incref(hist) : json_array());
+	json_object_set_new(evidence, "inventory", inv ? json_incref(inv) : json_object());
+	json_object_set(evidence, "conditions", json_object_get(st, "conditions"));
+	json_decref(pub);
+	char ts[FP_TIME_LEN];
+	fp_time_format(now_wall(x->lc), ts);
+	json_t *doc = json_pack("{s:s,s:{s:s,s:s},s:s,s:s,s:s,s:o,s:s}", "kind", "RMA", "metadata",
+				"name", x->op->id, "createdAt", ts, "node", n->name, "code",
+				r->code ? r->code : "", "reason",
+				r->reason ? r->reason : "health remediation ladder reached rma",
+				"evidence", evidence, "state", "open");
+	if (r->gpu)
+		json_object_set_new(doc, "gpu", json_string(r->gpu));
+	char *val = jsonx_dumps(doc);
+	json_decref(doc);
+	snprintf(key, sizeof(key), "/rmas/%s", x->op->id);
+	int rc = store_put(x->lc->cfg.store, key, val, STORE_ABSENT, NULL);
+	free(val);
+	if (rc < 0 && rc != FP_EEXIST) {
+		snprintf(x->err, sizeof(x->err), "could not write RMA %s: %s", x->op->id,
+			 fp_err_msg(rc));
+		return STEP_RETRY;
+	}
+	json_object_set_new(lifecycle_op_params(x->op), "rma", json_string(x->op->id));
+	if (lifecycle_save_op(x->lc, x->op) < 0) {
+		snprintf(x->err, sizeof(x->err), "could not record RMA %s on the operation",
+			 x->op->id);
+		return STEP_RETRY;
+	}
+	return STEP_DONE;
+}
+
+#define BUDGET_RETRY (2 * SEC)
+
+void lifecycle_wake_waiting(struct lifecycle *lc)
+{
+	pthread_mutex_lock(&lc->mu);
+	for (struct hmap_iter it = hmap_iter_start(&lc->waiting); hmap_iter_next(&it);)
+		workqueue_add(lc->wq, it.e->key);
+	pthread_mutex_unlock(&lc->mu);
+}
+
+/* Asks the budget service whether n may be disrupted now. 1: admitted (the DisruptionAllowed
+ * condition is removed from n, to be written by the caller's transition). 0: refused - n gets
+ * DisruptionAllowed False/BudgetExhausted with the reason, an event DisruptionBudgetExhausted
+ * when it starts waiting (not on every retry), is written (with done_op, if any) when that
+ * changed anything, and is looked at again in BUDGET_RETRY or when a node returns to
+ * service. *rc receives the store result of that write. */
+int lifecycle_budget_gate(struct lifecycle *lc, struct node *n, const struct operation *done_op,
+			  int *rc)
+{
+	char why[512] = "";
+	*rc = 0;
+	if (!lc->cfg.budget || budget_admit(lc->cfg.budget, n, why, sizeof(why))) {
+		node_condition_remove(n, "DisruptionAllowed");
+		pthread_mutex_lock(&lc->mu);
+		hmap_remove(&lc->waiting, n->name);
+		pthread_mutex_unlock(&lc->mu);
+		return 1;
+	}
+	const struct node_condition *c = node_condition_get(n, "DisruptionAllowed");
+	int starts = !c || c->status != COND_FALSE;
+	int changed = node_condition_set(n, "DisruptionAllowed", COND_FALSE, "BudgetExhausted", why,
+					 now_wall(lc));
+	pthread_mutex_lock(&lc->mu);
+	if (!hmap_get(&lc->waiting, n->name))
+		hmap_put(&lc->waiting, n->name, (void *)1);
+	pthread_mutex_unlock(&lc->mu);
+	if (changed || done_op) {
+		char msg[600];
+		snprintf(msg, sizeof(msg), "waiting for a disruption budget: %s", why);
+		*rc = lifecycle_commit(lc, n, NULL, "Warning", starts ? "DisruptionBudgetExhausted" : NULL, msg,
+			     done_op);
+		if (*rc == 0 && starts)
+			log_info("lifecycle: waiting for a disruption budget node=%s why=\"%s\"",
+				 n->name, why);
+	}
+	workqueue_add_after(lc->wq, n->name, BUDGET_RETRY);
+	return 0;
+}
+
+static void remediation_metric(struct lifecycle *lc, enum remediation_rung r, const char *result)
+{
+	metric_add(lc->m_remediations, (const char *[]){remediation_rung_name(r), result}, 1);
+}
+
+/* "reboot, reimage, rma" */
+static void ladder_names(const struct node_remediation *r, char *out, size_t len)
+{
+	size_t w = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < r->nladder && w < len; i++) {
+		int k = snprintf(out + w, len - w, "%s%s", i ? ", " : "",
+				 remediation_rung_name(r->ladder[i]));
+		if (k < 0)
+			break;
+		w += (size_t)k;
+	}
+}
+
+/* The current rung failed (its operation, or the validation after it): the next one is
+ * chosen by the repairing phase's reconcile. Records why on condition Remediation. */
+static void rung_failed(struct lifecycle *lc, struct node *n, const char *err)
+{
+	struct node_remediation *r = &n->remediation;
+	enum remediation_rung cur = r->ladder[r->rung < r->nladder ? r->rung : r->nladder - 1];
+	char msg[600];
+	snprintf(msg, sizeof(msg), "rung %s failed: %.500s", remediation_rung_name(cur), err);
+	node_condition_set(n, "Remediation", COND_FALSE, "RungFailed", msg, now_wall(lc));
+	remediation_metric(lc, cur, "failed");
+	if (r->rung < r->nladder)
+		r->rung++;
+}
+
+/* A repairing node with status.remediation and no operation: start the current rung when the
+ * budget admits it, or - the ladder exhausted - go to failed (Remediation False/
+ * LadderExhausted, a Warning event naming the rungs tried and the last error). */
+int lifecycle_remediation_next(struct lifecycle *lc, struct node *n)
+{
+	struct node_remediation *r = &n->remediation;
+	int64_t now = now_wall(lc);
+	char rungs[64], why[900];
+	ladder_names(r, rungs, sizeof(rungs));
+	if (r->rung >= r->nladder) {
+		const struct node_condition *c = node_condition_get(n, "Remediation");
+		snprintf(why, sizeof(why),
+			 "remediation of %s%s%s exhausted its ladder (tried %s); last error: %.500s",
+			 r->code ? r->code : "?", r->gpu ? " on GPU " : "", r->gpu ? r->gpu : "",
+			 rungs, c && c->message ? c->message : "none recorded");
+		node_remediation_history_append(n, r->code, r->gpu, r->ladder[r->nladder - 1],
+						"failed", now);
+		node_condition_set(n, "Remediation", COND_FALSE, "LadderExhausted", why, now);
+		node_remediation_release(r);
+		return lifecycle_transition(lc, n, PHASE_FAILED, NULL, why, NULL);
+	}
+	int rc = 0;
+	if (!lifecycle_budget_gate(lc, n, NULL, &rc))
+		return rc;
+	enum remediation_rung cur = r->ladder[r->rung];
+	r->attempts++;
+	/* The burn-in report of an earlier validation must not end this rung's one: cleared in
+	 * the commit that starts the rung, so a report recorded after it (the agent's burn-in
+	 * after the GPU reset or boot, even in the same millisecond as the rung's end, even
+	 * before the node enters validating) is the new one. */
+	n->validated_at = 0;
+	n->validation_passed = 0;
+	free(n->validation_boot_id);
+	n->validation_boot_id = NULL;
+	snprintf(why, sizeof(why), "remediation of %s%s%s: rung %s (%zu of %zu: %s)",
+		 r->code ? r->code : "?", r->gpu ? " on GPU " : "", r->gpu ? r->gpu : "",
+		 remediation_rung_name(cur), r->rung + 1, r->nladder, rungs);
+	node_condition_set(n, "Remediation", COND_UNKNOWN, "InProgress", why, now);
+	return lifecycle_transition(lc, n, PHASE_REPAIRING, remediation_rung_name(cur), why, NULL);
+}
+
+/* A rung's operation ended. ok, not rma: validating, where the burn-in report must be one
+ * recorded after the rung began (lifecycle_remediation_next cleared the old one). rma ok:
+ * failed with the RMA named. Failed: the next rung (reconcile). */
+int lifecycle_finish_rung(struct lifecycle *lc, struct node *n, const struct operation *op,
+			  const struct operation *w, enum remediation_rung rr, const char *why)
+{
+	struct node_remediation *r = &n->remediation;
+	int64_t now = now_wall(lc);
+	if (op->state == OP_SUCCEEDED && rr == RUNG_RMA) {
+		const char *id = jsonx_str(op->params, "rma");
+		char msg[700];
+		snprintf(msg, sizeof(msg), "RMA %s opened%s%.500s", id ? id : op->id,
+			 r->reason ? ": " : "", r->reason ? r->reason : "");
+		free(r->rma);
+		r->rma = xstrdup(id ? id : op->id);
+		node_remediation_history_append(n, r->code, r->gpu, RUNG_RMA, "rma", now);
+		node_condition_set(n, "Remediation", COND_FALSE, "RMAOpened", msg, now);
+		remediation_metric(lc, RUNG_RMA, "succeeded");
+		char reason[128];
+		snprintf(reason, sizeof(reason), "RMA %s opened", r->rma);
+		return lifecycle_transition(lc, n, PHASE_FAILED, NULL, reason, w);
+	}
+	if (op->state == OP_SUCCEEDED) /* status.validation was cleared when the rung began */
+		return lifecycle_transition(lc, n, PHASE_VALIDATING, "validate", why, w);
+	rung_failed(lc, n, op->last_error ? op->last_error : op_state_name(op->state));
+	free(n->operation);
+	n->operation = lifecycle_queue_pop(n);
+	char msg[700];
+	snprintf(msg, sizeof(msg), "remediation rung %s: %s; %s", op->kind, why,
+		 r->rung < r->nladder ? "next rung when the budget allows" : "ladder exhausted");
+	return lifecycle_commit(lc, n, NULL, "Warning", "RemediationRungFailed", msg, w);
+}
+
+/* The validation after a rung ended. Passed: available, and in the same write the `health`
+ * hold released, status.remediation cleared, the history appended, GPUHealthy True. Failed:
+ * back to repairing for the next rung. */
+int lifecycle_finish_remediation_validate(struct lifecycle *lc, struct node *n,
+					  const struct operation *op,
+					  const struct operation *w, const char *why)
+{
+	struct node_remediation *r = &n->remediation;
+	int64_t now = now_wall(lc);
+	if (op->state != OP_SUCCEEDED) {
+		char err[500];
+		snprintf(err, sizeof(err), "validation failed: %.450s",
+			 op->last_error ? op->last_error : op_state_name(op->state));
+		rung_failed(lc, n, err);
+		return lifecycle_transition(lc, n, PHASE_REPAIRING, NULL, why, w);
+	}
+	enum remediation_rung cur = r->ladder[r->rung < r->nladder ? r->rung : r->nladder - 1];
+	struct status_delta d = {0};
+	lifecycle_delta_event(&d, "Normal", "RemediationSucceeded",
+		    "remediation of %.64s%s%.64s succeeded with rung %s after %d rung%s; health "
+		    "hold released",
+		    r->code ? r->code : "?", r->gpu ? " on GPU " : "", r->gpu ? r->gpu : "",
+		    remediation_rung_name(cur), r->attempts, r->attempts == 1 ? "" : "s");
+	char msg[300];
+	snprintf(msg, sizeof(msg), "remediation of %.64s succeeded (rung %s, validated)",
+		 r->code ? r->code : "?", remediation_rung_name(cur));
+	node_remediation_history_append(n, r->code, r->gpu, cur, "succeeded", now);
+	node_hold_release(n, "health"); /* FP_ENOTFOUND: someone already released it */
+	node_condition_set(n, "GPUHealthy", COND_TRUE, "Remediated", msg, now);
+	node_condition_remove(n, "Remediation");
+	remediation_metric(lc, cur, "succeeded");
+	node_remediation_release(r);
+	return lifecycle_transition_x(lc, n, PHASE_AVAILABLE, NULL, why, w, &d, NULL);
+}
+
+/* A power operation ended: the node stays in its phase; the next queued operation starts, or
+ * none (a transient phase then starts its own operation again). */
+struct remediated {
+	struct lifecycle *lc;
+	char *node;
+	char *op_id; /* or NULL: the node's current operation */
+	int succeeded;
+	char *message;
+};
+
+static void remediated_task(void *arg)
+{
+	struct remediated *r = arg;
+	struct lifecycle *lc = r->lc;
+	for (int attempt = 0; attempt < 8; attempt++) {
+		struct operation *op = NULL;
+		const char *id = r->op_id;
+		struct node *n = NULL;
+		if (!id && lifecycle_load_node(lc, r->node, &n) == 0)
+			id = n->operation;
+		int rc = id ? lifecycle_load_op(lc, id, &op) : FP_ENOTFOUND;
+		node_free(n);
+		if (rc < 0 || strcmp(op->node, r->node) != 0 || strcmp(op->kind, "gpu_reset") != 0 ||
+		    op_state_terminal(op->state) || json_object_get(op->params, "remediated")) {
+			log_info("lifecycle: agent action answer ignored (no running gpu_reset "
+				 "operation waiting for it) node=%s",
+				 r->node);
+			operation_free(op);
+			break;
+		}
+		json_object_set_new(lifecycle_op_params(op), "remediated",
+				    json_pack("{s:b,s:s,s:I}", "succeeded", r->succeeded, "message",
+					      r->message, "at", (json_int_t)now_wall(lc)));
+		rc = lifecycle_save_op(lc, op);
+		operation_free(op);
+		if (rc == 0) {
+			workqueue_add(lc->wq, r->node);
+			break;
+		}
+		if (rc != FP_ECONFLICT) {
+			log_warn("lifecycle: could not record agent action answer node=%s rc=%s",
+				 r->node, fp_err_name(rc));
+			break;
+		}
+	}
+	free(r->node);
+	free(r->op_id);
+	free(r->message);
+	free(r);
+}
+
+void lifecycle_agent_remediated(struct lifecycle *lc, const char *node, const char *op_id,
+				int succeeded, const char *message)
+{
+	struct remediated *r = xcalloc(1, sizeof(*r));
+	r->lc = lc;
+	r->node = xstrdup(node);
+	r->op_id = op_id ? xstrdup(op_id) : NULL;
+	r->succeeded = succeeded;
+	r->message = xstrndup(message ? message : "", 512);
+	struct fp_executor *e = lc->cfg.report_exec ? lc->cfg.report_exec : lc->cfg.exec;
+	if (executor_submit(e, remediated_task, r) < 0) {
+		free(r->node);
+		free(r->op_id);
+		free(r->message);
+		free(r);
+	}
+}
