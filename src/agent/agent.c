@@ -1,7 +1,8 @@
-/* agent.c - the node agent's loop (agent.h): kernel log reading with a crash-safe cursor, the
- * tool detectors with timeouts, event ids, report building, and sending through the outbox.
- * Parsing is the parsers' (kernlog.h, nvsmi.h, dcgm.h, ibstat.h); this file decides what is
- * read when, what a report says, and what survives a crash. */
+/* agent.c - the node agent's loop (agent.h): the tool detectors with timeouts, event ids,
+ * report building, finding episodes, gpu_reset, and sending through the outbox. Kernel log
+ * reading with its crash-safe cursor is agent_kernel.c's; what the two files share is
+ * agent_int.h. Parsing is the parsers' (kernlog.h, nvsmi.h, dcgm.h, ibstat.h); these files
+ * decide what is read when, what a report says, and what survives a crash. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/agent_int.h"
 #include "agent/dcgm.h"
 #include "agent/ibstat.h"
 #include "agent/kernlog.h"
@@ -31,14 +33,6 @@
 
 #include "base/banned.h"
 
-#define AG_CHUNK 65536               /* kernel file read size; a longer line is cut here */
-#define AG_RECENT_IDS 64             /* emitted kernel ids remembered for the cursor */
-#define AG_MAX_FINDINGS 512
-#define AG_MAX_EPISODES 1024         /* finding episodes kept (live, or ended but unsent) */
-#define AG_EPOCH_LEN 48
-#define AG_NODE_BACKOFF_MAX_MS 30000
-#define AG_ANSWER_MAX ((size_t)64 << 10)
-
 static const char *const det_names[AGENT_DET__COUNT] = {"kernel", "nvidia-smi", "nvml", "dcgm",
 							"ibstat"};
 
@@ -47,122 +41,9 @@ const char *agent_det_name(enum agent_det d)
 	return (unsigned)d < AGENT_DET__COUNT ? det_names[d] : "?";
 }
 
-/* One event as it goes into a report. */
-struct ag_event {
-	char id[AGENT_ID_LEN];
-	char source[16];
-	char code[FINDING_CODE_LEN];
-	int gpu_index;
-	char bus[FINDING_BUS_ID_LEN];
-	long pid;
-	char process[64];
-	int64_t time_ms;
-	char message[KERNLOG_MSG_LEN];
-	char raw[KERNLOG_RAW_LEN];
-	int kernel;       /* a kernel event: remembered for the cursor once put */
-	uint64_t first;   /* kernel: pos of its first line */
-	int ep;           /* a finding: index of its episode; -1 none */
-};
-
-/* One finding episode (agent.h): a level seen from `since` until a clean probe no longer shows
- * it or the remediation epoch changes. An ended episode whose event is not yet in the outbox
- * is kept until it is. */
-struct ag_episode {
-	char code[FINDING_CODE_LEN];
-	char bus[FINDING_BUS_ID_LEN];
-	char key[64];
-	char source[16];
-	int gpu_index;
-	char message[FINDING_MSG_LEN];
-	int64_t since;             /* Unix ms, unique per agent (last_since) */
-	char epoch[AG_EPOCH_LEN];  /* the remediation epoch at its start */
-	char id[AGENT_ID_LEN];
-	unsigned dets;             /* detectors that showed it (1 << enum agent_det) */
-	unsigned long round;       /* the last probe round that showed it */
-	int sent, ended;
-};
-
-struct ag_line {
-	uint64_t pos;     /* file: byte offset of the line; kmsg: sequence number */
-	char text[KERNLOG_RAW_LEN];
-};
-
-struct ag_recent {
-	uint64_t pos;     /* first line's pos */
-	char id[AGENT_ID_LEN];
-};
-
-enum { KSRC_NONE = 0, KSRC_FILE, KSRC_KMSG };
-
-struct agent {
-	struct agent_config cfg;
-	struct agent_transport tp;
-	struct outbox ob;
-	struct agent_stats st;
-	struct agent_det_state det[AGENT_DET__COUNT];
-	int configured[AGENT_DET__COUNT];
-	char nvsmi_path[4096], dcgmi_path[4096], ibstat_path[4096]; /* "auto" resolved */
-	int nvsmi_auto, dcgmi_auto, ibstat_auto;
-	struct nvml *nvml;
-	int expected_gpus;
-
-	/* kernel source */
-	int ksrc;
-	int kfd;
-	uint64_t kdev, kino;
-	uint64_t kpos;            /* file: next byte to read; kmsg: last seq read */
-	int kmsg_have_seq;
-	struct kernlog_parser *kp;
-	struct ag_line ring[AGENT_CURSOR_BACKUP];
-	size_t ring_n, ring_head;  /* ring_head: index of the oldest */
-	struct ag_recent recent[AG_RECENT_IDS];
-	size_t nrecent;
-	char (*skip)[AGENT_ID_LEN]; /* ids to skip on resume, from the cursor */
-	size_t nskip;
-	char legacy_boot[160];     /* a cursor without "ids": 2: its boot id (v1 ids); "" none */
-	/* The last durable cursor, where reading goes back to after a failed write. */
-	uint64_t dur_pos;
-	char (*dur_skip)[AGENT_ID_LEN];
-	size_t ndur_skip;
-	int krotated;              /* the path names another file: finish this one, then switch */
-	uint64_t kmsg_resume_seq;  /* kmsg: records with seq < this are not fed */
-	int kmsg_resume;
-	int kpaused;               /* reading stopped by the outbox bound */
-	int keof_quiet;            /* the last pass ended at EOF without new bytes */
-	uint64_t cursor_written_pos;
-	int cursor_dirty;
-
-	/* events waiting to be put */
-	struct ag_event *ev;
-	size_t nev;
-
-	/* gpu_reset: the operation reported last, and the outcome of one run but not reported */
-	char reset_done_op[72];
-	char reset_pending_op[72];
-	int reset_pending_ok;
-	char reset_pending_msg[512];
-
-	/* finding episodes (findings.state) */
-	struct ag_episode *eps;
-	size_t neps;
-	unsigned long round;
-	char epoch[AG_EPOCH_LEN];  /* newest status.remediationHistory[].at, "" none */
-	int epoch_known;           /* epoch was read from the node document (now or before) */
-	int64_t last_since;
-
-	/* the node document GET: not before node_next_ms after a failure */
-	int64_t node_next_ms;
-	long node_backoff_ms;
-
-	/* the last local write failure; events found but not in the outbox because of it */
-	char local_err[512];
-	int local_failed;
-	size_t unsent_kernel;
-};
-
 /* ------------------------------------------------------------------ small helpers */
 
-static int64_t ag_now(struct agent *a)
+int64_t agent_now(struct agent *a)
 {
 	if (a->cfg.wall_ms)
 		return a->cfg.wall_ms();
@@ -171,10 +52,8 @@ static int64_t ag_now(struct agent *a)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void ag_set(struct agent *a, enum agent_det d, int live, const char *status,
-		   const char *reason, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static void ag_set(struct agent *a, enum agent_det d, int live, const char *status,
-		   const char *reason, const char *fmt, ...)
+void agent_set(struct agent *a, enum agent_det d, int live, const char *status,
+	       const char *reason, const char *fmt, ...)
 {
 	struct agent_det_state *s = &a->det[d];
 	s->live = live;
@@ -287,7 +166,7 @@ int agent_job_validate(const char *job, char *err, size_t errlen)
 }
 
 /* Records a local write failure (logged by the caller). */
-static void ag_local_fail(struct agent *a, const char *what, const char *err)
+void agent_local_fail(struct agent *a, const char *what, const char *err)
 {
 	a->local_failed = 1;
 	snprintf(a->local_err, sizeof(a->local_err), "%.60s: %.440s", what, err);
@@ -305,7 +184,7 @@ const char *agent_local_error(const struct agent *a, size_t *unsent)
 }
 
 /* Strips trailing '\n' and '\r' in place. */
-static size_t ag_chomp(char *s, size_t n)
+size_t agent_chomp(char *s, size_t n)
 {
 	while (n && (s[n - 1] == '\n' || s[n - 1] == '\r'))
 		s[--n] = '\0';
@@ -314,7 +193,7 @@ static size_t ag_chomp(char *s, size_t n)
 
 /* ------------------------------------------------------------------ report building */
 
-static json_t *ag_str(const char *s)
+json_t *agent_str(const char *s)
 {
 	/* Bounded (AGENT_MAX_MESSAGE) and never failing on bad UTF-8. */
 	char tmp[AGENT_MAX_MESSAGE + 1];
@@ -334,7 +213,7 @@ static json_t *ag_detectors_json(struct agent *a)
 		if (s->reason[0])
 			json_object_set_new(o, "reason", json_string(s->reason));
 		if (s->message[0])
-			json_object_set_new(o, "message", ag_str(s->message));
+			json_object_set_new(o, "message", agent_str(s->message));
 		json_array_append_new(arr, o);
 	}
 	return arr;
@@ -358,32 +237,30 @@ static json_t *ag_event_json(struct agent *a, const struct ag_event *e)
 	if (e->pid >= 0)
 		json_object_set_new(o, "pid", json_integer(e->pid));
 	if (e->process[0])
-		json_object_set_new(o, "process", ag_str(e->process));
+		json_object_set_new(o, "process", agent_str(e->process));
 	if (a->cfg.job && *a->cfg.job)
-		json_object_set_new(o, "job", ag_str(a->cfg.job));
+		json_object_set_new(o, "job", agent_str(a->cfg.job));
 	fp_time_format(e->time_ms, t);
 	json_object_set_new(o, "time", json_string(t));
-	json_object_set_new(o, "message", ag_str(e->message));
+	json_object_set_new(o, "message", agent_str(e->message));
 	if (e->raw[0])
-		json_object_set_new(o, "raw", ag_str(e->raw));
+		json_object_set_new(o, "raw", agent_str(e->raw));
 	return o;
 }
-
-static void ag_remember(struct agent *a, uint64_t pos, const char *id);
 
 /* Puts a report of the waiting events (all of them; the callers keep nev <=
  * AGENT_MAX_REPORT_EVENTS) and clears them. Only once the report is durably in the outbox
  * are its kernel ids remembered for the cursor and its episodes marked sent; on a failed write
  * the events stay waiting (the caller decides) and agent_local_error says why. */
-static int ag_put_report(struct agent *a)
+int agent_put_report(struct agent *a)
 {
 	json_t *doc = json_object();
 	json_t *ag = json_object();
 	json_object_set_new(ag, "version", json_string(AGENT_VERSION));
-	json_object_set_new(ag, "bootId", ag_str(a->cfg.boot_id));
+	json_object_set_new(ag, "bootId", agent_str(a->cfg.boot_id));
 	json_object_set_new(ag, "intervalSeconds", json_integer(a->cfg.interval_s));
 	if (a->cfg.job && *a->cfg.job)
-		json_object_set_new(ag, "job", ag_str(a->cfg.job));
+		json_object_set_new(ag, "job", agent_str(a->cfg.job));
 	json_object_set_new(doc, "agent", ag);
 	json_object_set_new(doc, "detectors", ag_detectors_json(a));
 	json_t *evs = json_array();
@@ -399,13 +276,13 @@ static int ag_put_report(struct agent *a)
 	if (rc < 0) {
 		log_error("agent outbox write failed node=%s events=%zu err=\"%s\"", a->cfg.node,
 			  a->nev, err);
-		ag_local_fail(a, "outbox write failed", err);
+		agent_local_fail(a, "outbox write failed", err);
 		return FP_EIO;
 	}
 	a->local_failed = 0;
 	for (size_t i = 0; i < a->nev; i++) {
 		if (a->ev[i].kernel)
-			ag_remember(a, a->ev[i].first, a->ev[i].id);
+			agent_remember(a, a->ev[i].first, a->ev[i].id);
 		if (a->ev[i].ep >= 0 && (size_t)a->ev[i].ep < a->neps)
 			a->eps[a->ev[i].ep].sent = 1;
 	}
@@ -417,7 +294,7 @@ static int ag_put_report(struct agent *a)
 	return 0;
 }
 
-static struct ag_event *ag_new_event(struct agent *a)
+struct ag_event *agent_new_event(struct agent *a)
 {
 	BUG_ON(a->nev >= AGENT_MAX_REPORT_EVENTS);
 	struct ag_event *e = &a->ev[a->nev++];
@@ -426,615 +303,6 @@ static struct ag_event *ag_new_event(struct agent *a)
 	e->pid = -1;
 	e->ep = -1;
 	return e;
-}
-
-/* ------------------------------------------------------------------ kernel cursor */
-
-static char *ag_cursor_path(struct agent *a)
-{
-	return xasprintf("%s/kernel.cursor", a->cfg.state_dir);
-}
-
-/* The resume position: the oldest line in the ring (AGENT_CURSOR_BACKUP lines back), or the
- * read position when the ring is empty. */
-static uint64_t ag_resume_pos(struct agent *a)
-{
-	if (a->ring_n == 0)
-		return a->ksrc == KSRC_KMSG ? a->kpos + (a->kmsg_have_seq ? 1 : 0) : a->kpos;
-	return a->ring[a->ring_head].pos;
-}
-
-static int ag_write_cursor(struct agent *a)
-{
-	uint64_t resume = ag_resume_pos(a);
-	json_t *doc = json_object();
-	json_object_set_new(doc, "kind", json_string(a->ksrc == KSRC_KMSG ? "kmsg" : "file"));
-	json_object_set_new(doc, "path", ag_str(a->cfg.kernel_log));
-	json_object_set_new(doc, "bootId", ag_str(a->cfg.boot_id));
-	json_object_set_new(doc, "ids", json_integer(2));
-	char num[32];
-	snprintf(num, sizeof(num), "%" PRIu64, a->kdev);
-	json_object_set_new(doc, "dev", json_string(num));
-	snprintf(num, sizeof(num), "%" PRIu64, a->kino);
-	json_object_set_new(doc, "inode", json_string(num));
-	snprintf(num, sizeof(num), "%" PRIu64, resume);
-	json_object_set_new(doc, a->ksrc == KSRC_KMSG ? "seq" : "offset", json_string(num));
-	json_t *skip = json_array();
-	for (size_t i = 0; i < a->nrecent; i++)
-		if (a->recent[i].pos >= resume)
-			json_array_append_new(skip, json_string(a->recent[i].id));
-	/* Ids still to skip belong to lines not read again yet (after a resume or a rollback, a
-	 * pass that stopped early): they are still emitted, ahead of the resume position. */
-	for (size_t i = 0; i < a->nskip; i++)
-		json_array_append_new(skip, json_string(a->skip[i]));
-	json_object_set_new(doc, "emitted", json_incref(skip));
-	if (a->legacy_boot[0] && a->nskip > 0)
-		json_object_set_new(doc, "legacyBootId", ag_str(a->legacy_boot));
-	char *body = jsonx_dumps(doc);
-	json_decref(doc);
-	char *path = ag_cursor_path(a);
-	char err[512];
-	int rc = outbox_write_durable(path, body, strlen(body), err, sizeof(err));
-	free(body);
-	free(path);
-	if (rc < 0) {
-		json_decref(skip);
-		log_error("agent cursor write failed node=%s err=\"%s\"", a->cfg.node, err);
-		ag_local_fail(a, "kernel cursor write failed", err);
-		return FP_EIO;
-	}
-	/* What a rollback goes back to. */
-	a->dur_pos = resume;
-	size_t ns = json_array_size(skip);
-	free(a->dur_skip);
-	a->dur_skip = xcalloc(ns ? ns : 1, sizeof(*a->dur_skip));
-	a->ndur_skip = 0;
-	for (size_t i = 0; i < ns; i++)
-		snprintf(a->dur_skip[a->ndur_skip++], AGENT_ID_LEN, "%s",
-			 json_string_value(json_array_get(skip, i)));
-	json_decref(skip);
-	if (a->nskip == 0)
-		a->legacy_boot[0] = '\0';
-	a->cursor_written_pos = resume;
-	a->cursor_dirty = 0;
-	return 0;
-}
-
-static int ag_json_u64(const json_t *o, const char *key, uint64_t *out)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-	if (!s || !*s || strlen(s) > 20)
-		return -1;
-	char *end = NULL;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* Reads the cursor when it names this source: sets the resume position and the skip set.
- * A missing, damaged or foreign cursor means: start at the beginning (logged when damaged). */
-static void ag_load_cursor(struct agent *a, uint64_t *file_offset)
-{
-	*file_offset = 0;
-	char *path = ag_cursor_path(a);
-	struct buf b;
-	buf_init(&b, 1 << 20);
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		free(path);
-		buf_release(&b);
-		return;
-	}
-	char chunk[4096];
-	size_t n;
-	int toobig = 0;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		if (buf_append(&b, chunk, n) < 0)
-			toobig = 1;
-	fclose(f);
-	json_t *doc = NULL;
-	char err[256] = "too large";
-	if (toobig || jsonx_parse(b.data ? b.data : "", b.len, &doc, err, sizeof(err)) < 0) {
-		log_warn("agent kernel cursor unreadable, starting at the beginning path=%s err=\"%s\"",
-			 path, err);
-		goto out;
-	}
-	const char *kind = json_string_value(json_object_get(doc, "kind"));
-	const char *cpath = json_string_value(json_object_get(doc, "path"));
-	const char *boot = json_string_value(json_object_get(doc, "bootId"));
-	const char *legacy = json_string_value(json_object_get(doc, "legacyBootId"));
-	uint64_t dev = 0, ino = 0, pos = 0;
-	if (!kind || !cpath || strcmp(cpath, a->cfg.kernel_log) != 0)
-		goto out;
-	if (a->ksrc == KSRC_FILE) {
-		if (strcmp(kind, "file") || ag_json_u64(doc, "dev", &dev) < 0 ||
-		    ag_json_u64(doc, "inode", &ino) < 0 || ag_json_u64(doc, "offset", &pos) < 0 ||
-		    dev != a->kdev || ino != a->kino)
-			goto out;
-		*file_offset = pos;
-		/* Written before file-line ids left out the boot id: its emitted ids are v1 ids
-		 * under its own boot id. */
-		if (json_integer_value(json_object_get(doc, "ids")) != 2 && boot)
-			legacy = boot;
-		if (legacy && strlen(legacy) < sizeof(a->legacy_boot))
-			snprintf(a->legacy_boot, sizeof(a->legacy_boot), "%s", legacy);
-	} else {
-		/* kmsg sequence numbers restart at each boot. */
-		if (strcmp(kind, "kmsg") || !boot || strcmp(boot, a->cfg.boot_id) != 0 ||
-		    ag_json_u64(doc, "seq", &pos) < 0)
-			goto out;
-		a->kmsg_resume_seq = pos;
-		a->kmsg_resume = 1;
-	}
-	json_t *em = json_object_get(doc, "emitted");
-	size_t ne = json_is_array(em) ? json_array_size(em) : 0;
-	if (ne > AG_RECENT_IDS)
-		ne = AG_RECENT_IDS;
-	a->skip = xcalloc(ne ? ne : 1, sizeof(*a->skip));
-	for (size_t i = 0; i < ne; i++) {
-		const char *id = json_string_value(json_array_get(em, i));
-		if (id && strlen(id) == AGENT_ID_LEN - 1)
-			memcpy(a->skip[a->nskip++], id, AGENT_ID_LEN);
-	}
-	a->dur_pos = pos;
-	a->dur_skip = xcalloc(a->nskip ? a->nskip : 1, sizeof(*a->dur_skip));
-	memcpy(a->dur_skip, a->skip, a->nskip * sizeof(*a->skip));
-	a->ndur_skip = a->nskip;
-	log_info("agent kernel cursor resumed node=%s source=%s pos=%" PRIu64 " emitted=%zu",
-		 a->cfg.node, a->cfg.kernel_log, pos, a->nskip);
-out:
-	json_decref(doc);
-	buf_release(&b);
-	free(path);
-}
-
-/* ------------------------------------------------------------------ kernel reading */
-
-static void ag_ring_push(struct agent *a, uint64_t pos, const char *line, size_t len)
-{
-	size_t idx;
-	if (a->ring_n < AGENT_CURSOR_BACKUP) {
-		idx = (a->ring_head + a->ring_n) % AGENT_CURSOR_BACKUP;
-		a->ring_n++;
-	} else {
-		idx = a->ring_head;
-		a->ring_head = (a->ring_head + 1) % AGENT_CURSOR_BACKUP;
-	}
-	struct ag_line *l = &a->ring[idx];
-	l->pos = pos;
-	size_t n = len < sizeof(l->text) - 1 ? len : sizeof(l->text) - 1;
-	memcpy(l->text, line, n);
-	l->text[n] = '\0';
-	ag_chomp(l->text, strlen(l->text));
-}
-
-/* The pos of the line an event's raw first line came from: the newest ring line that raw is
- * a prefix of (raw is the first line, truncated); the current line when none matches. */
-static uint64_t ag_first_line_pos(struct agent *a, const char *raw, uint64_t cur)
-{
-	char r[KERNLOG_RAW_LEN];
-	snprintf(r, sizeof(r), "%s", raw);
-	size_t rl = ag_chomp(r, strlen(r));
-	if (rl == 0)
-		return cur;
-	for (size_t k = a->ring_n; k-- > 0;) {
-		const struct ag_line *l = &a->ring[(a->ring_head + k) % AGENT_CURSOR_BACKUP];
-		if (strncmp(l->text, r, rl) == 0)
-			return l->pos;
-	}
-	return cur;
-}
-
-static int ag_skip_id(struct agent *a, const char *id)
-{
-	for (size_t i = 0; i < a->nskip; i++)
-		if (strcmp(a->skip[i], id) == 0) {
-			memmove(a->skip[i], a->skip[i + 1], (a->nskip - i - 1) * AGENT_ID_LEN);
-			a->nskip--;
-			return 1;
-		}
-	return 0;
-}
-
-static void ag_remember(struct agent *a, uint64_t pos, const char *id)
-{
-	if (a->nrecent == AG_RECENT_IDS) {
-		memmove(&a->recent[0], &a->recent[1], (AG_RECENT_IDS - 1) * sizeof(a->recent[0]));
-		a->nrecent--;
-	}
-	a->recent[a->nrecent].pos = pos;
-	memcpy(a->recent[a->nrecent].id, id, AGENT_ID_LEN);
-	a->nrecent++;
-}
-
-static int ag_write_cursor(struct agent *a);
-
-/* Puts the waiting kernel events and then moves the cursor over them, so a later failure goes
- * back no further than this. */
-static int ag_put_kernel(struct agent *a)
-{
-	int rc = ag_put_report(a);
-	if (rc == 0)
-		rc = ag_write_cursor(a);
-	return rc;
-}
-
-/* Takes the parser's completed events; cur = pos of the line just fed (or of the last one for
- * a flush). Puts a report when the batch is full. */
-static int ag_take_kernel_events(struct agent *a, const struct kernlog_event *kev, int n,
-				 uint64_t cur)
-{
-	for (int i = 0; i < n; i++) {
-		const struct kernlog_event *k = &kev[i];
-		char id[AGENT_ID_LEN];
-		uint64_t first;
-		if (a->ksrc == KSRC_KMSG) {
-			first = k->has_seq ? k->seq : cur;
-			agent_id_kmsg(a->cfg.boot_id, first, id);
-		} else {
-			first = ag_first_line_pos(a, k->raw, cur);
-			agent_id_file_line(a->kdev, a->kino, first, k->raw, id);
-		}
-		int skip = ag_skip_id(a, id);
-		if (!skip && a->legacy_boot[0] && a->ksrc == KSRC_FILE) {
-			char v1[AGENT_ID_LEN];
-			agent_id_file_line_v1(a->legacy_boot, a->kdev, a->kino, first, k->raw, v1);
-			skip = ag_skip_id(a, v1);
-		}
-		if (skip) {
-			/* Emitted before, durably: remembered for the next cursor now. */
-			ag_remember(a, first, id);
-			a->st.skipped_on_resume++;
-			continue;
-		}
-		if (a->nev >= AGENT_MAX_REPORT_EVENTS) {
-			int rc = ag_put_kernel(a);
-			if (rc < 0)
-				return rc;
-		}
-		struct ag_event *e = ag_new_event(a);
-		memcpy(e->id, id, sizeof(id));
-		e->kernel = 1;
-		e->first = first;
-		snprintf(e->source, sizeof(e->source), "kernel");
-		snprintf(e->code, sizeof(e->code), "%s", k->code);
-		e->gpu_index = k->gpu_index;
-		snprintf(e->bus, sizeof(e->bus), "%s", k->pci_bus_id);
-		e->pid = k->pid;
-		snprintf(e->process, sizeof(e->process), "%s", k->process);
-		e->time_ms = k->time_ms > 0 ? k->time_ms : ag_now(a);
-		snprintf(e->message, sizeof(e->message), "%s", k->message);
-		snprintf(e->raw, sizeof(e->raw), "%s", k->raw);
-		/* The bound counts events not yet put: put them as soon as they would fill the
-		 * outbox, so reading stops right here (the caller checks outbox_full). */
-		if (a->ob.nevents + a->nev >= a->ob.max_events) {
-			int rc = ag_put_kernel(a);
-			if (rc < 0)
-				return rc;
-		}
-	}
-	return 0;
-}
-
-/* Opens the kernel source and positions it from the cursor. 0, or <0 with the detector set
- * dead (ProbeFailed). */
-static int ag_kernel_open(struct agent *a)
-{
-	if (a->kfd >= 0)
-		return 0;
-	const char *p = a->cfg.kernel_log;
-	int kmsg = strcmp(p, "/dev/kmsg") == 0;
-	int fd = open(p, O_RDONLY | O_CLOEXEC | (kmsg ? O_NONBLOCK : 0));
-	if (fd < 0) {
-		ag_set(a, AGENT_DET_KERNEL, 0, "unknown", "ProbeFailed", "open %s: %s", p,
-		       strerror(errno));
-		return FP_EIO;
-	}
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		close(fd);
-		ag_set(a, AGENT_DET_KERNEL, 0, "unknown", "ProbeFailed", "stat %s: %s", p,
-		       strerror(errno));
-		return FP_EIO;
-	}
-	a->kfd = fd;
-	a->ksrc = kmsg ? KSRC_KMSG : KSRC_FILE;
-	a->kdev = (uint64_t)st.st_dev;
-	a->kino = (uint64_t)st.st_ino;
-	a->ring_n = a->ring_head = 0;
-	a->nrecent = 0;
-	free(a->skip);
-	a->skip = NULL;
-	a->nskip = 0;
-	free(a->dur_skip);
-	a->dur_skip = NULL;
-	a->ndur_skip = 0;
-	a->dur_pos = 0;
-	a->legacy_boot[0] = '\0';
-	a->kmsg_resume = 0;
-	a->krotated = 0;
-	a->keof_quiet = 0;
-	uint64_t off = 0;
-	ag_load_cursor(a, &off);
-	if (a->ksrc == KSRC_FILE) {
-		if (S_ISREG(st.st_mode) && off > (uint64_t)st.st_size) {
-			log_warn("agent kernel log shorter than its cursor, reading from the start "
-				 "path=%s size=%jd offset=%" PRIu64, p, (intmax_t)st.st_size, off);
-			off = 0;
-		}
-		a->kpos = off;
-	} else {
-		a->kpos = 0;
-		a->kmsg_have_seq = 0;
-	}
-	kernlog_parser_free(a->kp);
-	a->kp = kernlog_parser_new(ag_now(a));
-	ag_set(a, AGENT_DET_KERNEL, 1, "ok", NULL, "%s", "");
-	return 0;
-}
-
-static void ag_kernel_close(struct agent *a)
-{
-	if (a->kfd >= 0)
-		close(a->kfd);
-	a->kfd = -1;
-}
-
-/* One /dev/kmsg record into line (NUL-terminated, the dictionary lines after the first '\n'
- * dropped). Returns its length, 0 at the end (EAGAIN), -1 on an error (logged). EPIPE (records
- * overwritten before we read them) is logged and reading goes on. */
-static ssize_t ag_kmsg_record(struct agent *a, char *line, size_t cap)
-{
-	for (;;) {
-		ssize_t n = read(a->kfd, line, cap - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EPIPE) {
-			log_warn("agent /dev/kmsg records were overwritten before they were read "
-				 "node=%s", a->cfg.node);
-			continue;
-		}
-		if (n < 0 && errno == EAGAIN)
-			return 0;
-		if (n < 0) {
-			ag_set(a, AGENT_DET_KERNEL, 0, "unknown", "ProbeFailed", "read /dev/kmsg: %s",
-			       strerror(errno));
-			return -1;
-		}
-		if (n == 0)
-			return 0;
-		line[n] = '\0';
-		char *nl = memchr(line, '\n', (size_t)n);
-		if (nl) {
-			*nl = '\0';
-			n = nl - line;
-		}
-		return n;
-	}
-}
-
-/* The sequence number of a "prio,seq,usec,flags;msg" record, or -1. */
-static int ag_kmsg_seq(const char *rec, uint64_t *seq)
-{
-	const char *c = strchr(rec, ',');
-	if (!c)
-		return -1;
-	char *end = NULL;
-	errno = 0;
-	unsigned long long v = strtoull(c + 1, &end, 10);
-	if (errno || end == c + 1 || *end != ',')
-		return -1;
-	*seq = v;
-	return 0;
-}
-
-/* Feeds one line (record) at pos; handles events. */
-static int ag_feed(struct agent *a, const char *line, size_t len, uint64_t pos)
-{
-	struct kernlog_event kev[2];
-	ag_ring_push(a, pos, line, len);
-	int n = kernlog_feed(a->kp, line, len, kev);
-	a->st.kernel_lines++;
-	return ag_take_kernel_events(a, kev, n, pos);
-}
-
-/* A write failed: forget what was read since the last durable cursor and go back to it, so
- * the next pass reads those lines again (the ids already in the outbox are in that cursor's
- * skip list; others were never remembered). */
-static void ag_kernel_rollback(struct agent *a)
-{
-	size_t lost = 0;
-	for (size_t i = 0; i < a->nev; i++)
-		lost += a->ev[i].kernel;
-	a->unsent_kernel = lost;
-	a->nev = 0;
-	log_warn("agent kernel log reading goes back to the last durable cursor node=%s "
-		 "events_not_in_outbox=%zu", a->cfg.node, lost);
-	if (a->ksrc == KSRC_KMSG) {
-		ag_kernel_close(a); /* reopened from the cursor file at the next pass */
-		return;
-	}
-	a->kpos = a->dur_pos;
-	a->ring_n = a->ring_head = 0;
-	a->nrecent = 0;
-	free(a->skip);
-	a->skip = xcalloc(a->ndur_skip ? a->ndur_skip : 1, sizeof(*a->skip));
-	if (a->ndur_skip)
-		memcpy(a->skip, a->dur_skip, a->ndur_skip * sizeof(*a->skip));
-	a->nskip = a->ndur_skip;
-	a->keof_quiet = 0;
-	a->cursor_dirty = 1;
-	kernlog_parser_free(a->kp);
-	a->kp = kernlog_parser_new(ag_now(a));
-}
-
-/* One pass over the open source from kpos to its end (see agent_read_kernel). *at_end: the
- * end was reached; *progressed: a line was read. */
-static int ag_read_pass(struct agent *a, int final, int *at_end, int *progressed)
-{
-	int rc = 0;
-	size_t lines = 0;
-	*at_end = *progressed = 0;
-	char *chunk = xmalloc(AG_CHUNK + 1);
-	for (;;) {
-		if (a->cfg.max_lines_per_pass && lines >= a->cfg.max_lines_per_pass)
-			break;
-		if (outbox_full(&a->ob))
-			break;
-		if (a->ksrc == KSRC_KMSG) {
-			ssize_t n = ag_kmsg_record(a, chunk, AG_CHUNK + 1);
-			if (n <= 0) {
-				*at_end = 1;
-				break;
-			}
-			uint64_t seq;
-			if (ag_kmsg_seq(chunk, &seq) < 0)
-				continue;
-			if (a->kmsg_resume && seq < a->kmsg_resume_seq)
-				continue;
-			a->kpos = seq;
-			a->kmsg_have_seq = 1;
-			*progressed = 1;
-			lines++;
-			if ((rc = ag_feed(a, chunk, (size_t)n, seq)) < 0)
-				break;
-			continue;
-		}
-		ssize_t n = pread(a->kfd, chunk, AG_CHUNK, (off_t)a->kpos);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ag_set(a, AGENT_DET_KERNEL, 0, "unknown", "ProbeFailed", "read %s: %s",
-			       a->cfg.kernel_log, strerror(errno));
-			break;
-		}
-		if (n == 0) {
-			*at_end = 1;
-			break;
-		}
-		/* Whole lines of this chunk; a chunk with no newline is one (cut) line when it is
-		 * full, or an unfinished line left for later (fed now only when final). */
-		size_t off = 0;
-		while (off < (size_t)n) {
-			if (a->cfg.max_lines_per_pass && lines >= a->cfg.max_lines_per_pass)
-				break;
-			char *nl = memchr(chunk + off, '\n', (size_t)n - off);
-			size_t len;
-			if (nl) {
-				len = (size_t)(nl - (chunk + off)) + 1;
-			} else if (off == 0 && (size_t)n == AG_CHUNK) {
-				len = AG_CHUNK;
-			} else if (final && off == 0) {
-				len = (size_t)n - off; /* the last line, without its newline */
-			} else {
-				break;
-			}
-			uint64_t pos = a->kpos;
-			a->kpos += len;
-			*progressed = 1;
-			lines++;
-			if ((rc = ag_feed(a, chunk + off, len, pos)) < 0)
-				break;
-			off += len;
-			if (outbox_full(&a->ob))
-				break;
-		}
-		if (rc < 0)
-			break;
-		if (off == 0) {
-			*at_end = 1;
-			break;
-		}
-	}
-	free(chunk);
-	return rc;
-}
-
-/* Completes a pending multi-line record (kernlog_flush) and takes its events. */
-static int ag_kernel_flush(struct agent *a)
-{
-	struct kernlog_event kev[2];
-	int n = kernlog_flush(a->kp, kev);
-	uint64_t last = a->ring_n ? a->ring[(a->ring_head + a->ring_n - 1) % AGENT_CURSOR_BACKUP].pos
-				  : a->kpos;
-	return n > 0 ? ag_take_kernel_events(a, kev, n, last) : 0;
-}
-
-int agent_read_kernel(struct agent *a, int final)
-{
-	if (!a->configured[AGENT_DET_KERNEL])
-		return 0;
-	if (a->kfd >= 0 && a->ksrc == KSRC_FILE) {
-		struct stat now_st, fd_st;
-		if (fstat(a->kfd, &fd_st) == 0 && S_ISREG(fd_st.st_mode) &&
-		    (uint64_t)fd_st.st_size < a->kpos) {
-			log_warn("agent kernel log truncated, reading from the start path=%s",
-				 a->cfg.kernel_log);
-			a->kpos = 0;
-			a->ring_n = a->ring_head = 0;
-			a->nrecent = 0;
-		}
-		/* Rotated (the path names another file now): the old file is read to its end
-		 * below before the new one is opened. */
-		if (!a->krotated && stat(a->cfg.kernel_log, &now_st) == 0 &&
-		    ((uint64_t)now_st.st_dev != a->kdev || (uint64_t)now_st.st_ino != a->kino)) {
-			log_info("agent kernel log rotated, reading the old file to its end path=%s",
-				 a->cfg.kernel_log);
-			a->krotated = 1;
-		}
-	}
-	if (ag_kernel_open(a) < 0)
-		return 0; /* reported as a dead detector; retried next pass */
-	if (outbox_full(&a->ob)) {
-		if (!a->kpaused)
-			log_warn("agent outbox full, kernel log reading paused node=%s events=%zu "
-				 "max=%zu", a->cfg.node, a->ob.nevents, a->ob.max_events);
-		a->kpaused = 1;
-		ag_set(a, AGENT_DET_KERNEL, 1, "ok", NULL,
-		       "outbox full (%zu events buffered, max %zu): kernel log reading paused",
-		       a->ob.nevents, a->ob.max_events);
-		return 0;
-	}
-	if (a->kpaused) {
-		log_info("agent outbox has room again, kernel log reading resumed node=%s",
-			 a->cfg.node);
-		a->kpaused = 0;
-		ag_set(a, AGENT_DET_KERNEL, 1, "ok", NULL, "%s", "");
-	}
-	int rc, at_end, progressed;
-	for (int file = 0; file < 2; file++) {
-		rc = ag_read_pass(a, final, &at_end, &progressed);
-		/* End of input: complete a pending multi-line record when told to, when the log
-		 * has been quiet for a whole pass (a record's lines are written together), or
-		 * before leaving a rotated file. */
-		int leave = a->krotated && at_end && (final || !progressed);
-		if (rc == 0 && at_end && (final || leave || (!progressed && a->keof_quiet)))
-			rc = ag_kernel_flush(a);
-		a->keof_quiet = at_end && !progressed;
-		if (rc == 0 && a->nev > 0)
-			rc = ag_put_report(a);
-		if (rc == 0 && (progressed || a->cursor_dirty ||
-				ag_resume_pos(a) != a->cursor_written_pos))
-			rc = ag_write_cursor(a);
-		if (rc < 0) {
-			ag_kernel_rollback(a);
-			return rc;
-		}
-		a->unsent_kernel = 0;
-		if (!leave)
-			break;
-		/* The old file is read to its end: follow the new one from its start. */
-		log_info("agent kernel log rotated, following the new file path=%s",
-			 a->cfg.kernel_log);
-		ag_kernel_close(a);
-		if (ag_kernel_open(a) < 0)
-			return 0;
-		a->cursor_dirty = 1;
-	}
-	return 0;
 }
 
 /* ------------------------------------------------------------------ tool detectors */
@@ -1080,11 +348,11 @@ static int ag_tool_output(struct agent *a, enum agent_det d, int is_auto, const 
 	if (!is_auto) {
 		int rc = ag_read_file(path, max, b, err, sizeof(err));
 		if (rc == FP_ETOOBIG) {
-			ag_set(a, d, 0, "unknown", "Unparseable", "%s", err);
+			agent_set(a, d, 0, "unknown", "Unparseable", "%s", err);
 			return rc;
 		}
 		if (rc < 0) {
-			ag_set(a, d, 0, "unknown", "ProbeFailed", "%s", err);
+			agent_set(a, d, 0, "unknown", "ProbeFailed", "%s", err);
 			return rc;
 		}
 		return 0;
@@ -1092,12 +360,12 @@ static int ag_tool_output(struct agent *a, enum agent_det d, int is_auto, const 
 	struct probe_result res;
 	int rc = probe_run(argv, a->cfg.probe_timeout_s * 1000, max, &res, err, sizeof(err));
 	if (rc < 0) {
-		ag_set(a, d, 0, "unknown", "ProbeFailed", "%s", err);
+		agent_set(a, d, 0, "unknown", "ProbeFailed", "%s", err);
 		probe_result_release(&res);
 		return rc;
 	}
 	if (res.timed_out) {
-		ag_set(a, d, 0, "unknown", "ProbeTimeout", "%s did not answer in %ld s", argv[0],
+		agent_set(a, d, 0, "unknown", "ProbeTimeout", "%s did not answer in %ld s", argv[0],
 		       a->cfg.probe_timeout_s);
 		log_warn("agent probe timed out node=%s detector=%s timeout_s=%ld", a->cfg.node,
 			 det_names[d], a->cfg.probe_timeout_s);
@@ -1112,14 +380,14 @@ static int ag_tool_output(struct agent *a, enum agent_det d, int is_auto, const 
 		return 1;
 	}
 	if (res.truncated) {
-		ag_set(a, d, 0, "unknown", "Unparseable", "%s wrote more than %zu bytes", argv[0],
+		agent_set(a, d, 0, "unknown", "Unparseable", "%s wrote more than %zu bytes", argv[0],
 		       max);
 	} else if (!res.exited || res.exit_status != 0) {
 		if (res.exited)
-			ag_set(a, d, 0, "unknown", "ProbeFailed", "%s exited with status %d", argv[0],
+			agent_set(a, d, 0, "unknown", "ProbeFailed", "%s exited with status %d", argv[0],
 			       res.exit_status);
 		else
-			ag_set(a, d, 0, "unknown", "ProbeFailed", "%s killed by signal %d", argv[0],
+			agent_set(a, d, 0, "unknown", "ProbeFailed", "%s killed by signal %d", argv[0],
 			       res.signaled);
 	} else {
 		buf_reset(b);
@@ -1137,12 +405,12 @@ static int ag_tool_output(struct agent *a, enum agent_det d, int is_auto, const 
 static void ag_set_result(struct agent *a, enum agent_det d, size_t nfind, int unknown)
 {
 	if (nfind)
-		ag_set(a, d, 1, "unhealthy", NULL, "%zu finding%s", nfind, nfind == 1 ? "" : "s");
+		agent_set(a, d, 1, "unhealthy", NULL, "%zu finding%s", nfind, nfind == 1 ? "" : "s");
 	else if (unknown)
-		ag_set(a, d, 1, "unknown", NULL, "the output cannot prove health (values unknown "
+		agent_set(a, d, 1, "unknown", NULL, "the output cannot prove health (values unknown "
 		       "or truncated)");
 	else
-		ag_set(a, d, 1, "ok", NULL, "%s", "");
+		agent_set(a, d, 1, "ok", NULL, "%s", "");
 }
 
 static int ag_probe_nvsmi(struct agent *a, struct agent_finding *f, size_t *nf)
@@ -1164,7 +432,7 @@ static int ag_probe_nvsmi(struct agent *a, struct agent_finding *f, size_t *nf)
 	struct nvsmi_report *r = xcalloc(1, sizeof(*r));
 	char err[512];
 	if (nvsmi_parse(b.data ? b.data : "", b.len, r, err, sizeof(err)) < 0) {
-		ag_set(a, AGENT_DET_NVSMI, 0, "unknown", "Unparseable", "%s", err);
+		agent_set(a, AGENT_DET_NVSMI, 0, "unknown", "Unparseable", "%s", err);
 	} else {
 		int unknown = 0;
 		size_t n = nvsmi_findings(r, a->expected_gpus, f + *nf, AG_MAX_FINDINGS / 4 - 1,
@@ -1184,7 +452,7 @@ static void ag_probe_nvml(struct agent *a, struct agent_finding *f, size_t *nf)
 	struct nvsmi_report *r = xcalloc(1, sizeof(*r));
 	char err[512];
 	if (nvml_query(a->nvml, r, err, sizeof(err)) < 0) {
-		ag_set(a, AGENT_DET_NVML, 0, "unknown", "ProbeFailed", "%s", err);
+		agent_set(a, AGENT_DET_NVML, 0, "unknown", "ProbeFailed", "%s", err);
 	} else {
 		int unknown = 0;
 		size_t n = nvsmi_findings(r, a->expected_gpus, f + *nf, AG_MAX_FINDINGS / 4, &unknown);
@@ -1218,7 +486,7 @@ static void ag_probe_dcgm(struct agent *a, struct agent_finding *f, size_t *nf)
 						       &unknown);
 		*nf += n;
 		if (unknown && n == 0)
-			ag_set(a, AGENT_DET_DCGM, 0, "unknown", "Unparseable",
+			agent_set(a, AGENT_DET_DCGM, 0, "unknown", "Unparseable",
 			       "the output is not a dcgmi %s report", diag ? "diag" : "health");
 		else
 			ag_set_result(a, AGENT_DET_DCGM, n, unknown);
@@ -1242,7 +510,7 @@ static void ag_probe_ibstat(struct agent *a, struct agent_finding *f, size_t *nf
 		struct ibstat_report *r = xcalloc(1, sizeof(*r));
 		char err[512];
 		if (ibstat_parse(b.data ? b.data : "", b.len, r, err, sizeof(err)) < 0) {
-			ag_set(a, AGENT_DET_IBSTAT, 0, "unknown", "Unparseable", "%s", err);
+			agent_set(a, AGENT_DET_IBSTAT, 0, "unknown", "Unparseable", "%s", err);
 		} else {
 			int unknown = 0;
 			size_t n = ibstat_findings(r, f + *nf, AG_MAX_FINDINGS / 4 - 1, &unknown);
@@ -1265,7 +533,7 @@ static char *ag_eps_path(struct agent *a)
 static int ag_eps_save(struct agent *a)
 {
 	json_t *doc = json_object();
-	json_object_set_new(doc, "bootId", ag_str(a->cfg.boot_id));
+	json_object_set_new(doc, "bootId", agent_str(a->cfg.boot_id));
 	json_object_set_new(doc, "epoch", json_string(a->epoch));
 	json_object_set_new(doc, "epochKnown", json_boolean(a->epoch_known));
 	json_object_set_new(doc, "lastSince", json_integer(a->last_since));
@@ -1275,10 +543,10 @@ static int ag_eps_save(struct agent *a)
 		json_t *o = json_object();
 		json_object_set_new(o, "code", json_string(e->code));
 		json_object_set_new(o, "bus", json_string(e->bus));
-		json_object_set_new(o, "key", ag_str(e->key));
+		json_object_set_new(o, "key", agent_str(e->key));
 		json_object_set_new(o, "source", json_string(e->source));
 		json_object_set_new(o, "gpuIndex", json_integer(e->gpu_index));
-		json_object_set_new(o, "message", ag_str(e->message));
+		json_object_set_new(o, "message", agent_str(e->message));
 		json_object_set_new(o, "since", json_integer(e->since));
 		json_object_set_new(o, "epoch", json_string(e->epoch));
 		json_object_set_new(o, "id", json_string(e->id));
@@ -1297,7 +565,7 @@ static int ag_eps_save(struct agent *a)
 	free(path);
 	if (rc < 0) {
 		log_error("agent findings state write failed node=%s err=\"%s\"", a->cfg.node, err);
-		ag_local_fail(a, "findings state write failed", err);
+		agent_local_fail(a, "findings state write failed", err);
 		return FP_EIO;
 	}
 	return 0;
@@ -1415,7 +683,7 @@ static json_t *ag_fetch_node(struct agent *a)
 {
 	if (!a->tp.get_node)
 		return NULL;
-	int64_t now = ag_now(a);
+	int64_t now = agent_now(a);
 	if (now < a->node_next_ms)
 		return NULL;
 	json_t *doc = NULL;
@@ -1480,7 +748,7 @@ static int ag_take_findings(struct agent *a, const struct agent_finding *f, size
 			    enum agent_det d)
 {
 	int changed = 0;
-	int64_t now = ag_now(a);
+	int64_t now = agent_now(a);
 	for (size_t i = 0; i < n; i++) {
 		struct ag_episode *e = NULL;
 		for (size_t k = 0; k < a->neps && !e; k++) {
@@ -1560,11 +828,11 @@ static int ag_probe_round_doc(struct agent *a, json_t *doc)
 			continue;
 		unsent++;
 		if (a->nev >= AGENT_MAX_REPORT_EVENTS) {
-			if ((rc = ag_put_report(a)) < 0)
+			if ((rc = agent_put_report(a)) < 0)
 				goto out;
 			put++;
 		}
-		struct ag_event *ev = ag_new_event(a);
+		struct ag_event *ev = agent_new_event(a);
 		memcpy(ev->id, e->id, sizeof(ev->id));
 		snprintf(ev->source, sizeof(ev->source), "%s", e->source);
 		snprintf(ev->code, sizeof(ev->code), "%s", e->code);
@@ -1577,7 +845,7 @@ static int ag_probe_round_doc(struct agent *a, json_t *doc)
 	/* A heartbeat only when nothing is waiting: pending reports carry the detectors too, and
 	 * heartbeats must not pile up while the API is down. */
 	if (a->nev > 0 || (put == 0 && a->ob.npending == 0))
-		if ((rc = ag_put_report(a)) < 0)
+		if ((rc = agent_put_report(a)) < 0)
 			goto out;
 	if (unsent) {
 		ag_eps_compact(a);
@@ -1626,7 +894,7 @@ int agent_flush(struct agent *a)
 		char err[512];
 		if ((rc = outbox_peek(&a->ob, &seq, &body, err, sizeof(err))) < 0) {
 			log_error("agent outbox read failed node=%s err=\"%s\"", a->cfg.node, err);
-			ag_local_fail(a, "outbox read failed", err);
+			agent_local_fail(a, "outbox read failed", err);
 			rc = FP_EIO;
 			break;
 		}
@@ -1641,7 +909,7 @@ int agent_flush(struct agent *a)
 			if ((rc = outbox_remove(&a->ob, seq, err, sizeof(err))) < 0) {
 				log_error("agent outbox remove failed node=%s err=\"%s\"", a->cfg.node,
 					  err);
-				ag_local_fail(a, "outbox remove failed", err);
+				agent_local_fail(a, "outbox remove failed", err);
 				rc = FP_EIO;
 				break;
 			}
@@ -1661,7 +929,7 @@ int agent_flush(struct agent *a)
 			  ans.data ? ans.data : "", a->ob.rejected_dir, seq);
 		if ((rc = outbox_reject(&a->ob, seq, status, ans.data, err, sizeof(err))) < 0) {
 			log_error("agent outbox reject failed node=%s err=\"%s\"", a->cfg.node, err);
-			ag_local_fail(a, "outbox reject failed", err);
+			agent_local_fail(a, "outbox reject failed", err);
 			rc = FP_EIO;
 			break;
 		}
@@ -1802,21 +1070,21 @@ static int ag_resolve(struct agent *a, enum agent_det d, const char *flag, const
 		      char *path, size_t pathlen, int *is_auto)
 {
 	if (!flag) {
-		ag_set(a, d, 0, "unknown", "NotConfigured", "no --%s given",
+		agent_set(a, d, 0, "unknown", "NotConfigured", "no --%s given",
 		       d == AGENT_DET_DCGM ? "dcgmi" : det_names[d]);
 		return 0;
 	}
 	if (strcmp(flag, "auto") == 0) {
 		*is_auto = 1;
 		if (probe_which(tool, path, pathlen) < 0) {
-			ag_set(a, d, 0, "unknown", "NotConfigured", "%s not found in PATH", tool);
+			agent_set(a, d, 0, "unknown", "NotConfigured", "%s not found in PATH", tool);
 			return 0;
 		}
 	} else {
 		snprintf(path, pathlen, "%s", flag);
 	}
 	a->configured[d] = 1;
-	ag_set(a, d, 1, "unknown", NULL, "not probed yet");
+	agent_set(a, d, 1, "unknown", NULL, "not probed yet");
 	return 0;
 }
 
@@ -1875,9 +1143,9 @@ int agent_new(const struct agent_config *cfg, const struct agent_transport *tp,
 	}
 	if (cfg->kernel_log && *cfg->kernel_log) {
 		a->configured[AGENT_DET_KERNEL] = 1;
-		ag_set(a, AGENT_DET_KERNEL, 1, "ok", NULL, "%s", "");
+		agent_set(a, AGENT_DET_KERNEL, 1, "ok", NULL, "%s", "");
 	} else {
-		ag_set(a, AGENT_DET_KERNEL, 0, "unknown", "NotConfigured", "no --kernel-log given");
+		agent_set(a, AGENT_DET_KERNEL, 0, "unknown", "NotConfigured", "no --kernel-log given");
 	}
 	ag_resolve(a, AGENT_DET_NVSMI, cfg->nvidia_smi, "nvidia-smi", a->nvsmi_path,
 		   sizeof(a->nvsmi_path), &a->nvsmi_auto);
@@ -1886,19 +1154,19 @@ int agent_new(const struct agent_config *cfg, const struct agent_transport *tp,
 	ag_resolve(a, AGENT_DET_IBSTAT, cfg->ibstat, "ibstat", a->ibstat_path,
 		   sizeof(a->ibstat_path), &a->ibstat_auto);
 	if (!cfg->nvml) {
-		ag_set(a, AGENT_DET_NVML, 0, "unknown", "NotConfigured", "no --nvml given");
+		agent_set(a, AGENT_DET_NVML, 0, "unknown", "NotConfigured", "no --nvml given");
 	} else {
 		char nerr[512];
 		int nrc = nvml_open(cfg->nvml_lib, &a->nvml, nerr, sizeof(nerr));
 		if (nrc == FP_ENOTFOUND) {
-			ag_set(a, AGENT_DET_NVML, 0, "unknown", "NotConfigured", "%s", nerr);
+			agent_set(a, AGENT_DET_NVML, 0, "unknown", "NotConfigured", "%s", nerr);
 		} else if (nrc < 0) {
 			a->configured[AGENT_DET_NVML] = 1;
-			ag_set(a, AGENT_DET_NVML, 0, "unknown", "ProbeFailed", "%s", nerr);
+			agent_set(a, AGENT_DET_NVML, 0, "unknown", "ProbeFailed", "%s", nerr);
 			log_warn("agent nvml unusable node=%s err=\"%s\"", cfg->node, nerr);
 		} else {
 			a->configured[AGENT_DET_NVML] = 1;
-			ag_set(a, AGENT_DET_NVML, 1, "unknown", NULL, "not probed yet");
+			agent_set(a, AGENT_DET_NVML, 1, "unknown", NULL, "not probed yet");
 		}
 	}
 	ag_reset_load(a);
@@ -1914,7 +1182,7 @@ void agent_free(struct agent *a)
 {
 	if (!a)
 		return;
-	ag_kernel_close(a);
+	agent_kernel_close(a);
 	kernlog_parser_free(a->kp);
 	nvml_close(a->nvml);
 	outbox_close(&a->ob);
@@ -1989,7 +1257,7 @@ int agent_run(struct agent *a)
 	log_info("agent started node=%s interval_s=%ld kernel=%s", a->cfg.node, a->cfg.interval_s,
 		 a->cfg.kernel_log ? a->cfg.kernel_log : "-");
 	while (!ag_stopped(a)) {
-		int64_t now = ag_now(a);
+		int64_t now = agent_now(a);
 		agent_read_kernel(a, 0);
 		if (now >= next_probe) {
 			json_t *doc = ag_fetch_node(a);
