@@ -3,7 +3,6 @@
  * (/v1/policies/default: summary, dry-run switch, whole-document apply), disruption budgets
  * (/v1/budgets), correlated-failure breakers (/v1/breakers) and RMA records (/v1/rmas).
  * docs/cli.md "health" is the reference; exit codes are those of cmds.h. */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include "base/buf.h"
 #include "base/jsonx.h"
 #include "base/timefmt.h"
+#include "cmd/cli_common.h"
 #include "cmd/client.h"
 #include "cmd/cmds.h"
 #include "cmd/table.h"
@@ -77,20 +77,6 @@ static const char he_rma_usage[] =
 	"Usage: fleetplane health rma list [--node NAME] [-o json]\n"
 	"       fleetplane health rma get NAME [-o json]\n";
 
-/* Parses a positive decimal count up to max. Returns 0 or -1. */
-static int he_parse_count(const char *s, unsigned long long max, size_t *out)
-{
-	char *end = NULL;
-	errno = 0;
-	if (!s || *s < '0' || *s > '9')
-		return -1;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end || v == 0 || v > max)
-		return -1;
-	*out = (size_t)v;
-	return 0;
-}
-
 /* "true"/"false" → 1/0; -1 otherwise. */
 static int he_parse_bool(const char *s)
 {
@@ -134,32 +120,46 @@ static void he_join(const json_t *arr, char *out, size_t outlen)
 	}
 }
 
-/* Parses the common flags of a verb that takes only -o json and operands. Returns -1 to go
- * on (optind at the first operand) or an exit code. */
-static int he_output_only(const char *cmd, int argc, char **argv, const char *usage,
-			  enum client_output *o)
+/* "k=v,k=v" of an object's scalar members, in document order, into out; members that do not
+ * fit are left out whole. */
+static void he_pairs(const json_t *obj, char *out, size_t outlen)
 {
-	return client_parse_output_flags(cmd, argc, argv, usage, 0, o);
+	size_t len = 0;
+	const char *k;
+	json_t *v;
+	out[0] = 0;
+	json_object_foreach((json_t *)obj, k, v) {
+		char tmp[32];
+		int n = snprintf(out + len, outlen - len, "%s%s=%s", len ? "," : "", k,
+				 he_scalar(v, tmp, sizeof(tmp)));
+		if (n < 0 || (size_t)n >= outlen - len) {
+			out[len] = 0;
+			break;
+		}
+		len += (size_t)n;
+	}
 }
 
-/* GET path and print it: -o json as it is, else fn renders it. */
-static int he_get_print(const char *path, enum client_output o, void (*fn)(const json_t *))
+/* Prints one document as the one-row table of the view v (a `get` in list form). */
+static void he_print_one(const json_t *doc, const struct cli_view *v)
 {
-	struct client c;
-	memset(&c, 0, sizeof(c));
-	json_t *doc = NULL;
-	int rc = client_init(&c);
-	if (rc == 0)
-		rc = client_request(&c, "GET", path, NULL, NULL, &doc);
-	if (rc == 0) {
-		if (o == CLIENT_OUT_JSON || !fn)
-			client_print_json(doc);
-		else
-			fn(doc);
-	}
-	json_decref(doc);
-	client_release(&c);
-	return rc;
+	json_t *arr = json_pack("[O]", (json_t *)doc);
+	cli_print_items(arr, CLIENT_OUT_TABLE, v);
+	json_decref(arr);
+}
+
+/* `health policy get` and `health breaker list` (-o json, no operands): one GET of path, printed
+ * with fn (or as JSON). */
+static int he_show(const char *cmd, const char *usage, const char *path,
+			      cli_print_fn fn, int argc, char **argv)
+{
+	enum client_output o = CLIENT_OUT_TABLE;
+	int rc = client_parse_output_flags(cmd, argc, argv, usage, 0, &o);
+	if (rc >= 0)
+		return rc;
+	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
+		return rc;
+	return cli_get_print(path, o, fn);
 }
 
 /* ---------------------------------------------------------------- events */
@@ -223,6 +223,36 @@ static json_t *he_newest(json_t *items, size_t limit)
 	return out;
 }
 
+static const struct table_colspec he_event_cols[] = {
+	{"TIME", 24}, {"NODE", 24}, {"SOURCE", 10}, {"CODE", 24}, {"GPU", 16}, {"JOB", 16},
+	{"ACTION", 12}, {NULL, 0},
+};
+
+static void he_event_row(struct table *t, const json_t *ev, enum client_output o, int64_t now)
+{
+	char idx[24];
+	const char *gpu = jsonx_str(ev, "gpu.pciBusId");
+	json_t *gi = jsonx_path(ev, "gpu.index");
+	if (!gpu && json_is_integer(gi)) {
+		snprintf(idx, sizeof(idx), "%lld", (long long)json_integer_value(gi));
+		gpu = idx;
+	}
+	table_cell(t, jsonx_str(ev, "time"));
+	table_cell(t, jsonx_str(ev, "node"));
+	table_cell(t, jsonx_str(ev, "source"));
+	table_cell(t, jsonx_str(ev, "code"));
+	table_cell(t, gpu);
+	table_cell(t, jsonx_str(ev, "job"));
+	const char *act = jsonx_str(ev, "decision.action");
+	if (act && json_is_true(jsonx_path(ev, "decision.dryRun")))
+		table_cellf(t, "%s (dry run)", act);
+	else
+		table_cell(t, act);
+}
+
+static const struct cli_view he_event_view = {he_event_cols, NULL, he_event_row,
+					      "No health events found.\n"};
+
 static int he_events(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -238,9 +268,8 @@ static int he_events(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'N':
-			if (!*optarg)
-				return client_usage_error(cmd, "flag '--node' needs a node name");
-			node = optarg;
+			if ((rc = cli_opt_value(cmd, "--node", "a node name", &node)) != 0)
+				return rc;
 			break;
 		case 'C':
 			if (!*optarg || !strchr(optarg, ':'))
@@ -251,28 +280,20 @@ static int he_events(int argc, char **argv)
 		case 'L':
 			if (strcmp(optarg, "0") == 0)
 				limit = 0;
-			else if (he_parse_count(optarg, HE_MAX_READ, &limit) < 0)
+			else if (cli_parse_count(optarg, HE_MAX_READ, &limit) < 0)
 				return client_usage_error(cmd, "flag '--limit' needs a count from 0 (all) "
 							  "to %d, got '%s'", HE_MAX_READ, optarg);
 			break;
-		case 'o':
-			if ((rc = client_parse_output(cmd, optarg, 1, &o)) != 0)
-				return rc;
-			break;
-		case 'h':
-			fputs(he_events_usage, stdout);
-			return 0;
 		default:
-			return client_getopt_error(cmd, ch, argv);
+			if ((rc = cli_opt_default(cmd, ch, argv, he_events_usage, 1, &o)) != CLI_GO_ON)
+				return rc;
 		}
 	}
-	if (optind < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
+		return rc;
 	struct client c;
 	memset(&c, 0, sizeof(c));
-	json_t *items = NULL;
-	if ((rc = client_init(&c)) != 0)
-		goto out;
+	json_t *all = NULL;
 	struct buf path;
 	buf_init(&path, 1 << 14);
 	buf_puts(&path, "/v1/healthevents");
@@ -280,16 +301,17 @@ static int he_events(int argc, char **argv)
 	client_query_add(&path, "code", code);
 	/* The API lists by node and id, not by time: read them all (up to HE_MAX_READ + 1, to
 	 * know there are more) and keep the newest. */
-	json_t *all = NULL;
-	rc = client_list(&c, path.data, HE_MAX_READ + 1, &all, NULL);
+	if ((rc = client_init(&c)) == 0)
+		rc = client_list(&c, path.data, HE_MAX_READ + 1, &all, NULL);
 	buf_release(&path);
+	client_release(&c);
 	if (rc != CLIENT_EXIT_OK)
-		goto out;
+		return rc;
 	size_t total = json_array_size(all);
 	int capped = total > HE_MAX_READ;
 	if (capped)
 		json_array_remove(all, HE_MAX_READ);
-	items = he_newest(all, limit);
+	json_t *items = he_newest(all, limit);
 	json_decref(all);
 	if (capped)
 		fprintf(stderr, "note: more than %d health events match; only the first %d in the "
@@ -300,51 +322,8 @@ static int he_events(int argc, char **argv)
 		fprintf(stderr, "note: showing the newest %zu of %zu health events; --limit N "
 				"for more, --limit 0 for all\n",
 			limit, total);
-	if (o == CLIENT_OUT_JSON) {
-		json_t *doc = json_pack("{s:O}", "items", items);
-		client_print_json(doc);
-		json_decref(doc);
-		goto out;
-	}
-	struct table t;
-	table_init(&t, o == CLIENT_OUT_WIDE);
-	table_col(&t, "TIME", 24);
-	table_col(&t, "NODE", 24);
-	table_col(&t, "SOURCE", 10);
-	table_col(&t, "CODE", 24);
-	table_col(&t, "GPU", 16);
-	table_col(&t, "JOB", 16);
-	table_col(&t, "ACTION", 12);
-	size_t i;
-	json_t *ev;
-	json_array_foreach(items, i, ev) {
-		char idx[24];
-		const char *gpu = jsonx_str(ev, "gpu.pciBusId");
-		json_t *gi = jsonx_path(ev, "gpu.index");
-		if (!gpu && json_is_integer(gi)) {
-			snprintf(idx, sizeof(idx), "%lld", (long long)json_integer_value(gi));
-			gpu = idx;
-		}
-		table_cell(&t, jsonx_str(ev, "time"));
-		table_cell(&t, jsonx_str(ev, "node"));
-		table_cell(&t, jsonx_str(ev, "source"));
-		table_cell(&t, jsonx_str(ev, "code"));
-		table_cell(&t, gpu);
-		table_cell(&t, jsonx_str(ev, "job"));
-		const char *act = jsonx_str(ev, "decision.action");
-		if (act && json_is_true(jsonx_path(ev, "decision.dryRun")))
-			table_cellf(&t, "%s (dry run)", act);
-		else
-			table_cell(&t, act);
-	}
-	if (table_rows(&t) == 0)
-		fputs("No health events found.\n", stderr);
-	else
-		table_print(&t, stdout);
-	table_release(&t);
-out:
+	cli_print_items(items, o, &he_event_view);
 	json_decref(items);
-	client_release(&c);
 	return rc;
 }
 
@@ -360,26 +339,25 @@ static void he_policy_print(const json_t *doc)
 	printf("Dry run:          %s\n", json_is_true(json_object_get(spec, "dryRun")) ? "true" : "false");
 	json_t *br = json_object_get(spec, "breaker");
 	if (json_is_object(br)) {
-		char a[32], b[32], doms[256];
+		char a[32], b[32], doms[256], per[256];
 		he_join(json_object_get(br, "domains"), doms, sizeof(doms));
+		he_pairs(json_object_get(br, "maxNodesPerDomain"), per, sizeof(per));
 		printf("Breaker:          %s, opens when more than %s nodes of one domain value "
-		       "turn unhealthy within %s s (domains %s)\n",
+		       "turn unhealthy within %s s (domains %s%s%s)\n",
 		       json_is_false(json_object_get(br, "enabled")) ? "disabled" : "enabled",
 		       he_scalar(json_object_get(br, "maxNodes"), a, sizeof(a)),
 		       he_scalar(json_object_get(br, "windowSeconds"), b, sizeof(b)),
-		       *doms ? doms : "-");
+		       *doms ? doms : "-", *per ? "; per-domain limits " : "", per);
 	}
 	json_t *rules = json_object_get(spec, "rules");
 	printf("Rules:            %zu\n", json_array_size(rules));
+	static const struct table_colspec rule_cols[] = {
+		{"CODE", 24}, {"SEVERITY", 10}, {"ACTION", 8}, {"COUNT", 6}, {"WINDOW", 8},
+		{"JOBS", 5},  {"LADDER", 40},   {NULL, 0},
+	};
 	struct table t;
 	table_init(&t, 0);
-	table_col(&t, "CODE", 24);
-	table_col(&t, "SEVERITY", 10);
-	table_col(&t, "ACTION", 8);
-	table_col(&t, "COUNT", 6);
-	table_col(&t, "WINDOW", 8);
-	table_col(&t, "JOBS", 5);
-	table_col(&t, "LADDER", 40);
+	table_cols(&t, rule_cols);
 	size_t i;
 	json_t *ru;
 	json_array_foreach(rules, i, ru) {
@@ -400,21 +378,15 @@ static void he_policy_print(const json_t *doc)
 
 static int he_policy_get(int argc, char **argv)
 {
-	enum client_output o = CLIENT_OUT_TABLE;
-	int rc = he_output_only("health policy get", argc, argv, he_policy_usage, &o);
-	if (rc >= 0)
-		return rc;
-	if (optind < argc)
-		return client_usage_error("health policy get", "unexpected argument '%s'",
-					  argv[optind]);
-	return he_get_print("/v1/policies/default", o, he_policy_print);
+	return he_show("health policy get", he_policy_usage, "/v1/policies/default",
+		       he_policy_print, argc, argv);
 }
 
 /* PUTs doc to /v1/policies/default and prints the stored policy. */
-static int he_policy_put(struct client *c, const json_t *doc, enum client_output o)
+static int he_policy_put(const json_t *doc, enum client_output o)
 {
 	json_t *out = NULL;
-	int rc = client_request(c, "PUT", "/v1/policies/default", doc, NULL, &out);
+	int rc = cli_call("PUT", "/v1/policies/default", doc, &out);
 	if (rc == 0) {
 		if (o == CLIENT_OUT_JSON)
 			client_print_json(out);
@@ -454,37 +426,27 @@ static int he_policy_set(int argc, char **argv)
 							  "got '%s'", optarg);
 			break;
 		case 'M':
-			if (he_parse_count(optarg, 64, &maxn) < 0)
+			if (cli_parse_count(optarg, 64, &maxn) < 0)
 				return client_usage_error(cmd, "flag '--breaker-max-nodes' needs a "
 							  "count from 1 to 64, got '%s'", optarg);
 			break;
 		case 'W':
-			if (he_parse_count(optarg, 90ULL * 86400, &win) < 0)
+			if (cli_parse_count(optarg, 90ULL * 86400, &win) < 0)
 				return client_usage_error(cmd, "flag '--breaker-window' needs seconds "
 							  "from 1 to 7776000, got '%s'", optarg);
 			break;
-		case 'o':
-			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
-				return rc;
-			break;
-		case 'h':
-			fputs(he_policy_usage, stdout);
-			return 0;
 		default:
-			return client_getopt_error(cmd, ch, argv);
+			if ((rc = cli_opt_default(cmd, ch, argv, he_policy_usage, 0, &o)) != CLI_GO_ON)
+				return rc;
 		}
 	}
-	if (optind < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
+		return rc;
 	if (dry < 0 && brk < 0 && !maxn && !win)
 		return client_usage_error(cmd, "nothing to set: give --dry-run, --breaker, "
 					  "--breaker-max-nodes or --breaker-window");
-	struct client c;
-	memset(&c, 0, sizeof(c));
 	json_t *doc = NULL;
-	if ((rc = client_init(&c)) != 0)
-		goto out;
-	if ((rc = client_request(&c, "GET", "/v1/policies/default", NULL, NULL, &doc)) != 0)
+	if ((rc = cli_call("GET", "/v1/policies/default", NULL, &doc)) != 0)
 		goto out;
 	json_t *spec = json_object_get(doc, "spec");
 	if (!json_is_object(spec)) {
@@ -509,10 +471,9 @@ static int he_policy_set(int argc, char **argv)
 	}
 	/* The document goes back with the resourceVersion it was read at: a change made in
 	 * between is a 409, never silently overwritten. */
-	rc = he_policy_put(&c, doc, o);
+	rc = he_policy_put(doc, o);
 out:
 	json_decref(doc);
-	client_release(&c);
 	return rc;
 }
 
@@ -533,45 +494,25 @@ static int he_policy_apply(int argc, char **argv)
 		case 'f':
 			file = optarg;
 			break;
-		case 'o':
-			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
-				return rc;
-			break;
-		case 'h':
-			fputs(he_policy_usage, stdout);
-			return 0;
 		default:
-			return client_getopt_error(cmd, ch, argv);
+			if ((rc = cli_opt_default(cmd, ch, argv, he_policy_usage, 0, &o)) != CLI_GO_ON)
+				return rc;
 		}
 	}
-	if (optind < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
+		return rc;
 	if (!file || !*file)
 		return client_usage_error(cmd, "missing -f FILE");
-	struct buf b;
-	buf_init(&b, HE_MAX_FILE);
-	char e[512];
 	json_t *doc = NULL;
-	struct client c;
-	memset(&c, 0, sizeof(c));
-	if (client_read_file(file, &b, e, sizeof(e)) < 0) {
-		fprintf(stderr, "error: %s\n", e);
+	if ((rc = cli_read_json_file(file, HE_MAX_FILE, &doc)) != 0)
+		return rc;
+	if (!json_is_object(doc)) {
+		fprintf(stderr, "error: %s: expected a policy document (a JSON object)\n", file);
 		rc = CLIENT_EXIT_USAGE;
-		goto out;
+	} else {
+		rc = he_policy_put(doc, o);
 	}
-	if (jsonx_parse(b.data, b.len, &doc, e, sizeof(e)) < 0 || !json_is_object(doc)) {
-		fprintf(stderr, "error: %s: %s\n", file,
-			doc ? "expected a policy document (a JSON object)" : e);
-		rc = CLIENT_EXIT_USAGE;
-		goto out;
-	}
-	if ((rc = client_init(&c)) != 0)
-		goto out;
-	rc = he_policy_put(&c, doc, o);
-out:
 	json_decref(doc);
-	buf_release(&b);
-	client_release(&c);
 	return rc;
 }
 
@@ -587,15 +528,19 @@ static int he_policy(int argc, char **argv)
 	if (argc < 2 || (argv[1][0] == '-' && strcmp(argv[1], "-h") != 0 &&
 			 strcmp(argv[1], "--help") != 0))
 		return he_policy_get(argc, argv);
-	int rc = client_dispatch(he_policy_usage, verbs, argc, argv);
-	if (rc >= 0)
-		return rc;
-	return client_unknown_verb("health policy", argv[1]);
+	return cli_dispatch("health policy", he_policy_usage, verbs, argc, argv);
 }
 
 /* ---------------------------------------------------------------- budget */
 
-static void he_budget_rows(struct table *t, const json_t *b)
+static const struct table_colspec he_budget_cols[] = {
+	{"NAME", 24}, {"DOMAIN", 24}, {"MAX", 6}, {"VALUE", 20}, {"OUT/NODES", 10},
+	{"REMAINING", 9}, {"OUT", 40}, {"WAITING", 40}, {NULL, 0},
+};
+
+/* One row per domain value of the budget's status; one row with the spec alone before the
+ * budget service has counted. */
+static void he_budget_rows(struct table *t, const json_t *b, enum client_output o, int64_t now)
 {
 	char a[32];
 	json_t *doms = jsonx_path(b, "status.domains");
@@ -625,126 +570,53 @@ static void he_budget_rows(struct table *t, const json_t *b)
 	}
 }
 
-static void he_budget_table(const json_t *items)
-{
-	struct table t;
-	table_init(&t, 0);
-	table_col(&t, "NAME", 24);
-	table_col(&t, "DOMAIN", 24);
-	table_col(&t, "MAX", 6);
-	table_col(&t, "VALUE", 20);
-	table_col(&t, "OUT/NODES", 10);
-	table_col(&t, "REMAINING", 9);
-	table_col(&t, "OUT", 40);
-	table_col(&t, "WAITING", 40);
-	size_t i;
-	json_t *b;
-	json_array_foreach(items, i, b) he_budget_rows(&t, b);
-	if (table_rows(&t) == 0)
-		fputs("No budgets found.\n", stderr);
-	else
-		table_print(&t, stdout);
-	table_release(&t);
-}
+static const struct cli_view he_budget_view = {he_budget_cols, NULL, he_budget_rows,
+					       "No budgets found.\n"};
 
 static void he_budget_print(const json_t *doc)
 {
-	json_t *arr = json_pack("[O]", doc);
-	he_budget_table(arr);
-	json_decref(arr);
+	he_print_one(doc, &he_budget_view);
 }
 
 static int he_budget_list(int argc, char **argv)
 {
 	enum client_output o = CLIENT_OUT_TABLE;
 	const char *cmd = "health budget list";
-	int rc = he_output_only(cmd, argc, argv, he_budget_usage, &o);
+	int rc = client_parse_output_flags(cmd, argc, argv, he_budget_usage, 0, &o);
 	if (rc >= 0)
 		return rc;
-	if (optind < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-	struct client c;
-	memset(&c, 0, sizeof(c));
-	json_t *items = NULL;
-	if ((rc = client_init(&c)) == 0 &&
-	    (rc = client_list(&c, "/v1/budgets", 0, &items, NULL)) == 0) {
-		if (o == CLIENT_OUT_JSON) {
-			json_t *doc = json_pack("{s:O}", "items", items);
-			client_print_json(doc);
-			json_decref(doc);
-		} else {
-			he_budget_table(items);
-		}
-	}
-	json_decref(items);
-	client_release(&c);
-	return rc;
-}
-
-/* Parses "-o json" and exactly one NAME operand; *name set. Returns -1 to go on or an exit
- * code. */
-static int he_one_name(const char *cmd, int argc, char **argv, const char *usage,
-		       enum client_output *o, const char **name)
-{
-	int rc = he_output_only(cmd, argc, argv, usage, o);
-	if (rc >= 0)
+	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
 		return rc;
-	if (optind >= argc || !*argv[optind])
-		return client_usage_error(cmd, "missing NAME");
-	if (optind + 1 < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
-	*name = argv[optind];
-	return -1;
-}
-
-/* GET/DELETE /v1/<coll>/<escaped name>; prints with fn (or JSON). */
-static int he_named(const char *method, const char *coll, const char *name,
-		    enum client_output o, void (*fn)(const json_t *))
-{
-	char *esc = client_escape(name);
-	struct buf path;
-	buf_init(&path, 1 << 12);
-	buf_printf(&path, "/v1/%s/%s", coll, esc);
-	free(esc);
-	int rc;
-	if (strcmp(method, "GET") == 0) {
-		rc = he_get_print(path.data, o, fn);
-	} else {
-		struct client c;
-		memset(&c, 0, sizeof(c));
-		json_t *doc = NULL;
-		if ((rc = client_init(&c)) == 0 &&
-		    (rc = client_request(&c, method, path.data, NULL, NULL, &doc)) == 0) {
-			if (o == CLIENT_OUT_JSON)
-				client_print_json(doc);
-			else
-				printf("%s %s deleted\n", strcmp(coll, "budgets") == 0 ? "budget" : coll, name);
-		}
-		json_decref(doc);
-		client_release(&c);
-	}
-	buf_release(&path);
-	return rc;
+	return cli_list_print("/v1/budgets", 0, o, &he_budget_view);
 }
 
 static int he_budget_get(int argc, char **argv)
 {
-	enum client_output o = CLIENT_OUT_TABLE;
-	const char *name = NULL;
-	int rc = he_one_name("health budget get", argc, argv, he_budget_usage, &o, &name);
-	if (rc >= 0)
-		return rc;
-	return he_named("GET", "budgets", name, o, he_budget_print);
+	static const struct cli_get get = {"health budget get", he_budget_usage, "budgets",
+					   "missing NAME", NULL, he_budget_print};
+	return cli_get_verb(&get, argc, argv);
 }
 
 static int he_budget_delete(int argc, char **argv)
 {
+	const char *cmd = "health budget delete", *name = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;
-	const char *name = NULL;
-	int rc = he_one_name("health budget delete", argc, argv, he_budget_usage, &o, &name);
+	int rc = client_parse_output_flags(cmd, argc, argv, he_budget_usage, 0, &o);
 	if (rc >= 0)
 		return rc;
-	return he_named("DELETE", "budgets", name, o, NULL);
+	if ((rc = cli_one_operand(cmd, argc, argv, "missing NAME", 0, &name)) != 0)
+		return rc;
+	json_t *doc = NULL;
+	char *path = cli_doc_path("budgets", name, NULL);
+	if ((rc = cli_call("DELETE", path, NULL, &doc)) == 0) {
+		if (o == CLIENT_OUT_JSON)
+			client_print_json(doc);
+		else
+			printf("budget %s deleted\n", name);
+	}
+	free(path);
+	json_decref(doc);
+	return rc;
 }
 
 static int he_budget_set(int argc, char **argv)
@@ -756,7 +628,7 @@ static int he_budget_set(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *cmd = "health budget set", *domain = NULL, *maxu = NULL;
+	const char *cmd = "health budget set", *domain = NULL, *maxu = NULL, *name = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;
 	int ch, rc;
 	client_getopt_reset();
@@ -768,22 +640,13 @@ static int he_budget_set(int argc, char **argv)
 		case 'M':
 			maxu = optarg;
 			break;
-		case 'o':
-			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
-				return rc;
-			break;
-		case 'h':
-			fputs(he_budget_usage, stdout);
-			return 0;
 		default:
-			return client_getopt_error(cmd, ch, argv);
+			if ((rc = cli_opt_default(cmd, ch, argv, he_budget_usage, 0, &o)) != CLI_GO_ON)
+				return rc;
 		}
 	}
-	if (optind >= argc || !*argv[optind])
-		return client_usage_error(cmd, "missing NAME");
-	if (optind + 1 < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
-	const char *name = argv[optind];
+	if ((rc = cli_one_operand(cmd, argc, argv, "missing NAME", 0, &name)) != 0)
+		return rc;
 	if (!domain || !*domain)
 		return client_usage_error(cmd, "missing --domain (rack, site, pool or label:<key>)");
 	if (!maxu || !*maxu)
@@ -802,7 +665,7 @@ static int he_budget_set(int argc, char **argv)
 	} else {
 		if (strcmp(maxu, "0") == 0)
 			count = 0;
-		else if (he_parse_count(maxu, 100000, &count) < 0)
+		else if (cli_parse_count(maxu, 100000, &count) < 0)
 			return client_usage_error(cmd, "flag '--max-unavailable' needs a count "
 						  "0..100000 or a percentage like 10%%, got '%s'",
 						  maxu);
@@ -811,25 +674,17 @@ static int he_budget_set(int argc, char **argv)
 	json_t *doc = json_pack("{s:s,s:{s:s},s:{s:s,s:o}}", "kind", "DisruptionBudget",
 				"metadata", "name", name, "spec", "domain", domain,
 				"maxUnavailable", mv);
-	struct client c;
-	memset(&c, 0, sizeof(c));
 	json_t *out = NULL;
-	char *esc = client_escape(name);
-	struct buf path;
-	buf_init(&path, 1 << 12);
-	buf_printf(&path, "/v1/budgets/%s", esc);
-	free(esc);
-	if ((rc = client_init(&c)) == 0 &&
-	    (rc = client_request(&c, "PUT", path.data, doc, NULL, &out)) == 0) {
+	char *path = cli_doc_path("budgets", name, NULL);
+	if ((rc = cli_call("PUT", path, doc, &out)) == 0) {
 		if (o == CLIENT_OUT_JSON)
 			client_print_json(out);
 		else
 			he_budget_print(out);
 	}
-	buf_release(&path);
+	free(path);
 	json_decref(out);
 	json_decref(doc);
-	client_release(&c);
 	return rc;
 }
 
@@ -840,51 +695,39 @@ static int he_budget(int argc, char **argv)
 		{"set", NULL, he_budget_set},   {"delete", "rm", he_budget_delete},
 		{NULL, NULL, NULL},
 	};
-	int rc = client_dispatch(he_budget_usage, verbs, argc, argv);
-	if (rc >= 0)
-		return rc;
-	return client_unknown_verb("health budget", argv[1]);
+	return cli_dispatch("health budget", he_budget_usage, verbs, argc, argv);
 }
 
 /* ---------------------------------------------------------------- breaker */
 
+static const struct table_colspec he_breaker_cols[] = {
+	{"NAME", 32}, {"STATE", 8}, {"OPENED", 24}, {"NODES", 48}, {"REASON", 60}, {NULL, 0},
+};
+
+static void he_breaker_row(struct table *t, const json_t *b, enum client_output o, int64_t now)
+{
+	char nodes[512];
+	he_join(json_object_get(b, "nodes"), nodes, sizeof(nodes));
+	table_cell(t, jsonx_str(b, "metadata.name"));
+	table_cell(t, jsonx_str(b, "state"));
+	table_cell(t, jsonx_str(b, "openedAt"));
+	table_cell(t, nodes);
+	table_cell(t, jsonx_str(b, "reason"));
+}
+
+static const struct cli_view he_breaker_view = {he_breaker_cols, NULL, he_breaker_row,
+						"No open breakers.\n"};
+
+/* The list document of GET /v1/breakers ({"items":[...]}; not paged) as a table. */
 static void he_breaker_table(const json_t *doc)
 {
-	struct table t;
-	table_init(&t, 0);
-	table_col(&t, "NAME", 32);
-	table_col(&t, "STATE", 8);
-	table_col(&t, "OPENED", 24);
-	table_col(&t, "NODES", 48);
-	table_col(&t, "REASON", 60);
-	size_t i;
-	json_t *b;
-	json_array_foreach(json_object_get(doc, "items"), i, b) {
-		char nodes[512];
-		he_join(json_object_get(b, "nodes"), nodes, sizeof(nodes));
-		table_cell(&t, jsonx_str(b, "metadata.name"));
-		table_cell(&t, jsonx_str(b, "state"));
-		table_cell(&t, jsonx_str(b, "openedAt"));
-		table_cell(&t, nodes);
-		table_cell(&t, jsonx_str(b, "reason"));
-	}
-	if (table_rows(&t) == 0)
-		fputs("No open breakers.\n", stderr);
-	else
-		table_print(&t, stdout);
-	table_release(&t);
+	cli_print_items(json_object_get(doc, "items"), CLIENT_OUT_TABLE, &he_breaker_view);
 }
 
 static int he_breaker_list(int argc, char **argv)
 {
-	enum client_output o = CLIENT_OUT_TABLE;
-	const char *cmd = "health breaker list";
-	int rc = he_output_only(cmd, argc, argv, he_breaker_usage, &o);
-	if (rc >= 0)
-		return rc;
-	if (optind < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-	return he_get_print("/v1/breakers", o, he_breaker_table);
+	return he_show("health breaker list", he_breaker_usage, "/v1/breakers", he_breaker_table,
+		       argc, argv);
 }
 
 static int he_breaker_reset(int argc, char **argv)
@@ -896,7 +739,7 @@ static int he_breaker_reset(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *cmd = "health breaker reset", *reason = NULL;
+	const char *cmd = "health breaker reset", *reason = NULL, *name = NULL;
 	int replay = 0;
 	enum client_output o = CLIENT_OUT_TABLE;
 	int ch, rc;
@@ -909,34 +752,18 @@ static int he_breaker_reset(int argc, char **argv)
 		case 'R':
 			replay = 1;
 			break;
-		case 'o':
-			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
-				return rc;
-			break;
-		case 'h':
-			fputs(he_breaker_usage, stdout);
-			return 0;
 		default:
-			return client_getopt_error(cmd, ch, argv);
+			if ((rc = cli_opt_default(cmd, ch, argv, he_breaker_usage, 0, &o)) != CLI_GO_ON)
+				return rc;
 		}
 	}
-	if (optind >= argc || !*argv[optind])
-		return client_usage_error(cmd, "missing NAME (e.g. rack.r01)");
-	if (optind + 1 < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+	if ((rc = cli_one_operand(cmd, argc, argv, "missing NAME (e.g. rack.r01)", 0, &name)) != 0)
+		return rc;
 	if (!reason || !*reason)
 		return client_usage_error(cmd, "missing --reason TEXT (recorded in the audit event)");
-	const char *name = argv[optind];
-	char *esc = client_escape(name);
-	struct buf path;
-	buf_init(&path, 1 << 12);
-	buf_printf(&path, "/v1/breakers/%s:reset", esc);
-	free(esc);
+	char *path = cli_doc_path("breakers", name, "reset");
 	json_t *body = json_pack("{s:s, s:b}", "reason", reason, "replay", replay), *out = NULL;
-	struct client c;
-	memset(&c, 0, sizeof(c));
-	if ((rc = client_init(&c)) == 0 &&
-	    (rc = client_request(&c, "POST", path.data, body, NULL, &out)) == 0) {
+	if ((rc = cli_call("POST", path, body, &out)) == 0) {
 		if (o == CLIENT_OUT_JSON)
 			client_print_json(out);
 		else {
@@ -952,8 +779,7 @@ static int he_breaker_reset(int argc, char **argv)
 	}
 	json_decref(out);
 	json_decref(body);
-	buf_release(&path);
-	client_release(&c);
+	free(path);
 	return rc;
 }
 
@@ -964,15 +790,17 @@ static int he_breaker(int argc, char **argv)
 		{"reset", NULL, he_breaker_reset},
 		{NULL, NULL, NULL},
 	};
-	int rc = client_dispatch(he_breaker_usage, verbs, argc, argv);
-	if (rc >= 0)
-		return rc;
-	return client_unknown_verb("health breaker", argv[1]);
+	return cli_dispatch("health breaker", he_breaker_usage, verbs, argc, argv);
 }
 
 /* ---------------------------------------------------------------- rma */
 
-static void he_rma_row(struct table *t, const json_t *m)
+static const struct table_colspec he_rma_cols[] = {
+	{"NAME", 40}, {"NODE", 24}, {"GPU", 16}, {"CODE", 16}, {"STATE", 8}, {"CREATED", 24},
+	{"REASON", 60}, {NULL, 0},
+};
+
+static void he_rma_row(struct table *t, const json_t *m, enum client_output o, int64_t now)
 {
 	table_cell(t, jsonx_str(m, "metadata.name"));
 	table_cell(t, jsonx_str(m, "node"));
@@ -983,25 +811,12 @@ static void he_rma_row(struct table *t, const json_t *m)
 	table_cell(t, jsonx_str(m, "reason"));
 }
 
-static void he_rma_table_cols(struct table *t)
-{
-	table_init(t, 0);
-	table_col(t, "NAME", 40);
-	table_col(t, "NODE", 24);
-	table_col(t, "GPU", 16);
-	table_col(t, "CODE", 16);
-	table_col(t, "STATE", 8);
-	table_col(t, "CREATED", 24);
-	table_col(t, "REASON", 60);
-}
+static const struct cli_view he_rma_view = {he_rma_cols, NULL, he_rma_row,
+					    "No RMA records found.\n"};
 
 static void he_rma_print(const json_t *m)
 {
-	struct table t;
-	he_rma_table_cols(&t);
-	he_rma_row(&t, m);
-	table_print(&t, stdout);
-	table_release(&t);
+	he_print_one(m, &he_rma_view);
 	json_t *evs = jsonx_path(m, "evidence.healthEvents");
 	printf("Evidence:         %zu health events, %zu remediation records\n",
 	       json_array_size(evs), json_array_size(jsonx_path(m, "evidence.remediationHistory")));
@@ -1022,63 +837,30 @@ static int he_rma_list(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'N':
-			if (!*optarg)
-				return client_usage_error(cmd, "flag '--node' needs a node name");
-			node = optarg;
-			break;
-		case 'o':
-			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
+			if ((rc = cli_opt_value(cmd, "--node", "a node name", &node)) != 0)
 				return rc;
 			break;
-		case 'h':
-			fputs(he_rma_usage, stdout);
-			return 0;
 		default:
-			return client_getopt_error(cmd, ch, argv);
+			if ((rc = cli_opt_default(cmd, ch, argv, he_rma_usage, 0, &o)) != CLI_GO_ON)
+				return rc;
 		}
 	}
-	if (optind < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-	struct client c;
-	memset(&c, 0, sizeof(c));
-	json_t *items = NULL;
+	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
+		return rc;
 	struct buf path;
 	buf_init(&path, 1 << 12);
 	buf_puts(&path, "/v1/rmas");
 	client_query_add(&path, "node", node);
-	if ((rc = client_init(&c)) == 0 &&
-	    (rc = client_list(&c, path.data, 0, &items, NULL)) == 0) {
-		if (o == CLIENT_OUT_JSON) {
-			json_t *doc = json_pack("{s:O}", "items", items);
-			client_print_json(doc);
-			json_decref(doc);
-		} else {
-			struct table t;
-			he_rma_table_cols(&t);
-			size_t i;
-			json_t *m;
-			json_array_foreach(items, i, m) he_rma_row(&t, m);
-			if (table_rows(&t) == 0)
-				fputs("No RMA records found.\n", stderr);
-			else
-				table_print(&t, stdout);
-			table_release(&t);
-		}
-	}
+	rc = cli_list_print(path.data, 0, o, &he_rma_view);
 	buf_release(&path);
-	json_decref(items);
-	client_release(&c);
 	return rc;
 }
 
 static int he_rma_get(int argc, char **argv)
 {
-	enum client_output o = CLIENT_OUT_TABLE;
-	const char *name = NULL;
-	int rc = he_one_name("health rma get", argc, argv, he_rma_usage, &o, &name);
-	if (rc >= 0)
-		return rc;
-	return he_named("GET", "rmas", name, o, he_rma_print);
+	static const struct cli_get get = {"health rma get", he_rma_usage, "rmas", "missing NAME",
+					   NULL, he_rma_print};
+	return cli_get_verb(&get, argc, argv);
 }
 
 static int he_rma(int argc, char **argv)
@@ -1088,10 +870,7 @@ static int he_rma(int argc, char **argv)
 		{"get", NULL, he_rma_get},
 		{NULL, NULL, NULL},
 	};
-	int rc = client_dispatch(he_rma_usage, verbs, argc, argv);
-	if (rc >= 0)
-		return rc;
-	return client_unknown_verb("health rma", argv[1]);
+	return cli_dispatch("health rma", he_rma_usage, verbs, argc, argv);
 }
 
 int cmd_health(int argc, char **argv)

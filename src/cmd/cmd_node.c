@@ -16,6 +16,7 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/jsonx.h"
+#include "cmd/cli_common.h"
 #include "cmd/client.h"
 #include "core/codec.h"
 #include "cmd/cmds.h"
@@ -147,23 +148,13 @@ static void node_labels_text(const json_t *doc, struct buf *b)
 	}
 }
 
-static void node_table_cols(struct table *t, enum client_output o)
-{
-	table_init(t, o == CLIENT_OUT_WIDE);
-	table_col(t, "NAME", 40);
-	table_col(t, "PHASE", 14);
-	table_col(t, "HOLDS", 30);
-	table_col(t, "SITE", 20);
-	table_col(t, "RACK", 20);
-	table_col(t, "GPUS", 6);
-	table_col(t, "AGE", 6);
-	if (o == CLIENT_OUT_WIDE) {
-		table_col(t, "OPERATION", 0);
-		table_col(t, "LABELS", 0);
-	}
-}
+static const struct table_colspec node_cols[] = {
+	{"NAME", 40}, {"PHASE", 14}, {"HOLDS", 30}, {"SITE", 20},
+	{"RACK", 20}, {"GPUS", 6},   {"AGE", 6},    {NULL, 0},
+};
+static const struct table_colspec node_wide_cols[] = {{"OPERATION", 0}, {"LABELS", 0}, {NULL, 0}};
 
-static void node_table_row(struct table *t, const json_t *doc, int64_t now, enum client_output o)
+static void node_table_row(struct table *t, const json_t *doc, enum client_output o, int64_t now)
 {
 	struct buf b;
 	char age[16];
@@ -189,6 +180,9 @@ static void node_table_row(struct table *t, const json_t *doc, int64_t now, enum
 	}
 	buf_release(&b);
 }
+
+static const struct cli_view node_view = {node_cols, node_wide_cols, node_table_row,
+					  "No nodes found.\n"};
 
 /* ---- list ---- */
 
@@ -458,9 +452,6 @@ static int node_list(int argc, char **argv)
 	const char *phase = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;
 	int watch = 0, ch, rc = CLIENT_EXIT_OK;
-	struct client c;
-	memset(&c, 0, sizeof(c));
-	json_t *items = NULL;
 
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":l:o:wh", opts, NULL)) != -1) {
@@ -476,67 +467,35 @@ static int node_list(int argc, char **argv)
 			}
 			break;
 		case 'p':
-			if (!*optarg) {
-				rc = client_usage_error(cmd, "flag '--phase' needs a phase");
-				goto out;
-			}
-			phase = optarg;
-			break;
-		case 'o':
-			if ((rc = client_parse_output(cmd, optarg, 1, &o)) != 0)
+			if ((rc = cli_opt_value(cmd, "--phase", "a phase", &phase)) != 0)
 				goto out;
 			break;
 		case 'w':
 			watch = 1;
 			break;
-		case 'h':
-			fputs(node_list_usage, stdout);
-			goto out;
 		default:
-			rc = client_getopt_error(cmd, ch, argv);
-			goto out;
+			if ((rc = cli_opt_default(cmd, ch, argv, node_list_usage, 1, &o)) != CLI_GO_ON)
+				goto out;
 		}
 	}
-	if (optind < argc) {
-		rc = client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
 		goto out;
-	}
 	if (watch && o == CLIENT_OUT_JSON) {
 		rc = client_usage_error(cmd, "--watch cannot be combined with -o json");
 		goto out;
 	}
-	if ((rc = client_init(&c)) != 0)
-		goto out;
 	if (watch) {
-		rc = node_watch(&c, sel.data, phase);
+		struct client c;
+		memset(&c, 0, sizeof(c));
+		if ((rc = client_init(&c)) == 0)
+			rc = node_watch(&c, sel.data, phase);
+		client_release(&c);
 		goto out;
 	}
 	char *path = node_list_path(sel.data, phase, NULL);
-	rc = client_list(&c, path, 0, &items, NULL);
+	rc = cli_list_print(path, 0, o, &node_view);
 	free(path);
-	if (rc != CLIENT_EXIT_OK)
-		goto out;
-	if (o == CLIENT_OUT_JSON) {
-		json_t *doc = json_pack("{s:O}", "items", items);
-		client_print_json(doc);
-		json_decref(doc);
-	} else {
-		struct table t;
-		int64_t now = client_now_ms();
-		node_table_cols(&t, o);
-		size_t i;
-		json_t *n;
-		json_array_foreach(items, i, n)
-			node_table_row(&t, n, now, o);
-		if (table_rows(&t) == 0)
-			fputs("No nodes found.\n", stderr);
-		else
-			table_print(&t, stdout);
-		table_release(&t);
-	}
 out:
-	json_decref(items);
-	client_release(&c);
 	buf_release(&sel);
 	return rc;
 }
@@ -610,6 +569,38 @@ static void node_print_inventory(const json_t *inv)
 	}
 }
 
+/* Prints arr (holds or conditions: objects of strings) as "<label>" and a table indented by
+ * two, a column of cols per key of keys ("since" shows as its AGE at now), or as
+ * "<label> <none>" when it is empty. */
+static void node_print_objects(const char *label, const json_t *arr,
+			       const struct table_colspec *cols, const char *const *keys, int64_t now)
+{
+	if (json_array_size(arr) == 0) {
+		node_print_kv(label, "<none>");
+		return;
+	}
+	puts(label);
+	struct table t;
+	table_init(&t, 0);
+	table_cols(&t, cols);
+	size_t i;
+	json_t *x;
+	json_array_foreach(arr, i, x) {
+		for (const char *const *k = keys; *k; k++) {
+			char age[16];
+			json_t *v = json_object_get(x, *k);
+			if (strcmp(*k, "since") == 0) {
+				table_age(now, client_time_ms(v), age, sizeof(age));
+				table_cell(&t, age);
+			} else {
+				table_cell(&t, json_string_value(v));
+			}
+		}
+	}
+	table_print_indent(&t, stdout, 2);
+	table_release(&t);
+}
+
 static void node_print_human(const json_t *doc)
 {
 	int64_t now = client_now_ms();
@@ -645,55 +636,18 @@ static void node_print_human(const json_t *doc)
 	snprintf(line, sizeof(line), "%s (%s ago)", created ? created : "-", age);
 	node_print_kv("Created:", line);
 
-	json_t *holds = jsonx_path(doc, "status.holds");
-	if (json_array_size(holds) == 0) {
-		node_print_kv("Holds:", "<none>");
-	} else {
-		puts("Holds:");
-		struct table t;
-		table_init(&t, 0);
-		table_col(&t, "OWNER", 30);
-		table_col(&t, "REASON", 60);
-		table_col(&t, "AGE", 6);
-		table_col(&t, "EXPIRES", 0);
-		size_t i;
-		json_t *h;
-		json_array_foreach(holds, i, h) {
-			table_cell(&t, json_string_value(json_object_get(h, "owner")));
-			table_cell(&t, json_string_value(json_object_get(h, "reason")));
-			table_age(now, client_time_ms(json_object_get(h, "since")), age, sizeof(age));
-			table_cell(&t, age);
-			table_cell(&t, json_string_value(json_object_get(h, "expires")));
-		}
-		table_print_indent(&t, stdout, 2);
-		table_release(&t);
-	}
-
-	json_t *conds = jsonx_path(doc, "status.conditions");
-	if (json_array_size(conds) == 0) {
-		node_print_kv("Conditions:", "<none>");
-	} else {
-		puts("Conditions:");
-		struct table t;
-		table_init(&t, 0);
-		table_col(&t, "TYPE", 24);
-		table_col(&t, "STATUS", 8);
-		table_col(&t, "REASON", 30);
-		table_col(&t, "AGE", 6);
-		table_col(&t, "MESSAGE", 80);
-		size_t i;
-		json_t *cnd;
-		json_array_foreach(conds, i, cnd) {
-			table_cell(&t, json_string_value(json_object_get(cnd, "type")));
-			table_cell(&t, json_string_value(json_object_get(cnd, "status")));
-			table_cell(&t, json_string_value(json_object_get(cnd, "reason")));
-			table_age(now, client_time_ms(json_object_get(cnd, "since")), age, sizeof(age));
-			table_cell(&t, age);
-			table_cell(&t, json_string_value(json_object_get(cnd, "message")));
-		}
-		table_print_indent(&t, stdout, 2);
-		table_release(&t);
-	}
+	static const struct table_colspec hold_cols[] = {
+		{"OWNER", 30}, {"REASON", 60}, {"AGE", 6}, {"EXPIRES", 0}, {NULL, 0},
+	};
+	static const char *const hold_keys[] = {"owner", "reason", "since", "expires", NULL};
+	static const struct table_colspec cond_cols[] = {
+		{"TYPE", 24}, {"STATUS", 8}, {"REASON", 30}, {"AGE", 6}, {"MESSAGE", 80}, {NULL, 0},
+	};
+	static const char *const cond_keys[] = {"type", "status", "reason", "since", "message",
+						NULL};
+	node_print_objects("Holds:", jsonx_path(doc, "status.holds"), hold_cols, hold_keys, now);
+	node_print_objects("Conditions:", jsonx_path(doc, "status.conditions"), cond_cols,
+			   cond_keys, now);
 	node_print_inventory(jsonx_path(doc, "status.inventory"));
 	buf_release(&b);
 }
@@ -712,46 +666,18 @@ static int node_check_target(const char *cmd, const char *name)
 	return 0;
 }
 
-/* Parses "NAME" positional: exactly one. */
+/* Parses "NAME" positional: exactly one, a node name (node_check_target). */
 static int node_one_name(const char *cmd, int argc, char **argv, const char **name)
 {
-	if (optind >= argc)
-		return client_usage_error(cmd, "missing NAME");
-	if (optind + 1 < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
-	*name = argv[optind];
-	return node_check_target(cmd, *name);
+	int rc = cli_one_operand(cmd, argc, argv, "missing NAME", 1, name);
+	return rc ? rc : node_check_target(cmd, *name);
 }
 
 static int node_get(int argc, char **argv)
 {
-	const char *cmd = "node get", *name = NULL;
-	enum client_output o = CLIENT_OUT_TABLE;
-	int rc;
-	struct client c;
-	memset(&c, 0, sizeof(c));
-	json_t *doc = NULL;
-	if ((rc = client_parse_output_flags(cmd, argc, argv, node_get_usage, 0, &o)) >= 0)
-		return rc;
-	if ((rc = node_one_name(cmd, argc, argv, &name)) != 0)
-		return rc;
-	if ((rc = client_init(&c)) != 0)
-		goto out;
-	char *esc = client_escape(name);
-	char *path = xasprintf("/v1/nodes/%s", esc);
-	rc = client_request(&c, "GET", path, NULL, NULL, &doc);
-	free(path);
-	free(esc);
-	if (rc != CLIENT_EXIT_OK)
-		goto out;
-	if (o == CLIENT_OUT_JSON)
-		client_print_json(doc);
-	else
-		node_print_human(doc);
-out:
-	json_decref(doc);
-	client_release(&c);
-	return rc;
+	static const struct cli_get get = {"node get", node_get_usage, "nodes", "missing NAME",
+					   node_check_target, node_print_human};
+	return cli_get_verb(&get, argc, argv);
 }
 
 /* ---- enroll ---- */
@@ -765,44 +691,23 @@ static int node_enroll(int argc, char **argv)
 	};
 	const char *cmd = "node enroll", *file = NULL;
 	int ch, rc = CLIENT_EXIT_OK;
-	struct client c;
-	memset(&c, 0, sizeof(c));
-	struct buf b;
-	buf_init(&b, CLIENT_MAX_BODY);
 	json_t *body = NULL, *resp = NULL;
-	char e[256];
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":f:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
 			file = optarg;
 			break;
-		case 'h':
-			fputs(node_enroll_usage, stdout);
-			goto out;
 		default:
-			rc = client_getopt_error(cmd, ch, argv);
-			goto out;
+			return cli_opt_default(cmd, ch, argv, node_enroll_usage, 0, NULL);
 		}
 	}
-	if (optind < argc) {
-		rc = client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
+		return rc;
+	if (!file || !*file)
+		return client_usage_error(cmd, "missing -f FILE");
+	if ((rc = cli_read_json_file(file, CLIENT_MAX_BODY, &body)) != 0)
 		goto out;
-	}
-	if (!file || !*file) {
-		rc = client_usage_error(cmd, "missing -f FILE");
-		goto out;
-	}
-	if (client_read_file(file, &b, e, sizeof(e)) < 0) {
-		fprintf(stderr, "error: %s\n", e);
-		rc = CLIENT_EXIT_USAGE;
-		goto out;
-	}
-	if (jsonx_parse(b.data, b.len, &body, e, sizeof(e)) < 0) {
-		fprintf(stderr, "error: %s: %s\n", file, e);
-		rc = CLIENT_EXIT_USAGE;
-		goto out;
-	}
 	size_t count;
 	json_t *arr = json_object_get(body, "items");
 	if (!json_is_object(body)) {
@@ -820,10 +725,7 @@ static int node_enroll(int argc, char **argv)
 	} else {
 		count = 1;
 	}
-	if ((rc = client_init(&c)) != 0)
-		goto out;
-	rc = client_request(&c, "POST", "/v1/nodes", body, NULL, &resp);
-	if (rc != CLIENT_EXIT_OK)
+	if ((rc = cli_call("POST", "/v1/nodes", body, &resp)) != CLIENT_EXIT_OK)
 		goto out;
 	json_t *ritems = json_object_get(resp, "items");
 	if (json_is_array(ritems))
@@ -832,8 +734,6 @@ static int node_enroll(int argc, char **argv)
 out:
 	json_decref(body);
 	json_decref(resp);
-	buf_release(&b);
-	client_release(&c);
 	return rc;
 }
 
@@ -870,8 +770,6 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 	const char *name = NULL, *reason = NULL, *owner = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;
 	int ch, rc;
-	struct client c;
-	memset(&c, 0, sizeof(c));
 	json_t *body = NULL, *resp = NULL;
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":r:o:h", opts, NULL)) != -1) {
@@ -889,15 +787,9 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 				return client_usage_error(cmd, "unknown flag '--skip-power-off'");
 			skip = 1;
 			break;
-		case 'o':
-			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
-				return rc;
-			break;
-		case 'h':
-			fputs(a->usage, stdout);
-			return 0;
 		default:
-			return client_getopt_error(cmd, ch, argv);
+			if ((rc = cli_opt_default(cmd, ch, argv, a->usage, 0, &o)) != CLI_GO_ON)
+				return rc;
 		}
 	}
 	if ((rc = node_one_name(cmd, argc, argv, &name)) != 0)
@@ -913,13 +805,9 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 		json_object_set_new(body, "reason", json_string(reason));
 	if (skip)
 		json_object_set_new(body, "skipPowerOff", json_true());
-	if ((rc = client_init(&c)) != 0)
-		goto out;
-	char *esc = client_escape(name);
-	char *path = xasprintf("/v1/nodes/%s:%s", esc, a->verb);
-	rc = client_request(&c, "POST", path, body, NULL, &resp);
+	char *path = cli_doc_path("nodes", name, a->verb);
+	rc = cli_call("POST", path, body, &resp);
 	free(path);
-	free(esc);
 	if (rc != CLIENT_EXIT_OK)
 		goto out;
 	if (o == CLIENT_OUT_JSON) {
@@ -939,7 +827,6 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 out:
 	json_decref(body);
 	json_decref(resp);
-	client_release(&c);
 	return rc;
 }
 
@@ -1163,15 +1050,9 @@ static int node_power(int argc, char **argv)
 			timeout_set = 1;
 			break;
 		}
-		case 'o':
-			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
-				return rc;
-			break;
-		case 'h':
-			fputs(node_power_usage, stdout);
-			return 0;
 		default:
-			return client_getopt_error(cmd, ch, argv);
+			if ((rc = cli_opt_default(cmd, ch, argv, node_power_usage, 0, &o)) != CLI_GO_ON)
+				return rc;
 		}
 	}
 	if (optind >= argc)

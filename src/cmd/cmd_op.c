@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/alloc.h"
 #include "base/buf.h"
 #include "base/jsonx.h"
+#include "cmd/cli_common.h"
 #include "cmd/client.h"
 #include "cmd/cmds.h"
 #include "cmd/table.h"
@@ -80,6 +80,27 @@ static void op_int_cell(struct table *t, const json_t *v)
 		table_cell(t, NULL);
 }
 
+static const struct table_colspec op_cols[] = {
+	{"ID", 40},    {"NODE", 40},   {"KIND", 12}, {"STATE", 10},
+	{"STEP", 32},  {"ATTEMPT", 7}, {"AGE", 6},   {NULL, 0},
+};
+
+static void op_row(struct table *t, const json_t *doc, enum client_output o, int64_t now)
+{
+	char step[160], age[16];
+	table_cell(t, jsonx_str(doc, "metadata.name"));
+	table_cell(t, jsonx_str(doc, "spec.node"));
+	table_cell(t, jsonx_str(doc, "spec.kind"));
+	table_cell(t, jsonx_str(doc, "status.state"));
+	op_step_text(doc, step, sizeof(step));
+	table_cell(t, step);
+	op_int_cell(t, jsonx_path(doc, "status.attempt"));
+	table_age(now, client_time_ms(jsonx_path(doc, "metadata.createdAt")), age, sizeof(age));
+	table_cell(t, age);
+}
+
+static const struct cli_view op_view = {op_cols, NULL, op_row, "No operations found.\n"};
+
 static int op_list(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -92,84 +113,31 @@ static int op_list(int argc, char **argv)
 	const char *cmd = "op list", *node = NULL, *state = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;
 	int ch, rc;
-	struct client c;
-	memset(&c, 0, sizeof(c));
-	json_t *items = NULL;
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'n':
-			if (!*optarg)
-				return client_usage_error(cmd, "flag '--node' needs a node name");
-			node = optarg;
-			break;
-		case 's':
-			if (!*optarg)
-				return client_usage_error(cmd, "flag '--state' needs a state");
-			state = optarg;
-			break;
-		case 'o':
-			if ((rc = client_parse_output(cmd, optarg, 1, &o)) != 0)
+			if ((rc = cli_opt_value(cmd, "--node", "a node name", &node)) != 0)
 				return rc;
 			break;
-		case 'h':
-			fputs(op_list_usage, stdout);
-			return 0;
+		case 's':
+			if ((rc = cli_opt_value(cmd, "--state", "a state", &state)) != 0)
+				return rc;
+			break;
 		default:
-			return client_getopt_error(cmd, ch, argv);
+			if ((rc = cli_opt_default(cmd, ch, argv, op_list_usage, 1, &o)) != CLI_GO_ON)
+				return rc;
 		}
 	}
-	if (optind < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-	if ((rc = client_init(&c)) != 0)
-		goto out;
+	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
+		return rc;
 	struct buf path;
 	buf_init(&path, 1 << 14);
 	buf_puts(&path, "/v1/operations");
 	client_query_add(&path, "node", node);
 	client_query_add(&path, "state", state);
-	rc = client_list(&c, path.data, 0, &items, NULL);
+	rc = cli_list_print(path.data, 0, o, &op_view);
 	buf_release(&path);
-	if (rc != CLIENT_EXIT_OK)
-		goto out;
-	if (o == CLIENT_OUT_JSON) {
-		json_t *doc = json_pack("{s:O}", "items", items);
-		client_print_json(doc);
-		json_decref(doc);
-		goto out;
-	}
-	struct table t;
-	int64_t now = client_now_ms();
-	char step[160], age[16];
-	table_init(&t, o == CLIENT_OUT_WIDE);
-	table_col(&t, "ID", 40);
-	table_col(&t, "NODE", 40);
-	table_col(&t, "KIND", 12);
-	table_col(&t, "STATE", 10);
-	table_col(&t, "STEP", 32);
-	table_col(&t, "ATTEMPT", 7);
-	table_col(&t, "AGE", 6);
-	size_t i;
-	json_t *doc;
-	json_array_foreach(items, i, doc) {
-		table_cell(&t, jsonx_str(doc, "metadata.name"));
-		table_cell(&t, jsonx_str(doc, "spec.node"));
-		table_cell(&t, jsonx_str(doc, "spec.kind"));
-		table_cell(&t, jsonx_str(doc, "status.state"));
-		op_step_text(doc, step, sizeof(step));
-		table_cell(&t, step);
-		op_int_cell(&t, jsonx_path(doc, "status.attempt"));
-		table_age(now, client_time_ms(jsonx_path(doc, "metadata.createdAt")), age, sizeof(age));
-		table_cell(&t, age);
-	}
-	if (table_rows(&t) == 0)
-		fputs("No operations found.\n", stderr);
-	else
-		table_print(&t, stdout);
-	table_release(&t);
-out:
-	json_decref(items);
-	client_release(&c);
 	return rc;
 }
 
@@ -225,10 +193,9 @@ static void op_print_human(const json_t *doc)
 	long long cur = json_is_integer(stv) ? (long long)json_integer_value(stv) : -1;
 	const char *state = jsonx_str(doc, "status.state");
 	struct table t;
+	static const struct table_colspec cols[] = {{"#", 0}, {"STEP", 40}, {"STATUS", 0}, {NULL, 0}};
 	table_init(&t, 0);
-	table_col(&t, "#", 0);
-	table_col(&t, "STEP", 40);
-	table_col(&t, "STATUS", 0);
+	table_cols(&t, cols);
 	size_t i;
 	json_t *s;
 	json_array_foreach(steps, i, s) {
@@ -249,35 +216,9 @@ static void op_print_human(const json_t *doc)
 
 static int op_get(int argc, char **argv)
 {
-	const char *cmd = "op get";
-	enum client_output o = CLIENT_OUT_TABLE;
-	int rc;
-	struct client c;
-	memset(&c, 0, sizeof(c));
-	json_t *doc = NULL;
-	if ((rc = client_parse_output_flags(cmd, argc, argv, op_get_usage, 0, &o)) >= 0)
-		return rc;
-	if (optind >= argc || !*argv[optind])
-		return client_usage_error(cmd, "missing ID");
-	if (optind + 1 < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
-	if ((rc = client_init(&c)) != 0)
-		goto out;
-	char *esc = client_escape(argv[optind]);
-	char *path = xasprintf("/v1/operations/%s", esc);
-	rc = client_request(&c, "GET", path, NULL, NULL, &doc);
-	free(path);
-	free(esc);
-	if (rc != CLIENT_EXIT_OK)
-		goto out;
-	if (o == CLIENT_OUT_JSON)
-		client_print_json(doc);
-	else
-		op_print_human(doc);
-out:
-	json_decref(doc);
-	client_release(&c);
-	return rc;
+	static const struct cli_get get = {"op get", op_get_usage, "operations", "missing ID", NULL,
+					   op_print_human};
+	return cli_get_verb(&get, argc, argv);
 }
 
 /* fleetplane op cancel ID [--reason TEXT] [-o json]: POST /v1/operations/ID:cancel with
@@ -292,58 +233,41 @@ static int op_cancel(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *cmd = "op cancel", *reason = NULL;
+	const char *cmd = "op cancel", *reason = NULL, *id = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;
 	int ch, rc;
-	struct client c;
-	memset(&c, 0, sizeof(c));
-	json_t *body = NULL, *resp = NULL;
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":r:o:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'r':
 			reason = optarg;
 			break;
-		case 'o':
-			if ((rc = client_parse_output(cmd, optarg, 0, &o)) != 0)
-				return rc;
-			break;
-		case 'h':
-			fputs(op_cancel_usage, stdout);
-			return 0;
 		default:
-			return client_getopt_error(cmd, ch, argv);
+			if ((rc = cli_opt_default(cmd, ch, argv, op_cancel_usage, 0, &o)) != CLI_GO_ON)
+				return rc;
 		}
 	}
-	if (optind >= argc || !*argv[optind])
-		return client_usage_error(cmd, "missing ID");
-	if (optind + 1 < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+	if ((rc = cli_one_operand(cmd, argc, argv, "missing ID", 0, &id)) != 0)
+		return rc;
 	if (reason && !*reason)
 		return client_usage_error(cmd, "--reason: empty; give a reason or leave the flag out");
-	body = json_object();
+	json_t *body = json_object(), *resp = NULL;
 	if (reason)
 		json_object_set_new(body, "reason", json_string(reason));
-	if ((rc = client_init(&c)) != 0)
-		goto out;
-	char *esc = client_escape(argv[optind]);
-	char *path = xasprintf("/v1/operations/%s:cancel", esc);
-	rc = client_request(&c, "POST", path, body, NULL, &resp);
+	char *path = cli_doc_path("operations", id, "cancel");
+	rc = cli_call("POST", path, body, &resp);
 	free(path);
-	free(esc);
-	if (rc != CLIENT_EXIT_OK)
-		goto out;
-	if (o == CLIENT_OUT_JSON && resp) {
-		client_print_json(resp);
-		goto out;
+	if (rc == CLIENT_EXIT_OK) {
+		if (o == CLIENT_OUT_JSON && resp) {
+			client_print_json(resp);
+		} else {
+			char *ic = table_clean(id, 0);
+			printf("operation %s cancelled\n", ic);
+			free(ic);
+		}
 	}
-	char *ic = table_clean(argv[optind], 0);
-	printf("operation %s cancelled\n", ic);
-	free(ic);
-out:
 	json_decref(body);
 	json_decref(resp);
-	client_release(&c);
 	return rc;
 }
 
@@ -355,8 +279,5 @@ int cmd_op(int argc, char **argv)
 		{"cancel", NULL, op_cancel},
 		{NULL, NULL, NULL},
 	};
-	int rc = client_dispatch(op_usage_text, verbs, argc, argv);
-	if (rc >= 0)
-		return rc;
-	return client_unknown_verb("op", argv[1]);
+	return cli_dispatch("op", op_usage_text, verbs, argc, argv);
 }

@@ -9,6 +9,7 @@
 
 #include "base/alloc.h"
 #include "base/jsonx.h"
+#include "cmd/cli_common.h"
 #include "cmd/client.h"
 #include "cmd/cmds.h"
 #include "cmd/table.h"
@@ -57,8 +58,6 @@ static int tok_create(int argc, char **argv)
 	};
 	const char *cmd = "token create", *name = NULL, *role = NULL, *node = NULL;
 	int ch, rc;
-	struct client c;
-	memset(&c, 0, sizeof(c));
 	json_t *body = NULL, *resp = NULL;
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -72,15 +71,12 @@ static int tok_create(int argc, char **argv)
 		case 'N':
 			node = optarg;
 			break;
-		case 'h':
-			fputs(tok_create_usage, stdout);
-			return 0;
 		default:
-			return client_getopt_error(cmd, ch, argv);
+			return cli_opt_default(cmd, ch, argv, tok_create_usage, 0, NULL);
 		}
 	}
-	if (optind < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
+		return rc;
 	if (!name || !*name)
 		return client_usage_error(cmd, "missing --name NAME");
 	if (!role || !*role)
@@ -100,9 +96,7 @@ static int tok_create(int argc, char **argv)
 	body = json_pack("{s:s,s:s}", "name", name, "role", role);
 	if (node)
 		json_object_set_new(body, "node", json_string(node));
-	if ((rc = client_init(&c)) != 0)
-		goto out;
-	rc = client_request(&c, "POST", "/v1/tokens", body, NULL, &resp);
+	rc = cli_call("POST", "/v1/tokens", body, &resp);
 	if (rc != CLIENT_EXIT_OK)
 		goto out;
 	json_t *sec = json_object_get(resp, "token");
@@ -133,65 +127,46 @@ static int tok_create(int argc, char **argv)
 out:
 	json_decref(body);
 	json_decref(resp);
-	client_release(&c);
 	return rc;
 }
+
+static const struct table_colspec tok_cols[] = {
+	{"NAME", 40}, {"ROLE", 10}, {"NODE", 40}, {"AGE", 6}, {NULL, 0},
+};
+
+static void tok_row(struct table *t, const json_t *tk, enum client_output o, int64_t now)
+{
+	char age[16];
+	/* token documents carry name and createdAt under metadata (api_tokens.c) */
+	table_cell(t, jsonx_str(tk, "metadata.name"));
+	table_cell(t, jsonx_str(tk, "role"));
+	table_cell(t, jsonx_str(tk, "node"));
+	table_age(now, client_time_ms(jsonx_path(tk, "metadata.createdAt")), age, sizeof(age));
+	table_cell(t, age);
+}
+
+static const struct cli_view tok_view = {tok_cols, NULL, tok_row, "No tokens found.\n"};
 
 static int tok_list(int argc, char **argv)
 {
 	const char *cmd = "token list";
 	enum client_output o = CLIENT_OUT_TABLE;
 	int rc;
-	struct client c;
-	memset(&c, 0, sizeof(c));
 	json_t *resp = NULL;
 	if ((rc = client_parse_output_flags(cmd, argc, argv, tok_list_usage, 1, &o)) >= 0)
 		return rc;
-	if (optind < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-	if ((rc = client_init(&c)) != 0)
-		goto out;
-	rc = client_request(&c, "GET", "/v1/tokens", NULL, NULL, &resp);
-	if (rc != CLIENT_EXIT_OK)
-		goto out;
+	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
+		return rc;
+	if ((rc = cli_call("GET", "/v1/tokens", NULL, &resp)) != CLIENT_EXIT_OK)
+		return rc;
 	json_t *items = json_is_array(resp) ? resp : json_object_get(resp, "items");
 	if (!json_is_array(items)) {
 		fprintf(stderr, "error: fleetplane answered GET /v1/tokens without an \"items\" array\n");
 		rc = CLIENT_EXIT_API;
-		goto out;
+	} else {
+		cli_print_items(items, o, &tok_view);
 	}
-	if (o == CLIENT_OUT_JSON) {
-		json_t *doc = json_pack("{s:O}", "items", items);
-		client_print_json(doc);
-		json_decref(doc);
-		goto out;
-	}
-	struct table t;
-	int64_t now = client_now_ms();
-	char age[16];
-	table_init(&t, o == CLIENT_OUT_WIDE);
-	table_col(&t, "NAME", 40);
-	table_col(&t, "ROLE", 10);
-	table_col(&t, "NODE", 40);
-	table_col(&t, "AGE", 6);
-	size_t i;
-	json_t *tk;
-	json_array_foreach(items, i, tk) {
-		/* token documents carry name and createdAt under metadata (api_tokens.c) */
-		table_cell(&t, jsonx_str(tk, "metadata.name"));
-		table_cell(&t, jsonx_str(tk, "role"));
-		table_cell(&t, jsonx_str(tk, "node"));
-		table_age(now, client_time_ms(jsonx_path(tk, "metadata.createdAt")), age, sizeof(age));
-		table_cell(&t, age);
-	}
-	if (table_rows(&t) == 0)
-		fputs("No tokens found.\n", stderr);
-	else
-		table_print(&t, stdout);
-	table_release(&t);
-out:
 	json_decref(resp);
-	client_release(&c);
 	return rc;
 }
 
@@ -201,43 +176,25 @@ static int tok_revoke(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *cmd = "token revoke";
+	const char *cmd = "token revoke", *name = NULL;
 	int ch, rc;
-	struct client c;
-	memset(&c, 0, sizeof(c));
-	json_t *resp = NULL;
 	client_getopt_reset();
-	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'h':
-			fputs(tok_revoke_usage, stdout);
-			return 0;
-		default:
-			return client_getopt_error(cmd, ch, argv);
-		}
-	}
-	if (optind >= argc || !*argv[optind])
-		return client_usage_error(cmd, "refusing an empty token name");
-	if (optind + 1 < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
-	const char *name = argv[optind];
+	if ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) /* -h, or a bad flag */
+		return cli_opt_default(cmd, ch, argv, tok_revoke_usage, 0, NULL);
+	if ((rc = cli_one_operand(cmd, argc, argv, "refusing an empty token name", 0, &name)) != 0)
+		return rc;
 	if (strpbrk(name, "*?,=[] \t\n"))
 		return client_usage_error(cmd, "refusing token name '%s': name one token", name);
-	if ((rc = client_init(&c)) != 0)
-		goto out;
-	char *esc = client_escape(name);
-	char *path = xasprintf("/v1/tokens/%s", esc);
-	rc = client_request(&c, "DELETE", path, NULL, NULL, &resp);
+	json_t *resp = NULL;
+	char *path = cli_doc_path("tokens", name, NULL);
+	rc = cli_call("DELETE", path, NULL, &resp);
 	free(path);
-	free(esc);
-	if (rc != CLIENT_EXIT_OK)
-		goto out;
-	char *nc = table_clean(name, 0);
-	printf("token %s revoked\n", nc);
-	free(nc);
-out:
+	if (rc == CLIENT_EXIT_OK) {
+		char *nc = table_clean(name, 0);
+		printf("token %s revoked\n", nc);
+		free(nc);
+	}
 	json_decref(resp);
-	client_release(&c);
 	return rc;
 }
 
@@ -249,8 +206,5 @@ int cmd_token(int argc, char **argv)
 		{"revoke", NULL, tok_revoke},
 		{NULL, NULL, NULL},
 	};
-	int rc = client_dispatch(tok_usage_text, verbs, argc, argv);
-	if (rc >= 0)
-		return rc;
-	return client_unknown_verb("token", argv[1]);
+	return cli_dispatch("token", tok_usage_text, verbs, argc, argv);
 }

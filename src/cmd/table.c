@@ -25,6 +25,12 @@ void table_col(struct table *t, const char *hdr, size_t maxw)
 	t->ncols++;
 }
 
+void table_cols(struct table *t, const struct table_colspec *cols)
+{
+	for (; cols && cols->hdr; cols++)
+		table_col(t, cols->hdr, cols->maxw);
+}
+
 size_t table_width(const char *s)
 {
 	size_t w = 0;

@@ -28,6 +28,14 @@ void table_init(struct table *t, int wide);
 /* Adds a column (before any cell) with a header and a maximum width in code points (0 = no
  * cap; a cap below 2 is raised to 2). More than TABLE_MAX_COLS columns is a BUG. */
 void table_col(struct table *t, const char *hdr, size_t maxw);
+/* One column of a table given as data: header and maximum width as for table_col. Arrays of
+ * them end with {NULL, 0}. */
+struct table_colspec {
+	const char *hdr;
+	size_t maxw;
+};
+/* Adds the columns of cols (NULL-terminated; cols NULL adds none) with table_col. */
+void table_cols(struct table *t, const struct table_colspec *cols);
 /* Adds the next cell, filling rows left to right. s is copied, cleaned and truncated;
  * NULL or "" becomes "-". */
 void table_cell(struct table *t, const char *s);

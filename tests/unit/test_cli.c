@@ -32,6 +32,7 @@
 
 #include "../../src/cmd/client.c"
 #include "../../src/cmd/table.c"
+#include "../../src/cmd/cli_common.c"
 #include "../../src/cmd/cmd_node.c"
 #include "../../src/cmd/cmd_op.c"
 #include "../../src/cmd/cmd_event.c"
