@@ -1,5 +1,5 @@
 /* layers: base core */
-/* test_cli.c - the client subcommands (node, op, event, token) and their helpers: table
+/* test_cli.c - the client subcommands (node, op, event, token, health) and their helpers: table
  * layout and truncation, AGE, problem+json error lines, escaping and query building, argument
  * parsing and usage errors, and whole commands against a fake API server (libmicrohttpd on
  * 127.0.0.1, ephemeral port) that records each request raw (no unescaping) so the test sees
@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -37,6 +38,7 @@
 #include "../../src/cmd/cmd_op.c"
 #include "../../src/cmd/cmd_event.c"
 #include "../../src/cmd/cmd_token.c"
+#include "../../src/cmd/cmd_health.c"
 
 #define TOKEN "test-token-XYZ"
 
@@ -258,6 +260,30 @@ static char *fake_route(const struct req_log *r, unsigned *status, const char **
 			       "\"status\":{\"conditions\":[{\"type\":\"PoweredOn\",\"status\":"
 			       "\"Unknown\",\"reason\":\"PowerStateMissing\",\"message\":"
 			       "\"Redfish PowerState absent\"}]}}");
+	/* the policy as serve answers it after an apply of {"breaker":{"domains":["rack",
+	 * "nvlink_domain","site"],"maxNodesPerDomain":{"rack":1,"site":50}}}, rules cut to two */
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/policies/default"))
+		return xstrdup("{\"kind\":\"HealthPolicy\",\"metadata\":{\"name\":\"default\","
+			       "\"resourceVersion\":\"3\"},\"spec\":{\"dryRun\":false,\"rules\":[{\"code\":"
+			       "\"xid:8\",\"severity\":\"medium\",\"action\":\"hold\",\"count\":2,"
+			       "\"windowSeconds\":3600,\"distinctJobs\":3,\"ladder\":[\"gpu_reset\","
+			       "\"reboot\",\"reimage\",\"rma\"]},{\"code\":\"xid:11\",\"severity\":"
+			       "\"low\",\"action\":\"none\",\"count\":1,\"windowSeconds\":3600,"
+			       "\"distinctJobs\":0,\"ladder\":[\"gpu_reset\",\"reboot\",\"reimage\","
+			       "\"rma\"]}],\"jobAttribution\":{\"minNodes\":3,\"windowSeconds\":600},"
+			       "\"lemon\":{\"windowSeconds\":2592000,\"rmaScore\":3,"
+			       "\"recurrenceSeconds\":604800},\"breaker\":{\"enabled\":true,"
+			       "\"maxNodes\":3,\"windowSeconds\":300,\"domains\":[\"rack\","
+			       "\"nvlink_domain\",\"site\"],\"maxNodesPerDomain\":{\"rack\":1,"
+			       "\"site\":50}}}}");
+	/* a rack budget of 1 with rack r01 at its limit (docs/cli.md "health budget") */
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/budgets/rack-1"))
+		return xstrdup("{\"kind\":\"DisruptionBudget\",\"metadata\":{\"name\":\"rack-1\"},"
+			       "\"spec\":{\"domain\":\"rack\",\"maxUnavailable\":1},\"status\":"
+			       "{\"domains\":[{\"value\":\"r01\",\"nodes\":8,\"unavailable\":1,"
+			       "\"remaining\":0,\"out\":[\"r01n03\"],\"waiting\":[\"r01n04\"]},"
+			       "{\"value\":\"r02\",\"nodes\":8,\"unavailable\":0,\"remaining\":1,"
+			       "\"out\":[],\"waiting\":[]}]}}");
 	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/readyz")) {
 		*ctype = "text/plain";
 		return xstrdup("ok\n");
@@ -1290,6 +1316,88 @@ static void test_token(void **state)
 	assert_string_equal(fake.reqs[2].path, "/v1/tokens/ci");
 }
 
+/* cli_common.c's helpers on their own: counts, document paths, columns as data. */
+static void test_cli_common(void **state)
+{
+	size_t n = 7;
+	assert_int_equal(cli_parse_count("1", 64, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(cli_parse_count("64", 64, &n), 0);
+	assert_int_equal(n, 64);
+	assert_int_equal(cli_parse_count("65", 64, &n), -1);
+	assert_int_equal(cli_parse_count("0", 64, &n), -1);
+	assert_int_equal(cli_parse_count("+1", 64, &n), -1);
+	assert_int_equal(cli_parse_count(" 1", 64, &n), -1);
+	assert_int_equal(cli_parse_count("1x", 64, &n), -1);
+	assert_int_equal(cli_parse_count("", 64, &n), -1);
+	assert_int_equal(cli_parse_count("99999999999999999999", ULLONG_MAX, &n), -1); /* ERANGE */
+	assert_int_equal(n, 64); /* untouched by the refusals */
+
+	char *p = cli_doc_path("nodes", "a b/c", "drain");
+	assert_string_equal(p, "/v1/nodes/a%20b%2Fc:drain");
+	free(p);
+	p = cli_doc_path("budgets", "rack-1", NULL);
+	assert_string_equal(p, "/v1/budgets/rack-1");
+	free(p);
+
+	static const struct table_colspec cols[] = {{"NAME", 6}, {"NOTE", 0}, {NULL, 0}};
+	struct table t;
+	table_init(&t, 0);
+	table_cols(&t, cols);
+	table_cols(&t, NULL); /* adds nothing */
+	table_cell(&t, "r01n01-long");
+	table_cell(&t, "x");
+	char buf[256] = "";
+	FILE *f = fmemopen(buf, sizeof(buf), "w");
+	table_print(&t, f);
+	fclose(f);
+	assert_string_equal(buf, "NAME     NOTE\n"
+				 "r01n0\xE2\x80\xA6   x\n");
+	table_release(&t);
+}
+
+static void test_health_policy_and_budget(void **state)
+{
+	fake_reset();
+	struct run_result r;
+	run_cmd(&r, cmd_health, "health", "policy", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out,
+			    "Name:             default\n"
+			    "ResourceVersion:  3\n"
+			    "Dry run:          false\n"
+			    "Breaker:          enabled, opens when more than 3 nodes of one domain "
+			    "value turn unhealthy within 300 s (domains rack,nvlink_domain,site; "
+			    "per-domain limits rack=1,site=50)\n"
+			    "Rules:            2\n"
+			    "  CODE     SEVERITY   ACTION   COUNT   WINDOW   JOBS   LADDER\n"
+			    "  xid:8    medium     hold     2       3600     3      gpu_reset,reboot,reimage,rma\n"
+			    "  xid:11   low        none     1       3600     0      gpu_reset,reboot,reimage,rma\n");
+	assert_string_equal(r.err, "");
+	assert_string_equal(fake.reqs[0].path, "/v1/policies/default");
+
+	run_cmd(&r, cmd_health, "health", "budget", "get", "rack-1", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out,
+			    "NAME     DOMAIN   MAX   VALUE   OUT/NODES   REMAINING   OUT      WAITING\n"
+			    "rack-1   rack     1     r01     1/8         0           r01n03   r01n04\n"
+			    "rack-1   rack     1     r02     0/8         1           -        -\n");
+	assert_string_equal(fake.reqs[1].path, "/v1/budgets/rack-1");
+
+	/* usage errors come before any request */
+	run_cmd(&r, cmd_health, "health", "budget", "get", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: missing NAME\n"
+				   "Run 'fleetplane health budget get --help' for usage.\n");
+	run_cmd(&r, cmd_health, "health", "rma", "list", "--node", "", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: flag '--node' needs a node name\n"
+				   "Run 'fleetplane health rma list --help' for usage.\n");
+	run_cmd(&r, cmd_health, "health", "breaker", "frob", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_int_equal(fake.nreqs, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1316,6 +1424,8 @@ int main(void)
 		cmocka_unit_test(test_op),
 		cmocka_unit_test(test_event_list),
 		cmocka_unit_test(test_token),
+		cmocka_unit_test(test_cli_common),
+		cmocka_unit_test(test_health_policy_and_budget),
 	};
 	return cmocka_run_group_tests(tests, fake_setup, fake_teardown);
 }
