@@ -77,6 +77,26 @@ char *cli_doc_path(const char *coll, const char *name, const char *action)
 	return path;
 }
 
+int cli_path_query(const char *cmd, const char *base, const struct cli_query *q, size_t nq,
+		   char **path)
+{
+	struct buf b;
+	size_t len;
+	int rc = 0;
+	*path = NULL;
+	buf_init(&b, CLI_MAX_PATH);
+	rc = buf_puts(&b, base);
+	for (size_t i = 0; i < nq && rc == 0; i++)
+		rc = client_query_add(&b, q[i].key, q[i].value);
+	if (rc < 0) {
+		buf_release(&b);
+		return client_usage_error(cmd, "filters too long: the request path would be over "
+					  "%zu KiB", CLI_MAX_PATH >> 10);
+	}
+	*path = buf_detach(&b, &len);
+	return 0;
+}
+
 int cli_call(const char *method, const char *path, const json_t *body, json_t **resp)
 {
 	struct client c;
@@ -170,6 +190,13 @@ int cli_dispatch(const char *noun, const char *usage, const struct client_verb *
 	if (rc >= 0)
 		return rc;
 	return client_unknown_verb(noun, argv[1]);
+}
+
+void cli_print_kv(const char *key, const char *value)
+{
+	char *v = table_clean(value && *value ? value : "-", 0);
+	printf("%-12s %s\n", key, v);
+	free(v);
 }
 
 int cli_read_json_file(const char *file, size_t max, json_t **doc)

@@ -10,12 +10,20 @@
 #ifndef FP_CMD_CLI_COMMON_H
 #define FP_CMD_CLI_COMMON_H
 
+#include <getopt.h>
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cmd/client.h"
 #include "cmd/table.h"
+
+/* The end of a verb's getopt_long option table (git's OPT_END): -o/--output FMT, -h/--help
+ * and the terminator; CLI_OPTS_END_HELP for a verb without -o. */
+#define CLI_OPTS_END                                                                  \
+	{"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},   \
+		{NULL, 0, NULL, 0}
+#define CLI_OPTS_END_HELP {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}
 
 /* Returned by the parsing helpers below when the verb is to go on (not an exit code). */
 #define CLI_GO_ON (-1)
@@ -52,6 +60,20 @@ int cli_parse_count(const char *s, unsigned long long max, size_t *out);
  * ":<action>" appended when action is non-NULL ("/v1/nodes/r01n03:drain"). coll and action are
  * literals of ours and go in as they are. Never NULL. */
 char *cli_doc_path(const char *coll, const char *name, const char *action);
+
+#define CLI_MAX_PATH ((size_t)64 << 10) /* longest request path with its query, bytes */
+
+/* One query parameter of a list; a NULL value is left out (a filter not given). */
+struct cli_query {
+	const char *key;
+	const char *value;
+};
+
+/* Builds base + "?k=v&k=v" from the nq pairs of q (values percent-escaped, NULL values left
+ * out) into *path (malloc'd). A path over CLI_MAX_PATH bytes is the usage error "filters too
+ * long ..." for cmd - never a list without the filter. Returns 0 or CLIENT_EXIT_USAGE. */
+int cli_path_query(const char *cmd, const char *base, const struct cli_query *q, size_t nq,
+		   char **path);
 
 /* One request on a connection of its own: client_init (FLEETPLANE_URL, FLEETPLANE_TOKEN),
  * client_request(method, path, body), client_release. On CLIENT_EXIT_OK *resp is the answer
@@ -105,6 +127,10 @@ int cli_list_print(const char *path, size_t max, enum client_output o, const str
  * client_unknown_verb(noun, verb). Returns the exit code. */
 int cli_dispatch(const char *noun, const char *usage, const struct client_verb *verbs, int argc,
 		 char **argv);
+
+/* Prints "key value" for people: key left-aligned in 12 columns, value cleaned of control bytes
+ * (table_clean), NULL or "" as "-" (the `get` outputs of node and op). */
+void cli_print_kv(const char *key, const char *value);
 
 /* Reads FILE ('-' = stdin) of at most max bytes and parses it as JSON into *doc (new
  * reference). Errors print "error: <read error>" or "error: <file>: <JSON error with line and

@@ -53,9 +53,7 @@ static int ev_list(int argc, char **argv)
 	static const struct option opts[] = {
 		{"object", required_argument, NULL, 'O'},
 		{"limit", required_argument, NULL, 'L'},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		CLI_OPTS_END,
 	};
 	const char *cmd = "event list", *object = NULL;
 	size_t limit = 0;
@@ -80,12 +78,11 @@ static int ev_list(int argc, char **argv)
 	}
 	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
 		return rc;
-	struct buf path;
-	buf_init(&path, 1 << 14);
-	buf_puts(&path, "/v1/events");
-	client_query_add(&path, "object", object);
-	rc = cli_list_print(path.data, limit, o, &ev_view);
-	buf_release(&path);
+	const struct cli_query q[] = {{"object", object}};
+	char *path = NULL;
+	if ((rc = cli_path_query(cmd, "/v1/events", q, 1, &path)) == 0)
+		rc = cli_list_print(path, limit, o, &ev_view);
+	free(path);
 	return rc;
 }
 

@@ -256,9 +256,10 @@ static const struct cli_view he_event_view = {he_event_cols, NULL, he_event_row,
 static int he_events(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"node", required_argument, NULL, 'N'}, {"code", required_argument, NULL, 'C'},
-		{"limit", required_argument, NULL, 'L'}, {"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+		{"node", required_argument, NULL, 'N'},
+		{"code", required_argument, NULL, 'C'},
+		{"limit", required_argument, NULL, 'L'},
+		CLI_OPTS_END,
 	};
 	const char *cmd = "health events", *node = NULL, *code = NULL;
 	size_t limit = HE_DEFAULT_LIMIT;
@@ -291,19 +292,18 @@ static int he_events(int argc, char **argv)
 	}
 	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
 		return rc;
+	const struct cli_query q[] = {{"node", node}, {"code", code}};
+	char *path = NULL;
+	if ((rc = cli_path_query(cmd, "/v1/healthevents", q, 2, &path)) != 0)
+		return rc;
 	struct client c;
 	memset(&c, 0, sizeof(c));
 	json_t *all = NULL;
-	struct buf path;
-	buf_init(&path, 1 << 14);
-	buf_puts(&path, "/v1/healthevents");
-	client_query_add(&path, "node", node);
-	client_query_add(&path, "code", code);
 	/* The API lists by node and id, not by time: read them all (up to HE_MAX_READ + 1, to
 	 * know there are more) and keep the newest. */
 	if ((rc = client_init(&c)) == 0)
-		rc = client_list(&c, path.data, HE_MAX_READ + 1, &all, NULL);
-	buf_release(&path);
+		rc = client_list(&c, path, HE_MAX_READ + 1, &all, NULL);
+	free(path);
 	client_release(&c);
 	if (rc != CLIENT_EXIT_OK)
 		return rc;
@@ -404,9 +404,7 @@ static int he_policy_set(int argc, char **argv)
 		{"breaker", required_argument, NULL, 'B'},
 		{"breaker-max-nodes", required_argument, NULL, 'M'},
 		{"breaker-window", required_argument, NULL, 'W'},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		CLI_OPTS_END,
 	};
 	const char *cmd = "health policy set";
 	int dry = -1, brk = -1, ch, rc;
@@ -481,9 +479,7 @@ static int he_policy_apply(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"file", required_argument, NULL, 'f'},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		CLI_OPTS_END,
 	};
 	const char *cmd = "health policy apply", *file = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;
@@ -624,9 +620,7 @@ static int he_budget_set(int argc, char **argv)
 	static const struct option opts[] = {
 		{"domain", required_argument, NULL, 'D'},
 		{"max-unavailable", required_argument, NULL, 'M'},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		CLI_OPTS_END,
 	};
 	const char *cmd = "health budget set", *domain = NULL, *maxu = NULL, *name = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;
@@ -735,9 +729,7 @@ static int he_breaker_reset(int argc, char **argv)
 	static const struct option opts[] = {
 		{"reason", required_argument, NULL, 'r'},
 		{"replay", no_argument, NULL, 'R'},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		CLI_OPTS_END,
 	};
 	const char *cmd = "health breaker reset", *reason = NULL, *name = NULL;
 	int replay = 0;
@@ -826,9 +818,7 @@ static int he_rma_list(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"node", required_argument, NULL, 'N'},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		CLI_OPTS_END,
 	};
 	const char *cmd = "health rma list", *node = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;
@@ -847,12 +837,11 @@ static int he_rma_list(int argc, char **argv)
 	}
 	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
 		return rc;
-	struct buf path;
-	buf_init(&path, 1 << 12);
-	buf_puts(&path, "/v1/rmas");
-	client_query_add(&path, "node", node);
-	rc = cli_list_print(path.data, 0, o, &he_rma_view);
-	buf_release(&path);
+	const struct cli_query q[] = {{"node", node}};
+	char *path = NULL;
+	if ((rc = cli_path_query(cmd, "/v1/rmas", q, 1, &path)) == 0)
+		rc = cli_list_print(path, 0, o, &he_rma_view);
+	free(path);
 	return rc;
 }
 

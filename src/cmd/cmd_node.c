@@ -186,20 +186,17 @@ static const struct cli_view node_view = {node_cols, node_wide_cols, node_table_
 
 /* ---- list ---- */
 
-/* Builds "/v1/nodes?labelSelector=..&phase=.." (+ watch parameters when rv is non-NULL). */
-static char *node_list_path(const char *selector, const char *phase, const char *rv)
+/* Builds "/v1/nodes?labelSelector=..&phase=.." (+ watch parameters when rv is non-NULL) into
+ * *path (malloc'd). Returns 0 or cli_path_query's usage error (filters too long). */
+static int node_list_path(const char *selector, const char *phase, const char *rv, char **path)
 {
-	struct buf b;
-	buf_init(&b, 1 << 16);
-	buf_puts(&b, "/v1/nodes");
-	if (rv) {
-		client_query_add(&b, "watch", "1");
-		client_query_add(&b, "resourceVersion", rv);
-	}
-	client_query_add(&b, "labelSelector", selector);
-	client_query_add(&b, "phase", phase);
-	size_t n;
-	return buf_detach(&b, &n);
+	const struct cli_query q[] = {
+		{"watch", rv ? "1" : NULL},
+		{"resourceVersion", rv},
+		{"labelSelector", selector},
+		{"phase", phase},
+	};
+	return cli_path_query("node list", "/v1/nodes", q, 4, path);
 }
 
 struct node_watch {
@@ -314,10 +311,12 @@ static int node_watch_event(void *arg, json_t *ev)
 static int node_watch_relist(struct client *c, struct node_watch *w, const char *selector,
 			     const char *phase)
 {
-	char *path = node_list_path(selector, phase, NULL);
+	char *path = NULL;
 	json_t *items = NULL;
 	char *rv = NULL;
-	int rc = client_list(c, path, 0, &items, &rv);
+	int rc = node_list_path(selector, phase, NULL, &path);
+	if (rc == 0)
+		rc = client_list(c, path, 0, &items, &rv);
 	free(path);
 	if (rc != CLIENT_EXIT_OK)
 		return rc;
@@ -388,8 +387,9 @@ static int node_watch(struct client *c, const char *selector, const char *phase)
 		if (down_since && !w.rv[0]) {
 			rc = node_watch_relist(c, &w, selector, phase);
 		} else {
-			char *path = node_list_path(selector, phase, w.rv);
-			rc = client_watch(c, path, node_watch_event, &w, &status);
+			char *path = NULL;
+			if ((rc = node_list_path(selector, phase, w.rv, &path)) == 0)
+				rc = client_watch(c, path, node_watch_event, &w, &status);
 			free(path);
 		}
 		if (rc == CLIENT_EXIT_CONNECT || (rc == CLIENT_EXIT_API && status == 503)) {
@@ -443,8 +443,7 @@ static int node_list(int argc, char **argv)
 		{"phase", required_argument, NULL, 'p'},
 		{"output", required_argument, NULL, 'o'},
 		{"watch", no_argument, NULL, 'w'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		CLI_OPTS_END_HELP,
 	};
 	const char *cmd = "node list";
 	struct buf sel;
@@ -452,6 +451,7 @@ static int node_list(int argc, char **argv)
 	const char *phase = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;
 	int watch = 0, ch, rc = CLIENT_EXIT_OK;
+	char *path = NULL;
 
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":l:o:wh", opts, NULL)) != -1) {
@@ -484,6 +484,8 @@ static int node_list(int argc, char **argv)
 		rc = client_usage_error(cmd, "--watch cannot be combined with -o json");
 		goto out;
 	}
+	if ((rc = node_list_path(sel.data, phase, NULL, &path)) != 0)
+		goto out; /* checked before any connection, for the list and the watch */
 	if (watch) {
 		struct client c;
 		memset(&c, 0, sizeof(c));
@@ -492,27 +494,19 @@ static int node_list(int argc, char **argv)
 		client_release(&c);
 		goto out;
 	}
-	char *path = node_list_path(sel.data, phase, NULL);
 	rc = cli_list_print(path, 0, o, &node_view);
-	free(path);
 out:
+	free(path);
 	buf_release(&sel);
 	return rc;
 }
 
 /* ---- get ---- */
 
-static void node_print_kv(const char *key, const char *value)
-{
-	char *v = table_clean(value && *value ? value : "-", 0);
-	printf("%-12s %s\n", key, v);
-	free(v);
-}
-
 static void node_print_inventory(const json_t *inv)
 {
 	if (!json_is_object(inv) || json_object_size(inv) == 0) {
-		node_print_kv("Inventory:", "<none>");
+		cli_print_kv("Inventory:", "<none>");
 		return;
 	}
 	puts("Inventory:");
@@ -576,7 +570,7 @@ static void node_print_objects(const char *label, const json_t *arr,
 			       const struct table_colspec *cols, const char *const *keys, int64_t now)
 {
 	if (json_array_size(arr) == 0) {
-		node_print_kv(label, "<none>");
+		cli_print_kv(label, "<none>");
 		return;
 	}
 	puts(label);
@@ -608,17 +602,17 @@ static void node_print_human(const json_t *doc)
 	struct buf b;
 	buf_init(&b, 1 << 16);
 
-	node_print_kv("Name:", jsonx_str(doc, "metadata.name"));
+	cli_print_kv("Name:", jsonx_str(doc, "metadata.name"));
 	table_age(now, client_time_ms(jsonx_path(doc, "status.phaseSince")), age, sizeof(age));
 	const char *phase = jsonx_str(doc, "status.phase");
 	snprintf(line, sizeof(line), "%s (for %s)", phase ? phase : "-", age);
-	node_print_kv("Phase:", line);
-	node_print_kv("Site:", jsonx_str(doc, "spec.site"));
-	node_print_kv("Rack:", jsonx_str(doc, "spec.rack"));
-	node_print_kv("Provider:", jsonx_str(doc, "spec.provider"));
-	node_print_kv("Pool:", jsonx_str(doc, "spec.pool"));
+	cli_print_kv("Phase:", line);
+	cli_print_kv("Site:", jsonx_str(doc, "spec.site"));
+	cli_print_kv("Rack:", jsonx_str(doc, "spec.rack"));
+	cli_print_kv("Provider:", jsonx_str(doc, "spec.provider"));
+	cli_print_kv("Pool:", jsonx_str(doc, "spec.pool"));
 	node_labels_text(doc, &b);
-	node_print_kv("Labels:", b.data);
+	cli_print_kv("Labels:", b.data);
 	json_t *g = jsonx_path(doc, "spec.gpus.count");
 	const char *model = jsonx_str(doc, "spec.gpus.model");
 	if (json_is_integer(g))
@@ -626,15 +620,15 @@ static void node_print_human(const json_t *doc)
 			 model ? model : "unknown model");
 	else
 		snprintf(line, sizeof(line), "-");
-	node_print_kv("GPUs:", line);
+	cli_print_kv("GPUs:", line);
 	const char *drv = jsonx_str(doc, "spec.bmc.driver"), *addr = jsonx_str(doc, "spec.bmc.address");
 	snprintf(line, sizeof(line), "%s%s%s", drv ? drv : "-", addr ? " " : "", addr ? addr : "");
-	node_print_kv("BMC:", line);
-	node_print_kv("Operation:", jsonx_str(doc, "status.operation"));
+	cli_print_kv("BMC:", line);
+	cli_print_kv("Operation:", jsonx_str(doc, "status.operation"));
 	const char *created = jsonx_str(doc, "metadata.createdAt");
 	table_age(now, client_time_ms(jsonx_path(doc, "metadata.createdAt")), age, sizeof(age));
 	snprintf(line, sizeof(line), "%s (%s ago)", created ? created : "-", age);
-	node_print_kv("Created:", line);
+	cli_print_kv("Created:", line);
 
 	static const struct table_colspec hold_cols[] = {
 		{"OWNER", 30}, {"REASON", 60}, {"AGE", 6}, {"EXPIRES", 0}, {NULL, 0},
@@ -686,8 +680,7 @@ static int node_enroll(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"file", required_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		CLI_OPTS_END_HELP,
 	};
 	const char *cmd = "node enroll", *file = NULL;
 	int ch, rc = CLIENT_EXIT_OK;
@@ -760,9 +753,7 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 		{"reason", required_argument, NULL, 'r'},
 		{"owner", required_argument, NULL, 'O'},
 		{"skip-power-off", no_argument, NULL, 'S'},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		CLI_OPTS_END,
 	};
 	char cmd[32];
 	int skip = 0;
@@ -811,7 +802,9 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 	if (rc != CLIENT_EXIT_OK)
 		goto out;
 	if (o == CLIENT_OUT_JSON) {
-		client_print_json(resp ? resp : json_object());
+		if (!resp)
+			resp = json_object(); /* an empty answer prints as {} */
+		client_print_json(resp);
 		goto out;
 	}
 	char *nc = table_clean(name, 0);
@@ -1017,9 +1010,7 @@ static int node_power(int argc, char **argv)
 		{"force", no_argument, NULL, 'f'},
 		{"refresh", no_argument, NULL, 'r'},
 		{"timeout", required_argument, NULL, 't'},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		CLI_OPTS_END,
 	};
 	const char *cmd = "node power", *name = NULL, *action = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;

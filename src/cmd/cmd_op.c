@@ -106,9 +106,7 @@ static int op_list(int argc, char **argv)
 	static const struct option opts[] = {
 		{"node", required_argument, NULL, 'n'},
 		{"state", required_argument, NULL, 's'},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		CLI_OPTS_END,
 	};
 	const char *cmd = "op list", *node = NULL, *state = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;
@@ -131,21 +129,12 @@ static int op_list(int argc, char **argv)
 	}
 	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
 		return rc;
-	struct buf path;
-	buf_init(&path, 1 << 14);
-	buf_puts(&path, "/v1/operations");
-	client_query_add(&path, "node", node);
-	client_query_add(&path, "state", state);
-	rc = cli_list_print(path.data, 0, o, &op_view);
-	buf_release(&path);
+	const struct cli_query q[] = {{"node", node}, {"state", state}};
+	char *path = NULL;
+	if ((rc = cli_path_query(cmd, "/v1/operations", q, 2, &path)) == 0)
+		rc = cli_list_print(path, 0, o, &op_view);
+	free(path);
 	return rc;
-}
-
-static void op_kv(const char *key, const char *value)
-{
-	char *v = table_clean(value && *value ? value : "-", 0);
-	printf("%-12s %s\n", key, v);
-	free(v);
 }
 
 static void op_time_kv(const char *key, const json_t *doc, const char *path, int64_t now)
@@ -154,7 +143,7 @@ static void op_time_kv(const char *key, const json_t *doc, const char *path, int
 	int64_t ms = client_time_ms(jsonx_path(doc, path));
 	char age[16], line[128];
 	if (!ms) {
-		op_kv(key, s);
+		cli_print_kv(key, s);
 		return;
 	}
 	table_age(now, ms, age, sizeof(age));
@@ -162,28 +151,28 @@ static void op_time_kv(const char *key, const json_t *doc, const char *path, int
 		snprintf(line, sizeof(line), "%s (%s ago)", s, age);
 	else
 		snprintf(line, sizeof(line), "%s ago", age);
-	op_kv(key, line);
+	cli_print_kv(key, line);
 }
 
 static void op_print_human(const json_t *doc)
 {
 	int64_t now = client_now_ms();
 	char line[160];
-	op_kv("ID:", jsonx_str(doc, "metadata.name"));
-	op_kv("Node:", jsonx_str(doc, "spec.node"));
-	op_kv("Kind:", jsonx_str(doc, "spec.kind"));
-	op_kv("State:", jsonx_str(doc, "status.state"));
+	cli_print_kv("ID:", jsonx_str(doc, "metadata.name"));
+	cli_print_kv("Node:", jsonx_str(doc, "spec.node"));
+	cli_print_kv("Kind:", jsonx_str(doc, "spec.kind"));
+	cli_print_kv("State:", jsonx_str(doc, "status.state"));
 	op_step_text(doc, line, sizeof(line));
-	op_kv("Step:", line);
+	cli_print_kv("Step:", line);
 	json_t *att = jsonx_path(doc, "status.attempt");
 	snprintf(line, sizeof(line), "%lld", (long long)json_integer_value(att));
-	op_kv("Attempt:", json_is_integer(att) ? line : NULL);
-	op_kv("Reason:", jsonx_str(doc, "spec.reason"));
-	op_kv("Actor:", jsonx_str(doc, "spec.actor"));
+	cli_print_kv("Attempt:", json_is_integer(att) ? line : NULL);
+	cli_print_kv("Reason:", jsonx_str(doc, "spec.reason"));
+	cli_print_kv("Actor:", jsonx_str(doc, "spec.actor"));
 	op_time_kv("Created:", doc, "metadata.createdAt", now);
 	op_time_kv("Started:", doc, "status.startedAt", now);
 	op_time_kv("Finished:", doc, "status.finishedAt", now);
-	op_kv("Last error:", jsonx_str(doc, "status.lastError"));
+	cli_print_kv("Last error:", jsonx_str(doc, "status.lastError"));
 
 	json_t *steps = jsonx_path(doc, "spec.steps");
 	if (json_array_size(steps) == 0)
@@ -229,9 +218,7 @@ static int op_cancel(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"reason", required_argument, NULL, 'r'},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		CLI_OPTS_END,
 	};
 	const char *cmd = "op cancel", *reason = NULL, *id = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;

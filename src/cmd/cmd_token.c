@@ -53,8 +53,7 @@ static int tok_create(int argc, char **argv)
 		{"name", required_argument, NULL, 'n'},
 		{"role", required_argument, NULL, 'r'},
 		{"node", required_argument, NULL, 'N'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		CLI_OPTS_END_HELP,
 	};
 	const char *cmd = "token create", *name = NULL, *role = NULL, *node = NULL;
 	int ch, rc;
@@ -173,8 +172,7 @@ static int tok_list(int argc, char **argv)
 static int tok_revoke(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		CLI_OPTS_END_HELP,
 	};
 	const char *cmd = "token revoke", *name = NULL;
 	int ch, rc;

@@ -562,11 +562,12 @@ static void test_escape_and_query(void **state)
 	assert_string_equal(b.data, "/v1/nodes?labelSelector=site%3Ds1%2Crack%21%3Dr07"
 				    "&continue=a%26b%3Dc%2Bd");
 	buf_release(&b);
-	char *p = node_list_path("k=v", "available", "42");
+	char *p = NULL;
+	assert_int_equal(node_list_path("k=v", "available", "42", &p), 0);
 	assert_string_equal(p, "/v1/nodes?watch=1&resourceVersion=42&labelSelector=k%3Dv"
 			       "&phase=available");
 	free(p);
-	p = node_list_path(NULL, NULL, NULL);
+	assert_int_equal(node_list_path(NULL, NULL, NULL, &p), 0);
 	assert_string_equal(p, "/v1/nodes");
 	free(p);
 }
@@ -1333,7 +1334,36 @@ static void test_cli_common(void **state)
 	assert_int_equal(cli_parse_count("99999999999999999999", ULLONG_MAX, &n), -1); /* ERANGE */
 	assert_int_equal(n, 64); /* untouched by the refusals */
 
-	char *p = cli_doc_path("nodes", "a b/c", "drain");
+	/* filters: NULL values left out, escaped, and a query over CLI_MAX_PATH refused rather
+	 * than sent without the filter */
+	const struct cli_query q[] = {{"node", "r01 n01"}, {"state", NULL}, {"code", "xid:79"}};
+	char *p = NULL;
+	assert_int_equal(cli_path_query("op list", "/v1/operations", q, 3, &p), 0);
+	assert_string_equal(p, "/v1/operations?node=r01%20n01&code=xid%3A79");
+	free(p);
+	char *huge = xmalloc(CLI_MAX_PATH + 1);
+	memset(huge, 'a', CLI_MAX_PATH);
+	huge[CLI_MAX_PATH] = 0;
+	const struct cli_query qh[] = {{"node", huge}};
+	struct run_result r;
+	fflush(stderr);
+	char pe[] = "/tmp/test_cli_errXXXXXX";
+	int fe = mkstemp(pe), se = dup(2);
+	unlink(pe);
+	dup2(fe, 2);
+	int rc = cli_path_query("op list", "/v1/operations", qh, 1, &p);
+	fflush(stderr);
+	dup2(se, 2);
+	close(se);
+	slurp_fd(fe, r.err, sizeof(r.err));
+	close(fe);
+	free(huge);
+	assert_int_equal(rc, 2);
+	assert_null(p);
+	assert_string_equal(r.err, "error: filters too long: the request path would be over 64 KiB\n"
+				   "Run 'fleetplane op list --help' for usage.\n");
+
+	p = cli_doc_path("nodes", "a b/c", "drain");
 	assert_string_equal(p, "/v1/nodes/a%20b%2Fc:drain");
 	free(p);
 	p = cli_doc_path("budgets", "rack-1", NULL);
