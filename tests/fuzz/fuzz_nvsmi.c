@@ -40,6 +40,7 @@ static void check_findings(const struct agent_finding *f, size_t n, size_t max, 
 					    "row_remap:failure", "retired_pages:pending",
 					    "gpu:count_mismatch", "thermal:hw_slowdown",
 					    "thermal:sw_slowdown", "thermal:over_limit",
+					    "power:brake_slowdown",
 					    "nvlink:link_down"};
 	CHECK(n <= max);
 	CHECK(unknown == 0 || unknown == 1);
