@@ -331,8 +331,11 @@ static int create_sim_site(struct serve *sv)
 	return 0;
 }
 
-/* Re-arms one simulated machine if its boot or burn-in was in progress when serve stopped;
- * the rest load lazily on their next BMC call. */
+/* Re-arms one simulated machine if its boot, its agent's GPU reset (the gpu_reset rung) or its
+ * burn-in was in progress when serve stopped (bmc_sim.c saves each due time as wall-clock ms:
+ * bootDueAt, resetDueAt, burnInDueAt; 0 = none); the rest load lazily on their next BMC call.
+ * Without the resetDueAt check a reset pending at a crash never answered, so no burn-in
+ * followed and the rung's validation failed (break report 4b #7). */
 static int resume_one(void *arg, const struct store_kv *kv)
 {
 	struct serve *sv = arg;
@@ -340,6 +343,7 @@ static int resume_one(void *arg, const struct store_kv *kv)
 	if (jsonx_parse(kv->value, strlen(kv->value), &st, NULL, 0) < 0)
 		return 0;
 	if (json_integer_value(json_object_get(st, "bootDueAt")) ||
+	    json_integer_value(json_object_get(st, "resetDueAt")) ||
 	    json_integer_value(json_object_get(st, "burnInDueAt")))
 		bmc_sim_resume_node(sv->sim, kv->key + strlen("/sim/hw/"));
 	json_decref(st);

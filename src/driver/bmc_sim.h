@@ -10,8 +10,9 @@
  *
  * The machine's state survives a crash of the control plane (hardware keeps running): every
  * side effect is saved through the persist callbacks before the call returns, and
- * bmc_sim_resume_node re-arms boots that were in progress. Side-effect counters (power on/off/
- * cycle, boot device sets) are part of the saved state so tests can prove nothing ran twice. */
+ * bmc_sim_resume_node re-arms boots, GPU resets and burn-ins that were in progress.
+ * Side-effect counters (power on/off/cycle, boot device sets, GPU resets) are part of the saved
+ * state so tests can prove nothing ran twice. */
 #ifndef FP_DRIVER_BMC_SIM_H
 #define FP_DRIVER_BMC_SIM_H
 
@@ -53,8 +54,9 @@ struct bmc_sim_config {
 
 /* Creates the sim driver instance. cfg is copied. Returns NULL only on a bad config. */
 struct bmc *bmc_sim_new(const struct bmc_sim_config *cfg);
-/* Loads a machine's saved state and re-arms a boot or burn-in that was in progress when the
- * control plane stopped. Safe to call for a node with no saved state (no-op). */
+/* Loads a machine's saved state and re-arms a boot, an agent GPU reset or a burn-in that was in
+ * progress when the control plane stopped (saved as bootDueAt, resetDueAt, burnInDueAt; a due
+ * time already past fires at once). Safe to call for a node with no saved state (no-op). */
 int bmc_sim_resume_node(struct bmc *b, const char *node);
 /* Returns a new JSON object with the machine's state and side-effect counters
  * {"power","bootDevice","bootId","counters":{"powerOn","powerOff","powerCycle","bootSet",
