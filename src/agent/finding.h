@@ -21,6 +21,13 @@ struct agent_finding {
 	 * agent hashes (boot id, code, pci bus id/port, key) into the event id, so key carries
 	 * what makes this occurrence new, e.g. the counter value ("dbe=2") or "" for a state. */
 	char key[64];
+	/* 1: a notice, not a fault - a state healthy GPUs show too (power:brake_slowdown,
+	 * thermal:sw_slowdown, ecc:sbe_volatile; the compiled policy ranks them action "none").
+	 * It is still sent as an event (the policy counts it), but it does not make its detector
+	 * "unhealthy", and the agent does not send it again when a remediation is recorded: only
+	 * a new boot, or the state clearing and coming back, is a new event (break report 4b #6).
+	 * Set by the parser that makes the finding. */
+	int notice;
 };
 
 #endif

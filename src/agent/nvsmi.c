@@ -336,8 +336,10 @@ static void text_end_gpu(struct nvsmi_report *out, struct gpu_state *st, struct 
 	if (!*cur)
 		return;
 	gpu_finish(*cur, st);
-	if (!st->complete)
+	if (!st->complete) {
+		(*cur)->partial = 1;
 		out->truncated = 1;
+	}
 	*cur = NULL;
 }
 
@@ -365,6 +367,15 @@ int nvsmi_parse_text(const char *buf, size_t len, struct nvsmi_report *out, char
 
 		while (end < len && buf[end] != '\n')
 			end++;
+		/* nvidia-smi ends every line with a newline: a last line without one was cut
+		 * (the output was read while it was being written), and its value may be cut
+		 * too ("87 C" -> "8"). It is not read, unless the GPU section it is in already
+		 * ended at "Processes" (nothing read there any more). */
+		if (end >= len && !(cur && st.complete)) {
+			if (cur)
+				out->truncated = 1;
+			break;
+		}
 		n = end - pos;
 		if (n >= sizeof(line))
 			n = sizeof(line) - 1;
@@ -690,6 +701,16 @@ int nvsmi_parse(const char *buf, size_t len, struct nvsmi_report *out, char *err
 
 /* ---------- findings ---------- */
 
+/* The codes of this detector that are notices (agent/finding.h, notice): HW Power Brake
+ * Slowdown is the power supply's request, SW Thermal Slowdown the driver keeping clocks under
+ * its thermal target - both seen on healthy H100s (tests/data/nvidia-smi/h100-hgx-8gpu-q-*) -
+ * and volatile correctable ECC errors are corrected (nvidia-smi(1), "ECC Errors"). */
+static int code_is_notice(const char *code)
+{
+	return strcmp(code, "power:brake_slowdown") == 0 ||
+	       strcmp(code, "thermal:sw_slowdown") == 0 || strcmp(code, "ecc:sbe_volatile") == 0;
+}
+
 static size_t add_finding(struct agent_finding *out, size_t max, size_t n, const char *code,
 			  const struct nvsmi_gpu *g, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 7, 8)));
@@ -709,6 +730,7 @@ static size_t add_finding(struct agent_finding *out, size_t max, size_t n, const
 	if (g)
 		snprintf(f->pci_bus_id, sizeof(f->pci_bus_id), "%s", g->pci_bus_id);
 	snprintf(f->key, sizeof(f->key), "%s", key);
+	f->notice = code_is_notice(code);
 	va_start(ap, fmt);
 	vsnprintf(f->message, sizeof(f->message), fmt, ap);
 	va_end(ap);
@@ -721,9 +743,12 @@ size_t nvsmi_findings(const struct nvsmi_report *r, int expected_gpus, struct ag
 	size_t n = 0;
 	char key[64];
 
-	*unknown = 0;
-	if (r->truncated || r->attached_gpus < 0 || (size_t)r->attached_gpus != r->ngpus)
-		*unknown = 1;
+	/* A report is whole when it has every GPU section its own header announces, each to
+	 * its end: only then does a missing GPU mean a GPU the driver does not see, rather than
+	 * an output cut off while it was read (break report 4b #5). */
+	int whole = !r->truncated && r->attached_gpus >= 0 && (size_t)r->attached_gpus == r->ngpus;
+
+	*unknown = whole ? 0 : 1;
 	for (size_t i = 0; i < r->ngpus; i++) {
 		const struct nvsmi_gpu *g = &r->gpus[i];
 		/* HW Slowdown is asserted when HW Thermal Slowdown or HW Power Brake Slowdown is
@@ -733,6 +758,11 @@ size_t nvsmi_findings(const struct nvsmi_report *r, int expected_gpus, struct ag
 		unsigned brake = g->throttle_active & NVSMI_THR_HW_POWER_BRAKE_SLOWDOWN;
 		unsigned hw = (g->throttle_active & NVSMI_THR_HW_THERMAL_SLOWDOWN) ||
 			      ((g->throttle_active & NVSMI_THR_HW_SLOWDOWN) && !brake);
+
+		if (g->partial) {
+			*unknown = 1;
+			continue;
+		}
 
 		if (g->ecc_mode_current == 1 &&
 		    (g->ecc_volatile_dbe < 0 ||
@@ -788,7 +818,7 @@ size_t nvsmi_findings(const struct nvsmi_report *r, int expected_gpus, struct ag
 					"T.Limit %d C",
 					g->index, g->pci_bus_id, g->tlimit_margin, g->tlimit_slowdown);
 	}
-	if (expected_gpus > 0 && r->ngpus < (size_t)expected_gpus) {
+	if (whole && expected_gpus > 0 && r->ngpus < (size_t)expected_gpus) {
 		snprintf(key, sizeof(key), "gpus=%zu", r->ngpus);
 		n = add_finding(out, max, n, "gpu:count_mismatch", NULL, key,
 				"%zu GPUs seen by nvidia-smi, %d expected", r->ngpus, expected_gpus);

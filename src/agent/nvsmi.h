@@ -63,6 +63,10 @@ struct nvsmi_gpu {
 	int tlimit_margin, tlimit_slowdown, tlimit_shutdown, tlimit_max_operating;
 	unsigned throttle_active;    /* NVSMI_THR_* that say "Active" */
 	unsigned throttle_unknown;   /* NVSMI_THR_* whose value was not Active/Not Active */
+	int partial;                 /* 1: the text section ended before its "Processes" line
+				      * (cut off): its values are what it had, and it gives no
+				      * finding, since one may need a line it lacks (HW Slowdown
+				      * is printed before HW Power Brake Slowdown) */
 };
 
 struct nvsmi_report {
@@ -76,7 +80,9 @@ struct nvsmi_report {
 				      * unknown) */
 };
 
-/* Parse `nvidia-smi -q` text. Returns 0 (out filled; unknown fields are -1), or FP_EINVAL when
+/* Parse `nvidia-smi -q` text. A last line without its newline is cut and not read (unless
+ * its GPU section already reached "Processes"); a GPU section that does not reach "Processes"
+ * sets truncated. Returns 0 (out filled; unknown fields are -1), or FP_EINVAL when
  * the input is not nvidia-smi -q output at all (no "Attached GPUs" and no GPU section), with
  * the reason in err. */
 int nvsmi_parse_text(const char *buf, size_t len, struct nvsmi_report *out, char *err,
@@ -90,13 +96,18 @@ int nvsmi_parse(const char *buf, size_t len, struct nvsmi_report *out, char *err
 
 /* Derives findings (source "nvidia-smi") from a parsed report: ecc:dbe_volatile (volatile
  * uncorrectable > 0), row_remap:pending, row_remap:failure, retired_pages:pending,
- * gpu:count_mismatch (fewer GPUs than expected_gpus, when expected_gpus > 0),
+ * gpu:count_mismatch (fewer GPUs than expected_gpus, when expected_gpus > 0, and only from a
+ * whole report: not truncated, and its own "Attached GPUs" equal to the GPU sections it has -
+ * a cut-off output is unknown, never a missing GPU),
  * thermal:hw_slowdown (HW Thermal Slowdown active, or HW Slowdown active without a power brake),
  * power:brake_slowdown (HW Power Brake Slowdown active), thermal:sw_slowdown (SW
  * thermal slowdown active), thermal:over_limit (GPU temperature >= its slowdown temperature).
+ * power:brake_slowdown, thermal:sw_slowdown and ecc:sbe_volatile are notices (finding.notice
+ * = 1). A partial GPU section gives no finding (only *unknown = 1).
  * Writes at most max findings to out and returns the number written. *unknown is set to 1 when
  * the report cannot prove health (truncated, a GPU whose ECC/remap state is unknown while ECC
- * is enabled, attached count unknown): the detector's status is then "unknown", never "ok". */
+ * is enabled, attached count unknown or not equal to the GPU sections): the detector's status
+ * is then "unknown", never "ok". */
 size_t nvsmi_findings(const struct nvsmi_report *r, int expected_gpus, struct agent_finding *out,
 		      size_t max, int *unknown);
 

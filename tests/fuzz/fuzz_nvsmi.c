@@ -6,8 +6,10 @@
  * a report never holds more than NVSMI_MAX_GPUS GPUs and GPU i has index i; a failed parse
  * leaves no GPUs; every count is -1 or >= 0 and every yes/no field is -1, 0 or 1; the
  * findings never exceed the array they are given, every string in them is NUL-terminated
- * inside its buffer, their codes are from the contract, and *unknown is 0 or 1; a truncated
- * report is always unknown. Seeds: tests/fuzz/corpus/fuzz_nvsmi/ (the real samples of
+ * inside its buffer, their codes are from the contract, notice is 1 exactly for the notice
+ * codes, and *unknown is 0 or 1; a truncated report is always unknown; gpu:count_mismatch
+ * comes only from a whole report (not truncated, "Attached GPUs" equal to its GPUs: break
+ * report 4b #5), and a partial GPU section gives no finding. Seeds: tests/fuzz/corpus/fuzz_nvsmi/ (the real samples of
  * tests/data/nvidia-smi). */
 #include <stdint.h>
 #include <stdio.h>
@@ -55,6 +57,24 @@ static void check_findings(const struct agent_finding *f, size_t n, size_t max, 
 		for (size_t c = 0; c < sizeof(codes) / sizeof(codes[0]); c++)
 			known |= strcmp(f[i].code, codes[c]) == 0;
 		CHECK(known);
+		CHECK(f[i].notice == (strcmp(f[i].code, "power:brake_slowdown") == 0 ||
+				      strcmp(f[i].code, "thermal:sw_slowdown") == 0 ||
+				      strcmp(f[i].code, "ecc:sbe_volatile") == 0));
+	}
+}
+
+/* The report-level properties of nvsmi_findings (break report 4b #5). */
+static void check_whole(const struct agent_finding *f, size_t n)
+{
+	int whole = !rep.truncated && rep.attached_gpus >= 0 &&
+		    (size_t)rep.attached_gpus == rep.ngpus;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(f[i].code, "gpu:count_mismatch") == 0) {
+			CHECK(whole);
+			continue;
+		}
+		CHECK(f[i].gpu_index >= 0 && (size_t)f[i].gpu_index < rep.ngpus);
+		CHECK(!rep.gpus[f[i].gpu_index].partial);
 	}
 }
 
@@ -89,10 +109,12 @@ static void check_report(int rc)
 	}
 	n = nvsmi_findings(&rep, 8, f, 16, &unknown);
 	check_findings(f, n, 16, unknown);
+	check_whole(f, n);
 	if (rep.truncated)
 		CHECK(unknown == 1);
 	n = nvsmi_findings(&rep, 0, f, 1, &unknown);
 	check_findings(f, n, 1, unknown);
+	check_whole(f, n);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -137,6 +137,7 @@ static void test_h100_text(void **state)
 		assert_int_equal(f[i].gpu_index, i);
 		assert_string_equal(f[i].pci_bus_id, bus[i]);
 		assert_string_equal(f[i].key, "");
+		assert_int_equal(f[i].notice, 1); /* a notice, not a fault (break report 4b #6) */
 	}
 	assert_string_equal(f[0].message, "GPU 0 (0000:19:00.0): clocks event HW Power Brake "
 					  "Slowdown active (the system's power supply asserted the "
@@ -148,6 +149,7 @@ static void test_h100_text(void **state)
 	assert_int_equal(f[8].gpu_index, -1);
 	assert_string_equal(f[8].key, "gpus=8");
 	assert_string_equal(f[8].message, "8 GPUs seen by nvidia-smi, 9 expected");
+	assert_int_equal(f[8].notice, 0);
 	/* max bounds what is written */
 	assert_int_equal(nvsmi_findings(&rep, 9, f, 3, &unknown), 3);
 	free(buf);
@@ -222,21 +224,43 @@ static void test_a100_excerpt_text(void **state)
 	assert_int_equal(rep.gpus[0].remap_pending, 1);
 	assert_int_equal(rep.gpus[0].remap_failure, 0);
 	assert_int_equal(rep.gpus[0].retired_pending, -1);
+	assert_int_equal(rep.gpus[0].partial, 1);
 	n = nvsmi_findings(&rep, 8, f, MAXF, &unknown);
 	assert_int_equal(unknown, 1);
-	assert_int_equal(n, 2);
-	assert_string_equal(f[0].code, "row_remap:pending");
-	assert_int_equal(f[0].gpu_index, 0);
-	assert_string_equal(f[0].pci_bus_id, "0000:10:1c.0");
-	assert_string_equal(f[1].code, "gpu:count_mismatch"); /* 1 section, 8 expected */
+	/* 1 section of the 8 its header announces, itself cut: partial, so no
+	 * gpu:count_mismatch and no finding from the cut section (break report 4b #5) */
+	assert_int_equal(n, 0);
+	/* The excerpt's GPU section, its "[...]" end replaced by the section's last line
+	 * (hand-made), is whole: the pending remap is a finding */
+	{
+		const char *end = strstr(buf, "\n[...]");
+		char *whole;
+		assert_non_null(end);
+		whole = malloc((size_t)(end - buf) + 64);
+		assert_non_null(whole);
+		snprintf(whole, (size_t)(end - buf) + 64, "%.*s\n    Processes                         : None\n",
+			 (int)(end - buf), buf);
+		assert_int_equal(nvsmi_parse_text(whole, strlen(whole), &rep, err, sizeof(err)), 0);
+		assert_int_equal(rep.ngpus, 1);
+		assert_int_equal(rep.gpus[0].partial, 0);
+		n = nvsmi_findings(&rep, 8, f, MAXF, &unknown);
+		assert_int_equal(unknown, 1); /* still 1 of the 8 attached */
+		assert_int_equal(n, 1);
+		assert_string_equal(f[0].code, "row_remap:pending");
+		assert_int_equal(f[0].gpu_index, 0);
+		assert_string_equal(f[0].pci_bus_id, "0000:10:1c.0");
+		assert_int_equal(f[0].notice, 0);
+		free(whole);
+	}
 
 	/* The file's second excerpt (older "Retired pages" block, misaligned colon) under the
 	 * GPU header of the first: hand-assembled from the real lines. */
 	second = strstr(buf, "    Retired pages");
 	assert_non_null(second);
-	older = malloc(strlen(second) + 64);
+	older = malloc(strlen(second) + 96);
 	assert_non_null(older);
-	snprintf(older, strlen(second) + 64, "GPU 00000000:10:1C.0\n%s", second);
+	snprintf(older, strlen(second) + 96,
+		 "GPU 00000000:10:1C.0\n%s    Processes                         : None\n", second);
 	assert_int_equal(nvsmi_parse_text(older, strlen(older), &rep, err, sizeof(err)), 0);
 	assert_int_equal(rep.ngpus, 1);
 	assert_int_equal(rep.attached_gpus, -1);
@@ -283,6 +307,164 @@ static void test_text_truncated(void **state)
 		assert_int_equal(unknown, 1);
 		free(buf);
 	}
+}
+
+/* Checks one cut of a real output (break report 4b #5): it parses or is refused, and never
+ * gives gpu:count_mismatch nor a finding the whole file does not give (codes in allowed, a
+ * NULL-terminated list); when it ends before want_unknown_below bytes it is unknown. */
+static void check_cut(const char *name, const char *buf, size_t cut, int expected,
+		      const char *const *allowed, size_t want_unknown_below)
+{
+	struct agent_finding f[MAXF];
+	char err[256];
+	int unknown = -1;
+	size_t n;
+	if (nvsmi_parse(buf, cut, &rep, err, sizeof(err)) < 0)
+		return;
+	n = nvsmi_findings(&rep, expected, f, MAXF, &unknown);
+	for (size_t i = 0; i < n; i++) {
+		int ok = 0;
+		for (const char *const *a = allowed; *a; a++)
+			ok |= strcmp(f[i].code, *a) == 0;
+		if (!ok)
+			fail_msg("%s cut at %zu bytes: finding %s \"%s\"", name, cut, f[i].code,
+				 f[i].message);
+	}
+	if (cut < want_unknown_below && unknown != 1)
+		fail_msg("%s cut at %zu bytes: unknown %d, want 1", name, cut, unknown);
+}
+
+/* Every real -q text cut at many points (every 37th byte and after every line) is never a
+ * missing GPU: a cut-off file read while `nvidia-smi -q > file` rewrites it used to raise
+ * gpu:count_mismatch, critical, on a healthy node (break report 4b #5). */
+static void test_text_cut_never_count_mismatch(void **state)
+{
+	static const char *const h100_ok[] = {"power:brake_slowdown", NULL};
+	static const char *const rtx_ok[] = {NULL};
+	static const char *const a100_ok[] = {NULL}; /* its one section is cut */
+	static const struct {
+		const char *file;
+		const char *const *allowed;
+		const char *last_needed; /* the line that ends the last GPU section */
+	} files[] = {
+		{"nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt", h100_ok, "    Processes      "},
+		{"nvidia-smi/rtx4090-8gpu-q-535.154.05.txt", rtx_ok, "    Processes\n"},
+		{"nvidia-smi/a100-q-excerpt-xid63-row-remap-pending.txt", a100_ok, NULL},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		size_t len, below, cuts = 0;
+		char *buf = slurp(files[i].file, &len);
+		below = len; /* the excerpt is partial whole */
+		if (files[i].last_needed) {
+			/* unknown up to the newline that ends the last GPU's Processes line */
+			const char *p = buf, *q;
+			while ((q = strstr(p + 1, files[i].last_needed)) != NULL)
+				p = q;
+			below = (size_t)(strchr(p + 1, '\n') - buf) + 1;
+		}
+		for (size_t cut = 0; cut < len; cut += 37, cuts++)
+			check_cut(files[i].file, buf, cut, 8, files[i].allowed, below);
+		for (size_t k = 0; k < len; k++)
+			if (buf[k] == '\n') {
+				check_cut(files[i].file, buf, k + 1, 8, files[i].allowed, below);
+				check_cut(files[i].file, buf, k, 8, files[i].allowed, below);
+				cuts += 2;
+			}
+		assert_true(cuts > 100);
+		free(buf);
+	}
+}
+
+/* The report's repro: the H100 sample's first 3000 bytes (GPU 0's section, cut) with 8 GPUs
+ * expected: unknown, no finding at all. */
+static void test_text_cut_3000(void **state)
+{
+	struct agent_finding f[MAXF];
+	char err[256] = "";
+	size_t len;
+	int unknown = -1;
+	char *buf = slurp("nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt", &len);
+	(void)state;
+	assert_int_equal(nvsmi_parse_text(buf, 3000, &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.attached_gpus, 8);
+	assert_int_equal(rep.ngpus, 1);
+	assert_int_equal(rep.truncated, 1);
+	assert_int_equal(nvsmi_findings(&rep, 8, f, MAXF, &unknown), 0);
+	assert_int_equal(unknown, 1);
+	free(buf);
+}
+
+/* A whole output of a node that lost a GPU: the H100 sample without its last GPU section and
+ * with "Attached GPUs : 7" (hand-derived from the real file: nvidia-smi lists only the GPUs
+ * the driver sees and counts them in its header) is gpu:count_mismatch when 8 are expected.
+ * The same 7 sections under the original "Attached GPUs : 8" are a cut-off output: unknown,
+ * no count_mismatch. */
+static void test_text_seven_gpus(void **state)
+{
+	struct agent_finding f[MAXF];
+	char err[256] = "";
+	size_t len, n;
+	int unknown = -1;
+	char *buf = slurp("nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt", &len);
+	char *seven;
+	const char *p = buf, *q;
+	(void)state;
+	while ((q = strstr(p + 1, "\nGPU 00000000:")) != NULL)
+		p = q;
+	assert_true(strncmp(p, "\nGPU 00000000:DB:00.0\n", 22) == 0); /* the 8th GPU */
+	buf[p - buf + 1] = '\0';                                     /* keep the newline */
+	/* header 8, 7 whole sections */
+	assert_int_equal(nvsmi_parse_text(buf, strlen(buf), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.attached_gpus, 8);
+	assert_int_equal(rep.ngpus, 7);
+	assert_int_equal(rep.truncated, 0);
+	n = nvsmi_findings(&rep, 8, f, MAXF, &unknown);
+	assert_int_equal(unknown, 1);
+	assert_int_equal(n, 7); /* power:brake_slowdown of GPUs 0..6 */
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(f[i].code, "power:brake_slowdown");
+	/* header 7, 7 whole sections */
+	seven = replace1(buf, "Attached GPUs                             : 8",
+			 "Attached GPUs                             : 7");
+	assert_int_equal(nvsmi_parse_text(seven, strlen(seven), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.attached_gpus, 7);
+	assert_int_equal(rep.ngpus, 7);
+	assert_int_equal(rep.truncated, 0);
+	n = nvsmi_findings(&rep, 8, f, MAXF, &unknown);
+	assert_int_equal(unknown, 0);
+	assert_int_equal(n, 8);
+	assert_string_equal(f[7].code, "gpu:count_mismatch");
+	assert_string_equal(f[7].key, "gpus=7");
+	assert_string_equal(f[7].message, "7 GPUs seen by nvidia-smi, 8 expected");
+	assert_int_equal(f[7].gpu_index, -1);
+	assert_int_equal(f[7].notice, 0);
+	/* ... and nothing when 7 are expected */
+	assert_int_equal(nvsmi_findings(&rep, 7, f, MAXF, &unknown), 7);
+	assert_int_equal(unknown, 0);
+	free(seven);
+	free(buf);
+}
+
+/* A last line without its newline is cut: its value is not read. Hand-made from the H100
+ * sample: GPU 0's section cut right after "GPU Current Temp : 2" (the file says 29 C). */
+static void test_text_cut_value_not_read(void **state)
+{
+	char err[256] = "";
+	size_t len;
+	char *buf = slurp("nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt", &len);
+	const char *p = strstr(buf, "GPU Current Temp                  : 29 C");
+	(void)state;
+	assert_non_null(p);
+	assert_int_equal(nvsmi_parse_text(buf, (size_t)(p - buf) + 37, &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.ngpus, 1);
+	assert_int_equal(rep.truncated, 1);
+	assert_int_equal(rep.gpus[0].temp_gpu, -1);
+	/* with its newline, the line is whole */
+	assert_int_equal(nvsmi_parse_text(buf, (size_t)(p - buf) + 41, &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].temp_gpu, 29);
+	assert_int_equal(rep.truncated, 1);
+	free(buf);
 }
 
 static void test_text_bad_values(void **state)
@@ -453,6 +635,40 @@ static void test_xml_text_agree(void **state)
 	assert_int_equal(rep.gpus[0].remap_correctable, from_text.gpus[0].remap_correctable);
 	assert_int_equal(rep.gpus[0].remap_pending, from_text.gpus[0].remap_pending);
 	assert_int_equal(rep.gpus[0].remap_failure, from_text.gpus[0].remap_failure);
+	free(buf);
+}
+
+/* The XML side of break report 4b #5: the P100 sample cut at every 11th byte is refused (not
+ * well-formed) or gives no gpu:count_mismatch; whole, with 2 GPUs expected, it is one (its
+ * header says 1, one <gpu>); hand-made with <attached_gpus>2 and the one <gpu>, it is
+ * partial: unknown and no count_mismatch. */
+static void test_xml_count_mismatch(void **state)
+{
+	static const char *const none[] = {NULL};
+	struct agent_finding f[MAXF];
+	char err[256] = "";
+	size_t len, refused = 0;
+	int unknown = -1;
+	char *buf = slurp("nvidia-smi/tesla-p100-q-x-510.47.03.xml", &len);
+	char *two;
+	(void)state;
+	for (size_t cut = 0; cut < len; cut += 11) {
+		check_cut("tesla-p100-q-x-510.47.03.xml", buf, cut, 2, none, len);
+		refused += nvsmi_parse_xml(buf, cut, &rep, err, sizeof(err)) < 0;
+	}
+	assert_int_equal(refused, (len + 10) / 11); /* every cut is not well-formed */
+	assert_int_equal(nvsmi_parse_xml(buf, len, &rep, err, sizeof(err)), 0);
+	assert_int_equal(nvsmi_findings(&rep, 2, f, MAXF, &unknown), 1);
+	assert_int_equal(unknown, 0);
+	assert_string_equal(f[0].code, "gpu:count_mismatch");
+	assert_string_equal(f[0].message, "1 GPUs seen by nvidia-smi, 2 expected");
+	two = replace1(buf, "<attached_gpus>1</attached_gpus>", "<attached_gpus>2</attached_gpus>");
+	assert_int_equal(nvsmi_parse_xml(two, strlen(two), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.attached_gpus, 2);
+	assert_int_equal(rep.ngpus, 1);
+	assert_int_equal(nvsmi_findings(&rep, 2, f, MAXF, &unknown), 0);
+	assert_int_equal(unknown, 1);
+	free(two);
 	free(buf);
 }
 
@@ -684,7 +900,10 @@ int main(void)
 		cmocka_unit_test(test_a100_excerpt_text), cmocka_unit_test(test_text_truncated),
 		cmocka_unit_test(test_text_bad_values), cmocka_unit_test(test_p100_xml),
 		cmocka_unit_test(test_rtx2080_xml),    cmocka_unit_test(test_xml_text_agree),
-		cmocka_unit_test(test_xml_bad),        cmocka_unit_test(test_nvlink),
+		cmocka_unit_test(test_xml_bad),        cmocka_unit_test(test_xml_count_mismatch),
+		cmocka_unit_test(test_text_cut_never_count_mismatch),
+		cmocka_unit_test(test_text_cut_3000),  cmocka_unit_test(test_text_seven_gpus),
+		cmocka_unit_test(test_text_cut_value_not_read),        cmocka_unit_test(test_nvlink),
 		cmocka_unit_test(test_dcgm_diag),      cmocka_unit_test(test_dcgm_health),
 		cmocka_unit_test(test_ibstat),
 	};
