@@ -401,14 +401,25 @@ static int ag_tool_output(struct agent *a, enum agent_det d, int is_auto, const 
 	return FP_EIO;
 }
 
-/* Sets a parsed detector's status from its findings. */
-static void ag_set_result(struct agent *a, enum agent_det d, size_t nfind, int unknown)
+/* Sets a parsed detector's status from its n findings f: "unhealthy" when one is a fault,
+ * else "unknown" when the output cannot prove health, else "ok". Notices (finding.h) are
+ * events but never make a detector unhealthy: a healthy H100 shows power:brake_slowdown
+ * (break report 4b #6). */
+static void ag_set_result(struct agent *a, enum agent_det d, const struct agent_finding *f,
+			  size_t n, int unknown)
 {
-	if (nfind)
-		agent_set(a, d, 1, "unhealthy", NULL, "%zu finding%s", nfind, nfind == 1 ? "" : "s");
+	size_t faults = 0;
+	for (size_t i = 0; i < n; i++)
+		faults += !f[i].notice;
+	size_t notices = n - faults;
+	if (faults)
+		agent_set(a, d, 1, "unhealthy", NULL, "%zu finding%s", faults, faults == 1 ? "" : "s");
 	else if (unknown)
 		agent_set(a, d, 1, "unknown", NULL, "the output cannot prove health (values unknown "
 		       "or truncated)");
+	else if (notices)
+		agent_set(a, d, 1, "ok", NULL, "%zu notice%s, no fault", notices,
+			  notices == 1 ? "" : "s");
 	else
 		agent_set(a, d, 1, "ok", NULL, "%s", "");
 }
@@ -438,7 +449,7 @@ static int ag_probe_nvsmi(struct agent *a, struct agent_finding *f, size_t *nf)
 		size_t n = nvsmi_findings(r, a->expected_gpus, f + *nf, AG_MAX_FINDINGS / 4 - 1,
 					  &unknown);
 		*nf += n;
-		ag_set_result(a, AGENT_DET_NVSMI, n, unknown);
+		ag_set_result(a, AGENT_DET_NVSMI, f + *nf - n, n, unknown);
 	}
 	free(r);
 	buf_release(&b);
@@ -457,7 +468,7 @@ static void ag_probe_nvml(struct agent *a, struct agent_finding *f, size_t *nf)
 		int unknown = 0;
 		size_t n = nvsmi_findings(r, a->expected_gpus, f + *nf, AG_MAX_FINDINGS / 4, &unknown);
 		*nf += n;
-		ag_set_result(a, AGENT_DET_NVML, n, unknown);
+		ag_set_result(a, AGENT_DET_NVML, f + *nf - n, n, unknown);
 	}
 	free(r);
 }
@@ -489,7 +500,7 @@ static void ag_probe_dcgm(struct agent *a, struct agent_finding *f, size_t *nf)
 			agent_set(a, AGENT_DET_DCGM, 0, "unknown", "Unparseable",
 			       "the output is not a dcgmi %s report", diag ? "diag" : "health");
 		else
-			ag_set_result(a, AGENT_DET_DCGM, n, unknown);
+			ag_set_result(a, AGENT_DET_DCGM, f + *nf - n, n, unknown);
 	}
 	buf_release(&b);
 }
@@ -515,7 +526,7 @@ static void ag_probe_ibstat(struct agent *a, struct agent_finding *f, size_t *nf
 			int unknown = 0;
 			size_t n = ibstat_findings(r, f + *nf, AG_MAX_FINDINGS / 4 - 1, &unknown);
 			*nf += n;
-			ag_set_result(a, AGENT_DET_IBSTAT, n, unknown);
+			ag_set_result(a, AGENT_DET_IBSTAT, f + *nf - n, n, unknown);
 		}
 		free(r);
 	}
@@ -551,6 +562,7 @@ static int ag_eps_save(struct agent *a)
 		json_object_set_new(o, "epoch", json_string(e->epoch));
 		json_object_set_new(o, "id", json_string(e->id));
 		json_object_set_new(o, "dets", json_integer(e->dets));
+		json_object_set_new(o, "notice", json_boolean(e->notice));
 		json_object_set_new(o, "sent", json_boolean(e->sent));
 		json_object_set_new(o, "ended", json_boolean(e->ended));
 		json_array_append_new(arr, o);
@@ -645,6 +657,7 @@ static void ag_eps_load(struct agent *a)
 		e->since = json_integer_value(json_object_get(o, "since"));
 		e->dets = (unsigned)json_integer_value(json_object_get(o, "dets")) &
 			  ((1u << AGENT_DET__COUNT) - 1);
+		e->notice = json_is_true(json_object_get(o, "notice"));
 		e->sent = sent;
 		e->ended = !same_boot || json_is_true(json_object_get(o, "ended"));
 	}
@@ -664,13 +677,16 @@ static void ag_eps_compact(struct agent *a)
 	a->neps = k;
 }
 
-/* Ends every live episode (a remediation was recorded): what is still shown is new. When only
- * before_ms > 0, ends those that started before it. Returns how many ended. */
+/* Ends every live episode of a fault (a remediation was recorded): what is still shown is
+ * new. When before_ms > 0, only those that started before it. A notice's episode goes on: a
+ * remediation does not make a power brake new, only a new boot or the state clearing does
+ * (break report 4b #6). Returns how many ended. */
 static size_t ag_eps_end_all(struct agent *a, int64_t before_ms)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < a->neps; i++)
-		if (!a->eps[i].ended && (before_ms <= 0 || a->eps[i].since < before_ms)) {
+		if (!a->eps[i].ended && !a->eps[i].notice &&
+		    (before_ms <= 0 || a->eps[i].since < before_ms)) {
 			a->eps[i].ended = 1;
 			n++;
 		}
@@ -781,6 +797,7 @@ static int ag_take_findings(struct agent *a, const struct agent_finding *f, size
 		}
 		e->round = a->round;
 		e->dets |= 1u << d;
+		e->notice = f[i].notice;
 	}
 	return changed;
 }

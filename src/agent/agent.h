@@ -22,7 +22,10 @@
  * no longer shows it, or when the node's remediation epoch (the newest
  * status.remediationHistory[].at of the node document, read every interval) changes: a fault
  * that survives a remediation, or comes back after it cleared, is a new event (break report
- * #2). Episodes are kept in <state>/findings.state, so a restart does not send an unchanged
+ * #2). A notice (agent_finding.notice: power:brake_slowdown, thermal:sw_slowdown,
+ * ecc:sbe_volatile) is not ended by a remediation: it is sent again only when it clears and
+ * comes back, or after a new boot; notices never make a detector "unhealthy" (break report 4b
+ * #6). Episodes are kept in <state>/findings.state, so a restart does not send an unchanged
  * episode again; a new boot starts every episode afresh.
  * The kernel cursor (<state>/kernel.cursor) moves only after the events it covers are in the
  * outbox; it is kept a few lines behind the read position (so a multi-line record cut by a
@@ -177,7 +180,8 @@ size_t agent_outbox_events(const struct agent *a);
  * ENOSPC, EROFS, EACCES, ...) as text naming the path, or NULL when the last write succeeded.
  * agent_run (--once) returns FP_EIO with this set when it stopped for a local failure, and
  * *unsent (may be NULL) gets the number of events found but not yet in the outbox (they are
- * read again, or sent from findings.state, next time). */
+ * read again, or sent from findings.state, next time): with --once, every kernel event from
+ * the last durable cursor to the end of the log, read only to be counted after the failure. */
 const char *agent_local_error(const struct agent *a, size_t *unsent);
 
 /* The id helpers (exposed for tests). out gets AGENT_ID_LEN bytes incl. NUL. */

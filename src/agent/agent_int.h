@@ -55,6 +55,7 @@ struct ag_episode {
 	char id[AGENT_ID_LEN];
 	unsigned dets;             /* detectors that showed it (1 << enum agent_det) */
 	unsigned long round;       /* the last probe round that showed it */
+	int notice;                /* a notice (finding.h): a recorded remediation does not end it */
 	int sent, ended;
 };
 
@@ -134,6 +135,10 @@ struct agent {
 	char local_err[512];
 	int local_failed;
 	size_t unsent_kernel;
+	/* --once after a failed write: kernel events are only counted (not put) from then on;
+	 * kcounted is how many, reset by the rollback (agent_kernel.c) */
+	int kcounting;
+	size_t kcounted;
 };
 
 /* ---- agent.c */

@@ -258,11 +258,24 @@ static int ag_put_kernel(struct agent *a)
 	return rc;
 }
 
+/* After a failed put in --once: whether to go on counting what is not in the outbox (the
+ * rest of the batch, then the rest of the log: ag_kernel_count_rest) instead of returning at
+ * once. The count is what the exit message says (break report 4b #10). */
+static int ag_count_on_fail(struct agent *a)
+{
+	if (!a->cfg.once)
+		return 0;
+	a->kcounting = 1;
+	return 1;
+}
+
 /* Takes the parser's completed events; cur = pos of the line just fed (or of the last one for
- * a flush). Puts a report when the batch is full. */
+ * a flush). Puts a report when the batch is full. While counting (a->kcounting), an event not
+ * emitted before only adds to a->kcounted. */
 static int ag_take_kernel_events(struct agent *a, const struct kernlog_event *kev, int n,
 				 uint64_t cur)
 {
+	int failed = 0;
 	for (int i = 0; i < n; i++) {
 		const struct kernlog_event *k = &kev[i];
 		char id[AGENT_ID_LEN];
@@ -286,10 +299,19 @@ static int ag_take_kernel_events(struct agent *a, const struct kernlog_event *ke
 			a->st.skipped_on_resume++;
 			continue;
 		}
+		if (a->kcounting) {
+			a->kcounted++;
+			continue;
+		}
 		if (a->nev >= AGENT_MAX_REPORT_EVENTS) {
 			int rc = ag_put_kernel(a);
-			if (rc < 0)
-				return rc;
+			if (rc < 0) {
+				if (!ag_count_on_fail(a))
+					return rc;
+				failed = rc;
+				a->kcounted++;
+				continue;
+			}
 		}
 		struct ag_event *e = agent_new_event(a);
 		memcpy(e->id, id, sizeof(id));
@@ -308,11 +330,14 @@ static int ag_take_kernel_events(struct agent *a, const struct kernlog_event *ke
 		 * outbox, so reading stops right here (the caller checks outbox_full). */
 		if (a->ob.nevents + a->nev >= a->ob.max_events) {
 			int rc = ag_put_kernel(a);
-			if (rc < 0)
-				return rc;
+			if (rc < 0) {
+				if (!ag_count_on_fail(a))
+					return rc;
+				failed = rc;
+			}
 		}
 	}
-	return 0;
+	return failed;
 }
 
 /* Opens the kernel source and positions it from the cursor. 0, or <0 with the detector set
@@ -442,10 +467,12 @@ static int ag_feed(struct agent *a, const char *line, size_t len, uint64_t pos)
  * skip list; others were never remembered). */
 static void ag_kernel_rollback(struct agent *a)
 {
-	size_t lost = 0;
+	size_t lost = a->kcounted;
 	for (size_t i = 0; i < a->nev; i++)
 		lost += a->ev[i].kernel;
 	a->unsent_kernel = lost;
+	a->kcounting = 0;
+	a->kcounted = 0;
 	a->nev = 0;
 	log_warn("agent kernel log reading goes back to the last durable cursor node=%s "
 		 "events_not_in_outbox=%zu", a->cfg.node, lost);
@@ -478,7 +505,7 @@ static int ag_read_pass(struct agent *a, int final, int *at_end, int *progressed
 	for (;;) {
 		if (a->cfg.max_lines_per_pass && lines >= a->cfg.max_lines_per_pass)
 			break;
-		if (outbox_full(&a->ob))
+		if (!a->kcounting && outbox_full(&a->ob))
 			break;
 		if (a->ksrc == KSRC_KMSG) {
 			ssize_t n = ag_kmsg_record(a, chunk, AG_CHUNK + 1);
@@ -535,7 +562,7 @@ static int ag_read_pass(struct agent *a, int final, int *at_end, int *progressed
 			if ((rc = ag_feed(a, chunk + off, len, pos)) < 0)
 				break;
 			off += len;
-			if (outbox_full(&a->ob))
+			if (!a->kcounting && outbox_full(&a->ob))
 				break;
 		}
 		if (rc < 0)
@@ -557,6 +584,20 @@ static int ag_kernel_flush(struct agent *a)
 	uint64_t last = a->ring_n ? a->ring[(a->ring_head + a->ring_n - 1) % AGENT_CURSOR_BACKUP].pos
 				  : a->kpos;
 	return n > 0 ? ag_take_kernel_events(a, kev, n, last) : 0;
+}
+
+/* --once after a failed write: reads the rest of the source to its end only to count the
+ * events in it not emitted before (a->kcounted), so the exit message says how many events
+ * found are not in the outbox - all of them, not only the batch that failed. Puts nothing and
+ * writes nothing; the rollback that follows forgets what was read. */
+static void ag_kernel_count_rest(struct agent *a)
+{
+	int at_end = 0, progressed = 1;
+	a->kcounting = 1;
+	while (!at_end && progressed)
+		if (ag_read_pass(a, 1, &at_end, &progressed) < 0)
+			break;
+	ag_kernel_flush(a);
 }
 
 int agent_read_kernel(struct agent *a, int final)
@@ -616,6 +657,8 @@ int agent_read_kernel(struct agent *a, int final)
 				ag_resume_pos(a) != a->cursor_written_pos))
 			rc = ag_write_cursor(a);
 		if (rc < 0) {
+			if (a->cfg.once)
+				ag_kernel_count_rest(a);
 			ag_kernel_rollback(a);
 			return rc;
 		}

@@ -1067,9 +1067,11 @@ static void test_finding_episodes(void **state)
 	assert_int_equal(count_code(nf.api, "ecc:dbe_volatile", ids, 8), 3);
 	assert_string_not_equal(ids[2], ids[1]);
 	assert_string_not_equal(ids[2], ids[0]);
-	/* Every finding still shown is new after the remediation: the 8 power brake findings
-	 * of this healthy file too. */
-	assert_int_equal(count_code(nf.api, "power:brake_slowdown", ids, 8), 16);
+	/* Every fault still shown is new after the remediation; the 8 power brake findings of
+	 * this healthy file are notices: not sent again (break report 4b #6). */
+	assert_int_equal(count_code(nf.api, "power:brake_slowdown", ids, 8), 8);
+	assert_string_equal(agent_detector(a, AGENT_DET_NVSMI)->status, "unhealthy");
+	assert_string_equal(agent_detector(a, AGENT_DET_NVSMI)->message, "1 finding");
 	/* And then the same episode again: nothing. */
 	size_t n = nf.api->nids;
 	fake_now_ms += 30000;
@@ -1082,6 +1084,122 @@ static void test_finding_episodes(void **state)
 	free(clean);
 	free(dbe);
 	free(src);
+	free(smi);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* The "detectors" entry named name of report body number i (0-based) the fake accepted. */
+static json_t *body_detector(struct fake *f, size_t i, const char *name)
+{
+	json_t *b = json_array_get(f->bodies, i);
+	size_t k;
+	json_t *d;
+	json_array_foreach(json_object_get(b, "detectors"), k, d)
+		if (strcmp(jsonx_str(d, "name"), name) == 0)
+			return d;
+	fail_msg("report %zu has no detector %s", i, name);
+	return NULL;
+}
+
+/* Break report 4b #6 and #9. The real healthy H100 file: 8 power:brake_slowdown notices are
+ * sent as events, but the nvidia-smi detector is "ok" (it was "unhealthy", so the server
+ * never set GPUHealthy True). A remediation recorded does not re-send them; the state
+ * clearing (the real RTX 4090 file, no brake) and coming back does, and so does a new boot.
+ * A --once report says "intervalSeconds": 0 (no heartbeat follows); follow mode says 30. */
+static void test_notices(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	char *h100 = xasprintf("%s/tests/data/nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt", srcdir());
+	char *rtx = xasprintf("%s/tests/data/nvidia-smi/rtx4090-8gpu-q-535.154.05.txt", srcdir());
+	char *smi = xasprintf("%s/smi.txt", dir);
+	size_t hlen, rlen;
+	char *htext = read_all(h100, &hlen), *rtext = read_all(rtx, &rlen);
+	char ids[16][AGENT_ID_LEN];
+	char jerr[256], err[512];
+	write_file(smi, htext, hlen, "w");
+
+	/* --once */
+	struct agent_config c;
+	base_cfg(&c, dir, NULL);
+	c.nvidia_smi = smi;
+	struct fake *f = fake_new();
+	struct agent *a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	assert_string_equal(agent_detector(a, AGENT_DET_NVSMI)->status, "ok");
+	assert_string_equal(agent_detector(a, AGENT_DET_NVSMI)->message, "8 notices, no fault");
+	assert_int_equal(f->reports, 1);
+	json_t *d = body_detector(f, 0, "nvidia-smi");
+	assert_string_equal(jsonx_str(d, "status"), "ok");
+	assert_true(json_is_true(json_object_get(d, "live")));
+	assert_int_equal(count_code(f, "power:brake_slowdown", ids, 16), 8);
+	assert_int_equal(f->nids, 8);
+	agent_free(a);
+	fake_free(f);
+	rm_rf(dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	write_file(smi, htext, hlen, "w");
+
+	/* follow mode, with a node document */
+	struct node_fake nf = {.api = fake_new()};
+	const char *doc = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"r01n01\"},\"spec\":{\"gpus\":"
+			  "{\"count\":8}},\"status\":{\"phase\":\"available\"}}";
+	assert_int_equal(jsonx_parse(doc, strlen(doc), &nf.node, jerr, sizeof(jerr)), 0);
+	c.once = 0;
+	c.wall_ms = fake_clock;
+	fake_now_ms = 1795000000000;
+	struct agent_transport tp = {.report = nf_report, .get_node = nf_get_node, .arg = &nf};
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), 0);
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(agent_flush(a), 0);
+	assert_int_equal(count_code(nf.api, "power:brake_slowdown", ids, 16), 8);
+	assert_int_equal(json_integer_value(jsonx_path(json_array_get(nf.api->bodies, 0),
+						       "agent.intervalSeconds")),
+			 30);
+	assert_string_equal(jsonx_str(body_detector(nf.api, 0, "nvidia-smi"), "status"), "ok");
+	/* a remediation recorded: the notices go on, nothing new */
+	const char *hist = "[{\"code\":\"xid:79\",\"rung\":\"reboot\",\"result\":\"succeeded\","
+			   "\"at\":\"2026-11-18T12:00:00.000Z\"}]";
+	json_t *h = NULL;
+	assert_int_equal(jsonx_parse(hist, strlen(hist), &h, jerr, sizeof(jerr)), 0);
+	json_object_set_new(json_object_get(nf.node, "status"), "remediationHistory", h);
+	fake_now_ms += 30000;
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(agent_flush(a), 0);
+	assert_int_equal(nf.api->nids, 8);
+	/* a restart in the same boot, with the same epoch: nothing new either */
+	agent_free(a);
+	fake_now_ms += 30000;
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), 0);
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(agent_flush(a), 0);
+	assert_int_equal(nf.api->nids, 8);
+	/* the state clears (no brake in the RTX 4090 file), then comes back: 8 new events */
+	write_file(smi, rtext, rlen, "w");
+	fake_now_ms += 30000;
+	assert_int_equal(agent_probe_round(a), 0);
+	write_file(smi, htext, hlen, "w");
+	fake_now_ms += 30000;
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(agent_flush(a), 0);
+	assert_int_equal(count_code(nf.api, "power:brake_slowdown", ids, 16), 16);
+	assert_int_equal(nf.api->nids, 16);
+	agent_free(a);
+	/* a new boot: 8 new events */
+	c.boot_id = "c0ffee00-5f3d-4c6b-9a8e-0123456789ab";
+	fake_now_ms += 30000;
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), 0);
+	assert_int_equal(agent_probe_round(a), 0);
+	assert_int_equal(agent_flush(a), 0);
+	assert_int_equal(nf.api->nids, 24);
+	agent_free(a);
+	fake_free(nf.api);
+	json_decref(nf.node);
+	free(htext);
+	free(rtext);
+	free(h100);
+	free(rtx);
 	free(smi);
 	rm_rf(dir);
 	free(dir);
@@ -1124,7 +1242,8 @@ static void test_outbox_write_failure(void **state)
 	char *want = xasprintf("outbox write failed: create %s: Is a directory", block);
 	assert_non_null(agent_local_error(a, &unsent));
 	assert_string_equal(agent_local_error(a, &unsent), want);
-	assert_int_equal(unsent, 256);
+	/* every event of the log, not only the batch that failed (break report 4b #10) */
+	assert_int_equal(unsent, 300);
 	assert_int_equal(agent_outbox_events(a), 0);
 	/* Follow mode retries the same pass: it fails the same way, then works. */
 	assert_int_equal(agent_read_kernel(a, 1), FP_EIO);
@@ -1147,6 +1266,8 @@ static void test_outbox_write_failure(void **state)
 	assert_int_equal(mkdir(block2, 0700), 0);
 	assert_int_equal(agent_read_kernel(a, 1), FP_EIO);
 	assert_int_equal(agent_outbox_events(a), 256);
+	assert_non_null(agent_local_error(a, &unsent));
+	assert_int_equal(unsent, 44); /* the 300 - 256 not in the outbox */
 	agent_free(a);
 	assert_int_equal(rmdir(block2), 0);
 	a = agent_make(&c, g);
@@ -1310,6 +1431,7 @@ int main(void)
 		cmocka_unit_test(test_gpu_reset),
 		cmocka_unit_test(test_boot_change_same_ids),
 		cmocka_unit_test(test_finding_episodes),
+		cmocka_unit_test(test_notices),
 		cmocka_unit_test(test_outbox_write_failure),
 		cmocka_unit_test(test_rotation_drains_old_file),
 		cmocka_unit_test(test_config_names),
