@@ -14,35 +14,74 @@
 
 #define GC_PAGE 1000
 
-static int trim_events(struct store *s, size_t max, size_t *deleted)
+/* 1 when the audit event document is a HealthDecision (the health controller's record of one
+ * decision, which a node's agent can cause at will): those are trimmed under their own cap. The
+ * cheap byte test first; only a candidate is parsed (a message quoting the text is escaped
+ * and never matches the raw pattern, the parse settles the rest). */
+static int is_health_decision(const char *value)
+{
+	if (!strstr(value, "\"HealthDecision\""))
+		return 0;
+	json_t *doc = NULL;
+	int yes = 0;
+	if (jsonx_parse(value, strlen(value), &doc, NULL, 0) == 0) {
+		const char *r = jsonx_str(doc, "reason");
+		yes = r && strcmp(r, "HealthDecision") == 0;
+	}
+	json_decref(doc);
+	return yes;
+}
+
+struct ev_walk {
+	struct store *s;
+	size_t n[2];      /* [0] other audit events, [1] HealthDecision ones */
+	size_t excess[2]; /* pass 2: how many of each (the oldest) still to delete */
+	int deleting;
+	size_t *deleted;
+	int rc;
+};
+
+static int ev_visit(void *arg, const struct store_kv *kv)
+{
+	struct ev_walk *w = arg;
+	int k = is_health_decision(kv->value);
+	if (!w->deleting) {
+		w->n[k]++;
+		return 0;
+	}
+	if (!w->excess[k])
+		return !w->excess[0] && !w->excess[1]; /* both done: stop the walk */
+	w->excess[k]--;
+	/* Deleting keys behind the walk's cursor is safe: pages continue after the last key. */
+	int drc = store_delete(w->s, kv->key, kv->mod_revision, NULL);
+	if (drc == 0)
+		(*w->deleted)++;
+	else if (drc != FP_ENOTFOUND && drc != FP_ECONFLICT && w->rc == 0)
+		w->rc = drc;
+	return 0;
+}
+
+/* Keeps the newest max_other audit events that are not HealthDecision and the newest max_hd
+ * HealthDecision ones: two walks over /events/ (ids sort by time, so the first keys are the
+ * oldest), the second deleting the oldest excess of each class. A flood of HealthDecision
+ * events thus never pushes out lifecycle, operator, breaker or budget events. */
+static int trim_events(struct store *s, size_t max_other, size_t max_hd, size_t *deleted)
 {
 	size_t n = 0;
 	int rc = store_count(s, "/events/", &n);
-	if (rc < 0 || n <= max)
+	if (rc < 0 || (n <= max_other && n <= max_hd))
 		return rc;
-	size_t excess = n - max;
-	/* Event ids sort by time, so the first keys are the oldest. */
-	while (excess > 0) {
-		struct store_kv *items = NULL;
-		size_t got = 0;
-		int more = 0;
-		rc = store_list(s, "/events/", NULL, excess < GC_PAGE ? excess : GC_PAGE, &items, &got,
-				NULL, &more);
-		if (rc < 0)
-			return rc;
-		for (size_t i = 0; i < got; i++) {
-			int drc = store_delete(s, items[i].key, items[i].mod_revision, NULL);
-			if (drc == 0)
-				(*deleted)++;
-			else if (drc != FP_ENOTFOUND && drc != FP_ECONFLICT)
-				rc = drc;
-		}
-		store_kv_array_free(items, got);
-		if (rc < 0 || got == 0)
-			return rc;
-		excess -= got < excess ? got : excess;
-	}
-	return 0;
+	struct ev_walk w = {.s = s, .deleted = deleted};
+	rc = store_foreach(s, "/events/", GC_PAGE, ev_visit, &w, NULL);
+	if (rc < 0)
+		return rc;
+	w.excess[0] = w.n[0] > max_other ? w.n[0] - max_other : 0;
+	w.excess[1] = w.n[1] > max_hd ? w.n[1] - max_hd : 0;
+	if (!w.excess[0] && !w.excess[1])
+		return 0;
+	w.deleting = 1;
+	rc = store_foreach(s, "/events/", GC_PAGE, ev_visit, &w, NULL);
+	return rc < 0 ? rc : w.rc;
 }
 
 /* Audit events older than cutoff (Unix ms). Event ids start with the 13-digit wall ms they were
@@ -219,6 +258,8 @@ int gc_run_once(struct store *s, const struct gc_config *cfg, int64_t now_wall_m
 		c.retain_revisions = 100000;
 	if (c.max_events == 0)
 		c.max_events = 100000;
+	if (c.max_health_decisions == 0)
+		c.max_health_decisions = 10000;
 	if (c.op_retention_ms <= 0)
 		c.op_retention_ms = 7LL * 24 * 3600 * 1000;
 	if (c.event_retention_ms == 0)
@@ -228,7 +269,7 @@ int gc_run_once(struct store *s, const struct gc_config *cfg, int64_t now_wall_m
 	if (c.healthevents_per_node == 0)
 		c.healthevents_per_node = 10000;
 	memset(res, 0, sizeof(*res));
-	int rc = trim_events(s, c.max_events, &res->events_deleted);
+	int rc = trim_events(s, c.max_events, c.max_health_decisions, &res->events_deleted);
 	if (rc == 0 && c.event_retention_ms > 0)
 		rc = age_events(s, now_wall_ms - c.event_retention_ms, &res->events_deleted);
 	if (rc == 0)

@@ -1,6 +1,8 @@
 /* gc.h - housekeeping that keeps the store bounded: compacts the change feed (keeping the last
  * retain_revisions revisions so watchers and the informer can catch up), trims audit events to
- * the newest max_events and drops those older than event_retention_ms, deletes health events
+ * the newest max_events (HealthDecision events, which a node's agent can cause, under their own
+ * cap max_health_decisions, so they never push other audit events out) and drops those older
+ * than event_retention_ms, deletes health events
  * (/healthevents/<node>/<id>) received more than healthevent_retention_ms ago and, per node,
  * all but the newest healthevents_per_node (events whose decision placed a hold are kept until
  * their age: they are a remediation's evidence), and deletes terminal operations finished more
@@ -16,7 +18,8 @@
 
 struct gc_config {
 	int64_t retain_revisions; /* change-feed entries kept; <= 0 means 100000 */
-	size_t max_events;        /* audit events kept; 0 means 100000 */
+	size_t max_events;        /* audit events kept, HealthDecision ones aside; 0 means 100000 */
+	size_t max_health_decisions; /* HealthDecision audit events kept; 0 means 10000 */
 	int64_t op_retention_ms;  /* finished operations kept this long; <= 0 means 7 days */
 	int64_t event_retention_ms; /* audit events kept this long; 0 means 30 days, < 0 no limit */
 	int64_t healthevent_retention_ms; /* health events kept this long (by receivedAt);

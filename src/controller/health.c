@@ -41,6 +41,13 @@
 #define SEC 1000LL
 
 #define SEEN_KEEP_MS (24 * 3600 * SEC)   /* dedupe horizon in memory (the store is the rest) */
+/* Ids remembered per node: the newest this many (the GC's default per-node health event cap,
+ * gc.h), so a flood of new ids from one agent costs bounded memory; an older id sent again is
+ * still a duplicate while its document exists (the create-if-absent write finds it). */
+#define SEEN_PER_NODE 10000
+/* Count windows (one per GPU + code) per node: past this many the least recently updated is
+ * dropped, so an agent inventing bus ids cannot grow serve's memory. */
+#define CWIN_PER_NODE 256
 #define JOBFAULT_KEEP_MS (24 * 3600 * SEC)
 #define LATENCY_HORIZON_MS (5 * 60 * SEC)
 #define HEARTBEAT_MIN_MS (90 * SEC)
@@ -64,6 +71,17 @@ struct alive {
 	int missed;         /* AgentAlive False written since */
 };
 
+/* Per-node bookkeeping that bounds the node's share of h->seen and of the count windows. */
+struct hnode {
+	char **ids;       /* ring of this node's keys in h->seen ("node/id"), oldest at head */
+	size_t head, n, cap;
+	struct {
+		char *key;    /* "c|node|gpu|code" in h->windows */
+		uint64_t used; /* h->tick of its last update */
+	} cw[CWIN_PER_NODE];
+	size_t ncw;
+};
+
 struct health {
 	struct health_config cfg;
 	pthread_mutex_t mu;
@@ -77,6 +95,8 @@ struct health {
 	struct hmap breakers;  /* "dom.val" -> json_t* (open breaker document) */
 	struct hmap dry_breakers; /* "dom.val" -> int*: would be open (dry-run decisions only) */
 	struct hmap alive;     /* node -> struct alive* */
+	struct hmap nodes;     /* node -> struct hnode* */
+	uint64_t tick;         /* count-window use order */
 	uint64_t timer;
 	int stopping, timer_pending; /* a sweep timer is scheduled or its callback running */
 	struct metric_family *m_latency, *m_events, *m_decisions, *m_breakers;
@@ -84,12 +104,149 @@ struct health {
 
 /* ---------------------------------------------------------------- in-memory state */
 
+static struct hnode *hnode_get(struct health *h, const char *node, int create)
+{
+	struct hnode *x = hmap_get(&h->nodes, node);
+	if (!x && create) {
+		x = xcalloc(1, sizeof(*x));
+		hmap_put(&h->nodes, node, x);
+	}
+	return x;
+}
+
+static void hnode_free(struct hnode *x)
+{
+	if (!x)
+		return;
+	for (size_t i = 0; i < x->n; i++)
+		free(x->ids[(x->head + i) % x->cap]);
+	free(x->ids);
+	for (size_t i = 0; i < x->ncw; i++)
+		free(x->cw[i].key);
+	free(x);
+}
+
+/* Under h->mu: remembers (node, id) as seen at wall ms `at`; past SEEN_PER_NODE ids of the node
+ * the oldest remembered one is forgotten. */
+static void seen_add(struct health *h, const char *node, const char *id, int64_t at)
+{
+	char key[STORE_MAX_KEY + 1];
+	snprintf(key, sizeof(key), "%s/%s", node, id);
+	int64_t *v = hmap_get(&h->seen, key);
+	if (v) {
+		*v = at;
+		return;
+	}
+	struct hnode *x = hnode_get(h, node, 1);
+	if (x->n == SEEN_PER_NODE) {
+		char *old = x->ids[x->head];
+		free(hmap_remove(&h->seen, old));
+		free(old);
+		x->ids[x->head] = xstrdup(key);
+		x->head = (x->head + 1) % x->cap;
+	} else {
+		if (x->n == x->cap) { /* grow, keeping the ring in order */
+			size_t ncap = x->cap ? x->cap * 2 : 16;
+			if (ncap > SEEN_PER_NODE)
+				ncap = SEEN_PER_NODE;
+			char **ids = xcalloc(ncap, sizeof(*ids));
+			for (size_t i = 0; i < x->n; i++)
+				ids[i] = x->ids[(x->head + i) % x->cap];
+			free(x->ids);
+			x->ids = ids;
+			x->cap = ncap;
+			x->head = 0;
+		}
+		x->ids[(x->head + x->n) % x->cap] = xstrdup(key);
+		x->n++;
+	}
+	v = xmalloc(sizeof(*v));
+	*v = at;
+	hmap_put(&h->seen, key, v);
+}
+
+/* Under h->mu: forgets every remembered id of every node received before cutoff. */
+static void seen_prune(struct health *h, int64_t cutoff)
+{
+	for (struct hmap_iter it = hmap_iter_start(&h->nodes); hmap_iter_next(&it);) {
+		struct hnode *x = it.e->value;
+		size_t w = 0;
+		for (size_t i = 0; i < x->n; i++) {
+			char *k = x->ids[(x->head + i) % x->cap];
+			int64_t *v = hmap_get(&h->seen, k);
+			if (!v || *v < cutoff) {
+				free(hmap_remove(&h->seen, k));
+				free(k);
+			} else {
+				x->ids[(x->head + w) % x->cap] = k; /* w <= i: compacts in place */
+				w++;
+			}
+		}
+		x->n = w;
+	}
+}
+
+/* The node of a count window key "c|node|gpu|code" into out; 0 when key is not one. */
+static int cwin_node(const char *key, char *out, size_t outlen)
+{
+	if (strncmp(key, "c|", 2) != 0)
+		return 0;
+	const char *bar = strchr(key + 2, '|');
+	size_t n = bar ? (size_t)(bar - key - 2) : 0;
+	if (!bar || n >= outlen)
+		return 0;
+	memcpy(out, key + 2, n);
+	out[n] = 0;
+	return 1;
+}
+
+/* Under h->mu: the window of key is gone; forget it in its node's count-window list. */
+static void cwin_forget(struct health *h, const char *key)
+{
+	char node[STORE_MAX_KEY + 1];
+	struct hnode *x = cwin_node(key, node, sizeof(node)) ? hnode_get(h, node, 0) : NULL;
+	for (size_t i = 0; x && i < x->ncw; i++)
+		if (strcmp(x->cw[i].key, key) == 0) {
+			free(x->cw[i].key);
+			x->cw[i] = x->cw[--x->ncw];
+			return;
+		}
+}
+
 static struct health_window *window_get(struct health *h, const char *key, int create)
 {
 	struct health_window *w = hmap_get(&h->windows, key);
+	char node[STORE_MAX_KEY + 1];
+	int cwin = create && cwin_node(key, node, sizeof(node));
 	if (!w && create) {
+		if (cwin) { /* bounded per node: the least recently updated one goes */
+			struct hnode *x = hnode_get(h, node, 1);
+			if (x->ncw == CWIN_PER_NODE) {
+				size_t lru = 0;
+				for (size_t i = 1; i < x->ncw; i++)
+					if (x->cw[i].used < x->cw[lru].used)
+						lru = i;
+				struct health_window *old = hmap_remove(&h->windows, x->cw[lru].key);
+				if (old) {
+					health_window_release(old);
+					free(old);
+				}
+				free(x->cw[lru].key);
+				x->cw[lru] = x->cw[--x->ncw];
+			}
+			x->cw[x->ncw].key = xstrdup(key);
+			x->cw[x->ncw].used = ++h->tick;
+			x->ncw++;
+		}
 		w = xcalloc(1, sizeof(*w));
 		hmap_put(&h->windows, key, w);
+	} else if (w && cwin) {
+		struct hnode *x = hnode_get(h, node, 0);
+		for (size_t i = 0; x && i < x->ncw; i++)
+			if (strcmp(x->cw[i].key, key) == 0) {
+				x->cw[i].used = ++h->tick;
+				break;
+			}
 	}
 	return w;
 }
@@ -325,22 +482,56 @@ static void breaker_note(struct health *h, const char *bname, const char *node,
 	breaker_doc_out(o, doc);
 }
 
-/* Distinct tags within bw over the live window key and (dry) the dry-run window dkey. */
-static int breaker_nodes(struct health *h, const char *key, const char *dkey, int64_t now,
-			 int64_t bw, char *list, size_t listlen)
+static int entry_older(const void *a, const void *b)
 {
-	struct health_window u = {0};
-	const char *keys[2] = {key, dkey};
-	for (int k = 0; k < 2; k++) {
-		struct health_window *w = keys[k] ? window_get(h, keys[k], 0) : NULL;
-		for (size_t i = 0; w && i < w->n; i++)
-			health_window_add(&u, w->e[i].at, w->e[i].tag, 0);
+	const struct health_window_entry *x = *(const struct health_window_entry *const *)a,
+					 *y = *(const struct health_window_entry *const *)b;
+	return x->at < y->at ? -1 : x->at > y->at ? 1 : strcmp(x->tag, y->tag);
+}
+
+/* Distinct nodes within bw of the breaker window key (one entry per node by
+ * health_window_touch) and, for a dry-run decision, of the dry-run window dkey (nodes not in the
+ * live one). When list is not NULL and the count is over limit, the nodes oldest first,
+ * comma-separated (truncated to listlen). Linear in the window sizes plus a sort. */
+static int breaker_nodes(struct health *h, const char *key, const char *dkey, int64_t now,
+			 int64_t bw, int limit, char *list, size_t listlen)
+{
+	const struct health_window *lw = window_get(h, key, 0);
+	const struct health_window *dw = dkey ? window_get(h, dkey, 0) : NULL;
+	size_t cap = (lw ? lw->n : 0) + (dw ? dw->n : 0);
+	const struct health_window_entry **in = xcalloc(cap ? cap : 1, sizeof(*in));
+	size_t n = 0;
+	struct hmap live;
+	hmap_init(&live);
+	for (size_t i = 0; lw && i < lw->n; i++)
+		if (lw->e[i].at > now - bw && lw->e[i].at <= now && lw->e[i].tag[0]) {
+			in[n++] = &lw->e[i];
+			if (dw)
+				hmap_put(&live, lw->e[i].tag, (void *)&lw->e[i]);
+		}
+	for (size_t i = 0; dw && i < dw->n; i++)
+		if (dw->e[i].at > now - bw && dw->e[i].at <= now && dw->e[i].tag[0] &&
+		    !hmap_get(&live, dw->e[i].tag)) {
+			in[n++] = &dw->e[i];
+			hmap_put(&live, dw->e[i].tag, (void *)&dw->e[i]);
+		}
+	hmap_release(&live);
+	if (list && listlen)
+		list[0] = 0;
+	if (list && listlen && (int)n > limit) {
+		qsort(in, n, sizeof(*in), entry_older);
+		size_t len = 0;
+		for (size_t i = 0; i < n && len + 1 < listlen; i++) {
+			int k = snprintf(list + len, listlen - len, "%s%s", i ? ", " : "", in[i]->tag);
+			if (k < 0)
+				break;
+			len += (size_t)k;
+			if (len >= listlen)
+				len = listlen - 1;
+		}
 	}
-	int n = health_window_distinct(&u, now, bw);
-	if (list)
-		health_window_tags(&u, now, bw, list, listlen);
-	health_window_release(&u);
-	return n;
+	free(in);
+	return (int)n;
 }
 
 /* Decides every new event of the report, in order, under h->mu. n is the node as read. */
@@ -539,11 +730,13 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			snprintf(dkey, sizeof(dkey), "bd|%s", bname);
 			int64_t bw = p->breaker.window_s * SEC;
 			const char *mine = e->dry ? dkey : key;
-			struct health_window *w = window_get(h, mine, 0);
-			if (!w || !health_window_has(w, now, bw, node))
-				window_add(h, t, mine, at, node, seq);
+			/* One entry per node at its newest hold-worthy decision, and room for
+			 * every node a valid limit needs (HEALTH_BREAKER_WINDOW_MAX). */
+			health_window_touch(window_get(h, mine, 1), at, node, seq,
+					    HEALTH_BREAKER_WINDOW_MAX);
+			touched_add(&t->keys, &t->n, &t->cap, mine);
 			char list[600];
-			int nodes = breaker_nodes(h, key, e->dry ? dkey : NULL, now, bw, list,
+			int nodes = breaker_nodes(h, key, e->dry ? dkey : NULL, now, bw, limit, list,
 						  sizeof(list));
 			if (nodes <= limit)
 				continue;
@@ -565,19 +758,11 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			}
 			char ts[FP_TIME_LEN];
 			fp_time_format(now, ts);
-			w = window_get(h, key, 0);
+			struct health_window *w = window_get(h, key, 0);
 			json_t *nodes_arr = json_array();
-			for (size_t k = 0; k < w->n; k++)
-				if (w->e[k].at > now - bw && w->e[k].at <= now) {
-					int dup = 0;
-					size_t m;
-					json_t *x;
-					json_array_foreach(nodes_arr, m, x)
-						dup |= strcmp(json_string_value(x), w->e[k].tag) == 0;
-					if (!dup)
-						json_array_append_new(nodes_arr,
-								      json_string(w->e[k].tag));
-				}
+			for (size_t k = 0; w && k < w->n; k++) /* one entry per node */
+				if (w->e[k].at > now - bw && w->e[k].at <= now)
+					json_array_append_new(nodes_arr, json_string(w->e[k].tag));
 			json_t *doc = json_pack(
 				"{s:s, s:{s:s, s:s}, s:s, s:s, s:s, s:s, s:o, s:o, s:[]}", "kind",
 				"HealthBreaker", "metadata", "name", bname, "createdAt", ts, "domain",
@@ -660,6 +845,8 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 
 /* ---------------------------------------------------------------- node changes */
 
+static char *sanitize(const char *s);
+
 /* 1 when n's GPUHealthy is the durable False/HoldSuppressed mark (see apply_node). */
 static int hold_suppressed_mark(const struct node *n)
 {
@@ -674,8 +861,8 @@ static int detectors_conditions(struct node *n, const struct rep *r, int64_t now
 	int changed = 0;
 	if (!r->has_detectors)
 		return 0;
-	char dead[512] = "", unk[256] = "";
-	size_t wd = 0, wu = 0;
+	char dead[512] = "", unk[256] = "", bad[700] = "";
+	size_t wd = 0, wu = 0, wb = 0;
 	int live_configured = 0;
 	for (size_t i = 0; i < r->ndet; i++) {
 		const struct rep_det *d = &r->det[i];
@@ -687,6 +874,17 @@ static int detectors_conditions(struct node *n, const struct rep *r, int64_t now
 		}
 		int configured = !(d->reason && strcmp(d->reason, "NotConfigured") == 0);
 		live_configured += d->live && configured;
+		if (strcmp(d->status, "unhealthy") == 0 && wb < sizeof(bad)) {
+			/* The detector's message is the agent's text: at most 200 bytes of it,
+			 * sanitized when the node document is rendered like every condition. */
+			int k = snprintf(bad + wb, sizeof(bad) - wb, "%s%s%s%.200s%s", wb ? "; " : "",
+					 d->name, d->message ? " (" : "",
+					 d->message ? d->message : "", d->message ? ")" : "");
+			if (k > 0)
+				wb += (size_t)k;
+			if (wb >= sizeof(bad))
+				wb = sizeof(bad) - 1;
+		}
 		if (strcmp(d->status, "unknown") == 0 && configured && wu < sizeof(unk)) {
 			int k = snprintf(unk + wu, sizeof(unk) - wu, "%s%s", wu ? ", " : "", d->name);
 			if (k > 0)
@@ -709,6 +907,19 @@ static int detectors_conditions(struct node *n, const struct rep *r, int64_t now
 			 dead);
 		return changed | node_condition_set(n, "GPUHealthy", COND_UNKNOWN, "NoLiveDetector",
 						    msg, now);
+	}
+	if (wb) {
+		/* No rule of the findings called for a hold (or they are counting towards one):
+		 * the GPUs are not vouched for either. */
+		char msg[900];
+		snprintf(msg, sizeof(msg),
+			 "status unhealthy from: %s; no health hold (see the node's health events)",
+			 bad);
+		char *clean = sanitize(msg);
+		changed |= node_condition_set(n, "GPUHealthy", COND_UNKNOWN, "DetectorUnhealthy",
+					      clean, now);
+		free(clean);
+		return changed;
 	}
 	if (wu) {
 		char msg[320];
@@ -768,16 +979,24 @@ static void place_hold(struct node *n, const char *code, const char *bus,
 }
 
 /* Applies the report's outcome to n (a fresh copy of the node). agent: the report was made
- * with the node's agent token (only then is AgentAlive set). Returns 1 if n changed. */
+ * with the node's agent token (only then is AgentAlive set). watched: a heartbeating agent of
+ * the node is being watched (a report with intervalSeconds 0 - an agent run once - then leaves
+ * AgentAlive to it). Returns 1 if n changed. */
 static int apply_node(struct health *h, struct node *n, const char *node, const struct rep *r,
-		      const struct outcome *o, int64_t now, int agent)
+		      const struct outcome *o, int64_t now, int agent, int watched)
 {
 	int changed = 0;
 	char msg[160];
-	snprintf(msg, sizeof(msg), "agent %s reports every %lld s", r->version ? r->version : "?",
-		 (long long)r->interval);
-	if (agent)
+	if (agent && r->interval > 0) {
+		snprintf(msg, sizeof(msg), "agent %s reports every %lld s",
+			 r->version ? r->version : "?", (long long)r->interval);
 		changed |= node_condition_set(n, "AgentAlive", COND_TRUE, "Heartbeat", msg, now);
+	} else if (agent && !watched) {
+		snprintf(msg, sizeof(msg),
+			 "agent %s reported once (intervalSeconds 0: it does not heartbeat)",
+			 r->version ? r->version : "?");
+		changed |= node_condition_set(n, "AgentAlive", COND_TRUE, "Report", msg, now);
+	}
 	int remediating = node_hold_find(n, "health") != NULL;
 	if (o->hold && !remediating) {
 		const struct rep_ev *e = &r->ev[o->hold_ev];
@@ -823,24 +1042,61 @@ static int apply_node(struct health *h, struct node *n, const char *node, const 
 
 /* ---------------------------------------------------------------- documents */
 
+/* Unicode General_Category=Cf (format characters: bidi embeddings, overrides and isolates
+ * U+202A..U+202E and U+2066..U+2069, the marks U+200E/U+200F/U+061C, zero-width characters,
+ * tags): they reorder or hide text on a terminal. Source: the Unicode Character Database,
+ * DerivedGeneralCategory.txt, Unicode 15.0 (the 14.0 list as Python's unicodedata gives it, plus
+ * U+13439..U+1343F added in 15.0). */
+static const struct {
+	uint32_t lo, hi;
+} format_chars[] = {
+	{0xAD, 0xAD},	      {0x600, 0x605},	  {0x61C, 0x61C},     {0x6DD, 0x6DD},
+	{0x70F, 0x70F},	      {0x890, 0x891},	  {0x8E2, 0x8E2},     {0x180E, 0x180E},
+	{0x200B, 0x200F},     {0x202A, 0x202E},	  {0x2060, 0x2064},   {0x2066, 0x206F},
+	{0xFEFF, 0xFEFF},     {0xFFF9, 0xFFFB},	  {0x110BD, 0x110BD}, {0x110CD, 0x110CD},
+	{0x13430, 0x1343F},   {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A}, {0xE0001, 0xE0001},
+	{0xE0020, 0xE007F},
+};
+
+static int is_format_char(uint32_t cp)
+{
+	for (size_t i = 0; i < sizeof(format_chars) / sizeof(format_chars[0]); i++)
+		if (cp >= format_chars[i].lo && cp <= format_chars[i].hi)
+			return 1;
+	return 0;
+}
+
 /* A copy of s (valid UTF-8, checked by jansson) for storing: C0 controls and DEL become '?',
- * and a C1 control (U+0080..U+009F, two bytes) one '?', so no terminal escape sequence reaches
- * `fleetplane health events` or a log viewer. Never longer than s. */
+ * and a C1 control (U+0080..U+009F) or a format character (General_Category Cf, above) one
+ * '?' each, so no terminal escape sequence or bidi override reaches `fleetplane health events`
+ * or a log viewer. Never longer than s. */
 static char *sanitize(const char *s)
 {
 	size_t n = strlen(s), w = 0;
 	char *out = xmalloc(n + 1);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n;) {
 		unsigned char c = (unsigned char)s[i];
-		if (c < 0x20 || c == 0x7f) {
+		size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : 4;
+		if (i + len > n)
+			len = n - i; /* not valid UTF-8 after all: copy what is left as it is */
+		uint32_t cp = c;
+		if (len == 2)
+			cp = (uint32_t)(c & 0x1f) << 6 | ((unsigned char)s[i + 1] & 0x3f);
+		else if (len == 3)
+			cp = (uint32_t)(c & 0x0f) << 12 | (uint32_t)((unsigned char)s[i + 1] & 0x3f) << 6 |
+			     ((unsigned char)s[i + 2] & 0x3f);
+		else if (len == 4)
+			cp = (uint32_t)(c & 0x07) << 18 |
+			     (uint32_t)((unsigned char)s[i + 1] & 0x3f) << 12 |
+			     (uint32_t)((unsigned char)s[i + 2] & 0x3f) << 6 |
+			     ((unsigned char)s[i + 3] & 0x3f);
+		if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || is_format_char(cp)) {
 			out[w++] = '?';
-		} else if (c == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
-			   (unsigned char)s[i + 1] <= 0x9f) {
-			out[w++] = '?';
-			i++;
 		} else {
-			out[w++] = (char)c;
+			memcpy(out + w, s + i, len);
+			w += len;
 		}
+		i += len;
 	}
 	out[w] = 0;
 	return out;
@@ -892,14 +1148,15 @@ static json_t *event_doc(const char *node, const struct rep_ev *e, int64_t recei
 	return d;
 }
 
-/* 1 when the decision also gets a HealthDecision audit event: every decision except "none"
- * and "count" of info/low codes (noisy application XIDs such as 13), which are recorded with
- * their inputs on the health event document only. */
+/* 1 when the decision also gets a HealthDecision audit event: "hold", "suppressed" and
+ * "job_fault" (each changes or withholds a node action). "none" and "count" are recorded with
+ * their inputs on the health event document only: an agent can send them at will, and the
+ * audit trail must not be the place where it piles them up (docs/health.md "Where each
+ * decision is recorded"). */
 static int audited(const struct rep_ev *e)
 {
-	if (e->sev > SEV_LOW)
-		return 1;
-	return strcmp(e->action, "none") != 0 && strcmp(e->action, "count") != 0;
+	return strcmp(e->action, "hold") == 0 || strcmp(e->action, "suppressed") == 0 ||
+	       strcmp(e->action, "job_fault") == 0;
 }
 
 /* Growable list of owned store ops. */
@@ -1000,6 +1257,8 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 		snprintf(policy_name, sizeof(policy_name), "%s",
 			 h->policy->name ? h->policy->name : "default");
 		evaluate(h, node, n, &r, now, seq, &t, &o);
+		const struct alive *wa = hmap_get(&h->alive, node);
+		int watched = wa && !wa->missed;
 		pthread_mutex_unlock(&h->mu);
 
 		/* Build the transaction. */
@@ -1019,7 +1278,7 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 		}
 		struct node *m = node_dup(n);
 		m->resource_version = n->resource_version;
-		int changed = apply_node(h, m, node, &r, &o, now, agent);
+		int changed = apply_node(h, m, node, &r, &o, now, agent, watched);
 		size_t node_op = (size_t)-1;
 		if (changed) {
 			node_op = tx.n;
@@ -1056,17 +1315,13 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 		json_decref(o.breaker_docs);
 		pthread_mutex_lock(&h->mu);
 		if (rc == 0) {
-			for (size_t i = 0; i < r.nev; i++) {
-				if (r.ev[i].dup)
-					continue;
-				char sk[STORE_MAX_KEY + 1];
-				snprintf(sk, sizeof(sk), "%s/%s", node, r.ev[i].id);
-				int64_t *v = xmalloc(sizeof(*v));
-				*v = received_ms;
-				free(hmap_put(&h->seen, sk, v));
-			}
-			struct alive *al = agent ? hmap_get(&h->alive, node) : NULL;
-			if (agent && !al) {
+			for (size_t i = 0; i < r.nev; i++)
+				if (!r.ev[i].dup)
+					seen_add(h, node, r.ev[i].id, received_ms);
+			/* intervalSeconds 0: no heartbeat to watch (an existing watch stays). */
+			int beats = agent && r.interval > 0;
+			struct alive *al = beats ? hmap_get(&h->alive, node) : NULL;
+			if (beats && !al) {
 				al = xcalloc(1, sizeof(*al));
 				hmap_put(&h->alive, node, al);
 			}
@@ -1111,25 +1366,28 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 			break;
 		}
 		undo(h, &t, seq);
+		pthread_mutex_unlock(&h->mu);
 		if (rc == FP_EEXIST && nnew && failed >= first_event &&
 		    failed < first_event + nnew) {
-			/* An event stored before (older than the in-memory horizon): a duplicate. */
-			size_t idx = failed - first_event, j = 0;
+			/* An event stored before but no longer remembered (past the in-memory
+			 * horizon: 24 h or the newest SEEN_PER_NODE ids of the node): a duplicate.
+			 * Every new event of the report is looked up once, so a report re-sending
+			 * many old ids needs one more attempt, not one per id. */
 			for (size_t i = 0; i < r.nev; i++) {
 				if (r.ev[i].dup)
 					continue;
-				if (j++ == idx) {
-					char sk[STORE_MAX_KEY + 1];
-					snprintf(sk, sizeof(sk), "%s/%s", node, r.ev[i].id);
-					int64_t *v = xmalloc(sizeof(*v));
-					*v = received_ms;
-					free(hmap_put(&h->seen, sk, v));
+				char hk[STORE_MAX_KEY + 1];
+				struct store_kv kv = {0};
+				snprintf(hk, sizeof(hk), "/healthevents/%s/%s", node, r.ev[i].id);
+				if (store_get(h->cfg.store, hk, &kv) == 0) {
+					store_kv_release(&kv);
+					pthread_mutex_lock(&h->mu);
+					seen_add(h, node, r.ev[i].id, received_ms);
+					pthread_mutex_unlock(&h->mu);
 				}
 			}
-			pthread_mutex_unlock(&h->mu);
 			continue;
 		}
-		pthread_mutex_unlock(&h->mu);
 		if (rc == FP_ECONFLICT && failed == node_op)
 			continue;
 		rc = fp_errf(rc, err, errlen, "writing the report of node %s: %s", node,
@@ -1265,16 +1523,41 @@ static int unsuppress_node(void *arg, const struct store_kv *kv)
 	return 0;
 }
 
+/* Adds "<node>.<id>" for each of ids to n's status.remediation.healthEvents (when a
+ * remediation is in progress; at most REMEDIATION_MAX_EVENTS, no repeats). Returns 1 if n
+ * changed. */
+static int add_evidence(struct node *n, const char *node, const char *const *ids, size_t nids)
+{
+	int changed = 0;
+	for (size_t i = 0; n->remediation.active && i < nids; i++) {
+		char name[STORE_MAX_KEY + 1];
+		snprintf(name, sizeof(name), "%s.%s", node, ids[i]);
+		int have = 0;
+		for (size_t k = 0; k < n->remediation.nevents; k++)
+			have |= strcmp(n->remediation.events[k], name) == 0;
+		if (!have && n->remediation.nevents < REMEDIATION_MAX_EVENTS) {
+			n->remediation.events[n->remediation.nevents++] = xstrdup(name);
+			changed = 1;
+		}
+	}
+	return changed;
+}
+
 /* Replays one suppressed decision of breaker bname for node: places the health hold the
  * decision would have placed (the rule in force now, the lemon score now), unless the node is
  * already held, cannot be held in its phase, the rule no longer holds, or another breaker of
- * the node's domains is open. Returns 1 held, 0 left unheld (why says why), or a store error.
- * The hold, GPUHealthy False/HealthHold and the HealthDecision audit event are one CAS write. */
+ * the node's domains is open. evidence (nevidence ids) are the node's other suppressed events:
+ * they become evidence of the hold placed (or of the one already there) in
+ * status.remediation.healthEvents (bounded). Returns 1 held (of gets the name of the hold's
+ * event, "<node>.<id>"), 0 left unheld (why says why), or a store error. The hold,
+ * GPUHealthy False/HealthHold and the HealthDecision audit event are one CAS write. */
 static int replay_one(struct health *h, const char *node, const char *id, const char *code,
-		      const char *bus, const char *bname, const char *actor, char *why,
-		      size_t whylen)
+		      const char *bus, const char *bname, const char *actor,
+		      const char *const *evidence, size_t nevidence, char *why, size_t whylen,
+		      char *of, size_t oflen)
 {
 	char err[256];
+	snprintf(of, oflen, "%s.%s", node, id);
 	for (int attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
 		struct node *n = NULL;
 		int rc = load_node(h, node, &n, err, sizeof(err));
@@ -1287,8 +1570,33 @@ static int replay_one(struct health *h, const char *node, const char *id, const 
 		int64_t now = clock_wall_ms(h->cfg.clock);
 		if (node_hold_find(n, "health")) {
 			snprintf(why, whylen, "already held");
+			if (n->remediation.active && n->remediation.nevents)
+				snprintf(of, oflen, "%s", n->remediation.events[0]);
+			else
+				snprintf(of, oflen, "the health hold of %s", node);
+			/* The suppressed events are evidence of the hold in place. */
+			const char *all[1 + BREAKER_MAX_SUPPRESSED];
+			size_t na = 0;
+			all[na++] = id;
+			for (size_t i = 0; i < nevidence && na < sizeof(all) / sizeof(all[0]); i++)
+				all[na++] = evidence[i];
+			if (!add_evidence(n, node, all, na)) {
+				node_free(n);
+				return 1;
+			}
+			struct txn tx = {0};
+			json_t *nj = node_to_json(n, NODE_JSON_STORE);
+			txn_put(&tx, xasprintf("/nodes/%s", node), jsonx_dumps(nj),
+				n->resource_version);
+			json_decref(nj);
+			rc = store_txn(h->cfg.store, tx.ops, tx.n, NULL, NULL);
+			txn_release(&tx);
 			node_free(n);
-			return 1;
+			if (rc == 0)
+				return 1;
+			if (rc != FP_ECONFLICT)
+				return rc;
+			continue;
 		}
 		char w2[160];
 		if (!node_holdable(n, w2, sizeof(w2))) {
@@ -1355,6 +1663,7 @@ static int replay_one(struct health *h, const char *node, const char *id, const 
 		place_hold(n, code, bus, ladder, nladder, start, hold_reason, rem_reason, policy, &ev,
 			   1, now);
 		free(ev);
+		add_evidence(n, node, evidence, nevidence);
 		struct txn tx = {0};
 		json_t *nj = node_to_json(n, NODE_JSON_STORE);
 		txn_put(&tx, xasprintf("/nodes/%s", node), jsonx_dumps(nj), n->resource_version);
@@ -1409,31 +1718,41 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 	if (!open)
 		return fp_errf(FP_ENOTFOUND, err, errlen, "breaker %s is not open",
 			       name ? name : "?");
-	/* The suppressed decisions, one per node (the first): replayed, or listed as left
-	 * unheld (their nodes keep GPUHealthy False/HoldSuppressed). */
-	json_t *held = json_array(), *unheld = json_array();
+	/* The suppressed decisions, one per node (its first pair): replayed, or listed as left
+	 * unheld (their nodes keep GPUHealthy False/HoldSuppressed). The node's other pairs are
+	 * evidence of the hold it gets (or has): listed under "evidence" with the hold's event;
+	 * when the node is left unheld they are listed as unheld too. Every pair is accounted for. */
+	json_t *held = json_array(), *unheld = json_array(), *evid = json_array();
 	size_t i;
 	json_t *x;
 	int rc = 0;
+	size_t npairs = json_array_size(pairs);
+	char *done = xcalloc(npairs ? npairs : 1, 1);
+	const char **ids = xcalloc(npairs ? npairs : 1, sizeof(*ids));
 	json_array_foreach(pairs, i, x)
 	{
 		const char *node = jsonx_str(x, "node"), *id = jsonx_str(x, "event"),
 			   *code = jsonx_str(x, "code"), *gpu = jsonx_str(x, "gpu");
-		if (!node || !id || !code)
+		if (done[i] || !node || !id || !code)
 			continue;
-		int seen = 0;
-		size_t k;
+		/* The node's other pairs, in order. */
+		size_t nids = 0, k;
 		json_t *y;
-		json_array_foreach(held, k, y)
-			seen |= strcmp(json_string_value(y), node) == 0;
-		json_array_foreach(unheld, k, y)
-			seen |= strcmp(jsonx_str(y, "node"), node) == 0;
-		if (seen)
-			continue;
-		char why[200] = "replay not requested";
+		json_array_foreach(pairs, k, y)
+		{
+			if (k <= i || done[k])
+				continue;
+			const char *n2 = jsonx_str(y, "node"), *id2 = jsonx_str(y, "event");
+			if (n2 && id2 && jsonx_str(y, "code") && strcmp(n2, node) == 0) {
+				ids[nids++] = id2;
+				done[k] = 1;
+			}
+		}
+		char why[200] = "replay not requested", of[STORE_MAX_KEY + 1] = "";
 		int got = 0;
 		if (replay) {
-			got = replay_one(h, node, id, code, gpu, name, actor, why, sizeof(why));
+			got = replay_one(h, node, id, code, gpu, name, actor, ids, nids, why,
+					 sizeof(why), of, sizeof(of));
 			if (got < 0) {
 				rc = got;
 				snprintf(why, sizeof(why), "store error: %s", fp_err_msg(got));
@@ -1446,7 +1765,26 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 			json_array_append_new(unheld,
 					      json_pack("{s:s, s:s, s:s, s:s}", "node", node, "event",
 							id, "code", code, "reason", why));
+		json_array_foreach(pairs, k, y)
+		{
+			if (k <= i || !done[k] || strcmp(jsonx_str(y, "node"), node) != 0)
+				continue;
+			done[k] = 2; /* listed */
+			if (got)
+				json_array_append_new(evid, json_pack("{s:s, s:s, s:s, s:s}", "node",
+								      node, "event",
+								      jsonx_str(y, "event"), "code",
+								      jsonx_str(y, "code"), "of", of));
+			else
+				json_array_append_new(unheld,
+						      json_pack("{s:s, s:s, s:s, s:s}", "node", node,
+								"event", jsonx_str(y, "event"),
+								"code", jsonx_str(y, "code"),
+								"reason", why));
+		}
 	}
+	free(done);
+	free(ids);
 	json_decref(pairs);
 	int64_t now = clock_wall_ms(h->cfg.clock);
 	char key[STORE_MAX_KEY + 1], object[200], msg[4096], want[240];
@@ -1460,6 +1798,15 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 			if (w > 0 && (size_t)w < sizeof(msg))
 				w += snprintf(msg + w, sizeof(msg) - (size_t)w, "%s %s", i ? "," : "",
 					      json_string_value(x));
+	}
+	if (json_array_size(evid) && w > 0 && (size_t)w < sizeof(msg)) {
+		w += snprintf(msg + w, sizeof(msg) - (size_t)w, "; evidence:");
+		json_array_foreach(evid, i, x)
+			if (w > 0 && (size_t)w < sizeof(msg))
+				w += snprintf(msg + w, sizeof(msg) - (size_t)w,
+					      "%s %s.%s (%s) evidence of %s", i ? "," : "",
+					      jsonx_str(x, "node"), jsonx_str(x, "event"),
+					      jsonx_str(x, "code"), jsonx_str(x, "of"));
 	}
 	if (json_array_size(unheld) && w > 0 && (size_t)w < sizeof(msg)) {
 		w += snprintf(msg + w, sizeof(msg) - (size_t)w,
@@ -1498,6 +1845,7 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 	if (trc < 0) {
 		json_decref(held);
 		json_decref(unheld);
+		json_decref(evid);
 		return fp_errf(trc, err, errlen, "closing breaker %s: %s", name, fp_err_msg(trc));
 	}
 	pthread_mutex_lock(&h->mu);
@@ -1512,15 +1860,17 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 	}
 	breakers_gauge(h);
 	pthread_mutex_unlock(&h->mu);
-	log_info("health breaker reset breaker=%s actor=%s replay=%d held=%zu unheld=%zu rc=%d",
-		 name, actor, replay, json_array_size(held), json_array_size(unheld), rc);
+	log_info("health breaker reset breaker=%s actor=%s replay=%d held=%zu evidence=%zu unheld=%zu rc=%d",
+		 name, actor, replay, json_array_size(held), json_array_size(evid),
+		 json_array_size(unheld), rc);
 	if (result)
-		*result = json_pack("{s:s, s:{s:s}, s:s, s:b, s:o, s:o}", "kind", "HealthBreaker",
-				    "metadata", "name", name, "state", "closed", "replay", replay,
-				    "held", held, "unheld", unheld);
+		*result = json_pack("{s:s, s:{s:s}, s:s, s:b, s:o, s:o, s:o}", "kind",
+				    "HealthBreaker", "metadata", "name", name, "state", "closed",
+				    "replay", replay, "held", held, "evidence", evid, "unheld", unheld);
 	else {
 		json_decref(held);
 		json_decref(unheld);
+		json_decref(evid);
 	}
 	return 0;
 }
@@ -1552,16 +1902,21 @@ static void prune(struct health *h, int64_t wall)
 		struct health_window *w = hmap_remove(&h->windows, drop[i]);
 		health_window_release(w);
 		free(w);
+		cwin_forget(h, drop[i]);
 		free(drop[i]);
 	}
+	seen_prune(h, wall - SEEN_KEEP_MS);
+	/* Nodes with nothing remembered any more. */
 	nd = 0;
-	for (struct hmap_iter it = hmap_iter_start(&h->seen); hmap_iter_next(&it);)
-		if (*(int64_t *)it.e->value < wall - SEEN_KEEP_MS) {
+	for (struct hmap_iter it = hmap_iter_start(&h->nodes); hmap_iter_next(&it);) {
+		const struct hnode *x = it.e->value;
+		if (!x->n && !x->ncw) {
 			ALLOC_GROW(drop, nd + 1, cap);
 			drop[nd++] = xstrdup(it.e->key);
 		}
+	}
 	for (size_t i = 0; i < nd; i++) {
-		free(hmap_remove(&h->seen, drop[i]));
+		hnode_free(hmap_remove(&h->nodes, drop[i]));
 		free(drop[i]);
 	}
 	nd = 0;
@@ -1711,12 +2066,8 @@ static int load_event(void *arg, const struct store_kv *kv)
 		snprintf(gpu, sizeof(gpu), "%s", bus);
 	else if (json_is_integer(idx))
 		snprintf(gpu, sizeof(gpu), "index:%d", (int)json_integer_value(idx));
-	if (at > c->now - SEEN_KEEP_MS) {
-		snprintf(key, sizeof(key), "%s/%s", node, id);
-		int64_t *v = xmalloc(sizeof(*v));
-		*v = at;
-		free(hmap_put(&h->seen, key, v));
-	}
+	if (at > c->now - SEEN_KEEP_MS)
+		seen_add(h, node, id, at);
 	const struct health_rule *r = health_rule_find(p, code);
 	const char *dreason = jsonx_str(d, "decision.reason");
 	int stale = dreason && strstr(dreason, ": stale: ");
@@ -1805,6 +2156,7 @@ struct health *health_new(const struct health_config *cfg, char *err, size_t err
 	hmap_init(&h->breakers);
 	hmap_init(&h->dry_breakers);
 	hmap_init(&h->alive);
+	hmap_init(&h->nodes);
 	h->m_latency = metrics_register(METRIC_HISTOGRAM, "fleetplane_health_hold_latency_seconds",
 					"Detection (the event's time, or its receipt) to the health hold committed",
 					"", metrics_buckets_fast, METRICS_BUCKETS_FAST_N);
@@ -1893,6 +2245,9 @@ void health_free(struct health *h)
 		free(it.e->value);
 	for (struct hmap_iter it = hmap_iter_start(&h->dry_breakers); hmap_iter_next(&it);)
 		free(it.e->value);
+	for (struct hmap_iter it = hmap_iter_start(&h->nodes); hmap_iter_next(&it);)
+		hnode_free(it.e->value);
+	hmap_release(&h->nodes);
 	hmap_release(&h->dry_breakers);
 	hmap_release(&h->seen);
 	hmap_release(&h->windows);
@@ -1903,4 +2258,17 @@ void health_free(struct health *h)
 	pthread_cond_destroy(&h->cv);
 	pthread_mutex_destroy(&h->mu);
 	free(h);
+}
+
+void health_memory(struct health *h, struct health_memory *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&h->mu);
+	out->seen = h->seen.count;
+	out->windows = h->windows.count;
+	out->window_entries = 0;
+	for (struct hmap_iter it = hmap_iter_start(&h->windows); hmap_iter_next(&it);)
+		out->window_entries += ((const struct health_window *)it.e->value)->n;
+	out->nodes = h->nodes.count;
+	pthread_mutex_unlock(&h->mu);
 }

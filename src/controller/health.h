@@ -94,4 +94,16 @@ int health_breaker_reset(struct health *h, const char *name, const char *actor,
  * virtual clock. */
 int64_t health_tick(struct health *h);
 
+/* What the controller keeps in memory, for tests and diagnostics (counts, not bytes). Every one
+ * is bounded by the nodes: seen <= 10,000 ids per node (an older repeat is still caught by the
+ * store), count windows <= 256 per node (the least recently updated dropped), each window's
+ * entries bounded (core/health.h). */
+struct health_memory {
+	size_t seen;           /* remembered (node, event id) pairs */
+	size_t windows;        /* windows of every kind */
+	size_t window_entries; /* entries over all windows */
+	size_t nodes;          /* nodes with per-node bookkeeping */
+};
+void health_memory(struct health *h, struct health_memory *out);
+
 #endif

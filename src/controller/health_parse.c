@@ -205,7 +205,8 @@ int health_parse_report(const json_t *r, struct rep *p, char *err, size_t errlen
 				       "agent.job: 1..%d characters of [A-Za-z0-9._+-]",
 				       REPORT_MAX_ID);
 		int has = 0;
-		if ((rc = opt_int(a, "intervalSeconds", "agent", 1, 3600, &has, &p->interval, err,
+		/* 0: the agent runs once and does not heartbeat (agent --once). */
+		if ((rc = opt_int(a, "intervalSeconds", "agent", 0, 3600, &has, &p->interval, err,
 				  errlen)) < 0)
 			return rc;
 	}

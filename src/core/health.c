@@ -697,9 +697,44 @@ void health_window_add(struct health_window *w, int64_t at, const char *tag, uin
 	}
 	ALLOC_GROW(w->e, w->n + 1, w->cap);
 	struct health_window_entry *e = &w->e[w->n++];
+	memset(e, 0, sizeof(*e));
 	e->at = at;
 	e->seq = seq;
 	snprintf(e->tag, sizeof(e->tag), "%s", tag ? tag : "");
+}
+
+void health_window_touch(struct health_window *w, int64_t at, const char *tag, uint64_t seq,
+			 size_t cap)
+{
+	char t[sizeof(w->e[0].tag)];
+	snprintf(t, sizeof(t), "%s", tag ? tag : "");
+	for (size_t i = 0; i < w->n; i++) {
+		struct health_window_entry *e = &w->e[i];
+		if (strcmp(e->tag, t) != 0)
+			continue;
+		if (e->seq != seq) { /* the first touch by this report: remember the state */
+			e->prev_at = e->at;
+			e->prev_seq = e->seq;
+			e->has_prev = 1;
+			e->seq = seq;
+		}
+		if (at > e->at)
+			e->at = at;
+		return;
+	}
+	if (cap && w->n >= cap) {
+		size_t oldest = 0;
+		for (size_t i = 1; i < w->n; i++)
+			if (w->e[i].at < w->e[oldest].at)
+				oldest = i;
+		w->e[oldest] = w->e[--w->n];
+	}
+	ALLOC_GROW(w->e, w->n + 1, w->cap);
+	struct health_window_entry *e = &w->e[w->n++];
+	memset(e, 0, sizeof(*e));
+	e->at = at;
+	e->seq = seq;
+	memcpy(e->tag, t, sizeof(t));
 }
 
 void health_window_prune(struct health_window *w, int64_t now, int64_t window_ms)
@@ -713,11 +748,19 @@ void health_window_prune(struct health_window *w, int64_t now, int64_t window_ms
 
 void health_window_undo(struct health_window *w, uint64_t seq)
 {
-	for (size_t i = 0; i < w->n;)
-		if (w->e[i].seq == seq)
-			w->e[i] = w->e[--w->n];
-		else
+	for (size_t i = 0; i < w->n;) {
+		struct health_window_entry *e = &w->e[i];
+		if (e->seq == seq && e->has_prev) {
+			e->at = e->prev_at;
+			e->seq = e->prev_seq;
+			e->has_prev = 0;
 			i++;
+		} else if (e->seq == seq) {
+			w->e[i] = w->e[--w->n];
+		} else {
+			i++;
+		}
+	}
 }
 
 static int in_window(const struct health_window_entry *e, int64_t now, int64_t window_ms)

@@ -43,7 +43,9 @@ const struct xid_catalog_entry *xid_catalog_find(int xid);
 #define HEALTH_MAX_DOMAINS 8
 #define HEALTH_MAX_THRESHOLD 64 /* count, distinctJobs, minNodes, maxNodes, rmaScore */
 #define HEALTH_MAX_WINDOW_S (90LL * 86400) /* any windowSeconds */
-#define HEALTH_MAX_DOMAIN_NODES 100000 /* spec.breaker.maxNodesPerDomain values */
+/* spec.breaker.maxNodesPerDomain values: at most this many nodes, so a breaker window
+ * (HEALTH_BREAKER_WINDOW_MAX distinct nodes) always holds the limit + 1 nodes that open it. */
+#define HEALTH_MAX_DOMAIN_NODES 10000
 
 /* Checks a health event code against the design grammar [a-z0-9_-]+:[a-z0-9_.-]+ (at most
  * HEALTH_CODE_MAX - 1 bytes). A rule may also name a family fallback "<family>:*". Returns 0
@@ -126,10 +128,16 @@ const struct health_rule *health_rule_find(const struct health_policy *p, const 
 /* ---- windows: bounded lists of (time, tag) entries, pruned by time ---- */
 
 #define HEALTH_WINDOW_MAX 128 /* entries kept per window; the oldest is dropped past it */
+/* Distinct tags kept by a breaker window (health_window_touch): one more than the largest
+ * per-domain limit, so the node that exceeds any valid limit is always seen. */
+#define HEALTH_BREAKER_WINDOW_MAX (HEALTH_MAX_DOMAIN_NODES + 1)
 
 struct health_window_entry {
 	int64_t at;      /* Unix ms */
-	uint64_t seq;    /* the report that added it (to undo a report whose write failed) */
+	uint64_t seq;    /* the report that added or last touched it (to undo a failed write) */
+	int64_t prev_at; /* health_window_touch: the time before report seq touched it ... */
+	uint64_t prev_seq; /* ... and its report; has_prev 0: seq added the entry */
+	int has_prev;
 	char tag[72];    /* a job id, a node name, a GPU, or "" */
 };
 
@@ -141,9 +149,15 @@ struct health_window {
 void health_window_release(struct health_window *w);
 /* Adds an entry (tag truncated to fit); past HEALTH_WINDOW_MAX the oldest entry is dropped. */
 void health_window_add(struct health_window *w, int64_t at, const char *tag, uint64_t seq);
+/* Sets tag's one entry to time at (a window of distinct tags, each at its newest time, as the
+ * breaker keeps nodes), adding it when absent; when the window then holds more than cap
+ * entries the oldest is dropped. health_window_undo(seq) restores the time the entry had
+ * before report seq touched it, or removes it when seq added it. */
+void health_window_touch(struct health_window *w, int64_t at, const char *tag, uint64_t seq,
+			 size_t cap);
 /* Drops entries older than now - window_ms. */
 void health_window_prune(struct health_window *w, int64_t now, int64_t window_ms);
-/* Removes every entry added with seq. */
+/* Undoes report seq: removes every entry it added, restores those it touched. */
 void health_window_undo(struct health_window *w, uint64_t seq);
 /* Entries with at > now - window_ms (and at <= now). */
 int health_window_count(const struct health_window *w, int64_t now, int64_t window_ms);

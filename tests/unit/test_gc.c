@@ -146,9 +146,61 @@ static void test_gc_retention(void **state)
 	store_close(s);
 }
 
+/* An audit event with this reason (the shape of core/event.c, trimmed). */
+static void audit(struct store *s, long long ms, int n, const char *reason)
+{
+	char key[128], val[256];
+	snprintf(key, sizeof(key), "/events/%013lld-%08x", ms, n);
+	snprintf(val, sizeof(val),
+		 "{\"kind\":\"Event\",\"type\":\"Normal\",\"object\":\"node/n%d\","
+		 "\"reason\":\"%s\",\"message\":\"m\"}",
+		 n, reason);
+	put(s, key, val);
+}
+
+/* HealthDecision audit events (which one node's agent can cause at will) are trimmed under their
+ * own cap: 20 of them, newer than 5 lifecycle/operator events, never push those out. The other
+ * events keep their own cap. A message quoting "HealthDecision" does not make an event one. */
+static void test_gc_health_decisions(void **state)
+{
+	struct store *s = NULL;
+	char err[64];
+	assert_int_equal(store_open("mem:", &s, err, sizeof(err)), 0);
+	audit(s, NOW - 5000, 1, "PhaseChanged");
+	audit(s, NOW - 4000, 2, "Drain");
+	audit(s, NOW - 3000, 3, "BreakerReset");
+	put(s, "/events/1795999997500-00000004",
+	    "{\"kind\":\"Event\",\"reason\":\"Note\",\"message\":\"\\\"reason\\\":\\\"HealthDecision\\\"\"}");
+	audit(s, NOW - 2000, 5, "BudgetExhausted");
+	for (int i = 0; i < 20; i++)
+		audit(s, NOW - 1000 + i, 100 + i, "HealthDecision");
+	struct gc_config cfg = {.max_events = 5, .max_health_decisions = 8};
+	struct gc_result res;
+	assert_int_equal(gc_run_once(s, &cfg, NOW, &res), 0);
+	assert_int_equal(res.events_deleted, 12);
+	size_t n = 0;
+	assert_int_equal(store_count(s, "/events/", &n), 0);
+	assert_int_equal(n, 13);
+	assert_true(exists(s, "/events/1795999995000-00000001"));
+	assert_true(exists(s, "/events/1795999997500-00000004"));
+	assert_false(exists(s, "/events/1795999999011-0000006f")); /* the 12th HealthDecision */
+	assert_true(exists(s, "/events/1795999999012-00000070"));  /* the 13th: kept */
+	/* The others' cap: 3 of the 5 go (the oldest), the 8 HealthDecision stay. */
+	cfg.max_events = 2;
+	assert_int_equal(gc_run_once(s, &cfg, NOW, &res), 0);
+	assert_int_equal(res.events_deleted, 3);
+	assert_false(exists(s, "/events/1795999997000-00000003"));
+	assert_true(exists(s, "/events/1795999997500-00000004"));
+	assert_true(exists(s, "/events/1795999998000-00000005"));
+	assert_int_equal(store_count(s, "/events/", &n), 0);
+	assert_int_equal(n, 10);
+	store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {cmocka_unit_test(test_gc_pass),
-					   cmocka_unit_test(test_gc_retention)};
+					   cmocka_unit_test(test_gc_retention),
+					   cmocka_unit_test(test_gc_health_decisions)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

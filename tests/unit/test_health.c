@@ -749,7 +749,8 @@ static void test_dry_run_and_never_served(void **state)
 	assert_null(node_condition_get(n, "GPUHealthy"));
 	node_free(n);
 	char msg[1200];
-	assert_int_equal(events_with(w, "HealthDecision", msg, sizeof(msg)), 2);
+	/* The dry-run hold only: the "none" on the never-served node is on its health event. */
+	assert_int_equal(events_with(w, "HealthDecision", msg, sizeof(msg)), 1);
 	assert_non_null(strstr(msg, "-> hold (dry run: nothing held)"));
 	/* The policy survives a restart. */
 	health_free(w->h);
@@ -821,8 +822,10 @@ static void test_bad_reports(void **state)
 	report_bad(w, json_pack("{s:[o, o]}", "events", ev("ok1", "xid:79", NULL, NULL, NULL),
 				ev("ok1", "xid:79", NULL, NULL, NULL)),
 		   "events[1].id: ok1 repeats events[0]");
-	report_bad(w, json_pack("{s:{s:i}}", "agent", "intervalSeconds", 0),
-		   "agent.intervalSeconds: expected an integer in 1..3600");
+	report_bad(w, json_pack("{s:{s:i}}", "agent", "intervalSeconds", -1),
+		   "agent.intervalSeconds: expected an integer in 0..3600");
+	report_bad(w, json_pack("{s:{s:i}}", "agent", "intervalSeconds", 3601),
+		   "agent.intervalSeconds: expected an integer in 0..3600");
 	report_bad(w, json_pack("{s:[o], s:i}", "events", ev("ok1", "xid:79", NULL, NULL, NULL),
 				"extra", 1),
 		   "unknown field extra");
@@ -1014,7 +1017,10 @@ static void test_breaker_domains(void **state)
 	policy_bad("{\"spec\":{\"breaker\":{\"maxNodesPerDomain\":{\"site\":50}}}}",
 		   "spec.breaker.maxNodesPerDomain.site: not one of spec.breaker.domains");
 	policy_bad("{\"spec\":{\"breaker\":{\"domains\":[\"site\"],\"maxNodesPerDomain\":{\"site\":0}}}}",
-		   "spec.breaker.maxNodesPerDomain.site: expected an integer in 1..100000");
+		   "spec.breaker.maxNodesPerDomain.site: expected an integer in 1..10000");
+	/* More than a breaker window holds: refused rather than a breaker that never opens. */
+	policy_bad("{\"spec\":{\"breaker\":{\"domains\":[\"site\"],\"maxNodesPerDomain\":{\"site\":10001}}}}",
+		   "spec.breaker.maxNodesPerDomain.site: expected an integer in 1..10000");
 	struct health_policy *p = health_policy_default();
 	json_t *j = health_policy_to_json(p, 0);
 	char *s = jsonx_dumps(jsonx_path(j, "spec.breaker"));
@@ -1122,7 +1128,7 @@ static void test_suppressed_replay(void **state)
 	char *s = jsonx_dumps(res);
 	assert_string_equal(s, "{\"kind\":\"HealthBreaker\",\"metadata\":{\"name\":\"rack.r05\"},"
 			       "\"state\":\"closed\",\"replay\":true,\"held\":[\"r05n04\",\"r05n05\"],"
-			       "\"unheld\":[]}");
+			       "\"evidence\":[],\"unheld\":[]}");
 	free(s);
 	json_decref(res);
 	n = get_node(w, "r05n04");
@@ -1252,8 +1258,11 @@ static void test_store_hygiene(void **state)
 	struct world *w = world_new();
 	put_node(w, "r01n01", "r01", PHASE_AVAILABLE);
 	json_t *e = ev("k13", "xid:13", "0000:44:00.0", NULL, "NVRM: Xid\t13 \x1b[31mred\x07");
-	json_object_set_new(e, "process", json_string("py\xc2\x9bthon"));
-	json_object_set_new(e, "message", json_string("\x1b]0;title\x07"));
+	/* U+009B (C1 CSI); U+202E (RTL override), U+2066/U+2069 (isolates), U+200F (RLM) and
+	 * U+061C (ALM) are format characters (Unicode category Cf); U+00E9 is a letter. */
+	json_object_set_new(e, "process", json_string("py\xc2\x9bthon\xe2\x81\xa6x\xe2\x81\xa9"));
+	json_object_set_new(e, "message", json_string("\x1b]0;title\x07 caf\xc3\xa9 "
+						      "\xe2\x80\xae" "exe.txt\xe2\x80\x8f\xd8\x9c"));
 	json_t *rep = json_pack("{s:[o]}", "events", e);
 	json_t *res = NULL;
 	char err[256];
@@ -1268,8 +1277,8 @@ static void test_store_hygiene(void **state)
 	assert_int_equal(jsonx_parse(kv.value, strlen(kv.value), &d, NULL, 0), 0);
 	store_kv_release(&kv);
 	assert_string_equal(jsonx_str(d, "raw"), "NVRM: Xid?13 ?[31mred?");
-	assert_string_equal(jsonx_str(d, "process"), "py?thon");
-	assert_string_equal(jsonx_str(d, "message"), "?]0;title?");
+	assert_string_equal(jsonx_str(d, "process"), "py?thon?x?");
+	assert_string_equal(jsonx_str(d, "message"), "?]0;title? caf\xc3\xa9 ?exe.txt??");
 	assert_string_equal(jsonx_str(d, "decision.inputs"),
 			    "code=xid:13 severity=low rule=xid:13 gpu=0000:44:00.0 job=- count=1 "
 			    "window=3600s threshold=1 distinctJobs=0/0 fence=- -> none");
@@ -1286,6 +1295,289 @@ static void test_store_hygiene(void **state)
 	res = send1(w, "r01n01", ev("k79", "xid:79", "0000:44:00.0", NULL, NULL));
 	json_decref(res);
 	assert_int_equal(events_with(w, "HealthDecision", NULL, 0), 1);
+	world_free(w);
+}
+
+/* Report 4b #1: "count" decisions get no audit event of their own (the decision and its inputs
+ * are on the health event), so an agent cannot fill the audit trail with them. */
+static void test_count_not_audited(void **state)
+{
+	struct world *w = world_new();
+	put_node(w, "r01n01", "r01", PHASE_AVAILABLE);
+	put_node(w, "r01n02", "r01", PHASE_AVAILABLE);
+	json_t *res = send1(w, "r01n01", ev("a79", "xid:79", "0000:44:00.0", NULL, NULL));
+	assert_string_equal(action0(res), "hold");
+	json_decref(res);
+	assert_int_equal(events_with(w, "HealthDecision", NULL, 0), 1);
+	/* The held node: a further XID 79 is evidence ("count"); xid:94 (medium, 2 in 1 h) on
+	 * the other node is 1 of 2 ("count"). */
+	res = send1(w, "r01n01", ev("b79", "xid:79", "0000:44:00.0", NULL, NULL));
+	assert_string_equal(action0(res), "count");
+	json_decref(res);
+	res = send1(w, "r01n02", ev("c94", "xid:94", "0000:44:00.0", NULL, NULL));
+	assert_string_equal(action0(res), "count");
+	json_decref(res);
+	assert_int_equal(events_with(w, "HealthDecision", NULL, 0), 1);
+	struct store_kv kv = {0};
+	assert_int_equal(store_get(w->store, "/healthevents/r01n02/c94", &kv), 0);
+	json_t *d = NULL;
+	assert_int_equal(jsonx_parse(kv.value, strlen(kv.value), &d, NULL, 0), 0);
+	store_kv_release(&kv);
+	assert_string_equal(jsonx_str(d, "decision.inputs"),
+			    "code=xid:94 severity=medium rule=xid:94 gpu=0000:44:00.0 job=- count=1 "
+			    "window=3600s threshold=2 distinctJobs=0/3 fence=- -> count");
+	json_decref(d);
+	world_free(w);
+}
+
+/* Report 4b #2: a per-domain limit above the old 128-entry window still opens the breaker at
+ * limit + 1 distinct nodes: 144 nodes of site-a, limit 130. */
+static void test_breaker_large_limit(void **state)
+{
+	struct world *w = world_new();
+	policy_ok(w, "{\"spec\":{\"breaker\":{\"domains\":[\"site\"],\"maxNodes\":3,"
+		     "\"windowSeconds\":3600,\"maxNodesPerDomain\":{\"site\":130}}}}");
+	char name[32], rack[16];
+	for (int i = 1; i <= 144; i++) {
+		snprintf(name, sizeof(name), "r%02dn%02d", (i - 1) / 12 + 1, (i - 1) % 12 + 1);
+		snprintf(rack, sizeof(rack), "r%02d", (i - 1) / 12 + 1);
+		put_node(w, name, rack, PHASE_AVAILABLE);
+	}
+	int holds = 0, suppressed = 0;
+	for (int i = 1; i <= 144; i++) {
+		snprintf(name, sizeof(name), "r%02dn%02d", (i - 1) / 12 + 1, (i - 1) % 12 + 1);
+		json_t *res = send1(w, name, ev("x79", "xid:79", "0000:44:00.0", NULL, NULL));
+		const char *a = action0(res);
+		if (i <= 130)
+			assert_string_equal(a, "hold");
+		else
+			assert_string_equal(a, "suppressed");
+		holds += strcmp(a, "hold") == 0;
+		suppressed += strcmp(a, "suppressed") == 0;
+		json_decref(res);
+		clock_virtual_advance(w->clock, 1 * SEC);
+	}
+	assert_int_equal(holds, 130);
+	assert_int_equal(suppressed, 14);
+	json_t *b = health_breakers(w->h);
+	json_t *items = json_object_get(b, "items");
+	assert_int_equal(json_array_size(items), 1);
+	json_t *doc = json_array_get(items, 0);
+	assert_string_equal(jsonx_str(doc, "metadata.name"), "site.site-a");
+	assert_int_equal(json_array_size(json_object_get(doc, "nodes")), 131);
+	/* The nodes oldest first: r01n01 failed first (the list is cut at 600 bytes). */
+	assert_int_equal(strncmp(jsonx_str(doc, "reason"),
+				 "131 nodes of site site-a had hold-worthy health events within 3600 s "
+				 "(more than 130): r01n01, r01n02, r01n03,",
+				 strlen("131 nodes of site site-a had hold-worthy health events within "
+					"3600 s (more than 130): r01n01, r01n02, r01n03,")),
+			 0);
+	/* 13 later suppressed pairs (the 131st opened it and is noted as well). */
+	assert_int_equal(json_array_size(json_object_get(doc, "suppressed")), 14);
+	json_decref(b);
+	world_free(w);
+}
+
+/* Report 4b #3: one agent sending 100,000 events, each on a GPU of its own, leaves bounded
+ * state: the newest 10,000 ids of the node and 256 count windows. An id forgotten in memory
+ * is still a duplicate while its document is stored. */
+static void test_memory_bounded(void **state)
+{
+	struct world *w = world_new();
+	put_node(w, "r01n01", "r01", PHASE_AVAILABLE);
+	int total = 0;
+	while (total < 100000) {
+		json_t *evs = json_array();
+		for (int k = 0; k < 256 && total < 100000; k++, total++) {
+			char id[32], bus[32];
+			snprintf(id, sizeof(id), "e%d", total);
+			/* domain (i >> 11), bus (i >> 3) & 0xff, function i & 7: all distinct */
+			snprintf(bus, sizeof(bus), "%04x:%02x:00.%d", total >> 11,
+				 (total >> 3) & 0xff, total & 7);
+			json_t *e = ev(id, "aer:correctable", bus, NULL, NULL);
+			json_array_append_new(evs, e);
+		}
+		json_t *rep = json_pack("{s:{s:s, s:i}, s:o}", "agent", "version", "0.4.0",
+					"intervalSeconds", 30, "events", evs);
+		json_t *res = NULL;
+		char err[256] = "";
+		assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep,
+					       clock_wall_ms(w->clock), &res, err, sizeof(err)), 0);
+		json_decref(res);
+		json_decref(rep);
+	}
+	struct health_memory m;
+	health_memory(w->h, &m);
+	assert_int_equal(m.seen, 10000);
+	assert_int_equal(m.windows, 256);
+	assert_int_equal(m.window_entries, 256);
+	assert_int_equal(m.nodes, 1);
+	/* e0 was forgotten in memory long ago; its document is still there: a duplicate. */
+	json_t *rep = json_pack("{s:[o]}", "events", ev("e0", "aer:correctable", "0000:00:00.0",
+							 NULL, NULL));
+	json_t *res = NULL;
+	char err[256] = "";
+	assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep, clock_wall_ms(w->clock),
+				       &res, err, sizeof(err)), 0);
+	assert_int_equal(json_integer_value(json_object_get(res, "accepted")), 0);
+	assert_int_equal(json_integer_value(json_object_get(res, "duplicates")), 1);
+	json_decref(res);
+	json_decref(rep);
+	health_memory(w->h, &m);
+	assert_int_equal(m.seen, 10000);
+	/* After 24 h the sweep forgets every id and every window of the node. */
+	clock_virtual_advance(w->clock, 31LL * 86400 * SEC);
+	health_tick(w->h);
+	health_memory(w->h, &m);
+	assert_int_equal(m.seen, 0);
+	assert_int_equal(m.windows, 0);
+	assert_int_equal(m.nodes, 0);
+	world_free(w);
+}
+
+/* Sends {agent (interval), detectors: dets} as the node's agent (steals dets). */
+static void report_dets(struct world *w, const char *node, int interval, json_t *dets)
+{
+	json_t *rep = json_pack("{s:{s:s, s:i}, s:o, s:[]}", "agent", "version", "0.4.0",
+				"intervalSeconds", interval, "detectors", dets, "events");
+	json_t *res = NULL;
+	char err[256] = "", actor[64];
+	snprintf(actor, sizeof(actor), "agent:%s", node);
+	assert_int_equal(health_report(w->h, node, actor, rep, clock_wall_ms(w->clock), &res, err,
+				       sizeof(err)), 0);
+	json_decref(res);
+	json_decref(rep);
+}
+
+static void assert_cond(struct world *w, const char *node, const char *type,
+			enum cond_status st, const char *reason, const char *msg)
+{
+	struct node *n = get_node(w, node);
+	const struct node_condition *c = node_condition_get(n, type);
+	assert_non_null(c);
+	assert_int_equal(c->status, st);
+	assert_string_equal(c->reason, reason);
+	if (msg)
+		assert_string_equal(c->message, msg);
+	node_free(n);
+}
+
+/* Report 4b #6: a detector reporting unhealthy while nothing is held makes GPUHealthy
+ * Unknown/DetectorUnhealthy naming it - never True, never left as it was. */
+static void test_detector_unhealthy(void **state)
+{
+	struct world *w = world_new();
+	put_node(w, "r01n01", "r01", PHASE_AVAILABLE);
+	report_dets(w, "r01n01", 30,
+		    json_pack("[{s:s, s:b, s:s}, {s:s, s:b, s:s}]", "name", "kernel", "live", 1,
+			      "status", "ok", "name", "nvidia-smi", "live", 1, "status", "ok"));
+	assert_cond(w, "r01n01", "GPUHealthy", COND_TRUE, "DetectorsOk", NULL);
+	report_dets(w, "r01n01", 30,
+		    json_pack("[{s:s, s:b, s:s}, {s:s, s:b, s:s, s:s}]", "name", "kernel", "live", 1,
+			      "status", "ok", "name", "nvidia-smi", "live", 1, "status",
+			      "unhealthy", "message", "1 finding: thermal:hw_slowdown on GPU 3"));
+	assert_cond(w, "r01n01", "GPUHealthy", COND_UNKNOWN, "DetectorUnhealthy",
+		    "status unhealthy from: nvidia-smi (1 finding: thermal:hw_slowdown on GPU 3); "
+		    "no health hold (see the node's health events)");
+	report_dets(w, "r01n01", 30,
+		    json_pack("[{s:s, s:b, s:s}]", "name", "nvidia-smi", "live", 1, "status",
+			      "unhealthy"));
+	assert_cond(w, "r01n01", "GPUHealthy", COND_UNKNOWN, "DetectorUnhealthy",
+		    "status unhealthy from: nvidia-smi; no health hold (see the node's health "
+		    "events)");
+	report_dets(w, "r01n01", 30,
+		    json_pack("[{s:s, s:b, s:s}]", "name", "nvidia-smi", "live", 1, "status", "ok"));
+	assert_cond(w, "r01n01", "GPUHealthy", COND_TRUE, "DetectorsOk", NULL);
+	world_free(w);
+}
+
+/* Report 4b #8: every suppressed pair of a node replayed at a reset is accounted for: the
+ * node's other suppressed events are evidence of the hold it gets. */
+static void test_replay_evidence(void **state)
+{
+	struct world *w = world_new();
+	char name[32], id[32];
+	for (int i = 1; i <= 4; i++) {
+		snprintf(name, sizeof(name), "r06n%02d", i);
+		put_node(w, name, "r06", PHASE_AVAILABLE);
+		snprintf(id, sizeof(id), "x%d", i);
+		json_t *res = send1(w, name, ev(id, "xid:79", "0000:18:00.0", NULL, NULL));
+		assert_string_equal(action0(res), i <= 3 ? "hold" : "suppressed");
+		json_decref(res);
+	}
+	json_t *res = send1(w, "r06n04", ev("x4b", "xid:48", "0000:19:00.0", NULL, NULL));
+	assert_string_equal(action0(res), "suppressed");
+	json_decref(res);
+	char err[256];
+	assert_int_equal(health_breaker_reset_ex(w->h, "rack.r06", "operator:alice", "PDU fixed", 1,
+						 &res, err, sizeof(err)), 0);
+	char *s = jsonx_dumps(res);
+	assert_string_equal(s, "{\"kind\":\"HealthBreaker\",\"metadata\":{\"name\":\"rack.r06\"},"
+			       "\"state\":\"closed\",\"replay\":true,\"held\":[\"r06n04\"],"
+			       "\"evidence\":[{\"node\":\"r06n04\",\"event\":\"x4b\",\"code\":"
+			       "\"xid:48\",\"of\":\"r06n04.x4\"}],\"unheld\":[]}");
+	free(s);
+	json_decref(res);
+	struct node *n = get_node(w, "r06n04");
+	assert_int_equal(n->remediation.nevents, 2);
+	assert_string_equal(n->remediation.events[0], "r06n04.x4");
+	assert_string_equal(n->remediation.events[1], "r06n04.x4b");
+	node_free(n);
+	char msg[1200];
+	assert_int_equal(events_with(w, "BreakerReset", msg, sizeof(msg)), 1);
+	assert_string_equal(msg, "correlated-failure breaker rack.r06 closed by operator:alice: PDU "
+				 "fixed; replayed, held: r06n04; evidence: r06n04.x4b (xid:48) "
+				 "evidence of r06n04.x4");
+
+	/* Without replay both pairs of the node are listed as left unheld. */
+	for (int i = 5; i <= 8; i++) {
+		snprintf(name, sizeof(name), "r07n%02d", i);
+		put_node(w, name, "r07", PHASE_AVAILABLE);
+		snprintf(id, sizeof(id), "y%d", i);
+		res = send1(w, name, ev(id, "xid:79", "0000:18:00.0", NULL, NULL));
+		json_decref(res);
+	}
+	res = send1(w, "r07n08", ev("y8b", "xid:48", "0000:19:00.0", NULL, NULL));
+	assert_string_equal(action0(res), "suppressed");
+	json_decref(res);
+	assert_int_equal(health_breaker_reset_ex(w->h, "rack.r07", "operator:alice", "checked", 0,
+						 &res, err, sizeof(err)), 0);
+	s = jsonx_dumps(json_object_get(res, "unheld"));
+	assert_string_equal(s, "[{\"node\":\"r07n08\",\"event\":\"y8\",\"code\":\"xid:79\","
+			       "\"reason\":\"replay not requested\"},{\"node\":\"r07n08\",\"event\":"
+			       "\"y8b\",\"code\":\"xid:48\",\"reason\":\"replay not requested\"}]");
+	free(s);
+	json_decref(res);
+	world_free(w);
+}
+
+/* An agent run once (intervalSeconds 0) is alive at its report and arms no heartbeat; it
+ * leaves a heartbeating agent's watch alone. */
+static void test_interval_zero(void **state)
+{
+	struct world *w = world_new();
+	put_node(w, "r01n01", "r01", PHASE_AVAILABLE);
+	json_t *dets = json_pack("[{s:s, s:b, s:s}]", "name", "kernel", "live", 1, "status", "ok");
+	report_dets(w, "r01n01", 0, json_deep_copy(dets));
+	assert_cond(w, "r01n01", "AgentAlive", COND_TRUE, "Report",
+		    "agent 0.4.0 reported once (intervalSeconds 0: it does not heartbeat)");
+	clock_virtual_advance(w->clock, 600 * SEC);
+	health_tick(w->h);
+	assert_int_equal(events_with(w, "AgentHeartbeatMissed", NULL, 0), 0);
+	assert_cond(w, "r01n01", "AgentAlive", COND_TRUE, "Report", NULL);
+	/* A heartbeating agent, then a run once: the watch of the first stays and fires. */
+	report_dets(w, "r01n01", 30, json_deep_copy(dets));
+	assert_cond(w, "r01n01", "AgentAlive", COND_TRUE, "Heartbeat",
+		    "agent 0.4.0 reports every 30 s");
+	clock_virtual_advance(w->clock, 50 * SEC);
+	report_dets(w, "r01n01", 0, json_deep_copy(dets));
+	assert_cond(w, "r01n01", "AgentAlive", COND_TRUE, "Heartbeat", NULL);
+	clock_virtual_advance(w->clock, 41 * SEC);
+	health_tick(w->h);
+	assert_int_equal(events_with(w, "AgentHeartbeatMissed", NULL, 0), 1);
+	assert_cond(w, "r01n01", "AgentAlive", COND_FALSE, "HeartbeatMissed",
+		    "no agent report for 91 s (timeout 90 s)");
+	json_decref(dets);
 	world_free(w);
 }
 
@@ -1311,6 +1603,12 @@ int main(void)
 		cmocka_unit_test(test_job_fault_jobs_excluded),
 		cmocka_unit_test(test_dry_run_breaker),
 		cmocka_unit_test(test_store_hygiene),
+		cmocka_unit_test(test_count_not_audited),
+		cmocka_unit_test(test_breaker_large_limit),
+		cmocka_unit_test(test_memory_bounded),
+		cmocka_unit_test(test_detector_unhealthy),
+		cmocka_unit_test(test_replay_evidence),
+		cmocka_unit_test(test_interval_zero),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
