@@ -258,7 +258,9 @@ int agent_put_report(struct agent *a)
 	json_t *ag = json_object();
 	json_object_set_new(ag, "version", json_string(AGENT_VERSION));
 	json_object_set_new(ag, "bootId", agent_str(a->cfg.boot_id));
-	json_object_set_new(ag, "intervalSeconds", json_integer(a->cfg.interval_s));
+	/* 0: a --once run sends no heartbeats, so the server must not expect the next report
+	 * (break report 4b #9; docs/api.md, agent.intervalSeconds) */
+	json_object_set_new(ag, "intervalSeconds", json_integer(a->cfg.once ? 0 : a->cfg.interval_s));
 	if (a->cfg.job && *a->cfg.job)
 		json_object_set_new(ag, "job", agent_str(a->cfg.job));
 	json_object_set_new(doc, "agent", ag);

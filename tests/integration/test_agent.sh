@@ -7,6 +7,10 @@
 # state dir is counted as 5 duplicates by the server. Then the agent follows a log that grows by
 # 200 copies of that real file, is killed with SIGKILL half-way, and a --once restart leaves
 # exactly one stored event per Xid line: 1,000 more. Kernel logs: tests/data/agent (SOURCES.md).
+# On n2: a cut-off nvidia-smi -q file is no event and GPUHealthy Unknown (never
+# gpu:count_mismatch); the healthy H100 sample sends its 8 power brake notices and gives
+# GPUHealthy True; a --once report says intervalSeconds 0; a local write failure counts all
+# 300 events not in the outbox (break report 4b #5, #6, #9, #10).
 . "$(dirname "$0")/lib.sh"
 DATA=$ROOT/tests/data/agent
 start_serve "$WORK/d" --sim 0 --sim-speed 0
@@ -24,7 +28,10 @@ agent() { # runs the agent with the agent token; sets RC, ERR
 }
 summary() { grep '^agent: ' <<<"$ERR" || true; }
 nevents() { # CODE: health events of n1 with CODE
-	"$FP" health events --node n1 --code "$1" --limit 0 -o json | jq '.items | length'
+	nevents_of n1 "$1"
+}
+nevents_of() { # NODE CODE: health events of NODE with CODE
+	"$FP" health events --node "$1" --code "$2" --limit 0 -o json | jq '.items | length'
 }
 
 # 1. One real Xid 79 line: accepted, decided "hold", a remediation for xid:79 starts.
@@ -138,4 +145,51 @@ assert_eq 0 "$RC" "agent --nvidia-smi /nonexistent, new state dir parents: exit 
 assert_eq "700" "$(stat -c %a "$WORK/new/parent")" "mode of a created state dir parent"
 grep -qx "warning: --nvidia-smi /nonexistent: detector nvidia-smi not live (ProbeFailed): open /nonexistent: No such file or directory" <<<"$ERR" ||
 	fail "no warning for --nvidia-smi /nonexistent: $ERR"
+
+# 6. The nvidia-smi detector on node n2 (break report 4b #5, #6, #9). A cut-off -q file (the
+# real H100 sample's first 3000 bytes, as a reader sees `nvidia-smi -q > file` being rewritten)
+# is not a missing GPU: no event, the detector unknown, GPUHealthy Unknown.
+"$FP" node enroll -f - <<<'{"items":[{"metadata":{"name":"n2"},"spec":{"bmc":{"driver":"sim"},"gpus":{"count":8}}}]}' >/dev/null
+for i in $(seq 1 60); do
+	[ "$("$FP" node get n2 -o json | jq -r .status.phase)" = available ] && break
+	sleep 0.5
+done
+AG2=$("$FP" token create --role agent --name n2 --node n2 | tail -n 1)
+SMI=$ROOT/tests/data/nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt
+head -c 3000 "$SMI" >"$WORK/cut.txt"
+agent2() {
+	set +e
+	FLEETPLANE_TOKEN=$AG2 "$FP" agent --node n2 "$@" >"$WORK/agent.out" 2>"$WORK/agent.err"
+	RC=$?
+	set -e
+	ERR=$(cat "$WORK/agent.err")
+}
+agent2 --nvidia-smi "$WORK/cut.txt" --expected-gpus 8 --once --state-dir "$WORK/n2a" --boot-id boot-n2
+assert_eq 0 "$RC" "agent --nvidia-smi cut-off file: exit code ($ERR)"
+assert_eq "agent: 1 reports sent, 0 rejected, 0 events, 0 accepted, 0 duplicates, 0 events still buffered" \
+	"$(summary)" "agent --nvidia-smi cut-off file: summary"
+assert_eq 0 "$("$FP" health events --node n2 --limit 0 -o json | jq '.items | length')" \
+	"n2 health events after a cut-off nvidia-smi file"
+assert_eq "Unknown" "$(cond n2 GPUHealthy | cut -d' ' -f1)" "n2 GPUHealthy after a cut-off nvidia-smi file"
+# The whole healthy H100 sample: 8 power:brake_slowdown notices are events, but the detector
+# is ok, so GPUHealthy turns True. A --once report says it does not heartbeat.
+agent2 --nvidia-smi "$SMI" --expected-gpus 8 --once --state-dir "$WORK/n2a" --boot-id boot-n2
+assert_eq 0 "$RC" "agent --nvidia-smi healthy H100: exit code ($ERR)"
+assert_eq "agent: 1 reports sent, 0 rejected, 8 events, 8 accepted, 0 duplicates, 0 events still buffered" \
+	"$(summary)" "agent --nvidia-smi healthy H100: summary"
+assert_eq 8 "$(nevents_of n2 power:brake_slowdown)" "n2 power:brake_slowdown events"
+assert_eq "True" "$(cond n2 GPUHealthy | cut -d' ' -f1)" "n2 GPUHealthy with the healthy H100 sample"
+assert_eq "True" "$(cond n2 AgentAlive | cut -d' ' -f1)" "n2 AgentAlive after a --once report"
+"$FP" node get n2 -o json | jq -r '.status.conditions[] | select(.type == "AgentAlive") | .message' >"$WORK/alive.txt"
+grep -q "intervalSeconds 0" "$WORK/alive.txt" || fail "n2 AgentAlive does not say the agent reported once: $(cat "$WORK/alive.txt")"
+
+# 7. A local write failure with more events than one report (break report 4b #10): the real
+# gpud log 60 times over holds 300 Xid 119 events; the message counts all 300, not the 256 of
+# the report that failed.
+for i in $(seq 1 60); do cat "$DATA/dmesg-xid119-gsp-timeout.log"; done >"$WORK/long.log"
+mkdir -p "$WORK/n2b/outbox/00000000000000000001.json.tmp"
+agent2 --kernel-log "$WORK/long.log" --once --state-dir "$WORK/n2b" --boot-id boot-n2
+assert_eq 4 "$RC" "agent --once, 300 events, outbox unwritable: exit code ($ERR)"
+grep -q "^error: a local write under $WORK/n2b failed, not the API: outbox write failed: create $WORK/n2b/outbox/00000000000000000001.json.tmp: Is a directory; 300 events found are not in the outbox yet" <<<"$ERR" ||
+	fail "local write failure message with 300 events: $ERR"
 echo "ok test_agent"

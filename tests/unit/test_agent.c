@@ -1133,6 +1133,9 @@ static void test_notices(void **state)
 	json_t *d = body_detector(f, 0, "nvidia-smi");
 	assert_string_equal(jsonx_str(d, "status"), "ok");
 	assert_true(json_is_true(json_object_get(d, "live")));
+	assert_int_equal(json_integer_value(jsonx_path(json_array_get(f->bodies, 0),
+						       "agent.intervalSeconds")),
+			 0);
 	assert_int_equal(count_code(f, "power:brake_slowdown", ids, 16), 8);
 	assert_int_equal(f->nids, 8);
 	agent_free(a);
