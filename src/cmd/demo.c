@@ -363,33 +363,72 @@ static int fail(struct demo *d, const char *what, int rc)
 #define DEMO_BUDGET "demo-rack"
 #define DEMO_HEALTH_NODES 3
 
+/* How a demo line is stamped when it is written: the published lines carry their own dates
+ * (2025), which would make "today's" demo incident a year old in `fleetplane health events`
+ * (event time = the line's own absolute time) and stale for the health policy. So each is
+ * written with the current time in the same prefix format it was published with. */
+enum demo_stamp {
+	DEMO_STAMP_NONE,   /* the line has no timestamp: the agent uses when it read it */
+	DEMO_STAMP_SYSLOG, /* syslog "Dec  2 11:38:47 " (strftime "%b %e %H:%M:%S ", no year) */
+	DEMO_STAMP_CTIME,  /* dmesg --ctime/-T "[Sun Feb 23 16:24:18 2025] " (util-linux
+			    * dmesg: strftime "%a %b %e %H:%M:%S %Y") */
+};
+
 struct demo_xid {
 	const char *code; /* the event code the agent's kernel parser derives */
-	const char *line; /* the kernel log line, as published */
+	enum demo_stamp stamp;
+	const char *published; /* the published timestamp prefix replaced by the current time
+				* ("" for DEMO_STAMP_NONE), for the comment in the demo's output */
+	const char *line; /* the rest of the kernel log line, as published (byte for byte after
+			   * the timestamp prefix) */
 };
 
 static const struct demo_xid demo_xids[DEMO_HEALTH_NODES] = {
 	/* tests/data/kernel/xid-and-gpu-kernel-lines-from-issues.log: the single-line form quoted
 	 * in https://github.com/NVIDIA/NVSentinel/issues/155 (maintainer comment). XID 79 "GPU
-	 * has fallen off the bus": a GPU reset is impossible, the ladder starts at reboot. */
-	{"xid:79", "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus"},
+	 * has fallen off the bus": a GPU reset is impossible, the ladder starts at reboot. No
+	 * timestamp in the source: written as it is. */
+	{"xid:79", DEMO_STAMP_NONE, "",
+	 "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus"},
 	/* https://github.com/NVIDIA/gpu-operator/issues/1146 (issue description, `grep -i nvrm
 	 * /var/log/syslog`; GitHub ToS): syslog form with host and uptime; the host "worker4"
-	 * replaced with "node001" as tests/data/kernel does, nothing else changed. Not in
-	 * tests/data/kernel (it has no XID 48 line). XID 48 double-bit ECC error: ladder
-	 * gpu_reset > reboot > reimage > rma. */
-	{"xid:48",
-	 "Dec  2 11:38:47 node001 kernel: [  219.470994] NVRM: Xid (PCI:0000:07:00): 48, "
+	 * replaced with "node001" as tests/data/kernel does, and the syslog stamp
+	 * "Dec  2 11:38:47 " replaced by the current time (UTC, the same format); nothing else
+	 * changed. Not in tests/data/kernel (it has no XID 48 line). XID 48 double-bit ECC
+	 * error: ladder gpu_reset > reboot > reimage > rma. */
+	{"xid:48", DEMO_STAMP_SYSLOG, "Dec  2 11:38:47 ",
+	 "node001 kernel: [  219.470994] NVRM: Xid (PCI:0000:07:00): 48, "
 	 "pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been "
 	 "detected on GPU in the framebuffer at physAddr 0x7fffa8860 partition 7, subpartition 1."},
 	/* tests/data/kernel/dmesg-xid119-gsp-timeout.log line 3, from
 	 * https://github.com/leptonai/gpud/blob/main/components/accelerator/nvidia/xid/testdata/dmesg-with-xid-119.log
-	 * (Apache-2.0), dmesg --ctime form. XID 119 GSP RPC timeout: gpu_reset first. */
-	{"xid:119",
-	 "[Sun Feb 23 16:24:18 2025] NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, name=nvidia-smi, "
+	 * (Apache-2.0), dmesg --ctime form; the stamp "[Sun Feb 23 16:24:18 2025] " replaced by
+	 * the current time (UTC, the same format), the message unchanged. XID 119 GSP RPC
+	 * timeout: gpu_reset first. */
+	{"xid:119", DEMO_STAMP_CTIME, "[Sun Feb 23 16:24:18 2025] ",
+	 "NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, name=nvidia-smi, "
 	 "Timeout after 6s of waiting for RPC response from GPU4 GSP! Expected function 103 "
 	 "(GSP_RM_ALLOC) (0x2081 0x4)."},
 };
+
+/* Writes x's line into out (len bytes) with the timestamp prefix of its format for the Unix
+ * time now (seconds), in UTC: the agent's kernel parser reads syslog and ctime stamps as UTC
+ * (agent/kernlog.h). Returns the length, or -1 when it does not fit. */
+static int demo_line(const struct demo_xid *x, time_t now, char *out, size_t len)
+{
+	char stamp[64] = "";
+	struct tm tm;
+	if (x->stamp != DEMO_STAMP_NONE) {
+		if (!gmtime_r(&now, &tm))
+			return -1;
+		const char *fmt = x->stamp == DEMO_STAMP_SYSLOG ? "%b %e %H:%M:%S "
+								: "[%a %b %e %H:%M:%S %Y] ";
+		if (strftime(stamp, sizeof(stamp), fmt, &tm) == 0)
+			return -1;
+	}
+	int n = snprintf(out, len, "%s%s", stamp, x->line);
+	return n > 0 && (size_t)n < len ? n : -1;
+}
 
 /* One node of the scenario and what the demo last printed about it. */
 struct hnode {
@@ -536,9 +575,11 @@ static int mkdir_one(const char *path)
 	return mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : -1;
 }
 
-/* Appends x->line to <data-dir>/agents/<node>/kern.log (a kernel log grows; the agent's
- * cursor in state/ resumes at what it read last time). */
-static int write_kernel_line(struct demo *d, const struct hnode *h, char *logpath, size_t len)
+/* Appends h->x's line, stamped with the current time (demo_line), to
+ * <data-dir>/agents/<node>/kern.log (a kernel log grows; the agent's cursor in state/ resumes
+ * at what it read last time). The line written, without its newline, is left in line. */
+static int write_kernel_line(struct demo *d, const struct hnode *h, char *logpath, size_t len,
+			     char *line, size_t linelen)
 {
 	char dir[4300];
 	snprintf(dir, sizeof(dir), "%s/agents", d->data_dir);
@@ -551,9 +592,13 @@ static int write_kernel_line(struct demo *d, const struct hnode *h, char *logpat
 	int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
-	char buf[1024];
-	int n = snprintf(buf, sizeof(buf), "%s\n", h->x->line);
-	int ok = n > 0 && (size_t)n < sizeof(buf) && write(fd, buf, (size_t)n) == n;
+	int n = demo_line(h->x, time(NULL), line, linelen - 1);
+	int ok = n > 0;
+	if (ok) {
+		line[n] = '\n';
+		ok = write(fd, line, (size_t)n + 1) == n + 1;
+		line[n] = 0;
+	}
 	return close(fd) == 0 && ok ? 0 : -1;
 }
 
@@ -775,11 +820,12 @@ static int demo_health(struct demo *d, struct health_result *r)
 		json_decref(n);
 	}
 	for (size_t i = 0; i < nn; i++) {
-		char *secret = NULL, logpath[4400];
+		char *secret = NULL, logpath[4400], line[1024];
 		const char *what = NULL;
 		if ((rc = agent_token(d, hn[i].name, &secret)) < 0)
 			what = "creating an agent token";
-		else if (write_kernel_line(d, &hn[i], logpath, sizeof(logpath)) < 0)
+		else if (write_kernel_line(d, &hn[i], logpath, sizeof(logpath), line,
+					   sizeof(line)) < 0)
 			what = "writing a kernel log under the data dir";
 		if (what) {
 			fp_free_secret(secret);
@@ -787,8 +833,10 @@ static int demo_health(struct demo *d, struct health_result *r)
 				waitpid(hn[k].agent, NULL, 0);
 			return hfail(d, what, rc < 0 ? rc : FP_EIO);
 		}
-		printf("  %-8s kernel log %s gets a real line:\n           %s\n", hn[i].name, logpath,
-		       hn[i].x->line);
+		printf("  %-8s kernel log %s gets a real line%s%s%s:\n           %s\n",
+		       hn[i].name, logpath, *hn[i].x->published ? " (its stamp \"" : "",
+		       hn[i].x->published,
+		       *hn[i].x->published ? "\" replaced by the current time)" : "", line);
 		hn[i].agent = start_agent(d, &hn[i], logpath, secret);
 		fp_free_secret(secret);
 		if (hn[i].agent < 0) {
