@@ -209,10 +209,49 @@ static void get_key(struct api_req *r, const char *key, const char *what, const 
 
 /* ---------------------------------------------------------------- agent report */
 
+/* The per-node report limit (report_limit.c): 0 when the report may go on; else answers 429
+ * with Retry-After (whole seconds, rounded up; RFC 9110 section 10.2.3) and a problem naming
+ * the limit ("limit": "reports" | "events" | "nodes", "retryAfterSeconds"), and returns 1.
+ * Counted before the body is validated, so a flood of bad reports is limited too. */
+static int report_limited(struct api_req *r, const char *node, size_t nevents)
+{
+	struct api_report_limiter *l = r->srv->report_limit;
+	enum api_report_limit_kind kind;
+	int64_t left = 0;
+	int64_t wait = api_report_limit_take(l, node, nevents, &kind, &left);
+	if (wait <= 0)
+		return 0;
+	long long secs = (wait + 999) / 1000;
+	const struct api_report_limit *c = api_report_limit_config(l);
+	static const char *const names[] = {"", "reports", "events", "nodes"};
+	json_t *ext = json_pack("{s:s,s:I}", "limit", names[kind], "retryAfterSeconds",
+				(json_int_t)secs);
+	if (kind == API_REPORT_LIMIT_EVENTS)
+		api_problem_ext(r, 429, ext,
+				"node %s: report rate limit: events: %ld per minute (at most %lld "
+				"at once); this report has %zu events and %lld are left; retry "
+				"after %lld s; nothing of this report was recorded",
+				node, c->events_per_min, (long long)api_report_limit_events_burst(l),
+				nevents, (long long)left, secs);
+	else if (kind == API_REPORT_LIMIT_REPORTS)
+		api_problem_ext(r, 429, ext,
+				"node %s: report rate limit: reports: %g per second (at most %ld at "
+				"once); retry after %lld s; nothing of this report was recorded",
+				node, c->reports_per_s, c->burst, secs);
+	else
+		api_problem_ext(r, 429, ext,
+				"report rate limit: %d nodes are tracked and none is idle; retry "
+				"after %lld s; nothing of this report was recorded",
+				API_REPORT_LIMIT_MAX_NODES, secs);
+	api_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, api_printf(r, "%lld", secs));
+	return 1;
+}
+
 /* POST /v1/nodes/{name}:report: the node agent's report (design shape {"agent","detectors",
  * "events"}), validated and applied by the health controller (health_report): 200 {"accepted",
- * "duplicates","decisions"}, 422 with "field" for bad input, 404 for an unknown node. Repeats
- * of an event id are duplicates, so a retried report needs no Idempotency-Key. */
+ * "duplicates","decisions"}, 422 with "field" for bad input, 404 for an unknown node, 429 over
+ * the node's report rate limit (report_limited). Repeats of an event id are duplicates, so a
+ * retried report needs no Idempotency-Key. */
 void api_node_report(struct api_req *r)
 {
 	const struct api_health_hooks *h = &r->srv->cfg.health;
@@ -225,6 +264,8 @@ void api_node_report(struct api_req *r)
 	if (!have_health(r, (const void *)h->report))
 		return;
 	const char *name = r->params[0];
+	if (report_limited(r, name, json_array_size(json_object_get(body, "events"))))
+		return;
 	json_t *result = NULL;
 	char err[512] = "";
 	int rc = h->report(h->arg, name, api_actor(r), body, api_now(r), &result, err,

@@ -25,6 +25,7 @@ struct store_op;
 
 struct watch_hub;
 struct api_pool;
+struct api_report_limiter;
 
 struct api_server {
 	struct api_config cfg;
@@ -40,6 +41,7 @@ struct api_server {
 	atomic_uint event_seq; /* event id suffixes: ordered within a millisecond */
 	struct metric_family *m_requests;
 	struct metric_family *m_duration;
+	struct api_report_limiter *report_limit; /* report_limit.c: per-node :report limit */
 };
 
 struct api_req;
@@ -256,5 +258,36 @@ void api_rma_get(struct api_req *r);
 
 /* Node rendering for responses and watch: stored document -> public document. */
 json_t *api_node_render(struct api_req *r, const json_t *doc, int64_t mod_rev);
+
+/* --- the per-node report limit (report_limit.c; server.h struct api_report_limit) --- */
+#define API_REPORT_MAX_EVENTS 256            /* events in one report (design contract) */
+#define API_REPORT_LIMIT_MAX_NODES 100000    /* nodes tracked at once; then 429 "nodes" */
+
+enum api_report_limit_kind {
+	API_REPORT_LIMIT_OK = 0,
+	API_REPORT_LIMIT_REPORTS, /* the reports bucket is empty */
+	API_REPORT_LIMIT_EVENTS,  /* the events bucket holds fewer than the report's events */
+	API_REPORT_LIMIT_NODES,   /* API_REPORT_LIMIT_MAX_NODES nodes tracked, none idle */
+};
+
+/* api_report_limit_resolve fills out from in (NULL = all defaults): zero members become the
+ * API_REPORT_LIMIT_* defaults, burst <= 0 becomes the default, negatives stay (= off). */
+void api_report_limit_resolve(const struct api_report_limit *in, struct api_report_limit *out);
+/* api_report_limiter_new returns a limiter owned by the server (free with
+ * api_report_limiter_free; NULL is a no-op). cfg is copied (resolved); clock is borrowed and
+ * must outlive the limiter, or NULL to use a real clock of its own. Thread-safe. */
+struct api_report_limiter *api_report_limiter_new(const struct api_report_limit *cfg,
+						  struct fp_clock *clock);
+void api_report_limiter_free(struct api_report_limiter *l);
+/* api_report_limit_take admits one report of nevents events for node (borrowed, copied when
+ * first seen): returns 0 and takes one report token and nevents event tokens (nevents is
+ * counted up to the events bucket's size), or returns the milliseconds (> 0) until the
+ * report would fit, taking nothing, with *kind naming the limit hit and, for
+ * API_REPORT_LIMIT_EVENTS, *left the whole event tokens there now. */
+int64_t api_report_limit_take(struct api_report_limiter *l, const char *node, size_t nevents,
+			      enum api_report_limit_kind *kind, int64_t *left);
+/* The resolved configuration, and the events bucket's size (for messages). */
+const struct api_report_limit *api_report_limit_config(const struct api_report_limiter *l);
+int64_t api_report_limit_events_burst(const struct api_report_limiter *l);
 
 #endif

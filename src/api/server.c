@@ -1096,6 +1096,7 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 					   "response, by method and status code.",
 					   "method,code", metrics_buckets_fast,
 					   METRICS_BUCKETS_FAST_N);
+	srv->report_limit = api_report_limiter_new(&cfg->report_limit, cfg->clock);
 	srv->auth = api_auth_new(cfg->store, err, errlen);
 	if (!srv->auth)
 		goto fail;
@@ -1172,6 +1173,7 @@ void api_server_free(struct api_server *srv)
 	if (srv->mhd)
 		MHD_stop_daemon(srv->mhd);
 	api_auth_free(srv->auth);
+	api_report_limiter_free(srv->report_limit);
 	fp_rng_release(&srv->own_rng);
 	free(srv);
 }

@@ -76,6 +76,21 @@ struct api_health_hooks {
 	void *arg;
 };
 
+/* The per-node limit on agent reports, POST /v1/nodes/{name}:report (docs/api.md "Report
+ * rate limit"), whoever sends them (agent, operator or admin token): a token bucket of
+ * reports (reports_per_s, burst) and one of events (events_per_min; the bucket holds a
+ * minute's worth, at least one full report of 256 events). A report over either limit is
+ * answered 429 with Retry-After and nothing of it is recorded. Zero members take the defaults
+ * below; reports_per_s < 0 or events_per_min < 0 turns that limit off. */
+#define API_REPORT_LIMIT_RATE 5.0           /* reports per second per node */
+#define API_REPORT_LIMIT_BURST 20           /* reports at once per node */
+#define API_REPORT_LIMIT_EVENTS_PER_MIN 6000 /* events per minute per node */
+struct api_report_limit {
+	double reports_per_s;
+	long burst;
+	long events_per_min;
+};
+
 typedef int (*api_ready_fn)(void *arg);
 
 struct api_config {
@@ -92,6 +107,7 @@ struct api_config {
 	struct api_node_view node_view; /* get_json NULL = read the store */
 	struct api_agent_hooks agent;   /* agent callbacks; NULL hooks = 503 */
 	struct api_health_hooks health; /* health reports, policies, breakers, budget status */
+	struct api_report_limit report_limit; /* per-node limit on :report; {0} = defaults */
 	/* Tuning; 0 = defaults (1000 connections, 60 s idle timeout, 1 poll thread; the
 	 * FLEETPLANE_API_THREADS environment variable overrides the default thread count). */
 	unsigned connection_limit;

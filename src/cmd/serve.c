@@ -81,6 +81,7 @@ struct serve {
 	struct budget_svc *budget; /* the disruption-budget service (lifecycle, API status) */
 	struct health *health;     /* the health controller (agent reports, policy, breakers) */
 	long heartbeat_timeout_s;  /* --heartbeat-timeout; 0 = 3 x the agent's interval, >= 90 s */
+	struct api_report_limit report_limit; /* --report-rate/-burst/-events; 0 = off (-1) */
 	struct lifecycle *lc;
 	struct api_server *api;
 	/* Timer callbacks (sim agent reports, housekeeping) hold the read side while they hand
@@ -100,7 +101,8 @@ static void usage(FILE *f)
 		"                        [--bmc-credentials-dir DIR] [--bmc-concurrency N]\n"
 		"                        [--bmc-min-interval MS] [--bmc-timeout SECONDS]\n"
 		"                        [--bmc-breaker-failures N] [--new-secret-key]\n"
-		"                        [--heartbeat-timeout SECONDS]\n"
+		"                        [--heartbeat-timeout SECONDS] [--report-rate R]\n"
+		"                        [--report-burst N] [--report-events N]\n"
 		"                        [--log-level debug|info|warn|error]\n"
 		"\n"
 		"  --data-dir DIR      store, admin.token, secret.key and state live here\n"
@@ -127,7 +129,12 @@ static void usage(FILE *f)
 		"  --bmc-breaker-failures N  consecutive timeouts or connection failures after which\n"
 		"                      a BMC is left alone until a probe answers (default 5)\n"
 		"  --heartbeat-timeout SECONDS  a node agent silent this long gets AgentAlive False\n"
-		"                      (default 0: 3 x the agent's reported interval, at least 90 s)\n");
+		"                      (default 0: 3 x the agent's reported interval, at least 90 s)\n"
+		"  --report-rate R     agent reports (POST /v1/nodes/{name}:report) per second per\n"
+		"                      node (default 5; 0 = no limit); over it: 429, Retry-After\n"
+		"  --report-burst N    reports a node may send at once (default 20; 1..100000)\n"
+		"  --report-events N   events in reports per minute per node (default 6000;\n"
+		"                      0 = no limit; the bucket holds at least 256, one report)\n");
 }
 
 static int parse_double(const char *s, double lo, double hi, double *out)
@@ -635,6 +642,9 @@ int cmd_serve(int argc, char **argv)
 		{"bmc-breaker-failures", required_argument, NULL, 'F'},
 		{"new-secret-key", no_argument, NULL, 'K'},
 		{"heartbeat-timeout", required_argument, NULL, 'H'},
+		{"report-rate", required_argument, NULL, 'R'},
+		{"report-burst", required_argument, NULL, 'U'},
+		{"report-events", required_argument, NULL, 'E'},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	int c, exec_threads_set = 0;
 	long v;
@@ -752,6 +762,34 @@ int cmd_serve(int argc, char **argv)
 					optarg);
 				return 2;
 			}
+			break;
+		case 'R': {
+			double rate;
+			if (parse_double(optarg, 0, 100000, &rate) < 0) {
+				fprintf(stderr, "error: --report-rate: \"%s\" is not a number 0..100000 "
+						"(reports per second per node; 0 = no limit)\n",
+					optarg);
+				return 2;
+			}
+			sv.report_limit.reports_per_s = rate == 0 ? -1 : rate;
+			break;
+		}
+		case 'U':
+			if (parse_long(optarg, 1, 100000, &sv.report_limit.burst) < 0) {
+				fprintf(stderr, "error: --report-burst: \"%s\" is not 1..100000 "
+						"reports\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'E':
+			if (parse_long(optarg, 0, 100000000, &v) < 0) {
+				fprintf(stderr, "error: --report-events: \"%s\" is not 0..100000000 "
+						"(events per minute per node; 0 = no limit)\n",
+					optarg);
+				return 2;
+			}
+			sv.report_limit.events_per_min = v == 0 ? -1 : v;
 			break;
 		case 'h':
 			usage(stdout);
@@ -954,7 +992,8 @@ int cmd_serve(int argc, char **argv)
 					     .breaker_reset_ex = hook_breaker_reset_ex,
 					     .budget_status = hook_budget_status,
 					     .budget_invalidate = hook_budget_invalidate,
-					     .arg = &sv}};
+					     .arg = &sv},
+				  .report_limit = sv.report_limit};
 	sv.api = api_server_new(&acfg, err, sizeof(err));
 	if (!sv.api) {
 		fprintf(stderr, "error: cannot start the API on %s: %s\n", sv.listen, err);

@@ -1,4 +1,4 @@
-/* layers: base core store driver api */
+/* layers: base core store driver engine api */
 /* test_api.c - the HTTP/JSON API end to end: a server on 127.0.0.1 with an ephemeral port and a
  * mem: store, driven with libcurl. Each test starts its own store and server (fresh data dir),
  * so counts are exact. */
@@ -25,6 +25,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "engine/clock.h"
 #include "store/store.h"
 
 struct env {
@@ -35,6 +36,8 @@ struct env {
 	unsigned port;
 	int ready;
 	struct api_node_view view;
+	struct fp_clock *clock;         /* NULL: the server's own; setup_limit: a virtual one */
+	struct api_report_limit limit;  /* {0}: the defaults */
 };
 
 static struct env E;
@@ -160,6 +163,8 @@ static void server_start(void)
 	cfg.ready = ready_cb;
 	cfg.ready_arg = &E.ready;
 	cfg.node_view = E.view;
+	cfg.clock = E.clock;
+	cfg.report_limit = E.limit;
 	cfg.agent = (struct api_agent_hooks){.booted = hook_booted, .validated = hook_validated,
 					     .remediated = hook_remediated};
 	cfg.health = (struct api_health_hooks){.report = fh_report, .policy_get = fh_policy_get,
@@ -194,6 +199,7 @@ static int teardown(void **state)
 {
 	char path[160];
 	api_server_free(E.srv);
+	clock_free(E.clock);
 	store_close(E.st);
 	snprintf(path, sizeof(path), "%s/admin.token", E.dir);
 	unlink(path);
@@ -1584,6 +1590,118 @@ static int setup_view(void **state)
 	return 0;
 }
 
+/* A server on a virtual clock with a small report limit: 1 report/s, burst 2, 300 events/min
+ * (the events bucket holds 300). */
+static int setup_limit(void **state)
+{
+	char err[256];
+	memset(&E, 0, sizeof(E));
+	E.ready = 1;
+	E.clock = clock_virtual_new(1796000000000);
+	E.limit = (struct api_report_limit){.reports_per_s = 1, .burst = 2, .events_per_min = 300};
+	snprintf(E.dir, sizeof(E.dir), "/tmp/fp-api-XXXXXX");
+	assert_non_null(mkdtemp(E.dir));
+	assert_int_equal(store_open("mem:", &E.st, err, sizeof(err)), 0);
+	server_start();
+	return 0;
+}
+
+/* A report body with n events (empty objects: the stand-in controller does not look at them). */
+static char *events_body(size_t n)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	buf_append(&b, "{\"events\":[", 11);
+	for (size_t i = 0; i < n; i++)
+		buf_append(&b, i ? ",{}" : "{}", i ? 3 : 2);
+	buf_append(&b, "]}", 3); /* with the NUL */
+	return b.data;
+}
+
+static void expect_report(const char *node, const char *token, const char *body, long status)
+{
+	struct resp r;
+	char path[64];
+	snprintf(path, sizeof(path), "/v1/nodes/%s:report", node);
+	req("POST", path, token, body, &r);
+	if (r.status != status)
+		fail_msg("report %s: status %ld, want %ld: %.*s", node, r.status, status,
+			 (int)r.body.len, r.body.data ? r.body.data : "");
+	resp_free(&r);
+}
+
+/* The per-node report limit (report_limit.c, docs/api.md "Report rate limit"): over the reports
+ * bucket or the events bucket a report is 429 with Retry-After and a problem naming the limit,
+ * and never reaches the controller; other nodes are not affected; a report refused for its
+ * events takes no report token. Times move only with the virtual clock. */
+static void test_report_limit(void **state)
+{
+	struct resp r;
+	char *agent = mk_token("agent-n1", "agent", "n1");
+	enroll("n1");
+	enroll("n2");
+	memset(&H, 0, sizeof(H));
+	const char *empty = "{\"events\":[]}";
+
+	/* t = 0: the burst of 2, then the third is over the reports limit */
+	expect_report("n1", agent, empty, 200);
+	expect_report("n1", agent, empty, 200);
+	req("POST", "/v1/nodes/n1:report", agent, empty, &r);
+	assert_int_equal(r.status, 429);
+	assert_true(has_header(&r, "Retry-After: 1\r\n"));
+	assert_true(has_header(&r, "Content-Type: application/problem+json"));
+	assert_string_equal(jstr(r.json, "detail"),
+			    "node n1: report rate limit: reports: 1 per second (at most 2 at "
+			    "once); retry after 1 s; nothing of this report was recorded");
+	assert_string_equal(jstr(r.json, "limit"), "reports");
+	assert_int_equal(json_integer_value(jget(r.json, "retryAfterSeconds")), 1);
+	resp_free(&r);
+	assert_int_equal(H.reports, 2);
+	/* another node has buckets of its own */
+	expect_report("n2", E.admin, empty, 200);
+	assert_int_equal(H.reports, 3);
+
+	/* t = 1 s: one report token back; 256 events fit in the 300 of the events bucket */
+	clock_virtual_advance(E.clock, 1000);
+	char *b256 = events_body(256);
+	expect_report("n1", agent, b256, 200);
+	assert_int_equal(H.reports, 4);
+
+	/* t = 3 s: 2 report tokens; events 44 + 2 s x 5/s = 54: a report of 100 events waits
+	 * (100 - 54) / 5 per s = 9.2 s, Retry-After 10, and takes nothing */
+	clock_virtual_advance(E.clock, 2000);
+	char *b100 = events_body(100);
+	req("POST", "/v1/nodes/n1:report", agent, b100, &r);
+	assert_int_equal(r.status, 429);
+	assert_true(has_header(&r, "Retry-After: 10\r\n"));
+	assert_string_equal(jstr(r.json, "detail"),
+			    "node n1: report rate limit: events: 300 per minute (at most 300 at "
+			    "once); this report has 100 events and 54 are left; retry after 10 s; "
+			    "nothing of this report was recorded");
+	assert_string_equal(jstr(r.json, "limit"), "events");
+	assert_int_equal(json_integer_value(jget(r.json, "retryAfterSeconds")), 10);
+	resp_free(&r);
+	assert_int_equal(H.reports, 4);
+	/* 50 events fit (54 -> 4); the refused report took no report token: two more reports
+	 * pass (2 -> 0) and the next is refused */
+	char *b50 = events_body(50);
+	expect_report("n1", agent, b50, 200);
+	expect_report("n1", agent, empty, 200);
+	expect_report("n1", agent, empty, 429);
+	assert_int_equal(H.reports, 6);
+	/* 257 events are counted as 256 (the controller refuses such a report with 422 anyway):
+	 * t = 63 s, both buckets full again */
+	clock_virtual_advance(E.clock, 60000);
+	char *b257 = events_body(257);
+	expect_report("n1", agent, b257, 200);
+	assert_int_equal(H.reports, 7);
+	free(b257);
+	free(b50);
+	free(b100);
+	free(b256);
+	free(agent);
+}
+
 static void test_node_view(void **state)
 {
 	struct resp r;
@@ -2644,6 +2762,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_op_cancel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_one_node_per_bmc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_health_routes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_report_limit, setup_limit, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();
