@@ -11,8 +11,12 @@
  * its sequence number and are undone when its transaction fails (CAS conflict: re-read and
  * evaluate again; an event id already stored: a duplicate).
  *
- * Last-report times live in memory only: after a restart every node that was AgentAlive True
- * gets a fresh grace period from the start (documented in docs/health.md).
+ * Last-report times live in memory only: after a restart every node that was AgentAlive
+ * True/Heartbeat gets a fresh grace period from the start (documented in docs/health.md).
+ *
+ * Memory is bounded per node (docs/health.md "State kept in memory"): the newest
+ * SEEN_PER_NODE event ids (the store's create-if-absent write is the authority on duplicates),
+ * CWIN_PER_NODE count windows, and windows of bounded entries.
  *
  * Validating and parsing a report into struct rep is health_parse.c's; what the two files
  * share is health_int.h. */
