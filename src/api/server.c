@@ -290,6 +290,7 @@ static const char *status_slug(int status, const char **title)
 	case 415: *title = "Unsupported Media Type"; return "unsupported-media-type";
 	case 422: *title = "Unprocessable Content"; return "invalid";
 	case 428: *title = "Precondition Required"; return "precondition-required";
+	case 429: *title = "Too Many Requests"; return "rate-limited";
 	case 501: *title = "Not Implemented"; return "not-implemented";
 	case 502: *title = "Bad Gateway"; return "bad-gateway";
 	case 503: *title = "Service Unavailable"; return "unavailable";

@@ -1654,6 +1654,9 @@ static void test_report_limit(void **state)
 			    "node n1: report rate limit: reports: 1 per second (at most 2 at "
 			    "once); retry after 1 s; nothing of this report was recorded");
 	assert_string_equal(jstr(r.json, "limit"), "reports");
+	assert_string_equal(jstr(r.json, "title"), "Too Many Requests");
+	assert_string_equal(jstr(r.json, "type"), "https://fleetplane.dev/problems/rate-limited");
+	assert_string_equal(jstr(r.json, "instance"), "/v1/nodes/n1:report");
 	assert_int_equal(json_integer_value(jget(r.json, "retryAfterSeconds")), 1);
 	resp_free(&r);
 	assert_int_equal(H.reports, 2);
