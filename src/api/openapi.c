@@ -48,7 +48,8 @@ static const struct oa_op oa_ops[] = {
 	 0},
 	{"/v1/nodes/{name}:report", "post",
 	 "Agent health report {\"agent\",\"detectors\",\"events\"} (at most 256 events, 16 "
-	 "detectors); 200 {\"accepted\",\"duplicates\",\"decisions\"}",
+	 "detectors); 200 {\"accepted\",\"duplicates\",\"decisions\"}; 429 with Retry-After "
+	 "over the node's report rate limit",
 	 "operator (agent: own node)", 200, 1, 0},
 	{"/v1/nodes/{name}:remediated", "post",
 	 "Agent result of a gpu_reset operation {\"operation\",\"succeeded\",\"message\"?}",
