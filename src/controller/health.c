@@ -1884,19 +1884,23 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 static void prune(struct health *h, int64_t wall)
 {
 	const struct health_policy *p = h->policy;
-	int64_t maxw = p->lemon.window_s;
-	if (p->job_attribution.window_s > maxw)
-		maxw = p->job_attribution.window_s;
-	if (p->breaker.window_s > maxw)
-		maxw = p->breaker.window_s;
+	/* Each kind of window by the longest window that reads it: count windows by the rules',
+	 * job windows by job attribution's, breaker windows by the breaker's, hold windows by the
+	 * lemon window ("unknown" codes count within 3600 s). */
+	int64_t rulew = 3600;
 	for (size_t i = 0; i < p->nrules; i++)
-		if (p->rules[i].window_s > maxw)
-			maxw = p->rules[i].window_s;
+		if (p->rules[i].window_s > rulew)
+			rulew = p->rules[i].window_s;
 	char **drop = NULL;
 	size_t nd = 0, cap = 0;
 	for (struct hmap_iter it = hmap_iter_start(&h->windows); hmap_iter_next(&it);) {
 		struct health_window *w = it.e->value;
-		health_window_prune(w, wall, maxw * SEC);
+		const char *k = it.e->key;
+		int64_t ws = k[0] == 'c' ? rulew :
+			     k[0] == 'j' ? p->job_attribution.window_s :
+			     k[0] == 'b' ? p->breaker.window_s :
+					   p->lemon.window_s;
+		health_window_prune(w, wall, ws * SEC);
 		if (!w->n) {
 			ALLOC_GROW(drop, nd + 1, cap);
 			drop[nd++] = xstrdup(it.e->key);
