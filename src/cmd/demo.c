@@ -434,6 +434,8 @@ static int demo_line(const struct demo_xid *x, time_t now, char *out, size_t len
 struct hnode {
 	char name[64];
 	const struct demo_xid *x;
+	const char *line; /* the line written to its kernel log (x's line with a current stamp;
+			   * points into demo_health's lines[]) */
 	pid_t agent;
 	size_t hist0;     /* status.remediationHistory entries before the scenario */
 	char phase[24];   /* last printed phase */
@@ -652,7 +654,8 @@ static pid_t start_agent(struct demo *d, const struct hnode *h, const char *logp
 }
 
 /* The decision the server took on the event the agent sent for h: the stored health event of
- * h's node with h's code and raw line received last. Writes "hold (reason)" into out. */
+ * h's node with h's code and raw line (the line as written, h->line) received last. Writes
+ * "hold (reason)" into out. */
 static void event_decision(struct demo *d, const struct hnode *h, char *out, size_t len)
 {
 	char path[640];
@@ -669,7 +672,7 @@ static void event_decision(struct demo *d, const struct hnode *h, char *out, siz
 	json_array_foreach(items, i, e)
 	{
 		const char *raw = jsonx_str(e, "raw"), *at = jsonx_str(e, "receivedAt");
-		if (!raw || strcmp(raw, h->x->line) != 0 || !at)
+		if (!raw || strcmp(raw, h->line) != 0 || !at)
 			continue;
 		if (!best || strcmp(at, jsonx_str(best, "receivedAt")) > 0)
 			best = e;
@@ -793,6 +796,7 @@ static void show_budget(struct demo *d, struct health_result *r, char *last, siz
 static int demo_health(struct demo *d, struct health_result *r)
 {
 	struct hnode hn[DEMO_HEALTH_NODES];
+	char lines[DEMO_HEALTH_NODES][1024]; /* the kernel lines as written (hn[i].line) */
 	memset(r, 0, sizeof(*r));
 	size_t nn = pick_health_nodes(d, hn);
 	if (nn == 0) {
@@ -820,12 +824,13 @@ static int demo_health(struct demo *d, struct health_result *r)
 		json_decref(n);
 	}
 	for (size_t i = 0; i < nn; i++) {
-		char *secret = NULL, logpath[4400], line[1024];
+		char *secret = NULL, logpath[4400];
+		hn[i].line = lines[i];
 		const char *what = NULL;
 		if ((rc = agent_token(d, hn[i].name, &secret)) < 0)
 			what = "creating an agent token";
-		else if (write_kernel_line(d, &hn[i], logpath, sizeof(logpath), line,
-					   sizeof(line)) < 0)
+		else if (write_kernel_line(d, &hn[i], logpath, sizeof(logpath), lines[i],
+					   sizeof(lines[i])) < 0)
 			what = "writing a kernel log under the data dir";
 		if (what) {
 			fp_free_secret(secret);
@@ -836,7 +841,7 @@ static int demo_health(struct demo *d, struct health_result *r)
 		printf("  %-8s kernel log %s gets a real line%s%s%s:\n           %s\n",
 		       hn[i].name, logpath, *hn[i].x->published ? " (its stamp \"" : "",
 		       hn[i].x->published,
-		       *hn[i].x->published ? "\" replaced by the current time)" : "", line);
+		       *hn[i].x->published ? "\" replaced by the current time)" : "", hn[i].line);
 		hn[i].agent = start_agent(d, &hn[i], logpath, secret);
 		fp_free_secret(secret);
 		if (hn[i].agent < 0) {

@@ -9,6 +9,9 @@ T0=$(date -u +%Y-%m-%dT%H:%M:%S)
 "$FP" demo --nodes 64 --data-dir "$D" --sim-speed 50 > "$WORK/demo.out" 2>&1 ||
 	{ cat "$WORK/demo.out" >&2; fail "demo exited non-zero"; }
 grep -q "64/64 nodes available" "$WORK/demo.out" || fail "demo summary does not say 64/64"
+assert_eq "r01n01 xid:79 hold,r01n02 xid:48 hold,r01n03 xid:119 hold" \
+	"$(sed -n 's/^ *[0-9.]*s  \(r01n0[0-9]\) *reported; decision: \([a-z0-9:]*\) \([a-z_]*\) .*/\1 \2 \3/p' "$WORK/demo.out" | sort | paste -sd,)" \
+	"decisions the demo shows"
 start_serve "$D"
 assert_eq 64 "$(count_phase available)" "available nodes after restart"
 "$FP" health events -o json >"$WORK/hev.json"
