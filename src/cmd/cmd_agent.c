@@ -118,7 +118,7 @@ static int agent_http_report(void *arg, const char *body, size_t len, long *stat
 		}
 	} else if (line[0]) {
 		buf_puts(answer, line);
-		log_warn("agent report not taken node=%s status=%ld answer=\"%s\"",
+		log_warn("agent report not taken path=%s status=%ld answer=\"%s\"",
 			 h->report_path, *status, line);
 	}
 	json_decref(out);

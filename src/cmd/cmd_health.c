@@ -764,6 +764,9 @@ static int he_breaker_reset(int argc, char **argv)
 			json_t *x;
 			json_array_foreach(json_object_get(out, "held"), i, x)
 				printf("held: %s\n", json_string_value(x));
+			json_array_foreach(json_object_get(out, "evidence"), i, x)
+				printf("evidence: %s (%s) of %s\n", jsonx_str(x, "event"),
+				       jsonx_str(x, "code"), jsonx_str(x, "of"));
 			json_array_foreach(json_object_get(out, "unheld"), i, x)
 				printf("left unheld: %s (%s %s: %s)\n", jsonx_str(x, "node"),
 				       jsonx_str(x, "code"), jsonx_str(x, "event"), jsonx_str(x, "reason"));
