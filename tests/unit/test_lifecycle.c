@@ -1864,6 +1864,55 @@ static void test_remediation_rma(void **state)
 	world_free(w);
 }
 
+/* The `health` owner releases only its own hold (DESIGN.md: owners release only their own):
+ * a node with an operator hold next to the health hold and status.remediation climbs the
+ * ladder, is validated, and loses only the health hold. The phase machine then returns it to
+ * available (validating goes nowhere else but repairing), where the remaining hold keeps it
+ * unschedulable and drains it into maintenance, where it rests until the operator releases. */
+static void test_remediation_keeps_operator_hold(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	static const enum remediation_rung ladder[] = {RUNG_REBOOT, RUNG_RMA};
+	place_remediation(w, "r01n01", ladder, 2, NULL);
+	assert_int_equal(add_hold(w, "r01n01", "operator:alice"), 0);
+	assert_true(run_until_phase(w, 1, PHASE_VALIDATING, 30 * MIN_MS) >= 0);
+	assert_true(run_until_phase(w, 1, PHASE_MAINTENANCE, 60 * MIN_MS) >= 0);
+	struct node *n = get_node(w, "r01n01");
+	assert_int_equal(n->phase, PHASE_MAINTENANCE);
+	assert_int_equal(n->nholds, 1);
+	assert_string_equal(n->holds[0].owner, "operator:alice");
+	assert_string_equal(n->holds[0].reason, "test maintenance");
+	assert_null(node_hold_find(n, "health"));
+	assert_int_equal(n->remediation.active, 0);
+	assert_int_equal(n->nremediation_history, 1);
+	assert_int_equal(n->remediation_history[0].rung, RUNG_REBOOT);
+	assert_string_equal(n->remediation_history[0].result, "succeeded");
+	assert_int_equal(cond(n, "GPUHealthy")->status, COND_TRUE);
+	node_free(n);
+	/* still held: it stays in maintenance, and nothing else runs */
+	clock_virtual_advance(w->clock, 60 * MIN_MS);
+	pump(w);
+	assert_int_equal(count_phase(w, 1, PHASE_MAINTENANCE), 1);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "drain"), 2);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 1);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "rma"), 0);
+	assert_int_equal(count_docs(w, "/events/", "reason", "RemediationSucceeded"), 1);
+	/* the path: onboarding's available, then validating -> available (hold still set, not
+	 * schedulable) -> draining -> maintenance; two drains (health's, then the operator's) */
+	assert_int_equal(count_events(w, "r01n01", "Available"), 2);
+	assert_int_equal(count_events(w, "r01n01", "Draining"), 2);
+	assert_int_equal(count_events(w, "r01n01", "Repairing"), 1);
+	assert_int_equal(count_events(w, "r01n01", "Maintenance"), 1);
+	/* the operator's release resumes it without another action */
+	assert_int_equal(release_hold(w, "r01n01", "operator:alice"), 0);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 10 * MIN_MS) >= 0);
+	assert_int_equal(counter(w, "r01n01", "powerOff"), 1);
+	assert_int_equal(counter(w, "r01n01", "powerOn"), 2);
+	world_free(w);
+}
+
 /* nodes of r01 counted unavailable now (core/budget.h rule), from the store */
 static int rack_out(struct world *w, int n)
 {
@@ -2034,6 +2083,7 @@ int main(void)
 		cmocka_unit_test(test_remediation_validation_fails_once),
 		cmocka_unit_test(test_remediation_ladder_exhausted),
 		cmocka_unit_test(test_remediation_rma),
+		cmocka_unit_test(test_remediation_keeps_operator_hold),
 		cmocka_unit_test(test_budget_rack_one_at_a_time),
 		cmocka_unit_test(test_operator_drain_not_budget_remediation),
 	};
