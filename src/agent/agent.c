@@ -481,7 +481,9 @@ static void ag_probe_dcgm(struct agent *a, struct agent_finding *f, size_t *nf)
 		return;
 	struct buf b;
 	buf_init(&b, DCGM_MAX_INPUT + 1);
-	char *argv[] = {a->dcgmi_path, "health", "-c", NULL};
+	/* -j: the JSON form (DCGM's dcgmi "-j, --json"); the one real `dcgmi health -c` sample in
+	 * tests/data/dcgm is JSON (DCGM issue #263), and dcgm_health_findings reads both forms. */
+	char *argv[] = {a->dcgmi_path, "health", "-c", "-j", NULL};
 	struct agent_finding tf;
 	int rc = ag_tool_output(a, AGENT_DET_DCGM, a->dcgmi_auto, a->cfg.dcgmi, argv,
 				DCGM_MAX_INPUT, &b, &tf);

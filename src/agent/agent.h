@@ -1,6 +1,6 @@
 /* agent/agent.h - the node agent's core loop (`fleetplane agent --node NAME`, issue 4 item 1;
  * docs/agent.md): reads the kernel log (a file followed by offset, or /dev/kmsg records), runs
- * the GPU tool detectors (nvidia-smi file or `nvidia-smi -q -x`, NVML, `dcgmi health -c`,
+ * the GPU tool detectors (nvidia-smi file or `nvidia-smi -q -x`, NVML, `dcgmi health -c -j`,
  * `ibstat`) each interval with a timeout, turns what they saw into health events with stable
  * ids, and sends reports (the shape of POST /v1/nodes/{name}:report in docs/api.md) through
  * the on-disk outbox (outbox.h), so nothing is lost while the API is down.
@@ -68,7 +68,8 @@ struct agent_config {
 				    * interval, "auto" (run `nvidia-smi -q -x` from PATH), NULL */
 	int nvml;                  /* 1: try NVML */
 	const char *nvml_lib;      /* NULL = libnvidia-ml.so.1 (tests name another) */
-	const char *dcgmi;         /* file of `dcgmi health -c` / `dcgmi diag` output, "auto", NULL */
+	const char *dcgmi;         /* file of `dcgmi health -c [-j]` / `dcgmi diag` output, "auto"
+				    * (run `dcgmi health -c -j` from PATH), NULL */
 	const char *ibstat;        /* file of `ibstat` output, "auto", NULL */
 	int expected_gpus;         /* > 0: expected GPU count; 0: read spec.gpus.count of the node
 				    * document through transport->get_node (retried until known) */

@@ -455,6 +455,55 @@ static void test_probe_timeout_detector(void **state)
 	free(dir);
 }
 
+/* A stand-in tool: bin/name, a shell script (mode 0755). */
+static void make_tool(const char *bin, const char *name, const char *script)
+{
+	char *tool = xasprintf("%s/%s", bin, name);
+	FILE *fp = fopen(tool, "w");
+	assert_non_null(fp);
+	fputs(script, fp);
+	fclose(fp);
+	assert_int_equal(chmod(tool, 0755), 0);
+	free(tool);
+}
+
+/* --dcgmi auto runs `dcgmi health -c -j`: a stand-in dcgmi answers the real JSON sample
+ * (tests/data/dcgm, DCGM issue #263) only to exactly those arguments and exits 2 otherwise. */
+static void test_dcgmi_auto_json(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	char *bin = mktmp();
+	char *script = xasprintf("#!/bin/sh\n[ \"$*\" = \"health -c -j\" ] || exit 2\n"
+				 "exec cat %s/tests/data/dcgm/dcgmi-health-c-j-healthy-dcgm4.json\n",
+				 srcdir());
+	make_tool(bin, "dcgmi", script);
+	char *old_path = xstrdup(getenv("PATH") ? getenv("PATH") : "");
+	char *path = xasprintf("%s:%s", bin, old_path);
+	setenv("PATH", path, 1);
+	struct agent_config c;
+	base_cfg(&c, dir, NULL);
+	c.dcgmi = "auto";
+	struct fake *f = fake_new();
+	struct agent *a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	const struct agent_det_state *s = agent_detector(a, AGENT_DET_DCGM);
+	assert_int_equal(s->live, 1);
+	assert_string_equal(s->status, "ok");
+	assert_string_equal(s->reason, "");
+	assert_int_equal(f->nids, 0);
+	setenv("PATH", old_path, 1);
+	agent_free(a);
+	fake_free(f);
+	free(script);
+	free(path);
+	free(old_path);
+	rm_rf(bin);
+	rm_rf(dir);
+	free(bin);
+	free(dir);
+}
+
 /* ------------------------------------------------------------------ kernel log */
 
 /* Byte offsets of the lines of a file (at most 64). */
@@ -1425,6 +1474,7 @@ int main(void)
 		cmocka_unit_test(test_probe),
 		cmocka_unit_test(test_not_configured),
 		cmocka_unit_test(test_probe_timeout_detector),
+		cmocka_unit_test(test_dcgmi_auto_json),
 		cmocka_unit_test(test_kernel_once),
 		cmocka_unit_test(test_cursor_resume),
 		cmocka_unit_test(test_crash_before_cursor),
