@@ -340,67 +340,122 @@ static int ag_read_file(const char *path, size_t max, struct buf *b, char *err, 
 	return rc;
 }
 
-/* Gets a tool's output: from the file, or by running argv with the probe timeout. Returns 0
- * with the bytes in b; otherwise sets the detector (ProbeTimeout, ProbeFailed, Unparseable)
- * and returns <0. A timeout also yields a probe_timeout finding in *f (returns 1 then). */
-static int ag_tool_output(struct agent *a, enum agent_det d, int is_auto, const char *path,
-			  char *const argv[], size_t max, struct buf *b, struct agent_finding *f)
+/* Gets a tool's output: from the file (is_auto 0: path), or by running argv with the probe
+ * timeout. Returns 0 with the bytes in b, 1 when the tool timed out, or <0; on 1 and <0,
+ * reason (ProbeTimeout, ProbeFailed, Unparseable) and msg say why. Sets nothing. */
+static int ag_tool_run(struct agent *a, int is_auto, const char *path, char *const argv[],
+		       size_t max, struct buf *b, const char **reason, char *msg, size_t msglen)
 {
 	char err[512];
 	if (!is_auto) {
 		int rc = ag_read_file(path, max, b, err, sizeof(err));
-		if (rc == FP_ETOOBIG) {
-			agent_set(a, d, 0, "unknown", "Unparseable", "%s", err);
-			return rc;
-		}
 		if (rc < 0) {
-			agent_set(a, d, 0, "unknown", "ProbeFailed", "%s", err);
-			return rc;
+			*reason = rc == FP_ETOOBIG ? "Unparseable" : "ProbeFailed";
+			snprintf(msg, msglen, "%s", err);
 		}
-		return 0;
+		return rc;
 	}
 	struct probe_result res;
 	int rc = probe_run(argv, a->cfg.probe_timeout_s * 1000, max, &res, err, sizeof(err));
 	if (rc < 0) {
-		agent_set(a, d, 0, "unknown", "ProbeFailed", "%s", err);
-		probe_result_release(&res);
-		return rc;
-	}
-	if (res.timed_out) {
-		agent_set(a, d, 0, "unknown", "ProbeTimeout", "%s did not answer in %ld s", argv[0],
-		       a->cfg.probe_timeout_s);
-		log_warn("agent probe timed out node=%s detector=%s timeout_s=%ld", a->cfg.node,
-			 det_names[d], a->cfg.probe_timeout_s);
-		memset(f, 0, sizeof(*f));
-		snprintf(f->source, sizeof(f->source), "agent");
-		snprintf(f->code, sizeof(f->code), "probe_timeout:%s", det_names[d]);
-		f->gpu_index = -1;
-		snprintf(f->message, sizeof(f->message), "%s did not answer in %ld s", argv[0],
-			 a->cfg.probe_timeout_s);
-		/* A level like any finding: one event per episode of timeouts. */
-		probe_result_release(&res);
-		return 1;
-	}
-	if (res.truncated) {
-		agent_set(a, d, 0, "unknown", "Unparseable", "%s wrote more than %zu bytes", argv[0],
-		       max);
+		*reason = "ProbeFailed";
+		snprintf(msg, msglen, "%s", err);
+	} else if (res.timed_out) {
+		*reason = "ProbeTimeout";
+		snprintf(msg, msglen, "%s did not answer in %ld s", argv[0], a->cfg.probe_timeout_s);
+		rc = 1;
+	} else if (res.truncated) {
+		*reason = "Unparseable";
+		snprintf(msg, msglen, "%s wrote more than %zu bytes", argv[0], max);
+		rc = FP_EIO;
 	} else if (!res.exited || res.exit_status != 0) {
+		*reason = "ProbeFailed";
 		if (res.exited)
-			agent_set(a, d, 0, "unknown", "ProbeFailed", "%s exited with status %d", argv[0],
-			       res.exit_status);
+			snprintf(msg, msglen, "%s exited with status %d", argv[0], res.exit_status);
 		else
-			agent_set(a, d, 0, "unknown", "ProbeFailed", "%s killed by signal %d", argv[0],
-			       res.signaled);
+			snprintf(msg, msglen, "%s killed by signal %d", argv[0], res.signaled);
+		rc = FP_EIO;
 	} else {
 		buf_reset(b);
 		b->max = max + 1;
 		if (res.out.len)
 			buf_append(b, res.out.data, res.out.len);
-		probe_result_release(&res);
-		return 0;
 	}
 	probe_result_release(&res);
-	return FP_EIO;
+	return rc;
+}
+
+/* The probe_timeout:<detector> finding (source agent) for a tool that did not answer. */
+static void ag_timeout_finding(struct agent *a, enum agent_det d, const char *msg,
+			       struct agent_finding *f)
+{
+	log_warn("agent probe timed out node=%s detector=%s timeout_s=%ld", a->cfg.node,
+		 det_names[d], a->cfg.probe_timeout_s);
+	memset(f, 0, sizeof(*f));
+	snprintf(f->source, sizeof(f->source), "agent");
+	snprintf(f->code, sizeof(f->code), "probe_timeout:%s", det_names[d]);
+	f->gpu_index = -1;
+	/* A level like any finding: one event per episode of timeouts. */
+	snprintf(f->message, sizeof(f->message), "%s", msg);
+}
+
+/* ag_tool_run for detector d: returns 0 with the bytes in b; otherwise sets the detector not
+ * live (ProbeTimeout, ProbeFailed, Unparseable) and returns <0, or 1 on a timeout with the
+ * probe_timeout finding in *f. */
+static int ag_tool_output(struct agent *a, enum agent_det d, int is_auto, const char *path,
+			  char *const argv[], size_t max, struct buf *b, struct agent_finding *f)
+{
+	const char *reason = NULL;
+	char msg[AGENT_MAX_MESSAGE + 1];
+	int rc = ag_tool_run(a, is_auto, path, argv, max, b, &reason, msg, sizeof(msg));
+	if (rc == 0)
+		return 0;
+	agent_set(a, d, 0, "unknown", reason, "%s", msg);
+	if (rc == 1)
+		ag_timeout_finding(a, d, msg, f);
+	return rc;
+}
+
+/* `nvidia-smi nvlink --status` (the --nvlink-status file, or run with --nvidia-smi auto):
+ * appends its nvlink:link_down findings (nvsmi_nvlink_findings) to f[*n] (room for
+ * NVSMI_MAX_GPUS). Output with nothing but blanks is a node without NVLink: no finding.
+ * Returns 0; 1 on a timeout (*tf = probe_timeout:nvidia-smi); <0 when the output could not be
+ * had or read (*reason, msg). *unknown |= a truncated report. */
+static int ag_probe_nvlink(struct agent *a, struct agent_finding *f, size_t *n, int *unknown,
+			   struct agent_finding *tf, const char **reason, char *msg, size_t msglen)
+{
+	int is_file = a->cfg.nvlink_status != NULL;
+	if (!is_file && !a->nvsmi_auto)
+		return 0;
+	struct buf b;
+	buf_init(&b, NVSMI_MAX_INPUT + 1);
+	char *argv[] = {a->nvsmi_path, "nvlink", "--status", NULL};
+	int rc = ag_tool_run(a, !is_file, a->cfg.nvlink_status, argv, NVSMI_MAX_INPUT, &b, reason,
+			     msg, msglen);
+	if (rc == 1)
+		ag_timeout_finding(a, AGENT_DET_NVSMI, msg, tf);
+	if (rc != 0)
+		goto out;
+	size_t i = 0;
+	while (i < b.len && strchr(" \t\r\n", b.data[i]))
+		i++;
+	if (i == b.len)
+		goto out;
+	struct nvsmi_nvlink_report *r = xcalloc(1, sizeof(*r));
+	char err[512];
+	if (nvsmi_nvlink_status_parse(b.data, b.len, r, err, sizeof(err)) < 0) {
+		*reason = "Unparseable";
+		snprintf(msg, msglen, "nvlink --status: %s", err);
+		rc = FP_EINVAL;
+	} else {
+		int unk = 0;
+		*n += nvsmi_nvlink_findings(r, f + *n, NVSMI_MAX_GPUS, &unk);
+		*unknown |= unk;
+	}
+	free(r);
+out:
+	buf_release(&b);
+	return rc;
 }
 
 /* Sets a parsed detector's status from its n findings f: "unhealthy" when one is a fault,
@@ -426,6 +481,10 @@ static void ag_set_result(struct agent *a, enum agent_det d, const struct agent_
 		agent_set(a, d, 1, "ok", NULL, "%s", "");
 }
 
+/* The nvidia-smi detector: `nvidia-smi -q -x` (or the --nvidia-smi file), then `nvidia-smi
+ * nvlink --status` (or the --nvlink-status file). Either query failing makes the detector not
+ * live with that query's reason; the findings of a query that worked are still taken (so an
+ * episode it showed does not end). */
 static int ag_probe_nvsmi(struct agent *a, struct agent_finding *f, size_t *nf)
 {
 	if (!a->configured[AGENT_DET_NVSMI])
@@ -448,10 +507,17 @@ static int ag_probe_nvsmi(struct agent *a, struct agent_finding *f, size_t *nf)
 		agent_set(a, AGENT_DET_NVSMI, 0, "unknown", "Unparseable", "%s", err);
 	} else {
 		int unknown = 0;
-		size_t n = nvsmi_findings(r, a->expected_gpus, f + *nf, AG_MAX_FINDINGS / 4 - 1,
-					  &unknown);
+		size_t n = nvsmi_findings(r, a->expected_gpus, f + *nf, AG_DET_ROOM - 1, &unknown);
+		const char *reason = NULL;
+		char msg[AGENT_MAX_MESSAGE + 1];
+		int nrc = ag_probe_nvlink(a, f + *nf, &n, &unknown, &tf, &reason, msg, sizeof(msg));
 		*nf += n;
-		ag_set_result(a, AGENT_DET_NVSMI, f + *nf - n, n, unknown);
+		if (nrc == 1)
+			f[(*nf)++] = tf;
+		if (nrc != 0)
+			agent_set(a, AGENT_DET_NVSMI, 0, "unknown", reason, "%s", msg);
+		else
+			ag_set_result(a, AGENT_DET_NVSMI, f + *nf - n, n, unknown);
 	}
 	free(r);
 	buf_release(&b);
@@ -468,7 +534,7 @@ static void ag_probe_nvml(struct agent *a, struct agent_finding *f, size_t *nf)
 		agent_set(a, AGENT_DET_NVML, 0, "unknown", "ProbeFailed", "%s", err);
 	} else {
 		int unknown = 0;
-		size_t n = nvsmi_findings(r, a->expected_gpus, f + *nf, AG_MAX_FINDINGS / 4, &unknown);
+		size_t n = nvsmi_findings(r, a->expected_gpus, f + *nf, AG_DET_ROOM, &unknown);
 		*nf += n;
 		ag_set_result(a, AGENT_DET_NVML, f + *nf - n, n, unknown);
 	}
@@ -495,9 +561,9 @@ static void ag_probe_dcgm(struct agent *a, struct agent_finding *f, size_t *nf)
 		/* A file may hold either command's output; `dcgmi diag` prints a "Diagnostic"
 		 * table head (DCGM user guide, "Diagnostics"). */
 		int diag = strstr(s, "| Diagnostic") != NULL;
-		size_t n = diag ? dcgm_diag_findings(s, b.len, f + *nf, AG_MAX_FINDINGS / 4 - 1,
+		size_t n = diag ? dcgm_diag_findings(s, b.len, f + *nf, AG_DET_ROOM - 1,
 						     &unknown)
-				: dcgm_health_findings(s, b.len, f + *nf, AG_MAX_FINDINGS / 4 - 1,
+				: dcgm_health_findings(s, b.len, f + *nf, AG_DET_ROOM - 1,
 						       &unknown);
 		*nf += n;
 		if (unknown && n == 0)
@@ -528,7 +594,7 @@ static void ag_probe_ibstat(struct agent *a, struct agent_finding *f, size_t *nf
 			agent_set(a, AGENT_DET_IBSTAT, 0, "unknown", "Unparseable", "%s", err);
 		} else {
 			int unknown = 0;
-			size_t n = ibstat_findings(r, f + *nf, AG_MAX_FINDINGS / 4 - 1, &unknown);
+			size_t n = ibstat_findings(r, f + *nf, AG_DET_ROOM - 1, &unknown);
 			*nf += n;
 			ag_set_result(a, AGENT_DET_IBSTAT, f + *nf - n, n, unknown);
 		}
@@ -1131,6 +1197,10 @@ static int ag_check_cfg(const struct agent_config *c, char *err, size_t errlen)
 	if (c->expected_gpus < 0 || c->expected_gpus > NVSMI_MAX_GPUS)
 		return fp_errf(FP_EINVAL, err, errlen, "expected gpus: %d out of 0..%d",
 			       c->expected_gpus, NVSMI_MAX_GPUS);
+	if (c->nvlink_status && (!*c->nvlink_status || !c->nvidia_smi))
+		return fp_errf(FP_EINVAL, err, errlen, "nvlink status: %s",
+			       *c->nvlink_status ? "needs the nvidia-smi detector (--nvidia-smi)"
+						 : "needs a file");
 	char why[256];
 	if (c->job && agent_job_validate(c->job, why, sizeof(why)) < 0)
 		return fp_errf(FP_EINVAL, err, errlen, "job: %s", why);

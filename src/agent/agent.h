@@ -66,6 +66,9 @@ struct agent_config {
 	const char *kernel_log;    /* a file (followed), "/dev/kmsg", or NULL (not configured) */
 	const char *nvidia_smi;    /* a file of `nvidia-smi -q` / `-q -x` output re-read each
 				    * interval, "auto" (run `nvidia-smi -q -x` from PATH), NULL */
+	const char *nvlink_status; /* a file of `nvidia-smi nvlink --status` output re-read each
+				    * interval; NULL: with nvidia_smi "auto", run `nvidia-smi nvlink
+				    * --status` (same timeout), else not read. Needs nvidia_smi. */
 	int nvml;                  /* 1: try NVML */
 	const char *nvml_lib;      /* NULL = libnvidia-ml.so.1 (tests name another) */
 	const char *dcgmi;         /* file of `dcgmi health -c [-j]` / `dcgmi diag` output, "auto"

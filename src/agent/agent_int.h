@@ -13,11 +13,13 @@
 #include "agent/agent.h"
 #include "agent/finding.h"
 #include "agent/kernlog.h"
+#include "agent/nvsmi.h"
 #include "agent/outbox.h"
 
 #define AG_CHUNK 65536               /* kernel file read size; a longer line is cut here */
 #define AG_RECENT_IDS 64             /* emitted kernel ids remembered for the cursor */
-#define AG_MAX_FINDINGS 512
+#define AG_DET_ROOM 128              /* findings per tool query in one round */
+#define AG_MAX_FINDINGS (4 * AG_DET_ROOM + NVSMI_MAX_GPUS + 1) /* + nvlink --status, timeout */
 #define AG_MAX_EPISODES 1024         /* finding episodes kept (live, or ended but unsent) */
 #define AG_EPOCH_LEN 48
 #define AG_NODE_BACKOFF_MAX_MS 30000

@@ -36,7 +36,10 @@ static const char agent_usage[] =
 	"      --node NAME           the node this agent reports for (required)\n"
 	"      --kernel-log FILE     kernel log to follow: a file, or /dev/kmsg\n"
 	"      --nvidia-smi FILE|auto  nvidia-smi -q or -q -x output re-read each interval, or\n"
-	"                            auto: run `nvidia-smi -q -x` from PATH\n"
+	"                            auto: run `nvidia-smi -q -x` and `nvidia-smi nvlink\n"
+	"                            --status` from PATH\n"
+	"      --nvlink-status FILE  `nvidia-smi nvlink --status` output re-read each interval\n"
+	"                            (with --nvidia-smi; auto runs it without this flag)\n"
 	"      --nvml                read GPUs through libnvidia-ml.so.1 when present\n"
 	"      --dcgmi FILE|auto     `dcgmi health -c [-j]` (or `dcgmi diag`) output, or auto:\n"
 	"                            run `dcgmi health -c -j` from PATH\n"
@@ -252,6 +255,7 @@ int cmd_agent(int argc, char **argv)
 		{"node", required_argument, NULL, 'n'},
 		{"kernel-log", required_argument, NULL, 'k'},
 		{"nvidia-smi", required_argument, NULL, 's'},
+		{"nvlink-status", required_argument, NULL, 'L'},
 		{"nvml", no_argument, NULL, 'N'},
 		{"dcgmi", required_argument, NULL, 'd'},
 		{"ibstat", required_argument, NULL, 'i'},
@@ -293,6 +297,11 @@ int cmd_agent(int argc, char **argv)
 			break;
 		case 's':
 			cfg.nvidia_smi = optarg;
+			break;
+		case 'L':
+			if (!*optarg)
+				return client_usage_error(cmd, "flag '--nvlink-status' needs a file");
+			cfg.nvlink_status = optarg;
 			break;
 		case 'N':
 			cfg.nvml = 1;
@@ -374,6 +383,9 @@ int cmd_agent(int argc, char **argv)
 		if (tools[i] && !*tools[i])
 			return client_usage_error(cmd, "flag '--%s' needs a file or 'auto'",
 						  tool_flags[i]);
+	if (cfg.nvlink_status && !cfg.nvidia_smi)
+		return client_usage_error(cmd, "flag '--nvlink-status' needs --nvidia-smi FILE|auto "
+					  "(its findings are the nvidia-smi detector's)");
 	if (cfg.kernel_log && !*cfg.kernel_log)
 		return client_usage_error(cmd, "flag '--kernel-log' needs a file or /dev/kmsg");
 	char boot[160];

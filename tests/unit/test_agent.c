@@ -504,6 +504,111 @@ static void test_dcgmi_auto_json(void **state)
 	free(dir);
 }
 
+/* The NVLink query of the nvidia-smi detector. With --nvidia-smi auto, a stand-in
+ * nvidia-smi answers `-q -x` with the real H100 -q file (nvsmi_parse reads text too) and
+ * `nvlink --status` with the real V100 block of Azure/azhpc-diagnostics#73 (links 3 and 5
+ * inactive, 4 of 6 up): one nvlink:link_down event for GPU 3 reaches the report. With
+ * --nvlink-status FILE, the real A100 file (all 8 x 12 links up) gives no NVLink finding. */
+static void test_nvlink_status(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	char *bin = mktmp();
+	char *script = xasprintf(
+		"#!/bin/sh\n"
+		"case \"$*\" in\n"
+		"'-q -x') exec cat %s/tests/data/nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt ;;\n"
+		"'nvlink --status') exec cat %s/tests/data/agent/nvlink-status-v100-gpu3-inactive-azhpc-73.txt ;;\n"
+		"esac\nexit 2\n",
+		srcdir(), srcdir());
+	make_tool(bin, "nvidia-smi", script);
+	char *old_path = xstrdup(getenv("PATH") ? getenv("PATH") : "");
+	char *path = xasprintf("%s:%s", bin, old_path);
+	setenv("PATH", path, 1);
+	struct agent_config c;
+	base_cfg(&c, dir, NULL);
+	c.nvidia_smi = "auto";
+	struct fake *f = fake_new();
+	struct agent *a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	const struct agent_det_state *s = agent_detector(a, AGENT_DET_NVSMI);
+	assert_int_equal(s->live, 1);
+	assert_string_equal(s->status, "unhealthy");
+	assert_string_equal(s->message, "1 finding");
+	json_t *ev = fake_events(f);
+	size_t i, nlink = 0, nbrake = 0;
+	json_t *e;
+	json_array_foreach(ev, i, e) {
+		const char *code = jsonx_str(e, "code");
+		if (strcmp(code, "power:brake_slowdown") == 0) {
+			nbrake++;
+			continue;
+		}
+		assert_string_equal(code, "nvlink:link_down");
+		assert_string_equal(jsonx_str(e, "source"), "nvidia-smi");
+		assert_int_equal(json_integer_value(jsonx_path(e, "gpu.index")), 3);
+		assert_string_equal(jsonx_str(e, "message"), "GPU 3: NVLinks down (mask 0x28), 4 of 6 up");
+		nlink++;
+	}
+	assert_int_equal(nlink, 1);
+	assert_int_equal(nbrake, 8);
+	json_decref(ev);
+	agent_free(a);
+	fake_free(f);
+	setenv("PATH", old_path, 1);
+
+	/* --nvlink-status FILE with --nvidia-smi FILE: all links up, nothing about NVLink. */
+	char *dir2 = mktmp();
+	base_cfg(&c, dir2, NULL);
+	char *smi = xasprintf("%s/tests/data/nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt", srcdir());
+	char *nvl = xasprintf("%s/tests/data/nvidia-smi/a100-8gpu-nvlink-status.txt", srcdir());
+	c.nvidia_smi = smi;
+	c.nvlink_status = nvl;
+	f = fake_new();
+	a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	s = agent_detector(a, AGENT_DET_NVSMI);
+	assert_int_equal(s->live, 1);
+	assert_string_equal(s->status, "ok");
+	assert_string_equal(s->message, "8 notices, no fault");
+	assert_int_equal(f->nids, 8);
+	agent_free(a);
+	fake_free(f);
+	/* A file that is not nvlink --status output (a kernel log line): the detector is not
+	 * live, Unparseable. */
+	char *notnvl = data_path("xid79-nvsentinel-155.log");
+	c.nvlink_status = notnvl;
+	f = fake_new();
+	a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	s = agent_detector(a, AGENT_DET_NVSMI);
+	assert_int_equal(s->live, 0);
+	assert_string_equal(s->reason, "Unparseable");
+	assert_string_equal(s->message, "nvlink --status: not nvidia-smi nvlink --status output: "
+					"no \"GPU N:\" line");
+	agent_free(a);
+	fake_free(f);
+	free(notnvl);
+	/* Without the nvidia-smi detector the flag is refused. */
+	c.nvidia_smi = NULL;
+	c.nvlink_status = nvl;
+	struct agent_transport tp = {.report = fake_report, .arg = NULL};
+	char err[256];
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), FP_EINVAL);
+	assert_string_equal(err, "nvlink status: needs the nvidia-smi detector (--nvidia-smi)");
+	free(smi);
+	free(nvl);
+	free(script);
+	free(path);
+	free(old_path);
+	rm_rf(bin);
+	rm_rf(dir);
+	rm_rf(dir2);
+	free(bin);
+	free(dir);
+	free(dir2);
+}
+
 /* ------------------------------------------------------------------ kernel log */
 
 /* Byte offsets of the lines of a file (at most 64). */
@@ -1475,6 +1580,7 @@ int main(void)
 		cmocka_unit_test(test_not_configured),
 		cmocka_unit_test(test_probe_timeout_detector),
 		cmocka_unit_test(test_dcgmi_auto_json),
+		cmocka_unit_test(test_nvlink_status),
 		cmocka_unit_test(test_kernel_once),
 		cmocka_unit_test(test_cursor_resume),
 		cmocka_unit_test(test_crash_before_cursor),
