@@ -1671,8 +1671,13 @@ static int reconcile(struct lifecycle *lc, const char *name)
 			char why[300];
 			snprintf(why, sizeof(why), "hold by %s: %s", n->holds[0].owner,
 				 n->holds[0].reason);
-			/* the hold is in place already; taking the work off waits for budget */
-			if (lifecycle_budget_gate(lc, n, NULL, &rc))
+			/* the hold is in place already; taking the work off waits for budget, and a
+			 * drain that only the health controller asked for also waits while a
+			 * correlated-failure breaker of the node's domains is open (an operator's
+			 * hold is never stopped by it) */
+			if ((!lifecycle_health_automatic(n) ||
+			     lifecycle_breaker_gate(lc, n, NULL, &rc)) &&
+			    lifecycle_budget_gate(lc, n, NULL, &rc))
 				rc = lifecycle_transition(lc, n, PHASE_DRAINING, "drain", why, NULL);
 		}
 		break;

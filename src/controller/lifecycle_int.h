@@ -116,6 +116,12 @@ void lifecycle_wake_waiting(struct lifecycle *lc);
 /* 1: n may be disrupted now; 0: refused, n waits (*rc: the store result of that write). */
 int lifecycle_budget_gate(struct lifecycle *lc, struct node *n, const struct operation *done_op,
 			  int *rc);
+/* 1: every hold of n is the health controller's and n has an active remediation without an
+ * RMA - draining it is an automatic health action (the breaker gate applies). */
+int lifecycle_health_automatic(const struct node *n);
+/* 1: no open correlated-failure breaker of n's domains; 0: one is, n waits (*rc as above). */
+int lifecycle_breaker_gate(struct lifecycle *lc, struct node *n, const struct operation *done_op,
+			   int *rc);
 /* A repairing node with status.remediation and no operation: its next rung, or failed. */
 int lifecycle_remediation_next(struct lifecycle *lc, struct node *n);
 /* A rung's operation ended. */

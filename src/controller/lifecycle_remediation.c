@@ -165,12 +165,38 @@ void lifecycle_wake_waiting(struct lifecycle *lc)
 	pthread_mutex_unlock(&lc->mu);
 }
 
+/* n waits for a disruption: DisruptionAllowed False with `reason` and `why`, an event
+ * `ev_reason` ("<what>: <why>") when it starts waiting for this reason (not on every retry),
+ * written (with done_op, if any) when that changed anything; looked at again in BUDGET_RETRY
+ * or when a node returns to service. *rc receives the store result of that write. */
+static void disruption_wait(struct lifecycle *lc, struct node *n,
+			    const struct operation *done_op, const char *reason,
+			    const char *ev_reason, const char *what, const char *why, int *rc)
+{
+	const struct node_condition *c = node_condition_get(n, "DisruptionAllowed");
+	int starts = !c || c->status != COND_FALSE || !c->reason || strcmp(c->reason, reason) != 0;
+	int changed = node_condition_set(n, "DisruptionAllowed", COND_FALSE, reason, why,
+					 now_wall(lc));
+	pthread_mutex_lock(&lc->mu);
+	if (!hmap_get(&lc->waiting, n->name))
+		hmap_put(&lc->waiting, n->name, (void *)1);
+	pthread_mutex_unlock(&lc->mu);
+	if (changed || done_op) {
+		char msg[700];
+		snprintf(msg, sizeof(msg), "%s: %s", what, why);
+		*rc = lifecycle_commit(lc, n, NULL, "Warning", starts ? ev_reason : NULL, msg,
+				       done_op);
+		if (*rc == 0 && starts)
+			log_info("lifecycle: %s node=%s why=\"%s\"", what, n->name, why);
+	}
+	workqueue_add_after(lc->wq, n->name, BUDGET_RETRY);
+}
+
 /* Asks the budget service whether n may be disrupted now. 1: admitted (the DisruptionAllowed
  * condition is removed from n, to be written by the caller's transition). 0: refused - n gets
- * DisruptionAllowed False/BudgetExhausted with the reason, an event DisruptionBudgetExhausted
- * when it starts waiting (not on every retry), is written (with done_op, if any) when that
- * changed anything, and is looked at again in BUDGET_RETRY or when a node returns to
- * service. *rc receives the store result of that write. */
+ * DisruptionAllowed False/BudgetExhausted with the reason and an event
+ * DisruptionBudgetExhausted when it starts waiting (disruption_wait). *rc receives the store
+ * result of that write. */
 int lifecycle_budget_gate(struct lifecycle *lc, struct node *n, const struct operation *done_op,
 			  int *rc)
 {
@@ -183,24 +209,47 @@ int lifecycle_budget_gate(struct lifecycle *lc, struct node *n, const struct ope
 		pthread_mutex_unlock(&lc->mu);
 		return 1;
 	}
-	const struct node_condition *c = node_condition_get(n, "DisruptionAllowed");
-	int starts = !c || c->status != COND_FALSE;
-	int changed = node_condition_set(n, "DisruptionAllowed", COND_FALSE, "BudgetExhausted", why,
-					 now_wall(lc));
-	pthread_mutex_lock(&lc->mu);
-	if (!hmap_get(&lc->waiting, n->name))
-		hmap_put(&lc->waiting, n->name, (void *)1);
-	pthread_mutex_unlock(&lc->mu);
-	if (changed || done_op) {
-		char msg[600];
-		snprintf(msg, sizeof(msg), "waiting for a disruption budget: %s", why);
-		*rc = lifecycle_commit(lc, n, NULL, "Warning", starts ? "DisruptionBudgetExhausted" : NULL, msg,
-			     done_op);
-		if (*rc == 0 && starts)
-			log_info("lifecycle: waiting for a disruption budget node=%s why=\"%s\"",
-				 n->name, why);
-	}
-	workqueue_add_after(lc->wq, n->name, BUDGET_RETRY);
+	disruption_wait(lc, n, done_op, "BudgetExhausted", "DisruptionBudgetExhausted",
+			"waiting for a disruption budget", why, rc);
+	return 0;
+}
+
+int lifecycle_health_automatic(const struct node *n)
+{
+	if (!n->remediation.active || n->remediation.rma || !n->nholds)
+		return 0;
+	for (size_t i = 0; i < n->nholds; i++)
+		if (strcmp(n->holds[i].owner, "health") != 0)
+			return 0;
+	return 1;
+}
+
+/* Asks whether an open correlated-failure breaker of one of n's domains stops an automatic
+ * health action on n now (budget_breaker_open). 1: none does (n's DisruptionAllowed is left
+ * as it is: the budget gate that follows decides it). 0: one is open - n gets
+ * DisruptionAllowed False/BreakerOpen naming the breaker ("correlated-failure breaker rack.r01
+ * is open since ...; automatic health actions wait for its reset (POST
+ * /v1/breakers/rack.r01:reset)") and one Warning event RemediationPausedByBreaker when it
+ * starts waiting; it is looked at again every BUDGET_RETRY and goes on by itself once the
+ * breaker is reset (the budget service re-reads /breakers/ every 5 s). *rc receives the store
+ * result of that write. */
+int lifecycle_breaker_gate(struct lifecycle *lc, struct node *n, const struct operation *done_op,
+			   int *rc)
+{
+	char why[400] = "", name[200] = "", full[700];
+	*rc = 0;
+	if (!lc->cfg.budget ||
+	    !budget_breaker_open(lc->cfg.budget, n, why, sizeof(why), name, sizeof(name)))
+		return 1;
+	if (name[0])
+		snprintf(full, sizeof(full),
+			 "%s; automatic health actions wait for its reset (POST "
+			 "/v1/breakers/%s:reset)",
+			 why, name);
+	else
+		snprintf(full, sizeof(full), "%s; automatic health actions wait", why);
+	disruption_wait(lc, n, done_op, "BreakerOpen", "RemediationPausedByBreaker",
+			"automatic health action paused", full, rc);
 	return 0;
 }
 
@@ -237,8 +286,8 @@ static void rung_failed(struct lifecycle *lc, struct node *n, const char *err)
 		r->rung++;
 }
 
-/* A repairing node with status.remediation and no operation: start the current rung when the
- * budget admits it, or - the ladder exhausted - go to failed (Remediation False/
+/* A repairing node with status.remediation and no operation: start the current rung when no
+ * correlated-failure breaker of its domains is open and the budget admits it, or - the ladder exhausted - go to failed (Remediation False/
  * LadderExhausted, a Warning event naming the rungs tried and the last error). */
 int lifecycle_remediation_next(struct lifecycle *lc, struct node *n)
 {
@@ -259,7 +308,7 @@ int lifecycle_remediation_next(struct lifecycle *lc, struct node *n)
 		return lifecycle_transition(lc, n, PHASE_FAILED, NULL, why, NULL);
 	}
 	int rc = 0;
-	if (!lifecycle_budget_gate(lc, n, NULL, &rc))
+	if (!lifecycle_breaker_gate(lc, n, NULL, &rc) || !lifecycle_budget_gate(lc, n, NULL, &rc))
 		return rc;
 	enum remediation_rung cur = r->ladder[r->rung];
 	r->attempts++;

@@ -1913,6 +1913,137 @@ static void test_remediation_keeps_operator_hold(void **state)
 	world_free(w);
 }
 
+/* Writes an open breaker document as the health controller does (docs/health.md
+ * "Correlated-failure breaker"). */
+static void put_breaker(struct world *w, const char *domain, const char *value)
+{
+	char key[128], doc[512];
+	snprintf(key, sizeof(key), "/breakers/%s.%s", domain, value);
+	snprintf(doc, sizeof(doc),
+		 "{\"kind\":\"HealthBreaker\",\"metadata\":{\"name\":\"%s.%s\",\"createdAt\":"
+		 "\"2026-11-30T10:00:00.000Z\"},\"domain\":\"%s\",\"value\":\"%s\",\"state\":\"open\","
+		 "\"openedAt\":\"2026-11-30T10:00:00.000Z\",\"nodes\":[],\"reason\":\"test\","
+		 "\"suppressed\":[]}",
+		 domain, value, domain, value);
+	assert_int_equal(store_put(w->store, key, doc, STORE_ANY, NULL), 0);
+}
+
+/* Adds label key=value to node name in the store. */
+static void put_label(struct world *w, const char *name, const char *key, const char *value)
+{
+	struct node *n = get_node(w, name);
+	n->labels = xreallocarray(n->labels, n->nlabels + 1, sizeof(*n->labels));
+	n->labels[n->nlabels].key = xstrdup(key);
+	n->labels[n->nlabels++].value = xstrdup(value);
+	json_t *doc = node_to_json(n, NODE_JSON_STORE);
+	char *val = jsonx_dumps(doc), k[64];
+	snprintf(k, sizeof(k), "/nodes/%s", name);
+	assert_int_equal(store_put(w->store, k, val, n->resource_version, NULL), 0);
+	free(val);
+	json_decref(doc);
+	node_free(n);
+}
+
+/* Issue 4 item 4: an open correlated-failure breaker stops automatic health actions in its
+ * domain, not only new holds. r01n01 (health hold + remediation) is not drained while
+ * rack.r01 is open and waits with DisruptionAllowed False/BreakerOpen; r01n02 (an operator's
+ * hold, same rack) is drained at once; after the reset (the document deleted) r01n01 goes on
+ * by itself within the 5 s the budget service keeps breakers. */
+static void test_breaker_stops_health_drain(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 2);
+	assert_true(run_until_phase(w, 2, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	put_breaker(w, "rack", "r01");
+	budget_svc_invalidate(w->budget);
+	static const enum remediation_rung ladder[] = {RUNG_REBOOT};
+	place_remediation(w, "r01n01", ladder, 1, NULL);
+	assert_int_equal(add_hold(w, "r01n02", "operator:alice"), 0);
+	pump(w);
+	clock_virtual_advance(w->clock, 30 * MIN_MS);
+	pump(w);
+	struct node *n = get_node(w, "r01n01");
+	assert_int_equal(n->phase, PHASE_AVAILABLE);
+	assert_null(n->operation);
+	const struct node_condition *c = cond(n, "DisruptionAllowed");
+	assert_int_equal(c->status, COND_FALSE);
+	assert_string_equal(c->reason, "BreakerOpen");
+	assert_string_equal(c->message,
+			    "correlated-failure breaker rack.r01 is open since "
+			    "2026-11-30T10:00:00.000Z; automatic health actions wait for its reset "
+			    "(POST /v1/breakers/rack.r01:reset)");
+	node_free(n);
+	assert_int_equal(count_phase(w, 1, PHASE_AVAILABLE), 1);
+	n = get_node(w, "r01n02");
+	assert_int_equal(n->phase, PHASE_MAINTENANCE); /* an operator's drain is not stopped */
+	assert_null(node_condition_get(n, "DisruptionAllowed"));
+	node_free(n);
+	assert_int_equal(count_events(w, "r01n01", "RemediationPausedByBreaker"), 1);
+	assert_int_equal(count_events(w, "r01n01", "Draining"), 0);
+	assert_int_equal(count_events(w, "r01n02", "RemediationPausedByBreaker"), 0);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 0);
+	/* a human resets it: the node goes on by itself */
+	assert_int_equal(store_delete(w->store, "/breakers/rack.r01", STORE_ANY, NULL), 0);
+	assert_true(run_until_phase(w, 1, PHASE_REPAIRING, 1 * MIN_MS) >= 0);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) >= 0);
+	n = get_node(w, "r01n01");
+	assert_int_equal(n->nholds, 0);
+	assert_null(node_condition_get(n, "DisruptionAllowed"));
+	assert_int_equal(n->nremediation_history, 1);
+	assert_string_equal(n->remediation_history[0].result, "succeeded");
+	node_free(n);
+	assert_int_equal(count_events(w, "r01n01", "RemediationPausedByBreaker"), 1);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 1);
+	world_free(w);
+}
+
+/* The breaker also stops the next rung: r01n01 (label nvlink_domain=nvl-a) is repairing, its
+ * gpu_reset validation fails while breaker nvlink_domain.nvl-a is open: it stays in repairing
+ * without starting reboot until the breaker is gone. A breaker of another value (nvl-b) or
+ * domain value (rack r02) does not apply. */
+static void test_breaker_stops_next_rung(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	put_label(w, "r01n01", "nvlink_domain", "nvl-a");
+	put_breaker(w, "nvlink_domain", "nvl-b");
+	put_breaker(w, "rack", "r02");
+	budget_svc_invalidate(w->budget);
+	static const enum remediation_rung ladder[] = {RUNG_GPU_RESET, RUNG_REBOOT};
+	place_remediation(w, "r01n01", ladder, 2, NULL);
+	w->fail_validations = 1;
+	assert_true(run_until_phase(w, 1, PHASE_VALIDATING, 30 * MIN_MS) >= 0);
+	put_breaker(w, "nvlink_domain", "nvl-a");
+	budget_svc_invalidate(w->budget);
+	assert_true(run_until_phase(w, 1, PHASE_REPAIRING, 60 * MIN_MS) >= 0);
+	clock_virtual_advance(w->clock, 30 * MIN_MS);
+	pump(w);
+	struct node *n = get_node(w, "r01n01");
+	assert_int_equal(n->phase, PHASE_REPAIRING);
+	assert_null(n->operation);
+	assert_int_equal(n->remediation.rung, 1);
+	const struct node_condition *c = cond(n, "DisruptionAllowed");
+	assert_string_equal(c->reason, "BreakerOpen");
+	assert_string_equal(c->message,
+			    "correlated-failure breaker nvlink_domain.nvl-a is open since "
+			    "2026-11-30T10:00:00.000Z; automatic health actions wait for its reset "
+			    "(POST /v1/breakers/nvlink_domain.nvl-a:reset)");
+	node_free(n);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 0);
+	assert_int_equal(count_events(w, "r01n01", "RemediationPausedByBreaker"), 1);
+	assert_int_equal(store_delete(w->store, "/breakers/nvlink_domain.nvl-a", STORE_ANY, NULL), 0);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) >= 0);
+	n = get_node(w, "r01n01");
+	assert_int_equal(n->nholds, 0);
+	assert_int_equal(n->remediation_history[0].rung, RUNG_REBOOT);
+	assert_string_equal(n->remediation_history[0].result, "succeeded");
+	node_free(n);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "gpu_reset"), 1);
+	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 1);
+	world_free(w);
+}
+
 /* nodes of r01 counted unavailable now (core/budget.h rule), from the store */
 static int rack_out(struct world *w, int n)
 {
@@ -2084,6 +2215,8 @@ int main(void)
 		cmocka_unit_test(test_remediation_ladder_exhausted),
 		cmocka_unit_test(test_remediation_rma),
 		cmocka_unit_test(test_remediation_keeps_operator_hold),
+		cmocka_unit_test(test_breaker_stops_health_drain),
+		cmocka_unit_test(test_breaker_stops_next_rung),
 		cmocka_unit_test(test_budget_rack_one_at_a_time),
 		cmocka_unit_test(test_operator_drain_not_budget_remediation),
 	};
