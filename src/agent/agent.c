@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -296,6 +297,38 @@ int agent_put_report(struct agent *a)
 	return 0;
 }
 
+void agent_gpu_table(struct agent *a, const struct nvsmi_report *r)
+{
+	a->ngpus = 0;
+	for (size_t i = 0; i < r->ngpus && a->ngpus < NVSMI_MAX_GPUS; i++) {
+		const struct nvsmi_gpu *g = &r->gpus[i];
+		if (!g->pci_bus_id[0] || g->index < 0)
+			continue;
+		struct ag_gpu *t = &a->gpus[a->ngpus++];
+		snprintf(t->bus, sizeof(t->bus), "%s", g->pci_bus_id);
+		t->index = g->index;
+	}
+}
+
+int agent_gpu_index(const struct agent *a, const char *bus)
+{
+	if (!bus || !*bus)
+		return -1;
+	for (size_t i = 0; i < a->ngpus; i++)
+		if (strcasecmp(a->gpus[i].bus, bus) == 0)
+			return a->gpus[i].index;
+	return -1;
+}
+
+/* The bus id of GPU index idx in the table, or NULL. */
+static const char *ag_gpu_bus(const struct agent *a, int idx)
+{
+	for (size_t i = 0; i < a->ngpus; i++)
+		if (a->gpus[i].index == idx)
+			return a->gpus[i].bus;
+	return NULL;
+}
+
 struct ag_event *agent_new_event(struct agent *a)
 {
 	BUG_ON(a->nev >= AGENT_MAX_REPORT_EVENTS);
@@ -507,10 +540,18 @@ static int ag_probe_nvsmi(struct agent *a, struct agent_finding *f, size_t *nf)
 		agent_set(a, AGENT_DET_NVSMI, 0, "unknown", "Unparseable", "%s", err);
 	} else {
 		int unknown = 0;
+		agent_gpu_table(a, r);
 		size_t n = nvsmi_findings(r, a->expected_gpus, f + *nf, AG_DET_ROOM - 1, &unknown);
 		const char *reason = NULL;
 		char msg[AGENT_MAX_MESSAGE + 1];
+		size_t n0 = n;
 		int nrc = ag_probe_nvlink(a, f + *nf, &n, &unknown, &tf, &reason, msg, sizeof(msg));
+		/* nvlink --status names GPUs by index only: the bus id from the -q just read. */
+		for (size_t k = n0; k < n; k++) {
+			const char *bus = ag_gpu_bus(a, f[*nf + k].gpu_index);
+			if (bus && !f[*nf + k].pci_bus_id[0])
+				snprintf(f[*nf + k].pci_bus_id, sizeof(f[*nf + k].pci_bus_id), "%s", bus);
+		}
 		*nf += n;
 		if (nrc == 1)
 			f[(*nf)++] = tf;
@@ -534,6 +575,7 @@ static void ag_probe_nvml(struct agent *a, struct agent_finding *f, size_t *nf)
 		agent_set(a, AGENT_DET_NVML, 0, "unknown", "ProbeFailed", "%s", err);
 	} else {
 		int unknown = 0;
+		agent_gpu_table(a, r);
 		size_t n = nvsmi_findings(r, a->expected_gpus, f + *nf, AG_DET_ROOM, &unknown);
 		*nf += n;
 		ag_set_result(a, AGENT_DET_NVML, f + *nf - n, n, unknown);
@@ -872,8 +914,9 @@ static int ag_take_findings(struct agent *a, const struct agent_finding *f, size
 	return changed;
 }
 
-/* The probe round with the node document (may be NULL). */
-static int ag_probe_round_doc(struct agent *a, json_t *doc)
+/* The probe round with the node document (may be NULL). heartbeat 0: put no report when no
+ * finding event is waiting (--once puts its heartbeat after reading the kernel log). */
+static int ag_probe_round_doc(struct agent *a, json_t *doc, int heartbeat)
 {
 	struct agent_finding *f = xcalloc(AG_MAX_FINDINGS, sizeof(*f));
 	size_t nf = 0, mark = 0;
@@ -931,7 +974,7 @@ static int ag_probe_round_doc(struct agent *a, json_t *doc)
 	}
 	/* A heartbeat only when nothing is waiting: pending reports carry the detectors too, and
 	 * heartbeats must not pile up while the API is down. */
-	if (a->nev > 0 || (put == 0 && a->ob.npending == 0))
+	if (a->nev > 0 || (heartbeat && put == 0 && a->ob.npending == 0))
 		if ((rc = agent_put_report(a)) < 0)
 			goto out;
 	if (unsent) {
@@ -948,7 +991,7 @@ out:
 int agent_probe_round(struct agent *a)
 {
 	json_t *doc = ag_fetch_node(a);
-	int rc = ag_probe_round_doc(a, doc);
+	int rc = ag_probe_round_doc(a, doc, 1);
 	json_decref(doc);
 	return rc;
 }
@@ -1304,6 +1347,18 @@ static int ag_run_once(struct agent *a)
 	int rc = agent_flush(a);
 	if (rc == FP_EIO)
 		return FP_EIO;
+	/* The probes first: their GPU table gives kernel events their GPU index, and every report
+	 * then carries the detectors as probed, not "not probed yet". Their findings are put now
+	 * (sent by the kernel loop's flushes); the heartbeat waits for the end. */
+	size_t puts0 = a->st.reports_put;
+	json_t *doc = ag_fetch_node(a);
+	rc = ag_probe_round_doc(a, doc, 0);
+	if (rc == 0)
+		ag_reset_with_doc(a, doc);
+	json_decref(doc);
+	if (rc < 0)
+		return rc;
+	int probe_put = a->st.reports_put != puts0;
 	/* Read the kernel log to its end, sending between passes so the outbox bound only stops
 	 * reading when the API cannot take reports. */
 	for (;;) {
@@ -1318,12 +1373,9 @@ static int ag_run_once(struct agent *a)
 		if (a->st.kernel_lines == lines0)
 			break; /* at the end, or paused by a full outbox the API would not drain */
 	}
-	json_t *doc = ag_fetch_node(a);
-	rc = ag_probe_round_doc(a, doc);
-	if (rc == 0)
-		ag_reset_with_doc(a, doc);
-	json_decref(doc);
-	if (rc < 0)
+	/* The probe round's heartbeat (as when it ran last): when it had no finding to put and
+	 * nothing is waiting, so the last report the server gets has the detectors' state. */
+	if (!probe_put && a->ob.npending == 0 && (rc = agent_put_report(a)) < 0)
 		return rc;
 	rc = agent_flush(a);
 	if (rc < 0)
@@ -1349,14 +1401,16 @@ int agent_run(struct agent *a)
 		 a->cfg.kernel_log ? a->cfg.kernel_log : "-");
 	while (!ag_stopped(a)) {
 		int64_t now = agent_now(a);
-		agent_read_kernel(a, 0);
+		/* Probes before the kernel read, so the first kernel events already have the GPU
+		 * table (agent_gpu_index). */
 		if (now >= next_probe) {
 			json_t *doc = ag_fetch_node(a);
-			ag_probe_round_doc(a, doc);
+			ag_probe_round_doc(a, doc, 1);
 			ag_reset_with_doc(a, doc);
 			json_decref(doc);
 			next_probe = now + a->cfg.interval_s * 1000;
 		}
+		agent_read_kernel(a, 0);
 		if (a->ob.npending && now >= next_flush) {
 			int rc = agent_flush(a);
 			if (rc < 0) {

@@ -84,6 +84,13 @@ struct agent {
 	int nvsmi_auto, dcgmi_auto, ibstat_auto;
 	struct nvml *nvml;
 	int expected_gpus;
+	/* PCI bus id -> GPU index, from the latest nvidia-smi -q or NVML report that parsed
+	 * (agent_gpu_table); kernel events get their index from it */
+	struct ag_gpu {
+		char bus[FINDING_BUS_ID_LEN];
+		int index;
+	} gpus[NVSMI_MAX_GPUS];
+	size_t ngpus;
 
 	/* kernel source */
 	int ksrc;
@@ -158,6 +165,12 @@ size_t agent_chomp(char *s, size_t n);
 json_t *agent_str(const char *s);
 /* Puts a report of the waiting events into the outbox and clears them (0 or FP_EIO). */
 int agent_put_report(struct agent *a);
+/* Replaces the bus id -> index table with the GPUs of r that have both (nvidia-smi's index,
+ * the order of its output; NVML's device index: the same numbering, nvidia-smi(1) "-i"). */
+void agent_gpu_table(struct agent *a, const struct nvsmi_report *r);
+/* The index of the GPU at PCI bus id bus ("0000:3b:00.0", case ignored) in the table, or -1
+ * when the table has none (no nvidia-smi/NVML report yet, or another bus). */
+int agent_gpu_index(const struct agent *a, const char *bus);
 /* The next free event slot, zeroed (caller keeps nev < AGENT_MAX_REPORT_EVENTS). */
 struct ag_event *agent_new_event(struct agent *a);
 

@@ -319,7 +319,9 @@ static int ag_take_kernel_events(struct agent *a, const struct kernlog_event *ke
 		e->first = first;
 		snprintf(e->source, sizeof(e->source), "kernel");
 		snprintf(e->code, sizeof(e->code), "%s", k->code);
-		e->gpu_index = k->gpu_index;
+		/* The kernel line names the bus; the index comes from the latest nvidia-smi or
+		 * NVML report the agent read (-1 when none names that bus). */
+		e->gpu_index = k->gpu_index >= 0 ? k->gpu_index : agent_gpu_index(a, k->pci_bus_id);
 		snprintf(e->bus, sizeof(e->bus), "%s", k->pci_bus_id);
 		e->pid = k->pid;
 		snprintf(e->process, sizeof(e->process), "%s", k->process);

@@ -547,6 +547,8 @@ static void test_nvlink_status(void **state)
 		assert_string_equal(code, "nvlink:link_down");
 		assert_string_equal(jsonx_str(e, "source"), "nvidia-smi");
 		assert_int_equal(json_integer_value(jsonx_path(e, "gpu.index")), 3);
+		/* the bus id of index 3 in the -q just read (00000000:5D:00.0) */
+		assert_string_equal(jsonx_str(e, "gpu.pciBusId"), "0000:5d:00.0");
 		assert_string_equal(jsonx_str(e, "message"), "GPU 3: NVLinks down (mask 0x28), 4 of 6 up");
 		nlink++;
 	}
@@ -683,6 +685,65 @@ static void test_kernel_once(void **state)
 	free(log);
 	rm_rf(dir);
 	free(dir);
+}
+
+/* The kernel events of one --once run over the agent data file klog, with smi (NULL: none)
+ * as the nvidia-smi file. New reference. */
+static json_t *kernel_events_with_smi(const char *klog, const char *smi)
+{
+	char *dir = mktmp();
+	char *log = data_path(klog);
+	struct agent_config c;
+	base_cfg(&c, dir, log);
+	c.nvidia_smi = smi;
+	struct fake *f = fake_new();
+	struct agent *a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	agent_free(a);
+	json_t *all = fake_events(f), *out = json_array();
+	size_t i;
+	json_t *e;
+	json_array_foreach(all, i, e)
+		if (strcmp(jsonx_str(e, "source"), "kernel") == 0)
+			json_array_append(out, e);
+	json_decref(all);
+	fake_free(f);
+	free(log);
+	rm_rf(dir);
+	free(dir);
+	return out;
+}
+
+/* Kernel events carry the GPU index when the agent knows it: the real dmesg log's Xid 119
+ * lines name PCI:0000:9b:00, and in the real H100 nvidia-smi -q file the GPU at
+ * 00000000:9B:00.0 is the fifth section (index 4). The real Xid 79 line names 0000:44:00,
+ * which no GPU of that file has: no index. Without an nvidia-smi/NVML report: no index. */
+static void test_kernel_gpu_index(void **state)
+{
+	(void)state;
+	char *smi = xasprintf("%s/tests/data/nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt", srcdir());
+	json_t *ev = kernel_events_with_smi("dmesg-xid119-gsp-timeout.log", smi);
+	assert_int_equal(json_array_size(ev), 5);
+	size_t i;
+	json_t *e;
+	json_array_foreach(ev, i, e) {
+		assert_string_equal(jsonx_str(e, "code"), "xid:119");
+		assert_string_equal(jsonx_str(e, "gpu.pciBusId"), "0000:9b:00.0");
+		assert_int_equal(json_integer_value(jsonx_path(e, "gpu.index")), 4);
+	}
+	json_decref(ev);
+	ev = kernel_events_with_smi("xid79-nvsentinel-155.log", smi);
+	assert_int_equal(json_array_size(ev), 1);
+	e = json_array_get(ev, 0);
+	assert_string_equal(jsonx_str(e, "code"), "xid:79");
+	assert_string_equal(jsonx_str(e, "gpu.pciBusId"), "0000:44:00.0");
+	assert_null(jsonx_path(e, "gpu.index"));
+	json_decref(ev);
+	ev = kernel_events_with_smi("dmesg-xid119-gsp-timeout.log", NULL);
+	assert_int_equal(json_array_size(ev), 5);
+	assert_null(jsonx_path(json_array_get(ev, 0), "gpu.index"));
+	json_decref(ev);
+	free(smi);
 }
 
 /* Ids of a clean --once run over log (fresh state). */
@@ -1582,6 +1643,7 @@ int main(void)
 		cmocka_unit_test(test_dcgmi_auto_json),
 		cmocka_unit_test(test_nvlink_status),
 		cmocka_unit_test(test_kernel_once),
+		cmocka_unit_test(test_kernel_gpu_index),
 		cmocka_unit_test(test_cursor_resume),
 		cmocka_unit_test(test_crash_before_cursor),
 		cmocka_unit_test(test_outbox_bound),
