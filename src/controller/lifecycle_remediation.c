@@ -73,11 +73,119 @@ enum step_result lifecycle_step_wait_agent_action(struct step_ctx *x)
 }
 
 #define RMA_MAX_COUNTED 1000 /* health events of the node counted by code in an RMA */
+#define RMA_MAX_OPS 16        /* rung and validation operations listed in an RMA */
+#define RMA_OPS_SCAN 2000     /* operations of one kind read per RMA (all nodes') */
+
+static int cmp_op_created(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	int c = strcmp(jsonx_str(x, "createdAt"), jsonx_str(y, "createdAt"));
+	return c ? c : strcmp(jsonx_str(x, "id"), jsonx_str(y, "id"));
+}
+
+/* The rung and validation operations of node n's current remediation, oldest first: every
+ * gpu_reset, reboot, reimage and validate operation of n created at or after
+ * status.remediation.since, as {"id","kind","state","createdAt","finishedAt"?,"lastError"?}
+ * (new reference; at most RMA_MAX_OPS, the newest kept). Operation ids are
+ * "<kind>-<13-digit wall ms>-<random>" (op_make), so each kind is listed from the key of
+ * `since` on, at most RMA_OPS_SCAN keys of every node; *truncated is set when a listing was
+ * cut, an operation did not decode, or more than RMA_MAX_OPS matched. A store error leaves
+ * what was read and sets *truncated. */
+static json_t *rma_operations(struct lifecycle *lc, const struct node *n, int *truncated)
+{
+	static const char *const kinds[] = {"gpu_reset", "reboot", "reimage", "validate"};
+	json_t **found = NULL;
+	size_t nfound = 0;
+	char prefix[64], after[96];
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		snprintf(prefix, sizeof(prefix), "/operations/%s-", kinds[k]);
+		snprintf(after, sizeof(after), "%s%013lld", prefix,
+			 (long long)(n->remediation.since > 0 ? n->remediation.since - 1 : 0));
+		struct store_kv *kvs = NULL;
+		size_t nkv = 0;
+		int more = 0;
+		if (store_list(lc->cfg.store, prefix, after, RMA_OPS_SCAN, &kvs, &nkv, NULL,
+			       &more) < 0) {
+			*truncated = 1;
+			continue;
+		}
+		*truncated |= more;
+		for (size_t i = 0; i < nkv; i++) {
+			json_t *doc = NULL;
+			struct operation *op = NULL;
+			if (jsonx_parse(kvs[i].value, strlen(kvs[i].value), &doc, NULL, 0) < 0 ||
+			    operation_from_json(doc, kvs[i].mod_revision, &op, NULL, 0) < 0) {
+				json_decref(doc);
+				*truncated = 1;
+				continue;
+			}
+			json_decref(doc);
+			if (strcmp(op->node, n->name) == 0 && op->created_at >= n->remediation.since) {
+				char ts[FP_TIME_LEN];
+				fp_time_format(op->created_at, ts);
+				json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "id", op->id, "kind", op->kind,
+						      "state", op_state_name(op->state), "createdAt",
+						      ts);
+				if (op->finished_at) {
+					fp_time_format(op->finished_at, ts);
+					json_object_set_new(o, "finishedAt", json_string(ts));
+				}
+				if (op->last_error && *op->last_error)
+					json_object_set_new(o, "lastError",
+							    jsonx_string_lossy(op->last_error));
+				found = xreallocarray(found, nfound + 1, sizeof(*found));
+				found[nfound++] = o;
+			}
+			operation_free(op);
+		}
+		store_kv_array_free(kvs, nkv);
+	}
+	if (nfound)
+		qsort(found, nfound, sizeof(*found), cmp_op_created);
+	json_t *arr = json_array();
+	size_t first = nfound > RMA_MAX_OPS ? nfound - RMA_MAX_OPS : 0;
+	if (first)
+		*truncated = 1;
+	for (size_t i = 0; i < nfound; i++) {
+		if (i >= first)
+			json_array_append(arr, found[i]);
+		json_decref(found[i]);
+	}
+	free(found);
+	return arr;
+}
+
+/* The node's conditions that say what its detectors last reported (the agent's detector
+ * statuses are not stored; the health controller keeps them as DetectorsLive, GPUHealthy
+ * and AgentAlive): {"<type>": {"status","reason","message","since"}} (new reference). */
+static json_t *rma_detectors(json_t *conditions)
+{
+	json_t *out = json_object();
+	size_t i;
+	json_t *c;
+	json_array_foreach(conditions, i, c)
+	{
+		const char *type = jsonx_str(c, "type");
+		if (type && (strcmp(type, "DetectorsLive") == 0 || strcmp(type, "GPUHealthy") == 0 ||
+			     strcmp(type, "AgentAlive") == 0)) {
+			json_t *d = json_deep_copy(c);
+			json_object_del(d, "type");
+			json_object_set_new(out, type, d);
+		}
+	}
+	return out;
+}
 
 /* rma rung: writes /rmas/<operation id> (create-if-absent; a rerun finds it written) with the
- * evidence a vendor ticket needs: the health event documents named in status.remediation, the
- * node's health event counts by code, status.remediationHistory, inventory and conditions.
- * The RMA's name goes to params.rma; finish puts it in status.remediation.rma. */
+ * evidence a vendor ticket needs (docs/api.md "RMAs"): the health event documents named in
+ * status.remediation (with their raw lines), the node's health event counts by code (at most
+ * RMA_MAX_COUNTED events read: countsTruncated true when there were more),
+ * status.remediationHistory, the rung and validation operations of this remediation with their
+ * errors (operations; operationsTruncated when cut, rma_operations), the last validation
+ * result (validation: {"validatedAt","passed","bootId"}, or null when none is recorded; the
+ * rma rung does not clear it), what the detectors last said (detectors, rma_detectors),
+ * inventory and conditions. The RMA's name goes to params.rma; finish puts it in
+ * status.remediation.rma. */
 enum step_result lifecycle_step_open_rma(struct step_ctx *x)
 {
 	const struct node *n = x->n;
@@ -100,8 +208,9 @@ enum step_result lifecycle_step_open_rma(struct step_ctx *x)
 	snprintf(prefix, sizeof(prefix), "/healthevents/%s/", n->name);
 	struct store_kv *kvs = NULL;
 	size_t nkv = 0;
-	if (store_list(x->lc->cfg.store, prefix, NULL, RMA_MAX_COUNTED, &kvs, &nkv, NULL, NULL) ==
-	    0) {
+	int counts_more = 0;
+	if (store_list(x->lc->cfg.store, prefix, NULL, RMA_MAX_COUNTED, &kvs, &nkv, NULL,
+		       &counts_more) == 0) {
 		for (size_t i = 0; i < nkv; i++) {
 			json_t *doc = NULL;
 			if (jsonx_parse(kvs[i].value, strlen(kvs[i].value), &doc, NULL, 0) < 0)
@@ -126,6 +235,23 @@ enum step_result lifecycle_step_open_rma(struct step_ctx *x)
 	json_object_set_new(evidence, "remediationHistory", hist ? json_incref(hist) : json_array());
 	json_object_set_new(evidence, "inventory", inv ? json_incref(inv) : json_object());
 	json_object_set(evidence, "conditions", json_object_get(st, "conditions"));
+	json_object_set_new(evidence, "countsTruncated", json_boolean(counts_more));
+	int ops_truncated = 0;
+	json_object_set_new(evidence, "operations", rma_operations(x->lc, n, &ops_truncated));
+	json_object_set_new(evidence, "operationsTruncated", json_boolean(ops_truncated));
+	if (n->validated_at) {
+		char vts[FP_TIME_LEN];
+		fp_time_format(n->validated_at, vts);
+		json_t *v = json_pack("{s:s,s:b}", "validatedAt", vts, "passed",
+				      n->validation_passed);
+		if (n->validation_boot_id)
+			json_object_set_new(v, "bootId", json_string(n->validation_boot_id));
+		json_object_set_new(evidence, "validation", v);
+	} else {
+		json_object_set_new(evidence, "validation", json_null());
+	}
+	json_object_set_new(evidence, "detectors",
+			    rma_detectors(json_object_get(st, "conditions")));
 	json_decref(pub);
 	char ts[FP_TIME_LEN];
 	fp_time_format(now_wall(x->lc), ts);
@@ -316,10 +442,12 @@ int lifecycle_remediation_next(struct lifecycle *lc, struct node *n)
 	 * the commit that starts the rung, so a report recorded after it (the agent's burn-in
 	 * after the GPU reset or boot, even in the same millisecond as the rung's end, even
 	 * before the node enters validating) is the new one. */
-	n->validated_at = 0;
-	n->validation_passed = 0;
-	free(n->validation_boot_id);
-	n->validation_boot_id = NULL;
+	if (cur != RUNG_RMA) { /* no validation follows rma: its evidence keeps the last one */
+		n->validated_at = 0;
+		n->validation_passed = 0;
+		free(n->validation_boot_id);
+		n->validation_boot_id = NULL;
+	}
 	snprintf(why, sizeof(why), "remediation of %s%s%s: rung %s (%zu of %zu: %s)",
 		 r->code ? r->code : "?", r->gpu ? " on GPU " : "", r->gpu ? r->gpu : "",
 		 remediation_rung_name(cur), r->rung + 1, r->nladder, rungs);

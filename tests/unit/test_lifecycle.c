@@ -1858,6 +1858,20 @@ static void test_remediation_rma(void **state)
 	assert_int_equal(json_array_size(jsonx_path(rma, "evidence.inventory.gpus")), 8);
 	assert_true(json_is_array(jsonx_path(rma, "evidence.conditions")));
 	assert_int_equal(json_array_size(jsonx_path(rma, "evidence.remediationHistory")), 0);
+	/* last outputs: no rung ran before rma; onboarding's validation is the last one; what
+	 * the detectors said is in GPUHealthy (placed by the health controller) */
+	assert_true(json_is_false(jsonx_path(rma, "evidence.countsTruncated")));
+	assert_int_equal(json_array_size(jsonx_path(rma, "evidence.operations")), 0);
+	assert_true(json_is_false(jsonx_path(rma, "evidence.operationsTruncated")));
+	assert_true(json_is_true(jsonx_path(rma, "evidence.validation.passed")));
+	assert_string_equal(jsonx_str(rma, "evidence.validation.bootId"), "r01n01-1");
+	assert_non_null(jsonx_str(rma, "evidence.validation.validatedAt"));
+	assert_string_equal(jsonx_str(rma, "evidence.detectors.GPUHealthy.status"), "False");
+	assert_string_equal(jsonx_str(rma, "evidence.detectors.GPUHealthy.reason"), "xid:79");
+	assert_string_equal(jsonx_str(rma, "evidence.detectors.GPUHealthy.message"),
+			    "GPU 0000:3b:00.0 fell off the bus");
+	assert_string_equal(jsonx_str(rma, "evidence.detectors.AgentAlive.reason"), "BootCallback");
+	assert_null(jsonx_path(rma, "evidence.detectors.DetectorsLive"));
 	json_decref(rma);
 	node_free(n);
 	assert_int_equal(count_prefix(w, "/rmas/"), 1);
@@ -2044,6 +2058,80 @@ static void test_breaker_stops_next_rung(void **state)
 	world_free(w);
 }
 
+/* Reads /rmas/<the node's remediation.rma> (caller frees). */
+static json_t *get_rma(struct world *w, const char *name)
+{
+	struct node *n = get_node(w, name);
+	assert_non_null(n->remediation.rma);
+	char key[128];
+	snprintf(key, sizeof(key), "/rmas/%s", n->remediation.rma);
+	node_free(n);
+	struct store_kv kv = {0};
+	assert_int_equal(store_get(w->store, key, &kv), 0);
+	json_t *rma = NULL;
+	assert_int_equal(jsonx_parse(kv.value, strlen(kv.value), &rma, NULL, 0), 0);
+	store_kv_release(&kv);
+	return rma;
+}
+
+/* An RMA reached after failed rungs carries their last outputs: ladder gpu_reset, reboot, rma
+ * with every burn-in failing. The evidence lists the four operations of this remediation
+ * (oldest first: gpu_reset succeeded and its validation failed, reboot succeeded and its
+ * validation failed) with the errors, the last validation (boot r01n01-2, the reboot's, failed),
+ * and - 1001 health events stored for the node - counts capped at 1000 with countsTruncated. */
+static void test_remediation_rma_last_outputs(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	for (int i = 0; i < 1001; i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "/healthevents/r01n01/k-%04d", i);
+		assert_int_equal(store_put(w->store, key,
+					   "{\"kind\":\"HealthEvent\",\"node\":\"r01n01\","
+					   "\"source\":\"kernel\",\"code\":\"xid:79\"}",
+					   STORE_ABSENT, NULL),
+				 0);
+	}
+	static const enum remediation_rung ladder[] = {RUNG_GPU_RESET, RUNG_REBOOT, RUNG_RMA};
+	place_remediation(w, "r01n01", ladder, 3, "r01n01.k-0000");
+	w->fail_validations = 100;
+	assert_true(run_until_phase(w, 1, PHASE_FAILED, 240 * MIN_MS) >= 0);
+	json_t *rma = get_rma(w, "r01n01");
+	assert_int_equal(json_integer_value(jsonx_path(rma, "evidence.counts.xid:79")), 1000);
+	assert_true(json_is_true(jsonx_path(rma, "evidence.countsTruncated")));
+	json_t *ops = jsonx_path(rma, "evidence.operations");
+	assert_int_equal(json_array_size(ops), 4);
+	static const char *const kinds[] = {"gpu_reset", "validate", "reboot", "validate"};
+	static const char *const states[] = {"succeeded", "failed", "succeeded", "failed"};
+	static const char *const errors[] = {
+		NULL,
+		"step wait_burn_in attempt 1: burn-in validation of boot r01n01-1 reported failure",
+		NULL,
+		"step wait_burn_in attempt 1: burn-in validation of boot r01n01-2 reported failure"};
+	for (size_t i = 0; i < 4; i++) {
+		json_t *o = json_array_get(ops, i);
+		assert_string_equal(jsonx_str(o, "kind"), kinds[i]);
+		assert_string_equal(jsonx_str(o, "state"), states[i]);
+		assert_int_equal(strncmp(jsonx_str(o, "id"), kinds[i], strlen(kinds[i])), 0);
+		if (errors[i])
+			assert_string_equal(jsonx_str(o, "lastError"), errors[i]);
+		else
+			assert_null(jsonx_str(o, "lastError"));
+		assert_non_null(jsonx_str(o, "finishedAt"));
+	}
+	assert_true(json_is_false(jsonx_path(rma, "evidence.operationsTruncated")));
+	assert_true(json_is_false(jsonx_path(rma, "evidence.validation.passed")));
+	assert_string_equal(jsonx_str(rma, "evidence.validation.bootId"), "r01n01-2");
+	/* the validation was recorded when the last validate operation ended */
+	assert_string_equal(jsonx_str(rma, "evidence.validation.validatedAt"),
+			    jsonx_str(json_array_get(ops, 3), "finishedAt"));
+	json_t *hist = jsonx_path(rma, "evidence.remediationHistory");
+	assert_int_equal(json_array_size(hist), 0); /* history is appended when the ladder ends */
+	json_decref(rma);
+	world_free(w);
+}
+
 /* nodes of r01 counted unavailable now (core/budget.h rule), from the store */
 static int rack_out(struct world *w, int n)
 {
@@ -2214,6 +2302,7 @@ int main(void)
 		cmocka_unit_test(test_remediation_validation_fails_once),
 		cmocka_unit_test(test_remediation_ladder_exhausted),
 		cmocka_unit_test(test_remediation_rma),
+		cmocka_unit_test(test_remediation_rma_last_outputs),
 		cmocka_unit_test(test_remediation_keeps_operator_hold),
 		cmocka_unit_test(test_breaker_stops_health_drain),
 		cmocka_unit_test(test_breaker_stops_next_rung),
