@@ -166,6 +166,125 @@ int agent_job_validate(const char *job, char *err, size_t errlen)
 	return 0;
 }
 
+/* Reads at most max bytes of root/pid/name into buf (NUL-terminated; buf has max + 1 bytes).
+ * Returns the length, or -1 when it cannot be read. */
+static ssize_t ag_proc_read(const char *root, long pid, const char *name, char *buf, size_t max)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/%ld/%s", root, pid, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t len = 0;
+	while (len < max) {
+		ssize_t n = read(fd, buf + len, max - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n < 0) {
+				close(fd);
+				return -1;
+			}
+			break;
+		}
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return (ssize_t)len;
+}
+
+/* The job id of one cgroup path ("/system.slice/slurmstepd.scope/job_1392969/step_0/..."),
+ * or 0: "job_<digits>" as a whole component whose parent is a Slurm directory. */
+static int ag_cgroup_job(const char *path, size_t plen, char *job, size_t joblen)
+{
+	for (size_t i = 0; i + 5 <= plen; i++) {
+		if (path[i] != '/' || strncmp(path + i + 1, "job_", 4) != 0)
+			continue;
+		size_t d = i + 5, e = d;
+		while (e < plen && path[e] >= '0' && path[e] <= '9')
+			e++;
+		if (e == d || e - d > 20 || (e < plen && path[e] != '/'))
+			continue;
+		/* the parent component: [i0, i) */
+		size_t i0 = i;
+		while (i0 > 0 && path[i0 - 1] != '/')
+			i0--;
+		size_t pl = i - i0;
+		const char *parent = path + i0;
+		int slurm = 0;
+		if (pl >= 4 && strncmp(parent, "uid_", 4) == 0 && i0 >= 2) {
+			/* v1: the component above uid_<uid> is "slurm" or "slurm_<node>" */
+			size_t j1 = i0 - 1, j0 = j1;
+			while (j0 > 0 && path[j0 - 1] != '/')
+				j0--;
+			slurm = (j1 - j0 == 5 && strncmp(path + j0, "slurm", 5) == 0) ||
+				(j1 - j0 > 6 && strncmp(path + j0, "slurm_", 6) == 0);
+		} else if (pl >= 16 && strncmp(parent + pl - 16, "slurmstepd.scope", 16) == 0) {
+			slurm = 1; /* v2: slurmstepd.scope or <node>_slurmstepd.scope */
+		}
+		if (!slurm || e - d >= joblen)
+			continue;
+		memcpy(job, path + d, e - d);
+		job[e - d] = '\0';
+		return 1;
+	}
+	return 0;
+}
+
+int agent_pid_job(const char *proc_root, long pid, const char *process, char *job,
+		  size_t joblen)
+{
+	const char *root = proc_root && *proc_root ? proc_root : "/proc";
+	char why[128];
+	if (pid <= 0 || joblen < 2)
+		return 0;
+	if (process && *process) {
+		char comm[64];
+		ssize_t n = ag_proc_read(root, pid, "comm", comm, sizeof(comm) - 1);
+		if (n < 0)
+			return 0; /* gone */
+		comm[strcspn(comm, "\n")] = '\0';
+		if (strncmp(comm, process, 15) != 0)
+			return 0; /* the pid names another process now */
+	}
+	size_t cap = 64 << 10;
+	char *buf = xmalloc(256 << 10 | 1);
+	ssize_t n = ag_proc_read(root, pid, "cgroup", buf, cap);
+	int found = 0;
+	for (ssize_t i = 0; n > 0 && i < n && !found;) {
+		const char *line = buf + i;
+		const char *nl = memchr(line, '\n', (size_t)(n - i));
+		size_t ll = nl ? (size_t)(nl - line) : (size_t)(n - i);
+		i += (ssize_t)ll + 1;
+		/* "hierarchy-ID:controller-list:cgroup-path": the path after the second ':' */
+		const char *c1 = memchr(line, ':', ll);
+		const char *c2 = c1 ? memchr(c1 + 1, ':', ll - (size_t)(c1 + 1 - line)) : NULL;
+		if (!c2)
+			continue;
+		const char *path = c2 + 1;
+		found = ag_cgroup_job(path, ll - (size_t)(path - line), job, joblen) &&
+			agent_job_validate(job, why, sizeof(why)) == 0;
+	}
+	if (!found) {
+		n = ag_proc_read(root, pid, "environ", buf, 256 << 10);
+		for (ssize_t i = 0; n > 0 && i < n && !found;) {
+			const char *ent = buf + i;
+			size_t el = strnlen(ent, (size_t)(n - i));
+			i += (ssize_t)el + 1;
+			if (el <= 13 || strncmp(ent, "SLURM_JOB_ID=", 13) != 0 || el - 13 >= joblen)
+				continue;
+			memcpy(job, ent + 13, el - 13);
+			job[el - 13] = '\0';
+			found = agent_job_validate(job, why, sizeof(why)) == 0;
+		}
+	}
+	free(buf);
+	if (!found)
+		job[0] = '\0';
+	return found;
+}
+
 /* Records a local write failure (logged by the caller). */
 void agent_local_fail(struct agent *a, const char *what, const char *err)
 {
@@ -239,7 +358,9 @@ static json_t *ag_event_json(struct agent *a, const struct ag_event *e)
 		json_object_set_new(o, "pid", json_integer(e->pid));
 	if (e->process[0])
 		json_object_set_new(o, "process", agent_str(e->process));
-	if (a->cfg.job && *a->cfg.job)
+	if (e->job[0])
+		json_object_set_new(o, "job", agent_str(e->job));
+	else if (a->cfg.job && *a->cfg.job)
 		json_object_set_new(o, "job", agent_str(a->cfg.job));
 	fp_time_format(e->time_ms, t);
 	json_object_set_new(o, "time", json_string(t));

@@ -76,7 +76,10 @@ struct agent_config {
 	const char *ibstat;        /* file of `ibstat` output, "auto", NULL */
 	int expected_gpus;         /* > 0: expected GPU count; 0: read spec.gpus.count of the node
 				    * document through transport->get_node (retried until known) */
-	const char *job;           /* attached to every event; NULL none; agent_job_validate */
+	const char *job;           /* attached to every event whose pid's Slurm job is not known
+				    * (agent_pid_job); NULL none; agent_job_validate */
+	/* Test hook: where /proc is (agent_pid_job reads <proc_root>/<pid>/...); NULL "/proc". */
+	const char *proc_root;
 	long interval_s;           /* probe/heartbeat interval, 1 .. 86400 */
 	long probe_timeout_s;      /* per probe, 1 .. 3600 */
 	size_t max_buffer;         /* outbox bound in events, 1 .. 10,000,000 */
@@ -204,5 +207,25 @@ void agent_id_finding(const char *boot_id, const struct agent_finding *f, int64_
  * a node name (core/codec.h name_validate) and a job id (1..64 of [A-Za-z0-9._+-], the
  * report's agent.job rule in docs/api.md). 0 or FP_EINVAL with why in err. */
 int agent_job_validate(const char *job, char *err, size_t errlen);
+
+/* The Slurm job of process pid, as the issue asks ("the pid's Slurm job when known"), read
+ * from proc_root (NULL "/proc"):
+ *  1. <pid>/comm must equal process (the event's process name, compared on the kernel's 15
+ *     characters, TASK_COMM_LEN 16 in linux/sched.h) when process is not empty: a log line read
+ *     after its process ended may name a pid the kernel has given to another process since;
+ *  2. <pid>/cgroup (proc(5), "/proc/pid/cgroup": "hierarchy-ID:controller-list:cgroup-path"
+ *     lines, at most 64 KiB read): the first path holding "/job_<digits>" right under a Slurm
+ *     directory - cgroup/v1 ".../slurm/uid_<uid>/job_<id>/step_<s>/..." (or "slurm_<node>"
+ *     with multiple slurmd), cgroup/v2 ".../slurmstepd.scope/job_<id>/step_<s>/..." (or
+ *     "<node>_slurmstepd.scope"), as https://slurm.schedmd.com/cgroup_v2.html ("slurmd
+ *     startup", the job_x/step_y hierarchy under slurmstepd.scope) and
+ *     https://slurm.schedmd.com/cgroups.html describe them;
+ *  3. else SLURM_JOB_ID in <pid>/environ (NUL-separated KEY=VALUE, at most 256 KiB read;
+ *     readable only by the process's owner or root), the variable Slurm sets in every task
+ *     (srun(1), "OUTPUT ENVIRONMENT VARIABLES").
+ * The id must pass agent_job_validate. Returns 1 with job filled (NUL-terminated, at most
+ * joblen - 1 bytes), or 0 (pid <= 0, process gone or another one, no Slurm job found). */
+int agent_pid_job(const char *proc_root, long pid, const char *process, char *job,
+		  size_t joblen);
 
 #endif

@@ -34,6 +34,7 @@ struct ag_event {
 	char bus[FINDING_BUS_ID_LEN];
 	long pid;
 	char process[64];
+	char job[65];     /* the pid's Slurm job (agent_pid_job); "" = the agent's --job */
 	int64_t time_ms;
 	char message[KERNLOG_MSG_LEN];
 	char raw[KERNLOG_RAW_LEN];

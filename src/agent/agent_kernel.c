@@ -325,6 +325,9 @@ static int ag_take_kernel_events(struct agent *a, const struct kernlog_event *ke
 		snprintf(e->bus, sizeof(e->bus), "%s", k->pci_bus_id);
 		e->pid = k->pid;
 		snprintf(e->process, sizeof(e->process), "%s", k->process);
+		/* The pid's Slurm job when it can still be read; else the event has --job. */
+		if (e->pid > 0)
+			agent_pid_job(a->cfg.proc_root, e->pid, e->process, e->job, sizeof(e->job));
 		e->time_ms = k->time_ms > 0 ? k->time_ms : agent_now(a);
 		snprintf(e->message, sizeof(e->message), "%s", k->message);
 		snprintf(e->raw, sizeof(e->raw), "%s", k->raw);

@@ -170,6 +170,7 @@ static void base_cfg(struct agent_config *c, const char *state, const char *klog
 	c->probe_timeout_s = 10;
 	c->max_buffer = 10000;
 	c->once = 1;
+	c->proc_root = "/nonexistent-fleetplane-proc"; /* no pid of the logs is looked up */
 }
 
 static struct agent *agent_make(const struct agent_config *c, struct fake *f)
@@ -744,6 +745,121 @@ static void test_kernel_gpu_index(void **state)
 	assert_null(jsonx_path(json_array_get(ev, 0), "gpu.index"));
 	json_decref(ev);
 	free(smi);
+}
+
+static void write_file(const char *path, const char *data, size_t len, const char *mode);
+static char *read_all(const char *path, size_t *len);
+
+/* Writes a fake /proc/<pid> under root: comm (with its newline, as the kernel writes it),
+ * and cgroup / environ copied from the agent data files named (NULL: absent). */
+static void fake_proc(const char *root, long pid, const char *comm, const char *cgroup,
+		      const char *environ_file)
+{
+	char *d = xasprintf("%s/%ld", root, pid);
+	assert_int_equal(mkdir(d, 0700), 0);
+	char *p = xasprintf("%s/comm", d);
+	char *line = xasprintf("%s\n", comm);
+	write_file(p, line, strlen(line), "w");
+	free(p);
+	free(line);
+	const char *src[2] = {cgroup, environ_file};
+	const char *dst[2] = {"cgroup", "environ"};
+	for (int i = 0; i < 2; i++) {
+		if (!src[i])
+			continue;
+		char *sp = data_path(src[i]);
+		size_t len;
+		char *data = read_all(sp, &len);
+		p = xasprintf("%s/%s", d, dst[i]);
+		write_file(p, data, len, "w");
+		free(p);
+		free(data);
+		free(sp);
+	}
+	free(d);
+}
+
+/* Job attribution from the pid (issue 4 item 2): the real cgroup lines of Slurm cgroup/v2 and
+ * v1 (NordicHPC/sonar's test data from Fox and eX3), SLURM_JOB_ID from environ when the
+ * cgroup names no job, and --job when the process is gone or the pid is another process. */
+static void test_pid_job(void **state)
+{
+	(void)state;
+	char *root = mktmp();
+	char job[65];
+	fake_proc(root, 2024380, "nvidia-smi", "proc-cgroup-v2-slurmstepd-fox.txt", NULL);
+	fake_proc(root, 1263500, "cache_mgr_main", "proc-cgroup-v1-slurm21-ex3.txt", NULL);
+	fake_proc(root, 1240590, "gpud", "proc-cgroup-v1-slurmd-service-no-job.txt",
+		  "proc-environ-slurm-job-id-handmade.bin");
+	fake_proc(root, 77, "python", "proc-cgroup-v1-slurm-devices.txt", NULL);
+	fake_proc(root, 78, "python", "proc-cgroup-v1-slurmd-service-no-job.txt", NULL);
+	assert_int_equal(agent_pid_job(root, 2024380, "nvidia-smi", job, sizeof(job)), 1);
+	assert_string_equal(job, "1392969");
+	assert_int_equal(agent_pid_job(root, 1263500, "cache_mgr_main", job, sizeof(job)), 1);
+	assert_string_equal(job, "748468");
+	assert_int_equal(agent_pid_job(root, 1240590, "gpud", job, sizeof(job)), 1);
+	assert_string_equal(job, "4343");
+	assert_int_equal(agent_pid_job(root, 77, "python", job, sizeof(job)), 1);
+	assert_string_equal(job, "280678");
+	assert_int_equal(agent_pid_job(root, 77, "", job, sizeof(job)), 1); /* no name to check */
+	assert_string_equal(job, "280678");
+	/* no job in the cgroup, no environ */
+	assert_int_equal(agent_pid_job(root, 78, "python", job, sizeof(job)), 0);
+	assert_string_equal(job, "");
+	/* the pid is another process now; a pid that is gone */
+	assert_int_equal(agent_pid_job(root, 77, "torchrun", job, sizeof(job)), 0);
+	assert_int_equal(agent_pid_job(root, 79, "python", job, sizeof(job)), 0);
+	assert_int_equal(agent_pid_job(root, 0, "python", job, sizeof(job)), 0);
+
+	/* Through the agent: the real dmesg log's Xid 119 lines name pids 2024380 (three lines,
+	 * nvidia-smi), 1263500 (cache_mgr_main) and 1240590 (gpud). */
+	char *dir = mktmp();
+	char *log = data_path("dmesg-xid119-gsp-timeout.log");
+	struct agent_config c;
+	base_cfg(&c, dir, log);
+	c.job = "4242";
+	c.proc_root = root;
+	struct fake *f = fake_new();
+	struct agent *a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	agent_free(a);
+	json_t *ev = fake_events(f);
+	static const char *const want[5] = {"1392969", "1392969", "1392969", "748468", "4343"};
+	assert_int_equal(json_array_size(ev), 5);
+	for (size_t i = 0; i < 5; i++)
+		assert_string_equal(jsonx_str(json_array_get(ev, i), "job"), want[i]);
+	/* the report's own agent.job stays --job */
+	assert_string_equal(jsonx_str(json_array_get(f->bodies, 0), "agent.job"), "4242");
+	json_decref(ev);
+	fake_free(f);
+	rm_rf(dir);
+	free(dir);
+	/* The processes are gone (cache_mgr_main's pid now runs "bash"): --job. */
+	char *p = xasprintf("%s/2024380", root);
+	rm_rf(p);
+	free(p);
+	p = xasprintf("%s/1263500/comm", root);
+	write_file(p, "bash\n", 5, "w");
+	free(p);
+	dir = mktmp();
+	base_cfg(&c, dir, log);
+	c.job = "4242";
+	c.proc_root = root;
+	f = fake_new();
+	a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	agent_free(a);
+	ev = fake_events(f);
+	static const char *const want2[5] = {"4242", "4242", "4242", "4242", "4343"};
+	for (size_t i = 0; i < 5; i++)
+		assert_string_equal(jsonx_str(json_array_get(ev, i), "job"), want2[i]);
+	json_decref(ev);
+	fake_free(f);
+	rm_rf(dir);
+	free(dir);
+	free(log);
+	rm_rf(root);
+	free(root);
 }
 
 /* Ids of a clean --once run over log (fresh state). */
@@ -1644,6 +1760,7 @@ int main(void)
 		cmocka_unit_test(test_nvlink_status),
 		cmocka_unit_test(test_kernel_once),
 		cmocka_unit_test(test_kernel_gpu_index),
+		cmocka_unit_test(test_pid_job),
 		cmocka_unit_test(test_cursor_resume),
 		cmocka_unit_test(test_crash_before_cursor),
 		cmocka_unit_test(test_outbox_bound),
