@@ -692,12 +692,24 @@ static void ag_probe_nvml(struct agent *a, struct agent_finding *f, size_t *nf)
 		return;
 	struct nvsmi_report *r = xcalloc(1, sizeof(*r));
 	char err[512];
-	if (nvml_query(a->nvml, r, err, sizeof(err)) < 0) {
-		agent_set(a, AGENT_DET_NVML, 0, "unknown", "ProbeFailed", "%s", err);
+	int timed_out = 0;
+	/* In a child under the probe timeout: a hung driver call is probe_timeout:nvml, not a
+	 * stalled agent. */
+	if (nvml_query_timed(a->nvml, a->cfg.probe_timeout_s * 1000, r, &timed_out, err,
+			     sizeof(err)) < 0) {
+		if (timed_out) {
+			char msg[128];
+			snprintf(msg, sizeof(msg), "NVML did not answer in %ld s",
+				 a->cfg.probe_timeout_s);
+			agent_set(a, AGENT_DET_NVML, 0, "unknown", "ProbeTimeout", "%s", msg);
+			ag_timeout_finding(a, AGENT_DET_NVML, msg, &f[(*nf)++]);
+		} else {
+			agent_set(a, AGENT_DET_NVML, 0, "unknown", "ProbeFailed", "%s", err);
+		}
 	} else {
 		int unknown = 0;
 		agent_gpu_table(a, r);
-		size_t n = nvsmi_findings(r, a->expected_gpus, f + *nf, AG_DET_ROOM, &unknown);
+		size_t n = nvsmi_findings(r, a->expected_gpus, f + *nf, AG_DET_ROOM - 1, &unknown);
 		*nf += n;
 		ag_set_result(a, AGENT_DET_NVML, f + *nf - n, n, unknown);
 	}

@@ -4,9 +4,17 @@
  * NVML_TEMPERATURE_GPU and NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, and the
  * nvmlClocksThrottleReason* bit values ("Clocks Event Reasons"). */
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "agent/nvml.h"
 #include "base/alloc.h"
@@ -114,13 +122,6 @@ int nvml_open(const char *lib, struct nvml **out, char *err, size_t errlen)
 		free(n);
 		return rc;
 	}
-	nvml_return_t r = n->init();
-	if (r != NVML_SUCCESS) {
-		fp_errf(FP_EIO, err, errlen, "nvmlInit_v2: %s (%d)", nvml_errstr(n, r), r);
-		dlclose(dl);
-		free(n);
-		return FP_EIO;
-	}
 	*out = n;
 	return 0;
 }
@@ -129,8 +130,6 @@ void nvml_close(struct nvml *n)
 {
 	if (!n)
 		return;
-	if (n->shutdown)
-		n->shutdown();
 	dlclose(n->dl);
 	free(n);
 }
@@ -159,10 +158,132 @@ static int64_t nvml_ecc(struct nvml *n, nvml_device_t d, int type, int counter, 
 	return (int64_t)v;
 }
 
+static int nvml_query_devices(struct nvml *n, struct nvsmi_report *out, char *err,
+			      size_t errlen);
+
 int nvml_query(struct nvml *n, struct nvsmi_report *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
 	out->attached_gpus = -1;
+	nvml_return_t r = n->init();
+	if (r != NVML_SUCCESS)
+		return fp_errf(FP_EIO, err, errlen, "nvmlInit_v2: %s (%d)", nvml_errstr(n, r), r);
+	int rc = nvml_query_devices(n, out, err, errlen);
+	n->shutdown();
+	return rc;
+}
+
+/* What the child writes to the pipe. */
+struct nvml_answer {
+	int rc;
+	char err[512];
+	struct nvsmi_report report;
+};
+
+static int64_t nvml_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int nvml_query_timed(struct nvml *n, long timeout_ms, struct nvsmi_report *out, int *timed_out,
+		     char *err, size_t errlen)
+{
+	*timed_out = 0;
+	memset(out, 0, sizeof(*out));
+	out->attached_gpus = -1;
+	if (timeout_ms < 1 || timeout_ms > 3600000L)
+		return fp_errf(FP_EINVAL, err, errlen, "nvml: timeout %ld ms out of 1..3600000",
+			       timeout_ms);
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return fp_errf(FP_EIO, err, errlen, "nvml: pipe: %s", strerror(errno));
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return fp_errf(FP_EIO, err, errlen, "nvml: fork: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		/* The child: NVML from scratch (the parent never initialises it), the answer down
+		 * the pipe, _exit (no atexit handlers of the parent run here). */
+		close(fds[0]);
+		setpgid(0, 0);
+		static struct nvml_answer ans;
+		memset(&ans, 0, sizeof(ans));
+		ans.rc = nvml_query(n, &ans.report, ans.err, sizeof(ans.err));
+		const char *p = (const char *)&ans;
+		size_t left = sizeof(ans);
+		while (left) {
+			ssize_t w = write(fds[1], p, left);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				_exit(1);
+			p += w;
+			left -= (size_t)w;
+		}
+		_exit(0);
+	}
+	close(fds[1]);
+	struct nvml_answer *ans = xcalloc(1, sizeof(*ans));
+	size_t got = 0;
+	int64_t deadline = nvml_now_ms() + timeout_ms;
+	int rc = 0;
+	while (got < sizeof(*ans)) {
+		int64_t left = deadline - nvml_now_ms();
+		if (left <= 0) {
+			*timed_out = 1;
+			break;
+		}
+		struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+		int pr = poll(&pfd, 1, left > 1000 ? 1000 : (int)left);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0)
+			continue;
+		ssize_t r = read(fds[0], (char *)ans + got, sizeof(*ans) - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break; /* the child died before it answered */
+		got += (size_t)r;
+	}
+	close(fds[0]);
+	if (*timed_out) {
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+	}
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (*timed_out) {
+		rc = fp_errf(FP_EIO, err, errlen, "NVML did not answer in %ld ms", timeout_ms);
+	} else if (got < sizeof(*ans)) {
+		if (WIFSIGNALED(status))
+			rc = fp_errf(FP_EIO, err, errlen, "nvml: the query process was killed by "
+				     "signal %d", WTERMSIG(status));
+		else
+			rc = fp_errf(FP_EIO, err, errlen, "nvml: the query process ended without an "
+				     "answer (status %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	} else {
+		*out = ans->report;
+		if (out->ngpus > NVSMI_MAX_GPUS)
+			out->ngpus = NVSMI_MAX_GPUS;
+		rc = ans->rc;
+		if (rc < 0) {
+			ans->err[sizeof(ans->err) - 1] = '\0';
+			snprintf(err, errlen, "%s", ans->err);
+		}
+	}
+	free(ans);
+	return rc;
+}
+
+static int nvml_query_devices(struct nvml *n, struct nvsmi_report *out, char *err,
+			      size_t errlen)
+{
 	unsigned int count = 0;
 	nvml_return_t r = n->get_count(&count);
 	if (r != NVML_SUCCESS)
@@ -183,6 +304,10 @@ int nvml_query(struct nvml *n, struct nvsmi_report *out, char *err, size_t errle
 				       i, nvml_errstr(n, r));
 		g->index = (int)i;
 		g->minor_number = -1;
+		/* No T.Limit reading through NVML here: unknown, never the 0 of the memset (a
+		 * margin 0 at a slowdown margin 0 read as thermal:over_limit on every GPU). */
+		g->tlimit_margin = g->tlimit_slowdown = g->tlimit_shutdown =
+			g->tlimit_max_operating = NVSMI_TLIMIT_UNKNOWN;
 		struct nvml_pci_info pi;
 		memset(&pi, 0, sizeof(pi));
 		if (n->get_pci(d, &pi) == NVML_SUCCESS)

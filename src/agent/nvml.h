@@ -25,18 +25,32 @@
 struct nvml;
 
 /* Loads the library (dlopen RTLD_NOW|RTLD_LOCAL; lib NULL = NVML_LIBRARY, searched the dynamic
- * loader's way) and calls nvmlInit_v2. Returns 0 and *out (free with nvml_close), or:
+ * loader's way) and resolves the symbols. It does not call nvmlInit_v2: NVML is initialised
+ * and shut down around each query (nvml_query), in the child of nvml_query_timed, so the
+ * agent's own process never holds NVML state and a hung driver call cannot stall it.
+ * Returns 0 and *out (free with nvml_close), or:
  *   FP_ENOTFOUND  the library is absent (err: "libnvidia-ml.so.1 not found") - the detector is
  *                 then NotConfigured, not an error;
- *   FP_EUNSUPPORTED  a required symbol is missing (err names it);
- *   FP_EIO        nvmlInit_v2 failed (err has nvmlErrorString's text, e.g. "Driver Not Loaded"). */
+ *   FP_EUNSUPPORTED  a required symbol is missing (err names it). */
 int nvml_open(const char *lib, struct nvml **out, char *err, size_t errlen);
-/* Calls nvmlShutdown and dlclose. NULL is a no-op. */
+/* dlclose. NULL is a no-op. */
 void nvml_close(struct nvml *n);
 
-/* Fills out for every GPU NVML counts (at most NVSMI_MAX_GPUS; more sets out->truncated).
- * out->attached_gpus is nvmlDeviceGetCount_v2's count. Returns 0, or FP_EIO when the count or a
- * device handle cannot be read (err names the call and NVML's error string). */
+/* nvmlInit_v2, then fills out for every GPU NVML counts (at most NVSMI_MAX_GPUS; more sets
+ * out->truncated), then nvmlShutdown - in the calling process, with no timeout.
+ * out->attached_gpus is nvmlDeviceGetCount_v2's count. Returns 0, or FP_EIO when init, the
+ * count or a device handle fails (err names the call and NVML's error string, e.g.
+ * "nvmlInit_v2: Driver Not Loaded (9)"). */
 int nvml_query(struct nvml *n, struct nvsmi_report *out, char *err, size_t errlen);
+
+/* nvml_query in a forked child (its own process group) that writes the filled report to a
+ * pipe; waits at most timeout_ms (1 .. 3,600,000). On the deadline the child's group is
+ * killed with SIGKILL and reaped, *timed_out = 1 and FP_EIO ("NVML did not answer in N ms").
+ * Otherwise the child's result: 0 with out filled, or nvml_query's error (err), or FP_EIO
+ * when the child died without answering (err names the signal or status). FP_EINVAL for a
+ * bad timeout. The caller must not have other threads running NVML or holding locks the
+ * child needs (the agent is single-threaded). */
+int nvml_query_timed(struct nvml *n, long timeout_ms, struct nvsmi_report *out, int *timed_out,
+		     char *err, size_t errlen);
 
 #endif

@@ -1047,6 +1047,139 @@ static void test_nvml_absent(void **state)
 	nvml_close(NULL);
 }
 
+/* A stand-in libnvidia-ml.so.1 (hand-made; no GPU here), compiled at test time with cc: every
+ * symbol nvml_open needs. FP_FAKE_NVML=hang makes nvmlInit_v2 never return (a hung driver);
+ * otherwise it has one GPU at 00000000:9B:00.0 whose other values are NOT_SUPPORTED (3). */
+static const char fake_nvml_src[] =
+	"#include <stdlib.h>\n#include <string.h>\n#include <unistd.h>\n"
+	"struct pci { char legacy[16]; unsigned d, b, dev, id, sub; char bus_id[32]; };\n"
+	"int nvmlInit_v2(void) { const char *m = getenv(\"FP_FAKE_NVML\");\n"
+	"  if (m && strcmp(m, \"hang\") == 0) for (;;) pause(); return 0; }\n"
+	"int nvmlShutdown(void) { return 0; }\n"
+	"const char *nvmlErrorString(int r) { (void)r; return \"Not Supported\"; }\n"
+	"int nvmlDeviceGetCount_v2(unsigned *c) { *c = 1; return 0; }\n"
+	"int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **d) { *d = (void *)(1 + (long)i); return 0; }\n"
+	"int nvmlDeviceGetPciInfo_v3(void *d, struct pci *p) { (void)d; memset(p, 0, sizeof(*p));\n"
+	"  p->b = 0x9b; strcpy(p->bus_id, \"00000000:9B:00.0\"); return 0; }\n"
+	"int nvmlDeviceGetTotalEccErrors(void *d, int a, int b, unsigned long long *v) { return 3; }\n"
+	"int nvmlDeviceGetRemappedRows(void *d, unsigned *a, unsigned *b, unsigned *c, unsigned *e) { return 3; }\n"
+	"int nvmlDeviceGetTemperature(void *d, int s, unsigned *t) { return 3; }\n"
+	"int nvmlDeviceGetCurrentClocksThrottleReasons(void *d, unsigned long long *r) { return 3; }\n";
+
+/* Builds the stand-in in dir; returns its path, or NULL when no cc is found (test skipped). */
+static char *build_fake_nvml(const char *dir)
+{
+	char cc[256];
+	if (probe_which("cc", cc, sizeof(cc)) < 0)
+		return NULL;
+	char *src = xasprintf("%s/fake_nvml.c", dir);
+	char *lib = xasprintf("%s/libnvidia-ml-fake.so.1", dir);
+	write_file(src, fake_nvml_src, strlen(fake_nvml_src), "w");
+	char *argv[] = {cc, "-shared", "-fPIC", "-o", lib, src, NULL};
+	struct probe_result r;
+	char err[256];
+	assert_int_equal(probe_run(argv, 60000, 65536, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.exited, 1);
+	assert_int_equal(r.exit_status, 0);
+	probe_result_release(&r);
+	free(src);
+	return lib;
+}
+
+/* NVML runs in a child under the probe timeout: a stand-in whose nvmlInit_v2 never returns
+ * makes the detector ProbeTimeout with the event probe_timeout:nvml (once per episode), and
+ * the agent goes on; the working stand-in gives its GPU (bus 0000:9b:00.0, index 0) to the
+ * GPU table, so the real Xid 119 lines on 0000:9b:00 get gpu.index 0. */
+static void test_nvml_timeout(void **state)
+{
+	(void)state;
+	char *bin = mktmp();
+	char *lib = build_fake_nvml(bin);
+	if (!lib) {
+		rm_rf(bin);
+		free(bin);
+		skip();
+	}
+	struct nvml *n = NULL;
+	char err[256];
+	assert_int_equal(nvml_open(lib, &n, err, sizeof(err)), 0);
+	struct nvsmi_report *r = xcalloc(1, sizeof(*r));
+	int timed_out = 0;
+	assert_int_equal(nvml_query_timed(n, 5000, r, &timed_out, err, sizeof(err)), 0);
+	assert_int_equal(timed_out, 0);
+	assert_int_equal(r->attached_gpus, 1);
+	assert_int_equal(r->ngpus, 1);
+	assert_string_equal(r->gpus[0].pci_bus_id, "0000:9b:00.0");
+	assert_int_equal(r->gpus[0].ecc_volatile_dbe, -1);
+	setenv("FP_FAKE_NVML", "hang", 1);
+	assert_int_equal(nvml_query_timed(n, 300, r, &timed_out, err, sizeof(err)), FP_EIO);
+	assert_int_equal(timed_out, 1);
+	assert_string_equal(err, "NVML did not answer in 300 ms");
+	nvml_close(n);
+	free(r);
+
+	char *dir = mktmp();
+	struct agent_config c;
+	base_cfg(&c, dir, NULL);
+	c.nvml = 1;
+	c.nvml_lib = lib;
+	c.probe_timeout_s = 1;
+	struct fake *f = fake_new();
+	struct agent *a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	const struct agent_det_state *s = agent_detector(a, AGENT_DET_NVML);
+	assert_int_equal(s->live, 0);
+	assert_string_equal(s->reason, "ProbeTimeout");
+	assert_string_equal(s->message, "NVML did not answer in 1 s");
+	json_t *ev = fake_events(f);
+	assert_int_equal(json_array_size(ev), 1);
+	assert_string_equal(jsonx_str(json_array_get(ev, 0), "code"), "probe_timeout:nvml");
+	assert_string_equal(jsonx_str(json_array_get(ev, 0), "source"), "agent");
+	json_decref(ev);
+	assert_int_equal(agent_probe_round(a), 0); /* the same episode: no new event */
+	assert_int_equal(agent_flush(a), 0);
+	assert_int_equal(f->nids, 1);
+	agent_free(a);
+	fake_free(f);
+	unsetenv("FP_FAKE_NVML");
+
+	char *dir2 = mktmp();
+	char *log = data_path("dmesg-xid119-gsp-timeout.log");
+	base_cfg(&c, dir2, log);
+	c.nvml = 1;
+	c.nvml_lib = lib;
+	c.expected_gpus = 1; /* 8 would be gpu:count_mismatch: the stand-in has one GPU */
+	f = fake_new();
+	a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	s = agent_detector(a, AGENT_DET_NVML);
+	assert_int_equal(s->live, 1);
+	/* ECC counters NOT_SUPPORTED is ECC off (as on GeForce), so nothing unknown is needed
+	 * to prove health; and no thermal:over_limit from T.Limit values NVML did not give (the
+	 * stand-in found that nvml.c left them 0, which read as over the limit) */
+	assert_string_equal(s->status, "ok");
+	ev = fake_events(f);
+	size_t i, nk = 0;
+	json_t *e;
+	json_array_foreach(ev, i, e) {
+		assert_string_equal(jsonx_str(e, "source"), "kernel");
+		assert_int_equal(json_integer_value(jsonx_path(e, "gpu.index")), 0);
+		nk++;
+	}
+	assert_int_equal(nk, 5);
+	json_decref(ev);
+	agent_free(a);
+	fake_free(f);
+	free(log);
+	rm_rf(dir);
+	rm_rf(dir2);
+	rm_rf(bin);
+	free(dir);
+	free(dir2);
+	free(bin);
+	free(lib);
+}
+
 /* ------------------------------------------------------------------ gpu_reset */
 
 struct reset_fake {
@@ -1766,6 +1899,7 @@ int main(void)
 		cmocka_unit_test(test_outbox_bound),
 		cmocka_unit_test(test_rejected),
 		cmocka_unit_test(test_nvml_absent),
+		cmocka_unit_test(test_nvml_timeout),
 		cmocka_unit_test(test_gpu_reset),
 		cmocka_unit_test(test_boot_change_same_ids),
 		cmocka_unit_test(test_finding_episodes),
