@@ -1060,7 +1060,7 @@ static const char fake_nvml_src[] =
 	"int nvmlDeviceGetCount_v2(unsigned *c) { *c = 1; return 0; }\n"
 	"int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **d) { *d = (void *)(1 + (long)i); return 0; }\n"
 	"int nvmlDeviceGetPciInfo_v3(void *d, struct pci *p) { (void)d; memset(p, 0, sizeof(*p));\n"
-	"  p->b = 0x9b; strcpy(p->bus_id, \"00000000:9B:00.0\"); return 0; }\n"
+	"  p->b = 0x9b; memcpy(p->bus_id, \"00000000:9B:00.0\", 17); return 0; }\n"
 	"int nvmlDeviceGetTotalEccErrors(void *d, int a, int b, unsigned long long *v) { return 3; }\n"
 	"int nvmlDeviceGetRemappedRows(void *d, unsigned *a, unsigned *b, unsigned *c, unsigned *e) { return 3; }\n"
 	"int nvmlDeviceGetTemperature(void *d, int s, unsigned *t) { return 3; }\n"
