@@ -86,36 +86,6 @@ static void problem_err(struct api_req *r, int rc, const char *err)
 	api_problem_rc(r, rc, err);
 }
 
-/* Reads the body as a JSON object (owned by r) and refuses (422, member "field") a key not
- * in the NULL-terminated keys. Returns 0 or -1 when the response is already sent. */
-static int body_begin(struct api_req *r, const char *const *keys, json_t **body)
-{
-	*body = NULL;
-	if (api_body_object(r, body) < 0)
-		return -1;
-	api_own_json(r, *body);
-	const char *k;
-	json_t *v;
-	json_object_foreach(*body, k, v)
-	{
-		int ok = 0;
-		for (const char *const *a = keys; *a && !ok; a++)
-			ok = strcmp(*a, k) == 0;
-		if (ok)
-			continue;
-		size_t n = strlen(k);
-		if (n > 128)
-			for (n = 128; n > 0 && ((unsigned char)k[n] & 0xc0) == 0x80; n--)
-				;
-		json_t *ext = json_object();
-		json_object_set_new(ext, "field", json_stringn(k, n));
-		api_problem_ext(r, 422, ext, "unknown field %.*s%s", (int)n, k,
-				n < strlen(k) ? "..." : "");
-		return -1;
-	}
-	return 0;
-}
-
 /* A free-text member: a string of 1..max characters without control characters (tab
  * allowed when tab). required 0: absent is fine (*out NULL). Answers 422 and returns -1. */
 static int text_check(struct api_req *r, const json_t *body, const char *field, size_t max,
@@ -301,7 +271,7 @@ void api_node_remediated(struct api_req *r)
 		return;
 	const char *name = r->params[0];
 	json_t *body;
-	if (body_begin(r, keys, &body) < 0)
+	if (api_body_keys(r, keys, &body) < 0)
 		return;
 	json_t *opv = json_object_get(body, "operation");
 	const char *op_id = json_string_value(opv);
@@ -814,7 +784,7 @@ void api_breaker_reset(struct api_req *r)
 	if (api_idem_begin(r))
 		return;
 	json_t *body;
-	if (body_begin(r, keys, &body) < 0)
+	if (api_body_keys(r, keys, &body) < 0)
 		return;
 	const char *reason;
 	if (text_check(r, body, "reason", REASON_MAX, 1, &reason) < 0)

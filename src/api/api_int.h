@@ -150,6 +150,10 @@ void api_add_header(struct api_req *r, const char *key, const char *value);
 /* Parses the request body as a JSON object. On error answers 400 (with "line" and "column"
  * members for malformed JSON), 415 for a non-JSON Content-Type, and returns -1. */
 int api_body_object(struct api_req *r, json_t **out);
+/* api_body_object, the object owned by r, and 422 "unknown field KEY" (member "field": KEY cut to
+ * 128 bytes on a UTF-8 boundary) for a key not in the NULL-terminated keys. Returns 0 with *out
+ * set, or -1 when the response is already sent. */
+int api_body_keys(struct api_req *r, const char *const *keys, json_t **out);
 
 /* --- helpers shared by resources --- */
 /* metadata.resourceVersion in the documented form (decimal string, as Kubernetes). */

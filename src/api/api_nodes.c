@@ -1362,31 +1362,7 @@ static int node_post_begin(struct api_req *r, int idem, const char *const *keys,
 	*name = r->params[0];
 	if (idem && api_idem_begin(r))
 		return -1;
-	*body = NULL;
-	if (api_body_object(r, body) < 0)
-		return -1;
-	api_own_json(r, *body);
-	const char *k;
-	json_t *v;
-	json_object_foreach(*body, k, v)
-	{
-		int ok = 0;
-		for (const char *const *a = keys; *a && !ok; a++)
-			ok = strcmp(*a, k) == 0;
-		if (ok)
-			continue;
-		/* "field" is the key itself, cut to 128 bytes on a UTF-8 boundary */
-		size_t n = strlen(k);
-		if (n > 128)
-			for (n = 128; n > 0 && ((unsigned char)k[n] & 0xc0) == 0x80; n--)
-				;
-		json_t *ext = json_object();
-		json_object_set_new(ext, "field", json_stringn(k, n));
-		api_problem_ext(r, 422, ext, "unknown field %.*s%s", (int)n, k,
-				n < strlen(k) ? "..." : "");
-		return -1;
-	}
-	return 0;
+	return api_body_keys(r, keys, body);
 }
 
 static void node_action(struct api_req *r, enum node_action act)

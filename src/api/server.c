@@ -362,6 +362,33 @@ int api_body_object(struct api_req *r, json_t **out)
 	return 0;
 }
 
+int api_body_keys(struct api_req *r, const char *const *keys, json_t **out)
+{
+	if (api_body_object(r, out) < 0)
+		return -1;
+	api_own_json(r, *out);
+	const char *k;
+	json_t *v;
+	json_object_foreach(*out, k, v)
+	{
+		int ok = 0;
+		for (const char *const *a = keys; *a && !ok; a++)
+			ok = strcmp(*a, k) == 0;
+		if (ok)
+			continue;
+		size_t n = strlen(k);
+		if (n > 128)
+			for (n = 128; n > 0 && ((unsigned char)k[n] & 0xc0) == 0x80; n--)
+				;
+		json_t *ext = json_object();
+		json_object_set_new(ext, "field", json_stringn(k, n));
+		api_problem_ext(r, 422, ext, "unknown field %.*s%s", (int)n, k,
+				n < strlen(k) ? "..." : "");
+		return -1;
+	}
+	return 0;
+}
+
 /* ---------------------------------------------------------------- shared helpers */
 
 json_t *api_rv_json(int64_t rv)
