@@ -463,37 +463,6 @@ struct ag_event *agent_new_event(struct agent *a)
 
 /* ------------------------------------------------------------------ tool detectors */
 
-/* Reads a whole file of at most max bytes. 0, or <0 with why in err. */
-static int ag_read_file(const char *path, size_t max, struct buf *b, char *err, size_t errlen)
-{
-	buf_reset(b);
-	b->max = max + 1;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return fp_errf(FP_EIO, err, errlen, "open %s: %s", path, strerror(errno));
-	char chunk[16384];
-	int rc = 0;
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = fp_errf(FP_EIO, err, errlen, "read %s: %s", path, strerror(errno));
-			break;
-		}
-		if (n == 0)
-			break;
-		if (b->len + (size_t)n > max) {
-			rc = fp_errf(FP_ETOOBIG, err, errlen, "%s is larger than %zu bytes", path,
-				     max);
-			break;
-		}
-		buf_append(b, chunk, (size_t)n);
-	}
-	close(fd);
-	return rc;
-}
-
 /* Gets a tool's output: from the file (is_auto 0: path), or by running argv with the probe
  * timeout. Returns 0 with the bytes in b, 1 when the tool timed out, or <0; on 1 and <0,
  * reason (ProbeTimeout, ProbeFailed, Unparseable) and msg say why. Sets nothing. */
@@ -502,7 +471,8 @@ static int ag_tool_run(struct agent *a, int is_auto, const char *path, char *con
 {
 	char err[512];
 	if (!is_auto) {
-		int rc = ag_read_file(path, max, b, err, sizeof(err));
+		b->max = max + 1;
+		int rc = buf_read_file(b, path, max, err, sizeof(err));
 		if (rc < 0) {
 			*reason = rc == FP_ETOOBIG ? "Unparseable" : "ProbeFailed";
 			snprintf(msg, msglen, "%s", err);

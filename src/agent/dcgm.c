@@ -20,20 +20,11 @@
 
 #include "base/jsonx.h"
 
+#include "agent/text.h"
 #include "base/banned.h"
 
 #define ROW_LEN 512
 
-static void trim(char *s)
-{
-	size_t n = strlen(s), i = 0;
-	while (n > 0 && isspace((unsigned char)s[n - 1]))
-		s[--n] = '\0';
-	while (s[i] && isspace((unsigned char)s[i]))
-		i++;
-	if (i > 0)
-		memmove(s, s + i, n - i + 1);
-}
 
 /* Copies one line, mapping UTF-8 box-drawing characters (U+2500-U+257F: E2 94 xx / E2 95 xx)
  * to ASCII: verticals to '|', everything else to '-'. */
@@ -63,7 +54,7 @@ static enum row_kind split_row(char *line, char *left, char *right, size_t cell)
 {
 	char *p, *q;
 	int letters = 0;
-	trim(line);
+	agent_text_trim(line);
 	left[0] = right[0] = '\0';
 	if (line[0] != '+' && line[0] != '|')
 		return ROW_OTHER;
@@ -82,21 +73,21 @@ static enum row_kind split_row(char *line, char *left, char *right, size_t cell)
 		while (*q && (isalnum((unsigned char)*q) || *q == ' ') && !(q[0] == ' ' && q[1] == ' '))
 			q++;
 		snprintf(left, cell, "%.*s", (int)(q - p), p);
-		trim(left);
+		agent_text_trim(left);
 		return ROW_SECTION;
 	}
 	q = strchr(line + 1, '|');
 	if (!q) { /* a row cut before its separator */
 		snprintf(left, cell, "%s", line + 1);
-		trim(left);
+		agent_text_trim(left);
 		return ROW_CELLS;
 	}
 	snprintf(left, cell, "%.*s", (int)(q - line - 1), line + 1);
 	p = q + 1;
 	q = strrchr(p, '|');
 	snprintf(right, cell, "%.*s", q ? (int)(q - p) : (int)strlen(p), p);
-	trim(left);
-	trim(right);
+	agent_text_trim(left);
+	agent_text_trim(right);
 	return ROW_CELLS;
 }
 

@@ -11,18 +11,9 @@
 
 #include "base/err.h"
 
+#include "agent/text.h"
 #include "base/banned.h"
 
-static void trim(char *s)
-{
-	size_t n = strlen(s), i = 0;
-	while (n > 0 && isspace((unsigned char)s[n - 1]))
-		s[--n] = '\0';
-	while (s[i] && isspace((unsigned char)s[i]))
-		i++;
-	if (i > 0)
-		memmove(s, s + i, n - i + 1);
-}
 
 /* If line is "<name>: value", copies the trimmed value into out and returns 1. */
 static int field(const char *line, const char *name, char *out, size_t outlen)
@@ -31,7 +22,7 @@ static int field(const char *line, const char *name, char *out, size_t outlen)
 	if (strncmp(line, name, l) != 0 || line[l] != ':')
 		return 0;
 	snprintf(out, outlen, "%s", line + l + 1);
-	trim(out);
+	agent_text_trim(out);
 	return 1;
 }
 
@@ -55,7 +46,7 @@ int ibstat_parse(const char *buf, size_t len, struct ibstat_report *out, char *e
 		memcpy(line, buf + pos, n);
 		line[n] = '\0';
 		pos = end + 1;
-		trim(line);
+		agent_text_trim(line);
 		if (strncmp(line, "CA '", 4) == 0) {
 			char *q = strchr(line + 4, '\'');
 			if (q)

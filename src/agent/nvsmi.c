@@ -20,6 +20,7 @@
 
 #include "base/err.h"
 
+#include "agent/text.h"
 #include "base/banned.h"
 
 #define LINE_MAX_LEN 512
@@ -28,16 +29,6 @@
 
 /* ---------- values ---------- */
 
-static void trim(char *s)
-{
-	size_t n = strlen(s), i = 0;
-	while (n > 0 && isspace((unsigned char)s[n - 1]))
-		s[--n] = '\0';
-	while (s[i] && isspace((unsigned char)s[i]))
-		i++;
-	if (i > 0)
-		memmove(s, s + i, n - i + 1);
-}
 
 /* A count: decimal digits, optionally followed by a blank and a unit ("639 bank(s)"). */
 static int64_t parse_count(const char *v)
@@ -384,7 +375,7 @@ int nvsmi_parse_text(const char *buf, size_t len, struct nvsmi_report *out, char
 		pos = end + 1;
 		for (size_t i = 0; line[i] == ' ' || line[i] == '\t'; i++)
 			indent += line[i] == '\t' ? 4 : 1;
-		trim(line);
+		agent_text_trim(line);
 		if (line[0] == '\0')
 			continue;
 
@@ -401,8 +392,8 @@ int nvsmi_parse_text(const char *buf, size_t len, struct nvsmi_report *out, char
 			val = line + strlen(line);
 		}
 		key = line;
-		trim(key);
-		trim(val);
+		agent_text_trim(key);
+		agent_text_trim(val);
 
 		if (indent == 0) {
 			if (!has_val && strncmp(key, "GPU ", 4) == 0 && strchr(key + 4, ':')) {
@@ -492,7 +483,7 @@ static void node_text(const xmlNode *n, char *out, size_t outlen)
 			out[used] = '\0';
 		}
 	}
-	trim(out);
+	agent_text_trim(out);
 }
 
 static void child_text(const xmlNode *n, const char *name, char *out, size_t outlen)
@@ -644,7 +635,7 @@ int nvsmi_parse_xml(const char *buf, size_t len, struct nvsmi_report *out, char 
 		const xmlError *e = xmlCtxtGetLastError(ctxt);
 		char msg[160];
 		snprintf(msg, sizeof(msg), "%s", e && e->message ? e->message : "unknown error");
-		trim(msg);
+		agent_text_trim(msg);
 		rc = fp_errf(FP_EINVAL, err, errlen, "nvidia-smi -q -x output is not XML: line %d: %s",
 			     e ? e->line : 0, msg);
 		goto out;
@@ -852,7 +843,7 @@ int nvsmi_nvlink_status_parse(const char *buf, size_t len, struct nvsmi_nvlink_r
 		memcpy(line, buf + pos, n);
 		line[n] = '\0';
 		pos = end + 1;
-		trim(line);
+		agent_text_trim(line);
 		if (line[0] == '\0')
 			continue;
 		if (strncmp(line, "GPU ", 4) == 0 && sscanf(line + 4, "%u:", &idx) == 1) {

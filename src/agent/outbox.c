@@ -123,34 +123,6 @@ static int ob_entry_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static int ob_read_file(const char *path, struct buf *b, char *err, size_t errlen)
-{
-	buf_reset(b);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return fp_errf(FP_EIO, err, errlen, "open %s: %s", path, strerror(errno));
-	char chunk[8192];
-	int rc = 0;
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = fp_errf(FP_EIO, err, errlen, "read %s: %s", path, strerror(errno));
-			break;
-		}
-		if (n == 0)
-			break;
-		if (buf_append(b, chunk, (size_t)n) < 0) {
-			rc = fp_errf(FP_EIO, err, errlen, "%s is larger than %zu bytes", path,
-				     OUTBOX_MAX_REPORT);
-			break;
-		}
-	}
-	close(fd);
-	return rc;
-}
-
 /* The number of events of a report body, or -1 with why in err when it is not a report. */
 static long ob_count_events(const char *body, size_t len, char *err, size_t errlen)
 {
@@ -245,7 +217,7 @@ int outbox_open(struct outbox *ob, const char *state_dir, size_t max_events, cha
 		char why[256];
 		char *p = ob_path(ob->dir, ob->pending[i].seq, ".json");
 		long n = -1;
-		if (ob_read_file(p, &b, why, sizeof(why)) == 0)
+		if (buf_read_file(&b, p, OUTBOX_MAX_REPORT, why, sizeof(why)) == 0)
 			n = ob_count_events(b.data ? b.data : "", b.len, why, sizeof(why));
 		free(p);
 		if (n < 0) {
@@ -307,7 +279,7 @@ int outbox_peek(struct outbox *ob, uint64_t *seq, struct buf *body, char *err, s
 	if (ob->npending == 0)
 		return FP_ENOTFOUND;
 	char *p = ob_path(ob->dir, ob->pending[0].seq, ".json");
-	int rc = ob_read_file(p, body, err, errlen);
+	int rc = buf_read_file(body, p, OUTBOX_MAX_REPORT, err, errlen);
 	free(p);
 	if (rc == 0)
 		*seq = ob->pending[0].seq;

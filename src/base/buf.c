@@ -1,10 +1,13 @@
 /* buf.c - bounded growable buffer (see buf.h). */
 #include "base/buf.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/err.h"
@@ -85,4 +88,34 @@ char *buf_detach(struct buf *b, size_t *len)
 	b->data = NULL;
 	b->len = b->alloc = 0;
 	return d;
+}
+
+int buf_read_file(struct buf *b, const char *path, size_t max, char *err, size_t errlen)
+{
+	buf_reset(b);
+	if (max == 0)
+		max = b->max;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fp_errf(FP_EIO, err, errlen, "open %s: %s", path, strerror(errno));
+	char chunk[16384];
+	int rc = 0;
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = fp_errf(FP_EIO, err, errlen, "read %s: %s", path, strerror(errno));
+			break;
+		}
+		if (n == 0)
+			break;
+		if (b->len + (size_t)n > max || buf_append(b, chunk, (size_t)n) < 0) {
+			rc = fp_errf(FP_ETOOBIG, err, errlen, "%s is larger than %zu bytes", path,
+				     max);
+			break;
+		}
+	}
+	close(fd);
+	return rc;
 }

@@ -19,6 +19,10 @@ void buf_reset(struct buf *b);
 int buf_append(struct buf *b, const void *p, size_t n);
 int buf_puts(struct buf *b, const char *s);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Replaces b's contents with the whole file at path, at most max bytes (0 = b->max). Returns 0,
+ * FP_EIO ("open PATH: why" / "read PATH: why" in err) or FP_ETOOBIG ("PATH is larger than MAX
+ * bytes"); b then holds what was read so far. Retries EINTR; the file is opened O_CLOEXEC. */
+int buf_read_file(struct buf *b, const char *path, size_t max, char *err, size_t errlen);
 /* buf_detach hands the data to the caller (never NULL) and re-initialises b. */
 char *buf_detach(struct buf *b, size_t *len);
 
