@@ -1,7 +1,9 @@
 /* agent_int.h - private interface between the parts of the node agent: agent.c (detectors,
- * report building, finding episodes, sending, gpu_reset, the loop) and agent_kernel.c (kernel
- * log reading with its crash-safe cursor, rotation and /dev/kmsg). Nothing outside
- * src/agent/agent*.c includes it; the public interface is agent.h. */
+ * finding episodes, sending, gpu_reset, the loop), agent_kernel.c (kernel log reading with its
+ * crash-safe cursor, rotation and /dev/kmsg) and agent_util.c (the helpers both use: detector
+ * state, report building and putting, event slots, the GPU table, the emitted-id memory). The
+ * calls go one way: agent.c -> agent_kernel.c -> agent_util.c, and agent.c -> agent_util.c.
+ * Nothing outside src/agent/agent*.c includes it; the public interface is agent.h. */
 #ifndef FP_AGENT_AGENT_INT_H
 #define FP_AGENT_AGENT_INT_H
 
@@ -151,7 +153,7 @@ struct agent {
 	size_t kcounted;
 };
 
-/* ---- agent.c */
+/* ---- agent_util.c */
 
 /* Wall time, Unix ms (cfg.wall_ms when set, else CLOCK_REALTIME). */
 int64_t agent_now(struct agent *a);
@@ -175,10 +177,11 @@ int agent_gpu_index(const struct agent *a, const char *bus);
 /* The next free event slot, zeroed (caller keeps nev < AGENT_MAX_REPORT_EVENTS). */
 struct ag_event *agent_new_event(struct agent *a);
 
-/* ---- agent_kernel.c */
-
 /* Remembers an emitted kernel event id (by its first line's pos) for the cursor. */
 void agent_remember(struct agent *a, uint64_t pos, const char *id);
+
+/* ---- agent_kernel.c */
+
 /* Closes the kernel log source (no-op when none is open). */
 void agent_kernel_close(struct agent *a);
 

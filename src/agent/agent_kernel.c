@@ -2,8 +2,8 @@
  * file or /dev/kmsg, fed line by line to the kernel log parser (kernlog.h); a crash-safe
  * cursor (kernel.cursor in the state directory) that points AGENT_CURSOR_BACKUP lines back
  * with the ids already emitted, so a restart neither loses nor repeats an event; rotation of
- * the log file; and the pause when the outbox is full. The structs and the helpers shared with
- * agent.c are in agent_int.h. */
+ * the log file; and the pause when the outbox is full. The structs are in agent_int.h; the
+ * helpers it uses are agent_util.c's (it calls nothing of agent.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -233,17 +233,6 @@ static int ag_skip_id(struct agent *a, const char *id)
 			return 1;
 		}
 	return 0;
-}
-
-void agent_remember(struct agent *a, uint64_t pos, const char *id)
-{
-	if (a->nrecent == AG_RECENT_IDS) {
-		memmove(&a->recent[0], &a->recent[1], (AG_RECENT_IDS - 1) * sizeof(a->recent[0]));
-		a->nrecent--;
-	}
-	a->recent[a->nrecent].pos = pos;
-	memcpy(a->recent[a->nrecent].id, id, AGENT_ID_LEN);
-	a->nrecent++;
 }
 
 static int ag_write_cursor(struct agent *a);

@@ -56,6 +56,7 @@
 
 #include "agent/kernlog.h"
 #include "base/alloc.h"
+#include "base/timefmt.h"
 
 #include "base/banned.h"
 
@@ -156,21 +157,6 @@ static const char *read_uint(const char *p, const char *e, int maxdig, uint64_t 
 		return NULL;
 	*v = x;
 	return p;
-}
-
-/* Reads exactly n digits. */
-static const char *read_fixed(const char *p, const char *e, int n, int *v)
-{
-	int x = 0;
-	if (e - p < n)
-		return NULL;
-	for (int i = 0; i < n; i++) {
-		if (!is_digit((unsigned char)p[i]))
-			return NULL;
-		x = x * 10 + (p[i] - '0');
-	}
-	*v = x;
-	return p + n;
 }
 
 /* ---- bounded, UTF-8-safe copies ---- */
@@ -329,129 +315,22 @@ static const char *device_prefix(const char *p, const char *e, char out[FINDING_
 	return r + 1;
 }
 
-/* ---- timestamps ---- */
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-	y -= m <= 2;
-	int64_t era = (y >= 0 ? y : y - 399) / 400;
-	int64_t yoe = y - era * 400;
-	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-static int64_t civil_ms(int64_t y, int mo, int d, int h, int mi, int s)
-{
-	return ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60000 + (int64_t)s * 1000;
-}
-
-static int year_of(int64_t ms)
-{
-	int64_t days = ms >= 0 ? ms / 86400000 : (ms - 86399999) / 86400000;
-	/* civil_from_days, year only */
-	days += 719468;
-	int64_t era = (days >= 0 ? days : days - 146096) / 146097;
-	int64_t doe = days - era * 146097;
-	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	int64_t y = yoe + era * 400;
-	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	int64_t mp = (5 * doy + 2) / 153;
-	return (int)(y + (mp >= 10));
-}
-
-static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-				     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-static const char *const wdays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-
-static int read_name(const char *p, const char *e, const char *const *names, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (starts(p, e, names[i]))
-			return i;
-	return -1;
-}
-
-static int valid_date(int mo, int d, int h, int mi, int s)
-{
-	return mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h <= 23 && mi <= 59 && s <= 60;
-}
-
-/* "HH:MM:SS" */
-static const char *read_hms(const char *p, const char *e, int *h, int *mi, int *s)
-{
-	if (!(p = read_fixed(p, e, 2, h)) || p >= e || *p != ':' ||
-	    !(p = read_fixed(p + 1, e, 2, mi)) || p >= e || *p != ':' ||
-	    !(p = read_fixed(p + 1, e, 2, s)))
-		return NULL;
-	return p;
-}
+/* ---- timestamps: the calendar forms are base/timefmt's (one parser of dates) ---- */
 
 /* dmesg --time-format iso "2025-01-25T10:34:54,859532+00:00" (also '.', no fraction, 'Z',
  * "+0000"). Returns the end and the UTC time, or NULL. */
 static const char *read_iso(const char *p, const char *e, int64_t *ms)
 {
-	int y, mo, d, h, mi, s;
-	if (!(p = read_fixed(p, e, 4, &y)) || p >= e || *p != '-' ||
-	    !(p = read_fixed(p + 1, e, 2, &mo)) || p >= e || *p != '-' ||
-	    !(p = read_fixed(p + 1, e, 2, &d)) || p >= e || *p != 'T' ||
-	    !(p = read_hms(p + 1, e, &h, &mi, &s)) || !valid_date(mo, d, h, mi, s))
-		return NULL;
-	int64_t frac_ms = 0;
-	if (p < e && (*p == ',' || *p == '.')) {
-		p++;
-		int nd = 0;
-		while (p < e && is_digit((unsigned char)*p)) {
-			if (nd < 3)
-				frac_ms = frac_ms * 10 + (*p - '0');
-			if (++nd > 9)
-				return NULL;
-			p++;
-		}
-		if (nd == 0)
-			return NULL;
-		for (; nd < 3; nd++)
-			frac_ms *= 10;
-	}
-	int64_t off_min = 0;
-	if (p < e && *p == 'Z') {
-		p++;
-	} else if (p < e && (*p == '+' || *p == '-')) {
-		int sign = *p == '-' ? -1 : 1, oh, om;
-		if (!(p = read_fixed(p + 1, e, 2, &oh)))
-			return NULL;
-		if (p < e && *p == ':')
-			p++;
-		if (!(p = read_fixed(p, e, 2, &om)) || oh > 23 || om > 59)
-			return NULL;
-		off_min = sign * (oh * 60 + om);
-	} else {
-		return NULL;
-	}
-	*ms = civil_ms(y, mo, d, h, mi, s) + frac_ms - off_min * 60000;
-	return p;
+	return fp_time_scan_iso(p, e, FP_TIME_SCAN_DMESG, ms, NULL);
 }
 
 /* dmesg --ctime "[Sun Feb 23 16:24:18 2025]" (day space-padded). */
 static const char *read_ctime(const char *p, const char *e, int64_t *ms)
 {
-	int wd, mo, d, h, mi, s, y;
-	if (p >= e || *p != '[' || (wd = read_name(p + 1, e, wdays, 7)) < 0)
+	int64_t t;
+	if (p >= e || *p != '[' || !(p = fp_time_scan_ctime(p + 1, e, &t)) || p >= e || *p != ']')
 		return NULL;
-	p += 4;
-	if (p >= e || *p != ' ' || (mo = read_name(p + 1, e, months, 12)) < 0)
-		return NULL;
-	p = skip_blanks(p + 4, e);
-	uint64_t dd;
-	if (!(p = read_uint(p, e, 2, &dd)) || p >= e || *p != ' ' ||
-	    !(p = read_hms(p + 1, e, &h, &mi, &s)) || p >= e || *p != ' ' ||
-	    !(p = read_fixed(p + 1, e, 4, &y)) || p >= e || *p != ']')
-		return NULL;
-	d = (int)dd;
-	if (!valid_date(mo + 1, d, h, mi, s))
-		return NULL;
-	*ms = civil_ms(y, mo + 1, d, h, mi, s);
+	*ms = t;
 	return p + 1;
 }
 
@@ -459,35 +338,10 @@ static const char *read_ctime(const char *p, const char *e, int64_t *ms)
  * ".123456"). */
 static const char *read_syslog(const char *p, const char *e, int64_t now_ms, int64_t *ms)
 {
-	int mo, h, mi, s;
-	uint64_t dd;
-	if ((mo = read_name(p, e, months, 12)) < 0 || p + 3 >= e || p[3] != ' ')
+	int64_t t;
+	if (!(p = fp_time_scan_syslog(p, e, now_ms, &t)) || p >= e || *p != ' ')
 		return NULL;
-	p = skip_blanks(p + 3, e);
-	if (!(p = read_uint(p, e, 2, &dd)) || p >= e || *p != ' ' ||
-	    !(p = read_hms(p + 1, e, &h, &mi, &s)) || !valid_date(mo + 1, (int)dd, h, mi, s))
-		return NULL;
-	int64_t frac_ms = 0;
-	if (p < e && *p == '.') { /* journalctl -o short-precise "11:28:11.123456" */
-		int nd = 0;
-		for (p++; p < e && is_digit((unsigned char)*p); p++) {
-			if (nd < 3)
-				frac_ms = frac_ms * 10 + (*p - '0');
-			if (++nd > 9)
-				return NULL;
-		}
-		if (nd == 0)
-			return NULL;
-		for (; nd < 3; nd++)
-			frac_ms *= 10;
-	}
-	if (p >= e || *p != ' ')
-		return NULL;
-	int y = year_of(now_ms);
-	int64_t t = civil_ms(y, mo + 1, (int)dd, h, mi, s);
-	if (t > now_ms + 86400000)
-		t = civil_ms(y - 1, mo + 1, (int)dd, h, mi, s);
-	*ms = t + frac_ms;
+	*ms = t;
 	return p + 1;
 }
 

@@ -1,6 +1,9 @@
-/* api_int.h - private types of the API server shared by server.c and the per-resource files
- * (api_nodes.c, api_objects.c, api_tokens.c, watch.c, idem.c, openapi.c): the request context,
- * the route table entry, and the reply helpers every handler uses. Not for use outside
+/* api_int.h - private types of the API server shared by server.c, reply.c, watch.c and the
+ * per-resource files (api_nodes.c, api_objects.c, api_tokens.c, api_health.c, idem.c,
+ * openapi.c): the server and request structs, the route table entry, the resource handlers,
+ * the per-node report limiter. It includes the reply helpers (api/reply.h, reply.c) and the
+ * watch streams (api/watch.h, watch.c), so a handler includes this one header; the calls go
+ * one way: server.c -> watch.c -> reply.c, handlers -> reply.c and watch.c. Not for use outside
  * src/api/. */
 #ifndef FP_API_INT_H
 #define FP_API_INT_H
@@ -12,7 +15,9 @@
 #include <stdint.h>
 
 #include "api/auth.h"
+#include "api/reply.h"
 #include "api/server.h"
+#include "api/watch.h"
 #include "base/buf.h"
 #include "base/clock.h"
 
@@ -104,93 +109,6 @@ struct api_req {
 	size_t nowned, aowned;
 	struct api_req *next_job; /* worker pool queue (server.c) */
 };
-
-/* --- arena (server.c) --- */
-/* Registers p (malloc'd) to be freed at request end; returns p. */
-void *api_own(struct api_req *r, void *p);
-/* Registers p to be released with fn(p) at request end; returns p. */
-void *api_own_fn(struct api_req *r, void *p, void (*fn)(void *));
-char *api_strdup(struct api_req *r, const char *s);
-/* Registers a jansson reference to be released at request end; returns v. */
-json_t *api_own_json(struct api_req *r, json_t *v);
-char *api_printf(struct api_req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* --- request accessors (server.c) --- */
-/* Query argument (percent-decoded by MHD) or NULL. Borrowed for the request. */
-const char *api_query(struct api_req *r, const char *key);
-/* Request header (case-insensitive name) or NULL. Borrowed for the request. */
-const char *api_header(struct api_req *r, const char *key);
-int64_t api_now(struct api_req *r);
-uint64_t api_rand(struct api_req *r);
-/* Suffix for event_id: a per-server counter (random start), so the events one server writes in
- * the same millisecond still list in the order they were made. */
-uint64_t api_event_seq(struct api_req *r);
-/* "operator:<token name>" (or "agent:<name>"), arena string: actor of audit events and owner
- * of holds made through the API. */
-const char *api_actor(struct api_req *r);
-
-/* --- replies (server.c); each sets the whole response, a later call replaces it --- */
-/* 2xx/any JSON document; steals v. */
-void api_reply_json(struct api_req *r, int status, json_t *v);
-/* Takes data (malloc'd, len bytes) as the body: handed to MHD without a copy. */
-void api_reply_take(struct api_req *r, int status, const char *ctype, char *data, size_t len);
-/* Raw bytes with a content type (copied). */
-void api_reply_raw(struct api_req *r, int status, const char *ctype, const char *data,
-		   size_t len);
-/* RFC 9457 problem: {"type","title","status","detail","instance"} plus the members of ext
- * (stolen, may be NULL). */
-void api_problem_ext(struct api_req *r, int status, json_t *ext, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-#define api_problem(r, status, ...) api_problem_ext((r), (status), NULL, __VA_ARGS__)
-/* Problem for an fp_err, status from fp_err_http. */
-void api_problem_rc(struct api_req *r, int rc, const char *detail);
-/* Adds a response header; value copied. */
-void api_add_header(struct api_req *r, const char *key, const char *value);
-
-/* Parses the request body as a JSON object. On error answers 400 (with "line" and "column"
- * members for malformed JSON), 415 for a non-JSON Content-Type, and returns -1. */
-int api_body_object(struct api_req *r, json_t **out);
-/* api_body_object, the object owned by r, and 422 "unknown field KEY" (member "field": KEY cut to
- * 128 bytes on a UTF-8 boundary) for a key not in the NULL-terminated keys. Returns 0 with *out
- * set, or -1 when the response is already sent. */
-int api_body_keys(struct api_req *r, const char *const *keys, json_t **out);
-
-/* --- helpers shared by resources --- */
-/* metadata.resourceVersion in the documented form (decimal string, as Kubernetes). */
-json_t *api_rv_json(int64_t rv);
-/* Sets doc.metadata.resourceVersion (creating metadata if absent). */
-void api_set_rv(json_t *doc, int64_t rv);
-/* Reads a resourceVersion given as JSON string or integer (> 0). Returns 0 or FP_EINVAL. */
-int api_rv_parse_json(const json_t *v, int64_t *out);
-/* Reads a decimal revision from text; also accepts an RFC 9110 section 8.8.3 entity-tag
- * ("\"12\""). Returns 0 or FP_EINVAL. */
-int api_rv_parse_str(const char *s, int64_t *out);
-/* New audit event op for a transaction: fills op (strings in the arena). */
-void api_event_op(struct api_req *r, struct store_op *op, const char *type, const char *object,
-		  const char *reason, const char *message);
-/* A random UUIDv4 in the arena (RFC 9562 section 5.4). */
-char *api_uuid(struct api_req *r);
-
-/* Generic list with paging (limit default 500, max 5000; continue = base64url of the last
- * key). keep (may be NULL) returns 1 to include a stored document; render returns a new
- * reference for the response or NULL to answer 500. */
-typedef int (*api_keep_fn)(struct api_req *r, const json_t *doc, void *arg);
-typedef json_t *(*api_render_fn)(struct api_req *r, const json_t *doc, int64_t mod_rev);
-void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg,
-	      api_render_fn render);
-/* Reads and parses one stored document. Returns 0, FP_ENOTFOUND, FP_EIO (corrupt). */
-int api_get_doc(struct api_req *r, const char *key, json_t **doc, int64_t *mod_rev);
-
-/* --- watch.c --- */
-/* The watch hub: one thread fills the streams of idle (suspended) watch connections from the
- * store and resumes them; one thread turns store_wait into wake-ups. Start before the daemon;
- * stop (ends every stream: each returns end-of-stream when next read) before it stops. */
-int api_watch_hub_start(struct api_server *srv, char *err, size_t errlen);
-void api_watch_hub_stop(struct api_server *srv);
-/* Answers a ?watch=1 request: streams {"type","object"} lines for keys under prefix from
- * resourceVersion (query) on, or the current objects as ADDED first when it is absent/0. */
-void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep_fn keep,
-	       void *arg, api_render_fn render);
 
 /* --- idem.c: Idempotency-Key (draft-ietf-httpapi-idempotency-key-header) --- */
 /* Call first in a POST handler. Returns 1 when the request has been answered (a replay of the

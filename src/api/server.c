@@ -1,8 +1,10 @@
 /* server.c - the API server glue (see server.h): libmicrohttpd set-up, the route table, the
- * per-request context (bounded body, query, principal, arena), authentication and role checks,
- * JSON and RFC 9457 problem replies, request metrics and logging, and the handlers that are not
- * a resource (/healthz, /readyz, /metrics). Resources live in api_nodes.c, api_objects.c,
- * api_tokens.c, api_health.c; watch streams in watch.c; Idempotency-Key in idem.c.
+ * per-request context (bounded body, principal), authentication and role checks, the worker
+ * pool, request metrics and logging, and the handlers that are not a resource (/healthz,
+ * /readyz, /metrics). Resources live in api_nodes.c, api_objects.c, api_tokens.c,
+ * api_health.c; the arena, JSON and RFC 9457 problem replies and the helpers they share in
+ * reply.c; watch streams in watch.c; Idempotency-Key in idem.c. server.c calls watch.c and
+ * reply.c; neither calls back.
  *
  * Threading: MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME: one
  * poll(2) event loop (or cfg.threads of them, MHD_OPTION_THREAD_POOL_SIZE) serves every
@@ -37,18 +39,15 @@
 #include <time.h>
 
 #include "api/api_int.h"
+#include "api/reply.h"
+#include "api/watch.h"
 #include "base/alloc.h"
 #include "base/err.h"
-#include "base/jsonx.h"
 #include "base/log.h"
 #include "base/metrics.h"
-#include "core/event.h"
-#include "store/store.h"
 #include "base/banned.h"
 
 #define API_DEFAULT_MAX_BODY (1u << 20)
-#define LIST_DEFAULT_LIMIT 500
-#define LIST_MAX_LIMIT 5000
 #define API_POOL_THREADS 4
 /* Per-connection MHD memory pool: request line, headers, read buffer. 0.9.75 zeroes the whole
  * pool before each keep-alive request (memset was 10 % of the GET hot path at 64 KiB); 16 KiB
@@ -119,474 +118,11 @@ static const struct api_route routes[] = {
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
-/* ---------------------------------------------------------------- arena and accessors */
-
-void *api_own_fn(struct api_req *r, void *p, void (*fn)(void *))
-{
-	ALLOC_GROW(r->owned, r->nowned + 1, r->aowned);
-	r->owned[r->nowned].p = p;
-	r->owned[r->nowned].fn = fn;
-	r->nowned++;
-	return p;
-}
-
-void *api_own(struct api_req *r, void *p)
-{
-	return api_own_fn(r, p, free);
-}
-
-static void json_free_cb(void *p)
-{
-	json_decref(p);
-}
-
-json_t *api_own_json(struct api_req *r, json_t *v)
-{
-	return api_own_fn(r, v, json_free_cb);
-}
-
-char *api_strdup(struct api_req *r, const char *s)
-{
-	return api_own(r, xstrdup(s));
-}
-
-char *api_printf(struct api_req *r, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char *s = NULL;
-	if (vasprintf(&s, fmt, ap) < 0)
-		BUG_ON("vasprintf failed");
-	va_end(ap);
-	return api_own(r, s);
-}
-
-const char *api_query(struct api_req *r, const char *key)
-{
-	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
-}
-
-const char *api_header(struct api_req *r, const char *key)
-{
-	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, key);
-}
-
-static int64_t sys_wall_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t mono_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-int64_t api_now(struct api_req *r)
-{
-	return r->srv->cfg.clock ? clock_wall_ms(r->srv->cfg.clock) : sys_wall_ms();
-}
-
-uint64_t api_rand(struct api_req *r)
-{
-	return fp_rng_u64(r->srv->rng);
-}
-
-uint64_t api_event_seq(struct api_req *r)
-{
-	return atomic_fetch_add(&r->srv->event_seq, 1u);
-}
-
-const char *api_actor(struct api_req *r)
-{
-	return api_printf(r, "%s:%s", r->who.role == API_ROLE_AGENT ? "agent" : "operator",
-			  r->who.name);
-}
-
-/* ---------------------------------------------------------------- replies */
-
-static void reply_reset(struct api_req *r)
-{
-	buf_reset(&r->out);
-	free(r->take);
-	r->take = NULL;
-	r->take_len = 0;
-	for (size_t i = 0; i < r->nhdrs; i++)
-		free(r->hdrs[i].value);
-	r->nhdrs = 0;
-}
-
-void api_add_header(struct api_req *r, const char *key, const char *value)
-{
-	if (r->nhdrs >= API_MAX_HDRS)
-		BUG_ON("too many response headers");
-	r->hdrs[r->nhdrs].key = key;
-	r->hdrs[r->nhdrs].value = xstrdup(value);
-	r->nhdrs++;
-}
-
-void api_reply_take(struct api_req *r, int status, const char *ctype, char *data, size_t len)
-{
-	buf_reset(&r->out);
-	free(r->take);
-	r->take = data;
-	r->take_len = len;
-	r->status = status;
-	r->ctype = ctype;
-}
-
-void api_reply_raw(struct api_req *r, int status, const char *ctype, const char *data,
-		   size_t len)
-{
-	free(r->take);
-	r->take = NULL;
-	buf_reset(&r->out);
-	r->status = status;
-	r->ctype = ctype;
-	if (buf_append(&r->out, data, len) < 0) {
-		buf_reset(&r->out);
-		r->status = 500;
-		r->ctype = "application/problem+json";
-		buf_puts(&r->out, "{\"type\":\"" API_PROBLEM_BASE "internal\",\"title\":"
-				  "\"Internal Server Error\",\"status\":500,\"detail\":"
-				  "\"response too large\"}\n");
-	}
-}
-
-void api_reply_json(struct api_req *r, int status, json_t *v)
-{
-	char *s = jsonx_dumps(v);
-	size_t n = strlen(s);
-	free(r->take);
-	r->take = NULL;
-	buf_reset(&r->out);
-	r->status = status;
-	r->ctype = "application/json";
-	if (buf_append(&r->out, s, n) < 0 || buf_puts(&r->out, "\n") < 0) {
-		free(s);
-		json_decref(v);
-		api_problem(r, 500, "response too large");
-		return;
-	}
-	free(s);
-	json_decref(v);
-}
-
-static const char *status_slug(int status, const char **title)
-{
-	switch (status) {
-	case 400: *title = "Bad Request"; return "bad-request";
-	case 401: *title = "Unauthorized"; return "unauthorized";
-	case 403: *title = "Forbidden"; return "forbidden";
-	case 404: *title = "Not Found"; return "not-found";
-	case 405: *title = "Method Not Allowed"; return "method-not-allowed";
-	case 409: *title = "Conflict"; return "conflict";
-	case 410: *title = "Gone"; return "gone";
-	case 412: *title = "Precondition Failed"; return "precondition-failed";
-	case 413: *title = "Content Too Large"; return "content-too-large";
-	case 415: *title = "Unsupported Media Type"; return "unsupported-media-type";
-	case 422: *title = "Unprocessable Content"; return "invalid";
-	case 428: *title = "Precondition Required"; return "precondition-required";
-	case 429: *title = "Too Many Requests"; return "rate-limited";
-	case 501: *title = "Not Implemented"; return "not-implemented";
-	case 502: *title = "Bad Gateway"; return "bad-gateway";
-	case 503: *title = "Service Unavailable"; return "unavailable";
-	case 504: *title = "Gateway Timeout"; return "timeout";
-	default: *title = "Internal Server Error"; return "internal";
-	}
-}
-
-void api_problem_ext(struct api_req *r, int status, json_t *ext, const char *fmt, ...)
-{
-	char detail[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	const char *title;
-	const char *slug = status_slug(status, &title);
-	char type[128];
-	snprintf(type, sizeof(type), "%s%s", API_PROBLEM_BASE, slug);
-	json_t *p = json_pack("{s:s,s:s,s:i,s:s,s:s}", "type", type, "title", title, "status",
-			      status, "detail", detail, "instance", r->path ? r->path : "");
-	if (ext) {
-		json_object_update_missing(p, ext);
-		json_decref(ext);
-	}
-	api_reply_json(r, status, p);
-	r->ctype = "application/problem+json";
-}
-
-void api_problem_rc(struct api_req *r, int rc, const char *detail)
-{
-	api_problem(r, fp_err_http(rc), "%s", detail && *detail ? detail : fp_err_msg(rc));
-}
-
-int api_body_object(struct api_req *r, json_t **out)
-{
-	*out = NULL;
-	const char *ct = api_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
-	if (ct) {
-		size_t n = strcspn(ct, "; \t");
-		if (!(n == 16 && strncasecmp(ct, "application/json", 16) == 0)) {
-			api_problem(r, 415, "Content-Type %.*s: expected application/json",
-				    (int)(n > 64 ? 64 : n), ct);
-			return -1;
-		}
-	}
-	if (r->body.len == 0) {
-		api_problem(r, 400, "empty body: expected a JSON object");
-		return -1;
-	}
-	if (memchr(r->body.data, 0, r->body.len)) {
-		api_problem(r, 400, "body contains a NUL byte");
-		return -1;
-	}
-	json_error_t je;
-	json_t *v = json_loadb(r->body.data, r->body.len, JSON_REJECT_DUPLICATES, &je);
-	if (!v) {
-		json_t *ext = json_pack("{s:i,s:i}", "line", je.line, "column", je.column);
-		api_problem_ext(r, 400, ext, "malformed JSON at line %d column %d: %s", je.line,
-				je.column, je.text);
-		return -1;
-	}
-	if (!json_is_object(v)) {
-		json_decref(v);
-		api_problem(r, 400, "body: expected a JSON object");
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-int api_body_keys(struct api_req *r, const char *const *keys, json_t **out)
-{
-	if (api_body_object(r, out) < 0)
-		return -1;
-	api_own_json(r, *out);
-	const char *k;
-	json_t *v;
-	json_object_foreach(*out, k, v)
-	{
-		int ok = 0;
-		for (const char *const *a = keys; *a && !ok; a++)
-			ok = strcmp(*a, k) == 0;
-		if (ok)
-			continue;
-		size_t n = strlen(k);
-		if (n > 128)
-			for (n = 128; n > 0 && ((unsigned char)k[n] & 0xc0) == 0x80; n--)
-				;
-		json_t *ext = json_object();
-		json_object_set_new(ext, "field", json_stringn(k, n));
-		api_problem_ext(r, 422, ext, "unknown field %.*s%s", (int)n, k,
-				n < strlen(k) ? "..." : "");
-		return -1;
-	}
-	return 0;
-}
-
-/* ---------------------------------------------------------------- shared helpers */
-
-json_t *api_rv_json(int64_t rv)
-{
-	char s[24];
-	snprintf(s, sizeof(s), "%lld", (long long)rv);
-	return json_string(s);
-}
-
-void api_set_rv(json_t *doc, int64_t rv)
-{
-	json_t *md = json_object_get(doc, "metadata");
-	if (!json_is_object(md)) {
-		md = json_object();
-		json_object_set_new(doc, "metadata", md);
-	}
-	json_object_set_new(md, "resourceVersion", api_rv_json(rv));
-}
-
-int api_rv_parse_str(const char *s, int64_t *out)
-{
-	if (!s)
-		return FP_EINVAL;
-	size_t n = strlen(s);
-	if (n >= 2 && s[0] == '"' && s[n - 1] == '"') {
-		s++;
-		n -= 2;
-	}
-	if (n == 0 || n > 18)
-		return FP_EINVAL;
-	int64_t v = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return FP_EINVAL;
-		v = v * 10 + (s[i] - '0');
-	}
-	if (v <= 0)
-		return FP_EINVAL;
-	*out = v;
-	return 0;
-}
-
-int api_rv_parse_json(const json_t *v, int64_t *out)
-{
-	if (json_is_integer(v) && json_integer_value(v) > 0) {
-		*out = json_integer_value(v);
-		return 0;
-	}
-	if (json_is_string(v)) {
-		const char *s = json_string_value(v);
-		if (s[0] == '"')
-			return FP_EINVAL;
-		return api_rv_parse_str(s, out);
-	}
-	return FP_EINVAL;
-}
-
-void api_event_op(struct api_req *r, struct store_op *op, const char *type, const char *object,
-		  const char *reason, const char *message)
-{
-	char id[EVENT_ID_LEN];
-	int64_t now = api_now(r);
-	event_id(now, api_event_seq(r), id);
-	json_t *ev = event_new(id, type, api_actor(r), object, reason, message, now);
-	op->type = STORE_OP_PUT;
-	op->key = api_printf(r, "/events/%s", id);
-	op->value = api_own(r, jsonx_dumps(ev));
-	op->expect = STORE_ABSENT;
-	json_decref(ev);
-}
-
-char *api_uuid(struct api_req *r)
-{
-	uint64_t a = api_rand(r), b = api_rand(r);
-	a = (a & ~0xf000ULL) | 0x4000ULL;                            /* version 4 */
-	b = (b & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;    /* variant 10 */
-	return api_printf(r, "%08x-%04x-%04x-%04x-%012llx", (unsigned)(a >> 32),
-			  (unsigned)((a >> 16) & 0xffff), (unsigned)(a & 0xffff),
-			  (unsigned)(b >> 48), (unsigned long long)(b & 0xffffffffffffULL));
-}
-
-int api_get_doc(struct api_req *r, const char *key, json_t **doc, int64_t *mod_rev)
-{
-	struct store_kv kv = {0};
-	*doc = NULL;
-	int rc = store_get(r->srv->cfg.store, key, &kv);
-	if (rc < 0)
-		return rc;
-	rc = jsonx_parse(kv.value, strlen(kv.value), doc, NULL, 0);
-	if (rc < 0 || !json_is_object(*doc)) {
-		log_warn("corrupt stored document key=%s", key);
-		json_decref(*doc);
-		*doc = NULL;
-		rc = FP_EIO;
-	} else if (mod_rev) {
-		*mod_rev = kv.mod_revision;
-	}
-	store_kv_release(&kv);
-	return rc;
-}
-
-static int parse_limit(struct api_req *r, size_t *limit)
-{
-	const char *s = api_query(r, "limit");
-	*limit = LIST_DEFAULT_LIMIT;
-	if (!s)
-		return 0;
-	char *end = NULL;
-	long long v = strtoll(s, &end, 10);
-	if (!*s || *end || v < 1 || v > LIST_MAX_LIMIT) {
-		api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "limit"),
-				"limit: expected an integer in 1..%d", LIST_MAX_LIMIT);
-		return -1;
-	}
-	*limit = (size_t)v;
-	return 0;
-}
-
-void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg,
-	      api_render_fn render)
-{
-	size_t limit;
-	if (parse_limit(r, &limit) < 0)
-		return;
-	char start[STORE_MAX_KEY + 1] = "";
-	const char *cont = api_query(r, "continue");
-	if (cont) {
-		size_t n = 0;
-		unsigned char raw[STORE_MAX_KEY + 1];
-		if (sodium_base642bin(raw, sizeof(raw) - 1, cont, strlen(cont), NULL, &n, NULL,
-				      sodium_base64_VARIANT_URLSAFE_NO_PADDING) != 0 ||
-		    n <= strlen(prefix) || memcmp(raw, prefix, strlen(prefix)) != 0 ||
-		    memchr(raw, 0, n)) {
-			api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "continue"),
-					"continue: not a token this list returned");
-			return;
-		}
-		memcpy(start, raw, n);
-		start[n] = 0;
-	}
-	json_t *items = json_array();
-	int64_t list_rev = 0;
-	size_t got = 0;
-	int more = 0;
-	char last[STORE_MAX_KEY + 1] = "";
-	for (;;) {
-		struct store_kv *kvs = NULL;
-		size_t nk = 0;
-		int64_t rev = 0;
-		size_t want = limit - got;
-		int rc = store_list(r->srv->cfg.store, prefix, start, keep ? 500 : want, &kvs,
-				    &nk, &rev, &more);
-		if (rc < 0) {
-			json_decref(items);
-			api_problem_rc(r, rc, "store list failed");
-			return;
-		}
-		if (!list_rev)
-			list_rev = rev;
-		size_t i;
-		for (i = 0; i < nk && got < limit; i++) {
-			json_t *doc = NULL;
-			if (jsonx_parse(kvs[i].value, strlen(kvs[i].value), &doc, NULL, 0) < 0) {
-				log_warn("corrupt stored document key=%s", kvs[i].key);
-				continue;
-			}
-			if (!keep || keep(r, doc, arg)) {
-				json_t *out = render(r, doc, kvs[i].mod_revision);
-				if (!out) {
-					json_decref(doc);
-					json_decref(items);
-					store_kv_array_free(kvs, nk);
-					api_problem(r, 500, "cannot render %s", kvs[i].key);
-					return;
-				}
-				json_array_append_new(items, out);
-				got++;
-				snprintf(last, sizeof(last), "%s", kvs[i].key);
-			}
-			json_decref(doc);
-		}
-		if (nk)
-			snprintf(start, sizeof(start), "%s", kvs[i - 1].key);
-		if (i < nk)
-			more = 1;
-		store_kv_array_free(kvs, nk);
-		if (!more || nk == 0 || got >= limit)
-			break;
-	}
-	json_t *md = json_pack("{s:o}", "resourceVersion", api_rv_json(list_rev));
-	if (more && got > 0) {
-		char tok[sodium_base64_ENCODED_LEN(STORE_MAX_KEY + 1,
-						   sodium_base64_VARIANT_URLSAFE_NO_PADDING)];
-		sodium_bin2base64(tok, sizeof(tok), (const unsigned char *)last, strlen(last),
-				  sodium_base64_VARIANT_URLSAFE_NO_PADDING);
-		json_object_set_new(md, "continue", json_string(tok));
-	}
-	api_reply_json(r, 200, json_pack("{s:o,s:o}", "items", items, "metadata", md));
 }
 
 /* ---------------------------------------------------------------- simple handlers */
@@ -891,7 +427,7 @@ static enum MHD_Result queue_reply(struct api_req *r)
 	enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)r->status, resp);
 	MHD_destroy_response(resp);
 	r->stream = NULL;
-	reply_reset(r);
+	api_reply_reset(r);
 	return ret;
 }
 
@@ -956,7 +492,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 			return queue_reply(r);
 		r->offload = 0;
 		r->status = 0;
-		reply_reset(r);
+		api_reply_reset(r);
 	}
 	if (srv->pool && pool_submit(srv->pool, r))
 		return MHD_YES;
@@ -994,7 +530,7 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 		  (int)toe);
 	if (r->stream)
 		MHD_destroy_response(r->stream);
-	reply_reset(r);
+	api_reply_reset(r);
 	buf_release(&r->out);
 	if (r->body.data)
 		sodium_memzero(r->body.data, r->body.len);
@@ -1128,7 +664,7 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 	srv->auth = api_auth_new(cfg->store, err, errlen);
 	if (!srv->auth)
 		goto fail;
-	int64_t now = cfg->clock ? clock_wall_ms(cfg->clock) : sys_wall_ms();
+	int64_t now = api_wall_ms(srv);
 	if (api_auth_bootstrap(srv->auth, cfg->data_dir, now, fp_rng_u64(srv->rng), err,
 			       errlen) < 0)
 		goto fail;
@@ -1200,6 +736,9 @@ void api_server_free(struct api_server *srv)
 	}
 	if (srv->mhd)
 		MHD_stop_daemon(srv->mhd);
+	/* Only now: until the daemon stopped, a poll thread could still read a stream and look at
+	 * the hub (watch.h, the two phases). */
+	api_watch_hub_free(srv);
 	api_auth_free(srv->auth);
 	api_report_limiter_free(srv->report_limit);
 	fp_rng_release(&srv->own_rng);

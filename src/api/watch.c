@@ -74,6 +74,7 @@ struct watch_hub {
 	int store_closed;
 	pthread_t filler, notifier;
 	int started;
+	int stopped; /* api_watch_hub_stop ran: threads joined, memory kept until hub_free */
 };
 
 static int64_t mono_ms(void)
@@ -366,16 +367,26 @@ fail:
 void api_watch_hub_stop(struct api_server *srv)
 {
 	struct watch_hub *h = srv->hub;
-	if (!h)
+	if (!h || h->stopped)
 		return;
 	pthread_mutex_lock(&h->mu);
 	h->closed = 1;
 	h->kick = 1;
 	pthread_cond_signal(&h->cv);
 	pthread_mutex_unlock(&h->mu);
-	/* The filler resumes every parked watch before it returns. */
+	/* The filler resumes every parked watch before it returns. A reader that runs after this
+	 * sees closed under the mutex and ends its stream: nothing parks again. */
 	pthread_join(h->filler, NULL);
 	pthread_join(h->notifier, NULL);
+	h->stopped = 1;
+}
+
+void api_watch_hub_free(struct api_server *srv)
+{
+	struct watch_hub *h = srv->hub;
+	if (!h)
+		return;
+	api_watch_hub_stop(srv);
 	pthread_cond_destroy(&h->cv);
 	pthread_mutex_destroy(&h->mu);
 	free(h);

@@ -337,12 +337,9 @@ int64_t rf_parse_retry_after(const char *v, int64_t wall_now_ms)
 			return -1;
 		return s > RF_MAX_RETRY_AFTER_MS / 1000 ? RF_MAX_RETRY_AFTER_MS : (int64_t)s * 1000;
 	}
-	struct tm tm;
-	memset(&tm, 0, sizeof(tm));
-	end = strptime(v, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-	if (!end || *end)
+	int64_t at;
+	if (fp_time_parse_http(v, &at) < 0)
 		return -1;
-	int64_t at = (int64_t)timegm(&tm) * 1000;
 	int64_t d = at - wall_now_ms;
 	return d < 0 ? 0 : d > RF_MAX_RETRY_AFTER_MS ? RF_MAX_RETRY_AFTER_MS : d;
 }
@@ -1981,61 +1978,14 @@ int rf_sel_entry_is_link(const json_t *e)
 	return !json_object_get(e, "Message") && !json_object_get(e, "Created");
 }
 
-static int atoi_n(const char *s, int n)
-{
-	int v = 0;
-	for (int i = 0; i < n; i++)
-		v = v * 10 + (s[i] - '0');
-	return v;
-}
-
-static int days_in_month(int y, int m)
-{
-	static const int d[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-	int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-	return m == 2 && leap ? 29 : d[m - 1];
-}
-
 json_t *rf_sel_timestamp(const char *s)
 {
 	/* "YYYY-MM-DDTHH:MM:SS" [".f+"] ("Z" | ("+"|"-") "HH:MM"), RFC 3339 section 5.6 */
-	static const char shape[] = "dddd-dd-ddTdd:dd:dd";
-	if (!s || strnlen(s, RF_MAX_TIMESTAMP + 1) > RF_MAX_TIMESTAMP)
-		return json_null();
-	size_t i;
-	for (i = 0; shape[i]; i++)
-		if (shape[i] == 'd' ? !isdigit((unsigned char)s[i]) : s[i] != shape[i])
-			return json_null();
-	if (s[i] == '.') {
-		size_t f = ++i;
-		while (isdigit((unsigned char)s[i]))
-			i++;
-		if (i == f)
-			return json_null();
-	}
-	int64_t off_min = 0;
-	if (s[i] == '+' || s[i] == '-') {
-		const char *z = s + i;
-		if (!isdigit((unsigned char)z[1]) || !isdigit((unsigned char)z[2]) || z[3] != ':' ||
-		    !isdigit((unsigned char)z[4]) || !isdigit((unsigned char)z[5]) || z[6])
-			return json_null();
-		int hh = (z[1] - '0') * 10 + (z[2] - '0'), mm = (z[4] - '0') * 10 + (z[5] - '0');
-		if (hh > 23 || mm > 59)
-			return json_null();
-		off_min = (z[0] == '-' ? -1 : 1) * (int64_t)(hh * 60 + mm);
-	} else if (strcmp(s + i, "Z") != 0) {
-		return json_null();
-	}
-	char utc[RF_MAX_TIMESTAMP + 2];
-	snprintf(utc, sizeof(utc), "%.*sZ", (int)i, s);
 	int64_t ms;
-	int y = atoi_n(s, 4), mo = atoi_n(s + 5, 2), d = atoi_n(s + 8, 2);
-	if (fp_time_parse(utc, &ms) < 0 || mo < 1 || mo > 12 || d > days_in_month(y, mo))
-		return json_null();
-	ms -= off_min * 60000;
-	if (ms < 0 || ms > FP_TIME_MAX_MS)
-		return json_null(); /* before 1970 (no SEL clock says that) or past year 9999 */
-	if (s[i] == 'Z')
+	if (!s || strnlen(s, RF_MAX_TIMESTAMP + 1) > RF_MAX_TIMESTAMP ||
+	    fp_time_parse_offset(s, &ms, NULL) < 0)
+		return json_null(); /* also before 1970 (no SEL clock says that) or past 9999 */
+	if (s[strlen(s) - 1] == 'Z')
 		return json_string(s);
 	char out[FP_TIME_LEN];
 	fp_time_format(ms, out);

@@ -1,5 +1,6 @@
 /* layers: base */
-/* test_base.c - error space, bounded buffer, RFC 3339 times, JSON helpers, metrics rendering. */
+/* test_base.c - error space, bounded buffer, times (RFC 3339, offsets, dmesg ISO, ctime, syslog,
+ * HTTP-date), JSON helpers, metrics rendering. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -45,6 +46,153 @@ static void test_time_roundtrip(void **state)
 	assert_int_equal(ms, 1796014169803LL);
 	assert_int_equal(fp_time_parse("2026-13-01T00:00:00Z", &ms), FP_EPARSE);
 	assert_int_equal(fp_time_parse("2026-11-29T04:09:29+01:00", &ms), FP_EPARSE);
+}
+
+/* RFC 3339 with an offset (the API's documents stay "Z"-only through fp_time_parse; Redfish
+ * SEL entries carry offsets): the UTC instant and the offset, and refusals that write nothing. */
+static void test_time_offset(void **state)
+{
+	int64_t ms = 0;
+	int off = 99;
+	assert_int_equal(fp_time_parse_offset("2026-11-29T05:09:29+01:00", &ms, &off), 0);
+	assert_int_equal(ms, 1795925369000LL);
+	assert_int_equal(off, 60);
+	assert_int_equal(fp_time_parse_offset("2026-11-28T23:39:29.5-04:30", &ms, &off), 0);
+	assert_int_equal(ms, 1795925369500LL);
+	assert_int_equal(off, -270);
+	assert_int_equal(fp_time_parse_offset("2026-11-29T04:09:29Z", &ms, &off), 0);
+	assert_int_equal(ms, 1795925369000LL);
+	assert_int_equal(off, 0);
+	assert_int_equal(fp_time_parse_offset("2026-11-29T04:09:29+00:00", &ms, NULL), 0);
+	assert_int_equal(ms, 1795925369000LL);
+	/* the offset moves the date: local Feb 29 of a leap year is checked as local */
+	assert_int_equal(fp_time_parse_offset("2024-02-29T23:00:00-13:00", &ms, NULL), 0);
+	assert_int_equal(ms, 1709208000000LL + 24 * 3600000LL);
+	static const char *const bad[] = {
+		"2026-11-29T05:09:29+0100",     /* RFC 3339 has the colon */
+		"2026-11-29T05:09:29+01",       /* no minutes */
+		"2026-11-29T05:09:29+24:00",    /* offset hour 24 */
+		"2026-11-29T05:09:29+01:60",    /* offset minute 60 */
+		"2026-11-29T05:09:29+01:00 ",   /* trailing text */
+		"2026-11-29T05:09:29,5Z",       /* ',' is dmesg's, not RFC 3339's */
+		"2026-02-30T05:09:29+01:00",    /* impossible local date */
+		"1970-01-01T00:30:00+01:00",    /* before the epoch in UTC */
+		"9999-12-31T23:00:00-02:00",    /* past 9999 in UTC */
+		"2026-11-29T05:09:29",          /* no zone */
+		"",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ms = 42;
+		off = 7;
+		if (fp_time_parse_offset(bad[i], &ms, &off) != FP_EPARSE || ms != 42 || off != 7)
+			fail_msg("\"%s\" was taken as %lld", bad[i], (long long)ms);
+	}
+	assert_int_equal(fp_time_parse_offset(NULL, &ms, &off), FP_EPARSE);
+	/* fp_time_parse stays UTC-only */
+	assert_int_equal(fp_time_parse("2026-11-29T05:09:29+01:00", &ms), FP_EPARSE);
+}
+
+/* The bounded scanners the kernel log parser uses: they stop after the stamp, need no NUL,
+ * and return NULL (writing nothing) on anything else. */
+static void test_time_scan_forms(void **state)
+{
+	int64_t ms = 0;
+	int off = 0;
+	/* dmesg --time-format iso: ',' fraction (microseconds), "+hh:mm" and "+hhmm" */
+	static const char iso[] = "2025-01-25T10:34:54,859532+00:00 kernel: x";
+	const char *e = iso + strlen(iso);
+	const char *q = fp_time_scan_iso(iso, e, FP_TIME_SCAN_DMESG, &ms, &off);
+	assert_ptr_equal(q, iso + 32);
+	assert_int_equal(ms, 1737801294859LL);
+	static const char iso2[] = "2025-01-25T12:34:54.859+0200";
+	q = fp_time_scan_iso(iso2, iso2 + strlen(iso2), FP_TIME_SCAN_DMESG, &ms, &off);
+	assert_ptr_equal(q, iso2 + strlen(iso2));
+	assert_int_equal(ms, 1737801294859LL);
+	assert_int_equal(off, 120);
+	/* without the dmesg flag "+0200" and ',' are refused */
+	assert_null(fp_time_scan_iso(iso2, iso2 + strlen(iso2), 0, &ms, NULL));
+	assert_null(fp_time_scan_iso(iso, e, 0, &ms, NULL));
+	/* ten fraction digits are too many for dmesg's form */
+	static const char iso3[] = "2025-01-25T10:34:54.1234567890Z";
+	assert_null(fp_time_scan_iso(iso3, iso3 + strlen(iso3), FP_TIME_SCAN_DMESG, &ms, NULL));
+	/* bounded: the end cuts the stamp */
+	assert_null(fp_time_scan_iso(iso, iso + 20, FP_TIME_SCAN_DMESG, &ms, NULL));
+
+	/* ctime: day space-padded or not */
+	static const char ct[] = "Sun Feb 23 16:24:18 2025]";
+	q = fp_time_scan_ctime(ct, ct + strlen(ct), &ms);
+	assert_ptr_equal(q, ct + 24);
+	assert_int_equal(ms, 1740327858000LL);
+	static const char ct2[] = "Mon Feb  3 06:04:08 2025";
+	assert_ptr_equal(fp_time_scan_ctime(ct2, ct2 + strlen(ct2), &ms), ct2 + strlen(ct2));
+	assert_int_equal(ms, 1738562648000LL);
+	static const char *const bad_ct[] = {
+		"Sun Feb 30 16:24:18 2025", /* impossible date */
+		"Sun Fob 23 16:24:18 2025", /* no such month */
+		"Sxn Feb 23 16:24:18 2025", /* no such day */
+		"Sun Feb 23 24:24:18 2025", /* hour 24 */
+		"Sun Feb 23 16:24:18 25",   /* 2-digit year */
+		"Sun Feb 23 16:24:18",      /* no year */
+	};
+	for (size_t i = 0; i < sizeof(bad_ct) / sizeof(bad_ct[0]); i++) {
+		ms = 42;
+		if (fp_time_scan_ctime(bad_ct[i], bad_ct[i] + strlen(bad_ct[i]), &ms) || ms != 42)
+			fail_msg("ctime \"%s\" was taken as %lld", bad_ct[i], (long long)ms);
+	}
+
+	/* syslog: the year from now_ms; a December line read early in January is last year's */
+	int64_t now = 1795951691000LL + 3600000; /* 2026-11-29T12:28:11Z */
+	static const char sl[] = "Nov 29 11:28:11 host kernel: x";
+	q = fp_time_scan_syslog(sl, sl + strlen(sl), now, &ms);
+	assert_ptr_equal(q, sl + 15);
+	assert_int_equal(ms, 1795951691000LL);
+	static const char sl2[] = "Nov 29 11:28:11.123456 host";
+	q = fp_time_scan_syslog(sl2, sl2 + strlen(sl2), now, &ms);
+	assert_ptr_equal(q, sl2 + 22);
+	assert_int_equal(ms, 1795951691123LL);
+	static const char sl3[] = "Dec 31 23:59:00 host";
+	q = fp_time_scan_syslog(sl3, sl3 + strlen(sl3), 1767312000000LL /* 2026-01-02 */, &ms);
+	assert_non_null(q);
+	assert_int_equal(ms, 1767225540000LL); /* 2025-12-31T23:59:00Z */
+	static const char *const bad_sl[] = {
+		"Nov 31 11:28:11 h", /* November has 30 */
+		"Nov 29 11:60:11 h", /* minute 60 */
+		"Nov 29 11:28:11. h", /* no fraction digits */
+		"Nov 29 11:28 h",    /* no seconds */
+		"11:28:11 h",        /* no date */
+	};
+	for (size_t i = 0; i < sizeof(bad_sl) / sizeof(bad_sl[0]); i++) {
+		ms = 42;
+		if (fp_time_scan_syslog(bad_sl[i], bad_sl[i] + strlen(bad_sl[i]), now, &ms) ||
+		    ms != 42)
+			fail_msg("syslog \"%s\" was taken as %lld", bad_sl[i], (long long)ms);
+	}
+}
+
+/* HTTP-date, IMF-fixdate only (RFC 9110 section 5.6.7): Redfish Retry-After. */
+static void test_time_http(void **state)
+{
+	int64_t ms = 0;
+	assert_int_equal(fp_time_parse_http("Sun, 06 Nov 1994 08:49:37 GMT", &ms), 0);
+	assert_int_equal(ms, 784111777000LL);
+	assert_int_equal(fp_time_parse_http("Sun, 6 Nov 1994 08:49:37 GMT", &ms), 0);
+	assert_int_equal(ms, 784111777000LL);
+	static const char *const bad[] = {
+		"Sunday, 06-Nov-94 08:49:37 GMT", /* RFC 850, obsolete */
+		"Sun Nov  6 08:49:37 1994",       /* asctime, obsolete */
+		"Sun, 06 Nov 1994 08:49:37 UTC",  /* the zone is "GMT" */
+		"Sun, 06 Nov 1994 08:49:37 GMT ", /* trailing text */
+		"Sun, 31 Nov 1994 08:49:37 GMT",  /* impossible date */
+		"Sun, 06 Nov 1969 08:49:37 GMT",  /* before 1970 */
+		"sun, 06 nov 1994 08:49:37 GMT",  /* names are case-sensitive */
+		"",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ms = 42;
+		if (fp_time_parse_http(bad[i], &ms) != FP_EPARSE || ms != 42)
+			fail_msg("\"%s\" was taken as %lld", bad[i], (long long)ms);
+	}
+	assert_int_equal(fp_time_parse_http(NULL, &ms), FP_EPARSE);
 }
 
 /* fp_time_parse refuses what RFC 3339 section 5.7 calls impossible, and years a 4-digit
@@ -187,7 +335,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_err_map),      cmocka_unit_test(test_buf_bounded),
-		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_time_bounds), cmocka_unit_test(test_json_strict),
+		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_time_bounds),
+		cmocka_unit_test(test_time_offset), cmocka_unit_test(test_time_scan_forms),
+		cmocka_unit_test(test_time_http), cmocka_unit_test(test_json_strict),
 		cmocka_unit_test(test_metrics_render), cmocka_unit_test(test_utf8_lossy),
 		cmocka_unit_test(test_json_error_hides_text),
 	};
