@@ -127,24 +127,6 @@ static int breakers_load(struct budget_svc *b)
 	return rc < 0 ? rc : 0;
 }
 
-/* n's value in a breaker's domain: rack, site, pool, else a node label key (as the health
- * controller names it), or "label:<key>"; NULL when n has none. */
-static const char *breaker_domain_value(const struct open_breaker *ob, const struct node *n)
-{
-	const char *v;
-	if (strcmp(ob->domain, "rack") == 0)
-		v = n->rack;
-	else if (strcmp(ob->domain, "site") == 0)
-		v = n->site;
-	else if (strcmp(ob->domain, "pool") == 0)
-		v = n->pool;
-	else if (strncmp(ob->domain, "label:", 6) == 0)
-		v = node_label_get(n, ob->domain + 6);
-	else
-		v = node_label_get(n, ob->domain);
-	return v && *v ? v : NULL;
-}
-
 static void budgets_clear(struct budget_svc *b)
 {
 	for (size_t i = 0; i < b->nbudgets; i++)
@@ -402,7 +384,7 @@ int budget_breaker_open(struct budget_svc *b, const struct node *n, char *why, s
 	}
 	for (size_t i = 0; !open && i < b->nbreakers; i++) {
 		const struct open_breaker *ob = &b->breakers[i];
-		const char *v = breaker_domain_value(ob, n);
+		const char *v = node_domain_value(n, ob->domain);
 		if (!v || strcmp(v, ob->value) != 0)
 			continue;
 		open = 1;

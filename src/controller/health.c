@@ -37,6 +37,7 @@
 #include "base/metrics.h"
 #include "base/timefmt.h"
 #include "controller/health_int.h"
+#include "core/budget.h"
 #include "core/codec.h"
 #include "core/event.h"
 #include "core/health.h"
@@ -363,20 +364,6 @@ static void extra_event(struct outcome *o, const char *type, const char *reason,
 	json_array_append_new(o->extra_events,
 			      json_pack("{s:s, s:s, s:s, s:o}", "type", type, "reason", reason,
 					"object", object, "message", jsonx_string_lossy(msg)));
-}
-
-static const char *domain_value(const struct node *n, const char *dom)
-{
-	const char *v;
-	if (strcmp(dom, "rack") == 0)
-		v = n->rack;
-	else if (strcmp(dom, "site") == 0)
-		v = n->site;
-	else if (strcmp(dom, "pool") == 0)
-		v = n->pool;
-	else
-		v = node_label_get(n, dom);
-	return v && *v ? v : NULL;
 }
 
 /* 1 when a health hold may be placed on n in its phase (never-served and retiring nodes are
@@ -717,7 +704,7 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 		char bstate[224] = "closed", bname[160] = "";
 		for (size_t d = 0; p->breaker.enabled && d < p->breaker.ndomains && !open_by; d++) {
 			const char *dom = p->breaker.domains[d];
-			const char *val = domain_value(n, dom);
+			const char *val = node_domain_value(n, dom);
 			if (!val)
 				continue;
 			int limit = p->breaker.domain_max[d] > 0 ? p->breaker.domain_max[d] :
@@ -1614,7 +1601,7 @@ static int replay_one(struct health *h, const char *node, const char *id, const 
 		const char *other = NULL;
 		char oname[160];
 		for (size_t d = 0; p->breaker.enabled && d < p->breaker.ndomains && !other; d++) {
-			const char *val = domain_value(n, p->breaker.domains[d]);
+			const char *val = node_domain_value(n, p->breaker.domains[d]);
 			if (!val)
 				continue;
 			snprintf(oname, sizeof(oname), "%s.%s", p->breaker.domains[d], val);
