@@ -4,7 +4,8 @@
  * A report is validated whole, then evaluated under one mutex against in-memory state: the
  * events already seen (dedupe by (node, id)), the count-in-window and distinct-job windows per
  * (node, GPU, code), the job windows per (code, job), the holds decided per node (lemon), the
- * breaker windows per domain value, the open breakers and the job faults. Windows are bounded
+ * breaker windows per domain value, the open breakers (held by health_breaker.c, which the
+ * budget service asks too) and the job faults. Windows are bounded
  * (core/health.h) and pruned by time, so a report costs no store scan: its one store
  * transaction (event documents create-if-absent, the node by CAS, the audit events, breaker
  * documents) is the only I/O besides reading the node. The window entries a report added carry
@@ -36,6 +37,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "base/timefmt.h"
+#include "controller/health_breaker.h"
 #include "controller/health_int.h"
 #include "core/budget.h"
 #include "core/codec.h"
@@ -68,8 +70,6 @@ struct jobfault {
 	int dry;        /* declared by a dry-run decision: live decisions do not see it */
 };
 
-#define BREAKER_MAX_SUPPRESSED 256 /* (node, event) pairs a breaker document keeps */
-
 struct alive {
 	int64_t last;       /* monotonic ms of the last report */
 	int64_t timeout;    /* ms */
@@ -97,7 +97,7 @@ struct health {
 	struct hmap windows;   /* "c|node|gpu|code", "j|code|job", "h|node", "b|dom.val" ->
 				* struct health_window* */
 	struct hmap jobfaults; /* "code|job" -> struct jobfault* */
-	struct hmap breakers;  /* "dom.val" -> json_t* (open breaker document) */
+	struct health_breakers *breakers; /* the open breakers (health_breaker.h; owned) */
 	struct hmap dry_breakers; /* "dom.val" -> int*: would be open (dry-run decisions only) */
 	struct hmap alive;     /* node -> struct alive* */
 	struct hmap nodes;     /* node -> struct hnode* */
@@ -304,7 +304,7 @@ static void window_add(struct health *h, struct touched *t, const char *key, int
 
 static void breakers_gauge(struct health *h)
 {
-	metric_set(h->m_breakers, NULL, (double)h->breakers.count);
+	metric_set(h->m_breakers, NULL, (double)health_breakers_count(h->breakers));
 }
 
 /* Under h->mu: undoes what report seq added. */
@@ -321,7 +321,7 @@ static void undo(struct health *h, struct touched *t, uint64_t seq)
 			free(hmap_remove(&h->jobfaults, t->faults[i]));
 	}
 	for (size_t i = 0; i < t->nopened; i++)
-		json_decref(hmap_remove(&h->breakers, t->opened[i]));
+		health_breakers_remove(h->breakers, t->opened[i]);
 	for (size_t i = 0; i < t->ndopened; i++)
 		free(hmap_remove(&h->dry_breakers, t->dopened[i]));
 	breakers_gauge(h);
@@ -444,33 +444,12 @@ static void breaker_doc_out(struct outcome *o, const json_t *doc)
 static void breaker_note(struct health *h, const char *bname, const char *node,
 			 const struct rep_ev *e, int64_t now, struct outcome *o)
 {
-	json_t *doc = hmap_get(&h->breakers, bname);
+	json_t *doc = health_breakers_note(h->breakers, bname, node, e->id, e->code,
+					   e->bus ? e->bus_lc : NULL, now);
 	if (!doc)
 		return;
-	json_t *arr = json_object_get(doc, "suppressed");
-	if (!json_is_array(arr)) {
-		arr = json_array();
-		json_object_set_new(doc, "suppressed", arr);
-	}
-	size_t i;
-	json_t *x;
-	json_array_foreach(arr, i, x)
-		if (strcmp(jsonx_str(x, "node") ? jsonx_str(x, "node") : "", node) == 0 &&
-		    strcmp(jsonx_str(x, "event") ? jsonx_str(x, "event") : "", e->id) == 0)
-			return;
-	if (json_array_size(arr) >= BREAKER_MAX_SUPPRESSED) {
-		json_int_t d = json_integer_value(json_object_get(doc, "suppressedDropped"));
-		json_object_set_new(doc, "suppressedDropped", json_integer(d + 1));
-	} else {
-		char ts[FP_TIME_LEN];
-		fp_time_format(now, ts);
-		json_t *pair = json_pack("{s:s, s:s, s:s, s:s}", "node", node, "event", e->id,
-					 "code", e->code, "at", ts);
-		if (e->bus)
-			json_object_set_new(pair, "gpu", json_string(e->bus_lc));
-		json_array_append_new(arr, pair);
-	}
 	breaker_doc_out(o, doc);
+	json_decref(doc);
 }
 
 static int entry_older(const void *a, const void *b)
@@ -710,7 +689,7 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			int limit = p->breaker.domain_max[d] > 0 ? p->breaker.domain_max[d] :
 								   p->breaker.max_nodes;
 			snprintf(bname, sizeof(bname), "%s.%s", dom, val);
-			if (hmap_get(&h->breakers, bname) ||
+			if (health_breakers_has(h->breakers, bname) ||
 			    (e->dry && hmap_get(&h->dry_breakers, bname))) {
 				open_by = dom;
 				snprintf(bstate, sizeof(bstate), "open(%s)", bname);
@@ -759,7 +738,7 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				"HealthBreaker", "metadata", "name", bname, "createdAt", ts, "domain",
 				dom, "value", val, "state", "open", "openedAt", ts, "nodes", nodes_arr,
 				"reason", jsonx_string_lossy(rsn), "suppressed");
-			hmap_put(&h->breakers, bname, doc);
+			health_breakers_put(h->breakers, bname, doc);
 			touched_add(&t->opened, &t->nopened, &t->capo, bname);
 			char object[200];
 			snprintf(object, sizeof(object), "breaker/%s", bname);
@@ -1465,24 +1444,12 @@ int health_policy_put(struct health *h, const json_t *doc, const char *actor, js
 
 json_t *health_breakers(struct health *h)
 {
-	json_t *items = json_array();
-	pthread_mutex_lock(&h->mu);
-	/* In name order, for a stable listing. */
-	size_t n = h->breakers.count, i = 0;
-	const char **names = xcalloc(n ? n : 1, sizeof(*names));
-	for (struct hmap_iter it = hmap_iter_start(&h->breakers); hmap_iter_next(&it);)
-		names[i++] = it.e->key;
-	for (size_t a = 1; a < n; a++)
-		for (size_t b = a; b > 0 && strcmp(names[b - 1], names[b]) > 0; b--) {
-			const char *tmp = names[b];
-			names[b] = names[b - 1];
-			names[b - 1] = tmp;
-		}
-	for (i = 0; i < n; i++)
-		json_array_append_new(items, json_deep_copy(hmap_get(&h->breakers, names[i])));
-	free(names);
-	pthread_mutex_unlock(&h->mu);
-	return json_pack("{s:o}", "items", items);
+	return health_breakers_list(h->breakers);
+}
+
+struct health_breakers *health_breaker_owner(struct health *h)
+{
+	return h->breakers;
 }
 
 /* store_foreach callback of health_breaker_reset: a node whose HealthActionsSuppressed names
@@ -1605,7 +1572,7 @@ static int replay_one(struct health *h, const char *node, const char *id, const 
 			if (!val)
 				continue;
 			snprintf(oname, sizeof(oname), "%s.%s", p->breaker.domains[d], val);
-			if (strcmp(oname, bname) != 0 && hmap_get(&h->breakers, oname))
+			if (strcmp(oname, bname) != 0 && health_breakers_has(h->breakers, oname))
 				other = oname;
 		}
 		if (!rule || rule->action != HEALTH_ACTION_HOLD || other || p->dry_run) {
@@ -1703,8 +1670,9 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 	if (!actor)
 		actor = "?";
 	pthread_mutex_lock(&h->mu);
-	json_t *open = name ? hmap_get(&h->breakers, name) : NULL;
-	json_t *pairs = open ? json_deep_copy(json_object_get(open, "suppressed")) : NULL;
+	json_t *open = name ? health_breakers_get(h->breakers, name) : NULL;
+	json_t *pairs = open ? json_incref(json_object_get(open, "suppressed")) : NULL;
+	json_decref(open);
 	pthread_mutex_unlock(&h->mu);
 	if (!open)
 		return fp_errf(FP_ENOTFOUND, err, errlen, "breaker %s is not open",
@@ -1840,7 +1808,7 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 		return fp_errf(trc, err, errlen, "closing breaker %s: %s", name, fp_err_msg(trc));
 	}
 	pthread_mutex_lock(&h->mu);
-	json_decref(hmap_remove(&h->breakers, name));
+	health_breakers_remove(h->breakers, name);
 	free(hmap_remove(&h->dry_breakers, name));
 	char wkey[STORE_MAX_KEY + 8];
 	snprintf(wkey, sizeof(wkey), "b|%s", name);
@@ -2097,17 +2065,6 @@ static int load_event(void *arg, const struct store_kv *kv)
 	return 0;
 }
 
-static int load_breaker(void *arg, const struct store_kv *kv)
-{
-	struct health *h = arg;
-	json_t *d = NULL;
-	if (jsonx_parse(kv->value, strlen(kv->value), &d, NULL, 0) < 0)
-		return 0;
-	const char *name = kv->key + strlen("/breakers/");
-	json_decref(hmap_put(&h->breakers, name, d));
-	return 0;
-}
-
 static int load_alive(void *arg, const struct store_kv *kv)
 {
 	struct load_ctx *c = arg;
@@ -2148,7 +2105,7 @@ struct health *health_new(const struct health_config *cfg, char *err, size_t err
 	hmap_init(&h->seen);
 	hmap_init(&h->windows);
 	hmap_init(&h->jobfaults);
-	hmap_init(&h->breakers);
+	h->breakers = health_breakers_new();
 	hmap_init(&h->dry_breakers);
 	hmap_init(&h->alive);
 	hmap_init(&h->nodes);
@@ -2183,10 +2140,8 @@ struct health *health_new(const struct health_config *cfg, char *err, size_t err
 		}
 	}
 	int64_t wall = clock_wall_ms(cfg->clock);
-	if ((rc = store_foreach(cfg->store, "/breakers/", 0, load_breaker, h, NULL)) < 0) {
-		fp_errf(rc, err, errlen, "reading /breakers/: %s", fp_err_msg(rc));
+	if ((rc = health_breakers_load(h->breakers, cfg->store, err, errlen)) < 0)
 		goto fail;
-	}
 	struct load_ctx lc = {.h = h, .now = wall};
 	rc = store_foreach(cfg->store, "/healthevents/", 0, load_event, &lc, NULL);
 	if (rc < 0) {
@@ -2234,8 +2189,6 @@ void health_free(struct health *h)
 	}
 	for (struct hmap_iter it = hmap_iter_start(&h->jobfaults); hmap_iter_next(&it);)
 		free(it.e->value);
-	for (struct hmap_iter it = hmap_iter_start(&h->breakers); hmap_iter_next(&it);)
-		json_decref(it.e->value);
 	for (struct hmap_iter it = hmap_iter_start(&h->alive); hmap_iter_next(&it);)
 		free(it.e->value);
 	for (struct hmap_iter it = hmap_iter_start(&h->dry_breakers); hmap_iter_next(&it);)
@@ -2247,7 +2200,7 @@ void health_free(struct health *h)
 	hmap_release(&h->seen);
 	hmap_release(&h->windows);
 	hmap_release(&h->jobfaults);
-	hmap_release(&h->breakers);
+	health_breakers_free(h->breakers);
 	hmap_release(&h->alive);
 	health_policy_free(h->policy);
 	pthread_cond_destroy(&h->cv);
