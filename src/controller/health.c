@@ -551,7 +551,7 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			cwms = now - e->fence + 1; /* entries received at or after the fence */
 		if (cwms < 1)
 			cwms = 1;
-		int stale = e->time && e->fence && e->time < e->fence;
+		int stale = health_stale(e->time, e->fence);
 		/* N of M on this node+GPU+code; the tag is the job (for distinctJobs). A stale
 		 * event is evidence only and never enters the window. */
 		snprintf(key, sizeof(key), "c|%s|%s|%s", node, e->gpu, e->code);
@@ -570,17 +570,29 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			 e->code, health_severity_name(e->sev), rule->code, gpu_txt, job ? job : "-",
 			 count, (long long)rule->window_s, rule->count, jobs, rule->distinct_jobs,
 			 fence_ts);
-		if (rule->action != HEALTH_ACTION_HOLD) {
+		/* The decision is health_verdict's (core/health.h); what follows keeps the windows,
+		 * job faults and breakers it asks about and renders its answer. */
+		char why[160];
+		struct health_facts facts = {
+			.policy = p, .rule = rule, .unknown_rule = rule == &unknown,
+			.event_ms = e->time, .fence_ms = e->fence, .job = job != NULL,
+			.count = count, .jobs = jobs,
+			.holdable = node_holdable(n, why, sizeof(why)),
+			.remediating = o->node_remediating || o->hold};
+		struct health_verdict v;
+		health_verdict(&facts, &v);
+		if (v.decision == HEALTH_DECISION_NONE && v.basis != HEALTH_BASIS_NOT_HOLDABLE) {
 			e->action = "none";
 			snprintf(e->reason, sizeof(e->reason), "%s %s: %s", health_severity_name(e->sev),
 				 e->code,
-				 rule == &unknown ? "no rule for this code: recorded and counted, never held" :
+				 v.basis == HEALTH_BASIS_NO_RULE ?
+					 "no rule for this code: recorded and counted, never held" :
 						    "the rule takes no node action");
 			snprintf(e->audit, sizeof(e->audit), "%s -> none%s", inputs,
 				 e->dry ? " (dry run)" : "");
 			continue;
 		}
-		if (stale) {
+		if (v.basis == HEALTH_BASIS_STALE) {
 			char ets[FP_TIME_LEN];
 			fp_time_format(e->time, ets);
 			e->action = "count";
@@ -592,7 +604,7 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			continue;
 		}
 		/* Job attribution: the same (code, job) on many nodes is the job's fault. */
-		if (job && rule->distinct_jobs > 0) {
+		if (v.decision == HEALTH_DECISION_NEED_JOB) {
 			char fkey[HEALTH_CODE_MAX + REPORT_MAX_ID + 2];
 			snprintf(fkey, sizeof(fkey), "%s|%s", e->code, job);
 			snprintf(key, sizeof(key), "j|%s|%s", e->code, job);
@@ -624,7 +636,10 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 					    (long long)p->job_attribution.window_s, list,
 					    e->dry ? " (dry run)" : "");
 			}
-			if (f) {
+			facts.job_known = 1;
+			facts.job_fault = f != NULL;
+			health_verdict(&facts, &v);
+			if (v.decision == HEALTH_DECISION_JOB_FAULT) {
 				f->at = now;
 				e->action = "job_fault";
 				snprintf(e->reason, sizeof(e->reason),
@@ -635,8 +650,7 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				continue;
 			}
 		}
-		int by_jobs = job && rule->distinct_jobs > 0;
-		int met = by_jobs ? jobs >= rule->distinct_jobs : count >= rule->count;
+		int by_jobs = v.by_jobs;
 		char tally[320];
 		if (by_jobs)
 			snprintf(tally, sizeof(tally), "%d of %d distinct jobs within %lld s (%s)",
@@ -645,7 +659,7 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 		else
 			snprintf(tally, sizeof(tally), "%d of %d within %lld s", count, rule->count,
 				 (long long)rule->window_s);
-		if (!met) {
+		if (v.basis == HEALTH_BASIS_BELOW) {
 			e->action = "count";
 			snprintf(e->reason, sizeof(e->reason), "%s on GPU %s: %s", e->code, gpu_txt,
 				 tally);
@@ -653,8 +667,7 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				 e->dry ? " (dry run)" : "");
 			continue;
 		}
-		char why[160];
-		if (!node_holdable(n, why, sizeof(why))) {
+		if (v.basis == HEALTH_BASIS_NOT_HOLDABLE) {
 			e->action = "none";
 			snprintf(e->reason, sizeof(e->reason), "%s on GPU %s: %s", e->code, gpu_txt,
 				 why);
@@ -662,7 +675,7 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				 node_phase_name(n->phase), e->dry ? " (dry run)" : "");
 			continue;
 		}
-		if (o->node_remediating || o->hold) {
+		if (v.basis == HEALTH_BASIS_REMEDIATING) {
 			e->action = "count";
 			snprintf(e->reason, sizeof(e->reason),
 				 "%s on GPU %s: threshold met while a remediation is in progress (%s): recorded as evidence",
@@ -675,7 +688,8 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				o->evidence[o->nevidence++] = i;
 			continue;
 		}
-		/* Correlated-failure breaker, per domain value of the node. Live decisions use the
+		/* v.decision is HEALTH_DECISION_NEED_BREAKER here (every other answer continued).
+		 * Correlated-failure breaker, per domain value of the node. Live decisions use the
 		 * live windows and breakers only; a dry-run decision sees them plus its own dry-run
 		 * window and would-open breakers, so it reports what the live policy would do
 		 * without ever entering what live decisions read. */
@@ -748,7 +762,24 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			breakers_gauge(h);
 			snprintf(bstate, sizeof(bstate), "opened(%s)", bname);
 		}
-		if (open_by) {
+		/* The lemon score picks the first rung of a hold (reads only). */
+		snprintf(key, sizeof(key), "h|%s", node);
+		struct health_window *hw = window_get(h, key, 0);
+		int64_t newest = 0;
+		for (size_t k = 0; k < n->nremediation_history; k++)
+			if (n->remediation_history[k].at > newest)
+				newest = n->remediation_history[k].at;
+		int extra = 0;
+		for (size_t k = 0; hw && k < hw->n; k++)
+			extra += hw->e[k].at > newest &&
+				 hw->e[k].at > now - p->lemon.window_s * SEC && hw->e[k].at <= now;
+		struct health_lemon lm;
+		health_lemon_score(p, n, e->gpu[0] && e->bus ? e->bus_lc : NULL, extra, now, &lm);
+		facts.breaker_known = 1;
+		facts.breaker_open = open_by != NULL;
+		facts.lemon = &lm;
+		health_verdict(&facts, &v);
+		if (v.decision == HEALTH_DECISION_SUPPRESSED) {
 			e->action = "suppressed";
 			if (!e->dry) {
 				if (!o->suppressed) {
@@ -766,22 +797,10 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				 bstate, e->dry ? " (dry run)" : "");
 			continue;
 		}
-		/* Hold. The lemon score picks the first rung. */
-		snprintf(key, sizeof(key), "h|%s", node);
-		struct health_window *hw = window_get(h, key, 0);
-		int64_t newest = 0;
-		for (size_t k = 0; k < n->nremediation_history; k++)
-			if (n->remediation_history[k].at > newest)
-				newest = n->remediation_history[k].at;
-		int extra = 0;
-		for (size_t k = 0; hw && k < hw->n; k++)
-			extra += hw->e[k].at > newest &&
-				 hw->e[k].at > now - p->lemon.window_s * SEC && hw->e[k].at <= now;
-		struct health_lemon lm;
-		health_lemon_score(p, n, e->gpu[0] && e->bus ? e->bus_lc : NULL, extra, now, &lm);
+		/* Hold (v.decision is HEALTH_DECISION_HOLD). */
 		o->nladder = rule->nladder;
 		memcpy(o->ladder, rule->ladder, sizeof(o->ladder));
-		o->start_rung = health_start_rung(p, rule, &lm);
+		o->start_rung = v.start_rung;
 		char lad[96];
 		ladder_text(rule->ladder, rule->nladder, lad, sizeof(lad));
 		e->action = "hold";
