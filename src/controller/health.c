@@ -740,19 +740,12 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 					    rsn, bname);
 				break;
 			}
-			char ts[FP_TIME_LEN];
-			fp_time_format(now, ts);
 			struct health_window *w = window_get(h, key, 0);
 			json_t *nodes_arr = json_array();
 			for (size_t k = 0; w && k < w->n; k++) /* one entry per node */
 				if (w->e[k].at > now - bw && w->e[k].at <= now)
 					json_array_append_new(nodes_arr, json_string(w->e[k].tag));
-			json_t *doc = json_pack(
-				"{s:s, s:{s:s, s:s}, s:s, s:s, s:s, s:s, s:o, s:o, s:[]}", "kind",
-				"HealthBreaker", "metadata", "name", bname, "createdAt", ts, "domain",
-				dom, "value", val, "state", "open", "openedAt", ts, "nodes", nodes_arr,
-				"reason", jsonx_string_lossy(rsn), "suppressed");
-			health_breakers_put(h->breakers, bname, doc);
+			health_breakers_open(h->breakers, bname, dom, val, nodes_arr, rsn, now);
 			touched_add(&t->opened, &t->nopened, &t->capo, bname);
 			char object[200];
 			snprintf(object, sizeof(object), "breaker/%s", bname);

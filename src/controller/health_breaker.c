@@ -93,6 +93,18 @@ void health_breakers_put(struct health_breakers *hb, const char *name, json_t *d
 	pthread_mutex_unlock(&hb->mu);
 }
 
+void health_breakers_open(struct health_breakers *hb, const char *name, const char *domain,
+			  const char *value, json_t *nodes, const char *reason, int64_t at_ms)
+{
+	char ts[FP_TIME_LEN];
+	fp_time_format(at_ms, ts);
+	json_t *doc = json_pack("{s:s, s:{s:s, s:s}, s:s, s:s, s:s, s:s, s:o, s:o, s:[]}", "kind",
+				"HealthBreaker", "metadata", "name", name, "createdAt", ts,
+				"domain", domain, "value", value, "state", "open", "openedAt", ts,
+				"nodes", nodes, "reason", jsonx_string_lossy(reason), "suppressed");
+	health_breakers_put(hb, name, doc);
+}
+
 int health_breakers_remove(struct health_breakers *hb, const char *name)
 {
 	pthread_mutex_lock(&hb->mu);

@@ -32,6 +32,13 @@ int health_breakers_load(struct health_breakers *hb, struct store *s, char *err,
 int health_breakers_has(struct health_breakers *hb, const char *name);
 /* A deep copy of breaker `name`'s document (new reference), or NULL when none is held. */
 json_t *health_breakers_get(struct health_breakers *hb, const char *name);
+/* Opens breaker `name` ("<domain>.<value>") at wall ms at_ms: holds its document
+ * {"kind":"HealthBreaker","metadata":{"name","createdAt"},"domain","value","state":"open",
+ * "openedAt","nodes","reason","suppressed":[]} (docs/api.md), replacing any held one. nodes (a
+ * JSON array of node names) is taken over; reason is copied (invalid UTF-8 replaced). The
+ * caller writes the document (health_breakers_get) to /breakers/<name>. */
+void health_breakers_open(struct health_breakers *hb, const char *name, const char *domain,
+			  const char *value, json_t *nodes, const char *reason, int64_t at_ms);
 /* Holds doc (a reference is taken over) as breaker `name`, replacing any held one. */
 void health_breakers_put(struct health_breakers *hb, const char *name, json_t *doc);
 /* Drops breaker `name`; 1 when one was held. */
