@@ -30,6 +30,7 @@
 #include "controller/budget.h"
 #include "controller/gc.h"
 #include "controller/health.h"
+#include "controller/health_breaker.h"
 #include "controller/lifecycle.h"
 #include "core/codec.h"
 #include "core/event.h"
@@ -968,7 +969,6 @@ int cmd_serve(int argc, char **argv)
 		return 1;
 	}
 	resume_sim_machines(&sv);
-	lifecycle_start(sv.lc);
 	executor_submit(sv.exec, gc_task, &sv);
 	struct health_config hcfg = {.store = sv.store, .cache = sv.cache, .clock = sv.clock,
 				     .rng = &sv.rng,
@@ -980,6 +980,11 @@ int cmd_serve(int argc, char **argv)
 		shutdown_all(&sv);
 		return 1;
 	}
+	/* the budget service asks the health controller's breakers directly; the lifecycle, which
+	 * asks the budget service, starts once they are known */
+	budget_svc_set_breakers(sv.budget, health_breakers_open_for_cb,
+				health_breaker_owner(sv.health));
+	lifecycle_start(sv.lc);
 	struct api_config acfg = {.listen = sv.listen, .store = sv.store, .clock = sv.clock,
 				  .rng = &sv.rng, .data_dir = sv.data_dir, .ready = ready,
 				  .ready_arg = &sv,

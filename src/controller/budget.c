@@ -8,9 +8,9 @@
  * back in service in a version written after the admission (reserved()), or the reservation
  * ends. One mutex makes count + reserve atomic between admissions.
  *
- * The service also answers whether an open correlated-failure breaker (/breakers/, written by
- * the health controller) stops automatic health actions on a node (budget_breaker_open); the
- * open breakers are cached the same way as the budgets. */
+ * The service also answers whether an open correlated-failure breaker stops automatic health
+ * actions on a node (budget_breaker_open) by asking the breakers' owner (the health controller's
+ * health_breaker.c, set with budget_svc_set_breakers) directly: no copy, no store read. */
 #include "controller/budget.h"
 
 #include <pthread.h>
@@ -29,12 +29,6 @@
 #define BUDGET_RESERVE_MS 30000
 #define BUDGET_MAX_RESERVATIONS 65536
 #define BUDGET_MAX_OUT_NAMED 8 /* nodes named in a refusal reason */
-#define BUDGET_BREAKERS_MAX 4096 /* open breakers read; more are logged and not seen */
-
-/* An open correlated-failure breaker as read from /breakers/<name>. */
-struct open_breaker {
-	char *name, *domain, *value, *opened_at;
-};
 
 struct reservation {
 	char *node;
@@ -55,95 +49,9 @@ struct budget_svc {
 	char load_err[400]; /* why the last load failed ("" = it did not) */
 	struct reservation *res;
 	size_t nres;
-	struct open_breaker *breakers;
-	size_t nbreakers;
-	int breakers_loaded;
-	int64_t breakers_loaded_at;
-	char breakers_err[300]; /* why the last read of /breakers/ failed ("" = it did not) */
+	budget_breaker_fn breaker_open; /* the breakers' owner, asked directly (NULL: none) */
+	void *breaker_arg;
 };
-
-static void breakers_clear(struct budget_svc *b)
-{
-	for (size_t i = 0; i < b->nbreakers; i++) {
-		free(b->breakers[i].name);
-		free(b->breakers[i].domain);
-		free(b->breakers[i].value);
-		free(b->breakers[i].opened_at);
-	}
-	free(b->breakers);
-	b->breakers = NULL;
-	b->nbreakers = 0;
-	b->breakers_loaded = 0;
-}
-
-/* Reads /breakers/ when the copy is missing or older than BUDGET_TTL_MS; keeps the documents
- * whose state is "open" and that name a domain and a value. Returns 0, or a negative store
- * error with b->breakers_err set. Holds b->mu. */
-static int breakers_load(struct budget_svc *b)
-{
-	int64_t now = clock_now_ms(b->clock);
-	if (b->breakers_loaded && now - b->breakers_loaded_at < BUDGET_TTL_MS)
-		return b->breakers_err[0] ? FP_EIO : 0;
-	breakers_clear(b);
-	b->breakers_err[0] = 0;
-	struct store_kv *kvs = NULL;
-	size_t n = 0;
-	int more = 0;
-	int rc = store_list(b->store, "/breakers/", NULL, BUDGET_BREAKERS_MAX, &kvs, &n, NULL,
-			    &more);
-	if (rc < 0) {
-		snprintf(b->breakers_err, sizeof(b->breakers_err),
-			 "reading correlated-failure breakers failed: %s", fp_err_msg(rc));
-		n = 0;
-	}
-	if (more)
-		log_warn("more than %d breakers stored; only the first %d stop health actions",
-			 BUDGET_BREAKERS_MAX, BUDGET_BREAKERS_MAX);
-	b->breakers = xcalloc(n + 1, sizeof(*b->breakers));
-	for (size_t i = 0; i < n; i++) {
-		json_t *doc = NULL;
-		char e[200];
-		const char *name = kvs[i].key + strlen("/breakers/");
-		if (jsonx_parse(kvs[i].value, strlen(kvs[i].value), &doc, e, sizeof(e)) < 0) {
-			log_warn("breaker %.64s skipped: not JSON: %s", name, e);
-			continue;
-		}
-		const char *st = jsonx_str(doc, "state"), *dom = jsonx_str(doc, "domain"),
-			   *val = jsonx_str(doc, "value"), *at = jsonx_str(doc, "openedAt");
-		if (st && strcmp(st, "open") == 0 && dom && *dom && val && *val) {
-			struct open_breaker *ob = &b->breakers[b->nbreakers++];
-			ob->name = xstrndup(name, 200);
-			ob->domain = xstrndup(dom, 80);
-			ob->value = xstrndup(val, 200);
-			ob->opened_at = at ? xstrndup(at, 40) : NULL;
-		} else if (!(st && strcmp(st, "open") != 0)) {
-			log_warn("breaker %.64s skipped: no domain or value", name);
-		}
-		json_decref(doc);
-	}
-	store_kv_array_free(kvs, n);
-	b->breakers_loaded = 1;
-	b->breakers_loaded_at = now;
-	return rc < 0 ? rc : 0;
-}
-
-/* n's value in a breaker's domain: rack, site, pool, else a node label key (as the health
- * controller names it), or "label:<key>"; NULL when n has none. */
-static const char *breaker_domain_value(const struct open_breaker *ob, const struct node *n)
-{
-	const char *v;
-	if (strcmp(ob->domain, "rack") == 0)
-		v = n->rack;
-	else if (strcmp(ob->domain, "site") == 0)
-		v = n->site;
-	else if (strcmp(ob->domain, "pool") == 0)
-		v = n->pool;
-	else if (strncmp(ob->domain, "label:", 6) == 0)
-		v = node_label_get(n, ob->domain + 6);
-	else
-		v = node_label_get(n, ob->domain);
-	return v && *v ? v : NULL;
-}
 
 static void budgets_clear(struct budget_svc *b)
 {
@@ -371,7 +279,6 @@ void budget_svc_free(struct budget_svc *b)
 		return;
 	metrics_remove_collector(collect, b);
 	budgets_clear(b);
-	breakers_clear(b);
 	for (size_t i = 0; i < b->nres; i++)
 		free(b->res[i].node);
 	free(b->res);
@@ -383,7 +290,14 @@ void budget_svc_invalidate(struct budget_svc *b)
 {
 	pthread_mutex_lock(&b->mu);
 	b->loaded = 0;
-	b->breakers_loaded = 0;
+	pthread_mutex_unlock(&b->mu);
+}
+
+void budget_svc_set_breakers(struct budget_svc *b, budget_breaker_fn fn, void *arg)
+{
+	pthread_mutex_lock(&b->mu);
+	b->breaker_open = fn;
+	b->breaker_arg = arg;
 	pthread_mutex_unlock(&b->mu);
 }
 
@@ -395,24 +309,10 @@ int budget_breaker_open(struct budget_svc *b, const struct node *n, char *why, s
 	if (name && namelen)
 		name[0] = 0;
 	pthread_mutex_lock(&b->mu);
-	int open = 0;
-	if (breakers_load(b) < 0) {
-		snprintf(why, whylen, "%s", b->breakers_err);
-		open = 1;
-	}
-	for (size_t i = 0; !open && i < b->nbreakers; i++) {
-		const struct open_breaker *ob = &b->breakers[i];
-		const char *v = breaker_domain_value(ob, n);
-		if (!v || strcmp(v, ob->value) != 0)
-			continue;
-		open = 1;
-		snprintf(why, whylen, "correlated-failure breaker %s is open%s%s", ob->name,
-			 ob->opened_at ? " since " : "", ob->opened_at ? ob->opened_at : "");
-		if (name && namelen)
-			snprintf(name, namelen, "%s", ob->name);
-	}
+	budget_breaker_fn fn = b->breaker_open;
+	void *arg = b->breaker_arg;
 	pthread_mutex_unlock(&b->mu);
-	return open;
+	return fn ? fn(arg, n, why, whylen, name, namelen) : 0;
 }
 
 int budget_admit(struct budget_svc *b, const struct node *n, char *why, size_t whylen)

@@ -26,22 +26,26 @@ void budget_svc_free(struct budget_svc *b);
  * rack-1: rack r01 has 1 of max 1 unavailable (r01n03)"); no budget that applies = admitted.
  * A store error reading budgets refuses (fail closed) with the error in why. */
 int budget_admit(struct budget_svc *b, const struct node *n, char *why, size_t whylen);
-/* Budgets or breakers changed (the API wrote /budgets/ or reset a breaker): re-read them on
- * next use. */
+/* Budgets changed (the API wrote /budgets/): re-read them on next use. */
 void budget_svc_invalidate(struct budget_svc *b);
+/* The breakers' owner's answer to "is an automatic health action on n stopped by an open
+ * correlated-failure breaker": 1 with why ("correlated-failure breaker rack.r01 is open since
+ * ...") and name (when non-NULL) filled, else 0 (health_breakers_open_for_cb,
+ * controller/health_breaker.h). arg is the owner. */
+typedef int (*budget_breaker_fn)(void *arg, const struct node *n, char *why, size_t whylen,
+				 char *name, size_t namelen);
+/* Sets who budget_breaker_open asks (fn NULL: nobody, no breaker applies); arg is borrowed and
+ * must outlive b's use. Serve wires the health controller's breakers here. */
+void budget_svc_set_breakers(struct budget_svc *b, budget_breaker_fn fn, void *arg);
 /* Is an automatic health action on node n (draining it for a health remediation, starting a
  * rung) stopped by an open correlated-failure breaker (issue 4 item 4: the breaker "stops
- * automatic holds and actions in that domain")? Breakers are the /breakers/<domain>.<value>
- * documents the health controller writes ({"domain","value","state":"open","openedAt",...};
- * absent = closed; docs/health.md "Correlated-failure breaker"), read like the budgets: cached,
- * re-read after BUDGET_TTL_MS (5 s) or budget_svc_invalidate, at most BUDGET_BREAKERS_MAX.
- * A breaker applies to n when its domain is rack, site or pool and n's value of it equals
- * "value", or its domain is a label key (or "label:<key>") and n's label of that key equals it.
- * Returns 1 with why filled ("correlated-failure breaker rack.r01 is open since
- * 2026-11-30T10:00:00.000Z") and *name the breaker's name (when name is non-NULL), or 0 when
- * none applies (why ""). A store error reading the breakers answers 1 (fail closed) with the
- * error in why and name "". A stored document that does not decode is skipped (logged), as the
- * health controller skips it at start. */
+ * automatic holds and actions in that domain")? Asks the breakers' owner set with
+ * budget_svc_set_breakers directly, so a breaker the health controller opens applies at once
+ * and one it resets stops applying at once (no cached copy, no store read; docs/health.md
+ * "Correlated-failure breaker"). A breaker {"domain","value","state":"open"} applies to n when
+ * node_domain_value(n, domain) equals its value (core/budget.h). Returns 1 with why filled
+ * ("correlated-failure breaker rack.r01 is open since 2026-11-30T10:00:00.000Z") and name the
+ * breaker's name (when name is non-NULL), or 0 when none applies or no owner is set (why ""). */
 int budget_breaker_open(struct budget_svc *b, const struct node *n, char *why, size_t whylen,
 			char *name, size_t namelen);
 /* status of budget `name` (NULL: every budget) for the API: {"domains":[{"value","nodes",

@@ -4,7 +4,8 @@
  * A report is validated whole, then evaluated under one mutex against in-memory state: the
  * events already seen (dedupe by (node, id)), the count-in-window and distinct-job windows per
  * (node, GPU, code), the job windows per (code, job), the holds decided per node (lemon), the
- * breaker windows per domain value, the open breakers and the job faults. Windows are bounded
+ * breaker windows per domain value, the open breakers (held by health_breaker.c, which the
+ * budget service asks too) and the job faults. Windows are bounded
  * (core/health.h) and pruned by time, so a report costs no store scan: its one store
  * transaction (event documents create-if-absent, the node by CAS, the audit events, breaker
  * documents) is the only I/O besides reading the node. The window entries a report added carry
@@ -36,7 +37,9 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "base/timefmt.h"
+#include "controller/health_breaker.h"
 #include "controller/health_int.h"
+#include "core/budget.h"
 #include "core/codec.h"
 #include "core/event.h"
 #include "core/health.h"
@@ -67,8 +70,6 @@ struct jobfault {
 	int dry;        /* declared by a dry-run decision: live decisions do not see it */
 };
 
-#define BREAKER_MAX_SUPPRESSED 256 /* (node, event) pairs a breaker document keeps */
-
 struct alive {
 	int64_t last;       /* monotonic ms of the last report */
 	int64_t timeout;    /* ms */
@@ -96,7 +97,7 @@ struct health {
 	struct hmap windows;   /* "c|node|gpu|code", "j|code|job", "h|node", "b|dom.val" ->
 				* struct health_window* */
 	struct hmap jobfaults; /* "code|job" -> struct jobfault* */
-	struct hmap breakers;  /* "dom.val" -> json_t* (open breaker document) */
+	struct health_breakers *breakers; /* the open breakers (health_breaker.h; owned) */
 	struct hmap dry_breakers; /* "dom.val" -> int*: would be open (dry-run decisions only) */
 	struct hmap alive;     /* node -> struct alive* */
 	struct hmap nodes;     /* node -> struct hnode* */
@@ -303,7 +304,7 @@ static void window_add(struct health *h, struct touched *t, const char *key, int
 
 static void breakers_gauge(struct health *h)
 {
-	metric_set(h->m_breakers, NULL, (double)h->breakers.count);
+	metric_set(h->m_breakers, NULL, (double)health_breakers_count(h->breakers));
 }
 
 /* Under h->mu: undoes what report seq added. */
@@ -320,7 +321,7 @@ static void undo(struct health *h, struct touched *t, uint64_t seq)
 			free(hmap_remove(&h->jobfaults, t->faults[i]));
 	}
 	for (size_t i = 0; i < t->nopened; i++)
-		json_decref(hmap_remove(&h->breakers, t->opened[i]));
+		health_breakers_remove(h->breakers, t->opened[i]);
 	for (size_t i = 0; i < t->ndopened; i++)
 		free(hmap_remove(&h->dry_breakers, t->dopened[i]));
 	breakers_gauge(h);
@@ -363,20 +364,6 @@ static void extra_event(struct outcome *o, const char *type, const char *reason,
 	json_array_append_new(o->extra_events,
 			      json_pack("{s:s, s:s, s:s, s:o}", "type", type, "reason", reason,
 					"object", object, "message", jsonx_string_lossy(msg)));
-}
-
-static const char *domain_value(const struct node *n, const char *dom)
-{
-	const char *v;
-	if (strcmp(dom, "rack") == 0)
-		v = n->rack;
-	else if (strcmp(dom, "site") == 0)
-		v = n->site;
-	else if (strcmp(dom, "pool") == 0)
-		v = n->pool;
-	else
-		v = node_label_get(n, dom);
-	return v && *v ? v : NULL;
 }
 
 /* 1 when a health hold may be placed on n in its phase (never-served and retiring nodes are
@@ -457,33 +444,12 @@ static void breaker_doc_out(struct outcome *o, const json_t *doc)
 static void breaker_note(struct health *h, const char *bname, const char *node,
 			 const struct rep_ev *e, int64_t now, struct outcome *o)
 {
-	json_t *doc = hmap_get(&h->breakers, bname);
+	json_t *doc = health_breakers_note(h->breakers, bname, node, e->id, e->code,
+					   e->bus ? e->bus_lc : NULL, now);
 	if (!doc)
 		return;
-	json_t *arr = json_object_get(doc, "suppressed");
-	if (!json_is_array(arr)) {
-		arr = json_array();
-		json_object_set_new(doc, "suppressed", arr);
-	}
-	size_t i;
-	json_t *x;
-	json_array_foreach(arr, i, x)
-		if (strcmp(jsonx_str(x, "node") ? jsonx_str(x, "node") : "", node) == 0 &&
-		    strcmp(jsonx_str(x, "event") ? jsonx_str(x, "event") : "", e->id) == 0)
-			return;
-	if (json_array_size(arr) >= BREAKER_MAX_SUPPRESSED) {
-		json_int_t d = json_integer_value(json_object_get(doc, "suppressedDropped"));
-		json_object_set_new(doc, "suppressedDropped", json_integer(d + 1));
-	} else {
-		char ts[FP_TIME_LEN];
-		fp_time_format(now, ts);
-		json_t *pair = json_pack("{s:s, s:s, s:s, s:s}", "node", node, "event", e->id,
-					 "code", e->code, "at", ts);
-		if (e->bus)
-			json_object_set_new(pair, "gpu", json_string(e->bus_lc));
-		json_array_append_new(arr, pair);
-	}
 	breaker_doc_out(o, doc);
+	json_decref(doc);
 }
 
 static int entry_older(const void *a, const void *b)
@@ -585,7 +551,7 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			cwms = now - e->fence + 1; /* entries received at or after the fence */
 		if (cwms < 1)
 			cwms = 1;
-		int stale = e->time && e->fence && e->time < e->fence;
+		int stale = health_stale(e->time, e->fence);
 		/* N of M on this node+GPU+code; the tag is the job (for distinctJobs). A stale
 		 * event is evidence only and never enters the window. */
 		snprintf(key, sizeof(key), "c|%s|%s|%s", node, e->gpu, e->code);
@@ -604,17 +570,29 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			 e->code, health_severity_name(e->sev), rule->code, gpu_txt, job ? job : "-",
 			 count, (long long)rule->window_s, rule->count, jobs, rule->distinct_jobs,
 			 fence_ts);
-		if (rule->action != HEALTH_ACTION_HOLD) {
+		/* The decision is health_verdict's (core/health.h); what follows keeps the windows,
+		 * job faults and breakers it asks about and renders its answer. */
+		char why[160];
+		struct health_facts facts = {
+			.policy = p, .rule = rule, .unknown_rule = rule == &unknown,
+			.event_ms = e->time, .fence_ms = e->fence, .job = job != NULL,
+			.count = count, .jobs = jobs,
+			.holdable = node_holdable(n, why, sizeof(why)),
+			.remediating = o->node_remediating || o->hold};
+		struct health_verdict v;
+		health_verdict(&facts, &v);
+		if (v.decision == HEALTH_DECISION_NONE && v.basis != HEALTH_BASIS_NOT_HOLDABLE) {
 			e->action = "none";
 			snprintf(e->reason, sizeof(e->reason), "%s %s: %s", health_severity_name(e->sev),
 				 e->code,
-				 rule == &unknown ? "no rule for this code: recorded and counted, never held" :
+				 v.basis == HEALTH_BASIS_NO_RULE ?
+					 "no rule for this code: recorded and counted, never held" :
 						    "the rule takes no node action");
 			snprintf(e->audit, sizeof(e->audit), "%s -> none%s", inputs,
 				 e->dry ? " (dry run)" : "");
 			continue;
 		}
-		if (stale) {
+		if (v.basis == HEALTH_BASIS_STALE) {
 			char ets[FP_TIME_LEN];
 			fp_time_format(e->time, ets);
 			e->action = "count";
@@ -626,7 +604,7 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			continue;
 		}
 		/* Job attribution: the same (code, job) on many nodes is the job's fault. */
-		if (job && rule->distinct_jobs > 0) {
+		if (v.decision == HEALTH_DECISION_NEED_JOB) {
 			char fkey[HEALTH_CODE_MAX + REPORT_MAX_ID + 2];
 			snprintf(fkey, sizeof(fkey), "%s|%s", e->code, job);
 			snprintf(key, sizeof(key), "j|%s|%s", e->code, job);
@@ -658,7 +636,10 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 					    (long long)p->job_attribution.window_s, list,
 					    e->dry ? " (dry run)" : "");
 			}
-			if (f) {
+			facts.job_known = 1;
+			facts.job_fault = f != NULL;
+			health_verdict(&facts, &v);
+			if (v.decision == HEALTH_DECISION_JOB_FAULT) {
 				f->at = now;
 				e->action = "job_fault";
 				snprintf(e->reason, sizeof(e->reason),
@@ -669,8 +650,7 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				continue;
 			}
 		}
-		int by_jobs = job && rule->distinct_jobs > 0;
-		int met = by_jobs ? jobs >= rule->distinct_jobs : count >= rule->count;
+		int by_jobs = v.by_jobs;
 		char tally[320];
 		if (by_jobs)
 			snprintf(tally, sizeof(tally), "%d of %d distinct jobs within %lld s (%s)",
@@ -679,7 +659,7 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 		else
 			snprintf(tally, sizeof(tally), "%d of %d within %lld s", count, rule->count,
 				 (long long)rule->window_s);
-		if (!met) {
+		if (v.basis == HEALTH_BASIS_BELOW) {
 			e->action = "count";
 			snprintf(e->reason, sizeof(e->reason), "%s on GPU %s: %s", e->code, gpu_txt,
 				 tally);
@@ -687,8 +667,7 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				 e->dry ? " (dry run)" : "");
 			continue;
 		}
-		char why[160];
-		if (!node_holdable(n, why, sizeof(why))) {
+		if (v.basis == HEALTH_BASIS_NOT_HOLDABLE) {
 			e->action = "none";
 			snprintf(e->reason, sizeof(e->reason), "%s on GPU %s: %s", e->code, gpu_txt,
 				 why);
@@ -696,7 +675,7 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				 node_phase_name(n->phase), e->dry ? " (dry run)" : "");
 			continue;
 		}
-		if (o->node_remediating || o->hold) {
+		if (v.basis == HEALTH_BASIS_REMEDIATING) {
 			e->action = "count";
 			snprintf(e->reason, sizeof(e->reason),
 				 "%s on GPU %s: threshold met while a remediation is in progress (%s): recorded as evidence",
@@ -709,7 +688,8 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				o->evidence[o->nevidence++] = i;
 			continue;
 		}
-		/* Correlated-failure breaker, per domain value of the node. Live decisions use the
+		/* v.decision is HEALTH_DECISION_NEED_BREAKER here (every other answer continued).
+		 * Correlated-failure breaker, per domain value of the node. Live decisions use the
 		 * live windows and breakers only; a dry-run decision sees them plus its own dry-run
 		 * window and would-open breakers, so it reports what the live policy would do
 		 * without ever entering what live decisions read. */
@@ -717,13 +697,13 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 		char bstate[224] = "closed", bname[160] = "";
 		for (size_t d = 0; p->breaker.enabled && d < p->breaker.ndomains && !open_by; d++) {
 			const char *dom = p->breaker.domains[d];
-			const char *val = domain_value(n, dom);
+			const char *val = node_domain_value(n, dom);
 			if (!val)
 				continue;
 			int limit = p->breaker.domain_max[d] > 0 ? p->breaker.domain_max[d] :
 								   p->breaker.max_nodes;
 			snprintf(bname, sizeof(bname), "%s.%s", dom, val);
-			if (hmap_get(&h->breakers, bname) ||
+			if (health_breakers_has(h->breakers, bname) ||
 			    (e->dry && hmap_get(&h->dry_breakers, bname))) {
 				open_by = dom;
 				snprintf(bstate, sizeof(bstate), "open(%s)", bname);
@@ -760,19 +740,12 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 					    rsn, bname);
 				break;
 			}
-			char ts[FP_TIME_LEN];
-			fp_time_format(now, ts);
 			struct health_window *w = window_get(h, key, 0);
 			json_t *nodes_arr = json_array();
 			for (size_t k = 0; w && k < w->n; k++) /* one entry per node */
 				if (w->e[k].at > now - bw && w->e[k].at <= now)
 					json_array_append_new(nodes_arr, json_string(w->e[k].tag));
-			json_t *doc = json_pack(
-				"{s:s, s:{s:s, s:s}, s:s, s:s, s:s, s:s, s:o, s:o, s:[]}", "kind",
-				"HealthBreaker", "metadata", "name", bname, "createdAt", ts, "domain",
-				dom, "value", val, "state", "open", "openedAt", ts, "nodes", nodes_arr,
-				"reason", jsonx_string_lossy(rsn), "suppressed");
-			hmap_put(&h->breakers, bname, doc);
+			health_breakers_open(h->breakers, bname, dom, val, nodes_arr, rsn, now);
 			touched_add(&t->opened, &t->nopened, &t->capo, bname);
 			char object[200];
 			snprintf(object, sizeof(object), "breaker/%s", bname);
@@ -782,7 +755,24 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			breakers_gauge(h);
 			snprintf(bstate, sizeof(bstate), "opened(%s)", bname);
 		}
-		if (open_by) {
+		/* The lemon score picks the first rung of a hold (reads only). */
+		snprintf(key, sizeof(key), "h|%s", node);
+		struct health_window *hw = window_get(h, key, 0);
+		int64_t newest = 0;
+		for (size_t k = 0; k < n->nremediation_history; k++)
+			if (n->remediation_history[k].at > newest)
+				newest = n->remediation_history[k].at;
+		int extra = 0;
+		for (size_t k = 0; hw && k < hw->n; k++)
+			extra += hw->e[k].at > newest &&
+				 hw->e[k].at > now - p->lemon.window_s * SEC && hw->e[k].at <= now;
+		struct health_lemon lm;
+		health_lemon_score(p, n, e->gpu[0] && e->bus ? e->bus_lc : NULL, extra, now, &lm);
+		facts.breaker_known = 1;
+		facts.breaker_open = open_by != NULL;
+		facts.lemon = &lm;
+		health_verdict(&facts, &v);
+		if (v.decision == HEALTH_DECISION_SUPPRESSED) {
 			e->action = "suppressed";
 			if (!e->dry) {
 				if (!o->suppressed) {
@@ -800,22 +790,10 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				 bstate, e->dry ? " (dry run)" : "");
 			continue;
 		}
-		/* Hold. The lemon score picks the first rung. */
-		snprintf(key, sizeof(key), "h|%s", node);
-		struct health_window *hw = window_get(h, key, 0);
-		int64_t newest = 0;
-		for (size_t k = 0; k < n->nremediation_history; k++)
-			if (n->remediation_history[k].at > newest)
-				newest = n->remediation_history[k].at;
-		int extra = 0;
-		for (size_t k = 0; hw && k < hw->n; k++)
-			extra += hw->e[k].at > newest &&
-				 hw->e[k].at > now - p->lemon.window_s * SEC && hw->e[k].at <= now;
-		struct health_lemon lm;
-		health_lemon_score(p, n, e->gpu[0] && e->bus ? e->bus_lc : NULL, extra, now, &lm);
+		/* Hold (v.decision is HEALTH_DECISION_HOLD). */
 		o->nladder = rule->nladder;
 		memcpy(o->ladder, rule->ladder, sizeof(o->ladder));
-		o->start_rung = health_start_rung(p, rule, &lm);
+		o->start_rung = v.start_rung;
 		char lad[96];
 		ladder_text(rule->ladder, rule->nladder, lad, sizeof(lad));
 		e->action = "hold";
@@ -1478,24 +1456,12 @@ int health_policy_put(struct health *h, const json_t *doc, const char *actor, js
 
 json_t *health_breakers(struct health *h)
 {
-	json_t *items = json_array();
-	pthread_mutex_lock(&h->mu);
-	/* In name order, for a stable listing. */
-	size_t n = h->breakers.count, i = 0;
-	const char **names = xcalloc(n ? n : 1, sizeof(*names));
-	for (struct hmap_iter it = hmap_iter_start(&h->breakers); hmap_iter_next(&it);)
-		names[i++] = it.e->key;
-	for (size_t a = 1; a < n; a++)
-		for (size_t b = a; b > 0 && strcmp(names[b - 1], names[b]) > 0; b--) {
-			const char *tmp = names[b];
-			names[b] = names[b - 1];
-			names[b - 1] = tmp;
-		}
-	for (i = 0; i < n; i++)
-		json_array_append_new(items, json_deep_copy(hmap_get(&h->breakers, names[i])));
-	free(names);
-	pthread_mutex_unlock(&h->mu);
-	return json_pack("{s:o}", "items", items);
+	return health_breakers_list(h->breakers);
+}
+
+struct health_breakers *health_breaker_owner(struct health *h)
+{
+	return h->breakers;
 }
 
 /* store_foreach callback of health_breaker_reset: a node whose HealthActionsSuppressed names
@@ -1614,11 +1580,11 @@ static int replay_one(struct health *h, const char *node, const char *id, const 
 		const char *other = NULL;
 		char oname[160];
 		for (size_t d = 0; p->breaker.enabled && d < p->breaker.ndomains && !other; d++) {
-			const char *val = domain_value(n, p->breaker.domains[d]);
+			const char *val = node_domain_value(n, p->breaker.domains[d]);
 			if (!val)
 				continue;
 			snprintf(oname, sizeof(oname), "%s.%s", p->breaker.domains[d], val);
-			if (strcmp(oname, bname) != 0 && hmap_get(&h->breakers, oname))
+			if (strcmp(oname, bname) != 0 && health_breakers_has(h->breakers, oname))
 				other = oname;
 		}
 		if (!rule || rule->action != HEALTH_ACTION_HOLD || other || p->dry_run) {
@@ -1716,8 +1682,9 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 	if (!actor)
 		actor = "?";
 	pthread_mutex_lock(&h->mu);
-	json_t *open = name ? hmap_get(&h->breakers, name) : NULL;
-	json_t *pairs = open ? json_deep_copy(json_object_get(open, "suppressed")) : NULL;
+	json_t *open = name ? health_breakers_get(h->breakers, name) : NULL;
+	json_t *pairs = open ? json_incref(json_object_get(open, "suppressed")) : NULL;
+	json_decref(open);
 	pthread_mutex_unlock(&h->mu);
 	if (!open)
 		return fp_errf(FP_ENOTFOUND, err, errlen, "breaker %s is not open",
@@ -1853,7 +1820,7 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 		return fp_errf(trc, err, errlen, "closing breaker %s: %s", name, fp_err_msg(trc));
 	}
 	pthread_mutex_lock(&h->mu);
-	json_decref(hmap_remove(&h->breakers, name));
+	health_breakers_remove(h->breakers, name);
 	free(hmap_remove(&h->dry_breakers, name));
 	char wkey[STORE_MAX_KEY + 8];
 	snprintf(wkey, sizeof(wkey), "b|%s", name);
@@ -2110,17 +2077,6 @@ static int load_event(void *arg, const struct store_kv *kv)
 	return 0;
 }
 
-static int load_breaker(void *arg, const struct store_kv *kv)
-{
-	struct health *h = arg;
-	json_t *d = NULL;
-	if (jsonx_parse(kv->value, strlen(kv->value), &d, NULL, 0) < 0)
-		return 0;
-	const char *name = kv->key + strlen("/breakers/");
-	json_decref(hmap_put(&h->breakers, name, d));
-	return 0;
-}
-
 static int load_alive(void *arg, const struct store_kv *kv)
 {
 	struct load_ctx *c = arg;
@@ -2161,7 +2117,7 @@ struct health *health_new(const struct health_config *cfg, char *err, size_t err
 	hmap_init(&h->seen);
 	hmap_init(&h->windows);
 	hmap_init(&h->jobfaults);
-	hmap_init(&h->breakers);
+	h->breakers = health_breakers_new();
 	hmap_init(&h->dry_breakers);
 	hmap_init(&h->alive);
 	hmap_init(&h->nodes);
@@ -2196,10 +2152,8 @@ struct health *health_new(const struct health_config *cfg, char *err, size_t err
 		}
 	}
 	int64_t wall = clock_wall_ms(cfg->clock);
-	if ((rc = store_foreach(cfg->store, "/breakers/", 0, load_breaker, h, NULL)) < 0) {
-		fp_errf(rc, err, errlen, "reading /breakers/: %s", fp_err_msg(rc));
+	if ((rc = health_breakers_load(h->breakers, cfg->store, err, errlen)) < 0)
 		goto fail;
-	}
 	struct load_ctx lc = {.h = h, .now = wall};
 	rc = store_foreach(cfg->store, "/healthevents/", 0, load_event, &lc, NULL);
 	if (rc < 0) {
@@ -2247,8 +2201,6 @@ void health_free(struct health *h)
 	}
 	for (struct hmap_iter it = hmap_iter_start(&h->jobfaults); hmap_iter_next(&it);)
 		free(it.e->value);
-	for (struct hmap_iter it = hmap_iter_start(&h->breakers); hmap_iter_next(&it);)
-		json_decref(it.e->value);
 	for (struct hmap_iter it = hmap_iter_start(&h->alive); hmap_iter_next(&it);)
 		free(it.e->value);
 	for (struct hmap_iter it = hmap_iter_start(&h->dry_breakers); hmap_iter_next(&it);)
@@ -2260,7 +2212,7 @@ void health_free(struct health *h)
 	hmap_release(&h->seen);
 	hmap_release(&h->windows);
 	hmap_release(&h->jobfaults);
-	hmap_release(&h->breakers);
+	health_breakers_free(h->breakers);
 	hmap_release(&h->alive);
 	health_policy_free(h->policy);
 	pthread_cond_destroy(&h->cv);

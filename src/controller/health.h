@@ -37,6 +37,7 @@ struct health_config {
 };
 
 struct health;
+struct health_breakers; /* controller/health_breaker.h */
 
 /* Loads the policy (/policies/default, or the compiled default when absent), open breakers
  * and the recent health events (for windows, job attribution and lemon scores). Returns NULL
@@ -69,6 +70,9 @@ int health_policy_put(struct health *h, const json_t *doc, const char *actor, js
 
 /* Breakers: {"items":[{breaker document}...]} (new reference), open ones only. */
 json_t *health_breakers(struct health *h);
+/* The owner of h's open breakers (borrowed; lives as long as h): what the disruption-budget
+ * service asks (budget_svc_set_breakers(b, health_breakers_open_for_cb, owner)). */
+struct health_breakers *health_breaker_owner(struct health *h);
 /* Closes breaker `name` ("rack.r01"; any open breaker, also one whose domain the policy no
  * longer lists): deletes its document, removes the HealthActionsSuppressed condition naming it
  * from every node and audits who and why, in one transaction. The decisions it suppressed

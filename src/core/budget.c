@@ -15,18 +15,22 @@ static const char *const k_doc[] = {"kind", "apiVersion", "metadata", "spec", "s
 static const char *const k_meta[] = {"name", "uid", "resourceVersion", "createdAt", NULL};
 static const char *const k_spec[] = {"domain", "maxUnavailable", NULL};
 
-/* "rack" | "site" | "pool" | "label:<key>" with a valid label key. */
+/* "rack" | "site" | "pool" | a failure-domain label key racks carry (DESIGN.md vocabulary:
+ * "nvlink_domain", "leaf", "pdu") | "label:<key>" with a valid label key. */
 static int domain_validate(const char *d, char *err, size_t errlen)
 {
-	if (strcmp(d, "rack") == 0 || strcmp(d, "site") == 0 || strcmp(d, "pool") == 0)
-		return 0;
+	static const char *const bare[] = {"rack", "site", "pool", "nvlink_domain", "leaf", "pdu"};
+	for (size_t i = 0; i < sizeof(bare) / sizeof(bare[0]); i++)
+		if (strcmp(d, bare[i]) == 0)
+			return 0;
 	if (strncmp(d, "label:", 6) == 0) {
 		char e[160];
 		if (label_validate(d + 6, "", e, sizeof(e)) == 0)
 			return 0;
 	}
 	return fp_errf(FP_EINVAL, err, errlen,
-		       "spec.domain: \"%.70s\" is not rack, site, pool or label:<key> (key 1-63 "
+		       "spec.domain: \"%.70s\" is not rack, site, pool, nvlink_domain, leaf, pdu or "
+		       "label:<key> (key 1-63 "
 		       "characters of [A-Za-z0-9._/-])",
 		       d);
 }
@@ -80,7 +84,8 @@ int budget_from_json(const json_t *doc, int64_t rv, struct budget *out, char *er
 	if (!json_is_string(dom) || json_string_length(dom) > 70 ||
 	    strlen(json_string_value(dom)) != json_string_length(dom))
 		return fp_errf(FP_EINVAL, err, errlen,
-			       "spec.domain: required string: rack, site, pool or label:<key>");
+			       "spec.domain: required string: rack, site, pool, nvlink_domain, leaf, pdu "
+			       "or label:<key>");
 	if ((rc = domain_validate(json_string_value(dom), err, errlen)) < 0)
 		return rc;
 	json_t *mu = json_object_get(spec, "maxUnavailable");
@@ -127,17 +132,25 @@ void budget_release(struct budget *b)
 	memset(b, 0, sizeof(*b));
 }
 
+const char *node_domain_value(const struct node *n, const char *domain)
+{
+	const char *v;
+	if (strcmp(domain, "rack") == 0)
+		v = n->rack;
+	else if (strcmp(domain, "site") == 0)
+		v = n->site;
+	else if (strcmp(domain, "pool") == 0)
+		v = n->pool;
+	else if (strncmp(domain, "label:", 6) == 0)
+		v = node_label_get(n, domain + 6);
+	else
+		v = node_label_get(n, domain);
+	return v && *v ? v : NULL;
+}
+
 const char *budget_domain_value(const struct budget *b, const struct node *n)
 {
-	if (strcmp(b->domain, "rack") == 0)
-		return n->rack;
-	if (strcmp(b->domain, "site") == 0)
-		return n->site;
-	if (strcmp(b->domain, "pool") == 0)
-		return n->pool;
-	if (strncmp(b->domain, "label:", 6) == 0)
-		return node_label_get(n, b->domain + 6);
-	return NULL;
+	return node_domain_value(n, b->domain);
 }
 
 int budget_node_unavailable(const struct node *n)

@@ -952,3 +952,68 @@ size_t health_start_rung(const struct health_policy *p, const struct health_rule
 	}
 	return 0;
 }
+
+int health_stale(int64_t event_ms, int64_t fence_ms)
+{
+	return event_ms && fence_ms && event_ms < fence_ms;
+}
+
+void health_verdict(const struct health_facts *f, struct health_verdict *out)
+{
+	const struct health_rule *r = f->rule;
+	memset(out, 0, sizeof(*out));
+	out->in = *f;
+	out->rule = r->code;
+	out->stale = health_stale(f->event_ms, f->fence_ms);
+	out->by_jobs = f->job && r->distinct_jobs > 0;
+	out->met = out->by_jobs ? f->jobs >= r->distinct_jobs : f->count >= r->count;
+	enum health_decision d;
+	enum health_basis b;
+	if (r->action != HEALTH_ACTION_HOLD) {
+		d = HEALTH_DECISION_NONE;
+		b = f->unknown_rule ? HEALTH_BASIS_NO_RULE : HEALTH_BASIS_NO_ACTION;
+	} else if (out->stale) {
+		d = HEALTH_DECISION_COUNT;
+		b = HEALTH_BASIS_STALE;
+	} else if (out->by_jobs && (!f->job_known || f->job_fault)) {
+		d = f->job_known ? HEALTH_DECISION_JOB_FAULT : HEALTH_DECISION_NEED_JOB;
+		b = HEALTH_BASIS_JOB;
+	} else if (!out->met) {
+		d = HEALTH_DECISION_COUNT;
+		b = HEALTH_BASIS_BELOW;
+	} else if (!f->holdable) {
+		d = HEALTH_DECISION_NONE;
+		b = HEALTH_BASIS_NOT_HOLDABLE;
+	} else if (f->remediating) {
+		d = HEALTH_DECISION_COUNT;
+		b = HEALTH_BASIS_REMEDIATING;
+	} else if (!f->breaker_known || f->breaker_open) {
+		d = f->breaker_known ? HEALTH_DECISION_SUPPRESSED : HEALTH_DECISION_NEED_BREAKER;
+		b = HEALTH_BASIS_BREAKER;
+	} else {
+		d = HEALTH_DECISION_HOLD;
+		b = HEALTH_BASIS_THRESHOLD;
+		if (f->lemon && f->policy)
+			out->start_rung = health_start_rung(f->policy, r, f->lemon);
+	}
+	out->decision = d;
+	out->basis = b;
+}
+
+const char *health_decision_name(enum health_decision d)
+{
+	switch (d) {
+	case HEALTH_DECISION_NONE:
+		return "none";
+	case HEALTH_DECISION_COUNT:
+		return "count";
+	case HEALTH_DECISION_HOLD:
+		return "hold";
+	case HEALTH_DECISION_SUPPRESSED:
+		return "suppressed";
+	case HEALTH_DECISION_JOB_FAULT:
+		return "job_fault";
+	default:
+		return "?";
+	}
+}

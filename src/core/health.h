@@ -205,4 +205,73 @@ void health_lemon_score(const struct health_policy *p, const struct node *n, con
 size_t health_start_rung(const struct health_policy *p, const struct health_rule *r,
 			 const struct health_lemon *l);
 
+/* ---- the decision on one event (docs/health.md "Evaluation of one event") as a pure
+ * function: the caller keeps the windows, the job faults and the breakers, renders the reason
+ * and audit text and handles dry run; health_verdict only ranks the facts it is given. */
+
+enum health_decision {
+	HEALTH_DECISION_NONE = 0,   /* recorded, no node action */
+	HEALTH_DECISION_COUNT,      /* recorded and counted, below a hold (or evidence) */
+	HEALTH_DECISION_HOLD,       /* place the health hold */
+	HEALTH_DECISION_SUPPRESSED, /* a hold, suppressed by an open breaker */
+	HEALTH_DECISION_JOB_FAULT,  /* the job's fault, no node action */
+	HEALTH_DECISION_NEED_JOB,   /* needs job_fault: call again with job_known = 1 */
+	HEALTH_DECISION_NEED_BREAKER /* needs breaker_open: call again with breaker_known = 1 */
+};
+
+/* Why the decision is what it is (the step of the evaluation that decided). */
+enum health_basis {
+	HEALTH_BASIS_NO_RULE = 0,   /* none: no rule for the code */
+	HEALTH_BASIS_NO_ACTION,     /* none: the rule takes no node action */
+	HEALTH_BASIS_STALE,         /* count: the event is older than the remediation fence */
+	HEALTH_BASIS_JOB,           /* job_fault, or need_job */
+	HEALTH_BASIS_BELOW,         /* count: below the rule's count or distinct jobs */
+	HEALTH_BASIS_NOT_HOLDABLE,  /* none: the node cannot be held in its phase */
+	HEALTH_BASIS_REMEDIATING,   /* count: a remediation is in progress (evidence) */
+	HEALTH_BASIS_BREAKER,       /* suppressed, or need_breaker */
+	HEALTH_BASIS_THRESHOLD      /* hold: the threshold is met */
+};
+
+/* The inputs of one decision. The two effectful lookups (has the job been declared at fault,
+ * is a breaker of the node open) are asked for only when the steps before them pass: the
+ * caller supplies them after a NEED_* answer, so it touches the job and breaker windows exactly
+ * when the evaluation reaches them. */
+struct health_facts {
+	const struct health_policy *policy; /* for the start rung */
+	const struct health_rule *rule;     /* the rule of the code (never NULL) */
+	int unknown_rule;     /* rule is the stand-in for a code without one */
+	int64_t event_ms;     /* the event's own time (Unix ms; 0: none given) */
+	int64_t fence_ms;     /* health_fence of the node and GPU (0: none) */
+	int job;              /* the event names a job */
+	int count;            /* events in the count window, this one included */
+	int jobs;             /* distinct jobs in it (job faults skipped) */
+	int job_known, job_fault; /* job attribution asked / the (code, job) is at fault */
+	int holdable;         /* the node may get a health hold in its phase */
+	int remediating;      /* the node (or this report) already has a health hold */
+	int breaker_known, breaker_open; /* breakers asked / one of the node's is (or would be) open */
+	const struct health_lemon *lemon; /* for the start rung of a hold; NULL: rung 0 */
+};
+
+struct health_verdict {
+	enum health_decision decision;
+	enum health_basis basis;
+	const char *rule;     /* the rule's code (borrowed from facts.rule) */
+	int stale;            /* health_stale(event_ms, fence_ms) */
+	int by_jobs;          /* the rule counts distinct jobs for this event (job and distinctJobs) */
+	int met;              /* the count (or distinct jobs) reached the rule's threshold */
+	size_t start_rung;    /* HOLD with a ladder: index into rule->ladder */
+	struct health_facts in; /* the inputs it read (a copy; pointers borrowed) */
+};
+
+/* 1 when an event of own time event_ms (0: unknown) is older than fence_ms (0: none). */
+int health_stale(int64_t event_ms, int64_t fence_ms);
+/* Decides one event from f in the documented order: no hold rule -> none; stale -> count; a
+ * job's fault -> job_fault; below the threshold -> count; not holdable -> none; remediation in
+ * progress -> count; a breaker open -> suppressed; else hold (start rung from the lemon score).
+ * Pure: no store, no clock, no allocation. */
+void health_verdict(const struct health_facts *f, struct health_verdict *out);
+/* "none", "count", "hold", "suppressed", "job_fault" (the API's decision action), or "?" for a
+ * NEED_* answer. */
+const char *health_decision_name(enum health_decision d);
+
 #endif

@@ -85,14 +85,17 @@ static void test_budget_documents(void **state)
 			  "unknown field spec.minAvailable");
 	expect_budget_err("{\"metadata\":{\"name\":\"b\"},\"spec\":{\"domain\":\"row\","
 			  "\"maxUnavailable\":1}}",
-			  "spec.domain: \"row\" is not rack, site, pool or label:<key> (key 1-63 "
+			  "spec.domain: \"row\" is not rack, site, pool, nvlink_domain, leaf, pdu or "
+			  "label:<key> (key 1-63 "
 			  "characters of [A-Za-z0-9._/-])");
 	expect_budget_err("{\"metadata\":{\"name\":\"b\"},\"spec\":{\"domain\":\"label:\","
 			  "\"maxUnavailable\":1}}",
-			  "spec.domain: \"label:\" is not rack, site, pool or label:<key> (key 1-63 "
+			  "spec.domain: \"label:\" is not rack, site, pool, nvlink_domain, leaf, pdu "
+			  "or label:<key> (key 1-63 "
 			  "characters of [A-Za-z0-9._/-])");
 	expect_budget_err("{\"metadata\":{\"name\":\"b\"},\"spec\":{\"maxUnavailable\":1}}",
-			  "spec.domain: required string: rack, site, pool or label:<key>");
+			  "spec.domain: required string: rack, site, pool, nvlink_domain, leaf, pdu or "
+			  "label:<key>");
 	const char *mu_err = "spec.maxUnavailable: expected a count (0..100000) or a percentage "
 			     "like \"10%\" (0%..100%)";
 	expect_budget_err("{\"metadata\":{\"name\":\"b\"},\"spec\":{\"domain\":\"rack\","
@@ -155,6 +158,23 @@ static void test_budget_rules(void **state)
 	assert_string_equal(budget_domain_value(&p, n), "train");
 	assert_string_equal(budget_domain_value(&l, n), "nvl-a");
 	assert_null(budget_domain_value(&l2, n));
+	/* one meaning for every domain form: a bare failure-domain key is the node label of that
+	 * key (a budget on bare nvlink_domain matched nothing before), empty = not in it */
+	struct budget bare = {.domain = "nvlink_domain"}, leaf = {.domain = "leaf"};
+	assert_string_equal(budget_domain_value(&bare, n), "nvl-a");
+	assert_null(budget_domain_value(&leaf, n));
+	assert_string_equal(node_domain_value(n, "rack"), "r01");
+	assert_string_equal(node_domain_value(n, "site"), "s1");
+	assert_string_equal(node_domain_value(n, "pool"), "train");
+	assert_string_equal(node_domain_value(n, "label:nvlink_domain"), "nvl-a");
+	assert_string_equal(node_domain_value(n, "nvlink_domain"), "nvl-a");
+	assert_null(node_domain_value(n, "label:pdu"));
+	assert_null(node_domain_value(n, "pdu"));
+	free(n->site);
+	n->site = xstrdup("");
+	assert_null(node_domain_value(n, "site"));
+	free(n->site);
+	n->site = xstrdup("s1");
 
 	/* never served: never counts */
 	static const int counts_when_served[PHASE__COUNT] = {
@@ -359,6 +379,33 @@ static void test_svc_percent_and_label(void **state)
 	bw_free(w);
 }
 
+/* A budget on the bare failure-domain key nvlink_domain (the breaker's default domain) counts
+ * the nodes whose nvlink_domain label has the value, like label:nvlink_domain; before the one
+ * node_domain_value such a budget was refused as a domain and matched nothing. */
+static void test_svc_bare_label_domain(void **state)
+{
+	(void)state;
+	struct bw *w = bw_new();
+	rack_of_ten(w, "r01", "nvl-a");
+	rack_of_ten(w, "r02", "nvl-a");
+	char why[512];
+	put_budget(w, "nvl", "nvlink_domain", "1");
+	put_node(w, "r01n01", "r01", "nvl-a", PHASE_REPAIRING, 1, 0);
+	assert_int_equal(admit(w, "r02n05", why, sizeof(why)), 0);
+	assert_string_equal(why, "budget nvl: nvlink_domain nvl-a has 1 of max 1 unavailable "
+				 "(r01n01)");
+	json_t *st = budget_svc_status(w->svc, "nvl");
+	json_t *d = json_array_get(json_object_get(st, "domains"), 0);
+	assert_non_null(d);
+	assert_string_equal(jsonx_str(d, "value"), "nvl-a");
+	assert_int_equal(json_integer_value(json_object_get(d, "nodes")), 20);
+	json_decref(st);
+	/* outside the domain (no label): admitted */
+	put_node(w, "x01", "r09", NULL, PHASE_AVAILABLE, 1, 0);
+	assert_int_equal(admit(w, "x01", why, sizeof(why)), 1);
+	bw_free(w);
+}
+
 static void test_svc_status_and_cache(void **state)
 {
 	(void)state;
@@ -414,7 +461,8 @@ static void test_svc_status_and_cache(void **state)
 	budget_svc_invalidate(w->svc);
 	assert_int_equal(admit(w, "a1", why, sizeof(why)), 0);
 	assert_string_equal(why, "stored budget /budgets/zz is invalid: spec.domain: \"row\" is "
-				 "not rack, site, pool or label:<key> (key 1-63 characters of "
+				 "not rack, site, pool, nvlink_domain, leaf, pdu or label:<key> (key "
+				 "1-63 characters of "
 				 "[A-Za-z0-9._/-])");
 	bw_free(w);
 }
@@ -426,6 +474,7 @@ int main(void)
 		cmocka_unit_test(test_budget_rules),
 		cmocka_unit_test(test_svc_rack_count),
 		cmocka_unit_test(test_svc_percent_and_label),
+		cmocka_unit_test(test_svc_bare_label_domain),
 		cmocka_unit_test(test_svc_status_and_cache),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

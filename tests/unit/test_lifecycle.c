@@ -18,6 +18,7 @@
 #include "base/err.h"
 #include "base/jsonx.h"
 #include "controller/budget.h"
+#include "controller/health_breaker.h"
 #include "core/budget.h"
 #include "controller/lifecycle.h"
 #include "core/codec.h"
@@ -72,6 +73,7 @@ struct world {
 	struct pending_notice pending[256];
 	size_t npending;
 	struct budget_svc *budget;
+	struct health_breakers *breakers; /* the open breakers the budget service asks */
 	int fail_validations; /* burn-in reports delivered as failed while > 0 (then decremented) */
 };
 
@@ -139,6 +141,11 @@ static void controller_up(struct world *w)
 	w->limits = ratelimit_new(w->clock, &rc);
 	w->cache = cache_new(w->store);
 	w->budget = budget_svc_new(w->store, w->cache, w->clock);
+	/* as the health controller does at start: the open breakers from the store */
+	w->breakers = health_breakers_new();
+	char err[256];
+	assert_int_equal(health_breakers_load(w->breakers, w->store, err, sizeof(err)), 0);
+	budget_svc_set_breakers(w->budget, health_breakers_open_for_cb, w->breakers);
 	struct lifecycle_config lc = {.store = w->store, .cache = w->cache, .clock = w->clock,
 				      .rng = &w->rng, .exec = w->exec, .limits = w->limits,
 				      .breaker = w->breaker, .budget = w->budget,
@@ -162,6 +169,8 @@ static void controller_down(struct world *w)
 	lifecycle_free(lc);
 	budget_svc_free(w->budget);
 	w->budget = NULL;
+	health_breakers_free(w->breakers);
+	w->breakers = NULL;
 	cache_free(w->cache);
 	ratelimit_free(w->limits);
 	w->exec = NULL;
@@ -1927,8 +1936,8 @@ static void test_remediation_keeps_operator_hold(void **state)
 	world_free(w);
 }
 
-/* Writes an open breaker document as the health controller does (docs/health.md
- * "Correlated-failure breaker"). */
+/* Opens a breaker as the health controller does (docs/health.md "Correlated-failure
+ * breaker"): its document in the store and in the breakers' owner. */
 static void put_breaker(struct world *w, const char *domain, const char *value)
 {
 	char key[128], doc[512];
@@ -1940,6 +1949,18 @@ static void put_breaker(struct world *w, const char *domain, const char *value)
 		 "\"suppressed\":[]}",
 		 domain, value, domain, value);
 	assert_int_equal(store_put(w->store, key, doc, STORE_ANY, NULL), 0);
+	json_t *d = json_loads(doc, 0, NULL);
+	assert_non_null(d);
+	health_breakers_put(w->breakers, key + strlen("/breakers/"), d);
+}
+
+/* Closes breaker `name` as a reset does: the document goes from the store and the owner. */
+static void reset_breaker(struct world *w, const char *name)
+{
+	char key[128];
+	snprintf(key, sizeof(key), "/breakers/%s", name);
+	assert_int_equal(store_delete(w->store, key, STORE_ANY, NULL), 0);
+	assert_true(health_breakers_remove(w->breakers, name));
 }
 
 /* Adds label key=value to node name in the store. */
@@ -1962,7 +1983,7 @@ static void put_label(struct world *w, const char *name, const char *key, const 
  * domain, not only new holds. r01n01 (health hold + remediation) is not drained while
  * rack.r01 is open and waits with DisruptionAllowed False/BreakerOpen; r01n02 (an operator's
  * hold, same rack) is drained at once; after the reset (the document deleted) r01n01 goes on
- * by itself within the 5 s the budget service keeps breakers. */
+ * by itself: the budget service asks the breakers' owner, which no longer holds it. */
 static void test_breaker_stops_health_drain(void **state)
 {
 	struct world *w = world_new(0, 0, 0);
@@ -1997,7 +2018,7 @@ static void test_breaker_stops_health_drain(void **state)
 	assert_int_equal(count_events(w, "r01n02", "RemediationPausedByBreaker"), 0);
 	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 0);
 	/* a human resets it: the node goes on by itself */
-	assert_int_equal(store_delete(w->store, "/breakers/rack.r01", STORE_ANY, NULL), 0);
+	reset_breaker(w, "rack.r01");
 	assert_true(run_until_phase(w, 1, PHASE_REPAIRING, 1 * MIN_MS) >= 0);
 	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) >= 0);
 	n = get_node(w, "r01n01");
@@ -2046,7 +2067,7 @@ static void test_breaker_stops_next_rung(void **state)
 	node_free(n);
 	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 0);
 	assert_int_equal(count_events(w, "r01n01", "RemediationPausedByBreaker"), 1);
-	assert_int_equal(store_delete(w->store, "/breakers/nvlink_domain.nvl-a", STORE_ANY, NULL), 0);
+	reset_breaker(w, "nvlink_domain.nvl-a");
 	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) >= 0);
 	n = get_node(w, "r01n01");
 	assert_int_equal(n->nholds, 0);

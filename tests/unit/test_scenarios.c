@@ -30,6 +30,7 @@
 #include "base/timefmt.h"
 #include "controller/budget.h"
 #include "controller/health.h"
+#include "controller/health_breaker.h"
 #include "controller/lifecycle.h"
 #include "core/budget.h"
 #include "core/codec.h"
@@ -306,6 +307,17 @@ static void health_up(struct world *w)
 	w->h = health_new(&hc, err, sizeof(err));
 	if (!w->h)
 		fail_msg("health_new: %s", err);
+	/* as serve wires them: the budget service asks the health controller's breakers */
+	budget_svc_set_breakers(w->budget, health_breakers_open_for_cb,
+				health_breaker_owner(w->h));
+}
+
+/* The health controller stops (a crash or world_free): the budget service forgets it first. */
+static void health_down(struct world *w)
+{
+	budget_svc_set_breakers(w->budget, NULL, NULL);
+	health_free(w->h);
+	w->h = NULL;
 }
 
 static struct world *world_new(void)
@@ -336,7 +348,7 @@ static struct world *world_new(void)
 
 static void world_free(struct world *w)
 {
-	health_free(w->h);
+	health_down(w);
 	lifecycle_stop(w->lc);
 	executor_free(w->exec);
 	lifecycle_free(w->lc);
@@ -774,6 +786,49 @@ static void test_same_gpu_three_jobs(void **state)
 	world_free(w);
 }
 
+/* The budget service sees a breaker the moment the health controller opens it, and stops
+ * seeing it the moment it is reset: it asks the breakers' owner instead of re-reading
+ * /breakers/ every 5 s (the old cache answered "closed" here until 5 s of virtual time had
+ * passed since its last read). An open breaker also survives a restart of the controller
+ * (loaded from its store document). */
+static void test_breaker_seen_by_budget_at_once(void **state)
+{
+	struct world *w = world_new();
+	enroll(w, 10);
+	policy_put(w, "{\"spec\":{\"breaker\":{\"maxNodes\":2,\"windowSeconds\":300}}}");
+	struct node *n = get_node(w, "r01n05");
+	char why[300], name[160];
+	assert_int_equal(budget_breaker_open(w->budget, n, why, sizeof(why), name, sizeof(name)),
+			 0);
+	assert_string_equal(why, "");
+	expect(w, "r01n01", "k-79-01", &XID79, NULL, "hold");
+	expect(w, "r01n02", "k-79-02", &XID79, NULL, "hold");
+	expect(w, "r01n03", "k-79-03", &XID79, NULL, "suppressed");
+	/* no clock advance: the breaker rack.r01 applies to every node of r01 now */
+	assert_int_equal(budget_breaker_open(w->budget, n, why, sizeof(why), name, sizeof(name)),
+			 1);
+	assert_string_equal(name, "rack.r01");
+	char want[300], ts[FP_TIME_LEN];
+	fp_time_format(clock_wall_ms(w->clock), ts);
+	snprintf(want, sizeof(want), "correlated-failure breaker rack.r01 is open since %s", ts);
+	assert_string_equal(why, want);
+	/* the controller restarts: the breaker is loaded from its document */
+	health_down(w);
+	health_up(w);
+	assert_int_equal(budget_breaker_open(w->budget, n, why, sizeof(why), name, sizeof(name)),
+			 1);
+	assert_string_equal(name, "rack.r01");
+	char err[256];
+	assert_int_equal(health_breaker_reset(w->h, "rack.r01", "operator:alice", "PDU replaced",
+					      err, sizeof(err)),
+			 0);
+	assert_int_equal(budget_breaker_open(w->budget, n, why, sizeof(why), name, sizeof(name)),
+			 0);
+	assert_string_equal(name, "");
+	node_free(n);
+	world_free(w);
+}
+
 /* 4. Three of ten nodes of rack r01 fail at once. Budget rack maxUnavailable 1, breaker
  * maxNodes 2 in 300 s: r01n01 and r01n02 are held, r01n03's hold is suppressed as the breaker
  * rack.r01 opens (one alert). The breaker stops automatic actions too: the two held before it
@@ -939,7 +994,7 @@ static void test_agent_restart_resend(void **state)
 	assert_null(node_hold_find(n, "health"));
 	node_free(n);
 	/* the control plane restarts; the agent retries the same report: nothing new */
-	health_free(w->h);
+	health_down(w);
 	health_up(w);
 	clock_virtual_advance(w->clock, 20 * SEC);
 	int64_t rev = store_revision(w->store);
@@ -1071,6 +1126,7 @@ int main(void)
 		cmocka_unit_test(test_one_job_across_ten_nodes),
 		cmocka_unit_test(test_same_gpu_three_jobs),
 		cmocka_unit_test(test_rack_burst_budget_and_breaker),
+		cmocka_unit_test(test_breaker_seen_by_budget_at_once),
 		cmocka_unit_test(test_agent_restart_resend),
 		cmocka_unit_test(test_escalation_and_lemon),
 	};
