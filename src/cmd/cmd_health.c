@@ -60,9 +60,9 @@ static const char he_budget_usage[] =
 	"       fleetplane health budget set NAME --domain DOMAIN --max-unavailable N|N% [-o json]\n"
 	"       fleetplane health budget delete NAME [-o json]\n"
 	"\n"
-	"  DOMAIN is rack, site, pool or label:<key> (e.g. label:nvlink_domain); the budget\n"
-	"  allows at most N nodes (or N% of the nodes, rounded up) of each value of the domain\n"
-	"  out of service at once.\n";
+	"  DOMAIN is rack, site, pool, a bare label key (nvlink_domain, leaf, pdu) or\n"
+	"  label:<key>; the budget allows at most N nodes (or N% of the nodes, rounded up) of\n"
+	"  each value of the domain out of service at once.\n";
 
 static const char he_breaker_usage[] =
 	"Usage: fleetplane health breaker list [-o json]\n"
@@ -642,7 +642,7 @@ static int he_budget_set(int argc, char **argv)
 	if ((rc = cli_one_operand(cmd, argc, argv, "missing NAME", 0, &name)) != 0)
 		return rc;
 	if (!domain || !*domain)
-		return client_usage_error(cmd, "missing --domain (rack, site, pool or label:<key>)");
+		return client_usage_error(cmd, "missing --domain (rack, site, pool, nvlink_domain, leaf, pdu or label:<key>)");
 	if (!maxu || !*maxu)
 		return client_usage_error(cmd, "missing --max-unavailable (a count or N%%)");
 	json_t *mv;
