@@ -556,7 +556,6 @@ static void shutdown_all(struct serve *sv)
 	breaker_free(sv->breaker);
 	clock_free(sv->clock);
 	store_close(sv->store);
-	secret_set_store_key(NULL);
 	secret_key_free(sv->key);
 	fp_rng_release(&sv->rng);
 	pthread_rwlock_destroy(&sv->life);
@@ -856,7 +855,6 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (key_created)
 		log_info("serve: created the BMC password key path=%s", keypath);
-	secret_set_store_key(sv.key);
 	if (!sv.cred_dir) {
 		snprintf(sv.cred_dir_buf, sizeof(sv.cred_dir_buf), "%s/bmc-credentials", sv.data_dir);
 		sv.cred_dir = sv.cred_dir_buf;
@@ -955,7 +953,7 @@ int cmd_serve(int argc, char **argv)
 		.exec = sv.exec, .report_exec = sv.report_exec, .limits = sv.limits,
 		.sim_limits = sv.sim_limits,
 		.breaker = sv.breaker, .bmc_call_timeout_ms = sv.bmc_timeout_s * 1000,
-		.bmc_credentials_dir = sv.cred_dir,
+		.bmc_credentials_dir = sv.cred_dir, .secret_key = sv.key,
 		.drivers = {sv.sim, sv.ipmi, sv.redfish}, .ndrivers = 3,
 		.workers = sv.workers, .budget = sv.budget,
 		.sim_time_scale = sv.sim_speed == 0 ? 1000 : speed_factor};
@@ -981,7 +979,8 @@ int cmd_serve(int argc, char **argv)
 		return 1;
 	}
 	struct api_config acfg = {.listen = sv.listen, .store = sv.store, .clock = sv.clock,
-				  .rng = &sv.rng, .data_dir = sv.data_dir, .ready = ready,
+				  .rng = &sv.rng, .data_dir = sv.data_dir, .secret_key = sv.key,
+				  .ready = ready,
 				  .ready_arg = &sv,
 				  .node_view = {.get_json = node_view, .arg = &sv},
 				  .agent = {.booted = agent_booted, .validated = agent_validated,
