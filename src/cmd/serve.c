@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "api/api_int.h"
+#include "api/api_secrets.h"
 #include "api/server.h"
 #include "base/alloc.h"
 #include "base/err.h"
@@ -895,6 +896,16 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "error: cannot open the store in %s: %s\n", sv.data_dir, err);
 		return 1;
 	}
+	/* Clear-text BMC passwords of an older store: sealed before the cache decodes a node. */
+	size_t pw_sealed = 0;
+	if (api_seal_stored_passwords(sv.store, sv.key, &pw_sealed, err, sizeof(err)) < 0) {
+		fprintf(stderr, "error: cannot seal the stored BMC passwords: %s\n", err);
+		store_close(sv.store);
+		return 1;
+	}
+	if (pw_sealed)
+		log_info("serve: sealed %zu stored BMC password%s", pw_sealed,
+			 pw_sealed == 1 ? "" : "s");
 	/* The one-node-per-BMC index (api_nodes.c) for nodes stored before it existed: once per
 	 * store, before anything can enroll. */
 	size_t bmc_claimed = 0, bmc_shared = 0;

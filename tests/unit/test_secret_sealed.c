@@ -1,4 +1,4 @@
-/* layers: base core store driver engine controller */
+/* layers: base core store driver engine controller api */
 /* test_secret_sealed.c - a BMC password stays sealed in memory (issue 9): an informer cache over
  * a store holding a node whose spec.bmc.password is sealed (core/secret.h) never holds the
  * plaintext - not in any string of a cached node, of its node_dup copy or of a node a visitor
@@ -6,7 +6,9 @@
  * before and after the lifecycle ran BMC steps on it; and the BMC driver step still receives
  * the right plaintext, opened with the key the lifecycle was handed (a fake "ipmi" driver records
  * what it was given). Without the key the step fails CredentialsUnavailable and the driver is
- * never called. Runs single-threaded in virtual time (inline executor, cache_sync_now). */
+ * never called. A clear-text password an older store holds is sealed by
+ * api_seal_stored_passwords (serve's start) before a cache lists it. Runs single-threaded in
+ * virtual time (inline executor, cache_sync_now). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_secrets.h"
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/jsonx.h"
@@ -107,9 +110,10 @@ static struct secret_key *test_key(void)
 	return secret_key_from_bytes(b, sizeof(b));
 }
 
-/* A store holding node f1 with its password sealed as the API stores it; a cache and a
- * lifecycle over it, the lifecycle handed lc_key (NULL: none). */
-static struct world *world_new(int give_key)
+/* A store holding node f1 with its password sealed as the API stores it (legacy: in clear
+ * text, as an older serve stored it); a cache and a lifecycle over it, the lifecycle handed the
+ * key when give_key. */
+static struct world *world_new_store(int give_key, int legacy)
 {
 	struct world *w = xcalloc(1, sizeof(*w));
 	char err[256];
@@ -130,15 +134,31 @@ static struct world *world_new(int give_key)
 	n->gpu_count = 2;
 	n->phase = PHASE_ENROLLED;
 	n->phase_since = n->created_at = clock_wall_ms(w->clock);
-	assert_int_equal(secret_bmc_seal(w->key, &n->bmc, err, sizeof(err)), 0);
+	if (!legacy)
+		assert_int_equal(secret_bmc_seal(w->key, &n->bmc, err, sizeof(err)), 0);
 	json_t *doc = node_to_json(n, NODE_JSON_STORE);
 	char *val = jsonx_dumps(doc);
-	assert_null(strstr(val, PLAIN));
-	assert_non_null(strstr(val, "\"password_sealed\":\"sb1:"));
+	assert_true(!legacy == !strstr(val, PLAIN));
 	assert_int_equal(store_put(w->store, "/nodes/f1", val, STORE_ABSENT, NULL), 0);
 	free(val);
 	json_decref(doc);
 	node_free(n);
+	/* a node without a password (password_file) is left alone */
+	assert_int_equal(store_put(w->store, "/nodes/f2",
+				   "{\"kind\":\"Node\",\"metadata\":{\"name\":\"f2\"},\"spec\":"
+				   "{\"bmc\":{\"driver\":\"sim\",\"password_file\":\"f2.pw\"}},"
+				   "\"status\":{\"phase\":\"retired\"}}",
+				   STORE_ABSENT, NULL),
+			 0);
+	if (legacy) {
+		size_t k = 0;
+		assert_int_equal(api_seal_stored_passwords(w->store, w->key, &k, err, sizeof(err)),
+				 0);
+		assert_int_equal(k, 1);
+		assert_int_equal(api_seal_stored_passwords(w->store, w->key, &k, err, sizeof(err)),
+				 0);
+		assert_int_equal(k, 0); /* nothing left */
+	}
 
 	w->exec = executor_inline_new();
 	w->cache = cache_new(w->store);
@@ -149,6 +169,11 @@ static struct world *world_new(int give_key)
 	w->lc = lifecycle_new(&lc);
 	assert_true(cache_sync_now(w->cache) >= 0);
 	return w;
+}
+
+static struct world *world_new(int give_key)
+{
+	return world_new_store(give_key, 0);
 }
 
 static void world_free(struct world *w)
@@ -267,10 +292,11 @@ static void scan_cache(struct world *w)
 	node_free(n);
 	char **names = NULL;
 	size_t k = cache_all_node_names(w->cache, &names);
-	assert_int_equal(k, 1);
+	assert_int_equal(k, 2);
 	for (size_t i = 0; i < k; i++) {
 		struct node *v = cache_node_get(w->cache, names[i]);
-		scan_node(v, "a node a visitor read");
+		if (strcmp(names[i], "f1") == 0)
+			scan_node(v, "a node a visitor read");
 		node_free(v);
 		free(names[i]);
 	}
@@ -320,11 +346,28 @@ static void test_no_key_no_call(void **state)
 	world_free(w);
 }
 
+/* An older store's clear-text password: sealed at start, then as above. */
+static void test_legacy_plaintext_sealed_at_start(void **state)
+{
+	struct world *w = world_new_store(1, 1);
+	scan_cache(w);
+	struct store_kv kv = {0};
+	assert_int_equal(store_get(w->store, "/nodes/f2", &kv), 0);
+	assert_int_equal(kv.mod_revision, 2); /* not rewritten */
+	store_kv_release(&kv);
+	run_for(w, 10 * 60 * 1000LL);
+	assert_true(w->calls > 0);
+	assert_int_equal(w->wrong, 0);
+	scan_cache(w);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cache_holds_sealed_only),
 		cmocka_unit_test(test_no_key_no_call),
+		cmocka_unit_test(test_legacy_plaintext_sealed_at_start),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
