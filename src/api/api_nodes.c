@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "core/codec.h"
 #include "core/model.h"
+#include "core/secret.h"
 #include "driver/bmc.h"
 #include "store/store.h"
 #include "base/banned.h"
@@ -161,9 +162,11 @@ static int load_node(struct api_req *r, const char *name, struct node **out, int
 }
 
 /* Fills op with the node's stored form (arena string). */
-static void node_put_op(struct api_req *r, struct store_op *op, const struct node *n,
-			int64_t expect)
+static void node_put_op(struct api_req *r, struct store_op *op, struct node *n, int64_t expect)
 {
+	/* A password the client sent is sealed before the node is written (and wiped from n).
+	 * Cannot fail: the codec bounds the password far below SECRET_MAX_PLAIN. */
+	BUG_ON(secret_bmc_seal(r->srv->cfg.secret_key, &n->bmc, NULL, 0) < 0);
 	json_t *doc = node_to_json(n, NODE_JSON_STORE);
 	op->type = STORE_OP_PUT;
 	op->key = node_key(r, n->name);
@@ -1034,6 +1037,7 @@ static void take_spec(struct node *dst, struct node *src)
 	if (!keep_secret) {
 		SWAP(dst->bmc.password, src->bmc.password);
 		SWAP(dst->bmc.password_file, src->bmc.password_file);
+		SWAP(dst->bmc.password_sealed, src->bmc.password_sealed); /* the old one goes */
 	}
 }
 

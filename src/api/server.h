@@ -101,6 +101,9 @@ struct api_config {
 	struct fp_clock *clock; /* borrowed; wall time for documents; NULL = system clock */
 	struct fp_rng *rng;    /* borrowed; uids and event ids; NULL = server-owned, seeded */
 	const char *data_dir;  /* where admin.token is written on first start; NULL = none */
+	/* serve's secret.key (borrowed; core/secret.h): seals spec.bmc.password before a node is
+	 * written; NULL = stored in plaintext (unit tests of other modules) */
+	const struct secret_key *secret_key;
 	size_t max_body;       /* bytes; 0 = 1 MiB. Larger bodies get 413 */
 	api_ready_fn ready;    /* NULL = always ready */
 	void *ready_arg;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "api/api_int.h"
+#include "api/api_secrets.h"
 #include "api/server.h"
 #include "base/alloc.h"
 #include "base/err.h"
@@ -557,7 +558,6 @@ static void shutdown_all(struct serve *sv)
 	breaker_free(sv->breaker);
 	clock_free(sv->clock);
 	store_close(sv->store);
-	secret_set_store_key(NULL);
 	secret_key_free(sv->key);
 	fp_rng_release(&sv->rng);
 	pthread_rwlock_destroy(&sv->life);
@@ -857,7 +857,6 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (key_created)
 		log_info("serve: created the BMC password key path=%s", keypath);
-	secret_set_store_key(sv.key);
 	if (!sv.cred_dir) {
 		snprintf(sv.cred_dir_buf, sizeof(sv.cred_dir_buf), "%s/bmc-credentials", sv.data_dir);
 		sv.cred_dir = sv.cred_dir_buf;
@@ -898,6 +897,16 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "error: cannot open the store in %s: %s\n", sv.data_dir, err);
 		return 1;
 	}
+	/* Clear-text BMC passwords of an older store: sealed before the cache decodes a node. */
+	size_t pw_sealed = 0;
+	if (api_seal_stored_passwords(sv.store, sv.key, &pw_sealed, err, sizeof(err)) < 0) {
+		fprintf(stderr, "error: cannot seal the stored BMC passwords: %s\n", err);
+		store_close(sv.store);
+		return 1;
+	}
+	if (pw_sealed)
+		log_info("serve: sealed %zu stored BMC password%s", pw_sealed,
+			 pw_sealed == 1 ? "" : "s");
 	/* The one-node-per-BMC index (api_nodes.c) for nodes stored before it existed: once per
 	 * store, before anything can enroll. */
 	size_t bmc_claimed = 0, bmc_shared = 0;
@@ -956,7 +965,7 @@ int cmd_serve(int argc, char **argv)
 		.exec = sv.exec, .report_exec = sv.report_exec, .limits = sv.limits,
 		.sim_limits = sv.sim_limits,
 		.breaker = sv.breaker, .bmc_call_timeout_ms = sv.bmc_timeout_s * 1000,
-		.bmc_credentials_dir = sv.cred_dir,
+		.bmc_credentials_dir = sv.cred_dir, .secret_key = sv.key,
 		.drivers = {sv.sim, sv.ipmi, sv.redfish}, .ndrivers = 3,
 		.workers = sv.workers, .budget = sv.budget,
 		.sim_time_scale = sv.sim_speed == 0 ? 1000 : speed_factor};
@@ -986,7 +995,8 @@ int cmd_serve(int argc, char **argv)
 				health_breaker_owner(sv.health));
 	lifecycle_start(sv.lc);
 	struct api_config acfg = {.listen = sv.listen, .store = sv.store, .clock = sv.clock,
-				  .rng = &sv.rng, .data_dir = sv.data_dir, .ready = ready,
+				  .rng = &sv.rng, .data_dir = sv.data_dir, .secret_key = sv.key,
+				  .ready = ready,
 				  .ready_arg = &sv,
 				  .node_view = {.get_json = node_view, .arg = &sv},
 				  .agent = {.booted = agent_booted, .validated = agent_validated,

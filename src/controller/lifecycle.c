@@ -1131,7 +1131,7 @@ static void run_op_task(void *arg)
 					  .observed = &x.obs,
 					  .address = n->bmc.address,
 					  .username = n->bmc.username,
-					  .password = n->bmc.password,
+					  .password = NULL, /* BMC steps: opened below */
 					  .cipher_suite = n->bmc.cipher_suite,
 					  .tls_verify = n->bmc.tls_verify,
 					  .ca_file = NULL, /* BMC steps: ca_path below */
@@ -1147,15 +1147,17 @@ static void run_op_task(void *arg)
 			is_sim(n) && lc->cfg.sim_limits ? lc->cfg.sim_limits : lc->cfg.limits;
 		enum step_result r;
 		int gated = 0; /* the breaker let this step through */
-		char *password = NULL; /* resolved for this step only; wiped after */
+		/* Opened (or read from the password file) for this step only, right before the BMC
+		 * call, and wiped with explicit_bzero (fp_free_secret) right after it, on every path. */
+		char *password = NULL;
 		char ca_path[4400] = ""; /* spec.bmc.ca_file in the credentials dir, absolute */
 		if (def->uses_bmc && !x.bmc) {
 			snprintf(x.err, sizeof(x.err), "no BMC driver \"%s\" in this build",
 				 n->bmc.driver);
 			r = STEP_FAIL;
 		} else if (def->uses_bmc &&
-			   secret_bmc_password(&n->bmc, lc->cfg.bmc_credentials_dir, &password, x.err,
-					       sizeof(x.err)) < 0) {
+			   secret_bmc_password(lc->cfg.secret_key, &n->bmc, lc->cfg.bmc_credentials_dir,
+					       &password, x.err, sizeof(x.err)) < 0) {
 			/* Undecryptable or unreadable: retrying cannot help, the node parks. */
 			set_condition(&x, "BMCReachable", COND_FALSE, "CredentialsUnavailable", x.err);
 			r = STEP_FAIL;

@@ -34,6 +34,8 @@
 #include "engine/workqueue.h"
 #include "store/store.h"
 
+struct secret_key; /* core/secret.h */
+
 #define LIFECYCLE_MAX_DRIVERS 4
 
 struct budget_svc; /* controller/budget.h */
@@ -56,6 +58,10 @@ struct lifecycle_config {
 	/* serve's --bmc-credentials-dir: spec.bmc.password_file names a file here, read at each
 	 * BMC step by secret_bmc_password (core/secret.h); NULL = password files refused. */
 	const char *bmc_credentials_dir;
+	/* serve's <data-dir>/secret.key (borrowed; outlives the lifecycle): opens the sealed
+	 * spec.bmc.password_sealed inside each BMC step; NULL = sealed passwords cannot be opened
+	 * (the step fails CredentialsUnavailable). */
+	const struct secret_key *secret_key;
 	struct bmc *drivers[LIFECYCLE_MAX_DRIVERS]; /* by ops->name */
 	size_t ndrivers;
 	int workers;               /* reconcile threads; 0 = driven by lifecycle_run_once */

@@ -671,10 +671,10 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 }
 
 /* BMC credentials at rest (core/secret.h). A stored document carries the password either as
- * spec.bmc.password_sealed ("sb1:" text, written whenever a key is set) or, from an older store
- * or a process without a key, as plaintext spec.bmc.password (sealed on the next write). A
- * sealed text the key cannot open is kept in bmc.password_sealed, never an error: the node
- * still decodes and secret_bmc_password answers the BMC call with a clear FP_EAUTH. */
+ * spec.bmc.password_sealed ("sb1:" text, written whenever the writer had serve's key) or, from an
+ * older store or a writer without a key, as plaintext spec.bmc.password. The sealed text is kept
+ * as read in bmc.password_sealed and never opened here (no codec holds a key): only the
+ * lifecycle's BMC step opens it (secret_bmc_password), so decoded nodes never hold it in plain. */
 static int decode_bmc_secret_stored(const json_t *doc, struct node *n, char *err, size_t errlen)
 {
 	json_t *sealed = json_object_get(jsonx_path(doc, "spec.bmc"), "password_sealed");
@@ -684,10 +684,7 @@ static int decode_bmc_secret_stored(const json_t *doc, struct node *n, char *err
 		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.password_sealed: expected a string");
 	if (n->bmc.password) /* both: the plaintext one is the newer (set without a key) */
 		return 0;
-	const struct secret_key *k = secret_store_key();
-	char e[160];
-	if (!k || secret_open(k, json_string_value(sealed), &n->bmc.password, e, sizeof(e)) < 0)
-		n->bmc.password_sealed = xstrdup(json_string_value(sealed));
+	n->bmc.password_sealed = xstrdup(json_string_value(sealed));
 	return 0;
 }
 
@@ -806,18 +803,13 @@ json_t *node_to_json(const struct node *n, enum node_json_mode mode)
 	if (n->bmc.quirks)
 		json_object_set_new(bmc, "quirks", encode_quirks(n->bmc.quirks));
 	if (mode == NODE_JSON_STORE) {
-		/* Credentials, and where they live on the server, stay out of API answers. */
-		const struct secret_key *k = secret_store_key();
-		char *sealed = NULL;
-		if (n->bmc.password && k) {
-			/* Cannot fail: decoders bound the password far below SECRET_MAX_PLAIN. */
-			BUG_ON(secret_seal(k, n->bmc.password, &sealed, NULL, 0) < 0);
-			put_str(bmc, "password_sealed", sealed);
-		} else if (n->bmc.password) /* no key configured (tools, tests of other modules) */
+		/* Credentials, and where they live on the server, stay out of API answers. A
+		 * plaintext password is here only when its writer had no key to seal it with
+		 * (secret_bmc_seal, core/secret.h): tools, tests of other modules, older stores. */
+		if (n->bmc.password)
 			put_str(bmc, "password", n->bmc.password);
 		else
 			put_str(bmc, "password_sealed", n->bmc.password_sealed); /* kept as read */
-		free(sealed);
 		put_str(bmc, "password_file", n->bmc.password_file);
 	}
 	json_object_set_new(spec, "bmc", bmc);

@@ -101,11 +101,12 @@ struct node_bmc {
 	char *driver;   /* "sim" | "ipmi" | "redfish" */
 	char *address;  /* host:port or URL; may be NULL for sim */
 	char *username;
+	/* Plaintext only between an API decode and secret_bmc_seal (or from a keyless writer or
+	 * an older store); a node decoded from the store holds password_sealed instead. */
 	char *password;
 	char *password_file; /* a file name inside serve's --bmc-credentials-dir */
-	/* A stored spec.bmc.password_sealed text (core/secret.h) the process's key could not open
-	 * (secret.key replaced, or none configured): kept so it is written back unchanged, never
-	 * sent to a BMC. NULL when password holds the opened password. */
+	/* The stored spec.bmc.password_sealed text (core/secret.h), never opened by the codec:
+	 * only the lifecycle's BMC step opens it, with serve's key, into a wiped buffer. */
 	char *password_sealed;
 	int cipher_suite; /* IPMI 2.0 cipher suite id 0..17; -1 = driver default (3) */
 	int tls_verify;   /* Redfish: 1 (default) or 0 */

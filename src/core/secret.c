@@ -262,16 +262,19 @@ int secret_open(const struct secret_key *k, const char *sealed, char **out, char
 	return 0;
 }
 
-static const struct secret_key *store_key;
-
-void secret_set_store_key(const struct secret_key *k)
+int secret_bmc_seal(const struct secret_key *k, struct node_bmc *b, char *err, size_t errlen)
 {
-	__atomic_store_n(&store_key, k, __ATOMIC_RELEASE);
-}
-
-const struct secret_key *secret_store_key(void)
-{
-	return __atomic_load_n(&store_key, __ATOMIC_ACQUIRE);
+	if (!k || !b->password)
+		return 0;
+	char *sealed = NULL;
+	int rc = secret_seal(k, b->password, &sealed, err, errlen);
+	if (rc < 0)
+		return rc;
+	free(b->password_sealed);
+	b->password_sealed = sealed;
+	fp_free_secret(b->password);
+	b->password = NULL;
+	return 0;
 }
 
 int secret_file_name_validate(const char *field, const char *name, char *err, size_t errlen)
@@ -447,8 +450,8 @@ out:
 	return rc;
 }
 
-int secret_bmc_password(const struct node_bmc *b, const char *cred_dir, char **out, char *err,
-			size_t errlen)
+int secret_bmc_password(const struct secret_key *k, const struct node_bmc *b, const char *cred_dir,
+			char **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	if (b->password) {
@@ -457,6 +460,10 @@ int secret_bmc_password(const struct node_bmc *b, const char *cred_dir, char **o
 	}
 	if (b->password_file)
 		return read_password_file(cred_dir, b->password_file, out, err, errlen);
+	char e[160];
+	if (b->password_sealed && k && secret_open(k, b->password_sealed, out, e, sizeof(e)) == 0)
+		return 0;
+	*out = NULL;
 	if (b->password_sealed)
 		return fp_errf(FP_EAUTH, err, errlen,
 			       "cannot decrypt the BMC password (was secret.key replaced?): restore "

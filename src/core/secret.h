@@ -5,10 +5,14 @@
  * (XSalsa20-Poly1305, crypto_secretbox_easy; https://doc.libsodium.org/secret-key_cryptography/
  * secretbox) with a random 24-byte nonce per seal. The sealed text is
  * "sb1:" + base64 (RFC 4648 section 4, padded) of nonce || ciphertext-with-MAC, and it lives in
- * the stored node document under spec.bmc.password_sealed (the plaintext key "password" is
- * written only when no key is configured, i.e. by tools and tests that never call
- * secret_set_store_key). core/codec.c seals on NODE_JSON_STORE encode and opens on decode through
- * the process-wide key set here.
+ * the stored node document under spec.bmc.password_sealed. There is no process-wide key: the
+ * key is a handle serve loads and hands explicitly to whoever seals or opens (the API seals an
+ * enrolled or PUT password with secret_bmc_seal before the node is written; the lifecycle opens
+ * it with secret_bmc_password inside the BMC step). core/codec.c neither seals nor opens: a
+ * decoded node carries only the sealed text (node_bmc.password_sealed), so the informer cache,
+ * node_dup copies and every scan over nodes never hold a plaintext BMC password. The plaintext
+ * key "password" is written only by a writer with no key (tools, tests of other modules) or
+ * read back from an older store.
  *
  * spec.bmc.password_file names a file inside serve's --bmc-credentials-dir (a plain file name,
  * never a path): secret_bmc_password resolves the password a BMC call should use, from the
@@ -63,13 +67,14 @@ int secret_seal(const struct secret_key *k, const char *plain, char **out, char 
 int secret_open(const struct secret_key *k, const char *sealed, char **out, char *err,
 		size_t errlen);
 
-/* secret_set_store_key makes k the process-wide key core/codec.c seals and opens stored BMC
- * passwords with (borrowed: keep it alive until secret_set_store_key(NULL)); NULL turns sealing
- * off (stored documents then carry "password" in plaintext, as unit tests of other modules
- * expect). serve calls it once at start, before any thread decodes a node. */
-void secret_set_store_key(const struct secret_key *k);
-/* secret_store_key returns the key set above, or NULL. */
-const struct secret_key *secret_store_key(void);
+/* secret_bmc_seal seals b->password (a plaintext password a client just sent) under k before
+ * the node is written: b->password_sealed becomes the new "sb1:" text (any older one is freed)
+ * and b->password is wiped (explicit_bzero) and freed, so the node in memory and in the store
+ * holds only the sealed text. No-op returning 0 when b->password is NULL or k is NULL (a writer
+ * without a key, such as a tool or a unit test of another module, stores the plaintext, as
+ * before). Errors: FP_ETOOBIG for a password over SECRET_MAX_PLAIN bytes (b unchanged; the
+ * codec bounds passwords far below that). */
+int secret_bmc_seal(const struct secret_key *k, struct node_bmc *b, char *err, size_t errlen);
 
 /* secret_file_name_validate checks a value that names a file in serve's credentials
  * directory (spec.bmc.password_file, spec.bmc.ca_file): 1..128 characters of [A-Za-z0-9._-],
@@ -95,20 +100,22 @@ int secret_password_file_validate(const char *name, char *err, size_t errlen);
 int secret_bmc_ca_path(const struct node_bmc *b, const char *cred_dir, char *path,
 		       size_t pathlen, char *err, size_t errlen);
 
-/* secret_bmc_password resolves the password a BMC call uses for b:
- *   - b->password when set (the spec, already opened by the codec);
+/* secret_bmc_password resolves the password a BMC call uses for b, at the moment of the call
+ * (the caller wipes and frees it with fp_free_secret right after the call):
+ *   - b->password when set (a plaintext password from an older store or a keyless writer);
  *   - else, when b->password_file is set, the content of cred_dir/<password_file>: opened with
  *     O_NOFOLLOW (a symlink is refused), a regular file owned by this process's effective user,
  *     at most SECRET_MAX_PLAIN bytes, no NUL byte, one trailing "\n" or "\r\n" stripped;
- *   - else, when b->password_sealed is set (a stored password the current key cannot open),
- *     FP_EAUTH "cannot decrypt the BMC password (was secret.key replaced?)";
+ *   - else, when b->password_sealed is set, that text opened with k (borrowed; serve's key).
+ *     FP_EAUTH "cannot decrypt the BMC password (was secret.key replaced?)" when k is NULL or
+ *     does not open it (another key, an altered or malformed text);
  *   - else no password: *out = NULL and 0 (the sim driver needs none).
  * On success *out is a new string the caller frees with fp_free_secret (or NULL as above).
  * Errors, with the file's path (never its content) in err: FP_EINVAL for a bad file name or a
  * NULL/empty cred_dir, FP_ENOTFOUND when the file does not exist, FP_EPERM for a symlink, a
  * file owned by another user or not readable, FP_EINVAL for a non-regular file or a NUL byte,
  * FP_ETOOBIG for a file over SECRET_MAX_PLAIN bytes, FP_EIO for other read errors. */
-int secret_bmc_password(const struct node_bmc *b, const char *cred_dir, char **out, char *err,
-			size_t errlen);
+int secret_bmc_password(const struct secret_key *k, const struct node_bmc *b, const char *cred_dir,
+			char **out, char *err, size_t errlen);
 
 #endif

@@ -1,9 +1,9 @@
 /* layers: base core */
-/* test_secret.c - core/secret.h and the codec's sealing of spec.bmc.password: secretbox round
- * trip and text form, wrong key, tampering, bad prefixes and base64, the key file (creation,
- * mode, size, symlink), no plaintext in stored documents when a key is set, legacy plaintext
- * read and sealed on the next write, a replaced key (node still decodes, password absent, clear
- * error at the BMC call), password_file names and password file reading. */
+/* test_secret.c - core/secret.h and sealed spec.bmc.password: secretbox round trip and text
+ * form, wrong key, tampering, bad prefixes and base64, the key file (creation, mode, size,
+ * symlink), sealing before the write (secret_bmc_seal) and a codec that never opens the sealed
+ * text, legacy plaintext read and sealed by a writer with the key, a replaced key (node still
+ * decodes, clear error at the BMC call), password_file names and password file reading. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -225,25 +225,34 @@ static const char *const enroll_doc =
 	"{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"driver\":\"ipmi\","
 	"\"address\":\"10.0.0.3:623\",\"username\":\"admin\",\"password\":\"s3cr3t-pw-907\"}}}";
 
-static void test_codec_seals(void **state)
+/* The API's path: the enrolled plaintext is sealed with the key it was handed
+ * (secret_bmc_seal) before the node is written; the codec then never opens it: the decoded
+ * node, its node_dup copy and the public form carry no plaintext, and only secret_bmc_password
+ * with the key gives it back. */
+static void test_seal_before_write(void **state)
 {
 	struct secret_key *k = key_n(9);
-	secret_set_store_key(k);
 	json_t *in = parse(enroll_doc);
 	struct node *n = NULL, *n2 = NULL;
 	char e[256];
 	assert_int_equal(node_from_enroll_json(in, &n, e, sizeof(e)), 0);
+	assert_string_equal(n->bmc.password, "s3cr3t-pw-907"); /* as the client sent it */
+	assert_int_equal(secret_bmc_seal(NULL, &n->bmc, e, sizeof(e)), 0); /* no key: no-op */
+	assert_string_equal(n->bmc.password, "s3cr3t-pw-907");
+	assert_int_equal(secret_bmc_seal(k, &n->bmc, e, sizeof(e)), 0);
+	assert_null(n->bmc.password);
+	assert_non_null(n->bmc.password_sealed);
+	assert_int_equal(strncmp(n->bmc.password_sealed, "sb1:", 4), 0);
 	json_t *st = node_to_json(n, NODE_JSON_STORE);
 	char *text = jsonx_dumps(st);
 	assert_null(strstr(text, "s3cr3t-pw-907"));
 	assert_null(jsonx_path(st, "spec.bmc.password"));
 	const char *sealed = jsonx_str(st, "spec.bmc.password_sealed");
-	assert_non_null(sealed);
-	assert_int_equal(strncmp(sealed, "sb1:", 4), 0);
-	/* decoding the stored form gives the password back */
+	assert_string_equal(sealed, n->bmc.password_sealed);
+	/* decoding the stored form keeps it sealed: no key reaches the codec */
 	assert_int_equal(node_from_json(st, 5, &n2, e, sizeof(e)), 0);
-	assert_string_equal(n2->bmc.password, "s3cr3t-pw-907");
-	assert_null(n2->bmc.password_sealed);
+	assert_null(n2->bmc.password);
+	assert_string_equal(n2->bmc.password_sealed, sealed);
 	/* the public form carries neither form of it */
 	json_t *pub = node_to_json(n2, NODE_JSON_PUBLIC);
 	char *ptext = jsonx_dumps(pub);
@@ -252,32 +261,55 @@ static void test_codec_seals(void **state)
 	assert_null(strstr(ptext, "sb1:"));
 	free(ptext);
 	json_decref(pub);
-	/* node_dup keeps it */
+	/* node_dup keeps the sealed text only */
 	struct node *d = node_dup(n2);
-	assert_string_equal(d->bmc.password, "s3cr3t-pw-907");
+	assert_null(d->bmc.password);
+	assert_string_equal(d->bmc.password_sealed, sealed);
+	/* the BMC step opens it with the key it was handed */
+	char *pw = NULL;
+	assert_int_equal(secret_bmc_password(k, &d->bmc, NULL, &pw, e, sizeof(e)), 0);
+	assert_string_equal(pw, "s3cr3t-pw-907");
+	fp_free_secret(pw);
 	node_free(d);
 	free(text);
 	json_decref(st);
 	json_decref(in);
 	node_free(n);
 	node_free(n2);
-	secret_set_store_key(NULL);
 	secret_key_free(k);
+}
+
+static void expect_no_open(const struct secret_key *k, const struct node_bmc *b)
+{
+	char e[256];
+	char *pw = (char *)"unset";
+	assert_int_equal(secret_bmc_password(k, b, "/nonexistent", &pw, e, sizeof(e)), FP_EAUTH);
+	assert_null(pw);
+	assert_string_equal(e, "cannot decrypt the BMC password (was secret.key replaced?): "
+			       "restore the data dir's secret.key or set spec.bmc.password again");
 }
 
 static void test_codec_legacy_and_replaced_key(void **state)
 {
 	struct secret_key *k1 = key_n(1), *k2 = key_n(2);
 	char e[256];
-	/* an older store: plaintext password, read as is without a key too */
+	/* an older store: plaintext password, read as is and used as is */
 	json_t *legacy = parse("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":"
 			       "{\"driver\":\"sim\",\"password\":\"legacy-pw-3\"}},"
 			       "\"status\":{\"phase\":\"available\"}}");
 	struct node *n = NULL, *n2 = NULL, *n3 = NULL;
-	secret_set_store_key(k1);
 	assert_int_equal(node_from_json(legacy, 1, &n, e, sizeof(e)), 0);
 	assert_string_equal(n->bmc.password, "legacy-pw-3");
-	/* sealed on the next write */
+	char *pw = NULL;
+	assert_int_equal(secret_bmc_password(k1, &n->bmc, NULL, &pw, e, sizeof(e)), 0);
+	assert_string_equal(pw, "legacy-pw-3");
+	fp_free_secret(pw);
+	/* a writer without a key writes it back in plaintext */
+	json_t *st3 = node_to_json(n, NODE_JSON_STORE);
+	assert_string_equal(jsonx_str(st3, "spec.bmc.password"), "legacy-pw-3");
+	assert_null(jsonx_path(st3, "spec.bmc.password_sealed"));
+	/* one with the key seals it */
+	assert_int_equal(secret_bmc_seal(k1, &n->bmc, e, sizeof(e)), 0);
 	json_t *st = node_to_json(n, NODE_JSON_STORE);
 	char *text = jsonx_dumps(st);
 	assert_null(strstr(text, "legacy-pw-3"));
@@ -286,43 +318,28 @@ static void test_codec_legacy_and_replaced_key(void **state)
 	assert_non_null(sealed);
 	free(text);
 
-	/* secret.key replaced: the node decodes, the password is absent, the sealed text kept */
-	secret_set_store_key(k2);
+	/* secret.key replaced: the node decodes, the sealed text is kept, the BMC call fails */
 	assert_int_equal(node_from_json(st, 2, &n2, e, sizeof(e)), 0);
 	assert_null(n2->bmc.password);
 	assert_string_equal(n2->bmc.password_sealed, sealed);
 	assert_int_equal(n2->phase, PHASE_AVAILABLE);
-	char *pw = (char *)"unset";
-	assert_int_equal(secret_bmc_password(&n2->bmc, "/nonexistent", &pw, e, sizeof(e)),
-			 FP_EAUTH);
-	assert_null(pw);
-	assert_string_equal(e, "cannot decrypt the BMC password (was secret.key replaced?): "
-			       "restore the data dir's secret.key or set spec.bmc.password again");
+	expect_no_open(k2, &n2->bmc);
+	expect_no_open(NULL, &n2->bmc); /* no key at all */
 	/* written back unchanged, so the old key still opens it */
 	json_t *st2 = node_to_json(n2, NODE_JSON_STORE);
 	assert_string_equal(jsonx_str(st2, "spec.bmc.password_sealed"), sealed);
-	secret_set_store_key(k1);
 	assert_int_equal(node_from_json(st2, 3, &n3, e, sizeof(e)), 0);
-	assert_string_equal(n3->bmc.password, "legacy-pw-3");
-	node_free(n3);
-	n3 = NULL;
-	/* without any key the sealed text is kept too, and without a key plaintext is written */
-	secret_set_store_key(NULL);
-	assert_int_equal(node_from_json(st2, 3, &n3, e, sizeof(e)), 0);
-	assert_null(n3->bmc.password);
-	assert_string_equal(n3->bmc.password_sealed, sealed);
-	json_t *st3 = node_to_json(n, NODE_JSON_STORE);
-	assert_string_equal(jsonx_str(st3, "spec.bmc.password"), "legacy-pw-3");
-	assert_null(jsonx_path(st3, "spec.bmc.password_sealed"));
+	assert_int_equal(secret_bmc_password(k1, &n3->bmc, NULL, &pw, e, sizeof(e)), 0);
+	assert_string_equal(pw, "legacy-pw-3");
+	fp_free_secret(pw);
 	/* a corrupt sealed text in the store does not fail the decode either */
 	json_object_set_new(json_object_get(json_object_get(st2, "spec"), "bmc"), "password_sealed",
 			    json_string("sb1:garbage"));
-	secret_set_store_key(k1);
 	node_free(n3);
 	assert_int_equal(node_from_json(st2, 4, &n3, e, sizeof(e)), 0);
 	assert_null(n3->bmc.password);
 	assert_string_equal(n3->bmc.password_sealed, "sb1:garbage");
-	secret_set_store_key(NULL);
+	expect_no_open(k1, &n3->bmc);
 	json_decref(st3);
 	json_decref(st2);
 	json_decref(st);
@@ -395,21 +412,21 @@ static void test_password_file_read(void **state)
 	char *pw = NULL;
 	snprintf(path, sizeof(path), "%s/n1.pw", tmpdir);
 	/* missing */
-	assert_int_equal(secret_bmc_password(&b, tmpdir, &pw, e, sizeof(e)), FP_ENOTFOUND);
+	assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)), FP_ENOTFOUND);
 	snprintf(want, sizeof(want),
 		 "BMC password file %s does not exist (spec.bmc.password_file)", path);
 	assert_string_equal(e, want);
 	/* trailing newline stripped, CRLF too, nothing else */
 	write_file(path, "pw from file \n", 14, 0600);
-	assert_int_equal(secret_bmc_password(&b, tmpdir, &pw, e, sizeof(e)), 0);
+	assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)), 0);
 	assert_string_equal(pw, "pw from file ");
 	fp_free_secret(pw);
 	write_file(path, "crlf-pw\r\n", 9, 0600);
-	assert_int_equal(secret_bmc_password(&b, tmpdir, &pw, e, sizeof(e)), 0);
+	assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)), 0);
 	assert_string_equal(pw, "crlf-pw");
 	fp_free_secret(pw);
 	write_file(path, "two\n\n", 5, 0600);
-	assert_int_equal(secret_bmc_password(&b, tmpdir, &pw, e, sizeof(e)), 0);
+	assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)), 0);
 	assert_string_equal(pw, "two\n");
 	fp_free_secret(pw);
 	/* 1024 bytes plus a newline is the longest */
@@ -417,23 +434,23 @@ static void test_password_file_read(void **state)
 	memset(big, 'p', sizeof(big));
 	big[1024] = '\n';
 	write_file(path, big, 1025, 0600);
-	assert_int_equal(secret_bmc_password(&b, tmpdir, &pw, e, sizeof(e)), 0);
+	assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)), 0);
 	assert_int_equal(strlen(pw), 1024);
 	fp_free_secret(pw);
 	write_file(path, big, 1025 + 2, 0600);
-	assert_int_equal(secret_bmc_password(&b, tmpdir, &pw, e, sizeof(e)), FP_ETOOBIG);
+	assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)), FP_ETOOBIG);
 	assert_null(pw);
 	snprintf(want, sizeof(want), "BMC password file %s is larger than 1024 bytes", path);
 	assert_string_equal(e, want);
 	write_file(path, "a\0b", 3, 0600);
-	assert_int_equal(secret_bmc_password(&b, tmpdir, &pw, e, sizeof(e)), FP_EINVAL);
+	assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)), FP_EINVAL);
 	snprintf(want, sizeof(want), "BMC password file %s holds a NUL byte", path);
 	assert_string_equal(e, want);
 	/* readable or writable by group or others: refused like secret.key, the mode named */
 	static const mode_t open_modes[] = {0644, 0640, 0604, 0620, 0602};
 	for (size_t i = 0; i < sizeof(open_modes) / sizeof(open_modes[0]); i++) {
 		write_file(path, "mode-pw\n", 8, open_modes[i]);
-		assert_int_equal(secret_bmc_password(&b, tmpdir, &pw, e, sizeof(e)), FP_EPERM);
+		assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)), FP_EPERM);
 		assert_null(pw);
 		snprintf(want, sizeof(want),
 			 "BMC password file %s is readable or writable by group or others (mode "
@@ -442,7 +459,7 @@ static void test_password_file_read(void **state)
 		assert_string_equal(e, want);
 	}
 	write_file(path, "mode-pw\n", 8, 0400);
-	assert_int_equal(secret_bmc_password(&b, tmpdir, &pw, e, sizeof(e)), 0);
+	assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)), 0);
 	assert_string_equal(pw, "mode-pw");
 	fp_free_secret(pw);
 	/* a symlink is refused, even to a good file */
@@ -451,14 +468,14 @@ static void test_password_file_read(void **state)
 	write_file(target, "secret-target\n", 14, 0600);
 	unlink(path);
 	assert_int_equal(symlink(target, path), 0);
-	assert_int_equal(secret_bmc_password(&b, tmpdir, &pw, e, sizeof(e)), FP_EPERM);
+	assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)), FP_EPERM);
 	snprintf(want, sizeof(want), "BMC password file %s is a symbolic link (refused)", path);
 	assert_string_equal(e, want);
 	assert_null(strstr(e, "secret-target"));
 	unlink(path);
 	/* a directory is not a password file */
 	assert_int_equal(mkdir(path, 0700), 0);
-	assert_int_equal(secret_bmc_password(&b, tmpdir, &pw, e, sizeof(e)), FP_EINVAL);
+	assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)), FP_EINVAL);
 	snprintf(want, sizeof(want), "BMC password file %s is not a regular file", path);
 	assert_string_equal(e, want);
 	rmdir(path);
@@ -466,7 +483,7 @@ static void test_password_file_read(void **state)
 	if (geteuid() == 0) {
 		write_file(path, "x\n", 2, 0600);
 		assert_int_equal(chown(path, 65534, 65534), 0);
-		assert_int_equal(secret_bmc_password(&b, tmpdir, &pw, e, sizeof(e)), FP_EPERM);
+		assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)), FP_EPERM);
 		snprintf(want, sizeof(want),
 			 "BMC password file %s is owned by uid 65534, not by the user running serve "
 			 "(uid 0)",
@@ -475,19 +492,19 @@ static void test_password_file_read(void **state)
 	}
 	/* a stored name that is a path (an older store) is refused at the call */
 	struct node_bmc bad = {.password_file = (char *)"/etc/shadow"};
-	assert_int_equal(secret_bmc_password(&bad, tmpdir, &pw, e, sizeof(e)), FP_EINVAL);
+	assert_int_equal(secret_bmc_password(NULL, &bad, tmpdir, &pw, e, sizeof(e)), FP_EINVAL);
 	assert_null(pw);
-	assert_int_equal(secret_bmc_password(&b, NULL, &pw, e, sizeof(e)), FP_EINVAL);
+	assert_int_equal(secret_bmc_password(NULL, &b, NULL, &pw, e, sizeof(e)), FP_EINVAL);
 	assert_string_equal(e, "spec.bmc.password_file is set but no BMC credentials directory is "
 			       "configured");
 	/* the spec password first; nothing at all is no password */
 	struct node_bmc both = {.password = (char *)"spec-pw", .password_file = (char *)"n1.pw"};
-	assert_int_equal(secret_bmc_password(&both, tmpdir, &pw, e, sizeof(e)), 0);
+	assert_int_equal(secret_bmc_password(NULL, &both, tmpdir, &pw, e, sizeof(e)), 0);
 	assert_string_equal(pw, "spec-pw");
 	fp_free_secret(pw);
 	struct node_bmc none = {0};
 	pw = (char *)"unset";
-	assert_int_equal(secret_bmc_password(&none, tmpdir, &pw, e, sizeof(e)), 0);
+	assert_int_equal(secret_bmc_password(NULL, &none, tmpdir, &pw, e, sizeof(e)), 0);
 	assert_null(pw);
 }
 
@@ -567,7 +584,7 @@ int main(void)
 		cmocka_unit_test(test_wrong_key_and_tamper),
 		cmocka_unit_test(test_bad_text),
 		cmocka_unit_test(test_key_file),
-		cmocka_unit_test(test_codec_seals),
+		cmocka_unit_test(test_seal_before_write),
 		cmocka_unit_test(test_codec_legacy_and_replaced_key),
 		cmocka_unit_test(test_enroll_password_file_names),
 		cmocka_unit_test(test_password_file_read),
