@@ -893,15 +893,17 @@ void api_nodes_create(struct api_req *r)
 									    json_array_get(out_items, 0));
 	if (!bulk)
 		json_decref(out_items);
-	/* Write in batches of at most STORE_MAX_TXN_OPS ops (node, event and 0..2 index entries
-	 * per item; one op left for the idempotency record, which rides in the last batch). */
-	struct store_op *ops = xcalloc(STORE_MAX_TXN_OPS, sizeof(*ops));
-	size_t *owner = xcalloc(STORE_MAX_TXN_OPS, sizeof(*owner));
+	/* Write in batches of at most the store's transaction limit (node, event and 0..2 index
+	 * entries per item; one op left for the idempotency record, which rides in the last
+	 * batch). */
+	size_t max_ops = store_max_txn_ops(r->srv->cfg.store);
+	struct store_op *ops = xcalloc(max_ops, sizeof(*ops));
+	size_t *owner = xcalloc(max_ops, sizeof(*owner));
 	size_t done = 0;
 	int rc = 0;
 	while (done < n) {
 		size_t end = done, nops = 0;
-		while (end < n && nops + 2 + (bfirst[end + 1] - bfirst[end]) <= STORE_MAX_TXN_OPS - 1) {
+		while (end < n && nops + 2 + (bfirst[end + 1] - bfirst[end]) <= max_ops - 1) {
 			owner[nops] = end;
 			node_put_op(r, &ops[nops++], nodes[end], STORE_ABSENT);
 			owner[nops] = end;
@@ -913,6 +915,13 @@ void api_nodes_create(struct api_req *r)
 				ops[nops++] = bops[k];
 			}
 			end++;
+		}
+		if (end == done) { /* a backend too small for one node's writes */
+			rc = FP_ETOOBIG;
+			api_problem(r, 500, "one node's writes exceed the store's transaction limit "
+					    "(%zu ops); %zu of %zu items were enrolled",
+				    max_ops, done, n);
+			break;
 		}
 		size_t idem_at = nops;
 		if (end == n && api_idem_op(r, &ops[nops], 201, resp))
