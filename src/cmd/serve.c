@@ -41,6 +41,7 @@
 #include "engine/cache.h"
 #include "engine/clock.h"
 #include "engine/executor_impl.h"
+#include "engine/objects.h"
 #include "engine/ratelimit.h"
 #include "store/store.h"
 
@@ -279,7 +280,7 @@ static int create_sim_site(struct serve *sv)
 		long r = i / SIM_NODES_PER_RACK + 1;
 		snprintf(rack, sizeof(rack), "r%02ld", r);
 		snprintf(name, sizeof(name), "%sn%02ld", rack, i % SIM_NODES_PER_RACK + 1);
-		snprintf(key, sizeof(key), "/nodes/%s", name);
+		objects_key_node(key, sizeof(key), name);
 		struct store_kv kv = {0};
 		if (store_get(sv->store, key, &kv) == 0) {
 			store_kv_release(&kv);

@@ -15,10 +15,11 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "core/codec.h"
+#include "engine/objects.h"
 
 #define CACHE_MAX_HANDLERS 8
-#define NODES_PREFIX "/nodes/"
-#define OPS_PREFIX "/operations/"
+#define NODES_PREFIX OBJECTS_PREFIX_NODES
+#define OPS_PREFIX OBJECTS_PREFIX_OPERATIONS
 
 struct centry {
 	struct node *n;
