@@ -528,6 +528,18 @@ void cache_phase_counts(struct cache *c, size_t counts[PHASE__COUNT])
 	pthread_rwlock_unlock(&c->lock);
 }
 
+int cache_visit_nodes(struct cache *c, cache_visit_fn fn, void *arg)
+{
+	int rc = 0;
+	pthread_rwlock_rdlock(&c->lock);
+	for (struct hmap_iter it = hmap_iter_start(&c->nodes); rc == 0 && hmap_iter_next(&it);) {
+		const struct centry *e = it.e->value;
+		rc = fn(arg, e->n);
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
 size_t cache_node_count(struct cache *c)
 {
 	pthread_rwlock_rdlock(&c->lock);
