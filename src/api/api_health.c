@@ -21,6 +21,7 @@
 #include "core/budget.h"
 #include "core/codec.h"
 #include "core/model.h"
+#include "engine/objects.h"
 #include "store/store.h"
 #include "base/banned.h"
 
@@ -294,7 +295,7 @@ void api_node_remediated(struct api_req *r)
 		return;
 	json_t *doc = NULL;
 	int64_t mod = 0;
-	int rc = api_get_doc(r, api_printf(r, "/nodes/%s", name), &doc, &mod);
+	int rc = api_get_doc(r, api_own(r, objects_key_node_dup(name)), &doc, &mod);
 	if (rc == FP_ENOTFOUND) {
 		api_problem(r, 404, "node %s not found", name);
 		return;

@@ -24,6 +24,7 @@
 #include "core/model.h"
 #include "core/secret.h"
 #include "driver/bmc.h"
+#include "engine/objects.h"
 #include "store/store.h"
 #include "base/banned.h"
 
@@ -123,7 +124,7 @@ static json_t *node_public(struct node *n, int64_t rev)
 
 static const char *node_key(struct api_req *r, const char *name)
 {
-	return api_printf(r, "/nodes/%s", name);
+	return api_own(r, objects_key_node_dup(name));
 }
 
 /* Validates the {name} path parameter; answers 400 and returns -1 when it is not a name. */
@@ -140,20 +141,16 @@ static int check_name_param(struct api_req *r)
 /* Loads a node. Answers 404/500 and returns -1 on failure. */
 static int load_node(struct api_req *r, const char *name, struct node **out, int64_t *mod)
 {
-	json_t *doc = NULL;
 	char err[256];
-	*out = NULL;
-	int rc = api_get_doc(r, node_key(r, name), &doc, mod);
+	int rc = objects_store_node(r->srv->cfg.store, name, out, mod, err, sizeof(err));
 	if (rc == FP_ENOTFOUND) {
 		api_problem(r, 404, "node %s not found", name);
 		return -1;
 	}
-	if (rc < 0) {
+	if (rc < 0 && rc != FP_EPARSE) {
 		api_problem_rc(r, rc, "cannot read the node");
 		return -1;
 	}
-	rc = node_from_json(doc, *mod, out, err, sizeof(err));
-	json_decref(doc);
 	if (rc < 0) {
 		api_problem(r, 500, "stored node %s does not decode: %s", name, err);
 		return -1;
@@ -304,10 +301,9 @@ static char *claim_owner(const char *value)
  * live; 0 when the entry is stale. */
 static int claim_live(struct store *s, const char *owner, const char *key)
 {
-	char nk[STORE_MAX_KEY + 1];
+	char nk[STORE_MAX_KEY + 2];
 	struct store_kv kv = {0};
-	snprintf(nk, sizeof(nk), "/nodes/%s", owner);
-	if (store_get(s, nk, &kv) < 0)
+	if (objects_key_node(nk, sizeof(nk), owner) < 0 || store_get(s, nk, &kv) < 0)
 		return 0;
 	json_t *doc = NULL;
 	struct node *n = NULL;
@@ -522,7 +518,7 @@ int api_bmc_index_backfill(struct store *s, size_t *claimed, size_t *shared)
 		return rc;
 	struct backfill b = {.s = s, .ops = xcalloc(BACKFILL_BATCH, sizeof(struct store_op))};
 	hmap_init(&b.seen);
-	rc = store_foreach(s, "/nodes/", 1000, backfill_node, &b, NULL);
+	rc = store_foreach(s, OBJECTS_PREFIX_NODES, 1000, backfill_node, &b, NULL);
 	if (rc == 0)
 		rc = backfill_flush(&b);
 	if (rc == 0)
@@ -660,9 +656,9 @@ void api_nodes_list(struct api_req *r)
 	}
 	api_keep_fn keep = (f->sel || f->phase) ? node_keep : NULL;
 	if (is_watch(r))
-		api_watch(r, "/nodes/", "Node", keep, f, api_node_render);
+		api_watch(r, OBJECTS_PREFIX_NODES, "Node", keep, f, api_node_render);
 	else
-		api_list(r, "/nodes/", keep, f, api_node_render);
+		api_list(r, OBJECTS_PREFIX_NODES, keep, f, api_node_render);
 }
 
 void api_node_get(struct api_req *r)
@@ -896,15 +892,17 @@ void api_nodes_create(struct api_req *r)
 									    json_array_get(out_items, 0));
 	if (!bulk)
 		json_decref(out_items);
-	/* Write in batches of at most STORE_MAX_TXN_OPS ops (node, event and 0..2 index entries
-	 * per item; one op left for the idempotency record, which rides in the last batch). */
-	struct store_op *ops = xcalloc(STORE_MAX_TXN_OPS, sizeof(*ops));
-	size_t *owner = xcalloc(STORE_MAX_TXN_OPS, sizeof(*owner));
+	/* Write in batches of at most the store's transaction limit (node, event and 0..2 index
+	 * entries per item; one op left for the idempotency record, which rides in the last
+	 * batch). */
+	size_t max_ops = store_max_txn_ops(r->srv->cfg.store);
+	struct store_op *ops = xcalloc(max_ops, sizeof(*ops));
+	size_t *owner = xcalloc(max_ops, sizeof(*owner));
 	size_t done = 0;
 	int rc = 0;
 	while (done < n) {
 		size_t end = done, nops = 0;
-		while (end < n && nops + 2 + (bfirst[end + 1] - bfirst[end]) <= STORE_MAX_TXN_OPS - 1) {
+		while (end < n && nops + 2 + (bfirst[end + 1] - bfirst[end]) <= max_ops - 1) {
 			owner[nops] = end;
 			node_put_op(r, &ops[nops++], nodes[end], STORE_ABSENT);
 			owner[nops] = end;
@@ -916,6 +914,13 @@ void api_nodes_create(struct api_req *r)
 				ops[nops++] = bops[k];
 			}
 			end++;
+		}
+		if (end == done) { /* a backend too small for one node's writes */
+			rc = FP_ETOOBIG;
+			api_problem(r, 500, "one node's writes exceed the store's transaction limit "
+					    "(%zu ops); %zu of %zu items were enrolled",
+				    max_ops, done, n);
+			break;
 		}
 		size_t idem_at = nops;
 		if (end == n && api_idem_op(r, &ops[nops], 201, resp))
@@ -1259,7 +1264,7 @@ static char *owners_text(struct api_req *r, const struct node *n)
 static struct operation *load_op_doc(struct api_req *r, const char *id)
 {
 	struct store_kv kv = {0};
-	if (store_get(r->srv->cfg.store, api_printf(r, "/operations/%s", id), &kv) < 0)
+	if (store_get(r->srv->cfg.store, api_own(r, objects_key_op_dup(id)), &kv) < 0)
 		return NULL;
 	char err[256];
 	json_t *doc = NULL;
@@ -1279,10 +1284,11 @@ static struct operation *load_op_doc(struct api_req *r, const char *id)
  * retiring node (that one is cancelled: a power off that keeps failing ends); otherwise it
  * queues behind the operation in flight and the controller keeps it when the node enters
  * retiring. Fills *op (caller frees) and *cancel (the cancelled operation, or NULL); *what
- * says what happened for the event. Returns 0, 1 when the node already has one (nothing to
+ * says what happened for the event; the operation's create put is appended to otx. Returns 0, 1 when the node already has one (nothing to
  * add), or -1 after answering 409 (the queue is full). */
 static int retire_skip_op(struct api_req *r, struct node *n, const char *me, const char *reason,
-			  struct operation **op, struct operation **cancel, const char **what)
+			  struct operation **op, struct operation **cancel, const char **what,
+			  struct objects_txn *otx)
 {
 	*op = NULL;
 	*cancel = NULL;
@@ -1306,17 +1312,17 @@ static int retire_skip_op(struct api_req *r, struct node *n, const char *me, con
 		return -1;
 	}
 	int64_t now = api_now(r);
-	struct operation *o = operation_new();
-	o->id = xasprintf("retire-%013lld-%08x", (long long)now,
-			  (unsigned)(api_rand(r) & 0xffffffffu));
-	o->node = xstrdup(n->name);
-	o->kind = xstrdup("retire");
-	o->steps[o->nsteps++] = xstrdup("skip_power_off");
-	o->actor = xstrdup(me);
-	o->reason = xstrdup(reason);
-	o->params = json_pack("{s:b}", "skipPowerOff", 1);
-	o->state = OP_PENDING;
-	o->created_at = o->updated_at = now;
+	struct operation *o = NULL;
+	json_t *params = json_pack("{s:b}", "skipPowerOff", 1);
+	struct objects_op_spec spec = {.node = n->name,
+				       .kind = "retire",
+				       .params = params,
+				       .actor = me,
+				       .reason = reason,
+				       .now_ms = now,
+				       .rnd = api_rand(r)};
+	BUG_ON(objects_op_start(&spec, otx, &o, NULL, 0) < 0);
+	json_decref(params);
 	if (live && n->phase == PHASE_RETIRING) {
 		cur->state = OP_CANCELLED;
 		cur->finished_at = cur->updated_at = now;
@@ -1411,6 +1417,8 @@ static void node_action(struct api_req *r, enum node_action act)
 		int64_t now = api_now(r);
 		const char *ev_reason = NULL, *msg = NULL;
 		struct operation *sop = NULL, *scancel = NULL; /* retire without power off */
+		struct objects_txn otx; /* sop's create put */
+		objects_txn_init(&otx);
 		int rc = 0;
 		switch (act) {
 		case ACT_DRAIN:
@@ -1442,7 +1450,8 @@ static void node_action(struct api_req *r, enum node_action act)
 			msg = api_printf(r, "retire requested: %s", reason);
 			if (skip && n->phase != PHASE_RETIRED) {
 				const char *what = "";
-				if (retire_skip_op(r, n, me, reason, &sop, &scancel, &what) < 0) {
+				if (retire_skip_op(r, n, me, reason, &sop, &scancel, &what, &otx) <
+				    0) {
 					node_free(n);
 					return;
 				}
@@ -1463,17 +1472,12 @@ static void node_action(struct api_req *r, enum node_action act)
 		struct store_op ops[5];
 		size_t nops = 0;
 		node_put_op(r, &ops[nops++], n, mod);
-		if (sop) {
-			json_t *oj = operation_to_json(sop, 0);
-			ops[nops++] = (struct store_op){STORE_OP_PUT,
-							api_printf(r, "/operations/%s", sop->id),
-							api_own(r, jsonx_dumps(oj)), STORE_ABSENT};
-			json_decref(oj);
-		}
+		if (sop)
+			ops[nops++] = otx.ops[0];
 		if (scancel) {
 			json_t *oj = operation_to_json(scancel, 0);
 			ops[nops++] = (struct store_op){STORE_OP_PUT,
-							api_printf(r, "/operations/%s", scancel->id),
+							api_own(r, objects_key_op_dup(scancel->id)),
 							api_own(r, jsonx_dumps(oj)),
 							scancel->resource_version};
 			json_decref(oj);
@@ -1488,6 +1492,7 @@ static void node_action(struct api_req *r, enum node_action act)
 		int64_t rev = 0;
 		size_t failed = 0;
 		rc = store_txn(r->srv->cfg.store, ops, nops, &rev, &failed);
+		objects_txn_release(&otx);
 		node_free(n);
 		if (rc == FP_ECONFLICT) {
 			json_decref(resp);
@@ -1739,23 +1744,23 @@ void api_node_power(struct api_req *r)
 			node_free(n);
 			return;
 		}
-		int64_t now = api_now(r);
-		struct operation *op = operation_new();
-		op->id = xasprintf("power-%013lld-%08x", (long long)now,
-				   (unsigned)(api_rand(r) & 0xffffffffu));
-		op->node = xstrdup(name);
-		op->kind = xstrdup("power");
-		op->steps[op->nsteps++] = xasprintf("power_%s", action);
-		op->actor = xstrdup(me);
-		op->reason = xasprintf("power %s requested by %s", action, me);
-		op->params = json_pack("{s:s}", "action", action);
+		struct operation *op = NULL;
+		struct objects_txn otx; /* the operation's create put */
+		objects_txn_init(&otx);
+		json_t *params = json_pack("{s:s}", "action", action);
 		if (force)
-			json_object_set_new(op->params, "force", json_true());
-		const char *ik = api_header(r, "Idempotency-Key");
-		if (ik)
-			op->idempotency_key = xstrdup(ik);
-		op->state = OP_PENDING;
-		op->created_at = op->updated_at = now;
+			json_object_set_new(params, "force", json_true());
+		struct objects_op_spec spec = {
+			.node = name,
+			.kind = "power",
+			.params = params,
+			.actor = me,
+			.reason = api_printf(r, "power %s requested by %s", action, me),
+			.idempotency_key = api_header(r, "Idempotency-Key"),
+			.now_ms = api_now(r),
+			.rnd = api_rand(r)};
+		BUG_ON(objects_op_start(&spec, &otx, &op, NULL, 0) < 0); /* action checked above */
+		json_decref(params);
 		const char *behind = NULL;
 		if (n->operation) {
 			behind = api_strdup(r, n->nqueued ? n->queued_ops[n->nqueued - 1]
@@ -1773,14 +1778,10 @@ void api_node_power(struct api_req *r)
 		json_object_set_new(resp, "queued", json_boolean(behind != NULL));
 		if (behind)
 			json_object_set_new(resp, "behind", json_string(behind));
-		json_t *oj = operation_to_json(op, 0);
 		struct store_op ops[4];
 		size_t nops = 0;
 		node_put_op(r, &ops[nops++], n, mod);
-		ops[nops++] = (struct store_op){STORE_OP_PUT,
-						api_printf(r, "/operations/%s", op->id),
-						api_own(r, jsonx_dumps(oj)), STORE_ABSENT};
-		json_decref(oj);
+		ops[nops++] = otx.ops[0];
 		api_event_op(r, &ops[nops++], "Normal", api_printf(r, "node/%s", name),
 			     "PowerRequested",
 			     api_printf(r, "power %s requested by %s: operation %s%s%s", action, me,
@@ -1791,6 +1792,7 @@ void api_node_power(struct api_req *r)
 		int64_t rev = 0;
 		size_t failed = 0;
 		int rc = store_txn(r->srv->cfg.store, ops, nops, &rev, &failed);
+		objects_txn_release(&otx);
 		node_free(n);
 		if (rc == FP_ECONFLICT && failed == 0) {
 			json_decref(resp);

@@ -18,6 +18,7 @@
 #include "base/timefmt.h"
 #include "core/codec.h"
 #include "core/model.h"
+#include "engine/objects.h"
 #include "store/store.h"
 #include "base/banned.h"
 
@@ -120,9 +121,9 @@ void api_ops_list(struct api_req *r)
 	}
 	api_keep_fn keep = (f->node || f->state) ? op_keep : NULL;
 	if (is_watch(r))
-		api_watch(r, "/operations/", "Operation", keep, f, render_op);
+		api_watch(r, OBJECTS_PREFIX_OPERATIONS, "Operation", keep, f, render_op);
 	else
-		api_list(r, "/operations/", keep, f, render_op);
+		api_list(r, OBJECTS_PREFIX_OPERATIONS, keep, f, render_op);
 }
 
 void api_op_get(struct api_req *r)
@@ -131,7 +132,7 @@ void api_op_get(struct api_req *r)
 		api_problem(r, 400, "name: not an operation id");
 		return;
 	}
-	get_one(r, "/operations/", "operation", render_op);
+	get_one(r, OBJECTS_PREFIX_OPERATIONS, "operation", render_op);
 }
 
 #define CANCEL_RETRIES 5
@@ -177,33 +178,26 @@ static int cancel_load(struct api_req *r, const char *id, struct operation **op,
 		       struct node **n, int64_t *n_mod)
 {
 	char err[256];
-	json_t *doc = NULL;
-	*op = NULL;
 	*n = NULL;
-	int rc = api_get_doc(r, api_printf(r, "/operations/%s", id), &doc, op_mod);
+	struct store *s = r->srv->cfg.store;
+	int rc = objects_store_op(s, id, op, op_mod, err, sizeof(err));
 	if (rc == FP_ENOTFOUND) {
 		api_problem(r, 404, "operation %s not found", id);
 		return -1;
 	}
-	if (rc < 0) {
+	if (rc < 0 && rc != FP_EPARSE) {
 		api_problem_rc(r, rc, "cannot read the store");
 		return -1;
 	}
-	rc = operation_from_json(doc, *op_mod, op, err, sizeof(err));
-	json_decref(doc);
 	if (rc < 0) {
 		api_problem(r, 500, "stored operation %s does not decode: %s", id, err);
 		return -1;
 	}
 	if (!(*op)->node)
 		return 0;
-	rc = api_get_doc(r, api_printf(r, "/nodes/%s", (*op)->node), &doc, n_mod);
+	rc = objects_store_node(s, (*op)->node, n, n_mod, err, sizeof(err));
 	if (rc == FP_ENOTFOUND)
 		return 0;
-	if (rc == 0) {
-		rc = node_from_json(doc, *n_mod, n, err, sizeof(err));
-		json_decref(doc);
-	}
 	if (rc < 0) {
 		api_problem(r, 500, "cannot read node %s of operation %s", (*op)->node, id);
 		operation_free(*op);
@@ -301,13 +295,13 @@ void api_op_cancel(struct api_req *r)
 		struct store_op ops[4];
 		size_t nops = 0;
 		json_t *oj = operation_to_json(op, 0);
-		ops[nops++] = (struct store_op){STORE_OP_PUT, api_printf(r, "/operations/%s", id),
+		ops[nops++] = (struct store_op){STORE_OP_PUT, api_own(r, objects_key_op_dup(id)),
 						api_own(r, jsonx_dumps(oj)), op_mod};
 		json_decref(oj);
 		if (was_queued) {
 			json_t *nj = node_to_json(n, NODE_JSON_STORE);
 			ops[nops++] = (struct store_op){STORE_OP_PUT,
-							api_printf(r, "/nodes/%s", n->name),
+							api_own(r, objects_key_node_dup(n->name)),
 							api_own(r, jsonx_dumps(nj)), n_mod};
 			json_decref(nj);
 		}

@@ -41,7 +41,7 @@
 #define WATCH_WAIT_MS 250 /* hub: store_wait slice, client-gone check period */
 #define WATCH_BOOKMARK_MS 15000
 /* Larger than STORE_MAX_TXN_OPS, so one revision never spans two reads. */
-#define WATCH_BATCH (2 * STORE_MAX_TXN_OPS)
+#define WATCH_BATCH (2 * store_max_txn_ops(st)) /* st: the store of the reading function */
 #define WATCH_LIST_PAGE 500
 
 struct watch {

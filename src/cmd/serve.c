@@ -43,6 +43,7 @@
 #include "engine/cache.h"
 #include "engine/clock.h"
 #include "engine/executor_impl.h"
+#include "engine/objects.h"
 #include "engine/ratelimit.h"
 #include "store/store.h"
 
@@ -281,7 +282,7 @@ static int create_sim_site(struct serve *sv)
 		long r = i / SIM_NODES_PER_RACK + 1;
 		snprintf(rack, sizeof(rack), "r%02ld", r);
 		snprintf(name, sizeof(name), "%sn%02ld", rack, i % SIM_NODES_PER_RACK + 1);
-		snprintf(key, sizeof(key), "/nodes/%s", name);
+		objects_key_node(key, sizeof(key), name);
 		struct store_kv kv = {0};
 		if (store_get(sv->store, key, &kv) == 0) {
 			store_kv_release(&kv);
@@ -492,23 +493,23 @@ static size_t held_class(const char *owner)
 	return HELD_NCLASSES - 1;
 }
 
+/* Visitor of collect_held: counts nd once per class of its holds' owners. */
+static int count_held(void *arg, const struct node *nd)
+{
+	size_t *counts = arg;
+	int seen[HELD_NCLASSES] = {0};
+	for (size_t h = 0; h < nd->nholds; h++)
+		seen[held_class(nd->holds[h].owner)] = 1;
+	for (size_t k = 0; k < HELD_NCLASSES; k++)
+		counts[k] += (size_t)seen[k];
+	return 0;
+}
+
 static void collect_held(struct buf *out, void *arg)
 {
 	struct serve *sv = arg;
 	size_t counts[HELD_NCLASSES] = {0};
-	char **names = NULL;
-	size_t n = cache_all_node_names(sv->cache, &names);
-	for (size_t i = 0; i < n; i++) {
-		struct node *nd = cache_node_get(sv->cache, names[i]);
-		int seen[HELD_NCLASSES] = {0};
-		for (size_t h = 0; nd && h < nd->nholds; h++)
-			seen[held_class(nd->holds[h].owner)] = 1;
-		for (size_t k = 0; k < HELD_NCLASSES; k++)
-			counts[k] += (size_t)seen[k];
-		node_free(nd);
-		free(names[i]);
-	}
-	free(names);
+	cache_visit_nodes(sv->cache, count_held, counts);
 	buf_puts(out, "# HELP fleetplane_nodes_held Nodes carrying at least one hold, by the "
 		      "hold owner's class.\n"
 		      "# TYPE fleetplane_nodes_held gauge\n");

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "base/timefmt.h"
+#include "engine/objects.h"
 
 #define GC_PAGE 1000
 
@@ -200,10 +201,9 @@ static int trim_healthevents(struct store *s, int64_t cutoff, size_t per_node, s
 
 static int node_points_at(struct store *s, const char *node, const char *op_id)
 {
-	char key[STORE_MAX_KEY + 1];
+	char key[STORE_MAX_KEY + 2];
 	struct store_kv kv = {0};
-	snprintf(key, sizeof(key), "/nodes/%s", node);
-	if (store_get(s, key, &kv) < 0)
+	if (objects_key_node(key, sizeof(key), node) < 0 || store_get(s, key, &kv) < 0)
 		return 0;
 	json_t *doc = NULL;
 	int points = 0;
@@ -247,7 +247,7 @@ static int trim_op(void *arg, const struct store_kv *kv)
 static int trim_operations(struct store *s, int64_t older_than, size_t *deleted)
 {
 	struct trim_ops t = {s, older_than, deleted};
-	return store_foreach(s, "/operations/", GC_PAGE, trim_op, &t, NULL);
+	return store_foreach(s, OBJECTS_PREFIX_OPERATIONS, GC_PAGE, trim_op, &t, NULL);
 }
 
 int gc_run_once(struct store *s, const struct gc_config *cfg, int64_t now_wall_ms,

@@ -43,6 +43,7 @@
 #include "core/codec.h"
 #include "core/event.h"
 #include "core/health.h"
+#include "engine/objects.h"
 
 #define ACTOR "controller:health"
 #define SEC 1000LL
@@ -1180,24 +1181,10 @@ static void txn_event(struct health *h, struct txn *t, const char *type, const c
 static int load_node(struct health *h, const char *name, struct node **out, char *err,
 		     size_t errlen)
 {
-	char key[STORE_MAX_KEY + 1];
-	struct store_kv kv = {0};
-	json_t *doc = NULL;
 	*out = NULL;
 	if (name_validate("node", name, err, errlen) < 0)
 		return FP_EINVAL;
-	snprintf(key, sizeof(key), "/nodes/%s", name);
-	int rc = store_get(h->cfg.store, key, &kv);
-	if (rc == FP_ENOTFOUND)
-		return fp_errf(rc, err, errlen, "node %s not found", name);
-	if (rc < 0)
-		return fp_errf(rc, err, errlen, "reading node %s: %s", name, fp_err_msg(rc));
-	rc = jsonx_parse(kv.value, strlen(kv.value), &doc, err, errlen);
-	if (rc == 0)
-		rc = node_from_json(doc, kv.mod_revision, out, err, errlen);
-	json_decref(doc);
-	store_kv_release(&kv);
-	return rc;
+	return objects_store_node(h->cfg.store, name, out, NULL, err, errlen);
 }
 
 /* ---------------------------------------------------------------- report */
@@ -1265,7 +1252,7 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 		if (changed) {
 			node_op = tx.n;
 			json_t *nj = node_to_json(m, NODE_JSON_STORE);
-			txn_put(&tx, xasprintf("/nodes/%s", node), jsonx_dumps(nj),
+			txn_put(&tx, objects_key_node_dup(node), jsonx_dumps(nj),
 				n->resource_version);
 			json_decref(nj);
 		}
@@ -1556,7 +1543,7 @@ static int replay_one(struct health *h, const char *node, const char *id, const 
 			}
 			struct txn tx = {0};
 			json_t *nj = node_to_json(n, NODE_JSON_STORE);
-			txn_put(&tx, xasprintf("/nodes/%s", node), jsonx_dumps(nj),
+			txn_put(&tx, objects_key_node_dup(node), jsonx_dumps(nj),
 				n->resource_version);
 			json_decref(nj);
 			rc = store_txn(h->cfg.store, tx.ops, tx.n, NULL, NULL);
@@ -1636,7 +1623,7 @@ static int replay_one(struct health *h, const char *node, const char *id, const 
 		add_evidence(n, node, evidence, nevidence);
 		struct txn tx = {0};
 		json_t *nj = node_to_json(n, NODE_JSON_STORE);
-		txn_put(&tx, xasprintf("/nodes/%s", node), jsonx_dumps(nj), n->resource_version);
+		txn_put(&tx, objects_key_node_dup(node), jsonx_dumps(nj), n->resource_version);
 		json_decref(nj);
 		char object[96], msg[1024];
 		snprintf(object, sizeof(object), "node/%s", node);
@@ -1796,7 +1783,7 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 		struct txn t = {0};
 		txn_event(h, &t, "Normal", actor, object, "BreakerReset", msg, now);
 		struct unsuppress u = {&t, want};
-		trc = store_foreach(h->cfg.store, "/nodes/", 0, unsuppress_node, &u, NULL);
+		trc = store_foreach(h->cfg.store, OBJECTS_PREFIX_NODES, 0, unsuppress_node, &u, NULL);
 		if (trc == 0) {
 			if (with_delete) {
 				ALLOC_GROW(t.ops, t.n + 1, t.cap);
@@ -1928,7 +1915,7 @@ static int64_t heartbeat_missed(struct health *h, const char *name, int64_t sile
 		node_condition_set(n, "AgentAlive", COND_FALSE, "HeartbeatMissed", msg, now);
 		struct txn tx = {0};
 		json_t *nj = node_to_json(n, NODE_JSON_STORE);
-		txn_put(&tx, xasprintf("/nodes/%s", name), jsonx_dumps(nj), n->resource_version);
+		txn_put(&tx, objects_key_node_dup(name), jsonx_dumps(nj), n->resource_version);
 		json_decref(nj);
 		char object[96];
 		snprintf(object, sizeof(object), "node/%s", name);
@@ -2101,7 +2088,7 @@ static int load_alive(void *arg, const struct store_kv *kv)
 			a->last = c->now;
 			a->timeout = c->h->cfg.heartbeat_timeout_ms > 0 ? c->h->cfg.heartbeat_timeout_ms :
 									 HEARTBEAT_MIN_MS;
-			free(hmap_put(&c->h->alive, kv->key + strlen("/nodes/"), a));
+			free(hmap_put(&c->h->alive, objects_key_name(OBJECTS_NODE, kv->key), a));
 		}
 	}
 	json_decref(d);
@@ -2163,7 +2150,7 @@ struct health *health_new(const struct health_config *cfg, char *err, size_t err
 	if (lc.n >= LOAD_MAX_EVENTS)
 		log_warn("health: replayed only the first %d stored health events", LOAD_MAX_EVENTS);
 	struct load_ctx ac = {.h = h, .now = clock_now_ms(cfg->clock)};
-	if ((rc = store_foreach(cfg->store, "/nodes/", 0, load_alive, &ac, NULL)) < 0) {
+	if ((rc = store_foreach(cfg->store, OBJECTS_PREFIX_NODES, 0, load_alive, &ac, NULL)) < 0) {
 		fp_errf(rc, err, errlen, "reading /nodes/: %s", fp_err_msg(rc));
 		goto fail;
 	}

@@ -35,6 +35,7 @@
 #include "core/codec.h"
 #include "core/event.h"
 #include "core/secret.h"
+#include "engine/objects.h"
 
 #define BMC_CALL_TIMEOUT (30 * SEC)
 #define ACTOR "controller:lifecycle"
@@ -124,56 +125,24 @@ static void event_op(struct lifecycle *lc, struct store_op *o, char **key_out, c
 	o->expect = STORE_ABSENT;
 }
 
-/* Reads the document at <prefix><name> straight from the store (not the cache) and parses
- * it; *doc is a new reference, *rev its mod_revision. */
-static int load_doc(struct lifecycle *lc, const char *prefix, const char *name, json_t **doc,
-		    int64_t *rev, char *err, size_t errlen)
-{
-	char key[STORE_MAX_KEY + 1];
-	struct store_kv kv = {0};
-	snprintf(key, sizeof(key), "%s%s", prefix, name);
-	*doc = NULL;
-	int rc = store_get(lc->cfg.store, key, &kv);
-	if (rc < 0)
-		return rc;
-	rc = jsonx_parse(kv.value, strlen(kv.value), doc, err, errlen);
-	*rev = kv.mod_revision;
-	store_kv_release(&kv);
-	return rc;
-}
-
+/* The node and the operation are read straight from the store (not the cache): the object
+ * layer's typed reads. */
 int lifecycle_load_node(struct lifecycle *lc, const char *name, struct node **out)
 {
-	char err[256];
-	json_t *doc = NULL;
-	int64_t rev = 0;
-	*out = NULL;
-	int rc = load_doc(lc, "/nodes/", name, &doc, &rev, err, sizeof(err));
-	if (rc == 0)
-		rc = node_from_json(doc, rev, out, err, sizeof(err));
-	json_decref(doc);
-	return rc;
+	return objects_store_node(lc->cfg.store, name, out, NULL, NULL, 0);
 }
 
 int lifecycle_load_op(struct lifecycle *lc, const char *id, struct operation **out)
 {
-	char err[256];
-	json_t *doc = NULL;
-	int64_t rev = 0;
-	*out = NULL;
-	int rc = load_doc(lc, "/operations/", id, &doc, &rev, err, sizeof(err));
-	if (rc == 0)
-		rc = operation_from_json(doc, rev, out, err, sizeof(err));
-	json_decref(doc);
-	return rc;
+	return objects_store_op(lc->cfg.store, id, out, NULL, NULL, 0);
 }
 
 /* Commits a node (CAS on its resource_version), optionally a finished operation (CAS on its
  * resource_version: the operation's end and what the node does next are one write), a new
- * operation (create-if-absent), an event, cancelled operations (queued ones dropped by a
+ * operation (new_put: its create-if-absent put from objects_op_start), an event, cancelled operations (queued ones dropped by a
  * retire; CAS each) and the events of a status delta, in one transaction. Updates
  * n->resource_version on success. */
-static int commit_x(struct lifecycle *lc, struct node *n, const struct operation *new_op,
+static int commit_x(struct lifecycle *lc, struct node *n, const struct store_op *new_put,
 		    const char *ev_type, const char *ev_reason, const char *ev_msg,
 		    const struct operation *done_op, struct operation *const *cancel,
 		    size_t ncancel, const struct status_delta *d)
@@ -182,19 +151,16 @@ static int commit_x(struct lifecycle *lc, struct node *n, const struct operation
 	struct store_op ops[MAX_OPS];
 	char *own[2 * MAX_OPS];
 	size_t nops = 0, nown = 0;
-	char nkey[STORE_MAX_KEY + 1];
-	snprintf(nkey, sizeof(nkey), "/nodes/%s", n->name);
+	char *nkey = own[nown++] = objects_key_node_dup(n->name);
 	json_t *nj = node_to_json(n, NODE_JSON_STORE);
 	char *nval = own[nown++] = jsonx_dumps(nj);
 	json_decref(nj);
 	ops[nops++] = (struct store_op){STORE_OP_PUT, nkey, nval, n->resource_version};
+	if (new_put)
+		ops[nops++] = *new_put;
 	const struct operation *docs[2 + NODE_MAX_QUEUED];
 	int64_t expect[2 + NODE_MAX_QUEUED];
 	size_t ndocs = 0;
-	if (new_op) {
-		docs[ndocs] = new_op;
-		expect[ndocs++] = STORE_ABSENT;
-	}
 	if (done_op) {
 		docs[ndocs] = done_op;
 		expect[ndocs++] = done_op->resource_version;
@@ -205,7 +171,7 @@ static int commit_x(struct lifecycle *lc, struct node *n, const struct operation
 	}
 	for (size_t i = 0; i < ndocs; i++) {
 		json_t *oj = operation_to_json(docs[i], 0);
-		char *k = own[nown++] = xasprintf("/operations/%s", docs[i]->id);
+		char *k = own[nown++] = objects_key_op_dup(docs[i]->id);
 		char *v = own[nown++] = jsonx_dumps(oj);
 		json_decref(oj);
 		ops[nops++] = (struct store_op){STORE_OP_PUT, k, v, expect[i]};
@@ -231,11 +197,10 @@ static int commit_x(struct lifecycle *lc, struct node *n, const struct operation
 	return rc;
 }
 
-int lifecycle_commit(struct lifecycle *lc, struct node *n, const struct operation *new_op,
-		     const char *ev_type, const char *ev_reason, const char *ev_msg,
-		     const struct operation *done_op)
+int lifecycle_commit(struct lifecycle *lc, struct node *n, const char *ev_type,
+		     const char *ev_reason, const char *ev_msg, const struct operation *done_op)
 {
-	return commit_x(lc, n, new_op, ev_type, ev_reason, ev_msg, done_op, NULL, 0, NULL);
+	return commit_x(lc, n, NULL, ev_type, ev_reason, ev_msg, done_op, NULL, 0, NULL);
 }
 
 typedef int (*node_mutate_fn)(struct node *n, void *arg);
@@ -274,7 +239,7 @@ static int update_node(struct lifecycle *lc, const char *name, node_mutate_fn mu
 int lifecycle_save_op(struct lifecycle *lc, struct operation *op)
 {
 	char key[STORE_MAX_KEY + 1];
-	snprintf(key, sizeof(key), "/operations/%s", op->id);
+	objects_key_op(key, sizeof(key), op->id);
 	op->updated_at = now_wall(lc);
 	json_t *oj = operation_to_json(op, 0);
 	char *val = jsonx_dumps(oj);
@@ -897,44 +862,23 @@ static const struct step_def *step_lookup(const char *name)
 	return NULL;
 }
 
-/* Operation kinds the controller starts, and their steps. Operations of kind "power" are
- * created by the API (POST /v1/nodes/{name}:power) with the one step "power_<action>". */
-static const struct {
-	const char *kind;
-	const char *steps[8];
-} op_kinds[] = {
-	{"inspect", {"power_status", "read_inventory"}},
-	{"provision",
-	 {"set_boot_pxe", "power_on_or_cycle", "wait_boot_callback", "set_boot_disk"}},
-	{"validate", {"check_gpu_count", "wait_burn_in"}},
-	{"repair", {"power_off", "power_on", "wait_boot_callback"}},
-	{"drain", {"workload_drained"}},
-	{"retire", {"power_off"}},
-	/* health remediation rungs (op kind = rung name, core/model.h) */
-	{"gpu_reset", {"request_gpu_reset", "wait_agent_action"}},
-	{"reboot", {"power_off", "power_on", "wait_boot_callback"}},
-	{"reimage", {"set_boot_pxe", "power_on_or_cycle", "wait_boot_callback", "set_boot_disk"}},
-	{"rma", {"open_rma"}},
-};
-
+/* Builds the operation of `kind` the controller starts on n (objects_op_start: the one place
+ * that makes operation documents and knows each kind's steps) and appends its create put to
+ * tx; params borrowed, may be NULL. */
 static struct operation *op_make(struct lifecycle *lc, const struct node *n, const char *kind,
-				 const char *reason)
+				 const char *reason, const json_t *params, struct objects_txn *tx)
 {
-	struct operation *op = operation_new();
-	int64_t now = now_wall(lc);
-	op->id = xasprintf("%s-%013lld-%08x", kind, (long long)now,
-			   (unsigned)(fp_rng_u64(lc->cfg.rng) & 0xffffffffu));
-	op->node = xstrdup(n->name);
-	op->kind = xstrdup(kind);
-	for (size_t i = 0; i < sizeof(op_kinds) / sizeof(op_kinds[0]); i++)
-		if (strcmp(op_kinds[i].kind, kind) == 0)
-			for (size_t j = 0; j < 8 && op_kinds[i].steps[j]; j++)
-				op->steps[op->nsteps++] = xstrdup(op_kinds[i].steps[j]);
-	BUG_ON(op->nsteps == 0);
-	op->actor = xstrdup(ACTOR);
-	op->reason = xstrdup(reason);
-	op->state = OP_PENDING;
-	op->created_at = op->updated_at = now;
+	struct operation *op = NULL;
+	char err[128];
+	struct objects_op_spec spec = {.node = n->name,
+				       .kind = kind,
+				       .params = params,
+				       .actor = ACTOR,
+				       .reason = reason,
+				       .now_ms = now_wall(lc),
+				       .rnd = fp_rng_u64(lc->cfg.rng)};
+	int rc = objects_op_start(&spec, tx, &op, err, sizeof(err));
+	BUG_ON(rc < 0); /* the controller starts only kinds of the table */
 	return op;
 }
 
@@ -1385,9 +1329,9 @@ int lifecycle_transition_x(struct lifecycle *lc, struct node *n, enum node_phase
 				       to == PHASE_RETIRING ? &queued : NULL);
 	else
 		queued = lifecycle_queue_pop(n);
-	struct operation *op = op_kind && !queued ? op_make(lc, n, op_kind, why) : NULL;
-	if (op && params)
-		op->params = json_deep_copy(params);
+	struct objects_txn tx;
+	objects_txn_init(&tx);
+	struct operation *op = op_kind && !queued ? op_make(lc, n, op_kind, why, params, &tx) : NULL;
 	const char *next = queued ? queued : op ? op->id : NULL;
 	int64_t now = now_wall(lc);
 	if (from != to) {
@@ -1416,13 +1360,14 @@ int lifecycle_transition_x(struct lifecycle *lc, struct node *n, enum node_phase
 	snprintf(reason, sizeof(reason), "%c%s", pn[0] - 32, pn + 1);
 	if (from == to)
 		snprintf(reason, sizeof(reason), "OperationStarted");
-	int rc = commit_x(lc, n, op, to == PHASE_FAILED ? "Warning" : "Normal", reason, msg,
+	int rc = commit_x(lc, n, op ? &tx.ops[0] : NULL, to == PHASE_FAILED ? "Warning" : "Normal", reason, msg,
 			  done_op, cancel, ncancel, d);
 	if (rc == 0 && from != to)
 		metric_add(lc->m_phase_changes, (const char *[]){pn}, 1);
 	if (rc == 0 && from != to && (to == PHASE_AVAILABLE || to == PHASE_RETIRED))
 		lifecycle_wake_waiting(lc); /* a node back in service (or gone) frees budget */
 	operation_free(op);
+	objects_txn_release(&tx);
 	free(queued);
 	for (size_t i = 0; i < ncancel; i++)
 		operation_free(cancel[i]);
@@ -1452,7 +1397,7 @@ static int finish_power(struct lifecycle *lc, struct node *n, const struct opera
 	}
 	free(n->operation);
 	n->operation = queued;
-	return lifecycle_commit(lc, n, NULL, ok ? "Normal" : "Warning",
+	return lifecycle_commit(lc, n, ok ? "Normal" : "Warning",
 		      ok ? "PowerSucceeded" : "PowerFailed", msg, w);
 }
 
@@ -1505,7 +1450,7 @@ static int finish(struct lifecycle *lc, struct node *n, const struct operation *
 		size_t l = strlen(why);
 		snprintf(why + l, sizeof(why) - l, "; started queued operation %s", n->operation);
 	}
-	int rc = lifecycle_commit(lc, n, NULL, "Warning", "OperationFailed", why, w);
+	int rc = lifecycle_commit(lc, n, "Warning", "OperationFailed", why, w);
 	if (rc == 0) {
 		int64_t delay = workqueue_add_rate_limited(lc->wq, n->name);
 		if (delay < 0)
@@ -1547,7 +1492,7 @@ static void check_deadline(struct lifecycle *lc, struct node *n, const struct op
 		 op && op->last_error ? op->last_error : "");
 	node_condition_set(n, "PhaseDeadlineExceeded", COND_TRUE, "PhaseDeadlineExceeded", msg,
 			   now);
-	if (lifecycle_commit(lc, n, NULL, "Warning", "PhaseDeadlineExceeded", msg, NULL) == 0)
+	if (lifecycle_commit(lc, n, "Warning", "PhaseDeadlineExceeded", msg, NULL) == 0)
 		log_warn("lifecycle: phase deadline exceeded node=%s phase=%s", n->name,
 			 node_phase_name(n->phase));
 }
@@ -1607,7 +1552,7 @@ static int reconcile(struct lifecycle *lc, const char *name)
 					 n->name, n->operation);
 				free(n->operation);
 				n->operation = lifecycle_queue_pop(n);
-				rc = lifecycle_commit(lc, n, NULL, "Warning", "OperationLost",
+				rc = lifecycle_commit(lc, n, "Warning", "OperationLost",
 					    "the node's operation document is missing; restarting "
 					    "the phase",
 					    NULL);

@@ -85,10 +85,10 @@ static inline int64_t now_wall(struct lifecycle *lc)
 /* Node and operation documents read straight from the store (caller frees *out). */
 int lifecycle_load_node(struct lifecycle *lc, const char *name, struct node **out);
 int lifecycle_load_op(struct lifecycle *lc, const char *id, struct operation **out);
-/* One transaction: the node (CAS), a new operation, a finished operation, an event. */
-int lifecycle_commit(struct lifecycle *lc, struct node *n, const struct operation *new_op,
-		     const char *ev_type, const char *ev_reason, const char *ev_msg,
-		     const struct operation *done_op);
+/* One transaction: the node (CAS), a finished operation, an event (operations are started by
+ * lifecycle_transition, through objects_op_start). */
+int lifecycle_commit(struct lifecycle *lc, struct node *n, const char *ev_type,
+		     const char *ev_reason, const char *ev_msg, const struct operation *done_op);
 /* Writes op alone (CAS on its resource_version). */
 int lifecycle_save_op(struct lifecycle *lc, struct operation *op);
 /* op->params as an object (created when absent); borrowed. */

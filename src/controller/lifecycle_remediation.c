@@ -27,6 +27,7 @@
 #include "controller/lifecycle.h"
 #include "controller/lifecycle_int.h"
 #include "core/codec.h"
+#include "engine/objects.h"
 
 /* gpu_reset rung, first step: asks the node's agent to reset the GPU named in
  * status.remediation.gpu, once per operation (params.requested is written before the ask).
@@ -98,7 +99,7 @@ static json_t *rma_operations(struct lifecycle *lc, const struct node *n, int *t
 	size_t nfound = 0;
 	char prefix[64], after[96];
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-		snprintf(prefix, sizeof(prefix), "/operations/%s-", kinds[k]);
+		snprintf(prefix, sizeof(prefix), "%s%s-", OBJECTS_PREFIX_OPERATIONS, kinds[k]);
 		snprintf(after, sizeof(after), "%s%013lld", prefix,
 			 (long long)(n->remediation.since > 0 ? n->remediation.since - 1 : 0));
 		struct store_kv *kvs = NULL;
@@ -310,7 +311,7 @@ static void disruption_wait(struct lifecycle *lc, struct node *n,
 	if (changed || done_op) {
 		char msg[700];
 		snprintf(msg, sizeof(msg), "%s: %s", what, why);
-		*rc = lifecycle_commit(lc, n, NULL, "Warning", starts ? ev_reason : NULL, msg,
+		*rc = lifecycle_commit(lc, n, "Warning", starts ? ev_reason : NULL, msg,
 				       done_op);
 		if (*rc == 0 && starts)
 			log_info("lifecycle: %s node=%s why=\"%s\"", what, n->name, why);
@@ -485,7 +486,7 @@ int lifecycle_finish_rung(struct lifecycle *lc, struct node *n, const struct ope
 	char msg[700];
 	snprintf(msg, sizeof(msg), "remediation rung %s: %s; %s", op->kind, why,
 		 r->rung < r->nladder ? "next rung when the budget allows" : "ladder exhausted");
-	return lifecycle_commit(lc, n, NULL, "Warning", "RemediationRungFailed", msg, w);
+	return lifecycle_commit(lc, n, "Warning", "RemediationRungFailed", msg, w);
 }
 
 /* The validation after a rung ended. Passed: available, and in the same write the `health`

@@ -15,10 +15,11 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "core/codec.h"
+#include "engine/objects.h"
 
 #define CACHE_MAX_HANDLERS 8
-#define NODES_PREFIX "/nodes/"
-#define OPS_PREFIX "/operations/"
+#define NODES_PREFIX OBJECTS_PREFIX_NODES
+#define OPS_PREFIX OBJECTS_PREFIX_OPERATIONS
 
 struct centry {
 	struct node *n;
@@ -525,6 +526,18 @@ void cache_phase_counts(struct cache *c, size_t counts[PHASE__COUNT])
 	for (int i = 0; i < PHASE__COUNT; i++)
 		counts[i] = c->by_phase[i].count;
 	pthread_rwlock_unlock(&c->lock);
+}
+
+int cache_visit_nodes(struct cache *c, cache_visit_fn fn, void *arg)
+{
+	int rc = 0;
+	pthread_rwlock_rdlock(&c->lock);
+	for (struct hmap_iter it = hmap_iter_start(&c->nodes); rc == 0 && hmap_iter_next(&it);) {
+		const struct centry *e = it.e->value;
+		rc = fn(arg, e->n);
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
 }
 
 size_t cache_node_count(struct cache *c)

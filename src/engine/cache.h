@@ -59,6 +59,14 @@ size_t cache_node_names(struct cache *c, enum cache_index idx, const char *value
 /* Every node name (same ownership as above). */
 size_t cache_all_node_names(struct cache *c, char ***names);
 void cache_phase_counts(struct cache *c, size_t counts[PHASE__COUNT]);
+/* A read-only visitor over the cached nodes: fn returns 0 to go on, anything else stops the
+ * walk and is returned. n is the cache's own node (inventory as inventory_text), valid only for
+ * the call. fn runs under the cache's read lock: it must not call back into the cache (a
+ * writer waiting for the lock would deadlock it) nor into the store, and should be quick. */
+typedef int (*cache_visit_fn)(void *arg, const struct node *n);
+/* Calls fn for every cached node, in no particular order, without copying. Returns 0 or fn's
+ * first non-zero result. */
+int cache_visit_nodes(struct cache *c, cache_visit_fn fn, void *arg);
 size_t cache_node_count(struct cache *c);
 /* Registers the fleetplane_nodes{phase} collector on the metrics registry. */
 void cache_register_metrics(struct cache *c);

@@ -256,6 +256,13 @@ static int fault_take(struct store *s)
 
 /* ---- reads ---- */
 
+size_t store_max_txn_ops(struct store *s)
+{
+	size_t max = s->ops->max_txn_ops(s->impl);
+	BUG_ON(max < 1 || max > STORE_MAX_TXN_OPS);
+	return max;
+}
+
 int64_t store_revision(struct store *s)
 {
 	return s->ops->revision(s->impl);
@@ -371,7 +378,7 @@ static int do_write(struct store *s, const struct store_op *ops, size_t n, int64
 		rc = FP_EINVAL;
 		goto out;
 	}
-	if (n > STORE_MAX_TXN_OPS) {
+	if (n > store_max_txn_ops(s)) {
 		rc = FP_ETOOBIG;
 		goto out;
 	}

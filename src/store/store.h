@@ -22,8 +22,8 @@
 
 #define STORE_MAX_KEY 255
 #define STORE_MAX_VALUE (1u << 20)
-/* Enough for the largest bulk enroll (10,000 nodes, each with its audit event) in one
- * transaction, so a bulk request is all-or-nothing. */
+/* The ceiling of any backend's transaction limit (store_max_txn_ops): enough for the largest
+ * bulk enroll (10,000 nodes, each with its audit event) in one SQLite transaction. */
 #define STORE_MAX_TXN_OPS 32768
 
 struct store;
@@ -94,10 +94,15 @@ int store_put(struct store *s, const char *key, const char *value, int64_t expec
  * FP_ECONFLICT, FP_EINVAL, FP_ECLOSED or FP_EIO, as store_put. */
 int store_delete(struct store *s, const char *key, int64_t expect, int64_t *rev);
 
+/* The most ops one store_txn may hold on this store, 1..STORE_MAX_TXN_OPS, as the backend
+ * reports it (SQLite and mem: STORE_MAX_TXN_OPS; "mem:max_txn_ops=N" sets N; etcd's default
+ * is 128). Fixed for the store's life; callers that write in batches size them by it. */
+size_t store_max_txn_ops(struct store *s);
+
 /* Applies all ops atomically or none. All ops of one transaction get the same new revision.
  * Each op has store_put's (PUT) or store_delete's (DELETE) expectation semantics. On a failed
  * expectation returns FP_EEXIST/FP_ECONFLICT/FP_ENOTFOUND and, if failed_index is not NULL,
- * the index of the first op that failed. 1..STORE_MAX_TXN_OPS ops (n == 0 or ops NULL is
+ * the index of the first op that failed. 1..store_max_txn_ops(s) ops (n == 0 or ops NULL is
  * FP_EINVAL, more is FP_ETOOBIG); one key at most once (else FP_EINVAL with failed_index at
  * the repeat); an invalid op is FP_EINVAL or FP_ETOOBIG with failed_index at it. rev and
  * failed_index may be NULL. */

@@ -27,7 +27,7 @@ struct store_ops {
 	int64_t (*revision)(struct store_impl *b);
 	int64_t (*compacted_revision)(struct store_impl *b);
 	int (*get)(struct store_impl *b, const char *key, struct store_kv *out);
-	/* ops: 1..STORE_MAX_TXN_OPS validated ops with distinct keys. Put and delete arrive here as
+	/* ops: 1..max_txn_ops validated ops with distinct keys. Put and delete arrive here as
 	 * one-op transactions. Failed expectations: FP_EEXIST, FP_ECONFLICT, FP_ENOTFOUND with
 	 * *failed_index set; nothing is written. */
 	int (*txn)(struct store_impl *b, const struct store_op *ops, size_t n, int64_t *rev,
@@ -41,6 +41,9 @@ struct store_ops {
 		       struct store_event **evs, size_t *n);
 	int (*wait)(struct store_impl *b, int64_t after_rev, int timeout_ms);
 	int (*compact)(struct store_impl *b, int64_t rev);
+	/* The most ops one transaction may hold, 1..STORE_MAX_TXN_OPS; fixed for the store's
+	 * life. */
+	size_t (*max_txn_ops)(struct store_impl *b);
 };
 
 extern const struct store_ops store_mem_ops;

@@ -40,6 +40,7 @@ struct store_mem {
 	int64_t compacted_rev;
 	int closing;
 	int waiters;
+	size_t max_txn_ops;
 };
 
 static struct store_mem *to_mem(struct store_impl *b)
@@ -74,11 +75,24 @@ static struct mem_entry *mem_find(struct store_mem *m, const char *key)
 	return found ? m->keys[i] : NULL;
 }
 
+/* arg: "" or "max_txn_ops=N" (1..STORE_MAX_TXN_OPS), a smaller transaction limit so tests
+ * can play a backend such as etcd. */
 static int mem_open(const char *arg, struct store_impl **out, char *err, size_t errlen)
 {
-	if (arg[0] != '\0')
+	size_t max = STORE_MAX_TXN_OPS;
+	if (strncmp(arg, "max_txn_ops=", 12) == 0) {
+		char *end = NULL;
+		unsigned long v = strtoul(arg + 12, &end, 10);
+		if (end == arg + 12 || *end || v < 1 || v > STORE_MAX_TXN_OPS)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "mem:max_txn_ops=N takes 1..%d, not %s", STORE_MAX_TXN_OPS,
+				       arg + 12);
+		max = v;
+	} else if (arg[0] != '\0') {
 		return fp_errf(FP_EINVAL, err, errlen, "mem store takes no path: mem:%s", arg);
+	}
 	struct store_mem *m = xcalloc(1, sizeof(*m));
+	m->max_txn_ops = max;
 	m->base.ops = &store_mem_ops;
 	pthread_mutex_init(&m->mu, NULL);
 	store_cond_init(&m->cond);
@@ -380,6 +394,11 @@ out:
 	return rc;
 }
 
+static size_t mem_max_txn_ops(struct store_impl *b)
+{
+	return to_mem(b)->max_txn_ops;
+}
+
 const struct store_ops store_mem_ops = {
 	.scheme = "mem",
 	.open = mem_open,
@@ -393,4 +412,5 @@ const struct store_ops store_mem_ops = {
 	.changes = mem_changes,
 	.wait = mem_wait,
 	.compact = mem_compact,
+	.max_txn_ops = mem_max_txn_ops,
 };

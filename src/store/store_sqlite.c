@@ -853,6 +853,11 @@ static int sq_compact(struct store_impl *b, int64_t rev)
 	return sq_submit(to_sq(b), &r);
 }
 
+static size_t sq_max_txn_ops(struct store_impl *b)
+{
+	return STORE_MAX_TXN_OPS; /* the changes.id layout above allows no more */
+}
+
 const struct store_ops store_sqlite_ops = {
 	.scheme = "sqlite",
 	.open = sq_open,
@@ -866,4 +871,5 @@ const struct store_ops store_sqlite_ops = {
 	.changes = sq_changes,
 	.wait = sq_wait,
 	.compact = sq_compact,
+	.max_txn_ops = sq_max_txn_ops,
 };

@@ -1688,6 +1688,43 @@ static int setup_view(void **state)
 
 /* A server on a virtual clock with a small report limit: 1 report/s, burst 2, 300 events/min
  * (the events bucket holds 300). */
+/* A store whose backend reports a transaction limit of 8 ops (as etcd reports 128). */
+static int setup_small_txn(void **state)
+{
+	char err[256];
+	memset(&E, 0, sizeof(E));
+	E.ready = 1;
+	snprintf(E.dir, sizeof(E.dir), "/tmp/fp-api-XXXXXX");
+	assert_non_null(mkdtemp(E.dir));
+	assert_int_equal(store_open("mem:max_txn_ops=8", &E.st, err, sizeof(err)), 0);
+	server_start();
+	return 0;
+}
+
+/* Bulk enroll batches by the limit the store reports: 10 nodes (a node and its event each, 20
+ * ops, one op kept for the idempotency record) on a store that takes 8 ops per transaction go
+ * in 4 transactions of 3, 3, 3 and 1 nodes, and all are enrolled. Batching by the compile-time
+ * ceiling would send one 20-op transaction, which this store refuses. */
+static void test_enroll_batches_by_store_limit(void **state)
+{
+	struct resp r;
+	struct buf b;
+	buf_init(&b, 0);
+	buf_puts(&b, "{\"items\":[");
+	for (int i = 0; i < 10; i++)
+		buf_printf(&b, "%s{\"metadata\":{\"name\":\"t%02d\"}}", i ? "," : "", i);
+	buf_puts(&b, "]}");
+	assert_int_equal(store_max_txn_ops(E.st), 8);
+	int64_t rev0 = store_revision(E.st);
+	req("POST", "/v1/nodes", E.admin, b.data, &r);
+	assert_int_equal(r.status, 201);
+	assert_int_equal(json_array_size(jget(r.json, "items")), 10);
+	resp_free(&r);
+	assert_int_equal(count("/nodes/"), 10);
+	assert_int_equal(store_revision(E.st) - rev0, 4);
+	buf_release(&b);
+}
+
 static int setup_limit(void **state)
 {
 	char err[256];
@@ -2843,6 +2880,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_health_and_auth, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_roles, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enroll, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_enroll_batches_by_store_limit, setup_small_txn,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_paging_and_selectors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_holds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_put_and_delete, setup, teardown),

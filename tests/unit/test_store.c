@@ -250,6 +250,7 @@ static void test_txn(void **state)
 		snprintf(keys[i], sizeof(keys[i]), "/big/%04zu", i);
 		big[i] = (struct store_op){STORE_OP_PUT, keys[i], "v", STORE_ANY};
 	}
+	assert_int_equal(store_max_txn_ops(s), STORE_MAX_TXN_OPS); /* SQLite and mem report it */
 	assert_int_equal(store_txn(s, big, STORE_MAX_TXN_OPS + 1, &rev, &fi), FP_ETOOBIG);
 	assert_int_equal(store_revision(s), 3);
 	assert_int_equal(store_txn(s, big, STORE_MAX_TXN_OPS, &rev, &fi), 0);
@@ -1038,6 +1039,33 @@ static void test_crash(void **state)
 	}
 }
 
+/* The transaction limit is the backend's property: "mem:max_txn_ops=4" reports 4 and refuses
+ * a fifth op; the option's bounds are checked. */
+static void test_txn_limit_property(void **state)
+{
+	char err[256];
+	struct store *s = NULL;
+	assert_int_equal(store_open("mem:max_txn_ops=4", &s, err, sizeof(err)), 0);
+	assert_int_equal(store_max_txn_ops(s), 4);
+	struct store_op ops[5];
+	char keys[5][16];
+	for (size_t i = 0; i < 5; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "/l/%zu", i);
+		ops[i] = (struct store_op){STORE_OP_PUT, keys[i], "v", STORE_ANY};
+	}
+	int64_t rev = 0;
+	assert_int_equal(store_txn(s, ops, 5, &rev, NULL), FP_ETOOBIG);
+	assert_int_equal(store_revision(s), 0);
+	assert_int_equal(store_txn(s, ops, 4, &rev, NULL), 0);
+	assert_int_equal(rev, 1);
+	store_close(s);
+	s = NULL;
+	assert_int_equal(store_open("mem:max_txn_ops=0", &s, err, sizeof(err)), FP_EINVAL);
+	assert_int_equal(store_open("mem:max_txn_ops=40000", &s, err, sizeof(err)), FP_EINVAL);
+	assert_int_equal(store_open("mem:max_txn_ops=", &s, err, sizeof(err)), FP_EINVAL);
+	assert_null(s);
+}
+
 #define BOTH_BACKENDS(setup)                                                    \
 	cmocka_unit_test_setup_teardown(test_put_get, setup, teardown),         \
 	cmocka_unit_test_setup_teardown(test_create_if_absent, setup, teardown), \
@@ -1062,6 +1090,7 @@ int main(void)
 		BOTH_BACKENDS(setup_sqlite),
 		cmocka_unit_test_setup_teardown(test_reopen, setup_sqlite, teardown),
 		cmocka_unit_test_setup_teardown(test_crash, setup_sqlite, teardown),
+		cmocka_unit_test(test_txn_limit_property),
 	};
 	int failed = cmocka_run_group_tests_name("store_mem", mem_tests, NULL, NULL);
 	failed += cmocka_run_group_tests_name("store_sqlite", sqlite_tests, NULL, NULL);

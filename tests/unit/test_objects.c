@@ -1,0 +1,351 @@
+/* layers: base core store driver engine */
+/* test_objects.c - the object layer (engine/objects.h) on a mem: store: the key schema, typed
+ * reads from the store and from the informer cache (which lags until it syncs), the node update
+ * with its compare-and-swap retry under a concurrent writer and its audit event in the same
+ * revision, the operation each kind starts with its steps, and the cache's read-only visitor. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "base/err.h"
+#include "base/jsonx.h"
+#include "core/codec.h"
+#include "engine/cache.h"
+#include "engine/objects.h"
+#include "store/store.h"
+
+static struct store *open_mem(void)
+{
+	char err[128];
+	struct store *s = NULL;
+	assert_int_equal(store_open("mem:", &s, err, sizeof(err)), 0);
+	return s;
+}
+
+/* Writes a node named name (phase enrolled) create-if-absent; returns the revision. */
+static int64_t put_node(struct store *s, const char *name)
+{
+	struct node *n = node_new();
+	n->name = strdup(name);
+	n->phase = PHASE_ENROLLED;
+	json_t *nj = node_to_json(n, NODE_JSON_STORE);
+	char *v = jsonx_dumps(nj);
+	char *k = objects_key_node_dup(name);
+	int64_t rev = 0;
+	assert_int_equal(store_put(s, k, v, STORE_ABSENT, &rev), 0);
+	free(k);
+	free(v);
+	json_decref(nj);
+	node_free(n);
+	return rev;
+}
+
+static void test_keys(void **state)
+{
+	char buf[64];
+	assert_int_equal(objects_key_node(buf, sizeof(buf), "r01n01"), 0);
+	assert_string_equal(buf, "/nodes/r01n01");
+	assert_int_equal(objects_key_op(buf, sizeof(buf), "inspect-1"), 0);
+	assert_string_equal(buf, "/operations/inspect-1");
+	assert_int_equal(objects_key(buf, sizeof(buf), OBJECTS_BREAKER, "rack.r01"), 0);
+	assert_string_equal(buf, "/breakers/rack.r01");
+	assert_int_equal(objects_key(buf, 8, OBJECTS_NODE, "r01n01"), FP_ETOOBIG);
+	assert_string_equal(buf, "");
+	char big[300];
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	char kbuf[600];
+	assert_int_equal(objects_key_node(kbuf, sizeof(kbuf), big), FP_ETOOBIG);
+	char *k = objects_key_healthevent_dup("r01n01", "e1");
+	assert_string_equal(k, "/healthevents/r01n01/e1");
+	free(k);
+	k = objects_key_dup(OBJECTS_SIM_HW, "r01n01");
+	assert_string_equal(k, "/sim/hw/r01n01");
+	free(k);
+	static const char *const want[OBJECTS__COUNT] = {
+		"/nodes/",     "/operations/", "/events/",   "/sites/",   "/racks/",
+		"/tokens/",    "/idempotency/", "/sim/hw/",  "/healthevents/", "/policies/",
+		"/budgets/",   "/breakers/",   "/rmas/"};
+	for (int i = 0; i < OBJECTS__COUNT; i++)
+		assert_string_equal(objects_prefix((enum objects_kind)i), want[i]);
+	assert_string_equal(objects_key_name(OBJECTS_NODE, "/nodes/x1"), "x1");
+	assert_null(objects_key_name(OBJECTS_NODE, "/operations/x1"));
+}
+
+static void test_reads_store_and_cache(void **state)
+{
+	struct store *s = open_mem();
+	int64_t rev = put_node(s, "n1");
+	char err[128];
+	struct cache *c = cache_new(s);
+	assert_int_equal(cache_start(c, err, sizeof(err)), 0);
+	assert_int_equal(cache_wait_revision(c, rev, 5000), 0);
+
+	struct node *n = NULL;
+	int64_t mod = 0;
+	assert_int_equal(objects_store_node(s, "n1", &n, &mod, err, sizeof(err)), 0);
+	assert_int_equal(mod, rev);
+	assert_int_equal(n->resource_version, rev);
+	assert_string_equal(n->name, "n1");
+	node_free(n);
+	assert_int_equal(objects_store_node(s, "nope", &n, &mod, err, sizeof(err)), FP_ENOTFOUND);
+	assert_null(n);
+	assert_string_equal(err, "node nope not found");
+	struct operation *op = NULL;
+	assert_int_equal(objects_store_op(s, "nope", &op, &mod, err, sizeof(err)), FP_ENOTFOUND);
+	assert_null(op);
+	assert_string_equal(err, "operation nope not found");
+	/* a document that does not decode */
+	assert_int_equal(store_put(s, "/nodes/bad", "{\"kind\":\"Rack\"}", STORE_ANY, NULL), 0);
+	assert_int_equal(objects_store_node(s, "bad", &n, &mod, err, sizeof(err)), FP_EPARSE);
+	assert_null(n);
+
+	struct node *cn = objects_cache_node(c, "n1");
+	assert_non_null(cn);
+	assert_int_equal(cn->resource_version, rev);
+	node_free(cn);
+	assert_null(objects_cache_node(c, "nope"));
+	cache_free(c);
+	store_close(s);
+}
+
+struct race {
+	struct store *s;
+	int calls;
+};
+
+/* The first call writes the node behind the update's back, so its CAS must fail once. */
+static int add_hold_racing(struct node *n, struct objects_txn *tx, void *arg)
+{
+	struct race *r = arg;
+	if (r->calls++ == 0) {
+		struct store_kv kv = {0};
+		assert_int_equal(store_get(r->s, "/nodes/n1", &kv), 0);
+		assert_int_equal(store_put(r->s, "/nodes/n1", kv.value, kv.mod_revision, NULL), 0);
+		store_kv_release(&kv);
+	}
+	assert_int_equal(node_hold_add(n, "alice", "maintenance", 1000, 0), 0);
+	objects_txn_put(tx, strdup("/marks/n1"), strdup("{}"), STORE_ANY);
+	return 1;
+}
+
+static int never_write(struct node *n, struct objects_txn *tx, void *arg)
+{
+	return 0;
+}
+
+static int abort_mutate(struct node *n, struct objects_txn *tx, void *arg)
+{
+	return FP_ESTATE;
+}
+
+static void test_update_cas_retry_and_event(void **state)
+{
+	struct store *s = open_mem();
+	put_node(s, "n1");
+	struct race r = {s, 0};
+	struct objects_update u = {.actor = "user:alice",
+				   .ev_type = "Normal",
+				   .ev_reason = "DrainRequested",
+				   .ev_msg = "hold added: maintenance",
+				   .now_ms = 1796000000000,
+				   .rnd = 7};
+	struct node *out = NULL;
+	char err[128];
+	assert_int_equal(objects_update_node(s, "n1", add_hold_racing, &r, &u, &out, err,
+					     sizeof(err)),
+			 0);
+	assert_int_equal(r.calls, 2);
+	assert_int_equal(u.attempts, 2); /* the first CAS lost to the concurrent writer */
+	assert_true(u.revision > 0);
+	assert_int_equal(out->resource_version, u.revision);
+	assert_int_equal(out->nholds, 1);
+	node_free(out);
+
+	/* the node, the hook's op and the audit event share the revision */
+	struct store_kv kv = {0};
+	assert_int_equal(store_get(s, "/nodes/n1", &kv), 0);
+	assert_int_equal(kv.mod_revision, u.revision);
+	store_kv_release(&kv);
+	assert_int_equal(store_get(s, "/marks/n1", &kv), 0);
+	assert_int_equal(kv.mod_revision, u.revision);
+	store_kv_release(&kv);
+	struct store_kv *evs = NULL;
+	size_t nev = 0;
+	assert_int_equal(store_list(s, "/events/", NULL, 0, &evs, &nev, NULL, NULL), 0);
+	assert_int_equal(nev, 1);
+	assert_int_equal(evs[0].mod_revision, u.revision);
+	json_t *ev = NULL;
+	assert_int_equal(jsonx_parse(evs[0].value, strlen(evs[0].value), &ev, NULL, 0), 0);
+	assert_non_null(strstr(evs[0].value, "DrainRequested"));
+	assert_non_null(strstr(evs[0].value, "node/n1"));
+	json_decref(ev);
+	store_kv_array_free(evs, nev);
+
+	/* mutate 0: nothing written; < 0: its code; an absent node: FP_ENOTFOUND */
+	int64_t rev0 = store_revision(s);
+	assert_int_equal(objects_update_node(s, "n1", never_write, NULL, &u, NULL, NULL, 0), 0);
+	assert_int_equal(u.revision, 0);
+	assert_int_equal(objects_update_node(s, "n1", abort_mutate, NULL, &u, NULL, NULL, 0),
+			 FP_ESTATE);
+	assert_int_equal(objects_update_node(s, "zz", never_write, NULL, &u, NULL, NULL, 0),
+			 FP_ENOTFOUND);
+	assert_int_equal(store_revision(s), rev0);
+
+	/* every attempt losing: FP_ECONFLICT after max_attempts reads */
+	struct race always = {s, 0};
+	u.max_attempts = 1;
+	assert_int_equal(objects_update_node(s, "n1", add_hold_racing, &always, &u, NULL, NULL, 0),
+			 FP_ECONFLICT);
+	assert_int_equal(u.attempts, 1);
+	store_close(s);
+}
+
+static void test_op_start_kinds(void **state)
+{
+	static const struct {
+		const char *kind;
+		const char *steps[5];
+	} want[] = {
+		{"inspect", {"power_status", "read_inventory"}},
+		{"provision",
+		 {"set_boot_pxe", "power_on_or_cycle", "wait_boot_callback", "set_boot_disk"}},
+		{"validate", {"check_gpu_count", "wait_burn_in"}},
+		{"repair", {"power_off", "power_on", "wait_boot_callback"}},
+		{"drain", {"workload_drained"}},
+		{"retire", {"power_off"}},
+		{"gpu_reset", {"request_gpu_reset", "wait_agent_action"}},
+		{"reboot", {"power_off", "power_on", "wait_boot_callback"}},
+		{"reimage",
+		 {"set_boot_pxe", "power_on_or_cycle", "wait_boot_callback", "set_boot_disk"}},
+		{"rma", {"open_rma"}},
+	};
+	struct store *s = open_mem();
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct objects_txn tx;
+		objects_txn_init(&tx);
+		struct operation *op = NULL;
+		struct objects_op_spec spec = {.node = "n1",
+					       .kind = want[i].kind,
+					       .actor = "controller:lifecycle",
+					       .reason = "because",
+					       .now_ms = 1796000000123,
+					       .rnd = 0x1234abcd5678ef90ULL};
+		assert_int_equal(objects_op_start(&spec, &tx, &op, NULL, 0), 0);
+		char id[64];
+		snprintf(id, sizeof(id), "%s-1796000000123-5678ef90", want[i].kind);
+		assert_string_equal(op->id, id);
+		assert_string_equal(op->node, "n1");
+		assert_string_equal(op->kind, want[i].kind);
+		assert_int_equal(op->state, OP_PENDING);
+		assert_int_equal(op->created_at, 1796000000123);
+		size_t ns = 0;
+		while (ns < 5 && want[i].steps[ns])
+			ns++;
+		assert_int_equal(op->nsteps, ns);
+		for (size_t j = 0; j < ns; j++)
+			assert_string_equal(op->steps[j], want[i].steps[j]);
+		/* its document: create-if-absent at its key */
+		assert_int_equal(tx.n, 1);
+		char key[96];
+		snprintf(key, sizeof(key), "/operations/%s", id);
+		assert_string_equal(tx.ops[0].key, key);
+		assert_int_equal(tx.ops[0].expect, STORE_ABSENT);
+		assert_int_equal(store_txn(s, tx.ops, tx.n, NULL, NULL), 0);
+		struct operation *back = NULL;
+		assert_int_equal(objects_store_op(s, id, &back, NULL, NULL, 0), 0);
+		assert_int_equal(back->nsteps, ns);
+		assert_string_equal(back->actor, "controller:lifecycle");
+		operation_free(back);
+		operation_free(op);
+		objects_txn_release(&tx);
+	}
+
+	/* power: the one step power_<action>; retire without power off: skip_power_off */
+	struct operation *op = NULL;
+	json_t *p = json_pack("{s:s}", "action", "cycle");
+	struct objects_op_spec spec = {.node = "n1", .kind = "power", .params = p, .actor = "u",
+				       .reason = "r", .idempotency_key = "k1", .now_ms = 5};
+	assert_int_equal(objects_op_start(&spec, NULL, &op, NULL, 0), 0);
+	assert_string_equal(op->id, "power-0000000000005-00000000");
+	assert_int_equal(op->nsteps, 1);
+	assert_string_equal(op->steps[0], "power_cycle");
+	assert_string_equal(jsonx_str(op->params, "action"), "cycle");
+	assert_string_equal(op->idempotency_key, "k1");
+	operation_free(op);
+	json_decref(p);
+	p = json_pack("{s:s}", "action", "explode");
+	spec.params = p;
+	char err[96];
+	assert_int_equal(objects_op_start(&spec, NULL, &op, err, sizeof(err)), FP_EINVAL);
+	assert_null(op);
+	json_decref(p);
+	p = json_pack("{s:b}", "skipPowerOff", 1);
+	spec.kind = "retire";
+	spec.params = p;
+	assert_int_equal(objects_op_start(&spec, NULL, &op, NULL, 0), 0);
+	assert_int_equal(op->nsteps, 1);
+	assert_string_equal(op->steps[0], "skip_power_off");
+	operation_free(op);
+	json_decref(p);
+	spec.kind = "teleport";
+	spec.params = NULL;
+	assert_int_equal(objects_op_start(&spec, NULL, &op, err, sizeof(err)), FP_EINVAL);
+	assert_non_null(strstr(err, "teleport"));
+	store_close(s);
+}
+
+struct tally {
+	size_t nodes, enrolled;
+	int stop_after;
+};
+
+static int tally_node(void *arg, const struct node *n)
+{
+	struct tally *t = arg;
+	t->nodes++;
+	t->enrolled += n->phase == PHASE_ENROLLED;
+	return t->stop_after && (int)t->nodes >= t->stop_after ? 42 : 0;
+}
+
+static void test_visit_nodes(void **state)
+{
+	struct store *s = open_mem();
+	int64_t rev = 0;
+	for (int i = 0; i < 5; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "v%d", i);
+		rev = put_node(s, name);
+	}
+	char err[128];
+	struct cache *c = cache_new(s);
+	assert_int_equal(cache_start(c, err, sizeof(err)), 0);
+	assert_int_equal(cache_wait_revision(c, rev, 5000), 0);
+	struct tally t = {0};
+	assert_int_equal(cache_visit_nodes(c, tally_node, &t), 0);
+	assert_int_equal(t.nodes, 5);
+	assert_int_equal(t.enrolled, 5);
+	struct tally stop = {.stop_after = 2};
+	assert_int_equal(cache_visit_nodes(c, tally_node, &stop), 42);
+	assert_int_equal(stop.nodes, 2);
+	cache_free(c);
+	store_close(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_keys),
+		cmocka_unit_test(test_reads_store_and_cache),
+		cmocka_unit_test(test_update_cas_retry_and_event),
+		cmocka_unit_test(test_op_start_kinds),
+		cmocka_unit_test(test_visit_nodes),
+	};
+	return cmocka_run_group_tests_name("objects", tests, NULL, NULL);
+}
