@@ -12,8 +12,9 @@
  * sim_time_scale, so a simulated fleet can be run fast without changing the logic.
  *
  * The health remediation ladder (rung steps, budget gating, the next rung, the end of a rung
- * and of its validation) is in lifecycle_remediation.c; what the two files share is
- * lifecycle_int.h. */
+ * and of its validation) is in lifecycle_remediation.c; the step runtime both halves build on
+ * (store reads, commits, transitions, the operation queue) is in lifecycle_runtime.c; what the
+ * three files share is lifecycle_int.h. This file calls the other two; neither calls it. */
 #include "controller/lifecycle.h"
 
 #include <inttypes.h>
@@ -38,7 +39,6 @@
 #include "engine/objects.h"
 
 #define BMC_CALL_TIMEOUT (30 * SEC)
-#define ACTOR "controller:lifecycle"
 
 /* Time-in-phase deadlines (DESIGN.md: every transient phase has one). */
 static int64_t phase_deadline(enum node_phase p)
@@ -108,150 +108,6 @@ static struct bmc *driver_for(struct lifecycle *lc, const char *name)
 	return NULL;
 }
 
-static void event_op(struct lifecycle *lc, struct store_op *o, char **key_out, char **val_out,
-		     const char *type, const char *node, const char *reason, const char *msg)
-{
-	char id[EVENT_ID_LEN], object[96];
-	int64_t now = now_wall(lc);
-	event_id(now, fp_rng_u64(lc->cfg.rng), id);
-	snprintf(object, sizeof(object), "node/%s", node);
-	json_t *ev = event_new(id, type, ACTOR, object, reason, msg, now);
-	*key_out = xasprintf("/events/%s", id);
-	*val_out = jsonx_dumps(ev);
-	json_decref(ev);
-	o->type = STORE_OP_PUT;
-	o->key = *key_out;
-	o->value = *val_out;
-	o->expect = STORE_ABSENT;
-}
-
-/* The node and the operation are read straight from the store (not the cache): the object
- * layer's typed reads. */
-int lifecycle_load_node(struct lifecycle *lc, const char *name, struct node **out)
-{
-	return objects_store_node(lc->cfg.store, name, out, NULL, NULL, 0);
-}
-
-int lifecycle_load_op(struct lifecycle *lc, const char *id, struct operation **out)
-{
-	return objects_store_op(lc->cfg.store, id, out, NULL, NULL, 0);
-}
-
-/* Commits a node (CAS on its resource_version), optionally a finished operation (CAS on its
- * resource_version: the operation's end and what the node does next are one write), a new
- * operation (new_put: its create-if-absent put from objects_op_start), an event, cancelled operations (queued ones dropped by a
- * retire; CAS each) and the events of a status delta, in one transaction. Updates
- * n->resource_version on success. */
-static int commit_x(struct lifecycle *lc, struct node *n, const struct store_op *new_put,
-		    const char *ev_type, const char *ev_reason, const char *ev_msg,
-		    const struct operation *done_op, struct operation *const *cancel,
-		    size_t ncancel, const struct status_delta *d)
-{
-	enum { MAX_OPS = 4 + NODE_MAX_QUEUED + DELTA_MAX_EVENTS };
-	struct store_op ops[MAX_OPS];
-	char *own[2 * MAX_OPS];
-	size_t nops = 0, nown = 0;
-	char *nkey = own[nown++] = objects_key_node_dup(n->name);
-	json_t *nj = node_to_json(n, NODE_JSON_STORE);
-	char *nval = own[nown++] = jsonx_dumps(nj);
-	json_decref(nj);
-	ops[nops++] = (struct store_op){STORE_OP_PUT, nkey, nval, n->resource_version};
-	if (new_put)
-		ops[nops++] = *new_put;
-	const struct operation *docs[2 + NODE_MAX_QUEUED];
-	int64_t expect[2 + NODE_MAX_QUEUED];
-	size_t ndocs = 0;
-	if (done_op) {
-		docs[ndocs] = done_op;
-		expect[ndocs++] = done_op->resource_version;
-	}
-	for (size_t i = 0; i < ncancel && i < NODE_MAX_QUEUED; i++) {
-		docs[ndocs] = cancel[i];
-		expect[ndocs++] = cancel[i]->resource_version;
-	}
-	for (size_t i = 0; i < ndocs; i++) {
-		json_t *oj = operation_to_json(docs[i], 0);
-		char *k = own[nown++] = objects_key_op_dup(docs[i]->id);
-		char *v = own[nown++] = jsonx_dumps(oj);
-		json_decref(oj);
-		ops[nops++] = (struct store_op){STORE_OP_PUT, k, v, expect[i]};
-	}
-	if (ev_reason) {
-		event_op(lc, &ops[nops], &own[nown], &own[nown + 1], ev_type, n->name, ev_reason,
-			 ev_msg);
-		nops++;
-		nown += 2;
-	}
-	for (size_t i = 0; d && i < d->nev; i++) {
-		event_op(lc, &ops[nops], &own[nown], &own[nown + 1], d->ev[i].type, n->name,
-			 d->ev[i].reason, d->ev[i].msg);
-		nops++;
-		nown += 2;
-	}
-	int64_t rev = 0;
-	int rc = store_txn(lc->cfg.store, ops, nops, &rev, NULL);
-	if (rc == 0)
-		n->resource_version = rev;
-	for (size_t i = 0; i < nown; i++)
-		free(own[i]);
-	return rc;
-}
-
-int lifecycle_commit(struct lifecycle *lc, struct node *n, const char *ev_type,
-		     const char *ev_reason, const char *ev_msg, const struct operation *done_op)
-{
-	return commit_x(lc, n, NULL, ev_type, ev_reason, ev_msg, done_op, NULL, 0, NULL);
-}
-
-typedef int (*node_mutate_fn)(struct node *n, void *arg);
-
-/* Read-modify-write of a node from the store with CAS retries. mutate returns 1 to write, 0 to
- * skip, < 0 to abort; it may fill evs (events written in the same transaction; it resets them
- * on each attempt). If out is not NULL it receives the node as now stored (caller frees). */
-static int update_node_ev(struct lifecycle *lc, const char *name, node_mutate_fn mutate,
-			  void *arg, struct node **out, const struct status_delta *evs)
-{
-	for (int attempt = 0; attempt < 8; attempt++) {
-		struct node *n = NULL;
-		int rc = lifecycle_load_node(lc, name, &n);
-		if (rc < 0)
-			return rc;
-		rc = mutate(n, arg);
-		if (rc > 0)
-			rc = commit_x(lc, n, NULL, NULL, NULL, NULL, NULL, NULL, 0, evs);
-		if (rc >= 0 && out) {
-			*out = n;
-			n = NULL;
-		}
-		node_free(n);
-		if (rc != FP_ECONFLICT)
-			return rc < 0 ? rc : 0;
-	}
-	return FP_ECONFLICT;
-}
-
-static int update_node(struct lifecycle *lc, const char *name, node_mutate_fn mutate, void *arg,
-		       struct node **out)
-{
-	return update_node_ev(lc, name, mutate, arg, out, NULL);
-}
-
-int lifecycle_save_op(struct lifecycle *lc, struct operation *op)
-{
-	char key[STORE_MAX_KEY + 1];
-	objects_key_op(key, sizeof(key), op->id);
-	op->updated_at = now_wall(lc);
-	json_t *oj = operation_to_json(op, 0);
-	char *val = jsonx_dumps(oj);
-	json_decref(oj);
-	int64_t rev = 0;
-	int rc = store_put(lc->cfg.store, key, val, op->resource_version, &rev);
-	free(val);
-	if (rc == 0)
-		op->resource_version = rev;
-	return rc;
-}
-
 /* ---------------------------------------------------------------- steps */
 
 /* Records an observed condition on the task's copy of the node; flush_status writes it. */
@@ -273,21 +129,6 @@ struct delta_arg {
 	const struct status_delta *delta;
 	struct status_delta evs; /* the events this write carries */
 };
-
-/* Appends an event to a delta (dropped past DELTA_MAX_EVENTS: the condition still says it). */
-void lifecycle_delta_event(struct status_delta *d, const char *type, const char *reason,
-			   const char *fmt, ...)
-{
-	if (d->nev >= DELTA_MAX_EVENTS)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(d->ev[d->nev].msg, sizeof(d->ev[d->nev].msg), fmt, ap);
-	va_end(ap);
-	d->ev[d->nev].type = type;
-	d->ev[d->nev].reason = reason;
-	d->nev++;
-}
 
 static void quirk_names(unsigned bits, char *out, size_t len)
 {
@@ -344,7 +185,7 @@ static void flush_status(struct lifecycle *lc, struct node **np, struct status_d
 	a->src = *np;
 	a->delta = d;
 	struct node *stored = NULL;
-	int rc = update_node_ev(lc, (*np)->name, mutate_apply_delta, a, &stored, &a->evs);
+	int rc = lifecycle_update_node_ev(lc, (*np)->name, mutate_apply_delta, a, &stored, &a->evs);
 	free(a);
 	if (rc < 0)
 		log_warn("lifecycle: could not record node status node=%s rc=%s", (*np)->name,
@@ -558,16 +399,6 @@ static enum step_result step_power_off(struct step_ctx *x)
 static enum step_result step_power_on(struct step_ctx *x)
 {
 	return power_to(x, BMC_POWER_ON);
-}
-
-/* op->params members the power steps keep (an object; created when absent). */
-json_t *lifecycle_op_params(struct operation *op)
-{
-	if (!json_is_object(op->params)) {
-		json_decref(op->params);
-		op->params = json_object();
-	}
-	return op->params;
 }
 
 /* Power actions that must reach the BMC at most once per operation: a cycle, reset or soft
@@ -860,26 +691,6 @@ static const struct step_def *step_lookup(const char *name)
 		if (strcmp(steps[i].name, name) == 0)
 			return &steps[i];
 	return NULL;
-}
-
-/* Builds the operation of `kind` the controller starts on n (objects_op_start: the one place
- * that makes operation documents and knows each kind's steps) and appends its create put to
- * tx; params borrowed, may be NULL. */
-static struct operation *op_make(struct lifecycle *lc, const struct node *n, const char *kind,
-				 const char *reason, const json_t *params, struct objects_txn *tx)
-{
-	struct operation *op = NULL;
-	char err[128];
-	struct objects_op_spec spec = {.node = n->name,
-				       .kind = kind,
-				       .params = params,
-				       .actor = ACTOR,
-				       .reason = reason,
-				       .now_ms = now_wall(lc),
-				       .rnd = fp_rng_u64(lc->cfg.rng)};
-	int rc = objects_op_start(&spec, tx, &op, err, sizeof(err));
-	BUG_ON(rc < 0); /* the controller starts only kinds of the table */
-	return op;
 }
 
 /* ---------------------------------------------------------------- executor side */
@@ -1262,124 +1073,6 @@ static void submit_step(struct lifecycle *lc, const struct node *n)
 
 /* ---------------------------------------------------------------- reconcile */
 
-/* Takes the first queued operation id off n's queue (caller owns it), or NULL. */
-char *lifecycle_queue_pop(struct node *n)
-{
-	if (!n->nqueued)
-		return NULL;
-	char *id = n->queued_ops[0];
-	memmove(n->queued_ops, n->queued_ops + 1, (n->nqueued - 1) * sizeof(char *));
-	n->nqueued--;
-	return id;
-}
-
-/* Empties n's queue; the queued operations that are still pending are returned in cancel[]
- * (state cancelled, with why; caller frees) to be written with the node. With keep_retire,
- * the first pending queued operation of kind "retire" (a retire without power off the API
- * queued) is not cancelled: its id is returned in *kept (caller frees). */
-static size_t queue_cancel(struct lifecycle *lc, struct node *n, const char *why,
-			   struct operation **cancel, char **kept)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < n->nqueued; i++) {
-		struct operation *q = NULL;
-		if (lifecycle_load_op(lc, n->queued_ops[i], &q) == 0 && !op_state_terminal(q->state) &&
-		    kept && !*kept && q->kind && strcmp(q->kind, "retire") == 0) {
-			*kept = n->queued_ops[i];
-			operation_free(q);
-			continue;
-		}
-		if (q && !op_state_terminal(q->state) && k < NODE_MAX_QUEUED) {
-			q->state = OP_CANCELLED;
-			q->finished_at = q->updated_at = now_wall(lc);
-			free(q->last_error);
-			q->last_error = xasprintf("cancelled: %s", why);
-			cancel[k++] = q;
-		} else {
-			operation_free(q);
-		}
-		free(n->queued_ops[i]);
-	}
-	n->nqueued = 0;
-	return k;
-}
-
-/* Moves n to phase `to` (checked against the phase machine) with an event. The node's next
- * operation is the first queued one (an operation requested through the API waits for the one
- * in flight and goes before the phase's own: a transient phase starts its operation again when
- * the queued one has ended), else a new op_kind if given. Entering retiring cancels the queue.
- * Returns the store result. lifecycle_transition_x is lifecycle_transition with extra events
- * (d, may be NULL) in the same write and parameters (params, borrowed, may be NULL) for the new
- * operation. */
-int lifecycle_transition_x(struct lifecycle *lc, struct node *n, enum node_phase to,
-			   const char *op_kind, const char *why, const struct operation *done_op,
-			   const struct status_delta *d, const json_t *params)
-{
-	char err[160], msg[512];
-	enum node_phase from = n->phase;
-	if (from != to && node_phase_check(from, to, err, sizeof(err)) < 0) {
-		log_warn("lifecycle: refused transition node=%s err=\"%s\"", n->name, err);
-		return FP_ESTATE;
-	}
-	struct operation *cancel[NODE_MAX_QUEUED];
-	size_t ncancel = 0;
-	char *queued = NULL;
-	if (to == PHASE_RETIRING || to == PHASE_RETIRED)
-		ncancel = queue_cancel(lc, n, "the node is retiring", cancel,
-				       to == PHASE_RETIRING ? &queued : NULL);
-	else
-		queued = lifecycle_queue_pop(n);
-	struct objects_txn tx;
-	objects_txn_init(&tx);
-	struct operation *op = op_kind && !queued ? op_make(lc, n, op_kind, why, params, &tx) : NULL;
-	const char *next = queued ? queued : op ? op->id : NULL;
-	int64_t now = now_wall(lc);
-	if (from != to) {
-		/* status.servedAt: the first time the node became available, kept forever; a
-		 * node that served before servedAt existed gets the time it entered service. */
-		if (!n->served_at && to == PHASE_AVAILABLE)
-			n->served_at = now;
-		if (!n->served_at && (from == PHASE_AVAILABLE || from == PHASE_IN_SERVICE))
-			n->served_at = n->phase_since ? n->phase_since : now;
-		n->phase = to;
-		n->phase_since = now;
-		node_condition_remove(n, "PhaseDeadlineExceeded");
-	}
-	free(n->operation);
-	n->operation = next ? xstrdup(next) : NULL;
-	if (from != to)
-		snprintf(msg, sizeof(msg), "%s → %s: %s%s%s%s", node_phase_name(from),
-			 node_phase_name(to), why,
-			 queued ? "; started queued operation " : next ? "; started operation " : "",
-			 next ? next : "", ncancel ? "; cancelled queued operations" : "");
-	else
-		snprintf(msg, sizeof(msg), "%s: %s; started %soperation %s", node_phase_name(to),
-			 why, queued ? "queued " : "", next ? next : "-");
-	char reason[32];
-	const char *pn = node_phase_name(to);
-	snprintf(reason, sizeof(reason), "%c%s", pn[0] - 32, pn + 1);
-	if (from == to)
-		snprintf(reason, sizeof(reason), "OperationStarted");
-	int rc = commit_x(lc, n, op ? &tx.ops[0] : NULL, to == PHASE_FAILED ? "Warning" : "Normal", reason, msg,
-			  done_op, cancel, ncancel, d);
-	if (rc == 0 && from != to)
-		metric_add(lc->m_phase_changes, (const char *[]){pn}, 1);
-	if (rc == 0 && from != to && (to == PHASE_AVAILABLE || to == PHASE_RETIRED))
-		lifecycle_wake_waiting(lc); /* a node back in service (or gone) frees budget */
-	operation_free(op);
-	objects_txn_release(&tx);
-	free(queued);
-	for (size_t i = 0; i < ncancel; i++)
-		operation_free(cancel[i]);
-	return rc;
-}
-
-int lifecycle_transition(struct lifecycle *lc, struct node *n, enum node_phase to,
-			 const char *op_kind, const char *why, const struct operation *done_op)
-{
-	return lifecycle_transition_x(lc, n, to, op_kind, why, done_op, NULL, NULL);
-}
-
 static int finish_power(struct lifecycle *lc, struct node *n, const struct operation *op,
 			const struct operation *w)
 {
@@ -1742,7 +1435,7 @@ static int mutate_report(struct node *n, void *arg)
 static void report_task(void *arg)
 {
 	struct report *r = arg;
-	int rc = update_node(r->lc, r->node, mutate_report, r, NULL);
+	int rc = lifecycle_update_node(r->lc, r->node, mutate_report, r, NULL);
 	if (rc < 0)
 		log_warn("lifecycle: could not record agent report node=%s rc=%s", r->node,
 			 fp_err_name(rc));

@@ -1,8 +1,10 @@
-/* lifecycle_int.h - private interface between the two halves of the lifecycle controller:
- * lifecycle.c (reconcile, phase transitions, the node's operation queue, the step runtime on
- * the executor) and lifecycle_remediation.c (the health remediation ladder: the rung steps
- * request_gpu_reset, wait_agent_action and open_rma, disruption budget gating, the choice of
- * the next rung, the end of a rung and of its validation, the agent's answer to a GPU reset).
+/* lifecycle_int.h - private interface of the lifecycle controller's three files:
+ * lifecycle.c (reconcile, the steps and the step tasks on the executor), lifecycle_remediation.c
+ * (the health remediation ladder: the rung steps request_gpu_reset, wait_agent_action and
+ * open_rma, disruption budget gating, the choice of the next rung, the end of a rung and of its
+ * validation, the agent's answer to a GPU reset) and lifecycle_runtime.c (store reads, the
+ * commit of a node with its operations and events, phase transitions, the operation queue).
+ * Calls go lifecycle.c -> lifecycle_remediation.c -> lifecycle_runtime.c, never back.
  * Nothing outside src/controller/lifecycle*.c includes it; the public interface is
  * lifecycle.h. Each function's full comment is at its definition. */
 #ifndef FP_CONTROLLER_LIFECYCLE_INT_H
@@ -80,7 +82,10 @@ static inline int64_t now_wall(struct lifecycle *lc)
 	return clock_wall_ms(lc->cfg.clock);
 }
 
-/* ---- lifecycle.c */
+/* The actor of the lifecycle controller's events and operations. */
+#define LIFECYCLE_ACTOR "controller:lifecycle"
+
+/* ---- lifecycle_runtime.c (called by both halves; calls neither) */
 
 /* Node and operation documents read straight from the store (caller frees *out). */
 int lifecycle_load_node(struct lifecycle *lc, const char *name, struct node **out);
@@ -96,6 +101,15 @@ json_t *lifecycle_op_params(struct operation *op);
 /* Appends an event to a status delta. */
 void lifecycle_delta_event(struct status_delta *d, const char *type, const char *reason,
 			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+typedef int (*lifecycle_node_mutate_fn)(struct node *n, void *arg);
+/* Read-modify-write of a node from the store with CAS retries (8 attempts, then
+ * FP_ECONFLICT); mutate returns 1 to write, 0 to skip, < 0 to abort. evs: events written in
+ * the same transaction (may be NULL). *out (if not NULL) receives the stored node. */
+int lifecycle_update_node_ev(struct lifecycle *lc, const char *name,
+			     lifecycle_node_mutate_fn mutate, void *arg, struct node **out,
+			     const struct status_delta *evs);
+int lifecycle_update_node(struct lifecycle *lc, const char *name,
+			  lifecycle_node_mutate_fn mutate, void *arg, struct node **out);
 /* Takes the first queued operation id off n's queue (caller owns it), or NULL. */
 char *lifecycle_queue_pop(struct node *n);
 /* Moves n to phase `to` with its next operation, in one write. */
@@ -105,14 +119,15 @@ int lifecycle_transition_x(struct lifecycle *lc, struct node *n, enum node_phase
 int lifecycle_transition(struct lifecycle *lc, struct node *n, enum node_phase to,
 			 const char *op_kind, const char *why, const struct operation *done_op);
 
-/* ---- lifecycle_remediation.c */
+/* Re-queues the nodes waiting for a disruption budget. */
+void lifecycle_wake_waiting(struct lifecycle *lc);
+
+/* ---- lifecycle_remediation.c (called by lifecycle.c; calls only the runtime) */
 
 /* Rung steps (lifecycle.c's step table). */
 enum step_result lifecycle_step_request_gpu_reset(struct step_ctx *x);
 enum step_result lifecycle_step_wait_agent_action(struct step_ctx *x);
 enum step_result lifecycle_step_open_rma(struct step_ctx *x);
-/* Re-queues the nodes waiting for a disruption budget. */
-void lifecycle_wake_waiting(struct lifecycle *lc);
 /* 1: n may be disrupted now; 0: refused, n waits (*rc: the store result of that write). */
 int lifecycle_budget_gate(struct lifecycle *lc, struct node *n, const struct operation *done_op,
 			  int *rc);

@@ -284,14 +284,6 @@ enum step_result lifecycle_step_open_rma(struct step_ctx *x)
 
 #define BUDGET_RETRY (2 * SEC)
 
-void lifecycle_wake_waiting(struct lifecycle *lc)
-{
-	pthread_mutex_lock(&lc->mu);
-	for (struct hmap_iter it = hmap_iter_start(&lc->waiting); hmap_iter_next(&it);)
-		workqueue_add(lc->wq, it.e->key);
-	pthread_mutex_unlock(&lc->mu);
-}
-
 /* n waits for a disruption: DisruptionAllowed False with `reason` and `why`, an event
  * `ev_reason` ("<what>: <why>") when it starts waiting for this reason (not on every retry),
  * written (with done_op, if any) when that changed anything; looked at again in BUDGET_RETRY
