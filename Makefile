@@ -14,7 +14,9 @@ BIN     ?= fleetplane
 SANFLAGS :=
 OPT     ?= -O2 -g
 endif
-CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wmissing-prototypes \
+           -Wstrict-prototypes -Wformat=2 -Wundef -Wvla
+CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) \
            -pthread -Isrc $(SANFLAGS) $(shell pkg-config --cflags $(PKGS))
 LDLIBS  += $(shell pkg-config --libs $(PKGS)) -lpthread -lm -ldl
 LDFLAGS += $(SANFLAGS) -pthread
