@@ -1,9 +1,16 @@
 # fleetplane build. `make` builds ./fleetplane; `make test` runs unit and integration tests.
-# SAN=1 builds with ASan+UBSan into build-san/ (binary ./fleetplane-san).
+# SAN=1 builds with ASan+UBSan into build-san/ (binary ./fleetplane-san); TSAN=1 builds with
+# ThreadSanitizer into build-tsan/ (`make tsan` runs the threaded suites under it).
 CC      ?= cc
 PKGS    := libmicrohttpd jansson sqlite3 libcurl libsodium libfreeipmi libxml-2.0
 SAN     ?= 0
-ifeq ($(SAN),1)
+TSAN    ?= 0
+ifeq ($(TSAN),1)
+BUILD   ?= build-tsan
+BIN     ?= fleetplane-tsan
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+OPT     ?= -O1 -g
+else ifeq ($(SAN),1)
 BUILD   ?= build-san
 BIN     ?= fleetplane-san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -29,7 +36,7 @@ LIB_OBJ = $(patsubst src/%.c,$(BUILD)/%.o,$(foreach l,$(1),$(wildcard src/$(l)/*
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all clean test unit integration san fuzz bench check check-banned
+.PHONY: all clean test unit integration san fuzz bench check check-banned style
 all: $(BIN)
 
 $(BIN): $(OBJ_ALL)
@@ -65,6 +72,10 @@ check-banned:
 		$$(find src tests -name '*.c' -o -name '*.h' | grep -v base/banned.h) \
 		| grep -vE 'snprintf|vsnprintf|strtok_r|gmtime_r|localtime_r|BANNED' \
 		|| { echo "banned function used (see src/base/banned.h)"; exit 1; }
+
+# Every tracked .c/.h of src/ tests/ bench/ formatted as .clang-format says (a diff otherwise).
+style:
+	@scripts/reformat.sh --check
 
 san:
 	$(MAKE) SAN=1 unit
