@@ -36,7 +36,7 @@ LIB_OBJ = $(patsubst src/%.c,$(BUILD)/%.o,$(foreach l,$(1),$(wildcard src/$(l)/*
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all clean test unit integration san fuzz bench check check-banned style
+.PHONY: all clean test unit integration san fuzz bench check check-banned style check-layers tsan
 all: $(BIN)
 
 $(BIN): $(OBJ_ALL)
@@ -77,6 +77,25 @@ check-banned:
 style:
 	@scripts/reformat.sh --check
 
+# Include rules (layers, *_int.h, test layers lines, cycles); scripts/layers-known.txt waives
+# the violations being removed.
+check-layers:
+	@python3 scripts/check-layers.py
+
+# ThreadSanitizer over the suites that run threads (engine, store, API, controllers).
+TSAN_SUITES := store workqueue executor clock ratelimit breaker budget gc health lifecycle \
+	       scenarios api
+tsan:
+	$(MAKE) TSAN=1 $(TSAN_SUITES:%=build-tsan/tests/test_%)
+	@set -e; for t in $(TSAN_SUITES); do echo "== tsan test_$$t"; \
+		TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
+		build-tsan/tests/test_$$t; done
+
+# For editors (clangd): every compile command of a clean build, recorded by bear.
+compile_commands.json: $(SRC_ALL) $(UNIT_SRC)
+	rm -rf build-cc && bear --output $@ -- $(MAKE) BUILD=build-cc BIN=build-cc/fleetplane \
+		build-cc/fleetplane $(UNIT_BIN:$(BUILD)/%=build-cc/%) && rm -rf build-cc
+
 san:
 	$(MAKE) SAN=1 unit
 	$(MAKE) SAN=1 integration
@@ -85,12 +104,15 @@ FUZZ_SECONDS ?= 30
 fuzz:
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
-# Everything CI runs: the normal suite, the whole suite again under ASan+UBSan, the fuzzers.
-check: test
+# Everything CI runs: style and include rules first, the normal suite, the threaded suites under
+# TSan, the whole suite again under ASan+UBSan, the fuzzers.
+check: style check-layers
+	$(MAKE) test
+	$(MAKE) tsan
 	$(MAKE) san
 	$(MAKE) fuzz
 
 clean:
-	rm -rf build build-san build-fuzz fleetplane fleetplane-san
+	rm -rf build build-san build-tsan build-fuzz fleetplane fleetplane-san fleetplane-tsan
 
 -include $(OBJ_ALL:.o=.d) $(UNIT_BIN:=.d)
