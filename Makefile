@@ -36,7 +36,7 @@ LIB_OBJ = $(patsubst src/%.c,$(BUILD)/%.o,$(foreach l,$(1),$(wildcard src/$(l)/*
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all clean test unit integration san fuzz bench check check-banned style check-layers tsan
+.PHONY: all clean test unit peers integration san fuzz bench check check-banned style check-layers tsan
 all: $(BIN)
 
 $(BIN): $(OBJ_ALL)
@@ -55,8 +55,14 @@ $(BUILD)/tests/$(basename $(notdir $(1))): $(1) $(call LIB_OBJ,$(call test_layer
 endef
 $(foreach t,$(UNIT_SRC),$(eval $(call UNIT_RULE,$(t))))
 
-unit: $(UNIT_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+# The suites that start real peers (ipmi_sim, the Redfish server of tests/peers/) are not unit
+# tests: `make peers` runs them, in the integration tier of `test` and `san`.
+PEER_BIN := $(BUILD)/tests/test_bmc_ipmi $(BUILD)/tests/test_bmc_redfish
+unit: $(filter-out $(PEER_BIN),$(UNIT_BIN))
+	@set -e; for t in $^; do echo "== $$t"; $$t; done
+
+peers: $(PEER_BIN)
+	@set -e; for t in $^; do echo "== $$t"; $$t; done
 
 integration: $(BIN)
 	@FLEETPLANE_BIN=$(CURDIR)/$(BIN) FP_SAN=$(SAN) tests/integration/run.sh
@@ -64,6 +70,7 @@ integration: $(BIN)
 # Unit then integration, one after the other (parallel builds inside each, not parallel runs).
 test: check-banned
 	$(MAKE) unit
+	$(MAKE) peers
 	$(MAKE) integration
 
 # Banned functions (base/banned.h lists why), caught even where the header is not included.
@@ -98,6 +105,7 @@ compile_commands.json: $(SRC_ALL) $(UNIT_SRC)
 
 san:
 	$(MAKE) SAN=1 unit
+	$(MAKE) SAN=1 peers
 	$(MAKE) SAN=1 integration
 
 FUZZ_SECONDS ?= 30
