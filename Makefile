@@ -1,9 +1,16 @@
 # fleetplane build. `make` builds ./fleetplane; `make test` runs unit and integration tests.
-# SAN=1 builds with ASan+UBSan into build-san/ (binary ./fleetplane-san).
+# SAN=1 builds with ASan+UBSan into build-san/ (binary ./fleetplane-san); TSAN=1 builds with
+# ThreadSanitizer into build-tsan/ (`make tsan` runs the threaded suites under it).
 CC      ?= cc
 PKGS    := libmicrohttpd jansson sqlite3 libcurl libsodium libfreeipmi libxml-2.0
 SAN     ?= 0
-ifeq ($(SAN),1)
+TSAN    ?= 0
+ifeq ($(TSAN),1)
+BUILD   ?= build-tsan
+BIN     ?= fleetplane-tsan
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+OPT     ?= -O1 -g
+else ifeq ($(SAN),1)
 BUILD   ?= build-san
 BIN     ?= fleetplane-san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -14,7 +21,9 @@ BIN     ?= fleetplane
 SANFLAGS :=
 OPT     ?= -O2 -g
 endif
-CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wmissing-prototypes \
+           -Wstrict-prototypes -Wformat=2 -Wundef -Wvla
+CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) \
            -pthread -Isrc $(SANFLAGS) $(shell pkg-config --cflags $(PKGS))
 LDLIBS  += $(shell pkg-config --libs $(PKGS)) -lpthread -lm -ldl
 LDFLAGS += $(SANFLAGS) -pthread
@@ -27,7 +36,7 @@ LIB_OBJ = $(patsubst src/%.c,$(BUILD)/%.o,$(foreach l,$(1),$(wildcard src/$(l)/*
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all clean test unit integration san fuzz bench check check-banned
+.PHONY: all clean test unit peers integration san fuzz bench check check-banned style check-layers tsan
 all: $(BIN)
 
 $(BIN): $(OBJ_ALL)
@@ -46,8 +55,14 @@ $(BUILD)/tests/$(basename $(notdir $(1))): $(1) $(call LIB_OBJ,$(call test_layer
 endef
 $(foreach t,$(UNIT_SRC),$(eval $(call UNIT_RULE,$(t))))
 
-unit: $(UNIT_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+# The suites that start real peers (ipmi_sim, the Redfish server of tests/peers/) are not unit
+# tests: `make peers` runs them, in the integration tier of `test` and `san`.
+PEER_BIN := $(BUILD)/tests/test_bmc_ipmi $(BUILD)/tests/test_bmc_redfish
+unit: $(filter-out $(PEER_BIN),$(UNIT_BIN))
+	@set -e; for t in $^; do echo "== $$t"; $$t; done
+
+peers: $(PEER_BIN)
+	@set -e; for t in $^; do echo "== $$t"; $$t; done
 
 integration: $(BIN)
 	@FLEETPLANE_BIN=$(CURDIR)/$(BIN) FP_SAN=$(SAN) tests/integration/run.sh
@@ -55,6 +70,7 @@ integration: $(BIN)
 # Unit then integration, one after the other (parallel builds inside each, not parallel runs).
 test: check-banned
 	$(MAKE) unit
+	$(MAKE) peers
 	$(MAKE) integration
 
 # Banned functions (base/banned.h lists why), caught even where the header is not included.
@@ -64,20 +80,47 @@ check-banned:
 		| grep -vE 'snprintf|vsnprintf|strtok_r|gmtime_r|localtime_r|BANNED' \
 		|| { echo "banned function used (see src/base/banned.h)"; exit 1; }
 
+# Every tracked .c/.h of src/ tests/ bench/ formatted as .clang-format says (a diff otherwise).
+style:
+	@scripts/reformat.sh --check
+
+# Include rules (layers, *_int.h, test layers lines, cycles); scripts/layers-known.txt waives
+# the violations being removed.
+check-layers:
+	@python3 scripts/check-layers.py
+
+# ThreadSanitizer over the suites that run threads (engine, store, API, controllers).
+TSAN_SUITES := store workqueue executor clock ratelimit breaker budget gc health lifecycle \
+	       scenarios api
+tsan:
+	$(MAKE) TSAN=1 $(TSAN_SUITES:%=build-tsan/tests/test_%)
+	@set -e; for t in $(TSAN_SUITES); do echo "== tsan test_$$t"; \
+		TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
+		build-tsan/tests/test_$$t; done
+
+# For editors (clangd): every compile command of a clean build, recorded by bear.
+compile_commands.json: $(SRC_ALL) $(UNIT_SRC)
+	rm -rf build-cc && bear --output $@ -- $(MAKE) BUILD=build-cc BIN=build-cc/fleetplane \
+		build-cc/fleetplane $(UNIT_BIN:$(BUILD)/%=build-cc/%) && rm -rf build-cc
+
 san:
 	$(MAKE) SAN=1 unit
+	$(MAKE) SAN=1 peers
 	$(MAKE) SAN=1 integration
 
 FUZZ_SECONDS ?= 30
 fuzz:
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
-# Everything CI runs: the normal suite, the whole suite again under ASan+UBSan, the fuzzers.
-check: test
+# Everything CI runs: style and include rules first, the normal suite, the threaded suites under
+# TSan, the whole suite again under ASan+UBSan, the fuzzers.
+check: style check-layers
+	$(MAKE) test
+	$(MAKE) tsan
 	$(MAKE) san
 	$(MAKE) fuzz
 
 clean:
-	rm -rf build build-san build-fuzz fleetplane fleetplane-san
+	rm -rf build build-san build-tsan build-fuzz fleetplane fleetplane-san fleetplane-tsan
 
 -include $(OBJ_ALL:.o=.d) $(UNIT_BIN:=.d)

@@ -5,7 +5,7 @@ set -euo pipefail
 
 build_pkgs=(build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev
 	libcurl4-openssl-dev libsodium-dev libfreeipmi-dev libxml2-dev)
-test_pkgs=(libcmocka-dev clang libclang-rt-14-dev prometheus curl procps jq
+test_pkgs=(libcmocka-dev clang clang-format libclang-rt-14-dev prometheus curl procps jq
 	openipmi ipmitool python3 python3-sushy)
 
 want=("${build_pkgs[@]}")

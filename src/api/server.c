@@ -545,6 +545,7 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	free(r);
 }
 
+__attribute__((format(printf, 2, 0)))
 static void mhd_logger(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];

@@ -421,9 +421,10 @@ static int demo_line(const struct demo_xid *x, time_t now, char *out, size_t len
 	if (x->stamp != DEMO_STAMP_NONE) {
 		if (!gmtime_r(&now, &tm))
 			return -1;
-		const char *fmt = x->stamp == DEMO_STAMP_SYSLOG ? "%b %e %H:%M:%S "
-								: "[%a %b %e %H:%M:%S %Y] ";
-		if (strftime(stamp, sizeof(stamp), fmt, &tm) == 0)
+		size_t sn = x->stamp == DEMO_STAMP_SYSLOG
+				   ? strftime(stamp, sizeof(stamp), "%b %e %H:%M:%S ", &tm)
+				   : strftime(stamp, sizeof(stamp), "[%a %b %e %H:%M:%S %Y] ", &tm);
+		if (sn == 0)
 			return -1;
 	}
 	int n = snprintf(out, len, "%s%s", stamp, x->line);

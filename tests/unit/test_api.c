@@ -2851,7 +2851,10 @@ static void test_health_routes(void **state)
 		{"POST", "/v1/breakers/%s:reset", "{\"reason\":\"x\"}"},
 	};
 	for (size_t i = 0; i < sizeof(lp) / sizeof(lp[0]); i++) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral" /* lp[].fmt: literals in the table above */
 		snprintf(path, sizeof(path), lp[i].fmt, longname);
+#pragma GCC diagnostic pop
 		req(lp[i].method, path, op, lp[i].body, &r);
 		if (r.status != 400)
 			fail_msg("%s %s: status %ld", lp[i].method, lp[i].fmt, r.status);
