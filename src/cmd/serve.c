@@ -18,7 +18,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/api_int.h"
 #include "api/server.h"
 #include "base/alloc.h"
 #include "base/err.h"
