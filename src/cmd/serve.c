@@ -18,7 +18,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/api_int.h"
 #include "api/api_secrets.h"
 #include "api/server.h"
 #include "base/alloc.h"
