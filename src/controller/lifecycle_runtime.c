@@ -125,29 +125,39 @@ int lifecycle_commit(struct lifecycle *lc, struct node *n, const char *ev_type,
 	return commit_x(lc, n, NULL, ev_type, ev_reason, ev_msg, done_op, NULL, 0, NULL);
 }
 
-/* Read-modify-write of a node from the store with CAS retries. mutate returns 1 to write, 0 to
- * skip, < 0 to abort; it may fill evs (events written in the same transaction; it resets them
- * on each attempt). If out is not NULL it receives the node as now stored (caller frees). */
-int lifecycle_update_node_ev(struct lifecycle *lc, const char *name,
-			     lifecycle_node_mutate_fn mutate, void *arg, struct node **out, const struct status_delta *evs)
+struct update_arg {
+	struct lifecycle *lc;
+	lifecycle_node_mutate_fn mutate;
+	void *arg;
+	const struct status_delta *evs;
+};
+
+/* objects_update_node's mutate: the lifecycle's mutate, then the events it left in evs. */
+static int update_mutate(struct node *n, struct objects_txn *tx, void *arg)
 {
-	for (int attempt = 0; attempt < 8; attempt++) {
-		struct node *n = NULL;
-		int rc = lifecycle_load_node(lc, name, &n);
-		if (rc < 0)
-			return rc;
-		rc = mutate(n, arg);
-		if (rc > 0)
-			rc = commit_x(lc, n, NULL, NULL, NULL, NULL, NULL, NULL, 0, evs);
-		if (rc >= 0 && out) {
-			*out = n;
-			n = NULL;
-		}
-		node_free(n);
-		if (rc != FP_ECONFLICT)
-			return rc < 0 ? rc : 0;
-	}
-	return FP_ECONFLICT;
+	struct update_arg *a = arg;
+	int rc = a->mutate(n, a->arg);
+	if (rc <= 0 || !a->evs)
+		return rc;
+	char object[STORE_MAX_KEY + 8];
+	snprintf(object, sizeof(object), "node/%s", n->name);
+	for (size_t i = 0; i < a->evs->nev; i++)
+		objects_txn_event(tx, now_wall(a->lc), fp_rng_u64(a->lc->cfg.rng), a->evs->ev[i].type,
+				  LIFECYCLE_ACTOR, object, a->evs->ev[i].reason, a->evs->ev[i].msg);
+	return rc;
+}
+
+/* Read-modify-write of a node from the store with CAS retries: objects_update_node (8
+ * attempts). mutate returns 1 to write, 0 to skip, < 0 to abort; it may fill evs (events written
+ * in the same transaction; it resets them on each attempt). If out is not NULL it receives the
+ * node as now stored (caller frees). */
+int lifecycle_update_node_ev(struct lifecycle *lc, const char *name,
+			     lifecycle_node_mutate_fn mutate, void *arg, struct node **out,
+			     const struct status_delta *evs)
+{
+	struct update_arg a = {lc, mutate, arg, evs};
+	struct objects_update u = {.actor = LIFECYCLE_ACTOR, .max_attempts = 8};
+	return objects_update_node(lc->cfg.store, name, update_mutate, &a, &u, out, NULL, 0);
 }
 
 int lifecycle_update_node(struct lifecycle *lc, const char *name,
