@@ -173,18 +173,6 @@ static void reserve(struct budget_svc *b, const struct node *n, int64_t now, int
 	b->nres++;
 }
 
-/* Names of the nodes that may be in budget bu's domain value `value`: the rack/site index, or
- * every node. Same ownership as cache_node_names. */
-static size_t candidates(struct budget_svc *b, const struct budget *bu, const char *value,
-			 char ***names)
-{
-	if (strcmp(bu->domain, "rack") == 0)
-		return cache_node_names(b->cache, CACHE_BY_RACK, value, names);
-	if (strcmp(bu->domain, "site") == 0)
-		return cache_node_names(b->cache, CACHE_BY_SITE, value, names);
-	return cache_all_node_names(b->cache, names);
-}
-
 static void free_names(char **names, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -212,42 +200,65 @@ static void tally_release(struct tally *t)
 	memset(t, 0, sizeof(*t));
 }
 
+struct tally_ctx {
+	struct budget_svc *b;
+	const struct budget *bu;
+	const char *value, *skip;
+	int64_t now;
+	struct tally *t;
+};
+
+/* Counts one node m into c->t when it is in the domain value (m borrowed). */
+static int tally_node(void *arg, const struct node *m)
+{
+	struct tally_ctx *c = arg;
+	struct tally *t = c->t;
+	const char *v = budget_domain_value(c->bu, m);
+	if (!v || strcmp(v, c->value) != 0 || m->phase == PHASE_RETIRED)
+		return 0;
+	t->members++;
+	const struct node_condition *cond = node_condition_get(m, "DisruptionAllowed");
+	if (cond && cond->status == COND_FALSE) {
+		t->waiting = xreallocarray(t->waiting, t->nwaiting + 1, sizeof(char *));
+		t->waiting[t->nwaiting++] = xstrdup(m->name);
+	}
+	int out = 0;
+	if (budget_node_unavailable(m)) {
+		out = 1;
+		unreserve(c->b, m->name); /* the cache shows it now */
+	} else if (reserved(c->b, m, c->now)) {
+		out = 1;
+	}
+	if (out && !(c->skip && strcmp(c->skip, m->name) == 0)) {
+		t->unavailable++;
+		t->out = xreallocarray(t->out, t->nout + 1, sizeof(char *));
+		t->out[t->nout++] = xstrdup(m->name);
+	}
+	return 0;
+}
+
+/* A rack or site budget reads its few members through the cache's index (a copy each); any
+ * other domain visits every cached node in place (cache_visit_nodes, no copies). */
 static void count_value(struct budget_svc *b, const struct budget *bu, const char *value,
 			const char *skip, int64_t now, struct tally *t)
 {
 	memset(t, 0, sizeof(*t));
-	char **names = NULL;
-	size_t n = candidates(b, bu, value, &names);
-	for (size_t i = 0; i < n; i++) {
-		struct node *m = cache_node_get(b->cache, names[i]);
-		if (!m)
-			continue;
-		const char *v = budget_domain_value(bu, m);
-		if (!v || strcmp(v, value) != 0 || m->phase == PHASE_RETIRED) {
+	struct tally_ctx c = {b, bu, value, skip, now, t};
+	if (strcmp(bu->domain, "rack") == 0 || strcmp(bu->domain, "site") == 0) {
+		char **names = NULL;
+		size_t n = cache_node_names(b->cache,
+					    bu->domain[0] == 'r' ? CACHE_BY_RACK : CACHE_BY_SITE,
+					    value, &names);
+		for (size_t i = 0; i < n; i++) {
+			struct node *m = cache_node_get(b->cache, names[i]);
+			if (m)
+				tally_node(&c, m);
 			node_free(m);
-			continue;
 		}
-		t->members++;
-		const struct node_condition *c = node_condition_get(m, "DisruptionAllowed");
-		if (c && c->status == COND_FALSE) {
-			t->waiting = xreallocarray(t->waiting, t->nwaiting + 1, sizeof(char *));
-			t->waiting[t->nwaiting++] = xstrdup(m->name);
-		}
-		int out = 0;
-		if (budget_node_unavailable(m)) {
-			out = 1;
-			unreserve(b, m->name); /* the cache shows it now */
-		} else if (reserved(b, m, now)) {
-			out = 1;
-		}
-		if (out && !(skip && strcmp(skip, m->name) == 0)) {
-			t->unavailable++;
-			t->out = xreallocarray(t->out, t->nout + 1, sizeof(char *));
-			t->out[t->nout++] = xstrdup(m->name);
-		}
-		node_free(m);
+		free_names(names, n);
+	} else {
+		cache_visit_nodes(b->cache, tally_node, &c);
 	}
-	free_names(names, n);
 	if (t->nout)
 		qsort(t->out, t->nout, sizeof(char *), cmp_str);
 	if (t->nwaiting)
@@ -359,24 +370,34 @@ int budget_admit(struct budget_svc *b, const struct node *n, char *why, size_t w
 	return ok;
 }
 
-/* Distinct values of bu's domain over every node, sorted; same ownership as cache names. */
+struct values_ctx {
+	const struct budget *bu;
+	char **vals;
+	size_t nv;
+};
+
+static int collect_value(void *arg, const struct node *m)
+{
+	struct values_ctx *c = arg;
+	const char *v = budget_domain_value(c->bu, m);
+	int seen = 0;
+	for (size_t k = 0; v && k < c->nv; k++)
+		seen |= strcmp(c->vals[k], v) == 0;
+	if (v && !seen) {
+		c->vals = xreallocarray(c->vals, c->nv + 1, sizeof(char *));
+		c->vals[c->nv++] = xstrdup(v);
+	}
+	return 0;
+}
+
+/* Distinct values of bu's domain over every node (a visit, no copies), sorted; same ownership
+ * as cache names. */
 static size_t domain_values(struct budget_svc *b, const struct budget *bu, char ***values)
 {
-	char **names = NULL, **vals = NULL;
-	size_t n = cache_all_node_names(b->cache, &names), nv = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct node *m = cache_node_get(b->cache, names[i]);
-		const char *v = m ? budget_domain_value(bu, m) : NULL;
-		int seen = 0;
-		for (size_t k = 0; v && k < nv; k++)
-			seen |= strcmp(vals[k], v) == 0;
-		if (v && !seen) {
-			vals = xreallocarray(vals, nv + 1, sizeof(char *));
-			vals[nv++] = xstrdup(v);
-		}
-		node_free(m);
-	}
-	free_names(names, n);
+	struct values_ctx c = {bu, NULL, 0};
+	cache_visit_nodes(b->cache, collect_value, &c);
+	char **vals = c.vals;
+	size_t nv = c.nv;
 	if (nv)
 		qsort(vals, nv, sizeof(char *), cmp_str);
 	*values = vals;
@@ -435,6 +456,13 @@ json_t *budget_svc_status(struct budget_svc *b, const char *name)
 	return res;
 }
 
+static int count_waiting(void *arg, const struct node *m)
+{
+	const struct node_condition *c = node_condition_get(m, "DisruptionAllowed");
+	*(size_t *)arg += c && c->status == COND_FALSE;
+	return 0;
+}
+
 /* fleetplane_budget_remaining{budget,value} for every stored budget and domain value, and
  * fleetplane_disruptions_waiting (nodes whose DisruptionAllowed is False). */
 static void collect(struct buf *out, void *arg)
@@ -455,15 +483,8 @@ static void collect(struct buf *out, void *arg)
 			   (long long)json_integer_value(json_object_get(d, "remaining")));
 	}
 	json_decref(st);
-	char **names = NULL;
-	size_t n = cache_all_node_names(b->cache, &names), waiting = 0;
-	for (size_t k = 0; k < n; k++) {
-		struct node *m = cache_node_get(b->cache, names[k]);
-		const struct node_condition *c = m ? node_condition_get(m, "DisruptionAllowed") : NULL;
-		waiting += c && c->status == COND_FALSE;
-		node_free(m);
-	}
-	free_names(names, n);
+	size_t waiting = 0;
+	cache_visit_nodes(b->cache, count_waiting, &waiting);
 	buf_printf(out, "# HELP fleetplane_disruptions_waiting Nodes waiting for a disruption "
 			"budget.\n# TYPE fleetplane_disruptions_waiting gauge\nfleetplane_disruptions_"
 			"waiting %zu\n",
