@@ -48,8 +48,12 @@ $(BUILD)/%.o: src/%.c
 
 # A unit test names the layers it links on its first line: /* layers: base core store */
 test_layers = $(shell sed -n '1s|^/\* layers: \(.*\) \*/|\1|p' $(1))
+# Every unit test also links tests/unit/support/filter.o (FP_TEST_FILTER / F=, see run-unit.sh).
+$(BUILD)/tests/support/filter.o: tests/unit/support/filter.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 define UNIT_RULE
-$(BUILD)/tests/$(basename $(notdir $(1))): $(1) $(call LIB_OBJ,$(call test_layers,$(1)))
+$(BUILD)/tests/$(basename $(notdir $(1))): $(1) $(BUILD)/tests/support/filter.o $(call LIB_OBJ,$(call test_layers,$(1)))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(CFLAGS) $$(LDFLAGS) -MMD -MP -MF $$@.d -o $$@ $$< $$(filter %.o,$$^) -lcmocka $$(LDLIBS)
 endef
@@ -58,11 +62,12 @@ $(foreach t,$(UNIT_SRC),$(eval $(call UNIT_RULE,$(t))))
 # The suites that start real peers (ipmi_sim, the Redfish server of tests/peers/) are not unit
 # tests: `make peers` runs them, in the integration tier of `test` and `san`.
 PEER_BIN := $(BUILD)/tests/test_bmc_ipmi $(BUILD)/tests/test_bmc_redfish
+# T=REGEX picks suites, F=GLOB test cases, UNIT_TIMEOUT=S the per-binary limit (run-unit.sh).
 unit: $(filter-out $(PEER_BIN),$(UNIT_BIN))
-	@set -e; for t in $^; do echo "== $$t"; $$t; done
+	@scripts/run-unit.sh $^
 
 peers: $(PEER_BIN)
-	@set -e; for t in $^; do echo "== $$t"; $$t; done
+	@scripts/run-unit.sh $^
 
 integration: $(BIN)
 	@FLEETPLANE_BIN=$(CURDIR)/$(BIN) FP_SAN=$(SAN) tests/integration/run.sh
@@ -94,9 +99,8 @@ TSAN_SUITES := store workqueue executor clock ratelimit breaker budget gc health
 	       scenarios api
 tsan:
 	$(MAKE) TSAN=1 $(TSAN_SUITES:%=build-tsan/tests/test_%)
-	@set -e; for t in $(TSAN_SUITES); do echo "== tsan test_$$t"; \
-		TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
-		build-tsan/tests/test_$$t; done
+	@TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
+		scripts/run-unit.sh $(TSAN_SUITES:%=build-tsan/tests/test_%)
 
 # For editors (clangd): every compile command of a clean build, recorded by bear.
 compile_commands.json: $(SRC_ALL) $(UNIT_SRC)

@@ -17,6 +17,7 @@
 #include "core/codec.h"
 #include "core/event.h"
 #include "core/model.h"
+#include "check.h"
 
 #include "base/banned.h"
 
@@ -89,7 +90,7 @@ static void test_phase_names(void **state)
 	(void)state;
 	assert_int_equal(PHASE__COUNT, 12);
 	for (int i = 0; i < 12; i++) {
-		assert_string_equal(node_phase_name((enum node_phase)i), hand_names[i]);
+		ASSERT_EQ_STR(node_phase_name((enum node_phase)i), hand_names[i]);
 		enum node_phase p = PHASE_RETIRED;
 		assert_int_equal(node_phase_parse(hand_names[i], &p), 0);
 		assert_int_equal(p, i);
@@ -99,9 +100,9 @@ static void test_phase_names(void **state)
 	assert_int_equal(node_phase_parse("in-service", &p), FP_EINVAL);
 	assert_int_equal(node_phase_parse("", &p), FP_EINVAL);
 	assert_int_equal(node_phase_parse(NULL, &p), FP_EINVAL);
-	assert_int_equal(p, PHASE_AVAILABLE);
-	assert_string_equal(node_phase_name((enum node_phase)12), "unknown");
-	assert_string_equal(node_phase_name((enum node_phase)-1), "unknown");
+	ASSERT_EQ_PHASE(p, PHASE_AVAILABLE);
+	ASSERT_EQ_STR(node_phase_name((enum node_phase)12), "unknown");
+	ASSERT_EQ_STR(node_phase_name((enum node_phase)-1), "unknown");
 
 	/* transient = has a deadline: inspecting, provisioning, validating, draining, repairing,
 	 * retiring */
@@ -125,7 +126,7 @@ static void test_phase_table(void **state)
 				if (rc != 0)
 					fail_msg("%s -> %s refused (%d: %s), DESIGN.md allows it",
 						 hand_names[f], hand_names[t], rc, e);
-				assert_string_equal(e, "untouched");
+				ASSERT_EQ_STR(e, "untouched");
 				continue;
 			}
 			if (f == t)
@@ -140,7 +141,7 @@ static void test_phase_table(void **state)
 			if (rc != FP_ESTATE)
 				fail_msg("%s -> %s: rc %d, DESIGN.md refuses it", hand_names[f],
 					 hand_names[t], rc);
-			assert_string_equal(e, want);
+			ASSERT_EQ_STR(e, want);
 		}
 	/* 18 table edges + 10 "any -> retiring" (all but retiring and retired), failed ->
 	 * retiring being in both */
@@ -148,7 +149,7 @@ static void test_phase_table(void **state)
 	char e[64];
 	assert_int_equal(node_phase_check((enum node_phase)12, PHASE_ENROLLED, e, sizeof(e)),
 			 FP_ESTATE);
-	assert_string_equal(e, "unknown phase");
+	ASSERT_EQ_STR(e, "unknown phase");
 	assert_int_equal(node_phase_check(PHASE_ENROLLED, (enum node_phase)-1, e, sizeof(e)),
 			 FP_ESTATE);
 	/* NULL error buffer is allowed */
@@ -176,13 +177,13 @@ static void test_holds(void **state)
 	assert_int_equal(n->nholds, 2);
 	const struct node_hold *h = node_hold_find(n, "health");
 	assert_non_null(h);
-	assert_string_equal(h->owner, "health");
-	assert_string_equal(h->reason, "xid:48 on gpu 1");
+	ASSERT_EQ_STR(h->owner, "health");
+	ASSERT_EQ_STR(h->reason, "xid:48 on gpu 1");
 	assert_int_equal(h->since, T0);
 	assert_int_equal(h->expires, T1 + 1000);
 	h = node_hold_find(n, "operator:alice");
 	assert_non_null(h);
-	assert_string_equal(h->reason, "kernel upgrade");
+	ASSERT_EQ_STR(h->reason, "kernel upgrade");
 	assert_int_equal(h->since, T0 + 5);
 	assert_int_equal(h->expires, T1);
 
@@ -202,7 +203,7 @@ static void test_holds(void **state)
 	assert_int_equal(n->nholds, 1);
 	assert_null(node_hold_find(n, "health"));
 	assert_int_equal(node_hold_release(n, "health"), FP_ENOTFOUND);
-	assert_string_equal(n->holds[0].owner, "operator:alice");
+	ASSERT_EQ_STR(n->holds[0].owner, "operator:alice");
 	assert_int_equal(node_schedulable(n), 0);
 	assert_int_equal(node_hold_release(n, "operator:alice"), 0);
 	assert_int_equal(n->nholds, 0);
@@ -221,14 +222,14 @@ static void test_holds(void **state)
 	assert_null(node_hold_find(n, "rollout"));
 	assert_int_equal(node_hold_add(n, "slurm:user31", "reason changed", T1, 0), 0);
 	assert_int_equal(n->nholds, 32);
-	assert_string_equal(node_hold_find(n, "slurm:user31")->reason, "reason changed");
+	ASSERT_EQ_STR(node_hold_find(n, "slurm:user31")->reason, "reason changed");
 	assert_int_equal(node_hold_find(n, "slurm:user31")->since, T0 + 31);
 	/* releasing one in the middle keeps order and the others */
 	assert_int_equal(node_hold_release(n, "slurm:user10"), 0);
 	assert_int_equal(n->nholds, 31);
-	assert_string_equal(n->holds[9].owner, "slurm:user9");
-	assert_string_equal(n->holds[10].owner, "slurm:user11");
-	assert_string_equal(n->holds[30].owner, "slurm:user31");
+	ASSERT_EQ_STR(n->holds[9].owner, "slurm:user9");
+	ASSERT_EQ_STR(n->holds[10].owner, "slurm:user11");
+	ASSERT_EQ_STR(n->holds[30].owner, "slurm:user31");
 	assert_int_equal(node_hold_add(n, "rollout", "wave 1", T0, 0), 0);
 	assert_int_equal(n->nholds, 32);
 	node_free(n);
@@ -264,8 +265,8 @@ static void test_conditions(void **state)
 	const struct node_condition *c = node_condition_get(n, "BMCReachable");
 	assert_non_null(c);
 	assert_int_equal(c->status, COND_TRUE);
-	assert_string_equal(c->reason, "Responding");
-	assert_string_equal(c->message, "ok");
+	ASSERT_EQ_STR(c->reason, "Responding");
+	ASSERT_EQ_STR(c->message, "ok");
 	assert_int_equal(c->since, T0);
 
 	/* nothing changed: returns 0, since kept */
@@ -277,7 +278,7 @@ static void test_conditions(void **state)
 					    "ok after 2 retries", T1),
 			 1);
 	c = node_condition_get(n, "BMCReachable");
-	assert_string_equal(c->message, "ok after 2 retries");
+	ASSERT_EQ_STR(c->message, "ok after 2 retries");
 	assert_int_equal(c->since, T0);
 	assert_int_equal(node_condition_set(n, "BMCReachable", COND_TRUE, NULL, NULL, T1), 1);
 	c = node_condition_get(n, "BMCReachable");
@@ -290,7 +291,7 @@ static void test_conditions(void **state)
 			 1);
 	c = node_condition_get(n, "BMCReachable");
 	assert_int_equal(c->status, COND_FALSE);
-	assert_string_equal(c->reason, "Timeout");
+	ASSERT_EQ_STR(c->reason, "Timeout");
 	assert_int_equal(c->since, T1);
 	assert_int_equal(node_condition_set(n, "BMCReachable", COND_UNKNOWN, "Timeout",
 					    "no answer in 10s", T1 + 1),
@@ -302,11 +303,11 @@ static void test_conditions(void **state)
 	assert_int_equal(node_condition_remove(n, "BMCReachable"), 1);
 	assert_int_equal(node_condition_remove(n, "BMCReachable"), 0);
 	assert_int_equal(n->nconditions, 1);
-	assert_string_equal(n->conditions[0].type, "GPUHealthy");
+	ASSERT_EQ_STR(n->conditions[0].type, "GPUHealthy");
 
-	assert_string_equal(cond_status_name(COND_TRUE), "True");
-	assert_string_equal(cond_status_name(COND_FALSE), "False");
-	assert_string_equal(cond_status_name(COND_UNKNOWN), "Unknown");
+	ASSERT_EQ_STR(cond_status_name(COND_TRUE), "True");
+	ASSERT_EQ_STR(cond_status_name(COND_FALSE), "False");
+	ASSERT_EQ_STR(cond_status_name(COND_UNKNOWN), "Unknown");
 	enum cond_status s = COND_TRUE;
 	assert_int_equal(cond_status_parse("False", &s), 0);
 	assert_int_equal(s, COND_FALSE);
@@ -331,14 +332,14 @@ static void test_names(void **state)
 	assert_int_equal(name_validate("metadata.name", n63, e, sizeof(e)), 0);
 	const char *n64 = "abcdefghij0123456789abcdefghij0123456789abcdefghij0123456789abcd";
 	assert_int_equal(name_validate("metadata.name", n64, e, sizeof(e)), FP_EINVAL);
-	assert_string_equal(e, "metadata.name: \"abcdefghij0123456789abcdefghij0123456789abcdefghij"
+	ASSERT_EQ_STR(e, "metadata.name: \"abcdefghij0123456789abcdefghij0123456789abcdefghij"
 			       "0123456789abc...\" is longer than 63 characters");
 	assert_int_equal(name_validate("spec.site", "", e, sizeof(e)), FP_EINVAL);
-	assert_string_equal(e, "spec.site: must not be empty");
+	ASSERT_EQ_STR(e, "spec.site: must not be empty");
 	assert_int_equal(name_validate("spec.site", NULL, e, sizeof(e)), FP_EINVAL);
-	assert_string_equal(e, "spec.site: must not be empty");
+	ASSERT_EQ_STR(e, "spec.site: must not be empty");
 	assert_int_equal(name_validate("metadata.name", "n1-", e, sizeof(e)), FP_EINVAL);
-	assert_string_equal(e, "metadata.name: \"n1-\" is not a valid name: use lower-case "
+	ASSERT_EQ_STR(e, "metadata.name: \"n1-\" is not a valid name: use lower-case "
 			       "letters, digits, '-' and '.', starting and ending with a letter "
 			       "or digit (bad character at position 3)");
 	assert_int_equal(name_validate("metadata.name", ".n1", e, sizeof(e)), FP_EINVAL);
@@ -350,12 +351,12 @@ static void test_names(void **state)
 	assert_int_equal(label_validate("example.com/team", "ML.Infra_1", e, sizeof(e)), 0);
 	assert_int_equal(label_validate("k", "", e, sizeof(e)), 0);
 	assert_int_equal(label_validate("", "v", e, sizeof(e)), FP_EINVAL);
-	assert_string_equal(e, "metadata.labels: key \"\" must be 1-63 characters of [A-Za-z0-9._/-]");
+	ASSERT_EQ_STR(e, "metadata.labels: key \"\" must be 1-63 characters of [A-Za-z0-9._/-]");
 	assert_int_equal(label_validate("a b", "v", e, sizeof(e)), FP_EINVAL);
-	assert_string_equal(e,
+	ASSERT_EQ_STR(e,
 			    "metadata.labels: key \"a b\" must be 1-63 characters of [A-Za-z0-9._/-]");
 	assert_int_equal(label_validate("k", "a/b", e, sizeof(e)), FP_EINVAL);
-	assert_string_equal(e, "metadata.labels.k: value must be 0-63 characters of [A-Za-z0-9._-]");
+	ASSERT_EQ_STR(e, "metadata.labels.k: value must be 0-63 characters of [A-Za-z0-9._-]");
 	assert_int_equal(label_validate(n63, n63, e, sizeof(e)), 0);
 	assert_int_equal(label_validate(n64, "v", e, sizeof(e)), FP_EINVAL);
 	assert_int_equal(label_validate("k", n64, e, sizeof(e)), FP_EINVAL);
@@ -417,12 +418,12 @@ static void test_enroll_minimal(void **state)
 	char e[256];
 	assert_int_equal(decode_node("{\"metadata\":{\"name\":\"n1\"}}", 1, &n, e, sizeof(e)), 0);
 	assert_non_null(n);
-	assert_string_equal(n->name, "n1");
-	assert_string_equal(n->bmc.driver, "sim");
+	ASSERT_EQ_STR(n->name, "n1");
+	ASSERT_EQ_STR(n->bmc.driver, "sim");
 	assert_null(n->bmc.address);
 	assert_null(n->bmc.password);
 	assert_null(n->bmc.extra);
-	assert_int_equal(n->phase, PHASE_ENROLLED);
+	ASSERT_EQ_PHASE(n->phase, PHASE_ENROLLED);
 	assert_int_equal(n->nholds, 0);
 	assert_int_equal(n->nconditions, 0);
 	assert_int_equal(n->nlabels, 0);
@@ -440,16 +441,16 @@ static void test_enroll_minimal(void **state)
 				     "\"spec\":null}",
 				     1, &n, e, sizeof(e)),
 			 0);
-	assert_string_equal(n->name, "n2");
-	assert_string_equal(n->bmc.driver, "sim");
+	ASSERT_EQ_STR(n->name, "n2");
+	ASSERT_EQ_STR(n->bmc.driver, "sim");
 	node_free(n);
 	/* spec.bmc without driver still defaults to sim */
 	assert_int_equal(decode_node("{\"metadata\":{\"name\":\"n3\"},\"spec\":{\"bmc\":{"
 				     "\"username\":\"root\"}}}",
 				     1, &n, e, sizeof(e)),
 			 0);
-	assert_string_equal(n->bmc.driver, "sim");
-	assert_string_equal(n->bmc.username, "root");
+	ASSERT_EQ_STR(n->bmc.driver, "sim");
+	ASSERT_EQ_STR(n->bmc.username, "root");
 	node_free(n);
 
 	/* the enrolling client cannot choose the phase or holds (status is fleetplane's) */
@@ -457,7 +458,7 @@ static void test_enroll_minimal(void **state)
 				     "\"available\"}}",
 				     1, &n, e, sizeof(e)),
 			 0);
-	assert_int_equal(n->phase, PHASE_ENROLLED);
+	ASSERT_EQ_PHASE(n->phase, PHASE_ENROLLED);
 	assert_int_equal(n->nholds, 0);
 	node_free(n);
 
@@ -482,40 +483,40 @@ static void test_enroll_full(void **state)
 		"\"quirks\":[\"ipmi_open_session_privilege\"]},\"macs\":[\"aa:bb:cc:dd:ee:01\",\"AA:BB:CC:DD:EE:02\"],"
 		"\"gpus\":{\"count\":8,\"model\":\"NVIDIA H100 80GB HBM3\"},\"retire\":false}}";
 	assert_int_equal(decode_node(doc, 1, &n, e, sizeof(e)), 0);
-	assert_string_equal(n->name, "r01n03");
+	ASSERT_EQ_STR(n->name, "r01n03");
 	assert_int_equal(n->nlabels, 2);
-	assert_string_equal(node_label_get(n, "rack"), "r01");
-	assert_string_equal(node_label_get(n, "nvlink_domain"), "nvl-7");
+	ASSERT_EQ_STR(node_label_get(n, "rack"), "r01");
+	ASSERT_EQ_STR(node_label_get(n, "nvlink_domain"), "nvl-7");
 	assert_null(node_label_get(n, "pdu"));
-	assert_string_equal(n->site, "site-a");
-	assert_string_equal(n->rack, "r01");
-	assert_string_equal(n->provider, "Acme");
-	assert_string_equal(n->pool, "train");
-	assert_string_equal(n->bmc.driver, "ipmi");
-	assert_string_equal(n->bmc.address, "10.0.0.3:623");
-	assert_string_equal(n->bmc.username, "admin");
-	assert_string_equal(n->bmc.password, "hunter2");
+	ASSERT_EQ_STR(n->site, "site-a");
+	ASSERT_EQ_STR(n->rack, "r01");
+	ASSERT_EQ_STR(n->provider, "Acme");
+	ASSERT_EQ_STR(n->pool, "train");
+	ASSERT_EQ_STR(n->bmc.driver, "ipmi");
+	ASSERT_EQ_STR(n->bmc.address, "10.0.0.3:623");
+	ASSERT_EQ_STR(n->bmc.username, "admin");
+	ASSERT_EQ_STR(n->bmc.password, "hunter2");
 	assert_null(n->bmc.password_file);
 	assert_null(n->bmc.extra);
 	assert_int_equal(n->bmc.cipher_suite, 3);
 	assert_int_equal(n->bmc.tls_verify, 1);
 	assert_int_equal(n->bmc.quirks, BMC_QUIRK_IPMI_OPEN_SESSION_PRIVILEGE);
 	assert_int_equal(n->nmacs, 2);
-	assert_string_equal(n->macs[0], "aa:bb:cc:dd:ee:01");
-	assert_string_equal(n->macs[1], "AA:BB:CC:DD:EE:02");
+	ASSERT_EQ_STR(n->macs[0], "aa:bb:cc:dd:ee:01");
+	ASSERT_EQ_STR(n->macs[1], "AA:BB:CC:DD:EE:02");
 	assert_int_equal(n->gpu_count, 8);
-	assert_string_equal(n->gpu_model, "NVIDIA H100 80GB HBM3");
+	ASSERT_EQ_STR(n->gpu_model, "NVIDIA H100 80GB HBM3");
 	assert_int_equal(n->retire, 0);
-	assert_int_equal(n->phase, PHASE_ENROLLED);
+	ASSERT_EQ_PHASE(n->phase, PHASE_ENROLLED);
 
 	/* node_dup is deep */
 	struct node *d = node_dup(n);
 	assert_ptr_not_equal(d->name, n->name);
 	assert_ptr_not_equal(d->macs[1], n->macs[1]);
 	node_free(n);
-	assert_string_equal(d->bmc.password, "hunter2");
-	assert_string_equal(d->macs[1], "AA:BB:CC:DD:EE:02");
-	assert_string_equal(d->labels[0].key, "rack");
+	ASSERT_EQ_STR(d->bmc.password, "hunter2");
+	ASSERT_EQ_STR(d->macs[1], "AA:BB:CC:DD:EE:02");
+	ASSERT_EQ_STR(d->labels[0].key, "rack");
 	assert_int_equal(d->bmc.cipher_suite, 3);
 	assert_int_equal(d->bmc.quirks, BMC_QUIRK_IPMI_OPEN_SESSION_PRIVILEGE);
 	node_free(d);
@@ -550,7 +551,7 @@ static void test_enroll_full(void **state)
 				     "\"ca_file\":\"bmc-ca_2.pem\"}}}",
 				     1, &n, e, sizeof(e)),
 			 0);
-	assert_string_equal(n->bmc.ca_file, "bmc-ca_2.pem");
+	ASSERT_EQ_STR(n->bmc.ca_file, "bmc-ca_2.pem");
 	node_free(n);
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"system\":\"a/b\"}}}",
 			1, FP_EINVAL,
@@ -563,7 +564,7 @@ static void test_enroll_full(void **state)
 				     1, &n, e, sizeof(e)),
 			 0);
 	assert_int_equal(n->retire, 1);
-	assert_string_equal(n->bmc.driver, "redfish");
+	ASSERT_EQ_STR(n->bmc.driver, "redfish");
 	node_free(n);
 }
 
@@ -713,7 +714,7 @@ static void test_macs(void **state)
 				     1, &n, e, sizeof(e)),
 			 0);
 	assert_int_equal(n->nmacs, 2);
-	assert_string_equal(n->macs[0], "0a:1b:2c:3d:4e:5f");
+	ASSERT_EQ_STR(n->macs[0], "0a:1b:2c:3d:4e:5f");
 	node_free(n);
 	assert_int_equal(decode_node("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"macs\":[]}}", 1,
 				     &n, e, sizeof(e)),
@@ -781,26 +782,26 @@ static void test_store_roundtrip(void **state)
 	char e[256];
 	assert_int_equal(decode_node(full_doc, 0, &n, e, sizeof(e)), 0);
 	assert_int_equal(n->resource_version, 7);
-	assert_string_equal(n->uid, "6f1c2a9e-0d3b-4c55-9a1e-2b7d8e4f0a11");
+	ASSERT_EQ_STR(n->uid, "6f1c2a9e-0d3b-4c55-9a1e-2b7d8e4f0a11");
 	assert_int_equal(n->created_at, T0);
-	assert_int_equal(n->phase, PHASE_DRAINING);
+	ASSERT_EQ_PHASE(n->phase, PHASE_DRAINING);
 	assert_int_equal(n->phase_since, T1);
 	assert_int_equal(n->nholds, 2);
-	assert_string_equal(n->holds[1].owner, "operator:alice");
+	ASSERT_EQ_STR(n->holds[1].owner, "operator:alice");
 	assert_int_equal(n->holds[1].since, T0);
 	assert_int_equal(n->holds[1].expires, T1);
 	assert_int_equal(n->holds[0].expires, 0);
 	assert_int_equal(n->nconditions, 2);
 	assert_int_equal(n->conditions[1].status, COND_UNKNOWN);
 	assert_null(n->conditions[1].reason);
-	assert_string_equal(n->operation, "op-000123");
+	ASSERT_EQ_STR(n->operation, "op-000123");
 	assert_int_equal(n->last_boot_at, T1);
-	assert_string_equal(n->last_boot_id, "b-42");
+	ASSERT_EQ_STR(n->last_boot_id, "b-42");
 	assert_int_equal(n->validated_at, T1);
 	assert_int_equal(n->validation_passed, 1);
 	assert_int_equal(json_integer_value(jsonx_path(n->inventory, "memGiB")), 2048);
 	assert_int_equal(n->retire, 1);
-	assert_string_equal(n->bmc.password_file, "/etc/fp/bmc");
+	ASSERT_EQ_STR(n->bmc.password_file, "/etc/fp/bmc");
 
 	json_t *orig = parse(full_doc);
 	json_t *j1 = node_to_json(n, NODE_JSON_STORE);
@@ -810,7 +811,7 @@ static void test_store_roundtrip(void **state)
 	}
 	/* STORE mode carries no resourceVersion (the store's mod_revision is the truth) */
 	assert_null(jsonx_path(j1, "metadata.resourceVersion"));
-	assert_string_equal(jsonx_str(j1, "spec.bmc.password"), "s3cr3t-pw-907");
+	ASSERT_EQ_STR(jsonx_str(j1, "spec.bmc.password"), "s3cr3t-pw-907");
 	assert_int_equal(node_from_json(j1, 9, &n2, e, sizeof(e)), 0);
 	assert_int_equal(n2->resource_version, 9);
 	json_t *j2 = node_to_json(n2, NODE_JSON_STORE);
@@ -876,19 +877,19 @@ static void test_remediation_codec(void **state)
 	assert_int_equal(n->remediation.ladder[2], RUNG_RMA);
 	assert_int_equal(n->remediation.rung, 1);
 	assert_int_equal(n->remediation.attempts, 2);
-	assert_string_equal(n->remediation.code, "xid:79");
-	assert_string_equal(n->remediation.gpu, "0000:3b:00.0");
-	assert_string_equal(n->remediation.reason, "XID 79 on GPU 3");
-	assert_string_equal(n->remediation.policy, "default");
+	ASSERT_EQ_STR(n->remediation.code, "xid:79");
+	ASSERT_EQ_STR(n->remediation.gpu, "0000:3b:00.0");
+	ASSERT_EQ_STR(n->remediation.reason, "XID 79 on GPU 3");
+	ASSERT_EQ_STR(n->remediation.policy, "default");
 	assert_int_equal(n->remediation.nevents, 2);
-	assert_string_equal(n->remediation.events[1], "r01n03.k-2");
+	ASSERT_EQ_STR(n->remediation.events[1], "r01n03.k-2");
 	assert_int_equal(n->remediation.since, T1);
-	assert_string_equal(n->remediation.rma, "rma-1");
+	ASSERT_EQ_STR(n->remediation.rma, "rma-1");
 	assert_int_equal(n->nremediation_history, 2);
-	assert_string_equal(n->remediation_history[0].code, "xid:48");
+	ASSERT_EQ_STR(n->remediation_history[0].code, "xid:48");
 	assert_null(n->remediation_history[0].gpu);
 	assert_int_equal(n->remediation_history[0].rung, RUNG_GPU_RESET);
-	assert_string_equal(n->remediation_history[0].result, "succeeded");
+	ASSERT_EQ_STR(n->remediation_history[0].result, "succeeded");
 	assert_int_equal(n->remediation_history[0].at, T0);
 	assert_int_equal(n->remediation_history[1].rung, RUNG_RMA);
 
@@ -918,7 +919,7 @@ static void test_remediation_codec(void **state)
 	for (int i = 0; i < 7; i++)
 		node_remediation_history_append(n, "xid:94", NULL, RUNG_REBOOT, "failed", T1 + i);
 	assert_int_equal(n->nremediation_history, 8);
-	assert_string_equal(n->remediation_history[0].code, "xid:79");
+	ASSERT_EQ_STR(n->remediation_history[0].code, "xid:79");
 	assert_int_equal(n->remediation_history[7].at, T1 + 6);
 	j1 = node_to_json(n, NODE_JSON_STORE);
 	assert_int_equal(node_from_json(j1, 3, &n2, e, sizeof(e)), 0);
@@ -932,8 +933,8 @@ static void test_remediation_codec(void **state)
 	json_decref(j1);
 	node_free(n);
 
-	assert_string_equal(remediation_rung_name(RUNG_GPU_RESET), "gpu_reset");
-	assert_string_equal(remediation_rung_name(RUNG_REIMAGE), "reimage");
+	ASSERT_EQ_STR(remediation_rung_name(RUNG_GPU_RESET), "gpu_reset");
+	ASSERT_EQ_STR(remediation_rung_name(RUNG_REIMAGE), "reimage");
 	enum remediation_rung r;
 	assert_int_equal(remediation_rung_parse("rma", &r), 0);
 	assert_int_equal(r, RUNG_RMA);
@@ -997,18 +998,18 @@ static void test_public_mode(void **state)
 	assert_null(strstr(s, "s3cr3t-pw-907"));
 	assert_null(strstr(s, "\"password\""));
 	assert_null(jsonx_path(j, "spec.bmc.password"));
-	assert_string_equal(jsonx_str(j, "metadata.resourceVersion"), "4242");
+	ASSERT_EQ_STR(jsonx_str(j, "metadata.resourceVersion"), "4242");
 	assert_non_null(strstr(s, "\"resourceVersion\":\"4242\""));
 	/* the rest of the BMC spec is still shown */
-	assert_string_equal(jsonx_str(j, "spec.bmc.username"), "admin");
+	ASSERT_EQ_STR(jsonx_str(j, "spec.bmc.username"), "admin");
 	/* where the password lives on the server is not shown either */
 	assert_null(jsonx_path(j, "spec.bmc.password_file"));
 	assert_null(strstr(s, "/etc/fp/bmc"));
 	assert_int_equal(json_integer_value(jsonx_path(j, "spec.bmc.cipher_suite")), 17);
-	assert_string_equal(jsonx_str(j, "status.phase"), "draining");
+	ASSERT_EQ_STR(jsonx_str(j, "status.phase"), "draining");
 	free(s);
 	/* the in-memory node still has it (encoding does not consume the secret) */
-	assert_string_equal(n->bmc.password, "s3cr3t-pw-907");
+	ASSERT_EQ_STR(n->bmc.password, "s3cr3t-pw-907");
 	/* a public document decodes back (resourceVersion is accepted and ignored) */
 	struct node *n2 = NULL;
 	assert_int_equal(node_from_json(j, 5, &n2, e, sizeof(e)), 0);
@@ -1066,12 +1067,12 @@ static void test_operation_roundtrip(void **state)
 	struct operation *op = NULL, *op2 = NULL;
 	char e[256];
 	assert_int_equal(decode_op(op_doc, &op, e, sizeof(e)), 0);
-	assert_string_equal(op->id, "op-000123");
+	ASSERT_EQ_STR(op->id, "op-000123");
 	assert_int_equal(op->resource_version, 11);
-	assert_string_equal(op->node, "r01n03");
-	assert_string_equal(op->kind, "provision");
+	ASSERT_EQ_STR(op->node, "r01n03");
+	ASSERT_EQ_STR(op->kind, "provision");
 	assert_int_equal(op->nsteps, 3);
-	assert_string_equal(op->steps[2], "wait_callback");
+	ASSERT_EQ_STR(op->steps[2], "wait_callback");
 	assert_int_equal(op->step, 2);
 	assert_int_equal(op->attempt, 3);
 	assert_int_equal(op->state, OP_RUNNING);
@@ -1079,9 +1080,9 @@ static void test_operation_roundtrip(void **state)
 	assert_int_equal(op->deadline, T1);
 	assert_int_equal(op->started_at, T0);
 	assert_int_equal(op->finished_at, 0);
-	assert_string_equal(op->idempotency_key, "k-77");
-	assert_string_equal(op->last_error, "callback not received");
-	assert_string_equal(jsonx_str(op->params, "image"), "ubuntu-22.04");
+	ASSERT_EQ_STR(op->idempotency_key, "k-77");
+	ASSERT_EQ_STR(op->last_error, "callback not received");
+	ASSERT_EQ_STR(jsonx_str(op->params, "image"), "ubuntu-22.04");
 	assert_int_equal(op_state_terminal(op->state), 0);
 
 	json_t *orig = parse(op_doc);
@@ -1096,7 +1097,7 @@ static void test_operation_roundtrip(void **state)
 	json_decref(j2);
 	struct operation *d = operation_dup(op2);
 	j2 = operation_to_json(d, 1);
-	assert_string_equal(jsonx_str(j2, "metadata.resourceVersion"), "12");
+	ASSERT_EQ_STR(jsonx_str(j2, "metadata.resourceVersion"), "12");
 	json_object_del(json_object_get(j2, "metadata"), "resourceVersion");
 	assert_true(json_equal(j1, j2));
 	json_decref(j2);
@@ -1112,14 +1113,14 @@ static void test_operation_roundtrip(void **state)
 	static const int terminal[5] = {0, 0, 1, 1, 1};
 	for (int i = 0; i < 5; i++) {
 		enum op_state s = OP_PENDING;
-		assert_string_equal(op_state_name((enum op_state)i), states[i]);
+		ASSERT_EQ_STR(op_state_name((enum op_state)i), states[i]);
 		assert_int_equal(op_state_parse(states[i], &s), 0);
 		assert_int_equal(s, i);
 		assert_int_equal(op_state_terminal(s), terminal[i]);
 	}
 	enum op_state s;
 	assert_int_equal(op_state_parse("done", &s), FP_EINVAL);
-	assert_string_equal(op_state_name((enum op_state)5), "unknown");
+	ASSERT_EQ_STR(op_state_name((enum op_state)5), "unknown");
 }
 
 static void test_operation_errors(void **state)
@@ -1347,11 +1348,11 @@ static void test_events(void **state)
 	/* The first call seeds the sequence from rnd's bits 20..31; later calls count up from
 	 * there whatever rnd they pass, so ids of one millisecond sort in creation order. */
 	event_id(T1, 0x1234abcdULL, id);
-	assert_string_equal(id, "1796014169803-12300000");
+	ASSERT_EQ_STR(id, "1796014169803-12300000");
 	event_id(T1, 0xffffffff00000001ULL, id);
-	assert_string_equal(id, "1796014169803-12300001");
+	ASSERT_EQ_STR(id, "1796014169803-12300001");
 	event_id(5, 0, id);
-	assert_string_equal(id, "0000000000005-12300002");
+	ASSERT_EQ_STR(id, "0000000000005-12300002");
 	json_t *ev = event_new("1796014169803-1234abcd", "Warning", "operator:alice", "node/r01n03",
 			       "Drained", NULL, T1);
 	json_t *want = parse("{\"kind\":\"Event\",\"metadata\":{\"name\":\"1796014169803-1234abcd\","

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "check.h"
 #include "controller/gc.h"
 
 #define DAY (24LL * 3600 * 1000)
@@ -18,7 +19,7 @@
 
 static void put(struct store *s, const char *key, const char *val)
 {
-	assert_int_equal(store_put(s, key, val, STORE_ANY, NULL), 0);
+	ASSERT_OK(store_put(s, key, val, STORE_ANY, NULL));
 }
 
 static void op(struct store *s, const char *id, const char *node, const char *state,
@@ -46,7 +47,7 @@ static void test_gc_pass(void **state)
 {
 	struct store *s = NULL;
 	char err[64];
-	assert_int_equal(store_open("mem:", &s, err, sizeof(err)), 0);
+	ASSERT_OK(store_open("mem:", &s, err, sizeof(err)));
 	for (int i = 0; i < 10; i++) {
 		char key[64];
 		snprintf(key, sizeof(key), "/events/%013d-0000000%d", 1000 + i, i);
@@ -60,18 +61,18 @@ static void test_gc_pass(void **state)
 	op(s, "running", "n4", "running", NULL);
 	put(s, "/nodes/n3", "{\"status\":{\"operation\":\"old-referenced\"}}");
 	int64_t rev_before = store_revision(s); /* 16 writes */
-	assert_int_equal(rev_before, 16);
+	ASSERT_EQ_INT(rev_before, 16);
 
 	/* These events are from 1970 by their ids: no age limit here (test_gc_retention). */
 	struct gc_config cfg = {.retain_revisions = 5, .max_events = 4, .op_retention_ms = 7 * DAY,
 				.event_retention_ms = -1};
 	struct gc_result res;
-	assert_int_equal(gc_run_once(s, &cfg, NOW, &res), 0);
-	assert_int_equal(res.events_deleted, 6);
-	assert_int_equal(res.ops_deleted, 2);
+	ASSERT_OK(gc_run_once(s, &cfg, NOW, &res));
+	ASSERT_EQ_INT(res.events_deleted, 6);
+	ASSERT_EQ_INT(res.ops_deleted, 2);
 	size_t n = 0;
-	assert_int_equal(store_count(s, "/events/", &n), 0);
-	assert_int_equal(n, 4);
+	ASSERT_OK(store_count(s, "/events/", &n));
+	ASSERT_EQ_INT(n, 4);
 	/* the newest four events stay */
 	assert_true(exists(s, "/events/0000000001006-00000006"));
 	assert_true(exists(s, "/events/0000000001009-00000009"));
@@ -82,17 +83,17 @@ static void test_gc_pass(void **state)
 	assert_true(exists(s, "/operations/recent-done"));
 	assert_true(exists(s, "/operations/running"));
 	/* 16 + 8 deletes = revision 24; keep 5 -> compacted to 19 */
-	assert_int_equal(store_revision(s), 24);
-	assert_int_equal(res.compacted_to, 19);
-	assert_int_equal(store_compacted_revision(s), 19);
+	ASSERT_EQ_INT(store_revision(s), 24);
+	ASSERT_EQ_INT(res.compacted_to, 19);
+	ASSERT_EQ_INT(store_compacted_revision(s), 19);
 	struct store_event *evs = NULL;
 	size_t nev = 0;
-	assert_int_equal(store_changes(s, "", 10, 0, &evs, &nev), FP_ECOMPACTED);
+	ASSERT_EQ_INT(store_changes(s, "", 10, 0, &evs, &nev), FP_ECOMPACTED);
 	/* A second pass has nothing to do. */
-	assert_int_equal(gc_run_once(s, &cfg, NOW, &res), 0);
-	assert_int_equal(res.events_deleted, 0);
-	assert_int_equal(res.ops_deleted, 0);
-	assert_int_equal(res.compacted_to, 0);
+	ASSERT_OK(gc_run_once(s, &cfg, NOW, &res));
+	ASSERT_EQ_INT(res.events_deleted, 0);
+	ASSERT_EQ_INT(res.ops_deleted, 0);
+	ASSERT_EQ_INT(res.compacted_to, 0);
 	store_close(s);
 }
 
@@ -117,7 +118,7 @@ static void test_gc_retention(void **state)
 {
 	struct store *s = NULL;
 	char err[64];
-	assert_int_equal(store_open("mem:", &s, err, sizeof(err)), 0);
+	ASSERT_OK(store_open("mem:", &s, err, sizeof(err)));
 	put(s, "/events/1793000000000-00000001", "{}");
 	put(s, "/events/1795000000000-00000002", "{}"); /* 11.6 days before NOW */
 	put(s, "/events/1796000000000-00000003", "{}");
@@ -130,9 +131,9 @@ static void test_gc_retention(void **state)
 	hev(s, "n2", "a", "2026-11-01T00:00:00.000Z", "none");  /* 28.9 days: kept */
 	struct gc_config cfg = {.healthevents_per_node = 3};
 	struct gc_result res;
-	assert_int_equal(gc_run_once(s, &cfg, NOW, &res), 0);
-	assert_int_equal(res.events_deleted, 1);
-	assert_int_equal(res.healthevents_deleted, 2);
+	ASSERT_OK(gc_run_once(s, &cfg, NOW, &res));
+	ASSERT_EQ_INT(res.events_deleted, 1);
+	ASSERT_EQ_INT(res.healthevents_deleted, 2);
 	assert_false(exists(s, "/events/1793000000000-00000001"));
 	assert_true(exists(s, "/events/1795000000000-00000002"));
 	assert_true(exists(s, "/events/1796000000000-00000003"));
@@ -165,7 +166,7 @@ static void test_gc_health_decisions(void **state)
 {
 	struct store *s = NULL;
 	char err[64];
-	assert_int_equal(store_open("mem:", &s, err, sizeof(err)), 0);
+	ASSERT_OK(store_open("mem:", &s, err, sizeof(err)));
 	audit(s, NOW - 5000, 1, "PhaseChanged");
 	audit(s, NOW - 4000, 2, "Drain");
 	audit(s, NOW - 3000, 3, "BreakerReset");
@@ -176,24 +177,24 @@ static void test_gc_health_decisions(void **state)
 		audit(s, NOW - 1000 + i, 100 + i, "HealthDecision");
 	struct gc_config cfg = {.max_events = 5, .max_health_decisions = 8};
 	struct gc_result res;
-	assert_int_equal(gc_run_once(s, &cfg, NOW, &res), 0);
-	assert_int_equal(res.events_deleted, 12);
+	ASSERT_OK(gc_run_once(s, &cfg, NOW, &res));
+	ASSERT_EQ_INT(res.events_deleted, 12);
 	size_t n = 0;
-	assert_int_equal(store_count(s, "/events/", &n), 0);
-	assert_int_equal(n, 13);
+	ASSERT_OK(store_count(s, "/events/", &n));
+	ASSERT_EQ_INT(n, 13);
 	assert_true(exists(s, "/events/1795999995000-00000001"));
 	assert_true(exists(s, "/events/1795999997500-00000004"));
 	assert_false(exists(s, "/events/1795999999011-0000006f")); /* the 12th HealthDecision */
 	assert_true(exists(s, "/events/1795999999012-00000070"));  /* the 13th: kept */
 	/* The others' cap: 3 of the 5 go (the oldest), the 8 HealthDecision stay. */
 	cfg.max_events = 2;
-	assert_int_equal(gc_run_once(s, &cfg, NOW, &res), 0);
-	assert_int_equal(res.events_deleted, 3);
+	ASSERT_OK(gc_run_once(s, &cfg, NOW, &res));
+	ASSERT_EQ_INT(res.events_deleted, 3);
 	assert_false(exists(s, "/events/1795999997000-00000003"));
 	assert_true(exists(s, "/events/1795999997500-00000004"));
 	assert_true(exists(s, "/events/1795999998000-00000005"));
-	assert_int_equal(store_count(s, "/events/", &n), 0);
-	assert_int_equal(n, 10);
+	ASSERT_OK(store_count(s, "/events/", &n));
+	ASSERT_EQ_INT(n, 10);
 	store_close(s);
 }
 
