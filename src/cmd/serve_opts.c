@@ -245,31 +245,54 @@ void serve_opts_copy(struct serve_opts *dst, const struct serve_opts *src)
 	}
 }
 
+/* put_wrapped prints text to f from column col, wrapping at 100 columns with later lines
+ * indented to indent. */
+static void put_wrapped(FILE *f, const char *text, int col, int indent)
+{
+	const char *p = text;
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		size_t w = strcspn(p, " ");
+		if (!w)
+			break;
+		if (col > indent && col + 1 + (int)w > 100) {
+			fprintf(f, "\n%*s", indent, "");
+			col = indent;
+		} else if (col > indent) {
+			fputc(' ', f);
+			col++;
+		}
+		fwrite(p, 1, w, f);
+		col += (int)w;
+		p += w;
+	}
+	fputc('\n', f);
+}
+
 void serve_opts_usage(FILE *f)
 {
 	fprintf(f, "usage: fleetplane serve --data-dir DIR [--config FILE] [--check] [OPTION]...\n"
 		   "\n");
 	for (size_t i = 0; i < NOPTS; i++) {
 		const struct opt *d = &opts[i];
-		char head[96], lo[64], hi[64];
+		char head[96], lo[64], hi[64], text[1024];
 		snprintf(head, sizeof(head), "--%s%s%s", d->name, d->metavar ? " " : "",
 			 d->metavar ? d->metavar : "");
-		fprintf(f, "  %-28s %s", head, d->help);
-		if (d->dflt && strcmp(d->dflt, "0") != 0 && d->kind != OK_STRING)
-			fprintf(f, "; default %s", d->dflt);
-		else if (d->dflt && d->kind != OK_STRING)
-			fprintf(f, "; default 0");
-		else if (d->dflt)
-			fprintf(f, "; default %s", d->dflt);
-		if (d->kind == OK_LONG || d->kind == OK_DURATION || d->kind == OK_DOUBLE) {
+		size_t n = (size_t)snprintf(text, sizeof(text), "%s", d->help);
+		if (d->dflt && n < sizeof(text))
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "; default %s", d->dflt);
+		if ((d->kind == OK_LONG || d->kind == OK_DURATION || d->kind == OK_DOUBLE) &&
+		    n < sizeof(text)) {
 			fmt_bound(d, d->lo, lo, sizeof(lo));
 			fmt_bound(d, d->hi, hi, sizeof(hi));
-			fprintf(f, "; %s..%s%s", lo, hi,
-				d->kind == OK_DURATION ? d->unit : "");
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "; %s..%s%s", lo, hi,
+					      d->kind == OK_DURATION ? d->unit : "");
 		}
-		if (d->flag_only && strcmp(d->name, "new-secret-key") != 0)
-			fprintf(f, " (flag only)");
-		fputc('\n', f);
+		if (d->flag_only && strcmp(d->name, "new-secret-key") != 0 && n < sizeof(text))
+			snprintf(text + n, sizeof(text) - n, " (flag only)");
+		fprintf(f, "  %-28s ", head);
+		put_wrapped(f, text, 31, 31);
 	}
 }
 
