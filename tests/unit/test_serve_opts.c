@@ -186,10 +186,9 @@ static void test_oversize(void **state)
 {
 	char *text = malloc(SERVE_OPTS_LINE_MAX + 64);
 	assert_non_null(text);
-	strcpy(text, "workers 2\nlisten ");
-	size_t n = strlen(text);
+	size_t n = (size_t)snprintf(text, SERVE_OPTS_LINE_MAX + 64, "workers 2\nlisten ");
 	memset(text + n, 'a', SERVE_OPTS_LINE_MAX);
-	strcpy(text + n + SERVE_OPTS_LINE_MAX, "\n");
+	memcpy(text + n + SERVE_OPTS_LINE_MAX, "\n", 2);
 	expect_refused(text, "%s:2: line longer than 4095 bytes");
 	free(text);
 	/* a file over the cap, of comment lines */
