@@ -67,4 +67,11 @@ grep -q "serve: listening url=http://127.0.0.1:[0-9]* .*sim_speed=50 " "$D/serve
 	fail "--sim-speed 50 did not override the file's 200"
 [ "$FLEETPLANE_URL" != "http://127.0.0.1:$port" ] || fail "--listen did not override the file"
 stop_serve
+
+# docs/operations.md lists every key as serve --help prints it from the table.
+"$FP" serve --help >"$WORK/help.txt"
+python3 - "$ROOT/docs/operations.md" "$WORK/help.txt" <<'PY' || fail "docs/operations.md lacks the serve --help dump"
+import sys
+sys.exit(0 if open(sys.argv[2]).read() in open(sys.argv[1]).read() else 1)
+PY
 echo "ok test_serve_config"
