@@ -1,0 +1,595 @@
+/* serve_opts.c - the one table of `fleetplane serve` options and everything made from it: the
+ * getopt long options, the usage text, the parse of a value of each kind with its bounds, the
+ * error message for a bad one, and the `--config FILE` reader (`key value` lines through the
+ * same table). In the manner of Redis config.c and nginx's ngx_command_t: an option is a row
+ * (name, kind, bounds, default, help, offset into struct serve_opts), not a switch case. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <netdb.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/server.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "cmd/serve_opts.h"
+
+#define SIM_SITE "sim-a"
+
+enum opt_kind {
+	OK_STRING,   /* any text; nonempty when opt.nonempty */
+	OK_LONG,     /* base-10 integer lo..hi */
+	OK_DURATION, /* base-10 integer lo..hi in opt.unit (seconds, milliseconds) */
+	OK_DOUBLE,   /* strtod number lo..hi, not NaN */
+	OK_SEED,     /* unsigned 64-bit integer > 0 */
+	OK_LEVEL,    /* a log level: debug, info, warn, error, off */
+	OK_FLAG,     /* no value: sets the int to 1 */
+};
+
+struct opt {
+	const char *name;    /* long flag without dashes; the config file key */
+	enum opt_kind kind;
+	const char *metavar; /* shown in the usage; NULL for a flag */
+	double lo, hi;       /* bounds of OK_LONG, OK_DURATION, OK_DOUBLE */
+	const char *noun;    /* "a number " in `"x" is not a number 0..1e6`; "" for none */
+	const char *unit;    /* " seconds" or a parenthesised note after the bounds; "" for none */
+	const char *dflt;    /* the default as its text, parsed by the same code; NULL = none */
+	int flag_only;       /* refused in a config file */
+	int nonempty;        /* OK_STRING: an empty value is refused */
+	size_t off;          /* offsetof(struct serve_opts, field) */
+	const char *help;
+};
+
+#define OFF(f) offsetof(struct serve_opts, f)
+
+static const struct opt opts[] = {
+	{"data-dir", OK_STRING, "DIR", 0, 0, "", "", NULL, 0, 0, OFF(data_dir),
+	 "store, admin.token, secret.key and state live here (created 0700); required"},
+	{"config", OK_STRING, "FILE", 0, 0, "", "", NULL, 1, 1, OFF(config),
+	 "read `key value` lines (a key is a flag without its dashes; # comments); flags given "
+	 "on the command line override the file"},
+	{"check", OK_FLAG, NULL, 0, 0, "", "", NULL, 1, 0, OFF(check),
+	 "validate the flags and the config file (bounds, data dir, listen address), print "
+	 "\"configuration ok\" and exit 0, or the error and exit 2; opens and binds nothing"},
+	{"listen", OK_STRING, "ADDR", 0, 0, "", "", "127.0.0.1:7070", 0, 0, OFF(listen),
+	 "host:port for the API"},
+	{"sim", OK_LONG, "N", 0, 200000, "a node count ", "", "0", 0, 0, OFF(sim),
+	 "create, if absent, site " SIM_SITE " with racks of 8 nodes and N enrolled simulated "
+	 "8-GPU nodes (idempotent)"},
+	{"sim-speed", OK_DOUBLE, "X", 0, 100000, "a number ", "", "10", 0, 0, OFF(sim_speed),
+	 "simulated hardware runs X times faster than real (0 = zero latency)"},
+	{"sim-faults", OK_SEED, "SEED", 0, 0, "", "", NULL, 0, 0, OFF(sim_faults),
+	 "inject seeded BMC timeouts, wrong power reads, lost callbacks (default off)"},
+	{"workers", OK_LONG, "N", 1, 256, "", "", "4", 0, 0, OFF(workers), "reconcile workers"},
+	{"executor-threads", OK_LONG, "N", 1, 256, "", "", "32", 0, 0, OFF(executor_threads),
+	 "threads that run operation steps (BMC calls block on them; 4 with --sim-speed 0 "
+	 "unless given)"},
+	{"site-qps", OK_DOUBLE, "Q", 0, 1e6, "a number ", "", "100", 0, 0, OFF(site_qps),
+	 "BMC commands per second per site (scaled by --sim-speed for sim nodes; 0 = unlimited)"},
+	{"log-level", OK_LEVEL, "LEVEL", 0, 0, "", "", NULL, 0, 0, OFF(log_level),
+	 "debug, info, warn, error or off (default info)"},
+	{"bmc-credentials-dir", OK_STRING, "DIR", 0, 0, "", "", NULL, 0, 1,
+	 OFF(bmc_credentials_dir),
+	 "spec.bmc.password_file and spec.bmc.ca_file name files in DIR (default "
+	 "DATA_DIR/bmc-credentials, created 0700)"},
+	{"bmc-concurrency", OK_LONG, "N", 1, 64, "", "", "1", 0, 0, OFF(bmc_concurrency),
+	 "commands in flight per BMC"},
+	{"bmc-min-interval", OK_DURATION, "MS", 0, 600000, "", " milliseconds", "0", 0, 0,
+	 OFF(bmc_min_interval), "least gap between two commands to one BMC"},
+	{"bmc-timeout", OK_DURATION, "SECONDS", 1, 600, "", " seconds", "30", 0, 0,
+	 OFF(bmc_timeout), "deadline of one BMC call"},
+	{"bmc-breaker-failures", OK_LONG, "N", 1, 1000, "", "", "5", 0, 0,
+	 OFF(bmc_breaker_failures),
+	 "consecutive timeouts or connection failures after which a BMC is left alone until a "
+	 "probe answers"},
+	{"new-secret-key", OK_FLAG, NULL, 0, 0, "", "", NULL, 1, 0, OFF(new_secret_key),
+	 "secret.key is missing and nodes have BMC passwords sealed with it: make a new key "
+	 "anyway (those passwords must be set again); refused when secret.key exists; a flag "
+	 "only, never in a config file"},
+	{"heartbeat-timeout", OK_DURATION, "SECONDS", 0, 86400, "", " seconds", "0", 0, 0,
+	 OFF(heartbeat_timeout),
+	 "a node agent silent this long gets AgentAlive False (0: 3 x the agent's reported "
+	 "interval, at least 90 s)"},
+	{"report-rate", OK_DOUBLE, "R", 0, 100000, "a number ",
+	 " (reports per second per node; 0 = no limit)", "5", 0, 0, OFF(report_rate),
+	 "agent reports (POST /v1/nodes/{name}:report) per second per node (0 = no limit); over "
+	 "it: 429, Retry-After"},
+	{"report-burst", OK_LONG, "N", 1, 100000, "", " reports", "20", 0, 0, OFF(report_burst),
+	 "reports a node may send at once"},
+	{"report-events", OK_LONG, "N", 0, 100000000, "",
+	 " (events per minute per node; 0 = no limit)", "6000", 0, 0, OFF(report_events),
+	 "events in reports per minute per node (0 = no limit; the bucket holds at least 256, "
+	 "one report)"},
+	{"help", OK_FLAG, NULL, 0, 0, "", "", NULL, 1, 0, OFF(help), "print this help"},
+};
+
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+_Static_assert(NOPTS <= SERVE_OPTS_MAX, "SERVE_OPTS_MAX too small");
+
+/* The report limit defaults above are the API's own: the table shows them, the API uses them. */
+_Static_assert(API_REPORT_LIMIT_BURST == 20, "report-burst default differs from the API's");
+_Static_assert(API_REPORT_LIMIT_EVENTS_PER_MIN == 6000, "report-events default differs");
+
+static const struct opt *find_opt(const char *name, size_t len)
+{
+	for (size_t i = 0; i < NOPTS; i++)
+		if (strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0)
+			return &opts[i];
+	return NULL;
+}
+
+/* fmt_bound prints a bound as the old messages did: integers plainly, doubles with %g and
+ * an exponent without its sign and zeros (1e6, not 1e+06). */
+static void fmt_bound(const struct opt *d, double v, char *out, size_t n)
+{
+	if (d->kind != OK_DOUBLE) {
+		snprintf(out, n, "%ld", (long)v);
+		return;
+	}
+	char tmp[32];
+	snprintf(tmp, sizeof(tmp), "%g", v);
+	char *e = strchr(tmp, 'e');
+	if (!e) {
+		snprintf(out, n, "%s", tmp);
+		return;
+	}
+	char *p = e + 1;
+	int neg = *p == '-';
+	if (*p == '+' || *p == '-')
+		p++;
+	while (*p == '0' && p[1])
+		p++;
+	*e = 0;
+	snprintf(out, n, "%se%s%s", tmp, neg ? "-" : "", p);
+}
+
+/* why_bad writes why value is refused for option d (no "error:" and no name). */
+static void why_bad(const struct opt *d, const char *value, char *why, size_t n)
+{
+	char lo[64], hi[64];
+	switch (d->kind) {
+	case OK_STRING:
+		snprintf(why, n, "must not be empty");
+		return;
+	case OK_SEED:
+		snprintf(why, n, "\"%s\" is not a seed > 0", value);
+		return;
+	case OK_LEVEL:
+		snprintf(why, n, "\"%s\" is not one of debug, info, warn, error, off", value);
+		return;
+	case OK_FLAG:
+		snprintf(why, n, "takes no value");
+		return;
+	default:
+		fmt_bound(d, d->lo, lo, sizeof(lo));
+		fmt_bound(d, d->hi, hi, sizeof(hi));
+		snprintf(why, n, "\"%s\" is not %s%s..%s%s", value, d->noun, lo, hi, d->unit);
+		return;
+	}
+}
+
+/* set_value parses value for option d into o; strings are stored as the pointer given (the
+ * caller keeps it alive). Returns 0 or FP_EINVAL. */
+static int set_value(const struct opt *d, const char *value, struct serve_opts *o)
+{
+	char *field = (char *)o + d->off;
+	char *end;
+	errno = 0;
+	switch (d->kind) {
+	case OK_STRING:
+		if (d->nonempty && !*value)
+			return FP_EINVAL;
+		*(const char **)field = value;
+		break;
+	case OK_LONG:
+	case OK_DURATION: {
+		long v = strtol(value, &end, 10);
+		if (errno || end == value || *end || v < (long)d->lo || v > (long)d->hi)
+			return FP_EINVAL;
+		*(long *)field = v;
+		break;
+	}
+	case OK_DOUBLE: {
+		double v = strtod(value, &end);
+		if (errno || end == value || *end || isnan(v) || v < d->lo || v > d->hi)
+			return FP_EINVAL;
+		*(double *)field = v;
+		break;
+	}
+	case OK_SEED: {
+		unsigned long long v = strtoull(value, &end, 10);
+		if (errno || end == value || *end || v == 0)
+			return FP_EINVAL;
+		*(uint64_t *)field = v;
+		break;
+	}
+	case OK_LEVEL:
+		if (log_level_parse(value) < 0)
+			return FP_EINVAL;
+		*(const char **)field = value;
+		break;
+	case OK_FLAG:
+		*(int *)field = 1;
+		break;
+	}
+	o->set[d - opts] = 1;
+	return 0;
+}
+
+void serve_opts_defaults(struct serve_opts *o)
+{
+	memset(o, 0, offsetof(struct serve_opts, strbuf));
+	for (size_t i = 0; i < NOPTS; i++)
+		if (opts[i].dflt && set_value(&opts[i], opts[i].dflt, o) < 0)
+			abort(); /* a table default out of its own bounds */
+	memset(o->set, 0, sizeof(o->set));
+}
+
+void serve_opts_copy(struct serve_opts *dst, const struct serve_opts *src)
+{
+	if (dst == src)
+		return;
+	memcpy(dst, src, sizeof(*dst));
+	for (size_t i = 0; i < NOPTS; i++) {
+		if (opts[i].kind != OK_STRING && opts[i].kind != OK_LEVEL)
+			continue;
+		const char **f = (const char **)((char *)dst + opts[i].off);
+		if (*f == src->strbuf[i])
+			*f = dst->strbuf[i];
+	}
+}
+
+/* put_wrapped prints text to f from column col, wrapping at 100 columns with later lines
+ * indented to indent. */
+static void put_wrapped(FILE *f, const char *text, int col, int indent)
+{
+	const char *p = text;
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		size_t w = strcspn(p, " ");
+		if (!w)
+			break;
+		if (col > indent && col + 1 + (int)w > 100) {
+			fprintf(f, "\n%*s", indent, "");
+			col = indent;
+		} else if (col > indent) {
+			fputc(' ', f);
+			col++;
+		}
+		fwrite(p, 1, w, f);
+		col += (int)w;
+		p += w;
+	}
+	fputc('\n', f);
+}
+
+void serve_opts_usage(FILE *f)
+{
+	fprintf(f, "usage: fleetplane serve --data-dir DIR [--config FILE] [--check] [OPTION]...\n"
+		   "\n");
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct opt *d = &opts[i];
+		char head[96], lo[64], hi[64], text[1024];
+		snprintf(head, sizeof(head), "--%s%s%s", d->name, d->metavar ? " " : "",
+			 d->metavar ? d->metavar : "");
+		size_t n = (size_t)snprintf(text, sizeof(text), "%s", d->help);
+		if (d->dflt && n < sizeof(text))
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "; default %s", d->dflt);
+		if ((d->kind == OK_LONG || d->kind == OK_DURATION || d->kind == OK_DOUBLE) &&
+		    n < sizeof(text)) {
+			fmt_bound(d, d->lo, lo, sizeof(lo));
+			fmt_bound(d, d->hi, hi, sizeof(hi));
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "; %s..%s%s", lo, hi,
+					      d->kind == OK_DURATION ? d->unit : "");
+		}
+		if (d->flag_only && strcmp(d->name, "new-secret-key") != 0 && n < sizeof(text))
+			snprintf(text + n, sizeof(text) - n, " (flag only)");
+		fprintf(f, "  %-28s ", head);
+		put_wrapped(f, text, 31, 31);
+	}
+}
+
+static int is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r';
+}
+
+/* read_capped reads path whole into a malloc'd NUL-terminated buffer of at most
+ * SERVE_OPTS_FILE_MAX bytes. Returns 0 (caller frees *out) or FP_EIO / FP_EINVAL with err. */
+static int read_capped(const char *path, char **out, size_t *len, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fp_errf(FP_EIO, err, errlen, "%s: cannot open: %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return fp_errf(FP_EIO, err, errlen, "%s: not a regular file", path);
+	}
+	char *buf = malloc(SERVE_OPTS_FILE_MAX + 2);
+	if (!buf)
+		abort();
+	size_t n = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf + n, SERVE_OPTS_FILE_MAX + 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+			close(fd);
+			free(buf);
+			return fp_errf(FP_EIO, err, errlen, "%s: cannot read: %s", path, strerror(e));
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > SERVE_OPTS_FILE_MAX) {
+			close(fd);
+			free(buf);
+			return fp_errf(FP_EINVAL, err, errlen, "%s: larger than %d bytes", path,
+				       SERVE_OPTS_FILE_MAX);
+		}
+	}
+	close(fd);
+	buf[n] = 0;
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+int serve_opts_load_file(const char *path, struct serve_opts *o, char *err, size_t errlen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int rc = read_capped(path, &buf, &len, err, errlen);
+	if (rc < 0)
+		return rc;
+	struct serve_opts *tmp = malloc(sizeof(*tmp));
+	if (!tmp)
+		abort();
+	serve_opts_copy(tmp, o);
+	unsigned seen[SERVE_OPTS_MAX] = {0}; /* line where option i was given, 0 = not yet */
+	unsigned lineno = 0;
+	char *line = buf;
+	rc = 0;
+	while (line < buf + len && rc == 0) {
+		lineno++;
+		char *nl = memchr(line, '\n', (size_t)(buf + len - line));
+		char *eol = nl ? nl : buf + len;
+		char *next = nl ? nl + 1 : buf + len;
+		if ((size_t)(next - line) > SERVE_OPTS_LINE_MAX - 1) {
+			rc = fp_errf(FP_EINVAL, err, errlen, "%s:%u: line longer than %d bytes",
+				     path, lineno, SERVE_OPTS_LINE_MAX - 1);
+			break;
+		}
+		if (memchr(line, 0, (size_t)(eol - line))) {
+			rc = fp_errf(FP_EINVAL, err, errlen, "%s:%u: line holds a NUL byte", path,
+				     lineno);
+			break;
+		}
+		*eol = 0;
+		while (eol > line && is_blank(eol[-1]))
+			*--eol = 0;
+		char *p = line;
+		line = next;
+		while (is_blank(*p))
+			p++;
+		if (!*p || *p == '#')
+			continue;
+		char *key = p;
+		while (*p && !is_blank(*p))
+			p++;
+		size_t klen = (size_t)(p - key);
+		while (is_blank(*p))
+			p++;
+		char *value = p;
+		key[klen] = 0;
+		const struct opt *d = find_opt(key, klen);
+		char why[256];
+		if (!d) {
+			rc = fp_errf(FP_EINVAL, err, errlen, "%s:%u: %s: unknown key", path, lineno,
+				     key);
+			break;
+		}
+		size_t i = (size_t)(d - opts);
+		if (d->flag_only) {
+			rc = fp_errf(FP_EINVAL, err, errlen,
+				     "%s:%u: %s: a command-line flag only, not a config key", path,
+				     lineno, key);
+			break;
+		}
+		if (seen[i]) {
+			rc = fp_errf(FP_EINVAL, err, errlen, "%s:%u: %s: given twice (first on line "
+				     "%u)", path, lineno, key, seen[i]);
+			break;
+		}
+		seen[i] = lineno;
+		if (!*value) {
+			rc = fp_errf(FP_EINVAL, err, errlen, "%s:%u: %s: needs a value", path,
+				     lineno, key);
+			break;
+		}
+		snprintf(tmp->strbuf[i], sizeof(tmp->strbuf[i]), "%s", value);
+		if (set_value(d, tmp->strbuf[i], tmp) < 0) {
+			why_bad(d, value, why, sizeof(why));
+			rc = fp_errf(FP_EINVAL, err, errlen, "%s:%u: %s: %s", path, lineno, key, why);
+			break;
+		}
+	}
+	if (rc == 0)
+		serve_opts_copy(o, tmp);
+	free(tmp);
+	free(buf);
+	return rc;
+}
+
+/* One flag as given: option index and its argument (NULL for a flag without one). */
+struct given {
+	size_t i;
+	const char *arg;
+};
+
+int serve_opts_parse(int argc, char **argv, struct serve_opts *o)
+{
+	struct option longopts[SERVE_OPTS_MAX + 1];
+	for (size_t i = 0; i < NOPTS; i++)
+		longopts[i] = (struct option){opts[i].name,
+					      opts[i].kind == OK_FLAG ? no_argument
+								      : required_argument,
+					      NULL, 256 + (int)i};
+	longopts[NOPTS] = (struct option){NULL, 0, NULL, 0};
+	serve_opts_defaults(o);
+	struct given *given = calloc((size_t)argc + 1, sizeof(*given));
+	if (!given)
+		abort();
+	size_t ngiven = 0;
+	int c, rc = -1;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (c == 'h')
+			c = 256 + (int)(find_opt("help", 4) - opts);
+		if (c < 256 || c >= 256 + (int)NOPTS) {
+			serve_opts_usage(stderr);
+			rc = 2;
+			goto out;
+		}
+		const struct opt *d = &opts[c - 256];
+		if (set_value(d, optarg ? optarg : "", o) < 0) {
+			char why[256];
+			why_bad(d, optarg ? optarg : "", why, sizeof(why));
+			fprintf(stderr, "error: --%s: %s\n", d->name, why);
+			rc = 2;
+			goto out;
+		}
+		if (o->help) {
+			serve_opts_usage(stdout);
+			rc = 0;
+			goto out;
+		}
+		given[ngiven++] = (struct given){(size_t)(d - opts), optarg};
+	}
+	if (o->config) {
+		/* The file under the flags: defaults, the file, then the flags again in order (they
+		 * parsed once already, so they parse again). */
+		struct serve_opts *f = malloc(sizeof(*f));
+		if (!f)
+			abort();
+		const char *path = o->config;
+		char err[512];
+		serve_opts_defaults(f);
+		if (serve_opts_load_file(path, f, err, sizeof(err)) < 0) {
+			fprintf(stderr, "error: %s\n", err);
+			free(f);
+			rc = 2;
+			goto out;
+		}
+		for (size_t k = 0; k < ngiven; k++)
+			if (set_value(&opts[given[k].i], given[k].arg ? given[k].arg : "", f) < 0)
+				abort(); /* it parsed a moment ago */
+		serve_opts_copy(o, f);
+		free(f);
+	}
+	if (o->sim_speed == 0 && !o->set[find_opt("executor-threads", 16) - opts])
+		o->executor_threads = 4; /* zero-latency sim: steps never block, threads only switch */
+	if (optind < argc) {
+		fprintf(stderr, "error: serve: unexpected argument \"%s\"\n", argv[optind]);
+		rc = 2;
+		goto out;
+	}
+	if (!o->data_dir || !*o->data_dir) {
+		fprintf(stderr, "error: serve: --data-dir is required (and must not be empty)\n");
+		serve_opts_usage(stderr);
+		rc = 2;
+		goto out;
+	}
+out:
+	free(given);
+	return rc;
+}
+
+/* check_listen: host:port, port 0..65535, the host empty, "*", or one that resolves. */
+static int check_listen(const char *listen, char *err, size_t errlen)
+{
+	const char *colon = strrchr(listen, ':');
+	if (!colon)
+		return fp_errf(FP_EINVAL, err, errlen, "--listen %s: expected host:port", listen);
+	char host[256];
+	size_t hl = (size_t)(colon - listen);
+	if (hl >= sizeof(host))
+		return fp_errf(FP_EINVAL, err, errlen, "--listen: host too long");
+	memcpy(host, listen, hl);
+	host[hl] = 0;
+	if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = 0;
+	}
+	char *end;
+	errno = 0;
+	long port = strtol(colon + 1, &end, 10);
+	if (!colon[1] || *end || errno || port < 0 || port > 65535)
+		return fp_errf(FP_EINVAL, err, errlen, "--listen %s: bad port", listen);
+	if (!host[0] || strcmp(host, "*") == 0)
+		return 0;
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE};
+	struct addrinfo *res = NULL;
+	int gai = getaddrinfo(host, NULL, &hints, &res);
+	if (res)
+		freeaddrinfo(res);
+	if (gai != 0)
+		return fp_errf(FP_EINVAL, err, errlen, "--listen %s: %s", listen,
+			       gai_strerror(gai));
+	return 0;
+}
+
+/* check_dir: dir is a writable directory, or missing with a writable directory above it. */
+static int check_dir(const char *dir, char *err, size_t errlen)
+{
+	struct stat st;
+	if (stat(dir, &st) == 0) {
+		if (!S_ISDIR(st.st_mode))
+			return fp_errf(FP_EINVAL, err, errlen, "data dir %s is not a directory", dir);
+		if (access(dir, W_OK | X_OK) < 0)
+			return fp_errf(FP_EINVAL, err, errlen, "data dir %s is not writable: %s",
+				       dir, strerror(errno));
+		return 0;
+	}
+	if (errno != ENOENT)
+		return fp_errf(FP_EINVAL, err, errlen, "data dir %s: %s", dir, strerror(errno));
+	char parent[4096];
+	snprintf(parent, sizeof(parent), "%s", dir);
+	size_t n = strlen(parent);
+	while (n > 1 && parent[n - 1] == '/')
+		parent[--n] = 0;
+	char *slash = strrchr(parent, '/');
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else if (slash == parent)
+		parent[1] = 0;
+	else
+		*slash = 0;
+	if (stat(parent, &st) < 0 || !S_ISDIR(st.st_mode) || access(parent, W_OK | X_OK) < 0)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "cannot create data dir %s: %s is not a writable directory", dir,
+			       parent);
+	return 0;
+}
+
+int serve_opts_check(const struct serve_opts *o)
+{
+	char err[512];
+	if (check_dir(o->data_dir, err, sizeof(err)) < 0 ||
+	    check_listen(o->listen, err, sizeof(err)) < 0) {
+		fprintf(stderr, "error: %s\n", err);
+		return 2;
+	}
+	printf("configuration ok\n");
+	return 0;
+}

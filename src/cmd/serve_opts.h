@@ -1,0 +1,78 @@
+/* serve_opts.h - the options of `fleetplane serve`, from one table (serve_opts.c): the getopt
+ * long options, the usage text, value parsing, bounds and error messages all come from it, for
+ * command-line flags and for `--config FILE` lines (`key value`, key = the flag without its
+ * dashes) alike. Sits in cmd; depends on base (log levels, errors) and api/server.h (the report
+ * limit defaults) only. cmd_serve (serve.c) copies the parsed values into its struct serve. */
+#ifndef FP_CMD_SERVE_OPTS_H
+#define FP_CMD_SERVE_OPTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define SERVE_OPTS_MAX 32           /* options in the table, at most */
+#define SERVE_OPTS_VALUE_MAX 4096   /* bytes of one string value from a config file, NUL included */
+#define SERVE_OPTS_LINE_MAX 4096    /* bytes of one config file line, newline included */
+#define SERVE_OPTS_FILE_MAX (1 << 20) /* bytes of a config file */
+
+/* Every serve option's value. String fields point into argv or into strbuf (config file
+ * values); the struct owns nothing on the heap, so it may be copied only by serve_opts_copy. */
+struct serve_opts {
+	const char *data_dir;
+	const char *listen;
+	long sim;
+	double sim_speed;
+	uint64_t sim_faults; /* 0 = off */
+	long workers;
+	long executor_threads;
+	double site_qps;
+	const char *log_level; /* NULL = leave the log level alone */
+	const char *bmc_credentials_dir; /* NULL = DATA_DIR/bmc-credentials */
+	long bmc_concurrency;
+	long bmc_min_interval; /* milliseconds */
+	long bmc_timeout;      /* seconds */
+	long bmc_breaker_failures;
+	int new_secret_key;
+	long heartbeat_timeout; /* seconds; 0 = 3 x the agent's interval */
+	double report_rate;     /* reports per second per node; 0 = no limit */
+	long report_burst;
+	long report_events; /* events per minute per node; 0 = no limit */
+	const char *config; /* --config FILE */
+	int check;          /* --check: validate and exit */
+	int help;
+	unsigned char set[SERVE_OPTS_MAX];          /* option i was given (flag or file) */
+	char strbuf[SERVE_OPTS_MAX][SERVE_OPTS_VALUE_MAX]; /* string values read from a file */
+};
+
+/* serve_opts_defaults fills *o with every option's default from the table. */
+void serve_opts_defaults(struct serve_opts *o);
+
+/* serve_opts_copy copies *src into *dst, pointing dst's file-read strings at dst's own strbuf. */
+void serve_opts_copy(struct serve_opts *dst, const struct serve_opts *src);
+
+/* serve_opts_usage prints the usage line and one help paragraph per option to f. */
+void serve_opts_usage(FILE *f);
+
+/* serve_opts_load_file reads `key value` lines of path into *o through the table: blank lines
+ * and lines starting with `#` (after blanks) are skipped; the value is the rest of the line
+ * after the key and blanks, trailing blanks cut. An unknown key, a bad or out-of-range value,
+ * a key given twice, a flag-only option, a line over SERVE_OPTS_LINE_MAX or a file over
+ * SERVE_OPTS_FILE_MAX fail with "PATH:LINE: KEY: WHY" (or "PATH: WHY") in err, and *o is left
+ * as it was: the file is parsed into a copy that replaces *o only on success. Returns 0 or
+ * FP_EINVAL / FP_EIO. */
+int serve_opts_load_file(const char *path, struct serve_opts *o, char *err, size_t errlen);
+
+/* serve_opts_parse parses serve's argv (argv[0] = "serve") into *o: defaults, then the file
+ * named by --config (wherever it stands), then every flag, so a flag overrides the file. Checks
+ * that --data-dir is given and that nothing but options is. Prints errors (and the usage where
+ * it did before) to stderr, the help to stdout. Returns -1 to go on with *o, or the exit code
+ * (0 after --help, 2 for a usage error). */
+int serve_opts_parse(int argc, char **argv, struct serve_opts *o);
+
+/* serve_opts_check is `serve --check` after a successful parse: the data dir exists as a
+ * directory or its parent does (nothing is created), and listen is host:port with a port
+ * 0..65535 and a host that resolves. Prints "configuration ok" to stdout and returns 0, or
+ * prints "error: ..." to stderr and returns 2. */
+int serve_opts_check(const struct serve_opts *o);
+
+#endif
