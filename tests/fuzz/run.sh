@@ -33,6 +33,7 @@ pkg_libs=$(pkg-config --libs $have 2>/dev/null)
 
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 cflags="-std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+-Wmissing-prototypes -Wstrict-prototypes -Wformat=2 -Wundef -Wvla \
 -pthread -Isrc $san $pkg_cflags"
 
 # Compiles src/<layer>/*.c once per run into build-fuzz/obj/<layer>/ (instrumented for coverage
@@ -88,7 +89,8 @@ for t in "${targets[@]}"; do
 	bin="$out/$name"
 	if [ $ok = 1 ]; then
 		# shellcheck disable=SC2086
-		$CC $cflags -fsanitize=fuzzer -o "$bin" "$t" $objs $pkg_libs -lm -lpthread -ldl || ok=0
+		# libFuzzer's entry points have no header to declare them
+		$CC $cflags -Wno-missing-prototypes -fsanitize=fuzzer -o "$bin" "$t" $objs $pkg_libs -lm -lpthread -ldl || ok=0
 	fi
 	if [ $ok = 0 ]; then
 		echo "== $name: build failed" >&2
