@@ -133,15 +133,6 @@ void api_node_release(struct api_req *r);
 void api_node_booted(struct api_req *r);
 void api_node_validated(struct api_req *r);
 void api_node_power(struct api_req *r);
-/* The BMC index of api_nodes.c (one node per BMC: /bmc/<hash> keys written with each node) for
- * a store written before it existed: once per store (a /meta/bmc-index key records that it ran),
- * claims the BMC of every non-sim node in /nodes/ in name order, in transactions of at most 4096
- * ops. Two stored nodes on one BMC: the first (by name) is indexed, the other is logged at warn
- * with both names and counted in *shared (it stays; a PUT or DELETE of either resolves it).
- * *claimed: the nodes indexed. Call before the API serves. Returns 0 (also when it ran
- * before, with both counts 0), or a store error (FP_EIO ...). */
-struct store;
-int api_bmc_index_backfill(struct store *s, size_t *claimed, size_t *shared);
 void api_ops_list(struct api_req *r);
 void api_op_get(struct api_req *r);
 void api_op_cancel(struct api_req *r);
