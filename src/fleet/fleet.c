@@ -779,6 +779,11 @@ int fleet_start(struct fleet *fl, char *err, size_t errlen)
 	return 0;
 }
 
+struct cache *fleet_cache(struct fleet *fl)
+{
+	return fl->cache;
+}
+
 void fleet_stop(struct fleet *fl)
 {
 	if (fl->stopped)

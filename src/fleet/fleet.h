@@ -11,6 +11,7 @@
 #include "api/server.h"
 
 struct fleet;
+struct cache;
 
 /* The site sim_nodes creates (racks r01.., nodes r01n01..). */
 #define FLEET_SIM_SITE "sim-a"
@@ -65,6 +66,10 @@ struct fleet *fleet_new(const struct fleet_config *cfg, char *err, size_t errlen
  * "serve: listening ...". Returns 0, or -1 with the reason in err (then fleet_stop and
  * fleet_free it). */
 int fleet_start(struct fleet *f, char *err, size_t errlen);
+
+/* The fleet's informer cache: borrowed, valid from fleet_new to fleet_free (synced once
+ * fleet_start returned 0). For tests and in-process callers that read nodes. */
+struct cache *fleet_cache(struct fleet *f);
 
 /* Stops the API, the lifecycle and the executors (draining steps in flight); removes serve.url.
  * Idempotent. */
