@@ -131,12 +131,13 @@ unsigned api_server_port(const struct api_server *srv);
  * and frees. NULL is a no-op. The store is not closed. */
 void api_server_free(struct api_server *srv);
 
-/* The one-node-per-BMC index (api_nodes.c) for nodes stored before it existed: claims the BMC
- * of every non-sim node in /nodes/ in name order. Two stored nodes on one BMC: the first (by
- * name) is indexed, the other logged at warn and counted in *shared. *claimed: the nodes
- * indexed. Call once per store before the API serves (serve does, at start). Returns 0 (also
- * when it ran before, both counts 0), or a store error (FP_EIO ...). Public so the process
- * that opens the store needs no api_int.h; api_int.h keeps its (identical) declaration. */
+/* The BMC index of api_nodes.c (one node per BMC: /bmc/<hash> keys written with each node) for
+ * a store written before it existed: once per store (a /meta/bmc-index key records that it ran),
+ * claims the BMC of every non-sim node in /nodes/ in name order, in transactions of at most 4096
+ * ops. Two stored nodes on one BMC: the first (by name) is indexed, the other is logged at warn
+ * with both names and counted in *shared (it stays; a PUT or DELETE of either resolves it).
+ * *claimed: the nodes indexed. Call before the API serves. Returns 0 (also when it ran
+ * before, with both counts 0), or a store error (FP_EIO ...). */
 int api_bmc_index_backfill(struct store *s, size_t *claimed, size_t *shared);
 
 #endif
