@@ -29,8 +29,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: fleetplane <command> [options]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-7s %s\n", commands[i].name, commands[i].help);
-	fprintf(f, "\nclients read FLEETPLANE_URL (default http://127.0.0.1:7070) and "
-		   "FLEETPLANE_TOKEN.\nRun 'fleetplane <command> --help' for a command's options.\n");
+	fprintf(f,
+		"\nclients read FLEETPLANE_URL (default http://127.0.0.1:7070) and "
+		"FLEETPLANE_TOKEN.\nRun 'fleetplane <command> --help' for a command's options.\n");
 }
 
 int main(int argc, char **argv)

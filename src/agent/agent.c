@@ -68,7 +68,8 @@ static int ag_tool_run(struct agent *a, int is_auto, const char *path, char *con
 		snprintf(msg, msglen, "%s", err);
 	} else if (res.timed_out) {
 		*reason = "ProbeTimeout";
-		snprintf(msg, msglen, "%s did not answer in %ld s", argv[0], a->cfg.probe_timeout_s);
+		snprintf(msg, msglen, "%s did not answer in %ld s", argv[0],
+			 a->cfg.probe_timeout_s);
 		rc = 1;
 	} else if (res.truncated) {
 		*reason = "Unparseable";
@@ -176,10 +177,12 @@ static void ag_set_result(struct agent *a, enum agent_det d, const struct agent_
 		faults += !f[i].notice;
 	size_t notices = n - faults;
 	if (faults)
-		agent_set(a, d, 1, "unhealthy", NULL, "%zu finding%s", faults, faults == 1 ? "" : "s");
+		agent_set(a, d, 1, "unhealthy", NULL, "%zu finding%s", faults,
+			  faults == 1 ? "" : "s");
 	else if (unknown)
-		agent_set(a, d, 1, "unknown", NULL, "the output cannot prove health (values unknown "
-		       "or truncated)");
+		agent_set(a, d, 1, "unknown", NULL,
+			  "the output cannot prove health (values unknown "
+			  "or truncated)");
 	else if (notices)
 		agent_set(a, d, 1, "ok", NULL, "%zu notice%s, no fault", notices,
 			  notices == 1 ? "" : "s");
@@ -223,7 +226,8 @@ static int ag_probe_nvsmi(struct agent *a, struct agent_finding *f, size_t *nf)
 		for (size_t k = n0; k < n; k++) {
 			const char *bus = ag_gpu_bus(a, f[*nf + k].gpu_index);
 			if (bus && !f[*nf + k].pci_bus_id[0])
-				snprintf(f[*nf + k].pci_bus_id, sizeof(f[*nf + k].pci_bus_id), "%s", bus);
+				snprintf(f[*nf + k].pci_bus_id, sizeof(f[*nf + k].pci_bus_id), "%s",
+					 bus);
 		}
 		*nf += n;
 		if (nrc == 1)
@@ -288,14 +292,13 @@ static void ag_probe_dcgm(struct agent *a, struct agent_finding *f, size_t *nf)
 		/* A file may hold either command's output; `dcgmi diag` prints a "Diagnostic"
 		 * table head (DCGM user guide, "Diagnostics"). */
 		int diag = strstr(s, "| Diagnostic") != NULL;
-		size_t n = diag ? dcgm_diag_findings(s, b.len, f + *nf, AG_DET_ROOM - 1,
-						     &unknown)
+		size_t n = diag ? dcgm_diag_findings(s, b.len, f + *nf, AG_DET_ROOM - 1, &unknown)
 				: dcgm_health_findings(s, b.len, f + *nf, AG_DET_ROOM - 1,
 						       &unknown);
 		*nf += n;
 		if (unknown && n == 0)
 			agent_set(a, AGENT_DET_DCGM, 0, "unknown", "Unparseable",
-			       "the output is not a dcgmi %s report", diag ? "diag" : "health");
+				  "the output is not a dcgmi %s report", diag ? "diag" : "health");
 		else
 			ag_set_result(a, AGENT_DET_DCGM, f + *nf - n, n, unknown);
 	}
@@ -445,8 +448,10 @@ static void ag_eps_load(struct agent *a)
 		snprintf(e->code, sizeof(e->code), "%s", (v = jsonx_str(o, "code")) ? v : "");
 		snprintf(e->bus, sizeof(e->bus), "%s", (v = jsonx_str(o, "bus")) ? v : "");
 		snprintf(e->key, sizeof(e->key), "%s", (v = jsonx_str(o, "key")) ? v : "");
-		snprintf(e->source, sizeof(e->source), "%s", (v = jsonx_str(o, "source")) ? v : "agent");
-		snprintf(e->message, sizeof(e->message), "%s", (v = jsonx_str(o, "message")) ? v : "");
+		snprintf(e->source, sizeof(e->source), "%s",
+			 (v = jsonx_str(o, "source")) ? v : "agent");
+		snprintf(e->message, sizeof(e->message), "%s",
+			 (v = jsonx_str(o, "message")) ? v : "");
 		snprintf(e->epoch, sizeof(e->epoch), "%s", (v = jsonx_str(o, "epoch")) ? v : "");
 		snprintf(e->id, sizeof(e->id), "%s", id);
 		json_int_t gi = json_integer_value(json_object_get(o, "gpuIndex"));
@@ -546,8 +551,10 @@ static int ag_apply_node(struct agent *a, json_t *doc)
 		changed = 1;
 	} else if (strcmp(newest, a->epoch) != 0) {
 		size_t n = ag_eps_end_all(a, 0);
-		log_info("agent remediation recorded node=%s epoch=%s: findings still shown are new "
-			 "events ended=%zu", a->cfg.node, newest[0] ? newest : "-", n);
+		log_info(
+			"agent remediation recorded node=%s epoch=%s: findings still shown are new "
+			"events ended=%zu",
+			a->cfg.node, newest[0] ? newest : "-", n);
 		changed = 1;
 	}
 	snprintf(a->epoch, sizeof(a->epoch), "%s", newest);
@@ -573,7 +580,8 @@ static int ag_take_findings(struct agent *a, const struct agent_finding *f, size
 		if (!e) {
 			if (a->neps >= AG_MAX_EPISODES) {
 				log_warn("agent too many finding episodes node=%s max=%d: %s not "
-					 "reported yet", a->cfg.node, AG_MAX_EPISODES, f[i].code);
+					 "reported yet",
+					 a->cfg.node, AG_MAX_EPISODES, f[i].code);
 				continue;
 			}
 			e = &a->eps[a->neps++];
@@ -692,8 +700,9 @@ static void ag_log_answer(struct agent *a, uint64_t seq, const struct buf *ans)
 		json_int_t dup = json_integer_value(json_object_get(doc, "duplicates"));
 		a->st.accepted += acc > 0 ? (size_t)acc : 0;
 		a->st.duplicates += dup > 0 ? (size_t)dup : 0;
-		log_info("agent report accepted node=%s seq=%" PRIu64 " accepted=%" JSON_INTEGER_FORMAT
-			 " duplicates=%" JSON_INTEGER_FORMAT, a->cfg.node, seq, acc, dup);
+		log_info("agent report accepted node=%s seq=%" PRIu64
+			 " accepted=%" JSON_INTEGER_FORMAT " duplicates=%" JSON_INTEGER_FORMAT,
+			 a->cfg.node, seq, acc, dup);
 	}
 	json_decref(doc);
 }
@@ -715,15 +724,16 @@ int agent_flush(struct agent *a)
 		}
 		long status = 0;
 		buf_reset(&ans);
-		if (a->tp.report(a->tp.arg, body.data ? body.data : "", body.len, &status, &ans) < 0) {
+		if (a->tp.report(a->tp.arg, body.data ? body.data : "", body.len, &status, &ans) <
+		    0) {
 			rc = FP_EIO;
 			break;
 		}
 		if (status >= 200 && status < 300) {
 			ag_log_answer(a, seq, &ans);
 			if ((rc = outbox_remove(&a->ob, seq, err, sizeof(err))) < 0) {
-				log_error("agent outbox remove failed node=%s err=\"%s\"", a->cfg.node,
-					  err);
+				log_error("agent outbox remove failed node=%s err=\"%s\"",
+					  a->cfg.node, err);
 				agent_local_fail(a, "outbox remove failed", err);
 				rc = FP_EIO;
 				break;
@@ -734,16 +744,19 @@ int agent_flush(struct agent *a)
 		if (status == 409 || status == 429 || status >= 500 || status == 401 ||
 		    status == 403 || status == 404 || status < 400) {
 			log_warn("agent report kept for a retry node=%s seq=%" PRIu64 " status=%ld "
-				 "answer=\"%.300s\"", a->cfg.node, seq, status,
-				 ans.data ? ans.data : "");
+				 "answer=\"%.300s\"",
+				 a->cfg.node, seq, status, ans.data ? ans.data : "");
 			rc = FP_EAGAIN;
 			break;
 		}
-		log_error("agent report rejected node=%s seq=%" PRIu64 " status=%ld answer=\"%.300s\" "
-			  "kept=%s/%020" PRIu64 ".json", a->cfg.node, seq, status,
-			  ans.data ? ans.data : "", a->ob.rejected_dir, seq);
+		log_error("agent report rejected node=%s seq=%" PRIu64
+			  " status=%ld answer=\"%.300s\" "
+			  "kept=%s/%020" PRIu64 ".json",
+			  a->cfg.node, seq, status, ans.data ? ans.data : "", a->ob.rejected_dir,
+			  seq);
 		if ((rc = outbox_reject(&a->ob, seq, status, ans.data, err, sizeof(err))) < 0) {
-			log_error("agent outbox reject failed node=%s err=\"%s\"", a->cfg.node, err);
+			log_error("agent outbox reject failed node=%s err=\"%s\"", a->cfg.node,
+				  err);
 			agent_local_fail(a, "outbox reject failed", err);
 			rc = FP_EIO;
 			break;
@@ -853,8 +866,8 @@ static int ag_reset_with_doc(struct agent *a, json_t *doc)
 	long status = 0;
 	if (a->tp.remediated(a->tp.arg, op, a->reset_pending_ok, a->reset_pending_msg, &status) < 0)
 		goto out; /* unreachable: report the same outcome next time */
-	log_info("agent gpu reset reported node=%s operation=%s succeeded=%d status=%ld", a->cfg.node,
-		 op, a->reset_pending_ok, status);
+	log_info("agent gpu reset reported node=%s operation=%s succeeded=%d status=%ld",
+		 a->cfg.node, op, a->reset_pending_ok, status);
 	snprintf(a->reset_done_op, sizeof(a->reset_done_op), "%s", op);
 	a->reset_pending_op[0] = '\0';
 	char *p = ag_reset_path(a);
@@ -886,13 +899,14 @@ static int ag_resolve(struct agent *a, enum agent_det d, const char *flag, const
 {
 	if (!flag) {
 		agent_set(a, d, 0, "unknown", "NotConfigured", "no --%s given",
-		       d == AGENT_DET_DCGM ? "dcgmi" : agent_det_name(d));
+			  d == AGENT_DET_DCGM ? "dcgmi" : agent_det_name(d));
 		return 0;
 	}
 	if (strcmp(flag, "auto") == 0) {
 		*is_auto = 1;
 		if (probe_which(tool, path, pathlen) < 0) {
-			agent_set(a, d, 0, "unknown", "NotConfigured", "%s not found in PATH", tool);
+			agent_set(a, d, 0, "unknown", "NotConfigured", "%s not found in PATH",
+				  tool);
 			return 0;
 		}
 	} else {
@@ -937,8 +951,8 @@ static int ag_check_cfg(const struct agent_config *c, char *err, size_t errlen)
 	return 0;
 }
 
-int agent_new(const struct agent_config *cfg, const struct agent_transport *tp,
-	      struct agent **out, char *err, size_t errlen)
+int agent_new(const struct agent_config *cfg, const struct agent_transport *tp, struct agent **out,
+	      char *err, size_t errlen)
 {
 	*out = NULL;
 	int rc = ag_check_cfg(cfg, err, errlen);
@@ -964,7 +978,8 @@ int agent_new(const struct agent_config *cfg, const struct agent_transport *tp,
 		a->configured[AGENT_DET_KERNEL] = 1;
 		agent_set(a, AGENT_DET_KERNEL, 1, "ok", NULL, "%s", "");
 	} else {
-		agent_set(a, AGENT_DET_KERNEL, 0, "unknown", "NotConfigured", "no --kernel-log given");
+		agent_set(a, AGENT_DET_KERNEL, 0, "unknown", "NotConfigured",
+			  "no --kernel-log given");
 	}
 	ag_resolve(a, AGENT_DET_NVSMI, cfg->nvidia_smi, "nvidia-smi", a->nvsmi_path,
 		   sizeof(a->nvsmi_path), &a->nvsmi_auto);
@@ -1012,14 +1027,20 @@ void agent_free(struct agent *a)
 	free(a);
 }
 
-const struct agent_stats *agent_stats(const struct agent *a) { return &a->st; }
+const struct agent_stats *agent_stats(const struct agent *a)
+{
+	return &a->st;
+}
 
 const struct agent_det_state *agent_detector(const struct agent *a, enum agent_det d)
 {
 	return (unsigned)d < AGENT_DET__COUNT ? &a->det[d] : NULL;
 }
 
-size_t agent_outbox_events(const struct agent *a) { return a->ob.nevents; }
+size_t agent_outbox_events(const struct agent *a)
+{
+	return a->ob.nevents;
+}
 
 static int ag_stopped(struct agent *a)
 {

@@ -47,14 +47,20 @@
 #include "base/buf.h"
 
 #define AGENT_VERSION "0.4.0"
-#define AGENT_ID_LEN 35               /* "k-" + 32 hex + NUL */
-#define AGENT_MAX_REPORT_EVENTS 256   /* per report (design contract) */
-#define AGENT_MAX_MESSAGE 1024        /* bytes of any string sent, NUL excluded */
-#define AGENT_CURSOR_BACKUP 8         /* lines (records) the cursor stays behind */
+#define AGENT_ID_LEN 35             /* "k-" + 32 hex + NUL */
+#define AGENT_MAX_REPORT_EVENTS 256 /* per report (design contract) */
+#define AGENT_MAX_MESSAGE 1024      /* bytes of any string sent, NUL excluded */
+#define AGENT_CURSOR_BACKUP 8       /* lines (records) the cursor stays behind */
 
 /* The detectors, in report order. */
-enum agent_det { AGENT_DET_KERNEL = 0, AGENT_DET_NVSMI, AGENT_DET_NVML, AGENT_DET_DCGM,
-		 AGENT_DET_IBSTAT, AGENT_DET__COUNT };
+enum agent_det {
+	AGENT_DET_KERNEL = 0,
+	AGENT_DET_NVSMI,
+	AGENT_DET_NVML,
+	AGENT_DET_DCGM,
+	AGENT_DET_IBSTAT,
+	AGENT_DET__COUNT
+};
 /* "kernel", "nvidia-smi", "nvml", "dcgm", "ibstat". */
 const char *agent_det_name(enum agent_det d);
 
@@ -80,10 +86,10 @@ struct agent_config {
 				    * (agent_pid_job); NULL none; agent_job_validate */
 	/* Test hook: where /proc is (agent_pid_job reads <proc_root>/<pid>/...); NULL "/proc". */
 	const char *proc_root;
-	long interval_s;           /* probe/heartbeat interval, 1 .. 86400 */
-	long probe_timeout_s;      /* per probe, 1 .. 3600 */
-	size_t max_buffer;         /* outbox bound in events, 1 .. 10,000,000 */
-	int once;                  /* agent_run: one pass, then return */
+	long interval_s;      /* probe/heartbeat interval, 1 .. 86400 */
+	long probe_timeout_s; /* per probe, 1 .. 3600 */
+	size_t max_buffer;    /* outbox bound in events, 1 .. 10,000,000 */
+	int once;             /* agent_run: one pass, then return */
 	/* Test hook: at most this many kernel lines per read pass (0 = no limit). */
 	size_t max_lines_per_pass;
 	/* Wall clock, Unix ms; NULL = CLOCK_REALTIME. */
@@ -111,18 +117,18 @@ struct agent_transport {
 /* The state of one detector as the next report says it. */
 struct agent_det_state {
 	int live;
-	const char *status;         /* "ok" | "unhealthy" | "unknown" (static) */
-	char reason[24];            /* NotConfigured, ProbeTimeout, ProbeFailed, Unparseable; "" */
+	const char *status; /* "ok" | "unhealthy" | "unknown" (static) */
+	char reason[24];    /* NotConfigured, ProbeTimeout, ProbeFailed, Unparseable; "" */
 	char message[AGENT_MAX_MESSAGE + 1];
 };
 
 /* Totals since agent_new, for logs and tests. */
 struct agent_stats {
 	size_t reports_put, reports_sent, reports_rejected;
-	size_t events_put;          /* events written to the outbox */
-	size_t accepted, duplicates;/* as the API answered */
-	size_t kernel_lines;        /* kernel lines (records) fed to the parser */
-	size_t skipped_on_resume;   /* events not put again because the cursor said so */
+	size_t events_put;           /* events written to the outbox */
+	size_t accepted, duplicates; /* as the API answered */
+	size_t kernel_lines;         /* kernel lines (records) fed to the parser */
+	size_t skipped_on_resume;    /* events not put again because the cursor said so */
 };
 
 struct agent;
@@ -130,8 +136,8 @@ struct agent;
 /* Checks cfg (each bound above, the node name and job grammar; err names the field) and opens
  * the outbox, the finding episodes (findings.state), the kernel cursor and NVML (absent NVML is not an error: the detector is NotConfigured). Returns 0 and *out
  * (free with agent_free), FP_EINVAL, or FP_EIO (state dir unusable). tp is copied. */
-int agent_new(const struct agent_config *cfg, const struct agent_transport *tp,
-	      struct agent **out, char *err, size_t errlen);
+int agent_new(const struct agent_config *cfg, const struct agent_transport *tp, struct agent **out,
+	      char *err, size_t errlen);
 void agent_free(struct agent *a);
 
 /* Sends pending reports oldest first until none is left or the API cannot take one now.
@@ -225,7 +231,6 @@ int agent_job_validate(const char *job, char *err, size_t errlen);
  *     (srun(1), "OUTPUT ENVIRONMENT VARIABLES").
  * The id must pass agent_job_validate. Returns 1 with job filled (NUL-terminated, at most
  * joblen - 1 bytes), or 0 (pid <= 0, process gone or another one, no Slurm job found). */
-int agent_pid_job(const char *proc_root, long pid, const char *process, char *job,
-		  size_t joblen);
+int agent_pid_job(const char *proc_root, long pid, const char *process, char *job, size_t joblen);
 
 #endif

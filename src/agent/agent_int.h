@@ -18,11 +18,11 @@
 #include "agent/nvsmi.h"
 #include "agent/outbox.h"
 
-#define AG_CHUNK 65536               /* kernel file read size; a longer line is cut here */
-#define AG_RECENT_IDS 64             /* emitted kernel ids remembered for the cursor */
-#define AG_DET_ROOM 128              /* findings per tool query in one round */
+#define AG_CHUNK 65536   /* kernel file read size; a longer line is cut here */
+#define AG_RECENT_IDS 64 /* emitted kernel ids remembered for the cursor */
+#define AG_DET_ROOM 128  /* findings per tool query in one round */
 #define AG_MAX_FINDINGS (4 * AG_DET_ROOM + NVSMI_MAX_GPUS + 1) /* + nvlink --status, timeout */
-#define AG_MAX_EPISODES 1024         /* finding episodes kept (live, or ended but unsent) */
+#define AG_MAX_EPISODES 1024 /* finding episodes kept (live, or ended but unsent) */
 #define AG_EPOCH_LEN 48
 #define AG_NODE_BACKOFF_MAX_MS 30000
 #define AG_ANSWER_MAX ((size_t)64 << 10)
@@ -36,13 +36,13 @@ struct ag_event {
 	char bus[FINDING_BUS_ID_LEN];
 	long pid;
 	char process[64];
-	char job[65];     /* the pid's Slurm job (agent_pid_job); "" = the agent's --job */
+	char job[65]; /* the pid's Slurm job (agent_pid_job); "" = the agent's --job */
 	int64_t time_ms;
 	char message[KERNLOG_MSG_LEN];
 	char raw[KERNLOG_RAW_LEN];
-	int kernel;       /* a kernel event: remembered for the cursor once put */
-	uint64_t first;   /* kernel: pos of its first line */
-	int ep;           /* a finding: index of its episode; -1 none */
+	int kernel;     /* a kernel event: remembered for the cursor once put */
+	uint64_t first; /* kernel: pos of its first line */
+	int ep;         /* a finding: index of its episode; -1 none */
 };
 
 /* One finding episode (agent.h): a level seen from `since` until a clean probe no longer shows
@@ -55,26 +55,30 @@ struct ag_episode {
 	char source[16];
 	int gpu_index;
 	char message[FINDING_MSG_LEN];
-	int64_t since;             /* Unix ms, unique per agent (last_since) */
-	char epoch[AG_EPOCH_LEN];  /* the remediation epoch at its start */
+	int64_t since;            /* Unix ms, unique per agent (last_since) */
+	char epoch[AG_EPOCH_LEN]; /* the remediation epoch at its start */
 	char id[AGENT_ID_LEN];
-	unsigned dets;             /* detectors that showed it (1 << enum agent_det) */
-	unsigned long round;       /* the last probe round that showed it */
-	int notice;                /* a notice (finding.h): a recorded remediation does not end it */
+	unsigned dets;       /* detectors that showed it (1 << enum agent_det) */
+	unsigned long round; /* the last probe round that showed it */
+	int notice;          /* a notice (finding.h): a recorded remediation does not end it */
 	int sent, ended;
 };
 
 struct ag_line {
-	uint64_t pos;     /* file: byte offset of the line; kmsg: sequence number */
+	uint64_t pos; /* file: byte offset of the line; kmsg: sequence number */
 	char text[KERNLOG_RAW_LEN];
 };
 
 struct ag_recent {
-	uint64_t pos;     /* first line's pos */
+	uint64_t pos; /* first line's pos */
 	char id[AGENT_ID_LEN];
 };
 
-enum { KSRC_NONE = 0, KSRC_FILE, KSRC_KMSG };
+enum {
+	KSRC_NONE = 0,
+	KSRC_FILE,
+	KSRC_KMSG
+};
 
 struct agent {
 	struct agent_config cfg;
@@ -99,25 +103,25 @@ struct agent {
 	int ksrc;
 	int kfd;
 	uint64_t kdev, kino;
-	uint64_t kpos;            /* file: next byte to read; kmsg: last seq read */
+	uint64_t kpos; /* file: next byte to read; kmsg: last seq read */
 	int kmsg_have_seq;
 	struct kernlog_parser *kp;
 	struct ag_line ring[AGENT_CURSOR_BACKUP];
-	size_t ring_n, ring_head;  /* ring_head: index of the oldest */
+	size_t ring_n, ring_head; /* ring_head: index of the oldest */
 	struct ag_recent recent[AG_RECENT_IDS];
 	size_t nrecent;
 	char (*skip)[AGENT_ID_LEN]; /* ids to skip on resume, from the cursor */
 	size_t nskip;
-	char legacy_boot[160];     /* a cursor without "ids": 2: its boot id (v1 ids); "" none */
+	char legacy_boot[160]; /* a cursor without "ids": 2: its boot id (v1 ids); "" none */
 	/* The last durable cursor, where reading goes back to after a failed write. */
 	uint64_t dur_pos;
 	char (*dur_skip)[AGENT_ID_LEN];
 	size_t ndur_skip;
-	int krotated;              /* the path names another file: finish this one, then switch */
-	uint64_t kmsg_resume_seq;  /* kmsg: records with seq < this are not fed */
+	int krotated;             /* the path names another file: finish this one, then switch */
+	uint64_t kmsg_resume_seq; /* kmsg: records with seq < this are not fed */
 	int kmsg_resume;
-	int kpaused;               /* reading stopped by the outbox bound */
-	int keof_quiet;            /* the last pass ended at EOF without new bytes */
+	int kpaused;    /* reading stopped by the outbox bound */
+	int keof_quiet; /* the last pass ended at EOF without new bytes */
 	uint64_t cursor_written_pos;
 	int cursor_dirty;
 
@@ -135,8 +139,8 @@ struct agent {
 	struct ag_episode *eps;
 	size_t neps;
 	unsigned long round;
-	char epoch[AG_EPOCH_LEN];  /* newest status.remediationHistory[].at, "" none */
-	int epoch_known;           /* epoch was read from the node document (now or before) */
+	char epoch[AG_EPOCH_LEN]; /* newest status.remediationHistory[].at, "" none */
+	int epoch_known;          /* epoch was read from the node document (now or before) */
 	int64_t last_since;
 
 	/* the node document GET: not before node_next_ms after a failure */
@@ -158,8 +162,8 @@ struct agent {
 /* Wall time, Unix ms (cfg.wall_ms when set, else CLOCK_REALTIME). */
 int64_t agent_now(struct agent *a);
 /* Sets detector d's state; message from fmt (may be NULL). */
-void agent_set(struct agent *a, enum agent_det d, int live, const char *status,
-	       const char *reason, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+void agent_set(struct agent *a, enum agent_det d, int live, const char *status, const char *reason,
+	       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* Records a local write failure (logged by the caller). */
 void agent_local_fail(struct agent *a, const char *what, const char *err);
 /* Strips trailing '\n' and '\r' in place; returns the new length. */

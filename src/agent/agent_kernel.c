@@ -134,8 +134,9 @@ static void ag_load_cursor(struct agent *a, uint64_t *file_offset)
 	json_t *doc = NULL;
 	char err[256] = "too large";
 	if (toobig || jsonx_parse(b.data ? b.data : "", b.len, &doc, err, sizeof(err)) < 0) {
-		log_warn("agent kernel cursor unreadable, starting at the beginning path=%s err=\"%s\"",
-			 path, err);
+		log_warn(
+			"agent kernel cursor unreadable, starting at the beginning path=%s err=\"%s\"",
+			path, err);
 		goto out;
 	}
 	const char *kind = json_string_value(json_object_get(doc, "kind"));
@@ -345,14 +346,14 @@ static int ag_kernel_open(struct agent *a)
 	int fd = open(p, O_RDONLY | O_CLOEXEC | (kmsg ? O_NONBLOCK : 0));
 	if (fd < 0) {
 		agent_set(a, AGENT_DET_KERNEL, 0, "unknown", "ProbeFailed", "open %s: %s", p,
-		       strerror(errno));
+			  strerror(errno));
 		return FP_EIO;
 	}
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		close(fd);
 		agent_set(a, AGENT_DET_KERNEL, 0, "unknown", "ProbeFailed", "stat %s: %s", p,
-		       strerror(errno));
+			  strerror(errno));
 		return FP_EIO;
 	}
 	a->kfd = fd;
@@ -377,7 +378,8 @@ static int ag_kernel_open(struct agent *a)
 	if (a->ksrc == KSRC_FILE) {
 		if (S_ISREG(st.st_mode) && off > (uint64_t)st.st_size) {
 			log_warn("agent kernel log shorter than its cursor, reading from the start "
-				 "path=%s size=%jd offset=%" PRIu64, p, (intmax_t)st.st_size, off);
+				 "path=%s size=%jd offset=%" PRIu64,
+				 p, (intmax_t)st.st_size, off);
 			off = 0;
 		}
 		a->kpos = off;
@@ -409,14 +411,15 @@ static ssize_t ag_kmsg_record(struct agent *a, char *line, size_t cap)
 			continue;
 		if (n < 0 && errno == EPIPE) {
 			log_warn("agent /dev/kmsg records were overwritten before they were read "
-				 "node=%s", a->cfg.node);
+				 "node=%s",
+				 a->cfg.node);
 			continue;
 		}
 		if (n < 0 && errno == EAGAIN)
 			return 0;
 		if (n < 0) {
-			agent_set(a, AGENT_DET_KERNEL, 0, "unknown", "ProbeFailed", "read /dev/kmsg: %s",
-			       strerror(errno));
+			agent_set(a, AGENT_DET_KERNEL, 0, "unknown", "ProbeFailed",
+				  "read /dev/kmsg: %s", strerror(errno));
 			return -1;
 		}
 		if (n == 0)
@@ -469,7 +472,8 @@ static void ag_kernel_rollback(struct agent *a)
 	a->kcounted = 0;
 	a->nev = 0;
 	log_warn("agent kernel log reading goes back to the last durable cursor node=%s "
-		 "events_not_in_outbox=%zu", a->cfg.node, lost);
+		 "events_not_in_outbox=%zu",
+		 a->cfg.node, lost);
 	if (a->ksrc == KSRC_KMSG) {
 		agent_kernel_close(a); /* reopened from the cursor file at the next pass */
 		return;
@@ -525,7 +529,7 @@ static int ag_read_pass(struct agent *a, int final, int *at_end, int *progressed
 			continue;
 		if (n < 0) {
 			agent_set(a, AGENT_DET_KERNEL, 0, "unknown", "ProbeFailed", "read %s: %s",
-			       a->cfg.kernel_log, strerror(errno));
+				  a->cfg.kernel_log, strerror(errno));
 			break;
 		}
 		if (n == 0) {
@@ -575,8 +579,9 @@ static int ag_kernel_flush(struct agent *a)
 {
 	struct kernlog_event kev[2];
 	int n = kernlog_flush(a->kp, kev);
-	uint64_t last = a->ring_n ? a->ring[(a->ring_head + a->ring_n - 1) % AGENT_CURSOR_BACKUP].pos
-				  : a->kpos;
+	uint64_t last = a->ring_n
+				? a->ring[(a->ring_head + a->ring_n - 1) % AGENT_CURSOR_BACKUP].pos
+				: a->kpos;
 	return n > 0 ? ag_take_kernel_events(a, kev, n, last) : 0;
 }
 
@@ -612,8 +617,9 @@ int agent_read_kernel(struct agent *a, int final)
 		 * below before the new one is opened. */
 		if (!a->krotated && stat(a->cfg.kernel_log, &now_st) == 0 &&
 		    ((uint64_t)now_st.st_dev != a->kdev || (uint64_t)now_st.st_ino != a->kino)) {
-			log_info("agent kernel log rotated, reading the old file to its end path=%s",
-				 a->cfg.kernel_log);
+			log_info(
+				"agent kernel log rotated, reading the old file to its end path=%s",
+				a->cfg.kernel_log);
 			a->krotated = 1;
 		}
 	}
@@ -622,11 +628,12 @@ int agent_read_kernel(struct agent *a, int final)
 	if (outbox_full(&a->ob)) {
 		if (!a->kpaused)
 			log_warn("agent outbox full, kernel log reading paused node=%s events=%zu "
-				 "max=%zu", a->cfg.node, a->ob.nevents, a->ob.max_events);
+				 "max=%zu",
+				 a->cfg.node, a->ob.nevents, a->ob.max_events);
 		a->kpaused = 1;
 		agent_set(a, AGENT_DET_KERNEL, 1, "ok", NULL,
-		       "outbox full (%zu events buffered, max %zu): kernel log reading paused",
-		       a->ob.nevents, a->ob.max_events);
+			  "outbox full (%zu events buffered, max %zu): kernel log reading paused",
+			  a->ob.nevents, a->ob.max_events);
 		return 0;
 	}
 	if (a->kpaused) {
@@ -647,8 +654,8 @@ int agent_read_kernel(struct agent *a, int final)
 		a->keof_quiet = at_end && !progressed;
 		if (rc == 0 && a->nev > 0)
 			rc = agent_put_report(a);
-		if (rc == 0 && (progressed || a->cursor_dirty ||
-				ag_resume_pos(a) != a->cursor_written_pos))
+		if (rc == 0 &&
+		    (progressed || a->cursor_dirty || ag_resume_pos(a) != a->cursor_written_pos))
 			rc = ag_write_cursor(a);
 		if (rc < 0) {
 			if (a->cfg.once)

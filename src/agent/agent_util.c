@@ -47,8 +47,8 @@ int64_t agent_now(struct agent *a)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void agent_set(struct agent *a, enum agent_det d, int live, const char *status,
-	       const char *reason, const char *fmt, ...)
+void agent_set(struct agent *a, enum agent_det d, int live, const char *status, const char *reason,
+	       const char *fmt, ...)
 {
 	struct agent_det_state *s = &a->det[d];
 	s->live = live;
@@ -226,8 +226,7 @@ static int ag_cgroup_job(const char *path, size_t plen, char *job, size_t joblen
 	return 0;
 }
 
-int agent_pid_job(const char *proc_root, long pid, const char *process, char *job,
-		  size_t joblen)
+int agent_pid_job(const char *proc_root, long pid, const char *process, char *job, size_t joblen)
 {
 	const char *root = proc_root && *proc_root ? proc_root : "/proc";
 	char why[128];
@@ -376,7 +375,8 @@ int agent_put_report(struct agent *a)
 	json_object_set_new(ag, "bootId", agent_str(a->cfg.boot_id));
 	/* 0: a --once run sends no heartbeats, so the server must not expect the next report
 	 * (break report 4b #9; docs/api.md, agent.intervalSeconds) */
-	json_object_set_new(ag, "intervalSeconds", json_integer(a->cfg.once ? 0 : a->cfg.interval_s));
+	json_object_set_new(ag, "intervalSeconds",
+			    json_integer(a->cfg.once ? 0 : a->cfg.interval_s));
 	if (a->cfg.job && *a->cfg.job)
 		json_object_set_new(ag, "job", agent_str(a->cfg.job));
 	json_object_set_new(doc, "agent", ag);

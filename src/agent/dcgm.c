@@ -25,7 +25,6 @@
 
 #define ROW_LEN 512
 
-
 /* Copies one line, mapping UTF-8 box-drawing characters (U+2500-U+257F: E2 94 xx / E2 95 xx)
  * to ASCII: verticals to '|', everything else to '-'. */
 static void ascii_line(const char *in, size_t n, char *out, size_t outlen)
@@ -33,10 +32,11 @@ static void ascii_line(const char *in, size_t n, char *out, size_t outlen)
 	size_t o = 0;
 	for (size_t i = 0; i < n && o + 1 < outlen; i++) {
 		unsigned char c = (unsigned char)in[i];
-		if (c == 0xe2 && i + 2 < n && ((unsigned char)in[i + 1] == 0x94 ||
-					       (unsigned char)in[i + 1] == 0x95)) {
+		if (c == 0xe2 && i + 2 < n &&
+		    ((unsigned char)in[i + 1] == 0x94 || (unsigned char)in[i + 1] == 0x95)) {
 			unsigned char b = (unsigned char)in[i + 1], d = (unsigned char)in[i + 2];
-			int vert = (b == 0x94 && (d == 0x82 || d == 0x83)) || (b == 0x95 && d == 0x91);
+			int vert = (b == 0x94 && (d == 0x82 || d == 0x83)) ||
+				   (b == 0x95 && d == 0x91);
 			out[o++] = vert ? '|' : '-';
 			i += 2;
 		} else {
@@ -46,7 +46,12 @@ static void ascii_line(const char *in, size_t n, char *out, size_t outlen)
 	out[o] = '\0';
 }
 
-enum row_kind { ROW_OTHER, ROW_BORDER, ROW_SECTION, ROW_CELLS };
+enum row_kind {
+	ROW_OTHER,
+	ROW_BORDER,
+	ROW_SECTION,
+	ROW_CELLS
+};
 
 /* Classifies a table line; for ROW_CELLS fills left/right (trimmed), for ROW_SECTION the
  * section name. */
@@ -70,7 +75,8 @@ static enum row_kind split_row(char *line, char *left, char *right, size_t cell)
 		while (*p && !isalpha((unsigned char)*p))
 			p++;
 		q = p;
-		while (*q && (isalnum((unsigned char)*q) || *q == ' ') && !(q[0] == ' ' && q[1] == ' '))
+		while (*q && (isalnum((unsigned char)*q) || *q == ' ') &&
+		       !(q[0] == ' ' && q[1] == ' '))
 			q++;
 		snprintf(left, cell, "%.*s", (int)(q - p), p);
 		agent_text_trim(left);
@@ -200,10 +206,9 @@ static size_t health_json(const char *buf, size_t len, struct health_walk *w)
 		if (strcmp(gname, "Overall Health") == 0)
 			continue;
 		json_object_foreach(ents, eid, ent) {
-			json_t *systems =
-				json_object_get(json_object_get(json_object_get(ent, "children"),
-								"Errors"),
-						"children");
+			json_t *systems = json_object_get(
+				json_object_get(json_object_get(ent, "children"), "Errors"),
+				"children");
 			json_t *sysv;
 			const char *sname;
 			char *endp;
@@ -346,11 +351,12 @@ static int diag_result(const char *test, const char *cell, struct agent_finding 
 			struct agent_finding *f;
 			if (endp == p)
 				break;
-			f = new_finding(out, max, n, diag_subsystem(test), g >= 0 && g < 100000 ? (int)g : -1);
+			f = new_finding(out, max, n, diag_subsystem(test),
+					g >= 0 && g < 100000 ? (int)g : -1);
 			if (f) {
 				snprintf(f->key, sizeof(f->key), "%s/%s", test, word);
-				snprintf(f->message, sizeof(f->message), "dcgmi diag %s: %s on GPU %ld", test,
-					 word, g);
+				snprintf(f->message, sizeof(f->message),
+					 "dcgmi diag %s: %s on GPU %ld", test, word, g);
 			}
 			p = endp;
 			while (*p == ',' || *p == ' ')
@@ -360,8 +366,8 @@ static int diag_result(const char *test, const char *cell, struct agent_finding 
 		struct agent_finding *f = new_finding(out, max, n, diag_subsystem(test), -1);
 		if (f) {
 			snprintf(f->key, sizeof(f->key), "%s/%s", test, word);
-			snprintf(f->message, sizeof(f->message), "dcgmi diag %s: %s%s%s", test, word,
-				 *rest ? " - " : "", rest);
+			snprintf(f->message, sizeof(f->message), "dcgmi diag %s: %s%s%s", test,
+				 word, *rest ? " - " : "", rest);
 		}
 	}
 	return 1;

@@ -12,11 +12,12 @@
 #define FINDING_MSG_LEN 256
 
 struct agent_finding {
-	char source[16];                  /* "kernel" | "nvidia-smi" | "nvml" | "dcgm" | "ibstat" | "agent" */
-	char code[FINDING_CODE_LEN];      /* "ecc:dbe_volatile", "ib:port_down", ... (design contract) */
-	int gpu_index;                    /* nvidia-smi/NVML minor or order index; -1 unknown */
-	char pci_bus_id[FINDING_BUS_ID_LEN]; /* "0000:3b:00.0" (lower case, 4-digit domain); "" unknown */
-	char message[FINDING_MSG_LEN];    /* for humans: what was seen, with the value */
+	char source[16]; /* "kernel" | "nvidia-smi" | "nvml" | "dcgm" | "ibstat" | "agent" */
+	char code[FINDING_CODE_LEN]; /* "ecc:dbe_volatile", "ib:port_down", ... (design contract) */
+	int gpu_index;               /* nvidia-smi/NVML minor or order index; -1 unknown */
+	char pci_bus_id
+		[FINDING_BUS_ID_LEN];  /* "0000:3b:00.0" (lower case, 4-digit domain); "" unknown */
+	char message[FINDING_MSG_LEN]; /* for humans: what was seen, with the value */
 	/* A level, not an edge: the same state seen again must map to the same event id. The
 	 * agent hashes (boot id, code, pci bus id/port, key) into the event id, so key carries
 	 * what makes this occurrence new, e.g. the counter value ("dbe=2") or "" for a state. */

@@ -14,7 +14,6 @@
 #include "agent/text.h"
 #include "base/banned.h"
 
-
 /* If line is "<name>: value", copies the trimmed value into out and returns 1. */
 static int field(const char *line, const char *name, char *out, size_t outlen)
 {
@@ -35,8 +34,9 @@ int ibstat_parse(const char *buf, size_t len, struct ibstat_report *out, char *e
 
 	memset(out, 0, sizeof(*out));
 	if (len > IBSTAT_MAX_INPUT)
-		return fp_errf(FP_EINVAL, err, errlen, "ibstat output is %zu bytes, more than the %u allowed",
-			       len, IBSTAT_MAX_INPUT);
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "ibstat output is %zu bytes, more than the %u allowed", len,
+			       IBSTAT_MAX_INPUT);
 	while (pos < len) {
 		size_t end = pos, n;
 		unsigned port;
@@ -71,7 +71,8 @@ int ibstat_parse(const char *buf, size_t len, struct ibstat_report *out, char *e
 			cur->rate_gbps = -1;
 		} else if (cur) {
 			if (field(line, "State", cur->state, sizeof(cur->state)) ||
-			    field(line, "Physical state", cur->phys_state, sizeof(cur->phys_state)) ||
+			    field(line, "Physical state", cur->phys_state,
+				  sizeof(cur->phys_state)) ||
 			    field(line, "Link layer", cur->link_layer, sizeof(cur->link_layer)))
 				continue;
 			if (field(line, "Rate", v, sizeof(v))) {
@@ -84,7 +85,8 @@ int ibstat_parse(const char *buf, size_t len, struct ibstat_report *out, char *e
 		}
 	}
 	if (!seen_ca)
-		return fp_errf(FP_EINVAL, err, errlen, "not ibstat output: no \"CA '<name>'\" line");
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "not ibstat output: no \"CA '<name>'\" line");
 	return 0;
 }
 

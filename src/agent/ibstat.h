@@ -14,12 +14,12 @@
 #define IBSTAT_MAX_INPUT (1u << 20)
 
 struct ibstat_port {
-	char ca[32];        /* "mlx5_0" */
-	int port;           /* 1-based */
-	char state[24];     /* "Active", "Down", "Polling", "Initializing", "Armed"; "" unknown */
-	char phys_state[24];/* "LinkUp", "Polling", "Disabled", ...; "" unknown */
-	int rate_gbps;      /* -1 unknown */
-	char link_layer[16];/* "InfiniBand" | "Ethernet" | "" */
+	char ca[32];         /* "mlx5_0" */
+	int port;            /* 1-based */
+	char state[24];      /* "Active", "Down", "Polling", "Initializing", "Armed"; "" unknown */
+	char phys_state[24]; /* "LinkUp", "Polling", "Disabled", ...; "" unknown */
+	int rate_gbps;       /* -1 unknown */
+	char link_layer[16]; /* "InfiniBand" | "Ethernet" | "" */
 };
 
 struct ibstat_report {

@@ -66,17 +66,17 @@
 
 struct kernlog_parser {
 	int64_t now_ms;
-	int pending;            /* a "NVRM: The NVIDIA GPU <bdf>" record is open */
+	int pending; /* a "NVRM: The NVIDIA GPU <bdf>" record is open */
 	int pending_lines;
 	struct kernlog_event pend;
-	int aer_open;           /* the last line was an AER header or one of its detail lines */
+	int aer_open; /* the last line was an AER header or one of its detail lines */
 };
 
 /* One line cut into its prefixes and its message [msg, end). */
 struct kline {
 	const char *start, *end;
 	const char *msg;
-	int indented;           /* began with blanks and had no prefix: a continuation line */
+	int indented; /* began with blanks and had no prefix: a continuation line */
 	int64_t time_ms;
 	int64_t uptime_us;
 	uint64_t seq;
@@ -86,15 +86,18 @@ struct kline {
 
 /* What the message is, besides a possible event. */
 enum kflag {
-	KF_FALLEN_START = 1,    /* "NVRM: The NVIDIA GPU <bdf>" without "fallen off the bus" */
-	KF_RECORD_START = 2,    /* an Xid/SXid/GPU-at record: never a continuation */
+	KF_FALLEN_START = 1, /* "NVRM: The NVIDIA GPU <bdf>" without "fallen off the bus" */
+	KF_RECORD_START = 2, /* an Xid/SXid/GPU-at record: never a continuation */
 	KF_AER_HEADER = 4,
 	KF_AER_DETAIL = 8,
 };
 
 /* ---- byte helpers on [p, e) ---- */
 
-static int is_digit(int c) { return c >= '0' && c <= '9'; }
+static int is_digit(int c)
+{
+	return c >= '0' && c <= '9';
+}
 static int is_hex(int c)
 {
 	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -103,9 +106,18 @@ static int is_alnum(int c)
 {
 	return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
-static int is_blank(int c) { return c == ' ' || c == '\t'; }
-static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
-static int hexval(int c) { return is_digit(c) ? c - '0' : lower(c) - 'a' + 10; }
+static int is_blank(int c)
+{
+	return c == ' ' || c == '\t';
+}
+static int lower(int c)
+{
+	return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+static int hexval(int c)
+{
+	return is_digit(c) ? c - '0' : lower(c) - 'a' + 10;
+}
 
 static int starts(const char *p, const char *e, const char *lit)
 {
@@ -171,11 +183,17 @@ static int utf8_len(const unsigned char *p, const unsigned char *e)
 	if (c < 0x80)
 		return 1;
 	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2; v = c & 0x1f; min = 0x80;
+		n = 2;
+		v = c & 0x1f;
+		min = 0x80;
 	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3; v = c & 0x0f; min = 0x800;
+		n = 3;
+		v = c & 0x0f;
+		min = 0x800;
 	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4; v = c & 0x07; min = 0x10000;
+		n = 4;
+		v = c & 0x07;
+		min = 0x10000;
 	} else {
 		return 0;
 	}
@@ -212,7 +230,9 @@ static void append_text(char *dst, size_t cap, size_t *len, const char *s, const
 			if (n + 1 >= cap)
 				break;
 			unsigned c = *p;
-			dst[n++] = c == '\t' ? ' ' : (k == 0 || c < 0x20 || c == 0x7f) ? '?' : (char)c;
+			dst[n++] = c == '\t'                           ? ' '
+				   : (k == 0 || c < 0x20 || c == 0x7f) ? '?'
+								       : (char)c;
 			p++;
 			continue;
 		}
@@ -239,7 +259,8 @@ static void copy_text(char *dst, size_t cap, const char *s, const char *e, int u
  * is required; need_fn: the function is required (else ".0" is added, as NVRM prints none).
  * Writes "dddd:bb:dd.f" in lower case. Returns the end, or NULL when p is not one. The caller
  * checks what follows. */
-static const char *parse_bdf(const char *p, const char *e, int need_fn, char out[FINDING_BUS_ID_LEN])
+static const char *parse_bdf(const char *p, const char *e, int need_fn,
+			     char out[FINDING_BUS_ID_LEN])
 {
 	const char *q = p;
 	while (q < e && is_hex((unsigned char)*q) && q - p <= 8)
@@ -253,8 +274,8 @@ static const char *parse_bdf(const char *p, const char *e, int need_fn, char out
 		dlen--;
 	}
 	q++;
-	if (e - q < 5 || !is_hex((unsigned char)q[0]) || !is_hex((unsigned char)q[1]) || q[2] != ':' ||
-	    !is_hex((unsigned char)q[3]) || !is_hex((unsigned char)q[4]))
+	if (e - q < 5 || !is_hex((unsigned char)q[0]) || !is_hex((unsigned char)q[1]) ||
+	    q[2] != ':' || !is_hex((unsigned char)q[3]) || !is_hex((unsigned char)q[4]))
 		return NULL;
 	const char *bus = q, *dev = q + 3;
 	if (hexval((unsigned char)dev[0]) * 16 + hexval((unsigned char)dev[1]) > 0x1f)
@@ -290,7 +311,8 @@ static int find_bdf(const char *p, const char *e, char out[FINDING_BUS_ID_LEN])
 	for (const char *q = p; q < e; q++) {
 		if (starts(q, e, "PCI:") && parse_bdf(q + 4, e, 0, out))
 			return 1;
-		if (is_hex((unsigned char)*q) && (q == p || (!is_alnum((unsigned char)q[-1]) && q[-1] != ':')) &&
+		if (is_hex((unsigned char)*q) &&
+		    (q == p || (!is_alnum((unsigned char)q[-1]) && q[-1] != ':')) &&
 		    parse_bdf(q, e, 1, out))
 			return 1;
 	}
@@ -399,12 +421,12 @@ static const char *read_kmsg(const char *p, const char *e, struct kline *l)
 /* dmesg --decode "kern  :err   : " (util-linux facility and level names). */
 static const char *read_decode(const char *p, const char *e)
 {
-	static const char *const fac[] = {"kern", "user", "mail", "daemon", "auth", "syslog",
-					  "lpr", "news", "uucp", "cron", "authpriv", "ftp",
-					  "local0", "local1", "local2", "local3", "local4",
-					  "local5", "local6", "local7"};
-	static const char *const lvl[] = {"emerg", "alert", "crit", "err", "warn",
-					  "notice", "info", "debug"};
+	static const char *const fac[] = {"kern",     "user",   "mail",   "daemon", "auth",
+					  "syslog",   "lpr",    "news",   "uucp",   "cron",
+					  "authpriv", "ftp",    "local0", "local1", "local2",
+					  "local3",   "local4", "local5", "local6", "local7"};
+	static const char *const lvl[] = {"emerg", "alert",  "crit", "err",
+					  "warn",  "notice", "info", "debug"};
 	const char *q = p;
 	while (q < e && is_alnum((unsigned char)*q) && q - p < 9)
 		q++;
@@ -556,7 +578,8 @@ static void set_code(struct kernlog_event *ev, const char *prefix, long n)
 }
 
 /* "(PCI:<bus>): <n>," after "Xid " or "SXid ". Returns the text after "<n>," or NULL. */
-static const char *read_xid_head(const char *p, const char *e, char bus[FINDING_BUS_ID_LEN], int *xid)
+static const char *read_xid_head(const char *p, const char *e, char bus[FINDING_BUS_ID_LEN],
+				 int *xid)
 {
 	if (p >= e || *p != '(')
 		return NULL;
@@ -717,8 +740,9 @@ static int parse_aer(const struct kline *l, struct kernlog_event *ev, int *flags
 		return 1;
 	}
 	if ((after || l->indented) &&
-	    (starts(body, e, "device [") || starts(body, e, "[") || starts(body, e, "TLP Header:") ||
-	     starts(body, e, "Error of this Agent") || starts(body, e, "AER:   Error of this Agent")))
+	    (starts(body, e, "device [") || starts(body, e, "[") ||
+	     starts(body, e, "TLP Header:") || starts(body, e, "Error of this Agent") ||
+	     starts(body, e, "AER:   Error of this Agent")))
 		*flags |= KF_AER_DETAIL;
 	return 0;
 }
@@ -788,7 +812,8 @@ void kernlog_parser_free(struct kernlog_parser *p)
 	free(p);
 }
 
-int kernlog_feed(struct kernlog_parser *p, const char *line, size_t len, struct kernlog_event out[2])
+int kernlog_feed(struct kernlog_parser *p, const char *line, size_t len,
+		 struct kernlog_event out[2])
 {
 	struct kline l;
 	int flags;

@@ -41,27 +41,28 @@ enum kernlog_kind {
 struct kernlog_event {
 	enum kernlog_kind kind;
 	char code[FINDING_CODE_LEN];
-	int xid;                 /* XID or SXID number; -1 when none */
-	char pci_bus_id[FINDING_BUS_ID_LEN]; /* normalised "0000:3b:00.0" (NVRM prints PCI:0000:3b:00:
+	int xid; /* XID or SXID number; -1 when none */
+	char pci_bus_id
+		[FINDING_BUS_ID_LEN]; /* normalised "0000:3b:00.0" (NVRM prints PCI:0000:3b:00:
 				  * function 0 is added); "" unknown */
-	int gpu_index;           /* -1 unknown: always, as no kernel line says (NVRM's "GPU4" is
+	int gpu_index;         /* -1 unknown: always, as no kernel line says (NVRM's "GPU4" is
 				  * RM's own numbering, not nvidia-smi's); the agent maps the bus id */
-	char device[32];         /* NVSwitch device ("nvidia-nvswitch3") for SXID, "" otherwise */
-	long pid;                /* -1 unknown */
-	char process[64];        /* "" unknown */
-	char aer_severity[16];   /* AER: "fatal" | "nonfatal" | "correctable"; "" otherwise */
+	char device[32];       /* NVSwitch device ("nvidia-nvswitch3") for SXID, "" otherwise */
+	long pid;              /* -1 unknown */
+	char process[64];      /* "" unknown */
+	char aer_severity[16]; /* AER: "fatal" | "nonfatal" | "correctable"; "" otherwise */
 	char message[KERNLOG_MSG_LEN]; /* the message after the timestamp/host/facility prefixes
 					* (a multi-line record's lines joined with ' ', kmsg "\x0a"
 					* escapes as ' ') */
 	char raw[KERNLOG_RAW_LEN];     /* the whole first line as read (without its newline and
 					* trailing blanks), truncated */
-	int64_t time_ms;         /* absolute wall time (Unix ms, UTC) from a ctime/iso/syslog prefix;
+	int64_t time_ms;   /* absolute wall time (Unix ms, UTC) from a ctime/iso/syslog prefix;
 				  * 0 when the line has none (syslog lines have no year: the parser
 				  * takes the year from the `now_ms` given to kernlog_parser_new) */
-	int64_t uptime_us;       /* "[ 1234.567890]" or the kmsg usec field; -1 unknown */
-	uint64_t seq;            /* kmsg sequence number; valid when has_seq */
+	int64_t uptime_us; /* "[ 1234.567890]" or the kmsg usec field; -1 unknown */
+	uint64_t seq;      /* kmsg sequence number; valid when has_seq */
 	int has_seq;
-	char host[64];           /* syslog host; "" otherwise */
+	char host[64]; /* syslog host; "" otherwise */
 	/* Every string field is NUL-terminated, cut on a character boundary and valid UTF-8: tabs
 	 * become ' ', other control bytes and invalid UTF-8 '?'. */
 };

@@ -109,7 +109,8 @@ int nvml_open(const char *lib, struct nvml **out, char *err, size_t errlen)
 	    (rc = nvml_sym(n, "nvmlInit_v2", &n->init, 1, err, errlen)) < 0 ||
 	    (rc = nvml_sym(n, "nvmlShutdown", &n->shutdown, 1, err, errlen)) < 0 ||
 	    (rc = nvml_sym(n, "nvmlDeviceGetCount_v2", &n->get_count, 1, err, errlen)) < 0 ||
-	    (rc = nvml_sym(n, "nvmlDeviceGetHandleByIndex_v2", &n->get_handle, 1, err, errlen)) < 0 ||
+	    (rc = nvml_sym(n, "nvmlDeviceGetHandleByIndex_v2", &n->get_handle, 1, err, errlen)) <
+		    0 ||
 	    (rc = nvml_sym(n, "nvmlDeviceGetPciInfo_v3", &n->get_pci, 1, err, errlen)) < 0 ||
 	    (rc = nvml_sym(n, "nvmlDeviceGetTotalEccErrors", &n->get_ecc, 1, err, errlen)) < 0 ||
 	    (rc = nvml_sym(n, "nvmlDeviceGetRemappedRows", &n->get_remap, 1, err, errlen)) < 0 ||
@@ -158,8 +159,7 @@ static int64_t nvml_ecc(struct nvml *n, nvml_device_t d, int type, int counter, 
 	return (int64_t)v;
 }
 
-static int nvml_query_devices(struct nvml *n, struct nvsmi_report *out, char *err,
-			      size_t errlen);
+static int nvml_query_devices(struct nvml *n, struct nvsmi_report *out, char *err, size_t errlen);
 
 int nvml_query(struct nvml *n, struct nvsmi_report *out, char *err, size_t errlen)
 {
@@ -262,11 +262,15 @@ int nvml_query_timed(struct nvml *n, long timeout_ms, struct nvsmi_report *out, 
 		rc = fp_errf(FP_EIO, err, errlen, "NVML did not answer in %ld ms", timeout_ms);
 	} else if (got < sizeof(*ans)) {
 		if (WIFSIGNALED(status))
-			rc = fp_errf(FP_EIO, err, errlen, "nvml: the query process was killed by "
-				     "signal %d", WTERMSIG(status));
+			rc = fp_errf(FP_EIO, err, errlen,
+				     "nvml: the query process was killed by "
+				     "signal %d",
+				     WTERMSIG(status));
 		else
-			rc = fp_errf(FP_EIO, err, errlen, "nvml: the query process ended without an "
-				     "answer (status %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+			rc = fp_errf(FP_EIO, err, errlen,
+				     "nvml: the query process ended without an "
+				     "answer (status %d)",
+				     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	} else {
 		*out = ans->report;
 		if (out->ngpus > NVSMI_MAX_GPUS)
@@ -281,8 +285,7 @@ int nvml_query_timed(struct nvml *n, long timeout_ms, struct nvsmi_report *out, 
 	return rc;
 }
 
-static int nvml_query_devices(struct nvml *n, struct nvsmi_report *out, char *err,
-			      size_t errlen)
+static int nvml_query_devices(struct nvml *n, struct nvsmi_report *out, char *err, size_t errlen)
 {
 	unsigned int count = 0;
 	nvml_return_t r = n->get_count(&count);
@@ -348,10 +351,12 @@ static int nvml_query_devices(struct nvml *n, struct nvsmi_report *out, char *er
 		g->temp_slowdown = g->temp_shutdown = -1;
 		if (n->get_temp_threshold) {
 			if (n->get_temp_threshold(d, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &t) ==
-				    NVML_SUCCESS && t < 1000)
+				    NVML_SUCCESS &&
+			    t < 1000)
 				g->temp_slowdown = (int)t;
 			if (n->get_temp_threshold(d, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, &t) ==
-				    NVML_SUCCESS && t < 1000)
+				    NVML_SUCCESS &&
+			    t < 1000)
 				g->temp_shutdown = (int)t;
 		}
 		unsigned long long thr = 0;

@@ -29,7 +29,6 @@
 
 /* ---------- values ---------- */
 
-
 /* A count: decimal digits, optionally followed by a blank and a unit ("639 bank(s)"). */
 static int64_t parse_count(const char *v)
 {
@@ -148,7 +147,13 @@ static int64_t acc_value(const struct ecc_acc *a)
 	return a->sum;
 }
 
-enum { ACC_VOL_SBE, ACC_VOL_DBE, ACC_AGG_SBE, ACC_AGG_DBE, ACC_N };
+enum {
+	ACC_VOL_SBE,
+	ACC_VOL_DBE,
+	ACC_AGG_SBE,
+	ACC_AGG_DBE,
+	ACC_N
+};
 
 struct gpu_state {
 	struct ecc_acc acc[ACC_N];
@@ -448,8 +453,9 @@ int nvsmi_parse_text(const char *buf, size_t len, struct nvsmi_report *out, char
 	}
 	text_end_gpu(out, &st, &cur);
 	if (!seen)
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "not nvidia-smi -q output: no \"Attached GPUs\" line and no GPU section");
+		return fp_errf(
+			FP_EINVAL, err, errlen,
+			"not nvidia-smi -q output: no \"Attached GPUs\" line and no GPU section");
 	return 0;
 }
 
@@ -611,8 +617,7 @@ static void xml_gpu(const xmlNode *gn, struct nvsmi_gpu *g, struct gpu_state *st
 	st->complete = 1;
 }
 
-int nvsmi_parse_xml(const char *buf, size_t len, struct nvsmi_report *out, char *err,
-		    size_t errlen)
+int nvsmi_parse_xml(const char *buf, size_t len, struct nvsmi_report *out, char *err, size_t errlen)
 {
 	xmlParserCtxtPtr ctxt;
 	xmlDocPtr doc;
@@ -623,8 +628,8 @@ int nvsmi_parse_xml(const char *buf, size_t len, struct nvsmi_report *out, char 
 	report_init(out);
 	if (len > NVSMI_MAX_INPUT)
 		return fp_errf(FP_EINVAL, err, errlen,
-			       "nvidia-smi -q -x output is %zu bytes, more than the %u allowed", len,
-			       NVSMI_MAX_INPUT);
+			       "nvidia-smi -q -x output is %zu bytes, more than the %u allowed",
+			       len, NVSMI_MAX_INPUT);
 	ctxt = xmlNewParserCtxt();
 	if (!ctxt)
 		return fp_errf(FP_EINVAL, err, errlen, "libxml2 could not make a parser");
@@ -636,14 +641,16 @@ int nvsmi_parse_xml(const char *buf, size_t len, struct nvsmi_report *out, char 
 		char msg[160];
 		snprintf(msg, sizeof(msg), "%s", e && e->message ? e->message : "unknown error");
 		agent_text_trim(msg);
-		rc = fp_errf(FP_EINVAL, err, errlen, "nvidia-smi -q -x output is not XML: line %d: %s",
-			     e ? e->line : 0, msg);
+		rc = fp_errf(FP_EINVAL, err, errlen,
+			     "nvidia-smi -q -x output is not XML: line %d: %s", e ? e->line : 0,
+			     msg);
 		goto out;
 	}
 	root = xmlDocGetRootElement(doc);
 	if (!root || !is_elem(root, "nvidia_smi_log")) {
-		rc = fp_errf(FP_EINVAL, err, errlen,
-			     "not nvidia-smi -q -x output: the root element is not <nvidia_smi_log>");
+		rc = fp_errf(
+			FP_EINVAL, err, errlen,
+			"not nvidia-smi -q -x output: the root element is not <nvidia_smi_log>");
 		goto out;
 	}
 	child_text(root, "driver_version", v, sizeof(v));
@@ -756,8 +763,7 @@ size_t nvsmi_findings(const struct nvsmi_report *r, int expected_gpus, struct ag
 		}
 
 		if (g->ecc_mode_current == 1 &&
-		    (g->ecc_volatile_dbe < 0 ||
-		     (g->remap_pending < 0 && g->retired_pending < 0)))
+		    (g->ecc_volatile_dbe < 0 || (g->remap_pending < 0 && g->retired_pending < 0)))
 			*unknown = 1;
 		if (g->ecc_volatile_dbe > 0) {
 			snprintf(key, sizeof(key), "dbe=%lld", (long long)g->ecc_volatile_dbe);
@@ -776,11 +782,12 @@ size_t nvsmi_findings(const struct nvsmi_report *r, int expected_gpus, struct ag
 					"GPU %d (%s): row remapping failure occurred", g->index,
 					g->pci_bus_id);
 		if (g->retired_pending == 1)
-			n = add_finding(out, max, n, "retired_pages:pending", g, "",
-					"GPU %d (%s): page retirement pending (%lld single bit, %lld "
-					"double bit retired)",
-					g->index, g->pci_bus_id, (long long)g->retired_sbe,
-					(long long)g->retired_dbe);
+			n = add_finding(
+				out, max, n, "retired_pages:pending", g, "",
+				"GPU %d (%s): page retirement pending (%lld single bit, %lld "
+				"double bit retired)",
+				g->index, g->pci_bus_id, (long long)g->retired_sbe,
+				(long long)g->retired_dbe);
 		if (hw)
 			n = add_finding(out, max, n, "thermal:hw_slowdown", g, "",
 					"GPU %d (%s): clocks event HW Slowdown active%s", g->index,
@@ -798,21 +805,24 @@ size_t nvsmi_findings(const struct nvsmi_report *r, int expected_gpus, struct ag
 					"GPU %d (%s): clocks event SW Thermal Slowdown active",
 					g->index, g->pci_bus_id);
 		if (g->temp_gpu >= 0 && g->temp_slowdown > 0 && g->temp_gpu >= g->temp_slowdown)
-			n = add_finding(out, max, n, "thermal:over_limit", g, "",
-					"GPU %d (%s): %d C, at or above its slowdown temperature %d C",
-					g->index, g->pci_bus_id, g->temp_gpu, g->temp_slowdown);
+			n = add_finding(
+				out, max, n, "thermal:over_limit", g, "",
+				"GPU %d (%s): %d C, at or above its slowdown temperature %d C",
+				g->index, g->pci_bus_id, g->temp_gpu, g->temp_slowdown);
 		else if (g->tlimit_margin != NVSMI_TLIMIT_UNKNOWN &&
 			 g->tlimit_slowdown != NVSMI_TLIMIT_UNKNOWN &&
 			 g->tlimit_margin <= g->tlimit_slowdown)
-			n = add_finding(out, max, n, "thermal:over_limit", g, "",
-					"GPU %d (%s): T.Limit margin %d C, at or below its slowdown "
-					"T.Limit %d C",
-					g->index, g->pci_bus_id, g->tlimit_margin, g->tlimit_slowdown);
+			n = add_finding(
+				out, max, n, "thermal:over_limit", g, "",
+				"GPU %d (%s): T.Limit margin %d C, at or below its slowdown "
+				"T.Limit %d C",
+				g->index, g->pci_bus_id, g->tlimit_margin, g->tlimit_slowdown);
 	}
 	if (whole && expected_gpus > 0 && r->ngpus < (size_t)expected_gpus) {
 		snprintf(key, sizeof(key), "gpus=%zu", r->ngpus);
 		n = add_finding(out, max, n, "gpu:count_mismatch", NULL, key,
-				"%zu GPUs seen by nvidia-smi, %d expected", r->ngpus, expected_gpus);
+				"%zu GPUs seen by nvidia-smi, %d expected", r->ngpus,
+				expected_gpus);
 	}
 	return n;
 }
@@ -830,8 +840,8 @@ int nvsmi_nvlink_status_parse(const char *buf, size_t len, struct nvsmi_nvlink_r
 	memset(out, 0, sizeof(*out));
 	if (len > NVSMI_MAX_INPUT)
 		return fp_errf(FP_EINVAL, err, errlen,
-			       "nvidia-smi nvlink output is %zu bytes, more than the %u allowed", len,
-			       NVSMI_MAX_INPUT);
+			       "nvidia-smi nvlink output is %zu bytes, more than the %u allowed",
+			       len, NVSMI_MAX_INPUT);
 	while (pos < len) {
 		size_t end = pos, n;
 		unsigned idx;
@@ -868,8 +878,8 @@ int nvsmi_nvlink_status_parse(const char *buf, size_t len, struct nvsmi_nvlink_r
 				continue;
 			}
 			cur->nlinks++;
-			if (sscanf(rest, "%lf %7s", &gbps, unit) == 2 && strcmp(unit, "GB/s") == 0 &&
-			    gbps > 0)
+			if (sscanf(rest, "%lf %7s", &gbps, unit) == 2 &&
+			    strcmp(unit, "GB/s") == 0 && gbps > 0)
 				cur->links_up++;
 			else
 				cur->down_mask |= 1u << idx;

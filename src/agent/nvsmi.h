@@ -37,12 +37,12 @@
 
 struct nvsmi_gpu {
 	char pci_bus_id[FINDING_BUS_ID_LEN]; /* normalised "0000:3b:00.0" from "00000000:3B:00.0" */
-	int index;                   /* order in the output, 0-based (nvidia-smi's index) */
-	int minor_number;            /* -1 unknown */
-	char product[64];            /* "NVIDIA H100 80GB HBM3"; "" unknown */
+	int index;                           /* order in the output, 0-based (nvidia-smi's index) */
+	int minor_number;                    /* -1 unknown */
+	char product[64];                    /* "NVIDIA H100 80GB HBM3"; "" unknown */
 	char uuid[64];
 	char serial[32];
-	int ecc_mode_current;        /* 1 enabled, 0 disabled, -1 unknown / N/A */
+	int ecc_mode_current; /* 1 enabled, 0 disabled, -1 unknown / N/A */
 	/* ECC counts: totals ("Total" or the sum of the memory locations when no total is given);
 	 * -1 unknown. sbe = correctable, dbe = uncorrectable (nvidia-smi's Single/Double Bit). */
 	int64_t ecc_volatile_sbe, ecc_volatile_dbe, ecc_aggregate_sbe, ecc_aggregate_dbe;
@@ -61,21 +61,21 @@ struct nvsmi_gpu {
 	 * over its slowdown limit when tlimit_margin <= tlimit_slowdown (as NVSentinel's
 	 * gpu-health-monitor compares DCGM_FI_DEV_GPU_TEMP_TLIMIT with the slowdown threshold). */
 	int tlimit_margin, tlimit_slowdown, tlimit_shutdown, tlimit_max_operating;
-	unsigned throttle_active;    /* NVSMI_THR_* that say "Active" */
-	unsigned throttle_unknown;   /* NVSMI_THR_* whose value was not Active/Not Active */
-	int partial;                 /* 1: the text section ended before its "Processes" line
+	unsigned throttle_active;  /* NVSMI_THR_* that say "Active" */
+	unsigned throttle_unknown; /* NVSMI_THR_* whose value was not Active/Not Active */
+	int partial;               /* 1: the text section ended before its "Processes" line
 				      * (cut off): its values are what it had, and it gives no
 				      * finding, since one may need a line it lacks (HW Slowdown
 				      * is printed before HW Power Brake Slowdown) */
 };
 
 struct nvsmi_report {
-	char driver_version[32];     /* "" unknown */
+	char driver_version[32]; /* "" unknown */
 	char cuda_version[16];
-	int attached_gpus;           /* "Attached GPUs"; -1 unknown */
+	int attached_gpus; /* "Attached GPUs"; -1 unknown */
 	size_t ngpus;
 	struct nvsmi_gpu gpus[NVSMI_MAX_GPUS];
-	int truncated;               /* more GPUs than NVSMI_MAX_GPUS, or the input ended inside
+	int truncated; /* more GPUs than NVSMI_MAX_GPUS, or the input ended inside
 				      * a GPU section: the report is partial (findings treat it as
 				      * unknown) */
 };
@@ -116,16 +116,16 @@ size_t nvsmi_findings(const struct nvsmi_report *r, int expected_gpus, struct ag
  * print "NVML: Unable to retrieve NVLink information as all links are inActive"). */
 #define NVSMI_NVLINK_MAX_LINKS 32
 struct nvsmi_nvlink_gpu {
-	int index;                   /* the "GPU N" number */
-	int nlinks;                  /* links listed */
-	int links_up;                /* with a bandwidth > 0 */
-	int all_inactive;            /* the NVML "all links are inActive" line */
-	uint32_t down_mask;          /* bit N set: link N was <inactive> or 0 GB/s */
+	int index;          /* the "GPU N" number */
+	int nlinks;         /* links listed */
+	int links_up;       /* with a bandwidth > 0 */
+	int all_inactive;   /* the NVML "all links are inActive" line */
+	uint32_t down_mask; /* bit N set: link N was <inactive> or 0 GB/s */
 };
 struct nvsmi_nvlink_report {
 	size_t ngpus;
 	struct nvsmi_nvlink_gpu gpus[NVSMI_MAX_GPUS];
-	int truncated;               /* more GPUs or links than the arrays hold */
+	int truncated; /* more GPUs or links than the arrays hold */
 };
 /* Parse `nvidia-smi nvlink --status`. Returns 0, or FP_EINVAL when no "GPU N:" line is found
  * or a Link line comes before any GPU line (err names the line). */

@@ -44,8 +44,7 @@ static void ob_dirname(const char *path, char *out, size_t outlen)
 	snprintf(out, outlen, "%.*s", (int)n, path);
 }
 
-int outbox_write_durable(const char *path, const void *data, size_t len, char *err,
-			 size_t errlen)
+int outbox_write_durable(const char *path, const void *data, size_t len, char *err, size_t errlen)
 {
 	char tmp[4096], dir[4096];
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))

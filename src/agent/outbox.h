@@ -29,11 +29,11 @@ struct outbox_entry {
 };
 
 struct outbox {
-	char *dir;          /* <state>/outbox, owned */
-	char *rejected_dir; /* <state>/rejected, owned */
-	uint64_t next_seq;  /* one past the highest seq seen or written */
-	size_t max_events;  /* the bound (--max-buffer) */
-	size_t nevents;     /* events in pending files */
+	char *dir;                    /* <state>/outbox, owned */
+	char *rejected_dir;           /* <state>/rejected, owned */
+	uint64_t next_seq;            /* one past the highest seq seen or written */
+	size_t max_events;            /* the bound (--max-buffer) */
+	size_t nevents;               /* events in pending files */
 	struct outbox_entry *pending; /* oldest first, owned */
 	size_t npending, alloc;
 };
@@ -71,7 +71,6 @@ int outbox_reject(struct outbox *ob, uint64_t seq, long status, const char *answ
 
 /* Writes data (len bytes) to path durably: path.tmp in the same directory, fsync, rename,
  * directory fsync. Used for the outbox and the agent's cursor file. Returns 0 or FP_EIO. */
-int outbox_write_durable(const char *path, const void *data, size_t len, char *err,
-			 size_t errlen);
+int outbox_write_durable(const char *path, const void *data, size_t len, char *err, size_t errlen);
 
 #endif

@@ -65,8 +65,8 @@ int probe_run(char *const argv[], long timeout_ms, size_t max_out, struct probe_
 		return fp_errf(FP_EINVAL, err, errlen, "probe %s: timeout %ld ms out of 1..3600000",
 			       argv[0], timeout_ms);
 	if (max_out < 1 || max_out > ((size_t)64 << 20))
-		return fp_errf(FP_EINVAL, err, errlen, "probe %s: output bound %zu out of 1..64 MiB",
-			       argv[0], max_out);
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "probe %s: output bound %zu out of 1..64 MiB", argv[0], max_out);
 	int outp[2] = {-1, -1}, errp[2] = {-1, -1};
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		int e = errno;

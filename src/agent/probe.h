@@ -15,14 +15,15 @@
 #include "base/buf.h"
 
 struct probe_result {
-	struct buf out;   /* stdout, at most the max_out given to probe_run; owned (probe_result_release) */
-	int exited;       /* 1 when the child exited by itself; exit_status is then valid */
-	int exit_status;  /* its exit code (0-255) */
-	int signaled;     /* the signal that ended it, 0 if none (SIGKILL when we killed it) */
-	int timed_out;    /* 1 when the deadline passed and the group was killed */
-	int truncated;    /* 1 when stdout passed max_out (the group was killed then; out holds the
+	struct buf
+		out; /* stdout, at most the max_out given to probe_run; owned (probe_result_release) */
+	int exited;      /* 1 when the child exited by itself; exit_status is then valid */
+	int exit_status; /* its exit code (0-255) */
+	int signaled;    /* the signal that ended it, 0 if none (SIGKILL when we killed it) */
+	int timed_out;   /* 1 when the deadline passed and the group was killed */
+	int truncated;   /* 1 when stdout passed max_out (the group was killed then; out holds the
 			   * first max_out bytes) */
-	long elapsed_ms;  /* wall time from fork to reap */
+	long elapsed_ms; /* wall time from fork to reap */
 };
 
 /* Runs argv[0] (searched in PATH by execvp when it has no '/') with argv, waits at most

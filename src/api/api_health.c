@@ -202,13 +202,15 @@ static int report_limited(struct api_req *r, const char *node, size_t nevents)
 				"node %s: report rate limit: events: %ld per minute (at most %lld "
 				"at once); this report has %zu events and %lld are left; retry "
 				"after %lld s; nothing of this report was recorded",
-				node, c->events_per_min, (long long)api_report_limit_events_burst(l),
-				nevents, (long long)left, secs);
+				node, c->events_per_min,
+				(long long)api_report_limit_events_burst(l), nevents,
+				(long long)left, secs);
 	else if (kind == API_REPORT_LIMIT_REPORTS)
-		api_problem_ext(r, 429, ext,
-				"node %s: report rate limit: reports: %g per second (at most %ld at "
-				"once); retry after %lld s; nothing of this report was recorded",
-				node, c->reports_per_s, c->burst, secs);
+		api_problem_ext(
+			r, 429, ext,
+			"node %s: report rate limit: reports: %g per second (at most %ld at "
+			"once); retry after %lld s; nothing of this report was recorded",
+			node, c->reports_per_s, c->burst, secs);
 	else
 		api_problem_ext(r, 429, ext,
 				"report rate limit: %d nodes are tracked and none is idle; retry "
@@ -239,8 +241,7 @@ void api_node_report(struct api_req *r)
 		return;
 	json_t *result = NULL;
 	char err[512] = "";
-	int rc = h->report(h->arg, name, api_actor(r), body, api_now(r), &result, err,
-			   sizeof(err));
+	int rc = h->report(h->arg, name, api_actor(r), body, api_now(r), &result, err, sizeof(err));
 	if (rc == FP_ENOTFOUND) {
 		json_decref(result);
 		api_problem(r, 404, "node %s not found", name);
@@ -278,7 +279,7 @@ void api_node_remediated(struct api_req *r)
 	const char *op_id = json_string_value(opv);
 	if (!op_id || !id_ok(op_id, ID_MAX, 0)) {
 		api_problem_ext(r, 422, json_pack("{s:s}", "field", "operation"), "operation: %s",
-				!opv	 ? "required"
+				!opv     ? "required"
 				: !op_id ? "expected a string"
 					 : "expected an operation id (1..64 characters of A-Z a-z "
 					   "0-9 . _ -)");
@@ -544,7 +545,8 @@ static json_t *budget_body(struct api_req *r, json_t *body, const char *path_nam
 	if (json_is_object(md)) {
 		json_t *v = json_object_get(md, "resourceVersion");
 		if (v && api_rv_parse_json(v, rv) < 0) {
-			api_problem_ext(r, 422, json_pack("{s:s}", "field", "metadata.resourceVersion"),
+			api_problem_ext(r, 422,
+					json_pack("{s:s}", "field", "metadata.resourceVersion"),
 					"metadata.resourceVersion: expected a revision number");
 			return NULL;
 		}
@@ -621,13 +623,15 @@ static void budget_write(struct api_req *r, json_t *doc, int64_t expect, int sta
 		return;
 	}
 	if (rc == FP_EEXIST && failed == idem_at) {
-		api_problem(r, 409, "a request with this Idempotency-Key was committed concurrently; "
-				    "retry to get its result");
+		api_problem(r, 409,
+			    "a request with this Idempotency-Key was committed concurrently; "
+			    "retry to get its result");
 		return;
 	}
 	if (rc == FP_ECONFLICT || (rc == FP_ENOTFOUND && expect > 0)) {
-		api_problem(r, 409, "budget %s changed: resourceVersion %lld is stale; read it "
-				    "again and retry",
+		api_problem(r, 409,
+			    "budget %s changed: resourceVersion %lld is stale; read it "
+			    "again and retry",
 			    name, (long long)expect);
 		return;
 	}
@@ -661,8 +665,9 @@ void api_budgets_create(struct api_req *r)
 		return;
 	}
 	if (n >= BUDGET_MAX) {
-		api_problem(r, 409, "there are %zu budgets, the most allowed (%d); delete one first",
-			    n, BUDGET_MAX);
+		api_problem(r, 409,
+			    "there are %zu budgets, the most allowed (%d); delete one first", n,
+			    BUDGET_MAX);
 		return;
 	}
 	budget_write(r, doc, STORE_ABSENT, 201, "BudgetCreated");
@@ -707,8 +712,9 @@ void api_budget_put(struct api_req *r)
 			return;
 		}
 		if (n >= BUDGET_MAX) {
-			api_problem(r, 409, "there are %zu budgets, the most allowed (%d); delete "
-					    "one first",
+			api_problem(r, 409,
+				    "there are %zu budgets, the most allowed (%d); delete "
+				    "one first",
 				    n, BUDGET_MAX);
 			return;
 		}
@@ -800,10 +806,10 @@ void api_breaker_reset(struct api_req *r)
 		return;
 	char err[512] = "";
 	json_t *result = NULL;
-	int rc = h->breaker_reset_ex ?
-			 h->breaker_reset_ex(h->arg, name, api_actor(r), reason, json_is_true(rv),
-					     &result, err, sizeof(err)) :
-			 h->breaker_reset(h->arg, name, api_actor(r), reason, err, sizeof(err));
+	int rc = h->breaker_reset_ex
+			 ? h->breaker_reset_ex(h->arg, name, api_actor(r), reason, json_is_true(rv),
+					       &result, err, sizeof(err))
+			 : h->breaker_reset(h->arg, name, api_actor(r), reason, err, sizeof(err));
 	if (rc == FP_ENOTFOUND) {
 		api_problem(r, 404, "breaker %s is not open", name);
 		return;
@@ -813,9 +819,10 @@ void api_breaker_reset(struct api_req *r)
 		return;
 	}
 	log_info("breaker reset name=%s actor=%s", name, api_actor(r));
-	api_reply_json(r, 200, result ? result :
-					json_pack("{s:s,s:{s:s},s:s}", "kind", "HealthBreaker",
-						  "metadata", "name", name, "state", "closed"));
+	api_reply_json(r, 200,
+		       result ? result
+			      : json_pack("{s:s,s:{s:s},s:s}", "kind", "HealthBreaker", "metadata",
+					  "name", name, "state", "closed"));
 }
 
 /* ---------------------------------------------------------------- RMAs */

@@ -35,8 +35,8 @@ struct api_report_limiter;
 struct api_server {
 	struct api_config cfg;
 	struct MHD_Daemon *mhd;
-	struct watch_hub *hub;  /* watch.c: parks idle watch streams off the poll threads */
-	struct api_pool *pool;  /* server.c: worker threads for requests that may block */
+	struct watch_hub *hub;   /* watch.c: parks idle watch streams off the poll threads */
+	struct api_pool *pool;   /* server.c: worker threads for requests that may block */
 	atomic_int live_watches; /* watch responses not yet destroyed */
 	struct api_auth *auth;
 	struct fp_rng own_rng;
@@ -80,29 +80,29 @@ struct api_req {
 	struct api_server *srv;
 	struct MHD_Connection *conn;
 	const struct api_route *route;
-	const char *method; /* MHD's, valid for the request */
-	char *path;         /* owned copy of the (decoded) path, no query */
+	const char *method;                 /* MHD's, valid for the request */
+	char *path;                         /* owned copy of the (decoded) path, no query */
 	const char *params[API_MAX_PARAMS]; /* path parameters, owned by the arena */
 	struct api_principal who;
 	int64_t start_ns;
 	/* body */
 	struct buf body;
 	int too_big;
-	int called; /* 1: first call seen; 2: answered; 3: running on a worker thread */
+	int called;  /* 1: first call seen; 2: answered; 3: running on a worker thread */
 	int fast;    /* the handler runs on a poll thread: it must not block */
 	int offload; /* set by a handler running fast: run me again on a worker thread */
 	/* response */
 	int status;
 	const char *ctype;
 	struct buf out;
-	char *take;      /* a body handed over by api_reply_take (instead of out) */
+	char *take; /* a body handed over by api_reply_take (instead of out) */
 	size_t take_len;
 	struct api_hdr hdrs[API_MAX_HDRS];
 	size_t nhdrs;
 	struct MHD_Response *stream; /* a prepared response (watch); queued instead of out */
 	/* idempotency (idem.c) */
-	char *idem_key;     /* store key, or NULL when the request has no Idempotency-Key */
-	char *idem_fp;      /* hex fingerprint of method, path and body */
+	char *idem_key; /* store key, or NULL when the request has no Idempotency-Key */
+	char *idem_fp;  /* hex fingerprint of method, path and body */
 	int64_t idem_expect;
 	/* arena: everything registered here is freed when the request ends */
 	struct api_owned *owned;
@@ -173,8 +173,8 @@ void api_rma_get(struct api_req *r);
 json_t *api_node_render(struct api_req *r, const json_t *doc, int64_t mod_rev);
 
 /* --- the per-node report limit (report_limit.c; server.h struct api_report_limit) --- */
-#define API_REPORT_MAX_EVENTS 256            /* events in one report (design contract) */
-#define API_REPORT_LIMIT_MAX_NODES 100000    /* nodes tracked at once; then 429 "nodes" */
+#define API_REPORT_MAX_EVENTS 256         /* events in one report (design contract) */
+#define API_REPORT_LIMIT_MAX_NODES 100000 /* nodes tracked at once; then 429 "nodes" */
 
 enum api_report_limit_kind {
 	API_REPORT_LIMIT_OK = 0,

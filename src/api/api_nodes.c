@@ -50,7 +50,6 @@ json_t *api_node_render(struct api_req *r, const json_t *doc, int64_t mod_rev)
 	return out;
 }
 
-
 /* Decodes an enroll/replace body (core/codec.h) and refuses a BMC driver this build does not
  * have, so a node can never enter a lifecycle no driver can run. */
 static int decode_enroll(const json_t *doc, struct node **out, char *err, size_t errlen)
@@ -64,11 +63,13 @@ static int decode_enroll(const json_t *doc, struct node **out, char *err, size_t
 		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 			if (bmc_driver_lookup(known[i])) {
 				size_t l = strlen(avail);
-				snprintf(avail + l, sizeof(avail) - l, "%s%s", l ? ", " : "", known[i]);
+				snprintf(avail + l, sizeof(avail) - l, "%s%s", l ? ", " : "",
+					 known[i]);
 			}
-		rc = fp_errf(FP_EINVAL, err, errlen,
-			     "spec.bmc.driver: \"%s\" is not available in this build (available: %s)",
-			     (*out)->bmc.driver, avail);
+		rc = fp_errf(
+			FP_EINVAL, err, errlen,
+			"spec.bmc.driver: \"%s\" is not available in this build (available: %s)",
+			(*out)->bmc.driver, avail);
 		node_free(*out);
 		*out = NULL;
 	}
@@ -102,8 +103,9 @@ static int bmc_spec_check(struct api_req *r, const struct node *n, long index)
 	if (bmc_spec_validate(&n->bmc, &field, err, sizeof(err)) == 0)
 		return 0;
 	if (index >= 0)
-		api_problem_ext(r, 422, json_pack("{s:I,s:s}", "index", (json_int_t)index, "field",
-						  field ? field : "spec.bmc"),
+		api_problem_ext(r, 422,
+				json_pack("{s:I,s:s}", "index", (json_int_t)index, "field",
+					  field ? field : "spec.bmc"),
 				"items[%ld]: %s; nothing was enrolled", index, err);
 	else
 		api_problem_ext(r, 422, json_pack("{s:s}", "field", field ? field : "spec.bmc"),
@@ -198,8 +200,8 @@ static void node_put_op(struct api_req *r, struct store_op *op, struct node *n, 
 #define BACKFILL_BATCH 4096
 
 struct bmc_claim {
-	char claim[2 * BMC_HASH_HEX + 8];  /* the node's own key; "" = none (sim) */
-	char marker[BMC_HASH_HEX + 8];     /* the service marker (redfish with system), or "" */
+	char claim[2 * BMC_HASH_HEX + 8]; /* the node's own key; "" = none (sim) */
+	char marker[BMC_HASH_HEX + 8];    /* the service marker (redfish with system), or "" */
 };
 
 static void hash_hex(const char *s, size_t len, char out[BMC_HASH_HEX + 1])
@@ -331,13 +333,13 @@ static void bmc_taken(struct api_req *r, const struct node *n, const char *other
 	const char *sys = n->bmc.system && n->bmc.system[0]
 				  ? api_printf(r, ", system %s", n->bmc.system)
 				  : "";
-	api_problem_ext(r, 409, ext,
-			"%sspec.bmc.address: node %s already uses this BMC (driver %s, address %s%s); "
-			"one node per BMC, or provisioning one would power-cycle the other's "
-			"machine%s",
-			index >= 0 ? api_printf(r, "items[%ld] (%s): ", index, n->name) : "", other,
-			n->bmc.driver, n->bmc.address, sys,
-			index >= 0 ? "; nothing was enrolled" : "");
+	api_problem_ext(
+		r, 409, ext,
+		"%sspec.bmc.address: node %s already uses this BMC (driver %s, address %s%s); "
+		"one node per BMC, or provisioning one would power-cycle the other's "
+		"machine%s",
+		index >= 0 ? api_printf(r, "items[%ld] (%s): ", index, n->name) : "", other,
+		n->bmc.driver, n->bmc.address, sys, index >= 0 ? "; nothing was enrolled" : "");
 }
 
 /* Appends to ops (up to 2) the index writes that give n its claim c: the claim (create, or
@@ -371,7 +373,8 @@ static int bmc_claim_plan(struct api_req *r, const struct node *n, const struct 
 			const char *pfx = api_printf(r, "%s/", c->claim);
 			const char *after = NULL;
 			int more = 1;
-			while (more && store_list(s, pfx, after, 16, &items, &got, NULL, &more) == 0) {
+			while (more &&
+			       store_list(s, pfx, after, 16, &items, &got, NULL, &more) == 0) {
 				for (size_t i = 0; i < got; i++) {
 					char *o = claim_owner(items[i].value);
 					if (o && strcmp(o, n->name) != 0 &&
@@ -431,9 +434,8 @@ static void bmc_claim_drop(struct api_req *r, const struct node *n, const struct
 	if (store_get(r->srv->cfg.store, c->claim, &kv) == 0) {
 		char *owner = claim_owner(kv.value);
 		if (owner && strcmp(owner, n->name) == 0)
-			ops[(*nops)++] = (struct store_op){STORE_OP_DELETE,
-							   api_strdup(r, c->claim), NULL,
-							   kv.mod_revision};
+			ops[(*nops)++] = (struct store_op){STORE_OP_DELETE, api_strdup(r, c->claim),
+							   NULL, kv.mod_revision};
 		free(owner);
 	}
 	store_kv_release(&kv);
@@ -496,9 +498,10 @@ static int backfill_node(void *arg, const struct store_kv *kv)
 			b->claimed++;
 			if (c.marker[0] && !hmap_get(&b->seen, c.marker)) {
 				hmap_put(&b->seen, c.marker, xstrdup(""));
-				b->ops[b->nops++] = (struct store_op){
-					STORE_OP_PUT, xstrdup(c.marker), xstrdup("{\"systems\":true}"),
-					STORE_ANY};
+				b->ops[b->nops++] = (struct store_op){STORE_OP_PUT,
+								      xstrdup(c.marker),
+								      xstrdup("{\"systems\":true}"),
+								      STORE_ANY};
 			}
 		}
 	}
@@ -563,14 +566,13 @@ static void stale(struct api_req *r, const char *name, int64_t want, int64_t hav
 }
 
 /* Checks an action's "reason": 1..256 characters, no control characters. */
-static int reason_check(struct api_req *r, const json_t *body, const char *field,
-			const char **out)
+static int reason_check(struct api_req *r, const json_t *body, const char *field, const char **out)
 {
 	json_t *v = json_object_get(body, field);
 	*out = NULL;
 	if (!json_is_string(v)) {
-		api_problem_ext(r, 422, json_pack("{s:s}", "field", field),
-				"%s: %s", field, v ? "expected a string" : "required");
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", field), "%s: %s", field,
+				v ? "expected a string" : "required");
 		return -1;
 	}
 	const char *s = json_string_value(v);
@@ -846,17 +848,18 @@ void api_nodes_create(struct api_req *r)
 		}
 		size_t a = ents[k - 1].index < ents[k].index ? ents[k - 1].index : ents[k].index;
 		size_t b = ents[k - 1].index < ents[k].index ? ents[k].index : ents[k - 1].index;
-		api_problem_ext(r, 422,
-				json_pack("{s:s,s:I,s:[I,I]}", "field", "spec.bmc.address", "index",
-					  (json_int_t)b, "indexes", (json_int_t)a, (json_int_t)b),
-				"items[%zu] (%s) and items[%zu] (%s) name the same BMC (driver %s, "
-				"address %s%s); one node per BMC; nothing was enrolled",
-				a, nodes[a]->name, b, nodes[b]->name, nodes[b]->bmc.driver,
-				nodes[b]->bmc.address,
-				ents[k].marker || ents[k - 1].marker
-					? "; a node without spec.bmc.system means the whole Redfish "
-					  "service"
-					: "");
+		api_problem_ext(
+			r, 422,
+			json_pack("{s:s,s:I,s:[I,I]}", "field", "spec.bmc.address", "index",
+				  (json_int_t)b, "indexes", (json_int_t)a, (json_int_t)b),
+			"items[%zu] (%s) and items[%zu] (%s) name the same BMC (driver %s, "
+			"address %s%s); one node per BMC; nothing was enrolled",
+			a, nodes[a]->name, b, nodes[b]->name, nodes[b]->bmc.driver,
+			nodes[b]->bmc.address,
+			ents[k].marker || ents[k - 1].marker
+				? "; a node without spec.bmc.system means the whole Redfish "
+				  "service"
+				: "");
 		dup = 1;
 	}
 	free(ents);
@@ -888,8 +891,8 @@ void api_nodes_create(struct api_req *r)
 		nodes[i]->phase_since = now;
 		json_array_append_new(out_items, node_public(nodes[i], 0));
 	}
-	json_t *resp = bulk ? json_pack("{s:o}", "items", out_items) : json_incref(
-									    json_array_get(out_items, 0));
+	json_t *resp = bulk ? json_pack("{s:o}", "items", out_items)
+			    : json_incref(json_array_get(out_items, 0));
 	if (!bulk)
 		json_decref(out_items);
 	/* Write in batches of at most the store's transaction limit (node, event and 0..2 index
@@ -917,8 +920,9 @@ void api_nodes_create(struct api_req *r)
 		}
 		if (end == done) { /* a backend too small for one node's writes */
 			rc = FP_ETOOBIG;
-			api_problem(r, 500, "one node's writes exceed the store's transaction limit "
-					    "(%zu ops); %zu of %zu items were enrolled",
+			api_problem(r, 500,
+				    "one node's writes exceed the store's transaction limit "
+				    "(%zu ops); %zu of %zu items were enrolled",
 				    max_ops, done, n);
 			break;
 		}
@@ -930,20 +934,24 @@ void api_nodes_create(struct api_req *r)
 		rc = store_txn(r->srv->cfg.store, ops, nops, &rev, &failed);
 		if (rc < 0) {
 			int is_node = failed < idem_at &&
-				      strcmp(ops[failed].key, node_key(r, nodes[owner[failed]]->name)) == 0;
+				      strcmp(ops[failed].key,
+					     node_key(r, nodes[owner[failed]]->name)) == 0;
 			if (rc == FP_EEXIST && failed == idem_at && nops > idem_at)
-				api_problem(r, 409, "a request with this Idempotency-Key was "
-						    "committed concurrently; retry to get its result");
+				api_problem(r, 409,
+					    "a request with this Idempotency-Key was "
+					    "committed concurrently; retry to get its result");
 			else if (rc == FP_EEXIST && is_node)
 				api_problem_ext(
-					r, 409, json_pack("{s:s}", "name", nodes[owner[failed]]->name),
+					r, 409,
+					json_pack("{s:s}", "name", nodes[owner[failed]]->name),
 					"node %s already exists (created concurrently); %zu of %zu "
 					"items were enrolled",
 					nodes[owner[failed]]->name, done, n);
 			else if ((rc == FP_EEXIST || rc == FP_ECONFLICT) && failed < idem_at)
 				api_problem_ext(
-					r, 409, json_pack("{s:s,s:s}", "field", "spec.bmc.address", "name",
-							  nodes[owner[failed]]->name),
+					r, 409,
+					json_pack("{s:s,s:s}", "field", "spec.bmc.address", "name",
+						  nodes[owner[failed]]->name),
 					"the BMC of node %s was claimed by another node concurrently; %zu "
 					"of %zu items were enrolled; read the nodes and retry",
 					nodes[owner[failed]]->name, done, n);
@@ -952,7 +960,8 @@ void api_nodes_create(struct api_req *r)
 			break;
 		}
 		for (size_t i = done; i < end; i++) {
-			json_t *doc = bulk ? json_array_get(json_object_get(resp, "items"), i) : resp;
+			json_t *doc = bulk ? json_array_get(json_object_get(resp, "items"), i)
+					   : resp;
 			api_set_rv(doc, rev);
 		}
 		done = end;
@@ -975,11 +984,11 @@ void api_nodes_create(struct api_req *r)
 
 /* ---------------------------------------------------------------- replace */
 
-#define SWAP(a, b)                          \
-	do {                                \
+#define SWAP(a, b)                             \
+	do {                                   \
 		__typeof__(a) swap_tmp_ = (a); \
-		(a) = (b);                  \
-		(b) = swap_tmp_;            \
+		(a) = (b);                     \
+		(b) = swap_tmp_;               \
 	} while (0)
 
 /* Moves labels and spec from src into dst (src gets dst's old ones, to be freed with it). A
@@ -1063,21 +1072,23 @@ void api_node_put(struct api_req *r)
 	if (brv) {
 		int64_t b = 0;
 		if (api_rv_parse_json(brv, &b) < 0) {
-			api_problem_ext(r, 422, json_pack("{s:s}", "field",
-							  "metadata.resourceVersion"),
+			api_problem_ext(r, 422,
+					json_pack("{s:s}", "field", "metadata.resourceVersion"),
 					"metadata.resourceVersion: expected a revision number");
 			return;
 		}
 		if (want && b != want) {
-			api_problem(r, 400, "If-Match %lld and metadata.resourceVersion %lld differ",
+			api_problem(r, 400,
+				    "If-Match %lld and metadata.resourceVersion %lld differ",
 				    (long long)want, (long long)b);
 			return;
 		}
 		want = b;
 	}
 	if (!want) {
-		api_problem(r, 428, "PUT needs metadata.resourceVersion in the body or an If-Match "
-				    "header (read the node first)");
+		api_problem(r, 428,
+			    "PUT needs metadata.resourceVersion in the body or an If-Match "
+			    "header (read the node first)");
 		return;
 	}
 	/* Fields the server owns may be echoed back from a GET; they are checked or ignored. */
@@ -1158,8 +1169,8 @@ void api_node_put(struct api_req *r)
 	size_t failed = 0;
 	int rc = store_txn(r->srv->cfg.store, ops, nops, &rev, &failed);
 	if ((rc == FP_EEXIST || rc == FP_ECONFLICT || rc == FP_ENOTFOUND) && failed >= 2) {
-		api_problem_ext(r, 409, json_pack("{s:s,s:s}", "field", "spec.bmc.address", "name",
-						  name),
+		api_problem_ext(r, 409,
+				json_pack("{s:s,s:s}", "field", "spec.bmc.address", "name", name),
 				"the BMC index changed while node %s was being replaced (another "
 				"node claimed this BMC concurrently?); read the node and retry",
 				name);
@@ -1236,7 +1247,12 @@ out:
 
 /* ---------------------------------------------------------------- actions */
 
-enum node_action { ACT_DRAIN, ACT_RESUME, ACT_RETIRE, ACT_RELEASE };
+enum node_action {
+	ACT_DRAIN,
+	ACT_RESUME,
+	ACT_RETIRE,
+	ACT_RELEASE
+};
 
 static json_t *owners_json(const struct node *n)
 {
@@ -1303,8 +1319,9 @@ static int retire_skip_op(struct api_req *r, struct node *n, const char *me, con
 	}
 	if (n->operation && !(live && n->phase == PHASE_RETIRING) &&
 	    n->nqueued >= NODE_MAX_QUEUED) {
-		api_problem_ext(r, 409, json_pack("{s:s,s:i}", "operation", n->operation,
-						  "queued", (int)n->nqueued),
+		api_problem_ext(r, 409,
+				json_pack("{s:s,s:i}", "operation", n->operation, "queued",
+					  (int)n->nqueued),
 				"node %s already has %d operations queued behind %s; wait for them "
 				"to end",
 				n->name, NODE_MAX_QUEUED, n->operation);
@@ -1364,8 +1381,8 @@ static int retire_skip_op(struct api_req *r, struct node *n, const char *me, con
  * object (owned by r) and refuses (422 "unknown field KEY", member "field": KEY, cut to 128
  * bytes) a key not in the NULL-terminated keys. 0 with *name
  * (r->params[0]) and *body set; -1 when the response is already sent. */
-static int node_post_begin(struct api_req *r, int idem, const char *const *keys,
-			   const char **name, json_t **body)
+static int node_post_begin(struct api_req *r, int idem, const char *const *keys, const char **name,
+			   json_t **body)
 {
 	if (check_name_param(r) < 0)
 		return -1;
@@ -1417,7 +1434,7 @@ static void node_action(struct api_req *r, enum node_action act)
 		int64_t now = api_now(r);
 		const char *ev_reason = NULL, *msg = NULL;
 		struct operation *sop = NULL, *scancel = NULL; /* retire without power off */
-		struct objects_txn otx; /* sop's create put */
+		struct objects_txn otx;                        /* sop's create put */
 		objects_txn_init(&otx);
 		int rc = 0;
 		switch (act) {
@@ -1430,9 +1447,10 @@ static void node_action(struct api_req *r, enum node_action act)
 		case ACT_RELEASE: {
 			const char *who = act == ACT_RESUME ? me : owner;
 			if (!node_hold_find(n, who)) {
-				api_problem_ext(r, 409, json_pack("{s:o}", "owners", owners_json(n)),
-						"%s holds no hold on node %s; current owners: %s", who,
-						name, owners_text(r, n));
+				api_problem_ext(r, 409,
+						json_pack("{s:o}", "owners", owners_json(n)),
+						"%s holds no hold on node %s; current owners: %s",
+						who, name, owners_text(r, n));
 				node_free(n);
 				return;
 			}
@@ -1441,7 +1459,8 @@ static void node_action(struct api_req *r, enum node_action act)
 			msg = act == ACT_RESUME
 				      ? (reason ? api_printf(r, "hold released: %s", reason)
 						: "hold released")
-				      : api_printf(r, "hold of %s released by %s: %s", owner, me, reason);
+				      : api_printf(r, "hold of %s released by %s: %s", owner, me,
+						   reason);
 			break;
 		}
 		case ACT_RETIRE:
@@ -1455,8 +1474,9 @@ static void node_action(struct api_req *r, enum node_action act)
 					node_free(n);
 					return;
 				}
-				msg = api_printf(r, "retire without powering off (skipPowerOff) "
-						    "requested by %s: %s%s",
+				msg = api_printf(r,
+						 "retire without powering off (skipPowerOff) "
+						 "requested by %s: %s%s",
 						 me, reason, what);
 			}
 			break;
@@ -1500,8 +1520,9 @@ static void node_action(struct api_req *r, enum node_action act)
 		}
 		if (rc == FP_EEXIST && failed == idem_at) {
 			json_decref(resp);
-			api_problem(r, 409, "a request with this Idempotency-Key was committed "
-					    "concurrently; retry to get its result");
+			api_problem(r, 409,
+				    "a request with this Idempotency-Key was committed "
+				    "concurrently; retry to get its result");
 			return;
 		}
 		if (rc < 0) {
@@ -1518,10 +1539,22 @@ static void node_action(struct api_req *r, enum node_action act)
 		    CAS_RETRIES);
 }
 
-void api_node_drain(struct api_req *r) { node_action(r, ACT_DRAIN); }
-void api_node_resume(struct api_req *r) { node_action(r, ACT_RESUME); }
-void api_node_retire(struct api_req *r) { node_action(r, ACT_RETIRE); }
-void api_node_release(struct api_req *r) { node_action(r, ACT_RELEASE); }
+void api_node_drain(struct api_req *r)
+{
+	node_action(r, ACT_DRAIN);
+}
+void api_node_resume(struct api_req *r)
+{
+	node_action(r, ACT_RESUME);
+}
+void api_node_retire(struct api_req *r)
+{
+	node_action(r, ACT_RETIRE);
+}
+void api_node_release(struct api_req *r)
+{
+	node_action(r, ACT_RELEASE);
+}
 
 /* ---------------------------------------------------------------- agent callbacks */
 
@@ -1541,10 +1574,10 @@ static int boot_id_check(struct api_req *r, const json_t *body, const char **out
 		     c == '.' || c == '_' || c == ':' || c == '-';
 	}
 	if (!ok) {
-		api_problem_ext(r, 422, json_pack("{s:s}", "field", "bootId"),
-				"bootId: %s", !v ? "required"
-					      : !s ? "expected a string"
-						   : "expected 1..64 characters of A-Z a-z 0-9 . _ : -");
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", "bootId"), "bootId: %s",
+				!v   ? "required"
+				: !s ? "expected a string"
+				     : "expected 1..64 characters of A-Z a-z 0-9 . _ : -");
 		return -1;
 	}
 	*out = s;
@@ -1613,13 +1646,13 @@ static void agent_report(struct api_req *r, int validated)
 	if (validated && phase != PHASE_RETIRING && phase != PHASE_RETIRED &&
 	    !same_boot(n, boot_id)) {
 		const char *now_id = n->last_boot_id && n->last_boot_at ? n->last_boot_id : NULL;
-		api_problem_ext(r, 409,
-				json_pack("{s:s,s:s?}", "bootId", boot_id, "lastBootId", now_id),
-				now_id ? "bootId %s is not the boot node %s runs now (status.lastBoot."
-					 "bootId %s); a validation counts only for the current boot"
-				       : "bootId %s: node %s has reported no boot yet (no status."
-					 "lastBoot); send :booted first",
-				boot_id, name, now_id);
+		api_problem_ext(
+			r, 409, json_pack("{s:s,s:s?}", "bootId", boot_id, "lastBootId", now_id),
+			now_id ? "bootId %s is not the boot node %s runs now (status.lastBoot."
+				 "bootId %s); a validation counts only for the current boot"
+			       : "bootId %s: node %s has reported no boot yet (no status."
+				 "lastBoot); send :booted first",
+			boot_id, name, now_id);
 		node_free(n);
 		return;
 	}
@@ -1659,13 +1692,18 @@ static void agent_report(struct api_req *r, int validated)
 	api_reply_json(r, 202, json_pack("{s:b}", "accepted", 1));
 }
 
-void api_node_booted(struct api_req *r) { agent_report(r, 0); }
-void api_node_validated(struct api_req *r) { agent_report(r, 1); }
+void api_node_booted(struct api_req *r)
+{
+	agent_report(r, 0);
+}
+void api_node_validated(struct api_req *r)
+{
+	agent_report(r, 1);
+}
 
 /* ---------------------------------------------------------------- power */
 
-static const char *const power_actions[] = {"on", "off", "cycle", "soft", "reset", "status",
-					    NULL};
+static const char *const power_actions[] = {"on", "off", "cycle", "soft", "reset", "status", NULL};
 
 /* POST /v1/nodes/{name}:power {"action"}: creates an operation of kind "power" with the one
  * step "power_<action>" (the lifecycle controller runs it). When another operation is in
@@ -1687,10 +1725,10 @@ void api_node_power(struct api_req *r)
 	for (size_t i = 0; action && power_actions[i]; i++)
 		known |= strcmp(action, power_actions[i]) == 0;
 	if (!known) {
-		api_problem_ext(r, 422, json_pack("{s:s}", "field", "action"),
-				"action: %s", !json_object_get(body, "action") ? "required"
-					      : !action ? "expected a string"
-					      : "expected one of on, off, cycle, soft, reset, status");
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", "action"), "action: %s",
+				!json_object_get(body, "action") ? "required"
+				: !action                        ? "expected a string"
+					  : "expected one of on, off, cycle, soft, reset, status");
 		return;
 	}
 	json_t *force_j = json_object_get(body, "force");
@@ -1718,7 +1756,8 @@ void api_node_power(struct api_req *r)
 		if (load_node(r, name, &n, &mod) < 0)
 			return;
 		if (n->phase == PHASE_RETIRING || n->phase == PHASE_RETIRED) {
-			api_problem_ext(r, 409, json_pack("{s:s}", "phase", node_phase_name(n->phase)),
+			api_problem_ext(r, 409,
+					json_pack("{s:s}", "phase", node_phase_name(n->phase)),
 					"node %s is %s; power operations are refused while a node "
 					"retires and once it is retired",
 					name, node_phase_name(n->phase));
@@ -1727,17 +1766,19 @@ void api_node_power(struct api_req *r)
 		}
 		if (takes_down && !force &&
 		    (n->phase == PHASE_AVAILABLE || n->phase == PHASE_IN_SERVICE)) {
-			api_problem_ext(r, 409, json_pack("{s:s}", "phase", node_phase_name(n->phase)),
-					"node %s is %s: power %s would leave it %s with the machine "
-					"off; drain it first: fleetplane node drain %s, or pass force",
-					name, node_phase_name(n->phase), action,
-					node_phase_name(n->phase), name);
+			api_problem_ext(
+				r, 409, json_pack("{s:s}", "phase", node_phase_name(n->phase)),
+				"node %s is %s: power %s would leave it %s with the machine "
+				"off; drain it first: fleetplane node drain %s, or pass force",
+				name, node_phase_name(n->phase), action, node_phase_name(n->phase),
+				name);
 			node_free(n);
 			return;
 		}
 		if (n->operation && n->nqueued >= NODE_MAX_QUEUED) {
-			api_problem_ext(r, 409, json_pack("{s:s,s:i}", "operation", n->operation,
-							  "queued", (int)n->nqueued),
+			api_problem_ext(r, 409,
+					json_pack("{s:s,s:i}", "operation", n->operation, "queued",
+						  (int)n->nqueued),
 					"node %s already has %d operations queued behind %s; wait "
 					"for them to end",
 					name, NODE_MAX_QUEUED, n->operation);
@@ -1750,15 +1791,15 @@ void api_node_power(struct api_req *r)
 		json_t *params = json_pack("{s:s}", "action", action);
 		if (force)
 			json_object_set_new(params, "force", json_true());
-		struct objects_op_spec spec = {
-			.node = name,
-			.kind = "power",
-			.params = params,
-			.actor = me,
-			.reason = api_printf(r, "power %s requested by %s", action, me),
-			.idempotency_key = api_header(r, "Idempotency-Key"),
-			.now_ms = api_now(r),
-			.rnd = api_rand(r)};
+		struct objects_op_spec spec = {.node = name,
+					       .kind = "power",
+					       .params = params,
+					       .actor = me,
+					       .reason = api_printf(r, "power %s requested by %s",
+								    action, me),
+					       .idempotency_key = api_header(r, "Idempotency-Key"),
+					       .now_ms = api_now(r),
+					       .rnd = api_rand(r)};
 		BUG_ON(objects_op_start(&spec, &otx, &op, NULL, 0) < 0); /* action checked above */
 		json_decref(params);
 		const char *behind = NULL;
@@ -1802,8 +1843,9 @@ void api_node_power(struct api_req *r)
 		if (rc == FP_EEXIST && failed == 3) {
 			json_decref(resp);
 			operation_free(op);
-			api_problem(r, 409, "a request with this Idempotency-Key was committed "
-					    "concurrently; retry to get its result");
+			api_problem(r, 409,
+				    "a request with this Idempotency-Key was committed "
+				    "concurrently; retry to get its result");
 			return;
 		}
 		if (rc < 0) {

@@ -46,8 +46,7 @@ static json_t *render_plain(struct api_req *r, const json_t *doc, int64_t mod_re
 	return out;
 }
 
-static void get_one(struct api_req *r, const char *prefix, const char *what,
-		    api_render_fn render)
+static void get_one(struct api_req *r, const char *prefix, const char *what, api_render_fn render)
 {
 	json_t *doc = NULL;
 	int64_t mod = 0;
@@ -277,10 +276,11 @@ void api_op_cancel(struct api_req *r)
 			return;
 		}
 		if (op_state_terminal(op->state)) {
-			api_problem_ext(r, 409, json_pack("{s:s}", "state", op_state_name(op->state)),
-					"operation %s already %s; only queued or pending operations "
-					"can be cancelled",
-					id, op_state_name(op->state));
+			api_problem_ext(
+				r, 409, json_pack("{s:s}", "state", op_state_name(op->state)),
+				"operation %s already %s; only queued or pending operations "
+				"can be cancelled",
+				id, op_state_name(op->state));
 			operation_free(op);
 			node_free(n);
 			return;
@@ -309,8 +309,8 @@ void api_op_cancel(struct api_req *r)
 			     op->node ? api_printf(r, "node/%s", op->node)
 				      : api_printf(r, "operation/%s", id),
 			     "OperationCancelled",
-			     api_printf(r, "operation %s (%s%s%s) cancelled by %s%s%s; it was %s", id,
-					op->kind ? op->kind : "?", op->nsteps ? " " : "",
+			     api_printf(r, "operation %s (%s%s%s) cancelled by %s%s%s; it was %s",
+					id, op->kind ? op->kind : "?", op->nsteps ? " " : "",
 					op->nsteps ? op->steps[0] : "", me, reason ? ": " : "",
 					reason ? reason : "",
 					was_queued ? "queued" : "pending and not started"));
@@ -330,8 +330,9 @@ void api_op_cancel(struct api_req *r)
 		}
 		if (rc == FP_EEXIST && failed == idem_at) {
 			json_decref(resp);
-			api_problem(r, 409, "a request with this Idempotency-Key was committed "
-					    "concurrently; retry to get its result");
+			api_problem(r, 409,
+				    "a request with this Idempotency-Key was committed "
+				    "concurrently; retry to get its result");
 			return;
 		}
 		if (rc < 0) {
@@ -363,8 +364,9 @@ void api_events_list(struct api_req *r)
 	const char *slash = obj ? strchr(obj, '/') : NULL;
 	char err[160];
 	/* kind/name: a lower-case kind, one slash, a valid object name */
-	if (obj && (!*obj || strlen(obj) > 200 || !slash || slash == obj ||
-		    strchr(slash + 1, '/') || name_validate("object", slash + 1, err, sizeof(err)) < 0)) {
+	if (obj &&
+	    (!*obj || strlen(obj) > 200 || !slash || slash == obj || strchr(slash + 1, '/') ||
+	     name_validate("object", slash + 1, err, sizeof(err)) < 0)) {
 		api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "object"),
 				"object: expected kind/name such as node/r01n03");
 		return;
@@ -395,8 +397,8 @@ struct kind_desc {
 	const char *const *spec_keys;
 };
 
-static const char *const site_spec_keys[] = {"description", "location", "provider",
-					     "rateLimits", NULL};
+static const char *const site_spec_keys[] = {"description", "location", "provider", "rateLimits",
+					     NULL};
 static const char *const rack_spec_keys[] = {"site", "description", "location", NULL};
 static const struct kind_desc site_kind = {"Site", "site", "/sites/", site_spec_keys};
 static const struct kind_desc rack_kind = {"Rack", "rack", "/racks/", rack_spec_keys};
@@ -449,8 +451,7 @@ static json_t *object_from_body(struct api_req *r, const struct kind_desc *k, js
 					NODE_MAX_LABELS);
 			return NULL;
 		}
-		json_object_foreach(labels, lk, lv)
-		{
+		json_object_foreach(labels, lk, lv) {
 			if (!json_is_string(lv) ||
 			    label_validate(lk, json_string_value(lv), err, sizeof(err)) < 0) {
 				api_problem_ext(r, 422,
@@ -468,8 +469,7 @@ static json_t *object_from_body(struct api_req *r, const struct kind_desc *k, js
 	}
 	const char *sk;
 	json_t *sv;
-	json_object_foreach(spec, sk, sv)
-	{
+	json_object_foreach(spec, sk, sv) {
 		if (strcmp(sk, "rateLimits") == 0 ? !json_is_object(sv) : !json_is_string(sv)) {
 			api_problem_ext(r, 422, json_pack("{s:s}", "field", "spec"),
 					"spec.%s: expected %s", sk,
@@ -538,8 +538,9 @@ static void object_create(struct api_req *r, const struct kind_desc *k)
 		return;
 	}
 	if (rc == FP_EEXIST && failed == 2) {
-		api_problem(r, 409, "a request with this Idempotency-Key was committed concurrently; "
-				    "retry to get its result");
+		api_problem(r, 409,
+			    "a request with this Idempotency-Key was committed concurrently; "
+			    "retry to get its result");
 		return;
 	}
 	if (rc < 0) {
@@ -595,8 +596,9 @@ static void object_delete(struct api_req *r, const struct kind_desc *k)
 				if (jsonx_parse(kvs[i].value, strlen(kvs[i].value), &rd, NULL, 0) ==
 					    0 &&
 				    rack_in_site(r, rd, (void *)name)) {
-					api_problem(r, 409, "site %s still has rack %s; delete its "
-							    "racks first",
+					api_problem(r, 409,
+						    "site %s still has rack %s; delete its "
+						    "racks first",
 						    name, kvs[i].key + strlen("/racks/"));
 					json_decref(rd);
 					store_kv_array_free(kvs, n);
@@ -637,8 +639,14 @@ void api_site_get(struct api_req *r)
 		get_one(r, "/sites/", "site", render_plain);
 }
 
-void api_sites_create(struct api_req *r) { object_create(r, &site_kind); }
-void api_site_delete(struct api_req *r) { object_delete(r, &site_kind); }
+void api_sites_create(struct api_req *r)
+{
+	object_create(r, &site_kind);
+}
+void api_site_delete(struct api_req *r)
+{
+	object_delete(r, &site_kind);
+}
 
 void api_racks_list(struct api_req *r)
 {
@@ -652,5 +660,11 @@ void api_rack_get(struct api_req *r)
 		get_one(r, "/racks/", "rack", render_plain);
 }
 
-void api_racks_create(struct api_req *r) { object_create(r, &rack_kind); }
-void api_rack_delete(struct api_req *r) { object_delete(r, &rack_kind); }
+void api_racks_create(struct api_req *r)
+{
+	object_create(r, &rack_kind);
+}
+void api_rack_delete(struct api_req *r)
+{
+	object_delete(r, &rack_kind);
+}

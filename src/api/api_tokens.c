@@ -64,7 +64,9 @@ void api_tokens_create(struct api_req *r)
 	json_t *jn = json_object_get(body, "name"), *jr = json_object_get(body, "role");
 	json_t *jnode = json_object_get(body, "node");
 	if (!json_is_string(jn) || !json_is_string(jr) || (jnode && !json_is_string(jnode))) {
-		const char *f = !json_is_string(jn) ? "name" : !json_is_string(jr) ? "role" : "node";
+		const char *f = !json_is_string(jn)   ? "name"
+				: !json_is_string(jr) ? "role"
+						      : "node";
 		api_problem_ext(r, 422, json_pack("{s:s}", "field", f), "%s: %s", f,
 				json_object_get(body, f) ? "expected a string" : "required");
 		return;
@@ -79,7 +81,8 @@ void api_tokens_create(struct api_req *r)
 	json_t *doc = NULL;
 	int rc = api_auth_token_create(r->srv->auth, json_string_value(jn), role,
 				       jnode ? json_string_value(jnode) : NULL, api_actor(r),
-				       api_now(r), api_event_seq(r), &secret, &doc, err, sizeof(err));
+				       api_now(r), api_event_seq(r), &secret, &doc, err,
+				       sizeof(err));
 	if (rc == FP_EEXIST) {
 		api_problem_ext(r, 409, json_pack("{s:s}", "name", json_string_value(jn)), "%s",
 				err);

@@ -42,9 +42,9 @@ struct api_auth {
 	pthread_rwlock_t mu; /* read: lookups; write: reloads and edits of the map */
 	struct auth_entry *ents;
 	size_t n, alloc;
-	int32_t *buckets; /* index into ents, -1 = empty; open addressing */
-	size_t nbuckets;  /* power of two, >= 2n */
-	_Atomic int64_t loaded_rev;      /* atomics: read under the read lock too */
+	int32_t *buckets;           /* index into ents, -1 = empty; open addressing */
+	size_t nbuckets;            /* power of two, >= 2n */
+	_Atomic int64_t loaded_rev; /* atomics: read under the read lock too */
 	_Atomic int64_t checked_mono_ms;
 };
 
@@ -76,8 +76,8 @@ static int64_t mono_ms(void)
 
 static void hash_secret(const char *secret, unsigned char out[TOKEN_HASH_LEN])
 {
-	crypto_generichash(out, TOKEN_HASH_LEN, (const unsigned char *)secret, strlen(secret),
-			   NULL, 0);
+	crypto_generichash(out, TOKEN_HASH_LEN, (const unsigned char *)secret, strlen(secret), NULL,
+			   0);
 }
 
 static size_t bucket_of(const unsigned char *h, size_t nb)
@@ -279,8 +279,7 @@ static int refresh_due(struct api_auth *a)
 	       mono_ms() - atomic_load(&a->checked_mono_ms) >= AUTH_REFRESH_MS;
 }
 
-static int auth_check(struct api_auth *a, const char *secret, struct api_principal *who,
-		      int fast)
+static int auth_check(struct api_auth *a, const char *secret, struct api_principal *who, int fast)
 {
 	unsigned char h[TOKEN_HASH_LEN];
 	size_t plen = strlen(API_TOKEN_PREFIX);
@@ -321,7 +320,8 @@ int api_auth_check_fast(struct api_auth *a, const char *secret, struct api_princ
 static char *secret_new(unsigned char hash[TOKEN_HASH_LEN])
 {
 	unsigned char rnd[TOKEN_RAND_LEN];
-	char b64[sodium_base64_ENCODED_LEN(TOKEN_RAND_LEN, sodium_base64_VARIANT_URLSAFE_NO_PADDING)];
+	char b64[sodium_base64_ENCODED_LEN(TOKEN_RAND_LEN,
+					   sodium_base64_VARIANT_URLSAFE_NO_PADDING)];
 	randombytes_buf(rnd, sizeof(rnd));
 	sodium_bin2base64(b64, sizeof(b64), rnd, sizeof(rnd),
 			  sodium_base64_VARIANT_URLSAFE_NO_PADDING);
@@ -356,9 +356,9 @@ json_t *api_auth_token_public(const json_t *stored)
 }
 
 /* Writes the token (and event) with expect; updates the map on success. */
-static int token_write(struct api_auth *a, const char *name, enum api_role role,
-		       const char *node, const char *actor, const char *reason, int64_t wall_ms,
-		       uint64_t rnd, int64_t expect, char **secret, json_t **doc_out)
+static int token_write(struct api_auth *a, const char *name, enum api_role role, const char *node,
+		       const char *actor, const char *reason, int64_t wall_ms, uint64_t rnd,
+		       int64_t expect, char **secret, json_t **doc_out)
 {
 	struct auth_entry e;
 	memset(&e, 0, sizeof(e));
@@ -420,15 +420,16 @@ int api_auth_token_create(struct api_auth *a, const char *name, enum api_role ro
 			       API_NAME_MAX - 1);
 	if (role == API_ROLE_AGENT) {
 		if (!node)
-			return fp_errf(FP_EINVAL, err, errlen,
-				       "node: required for an agent token");
+			return fp_errf(FP_EINVAL, err, errlen, "node: required for an agent token");
 		rc = name_validate("node", node, err, errlen);
 		if (rc < 0)
 			return rc;
 	} else if (role < API_ROLE_VIEWER || role > API_ROLE_ADMIN) {
-		return fp_errf(FP_EINVAL, err, errlen, "role: expected admin, operator, viewer or agent");
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "role: expected admin, operator, viewer or agent");
 	} else if (node) {
-		return fp_errf(FP_EINVAL, err, errlen, "node: only agent tokens are scoped to a node");
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "node: only agent tokens are scoped to a node");
 	}
 	rc = token_write(a, name, role, node, actor, "TokenCreated", wall_ms, rnd, STORE_ABSENT,
 			 secret, doc);
@@ -439,8 +440,8 @@ int api_auth_token_create(struct api_auth *a, const char *name, enum api_role ro
 	return rc;
 }
 
-int api_auth_token_revoke(struct api_auth *a, const char *name, const char *actor,
-			  int64_t wall_ms, uint64_t rnd)
+int api_auth_token_revoke(struct api_auth *a, const char *name, const char *actor, int64_t wall_ms,
+			  uint64_t rnd)
 {
 	char key[STORE_MAX_KEY + 1], ekey[STORE_MAX_KEY + 1], eid[EVENT_ID_LEN];
 	char obj[STORE_MAX_KEY + 1];
@@ -485,7 +486,8 @@ int api_auth_bootstrap(struct api_auth *a, const char *data_dir, int64_t wall_ms
 		int e = errno;
 		int rc = 0;
 		if (e != EEXIST)
-			rc = fp_errf(FP_EIO, err, errlen, "cannot create %s: %s", path, strerror(e));
+			rc = fp_errf(FP_EIO, err, errlen, "cannot create %s: %s", path,
+				     strerror(e));
 		free(path);
 		return rc;
 	}

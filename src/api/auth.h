@@ -21,7 +21,13 @@
 struct store;
 struct api_auth;
 
-enum api_role { API_ROLE_NONE = 0, API_ROLE_AGENT, API_ROLE_VIEWER, API_ROLE_OPERATOR, API_ROLE_ADMIN };
+enum api_role {
+	API_ROLE_NONE = 0,
+	API_ROLE_AGENT,
+	API_ROLE_VIEWER,
+	API_ROLE_OPERATOR,
+	API_ROLE_ADMIN
+};
 
 #define API_TOKEN_PREFIX "fpt_"
 #define API_NAME_MAX 64
@@ -72,8 +78,8 @@ int api_auth_token_create(struct api_auth *a, const char *name, enum api_role ro
 
 /* Revokes (deletes) /tokens/<name> with an audit event "TokenRevoked" in the same transaction
  * and drops it from the map. Returns 0, FP_ENOTFOUND or a store error. */
-int api_auth_token_revoke(struct api_auth *a, const char *name, const char *actor,
-			  int64_t wall_ms, uint64_t rnd);
+int api_auth_token_revoke(struct api_auth *a, const char *name, const char *actor, int64_t wall_ms,
+			  uint64_t rnd);
 
 /* Public form of a stored token document: kind, metadata, role, node; never the hash.
  * Returns a new reference. */

@@ -132,8 +132,7 @@ int api_idem_op(struct api_req *r, struct store_op *op, int status, const json_t
 	if (json_is_array(items)) {
 		size_t i;
 		json_t *it;
-		json_array_foreach(items, i, it)
-		{
+		json_array_foreach(items, i, it) {
 			json_t *md = json_object_get(it, "metadata");
 			if (json_is_object(md))
 				json_object_del(md, "resourceVersion");
@@ -152,8 +151,8 @@ int api_idem_op(struct api_req *r, struct store_op *op, int status, const json_t
 		size_t i;
 		json_t *it;
 		json_array_foreach(items, i, it)
-			json_array_append(names, json_object_get(json_object_get(it, "metadata"),
-								 "name"));
+			json_array_append(names,
+					  json_object_get(json_object_get(it, "metadata"), "name"));
 		rec = json_pack("{s:i,s:{s:o,s:b},s:s,s:s}", "status", status, "body", "names",
 				names, "truncated", 1, "createdAt", ts, "fingerprint", r->idem_fp);
 		val = jsonx_dumps(rec);

@@ -19,7 +19,8 @@ struct oa_op {
 
 static const struct oa_op oa_ops[] = {
 	{"/healthz", "get", "Process is alive", "none", 200, 0, 0},
-	{"/readyz", "get", "Store open and caches synced (200) or not yet (503)", "none", 200, 0, 0},
+	{"/readyz", "get", "Store open and caches synced (200) or not yet (503)", "none", 200, 0,
+	 0},
 	{"/metrics", "get", "Prometheus text exposition 0.0.4", "viewer", 200, 0, 0},
 	{"/v1/openapi.json", "get", "This document", "viewer", 200, 0, 0},
 	{"/v1/nodes", "get", "List or watch nodes (labelSelector, phase)", "viewer", 200, 0, 1},
@@ -43,9 +44,8 @@ static const struct oa_op oa_ops[] = {
 	 "operator", 202, 1, 0},
 	{"/v1/nodes/{name}:booted", "post", "Agent boot callback {\"bootId\"}",
 	 "operator (agent: own node)", 202, 1, 0},
-	{"/v1/nodes/{name}:validated", "post",
-	 "Agent burn-in report {\"bootId\",\"passed\"}", "operator (agent: own node)", 202, 1,
-	 0},
+	{"/v1/nodes/{name}:validated", "post", "Agent burn-in report {\"bootId\",\"passed\"}",
+	 "operator (agent: own node)", 202, 1, 0},
 	{"/v1/nodes/{name}:report", "post",
 	 "Agent health report {\"agent\",\"detectors\",\"events\"} (at most 256 events, 16 "
 	 "detectors); 200 {\"accepted\",\"duplicates\",\"decisions\"}; 429 with Retry-After "
@@ -121,20 +121,21 @@ static json_t *build(void)
 		}
 		char code[8];
 		snprintf(code, sizeof(code), "%d", o->status);
-		const char *ctype = strcmp(o->path, "/metrics") == 0 ? "text/plain" : "application/json";
+		const char *ctype = strcmp(o->path, "/metrics") == 0 ? "text/plain"
+								     : "application/json";
 		json_t *ok = json_pack("{s:s,s:{s:{s:{s:s}}}}", "description", "success", "content",
 				       ctype, "schema", "type",
 				       strcmp(ctype, "text/plain") == 0 ? "string" : "object");
 		json_t *op = json_pack("{s:s,s:s,s:{s:o,s:{s:s,s:{s:{s:{s:s}}}}}}", "summary",
-				       o->summary, "description",
-				       o->role, "responses", code, ok, "default", "description",
-				       "RFC 9457 problem", "content", "application/problem+json",
-				       "schema", "$ref", "#/components/schemas/Problem");
+				       o->summary, "description", o->role, "responses", code, ok,
+				       "default", "description", "RFC 9457 problem", "content",
+				       "application/problem+json", "schema", "$ref",
+				       "#/components/schemas/Problem");
 		json_object_set_new(op, "x-fleetplane-role", json_string(o->role));
 		json_t *params = json_array();
 		if (strstr(o->path, "{name}"))
-			json_array_append_new(params, param("name", "path", "string", 1,
-							    "object name"));
+			json_array_append_new(params,
+					      param("name", "path", "string", 1, "object name"));
 		if (o->list) {
 			json_array_append_new(params, param("limit", "query", "integer", 0,
 							    "page size, 1..5000, default 500"));
@@ -142,8 +143,8 @@ static json_t *build(void)
 							    "token from the previous page"));
 			json_array_append_new(params, param("watch", "query", "string", 0,
 							    "1: stream newline-delimited events"));
-			json_array_append_new(params, param("resourceVersion", "query", "string",
-							    0, "watch from after this revision"));
+			json_array_append_new(params, param("resourceVersion", "query", "string", 0,
+							    "watch from after this revision"));
 		}
 		if (o->body) {
 			json_array_append_new(params, param("Idempotency-Key", "header", "string",

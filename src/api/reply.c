@@ -144,8 +144,7 @@ void api_reply_take(struct api_req *r, int status, const char *ctype, char *data
 	r->ctype = ctype;
 }
 
-void api_reply_raw(struct api_req *r, int status, const char *ctype, const char *data,
-		   size_t len)
+void api_reply_raw(struct api_req *r, int status, const char *ctype, const char *data, size_t len)
 {
 	free(r->take);
 	r->take = NULL;
@@ -275,8 +274,7 @@ int api_body_keys(struct api_req *r, const char *const *keys, json_t **out)
 	api_own_json(r, *out);
 	const char *k;
 	json_t *v;
-	json_object_foreach(*out, k, v)
-	{
+	json_object_foreach(*out, k, v) {
 		int ok = 0;
 		for (const char *const *a = keys; *a && !ok; a++)
 			ok = strcmp(*a, k) == 0;
@@ -369,8 +367,8 @@ void api_event_op(struct api_req *r, struct store_op *op, const char *type, cons
 char *api_uuid(struct api_req *r)
 {
 	uint64_t a = api_rand(r), b = api_rand(r);
-	a = (a & ~0xf000ULL) | 0x4000ULL;                            /* version 4 */
-	b = (b & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;    /* variant 10 */
+	a = (a & ~0xf000ULL) | 0x4000ULL;                        /* version 4 */
+	b = (b & 0x3fffffffffffffffULL) | 0x8000000000000000ULL; /* variant 10 */
 	return api_printf(r, "%08x-%04x-%04x-%04x-%012llx", (unsigned)(a >> 32),
 			  (unsigned)((a >> 16) & 0xffff), (unsigned)(a & 0xffff),
 			  (unsigned)(b >> 48), (unsigned long long)(b & 0xffffffffffffULL));
@@ -445,8 +443,8 @@ void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg
 		size_t nk = 0;
 		int64_t rev = 0;
 		size_t want = limit - got;
-		int rc = store_list(r->srv->cfg.store, prefix, start, keep ? 500 : want, &kvs,
-				    &nk, &rev, &more);
+		int rc = store_list(r->srv->cfg.store, prefix, start, keep ? 500 : want, &kvs, &nk,
+				    &rev, &more);
 		if (rc < 0) {
 			json_decref(items);
 			api_problem_rc(r, rc, "store list failed");

@@ -44,8 +44,7 @@ void api_reply_json(struct api_req *r, int status, json_t *v);
 /* Takes data (malloc'd, len bytes) as the body: handed to MHD without a copy. */
 void api_reply_take(struct api_req *r, int status, const char *ctype, char *data, size_t len);
 /* Raw bytes with a content type (copied). */
-void api_reply_raw(struct api_req *r, int status, const char *ctype, const char *data,
-		   size_t len);
+void api_reply_raw(struct api_req *r, int status, const char *ctype, const char *data, size_t len);
 /* RFC 9457 problem: {"type","title","status","detail","instance"} plus the members of ext
  * (stolen, may be NULL). */
 void api_problem_ext(struct api_req *r, int status, json_t *ext, const char *fmt, ...)

@@ -29,11 +29,11 @@ struct report_limit_node {
 
 struct api_report_limiter {
 	pthread_mutex_t mu;
-	struct fp_clock *clock;     /* borrowed, or own_clock */
-	struct fp_clock *own_clock; /* when the server was given no clock */
+	struct fp_clock *clock;      /* borrowed, or own_clock */
+	struct fp_clock *own_clock;  /* when the server was given no clock */
 	struct api_report_limit cfg; /* resolved: no zeros, < 0 = off */
 	int64_t events_burst;
-	struct hmap nodes;          /* node name -> struct report_limit_node */
+	struct hmap nodes; /* node name -> struct report_limit_node */
 	int64_t last_sweep_ms;
 };
 
@@ -144,7 +144,8 @@ int64_t api_report_limit_take(struct api_report_limiter *l, const char *node, si
 	if (l->cfg.events_per_min >= 0 && n > 0 && ratelimit_bucket_tokens(&e->events) < n) {
 		*kind = API_REPORT_LIMIT_EVENTS;
 		*left = ratelimit_bucket_tokens(&e->events);
-		wait = ratelimit_bucket_try_take(&e->events, n); /* takes nothing: it would not fit */
+		wait = ratelimit_bucket_try_take(&e->events,
+						 n); /* takes nothing: it would not fit */
 		if (wait <= 0)
 			wait = 1;
 		goto out;

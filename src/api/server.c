@@ -240,8 +240,7 @@ static const struct api_route *route(struct api_req *r)
 		return NULL;
 	}
 	if (r->too_big) {
-		api_problem(r, 413, "request body larger than %zu bytes",
-			    r->srv->cfg.max_body);
+		api_problem(r, 413, "request body larger than %zu bytes", r->srv->cfg.max_body);
 		return NULL;
 	}
 	/* a path parameter longer than any name: 400 naming it (the pattern's "{name}") */
@@ -250,8 +249,8 @@ static const struct api_route *route(struct api_req *r)
 		const char *e = strchr(p, '}');
 		BUG_ON(!e);
 		if (r->params[i] && strlen(r->params[i]) > API_MAX_PARAM_LEN) {
-			api_problem_ext(r, 400, json_pack("{s:s#}", "parameter", p + 1,
-							  (int)(e - p - 1)),
+			api_problem_ext(r, 400,
+					json_pack("{s:s#}", "parameter", p + 1, (int)(e - p - 1)),
 					"%.*s: longer than %d characters", (int)(e - p - 1), p + 1,
 					API_MAX_PARAM_LEN);
 			return NULL;
@@ -432,8 +431,8 @@ static enum MHD_Result queue_reply(struct api_req *r)
 }
 
 static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const char *url,
-				 const char *method, const char *version,
-				 const char *upload_data, size_t *upload_data_size, void **con_cls)
+				 const char *method, const char *version, const char *upload_data,
+				 size_t *upload_data_size, void **con_cls)
 {
 	struct api_server *srv = cls;
 	struct api_req *r = *con_cls;
@@ -502,8 +501,8 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 
 static const char *method_label(const char *m)
 {
-	static const char *const known[] = {"GET", "POST", "PUT", "DELETE", "HEAD", "PATCH",
-					    "OPTIONS", NULL};
+	static const char *const known[] = {"GET",  "POST",  "PUT",     "DELETE",
+					    "HEAD", "PATCH", "OPTIONS", NULL};
 	for (const char *const *k = known; *k; k++)
 		if (m && strcmp(m, *k) == 0)
 			return *k;
@@ -545,8 +544,7 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	free(r);
 }
 
-__attribute__((format(printf, 2, 0)))
-static void mhd_logger(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void mhd_logger(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -578,8 +576,8 @@ static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
 	return (size_t)(w - s);
 }
 
-static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *sl,
-			int *v6, char *err, size_t errlen)
+static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *sl, int *v6,
+			char *err, size_t errlen)
 {
 	const char *colon = strrchr(listen ? listen : "", ':');
 	if (!listen || !colon)
@@ -655,19 +653,18 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 					   "HTTP requests answered by the API, by method and "
 					   "status code.",
 					   "method,code", NULL, 0);
-	srv->m_duration = metrics_register(METRIC_HISTOGRAM,
-					   "fleetplane_http_request_duration_seconds",
-					   "Time from the first byte of a request to the end of its "
-					   "response, by method and status code.",
-					   "method,code", metrics_buckets_fast,
-					   METRICS_BUCKETS_FAST_N);
+	srv->m_duration =
+		metrics_register(METRIC_HISTOGRAM, "fleetplane_http_request_duration_seconds",
+				 "Time from the first byte of a request to the end of its "
+				 "response, by method and status code.",
+				 "method,code", metrics_buckets_fast, METRICS_BUCKETS_FAST_N);
 	srv->report_limit = api_report_limiter_new(&cfg->report_limit, cfg->clock);
 	srv->auth = api_auth_new(cfg->store, err, errlen);
 	if (!srv->auth)
 		goto fail;
 	int64_t now = api_wall_ms(srv);
-	if (api_auth_bootstrap(srv->auth, cfg->data_dir, now, fp_rng_u64(srv->rng), err,
-			       errlen) < 0)
+	if (api_auth_bootstrap(srv->auth, cfg->data_dir, now, fp_rng_u64(srv->rng), err, errlen) <
+	    0)
 		goto fail;
 	if (!srv->cfg.threads) {
 		const char *env = getenv("FLEETPLANE_API_THREADS");
@@ -686,20 +683,22 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 		goto fail;
 	/* Event loop(s) with poll(2), no thread per connection, suspend/resume for the worker
 	 * pool and parked watches (see the comment at the top). */
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME |
+			 MHD_USE_ERROR_LOG;
 	if (v6)
 		flags |= MHD_USE_IPv6;
 	/* THREAD_POOL_SIZE only when > 1 (0.9.75 logs and ignores 1); END stops the list. */
-	srv->mhd = MHD_start_daemon(
-		flags, 0, NULL, NULL, access_cb, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
-		completed_cb, srv, MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout_s,
-		MHD_OPTION_CONNECTION_LIMIT, srv->cfg.connection_limit,
-		MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, srv,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)API_CONN_MEMORY,
-		srv->cfg.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
-		srv->cfg.threads, MHD_OPTION_END);
+	srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, access_cb, srv,
+				    MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
+				    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				    MHD_OPTION_NOTIFY_COMPLETED, completed_cb, srv,
+				    MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout_s,
+				    MHD_OPTION_CONNECTION_LIMIT, srv->cfg.connection_limit,
+				    MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, srv,
+				    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)API_CONN_MEMORY,
+				    srv->cfg.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE
+							 : MHD_OPTION_END,
+				    srv->cfg.threads, MHD_OPTION_END);
 	if (!srv->mhd) {
 		fp_errf(FP_EIO, err, errlen, "cannot listen on %s (address in use?)", cfg->listen);
 		goto fail;

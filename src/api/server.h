@@ -68,9 +68,8 @@ struct api_health_hooks {
 			     char *err, size_t errlen);
 	/* health_breaker_reset_ex: with replay and the result document; when set, the reset
 	 * route uses it instead of breaker_reset. */
-	int (*breaker_reset_ex)(void *arg, const char *name, const char *actor,
-				const char *reason, int replay, json_t **result, char *err,
-				size_t errlen);
+	int (*breaker_reset_ex)(void *arg, const char *name, const char *actor, const char *reason,
+				int replay, json_t **result, char *err, size_t errlen);
 	json_t *(*budget_status)(void *arg, const char *name);
 	void (*budget_invalidate)(void *arg);
 	void *arg;
@@ -82,8 +81,8 @@ struct api_health_hooks {
  * minute's worth, at least one full report of 256 events). A report over either limit is
  * answered 429 with Retry-After and nothing of it is recorded. Zero members take the defaults
  * below; reports_per_s < 0 or events_per_min < 0 turns that limit off. */
-#define API_REPORT_LIMIT_RATE 5.0           /* reports per second per node */
-#define API_REPORT_LIMIT_BURST 20           /* reports at once per node */
+#define API_REPORT_LIMIT_RATE 5.0            /* reports per second per node */
+#define API_REPORT_LIMIT_BURST 20            /* reports at once per node */
 #define API_REPORT_LIMIT_EVENTS_PER_MIN 6000 /* events per minute per node */
 struct api_report_limit {
 	double reports_per_s;
@@ -97,15 +96,15 @@ struct api_config {
 	/* "host:port"; host an IPv4 literal, "[v6]" literal, "localhost", or "" / "*" for all
 	 * addresses; port 0 picks a free port (see api_server_port). */
 	const char *listen;
-	struct store *store;   /* borrowed; required; must outlive the server */
+	struct store *store;    /* borrowed; required; must outlive the server */
 	struct fp_clock *clock; /* borrowed; wall time for documents; NULL = system clock */
-	struct fp_rng *rng;    /* borrowed; uids and event ids; NULL = server-owned, seeded */
-	const char *data_dir;  /* where admin.token is written on first start; NULL = none */
+	struct fp_rng *rng;     /* borrowed; uids and event ids; NULL = server-owned, seeded */
+	const char *data_dir;   /* where admin.token is written on first start; NULL = none */
 	/* serve's secret.key (borrowed; core/secret.h): seals spec.bmc.password before a node is
 	 * written; NULL = stored in plaintext (unit tests of other modules) */
 	const struct secret_key *secret_key;
-	size_t max_body;       /* bytes; 0 = 1 MiB. Larger bodies get 413 */
-	api_ready_fn ready;    /* NULL = always ready */
+	size_t max_body;    /* bytes; 0 = 1 MiB. Larger bodies get 413 */
+	api_ready_fn ready; /* NULL = always ready */
 	void *ready_arg;
 	struct api_node_view node_view; /* get_json NULL = read the store */
 	struct api_agent_hooks agent;   /* agent callbacks; NULL hooks = 503 */

@@ -52,13 +52,13 @@ struct watch {
 	api_keep_fn keep;
 	void *arg;
 	api_render_fn render;
-	int64_t rev;  /* everything up to rev has been sent */
-	int listing;  /* still sending the initial objects */
+	int64_t rev; /* everything up to rev has been sent */
+	int listing; /* still sending the initial objects */
 	char cursor[STORE_MAX_KEY + 1];
 	int done;
-	int gone;           /* the client closed its end */
-	int64_t last_ms;    /* monotonic ms of the last line (bookmarks after 15 s idle) */
-	int fd;             /* the connection's socket (client-gone checks) */
+	int gone;        /* the client closed its end */
+	int64_t last_ms; /* monotonic ms of the last line (bookmarks after 15 s idle) */
+	int fd;          /* the connection's socket (client-gone checks) */
 	struct buf pending;
 	size_t off;
 	struct watch *next; /* in the hub's parked list */
@@ -169,8 +169,8 @@ static int fill_changes(struct watch *w)
 		if (e->type == STORE_OP_DELETE || !e->value) {
 			emit(w, "DELETED", minimal_obj(w, e->key, e->revision));
 		} else {
-			emit_doc(w, e->create_revision == e->revision ? "ADDED" : "MODIFIED", e->key,
-				 e->value, e->revision);
+			emit_doc(w, e->create_revision == e->revision ? "ADDED" : "MODIFIED",
+				 e->key, e->value, e->revision);
 		}
 		w->rev = e->revision;
 	}
@@ -441,8 +441,8 @@ static void watch_free(void *cls)
 	free(w);
 }
 
-void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep_fn keep,
-	       void *arg, api_render_fn render)
+void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep_fn keep, void *arg,
+	       api_render_fn render)
 {
 	int64_t from = 0;
 	const char *rv = api_query(r, "resourceVersion");
@@ -473,8 +473,8 @@ void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep
 	w->last_ms = mono_ms();
 	buf_init(&w->pending, 0);
 	atomic_fetch_add(&w->srv->live_watches, 1);
-	struct MHD_Response *resp = MHD_create_response_from_callback(
-		MHD_SIZE_UNKNOWN, 32 * 1024, watch_read, w, watch_free);
+	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024,
+								      watch_read, w, watch_free);
 	if (!resp) {
 		watch_free(w);
 		api_problem(r, 500, "cannot start the watch stream");

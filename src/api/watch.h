@@ -27,7 +27,7 @@ void api_watch_hub_stop(struct api_server *srv);
 void api_watch_hub_free(struct api_server *srv);
 /* Answers a ?watch=1 request: streams {"type","object"} lines for keys under prefix from
  * resourceVersion (query) on, or the current objects as ADDED first when it is absent/0. */
-void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep_fn keep,
-	       void *arg, api_render_fn render);
+void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep_fn keep, void *arg,
+	       api_render_fn render);
 
 #endif

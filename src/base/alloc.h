@@ -18,15 +18,15 @@ char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fp_free_secret(char *s);
 
 /* ALLOC_GROW(arr, need, alloc): make arr hold at least `need` elements (git ALLOC_GROW). */
-#define ALLOC_GROW(arr, need, alloc)                                               \
-	do {                                                                       \
-		if ((need) > (alloc)) {                                            \
-			size_t alloc_grow_n_ = (alloc) < 8 ? 8 : (alloc) * 2;      \
-			if (alloc_grow_n_ < (need))                                \
-				alloc_grow_n_ = (need);                            \
+#define ALLOC_GROW(arr, need, alloc)                                                 \
+	do {                                                                         \
+		if ((need) > (alloc)) {                                              \
+			size_t alloc_grow_n_ = (alloc) < 8 ? 8 : (alloc)*2;          \
+			if (alloc_grow_n_ < (need))                                  \
+				alloc_grow_n_ = (need);                              \
 			(arr) = xreallocarray((arr), alloc_grow_n_, sizeof(*(arr))); \
-			(alloc) = alloc_grow_n_;                                   \
-		}                                                                  \
+			(alloc) = alloc_grow_n_;                                     \
+		}                                                                    \
 	} while (0)
 
 #endif

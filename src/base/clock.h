@@ -33,14 +33,26 @@ struct fp_clock {
 	const struct fp_clock_ops *ops;
 };
 
-static inline int64_t clock_now_ms(struct fp_clock *c) { return c->ops->now_ms(c); }
-static inline int64_t clock_wall_ms(struct fp_clock *c) { return c->ops->wall_ms(c); }
-static inline void clock_sleep_ms(struct fp_clock *c, int64_t ms) { c->ops->sleep_ms(c, ms); }
+static inline int64_t clock_now_ms(struct fp_clock *c)
+{
+	return c->ops->now_ms(c);
+}
+static inline int64_t clock_wall_ms(struct fp_clock *c)
+{
+	return c->ops->wall_ms(c);
+}
+static inline void clock_sleep_ms(struct fp_clock *c, int64_t ms)
+{
+	c->ops->sleep_ms(c, ms);
+}
 static inline uint64_t clock_after(struct fp_clock *c, int64_t d, fp_timer_fn fn, void *arg)
 {
 	return c->ops->after(c, d, fn, arg);
 }
-static inline int clock_cancel(struct fp_clock *c, uint64_t id) { return c->ops->cancel(c, id); }
+static inline int clock_cancel(struct fp_clock *c, uint64_t id)
+{
+	return c->ops->cancel(c, id);
+}
 static inline void clock_free(struct fp_clock *c)
 {
 	if (c)

@@ -9,8 +9,7 @@ const char *fp_err_name(int rc)
 {
 	switch (rc) {
 #define X(name, val, http, msg) \
-	case val:               \
-		return #name;
+	case val: return #name;
 		FP_ERR_MAP(X)
 #undef X
 	}
@@ -21,8 +20,7 @@ const char *fp_err_msg(int rc)
 {
 	switch (rc) {
 #define X(name, val, http, msg) \
-	case val:               \
-		return msg;
+	case val: return msg;
 		FP_ERR_MAP(X)
 #undef X
 	}
@@ -33,8 +31,7 @@ int fp_err_http(int rc)
 {
 	switch (rc) {
 #define X(name, val, http, msg) \
-	case val:               \
-		return http;
+	case val: return http;
 		FP_ERR_MAP(X)
 #undef X
 	}

@@ -9,25 +9,25 @@
 #include <stddef.h>
 
 /* X(name, value, http status, message) */
-#define FP_ERR_MAP(X)                                                                   \
-	X(FP_OK, 0, 200, "ok")                                                          \
-	X(FP_EINVAL, -1, 400, "invalid argument")                                       \
-	X(FP_ENOTFOUND, -2, 404, "not found")                                           \
-	X(FP_EEXIST, -3, 409, "already exists")                                         \
-	X(FP_ECONFLICT, -4, 409, "conflict: resource changed")                          \
-	X(FP_EUNSUPPORTED, -5, 501, "not supported")                                    \
-	X(FP_ETIMEDOUT, -6, 504, "timed out")                                           \
-	X(FP_EIO, -7, 500, "i/o error")                                                 \
-	X(FP_ENOMEM, -8, 500, "out of memory")                                          \
-	X(FP_EPERM, -9, 403, "permission denied")                                       \
-	X(FP_EAUTH, -10, 401, "authentication required")                                \
-	X(FP_EBUSY, -11, 409, "busy")                                                   \
-	X(FP_ETOOBIG, -12, 413, "too large")                                            \
-	X(FP_ECOMPACTED, -13, 410, "revision compacted")                                \
-	X(FP_ESTATE, -14, 409, "invalid state transition")                              \
-	X(FP_EBMC, -15, 502, "BMC error")                                               \
-	X(FP_ECLOSED, -16, 503, "closed")                                               \
-	X(FP_EAGAIN, -17, 503, "try again")                                             \
+#define FP_ERR_MAP(X)                                          \
+	X(FP_OK, 0, 200, "ok")                                 \
+	X(FP_EINVAL, -1, 400, "invalid argument")              \
+	X(FP_ENOTFOUND, -2, 404, "not found")                  \
+	X(FP_EEXIST, -3, 409, "already exists")                \
+	X(FP_ECONFLICT, -4, 409, "conflict: resource changed") \
+	X(FP_EUNSUPPORTED, -5, 501, "not supported")           \
+	X(FP_ETIMEDOUT, -6, 504, "timed out")                  \
+	X(FP_EIO, -7, 500, "i/o error")                        \
+	X(FP_ENOMEM, -8, 500, "out of memory")                 \
+	X(FP_EPERM, -9, 403, "permission denied")              \
+	X(FP_EAUTH, -10, 401, "authentication required")       \
+	X(FP_EBUSY, -11, 409, "busy")                          \
+	X(FP_ETOOBIG, -12, 413, "too large")                   \
+	X(FP_ECOMPACTED, -13, 410, "revision compacted")       \
+	X(FP_ESTATE, -14, 409, "invalid state transition")     \
+	X(FP_EBMC, -15, 502, "BMC error")                      \
+	X(FP_ECLOSED, -16, 503, "closed")                      \
+	X(FP_EAGAIN, -17, 503, "try again")                    \
 	X(FP_EPARSE, -18, 400, "parse error")
 
 enum fp_err {
@@ -50,10 +50,10 @@ int fp_errf(int rc, char *err, size_t errlen, const char *fmt, ...)
 
 /* BUG_ON aborts with file:line when an impossible state is reached; always compiled in. */
 void fp_bug(const char *file, int line, const char *cond) __attribute__((noreturn));
-#define BUG_ON(cond)                                         \
-	do {                                                 \
-		if (cond)                                    \
-			fp_bug(__FILE__, __LINE__, #cond);   \
+#define BUG_ON(cond)                                       \
+	do {                                               \
+		if (cond)                                  \
+			fp_bug(__FILE__, __LINE__, #cond); \
 	} while (0)
 
 #endif

@@ -32,7 +32,10 @@ static inline int executor_submit(struct fp_executor *e, fp_task_fn fn, void *ar
 {
 	return e->ops->submit(e, fn, arg);
 }
-static inline size_t executor_pending(struct fp_executor *e) { return e->ops->pending(e); }
+static inline size_t executor_pending(struct fp_executor *e)
+{
+	return e->ops->pending(e);
+}
 static inline void executor_free(struct fp_executor *e)
 {
 	if (e)

@@ -66,8 +66,7 @@ int jsonx_check_keys(const json_t *obj, const char *const *allowed, const char *
 	json_t *v;
 	if (!json_is_object(obj))
 		return fp_errf(FP_EINVAL, err, errlen, "%s: expected an object", where);
-	json_object_foreach((json_t *)obj, k, v)
-	{
+	json_object_foreach((json_t *)obj, k, v) {
 		int ok = 0;
 		for (const char *const *a = allowed; *a; a++)
 			if (strcmp(*a, k) == 0) {

@@ -7,9 +7,13 @@
 
 #include <stdio.h>
 
-
-
-enum log_level { LOG_LVL_DEBUG = 0, LOG_LVL_INFO, LOG_LVL_WARN, LOG_LVL_ERROR, LOG_LVL_OFF };
+enum log_level {
+	LOG_LVL_DEBUG = 0,
+	LOG_LVL_INFO,
+	LOG_LVL_WARN,
+	LOG_LVL_ERROR,
+	LOG_LVL_OFF
+};
 
 /* log_init sets the minimum level and the sink (NULL = stderr). The FILE is borrowed. */
 void log_init(enum log_level min, FILE *sink);

@@ -10,7 +10,11 @@
 
 #include "base/buf.h"
 
-enum metric_type { METRIC_COUNTER, METRIC_GAUGE, METRIC_HISTOGRAM };
+enum metric_type {
+	METRIC_COUNTER,
+	METRIC_GAUGE,
+	METRIC_HISTOGRAM
+};
 
 #define METRIC_MAX_LABELS 4
 #define METRIC_MAX_BUCKETS 16
@@ -43,8 +47,8 @@ void metrics_render(struct buf *out);
 void metrics_escape(struct buf *out, const char *v);
 
 /* Default bucket sets (seconds). */
-extern const double metrics_buckets_fast[];  /* 0.0005 .. 5 s, 12 buckets */
-extern const double metrics_buckets_slow[];  /* 0.1 .. 3600 s, 12 buckets */
+extern const double metrics_buckets_fast[]; /* 0.0005 .. 5 s, 12 buckets */
+extern const double metrics_buckets_slow[]; /* 0.1 .. 3600 s, 12 buckets */
 #define METRICS_BUCKETS_FAST_N 12
 #define METRICS_BUCKETS_SLOW_N 12
 

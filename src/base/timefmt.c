@@ -85,9 +85,8 @@ static int year_of(int64_t ms)
  * the next second as POSIX time does), years 1970..9999. Returns 0 or FP_EPARSE. */
 static int civil(int y, int mo, int d, int h, int mi, int s, int64_t *ms)
 {
-	if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo) ||
-	    h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 || s > 60 ||
-	    (s == 60 && (h != 23 || mi != 59)))
+	if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo) || h < 0 ||
+	    h > 23 || mi < 0 || mi > 59 || s < 0 || s > 60 || (s == 60 && (h != 23 || mi != 59)))
 		return FP_EPARSE;
 	*ms = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60000 + (int64_t)s * 1000;
 	return 0;

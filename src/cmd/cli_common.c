@@ -45,8 +45,8 @@ int cli_no_operands(const char *cmd, int argc, char **argv)
 	return 0;
 }
 
-int cli_one_operand(const char *cmd, int argc, char **argv, const char *missing,
-		    int allow_empty, const char **operand)
+int cli_one_operand(const char *cmd, int argc, char **argv, const char *missing, int allow_empty,
+		    const char **operand)
 {
 	if (optind >= argc || (!allow_empty && !*argv[optind]))
 		return client_usage_error(cmd, "%s", missing);
@@ -90,8 +90,10 @@ int cli_path_query(const char *cmd, const char *base, const struct cli_query *q,
 		rc = client_query_add(&b, q[i].key, q[i].value);
 	if (rc < 0) {
 		buf_release(&b);
-		return client_usage_error(cmd, "filters too long: the request path would be over "
-					  "%zu KiB", CLI_MAX_PATH >> 10);
+		return client_usage_error(cmd,
+					  "filters too long: the request path would be over "
+					  "%zu KiB",
+					  CLI_MAX_PATH >> 10);
 	}
 	*path = buf_detach(&b, &len);
 	return 0;

@@ -20,10 +20,16 @@
 
 /* The end of a verb's getopt_long option table (git's OPT_END): -o/--output FMT, -h/--help
  * and the terminator; CLI_OPTS_END_HELP for a verb without -o. */
-#define CLI_OPTS_END                                                                  \
-	{"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},   \
-		{NULL, 0, NULL, 0}
-#define CLI_OPTS_END_HELP {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}
+#define CLI_OPTS_END                                                                \
+	{"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, \
+	{                                                                           \
+		NULL, 0, NULL, 0                                                    \
+	}
+#define CLI_OPTS_END_HELP                 \
+	{"help", no_argument, NULL, 'h'}, \
+	{                                 \
+		NULL, 0, NULL, 0          \
+	}
 
 /* Returned by the parsing helpers below when the verb is to go on (not an exit code). */
 #define CLI_GO_ON (-1)
@@ -49,8 +55,8 @@ int cli_no_operands(const char *cmd, int argc, char **argv);
 /* After getopt: exactly one operand, into *operand (borrowed from argv). No operand - or an
  * empty one unless allow_empty - is the usage error missing ("missing ID"); a second operand
  * is "unexpected argument '<it>'". Returns 0 or CLIENT_EXIT_USAGE. */
-int cli_one_operand(const char *cmd, int argc, char **argv, const char *missing,
-		    int allow_empty, const char **operand);
+int cli_one_operand(const char *cmd, int argc, char **argv, const char *missing, int allow_empty,
+		    const char **operand);
 
 /* Parses a decimal count 1..max (digits only: no sign, no space, no suffix; errno range
  * checked) into *out. Returns 0, or -1 with *out untouched; the caller names the flag. */
@@ -97,7 +103,7 @@ struct cli_get {
 	/* Optional check of the operand before any request (0 or a usage error it printed); with
 	 * a check an empty operand is the check's to refuse, without one it is `missing`. */
 	int (*check)(const char *cmd, const char *name);
-	cli_print_fn print;  /* how people see the document; -o json prints it as sent */
+	cli_print_fn print; /* how people see the document; -o json prints it as sent */
 };
 
 /* Runs a get verb: -o json and -h (client_parse_output_flags), exactly one operand, then

@@ -36,7 +36,8 @@ int client_init(struct client *c)
 	if (!url || !*url)
 		url = CLIENT_DEFAULT_URL;
 	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
-		fprintf(c->err, "error: FLEETPLANE_URL must start with http:// or https:// (got '%s')\n",
+		fprintf(c->err,
+			"error: FLEETPLANE_URL must start with http:// or https:// (got '%s')\n",
 			url);
 		return CLIENT_EXIT_USAGE;
 	}
@@ -65,7 +66,8 @@ int client_init(struct client *c)
 	for (size_t i = 0; i < tl; i++) {
 		unsigned char ch = (unsigned char)tok[i];
 		if (ch <= 0x20 || ch == 0x7f) {
-			fprintf(c->err, "error: FLEETPLANE_TOKEN contains a space or control byte\n");
+			fprintf(c->err,
+				"error: FLEETPLANE_TOKEN contains a space or control byte\n");
 			return CLIENT_EXIT_USAGE;
 		}
 	}
@@ -95,14 +97,14 @@ void client_release(struct client *c)
 
 struct cl_sink {
 	struct client *c;
-	struct buf body;     /* whole body (request mode) or error body (watch mode) */
+	struct buf body; /* whole body (request mode) or error body (watch mode) */
 	int too_big;
 	/* watch mode */
 	int watch;
-	struct buf line;     /* the partial line not yet terminated by '\n' */
+	struct buf line; /* the partial line not yet terminated by '\n' */
 	client_event_fn fn;
 	void *arg;
-	int stop_rc;         /* non-zero once fn stopped the stream or a line was bad */
+	int stop_rc; /* non-zero once fn stopped the stream or a line was bad */
 	char lineerr[160];
 };
 
@@ -149,7 +151,8 @@ static size_t cl_write(char *ptr, size_t size, size_t nmemb, void *userdata)
 		size_t take = nl ? (size_t)(nl - (ptr + off)) : n - off;
 		if (buf_append(&s->line, ptr + off, take) < 0) {
 			snprintf(s->lineerr, sizeof(s->lineerr),
-				 "watch stream: an event line is longer than %zu bytes", CLIENT_MAX_LINE);
+				 "watch stream: an event line is longer than %zu bytes",
+				 CLIENT_MAX_LINE);
 			s->stop_rc = CLIENT_EXIT_API;
 			return 0;
 		}
@@ -219,8 +222,12 @@ void client_problem_format(long status, const json_t *problem, const char *raw, 
 			   char *out, size_t outlen)
 {
 	char title[256], detail[1024];
-	const char *t = json_is_object(problem) ? json_string_value(json_object_get(problem, "title")) : NULL;
-	const char *d = json_is_object(problem) ? json_string_value(json_object_get(problem, "detail")) : NULL;
+	const char *t = json_is_object(problem)
+				? json_string_value(json_object_get(problem, "title"))
+				: NULL;
+	const char *d = json_is_object(problem)
+				? json_string_value(json_object_get(problem, "detail"))
+				: NULL;
 	if (t && *t)
 		cl_clean(title, sizeof(title), t, strlen(t), 200);
 	else
@@ -262,7 +269,8 @@ static struct curl_slist *cl_setup(struct client *c, const char *method, const c
 	} else if (strcmp(method, "POST") == 0) {
 		curl_easy_setopt(h, CURLOPT_POST, 1L);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? strlen(body) : 0));
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)(body ? strlen(body) : 0));
 	} else {
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 		if (body) {
@@ -274,8 +282,9 @@ static struct curl_slist *cl_setup(struct client *c, const char *method, const c
 	char *auth = xasprintf("Authorization: Bearer %s", c->token);
 	hdrs = curl_slist_append(hdrs, auth);
 	fp_free_secret(auth);
-	hdrs = curl_slist_append(hdrs, sink->watch ? "Accept: application/json, application/x-ndjson"
-						   : "Accept: application/json");
+	hdrs = curl_slist_append(hdrs, sink->watch
+					       ? "Accept: application/json, application/x-ndjson"
+					       : "Accept: application/json");
 	if (body)
 		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
 	hdrs = curl_slist_append(hdrs, "Expect:");
@@ -366,7 +375,8 @@ int client_request(struct client *c, const char *method, const char *path, const
 	if (sink.body.len && (!ctype || strstr(ctype, "json"))) {
 		char e[160];
 		if (jsonx_parse(sink.body.data, sink.body.len, out, e, sizeof(e)) < 0) {
-			fprintf(c->err, "error: fleetplane answered %s %s with a body that is not JSON: %s\n",
+			fprintf(c->err,
+				"error: fleetplane answered %s %s with a body that is not JSON: %s\n",
 				method, path, e);
 			rc = CLIENT_EXIT_API;
 			goto out;
@@ -409,7 +419,8 @@ int client_list(struct client *c, const char *path, size_t max, json_t **items, 
 			goto out;
 		json_t *arr = json_object_get(resp, "items");
 		if (!json_is_array(arr)) {
-			fprintf(c->err, "error: fleetplane answered GET %s without an \"items\" array\n",
+			fprintf(c->err,
+				"error: fleetplane answered GET %s without an \"items\" array\n",
 				path);
 			json_decref(resp);
 			rc = CLIENT_EXIT_API;
@@ -442,8 +453,7 @@ out:
 	return rc;
 }
 
-int client_watch(struct client *c, const char *path, client_event_fn fn, void *arg,
-		 long *status)
+int client_watch(struct client *c, const char *path, client_event_fn fn, void *arg, long *status)
 {
 	int rc = CLIENT_EXIT_OK;
 	char errbuf[CURL_ERROR_SIZE] = "";
@@ -516,8 +526,8 @@ int client_query_add(struct buf *url, const char *key, const char *value)
 	if (!value)
 		return 0;
 	char *e = client_escape(value);
-	int rc = buf_printf(url, "%c%s=%s", (url->data && strchr(url->data, '?')) ? '&' : '?',
-			    key, e);
+	int rc = buf_printf(url, "%c%s=%s", (url->data && strchr(url->data, '?')) ? '&' : '?', key,
+			    e);
 	free(e);
 	return rc;
 }
@@ -648,11 +658,8 @@ int client_parse_output_flags(const char *cmd, int argc, char **argv, const char
 			if ((rc = client_parse_output(cmd, optarg, allow_wide, o)) != 0)
 				return rc;
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		default:
-			return client_getopt_error(cmd, ch, argv);
+		case 'h': fputs(usage, stdout); return 0;
+		default: return client_getopt_error(cmd, ch, argv);
 		}
 	}
 	return -1;

@@ -25,11 +25,11 @@
 #include "base/buf.h"
 
 #define CLIENT_DEFAULT_URL "http://127.0.0.1:7070"
-#define CLIENT_MAX_BODY ((size_t)64 << 20)   /* largest response accepted, bytes */
-#define CLIENT_MAX_LINE ((size_t)16 << 20)   /* largest single watch event line, bytes */
+#define CLIENT_MAX_BODY ((size_t)64 << 20) /* largest response accepted, bytes */
+#define CLIENT_MAX_LINE ((size_t)16 << 20) /* largest single watch event line, bytes */
 #define CLIENT_CONNECT_TIMEOUT_MS 5000L
 #define CLIENT_TOTAL_TIMEOUT_MS 60000L
-#define CLIENT_PAGE_LIMIT 500                /* limit= used while following `continue` */
+#define CLIENT_PAGE_LIMIT 500 /* limit= used while following `continue` */
 
 /* Process exit codes of the client subcommands (docs/cli.md "Exit codes"). */
 enum client_exit {
@@ -91,8 +91,7 @@ typedef int (*client_event_fn)(void *arg, json_t *ev);
  * longer than CLIENT_MAX_LINE, and for HTTP errors. For HTTP errors the problem line is printed
  * unless *status is 410 (compacted: the caller re-lists), which is returned silently as
  * CLIENT_EXIT_API with *status 410. CLIENT_EXIT_CONNECT when it cannot connect. */
-int client_watch(struct client *c, const char *path, client_event_fn fn, void *arg,
-		 long *status);
+int client_watch(struct client *c, const char *path, client_event_fn fn, void *arg, long *status);
 
 /* Formats an HTTP error as one line without a newline: "error: <title>: <detail> (HTTP <status>)"
  * from a problem document; "error: <title> (HTTP <status>)" when it has no detail; and for a
@@ -119,7 +118,11 @@ int client_getopt_error(const char *cmd, int ch, char **argv);
 void client_getopt_reset(void);
 
 /* Output formats. CLIENT_OUT_WIDE disables truncation in tables. */
-enum client_output { CLIENT_OUT_TABLE = 0, CLIENT_OUT_JSON, CLIENT_OUT_WIDE };
+enum client_output {
+	CLIENT_OUT_TABLE = 0,
+	CLIENT_OUT_JSON,
+	CLIENT_OUT_WIDE
+};
 /* Parses an -o value: "json" always; "wide" only when allow_wide. Returns 0 or
  * CLIENT_EXIT_USAGE after printing the usage error for cmd. */
 int client_parse_output(const char *cmd, const char *arg, int allow_wide, enum client_output *o);

@@ -124,8 +124,8 @@ static int agent_http_report(void *arg, const char *body, size_t len, long *stat
 		}
 	} else if (line[0]) {
 		buf_puts(answer, line);
-		log_warn("agent report not taken path=%s status=%ld answer=\"%s\"",
-			 h->report_path, *status, line);
+		log_warn("agent report not taken path=%s status=%ld answer=\"%s\"", h->report_path,
+			 *status, line);
 	}
 	json_decref(out);
 	free(line);
@@ -180,7 +180,9 @@ static int agent_parse_long(const char *s, long lo, long hi, long *out)
 	return 0;
 }
 
-enum { AGENT_EXIT_LOCAL = 4 };
+enum {
+	AGENT_EXIT_LOCAL = 4
+};
 
 /* mkdir -p dir with mode 0700 for what is missing. Returns 0 or -1 with why. */
 static int agent_mkdirs(const char *dir, char *why, size_t whylen)
@@ -294,79 +296,76 @@ int cmd_agent(int argc, char **argv)
 			cfg.node = optarg;
 			break;
 		}
-		case 'k':
-			cfg.kernel_log = optarg;
-			break;
-		case 's':
-			cfg.nvidia_smi = optarg;
-			break;
+		case 'k': cfg.kernel_log = optarg; break;
+		case 's': cfg.nvidia_smi = optarg; break;
 		case 'L':
 			if (!*optarg)
-				return client_usage_error(cmd, "flag '--nvlink-status' needs a file");
+				return client_usage_error(cmd,
+							  "flag '--nvlink-status' needs a file");
 			cfg.nvlink_status = optarg;
 			break;
-		case 'N':
-			cfg.nvml = 1;
-			break;
-		case 'd':
-			cfg.dcgmi = optarg;
-			break;
-		case 'i':
-			cfg.ibstat = optarg;
-			break;
+		case 'N': cfg.nvml = 1; break;
+		case 'd': cfg.dcgmi = optarg; break;
+		case 'i': cfg.ibstat = optarg; break;
 		case 'g':
 			if (agent_parse_long(optarg, 1, 64, &v) < 0)
-				return client_usage_error(cmd, "flag '--expected-gpus' needs a count "
-							  "from 1 to 64, got '%s'", optarg);
+				return client_usage_error(cmd,
+							  "flag '--expected-gpus' needs a count "
+							  "from 1 to 64, got '%s'",
+							  optarg);
 			cfg.expected_gpus = (int)v;
 			break;
 		case 'j': {
 			char why[128];
 			if (agent_job_validate(optarg, why, sizeof(why)) < 0)
-				return client_usage_error(cmd, "flag '--job' needs a job id of %s, got "
-							  "'%.80s'", why, optarg);
+				return client_usage_error(cmd,
+							  "flag '--job' needs a job id of %s, got "
+							  "'%.80s'",
+							  why, optarg);
 			cfg.job = optarg;
 			job_flag = 1;
 			break;
 		}
 		case 'D':
 			if (!*optarg)
-				return client_usage_error(cmd, "flag '--state-dir' needs a directory");
+				return client_usage_error(cmd,
+							  "flag '--state-dir' needs a directory");
 			cfg.state_dir = optarg;
 			break;
 		case 'I':
 			if (agent_parse_long(optarg, 1, 86400, &v) < 0)
-				return client_usage_error(cmd, "flag '--interval' needs seconds from 1 "
-							  "to 86400, got '%s'", optarg);
+				return client_usage_error(cmd,
+							  "flag '--interval' needs seconds from 1 "
+							  "to 86400, got '%s'",
+							  optarg);
 			cfg.interval_s = v;
 			break;
 		case 'T':
 			if (agent_parse_long(optarg, 1, 3600, &v) < 0)
-				return client_usage_error(cmd, "flag '--probe-timeout' needs seconds "
-							  "from 1 to 3600, got '%s'", optarg);
+				return client_usage_error(cmd,
+							  "flag '--probe-timeout' needs seconds "
+							  "from 1 to 3600, got '%s'",
+							  optarg);
 			cfg.probe_timeout_s = v;
 			break;
 		case 'B':
 			if (agent_parse_long(optarg, 1, 10000000, &v) < 0)
-				return client_usage_error(cmd, "flag '--max-buffer' needs a count of "
+				return client_usage_error(cmd,
+							  "flag '--max-buffer' needs a count of "
 							  "events from 1 to 10000000, got '%s'",
 							  optarg);
 			cfg.max_buffer = (size_t)v;
 			break;
 		case 'b':
 			if (!*optarg || strlen(optarg) > 128)
-				return client_usage_error(cmd, "flag '--boot-id' needs an id of 1 to "
+				return client_usage_error(cmd,
+							  "flag '--boot-id' needs an id of 1 to "
 							  "128 bytes");
 			cfg.boot_id = optarg;
 			break;
-		case 'o':
-			cfg.once = 1;
-			break;
-		case 'h':
-			fputs(agent_usage, stdout);
-			return 0;
-		default:
-			return client_getopt_error(cmd, ch, argv);
+		case 'o': cfg.once = 1; break;
+		case 'h': fputs(agent_usage, stdout); return 0;
+		default: return client_getopt_error(cmd, ch, argv);
 		}
 	}
 	if (optind < argc)
@@ -376,8 +375,10 @@ int cmd_agent(int argc, char **argv)
 	if (!job_flag && cfg.job) {
 		char why[128];
 		if (agent_job_validate(cfg.job, why, sizeof(why)) < 0)
-			return client_usage_error(cmd, "$SLURM_JOB_ID needs a job id of %s, got "
-						  "'%.80s' (or give --job)", why, cfg.job);
+			return client_usage_error(cmd,
+						  "$SLURM_JOB_ID needs a job id of %s, got "
+						  "'%.80s' (or give --job)",
+						  why, cfg.job);
 	}
 	static const char *const tool_flags[] = {"nvidia-smi", "dcgmi", "ibstat"};
 	const char *tools[] = {cfg.nvidia_smi, cfg.dcgmi, cfg.ibstat};
@@ -386,7 +387,8 @@ int cmd_agent(int argc, char **argv)
 			return client_usage_error(cmd, "flag '--%s' needs a file or 'auto'",
 						  tool_flags[i]);
 	if (cfg.nvlink_status && !cfg.nvidia_smi)
-		return client_usage_error(cmd, "flag '--nvlink-status' needs --nvidia-smi FILE|auto "
+		return client_usage_error(cmd,
+					  "flag '--nvlink-status' needs --nvidia-smi FILE|auto "
 					  "(its findings are the nvidia-smi detector's)");
 	if (cfg.kernel_log && !*cfg.kernel_log)
 		return client_usage_error(cmd, "flag '--kernel-log' needs a file or /dev/kmsg");
@@ -394,7 +396,8 @@ int cmd_agent(int argc, char **argv)
 	if (!cfg.boot_id) {
 		char why[256];
 		if (agent_read_boot_id(boot, sizeof(boot), why, sizeof(why)) < 0)
-			return client_usage_error(cmd, "cannot read the boot id (%s); give --boot-id",
+			return client_usage_error(cmd,
+						  "cannot read the boot id (%s); give --boot-id",
 						  why);
 		cfg.boot_id = boot;
 	}
@@ -447,15 +450,17 @@ int cmd_agent(int argc, char **argv)
 		const char *local = agent_local_error(a, &unsent);
 		if (cfg.once) {
 			agent_warn_detectors(a, &cfg);
-			fprintf(stderr, "agent: %zu reports sent, %zu rejected, %zu events, %zu "
-					"accepted, %zu duplicates, %zu events still buffered\n",
-				st->reports_sent, st->reports_rejected, st->events_put, st->accepted,
-				st->duplicates, agent_outbox_events(a));
+			fprintf(stderr,
+				"agent: %zu reports sent, %zu rejected, %zu events, %zu "
+				"accepted, %zu duplicates, %zu events still buffered\n",
+				st->reports_sent, st->reports_rejected, st->events_put,
+				st->accepted, st->duplicates, agent_outbox_events(a));
 		}
 		if (rc < 0 && local) {
-			fprintf(stderr, "error: a local write under %s failed, not the API: %s; %zu "
-					"events found are not in the outbox yet (read again next "
-					"run, nothing is lost)\n",
+			fprintf(stderr,
+				"error: a local write under %s failed, not the API: %s; %zu "
+				"events found are not in the outbox yet (read again next "
+				"run, nothing is lost)\n",
 				cfg.state_dir, local, unsent);
 			exit_code = AGENT_EXIT_LOCAL;
 		} else if (rc == FP_EIO) {

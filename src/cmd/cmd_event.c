@@ -32,8 +32,8 @@ static const char ev_list_usage[] =
 	"  -h, --help          this help\n";
 
 static const struct table_colspec ev_cols[] = {
-	{"TIME", 24},   {"TYPE", 8},  {"OBJECT", 40},  {"REASON", 28},
-	{"ACTOR", 24},  {"MESSAGE", 60}, {NULL, 0},
+	{"TIME", 24},  {"TYPE", 8},     {"OBJECT", 40}, {"REASON", 28},
+	{"ACTOR", 24}, {"MESSAGE", 60}, {NULL, 0},
 };
 
 static void ev_row(struct table *t, const json_t *ev, enum client_output o, int64_t now)
@@ -68,11 +68,14 @@ static int ev_list(int argc, char **argv)
 			break;
 		case 'L':
 			if (cli_parse_count(optarg, 10000000ULL, &limit) < 0)
-				return client_usage_error(cmd, "flag '--limit' needs a count from 1 to "
-							  "10000000, got '%s'", optarg);
+				return client_usage_error(cmd,
+							  "flag '--limit' needs a count from 1 to "
+							  "10000000, got '%s'",
+							  optarg);
 			break;
 		default:
-			if ((rc = cli_opt_default(cmd, ch, argv, ev_list_usage, 1, &o)) != CLI_GO_ON)
+			if ((rc = cli_opt_default(cmd, ch, argv, ev_list_usage, 1, &o)) !=
+			    CLI_GO_ON)
 				return rc;
 		}
 	}

@@ -73,9 +73,8 @@ static const char he_breaker_usage[] =
 	"  the breaker suppressed (one per node); without it those nodes are listed as left\n"
 	"  unheld and keep GPUHealthy False/HoldSuppressed for a human.\n";
 
-static const char he_rma_usage[] =
-	"Usage: fleetplane health rma list [--node NAME] [-o json]\n"
-	"       fleetplane health rma get NAME [-o json]\n";
+static const char he_rma_usage[] = "Usage: fleetplane health rma list [--node NAME] [-o json]\n"
+				   "       fleetplane health rma get NAME [-o json]\n";
 
 /* "true"/"false" → 1/0; -1 otherwise. */
 static int he_parse_bool(const char *s)
@@ -150,8 +149,8 @@ static void he_print_one(const json_t *doc, const struct cli_view *v)
 
 /* `health policy get` and `health breaker list` (-o json, no operands): one GET of path, printed
  * with fn (or as JSON). */
-static int he_show(const char *cmd, const char *usage, const char *path,
-			      cli_print_fn fn, int argc, char **argv)
+static int he_show(const char *cmd, const char *usage, const char *path, cli_print_fn fn, int argc,
+		   char **argv)
 {
 	enum client_output o = CLIENT_OUT_TABLE;
 	int rc = client_parse_output_flags(cmd, argc, argv, usage, 0, &o);
@@ -164,8 +163,8 @@ static int he_show(const char *cmd, const char *usage, const char *path,
 
 /* ---------------------------------------------------------------- events */
 
-#define HE_DEFAULT_LIMIT 100     /* events shown without --limit */
-#define HE_MAX_READ 100000       /* events read to find the newest (the API lists by id) */
+#define HE_DEFAULT_LIMIT 100 /* events shown without --limit */
+#define HE_MAX_READ 100000   /* events read to find the newest (the API lists by id) */
 
 /* Epoch ms of an event's "time" (when the detector saw it), else its "receivedAt"; -1 when
  * neither is an RFC 3339 time. */
@@ -224,8 +223,8 @@ static json_t *he_newest(json_t *items, size_t limit)
 }
 
 static const struct table_colspec he_event_cols[] = {
-	{"TIME", 24}, {"NODE", 24}, {"SOURCE", 10}, {"CODE", 24}, {"GPU", 16}, {"JOB", 16},
-	{"ACTION", 12}, {NULL, 0},
+	{"TIME", 24}, {"NODE", 24}, {"SOURCE", 10}, {"CODE", 24},
+	{"GPU", 16},  {"JOB", 16},  {"ACTION", 12}, {NULL, 0},
 };
 
 static void he_event_row(struct table *t, const json_t *ev, enum client_output o, int64_t now)
@@ -274,19 +273,25 @@ static int he_events(int argc, char **argv)
 			break;
 		case 'C':
 			if (!*optarg || !strchr(optarg, ':'))
-				return client_usage_error(cmd, "flag '--code' needs a code such as "
-							  "xid:79, got '%s'", optarg);
+				return client_usage_error(cmd,
+							  "flag '--code' needs a code such as "
+							  "xid:79, got '%s'",
+							  optarg);
 			code = optarg;
 			break;
 		case 'L':
 			if (strcmp(optarg, "0") == 0)
 				limit = 0;
 			else if (cli_parse_count(optarg, HE_MAX_READ, &limit) < 0)
-				return client_usage_error(cmd, "flag '--limit' needs a count from 0 (all) "
-							  "to %d, got '%s'", HE_MAX_READ, optarg);
+				return client_usage_error(
+					cmd,
+					"flag '--limit' needs a count from 0 (all) "
+					"to %d, got '%s'",
+					HE_MAX_READ, optarg);
 			break;
 		default:
-			if ((rc = cli_opt_default(cmd, ch, argv, he_events_usage, 1, &o)) != CLI_GO_ON)
+			if ((rc = cli_opt_default(cmd, ch, argv, he_events_usage, 1, &o)) !=
+			    CLI_GO_ON)
 				return rc;
 		}
 	}
@@ -314,13 +319,15 @@ static int he_events(int argc, char **argv)
 	json_t *items = he_newest(all, limit);
 	json_decref(all);
 	if (capped)
-		fprintf(stderr, "note: more than %d health events match; only the first %d in the "
-				"API's order (node, then id) were read - narrow with --node or "
-				"--code\n",
+		fprintf(stderr,
+			"note: more than %d health events match; only the first %d in the "
+			"API's order (node, then id) were read - narrow with --node or "
+			"--code\n",
 			HE_MAX_READ, HE_MAX_READ);
 	else if (limit && total > limit)
-		fprintf(stderr, "note: showing the newest %zu of %zu health events; --limit N "
-				"for more, --limit 0 for all\n",
+		fprintf(stderr,
+			"note: showing the newest %zu of %zu health events; --limit N "
+			"for more, --limit 0 for all\n",
 			limit, total);
 	cli_print_items(items, o, &he_event_view);
 	json_decref(items);
@@ -334,9 +341,11 @@ static void he_policy_print(const json_t *doc)
 	json_t *spec = json_object_get(doc, "spec");
 	char rv[32];
 	client_rv_text(jsonx_path(doc, "metadata.resourceVersion"), rv, sizeof(rv));
-	printf("Name:             %s\n", jsonx_str(doc, "metadata.name") ? jsonx_str(doc, "metadata.name") : "default");
+	printf("Name:             %s\n",
+	       jsonx_str(doc, "metadata.name") ? jsonx_str(doc, "metadata.name") : "default");
 	printf("ResourceVersion:  %s\n", *rv ? rv : "- (the compiled default)");
-	printf("Dry run:          %s\n", json_is_true(json_object_get(spec, "dryRun")) ? "true" : "false");
+	printf("Dry run:          %s\n",
+	       json_is_true(json_object_get(spec, "dryRun")) ? "true" : "false");
 	json_t *br = json_object_get(spec, "breaker");
 	if (json_is_object(br)) {
 		char a[32], b[32], doms[256], per[256];
@@ -352,8 +361,8 @@ static void he_policy_print(const json_t *doc)
 	json_t *rules = json_object_get(spec, "rules");
 	printf("Rules:            %zu\n", json_array_size(rules));
 	static const struct table_colspec rule_cols[] = {
-		{"CODE", 24}, {"SEVERITY", 10}, {"ACTION", 8}, {"COUNT", 6}, {"WINDOW", 8},
-		{"JOBS", 5},  {"LADDER", 40},   {NULL, 0},
+		{"CODE", 24},  {"SEVERITY", 10}, {"ACTION", 8},  {"COUNT", 6},
+		{"WINDOW", 8}, {"JOBS", 5},      {"LADDER", 40}, {NULL, 0},
 	};
 	struct table t;
 	table_init(&t, 0);
@@ -415,26 +424,35 @@ static int he_policy_set(int argc, char **argv)
 		switch (ch) {
 		case 'D':
 			if ((dry = he_parse_bool(optarg)) < 0)
-				return client_usage_error(cmd, "flag '--dry-run' needs true or false, "
-							  "got '%s'", optarg);
+				return client_usage_error(cmd,
+							  "flag '--dry-run' needs true or false, "
+							  "got '%s'",
+							  optarg);
 			break;
 		case 'B':
 			if ((brk = he_parse_bool(optarg)) < 0)
-				return client_usage_error(cmd, "flag '--breaker' needs true or false, "
-							  "got '%s'", optarg);
+				return client_usage_error(cmd,
+							  "flag '--breaker' needs true or false, "
+							  "got '%s'",
+							  optarg);
 			break;
 		case 'M':
 			if (cli_parse_count(optarg, 64, &maxn) < 0)
-				return client_usage_error(cmd, "flag '--breaker-max-nodes' needs a "
-							  "count from 1 to 64, got '%s'", optarg);
+				return client_usage_error(cmd,
+							  "flag '--breaker-max-nodes' needs a "
+							  "count from 1 to 64, got '%s'",
+							  optarg);
 			break;
 		case 'W':
 			if (cli_parse_count(optarg, 90ULL * 86400, &win) < 0)
-				return client_usage_error(cmd, "flag '--breaker-window' needs seconds "
-							  "from 1 to 7776000, got '%s'", optarg);
+				return client_usage_error(cmd,
+							  "flag '--breaker-window' needs seconds "
+							  "from 1 to 7776000, got '%s'",
+							  optarg);
 			break;
 		default:
-			if ((rc = cli_opt_default(cmd, ch, argv, he_policy_usage, 0, &o)) != CLI_GO_ON)
+			if ((rc = cli_opt_default(cmd, ch, argv, he_policy_usage, 0, &o)) !=
+			    CLI_GO_ON)
 				return rc;
 		}
 	}
@@ -442,7 +460,7 @@ static int he_policy_set(int argc, char **argv)
 		return rc;
 	if (dry < 0 && brk < 0 && !maxn && !win)
 		return client_usage_error(cmd, "nothing to set: give --dry-run, --breaker, "
-					  "--breaker-max-nodes or --breaker-window");
+					       "--breaker-max-nodes or --breaker-window");
 	json_t *doc = NULL;
 	if ((rc = cli_call("GET", "/v1/policies/default", NULL, &doc)) != 0)
 		goto out;
@@ -487,11 +505,10 @@ static int he_policy_apply(int argc, char **argv)
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":f:o:h", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'f':
-			file = optarg;
-			break;
+		case 'f': file = optarg; break;
 		default:
-			if ((rc = cli_opt_default(cmd, ch, argv, he_policy_usage, 0, &o)) != CLI_GO_ON)
+			if ((rc = cli_opt_default(cmd, ch, argv, he_policy_usage, 0, &o)) !=
+			    CLI_GO_ON)
 				return rc;
 		}
 	}
@@ -521,8 +538,8 @@ static int he_policy(int argc, char **argv)
 		{NULL, NULL, NULL},
 	};
 	/* `health policy` and `health policy -o json` are `health policy get`. */
-	if (argc < 2 || (argv[1][0] == '-' && strcmp(argv[1], "-h") != 0 &&
-			 strcmp(argv[1], "--help") != 0))
+	if (argc < 2 ||
+	    (argv[1][0] == '-' && strcmp(argv[1], "-h") != 0 && strcmp(argv[1], "--help") != 0))
 		return he_policy_get(argc, argv);
 	return cli_dispatch("health policy", he_policy_usage, verbs, argc, argv);
 }
@@ -530,8 +547,8 @@ static int he_policy(int argc, char **argv)
 /* ---------------------------------------------------------------- budget */
 
 static const struct table_colspec he_budget_cols[] = {
-	{"NAME", 24}, {"DOMAIN", 24}, {"MAX", 6}, {"VALUE", 20}, {"OUT/NODES", 10},
-	{"REMAINING", 9}, {"OUT", 40}, {"WAITING", 40}, {NULL, 0},
+	{"NAME", 24},     {"DOMAIN", 24}, {"MAX", 6},      {"VALUE", 20}, {"OUT/NODES", 10},
+	{"REMAINING", 9}, {"OUT", 40},    {"WAITING", 40}, {NULL, 0},
 };
 
 /* One row per domain value of the budget's status; one row with the spec alone before the
@@ -556,7 +573,8 @@ static void he_budget_rows(struct table *t, const json_t *b, enum client_output 
 		table_cell(t, jsonx_str(b, "spec.domain"));
 		table_cell(t, he_scalar(jsonx_path(b, "spec.maxUnavailable"), a, sizeof(a)));
 		table_cell(t, jsonx_str(d, "value"));
-		table_cellf(t, "%s/%s", he_scalar(json_object_get(d, "unavailable"), n1, sizeof(n1)),
+		table_cellf(t, "%s/%s",
+			    he_scalar(json_object_get(d, "unavailable"), n1, sizeof(n1)),
 			    he_scalar(json_object_get(d, "nodes"), n2, sizeof(n2)));
 		table_cell(t, he_scalar(json_object_get(d, "remaining"), n3, sizeof(n3)));
 		he_join(json_object_get(d, "out"), out, sizeof(out));
@@ -588,8 +606,12 @@ static int he_budget_list(int argc, char **argv)
 
 static int he_budget_get(int argc, char **argv)
 {
-	static const struct cli_get get = {"health budget get", he_budget_usage, "budgets",
-					   "missing NAME", NULL, he_budget_print};
+	static const struct cli_get get = {"health budget get",
+					   he_budget_usage,
+					   "budgets",
+					   "missing NAME",
+					   NULL,
+					   he_budget_print};
 	return cli_get_verb(&get, argc, argv);
 }
 
@@ -628,21 +650,20 @@ static int he_budget_set(int argc, char **argv)
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'D':
-			domain = optarg;
-			break;
-		case 'M':
-			maxu = optarg;
-			break;
+		case 'D': domain = optarg; break;
+		case 'M': maxu = optarg; break;
 		default:
-			if ((rc = cli_opt_default(cmd, ch, argv, he_budget_usage, 0, &o)) != CLI_GO_ON)
+			if ((rc = cli_opt_default(cmd, ch, argv, he_budget_usage, 0, &o)) !=
+			    CLI_GO_ON)
 				return rc;
 		}
 	}
 	if ((rc = cli_one_operand(cmd, argc, argv, "missing NAME", 0, &name)) != 0)
 		return rc;
 	if (!domain || !*domain)
-		return client_usage_error(cmd, "missing --domain (rack, site, pool, nvlink_domain, leaf, pdu or label:<key>)");
+		return client_usage_error(
+			cmd,
+			"missing --domain (rack, site, pool, nvlink_domain, leaf, pdu or label:<key>)");
 	if (!maxu || !*maxu)
 		return client_usage_error(cmd, "missing --max-unavailable (a count or N%%)");
 	json_t *mv;
@@ -653,21 +674,23 @@ static int he_budget_set(int argc, char **argv)
 		    (snprintf(digits, sizeof(digits), "%.*s", (int)(n - 1), maxu),
 		     strspn(digits, "0123456789") != n - 1) ||
 		    strtoul(digits, NULL, 10) > 100)
-			return client_usage_error(cmd, "flag '--max-unavailable' needs a count or a "
-						  "percentage 0%%..100%%, got '%s'", maxu);
+			return client_usage_error(cmd,
+						  "flag '--max-unavailable' needs a count or a "
+						  "percentage 0%%..100%%, got '%s'",
+						  maxu);
 		mv = json_string(maxu);
 	} else {
 		if (strcmp(maxu, "0") == 0)
 			count = 0;
 		else if (cli_parse_count(maxu, 100000, &count) < 0)
-			return client_usage_error(cmd, "flag '--max-unavailable' needs a count "
+			return client_usage_error(cmd,
+						  "flag '--max-unavailable' needs a count "
 						  "0..100000 or a percentage like 10%%, got '%s'",
 						  maxu);
 		mv = json_integer((json_int_t)count);
 	}
-	json_t *doc = json_pack("{s:s,s:{s:s},s:{s:s,s:o}}", "kind", "DisruptionBudget",
-				"metadata", "name", name, "spec", "domain", domain,
-				"maxUnavailable", mv);
+	json_t *doc = json_pack("{s:s,s:{s:s},s:{s:s,s:o}}", "kind", "DisruptionBudget", "metadata",
+				"name", name, "spec", "domain", domain, "maxUnavailable", mv);
 	json_t *out = NULL;
 	char *path = cli_doc_path("budgets", name, NULL);
 	if ((rc = cli_call("PUT", path, doc, &out)) == 0) {
@@ -685,8 +708,10 @@ static int he_budget_set(int argc, char **argv)
 static int he_budget(int argc, char **argv)
 {
 	static const struct client_verb verbs[] = {
-		{"list", "ls", he_budget_list}, {"get", NULL, he_budget_get},
-		{"set", NULL, he_budget_set},   {"delete", "rm", he_budget_delete},
+		{"list", "ls", he_budget_list},
+		{"get", NULL, he_budget_get},
+		{"set", NULL, he_budget_set},
+		{"delete", "rm", he_budget_delete},
 		{NULL, NULL, NULL},
 	};
 	return cli_dispatch("health budget", he_budget_usage, verbs, argc, argv);
@@ -738,28 +763,27 @@ static int he_breaker_reset(int argc, char **argv)
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":r:o:h", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'r':
-			reason = optarg;
-			break;
-		case 'R':
-			replay = 1;
-			break;
+		case 'r': reason = optarg; break;
+		case 'R': replay = 1; break;
 		default:
-			if ((rc = cli_opt_default(cmd, ch, argv, he_breaker_usage, 0, &o)) != CLI_GO_ON)
+			if ((rc = cli_opt_default(cmd, ch, argv, he_breaker_usage, 0, &o)) !=
+			    CLI_GO_ON)
 				return rc;
 		}
 	}
 	if ((rc = cli_one_operand(cmd, argc, argv, "missing NAME (e.g. rack.r01)", 0, &name)) != 0)
 		return rc;
 	if (!reason || !*reason)
-		return client_usage_error(cmd, "missing --reason TEXT (recorded in the audit event)");
+		return client_usage_error(cmd,
+					  "missing --reason TEXT (recorded in the audit event)");
 	char *path = cli_doc_path("breakers", name, "reset");
 	json_t *body = json_pack("{s:s, s:b}", "reason", reason, "replay", replay), *out = NULL;
 	if ((rc = cli_call("POST", path, body, &out)) == 0) {
 		if (o == CLIENT_OUT_JSON)
 			client_print_json(out);
 		else {
-			printf("breaker %s reset%s\n", name, replay ? " (suppressed holds replayed)" : "");
+			printf("breaker %s reset%s\n", name,
+			       replay ? " (suppressed holds replayed)" : "");
 			size_t i;
 			json_t *x;
 			json_array_foreach(json_object_get(out, "held"), i, x)
@@ -769,7 +793,8 @@ static int he_breaker_reset(int argc, char **argv)
 				       jsonx_str(x, "code"), jsonx_str(x, "of"));
 			json_array_foreach(json_object_get(out, "unheld"), i, x)
 				printf("left unheld: %s (%s %s: %s)\n", jsonx_str(x, "node"),
-				       jsonx_str(x, "code"), jsonx_str(x, "event"), jsonx_str(x, "reason"));
+				       jsonx_str(x, "code"), jsonx_str(x, "event"),
+				       jsonx_str(x, "reason"));
 		}
 	}
 	json_decref(out);
@@ -791,8 +816,8 @@ static int he_breaker(int argc, char **argv)
 /* ---------------------------------------------------------------- rma */
 
 static const struct table_colspec he_rma_cols[] = {
-	{"NAME", 40}, {"NODE", 24}, {"GPU", 16}, {"CODE", 16}, {"STATE", 8}, {"CREATED", 24},
-	{"REASON", 60}, {NULL, 0},
+	{"NAME", 40}, {"NODE", 24},    {"GPU", 16},    {"CODE", 16},
+	{"STATE", 8}, {"CREATED", 24}, {"REASON", 60}, {NULL, 0},
 };
 
 static void he_rma_row(struct table *t, const json_t *m, enum client_output o, int64_t now)
@@ -850,8 +875,8 @@ static int he_rma_list(int argc, char **argv)
 
 static int he_rma_get(int argc, char **argv)
 {
-	static const struct cli_get get = {"health rma get", he_rma_usage, "rmas", "missing NAME",
-					   NULL, he_rma_print};
+	static const struct cli_get get = {"health rma get", he_rma_usage, "rmas",
+					   "missing NAME",   NULL,         he_rma_print};
 	return cli_get_verb(&get, argc, argv);
 }
 
@@ -868,13 +893,15 @@ static int he_rma(int argc, char **argv)
 int cmd_health(int argc, char **argv)
 {
 	static const struct client_verb nouns[] = {
-		{"events", "event", he_events}, {"policy", NULL, he_policy},
+		{"events", "event", he_events},   {"policy", NULL, he_policy},
 		{"budget", "budgets", he_budget}, {"breaker", "breakers", he_breaker},
-		{"rma", "rmas", he_rma},        {NULL, NULL, NULL},
+		{"rma", "rmas", he_rma},          {NULL, NULL, NULL},
 	};
 	int rc = client_dispatch(health_usage_text, nouns, argc, argv);
 	if (rc >= 0)
 		return rc;
-	return client_usage_error("health", "unknown noun '%s' for 'health' (events, policy, "
-				  "budget, breaker, rma)", argv[1]);
+	return client_usage_error("health",
+				  "unknown noun '%s' for 'health' (events, policy, "
+				  "budget, breaker, rma)",
+				  argv[1]);
 }

@@ -52,11 +52,10 @@ static const char node_list_usage[] =
 	"                      line per change: TYPE NAME PHASE or TYPE NAME OLD->NEW\n"
 	"  -h, --help          this help\n";
 
-static const char node_get_usage[] =
-	"Usage: fleetplane node get NAME [-o json]\n"
-	"\n"
-	"  -o, --output json   print the bare node document\n"
-	"  -h, --help          this help\n";
+static const char node_get_usage[] = "Usage: fleetplane node get NAME [-o json]\n"
+				     "\n"
+				     "  -o, --output json   print the bare node document\n"
+				     "  -h, --help          this help\n";
 
 static const char node_enroll_usage[] =
 	"Usage: fleetplane node enroll -f FILE\n"
@@ -200,12 +199,12 @@ static int node_list_path(const char *selector, const char *phase, const char *r
 }
 
 struct node_watch {
-	json_t *phase_of;   /* name -> phase string */
+	json_t *phase_of; /* name -> phase string */
 	char rv[64];
 	int tty;
 	int64_t last_draw_ms;
 	int drawn;
-	FILE *err;          /* where event errors go: stderr, or a buffer while a bar is shown */
+	FILE *err; /* where event errors go: stderr, or a buffer while a bar is shown */
 };
 
 #define NODE_WATCH_RELIST 100
@@ -340,7 +339,8 @@ static int node_watch_relist(struct client *c, struct node_watch *w, const char 
 			if (!ov)
 				node_watch_line("ADDED", k, NULL, json_string_value(v));
 			else if (!json_equal(ov, v))
-				node_watch_line("MODIFIED", k, json_string_value(ov), json_string_value(v));
+				node_watch_line("MODIFIED", k, json_string_value(ov),
+						json_string_value(v));
 		}
 	}
 	json_decref(w->phase_of);
@@ -458,7 +458,8 @@ static int node_list(int argc, char **argv)
 		switch (ch) {
 		case 'l':
 			if (!*optarg) {
-				rc = client_usage_error(cmd, "flag '-l' needs a non-empty selector");
+				rc = client_usage_error(cmd,
+							"flag '-l' needs a non-empty selector");
 				goto out;
 			}
 			if (buf_printf(&sel, "%s%s", sel.len ? "," : "", optarg) < 0) {
@@ -470,11 +471,10 @@ static int node_list(int argc, char **argv)
 			if ((rc = cli_opt_value(cmd, "--phase", "a phase", &phase)) != 0)
 				goto out;
 			break;
-		case 'w':
-			watch = 1;
-			break;
+		case 'w': watch = 1; break;
 		default:
-			if ((rc = cli_opt_default(cmd, ch, argv, node_list_usage, 1, &o)) != CLI_GO_ON)
+			if ((rc = cli_opt_default(cmd, ch, argv, node_list_usage, 1, &o)) !=
+			    CLI_GO_ON)
 				goto out;
 		}
 	}
@@ -543,9 +543,11 @@ static void node_print_inventory(const json_t *inv)
 				if (json_is_string(v2))
 					buf_printf(&b, "%s%s=%s", sp, k2, json_string_value(v2));
 				else if (json_is_integer(v2))
-					buf_printf(&b, "%s%s=%lld", sp, k2, (long long)json_integer_value(v2));
+					buf_printf(&b, "%s%s=%lld", sp, k2,
+						   (long long)json_integer_value(v2));
 				else if (json_is_boolean(v2))
-					buf_printf(&b, "%s%s=%s", sp, k2, json_is_true(v2) ? "true" : "false");
+					buf_printf(&b, "%s%s=%s", sp, k2,
+						   json_is_true(v2) ? "true" : "false");
 				else
 					other++;
 			}
@@ -553,8 +555,7 @@ static void node_print_inventory(const json_t *inv)
 				buf_printf(&b, "%s(+%zu more)", b.len ? " " : "", other);
 			snprintf(val, sizeof(val), "%s", b.data ? b.data : "{}");
 			buf_release(&b);
-		}
-		else
+		} else
 			snprintf(val, sizeof(val), "null");
 		char *kc = table_clean(k, 40), *vc = table_clean(val, 120);
 		printf("  %s: %s\n", kc, vc);
@@ -567,7 +568,8 @@ static void node_print_inventory(const json_t *inv)
  * two, a column of cols per key of keys ("since" shows as its AGE at now), or as
  * "<label> <none>" when it is empty. */
 static void node_print_objects(const char *label, const json_t *arr,
-			       const struct table_colspec *cols, const char *const *keys, int64_t now)
+			       const struct table_colspec *cols, const char *const *keys,
+			       int64_t now)
 {
 	if (json_array_size(arr) == 0) {
 		cli_print_kv(label, "<none>");
@@ -621,7 +623,8 @@ static void node_print_human(const json_t *doc)
 	else
 		snprintf(line, sizeof(line), "-");
 	cli_print_kv("GPUs:", line);
-	const char *drv = jsonx_str(doc, "spec.bmc.driver"), *addr = jsonx_str(doc, "spec.bmc.address");
+	const char *drv = jsonx_str(doc, "spec.bmc.driver"),
+		   *addr = jsonx_str(doc, "spec.bmc.address");
 	snprintf(line, sizeof(line), "%s%s%s", drv ? drv : "-", addr ? " " : "", addr ? addr : "");
 	cli_print_kv("BMC:", line);
 	cli_print_kv("Operation:", jsonx_str(doc, "status.operation"));
@@ -637,8 +640,8 @@ static void node_print_human(const json_t *doc)
 	static const struct table_colspec cond_cols[] = {
 		{"TYPE", 24}, {"STATUS", 8}, {"REASON", 30}, {"AGE", 6}, {"MESSAGE", 80}, {NULL, 0},
 	};
-	static const char *const cond_keys[] = {"type", "status", "reason", "since", "message",
-						NULL};
+	static const char *const cond_keys[] = {"type",  "status",  "reason",
+						"since", "message", NULL};
 	node_print_objects("Holds:", jsonx_path(doc, "status.holds"), hold_cols, hold_keys, now);
 	node_print_objects("Conditions:", jsonx_path(doc, "status.conditions"), cond_cols,
 			   cond_keys, now);
@@ -652,8 +655,10 @@ static int node_check_target(const char *cmd, const char *name)
 	if (!name || !*name)
 		return client_usage_error(cmd, "refusing an empty node name");
 	if (strpbrk(name, "*?,=[] \t\n"))
-		return client_usage_error(cmd, "refusing node name '%s': wildcards and selectors are "
-					  "not targets; name one node", name);
+		return client_usage_error(cmd,
+					  "refusing node name '%s': wildcards and selectors are "
+					  "not targets; name one node",
+					  name);
 	char err[256];
 	if (name_validate("NAME", name, err, sizeof(err)) < 0)
 		return client_usage_error(cmd, "%s", err); /* no round trip for a 404 */
@@ -669,8 +674,8 @@ static int node_one_name(const char *cmd, int argc, char **argv, const char **na
 
 static int node_get(int argc, char **argv)
 {
-	static const struct cli_get get = {"node get", node_get_usage, "nodes", "missing NAME",
-					   node_check_target, node_print_human};
+	static const struct cli_get get = {"node get",     node_get_usage,    "nodes",
+					   "missing NAME", node_check_target, node_print_human};
 	return cli_get_verb(&get, argc, argv);
 }
 
@@ -688,11 +693,8 @@ static int node_enroll(int argc, char **argv)
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":f:h", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'f':
-			file = optarg;
-			break;
-		default:
-			return cli_opt_default(cmd, ch, argv, node_enroll_usage, 0, NULL);
+		case 'f': file = optarg; break;
+		default: return cli_opt_default(cmd, ch, argv, node_enroll_usage, 0, NULL);
 		}
 	}
 	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
@@ -710,7 +712,8 @@ static int node_enroll(int argc, char **argv)
 	}
 	if (arr) {
 		if (!json_is_array(arr) || json_array_size(arr) == 0) {
-			fprintf(stderr, "error: %s: \"items\" must be a non-empty array of nodes\n", file);
+			fprintf(stderr, "error: %s: \"items\" must be a non-empty array of nodes\n",
+				file);
 			rc = CLIENT_EXIT_USAGE;
 			goto out;
 		}
@@ -733,11 +736,11 @@ out:
 /* ---- drain, resume, retire, release ---- */
 
 struct node_action {
-	const char *verb;       /* "drain" */
-	const char *done;       /* "drain requested" */
+	const char *verb; /* "drain" */
+	const char *done; /* "drain requested" */
 	const char *usage;
 	int reason_required;
-	int owner;              /* 1: --owner required (release) */
+	int owner; /* 1: --owner required (release) */
 };
 
 static const struct node_action node_actions[] = {
@@ -765,9 +768,7 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":r:o:h", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'r':
-			reason = optarg;
-			break;
+		case 'r': reason = optarg; break;
 		case 'O':
 			if (!a->owner)
 				return client_usage_error(cmd, "unknown flag '--owner'");
@@ -812,8 +813,8 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 	char *pc = phase ? table_clean(phase, 0) : NULL;
 	char *oc = owner ? table_clean(owner, 0) : NULL;
 	printf("node/%s %s%s%s%s%s%s\n", nc,
-	       skip ? "retire requested without powering off" : a->done, oc ? " (owner " : "", oc ? oc : "",
-	       oc ? ")" : "", pc ? ", phase " : "", pc ? pc : "");
+	       skip ? "retire requested without powering off" : a->done, oc ? " (owner " : "",
+	       oc ? oc : "", oc ? ")" : "", pc ? ", phase " : "", pc ? pc : "");
 	free(nc);
 	free(pc);
 	free(oc);
@@ -825,8 +826,8 @@ out:
 
 /* ---- power ---- */
 
-static const char *const node_power_actions[] = {"on", "off", "cycle", "soft", "reset",
-						 "status", NULL};
+static const char *const node_power_actions[] = {"on",    "off",    "cycle", "soft",
+						 "reset", "status", NULL};
 
 #define NODE_POWER_POLL_MS 500
 #define NODE_POWER_TIMEOUT_S 900
@@ -878,8 +879,7 @@ static void node_print_power(const json_t *node)
 /* `node power NAME status` while the node has operation `busy` in flight: prints the power
  * last recorded in its PoweredOn condition (status, reason, age) and that a fresh read would
  * queue behind busy; -o json prints {"poweredOn": CONDITION|null, "behind": busy}. */
-static void node_print_recorded_power(const json_t *node, const char *busy,
-				      enum client_output o)
+static void node_print_recorded_power(const json_t *node, const char *busy, enum client_output o)
 {
 	json_t *conds = jsonx_path(node, "status.conditions");
 	json_t *pc = NULL, *c;
@@ -904,7 +904,7 @@ static void node_print_recorded_power(const json_t *node, const char *busy,
 		return;
 	}
 	const char *st = jsonx_str(pc, "status");
-	const char *word = st && !strcmp(st, "True")	? "on"
+	const char *word = st && !strcmp(st, "True")    ? "on"
 			   : st && !strcmp(st, "False") ? "off"
 							: "unknown";
 	char age[32] = "?";
@@ -983,8 +983,8 @@ static int node_power_wait(struct client *c, const char *id, long timeout_s, jso
 			int intr = client_interrupted;
 			char *ic = table_clean(id, 0);
 			if (intr)
-				fprintf(stderr, "error: operation %s still %s when interrupted\n", ic,
-					st ? st : "running");
+				fprintf(stderr, "error: operation %s still %s when interrupted\n",
+					ic, st ? st : "running");
 			else
 				fprintf(stderr, "error: operation %s still %s after %lds\n", ic,
 					st ? st : "running", timeout_s);
@@ -1022,39 +1022,36 @@ static int node_power(int argc, char **argv)
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":wfrt:o:h", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'w':
-			wait = 1;
-			break;
-		case 'f':
-			force = 1;
-			break;
-		case 'r':
-			refresh = 1;
-			break;
+		case 'w': wait = 1; break;
+		case 'f': force = 1; break;
+		case 'r': refresh = 1; break;
 		case 't': {
 			char *end;
 			errno = 0;
 			timeout_s = strtol(optarg, &end, 10);
 			if (errno || end == optarg || *end || timeout_s < 1 || timeout_s > 86400)
-				return client_usage_error(cmd, "--timeout: '%s' is not 1..86400 "
-							  "seconds", optarg);
+				return client_usage_error(cmd,
+							  "--timeout: '%s' is not 1..86400 "
+							  "seconds",
+							  optarg);
 			timeout_set = 1;
 			break;
 		}
 		default:
-			if ((rc = cli_opt_default(cmd, ch, argv, node_power_usage, 0, &o)) != CLI_GO_ON)
+			if ((rc = cli_opt_default(cmd, ch, argv, node_power_usage, 0, &o)) !=
+			    CLI_GO_ON)
 				return rc;
 		}
 	}
 	if (optind >= argc)
 		return client_usage_error(cmd, "missing NAME and ACTION (on, off, cycle, soft, "
-					  "reset or status)");
+					       "reset or status)");
 	name = argv[optind];
 	if ((rc = node_check_target(cmd, name)) != 0)
 		return rc;
 	if (optind + 1 >= argc)
 		return client_usage_error(cmd, "missing ACTION: on, off, cycle, soft, reset or "
-					  "status");
+					       "status");
 	action = argv[optind + 1];
 	if (optind + 2 < argc)
 		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 2]);
@@ -1063,8 +1060,10 @@ static int node_power(int argc, char **argv)
 		known |= !strcmp(action, node_power_actions[i]);
 	if (!known) {
 		char *ac = table_clean(action, 0);
-		rc = client_usage_error(cmd, "unknown action '%s': expected on, off, cycle, soft, "
-					"reset or status", ac);
+		rc = client_usage_error(cmd,
+					"unknown action '%s': expected on, off, cycle, soft, "
+					"reset or status",
+					ac);
 		free(ac);
 		return rc;
 	}
@@ -1193,11 +1192,8 @@ out:
 int cmd_node(int argc, char **argv)
 {
 	static const struct client_verb verbs[] = {
-		{"list", "ls", node_list},
-		{"get", NULL, node_get},
-		{"enroll", NULL, node_enroll},
-		{"power", NULL, node_power},
-		{NULL, NULL, NULL},
+		{"list", "ls", node_list},   {"get", NULL, node_get}, {"enroll", NULL, node_enroll},
+		{"power", NULL, node_power}, {NULL, NULL, NULL},
 	};
 	int rc = client_dispatch(node_usage_text, verbs, argc, argv);
 	if (rc >= 0)

@@ -34,11 +34,10 @@ static const char op_list_usage[] =
 	"  -o, --output FMT    json: {\"items\":[...]} of full documents, all pages; wide: no truncation\n"
 	"  -h, --help          this help\n";
 
-static const char op_get_usage[] =
-	"Usage: fleetplane op get ID [-o json]\n"
-	"\n"
-	"  -o, --output json   print the bare operation document\n"
-	"  -h, --help          this help\n";
+static const char op_get_usage[] = "Usage: fleetplane op get ID [-o json]\n"
+				   "\n"
+				   "  -o, --output json   print the bare operation document\n"
+				   "  -h, --help          this help\n";
 
 static const char op_cancel_usage[] =
 	"Usage: fleetplane op cancel ID [--reason TEXT] [-o json]\n"
@@ -81,8 +80,8 @@ static void op_int_cell(struct table *t, const json_t *v)
 }
 
 static const struct table_colspec op_cols[] = {
-	{"ID", 40},    {"NODE", 40},   {"KIND", 12}, {"STATE", 10},
-	{"STEP", 32},  {"ATTEMPT", 7}, {"AGE", 6},   {NULL, 0},
+	{"ID", 40},   {"NODE", 40},   {"KIND", 12}, {"STATE", 10},
+	{"STEP", 32}, {"ATTEMPT", 7}, {"AGE", 6},   {NULL, 0},
 };
 
 static void op_row(struct table *t, const json_t *doc, enum client_output o, int64_t now)
@@ -123,7 +122,8 @@ static int op_list(int argc, char **argv)
 				return rc;
 			break;
 		default:
-			if ((rc = cli_opt_default(cmd, ch, argv, op_list_usage, 1, &o)) != CLI_GO_ON)
+			if ((rc = cli_opt_default(cmd, ch, argv, op_list_usage, 1, &o)) !=
+			    CLI_GO_ON)
 				return rc;
 		}
 	}
@@ -182,7 +182,10 @@ static void op_print_human(const json_t *doc)
 	long long cur = json_is_integer(stv) ? (long long)json_integer_value(stv) : -1;
 	const char *state = jsonx_str(doc, "status.state");
 	struct table t;
-	static const struct table_colspec cols[] = {{"#", 0}, {"STEP", 40}, {"STATUS", 0}, {NULL, 0}};
+	static const struct table_colspec cols[] = {{"#", 0},
+						    {"STEP", 40},
+						    {"STATUS", 0},
+						    {NULL, 0}};
 	table_init(&t, 0);
 	table_cols(&t, cols);
 	size_t i;
@@ -205,8 +208,8 @@ static void op_print_human(const json_t *doc)
 
 static int op_get(int argc, char **argv)
 {
-	static const struct cli_get get = {"op get", op_get_usage, "operations", "missing ID", NULL,
-					   op_print_human};
+	static const struct cli_get get = {"op get",     op_get_usage, "operations",
+					   "missing ID", NULL,         op_print_human};
 	return cli_get_verb(&get, argc, argv);
 }
 
@@ -226,18 +229,18 @@ static int op_cancel(int argc, char **argv)
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":r:o:h", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'r':
-			reason = optarg;
-			break;
+		case 'r': reason = optarg; break;
 		default:
-			if ((rc = cli_opt_default(cmd, ch, argv, op_cancel_usage, 0, &o)) != CLI_GO_ON)
+			if ((rc = cli_opt_default(cmd, ch, argv, op_cancel_usage, 0, &o)) !=
+			    CLI_GO_ON)
 				return rc;
 		}
 	}
 	if ((rc = cli_one_operand(cmd, argc, argv, "missing ID", 0, &id)) != 0)
 		return rc;
 	if (reason && !*reason)
-		return client_usage_error(cmd, "--reason: empty; give a reason or leave the flag out");
+		return client_usage_error(cmd,
+					  "--reason: empty; give a reason or leave the flag out");
 	json_t *body = json_object(), *resp = NULL;
 	if (reason)
 		json_object_set_new(body, "reason", json_string(reason));

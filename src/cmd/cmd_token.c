@@ -34,16 +34,14 @@ static const char tok_create_usage[] =
 	"      --node NODE     the node an agent token may report for (required for agent)\n"
 	"  -h, --help          this help\n";
 
-static const char tok_list_usage[] =
-	"Usage: fleetplane token list [-o json]\n"
-	"\n"
-	"  -o, --output json   print {\"items\":[...]}\n"
-	"  -h, --help          this help\n";
+static const char tok_list_usage[] = "Usage: fleetplane token list [-o json]\n"
+				     "\n"
+				     "  -o, --output json   print {\"items\":[...]}\n"
+				     "  -h, --help          this help\n";
 
-static const char tok_revoke_usage[] =
-	"Usage: fleetplane token revoke NAME\n"
-	"\n"
-	"  -h, --help          this help\n";
+static const char tok_revoke_usage[] = "Usage: fleetplane token revoke NAME\n"
+				       "\n"
+				       "  -h, --help          this help\n";
 
 static const char *const tok_roles[] = {"admin", "operator", "viewer", "agent", NULL};
 
@@ -61,17 +59,10 @@ static int tok_create(int argc, char **argv)
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'n':
-			name = optarg;
-			break;
-		case 'r':
-			role = optarg;
-			break;
-		case 'N':
-			node = optarg;
-			break;
-		default:
-			return cli_opt_default(cmd, ch, argv, tok_create_usage, 0, NULL);
+		case 'n': name = optarg; break;
+		case 'r': role = optarg; break;
+		case 'N': node = optarg; break;
+		default: return cli_opt_default(cmd, ch, argv, tok_create_usage, 0, NULL);
 		}
 	}
 	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
@@ -85,8 +76,10 @@ static int tok_create(int argc, char **argv)
 		if (!strcmp(role, tok_roles[i]))
 			break;
 	if (!tok_roles[i])
-		return client_usage_error(cmd, "unknown role '%s' (want admin, operator, viewer or "
-					  "agent)", role);
+		return client_usage_error(cmd,
+					  "unknown role '%s' (want admin, operator, viewer or "
+					  "agent)",
+					  role);
 	if (!strcmp(role, "agent") && (!node || !*node))
 		return client_usage_error(cmd, "--role agent needs --node NODE");
 	if (strcmp(role, "agent") != 0 && node)
@@ -106,12 +99,13 @@ static int tok_create(int argc, char **argv)
 		goto out;
 	}
 	const char *rname = jsonx_str(resp, "name"), *rrole = jsonx_str(resp, "role");
-	char *nc = table_clean(rname ? rname : name, 0), *rc_ = table_clean(rrole ? rrole : role, 0);
+	char *nc = table_clean(rname ? rname : name, 0),
+	     *rc_ = table_clean(rrole ? rrole : role, 0);
 	char *sc = table_clean(secret, 0);
 	if (node) {
 		char *ndc = table_clean(node, 0);
-		printf("token %s created (role %s, node %s); secret follows, shown once:\n", nc, rc_,
-		       ndc);
+		printf("token %s created (role %s, node %s); secret follows, shown once:\n", nc,
+		       rc_, ndc);
 		free(ndc);
 	} else {
 		printf("token %s created (role %s); secret follows, shown once:\n", nc, rc_);
@@ -160,7 +154,8 @@ static int tok_list(int argc, char **argv)
 		return rc;
 	json_t *items = json_is_array(resp) ? resp : json_object_get(resp, "items");
 	if (!json_is_array(items)) {
-		fprintf(stderr, "error: fleetplane answered GET /v1/tokens without an \"items\" array\n");
+		fprintf(stderr,
+			"error: fleetplane answered GET /v1/tokens without an \"items\" array\n");
 		rc = CLIENT_EXIT_API;
 	} else {
 		cli_print_items(items, o, &tok_view);

@@ -63,19 +63,20 @@ static void nap_ms(long ms)
 
 static void demo_usage(FILE *f)
 {
-	fprintf(f, "usage: fleetplane demo [--nodes N] [--data-dir DIR] [--keep] [--sim-speed X]\n"
-		   "                       [--timeout SECONDS]\n\n"
-		   "Starts serve on a SQLite data dir, enrolls simulated nodes and waits until all\n"
-		   "are available; then the GPU health scenario: a rack disruption budget (max 1\n"
-		   "unavailable), real NVRM Xid lines (79, 48, 119) in the kernel logs of three\n"
-		   "nodes of rack r01 read by `fleetplane agent --once`, and their holds, budget\n"
-		   "waits, remediation and validation until all three are back; then drains and\n"
-		   "resumes r01n01. Exits 0 only when every node is available with no holds.\n\n"
-		   "  --nodes N          simulated 8-GPU nodes to enroll (default 64)\n"
-		   "  --data-dir DIR     where serve keeps its store (default: a new temp dir)\n"
-		   "  --keep             leave serve running at the end\n"
-		   "  --sim-speed X      simulated hardware speed-up (default 20)\n"
-		   "  --timeout SECONDS  give up after this long (default 600)\n");
+	fprintf(f,
+		"usage: fleetplane demo [--nodes N] [--data-dir DIR] [--keep] [--sim-speed X]\n"
+		"                       [--timeout SECONDS]\n\n"
+		"Starts serve on a SQLite data dir, enrolls simulated nodes and waits until all\n"
+		"are available; then the GPU health scenario: a rack disruption budget (max 1\n"
+		"unavailable), real NVRM Xid lines (79, 48, 119) in the kernel logs of three\n"
+		"nodes of rack r01 read by `fleetplane agent --once`, and their holds, budget\n"
+		"waits, remediation and validation until all three are back; then drains and\n"
+		"resumes r01n01. Exits 0 only when every node is available with no holds.\n\n"
+		"  --nodes N          simulated 8-GPU nodes to enroll (default 64)\n"
+		"  --data-dir DIR     where serve keeps its store (default: a new temp dir)\n"
+		"  --keep             leave serve running at the end\n"
+		"  --sim-speed X      simulated hardware speed-up (default 20)\n"
+		"  --timeout SECONDS  give up after this long (default 600)\n");
 }
 
 static int start_serve(struct demo *d)
@@ -102,8 +103,8 @@ static int start_serve(struct demo *d)
 			close(fd);
 		}
 		setpgid(0, 0); /* a Ctrl-C on the demo's terminal reaches the demo, not serve */
-		char *argv[] = {exe, "serve", "--data-dir", dd, "--listen", listen, "--sim-speed",
-				speed, NULL};
+		char *argv[] = {exe,    "serve",       "--data-dir", dd,  "--listen",
+				listen, "--sim-speed", speed,        NULL};
 		execv(exe, argv);
 		_exit(127);
 	}
@@ -166,7 +167,8 @@ static int wait_ready(struct demo *d)
 			long status = 0;
 			json_t *out = NULL;
 			while (mono_ms() < until) {
-				int rc = client_request(&d->cl, "GET", "/readyz", NULL, &status, &out);
+				int rc = client_request(&d->cl, "GET", "/readyz", NULL, &status,
+							&out);
 				json_decref(out);
 				out = NULL;
 				if (rc == 0 && status == 200) {
@@ -193,18 +195,20 @@ static int enroll(struct demo *d)
 		snprintf(rack, sizeof(rack), "r%02ld", i / 8 + 1);
 		snprintf(name, sizeof(name), "%sn%02ld", rack, i % 8 + 1);
 		json_array_append_new(
-			items, json_pack("{s:s,s:{s:s,s:{s:s,s:s}},s:{s:s,s:s,s:s,s:{s:s},s:{s:i,s:s}}}",
-					 "kind", "Node", "metadata", "name", name, "labels", "rack",
-					 rack, "site", DEMO_SITE, "spec", "site", DEMO_SITE, "rack",
-					 rack, "provider", "sim", "bmc", "driver", "sim", "gpus",
-					 "count", 8, "model", "NVIDIA H100 80GB HBM3"));
+			items,
+			json_pack("{s:s,s:{s:s,s:{s:s,s:s}},s:{s:s,s:s,s:s,s:{s:s},s:{s:i,s:s}}}",
+				  "kind", "Node", "metadata", "name", name, "labels", "rack", rack,
+				  "site", DEMO_SITE, "spec", "site", DEMO_SITE, "rack", rack,
+				  "provider", "sim", "bmc", "driver", "sim", "gpus", "count", 8,
+				  "model", "NVIDIA H100 80GB HBM3"));
 	}
 	json_t *body = json_pack("{s:o}", "items", items);
 	long status = 0;
 	json_t *out = NULL;
 	FILE *saved = d->cl.err, *devnull = fopen("/dev/null", "w");
 	if (devnull)
-		d->cl.err = devnull; /* a 409 on a re-run is expected; other errors are shown below */
+		d->cl.err =
+			devnull; /* a 409 on a re-run is expected; other errors are shown below */
 	int rc = client_request(&d->cl, "POST", "/v1/nodes", body, &status, &out);
 	d->cl.err = saved;
 	if (devnull)
@@ -216,8 +220,8 @@ static int enroll(struct demo *d)
 		return 0;
 	}
 	if (rc != 0 || status != 201) {
-		fprintf(stderr, "error: enrolling %ld nodes failed (HTTP %ld): %s\n", d->nodes, status,
-			jsonx_str(out, "detail") ? jsonx_str(out, "detail") : "no detail");
+		fprintf(stderr, "error: enrolling %ld nodes failed (HTTP %ld): %s\n", d->nodes,
+			status, jsonx_str(out, "detail") ? jsonx_str(out, "detail") : "no detail");
 		json_decref(out);
 		return FP_EIO;
 	}
@@ -243,8 +247,7 @@ static int count_nodes(struct demo *d, struct counts *c)
 		return FP_EIO;
 	size_t i;
 	json_t *n;
-	json_array_foreach(items, i, n)
-	{
+	json_array_foreach(items, i, n) {
 		enum node_phase p;
 		if (node_phase_parse(jsonx_str(n, "status.phase"), &p) == 0)
 			c->phase[p]++;
@@ -342,7 +345,7 @@ static int fail(struct demo *d, const char *what, int rc)
 	if (d->tty)
 		printf("\n");
 	fprintf(stderr, "error: demo: %s: %s\n", what,
-		rc == FP_ECLOSED ? "fleetplane serve exited (see serve.log in the data dir)"
+		rc == FP_ECLOSED     ? "fleetplane serve exited (see serve.log in the data dir)"
 		: rc == FP_ETIMEDOUT ? "timed out"
 				     : fp_err_msg(rc));
 	fprintf(stderr, "data dir: %s (serve log: %s/serve.log)\n", d->data_dir, d->data_dir);
@@ -379,7 +382,7 @@ struct demo_xid {
 	enum demo_stamp stamp;
 	const char *published; /* the published timestamp prefix replaced by the current time
 				* ("" for DEMO_STAMP_NONE), for the comment in the demo's output */
-	const char *line; /* the rest of the kernel log line, as published (byte for byte after
+	const char *line;      /* the rest of the kernel log line, as published (byte for byte after
 			   * the timestamp prefix) */
 };
 
@@ -422,8 +425,9 @@ static int demo_line(const struct demo_xid *x, time_t now, char *out, size_t len
 		if (!gmtime_r(&now, &tm))
 			return -1;
 		size_t sn = x->stamp == DEMO_STAMP_SYSLOG
-				   ? strftime(stamp, sizeof(stamp), "%b %e %H:%M:%S ", &tm)
-				   : strftime(stamp, sizeof(stamp), "[%a %b %e %H:%M:%S %Y] ", &tm);
+				    ? strftime(stamp, sizeof(stamp), "%b %e %H:%M:%S ", &tm)
+				    : strftime(stamp, sizeof(stamp), "[%a %b %e %H:%M:%S %Y] ",
+					       &tm);
 		if (sn == 0)
 			return -1;
 	}
@@ -438,22 +442,22 @@ struct hnode {
 	const char *line; /* the line written to its kernel log (x's line with a current stamp;
 			   * points into demo_health's lines[]) */
 	pid_t agent;
-	size_t hist0;     /* status.remediationHistory entries before the scenario */
-	char phase[24];   /* last printed phase */
-	char rung[16];    /* last printed rung */
-	int held;         /* a `health` hold was printed */
-	int waiting;      /* DisruptionAllowed False was printed */
+	size_t hist0;   /* status.remediationHistory entries before the scenario */
+	char phase[24]; /* last printed phase */
+	char rung[16];  /* last printed rung */
+	int held;       /* a `health` hold was printed */
+	int waiting;    /* DisruptionAllowed False was printed */
 	int done;
 };
 
 struct health_result {
-	int ran;          /* 0: skipped (reason printed) */
+	int ran; /* 0: skipped (reason printed) */
 	size_t nodes;
 	size_t remediated;
 	size_t peak_waiting; /* most nodes waiting on the budget at one time */
-	long max_out;     /* most nodes of rack r01 the budget counted out at one time */
-	size_t events;    /* health events stored */
-	char rungs[128];  /* "r01n01 reboot, r01n02 gpu_reset, ..." */
+	long max_out;        /* most nodes of rack r01 the budget counted out at one time */
+	size_t events;       /* health events stored */
+	char rungs[128];     /* "r01n01 reboot, r01n02 gpu_reset, ..." */
 };
 
 /* fail() for the health scenario: prints, then returns a negative code. */
@@ -474,8 +478,7 @@ static const json_t *health_hold(const json_t *n)
 {
 	size_t i;
 	json_t *h;
-	json_array_foreach(jsonx_path(n, "status.holds"), i, h)
-	{
+	json_array_foreach(jsonx_path(n, "status.holds"), i, h) {
 		const char *o = jsonx_str(h, "owner");
 		if (o && strcmp(o, "health") == 0)
 			return h;
@@ -488,8 +491,7 @@ static const json_t *node_cond(const json_t *n, const char *type)
 {
 	size_t i;
 	json_t *c;
-	json_array_foreach(jsonx_path(n, "status.conditions"), i, c)
-	{
+	json_array_foreach(jsonx_path(n, "status.conditions"), i, c) {
 		const char *t = jsonx_str(c, "type");
 		if (t && strcmp(t, type) == 0)
 			return c;
@@ -510,11 +512,12 @@ static size_t pick_health_nodes(struct demo *d, struct hnode *hn)
 	free(rv);
 	size_t i;
 	json_t *n;
-	json_array_foreach(items, i, n)
-	{
-		const char *name = jsonx_str(n, "metadata.name"), *ph = jsonx_str(n, "status.phase");
+	json_array_foreach(items, i, n) {
+		const char *name = jsonx_str(n, "metadata.name"),
+			   *ph = jsonx_str(n, "status.phase");
 		if (k >= DEMO_HEALTH_NODES || !name || strlen(name) >= sizeof(hn[k].name) || !ph ||
-		    strcmp(ph, "available") != 0 || json_array_size(jsonx_path(n, "status.holds")) ||
+		    strcmp(ph, "available") != 0 ||
+		    json_array_size(jsonx_path(n, "status.holds")) ||
 		    json_array_size(jsonx_path(n, "status.remediationHistory")))
 			continue;
 		memset(&hn[k], 0, sizeof(hn[k]));
@@ -530,8 +533,9 @@ static size_t pick_health_nodes(struct demo *d, struct hnode *hn)
 /* PUTs the demo budget: at most one node of each rack out at a time. */
 static int put_budget(struct demo *d)
 {
-	json_t *body = json_pack("{s:s,s:{s:s},s:{s:s,s:i}}", "kind", "DisruptionBudget", "metadata",
-				 "name", DEMO_BUDGET, "spec", "domain", "rack", "maxUnavailable", 1);
+	json_t *body = json_pack("{s:s,s:{s:s},s:{s:s,s:i}}", "kind", "DisruptionBudget",
+				 "metadata", "name", DEMO_BUDGET, "spec", "domain", "rack",
+				 "maxUnavailable", 1);
 	long status = 0;
 	json_t *out = NULL;
 	int rc = client_request(&d->cl, "PUT", "/v1/budgets/" DEMO_BUDGET, body, &status, &out);
@@ -634,8 +638,16 @@ static pid_t start_agent(struct demo *d, const struct hnode *h, const char *logp
 	envp[k++] = url;
 	envp[k++] = tok;
 	envp[k] = NULL;
-	char *argv[] = {exe, "agent", "--node", (char *)h->name, "--kernel-log", (char *)logpath,
-			"--once", "--state-dir", state, NULL};
+	char *argv[] = {exe,
+			"agent",
+			"--node",
+			(char *)h->name,
+			"--kernel-log",
+			(char *)logpath,
+			"--once",
+			"--state-dir",
+			state,
+			NULL};
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -670,8 +682,7 @@ static void event_decision(struct demo *d, const struct hnode *h, char *out, siz
 	const json_t *best = NULL;
 	size_t i;
 	json_t *e;
-	json_array_foreach(items, i, e)
-	{
+	json_array_foreach(items, i, e) {
 		const char *raw = jsonx_str(e, "raw"), *at = jsonx_str(e, "receivedAt");
 		if (!raw || strcmp(raw, h->line) != 0 || !at)
 			continue;
@@ -680,8 +691,10 @@ static void event_decision(struct demo *d, const struct hnode *h, char *out, siz
 	}
 	if (best)
 		snprintf(out, len, "%s %s (%s)", jsonx_str(best, "code"),
-			 jsonx_str(best, "decision.action") ? jsonx_str(best, "decision.action") : "?",
-			 jsonx_str(best, "decision.reason") ? jsonx_str(best, "decision.reason") : "");
+			 jsonx_str(best, "decision.action") ? jsonx_str(best, "decision.action")
+							    : "?",
+			 jsonx_str(best, "decision.reason") ? jsonx_str(best, "decision.reason")
+							    : "");
 	json_decref(items);
 }
 
@@ -701,20 +714,23 @@ static int show_node_change(struct demo *d, struct hnode *h, const json_t *n,
 		size_t i, w = 0;
 		json_t *s;
 		json_array_foreach(lad, i, s)
-		w += (size_t)snprintf(ladder + w, sizeof(ladder) - w, "%s%s", i ? " > " : "",
-				      json_string_value(s) ? json_string_value(s) : "?");
+			w += (size_t)snprintf(ladder + w, sizeof(ladder) - w, "%s%s",
+					      i ? " > " : "",
+					      json_string_value(s) ? json_string_value(s) : "?");
 		printf("  %5.1fs  %-8s hold owner health: %s; ladder %s\n", demo_secs(d), h->name,
 		       jsonx_str(hold, "reason") ? jsonx_str(hold, "reason") : "?",
 		       w ? ladder : "(none)");
 	}
 	const json_t *da = node_cond(n, "DisruptionAllowed");
-	int waiting = da && jsonx_str(da, "status") && strcmp(jsonx_str(da, "status"), "False") == 0;
+	int waiting = da && jsonx_str(da, "status") &&
+		      strcmp(jsonx_str(da, "status"), "False") == 0;
 	if (waiting && !h->waiting)
 		printf("  %5.1fs  %-8s waits: DisruptionAllowed False (%s): %s\n", demo_secs(d),
 		       h->name, jsonx_str(da, "reason") ? jsonx_str(da, "reason") : "?",
 		       jsonx_str(da, "message") ? jsonx_str(da, "message") : "");
 	else if (!waiting && h->waiting)
-		printf("  %5.1fs  %-8s admitted by budget %s\n", demo_secs(d), h->name, DEMO_BUDGET);
+		printf("  %5.1fs  %-8s admitted by budget %s\n", demo_secs(d), h->name,
+		       DEMO_BUDGET);
 	h->waiting = waiting;
 	const char *rung = jsonx_str(n, "status.remediation.rung");
 	if (strcmp(ph, h->phase) != 0 || (rung && strcmp(rung, h->rung) != 0)) {
@@ -738,8 +754,9 @@ static int show_node_change(struct demo *d, struct hnode *h, const json_t *n,
 		const char *rg = jsonx_str(last, "rung"), *res = jsonx_str(last, "result");
 		printf("  %5.1fs  %-8s available: health hold released, %s %s on rung %s, "
 		       "validated\n",
-		       demo_secs(d), h->name, jsonx_str(last, "code") ? jsonx_str(last, "code") : "?",
-		       res ? res : "?", rg ? rg : "?");
+		       demo_secs(d), h->name,
+		       jsonx_str(last, "code") ? jsonx_str(last, "code") : "?", res ? res : "?",
+		       rg ? rg : "?");
 		size_t w = strlen(r->rungs);
 		snprintf(r->rungs + w, sizeof(r->rungs) - w, "%s%s %s", w ? ", " : "", h->name,
 			 rg ? rg : "?");
@@ -758,8 +775,7 @@ static void show_budget(struct demo *d, struct health_result *r, char *last, siz
 		return;
 	size_t i;
 	json_t *v;
-	json_array_foreach(jsonx_path(b, "status.domains"), i, v)
-	{
+	json_array_foreach(jsonx_path(b, "status.domains"), i, v) {
 		if (!jsonx_str(v, "value") || strcmp(jsonx_str(v, "value"), "r01") != 0)
 			continue;
 		long out = (long)json_integer_value(json_object_get(v, "unavailable"));
@@ -770,23 +786,29 @@ static void show_budget(struct demo *d, struct health_result *r, char *last, siz
 			r->peak_waiting = nw;
 		char line[512];
 		size_t w = (size_t)snprintf(line, sizeof(line), "out %ld of max %lld [", out,
-					    (long long)json_integer_value(json_object_get(v, "max")));
+					    (long long)json_integer_value(
+						    json_object_get(v, "max")));
 		size_t k;
 		json_t *s;
 		json_array_foreach(json_object_get(v, "out"), k, s)
-		if (w < sizeof(line))
-			w += (size_t)snprintf(line + w, sizeof(line) - w, "%s%s", k ? " " : "",
-					      json_string_value(s) ? json_string_value(s) : "?");
+			if (w < sizeof(line))
+				w += (size_t)snprintf(line + w, sizeof(line) - w, "%s%s",
+						      k ? " " : "",
+						      json_string_value(s) ? json_string_value(s)
+									   : "?");
 		if (w < sizeof(line))
 			w += (size_t)snprintf(line + w, sizeof(line) - w, "], waiting [");
 		json_array_foreach(json_object_get(v, "waiting"), k, s)
-		if (w < sizeof(line))
-			w += (size_t)snprintf(line + w, sizeof(line) - w, "%s%s", k ? " " : "",
-					      json_string_value(s) ? json_string_value(s) : "?");
+			if (w < sizeof(line))
+				w += (size_t)snprintf(line + w, sizeof(line) - w, "%s%s",
+						      k ? " " : "",
+						      json_string_value(s) ? json_string_value(s)
+									   : "?");
 		if (w < sizeof(line))
 			snprintf(line + w, sizeof(line) - w, "]");
 		if (strcmp(line, last) != 0) {
-			printf("  %5.1fs  budget %s rack r01: %s\n", demo_secs(d), DEMO_BUDGET, line);
+			printf("  %5.1fs  budget %s rack r01: %s\n", demo_secs(d), DEMO_BUDGET,
+			       line);
 			snprintf(last, lastlen, "%s", line);
 		}
 	}
@@ -835,13 +857,13 @@ static int demo_health(struct demo *d, struct health_result *r)
 			what = "writing a kernel log under the data dir";
 		if (what) {
 			fp_free_secret(secret);
-			for (size_t k = 0; k < i; k++) /* the agents already started end on their own */
+			for (size_t k = 0; k < i;
+			     k++) /* the agents already started end on their own */
 				waitpid(hn[k].agent, NULL, 0);
 			return hfail(d, what, rc < 0 ? rc : FP_EIO);
 		}
-		printf("  %-8s kernel log %s gets a real line%s%s%s:\n           %s\n",
-		       hn[i].name, logpath, *hn[i].x->published ? " (its stamp \"" : "",
-		       hn[i].x->published,
+		printf("  %-8s kernel log %s gets a real line%s%s%s:\n           %s\n", hn[i].name,
+		       logpath, *hn[i].x->published ? " (its stamp \"" : "", hn[i].x->published,
 		       *hn[i].x->published ? "\" replaced by the current time)" : "", hn[i].line);
 		hn[i].agent = start_agent(d, &hn[i], logpath, secret);
 		fp_free_secret(secret);
@@ -858,8 +880,10 @@ static int demo_health(struct demo *d, struct health_result *r)
 	for (size_t i = 0; i < nn; i++) {
 		int st = 0;
 		if (waitpid(hn[i].agent, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-			fprintf(stderr, "error: demo: agent of %s exited %d (log: %s/agents/%s/agent.log)\n",
-				hn[i].name, WIFEXITED(st) ? WEXITSTATUS(st) : -1, d->data_dir, hn[i].name);
+			fprintf(stderr,
+				"error: demo: agent of %s exited %d (log: %s/agents/%s/agent.log)\n",
+				hn[i].name, WIFEXITED(st) ? WEXITSTATUS(st) : -1, d->data_dir,
+				hn[i].name);
 			bad = 1;
 		}
 	}
@@ -907,7 +931,8 @@ static int demo_health(struct demo *d, struct health_result *r)
 				if (!docs[i] || hn[i].done)
 					continue;
 				const char *ph = jsonx_str(docs[i], "status.phase");
-				int avail = ph && strcmp(ph, "available") == 0 && !health_hold(docs[i]);
+				int avail = ph && strcmp(ph, "available") == 0 &&
+					    !health_hold(docs[i]);
 				if (avail != (pass == 0))
 					continue;
 				int s = show_node_change(d, &hn[i], docs[i], r);
@@ -963,9 +988,9 @@ static void summary(struct demo *d, double secs, const struct health_result *hr)
 		printf("GPU health: %zu real kernel lines -> %zu health holds -> %zu remediations "
 		       "succeeded (%s);\n  budget %s held back up to %zu node%s at the peak and "
 		       "counted at most %ld node%s of rack r01 out; %zu health event%s stored\n",
-		       hr->nodes, hr->nodes, hr->remediated, hr->rungs, DEMO_BUDGET, hr->peak_waiting,
-		       hr->peak_waiting == 1 ? "" : "s", hr->max_out, hr->max_out == 1 ? "" : "s",
-		       hr->events, hr->events == 1 ? "" : "s");
+		       hr->nodes, hr->nodes, hr->remediated, hr->rungs, DEMO_BUDGET,
+		       hr->peak_waiting, hr->peak_waiting == 1 ? "" : "s", hr->max_out,
+		       hr->max_out == 1 ? "" : "s", hr->events, hr->events == 1 ? "" : "s");
 	printf("\n  API:        %s   (metrics: %s/metrics)\n", d->url, d->url);
 	printf("  data dir:   %s   (admin token in %s/admin.token)\n", d->data_dir, d->data_dir);
 	/* The commands name the binary that is running, so they work as printed. */
@@ -1001,41 +1026,36 @@ int cmd_demo(int argc, char **argv)
 		switch (c) {
 		case 'n':
 			d.nodes = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || d.nodes < 1 || d.nodes > DEMO_MAX_NODES) {
+			if (errno || *end || end == optarg || d.nodes < 1 ||
+			    d.nodes > DEMO_MAX_NODES) {
 				fprintf(stderr, "error: --nodes: \"%s\" is not 1..%d\n", optarg,
 					DEMO_MAX_NODES);
 				return 2;
 			}
 			break;
-		case 'd':
-			d.data_dir = xstrdup(optarg);
-			break;
-		case 'k':
-			d.keep = 1;
-			break;
+		case 'd': d.data_dir = xstrdup(optarg); break;
+		case 'k': d.keep = 1; break;
 		case 'x':
 			d.speed = strtod(optarg, &end);
 			if (errno || *end || end == optarg || isnan(d.speed) || d.speed < 0 ||
 			    d.speed > 100000) {
-				fprintf(stderr, "error: --sim-speed: \"%s\" is not 0..100000\n", optarg);
+				fprintf(stderr, "error: --sim-speed: \"%s\" is not 0..100000\n",
+					optarg);
 				return 2;
 			}
 			break;
 		case 't':
 			d.timeout_s = strtol(optarg, &end, 10);
 			if (errno || *end || end == optarg || d.timeout_s < 1) {
-				fprintf(stderr, "error: --timeout: \"%s\" is not a positive number of "
-						"seconds\n",
+				fprintf(stderr,
+					"error: --timeout: \"%s\" is not a positive number of "
+					"seconds\n",
 					optarg);
 				return 2;
 			}
 			break;
-		case 'h':
-			demo_usage(stdout);
-			return 0;
-		default:
-			demo_usage(stderr);
-			return 2;
+		case 'h': demo_usage(stdout); return 0;
+		default: demo_usage(stderr); return 2;
 		}
 	}
 	if (optind < argc) {
@@ -1116,8 +1136,8 @@ int cmd_demo(int argc, char **argv)
 	result = 0;
 out:
 	if (d.keep && result == 0) {
-		printf("\nserve is still running (pid %d); stop it with: kill %d\n", (int)d.serve_pid,
-		       (int)d.serve_pid);
+		printf("\nserve is still running (pid %d); stop it with: kill %d\n",
+		       (int)d.serve_pid, (int)d.serve_pid);
 	} else {
 		stop_serve(&d);
 		if (result == 0)

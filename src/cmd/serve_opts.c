@@ -33,7 +33,7 @@ enum opt_kind {
 };
 
 struct opt {
-	const char *name;    /* long flag without dashes; the config file key */
+	const char *name; /* long flag without dashes; the config file key */
 	enum opt_kind kind;
 	const char *metavar; /* shown in the usage; NULL for a flag */
 	double lo, hi;       /* bounds of OK_LONG, OK_DURATION, OK_DOUBLE */
@@ -154,18 +154,12 @@ static void why_bad(const struct opt *d, const char *value, char *why, size_t n)
 {
 	char lo[64], hi[64];
 	switch (d->kind) {
-	case OK_STRING:
-		snprintf(why, n, "must not be empty");
-		return;
-	case OK_SEED:
-		snprintf(why, n, "\"%s\" is not a seed > 0", value);
-		return;
+	case OK_STRING: snprintf(why, n, "must not be empty"); return;
+	case OK_SEED: snprintf(why, n, "\"%s\" is not a seed > 0", value); return;
 	case OK_LEVEL:
 		snprintf(why, n, "\"%s\" is not one of debug, info, warn, error, off", value);
 		return;
-	case OK_FLAG:
-		snprintf(why, n, "takes no value");
-		return;
+	case OK_FLAG: snprintf(why, n, "takes no value"); return;
 	default:
 		fmt_bound(d, d->lo, lo, sizeof(lo));
 		fmt_bound(d, d->hi, hi, sizeof(hi));
@@ -214,9 +208,7 @@ static int set_value(const struct opt *d, const char *value, struct serve_opts *
 			return FP_EINVAL;
 		*(const char **)field = value;
 		break;
-	case OK_FLAG:
-		*(int *)field = 1;
-		break;
+	case OK_FLAG: *(int *)field = 1; break;
 	}
 	o->set[d - opts] = 1;
 	return 0;
@@ -325,7 +317,8 @@ static int read_capped(const char *path, char **out, size_t *len, char *err, siz
 			int e = errno;
 			close(fd);
 			free(buf);
-			return fp_errf(FP_EIO, err, errlen, "%s: cannot read: %s", path, strerror(e));
+			return fp_errf(FP_EIO, err, errlen, "%s: cannot read: %s", path,
+				       strerror(e));
 		}
 		if (r == 0)
 			break;
@@ -406,8 +399,10 @@ int serve_opts_load_file(const char *path, struct serve_opts *o, char *err, size
 			break;
 		}
 		if (seen[i]) {
-			rc = fp_errf(FP_EINVAL, err, errlen, "%s:%u: %s: given twice (first on line "
-				     "%u)", path, lineno, key, seen[i]);
+			rc = fp_errf(FP_EINVAL, err, errlen,
+				     "%s:%u: %s: given twice (first on line "
+				     "%u)",
+				     path, lineno, key, seen[i]);
 			break;
 		}
 		seen[i] = lineno;
@@ -419,7 +414,8 @@ int serve_opts_load_file(const char *path, struct serve_opts *o, char *err, size
 		snprintf(tmp->strbuf[i], sizeof(tmp->strbuf[i]), "%s", value);
 		if (set_value(d, tmp->strbuf[i], tmp) < 0) {
 			why_bad(d, value, why, sizeof(why));
-			rc = fp_errf(FP_EINVAL, err, errlen, "%s:%u: %s: %s", path, lineno, key, why);
+			rc = fp_errf(FP_EINVAL, err, errlen, "%s:%u: %s: %s", path, lineno, key,
+				     why);
 			break;
 		}
 	}
@@ -497,7 +493,8 @@ int serve_opts_parse(int argc, char **argv, struct serve_opts *o)
 		free(f);
 	}
 	if (o->sim_speed == 0 && !o->set[find_opt("executor-threads", 16) - opts])
-		o->executor_threads = 4; /* zero-latency sim: steps never block, threads only switch */
+		o->executor_threads =
+			4; /* zero-latency sim: steps never block, threads only switch */
 	if (optind < argc) {
 		fprintf(stderr, "error: serve: unexpected argument \"%s\"\n", argv[optind]);
 		rc = 2;
@@ -537,7 +534,8 @@ static int check_listen(const char *listen, char *err, size_t errlen)
 		return fp_errf(FP_EINVAL, err, errlen, "--listen %s: bad port", listen);
 	if (!host[0] || strcmp(host, "*") == 0)
 		return 0;
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM,
 				 .ai_flags = AI_PASSIVE};
 	struct addrinfo *res = NULL;
 	int gai = getaddrinfo(host, NULL, &hints, &res);
@@ -555,7 +553,8 @@ static int check_dir(const char *dir, char *err, size_t errlen)
 	struct stat st;
 	if (stat(dir, &st) == 0) {
 		if (!S_ISDIR(st.st_mode))
-			return fp_errf(FP_EINVAL, err, errlen, "data dir %s is not a directory", dir);
+			return fp_errf(FP_EINVAL, err, errlen, "data dir %s is not a directory",
+				       dir);
 		if (access(dir, W_OK | X_OK) < 0)
 			return fp_errf(FP_EINVAL, err, errlen, "data dir %s is not writable: %s",
 				       dir, strerror(errno));

@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define SERVE_OPTS_MAX 32           /* options in the table, at most */
-#define SERVE_OPTS_VALUE_MAX 4096   /* bytes of one string value from a config file, NUL included */
-#define SERVE_OPTS_LINE_MAX 4096    /* bytes of one config file line, newline included */
+#define SERVE_OPTS_MAX 32         /* options in the table, at most */
+#define SERVE_OPTS_VALUE_MAX 4096 /* bytes of one string value from a config file, NUL included */
+#define SERVE_OPTS_LINE_MAX 4096  /* bytes of one config file line, newline included */
 #define SERVE_OPTS_FILE_MAX (1 << 20) /* bytes of a config file */
 
 /* Every serve option's value. String fields point into argv or into strbuf (config file
@@ -26,7 +26,7 @@ struct serve_opts {
 	long workers;
 	long executor_threads;
 	double site_qps;
-	const char *log_level; /* NULL = leave the log level alone */
+	const char *log_level;           /* NULL = leave the log level alone */
 	const char *bmc_credentials_dir; /* NULL = DATA_DIR/bmc-credentials */
 	long bmc_concurrency;
 	long bmc_min_interval; /* milliseconds */
@@ -40,7 +40,7 @@ struct serve_opts {
 	const char *config; /* --config FILE */
 	int check;          /* --check: validate and exit */
 	int help;
-	unsigned char set[SERVE_OPTS_MAX];          /* option i was given (flag or file) */
+	unsigned char set[SERVE_OPTS_MAX];                 /* option i was given (flag or file) */
 	char strbuf[SERVE_OPTS_MAX][SERVE_OPTS_VALUE_MAX]; /* string values read from a file */
 };
 

@@ -20,7 +20,7 @@ struct table {
 	size_t maxw[TABLE_MAX_COLS];     /* display width cap per column; 0 = none */
 	char **cells;                    /* owned, row-major, nrows * ncols */
 	size_t ncells, alloc;
-	int wide;                        /* 1 = never truncate */
+	int wide; /* 1 = never truncate */
 };
 
 /* Starts an empty table; wide 1 disables truncation. */

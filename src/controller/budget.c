@@ -95,8 +95,8 @@ static int budgets_load(struct budget_svc *b)
 					      sizeof(e));
 		json_decref(doc);
 		if (rc < 0) {
-			snprintf(b->load_err, sizeof(b->load_err), "stored budget %.64s is invalid: %.200s",
-				 kvs[i].key, e);
+			snprintf(b->load_err, sizeof(b->load_err),
+				 "stored budget %.64s is invalid: %.200s", kvs[i].key, e);
 			break;
 		}
 		b->nbudgets++;
@@ -357,9 +357,10 @@ int budget_admit(struct budget_svc *b, const struct node *n, char *why, size_t w
 				buf_printf(&w, " and %zu more", t.nout - BUDGET_MAX_OUT_NAMED);
 			size_t len;
 			char *list = buf_detach(&w, &len);
-			snprintf(why, whylen, "budget %s: %s %s has %zu of max %d unavailable%s%s%s",
-				 bu->name, domain_word(bu), value, t.unavailable, max,
-				 t.nout ? " (" : "", list, t.nout ? ")" : "");
+			snprintf(why, whylen,
+				 "budget %s: %s %s has %zu of max %d unavailable%s%s%s", bu->name,
+				 domain_word(bu), value, t.unavailable, max, t.nout ? " (" : "",
+				 list, t.nout ? ")" : "");
 			free(list);
 		}
 		tally_release(&t);
@@ -473,8 +474,7 @@ static void collect(struct buf *out, void *arg)
 		      "domain value.\n# TYPE fleetplane_budget_remaining gauge\n");
 	size_t i;
 	json_t *d;
-	json_array_foreach(json_object_get(st, "domains"), i, d)
-	{
+	json_array_foreach(json_object_get(st, "domains"), i, d) {
 		buf_puts(out, "fleetplane_budget_remaining{budget=\"");
 		metrics_escape(out, jsonx_str(d, "budget"));
 		buf_puts(out, "\",value=\"");
@@ -485,8 +485,9 @@ static void collect(struct buf *out, void *arg)
 	json_decref(st);
 	size_t waiting = 0;
 	cache_visit_nodes(b->cache, count_waiting, &waiting);
-	buf_printf(out, "# HELP fleetplane_disruptions_waiting Nodes waiting for a disruption "
-			"budget.\n# TYPE fleetplane_disruptions_waiting gauge\nfleetplane_disruptions_"
-			"waiting %zu\n",
+	buf_printf(out,
+		   "# HELP fleetplane_disruptions_waiting Nodes waiting for a disruption "
+		   "budget.\n# TYPE fleetplane_disruptions_waiting gauge\nfleetplane_disruptions_"
+		   "waiting %zu\n",
 		   waiting);
 }

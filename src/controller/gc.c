@@ -123,7 +123,7 @@ static int age_events(struct store *s, int64_t cutoff, size_t *deleted)
 struct he_item {
 	char *key;
 	int64_t rev, received;
-	int hold;       /* decision.action "hold": a remediation's evidence */
+	int hold; /* decision.action "hold": a remediation's evidence */
 };
 
 struct he_walk {
@@ -140,7 +140,9 @@ struct he_walk {
 static int he_newest_first(const void *a, const void *b)
 {
 	const struct he_item *x = a, *y = b;
-	return x->received < y->received ? 1 : x->received > y->received ? -1 : strcmp(x->key, y->key);
+	return x->received < y->received   ? 1
+	       : x->received > y->received ? -1
+					   : strcmp(x->key, y->key);
 }
 
 /* Deletes the group's events past the age cutoff, and past per_node newest (holds excepted). */
@@ -179,7 +181,8 @@ static int he_visit(void *arg, const struct store_kv *kv)
 	int64_t received = 0;
 	int hold = 0;
 	if (jsonx_parse(kv->value, strlen(kv->value), &doc, NULL, 0) == 0) {
-		const char *rs = jsonx_str(doc, "receivedAt"), *a = jsonx_str(doc, "decision.action");
+		const char *rs = jsonx_str(doc, "receivedAt"),
+			   *a = jsonx_str(doc, "decision.action");
 		if (rs)
 			fp_time_parse(rs, &received);
 		hold = a && strcmp(a, "hold") == 0;
@@ -273,8 +276,10 @@ int gc_run_once(struct store *s, const struct gc_config *cfg, int64_t now_wall_m
 	if (rc == 0 && c.event_retention_ms > 0)
 		rc = age_events(s, now_wall_ms - c.event_retention_ms, &res->events_deleted);
 	if (rc == 0)
-		rc = trim_healthevents(s, c.healthevent_retention_ms > 0 ?
-					      now_wall_ms - c.healthevent_retention_ms : INT64_MIN,
+		rc = trim_healthevents(s,
+				       c.healthevent_retention_ms > 0
+					       ? now_wall_ms - c.healthevent_retention_ms
+					       : INT64_MIN,
 				       c.healthevents_per_node, &res->healthevents_deleted);
 	if (rc == 0)
 		rc = trim_operations(s, now_wall_ms - c.op_retention_ms, &res->ops_deleted);

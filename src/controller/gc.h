@@ -20,16 +20,16 @@ struct gc_config {
 	int64_t retain_revisions; /* change-feed entries kept; <= 0 means 100000 */
 	size_t max_events;        /* audit events kept, HealthDecision ones aside; 0 means 100000 */
 	size_t max_health_decisions; /* HealthDecision audit events kept; 0 means 10000 */
-	int64_t op_retention_ms;  /* finished operations kept this long; <= 0 means 7 days */
+	int64_t op_retention_ms;     /* finished operations kept this long; <= 0 means 7 days */
 	int64_t event_retention_ms; /* audit events kept this long; 0 means 30 days, < 0 no limit */
 	int64_t healthevent_retention_ms; /* health events kept this long (by receivedAt);
 					   * 0 means 30 days, < 0 no limit */
-	size_t healthevents_per_node; /* newest health events kept per node; 0 means 10000 */
+	size_t healthevents_per_node;     /* newest health events kept per node; 0 means 10000 */
 };
 
 struct gc_result {
-	int64_t compacted_to;   /* revision the feed was compacted to, 0 if not */
-	size_t events_deleted;      /* audit events, by count and by age */
+	int64_t compacted_to;  /* revision the feed was compacted to, 0 if not */
+	size_t events_deleted; /* audit events, by count and by age */
 	size_t healthevents_deleted;
 	size_t ops_deleted;
 };

@@ -48,7 +48,7 @@
 #define ACTOR "controller:health"
 #define SEC 1000LL
 
-#define SEEN_KEEP_MS (24 * 3600 * SEC)   /* dedupe horizon in memory (the store is the rest) */
+#define SEEN_KEEP_MS (24 * 3600 * SEC) /* dedupe horizon in memory (the store is the rest) */
 /* Ids remembered per node: the newest this many (the GC's default per-node health event cap,
  * gc.h), so a flood of new ids from one agent costs bounded memory; an older id sent again is
  * still a duplicate while its document exists (the create-if-absent write finds it). */
@@ -60,29 +60,29 @@
 #define LATENCY_HORIZON_MS (5 * 60 * SEC)
 #define HEARTBEAT_MIN_MS (90 * SEC)
 #define SWEEP_MAX_MS (10 * SEC)
-#define LOAD_MAX_EVENTS 200000           /* recent events replayed at start */
+#define LOAD_MAX_EVENTS 200000 /* recent events replayed at start */
 #define COMMIT_ATTEMPTS 8
 
 static const char *const rung_names[RUNG__COUNT] = {"gpu_reset", "reboot", "reimage", "rma"};
 
 struct jobfault {
-	int64_t at;     /* last event of this (code, job), wall ms */
-	uint64_t seq;   /* report that declared it */
-	int dry;        /* declared by a dry-run decision: live decisions do not see it */
+	int64_t at;   /* last event of this (code, job), wall ms */
+	uint64_t seq; /* report that declared it */
+	int dry;      /* declared by a dry-run decision: live decisions do not see it */
 };
 
 struct alive {
-	int64_t last;       /* monotonic ms of the last report */
-	int64_t timeout;    /* ms */
-	int missed;         /* AgentAlive False written since */
+	int64_t last;    /* monotonic ms of the last report */
+	int64_t timeout; /* ms */
+	int missed;      /* AgentAlive False written since */
 };
 
 /* Per-node bookkeeping that bounds the node's share of h->seen and of the count windows. */
 struct hnode {
-	char **ids;       /* ring of this node's keys in h->seen ("node/id"), oldest at head */
+	char **ids; /* ring of this node's keys in h->seen ("node/id"), oldest at head */
 	size_t head, n, cap;
 	struct {
-		char *key;    /* "c|node|gpu|code" in h->windows */
+		char *key;     /* "c|node|gpu|code" in h->windows */
 		uint64_t used; /* h->tick of its last update */
 	} cw[CWIN_PER_NODE];
 	size_t ncw;
@@ -100,9 +100,9 @@ struct health {
 	struct hmap jobfaults; /* "code|job" -> struct jobfault* */
 	struct health_breakers *breakers; /* the open breakers (health_breaker.h; owned) */
 	struct hmap dry_breakers; /* "dom.val" -> int*: would be open (dry-run decisions only) */
-	struct hmap alive;     /* node -> struct alive* */
-	struct hmap nodes;     /* node -> struct hnode* */
-	uint64_t tick;         /* count-window use order */
+	struct hmap alive;        /* node -> struct alive* */
+	struct hmap nodes;        /* node -> struct hnode* */
+	uint64_t tick;            /* count-window use order */
 	uint64_t timer;
 	int stopping, timer_pending; /* a sweep timer is scheduled or its callback running */
 	struct metric_family *m_latency, *m_events, *m_decisions, *m_breakers;
@@ -232,7 +232,8 @@ static struct health_window *window_get(struct health *h, const char *key, int c
 				for (size_t i = 1; i < x->ncw; i++)
 					if (x->cw[i].used < x->cw[lru].used)
 						lru = i;
-				struct health_window *old = hmap_remove(&h->windows, x->cw[lru].key);
+				struct health_window *old = hmap_remove(&h->windows,
+									x->cw[lru].key);
 				if (old) {
 					health_window_release(old);
 					free(old);
@@ -261,9 +262,9 @@ static struct health_window *window_get(struct health *h, const char *key, int c
 struct touched {
 	char **keys;
 	size_t n, cap;
-	char **faults;  /* job faults it declared */
+	char **faults; /* job faults it declared */
 	size_t nfaults, capf;
-	char **opened;  /* breakers it opened */
+	char **opened; /* breakers it opened */
 	size_t nopened, capo;
 	char **dopened; /* dry-run breakers it marked as would-open */
 	size_t ndopened, capd;
@@ -333,29 +334,28 @@ static void undo(struct health *h, struct touched *t, uint64_t seq)
 
 /* What one report does to its node and what it writes besides the event documents. */
 struct outcome {
-	int hold;                 /* place the health hold + remediation */
-	size_t hold_ev;           /* index of the event that did */
+	int hold;       /* place the health hold + remediation */
+	size_t hold_ev; /* index of the event that did */
 	size_t start_rung;
 	enum remediation_rung ladder[RUNG__COUNT];
 	size_t nladder;
 	char hold_reason[256];
 	char rem_reason[512];
-	int suppressed;           /* a live decision was suppressed by an open breaker */
-	size_t suppressed_ev;     /* index of the (first) suppressed event */
+	int suppressed;       /* a live decision was suppressed by an open breaker */
+	size_t suppressed_ev; /* index of the (first) suppressed event */
 	char suppressed_by[192];
 	int node_remediating;
 	/* extra documents and events, built under the lock */
-	json_t *extra_events;     /* array of {type, reason, object, message} */
-	json_t *breaker_docs;     /* array of breaker documents to write */
+	json_t *extra_events; /* array of {type, reason, object, message} */
+	json_t *breaker_docs; /* array of breaker documents to write */
 	size_t evidence[REMEDIATION_MAX_EVENTS];
 	size_t nevidence;
 };
 
-static void extra_event(struct outcome *o, const char *type, const char *reason,
-			const char *object, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-static void extra_event(struct outcome *o, const char *type, const char *reason,
-			const char *object, const char *fmt, ...)
+static void extra_event(struct outcome *o, const char *type, const char *reason, const char *object,
+			const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void extra_event(struct outcome *o, const char *type, const char *reason, const char *object,
+			const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -389,8 +389,7 @@ static int node_holdable(const struct node *n, char *why, size_t whylen)
 			return 0;
 		}
 		return 1;
-	default:
-		return 1;
+	default: return 1;
 	}
 }
 
@@ -493,7 +492,8 @@ static int breaker_nodes(struct health *h, const char *key, const char *dkey, in
 		qsort(in, n, sizeof(*in), entry_older);
 		size_t len = 0;
 		for (size_t i = 0; i < n && len + 1 < listlen; i++) {
-			int k = snprintf(list + len, listlen - len, "%s%s", i ? ", " : "", in[i]->tag);
+			int k = snprintf(list + len, listlen - len, "%s%s", i ? ", " : "",
+					 in[i]->tag);
 			if (k < 0)
 				break;
 			len += (size_t)k;
@@ -563,32 +563,37 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 		char joblist[200] = "";
 		struct jf_skip js = {h, e->code, e->dry};
 		int jobs = cw ? health_window_distinct_if(cw, now, cwms, now - cwms, jobfault_skip,
-							  &js, joblist, sizeof(joblist)) :
-				0;
+							  &js, joblist, sizeof(joblist))
+			      : 0;
 		char inputs[448];
-		snprintf(inputs, sizeof(inputs),
-			 "code=%s severity=%s rule=%s gpu=%s job=%s count=%d window=%llds threshold=%d distinctJobs=%d/%d fence=%s",
-			 e->code, health_severity_name(e->sev), rule->code, gpu_txt, job ? job : "-",
-			 count, (long long)rule->window_s, rule->count, jobs, rule->distinct_jobs,
-			 fence_ts);
+		snprintf(
+			inputs, sizeof(inputs),
+			"code=%s severity=%s rule=%s gpu=%s job=%s count=%d window=%llds threshold=%d distinctJobs=%d/%d fence=%s",
+			e->code, health_severity_name(e->sev), rule->code, gpu_txt, job ? job : "-",
+			count, (long long)rule->window_s, rule->count, jobs, rule->distinct_jobs,
+			fence_ts);
 		/* The decision is health_verdict's (core/health.h); what follows keeps the windows,
 		 * job faults and breakers it asks about and renders its answer. */
 		char why[160];
-		struct health_facts facts = {
-			.policy = p, .rule = rule, .unknown_rule = rule == &unknown,
-			.event_ms = e->time, .fence_ms = e->fence, .job = job != NULL,
-			.count = count, .jobs = jobs,
-			.holdable = node_holdable(n, why, sizeof(why)),
-			.remediating = o->node_remediating || o->hold};
+		struct health_facts facts = {.policy = p,
+					     .rule = rule,
+					     .unknown_rule = rule == &unknown,
+					     .event_ms = e->time,
+					     .fence_ms = e->fence,
+					     .job = job != NULL,
+					     .count = count,
+					     .jobs = jobs,
+					     .holdable = node_holdable(n, why, sizeof(why)),
+					     .remediating = o->node_remediating || o->hold};
 		struct health_verdict v;
 		health_verdict(&facts, &v);
 		if (v.decision == HEALTH_DECISION_NONE && v.basis != HEALTH_BASIS_NOT_HOLDABLE) {
 			e->action = "none";
-			snprintf(e->reason, sizeof(e->reason), "%s %s: %s", health_severity_name(e->sev),
-				 e->code,
-				 v.basis == HEALTH_BASIS_NO_RULE ?
-					 "no rule for this code: recorded and counted, never held" :
-						    "the rule takes no node action");
+			snprintf(e->reason, sizeof(e->reason), "%s %s: %s",
+				 health_severity_name(e->sev), e->code,
+				 v.basis == HEALTH_BASIS_NO_RULE
+					 ? "no rule for this code: recorded and counted, never held"
+					 : "the rule takes no node action");
 			snprintf(e->audit, sizeof(e->audit), "%s -> none%s", inputs,
 				 e->dry ? " (dry run)" : "");
 			continue;
@@ -597,11 +602,12 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			char ets[FP_TIME_LEN];
 			fp_time_format(e->time, ets);
 			e->action = "count";
-			snprintf(e->reason, sizeof(e->reason),
-				 "%s on GPU %s: stale: seen at %s, before the remediation that succeeded at %s; recorded as evidence only",
-				 e->code, gpu_txt, ets, fence_ts);
-			snprintf(e->audit, sizeof(e->audit), "%s time=%s -> count (stale)%s", inputs,
-				 ets, e->dry ? " (dry run)" : "");
+			snprintf(
+				e->reason, sizeof(e->reason),
+				"%s on GPU %s: stale: seen at %s, before the remediation that succeeded at %s; recorded as evidence only",
+				e->code, gpu_txt, ets, fence_ts);
+			snprintf(e->audit, sizeof(e->audit), "%s time=%s -> count (stale)%s",
+				 inputs, ets, e->dry ? " (dry run)" : "");
 			continue;
 		}
 		/* Job attribution: the same (code, job) on many nodes is the job's fault. */
@@ -610,13 +616,15 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			snprintf(fkey, sizeof(fkey), "%s|%s", e->code, job);
 			snprintf(key, sizeof(key), "j|%s|%s", e->code, job);
 			struct health_window *jw = window_get(h, key, 0);
-			if (!jw || !health_window_has(jw, now, p->job_attribution.window_s * SEC, node))
+			if (!jw ||
+			    !health_window_has(jw, now, p->job_attribution.window_s * SEC, node))
 				window_add(h, t, key, at, node, seq);
 			jw = window_get(h, key, 0);
 			struct jobfault *f = hmap_get(&h->jobfaults, fkey);
 			if (f && f->dry && !e->dry)
 				f = NULL; /* a dry-run verdict: decide again */
-			int nodes = health_window_distinct(jw, now, p->job_attribution.window_s * SEC);
+			int nodes = health_window_distinct(jw, now,
+							   p->job_attribution.window_s * SEC);
 			if (!f && nodes >= p->job_attribution.min_nodes) {
 				f = hmap_get(&h->jobfaults, fkey);
 				if (!f) {
@@ -631,11 +639,11 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 						   sizeof(list));
 				char object[96];
 				snprintf(object, sizeof(object), "job/%s", job);
-				extra_event(o, "Warning", "JobFault", object,
-					    "%s from job %s on %d nodes within %lld s (%s): the job's fault, no node action%s",
-					    e->code, job, nodes,
-					    (long long)p->job_attribution.window_s, list,
-					    e->dry ? " (dry run)" : "");
+				extra_event(
+					o, "Warning", "JobFault", object,
+					"%s from job %s on %d nodes within %lld s (%s): the job's fault, no node action%s",
+					e->code, job, nodes, (long long)p->job_attribution.window_s,
+					list, e->dry ? " (dry run)" : "");
 			}
 			facts.job_known = 1;
 			facts.job_fault = f != NULL;
@@ -643,9 +651,11 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			if (v.decision == HEALTH_DECISION_JOB_FAULT) {
 				f->at = now;
 				e->action = "job_fault";
-				snprintf(e->reason, sizeof(e->reason),
-					 "%s from job %s is on %d nodes within %lld s: the job's fault, no node action",
-					 e->code, job, nodes, (long long)p->job_attribution.window_s);
+				snprintf(
+					e->reason, sizeof(e->reason),
+					"%s from job %s is on %d nodes within %lld s: the job's fault, no node action",
+					e->code, job, nodes,
+					(long long)p->job_attribution.window_s);
 				snprintf(e->audit, sizeof(e->audit), "%s nodes=%d -> job_fault%s",
 					 inputs, nodes, e->dry ? " (dry run)" : "");
 				continue;
@@ -678,13 +688,15 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 		}
 		if (v.basis == HEALTH_BASIS_REMEDIATING) {
 			e->action = "count";
-			snprintf(e->reason, sizeof(e->reason),
-				 "%s on GPU %s: threshold met while a remediation is in progress (%s): recorded as evidence",
-				 e->code, gpu_txt,
-				 o->hold ? r->ev[o->hold_ev].code :
-					   (n->remediation.code ? n->remediation.code : "?"));
-			snprintf(e->audit, sizeof(e->audit), "%s remediation=in-progress -> count%s",
-				 inputs, e->dry ? " (dry run)" : "");
+			snprintf(
+				e->reason, sizeof(e->reason),
+				"%s on GPU %s: threshold met while a remediation is in progress (%s): recorded as evidence",
+				e->code, gpu_txt,
+				o->hold ? r->ev[o->hold_ev].code
+					: (n->remediation.code ? n->remediation.code : "?"));
+			snprintf(e->audit, sizeof(e->audit),
+				 "%s remediation=in-progress -> count%s", inputs,
+				 e->dry ? " (dry run)" : "");
 			if (o->nevidence < REMEDIATION_MAX_EVENTS)
 				o->evidence[o->nevidence++] = i;
 			continue;
@@ -701,8 +713,8 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			const char *val = node_domain_value(n, dom);
 			if (!val)
 				continue;
-			int limit = p->breaker.domain_max[d] > 0 ? p->breaker.domain_max[d] :
-								   p->breaker.max_nodes;
+			int limit = p->breaker.domain_max[d] > 0 ? p->breaker.domain_max[d]
+								 : p->breaker.max_nodes;
 			snprintf(bname, sizeof(bname), "%s.%s", dom, val);
 			if (health_breakers_has(h->breakers, bname) ||
 			    (e->dry && hmap_get(&h->dry_breakers, bname))) {
@@ -721,14 +733,15 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 					    HEALTH_BREAKER_WINDOW_MAX);
 			touched_add(&t->keys, &t->n, &t->cap, mine);
 			char list[600];
-			int nodes = breaker_nodes(h, key, e->dry ? dkey : NULL, now, bw, limit, list,
-						  sizeof(list));
+			int nodes = breaker_nodes(h, key, e->dry ? dkey : NULL, now, bw, limit,
+						  list, sizeof(list));
 			if (nodes <= limit)
 				continue;
 			char rsn[900];
-			snprintf(rsn, sizeof(rsn),
-				 "%d nodes of %s %s had hold-worthy health events within %lld s (more than %d): %s; suspect the detector or a shared dependency",
-				 nodes, dom, val, (long long)p->breaker.window_s, limit, list);
+			snprintf(
+				rsn, sizeof(rsn),
+				"%d nodes of %s %s had hold-worthy health events within %lld s (more than %d): %s; suspect the detector or a shared dependency",
+				nodes, dom, val, (long long)p->breaker.window_s, limit, list);
 			open_by = dom;
 			if (e->dry) {
 				int *one = xmalloc(sizeof(*one));
@@ -736,9 +749,11 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				free(hmap_put(&h->dry_breakers, bname, one));
 				touched_add(&t->dopened, &t->ndopened, &t->capd, bname);
 				snprintf(bstate, sizeof(bstate), "would-open(%s)", bname);
-				extra_event(o, "Normal", "CorrelatedFailureBreakerOpen", "policy/default",
-					    "%s (dry run: the breaker %s would open; nothing is suppressed)",
-					    rsn, bname);
+				extra_event(
+					o, "Normal", "CorrelatedFailureBreakerOpen",
+					"policy/default",
+					"%s (dry run: the breaker %s would open; nothing is suppressed)",
+					rsn, bname);
 				break;
 			}
 			struct health_window *w = window_get(h, key, 0);
@@ -750,9 +765,10 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			touched_add(&t->opened, &t->nopened, &t->capo, bname);
 			char object[200];
 			snprintf(object, sizeof(object), "breaker/%s", bname);
-			extra_event(o, "Warning", "CorrelatedFailureBreakerOpen", object,
-				    "%s; automatic health holds and actions in %s %s are suppressed until POST /v1/breakers/%s:reset",
-				    rsn, dom, val, bname);
+			extra_event(
+				o, "Warning", "CorrelatedFailureBreakerOpen", object,
+				"%s; automatic health holds and actions in %s %s are suppressed until POST /v1/breakers/%s:reset",
+				rsn, dom, val, bname);
 			breakers_gauge(h);
 			snprintf(bstate, sizeof(bstate), "opened(%s)", bname);
 		}
@@ -778,17 +794,19 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 			if (!e->dry) {
 				if (!o->suppressed) {
 					o->suppressed_ev = i;
-					snprintf(o->suppressed_by, sizeof(o->suppressed_by), "%s", bname);
+					snprintf(o->suppressed_by, sizeof(o->suppressed_by), "%s",
+						 bname);
 				}
 				o->suppressed = 1;
 				breaker_note(h, bname, node, e, now, o);
 			}
-			snprintf(e->reason, sizeof(e->reason),
-				 e->dry ? "%s on GPU %s: hold suppressed (dry run), correlated-failure breaker %s would be open" :
-					  "%s on GPU %s: hold suppressed, correlated-failure breaker %s is open",
-				 e->code, gpu_txt, bname);
-			snprintf(e->audit, sizeof(e->audit), "%s breaker=%s -> suppressed%s", inputs,
-				 bstate, e->dry ? " (dry run)" : "");
+			snprintf(
+				e->reason, sizeof(e->reason),
+				e->dry ? "%s on GPU %s: hold suppressed (dry run), correlated-failure breaker %s would be open"
+				       : "%s on GPU %s: hold suppressed, correlated-failure breaker %s is open",
+				e->code, gpu_txt, bname);
+			snprintf(e->audit, sizeof(e->audit), "%s breaker=%s -> suppressed%s",
+				 inputs, bstate, e->dry ? " (dry run)" : "");
 			continue;
 		}
 		/* Hold (v.decision is HEALTH_DECISION_HOLD). */
@@ -812,17 +830,17 @@ static void evaluate(struct health *h, const char *node, const struct node *n, s
 				 gpu_txt, jobs, (long long)rule->window_s, rule->distinct_jobs);
 		else
 			snprintf(o->hold_reason, sizeof(o->hold_reason),
-				 "%s on GPU %s: %d in %lld s (threshold %d)", e->code, gpu_txt, count,
-				 (long long)rule->window_s, rule->count);
+				 "%s on GPU %s: %d in %lld s (threshold %d)", e->code, gpu_txt,
+				 count, (long long)rule->window_s, rule->count);
 		snprintf(e->reason, sizeof(e->reason), "%s %s on GPU %s: %s; hold, %s%s",
 			 health_severity_name(e->sev), e->code, gpu_txt, tally,
 			 rule->nladder ? "remediation starts at " : "no automatic remediation",
 			 rule->nladder ? start : "");
 		snprintf(o->rem_reason, sizeof(o->rem_reason), "%s", e->reason);
 		snprintf(e->audit, sizeof(e->audit),
-			 "%s lemon=node:%d,gpu:%d%s breaker=%s ladder=%s start=%s -> hold%s", inputs,
-			 lm.node_score, lm.gpu_score, lm.recurred ? ",recurred" : "", bstate, lad,
-			 start, e->dry ? " (dry run: nothing held)" : "");
+			 "%s lemon=node:%d,gpu:%d%s breaker=%s ladder=%s start=%s -> hold%s",
+			 inputs, lm.node_score, lm.gpu_score, lm.recurred ? ",recurred" : "",
+			 bstate, lad, start, e->dry ? " (dry run: nothing held)" : "");
 	}
 }
 
@@ -834,7 +852,8 @@ static char *sanitize(const char *s);
 static int hold_suppressed_mark(const struct node *n)
 {
 	const struct node_condition *g = node_condition_get(n, "GPUHealthy");
-	return g && g->status == COND_FALSE && g->reason && strcmp(g->reason, "HoldSuppressed") == 0;
+	return g && g->status == COND_FALSE && g->reason &&
+	       strcmp(g->reason, "HoldSuppressed") == 0;
 }
 
 /* DetectorsLive, and GPUHealthy Unknown/True while no health hold is placed (and no
@@ -860,8 +879,8 @@ static int detectors_conditions(struct node *n, const struct rep *r, int64_t now
 		if (strcmp(d->status, "unhealthy") == 0 && wb < sizeof(bad)) {
 			/* The detector's message is the agent's text: at most 200 bytes of it,
 			 * sanitized when the node document is rendered like every condition. */
-			int k = snprintf(bad + wb, sizeof(bad) - wb, "%s%s%s%.200s%s", wb ? "; " : "",
-					 d->name, d->message ? " (" : "",
+			int k = snprintf(bad + wb, sizeof(bad) - wb, "%s%s%s%.200s%s",
+					 wb ? "; " : "", d->name, d->message ? " (" : "",
 					 d->message ? d->message : "", d->message ? ")" : "");
 			if (k > 0)
 				wb += (size_t)k;
@@ -869,7 +888,8 @@ static int detectors_conditions(struct node *n, const struct rep *r, int64_t now
 				wb = sizeof(bad) - 1;
 		}
 		if (strcmp(d->status, "unknown") == 0 && configured && wu < sizeof(unk)) {
-			int k = snprintf(unk + wu, sizeof(unk) - wu, "%s%s", wu ? ", " : "", d->name);
+			int k = snprintf(unk + wu, sizeof(unk) - wu, "%s%s", wu ? ", " : "",
+					 d->name);
 			if (k > 0)
 				wu += (size_t)k;
 		}
@@ -907,8 +927,8 @@ static int detectors_conditions(struct node *n, const struct rep *r, int64_t now
 	if (wu) {
 		char msg[320];
 		snprintf(msg, sizeof(msg), "status unknown from: %s", unk);
-		return changed | node_condition_set(n, "GPUHealthy", COND_UNKNOWN, "DetectorUnknown",
-						    msg, now);
+		return changed | node_condition_set(n, "GPUHealthy", COND_UNKNOWN,
+						    "DetectorUnknown", msg, now);
 	}
 	int all_ok = 1;
 	for (size_t i = 0; i < r->ndet; i++)
@@ -994,8 +1014,8 @@ static int apply_node(struct health *h, struct node *n, const char *node, const 
 		changed = 1;
 	} else if (remediating && n->remediation.active && o->nevidence) {
 		/* More evidence for the remediation in progress. */
-		for (size_t i = 0; i < o->nevidence && n->remediation.nevents < REMEDIATION_MAX_EVENTS;
-		     i++) {
+		for (size_t i = 0;
+		     i < o->nevidence && n->remediation.nevents < REMEDIATION_MAX_EVENTS; i++) {
 			n->remediation.events[n->remediation.nevents++] =
 				xasprintf("%s.%s", node, r->ev[o->evidence[i]].id);
 			changed = 1;
@@ -1006,10 +1026,12 @@ static int apply_node(struct health *h, struct node *n, const char *node, const 
 		 * remediation sets GPUHealthy True, so a suppressed fault is never forgotten. */
 		const struct rep_ev *e = &r->ev[o->suppressed_ev];
 		char gm[400];
-		snprintf(gm, sizeof(gm),
-			 "%s on GPU %s (event %s.%s): hold suppressed by correlated-failure breaker %s",
-			 e->code, e->gpu[0] ? e->gpu : "-", node, e->id, o->suppressed_by);
-		changed |= node_condition_set(n, "GPUHealthy", COND_FALSE, "HoldSuppressed", gm, now);
+		snprintf(
+			gm, sizeof(gm),
+			"%s on GPU %s (event %s.%s): hold suppressed by correlated-failure breaker %s",
+			e->code, e->gpu[0] ? e->gpu : "-", node, e->id, o->suppressed_by);
+		changed |= node_condition_set(n, "GPUHealthy", COND_FALSE, "HoldSuppressed", gm,
+					      now);
 	}
 	changed |= detectors_conditions(n, r, now, node_hold_find(n, "health") != NULL);
 	if (o->suppressed) {
@@ -1033,11 +1055,11 @@ static int apply_node(struct health *h, struct node *n, const char *node, const 
 static const struct {
 	uint32_t lo, hi;
 } format_chars[] = {
-	{0xAD, 0xAD},	      {0x600, 0x605},	  {0x61C, 0x61C},     {0x6DD, 0x6DD},
-	{0x70F, 0x70F},	      {0x890, 0x891},	  {0x8E2, 0x8E2},     {0x180E, 0x180E},
-	{0x200B, 0x200F},     {0x202A, 0x202E},	  {0x2060, 0x2064},   {0x2066, 0x206F},
-	{0xFEFF, 0xFEFF},     {0xFFF9, 0xFFFB},	  {0x110BD, 0x110BD}, {0x110CD, 0x110CD},
-	{0x13430, 0x1343F},   {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A}, {0xE0001, 0xE0001},
+	{0xAD, 0xAD},       {0x600, 0x605},     {0x61C, 0x61C},     {0x6DD, 0x6DD},
+	{0x70F, 0x70F},     {0x890, 0x891},     {0x8E2, 0x8E2},     {0x180E, 0x180E},
+	{0x200B, 0x200F},   {0x202A, 0x202E},   {0x2060, 0x2064},   {0x2066, 0x206F},
+	{0xFEFF, 0xFEFF},   {0xFFF9, 0xFFFB},   {0x110BD, 0x110BD}, {0x110CD, 0x110CD},
+	{0x13430, 0x1343F}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A}, {0xE0001, 0xE0001},
 	{0xE0020, 0xE007F},
 };
 
@@ -1066,7 +1088,8 @@ static char *sanitize(const char *s)
 		if (len == 2)
 			cp = (uint32_t)(c & 0x1f) << 6 | ((unsigned char)s[i + 1] & 0x3f);
 		else if (len == 3)
-			cp = (uint32_t)(c & 0x0f) << 12 | (uint32_t)((unsigned char)s[i + 1] & 0x3f) << 6 |
+			cp = (uint32_t)(c & 0x0f) << 12 |
+			     (uint32_t)((unsigned char)s[i + 1] & 0x3f) << 6 |
 			     ((unsigned char)s[i + 2] & 0x3f);
 		else if (len == 4)
 			cp = (uint32_t)(c & 0x07) << 18 |
@@ -1125,9 +1148,9 @@ static json_t *event_doc(const char *node, const struct rep_ev *e, int64_t recei
 	/* The decision with its inputs: the audit record of decisions that get no separate
 	 * HealthDecision event (audited(), docs/health.md). */
 	json_object_set_new(d, "decision",
-			    json_pack("{s:s, s:b, s:s, s:s, s:s, s:s}", "action", e->action, "dryRun",
-				      e->dry, "reason", e->reason, "policy", policy, "rule",
-				      e->rule_code, "inputs", e->audit));
+			    json_pack("{s:s, s:b, s:s, s:s, s:s, s:s}", "action", e->action,
+				      "dryRun", e->dry, "reason", e->reason, "policy", policy,
+				      "rule", e->rule_code, "inputs", e->audit));
 	return d;
 }
 
@@ -1264,7 +1287,8 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 				continue;
 			char msg[1300];
 			snprintf(msg, sizeof(msg), "health event %s.%s: %s", node, e->id, e->audit);
-			txn_event(h, &tx, strcmp(e->action, "hold") == 0 && !e->dry ? "Warning" : "Normal",
+			txn_event(h, &tx,
+				  strcmp(e->action, "hold") == 0 && !e->dry ? "Warning" : "Normal",
 				  ACTOR, object, "HealthDecision", msg, now);
 		}
 		size_t k;
@@ -1296,11 +1320,11 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 			}
 			if (al) {
 				al->last = clock_now_ms(h->cfg.clock);
-				al->timeout = h->cfg.heartbeat_timeout_ms > 0 ?
-						      h->cfg.heartbeat_timeout_ms :
-						      (3 * r.interval * SEC > HEARTBEAT_MIN_MS ?
-							       3 * r.interval * SEC :
-							       HEARTBEAT_MIN_MS);
+				al->timeout = h->cfg.heartbeat_timeout_ms > 0
+						      ? h->cfg.heartbeat_timeout_ms
+						      : (3 * r.interval * SEC > HEARTBEAT_MIN_MS
+								 ? 3 * r.interval * SEC
+								 : HEARTBEAT_MIN_MS);
 				al->missed = 0;
 			}
 			touched_release(&t);
@@ -1319,16 +1343,20 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 				const char *al2[1] = {e->action};
 				metric_add(h->m_decisions, al2, 1);
 				if (strcmp(e->action, "hold") == 0 && !e->dry) {
-					int64_t basis = e->time && e->time <= received_ms &&
-								e->time > received_ms - LATENCY_HORIZON_MS ?
-							e->time : received_ms;
+					int64_t basis =
+						e->time && e->time <= received_ms &&
+								e->time > received_ms -
+										  LATENCY_HORIZON_MS
+							? e->time
+							: received_ms;
 					double lat = (double)(committed - basis) / 1000.0;
 					metric_observe(h->m_latency, NULL, lat < 0 ? 0 : lat);
 				}
 				json_array_append_new(decisions,
-						      json_pack("{s:s, s:s, s:b, s:s}", "event", e->id,
-								"action", e->action, "dryRun", e->dry,
-								"reason", e->reason));
+						      json_pack("{s:s, s:s, s:b, s:s}", "event",
+								e->id, "action", e->action,
+								"dryRun", e->dry, "reason",
+								e->reason));
 			}
 			*result = json_pack("{s:I, s:I, s:o}", "accepted", (json_int_t)nnew,
 					    "duplicates", (json_int_t)dups, "decisions", decisions);
@@ -1455,7 +1483,8 @@ struct health_breakers *health_breaker_owner(struct health *h)
  * the breaker being closed gets a CAS put without that condition in the reset's transaction. */
 struct unsuppress {
 	struct txn *t;
-	const char *want; /* the condition message's start: "correlated-failure breaker X is open:" */
+	const char
+		*want; /* the condition message's start: "correlated-failure breaker X is open:" */
 };
 
 static int unsuppress_node(void *arg, const struct store_kv *kv)
@@ -1580,7 +1609,8 @@ static int replay_one(struct health *h, const char *node, const char *id, const 
 			else if (p->dry_run)
 				snprintf(why, whylen, "the policy is in dry run");
 			else
-				snprintf(why, whylen, "the policy in force no longer holds on %s", code);
+				snprintf(why, whylen, "the policy in force no longer holds on %s",
+					 code);
 			pthread_mutex_unlock(&h->mu);
 			node_free(n);
 			return 0;
@@ -1608,7 +1638,8 @@ static int replay_one(struct health *h, const char *node, const char *id, const 
 		snprintf(hold_reason, sizeof(hold_reason),
 			 "%s on GPU %s: suppressed by breaker %s, replayed at its reset", code,
 			 bus ? bus : "-", bname);
-		snprintf(rem_reason, sizeof(rem_reason), "%s %s on GPU %s: replayed after breaker %s was reset by %s; hold, %s%s",
+		snprintf(rem_reason, sizeof(rem_reason),
+			 "%s %s on GPU %s: replayed after breaker %s was reset by %s; hold, %s%s",
 			 health_severity_name(rule->severity), code, bus ? bus : "-", bname, actor,
 			 nladder ? "remediation starts at " : "no automatic remediation",
 			 nladder ? start_txt : "");
@@ -1617,8 +1648,8 @@ static int replay_one(struct health *h, const char *node, const char *id, const 
 		health_window_add(window_get(h, key, 1), now, bus ? bus : "", seq);
 		pthread_mutex_unlock(&h->mu);
 		char *ev = xasprintf("%s.%s", node, id);
-		place_hold(n, code, bus, ladder, nladder, start, hold_reason, rem_reason, policy, &ev,
-			   1, now);
+		place_hold(n, code, bus, ladder, nladder, start, hold_reason, rem_reason, policy,
+			   &ev, 1, now);
 		free(ev);
 		add_evidence(n, node, evidence, nevidence);
 		struct txn tx = {0};
@@ -1627,10 +1658,11 @@ static int replay_one(struct health *h, const char *node, const char *id, const 
 		json_decref(nj);
 		char object[96], msg[1024];
 		snprintf(object, sizeof(object), "node/%s", node);
-		snprintf(msg, sizeof(msg),
-			 "health event %s.%s: replayed at the reset of breaker %s by %s: code=%s rule=%s gpu=%s lemon=node:%d,gpu:%d%s ladder=%s start=%s -> hold",
-			 node, id, bname, actor, code, rule->code, bus ? bus : "-", lm.node_score,
-			 lm.gpu_score, lm.recurred ? ",recurred" : "", lad, start_txt);
+		snprintf(
+			msg, sizeof(msg),
+			"health event %s.%s: replayed at the reset of breaker %s by %s: code=%s rule=%s gpu=%s lemon=node:%d,gpu:%d%s ladder=%s start=%s -> hold",
+			node, id, bname, actor, code, rule->code, bus ? bus : "-", lm.node_score,
+			lm.gpu_score, lm.recurred ? ",recurred" : "", lad, start_txt);
 		txn_event(h, &tx, "Warning", ACTOR, object, "HealthDecision", msg, now);
 		rc = store_txn(h->cfg.store, tx.ops, tx.n, NULL, NULL);
 		txn_release(&tx);
@@ -1649,8 +1681,8 @@ static int replay_one(struct health *h, const char *node, const char *id, const 
 	return 0;
 }
 
-int health_breaker_reset(struct health *h, const char *name, const char *actor,
-			 const char *reason, char *err, size_t errlen)
+int health_breaker_reset(struct health *h, const char *name, const char *actor, const char *reason,
+			 char *err, size_t errlen)
 {
 	return health_breaker_reset_ex(h, name, actor, reason, 0, NULL, err, errlen);
 }
@@ -1662,7 +1694,8 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 	if (result)
 		*result = NULL;
 	if (!reason || !*reason)
-		return fp_errf(FP_EINVAL, err, errlen, "reason: required (why the breaker may close)");
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "reason: required (why the breaker may close)");
 	if (strlen(reason) > REPORT_MAX_STR)
 		return fp_errf(FP_EINVAL, err, errlen, "reason: longer than %d bytes",
 			       REPORT_MAX_STR);
@@ -1687,8 +1720,7 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 	size_t npairs = json_array_size(pairs);
 	char *done = xcalloc(npairs ? npairs : 1, 1);
 	const char **ids = xcalloc(npairs ? npairs : 1, sizeof(*ids));
-	json_array_foreach(pairs, i, x)
-	{
+	json_array_foreach(pairs, i, x) {
 		const char *node = jsonx_str(x, "node"), *id = jsonx_str(x, "event"),
 			   *code = jsonx_str(x, "code"), *gpu = jsonx_str(x, "gpu");
 		if (done[i] || !node || !id || !code)
@@ -1696,8 +1728,7 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 		/* The node's other pairs, in order. */
 		size_t nids = 0, k;
 		json_t *y;
-		json_array_foreach(pairs, k, y)
-		{
+		json_array_foreach(pairs, k, y) {
 			if (k <= i || done[k])
 				continue;
 			const char *n2 = jsonx_str(y, "node"), *id2 = jsonx_str(y, "event");
@@ -1721,24 +1752,25 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 			json_array_append_new(held, json_string(node));
 		else
 			json_array_append_new(unheld,
-					      json_pack("{s:s, s:s, s:s, s:s}", "node", node, "event",
-							id, "code", code, "reason", why));
-		json_array_foreach(pairs, k, y)
-		{
+					      json_pack("{s:s, s:s, s:s, s:s}", "node", node,
+							"event", id, "code", code, "reason", why));
+		json_array_foreach(pairs, k, y) {
 			if (k <= i || !done[k] || strcmp(jsonx_str(y, "node"), node) != 0)
 				continue;
 			done[k] = 2; /* listed */
 			if (got)
-				json_array_append_new(evid, json_pack("{s:s, s:s, s:s, s:s}", "node",
-								      node, "event",
-								      jsonx_str(y, "event"), "code",
-								      jsonx_str(y, "code"), "of", of));
+				json_array_append_new(evid,
+						      json_pack("{s:s, s:s, s:s, s:s}", "node",
+								node, "event",
+								jsonx_str(y, "event"), "code",
+								jsonx_str(y, "code"), "of", of));
 			else
 				json_array_append_new(unheld,
-						      json_pack("{s:s, s:s, s:s, s:s}", "node", node,
-								"event", jsonx_str(y, "event"),
-								"code", jsonx_str(y, "code"),
-								"reason", why));
+						      json_pack("{s:s, s:s, s:s, s:s}", "node",
+								node, "event",
+								jsonx_str(y, "event"), "code",
+								jsonx_str(y, "code"), "reason",
+								why));
 		}
 	}
 	free(done);
@@ -1754,8 +1786,8 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 		w += snprintf(msg + w, sizeof(msg) - (size_t)w, "; replayed, held:");
 		json_array_foreach(held, i, x)
 			if (w > 0 && (size_t)w < sizeof(msg))
-				w += snprintf(msg + w, sizeof(msg) - (size_t)w, "%s %s", i ? "," : "",
-					      json_string_value(x));
+				w += snprintf(msg + w, sizeof(msg) - (size_t)w, "%s %s",
+					      i ? "," : "", json_string_value(x));
 	}
 	if (json_array_size(evid) && w > 0 && (size_t)w < sizeof(msg)) {
 		w += snprintf(msg + w, sizeof(msg) - (size_t)w, "; evidence:");
@@ -1772,8 +1804,9 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 		json_array_foreach(unheld, i, x)
 			if (w > 0 && (size_t)w < sizeof(msg))
 				w += snprintf(msg + w, sizeof(msg) - (size_t)w, "%s %s (%s %s: %s)",
-					      i ? "," : "", jsonx_str(x, "node"), jsonx_str(x, "code"),
-					      jsonx_str(x, "event"), jsonx_str(x, "reason"));
+					      i ? "," : "", jsonx_str(x, "node"),
+					      jsonx_str(x, "code"), jsonx_str(x, "event"),
+					      jsonx_str(x, "reason"));
 	}
 	snprintf(want, sizeof(want), "correlated-failure breaker %s is open:", name);
 	/* One transaction: the breaker document goes, the audit event and the nodes' cleared
@@ -1783,11 +1816,13 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 		struct txn t = {0};
 		txn_event(h, &t, "Normal", actor, object, "BreakerReset", msg, now);
 		struct unsuppress u = {&t, want};
-		trc = store_foreach(h->cfg.store, OBJECTS_PREFIX_NODES, 0, unsuppress_node, &u, NULL);
+		trc = store_foreach(h->cfg.store, OBJECTS_PREFIX_NODES, 0, unsuppress_node, &u,
+				    NULL);
 		if (trc == 0) {
 			if (with_delete) {
 				ALLOC_GROW(t.ops, t.n + 1, t.cap);
-				t.ops[t.n++] = (struct store_op){STORE_OP_DELETE, key, NULL, STORE_ANY};
+				t.ops[t.n++] = (struct store_op){STORE_OP_DELETE, key, NULL,
+								 STORE_ANY};
 			}
 			trc = store_txn(h->cfg.store, t.ops, t.n, NULL, NULL);
 			if (trc == FP_ENOTFOUND && with_delete) {
@@ -1818,13 +1853,15 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 	}
 	breakers_gauge(h);
 	pthread_mutex_unlock(&h->mu);
-	log_info("health breaker reset breaker=%s actor=%s replay=%d held=%zu evidence=%zu unheld=%zu rc=%d",
-		 name, actor, replay, json_array_size(held), json_array_size(evid),
-		 json_array_size(unheld), rc);
+	log_info(
+		"health breaker reset breaker=%s actor=%s replay=%d held=%zu evidence=%zu unheld=%zu rc=%d",
+		name, actor, replay, json_array_size(held), json_array_size(evid),
+		json_array_size(unheld), rc);
 	if (result)
 		*result = json_pack("{s:s, s:{s:s}, s:s, s:b, s:o, s:o, s:o}", "kind",
 				    "HealthBreaker", "metadata", "name", name, "state", "closed",
-				    "replay", replay, "held", held, "evidence", evid, "unheld", unheld);
+				    "replay", replay, "held", held, "evidence", evid, "unheld",
+				    unheld);
 	else {
 		json_decref(held);
 		json_decref(unheld);
@@ -1850,10 +1887,10 @@ static void prune(struct health *h, int64_t wall)
 	for (struct hmap_iter it = hmap_iter_start(&h->windows); hmap_iter_next(&it);) {
 		struct health_window *w = it.e->value;
 		const char *k = it.e->key;
-		int64_t ws = k[0] == 'c' ? rulew :
-			     k[0] == 'j' ? p->job_attribution.window_s :
-			     k[0] == 'b' ? p->breaker.window_s :
-					   p->lemon.window_s;
+		int64_t ws = k[0] == 'c'   ? rulew
+			     : k[0] == 'j' ? p->job_attribution.window_s
+			     : k[0] == 'b' ? p->breaker.window_s
+					   : p->lemon.window_s;
 		health_window_prune(w, wall, ws * SEC);
 		if (!w->n) {
 			ALLOC_GROW(drop, nd + 1, cap);
@@ -1894,8 +1931,7 @@ static void prune(struct health *h, int64_t wall)
 	free(drop);
 }
 
-static int64_t heartbeat_missed(struct health *h, const char *name, int64_t silent,
-				int64_t timeout)
+static int64_t heartbeat_missed(struct health *h, const char *name, int64_t silent, int64_t timeout)
 {
 	char err[256];
 	for (int attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
@@ -2054,7 +2090,8 @@ static int load_event(void *arg, const struct store_kv *kv)
 		if (at > f->at)
 			f->at = at;
 	}
-	if (action && strcmp(action, "hold") == 0 && !json_is_true(jsonx_path(d, "decision.dryRun")) &&
+	if (action && strcmp(action, "hold") == 0 &&
+	    !json_is_true(jsonx_path(d, "decision.dryRun")) &&
 	    at > c->now - p->lemon.window_s * SEC) {
 		snprintf(key, sizeof(key), "h|%s", node);
 		window_add(h, NULL, key, at, gpu, 0);
@@ -2075,19 +2112,19 @@ static int load_alive(void *arg, const struct store_kv *kv)
 	json_t *conds = jsonx_path(d, "status.conditions");
 	size_t i;
 	json_t *x;
-	json_array_foreach(conds, i, x)
-	{
+	json_array_foreach(conds, i, x) {
 		const char *type = jsonx_str(x, "type"), *st = jsonx_str(x, "status");
 		const char *why = jsonx_str(x, "reason");
 		/* Only a health agent's heartbeat (reason Heartbeat) is watched: a deploy agent's
 		 * boot callback (BootCallback) sets AgentAlive too, but no health agent runs there
 		 * to miss a heartbeat. */
-		if (type && st && why && strcmp(type, "AgentAlive") == 0 && strcmp(st, "True") == 0 &&
-		    strcmp(why, "Heartbeat") == 0) {
+		if (type && st && why && strcmp(type, "AgentAlive") == 0 &&
+		    strcmp(st, "True") == 0 && strcmp(why, "Heartbeat") == 0) {
 			struct alive *a = xcalloc(1, sizeof(*a));
 			a->last = c->now;
-			a->timeout = c->h->cfg.heartbeat_timeout_ms > 0 ? c->h->cfg.heartbeat_timeout_ms :
-									 HEARTBEAT_MIN_MS;
+			a->timeout = c->h->cfg.heartbeat_timeout_ms > 0
+					     ? c->h->cfg.heartbeat_timeout_ms
+					     : HEARTBEAT_MIN_MS;
 			free(hmap_put(&c->h->alive, objects_key_name(OBJECTS_NODE, kv->key), a));
 		}
 	}
@@ -2108,12 +2145,14 @@ struct health *health_new(const struct health_config *cfg, char *err, size_t err
 	hmap_init(&h->dry_breakers);
 	hmap_init(&h->alive);
 	hmap_init(&h->nodes);
-	h->m_latency = metrics_register(METRIC_HISTOGRAM, "fleetplane_health_hold_latency_seconds",
-					"Detection (the event's time, or its receipt) to the health hold committed",
-					"", metrics_buckets_fast, METRICS_BUCKETS_FAST_N);
-	h->m_events = metrics_register(METRIC_COUNTER, "fleetplane_health_events_total",
-				       "Health events accepted, by source and rule code (other: no rule)",
-				       "source,code", NULL, 0);
+	h->m_latency = metrics_register(
+		METRIC_HISTOGRAM, "fleetplane_health_hold_latency_seconds",
+		"Detection (the event's time, or its receipt) to the health hold committed", "",
+		metrics_buckets_fast, METRICS_BUCKETS_FAST_N);
+	h->m_events =
+		metrics_register(METRIC_COUNTER, "fleetplane_health_events_total",
+				 "Health events accepted, by source and rule code (other: no rule)",
+				 "source,code", NULL, 0);
 	h->m_decisions = metrics_register(METRIC_COUNTER, "fleetplane_health_decisions_total",
 					  "Health decisions, by action", "action", NULL, 0);
 	h->m_breakers = metrics_register(METRIC_GAUGE, "fleetplane_health_breakers_open",
@@ -2130,7 +2169,8 @@ struct health *health_new(const struct health_config *cfg, char *err, size_t err
 		char why[256];
 		rc = jsonx_parse(kv.value, strlen(kv.value), &d, why, sizeof(why));
 		if (rc == 0)
-			rc = health_policy_from_json(d, kv.mod_revision, &h->policy, why, sizeof(why));
+			rc = health_policy_from_json(d, kv.mod_revision, &h->policy, why,
+						     sizeof(why));
 		json_decref(d);
 		store_kv_release(&kv);
 		if (rc < 0) {
@@ -2148,7 +2188,8 @@ struct health *health_new(const struct health_config *cfg, char *err, size_t err
 		goto fail;
 	}
 	if (lc.n >= LOAD_MAX_EVENTS)
-		log_warn("health: replayed only the first %d stored health events", LOAD_MAX_EVENTS);
+		log_warn("health: replayed only the first %d stored health events",
+			 LOAD_MAX_EVENTS);
 	struct load_ctx ac = {.h = h, .now = clock_now_ms(cfg->clock)};
 	if ((rc = store_foreach(cfg->store, OBJECTS_PREFIX_NODES, 0, load_alive, &ac, NULL)) < 0) {
 		fp_errf(rc, err, errlen, "reading /nodes/: %s", fp_err_msg(rc));

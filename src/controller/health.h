@@ -25,14 +25,14 @@
 #include "store/store.h"
 
 struct health_config {
-	struct store *store;   /* borrowed */
-	struct cache *cache;   /* borrowed; node reads (may be NULL: read the store) */
+	struct store *store;    /* borrowed */
+	struct cache *cache;    /* borrowed; node reads (may be NULL: read the store) */
 	struct fp_clock *clock; /* borrowed; wall time for documents, timers for the sweep */
-	struct fp_rng *rng;    /* borrowed; event ids */
+	struct fp_rng *rng;     /* borrowed; event ids */
 	/* AgentAlive goes False when no report came for this long; 0 = 3 x the agent's
 	 * reported intervalSeconds, at least 90 s. */
 	int64_t heartbeat_timeout_ms;
-	int sweep;             /* 1 = schedule the heartbeat/breaker sweep on the clock's timers
+	int sweep; /* 1 = schedule the heartbeat/breaker sweep on the clock's timers
 				* (serve); 0 = the caller drives health_tick (tests) */
 };
 
@@ -90,8 +90,8 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 			    const char *reason, int replay, json_t **result, char *err,
 			    size_t errlen);
 /* health_breaker_reset_ex without replay and without the result. */
-int health_breaker_reset(struct health *h, const char *name, const char *actor,
-			 const char *reason, char *err, size_t errlen);
+int health_breaker_reset(struct health *h, const char *name, const char *actor, const char *reason,
+			 char *err, size_t errlen);
 
 /* The periodic sweep (AgentAlive timeouts, window expiry). Returns ms until it is next due.
  * serve runs it on the clock's timers when cfg.sweep = 1; tests call it after advancing a

@@ -22,15 +22,15 @@ struct rep_ev {
 	int has_index, has_pid;
 	int64_t gpu_index, pid, time;
 	char bus_lc[24];
-	char gpu[32];            /* window key part: bus id, "index:N" or "" */
+	char gpu[32]; /* window key part: bus id, "index:N" or "" */
 	/* decision */
 	int dup;
-	int64_t fence;           /* health_fence of the node for this event's GPU */
+	int64_t fence; /* health_fence of the node for this event's GPU */
 	char rule_code[HEALTH_CODE_MAX];
 	enum health_severity sev;
-	const char *action;      /* static */
+	const char *action; /* static */
 	int dry;
-	int holds;               /* this event placed the hold */
+	int holds; /* this event placed the hold */
 	char reason[512];
 	char audit[1024];
 };

@@ -15,12 +15,12 @@
 #include "controller/health.h"
 #include "controller/health_int.h"
 
-static const char *const detector_names[] = {"kernel", "nvidia-smi", "nvml", "dcgm", "ibstat",
-					      NULL};
-static const char *const source_names[] = {"kernel", "nvidia-smi", "nvml", "dcgm", "ibstat",
-					    "agent", NULL};
+static const char *const detector_names[] = {"kernel", "nvidia-smi", "nvml",
+					     "dcgm",   "ibstat",     NULL};
+static const char *const source_names[] = {"kernel", "nvidia-smi", "nvml", "dcgm",
+					   "ibstat", "agent",      NULL};
 static const char *const detector_reasons[] = {"NotConfigured", "ProbeTimeout", "ProbeFailed",
-						"Unparseable", NULL};
+					       "Unparseable", NULL};
 
 static int in_list(const char *s, const char *const *list)
 {
@@ -88,7 +88,8 @@ static int bus_ok(const char *s, char *out, size_t outlen)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
-		int hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+		int hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+			  (c >= 'A' && c <= 'F');
 		size_t j = i - dom; /* offset after the domain */
 		int want_sep = i == dom || j == 3;
 		if (i >= dom && j == 6) {
@@ -111,8 +112,8 @@ static int bus_ok(const char *s, char *out, size_t outlen)
 
 static int parse_event(const json_t *o, size_t i, struct rep_ev *e, char *err, size_t errlen)
 {
-	static const char *const keys[] = {"id", "source", "code", "gpu", "pid", "process", "job",
-					   "time", "message", "raw", NULL};
+	static const char *const keys[] = {"id",  "source", "code",    "gpu", "pid", "process",
+					   "job", "time",   "message", "raw", NULL};
 	char where[32], why[160];
 	snprintf(where, sizeof(where), "events[%zu]", i);
 	int rc = jsonx_check_keys(o, keys, where, err, errlen);
@@ -127,9 +128,10 @@ static int parse_event(const json_t *o, size_t i, struct rep_ev *e, char *err, s
 	if ((rc = opt_str(o, "source", where, 16, &e->source, err, errlen)) < 0)
 		return rc;
 	if (!in_list(e->source, source_names))
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "%s.source: expected kernel, nvidia-smi, nvml, dcgm, ibstat or agent",
-			       where);
+		return fp_errf(
+			FP_EINVAL, err, errlen,
+			"%s.source: expected kernel, nvidia-smi, nvml, dcgm, ibstat or agent",
+			where);
 	if ((rc = opt_str(o, "code", where, HEALTH_CODE_MAX - 1, &e->code, err, errlen)) < 0)
 		return rc;
 	if (!e->code)
@@ -165,7 +167,8 @@ static int parse_event(const json_t *o, size_t i, struct rep_ev *e, char *err, s
 		return rc;
 	if (e->time_str && fp_time_parse(e->time_str, &e->time) < 0)
 		return fp_errf(FP_EINVAL, err, errlen,
-			       "%s.time: expected RFC 3339 UTC like 2026-11-30T10:00:00.123Z", where);
+			       "%s.time: expected RFC 3339 UTC like 2026-11-30T10:00:00.123Z",
+			       where);
 	if ((rc = opt_str(o, "message", where, REPORT_MAX_STR, &e->message, err, errlen)) < 0)
 		return rc;
 	if ((rc = opt_str(o, "raw", where, REPORT_MAX_STR, &e->raw, err, errlen)) < 0)
@@ -220,10 +223,9 @@ int health_parse_report(const json_t *r, struct rep *p, char *err, size_t errlen
 		p->has_detectors = 1;
 		size_t i;
 		json_t *o;
-		json_array_foreach(d, i, o)
-		{
-			static const char *const dk[] = {"name", "live", "status", "reason",
-							 "message", NULL};
+		json_array_foreach(d, i, o) {
+			static const char *const dk[] = {"name",   "live",    "status",
+							 "reason", "message", NULL};
 			char where[32];
 			snprintf(where, sizeof(where), "detectors[%zu]", i);
 			struct rep_det *x = &p->det[p->ndet];
@@ -232,9 +234,10 @@ int health_parse_report(const json_t *r, struct rep *p, char *err, size_t errlen
 			if ((rc = opt_str(o, "name", where, 16, &x->name, err, errlen)) < 0)
 				return rc;
 			if (!in_list(x->name, detector_names))
-				return fp_errf(FP_EINVAL, err, errlen,
-					       "%s.name: expected kernel, nvidia-smi, nvml, dcgm or ibstat",
-					       where);
+				return fp_errf(
+					FP_EINVAL, err, errlen,
+					"%s.name: expected kernel, nvidia-smi, nvml, dcgm or ibstat",
+					where);
 			for (size_t k = 0; k < p->ndet; k++)
 				if (strcmp(p->det[k].name, x->name) == 0)
 					return fp_errf(FP_EINVAL, err, errlen,
@@ -250,25 +253,29 @@ int health_parse_report(const json_t *r, struct rep *p, char *err, size_t errlen
 			static const char *const st[] = {"ok", "unhealthy", "unknown", NULL};
 			if (!in_list(x->status, st))
 				return fp_errf(FP_EINVAL, err, errlen,
-					       "%s.status: required, ok, unhealthy or unknown", where);
+					       "%s.status: required, ok, unhealthy or unknown",
+					       where);
 			if ((rc = opt_str(o, "reason", where, 32, &x->reason, err, errlen)) < 0)
 				return rc;
 			if (x->reason && !in_list(x->reason, detector_reasons))
-				return fp_errf(FP_EINVAL, err, errlen,
-					       "%s.reason: expected NotConfigured, ProbeTimeout, ProbeFailed or Unparseable",
-					       where);
+				return fp_errf(
+					FP_EINVAL, err, errlen,
+					"%s.reason: expected NotConfigured, ProbeTimeout, ProbeFailed or Unparseable",
+					where);
 			if ((rc = opt_str(o, "message", where, REPORT_MAX_STR, &x->message, err,
 					  errlen)) < 0)
 				return rc;
 			/* A detector that is not live says why, and cannot vouch for the GPUs. */
 			if (!x->live && !x->reason)
-				return fp_errf(FP_EINVAL, err, errlen,
-					       "%s.reason: required when live is false (NotConfigured, ProbeTimeout, ProbeFailed or Unparseable)",
-					       where);
+				return fp_errf(
+					FP_EINVAL, err, errlen,
+					"%s.reason: required when live is false (NotConfigured, ProbeTimeout, ProbeFailed or Unparseable)",
+					where);
 			if (!x->live && strcmp(x->status, "ok") == 0)
-				return fp_errf(FP_EINVAL, err, errlen,
-					       "%s.status: ok needs live true (a detector that is not live reports unknown)",
-					       where);
+				return fp_errf(
+					FP_EINVAL, err, errlen,
+					"%s.status: ok needs live true (a detector that is not live reports unknown)",
+					where);
 			p->ndet++;
 		}
 	}
@@ -282,7 +289,8 @@ int health_parse_report(const json_t *r, struct rep *p, char *err, size_t errlen
 		p->nev = json_array_size(ev);
 		p->ev = p->nev ? xcalloc(p->nev, sizeof(*p->ev)) : NULL;
 		for (size_t i = 0; i < p->nev; i++) {
-			if ((rc = parse_event(json_array_get(ev, i), i, &p->ev[i], err, errlen)) < 0)
+			if ((rc = parse_event(json_array_get(ev, i), i, &p->ev[i], err, errlen)) <
+			    0)
 				return rc;
 			for (size_t k = 0; k < i; k++)
 				if (strcmp(p->ev[k].id, p->ev[i].id) == 0)

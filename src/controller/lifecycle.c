@@ -56,11 +56,11 @@ static int64_t phase_deadline(enum node_phase p)
 
 struct step_def {
 	const char *name;
-	int persist;        /* persist the attempt and its deadline before running: steps with a
+	int persist;     /* persist the attempt and its deadline before running: steps with a
 			     * side effect (intent before act) and steps that wait on an outside
 			     * party (so a restart resumes the same deadline) */
-	int uses_bmc;       /* take a BMC slot from the rate limiter */
-	int64_t timeout;    /* per attempt */
+	int uses_bmc;    /* take a BMC slot from the rate limiter */
+	int64_t timeout; /* per attempt */
 	int max_attempts;
 	enum step_result (*run)(struct step_ctx *x);
 };
@@ -136,7 +136,8 @@ static void quirk_names(unsigned bits, char *out, size_t len)
 	out[0] = 0;
 	for (unsigned b = 1; b && w < len; b <<= 1)
 		if ((bits & b) && *bmc_quirk_name(b)) {
-			int k = snprintf(out + w, len - w, "%s%s", w ? ", " : "", bmc_quirk_name(b));
+			int k = snprintf(out + w, len - w, "%s%s", w ? ", " : "",
+					 bmc_quirk_name(b));
 			if (k < 0)
 				break;
 			w += (size_t)k;
@@ -153,9 +154,10 @@ static int mutate_apply_delta(struct node *n, void *arg)
 		char names[200];
 		quirk_names(learned, names, sizeof(names));
 		n->bmc_quirks |= learned;
-		lifecycle_delta_event(&a->evs, "Normal", "BMCQuirkLearned",
-			    "the %s driver found it needs: %s (kept in status.bmc.quirks)",
-			    n->bmc.driver ? n->bmc.driver : "?", names);
+		lifecycle_delta_event(
+			&a->evs, "Normal", "BMCQuirkLearned",
+			"the %s driver found it needs: %s (kept in status.bmc.quirks)",
+			n->bmc.driver ? n->bmc.driver : "?", names);
 		changed = 1;
 	}
 	if (a->evs.nev)
@@ -203,8 +205,8 @@ static enum step_result bmc_failed(struct step_ctx *x, int rc, const char *what)
 	char msg[sizeof(x->err)];
 	int w = snprintf(msg, sizeof(msg), "%s: ", what);
 	if (w > 0 && (size_t)w < sizeof(msg))
-		snprintf(msg + w, sizeof(msg) - (size_t)w, "%.*s", (int)(sizeof(msg) - (size_t)w - 1),
-			 x->err[0] ? x->err : fp_err_msg(rc));
+		snprintf(msg + w, sizeof(msg) - (size_t)w, "%.*s",
+			 (int)(sizeof(msg) - (size_t)w - 1), x->err[0] ? x->err : fp_err_msg(rc));
 	memcpy(x->err, msg, sizeof(msg));
 	if (rc == FP_ETIMEDOUT || rc == FP_EIO) {
 		x->bmc_down = 1;
@@ -373,8 +375,8 @@ static enum step_result power_to(struct step_ctx *x, enum bmc_power want)
 	} else {
 		x->err[0] = 0;
 		int rc = bmc_power_set(x->bmc, &x->t, x->call_deadline,
-				       want == BMC_POWER_ON ? BMC_ACTION_ON : BMC_ACTION_OFF, x->err,
-				       sizeof(x->err));
+				       want == BMC_POWER_ON ? BMC_ACTION_ON : BMC_ACTION_OFF,
+				       x->err, sizeof(x->err));
 		if (rc < 0)
 			return bmc_failed(x, rc, want == BMC_POWER_ON ? "power on" : "power off");
 		/* Truth about power: confirm with a second read. */
@@ -411,7 +413,11 @@ static enum step_result step_power_on(struct step_ctx *x)
  * come in time, or the connection broke after the request left - bmc_observed.maybe_acted) -
  * unknown, never resent; neither - send. A call the BMC refused, or that failed before the
  * request left, clears sending: nothing was done, a retry may send. */
-enum send_state { SEND_NONE, SEND_ACTED, SEND_UNKNOWN };
+enum send_state {
+	SEND_NONE,
+	SEND_ACTED,
+	SEND_UNKNOWN
+};
 
 static enum send_state send_state(struct step_ctx *x)
 {
@@ -490,14 +496,15 @@ static enum step_result act_then_poll(struct step_ctx *x, enum bmc_power_action 
 	/* The step may be looked at again early (the node changed meanwhile); the first read
 	 * still waits one poll interval after the act. */
 	json_t *at = json_object_get(x->op->params, "actedAt");
-	int64_t settle = json_is_integer(at) ? json_integer_value(at) +
-						      scale(x->lc, x->n, POWER_POLL) - now_wall(x->lc)
-					     : 0;
+	int64_t settle = json_is_integer(at)
+				 ? json_integer_value(at) + scale(x->lc, x->n, POWER_POLL) -
+					   now_wall(x->lc)
+				 : 0;
 	if (settle > 0) {
 		x->wait_ms = settle;
 		snprintf(x->err, sizeof(x->err),
-			 "power %s sent; giving the BMC time before reading %s",
-			 bmc_action_name(a), bmc_power_name(want));
+			 "power %s sent; giving the BMC time before reading %s", bmc_action_name(a),
+			 bmc_power_name(want));
 		return STEP_WAIT;
 	}
 	enum bmc_power cur;
@@ -521,8 +528,8 @@ static enum step_result step_power_cycle(struct step_ctx *x)
 	return act_then_poll(x, BMC_ACTION_CYCLE, BMC_POWER_ON);
 }
 
-#define RESET_OFF_MSG                                                                          \
-	"the machine is off; a reset does nothing (IPMI 2.0 section 28.3 / Redfish "           \
+#define RESET_OFF_MSG                                                                \
+	"the machine is off; a reset does nothing (IPMI 2.0 section 28.3 / Redfish " \
 	"ForceRestart); use on"
 
 /* A hard reset restarts a running machine; on one that is off it does nothing (IPMI 2.0
@@ -606,7 +613,7 @@ static enum step_result step_check_gpu_count(struct step_ctx *x)
 {
 	if (x->n->gpu_count <= 0)
 		return STEP_DONE; /* nothing expected */
-	json_t *inv = x->n->inventory ? json_incref(x->n->inventory)
+	json_t *inv = x->n->inventory        ? json_incref(x->n->inventory)
 		      : x->n->inventory_text ? json_loads(x->n->inventory_text, 0, NULL)
 					     : NULL;
 	json_t *gpus = jsonx_path(inv, "gpus");
@@ -716,8 +723,8 @@ static void finish_metrics(struct lifecycle *lc, const struct operation *op)
 			       (double)(op->finished_at - op->started_at) / 1000.0);
 }
 
-#define CIRCUIT_MSG                                                                             \
-	"the BMC did not answer repeatedly (timeouts or connection failures); circuit open: "  \
+#define CIRCUIT_MSG                                                                           \
+	"the BMC did not answer repeatedly (timeouts or connection failures); circuit open: " \
 	"calls paused until a probe answers"
 
 /* Before a BMC step: asks the breaker whether the BMC may be called. Returns 1 to go on; 0
@@ -757,15 +764,16 @@ static void breaker_after(struct lifecycle *lc, struct step_ctx *x, const char *
 	int t = breaker_report(lc->cfg.breaker, key, x->bmc_answered);
 	if (t == BREAKER_T_OPENED) {
 		set_condition(x, "BMCReachable", COND_FALSE, "CircuitOpen", CIRCUIT_MSG);
-		lifecycle_delta_event(x->delta, "Warning", "BMCUnreachable",
-			    "BMC %s: circuit open after repeated timeouts or connection failures "
-			    "(last: %.120s); calls paused until a probe answers",
-			    key, x->err);
+		lifecycle_delta_event(
+			x->delta, "Warning", "BMCUnreachable",
+			"BMC %s: circuit open after repeated timeouts or connection failures "
+			"(last: %.120s); calls paused until a probe answers",
+			key, x->err);
 		log_warn("lifecycle: BMC circuit open node=%s bmc=%s", x->n->name, key);
 	} else if (t == BREAKER_T_CLOSED) {
 		set_condition(x, "BMCReachable", COND_TRUE, "Answered", "BMC answered");
 		lifecycle_delta_event(x->delta, "Normal", "BMCReachable",
-			    "BMC %s answers again; circuit closed", key);
+				      "BMC %s answers again; circuit closed", key);
 		log_info("lifecycle: BMC circuit closed node=%s bmc=%s", x->n->name, key);
 	}
 }
@@ -893,13 +901,13 @@ static void run_op_task(void *arg)
 					  .system = n->bmc.system,
 					  .quirks = n->bmc.quirks | n->bmc_quirks,
 					  .extra = n->bmc.extra};
-		int64_t call_timeout =
-			lc->cfg.bmc_call_timeout_ms > 0 ? lc->cfg.bmc_call_timeout_ms : BMC_CALL_TIMEOUT;
-		x.call_deadline =
-			clock_now_ms(lc->cfg.clock) + scale_timeout(lc, n, call_timeout, FLOOR_CALL);
+		int64_t call_timeout = lc->cfg.bmc_call_timeout_ms > 0 ? lc->cfg.bmc_call_timeout_ms
+								       : BMC_CALL_TIMEOUT;
+		x.call_deadline = clock_now_ms(lc->cfg.clock) +
+				  scale_timeout(lc, n, call_timeout, FLOOR_CALL);
 		const char *bmc_key = n->bmc.address ? n->bmc.address : n->name;
-		struct ratelimit *limits =
-			is_sim(n) && lc->cfg.sim_limits ? lc->cfg.sim_limits : lc->cfg.limits;
+		struct ratelimit *limits = is_sim(n) && lc->cfg.sim_limits ? lc->cfg.sim_limits
+									   : lc->cfg.limits;
 		enum step_result r;
 		int gated = 0; /* the breaker let this step through */
 		/* Opened (or read from the password file) for this step only, right before the BMC
@@ -911,17 +919,21 @@ static void run_op_task(void *arg)
 				 n->bmc.driver);
 			r = STEP_FAIL;
 		} else if (def->uses_bmc &&
-			   secret_bmc_password(lc->cfg.secret_key, &n->bmc, lc->cfg.bmc_credentials_dir,
-					       &password, x.err, sizeof(x.err)) < 0) {
+			   secret_bmc_password(lc->cfg.secret_key, &n->bmc,
+					       lc->cfg.bmc_credentials_dir, &password, x.err,
+					       sizeof(x.err)) < 0) {
 			/* Undecryptable or unreadable: retrying cannot help, the node parks. */
-			set_condition(&x, "BMCReachable", COND_FALSE, "CredentialsUnavailable", x.err);
+			set_condition(&x, "BMCReachable", COND_FALSE, "CredentialsUnavailable",
+				      x.err);
 			r = STEP_FAIL;
-		} else if (def->uses_bmc && n->bmc.driver && strcmp(n->bmc.driver, "redfish") == 0 &&
+		} else if (def->uses_bmc && n->bmc.driver &&
+			   strcmp(n->bmc.driver, "redfish") == 0 &&
 			   secret_bmc_ca_path(&n->bmc, lc->cfg.bmc_credentials_dir, ca_path,
 					      sizeof(ca_path), x.err, sizeof(x.err)) < 0) {
 			/* A CA file outside the rule, missing or not a file: only a fix helps. Only
 			 * the Redfish driver uses one (a ca_file stored on another node is ignored). */
-			set_condition(&x, "BMCReachable", COND_FALSE, "CredentialsUnavailable", x.err);
+			set_condition(&x, "BMCReachable", COND_FALSE, "CredentialsUnavailable",
+				      x.err);
 			r = STEP_FAIL;
 		} else {
 			if (def->uses_bmc) {
@@ -1091,7 +1103,7 @@ static int finish_power(struct lifecycle *lc, struct node *n, const struct opera
 	free(n->operation);
 	n->operation = queued;
 	return lifecycle_commit(lc, n, ok ? "Normal" : "Warning",
-		      ok ? "PowerSucceeded" : "PowerFailed", msg, w);
+				ok ? "PowerSucceeded" : "PowerFailed", msg, w);
 }
 
 /* The node's operation reached a terminal state: decide where the node goes. With write_op
@@ -1129,9 +1141,10 @@ static int finish(struct lifecycle *lc, struct node *n, const struct operation *
 		/* a health remediation climbs its ladder from repairing (lifecycle_remediation_next);
 		 * anything else (an operator's drain) rests in maintenance */
 		return lifecycle_transition(lc, n,
-				  n->remediation.active && !n->remediation.rma ? PHASE_REPAIRING
-									       : PHASE_MAINTENANCE,
-				  NULL, why, w);
+					    n->remediation.active && !n->remediation.rma
+						    ? PHASE_REPAIRING
+						    : PHASE_MAINTENANCE,
+					    NULL, why, w);
 	if (strcmp(k, "retire") == 0 && ok)
 		return lifecycle_transition(lc, n, PHASE_RETIRED, NULL, why, w);
 	/* Failed or cancelled onboarding/drain/retire: clear the operation (a queued one starts
@@ -1177,7 +1190,8 @@ static void check_deadline(struct lifecycle *lc, struct node *n, const struct op
 	if (c && c->status == COND_TRUE)
 		return;
 	char msg[600];
-	snprintf(msg, sizeof(msg), "%s for %llds, deadline %llds; stuck at step %s (attempt %d)%s%s",
+	snprintf(msg, sizeof(msg),
+		 "%s for %llds, deadline %llds; stuck at step %s (attempt %d)%s%s",
 		 node_phase_name(n->phase), (long long)((now - n->phase_since) / 1000),
 		 (long long)(dl / 1000),
 		 op && op->step < op->nsteps ? op->steps[op->step] : "(no operation)",
@@ -1207,10 +1221,8 @@ static int credentials_refused(const struct node *n)
 	case PHASE_INSPECTING:
 	case PHASE_PROVISIONING:
 	case PHASE_REPAIRING:
-	case PHASE_RETIRING:
-		return 1;
-	default:
-		return 0;
+	case PHASE_RETIRING: return 1;
+	default: return 0;
 	}
 }
 
@@ -1241,14 +1253,16 @@ static int reconcile(struct lifecycle *lc, const char *name)
 		if (!op) {
 			/* Not in the cache yet (just created) or lost: read the store. */
 			if (lifecycle_load_op(lc, n->operation, &op) == FP_ENOTFOUND) {
-				log_warn("lifecycle: node points at a missing operation node=%s op=%s",
-					 n->name, n->operation);
+				log_warn(
+					"lifecycle: node points at a missing operation node=%s op=%s",
+					n->name, n->operation);
 				free(n->operation);
 				n->operation = lifecycle_queue_pop(n);
-				rc = lifecycle_commit(lc, n, "Warning", "OperationLost",
-					    "the node's operation document is missing; restarting "
-					    "the phase",
-					    NULL);
+				rc = lifecycle_commit(
+					lc, n, "Warning", "OperationLost",
+					"the node's operation document is missing; restarting "
+					"the phase",
+					NULL);
 				node_free(n);
 				return rc;
 			}
@@ -1256,7 +1270,8 @@ static int reconcile(struct lifecycle *lc, const char *name)
 		if (op && op_state_terminal(op->state)) {
 			rc = finish(lc, n, op, 0);
 		} else if (op) {
-			if (n->retire && n->phase != PHASE_RETIRING && strcmp(op->kind, "retire") != 0 &&
+			if (n->retire && n->phase != PHASE_RETIRING &&
+			    strcmp(op->kind, "retire") != 0 &&
 			    (op->state == OP_PENDING || only_waiting(lc, n, op))) {
 				op->state = OP_CANCELLED;
 				op->finished_at = now_wall(lc);
@@ -1272,7 +1287,8 @@ static int reconcile(struct lifecycle *lc, const char *name)
 	}
 	check_deadline(lc, n, NULL);
 	if (n->retire && n->phase != PHASE_RETIRING && n->phase != PHASE_RETIRED) {
-		rc = lifecycle_transition(lc, n, PHASE_RETIRING, "retire", "retire requested", NULL);
+		rc = lifecycle_transition(lc, n, PHASE_RETIRING, "retire", "retire requested",
+					  NULL);
 		node_free(n);
 		return rc;
 	}
@@ -1297,13 +1313,16 @@ static int reconcile(struct lifecycle *lc, const char *name)
 		rc = lifecycle_transition(lc, n, PHASE_INSPECTING, "inspect", "enrolled", NULL);
 		break;
 	case PHASE_INSPECTING:
-		rc = lifecycle_transition(lc, n, PHASE_INSPECTING, "inspect", "retrying inspection", NULL);
+		rc = lifecycle_transition(lc, n, PHASE_INSPECTING, "inspect", "retrying inspection",
+					  NULL);
 		break;
 	case PHASE_PROVISIONING:
-		rc = lifecycle_transition(lc, n, PHASE_PROVISIONING, "provision", "retrying provisioning", NULL);
+		rc = lifecycle_transition(lc, n, PHASE_PROVISIONING, "provision",
+					  "retrying provisioning", NULL);
 		break;
 	case PHASE_VALIDATING:
-		rc = lifecycle_transition(lc, n, PHASE_VALIDATING, "validate", "retrying validation", NULL);
+		rc = lifecycle_transition(lc, n, PHASE_VALIDATING, "validate",
+					  "retrying validation", NULL);
 		break;
 	case PHASE_AVAILABLE:
 	case PHASE_IN_SERVICE:
@@ -1318,7 +1337,8 @@ static int reconcile(struct lifecycle *lc, const char *name)
 			if ((!lifecycle_health_automatic(n) ||
 			     lifecycle_breaker_gate(lc, n, NULL, &rc)) &&
 			    lifecycle_budget_gate(lc, n, NULL, &rc))
-				rc = lifecycle_transition(lc, n, PHASE_DRAINING, "drain", why, NULL);
+				rc = lifecycle_transition(lc, n, PHASE_DRAINING, "drain", why,
+							  NULL);
 		}
 		break;
 	case PHASE_DRAINING:
@@ -1331,20 +1351,21 @@ static int reconcile(struct lifecycle *lc, const char *name)
 		const struct node_condition *pw = node_condition_get(n, "PoweredOn");
 		if (!n->nholds && !(pw && pw->status == COND_FALSE))
 			rc = lifecycle_transition(lc, n, PHASE_AVAILABLE, NULL,
-					"resumed: no holds remain and nothing changed", NULL);
+						  "resumed: no holds remain and nothing changed",
+						  NULL);
 		break;
 	}
 	case PHASE_REPAIRING:
 		if (n->remediation.active && !n->remediation.rma)
 			rc = lifecycle_remediation_next(lc, n);
 		else
-			rc = lifecycle_transition(lc, n, PHASE_REPAIRING, "repair", "retrying repair", NULL);
+			rc = lifecycle_transition(lc, n, PHASE_REPAIRING, "repair",
+						  "retrying repair", NULL);
 		break;
 	case PHASE_RETIRING:
 		rc = lifecycle_transition(lc, n, PHASE_RETIRING, "retire", "retrying retire", NULL);
 		break;
-	default:
-		break;
+	default: break;
 	}
 	node_free(n);
 	return rc;
@@ -1362,10 +1383,11 @@ static void process_key(struct lifecycle *lc, const char *key)
 			workqueue_forget(lc->wq, key);
 		node_free(n);
 	}
-	metric_observe(lc->m_reconcile, NULL,
-		       (double)(clock_now_ms(lc->cfg.clock) - t0) / 1000.0);
+	metric_observe(lc->m_reconcile, NULL, (double)(clock_now_ms(lc->cfg.clock) - t0) / 1000.0);
 	metric_add(lc->m_reconcile_total,
-		   (const char *[]){rc == 0 ? "success" : rc == FP_ECONFLICT ? "conflict" : "error"},
+		   (const char *[]){rc == 0              ? "success"
+				    : rc == FP_ECONFLICT ? "conflict"
+							 : "error"},
 		   1);
 	if (rc == FP_ECONFLICT) {
 		/* The cache was behind the store: look again once it has caught up. */
@@ -1484,8 +1506,11 @@ struct lifecycle *lifecycle_new(const struct lifecycle_config *cfg)
 		lc->cfg.sim_time_scale = 1;
 	/* Per-node backoff 100 ms .. 60 s with 20 % jitter; rate-limited (failure) re-queues share
 	 * a global bucket of 50/s, burst 200, so a fleet-wide failure retries at a bounded pace. */
-	struct workqueue_config wc = {.base_delay_ms = 100, .max_delay_ms = 60000, .jitter = 0.2,
-				      .qps = 50, .burst = 200};
+	struct workqueue_config wc = {.base_delay_ms = 100,
+				      .max_delay_ms = 60000,
+				      .jitter = 0.2,
+				      .qps = 50,
+				      .burst = 200};
 	lc->wq = workqueue_new("lifecycle", cfg->clock, cfg->rng, &wc);
 	pthread_mutex_init(&lc->mu, NULL);
 	hmap_init(&lc->in_flight);
@@ -1498,7 +1523,8 @@ struct lifecycle *lifecycle_new(const struct lifecycle_config *cfg)
 	lc->m_op_dur = metrics_register(METRIC_HISTOGRAM, "fleetplane_operation_duration_seconds",
 					"Operation duration from start to finish, by kind.", "kind",
 					metrics_buckets_slow, METRICS_BUCKETS_SLOW_N);
-	lc->m_reconcile = metrics_register(METRIC_HISTOGRAM, "fleetplane_reconcile_duration_seconds",
+	lc->m_reconcile = metrics_register(METRIC_HISTOGRAM,
+					   "fleetplane_reconcile_duration_seconds",
 					   "Time spent in one lifecycle reconcile.", "",
 					   metrics_buckets_fast, METRICS_BUCKETS_FAST_N);
 	lc->m_reconcile_total = metrics_register(METRIC_COUNTER, "fleetplane_reconcile_total",

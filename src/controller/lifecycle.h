@@ -45,10 +45,10 @@ struct lifecycle_config {
 	struct cache *cache;
 	struct fp_clock *clock;
 	struct fp_rng *rng;
-	struct fp_executor *exec;  /* runs operation steps (blocking BMC calls) */
+	struct fp_executor *exec;        /* runs operation steps (blocking BMC calls) */
 	struct fp_executor *report_exec; /* records agent reports; NULL = exec */
-	struct ratelimit *limits;  /* per BMC and per site; may be NULL */
-	struct ratelimit *sim_limits; /* the same for sim-driver nodes; NULL = limits */
+	struct ratelimit *limits;        /* per BMC and per site; may be NULL */
+	struct ratelimit *sim_limits;    /* the same for sim-driver nodes; NULL = limits */
 	/* Per-BMC circuit breaker (engine/breaker.h), keyed by spec.bmc.address (the node name
 	 * for sim nodes without one); may be NULL. Only FP_ETIMEDOUT and FP_EIO count as
 	 * failures. While a BMC's circuit is open its steps do not call it: they wait for the
@@ -64,8 +64,8 @@ struct lifecycle_config {
 	const struct secret_key *secret_key;
 	struct bmc *drivers[LIFECYCLE_MAX_DRIVERS]; /* by ops->name */
 	size_t ndrivers;
-	int workers;               /* reconcile threads; 0 = driven by lifecycle_run_once */
-	double sim_time_scale;     /* timeouts of sim nodes are divided by this (>= 1) */
+	int workers;           /* reconcile threads; 0 = driven by lifecycle_run_once */
+	double sim_time_scale; /* timeouts of sim nodes are divided by this (>= 1) */
 	/* The disruption-budget service (controller/budget.h) asked before a node with holds is
 	 * drained out of available/in_service and before each health remediation rung; NULL =
 	 * no budgets (everything admitted). Borrowed. */

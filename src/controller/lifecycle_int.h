@@ -25,7 +25,13 @@
 #define MIN (60 * SEC)
 #define HOUR (60 * MIN)
 
-enum step_result { STEP_DONE, STEP_WAIT, STEP_RETRY, STEP_FAIL, STEP_BUSY };
+enum step_result {
+	STEP_DONE,
+	STEP_WAIT,
+	STEP_RETRY,
+	STEP_FAIL,
+	STEP_BUSY
+};
 
 #define DELTA_MAX_EVENTS 4
 
@@ -36,7 +42,7 @@ struct status_delta {
 	const char *types[8]; /* condition types touched; static strings */
 	size_t ntypes;
 	int inventory;
-	unsigned quirks;      /* BMC_QUIRK_* a driver reported learning */
+	unsigned quirks; /* BMC_QUIRK_* a driver reported learning */
 	struct {
 		const char *type, *reason; /* static strings */
 		char msg[256];
@@ -47,16 +53,16 @@ struct status_delta {
 struct step_ctx {
 	struct lifecycle *lc;
 	struct status_delta *delta;
-	struct node *n;        /* fresh from the store */
+	struct node *n; /* fresh from the store */
 	struct operation *op;
 	struct bmc *bmc;
 	struct bmc_target t;
-	int64_t call_deadline; /* monotonic ms for BMC calls */
-	int64_t wait_ms;       /* STEP_WAIT / STEP_BUSY: when to look again */
+	int64_t call_deadline;   /* monotonic ms for BMC calls */
+	int64_t wait_ms;         /* STEP_WAIT / STEP_BUSY: when to look again */
 	struct bmc_observed obs; /* zeroed before each step; x.t.observed points here */
-	int bmc_answered;      /* a BMC call returned (0 or an answer other than timeout/EIO) */
-	int bmc_down;          /* a BMC call timed out or could not connect */
-	int save_on_busy;      /* STEP_BUSY that must persist the step's deadline */
+	int bmc_answered;        /* a BMC call returned (0 or an answer other than timeout/EIO) */
+	int bmc_down;            /* a BMC call timed out or could not connect */
+	int save_on_busy;        /* STEP_BUSY that must persist the step's deadline */
 	char err[256];
 };
 
@@ -71,7 +77,7 @@ struct lifecycle {
 				* called: it answered with Retry-After (at most BMC_QUIET_MAX) */
 	pthread_t *threads;
 	int nthreads;
-	struct hmap waiting;   /* node name -> (void*)1 while it waits for a disruption budget */
+	struct hmap waiting; /* node name -> (void*)1 while it waits for a disruption budget */
 	struct metric_family *m_ops, *m_op_dur, *m_reconcile, *m_reconcile_total, *m_phase_changes;
 	struct metric_family *m_remediations;
 };
@@ -108,8 +114,8 @@ typedef int (*lifecycle_node_mutate_fn)(struct node *n, void *arg);
 int lifecycle_update_node_ev(struct lifecycle *lc, const char *name,
 			     lifecycle_node_mutate_fn mutate, void *arg, struct node **out,
 			     const struct status_delta *evs);
-int lifecycle_update_node(struct lifecycle *lc, const char *name,
-			  lifecycle_node_mutate_fn mutate, void *arg, struct node **out);
+int lifecycle_update_node(struct lifecycle *lc, const char *name, lifecycle_node_mutate_fn mutate,
+			  void *arg, struct node **out);
 /* Takes the first queued operation id off n's queue (caller owns it), or NULL. */
 char *lifecycle_queue_pop(struct node *n);
 /* Moves n to phase `to` with its next operation, in one write. */
@@ -144,7 +150,7 @@ int lifecycle_finish_rung(struct lifecycle *lc, struct node *n, const struct ope
 			  const struct operation *w, enum remediation_rung rr, const char *why);
 /* The validation after a rung ended. */
 int lifecycle_finish_remediation_validate(struct lifecycle *lc, struct node *n,
-					  const struct operation *op,
-					  const struct operation *w, const char *why);
+					  const struct operation *op, const struct operation *w,
+					  const char *why);
 
 #endif

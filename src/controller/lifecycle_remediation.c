@@ -64,7 +64,8 @@ enum step_result lifecycle_step_wait_agent_action(struct step_ctx *x)
 		if (json_is_true(json_object_get(r, "succeeded")))
 			return STEP_DONE;
 		const char *m = jsonx_str(r, "message");
-		snprintf(x->err, sizeof(x->err), "the node's agent reports the GPU reset failed%s%.200s",
+		snprintf(x->err, sizeof(x->err),
+			 "the node's agent reports the GPU reset failed%s%.200s",
 			 m && *m ? ": " : "", m ? m : "");
 		return STEP_FAIL;
 	}
@@ -74,8 +75,8 @@ enum step_result lifecycle_step_wait_agent_action(struct step_ctx *x)
 }
 
 #define RMA_MAX_COUNTED 1000 /* health events of the node counted by code in an RMA */
-#define RMA_MAX_OPS 16        /* rung and validation operations listed in an RMA */
-#define RMA_OPS_SCAN 2000     /* operations of one kind read per RMA (all nodes') */
+#define RMA_MAX_OPS 16       /* rung and validation operations listed in an RMA */
+#define RMA_OPS_SCAN 2000    /* operations of one kind read per RMA (all nodes') */
 
 static int cmp_op_created(const void *a, const void *b)
 {
@@ -121,12 +122,13 @@ static json_t *rma_operations(struct lifecycle *lc, const struct node *n, int *t
 				continue;
 			}
 			json_decref(doc);
-			if (strcmp(op->node, n->name) == 0 && op->created_at >= n->remediation.since) {
+			if (strcmp(op->node, n->name) == 0 &&
+			    op->created_at >= n->remediation.since) {
 				char ts[FP_TIME_LEN];
 				fp_time_format(op->created_at, ts);
-				json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "id", op->id, "kind", op->kind,
-						      "state", op_state_name(op->state), "createdAt",
-						      ts);
+				json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "id", op->id, "kind",
+						      op->kind, "state", op_state_name(op->state),
+						      "createdAt", ts);
 				if (op->finished_at) {
 					fp_time_format(op->finished_at, ts);
 					json_object_set_new(o, "finishedAt", json_string(ts));
@@ -164,11 +166,10 @@ static json_t *rma_detectors(json_t *conditions)
 	json_t *out = json_object();
 	size_t i;
 	json_t *c;
-	json_array_foreach(conditions, i, c)
-	{
+	json_array_foreach(conditions, i, c) {
 		const char *type = jsonx_str(c, "type");
-		if (type && (strcmp(type, "DetectorsLive") == 0 || strcmp(type, "GPUHealthy") == 0 ||
-			     strcmp(type, "AgentAlive") == 0)) {
+		if (type && (strcmp(type, "DetectorsLive") == 0 ||
+			     strcmp(type, "GPUHealthy") == 0 || strcmp(type, "AgentAlive") == 0)) {
 			json_t *d = json_deep_copy(c);
 			json_object_del(d, "type");
 			json_object_set_new(out, type, d);
@@ -220,7 +221,8 @@ enum step_result lifecycle_step_open_rma(struct step_ctx *x)
 			if (code) {
 				json_t *c = json_object_get(counts, code);
 				json_object_set_new(counts, code,
-						    json_integer(c ? json_integer_value(c) + 1 : 1));
+						    json_integer(c ? json_integer_value(c) + 1
+								   : 1));
 			}
 			json_decref(doc);
 		}
@@ -233,7 +235,8 @@ enum step_result lifecycle_step_open_rma(struct step_ctx *x)
 	json_t *evidence = json_object();
 	json_object_set_new(evidence, "healthEvents", events);
 	json_object_set_new(evidence, "counts", counts);
-	json_object_set_new(evidence, "remediationHistory", hist ? json_incref(hist) : json_array());
+	json_object_set_new(evidence, "remediationHistory",
+			    hist ? json_incref(hist) : json_array());
 	json_object_set_new(evidence, "inventory", inv ? json_incref(inv) : json_object());
 	json_object_set(evidence, "conditions", json_object_get(st, "conditions"));
 	json_object_set_new(evidence, "countsTruncated", json_boolean(counts_more));
@@ -288,9 +291,9 @@ enum step_result lifecycle_step_open_rma(struct step_ctx *x)
  * `ev_reason` ("<what>: <why>") when it starts waiting for this reason (not on every retry),
  * written (with done_op, if any) when that changed anything; looked at again in BUDGET_RETRY
  * or when a node returns to service. *rc receives the store result of that write. */
-static void disruption_wait(struct lifecycle *lc, struct node *n,
-			    const struct operation *done_op, const char *reason,
-			    const char *ev_reason, const char *what, const char *why, int *rc)
+static void disruption_wait(struct lifecycle *lc, struct node *n, const struct operation *done_op,
+			    const char *reason, const char *ev_reason, const char *what,
+			    const char *why, int *rc)
 {
 	const struct node_condition *c = node_condition_get(n, "DisruptionAllowed");
 	int starts = !c || c->status != COND_FALSE || !c->reason || strcmp(c->reason, reason) != 0;
@@ -303,8 +306,7 @@ static void disruption_wait(struct lifecycle *lc, struct node *n,
 	if (changed || done_op) {
 		char msg[700];
 		snprintf(msg, sizeof(msg), "%s: %s", what, why);
-		*rc = lifecycle_commit(lc, n, "Warning", starts ? ev_reason : NULL, msg,
-				       done_op);
+		*rc = lifecycle_commit(lc, n, "Warning", starts ? ev_reason : NULL, msg, done_op);
 		if (*rc == 0 && starts)
 			log_info("lifecycle: %s node=%s why=\"%s\"", what, n->name, why);
 	}
@@ -416,10 +418,11 @@ int lifecycle_remediation_next(struct lifecycle *lc, struct node *n)
 	ladder_names(r, rungs, sizeof(rungs));
 	if (r->rung >= r->nladder) {
 		const struct node_condition *c = node_condition_get(n, "Remediation");
-		snprintf(why, sizeof(why),
-			 "remediation of %s%s%s exhausted its ladder (tried %s); last error: %.500s",
-			 r->code ? r->code : "?", r->gpu ? " on GPU " : "", r->gpu ? r->gpu : "",
-			 rungs, c && c->message ? c->message : "none recorded");
+		snprintf(
+			why, sizeof(why),
+			"remediation of %s%s%s exhausted its ladder (tried %s); last error: %.500s",
+			r->code ? r->code : "?", r->gpu ? " on GPU " : "", r->gpu ? r->gpu : "",
+			rungs, c && c->message ? c->message : "none recorded");
 		node_remediation_history_append(n, r->code, r->gpu, r->ladder[r->nladder - 1],
 						"failed", now);
 		node_condition_set(n, "Remediation", COND_FALSE, "LadderExhausted", why, now);
@@ -485,8 +488,8 @@ int lifecycle_finish_rung(struct lifecycle *lc, struct node *n, const struct ope
  * hold released, status.remediation cleared, the history appended, GPUHealthy True. Failed:
  * back to repairing for the next rung. */
 int lifecycle_finish_remediation_validate(struct lifecycle *lc, struct node *n,
-					  const struct operation *op,
-					  const struct operation *w, const char *why)
+					  const struct operation *op, const struct operation *w,
+					  const char *why)
 {
 	struct node_remediation *r = &n->remediation;
 	int64_t now = now_wall(lc);
@@ -499,11 +502,12 @@ int lifecycle_finish_remediation_validate(struct lifecycle *lc, struct node *n,
 	}
 	enum remediation_rung cur = r->ladder[r->rung < r->nladder ? r->rung : r->nladder - 1];
 	struct status_delta d = {0};
-	lifecycle_delta_event(&d, "Normal", "RemediationSucceeded",
-		    "remediation of %.64s%s%.64s succeeded with rung %s after %d rung%s; health "
-		    "hold released",
-		    r->code ? r->code : "?", r->gpu ? " on GPU " : "", r->gpu ? r->gpu : "",
-		    remediation_rung_name(cur), r->attempts, r->attempts == 1 ? "" : "s");
+	lifecycle_delta_event(
+		&d, "Normal", "RemediationSucceeded",
+		"remediation of %.64s%s%.64s succeeded with rung %s after %d rung%s; health "
+		"hold released",
+		r->code ? r->code : "?", r->gpu ? " on GPU " : "", r->gpu ? r->gpu : "",
+		remediation_rung_name(cur), r->attempts, r->attempts == 1 ? "" : "s");
 	char msg[300];
 	snprintf(msg, sizeof(msg), "remediation of %.64s succeeded (rung %s, validated)",
 		 r->code ? r->code : "?", remediation_rung_name(cur));
@@ -538,8 +542,9 @@ static void remediated_task(void *arg)
 			id = n->operation;
 		int rc = id ? lifecycle_load_op(lc, id, &op) : FP_ENOTFOUND;
 		node_free(n);
-		if (rc < 0 || strcmp(op->node, r->node) != 0 || strcmp(op->kind, "gpu_reset") != 0 ||
-		    op_state_terminal(op->state) || json_object_get(op->params, "remediated")) {
+		if (rc < 0 || strcmp(op->node, r->node) != 0 ||
+		    strcmp(op->kind, "gpu_reset") != 0 || op_state_terminal(op->state) ||
+		    json_object_get(op->params, "remediated")) {
 			log_info("lifecycle: agent action answer ignored (no running gpu_reset "
 				 "operation waiting for it) node=%s",
 				 r->node);

@@ -69,7 +69,9 @@ static int commit_x(struct lifecycle *lc, struct node *n, const struct store_op 
 		    const struct operation *done_op, struct operation *const *cancel,
 		    size_t ncancel, const struct status_delta *d)
 {
-	enum { MAX_OPS = 4 + NODE_MAX_QUEUED + DELTA_MAX_EVENTS };
+	enum {
+		MAX_OPS = 4 + NODE_MAX_QUEUED + DELTA_MAX_EVENTS
+	};
 	struct store_op ops[MAX_OPS];
 	char *own[2 * MAX_OPS];
 	size_t nops = 0, nown = 0;
@@ -142,8 +144,9 @@ static int update_mutate(struct node *n, struct objects_txn *tx, void *arg)
 	char object[STORE_MAX_KEY + 8];
 	snprintf(object, sizeof(object), "node/%s", n->name);
 	for (size_t i = 0; i < a->evs->nev; i++)
-		objects_txn_event(tx, now_wall(a->lc), fp_rng_u64(a->lc->cfg.rng), a->evs->ev[i].type,
-				  LIFECYCLE_ACTOR, object, a->evs->ev[i].reason, a->evs->ev[i].msg);
+		objects_txn_event(tx, now_wall(a->lc), fp_rng_u64(a->lc->cfg.rng),
+				  a->evs->ev[i].type, LIFECYCLE_ACTOR, object, a->evs->ev[i].reason,
+				  a->evs->ev[i].msg);
 	return rc;
 }
 
@@ -160,8 +163,8 @@ int lifecycle_update_node_ev(struct lifecycle *lc, const char *name,
 	return objects_update_node(lc->cfg.store, name, update_mutate, &a, &u, out, NULL, 0);
 }
 
-int lifecycle_update_node(struct lifecycle *lc, const char *name,
-			  lifecycle_node_mutate_fn mutate, void *arg, struct node **out)
+int lifecycle_update_node(struct lifecycle *lc, const char *name, lifecycle_node_mutate_fn mutate,
+			  void *arg, struct node **out)
 {
 	return lifecycle_update_node_ev(lc, name, mutate, arg, out, NULL);
 }
@@ -248,8 +251,9 @@ static size_t queue_cancel(struct lifecycle *lc, struct node *n, const char *why
 	size_t k = 0;
 	for (size_t i = 0; i < n->nqueued; i++) {
 		struct operation *q = NULL;
-		if (lifecycle_load_op(lc, n->queued_ops[i], &q) == 0 && !op_state_terminal(q->state) &&
-		    kept && !*kept && q->kind && strcmp(q->kind, "retire") == 0) {
+		if (lifecycle_load_op(lc, n->queued_ops[i], &q) == 0 &&
+		    !op_state_terminal(q->state) && kept && !*kept && q->kind &&
+		    strcmp(q->kind, "retire") == 0) {
 			*kept = n->queued_ops[i];
 			operation_free(q);
 			continue;
@@ -296,7 +300,8 @@ int lifecycle_transition_x(struct lifecycle *lc, struct node *n, enum node_phase
 		queued = lifecycle_queue_pop(n);
 	struct objects_txn tx;
 	objects_txn_init(&tx);
-	struct operation *op = op_kind && !queued ? op_make(lc, n, op_kind, why, params, &tx) : NULL;
+	struct operation *op = op_kind && !queued ? op_make(lc, n, op_kind, why, params, &tx)
+						  : NULL;
 	const char *next = queued ? queued : op ? op->id : NULL;
 	int64_t now = now_wall(lc);
 	if (from != to) {
@@ -315,7 +320,9 @@ int lifecycle_transition_x(struct lifecycle *lc, struct node *n, enum node_phase
 	if (from != to)
 		snprintf(msg, sizeof(msg), "%s → %s: %s%s%s%s", node_phase_name(from),
 			 node_phase_name(to), why,
-			 queued ? "; started queued operation " : next ? "; started operation " : "",
+			 queued ? "; started queued operation "
+			 : next ? "; started operation "
+				: "",
 			 next ? next : "", ncancel ? "; cancelled queued operations" : "");
 	else
 		snprintf(msg, sizeof(msg), "%s: %s; started %soperation %s", node_phase_name(to),
@@ -325,8 +332,8 @@ int lifecycle_transition_x(struct lifecycle *lc, struct node *n, enum node_phase
 	snprintf(reason, sizeof(reason), "%c%s", pn[0] - 32, pn + 1);
 	if (from == to)
 		snprintf(reason, sizeof(reason), "OperationStarted");
-	int rc = commit_x(lc, n, op ? &tx.ops[0] : NULL, to == PHASE_FAILED ? "Warning" : "Normal", reason, msg,
-			  done_op, cancel, ncancel, d);
+	int rc = commit_x(lc, n, op ? &tx.ops[0] : NULL, to == PHASE_FAILED ? "Warning" : "Normal",
+			  reason, msg, done_op, cancel, ncancel, d);
 	if (rc == 0 && from != to)
 		metric_add(lc->m_phase_changes, (const char *[]){pn}, 1);
 	if (rc == 0 && from != to && (to == PHASE_AVAILABLE || to == PHASE_RETIRED))

@@ -28,11 +28,12 @@ static int domain_validate(const char *d, char *err, size_t errlen)
 		if (label_validate(d + 6, "", e, sizeof(e)) == 0)
 			return 0;
 	}
-	return fp_errf(FP_EINVAL, err, errlen,
-		       "spec.domain: \"%.70s\" is not rack, site, pool, nvlink_domain, leaf, pdu or "
-		       "label:<key> (key 1-63 "
-		       "characters of [A-Za-z0-9._/-])",
-		       d);
+	return fp_errf(
+		FP_EINVAL, err, errlen,
+		"spec.domain: \"%.70s\" is not rack, site, pool, nvlink_domain, leaf, pdu or "
+		"label:<key> (key 1-63 "
+		"characters of [A-Za-z0-9._/-])",
+		d);
 }
 
 /* "10%": 0..100 then '%', digits only. */
@@ -62,8 +63,8 @@ int budget_from_json(const json_t *doc, int64_t rv, struct budget *out, char *er
 	if ((rc = jsonx_check_keys(doc, k_doc, "", err, errlen)) < 0)
 		return rc;
 	json_t *kind = json_object_get(doc, "kind");
-	if (kind && (!json_is_string(kind) ||
-		     strcmp(json_string_value(kind), "DisruptionBudget") != 0))
+	if (kind &&
+	    (!json_is_string(kind) || strcmp(json_string_value(kind), "DisruptionBudget") != 0))
 		return fp_errf(FP_EINVAL, err, errlen, "kind: expected \"DisruptionBudget\"");
 	json_t *meta = json_object_get(doc, "metadata"), *spec = json_object_get(doc, "spec");
 	if (!json_is_object(meta))
@@ -83,9 +84,10 @@ int budget_from_json(const json_t *doc, int64_t rv, struct budget *out, char *er
 	json_t *dom = json_object_get(spec, "domain");
 	if (!json_is_string(dom) || json_string_length(dom) > 70 ||
 	    strlen(json_string_value(dom)) != json_string_length(dom))
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "spec.domain: required string: rack, site, pool, nvlink_domain, leaf, pdu "
-			       "or label:<key>");
+		return fp_errf(
+			FP_EINVAL, err, errlen,
+			"spec.domain: required string: rack, site, pool, nvlink_domain, leaf, pdu "
+			"or label:<key>");
 	if ((rc = domain_validate(json_string_value(dom), err, errlen)) < 0)
 		return rc;
 	json_t *mu = json_object_get(spec, "maxUnavailable");
@@ -96,8 +98,7 @@ int budget_from_json(const json_t *doc, int64_t rv, struct budget *out, char *er
 				       "spec.maxUnavailable: %lld is out of range 0..100000",
 				       (long long)v);
 		out->max_count = (int)v;
-	} else if (json_is_string(mu) &&
-		   strlen(json_string_value(mu)) == json_string_length(mu) &&
+	} else if (json_is_string(mu) && strlen(json_string_value(mu)) == json_string_length(mu) &&
 		   parse_percent(json_string_value(mu), &out->percent) == 0) {
 		out->is_percent = 1;
 	} else {
@@ -162,10 +163,8 @@ int budget_node_unavailable(const struct node *n)
 	case PHASE_MAINTENANCE:
 	case PHASE_REPAIRING:
 	case PHASE_VALIDATING:
-	case PHASE_FAILED:
-		return 1;
-	default:
-		return 0;
+	case PHASE_FAILED: return 1;
+	default: return 0;
 	}
 }
 

@@ -22,10 +22,10 @@
 
 struct budget {
 	char *name;
-	char *domain;       /* "rack" | "site" | "pool" | "nvlink_domain" | "leaf" | "pdu" |
+	char *domain;  /* "rack" | "site" | "pool" | "nvlink_domain" | "leaf" | "pdu" |
 			     * "label:<key>" */
-	int max_count;      /* when is_percent = 0 */
-	int percent;        /* 0..100 when is_percent = 1 */
+	int max_count; /* when is_percent = 0 */
+	int percent;   /* 0..100 when is_percent = 1 */
 	int is_percent;
 	int64_t resource_version;
 };

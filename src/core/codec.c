@@ -22,8 +22,8 @@ int name_validate(const char *what, const char *name, char *err, size_t errlen)
 		return fp_errf(FP_EINVAL, err, errlen, "%s: must not be empty", what);
 	size_t n = strlen(name);
 	if (n > 63)
-		return fp_errf(FP_EINVAL, err, errlen, "%s: \"%.63s...\" is longer than 63 characters",
-			       what, name);
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "%s: \"%.63s...\" is longer than 63 characters", what, name);
 	for (size_t i = 0; i < n; i++) {
 		char c = name[i];
 		int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
@@ -54,9 +54,9 @@ int label_validate(const char *key, const char *value, char *err, size_t errlen)
 			       "[A-Za-z0-9._/-]",
 			       key ? key : "");
 	if (!value || strlen(value) > 63 || !label_chars_ok(value, 0))
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "metadata.labels.%s: value must be 0-63 characters of [A-Za-z0-9._-]",
-			       key);
+		return fp_errf(
+			FP_EINVAL, err, errlen,
+			"metadata.labels.%s: value must be 0-63 characters of [A-Za-z0-9._-]", key);
 	return 0;
 }
 
@@ -74,14 +74,15 @@ static int opt_str(const json_t *obj, const char *key, const char *where, size_t
 		return fp_errf(FP_EINVAL, err, errlen, "%s.%s: longer than %zu characters", where,
 			       key, max);
 	if (strlen(json_string_value(v)) != json_string_length(v))
-		return fp_errf(FP_EINVAL, err, errlen, "%s.%s: contains a NUL character", where, key);
+		return fp_errf(FP_EINVAL, err, errlen, "%s.%s: contains a NUL character", where,
+			       key);
 	free(*out);
 	*out = xstrdup(json_string_value(v));
 	return 0;
 }
 
-static int opt_time(const json_t *obj, const char *key, const char *where, int64_t *out,
-		    char *err, size_t errlen)
+static int opt_time(const json_t *obj, const char *key, const char *where, int64_t *out, char *err,
+		    size_t errlen)
 {
 	json_t *v = json_object_get(obj, key);
 	if (!v || json_is_null(v))
@@ -143,25 +144,35 @@ static void put_str(json_t *obj, const char *key, const char *s)
 /* ---- node ---- */
 
 static const char *const k_doc[] = {"kind", "apiVersion", "metadata", "spec", "status", NULL};
-static const char *const k_meta[] = {"name", "uid", "resourceVersion", "labels", "createdAt",
-				     NULL};
-static const char *const k_spec[] = {"site", "rack", "provider", "pool", "bmc", "macs", "gpus",
-				     "retire", NULL};
-static const char *const k_bmc[] = {"driver", "address", "username", "password",
-				    "password_file", "cipher_suite", "tls_verify", "ca_file",
-				    "system", "quirks", "password_sealed", NULL};
+static const char *const k_meta[] = {"name", "uid", "resourceVersion", "labels", "createdAt", NULL};
+static const char *const k_spec[] = {"site", "rack", "provider", "pool", "bmc",
+				     "macs", "gpus", "retire",   NULL};
+static const char *const k_bmc[] = {"driver",        "address",      "username",        "password",
+				    "password_file", "cipher_suite", "tls_verify",      "ca_file",
+				    "system",        "quirks",       "password_sealed", NULL};
 static const char *const k_gpus[] = {"count", "model", NULL};
-static const char *const k_status[] = {"phase",    "phaseSince", "holds",     "conditions",
-				       "operation", "lastBoot",  "validation", "inventory",
-				       "bmc",       "queuedOperations", "servedAt", "remediation",
-				       "remediationHistory", NULL};
+static const char *const k_status[] = {"phase",
+				       "phaseSince",
+				       "holds",
+				       "conditions",
+				       "operation",
+				       "lastBoot",
+				       "validation",
+				       "inventory",
+				       "bmc",
+				       "queuedOperations",
+				       "servedAt",
+				       "remediation",
+				       "remediationHistory",
+				       NULL};
 static const char *const k_status_bmc[] = {"quirks", NULL};
 static const char *const k_hold[] = {"owner", "reason", "since", "expires", NULL};
 static const char *const k_cond[] = {"type", "status", "reason", "message", "since", NULL};
 static const char *const k_boot[] = {"at", "bootId", NULL};
 static const char *const k_valid[] = {"at", "passed", "bootId", NULL};
-static const char *const k_remed[] = {"ladder", "rung",   "code",  "gpu",      "reason", "policy",
-				      "healthEvents", "since", "attempts", "rma", NULL};
+static const char *const k_remed[] = {"ladder", "rung",         "code",  "gpu",      "reason",
+				      "policy", "healthEvents", "since", "attempts", "rma",
+				      NULL};
 static const char *const k_remed_rec[] = {"code", "gpu", "rung", "result", "at", NULL};
 
 /* A required rung name at obj.key. */
@@ -171,15 +182,15 @@ static int decode_rung(const json_t *obj, const char *key, const char *where,
 	json_t *v = json_object_get(obj, key);
 	if (!json_is_string(v) || remediation_rung_parse(json_string_value(v), out) < 0)
 		return fp_errf(FP_EINVAL, err, errlen,
-			       "%s.%s: expected one of gpu_reset, reboot, reimage, rma", where, key);
+			       "%s.%s: expected one of gpu_reset, reboot, reimage, rma", where,
+			       key);
 	return 0;
 }
 
 /* status.remediation (model.h struct node_remediation): ladder non-empty, distinct rungs in
  * escalation order; rung one of the ladder, or absent when every rung has been tried; code
  * required. */
-static int decode_remediation(const json_t *v, struct node_remediation *r, char *err,
-			      size_t errlen)
+static int decode_remediation(const json_t *v, struct node_remediation *r, char *err, size_t errlen)
 {
 	const char *w = "status.remediation";
 	int rc;
@@ -197,10 +208,11 @@ static int decode_remediation(const json_t *v, struct node_remediation *r, char 
 		enum remediation_rung x;
 		json_t *e = json_array_get(ladder, i);
 		if (!json_is_string(e) || remediation_rung_parse(json_string_value(e), &x) < 0)
-			return fp_errf(FP_EINVAL, err, errlen,
-				       "%s.ladder[%zu]: expected one of gpu_reset, reboot, reimage, "
-				       "rma",
-				       w, i);
+			return fp_errf(
+				FP_EINVAL, err, errlen,
+				"%s.ladder[%zu]: expected one of gpu_reset, reboot, reimage, "
+				"rma",
+				w, i);
 		if (i > 0 && x <= r->ladder[i - 1])
 			return fp_errf(FP_EINVAL, err, errlen,
 				       "%s.ladder[%zu]: rungs must be distinct and in escalation "
@@ -264,7 +276,8 @@ static int decode_remediation_history(const json_t *v, struct node *n, char *err
 		json_t *e = json_array_get(v, i);
 		char w[48];
 		snprintf(w, sizeof(w), "status.remediationHistory[%zu]", i);
-		struct node_remediation_record *r = &n->remediation_history[n->nremediation_history++];
+		struct node_remediation_record
+			*r = &n->remediation_history[n->nremediation_history++];
 		int rc;
 		if (!json_is_object(e))
 			return fp_errf(FP_EINVAL, err, errlen, "%s: expected an object", w);
@@ -277,8 +290,9 @@ static int decode_remediation_history(const json_t *v, struct node *n, char *err
 			return rc;
 		if (!r->code || !*r->code)
 			return fp_errf(FP_EINVAL, err, errlen, "%s.code: required string", w);
-		if (!r->result || (strcmp(r->result, "succeeded") != 0 &&
-				   strcmp(r->result, "failed") != 0 && strcmp(r->result, "rma") != 0))
+		if (!r->result ||
+		    (strcmp(r->result, "succeeded") != 0 && strcmp(r->result, "failed") != 0 &&
+		     strcmp(r->result, "rma") != 0))
 			return fp_errf(FP_EINVAL, err, errlen,
 				       "%s.result: expected succeeded, failed or rma", w);
 		if (!r->at)
@@ -321,8 +335,7 @@ static int decode_quirks(const json_t *v, const char *where, unsigned *out, char
 			       where);
 	size_t i;
 	json_t *q;
-	json_array_foreach(v, i, q)
-	{
+	json_array_foreach(v, i, q) {
 		unsigned bit = 0;
 		if (!json_is_string(q) || bmc_quirk_parse(json_string_value(q), &bit) < 0) {
 			char names[512];
@@ -418,8 +431,7 @@ static int decode_meta(const json_t *doc, struct node *n, char *err, size_t errl
 		const char *k;
 		json_t *v;
 		n->labels = xcalloc(json_object_size(labels) + 1, sizeof(*n->labels));
-		json_object_foreach(labels, k, v)
-		{
+		json_object_foreach(labels, k, v) {
 			if (!json_is_string(v))
 				return fp_errf(FP_EINVAL, err, errlen,
 					       "metadata.labels.%s: expected a string", k);
@@ -458,11 +470,12 @@ static int decode_spec(const json_t *doc, struct node *n, char *err, size_t errl
 		return rc;
 	if (bmc) {
 		if ((rc = jsonx_check_keys(bmc, k_bmc, "spec.bmc", err, errlen)) < 0 ||
-		    (rc = opt_str(bmc, "driver", "spec.bmc", 16, &n->bmc.driver, err, errlen)) < 0 ||
+		    (rc = opt_str(bmc, "driver", "spec.bmc", 16, &n->bmc.driver, err, errlen)) <
+			    0 ||
 		    (rc = opt_str(bmc, "address", "spec.bmc", MAX_SHORT, &n->bmc.address, err,
 				  errlen)) < 0 ||
-		    (rc = opt_str(bmc, "username", "spec.bmc", 64, &n->bmc.username, err,
-				  errlen)) < 0 ||
+		    (rc = opt_str(bmc, "username", "spec.bmc", 64, &n->bmc.username, err, errlen)) <
+			    0 ||
 		    (rc = opt_str(bmc, "password", "spec.bmc", MAX_SHORT, &n->bmc.password, err,
 				  errlen)) < 0 ||
 		    (rc = opt_str(bmc, "password_file", "spec.bmc", MAX_SHORT,
@@ -489,8 +502,7 @@ static int decode_spec(const json_t *doc, struct node *n, char *err, size_t errl
 		n->macs = xcalloc(json_array_size(macs) + 1, sizeof(char *));
 		size_t i;
 		json_t *m;
-		json_array_foreach(macs, i, m)
-		{
+		json_array_foreach(macs, i, m) {
 			if (!json_is_string(m) || !is_mac(json_string_value(m)))
 				return fp_errf(FP_EINVAL, err, errlen,
 					       "spec.macs[%zu]: expected a MAC address like "
@@ -502,7 +514,8 @@ static int decode_spec(const json_t *doc, struct node *n, char *err, size_t errl
 	json_t *retire = json_object_get(spec, "retire");
 	if (retire && !json_is_null(retire)) {
 		if (!json_is_boolean(retire))
-			return fp_errf(FP_EINVAL, err, errlen, "spec.retire: expected true or false");
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "spec.retire: expected true or false");
 		n->retire = json_is_true(retire);
 	}
 defaults:
@@ -550,10 +563,11 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 			if (!json_is_string(q) || json_string_length(q) == 0 ||
 			    json_string_length(q) > 64 ||
 			    strlen(json_string_value(q)) != json_string_length(q))
-				return fp_errf(FP_EINVAL, err, errlen,
-					       "status.queuedOperations[%zu]: expected an operation "
-					       "id of 1..64 characters",
-					       i);
+				return fp_errf(
+					FP_EINVAL, err, errlen,
+					"status.queuedOperations[%zu]: expected an operation "
+					"id of 1..64 characters",
+					i);
 			n->queued_ops[n->nqueued++] = xstrdup(json_string_value(q));
 		}
 	}
@@ -566,8 +580,7 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 		n->holds = xcalloc(json_array_size(holds) + 1, sizeof(*n->holds));
 		size_t i;
 		json_t *h;
-		json_array_foreach(holds, i, h)
-		{
+		json_array_foreach(holds, i, h) {
 			struct node_hold *x = &n->holds[n->nholds++];
 			if ((rc = jsonx_check_keys(h, k_hold, "status.holds[]", err, errlen)) < 0 ||
 			    (rc = opt_str(h, "owner", "status.holds[]", MAX_SHORT, &x->owner, err,
@@ -581,13 +594,14 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 				return rc;
 			if (!x->owner || !x->reason)
 				return fp_errf(FP_EINVAL, err, errlen,
-					       "status.holds[%zu]: owner and reason are required", i);
+					       "status.holds[%zu]: owner and reason are required",
+					       i);
 			/* one hold per owner (node_hold_add): a duplicate could never be released */
 			for (size_t j = 0; j < i; j++)
 				if (strcmp(n->holds[j].owner, x->owner) == 0)
 					return fp_errf(FP_EINVAL, err, errlen,
-						       "status.holds[%zu]: duplicate owner \"%s\"", i,
-						       x->owner);
+						       "status.holds[%zu]: duplicate owner \"%s\"",
+						       i, x->owner);
 		}
 	}
 	json_t *conds = json_object_get(st, "conditions");
@@ -599,8 +613,7 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 		n->conditions = xcalloc(json_array_size(conds) + 1, sizeof(*n->conditions));
 		size_t i;
 		json_t *c;
-		json_array_foreach(conds, i, c)
-		{
+		json_array_foreach(conds, i, c) {
 			struct node_condition *x = &n->conditions[n->nconditions++];
 			if ((rc = jsonx_check_keys(c, k_cond, "status.conditions[]", err, errlen)) <
 				    0 ||
@@ -620,9 +633,10 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 					       i);
 			for (size_t j = 0; j < i; j++)
 				if (strcmp(n->conditions[j].type, x->type) == 0)
-					return fp_errf(FP_EINVAL, err, errlen,
-						       "status.conditions[%zu]: duplicate type \"%s\"",
-						       i, x->type);
+					return fp_errf(
+						FP_EINVAL, err, errlen,
+						"status.conditions[%zu]: duplicate type \"%s\"", i,
+						x->type);
 		}
 	}
 	json_t *boot, *valid, *inv, *sbmc;
@@ -636,11 +650,11 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 	    (rc = opt_obj(st, "validation", "status", &valid, err, errlen)) < 0 ||
 	    (rc = opt_obj(st, "inventory", "status", &inv, err, errlen)) < 0)
 		return rc;
-	if (boot && ((rc = jsonx_check_keys(boot, k_boot, "status.lastBoot", err, errlen)) < 0 ||
-		     (rc = opt_time(boot, "at", "status.lastBoot", &n->last_boot_at, err,
-				    errlen)) < 0 ||
-		     (rc = opt_str(boot, "bootId", "status.lastBoot", 64, &n->last_boot_id, err,
-				   errlen)) < 0))
+	if (boot &&
+	    ((rc = jsonx_check_keys(boot, k_boot, "status.lastBoot", err, errlen)) < 0 ||
+	     (rc = opt_time(boot, "at", "status.lastBoot", &n->last_boot_at, err, errlen)) < 0 ||
+	     (rc = opt_str(boot, "bootId", "status.lastBoot", 64, &n->last_boot_id, err, errlen)) <
+		     0))
 		return rc;
 	if (valid) {
 		if ((rc = jsonx_check_keys(valid, k_valid, "status.validation", err, errlen)) < 0 ||
@@ -681,7 +695,8 @@ static int decode_bmc_secret_stored(const json_t *doc, struct node *n, char *err
 	if (!sealed || json_is_null(sealed))
 		return 0;
 	if (!json_is_string(sealed))
-		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.password_sealed: expected a string");
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "spec.bmc.password_sealed: expected a string");
 	if (n->bmc.password) /* both: the plaintext one is the newer (set without a key) */
 		return 0;
 	n->bmc.password_sealed = xstrdup(json_string_value(sealed));
@@ -693,8 +708,7 @@ static int decode_bmc_secret_stored(const json_t *doc, struct node *n, char *err
  * an arbitrary server file and send it, or use it, towards a BMC address of the client's
  * choosing). A stored document is not held to the rule here: secret_bmc_password and
  * secret_bmc_ca_path check it again at each BMC call. */
-static int check_bmc_secret_input(const json_t *doc, const struct node *n, char *err,
-				  size_t errlen)
+static int check_bmc_secret_input(const json_t *doc, const struct node *n, char *err, size_t errlen)
 {
 	if (json_object_get(jsonx_path(doc, "spec.bmc"), "password_sealed"))
 		return fp_errf(FP_EINVAL, err, errlen,
@@ -908,11 +922,11 @@ json_t *node_to_json(const struct node *n, enum node_json_mode mode)
 /* ---- operation ---- */
 
 static const char *const k_op_meta[] = {"name", "uid", "resourceVersion", "createdAt", NULL};
-static const char *const k_op_spec[] = {"node",  "kind",           "steps", "reason",
+static const char *const k_op_spec[] = {"node",  "kind",           "steps",  "reason",
 					"actor", "idempotencyKey", "params", NULL};
-static const char *const k_op_status[] = {"state",     "step",       "attempt",
-					  "deadline",  "stepDeadline", "startedAt",
-					  "finishedAt", "updatedAt",  "lastError", NULL};
+static const char *const k_op_status[] = {"state",        "step",      "attempt",    "deadline",
+					  "stepDeadline", "startedAt", "finishedAt", "updatedAt",
+					  "lastError",    NULL};
 
 int operation_from_json(const json_t *doc, int64_t rv, struct operation **out, char *err,
 			size_t errlen)
@@ -949,8 +963,9 @@ int operation_from_json(const json_t *doc, int64_t rv, struct operation **out, c
 	    (rc = opt_str(st, "lastError", "status", MAX_TEXT, &op->last_error, err, errlen)) < 0)
 		goto out;
 	if (!op->id || !op->node || !op->kind) {
-		rc = fp_errf(FP_EINVAL, err, errlen, "operation: metadata.name, spec.node and "
-						     "spec.kind are required");
+		rc = fp_errf(FP_EINVAL, err, errlen,
+			     "operation: metadata.name, spec.node and "
+			     "spec.kind are required");
 		goto out;
 	}
 	if (op_state_parse(jsonx_str(st, "state"), &op->state) < 0) {
@@ -965,10 +980,10 @@ int operation_from_json(const json_t *doc, int64_t rv, struct operation **out, c
 	}
 	size_t i;
 	json_t *s;
-	json_array_foreach(steps, i, s)
-	{
+	json_array_foreach(steps, i, s) {
 		if (!json_is_string(s)) {
-			rc = fp_errf(FP_EINVAL, err, errlen, "spec.steps[%zu]: expected a string", i);
+			rc = fp_errf(FP_EINVAL, err, errlen, "spec.steps[%zu]: expected a string",
+				     i);
 			goto out;
 		}
 		if (json_string_length(s) > 64) {
@@ -1033,7 +1048,12 @@ json_t *operation_to_json(const struct operation *op, int with_rv)
 
 /* ---- label selectors ---- */
 
-enum sel_op { SEL_EQ, SEL_NE, SEL_EXISTS, SEL_NOT_EXISTS };
+enum sel_op {
+	SEL_EQ,
+	SEL_NE,
+	SEL_EXISTS,
+	SEL_NOT_EXISTS
+};
 #define SEL_MAX_TERMS 16
 
 struct label_selector {
@@ -1105,8 +1125,8 @@ int label_selector_parse(const char *s, struct label_selector **out, char *err, 
 	return 0;
 }
 
-static int sel_match(const struct label_selector *sel, const char *(*get)(const void *, const char *),
-		     const void *obj)
+static int sel_match(const struct label_selector *sel,
+		     const char *(*get)(const void *, const char *), const void *obj)
 {
 	for (size_t i = 0; i < sel->n; i++) {
 		const char *v = get(obj, sel->t[i].key);

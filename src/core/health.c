@@ -13,8 +13,8 @@
 #include "base/jsonx.h"
 #include "core/codec.h"
 
-static const char *const sev_names[SEV__COUNT] = {"info", "low", "warning", "medium", "high",
-						   "critical"};
+static const char *const sev_names[SEV__COUNT] = {"info",   "low",  "warning",
+						  "medium", "high", "critical"};
 /* Rung names as model.h spells them (kept here so the pure policy code needs no model.c). */
 static const char *const rung_names[RUNG__COUNT] = {"gpu_reset", "reboot", "reimage", "rma"};
 
@@ -97,7 +97,7 @@ int health_code_validate(const char *code, int allow_wildcard, char *err, size_t
 #define L_REBOOT 0xeu /* reboot, reimage, rma: a GPU reset cannot help */
 #define L_RMA 0x8u    /* replace the part */
 #define L_REBOOT_ONLY 0x2u
-#define L_NONE 0x0u   /* hold, no automatic remediation: a human looks (maintenance) */
+#define L_NONE 0x0u /* hold, no automatic remediation: a human looks (maintenance) */
 
 #define H 3600LL
 #define D (24 * H)
@@ -148,18 +148,18 @@ static void rule_from_severity(struct health_rule *r, const char *code, enum hea
 /* XIDs whose default differs from the severity derivation (docs/health.md says why). */
 static const struct {
 	int xid;
-	int action;      /* -1 = derived */
+	int action;        /* -1 = derived */
 	int distinct_jobs; /* -1 = derived */
-	int ladder;      /* -1 = derived (L_FULL) */
+	int ladder;        /* -1 = derived (L_FULL) */
 } xid_overrides[] = {
-	{54, -1, -1, L_NONE},      /* aux power cable/PSU: a human, not a reboot, not an RMA */
-	{79, -1, -1, L_REBOOT},    /* fallen off the bus: GPU reset impossible */
-	{109, -1, 2, -1},          /* context-switch timeout: often the application */
-	{110, -1, -1, L_REBOOT},   /* security fault: cold reset */
-	{157, -1, -1, L_RMA},      /* no spare resources left: replace */
+	{54, -1, -1, L_NONE},    /* aux power cable/PSU: a human, not a reboot, not an RMA */
+	{79, -1, -1, L_REBOOT},  /* fallen off the bus: GPU reset impossible */
+	{109, -1, 2, -1},        /* context-switch timeout: often the application */
+	{110, -1, -1, L_REBOOT}, /* security fault: cold reset */
+	{157, -1, -1, L_RMA},    /* no spare resources left: replace */
 	{164, HEALTH_ACTION_NONE, -1, -1}, /* power smoothing near end of life: plan, no hold */
-	{165, -1, -1, L_RMA},      /* power smoothing life exhausted: replace */
-	{167, -1, -1, L_REBOOT},   /* PCIe fatal timeout: reboot/power cycle */
+	{165, -1, -1, L_RMA},              /* power smoothing life exhausted: replace */
+	{167, -1, -1, L_REBOOT},           /* PCIe fatal timeout: reboot/power cycle */
 };
 
 /* Codes of the design contract other than XIDs. */
@@ -289,7 +289,8 @@ const struct health_rule *health_rule_find(const struct health_policy *p, const 
 		const struct health_rule *r = &p->rules[i];
 		if (strcmp(r->code, code) == 0)
 			return r;
-		if (colon && strncmp(r->code, code, fam + 1) == 0 && strcmp(r->code + fam + 1, "*") == 0)
+		if (colon && strncmp(r->code, code, fam + 1) == 0 &&
+		    strcmp(r->code + fam + 1, "*") == 0)
 			fallback = r;
 	}
 	return fallback;
@@ -334,14 +335,14 @@ json_t *health_policy_to_json(const struct health_policy *p, int with_rv)
 			json_object_set_new(per, p->breaker.domains[i],
 					    json_integer(p->breaker.domain_max[i]));
 	json_t *spec = json_pack(
-		"{s:b, s:o, s:{s:i, s:I}, s:{s:I, s:i, s:I}, s:{s:b, s:i, s:I, s:o, s:o}}", "dryRun",
-		p->dry_run, "rules", rules, "jobAttribution", "minNodes",
+		"{s:b, s:o, s:{s:i, s:I}, s:{s:I, s:i, s:I}, s:{s:b, s:i, s:I, s:o, s:o}}",
+		"dryRun", p->dry_run, "rules", rules, "jobAttribution", "minNodes",
 		p->job_attribution.min_nodes, "windowSeconds",
 		(json_int_t)p->job_attribution.window_s, "lemon", "windowSeconds",
 		(json_int_t)p->lemon.window_s, "rmaScore", p->lemon.rma_score, "recurrenceSeconds",
 		(json_int_t)p->lemon.recurrence_s, "breaker", "enabled", p->breaker.enabled,
-		"maxNodes", p->breaker.max_nodes, "windowSeconds",
-		(json_int_t)p->breaker.window_s, "domains", doms, "maxNodesPerDomain", per);
+		"maxNodes", p->breaker.max_nodes, "windowSeconds", (json_int_t)p->breaker.window_s,
+		"domains", doms, "maxNodesPerDomain", per);
 	return json_pack("{s:s, s:o, s:o}", "kind", "HealthPolicy", "metadata", meta, "spec", spec);
 }
 
@@ -377,8 +378,8 @@ static int get_bool(const json_t *obj, const char *key, const char *where, int *
 static int rule_from_json(const struct health_policy *base, const json_t *o, const char *where,
 			  struct health_rule *r, char *err, size_t errlen)
 {
-	static const char *const keys[] = {"code", "severity", "action", "count", "windowSeconds",
-					   "distinctJobs", "ladder", NULL};
+	static const char *const keys[] = {"code",          "severity",     "action", "count",
+					   "windowSeconds", "distinctJobs", "ladder", NULL};
 	int rc = jsonx_check_keys(o, keys, where, err, errlen);
 	if (rc < 0)
 		return rc;
@@ -402,7 +403,8 @@ static int rule_from_json(const struct health_policy *base, const json_t *o, con
 		r->window_s = H;
 	}
 	json_t *v = json_object_get(o, "severity");
-	if (v && (!json_is_string(v) || health_severity_parse(json_string_value(v), &r->severity) < 0))
+	if (v &&
+	    (!json_is_string(v) || health_severity_parse(json_string_value(v), &r->severity) < 0))
 		return fp_errf(FP_EINVAL, err, errlen,
 			       "%s.severity: expected info, low, warning, medium, high or critical",
 			       where);
@@ -442,17 +444,18 @@ static int rule_from_json(const struct health_policy *base, const json_t *o, con
 		r->nladder = 0;
 		size_t i;
 		json_t *e;
-		json_array_foreach(v, i, e)
-		{
+		json_array_foreach(v, i, e) {
 			enum remediation_rung g;
 			if (!json_is_string(e) || rung_parse(json_string_value(e), &g) < 0)
-				return fp_errf(FP_EINVAL, err, errlen,
-					       "%s.ladder[%zu]: expected gpu_reset, reboot, reimage or rma",
-					       where, i);
+				return fp_errf(
+					FP_EINVAL, err, errlen,
+					"%s.ladder[%zu]: expected gpu_reset, reboot, reimage or rma",
+					where, i);
 			if (r->nladder && g <= r->ladder[r->nladder - 1])
-				return fp_errf(FP_EINVAL, err, errlen,
-					       "%s.ladder[%zu]: rungs must be distinct and in the order gpu_reset, reboot, reimage, rma",
-					       where, i);
+				return fp_errf(
+					FP_EINVAL, err, errlen,
+					"%s.ladder[%zu]: rungs must be distinct and in the order gpu_reset, reboot, reimage, rma",
+					where, i);
 			r->ladder[r->nladder++] = g;
 		}
 	}
@@ -476,7 +479,8 @@ int health_policy_from_json(const json_t *doc, int64_t rv, struct health_policy 
 		if ((rc = jsonx_check_keys(meta, mk, "metadata", err, errlen)) < 0)
 			return rc;
 		json_t *name = json_object_get(meta, "name");
-		if (name && (!json_is_string(name) || strcmp(json_string_value(name), "default") != 0))
+		if (name &&
+		    (!json_is_string(name) || strcmp(json_string_value(name), "default") != 0))
 			return fp_errf(FP_EINVAL, err, errlen,
 				       "metadata.name: only the policy \"default\" exists");
 		json_t *mrv = json_object_get(meta, "resourceVersion");
@@ -487,8 +491,8 @@ int health_policy_from_json(const json_t *doc, int64_t rv, struct health_policy 
 	json_t *spec = json_object_get(doc, "spec");
 	if (!spec)
 		return fp_errf(FP_EINVAL, err, errlen, "spec: required");
-	static const char *const sk[] = {"dryRun", "rules", "jobAttribution", "lemon", "breaker",
-					 NULL};
+	static const char *const sk[] = {"dryRun", "rules",   "jobAttribution",
+					 "lemon",  "breaker", NULL};
 	if ((rc = jsonx_check_keys(spec, sk, "spec", err, errlen)) < 0)
 		return rc;
 
@@ -507,20 +511,21 @@ int health_policy_from_json(const json_t *doc, int64_t rv, struct health_policy 
 		struct health_policy *base = health_policy_default();
 		size_t i;
 		json_t *e;
-		json_array_foreach(rules, i, e)
-		{
+		json_array_foreach(rules, i, e) {
 			char where[48];
 			snprintf(where, sizeof(where), "spec.rules[%zu]", i);
 			struct health_rule r;
 			if ((rc = rule_from_json(base, e, where, &r, err, errlen)) < 0)
 				break;
 			for (size_t k = 0; k < i; k++)
-				if (strcmp(json_string_value(json_object_get(
-						   json_array_get(rules, k), "code")),
+				if (strcmp(json_string_value(
+						   json_object_get(json_array_get(rules, k),
+								   "code")),
 					   r.code) == 0) {
-					rc = fp_errf(FP_EINVAL, err, errlen,
-						     "%s.code: %s is given twice (also spec.rules[%zu])",
-						     where, r.code, k);
+					rc = fp_errf(
+						FP_EINVAL, err, errlen,
+						"%s.code: %s is given twice (also spec.rules[%zu])",
+						where, r.code, k);
 					break;
 				}
 			if (rc < 0)
@@ -536,7 +541,8 @@ int health_policy_from_json(const json_t *doc, int64_t rv, struct health_policy 
 						     HEALTH_MAX_RULES);
 					break;
 				}
-				p->rules = xreallocarray(p->rules, p->nrules + 1, sizeof(*p->rules));
+				p->rules = xreallocarray(p->rules, p->nrules + 1,
+							 sizeof(*p->rules));
 				p->nrules++;
 			}
 			p->rules[k] = r;
@@ -551,12 +557,13 @@ int health_policy_from_json(const json_t *doc, int64_t rv, struct health_policy 
 		if ((rc = jsonx_check_keys(ja, k, "spec.jobAttribution", err, errlen)) < 0)
 			goto out;
 		int64_t x = p->job_attribution.min_nodes;
-		if ((rc = get_int(ja, "minNodes", "spec.jobAttribution", 2, HEALTH_MAX_THRESHOLD, &x,
-				  err, errlen)) < 0)
+		if ((rc = get_int(ja, "minNodes", "spec.jobAttribution", 2, HEALTH_MAX_THRESHOLD,
+				  &x, err, errlen)) < 0)
 			goto out;
 		p->job_attribution.min_nodes = (int)x;
-		if ((rc = get_int(ja, "windowSeconds", "spec.jobAttribution", 1, HEALTH_MAX_WINDOW_S,
-				  &p->job_attribution.window_s, err, errlen)) < 0)
+		if ((rc = get_int(ja, "windowSeconds", "spec.jobAttribution", 1,
+				  HEALTH_MAX_WINDOW_S, &p->job_attribution.window_s, err, errlen)) <
+		    0)
 			goto out;
 	}
 	json_t *lm = json_object_get(spec, "lemon");
@@ -579,8 +586,8 @@ int health_policy_from_json(const json_t *doc, int64_t rv, struct health_policy 
 	}
 	json_t *br = json_object_get(spec, "breaker");
 	if (br) {
-		static const char *const k[] = {"enabled", "maxNodes", "windowSeconds", "domains",
-						"maxNodesPerDomain", NULL};
+		static const char *const k[] = {"enabled", "maxNodes",          "windowSeconds",
+						"domains", "maxNodesPerDomain", NULL};
 		if ((rc = jsonx_check_keys(br, k, "spec.breaker", err, errlen)) < 0)
 			goto out;
 		if ((rc = get_bool(br, "enabled", "spec.breaker", &p->breaker.enabled, err,
@@ -597,9 +604,10 @@ int health_policy_from_json(const json_t *doc, int64_t rv, struct health_policy 
 		json_t *doms = json_object_get(br, "domains");
 		if (doms) {
 			if (!json_is_array(doms) || json_array_size(doms) > HEALTH_MAX_DOMAINS) {
-				rc = fp_errf(FP_EINVAL, err, errlen,
-					     "spec.breaker.domains: expected an array of at most %d domains",
-					     HEALTH_MAX_DOMAINS);
+				rc = fp_errf(
+					FP_EINVAL, err, errlen,
+					"spec.breaker.domains: expected an array of at most %d domains",
+					HEALTH_MAX_DOMAINS);
 				goto out;
 			}
 			for (size_t i = 0; i < p->breaker.ndomains; i++)
@@ -607,27 +615,29 @@ int health_policy_from_json(const json_t *doc, int64_t rv, struct health_policy 
 			p->breaker.ndomains = 0;
 			size_t i;
 			json_t *e;
-			json_array_foreach(doms, i, e)
-			{
+			json_array_foreach(doms, i, e) {
 				const char *d = json_string_value(e);
 				char why[128];
 				if (!d || label_validate(d, "", why, sizeof(why)) < 0) {
-					rc = fp_errf(FP_EINVAL, err, errlen,
-						     "spec.breaker.domains[%zu]: expected rack, site, pool or a node label key%s%s",
-						     i, d ? ": " : "", d ? why : "");
+					rc = fp_errf(
+						FP_EINVAL, err, errlen,
+						"spec.breaker.domains[%zu]: expected rack, site, pool or a node label key%s%s",
+						i, d ? ": " : "", d ? why : "");
 					goto out;
 				}
 				if (strchr(d, '/')) {
-					rc = fp_errf(FP_EINVAL, err, errlen,
-						     "spec.breaker.domains[%zu]: %s cannot name a breaker (<domain>.<value>, reset at POST /v1/breakers/{name}:reset): use a key of [A-Za-z0-9._-], no '/'",
-						     i, d);
+					rc = fp_errf(
+						FP_EINVAL, err, errlen,
+						"spec.breaker.domains[%zu]: %s cannot name a breaker (<domain>.<value>, reset at POST /v1/breakers/{name}:reset): use a key of [A-Za-z0-9._-], no '/'",
+						i, d);
 					goto out;
 				}
 				for (size_t k2 = 0; k2 < p->breaker.ndomains; k2++)
 					if (strcmp(p->breaker.domains[k2], d) == 0) {
-						rc = fp_errf(FP_EINVAL, err, errlen,
-							     "spec.breaker.domains[%zu]: %s is given twice",
-							     i, d);
+						rc = fp_errf(
+							FP_EINVAL, err, errlen,
+							"spec.breaker.domains[%zu]: %s is given twice",
+							i, d);
 						goto out;
 					}
 				p->breaker.domain_max[p->breaker.ndomains] = 0;
@@ -637,31 +647,33 @@ int health_policy_from_json(const json_t *doc, int64_t rv, struct health_policy 
 		json_t *per = json_object_get(br, "maxNodesPerDomain");
 		if (per) {
 			if (!json_is_object(per)) {
-				rc = fp_errf(FP_EINVAL, err, errlen,
-					     "spec.breaker.maxNodesPerDomain: expected an object {\"<domain>\": maxNodes}");
+				rc = fp_errf(
+					FP_EINVAL, err, errlen,
+					"spec.breaker.maxNodesPerDomain: expected an object {\"<domain>\": maxNodes}");
 				goto out;
 			}
 			for (size_t i = 0; i < p->breaker.ndomains; i++)
 				p->breaker.domain_max[i] = 0;
 			const char *dk;
 			json_t *dv;
-			json_object_foreach(per, dk, dv)
-			{
+			json_object_foreach(per, dk, dv) {
 				size_t i;
 				for (i = 0; i < p->breaker.ndomains; i++)
 					if (strcmp(p->breaker.domains[i], dk) == 0)
 						break;
 				if (i == p->breaker.ndomains) {
-					rc = fp_errf(FP_EINVAL, err, errlen,
-						     "spec.breaker.maxNodesPerDomain.%.64s: not one of spec.breaker.domains",
-						     dk);
+					rc = fp_errf(
+						FP_EINVAL, err, errlen,
+						"spec.breaker.maxNodesPerDomain.%.64s: not one of spec.breaker.domains",
+						dk);
 					goto out;
 				}
 				if (!json_is_integer(dv) || json_integer_value(dv) < 1 ||
 				    json_integer_value(dv) > HEALTH_MAX_DOMAIN_NODES) {
-					rc = fp_errf(FP_EINVAL, err, errlen,
-						     "spec.breaker.maxNodesPerDomain.%s: expected an integer in 1..%d",
-						     dk, HEALTH_MAX_DOMAIN_NODES);
+					rc = fp_errf(
+						FP_EINVAL, err, errlen,
+						"spec.breaker.maxNodesPerDomain.%s: expected an integer in 1..%d",
+						dk, HEALTH_MAX_DOMAIN_NODES);
 					goto out;
 				}
 				p->breaker.domain_max[i] = (int)json_integer_value(dv);
@@ -841,7 +853,8 @@ int health_window_distinct_if(const struct health_window *w, int64_t now, int64_
 			continue;
 		n++;
 		if (out && len + 1 < outlen) {
-			int k = snprintf(out + len, outlen - len, "%s%s", len ? ", " : "", next->tag);
+			int k = snprintf(out + len, outlen - len, "%s%s", len ? ", " : "",
+					 next->tag);
 			if (k > 0)
 				len += (size_t)k;
 			if (len >= outlen)
@@ -851,8 +864,8 @@ int health_window_distinct_if(const struct health_window *w, int64_t now, int64_
 	return n;
 }
 
-void health_window_tags(const struct health_window *w, int64_t now, int64_t window_ms,
-			char *out, size_t outlen)
+void health_window_tags(const struct health_window *w, int64_t now, int64_t window_ms, char *out,
+			size_t outlen)
 {
 	size_t len = 0;
 	if (outlen)
@@ -1003,17 +1016,11 @@ void health_verdict(const struct health_facts *f, struct health_verdict *out)
 const char *health_decision_name(enum health_decision d)
 {
 	switch (d) {
-	case HEALTH_DECISION_NONE:
-		return "none";
-	case HEALTH_DECISION_COUNT:
-		return "count";
-	case HEALTH_DECISION_HOLD:
-		return "hold";
-	case HEALTH_DECISION_SUPPRESSED:
-		return "suppressed";
-	case HEALTH_DECISION_JOB_FAULT:
-		return "job_fault";
-	default:
-		return "?";
+	case HEALTH_DECISION_NONE: return "none";
+	case HEALTH_DECISION_COUNT: return "count";
+	case HEALTH_DECISION_HOLD: return "hold";
+	case HEALTH_DECISION_SUPPRESSED: return "suppressed";
+	case HEALTH_DECISION_JOB_FAULT: return "job_fault";
+	default: return "?";
 	}
 }

@@ -19,7 +19,13 @@
 
 /* Severities in increasing order (the catalog's scale). */
 enum health_severity {
-	SEV_INFO = 0, SEV_LOW, SEV_WARNING, SEV_MEDIUM, SEV_HIGH, SEV_CRITICAL, SEV__COUNT
+	SEV_INFO = 0,
+	SEV_LOW,
+	SEV_WARNING,
+	SEV_MEDIUM,
+	SEV_HIGH,
+	SEV_CRITICAL,
+	SEV__COUNT
 };
 /* "info" | "low" | "warning" | "medium" | "high" | "critical"; parse returns 0 or FP_EINVAL. */
 const char *health_severity_name(enum health_severity s);
@@ -28,7 +34,7 @@ int health_severity_parse(const char *s, enum health_severity *out);
 /* One row of the compiled XID catalog (generated; strings static). */
 struct xid_catalog_entry {
 	int xid;
-	const char *name;              /* "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS" */
+	const char *name; /* "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS" */
 	const char *typical_cause;
 	const char *recommended_action;
 	enum health_severity severity;
@@ -38,10 +44,10 @@ extern const size_t xid_catalog_len;
 /* The row for xid, or NULL. */
 const struct xid_catalog_entry *xid_catalog_find(int xid);
 
-#define HEALTH_CODE_MAX 64     /* bytes of a code, with the NUL */
+#define HEALTH_CODE_MAX 64 /* bytes of a code, with the NUL */
 #define HEALTH_MAX_RULES 512
 #define HEALTH_MAX_DOMAINS 8
-#define HEALTH_MAX_THRESHOLD 64 /* count, distinctJobs, minNodes, maxNodes, rmaScore */
+#define HEALTH_MAX_THRESHOLD 64            /* count, distinctJobs, minNodes, maxNodes, rmaScore */
 #define HEALTH_MAX_WINDOW_S (90LL * 86400) /* any windowSeconds */
 /* spec.breaker.maxNodesPerDomain values: at most this many nodes, so a breaker window
  * (HEALTH_BREAKER_WINDOW_MAX distinct nodes) always holds the limit + 1 nodes that open it. */
@@ -52,43 +58,46 @@ const struct xid_catalog_entry *xid_catalog_find(int xid);
  * or FP_EINVAL with why in err. */
 int health_code_validate(const char *code, int allow_wildcard, char *err, size_t errlen);
 
-enum health_action { HEALTH_ACTION_NONE = 0, HEALTH_ACTION_HOLD };
+enum health_action {
+	HEALTH_ACTION_NONE = 0,
+	HEALTH_ACTION_HOLD
+};
 
 /* A per-code rule. code is exact ("xid:79") or a family fallback ("sxid:*"). */
 struct health_rule {
 	char code[HEALTH_CODE_MAX];
 	enum health_severity severity;
 	enum health_action action;
-	int count;           /* hold at the count-th event of this code on one node+GPU ... */
-	int64_t window_s;    /* ... within this many seconds (count 1 = at once) */
-	int distinct_jobs;   /* events carrying a job: hold only when this many distinct jobs hit
+	int count;         /* hold at the count-th event of this code on one node+GPU ... */
+	int64_t window_s;  /* ... within this many seconds (count 1 = at once) */
+	int distinct_jobs; /* events carrying a job: hold only when this many distinct jobs hit
 			      * the same node+GPU with this code within window_s; 0 = the job is
 			      * ignored (the code is the hardware's). Also turns on job
 			      * attribution for the code. */
 	enum remediation_rung ladder[RUNG__COUNT]; /* distinct, in escalation order */
-	size_t nladder;      /* 0 = hold without remediation (a human looks: maintenance) */
+	size_t nladder; /* 0 = hold without remediation (a human looks: maintenance) */
 };
 
 struct health_policy {
-	char *name;          /* "default" */
+	char *name;               /* "default" */
 	int64_t resource_version; /* store mod_revision; 0 = the compiled default */
 	int dry_run;
 	struct health_rule *rules; /* exact codes first is not required: lookup prefers exact */
 	size_t nrules;
 	struct {
-		int min_nodes;       /* same (code, job) on >= this many nodes ... */
-		int64_t window_s;    /* ... within this window: the job's fault */
+		int min_nodes;    /* same (code, job) on >= this many nodes ... */
+		int64_t window_s; /* ... within this window: the job's fault */
 	} job_attribution;
 	struct {
-		int64_t window_s;    /* score counts remediations/holds within this window */
-		int rma_score;       /* score >= this starts at the rma rung (when in the ladder) */
+		int64_t window_s; /* score counts remediations/holds within this window */
+		int rma_score;    /* score >= this starts at the rma rung (when in the ladder) */
 		int64_t recurrence_s; /* last remediation of the same GPU within this: next rung */
 	} lemon;
 	struct {
 		int enabled;
-		int max_nodes;       /* more than this many distinct nodes of one domain value ... */
-		int64_t window_s;    /* ... with hold-worthy decisions within this window: open */
-		char *domains[HEALTH_MAX_DOMAINS]; /* "rack","site","pool" or a node label key of
+		int max_nodes;    /* more than this many distinct nodes of one domain value ... */
+		int64_t window_s; /* ... with hold-worthy decisions within this window: open */
+		char *domains[HEALTH_MAX_DOMAINS];  /* "rack","site","pool" or a node label key of
 						    * [A-Za-z0-9._-] (it names the breaker) */
 		int domain_max[HEALTH_MAX_DOMAINS]; /* spec.breaker.maxNodesPerDomain for
 						     * domains[i]; 0 = max_nodes */
@@ -133,12 +142,12 @@ const struct health_rule *health_rule_find(const struct health_policy *p, const 
 #define HEALTH_BREAKER_WINDOW_MAX (HEALTH_MAX_DOMAIN_NODES + 1)
 
 struct health_window_entry {
-	int64_t at;      /* Unix ms */
-	uint64_t seq;    /* the report that added or last touched it (to undo a failed write) */
-	int64_t prev_at; /* health_window_touch: the time before report seq touched it ... */
+	int64_t at;        /* Unix ms */
+	uint64_t seq;      /* the report that added or last touched it (to undo a failed write) */
+	int64_t prev_at;   /* health_window_touch: the time before report seq touched it ... */
 	uint64_t prev_seq; /* ... and its report; has_prev 0: seq added the entry */
 	int has_prev;
-	char tag[72];    /* a job id, a node name, a GPU, or "" */
+	char tag[72]; /* a job id, a node name, a GPU, or "" */
 };
 
 struct health_window {
@@ -173,15 +182,15 @@ int health_window_distinct_if(const struct health_window *w, int64_t now, int64_
 int health_window_has(const struct health_window *w, int64_t now, int64_t window_ms,
 		      const char *tag);
 /* Writes the distinct tags within the window, comma-separated, into out (truncated). */
-void health_window_tags(const struct health_window *w, int64_t now, int64_t window_ms,
-			char *out, size_t outlen);
+void health_window_tags(const struct health_window *w, int64_t now, int64_t window_ms, char *out,
+			size_t outlen);
 
 /* ---- remediation start rung (lemon score and recurrence) ---- */
 
 struct health_lemon {
-	int node_score;   /* remediations of the node within lemon.window_s + extra holds */
-	int gpu_score;    /* the same for this GPU (equal to node_score when gpu is NULL) */
-	int recurred;     /* 1: the last remediation of this GPU (or node) within recurrence_s
+	int node_score; /* remediations of the node within lemon.window_s + extra holds */
+	int gpu_score;  /* the same for this GPU (equal to node_score when gpu is NULL) */
+	int recurred;   /* 1: the last remediation of this GPU (or node) within recurrence_s
 			   * used rung last_rung */
 	enum remediation_rung last_rung;
 };
@@ -210,26 +219,26 @@ size_t health_start_rung(const struct health_policy *p, const struct health_rule
  * and audit text and handles dry run; health_verdict only ranks the facts it is given. */
 
 enum health_decision {
-	HEALTH_DECISION_NONE = 0,   /* recorded, no node action */
-	HEALTH_DECISION_COUNT,      /* recorded and counted, below a hold (or evidence) */
-	HEALTH_DECISION_HOLD,       /* place the health hold */
-	HEALTH_DECISION_SUPPRESSED, /* a hold, suppressed by an open breaker */
-	HEALTH_DECISION_JOB_FAULT,  /* the job's fault, no node action */
-	HEALTH_DECISION_NEED_JOB,   /* needs job_fault: call again with job_known = 1 */
+	HEALTH_DECISION_NONE = 0,    /* recorded, no node action */
+	HEALTH_DECISION_COUNT,       /* recorded and counted, below a hold (or evidence) */
+	HEALTH_DECISION_HOLD,        /* place the health hold */
+	HEALTH_DECISION_SUPPRESSED,  /* a hold, suppressed by an open breaker */
+	HEALTH_DECISION_JOB_FAULT,   /* the job's fault, no node action */
+	HEALTH_DECISION_NEED_JOB,    /* needs job_fault: call again with job_known = 1 */
 	HEALTH_DECISION_NEED_BREAKER /* needs breaker_open: call again with breaker_known = 1 */
 };
 
 /* Why the decision is what it is (the step of the evaluation that decided). */
 enum health_basis {
-	HEALTH_BASIS_NO_RULE = 0,   /* none: no rule for the code */
-	HEALTH_BASIS_NO_ACTION,     /* none: the rule takes no node action */
-	HEALTH_BASIS_STALE,         /* count: the event is older than the remediation fence */
-	HEALTH_BASIS_JOB,           /* job_fault, or need_job */
-	HEALTH_BASIS_BELOW,         /* count: below the rule's count or distinct jobs */
-	HEALTH_BASIS_NOT_HOLDABLE,  /* none: the node cannot be held in its phase */
-	HEALTH_BASIS_REMEDIATING,   /* count: a remediation is in progress (evidence) */
-	HEALTH_BASIS_BREAKER,       /* suppressed, or need_breaker */
-	HEALTH_BASIS_THRESHOLD      /* hold: the threshold is met */
+	HEALTH_BASIS_NO_RULE = 0,  /* none: no rule for the code */
+	HEALTH_BASIS_NO_ACTION,    /* none: the rule takes no node action */
+	HEALTH_BASIS_STALE,        /* count: the event is older than the remediation fence */
+	HEALTH_BASIS_JOB,          /* job_fault, or need_job */
+	HEALTH_BASIS_BELOW,        /* count: below the rule's count or distinct jobs */
+	HEALTH_BASIS_NOT_HOLDABLE, /* none: the node cannot be held in its phase */
+	HEALTH_BASIS_REMEDIATING,  /* count: a remediation is in progress (evidence) */
+	HEALTH_BASIS_BREAKER,      /* suppressed, or need_breaker */
+	HEALTH_BASIS_THRESHOLD     /* hold: the threshold is met */
 };
 
 /* The inputs of one decision. The two effectful lookups (has the job been declared at fault,
@@ -239,27 +248,28 @@ enum health_basis {
 struct health_facts {
 	const struct health_policy *policy; /* for the start rung */
 	const struct health_rule *rule;     /* the rule of the code (never NULL) */
-	int unknown_rule;     /* rule is the stand-in for a code without one */
-	int64_t event_ms;     /* the event's own time (Unix ms; 0: none given) */
-	int64_t fence_ms;     /* health_fence of the node and GPU (0: none) */
-	int job;              /* the event names a job */
-	int count;            /* events in the count window, this one included */
-	int jobs;             /* distinct jobs in it (job faults skipped) */
+	int unknown_rule;                   /* rule is the stand-in for a code without one */
+	int64_t event_ms;                   /* the event's own time (Unix ms; 0: none given) */
+	int64_t fence_ms;                   /* health_fence of the node and GPU (0: none) */
+	int job;                            /* the event names a job */
+	int count;                          /* events in the count window, this one included */
+	int jobs;                           /* distinct jobs in it (job faults skipped) */
 	int job_known, job_fault; /* job attribution asked / the (code, job) is at fault */
-	int holdable;         /* the node may get a health hold in its phase */
-	int remediating;      /* the node (or this report) already has a health hold */
-	int breaker_known, breaker_open; /* breakers asked / one of the node's is (or would be) open */
+	int holdable;             /* the node may get a health hold in its phase */
+	int remediating;          /* the node (or this report) already has a health hold */
+	int breaker_known,
+		breaker_open; /* breakers asked / one of the node's is (or would be) open */
 	const struct health_lemon *lemon; /* for the start rung of a hold; NULL: rung 0 */
 };
 
 struct health_verdict {
 	enum health_decision decision;
 	enum health_basis basis;
-	const char *rule;     /* the rule's code (borrowed from facts.rule) */
-	int stale;            /* health_stale(event_ms, fence_ms) */
-	int by_jobs;          /* the rule counts distinct jobs for this event (job and distinctJobs) */
-	int met;              /* the count (or distinct jobs) reached the rule's threshold */
-	size_t start_rung;    /* HOLD with a ladder: index into rule->ladder */
+	const char *rule;  /* the rule's code (borrowed from facts.rule) */
+	int stale;         /* health_stale(event_ms, fence_ms) */
+	int by_jobs;       /* the rule counts distinct jobs for this event (job and distinctJobs) */
+	int met;           /* the count (or distinct jobs) reached the rule's threshold */
+	size_t start_rung; /* HOLD with a ladder: index into rule->ladder */
 	struct health_facts in; /* the inputs it read (a copy; pointers borrowed) */
 };
 

@@ -229,9 +229,9 @@ void node_remediation_history_append(struct node *n, const char *code, const cha
 			(n->nremediation_history - 1) * sizeof(*n->remediation_history));
 		n->nremediation_history--;
 	} else {
-		n->remediation_history =
-			xreallocarray(n->remediation_history, n->nremediation_history + 1,
-				      sizeof(*n->remediation_history));
+		n->remediation_history = xreallocarray(n->remediation_history,
+						       n->nremediation_history + 1,
+						       sizeof(*n->remediation_history));
 	}
 	struct node_remediation_record *r = &n->remediation_history[n->nremediation_history++];
 	r->code = xstrdup(code ? code : "");
@@ -295,10 +295,9 @@ struct node *node_dup(const struct node *n)
 	d->inventory = n->inventory ? json_deep_copy(n->inventory) : NULL;
 	d->inventory_text = dupn(n->inventory_text);
 	node_remediation_copy(&d->remediation, &n->remediation);
-	d->remediation_history = n->nremediation_history
-					 ? xcalloc(n->nremediation_history,
-						   sizeof(*d->remediation_history))
-					 : NULL;
+	d->remediation_history = n->nremediation_history ? xcalloc(n->nremediation_history,
+								   sizeof(*d->remediation_history))
+							 : NULL;
 	for (size_t i = 0; i < n->nremediation_history; i++) {
 		const struct node_remediation_record *r = &n->remediation_history[i];
 		d->remediation_history[i] = *r;
@@ -373,8 +372,8 @@ int node_condition_set(struct node *n, const char *type, enum cond_status st, co
 	if (!c) {
 		if (n->nconditions >= NODE_MAX_CONDITIONS)
 			return 0;
-		n->conditions =
-			xreallocarray(n->conditions, n->nconditions + 1, sizeof(*n->conditions));
+		n->conditions = xreallocarray(n->conditions, n->nconditions + 1,
+					      sizeof(*n->conditions));
 		c = &n->conditions[n->nconditions++];
 		memset(c, 0, sizeof(*c));
 		c->type = xstrdup(type);
@@ -505,9 +504,16 @@ static const struct {
 };
 
 const char *const bmc_quirk_names[] = {
-	"ipmi_open_session_privilege", "ipmi_authentication_capabilities", "ipmi_intel_2_0",
-	"ipmi_supermicro_2_0", "ipmi_sun_2_0", "ipmi_non_empty_integrity_check_value",
-	"ipmi_no_checksum_check", "redfish_no_if_match", "redfish_basic_auth", NULL,
+	"ipmi_open_session_privilege",
+	"ipmi_authentication_capabilities",
+	"ipmi_intel_2_0",
+	"ipmi_supermicro_2_0",
+	"ipmi_sun_2_0",
+	"ipmi_non_empty_integrity_check_value",
+	"ipmi_no_checksum_check",
+	"redfish_no_if_match",
+	"redfish_basic_auth",
+	NULL,
 };
 
 const char *bmc_quirk_name(unsigned bit)

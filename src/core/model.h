@@ -13,18 +13,18 @@
 #include <stdint.h>
 
 /* Node phases (DESIGN.md "Node phases"). Order is the order of the table. */
-#define NODE_PHASE_MAP(X)                  \
-	X(PHASE_ENROLLED, "enrolled")      \
-	X(PHASE_INSPECTING, "inspecting")  \
+#define NODE_PHASE_MAP(X)                     \
+	X(PHASE_ENROLLED, "enrolled")         \
+	X(PHASE_INSPECTING, "inspecting")     \
 	X(PHASE_PROVISIONING, "provisioning") \
-	X(PHASE_VALIDATING, "validating")  \
-	X(PHASE_AVAILABLE, "available")    \
-	X(PHASE_IN_SERVICE, "in_service")  \
-	X(PHASE_DRAINING, "draining")      \
-	X(PHASE_MAINTENANCE, "maintenance") \
-	X(PHASE_REPAIRING, "repairing")    \
-	X(PHASE_FAILED, "failed")          \
-	X(PHASE_RETIRING, "retiring")      \
+	X(PHASE_VALIDATING, "validating")     \
+	X(PHASE_AVAILABLE, "available")       \
+	X(PHASE_IN_SERVICE, "in_service")     \
+	X(PHASE_DRAINING, "draining")         \
+	X(PHASE_MAINTENANCE, "maintenance")   \
+	X(PHASE_REPAIRING, "repairing")       \
+	X(PHASE_FAILED, "failed")             \
+	X(PHASE_RETIRING, "retiring")         \
 	X(PHASE_RETIRED, "retired")
 
 enum node_phase {
@@ -45,7 +45,11 @@ int node_phase_is_transient(enum node_phase p);
  * X to Y: <why>" in err. A transition to the same phase is refused too. */
 int node_phase_check(enum node_phase from, enum node_phase to, char *err, size_t errlen);
 
-enum cond_status { COND_UNKNOWN = 0, COND_TRUE, COND_FALSE };
+enum cond_status {
+	COND_UNKNOWN = 0,
+	COND_TRUE,
+	COND_FALSE
+};
 const char *cond_status_name(enum cond_status s); /* "True" | "False" | "Unknown" */
 int cond_status_parse(const char *s, enum cond_status *out);
 
@@ -82,14 +86,16 @@ struct node_label {
  * status and passed back in bmc_target.quirks on later calls). The IPMI ones are FreeIPMI's
  * IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_* (freeipmi/api/ipmi-api.h). */
 #define BMC_QUIRK_IPMI_OPEN_SESSION_PRIVILEGE (1u << 0) /* "ipmi_open_session_privilege" */
-#define BMC_QUIRK_IPMI_AUTHENTICATION_CAPABILITIES (1u << 1) /* "ipmi_authentication_capabilities" */
-#define BMC_QUIRK_IPMI_INTEL_2_0 (1u << 2)             /* "ipmi_intel_2_0" */
-#define BMC_QUIRK_IPMI_SUPERMICRO_2_0 (1u << 3)        /* "ipmi_supermicro_2_0" */
-#define BMC_QUIRK_IPMI_SUN_2_0 (1u << 4)               /* "ipmi_sun_2_0" */
-#define BMC_QUIRK_IPMI_NON_EMPTY_INTEGRITY_CHECK_VALUE (1u << 5) /* "ipmi_non_empty_integrity_check_value" */
-#define BMC_QUIRK_IPMI_NO_CHECKSUM_CHECK (1u << 6)     /* "ipmi_no_checksum_check" */
-#define BMC_QUIRK_REDFISH_NO_IF_MATCH (1u << 16)       /* "redfish_no_if_match": never send If-Match */
-#define BMC_QUIRK_REDFISH_BASIC_AUTH (1u << 17)        /* "redfish_basic_auth": no sessions */
+#define BMC_QUIRK_IPMI_AUTHENTICATION_CAPABILITIES \
+	(1u << 1)                               /* "ipmi_authentication_capabilities" */
+#define BMC_QUIRK_IPMI_INTEL_2_0 (1u << 2)      /* "ipmi_intel_2_0" */
+#define BMC_QUIRK_IPMI_SUPERMICRO_2_0 (1u << 3) /* "ipmi_supermicro_2_0" */
+#define BMC_QUIRK_IPMI_SUN_2_0 (1u << 4)        /* "ipmi_sun_2_0" */
+#define BMC_QUIRK_IPMI_NON_EMPTY_INTEGRITY_CHECK_VALUE \
+	(1u << 5)                                  /* "ipmi_non_empty_integrity_check_value" */
+#define BMC_QUIRK_IPMI_NO_CHECKSUM_CHECK (1u << 6) /* "ipmi_no_checksum_check" */
+#define BMC_QUIRK_REDFISH_NO_IF_MATCH (1u << 16)   /* "redfish_no_if_match": never send If-Match */
+#define BMC_QUIRK_REDFISH_BASIC_AUTH (1u << 17)    /* "redfish_basic_auth": no sessions */
 /* Name of one quirk bit ("" for an unknown bit); parse a name (FP_EINVAL if unknown). */
 const char *bmc_quirk_name(unsigned bit);
 int bmc_quirk_parse(const char *name, unsigned *bit);
@@ -98,8 +104,8 @@ extern const char *const bmc_quirk_names[];
 
 /* spec.bmc. password is a secret: never rendered by node_to_json(..., NODE_JSON_PUBLIC). */
 struct node_bmc {
-	char *driver;   /* "sim" | "ipmi" | "redfish" */
-	char *address;  /* host:port or URL; may be NULL for sim */
+	char *driver;  /* "sim" | "ipmi" | "redfish" */
+	char *address; /* host:port or URL; may be NULL for sim */
 	char *username;
 	/* Plaintext only between an API decode and secret_bmc_seal (or from a keyless writer or
 	 * an older store); a node decoded from the store holds password_sealed instead. */
@@ -113,11 +119,17 @@ struct node_bmc {
 	char *ca_file;    /* Redfish: PEM CA bundle path, or NULL */
 	char *system;     /* Redfish: ComputerSystem Id, or NULL */
 	unsigned quirks;  /* BMC_QUIRK_* named in spec.bmc.quirks */
-	json_t *extra;  /* other fields kept as given, or NULL (none are accepted today) */
+	json_t *extra;    /* other fields kept as given, or NULL (none are accepted today) */
 };
 
 /* Health remediation ladder rungs (DESIGN.md "remediation"), in escalation order. */
-enum remediation_rung { RUNG_GPU_RESET = 0, RUNG_REBOOT, RUNG_REIMAGE, RUNG_RMA, RUNG__COUNT };
+enum remediation_rung {
+	RUNG_GPU_RESET = 0,
+	RUNG_REBOOT,
+	RUNG_REIMAGE,
+	RUNG_RMA,
+	RUNG__COUNT
+};
 /* "gpu_reset" | "reboot" | "reimage" | "rma"; remediation_rung_parse returns 0 or FP_EINVAL. */
 const char *remediation_rung_name(enum remediation_rung r);
 int remediation_rung_parse(const char *s, enum remediation_rung *out);
@@ -132,24 +144,24 @@ struct node_remediation {
 	int active;
 	enum remediation_rung ladder[RUNG__COUNT]; /* distinct rungs in escalation order */
 	size_t nladder;
-	size_t rung;        /* index in ladder of the rung running now or next */
-	int attempts;       /* rungs started so far */
-	char *code;         /* health event code that caused it, "xid:79" */
-	char *gpu;          /* PCI bus id "0000:3b:00.0", or NULL */
-	char *reason;       /* the decision's summary, for humans */
-	char *policy;       /* policy name, "default" */
+	size_t rung;                          /* index in ladder of the rung running now or next */
+	int attempts;                         /* rungs started so far */
+	char *code;                           /* health event code that caused it, "xid:79" */
+	char *gpu;                            /* PCI bus id "0000:3b:00.0", or NULL */
+	char *reason;                         /* the decision's summary, for humans */
+	char *policy;                         /* policy name, "default" */
 	char *events[REMEDIATION_MAX_EVENTS]; /* evidence: health event names "<node>.<id>" */
 	size_t nevents;
 	int64_t since;
-	char *rma;          /* RMA record name once the rma rung opened one, else NULL */
+	char *rma; /* RMA record name once the rma rung opened one, else NULL */
 };
 
 /* One finished remediation in status.remediationHistory. */
 struct node_remediation_record {
 	char *code;
-	char *gpu;          /* or NULL */
+	char *gpu;                  /* or NULL */
 	enum remediation_rung rung; /* the last rung run */
-	char *result;       /* "succeeded" | "failed" | "rma" */
+	char *result;               /* "succeeded" | "failed" | "rma" */
 	int64_t at;
 };
 
@@ -169,9 +181,9 @@ struct node {
 	struct node_bmc bmc;
 	char **macs;
 	size_t nmacs;
-	int gpu_count;    /* expected; 0 = unknown */
-	char *gpu_model;  /* expected, e.g. "NVIDIA H100 80GB HBM3"; may be NULL */
-	int retire;       /* spec.retire: decommission requested */
+	int gpu_count;   /* expected; 0 = unknown */
+	char *gpu_model; /* expected, e.g. "NVIDIA H100 80GB HBM3"; may be NULL */
+	int retire;      /* spec.retire: decommission requested */
 	/* status */
 	enum node_phase phase;
 	int64_t phase_since;
@@ -179,23 +191,23 @@ struct node {
 	size_t nholds;
 	struct node_condition *conditions;
 	size_t nconditions;
-	char *operation;       /* id of the operation in flight, or NULL */
-	char **queued_ops;     /* status.queuedOperations: ids of operations (power) waiting for
+	char *operation;   /* id of the operation in flight, or NULL */
+	char **queued_ops; /* status.queuedOperations: ids of operations (power) waiting for
 				* the one in flight, oldest first; at most NODE_MAX_QUEUED */
 	size_t nqueued;
-	int64_t last_boot_at;  /* boot callback received (deploy agent / sim) */
+	int64_t last_boot_at; /* boot callback received (deploy agent / sim) */
 	char *last_boot_id;
-	int64_t validated_at;  /* validation report received */
+	int64_t validated_at; /* validation report received */
 	int validation_passed;
 	char *validation_boot_id; /* the boot the validation report belongs to */
-	unsigned bmc_quirks;   /* status.bmc.quirks: BMC_QUIRK_* a driver found necessary */
-	json_t *inventory;     /* status.inventory object, or NULL */
-	char *inventory_text;  /* the same, compact JSON text, when inventory is NULL: how the
+	unsigned bmc_quirks;      /* status.bmc.quirks: BMC_QUIRK_* a driver found necessary */
+	json_t *inventory;        /* status.inventory object, or NULL */
+	char *inventory_text;     /* the same, compact JSON text, when inventory is NULL: how the
 				* informer cache keeps it (a tree per node costs ~5x the memory);
 				* node_to_json renders whichever is set */
-	int64_t served_at;     /* status.servedAt: first time the node became available; 0 = never
+	int64_t served_at; /* status.servedAt: first time the node became available; 0 = never
 				* (a never-served node does not count against disruption budgets) */
-	struct node_remediation remediation; /* status.remediation */
+	struct node_remediation remediation;                 /* status.remediation */
 	struct node_remediation_record *remediation_history; /* status.remediationHistory, oldest
 				* first, at most NODE_MAX_REMEDIATION_HISTORY */
 	size_t nremediation_history;
@@ -236,10 +248,19 @@ int node_condition_remove(struct node *n, const char *type);
 const char *node_label_get(const struct node *n, const char *key);
 
 /* Operation record (DESIGN.md "operation"). */
-enum op_state { OP_PENDING = 0, OP_RUNNING, OP_SUCCEEDED, OP_FAILED, OP_CANCELLED };
+enum op_state {
+	OP_PENDING = 0,
+	OP_RUNNING,
+	OP_SUCCEEDED,
+	OP_FAILED,
+	OP_CANCELLED
+};
 const char *op_state_name(enum op_state s);
 int op_state_parse(const char *s, enum op_state *out);
-static inline int op_state_terminal(enum op_state s) { return s >= OP_SUCCEEDED; }
+static inline int op_state_terminal(enum op_state s)
+{
+	return s >= OP_SUCCEEDED;
+}
 
 #define OP_MAX_STEPS 16
 
@@ -247,7 +268,7 @@ struct operation {
 	char *id;
 	int64_t resource_version;
 	char *node;
-	char *kind;   /* inspect | provision | validate | drain | retire | power */
+	char *kind; /* inspect | provision | validate | drain | retire | power */
 	char *steps[OP_MAX_STEPS];
 	size_t nsteps;
 	size_t step;      /* index of the current step; == nsteps when all done */
@@ -257,7 +278,7 @@ struct operation {
 	char *idempotency_key;
 	char *actor;
 	char *reason;
-	json_t *params;   /* kind-specific parameters ({"action":"on"}), or NULL */
+	json_t *params; /* kind-specific parameters ({"action":"on"}), or NULL */
 	enum op_state state;
 	int64_t created_at, started_at, finished_at, updated_at;
 	char *last_error;

@@ -21,7 +21,7 @@
 _Static_assert(SECRET_KEY_BYTES == crypto_secretbox_KEYBYTES, "secretbox key size");
 
 #define SEALED_MAX_BIN (crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES + SECRET_MAX_PLAIN)
-#define SEALED_MAX_TEXT \
+#define SEALED_MAX_TEXT                     \
 	(sizeof(SECRET_SEALED_PREFIX) - 1 + \
 	 sodium_base64_ENCODED_LEN(SEALED_MAX_BIN, sodium_base64_VARIANT_ORIGINAL))
 
@@ -111,14 +111,15 @@ static int key_load(const char *path, struct secret_key **out, char *err, size_t
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ELOOP)
-			return fp_errf(FP_EINVAL, err, errlen,
-				       "%s is a symbolic link; the key must be a regular file (replace "
-				       "the link with the file it points to)",
-				       path);
+			return fp_errf(
+				FP_EINVAL, err, errlen,
+				"%s is a symbolic link; the key must be a regular file (replace "
+				"the link with the file it points to)",
+				path);
 		if (errno == ENOENT)
 			return FP_ENOTFOUND;
-		return fp_errf(errno == EACCES ? FP_EPERM : FP_EIO, err, errlen, "cannot open %s: %s",
-			       path, strerror(errno));
+		return fp_errf(errno == EACCES ? FP_EPERM : FP_EIO, err, errlen,
+			       "cannot open %s: %s", path, strerror(errno));
 	}
 	struct stat st;
 	int rc = 0;
@@ -135,7 +136,8 @@ static int key_load(const char *path, struct secret_key **out, char *err, size_t
 		rc = fp_errf(FP_EPERM, err, errlen,
 			     "%s is owned by uid %u, not by the user running serve (uid %u); run "
 			     "chown %u %s",
-			     path, (unsigned)st.st_uid, (unsigned)geteuid(), (unsigned)geteuid(), path);
+			     path, (unsigned)st.st_uid, (unsigned)geteuid(), (unsigned)geteuid(),
+			     path);
 		goto out;
 	}
 	if (st.st_mode & 077) {
@@ -146,11 +148,12 @@ static int key_load(const char *path, struct secret_key **out, char *err, size_t
 		goto out;
 	}
 	if (st.st_size != SECRET_KEY_BYTES) {
-		rc = fp_errf(FP_EINVAL, err, errlen,
-			     "%s has %lld bytes, expected %d (the key fleetplane serve wrote); restore "
-			     "the right file from backup, or remove it and start serve with "
-			     "--new-secret-key if no sealed BMC password must be read again",
-			     path, (long long)st.st_size, SECRET_KEY_BYTES);
+		rc = fp_errf(
+			FP_EINVAL, err, errlen,
+			"%s has %lld bytes, expected %d (the key fleetplane serve wrote); restore "
+			"the right file from backup, or remove it and start serve with "
+			"--new-secret-key if no sealed BMC password must be read again",
+			path, (long long)st.st_size, SECRET_KEY_BYTES);
 		goto out;
 	}
 	k = key_alloc();
@@ -187,8 +190,7 @@ int secret_key_load_or_create(const char *path, struct secret_key **out, int *cr
 	return rc;
 }
 
-int secret_seal(const struct secret_key *k, const char *plain, char **out, char *err,
-		size_t errlen)
+int secret_seal(const struct secret_key *k, const char *plain, char **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	if (!k || !plain)
@@ -237,11 +239,12 @@ int secret_open(const struct secret_key *k, const char *sealed, char **out, char
 			      sodium_base64_VARIANT_ORIGINAL) != 0 ||
 	    end != b64 + b64len)
 		return fp_errf(FP_EPARSE, err, errlen,
-			       "sealed secret: not valid base64 after \"" SECRET_SEALED_PREFIX "\"");
+			       "sealed secret: not valid base64 after \"" SECRET_SEALED_PREFIX
+			       "\"");
 	if (blen < crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES)
 		return fp_errf(FP_EPARSE, err, errlen,
-			       "sealed secret: %zu bytes, too short for a nonce and a MAC (%d)", blen,
-			       crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES);
+			       "sealed secret: %zu bytes, too short for a nonce and a MAC (%d)",
+			       blen, crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES);
 	size_t clen = blen - crypto_secretbox_NONCEBYTES;
 	size_t n = clen - crypto_secretbox_MACBYTES;
 	char *plain = xmalloc(n + 1);
@@ -307,8 +310,8 @@ int secret_password_file_validate(const char *name, char *err, size_t errlen)
 	return secret_file_name_validate("spec.bmc.password_file", name, err, errlen);
 }
 
-int secret_bmc_ca_path(const struct node_bmc *b, const char *cred_dir, char *path,
-		       size_t pathlen, char *err, size_t errlen)
+int secret_bmc_ca_path(const struct node_bmc *b, const char *cred_dir, char *path, size_t pathlen,
+		       char *err, size_t errlen)
 {
 	if (pathlen)
 		path[0] = '\0';
@@ -367,9 +370,10 @@ static int read_password_file(const char *cred_dir, const char *name, char **out
 	if (fd < 0) {
 		int e = errno;
 		if (e == ENOENT)
-			return fp_errf(FP_ENOTFOUND, err, errlen,
-				       "BMC password file %s does not exist (spec.bmc.password_file)",
-				       path);
+			return fp_errf(
+				FP_ENOTFOUND, err, errlen,
+				"BMC password file %s does not exist (spec.bmc.password_file)",
+				path);
 		if (e == ELOOP)
 			return fp_errf(FP_EPERM, err, errlen,
 				       "BMC password file %s is a symbolic link (refused)", path);
@@ -405,7 +409,8 @@ static int read_password_file(const char *cred_dir, const char *name, char **out
 	}
 	if (st.st_size > SECRET_MAX_PLAIN + 2) {
 		rc = fp_errf(FP_ETOOBIG, err, errlen,
-			     "BMC password file %s is larger than %d bytes", path, SECRET_MAX_PLAIN);
+			     "BMC password file %s is larger than %d bytes", path,
+			     SECRET_MAX_PLAIN);
 		goto out;
 	}
 	/* Read one byte more than allowed so a file that grew after fstat is caught. */
@@ -431,7 +436,8 @@ static int read_password_file(const char *cred_dir, const char *name, char **out
 		n--;
 	if (n > SECRET_MAX_PLAIN) {
 		rc = fp_errf(FP_ETOOBIG, err, errlen,
-			     "BMC password file %s is larger than %d bytes", path, SECRET_MAX_PLAIN);
+			     "BMC password file %s is larger than %d bytes", path,
+			     SECRET_MAX_PLAIN);
 		goto out;
 	}
 	if (memchr(buf, '\0', n)) {
@@ -465,8 +471,9 @@ int secret_bmc_password(const struct secret_key *k, const struct node_bmc *b, co
 		return 0;
 	*out = NULL;
 	if (b->password_sealed)
-		return fp_errf(FP_EAUTH, err, errlen,
-			       "cannot decrypt the BMC password (was secret.key replaced?): restore "
-			       "the data dir's secret.key or set spec.bmc.password again");
+		return fp_errf(
+			FP_EAUTH, err, errlen,
+			"cannot decrypt the BMC password (was secret.key replaced?): restore "
+			"the data dir's secret.key or set spec.bmc.password again");
 	return 0;
 }

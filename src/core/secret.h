@@ -28,7 +28,7 @@
 
 #include "core/model.h"
 
-#define SECRET_KEY_BYTES 32      /* crypto_secretbox_KEYBYTES */
+#define SECRET_KEY_BYTES 32 /* crypto_secretbox_KEYBYTES */
 #define SECRET_SEALED_PREFIX "sb1:"
 #define SECRET_MAX_PLAIN 1024    /* longest password sealed or read from a password file */
 #define SECRET_FILE_NAME_MAX 128 /* longest spec.bmc.password_file */
@@ -97,8 +97,8 @@ int secret_password_file_validate(const char *name, char *err, size_t errlen);
  * FP_EPERM for a symlink or a directory this process cannot search, FP_ETOOBIG for a file over
  * SECRET_CA_MAX bytes or a path longer than pathlen - 1, FP_EIO for other stat errors. */
 #define SECRET_CA_MAX (4 * 1024 * 1024)
-int secret_bmc_ca_path(const struct node_bmc *b, const char *cred_dir, char *path,
-		       size_t pathlen, char *err, size_t errlen);
+int secret_bmc_ca_path(const struct node_bmc *b, const char *cred_dir, char *path, size_t pathlen,
+		       char *err, size_t errlen);
 
 /* secret_bmc_password resolves the password a BMC call uses for b, at the moment of the call
  * (the caller wipes and frees it with fp_free_secret right after the call):

@@ -95,21 +95,22 @@ static int precheck(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 	return 0;
 }
 
-#define BMC_WRAP(opname, call)                                                            \
-	do {                                                                              \
+#define BMC_WRAP(opname, call)                                                                 \
+	do {                                                                                   \
 		int rc_ = precheck(b, t, deadline, (const void *)b->ops->opname, err, errlen); \
-		if (rc_ < 0)                                                              \
-			return rc_;                                                       \
-		int64_t t0_ = clock_now_ms(b->clock);                                     \
-		rc_ = call;                                                               \
-		if (rc_ == 0 && deadline && clock_now_ms(b->clock) > deadline)            \
-			rc_ = fp_errf(FP_ETIMEDOUT, err, errlen, "BMC answered after the deadline"); \
-		record(b, #opname, rc_, t0_);                                             \
-		return rc_;                                                               \
+		if (rc_ < 0)                                                                   \
+			return rc_;                                                            \
+		int64_t t0_ = clock_now_ms(b->clock);                                          \
+		rc_ = call;                                                                    \
+		if (rc_ == 0 && deadline && clock_now_ms(b->clock) > deadline)                 \
+			rc_ = fp_errf(FP_ETIMEDOUT, err, errlen,                               \
+				      "BMC answered after the deadline");                      \
+		record(b, #opname, rc_, t0_);                                                  \
+		return rc_;                                                                    \
 	} while (0)
 
-int bmc_power_get(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-		  enum bmc_power *out, char *err, size_t errlen)
+int bmc_power_get(struct bmc *b, const struct bmc_target *t, int64_t deadline, enum bmc_power *out,
+		  char *err, size_t errlen)
 {
 	*out = BMC_POWER_UNKNOWN;
 	BMC_WRAP(power_get, b->ops->power_get(b, t, deadline, out, err, errlen));
@@ -121,8 +122,8 @@ int bmc_power_set(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 	BMC_WRAP(power_set, b->ops->power_set(b, t, deadline, a, err, errlen));
 }
 
-int bmc_boot_get(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-		 struct bmc_boot *out, char *err, size_t errlen)
+int bmc_boot_get(struct bmc *b, const struct bmc_target *t, int64_t deadline, struct bmc_boot *out,
+		 char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
 	BMC_WRAP(boot_get, b->ops->boot_get(b, t, deadline, out, err, errlen));
@@ -136,8 +137,8 @@ int bmc_boot_set(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 	BMC_WRAP(boot_set, b->ops->boot_set(b, t, deadline, want, err, errlen));
 }
 
-static int inventory_call(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-			  json_t **out, char *err, size_t errlen)
+static int inventory_call(struct bmc *b, const struct bmc_target *t, int64_t deadline, json_t **out,
+			  char *err, size_t errlen)
 {
 	BMC_WRAP(inventory, b->ops->inventory(b, t, deadline, out, err, errlen));
 }
@@ -155,24 +156,22 @@ int bmc_inventory(struct bmc *b, const struct bmc_target *t, int64_t deadline, j
 	return rc;
 }
 
-static int chassis_call(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-			json_t **out, char *err, size_t errlen)
+static int chassis_call(struct bmc *b, const struct bmc_target *t, int64_t deadline, json_t **out,
+			char *err, size_t errlen)
 {
 	BMC_WRAP(chassis_status, b->ops->chassis_status(b, t, deadline, out, err, errlen));
 }
 
-static int sel_call(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-		    size_t max_entries, json_t **out, char *err, size_t errlen)
+static int sel_call(struct bmc *b, const struct bmc_target *t, int64_t deadline, size_t max_entries,
+		    json_t **out, char *err, size_t errlen)
 {
 	BMC_WRAP(sel_read, b->ops->sel_read(b, t, deadline, max_entries, out, err, errlen));
 }
 
 static int firmware_call(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-			 const struct bmc_firmware_req *req, json_t **out, char *err,
-			 size_t errlen)
+			 const struct bmc_firmware_req *req, json_t **out, char *err, size_t errlen)
 {
-	BMC_WRAP(firmware_update,
-		 b->ops->firmware_update(b, t, deadline, req, out, err, errlen));
+	BMC_WRAP(firmware_update, b->ops->firmware_update(b, t, deadline, req, out, err, errlen));
 }
 
 int bmc_agent_action(struct bmc *b, const struct bmc_target *t, const char *action,
@@ -185,8 +184,8 @@ int bmc_agent_action(struct bmc *b, const struct bmc_target *t, const char *acti
 
 /* The JSON-returning wrappers hand *out to the caller only on success (firmware_update also
  * on FP_ETIMEDOUT, with the task's last state). */
-int bmc_chassis_status(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-		       json_t **out, char *err, size_t errlen)
+int bmc_chassis_status(struct bmc *b, const struct bmc_target *t, int64_t deadline, json_t **out,
+		       char *err, size_t errlen)
 {
 	*out = NULL;
 	int rc = chassis_call(b, t, deadline, out, err, errlen);
@@ -197,8 +196,8 @@ int bmc_chassis_status(struct bmc *b, const struct bmc_target *t, int64_t deadli
 	return rc;
 }
 
-int bmc_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-		 size_t max_entries, json_t **out, char *err, size_t errlen)
+int bmc_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadline, size_t max_entries,
+		 json_t **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	int rc = sel_call(b, t, deadline, max_entries, out, err, errlen);
@@ -210,13 +209,13 @@ int bmc_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 }
 
 int bmc_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-			const struct bmc_firmware_req *req, json_t **out, char *err,
-			size_t errlen)
+			const struct bmc_firmware_req *req, json_t **out, char *err, size_t errlen)
 {
 	*out = NULL;
-	if (!req || ((!req->image_uri || !req->image_uri[0]) &&
-		     (!req->image_path || !req->image_path[0])))
-		return fp_errf(FP_EINVAL, err, errlen, "firmware update without an image URI or path");
+	if (!req ||
+	    ((!req->image_uri || !req->image_uri[0]) && (!req->image_path || !req->image_path[0])))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "firmware update without an image URI or path");
 	int rc = firmware_call(b, t, deadline, req, out, err, errlen);
 	if (rc < 0 && rc != FP_ETIMEDOUT && *out) {
 		json_decref(*out);

@@ -19,17 +19,34 @@
 #include "base/clock.h"
 #include "core/model.h"
 
-enum bmc_power { BMC_POWER_UNKNOWN = 0, BMC_POWER_ON, BMC_POWER_OFF };
+enum bmc_power {
+	BMC_POWER_UNKNOWN = 0,
+	BMC_POWER_ON,
+	BMC_POWER_OFF
+};
 /* IPMI 2.0 "Chassis Control" (section 28.3) data byte 1 / Redfish ResetType, by meaning:
  * ON power up; OFF hard power down; CYCLE off then on; SOFT ACPI soft shutdown (IPMI 0x05,
  * Redfish GracefulShutdown); RESET hard reset without a power transition (IPMI 0x03, Redfish
  * ForceRestart). */
-enum bmc_power_action { BMC_ACTION_ON = 1, BMC_ACTION_OFF, BMC_ACTION_CYCLE, BMC_ACTION_SOFT,
-			BMC_ACTION_RESET };
-enum bmc_boot_device { BMC_BOOT_UNKNOWN = 0, BMC_BOOT_PXE, BMC_BOOT_DISK };
+enum bmc_power_action {
+	BMC_ACTION_ON = 1,
+	BMC_ACTION_OFF,
+	BMC_ACTION_CYCLE,
+	BMC_ACTION_SOFT,
+	BMC_ACTION_RESET
+};
+enum bmc_boot_device {
+	BMC_BOOT_UNKNOWN = 0,
+	BMC_BOOT_PXE,
+	BMC_BOOT_DISK
+};
 /* Boot firmware mode (IPMI boot flags byte 1 bit 5 "BIOS boot type"; Redfish
  * BootSourceOverrideMode). UNKNOWN on read means the BMC does not say; on write, leave as is. */
-enum bmc_boot_mode { BMC_BOOT_MODE_UNKNOWN = 0, BMC_BOOT_MODE_UEFI, BMC_BOOT_MODE_LEGACY };
+enum bmc_boot_mode {
+	BMC_BOOT_MODE_UNKNOWN = 0,
+	BMC_BOOT_MODE_UEFI,
+	BMC_BOOT_MODE_LEGACY
+};
 
 /* A boot override: device, next boot only (persistent = 0) or every boot (1), firmware mode. */
 struct bmc_boot {
@@ -38,10 +55,11 @@ struct bmc_boot {
 	enum bmc_boot_mode mode;
 };
 
-const char *bmc_power_name(enum bmc_power p);          /* "on" | "off" | "unknown" */
-const char *bmc_action_name(enum bmc_power_action a);  /* "on" | "off" | "cycle" | "soft" | "reset" */
-const char *bmc_boot_name(enum bmc_boot_device d);     /* "pxe" | "disk" | "unknown" */
-const char *bmc_boot_mode_name(enum bmc_boot_mode m);  /* "uefi" | "legacy" | "unknown" */
+const char *bmc_power_name(enum bmc_power p); /* "on" | "off" | "unknown" */
+const char *
+bmc_action_name(enum bmc_power_action a);          /* "on" | "off" | "cycle" | "soft" | "reset" */
+const char *bmc_boot_name(enum bmc_boot_device d); /* "pxe" | "disk" | "unknown" */
+const char *bmc_boot_mode_name(enum bmc_boot_mode m); /* "uefi" | "legacy" | "unknown" */
 int bmc_action_parse(const char *s, enum bmc_power_action *out);
 
 /* Capability flags a driver advertises. */
@@ -60,30 +78,30 @@ int bmc_action_parse(const char *s, enum bmc_power_action *out);
 
 /* What a driver observed during a call, beyond its result. The caller zeroes it. */
 struct bmc_observed {
-	unsigned learned_quirks;  /* quirks found necessary on this call (OR'd in) */
-	char power_reason[32];    /* with BMC_POWER_UNKNOWN: a CamelCase reason such as
+	unsigned learned_quirks; /* quirks found necessary on this call (OR'd in) */
+	char power_reason[32];   /* with BMC_POWER_UNKNOWN: a CamelCase reason such as
 				   * "PowerStateMissing" or "PowerStateDisagrees" (err has the
 				   * detail) */
-	int maybe_acted;          /* power_set: set once the action request has been sent, so
+	int maybe_acted;         /* power_set: set once the action request has been sent, so
 				   * a failure after it (no answer, broken connection) may have
 				   * been carried out; 0 with a failure = certainly not done */
-	int64_t retry_after_ms;   /* with FP_EAGAIN: the BMC asked to be left alone this long
+	int64_t retry_after_ms;  /* with FP_EAGAIN: the BMC asked to be left alone this long
 				   * (Redfish 429/503 Retry-After, RFC 9110 section 10.2.3) */
 };
 
 /* What a call is aimed at: one node's BMC. Strings borrowed for the call. */
 struct bmc_target {
-	const char *node;     /* node name */
-	const char *address;  /* host:port (IPMI, default port 623) or URL (Redfish); NULL for sim */
+	const char *node;    /* node name */
+	const char *address; /* host:port (IPMI, default port 623) or URL (Redfish); NULL for sim */
 	const char *username;
 	const char *password; /* secret: never logged, never put in err, never in argv */
-	int cipher_suite;     /* IPMI 2.0 cipher suite id (section 22.15.2); < 0: driver default 3 */
-	int tls_verify;       /* Redfish: verify the BMC's certificate (1, default) or not (0) */
-	const char *ca_file;  /* Redfish: PEM CA bundle for tls_verify, or NULL for the system's */
-	const char *system;   /* Redfish: ComputerSystem Id when the BMC has several, or NULL */
-	unsigned quirks;      /* BMC_QUIRK_* to apply (spec + learned) */
+	int cipher_suite;    /* IPMI 2.0 cipher suite id (section 22.15.2); < 0: driver default 3 */
+	int tls_verify;      /* Redfish: verify the BMC's certificate (1, default) or not (0) */
+	const char *ca_file; /* Redfish: PEM CA bundle for tls_verify, or NULL for the system's */
+	const char *system;  /* Redfish: ComputerSystem Id when the BMC has several, or NULL */
+	unsigned quirks;     /* BMC_QUIRK_* to apply (spec + learned) */
 	struct bmc_observed *observed; /* may be NULL */
-	const json_t *extra;  /* other driver-specific spec.bmc fields, or NULL */
+	const json_t *extra;           /* other driver-specific spec.bmc fields, or NULL */
 };
 
 /* Firmware update request (Redfish UpdateService, DSP0266 / DSP8010 UpdateService schema).
@@ -172,23 +190,22 @@ const struct bmc_driver_ops *bmc_driver_lookup(const char *name);
  * error), FP_EIO (could not reach it), FP_EAUTH (credentials refused), FP_EAGAIN (the BMC asked
  * to come back later: observed->retry_after_ms), FP_EINVAL (a request the BMC cannot take,
  * e.g. an action not in its allowable values: do not retry). */
-int bmc_power_get(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-		  enum bmc_power *out, char *err, size_t errlen);
+int bmc_power_get(struct bmc *b, const struct bmc_target *t, int64_t deadline, enum bmc_power *out,
+		  char *err, size_t errlen);
 int bmc_power_set(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 		  enum bmc_power_action a, char *err, size_t errlen);
-int bmc_boot_get(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-		 struct bmc_boot *out, char *err, size_t errlen);
+int bmc_boot_get(struct bmc *b, const struct bmc_target *t, int64_t deadline, struct bmc_boot *out,
+		 char *err, size_t errlen);
 int bmc_boot_set(struct bmc *b, const struct bmc_target *t, int64_t deadline,
 		 const struct bmc_boot *want, char *err, size_t errlen);
 int bmc_inventory(struct bmc *b, const struct bmc_target *t, int64_t deadline, json_t **out,
 		  char *err, size_t errlen);
-int bmc_chassis_status(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-		       json_t **out, char *err, size_t errlen);
-int bmc_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-		 size_t max_entries, json_t **out, char *err, size_t errlen);
+int bmc_chassis_status(struct bmc *b, const struct bmc_target *t, int64_t deadline, json_t **out,
+		       char *err, size_t errlen);
+int bmc_sel_read(struct bmc *b, const struct bmc_target *t, int64_t deadline, size_t max_entries,
+		 json_t **out, char *err, size_t errlen);
 int bmc_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-			const struct bmc_firmware_req *req, json_t **out, char *err,
-			size_t errlen);
+			const struct bmc_firmware_req *req, json_t **out, char *err, size_t errlen);
 /* Asks the node's agent to perform action ("gpu_reset"); see bmc_driver_ops.agent_action.
  * FP_EUNSUPPORTED when the driver has no channel to the agent. */
 int bmc_agent_action(struct bmc *b, const struct bmc_target *t, const char *action,

@@ -39,25 +39,25 @@
 
 #define IPMI_DEFAULT_PORT 623
 #define IPMI_DEFAULT_CIPHER 3
-#define CALL_DEFAULT_MS 30000     /* a call without a deadline (deadline 0) */
-#define CALL_MIN_MS 200           /* less than this left: do not start an exchange */
-#define DEADLINE_GUARD_MS 100     /* give up this long before the deadline */
+#define CALL_DEFAULT_MS 30000        /* a call without a deadline (deadline 0) */
+#define CALL_MIN_MS 200              /* less than this left: do not start an exchange */
+#define DEADLINE_GUARD_MS 100        /* give up this long before the deadline */
 #define SESSION_TIMEOUT_MAX_MS 20000 /* FreeIPMI's own default session timeout */
 #define RETRANSMIT_MIN_MS 100
-#define RETRANSMIT_MAX_MS 1000    /* FreeIPMI's default retransmission timeout */
+#define RETRANSMIT_MAX_MS 1000 /* FreeIPMI's default retransmission timeout */
 #define IDLE_MAX_MS 30000
 #define SWEEP_IDLE_MS 60000
 #define ADDRESS_MAX 255
 #define USERNAME_MAX IPMI_MAX_USER_NAME_LENGTH    /* 16: IPMI 2.0 section 13.31 */
 #define PASSWORD_MAX IPMI_2_0_MAX_PASSWORD_LENGTH /* 20: IPMI 2.0 section 13.31 */
-#define SEL_MAX_ENTRIES 4096  /* most entries one sel_read returns */
-#define SEL_WALK_MAX 65535    /* record ids are 16 bits; 0xffff ends the chain */
+#define SEL_MAX_ENTRIES 4096                      /* most entries one sel_read returns */
+#define SEL_WALK_MAX 65535 /* record ids are 16 bits; 0xffff ends the chain */
 #define SEL_RECORD_LEN IPMI_SEL_RECORD_LEN
 
 struct ipmi_sess {
-	char *address;   /* as given: host or host:port */
+	char *address; /* as given: host or host:port */
 	char *username;
-	char *password;  /* secret: wiped on free */
+	char *password; /* secret: wiped on free */
 	int cipher;
 	unsigned want_flags;   /* workaround flags the caller's quirks asked for */
 	unsigned flags;        /* workaround flags the session was opened with */
@@ -137,7 +137,9 @@ static int session_fit(int64_t left, unsigned *st, unsigned *rt)
 	if (left < CALL_MIN_MS)
 		return -1;
 	int64_t r = left / 10;
-	r = r < RETRANSMIT_MIN_MS ? RETRANSMIT_MIN_MS : r > RETRANSMIT_MAX_MS ? RETRANSMIT_MAX_MS : r;
+	r = r < RETRANSMIT_MIN_MS   ? RETRANSMIT_MIN_MS
+	    : r > RETRANSMIT_MAX_MS ? RETRANSMIT_MAX_MS
+				    : r;
 	int64_t budget = left - DEADLINE_GUARD_MS;
 	if (budget > SESSION_TIMEOUT_MAX_MS)
 		budget = SESSION_TIMEOUT_MAX_MS;
@@ -181,8 +183,9 @@ static unsigned ipmi_quirk_mask(void)
 static int check_address(const char *a, char *err, size_t errlen)
 {
 	if (!a || !a[0])
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "spec.bmc.address: required for the ipmi driver (host or host:port)");
+		return fp_errf(
+			FP_EINVAL, err, errlen,
+			"spec.bmc.address: required for the ipmi driver (host or host:port)");
 	size_t n = strnlen(a, ADDRESS_MAX + 1);
 	if (n > ADDRESS_MAX)
 		return fp_errf(FP_EINVAL, err, errlen,
@@ -209,10 +212,11 @@ static int check_address(const char *a, char *err, size_t errlen)
 		    c == '.' || c == '-' || c == '_')
 			continue;
 		if (c == ' ' || c < 0x20 || c >= 0x7f)
-			return fp_errf(FP_EINVAL, err, errlen,
-				       "spec.bmc.address: byte 0x%02x at offset %zu is not allowed in "
-				       "a host name or IPv4 address",
-				       c, i);
+			return fp_errf(
+				FP_EINVAL, err, errlen,
+				"spec.bmc.address: byte 0x%02x at offset %zu is not allowed in "
+				"a host name or IPv4 address",
+				c, i);
 		return fp_errf(FP_EINVAL, err, errlen,
 			       "spec.bmc.address: character '%c' at offset %zu is not allowed in a "
 			       "host name or IPv4 address",
@@ -222,11 +226,13 @@ static int check_address(const char *a, char *err, size_t errlen)
 		const char *p = colon + 1;
 		long port = 0;
 		if (!*p)
-			return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address: no port after ':'");
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "spec.bmc.address: no port after ':'");
 		for (; *p; p++) {
 			if (*p < '0' || *p > '9' || port > 65535)
-				return fp_errf(FP_EINVAL, err, errlen,
-					       "spec.bmc.address: the port must be a number 1-65535");
+				return fp_errf(
+					FP_EINVAL, err, errlen,
+					"spec.bmc.address: the port must be a number 1-65535");
 			port = port * 10 + (*p - '0');
 		}
 		if (port < 1 || port > 65535)
@@ -274,10 +280,11 @@ static int check_spec(const struct ipmi_spec *s, const char **field, int *cipher
 					       "offset %zu",
 					       c, i);
 			if (c > 0x7f)
-				return fp_errf(FP_EINVAL, err, errlen,
-					       "spec.bmc.username: byte 0x%02x at offset %zu is not "
-					       "ASCII (IPMI user names are ASCII)",
-					       c, i);
+				return fp_errf(
+					FP_EINVAL, err, errlen,
+					"spec.bmc.username: byte 0x%02x at offset %zu is not "
+					"ASCII (IPMI user names are ASCII)",
+					c, i);
 		}
 	}
 	*field = "spec.bmc.password";
@@ -313,8 +320,7 @@ static int check_target(const struct bmc_target *t, int *cipher, char *err, size
 }
 
 /* bmc_driver_ops.validate: spec.bmc at enroll/PUT, through check_spec. */
-static int ipmi_validate(const struct node_bmc *spec, const char **field, char *err,
-			 size_t errlen)
+static int ipmi_validate(const struct node_bmc *spec, const char **field, char *err, size_t errlen)
 {
 	struct ipmi_spec s = {spec->address, spec->username, spec->password, spec->cipher_suite};
 	int cipher;
@@ -328,17 +334,19 @@ static int ipmi_validate(const struct node_bmc *spec, const char **field, char *
 			       "spec.bmc.password: required for the ipmi driver (or "
 			       "spec.bmc.password_file)");
 	if (spec->password && !spec->password[0])
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "spec.bmc.password: empty (anonymous IPMI logins are not supported)");
+		return fp_errf(
+			FP_EINVAL, err, errlen,
+			"spec.bmc.password: empty (anonymous IPMI logins are not supported)");
 	/* calls ignore quirks of other drivers; a spec that names one is a mistake */
 	*field = "spec.bmc.quirks";
 	unsigned other = spec->quirks & ~ipmi_quirk_mask();
 	if (other) {
 		const char *name = bmc_quirk_name(other & -other);
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "spec.bmc.quirks: \"%s\" is not an ipmi quirk (the ipmi driver takes "
-			       "only ipmi_* quirks)",
-			       name[0] ? name : "?");
+		return fp_errf(
+			FP_EINVAL, err, errlen,
+			"spec.bmc.quirks: \"%s\" is not an ipmi quirk (the ipmi driver takes "
+			"only ipmi_* quirks)",
+			name[0] ? name : "?");
 	}
 	/* Redfish-only settings: this driver would ignore them (and a ca_file would be looked
 	 * for at every call), so a spec that sets one is a mistake */
@@ -400,8 +408,8 @@ static void sweep_locked(struct ipmi_drv *d, int64_t now)
 	}
 }
 
-static int call_begin(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-		      struct call *c, char *err, size_t errlen)
+static int call_begin(struct bmc *b, const struct bmc_target *t, int64_t deadline, struct call *c,
+		      char *err, size_t errlen)
 {
 	int cipher;
 	int rc = check_target(t, &cipher, err, errlen);
@@ -458,13 +466,14 @@ static int ipmi_failed(struct call *c, ipmi_ctx_t ctx, const char *what, fiid_ob
 	case IPMI_ERR_K_G_INVALID:
 	case IPMI_ERR_AUTHENTICATION_TYPE_UNAVAILABLE:
 		return fp_errf(FP_EAUTH, c->err, c->errlen,
-			       "BMC %s refused the user name or password for user \"%s\" (%s)", addr,
-			       c->s->username, ipmi_ctx_strerror(e));
+			       "BMC %s refused the user name or password for user \"%s\" (%s)",
+			       addr, c->s->username, ipmi_ctx_strerror(e));
 	case IPMI_ERR_PRIVILEGE_LEVEL_INSUFFICIENT:
 	case IPMI_ERR_PRIVILEGE_LEVEL_CANNOT_BE_OBTAINED:
-		return fp_errf(FP_EAUTH, c->err, c->errlen,
-			       "BMC %s: user \"%s\" cannot get the ADMINISTRATOR privilege %s needs (%s)",
-			       addr, c->s->username, what, ipmi_ctx_strerror(e));
+		return fp_errf(
+			FP_EAUTH, c->err, c->errlen,
+			"BMC %s: user \"%s\" cannot get the ADMINISTRATOR privilege %s needs (%s)",
+			addr, c->s->username, what, ipmi_ctx_strerror(e));
 	case IPMI_ERR_CONNECTION_TIMEOUT:
 	case IPMI_ERR_SESSION_TIMEOUT:
 	case IPMI_ERR_MESSAGE_TIMEOUT:
@@ -478,8 +487,8 @@ static int ipmi_failed(struct call *c, ipmi_ctx_t ctx, const char *what, fiid_ob
 			       "BMC address %s: the host name cannot be resolved", addr);
 	case IPMI_ERR_CIPHER_SUITE_ID_UNAVAILABLE:
 		return fp_errf(FP_EINVAL, c->err, c->errlen,
-			       "BMC %s does not offer cipher suite %d (spec.bmc.cipher_suite)", addr,
-			       c->s->cipher);
+			       "BMC %s does not offer cipher suite %d (spec.bmc.cipher_suite)",
+			       addr, c->s->cipher);
 	case IPMI_ERR_BMC_BUSY:
 		return fp_errf(FP_EAGAIN, c->err, c->errlen, "BMC %s is busy: %s (%s)", addr, what,
 			       ipmi_ctx_strerror(e));
@@ -494,8 +503,8 @@ static int ipmi_failed(struct call *c, ipmi_ctx_t ctx, const char *what, fiid_ob
 		else
 			snprintf(text, sizeof(text), "%s", ipmi_ctx_strerror(e));
 		return fp_errf(FP_EBMC, c->err, c->errlen,
-			       "BMC %s refused %s: completion code 0x%02" PRIx64 " (%s)", addr, what,
-			       cc, text);
+			       "BMC %s refused %s: completion code 0x%02" PRIx64 " (%s)", addr,
+			       what, cc, text);
 	}
 	case IPMI_ERR_BAD_RMCPPLUS_STATUS_CODE:
 	case IPMI_ERR_IPMI_2_0_UNAVAILABLE:
@@ -516,9 +525,10 @@ static int open_once(struct call *c, int cipher, unsigned flags, ipmi_ctx_t *out
 	int64_t left = time_left(c);
 	unsigned st, rt;
 	if (session_fit(left, &st, &rt) < 0)
-		return fp_errf(FP_ETIMEDOUT, c->err, c->errlen,
-			       "BMC %s: %lld ms left before the deadline, too little to open a session",
-			       c->s->address, (long long)(left > 0 ? left : 0));
+		return fp_errf(
+			FP_ETIMEDOUT, c->err, c->errlen,
+			"BMC %s: %lld ms left before the deadline, too little to open a session",
+			c->s->address, (long long)(left > 0 ? left : 0));
 	ipmi_ctx_t ctx = ipmi_ctx_create();
 	if (!ctx)
 		return fp_errf(FP_ENOMEM, c->err, c->errlen, "ipmi_ctx_create failed");
@@ -547,11 +557,13 @@ static int session_ready(struct call *c)
 	const char *pw = t->password ? t->password : "";
 	int64_t left = time_left(c);
 	if (left <= 0)
-		return fp_errf(FP_ETIMEDOUT, c->err, c->errlen, "deadline passed before the command");
+		return fp_errf(FP_ETIMEDOUT, c->err, c->errlen,
+			       "deadline passed before the command");
 	if (s->ctx) {
 		int64_t now = clock_now_ms(c->b->clock);
 		if (strcmp(s->password, pw) == 0 && s->cipher == cipher && s->want_flags == want &&
-		    now - s->last_used <= idle_limit_ms(s) && give_up_ms(s->st_ms, s->rt_ms) <= left)
+		    now - s->last_used <= idle_limit_ms(s) &&
+		    give_up_ms(s->st_ms, s->rt_ms) <= left)
 			goto ready;
 		session_close(c->d, s);
 	}
@@ -723,19 +735,21 @@ static int ipmi_boot_get(struct bmc *b, const struct bmc_target *t, int64_t dead
 	fiid_obj_t rs = obj_new(tmpl_cmd_get_system_boot_options_boot_flags_rs);
 	rc = boot_flags_read(&c, rs);
 	uint64_t dev, valid, persist, type;
-	if (rc == 0 && (get_u(rs, "boot_device", &dev) < 0 || get_u(rs, "boot_flags_valid", &valid) < 0 ||
-			get_u(rs, "boot_flags_persistent", &persist) < 0 ||
-			get_u(rs, "bios_boot_type", &type) < 0))
+	if (rc == 0 &&
+	    (get_u(rs, "boot_device", &dev) < 0 || get_u(rs, "boot_flags_valid", &valid) < 0 ||
+	     get_u(rs, "boot_flags_persistent", &persist) < 0 ||
+	     get_u(rs, "bios_boot_type", &type) < 0))
 		rc = bad_answer(&c, "Get System Boot Options", "boot flags");
 	if (rc == 0) {
 		/* The device selector is reported even with the valid bit clear: ipmi_sim keeps
 		 * only the device and always reads back "invalid, next boot, legacy"; persistent
 		 * and UEFI are believed only with the valid bit set (docs/driver-ipmi.md). */
-		out->device = dev == IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_BOOT_DEVICE_FORCE_PXE
-				      ? BMC_BOOT_PXE
-			      : dev == IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_BOOT_DEVICE_FORCE_HARD_DRIVE
-				      ? BMC_BOOT_DISK
-				      : BMC_BOOT_UNKNOWN;
+		out->device =
+			dev == IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_BOOT_DEVICE_FORCE_PXE
+				? BMC_BOOT_PXE
+			: dev == IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_BOOT_DEVICE_FORCE_HARD_DRIVE
+				? BMC_BOOT_DISK
+				: BMC_BOOT_UNKNOWN;
 		out->persistent = valid && persist;
 		out->mode = !valid ? BMC_BOOT_MODE_UNKNOWN
 			    : type == IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_BOOT_TYPE_EFI
@@ -786,7 +800,8 @@ static int ipmi_boot_set(struct bmc *b, const struct bmc_target *t, int64_t dead
 					 : IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_VALID_FOR_NEXT_BOOT,
 			IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_VALID, 0, 0, dev, 0, 0,
 			IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_CONSOLE_REDIRECTION_DEFAULT, 0, 0, 0,
-			IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_FIRMWARE_BIOS_VERBOSITY_DEFAULT, 0, 0, 0, 0, rs);
+			IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_FIRMWARE_BIOS_VERBOSITY_DEFAULT, 0, 0, 0,
+			0, rs);
 		rc = cmd_done(&c, r, "Set System Boot Options (boot flags)", rs);
 		fiid_obj_destroy(rs);
 	}
@@ -812,27 +827,27 @@ static int ipmi_chassis_status(struct bmc *b, const struct bmc_target *t, int64_
 	fiid_obj_t rs = obj_new(tmpl_cmd_get_chassis_status_rs);
 	rc = chassis_status_raw(&c, rs);
 	uint64_t on, fault, overload, interlock, ctl_fault, policy, intrusion, drive, fan;
-	if (rc == 0 &&
-	    (get_u(rs, "current_power_state.power_is_on", &on) < 0 ||
-	     get_u(rs, "current_power_state.power_fault", &fault) < 0 ||
-	     get_u(rs, "current_power_state.power_overload", &overload) < 0 ||
-	     get_u(rs, "current_power_state.interlock", &interlock) < 0 ||
-	     get_u(rs, "current_power_state.power_control_fault", &ctl_fault) < 0 ||
-	     get_u(rs, "current_power_state.power_restore_policy", &policy) < 0 ||
-	     get_u(rs, "misc_chassis_state.chassis_intrusion_active", &intrusion) < 0 ||
-	     get_u(rs, "misc_chassis_state.drive_fault", &drive) < 0 ||
-	     get_u(rs, "misc_chassis_state.cooling_fan_fault_detected", &fan) < 0))
+	if (rc == 0 && (get_u(rs, "current_power_state.power_is_on", &on) < 0 ||
+			get_u(rs, "current_power_state.power_fault", &fault) < 0 ||
+			get_u(rs, "current_power_state.power_overload", &overload) < 0 ||
+			get_u(rs, "current_power_state.interlock", &interlock) < 0 ||
+			get_u(rs, "current_power_state.power_control_fault", &ctl_fault) < 0 ||
+			get_u(rs, "current_power_state.power_restore_policy", &policy) < 0 ||
+			get_u(rs, "misc_chassis_state.chassis_intrusion_active", &intrusion) < 0 ||
+			get_u(rs, "misc_chassis_state.drive_fault", &drive) < 0 ||
+			get_u(rs, "misc_chassis_state.cooling_fan_fault_detected", &fan) < 0))
 		rc = bad_answer(&c, "Get Chassis Status", "power or chassis state");
 	if (rc == 0) {
-		const char *health = (fault || overload || ctl_fault) ? "Critical"
+		const char *health = (fault || overload || ctl_fault)           ? "Critical"
 				     : (drive || fan || intrusion || interlock) ? "Warning"
-										  : "OK";
+										: "OK";
 		*out = json_pack("{s:s, s:b, s:b, s:b, s:b, s:s, s:b, s:b, s:b, s:s}", "power",
 				 on ? "on" : "off", "powerFault", (int)fault, "powerOverload",
-				 (int)overload, "powerInterlock", (int)interlock, "powerControlFault",
-				 (int)ctl_fault, "powerRestorePolicy", restore_policy_name(policy),
-				 "intrusion", (int)intrusion, "driveFault", (int)drive, "coolingFault",
-				 (int)fan, "health", health);
+				 (int)overload, "powerInterlock", (int)interlock,
+				 "powerControlFault", (int)ctl_fault, "powerRestorePolicy",
+				 restore_policy_name(policy), "intrusion", (int)intrusion,
+				 "driveFault", (int)drive, "coolingFault", (int)fan, "health",
+				 health);
 		if (!*out)
 			abort();
 	}
@@ -843,8 +858,8 @@ static int ipmi_chassis_status(struct bmc *b, const struct bmc_target *t, int64_
 
 /* ---- inventory (IPMI 2.0 section 20.1, Get Device ID) ---- */
 
-static int ipmi_inventory(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-			  json_t **out, char *err, size_t errlen)
+static int ipmi_inventory(struct bmc *b, const struct bmc_target *t, int64_t deadline, json_t **out,
+			  char *err, size_t errlen)
 {
 	struct call c;
 	int rc = call_begin(b, t, deadline, &c, err, errlen);
@@ -875,10 +890,10 @@ static int ipmi_inventory(struct bmc *b, const struct bmc_target *t, int64_t dea
 		snprintf(prod, sizeof(prod), "0x%04" PRIx64, product);
 		snprintf(fw, sizeof(fw), "%" PRIu64 ".%02" PRIx64, major, minor);
 		snprintf(ver, sizeof(ver), "%" PRIu64 ".%" PRIu64, vmaj, vmin);
-		*out = json_pack("{s:{s:s, s:I, s:s, s:I, s:s, s:I, s:s}}", "system", "manufacturer",
-				 mname, "manufacturerId", (json_int_t)mfg, "product", prod,
-				 "productId", (json_int_t)product, "firmware", fw, "deviceId",
-				 (json_int_t)dev_id, "ipmiVersion", ver);
+		*out = json_pack("{s:{s:s, s:I, s:s, s:I, s:s, s:I, s:s}}", "system",
+				 "manufacturer", mname, "manufacturerId", (json_int_t)mfg,
+				 "product", prod, "productId", (json_int_t)product, "firmware", fw,
+				 "deviceId", (json_int_t)dev_id, "ipmiVersion", ver);
 		if (!*out)
 			abort();
 	}
@@ -911,9 +926,10 @@ json_t *ipmi_sel_entry_json(ipmi_sel_ctx_t sc, const uint8_t *rec)
 	json_t *e = json_pack("{s:I}", "id", (json_int_t)id);
 	uint32_t ts = 0;
 	json_t *jts = json_null();
-	if (ipmi_sel_record_type_class(rtype) != IPMI_SEL_RECORD_TYPE_CLASS_NON_TIMESTAMPED_OEM_RECORD &&
-	    ipmi_sel_parse_read_timestamp(sc, rec, SEL_RECORD_LEN, &ts) == 0 &&
-	    ts > 0x20000000u && ts != 0xffffffffu) {
+	if (ipmi_sel_record_type_class(rtype) !=
+		    IPMI_SEL_RECORD_TYPE_CLASS_NON_TIMESTAMPED_OEM_RECORD &&
+	    ipmi_sel_parse_read_timestamp(sc, rec, SEL_RECORD_LEN, &ts) == 0 && ts > 0x20000000u &&
+	    ts != 0xffffffffu) {
 		/* 0x00000000-0x20000000: seconds since BMC start, not a date (section 37.1) */
 		char buf[FP_TIME_LEN];
 		fp_time_format((int64_t)ts * 1000, buf);
@@ -931,9 +947,9 @@ json_t *ipmi_sel_entry_json(ipmi_sel_ctx_t sc, const uint8_t *rec)
 		json_object_set_new(e, "sensorType", json_string(sname ? sname : "Unknown"));
 		json_object_set_new(e, "sensorNumber", json_integer(snum));
 		json_object_set_new(e, "eventType", json_string(event_class_name(etype)));
-		if (ipmi_sel_parse_read_record_string(sc, "%E", rec, SEL_RECORD_LEN, msg,
-						      sizeof(msg) - 1,
-						      IPMI_SEL_STRING_FLAGS_IGNORE_UNAVAILABLE_FIELD) < 0)
+		if (ipmi_sel_parse_read_record_string(
+			    sc, "%E", rec, SEL_RECORD_LEN, msg, sizeof(msg) - 1,
+			    IPMI_SEL_STRING_FLAGS_IGNORE_UNAVAILABLE_FIELD) < 0)
 			msg[0] = '\0';
 		msg[sizeof(msg) - 1] = '\0';
 		uint8_t dir = 0;
@@ -979,8 +995,9 @@ static int ipmi_sel_read(struct bmc *b, const struct bmc_target *t, int64_t dead
 		fiid_obj_clear(rs);
 		int r = ipmi_cmd_get_sel_entry(c.s->ctx, 0, rid, 0,
 					       IPMI_SEL_READ_ENTIRE_RECORD_BYTES_TO_READ, rs);
-		if (r < 0 && ipmi_check_completion_code(
-				     rs, IPMI_COMP_CODE_REQUESTED_SENSOR_DATA_OR_RECORD_NOT_PRESENT) == 1) {
+		if (r < 0 &&
+		    ipmi_check_completion_code(
+			    rs, IPMI_COMP_CODE_REQUESTED_SENSOR_DATA_OR_RECORD_NOT_PRESENT) == 1) {
 			c.s->last_used = clock_now_ms(b->clock);
 			break; /* cleared between Get SEL Info and here */
 		}
@@ -1014,7 +1031,9 @@ static int ipmi_sel_read(struct bmc *b, const struct bmc_target *t, int64_t dead
 			abort();
 		json_t *arr = json_array();
 		for (size_t i = 0; i < nring; i++)
-			json_array_append_new(arr, ipmi_sel_entry_json(sc, ring[(head + i) % max_entries]));
+			json_array_append_new(arr,
+					      ipmi_sel_entry_json(sc,
+								  ring[(head + i) % max_entries]));
 		ipmi_sel_ctx_destroy(sc);
 		*out = arr;
 	}
@@ -1034,7 +1053,8 @@ static void ipmi_free(struct bmc *b)
 	while (s) {
 		struct ipmi_sess *next = s->next;
 		if (s->ctx) {
-			ipmi_ctx_close(s->ctx); /* Close Session; at most one rt if the BMC is gone */
+			ipmi_ctx_close(
+				s->ctx); /* Close Session; at most one rt if the BMC is gone */
 			ipmi_ctx_destroy(s->ctx);
 		}
 		session_free(s);

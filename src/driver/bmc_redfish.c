@@ -38,29 +38,33 @@
 #include "base/log.h"
 #include "base/timefmt.h"
 
-#define RF_MAX_RESPONSE (4u << 20)    /* bytes of one response body */
-#define RF_DEFAULT_TIMEOUT_MS 60000   /* per request when the call has no deadline */
+#define RF_MAX_RESPONSE (4u << 20)     /* bytes of one response body */
+#define RF_DEFAULT_TIMEOUT_MS 60000    /* per request when the call has no deadline */
 #define RF_DEFAULT_RETRY_AFTER_MS 1000 /* 429/503 without a usable Retry-After */
-#define RF_FREE_TIMEOUT_MS 2000       /* session DELETE in free */
-#define RF_MAX_IMAGE (4ull << 30)     /* bytes of a firmware image_path pushed (4 GiB) */
-#define RF_CRED_BYTES 32              /* crypto_generichash output kept per session entry */
-#define RF_MAX_USERNAME 64            /* bytes of spec.bmc.username (core/codec.c's bound too) */
-#define RF_MAX_PASSWORD 256           /* bytes of a password (core/codec.c's bound too) */
+#define RF_FREE_TIMEOUT_MS 2000        /* session DELETE in free */
+#define RF_MAX_IMAGE (4ull << 30)      /* bytes of a firmware image_path pushed (4 GiB) */
+#define RF_CRED_BYTES 32               /* crypto_generichash output kept per session entry */
+#define RF_MAX_USERNAME 64             /* bytes of spec.bmc.username (core/codec.c's bound too) */
+#define RF_MAX_PASSWORD 256            /* bytes of a password (core/codec.c's bound too) */
 
-enum rf_auth { RF_AUTH_NONE, RF_AUTH_SESSION, RF_AUTH_BASIC };
+enum rf_auth {
+	RF_AUTH_NONE,
+	RF_AUTH_SESSION,
+	RF_AUTH_BASIC
+};
 
 /* One BMC. Everything below mu is guarded by it. */
 struct rf_bmc {
 	pthread_mutex_t mu;
-	char *base;     /* "http[s]://host[:port]" */
+	char *base; /* "http[s]://host[:port]" */
 	CURL *curl;
-	char *token;    /* X-Auth-Token (secret), or NULL */
-	char *session;  /* the session's URI, for DELETE */
+	char *token;   /* X-Auth-Token (secret), or NULL */
+	char *session; /* the session's URI, for DELETE */
 	int tls_verify;
 	char *ca_file;
 	int discovered;
 	char *systems, *sessions, *update;
-	char *sys_for;  /* the spec.bmc.system system_uri was chosen for ("" = none given) */
+	char *sys_for; /* the spec.bmc.system system_uri was chosen for ("" = none given) */
 	char *system_uri;
 	int limit_warned;
 	/* BLAKE2b (libsodium crypto_generichash) of the password, keyed with the instance's
@@ -84,12 +88,12 @@ struct rf_call {
 	int64_t deadline;
 	char *err;
 	size_t errlen;
-	int basic;        /* use basic auth for the rest of this call (session limit reached) */
+	int basic; /* use basic auth for the rest of this call (session limit reached) */
 };
 
 struct rf_resp {
 	long status;
-	json_t *body;        /* parsed body, or NULL */
+	json_t *body; /* parsed body, or NULL */
 	struct buf raw;
 	struct rf_headers h; /* ETag, Location, X-Auth-Token of a login answer, Retry-After */
 };
@@ -152,8 +156,9 @@ static void addr_shown(const char *addr, char *out, size_t n)
 int rf_parse_address(const char *addr, char *base, size_t n, char *err, size_t errlen)
 {
 	if (!addr || !addr[0])
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "spec.bmc.address is empty: want http://host[:port] or https://host[:port]");
+		return fp_errf(
+			FP_EINVAL, err, errlen,
+			"spec.bmc.address is empty: want http://host[:port] or https://host[:port]");
 	/* Before anything echoes the address: what precedes '@' is user info, most likely a
 	 * password (RFC 3986 section 3.2.1). */
 	if (strchr(addr, '@'))
@@ -170,12 +175,14 @@ int rf_parse_address(const char *addr, char *base, size_t n, char *err, size_t e
 	else
 		return fp_errf(FP_EINVAL, err, errlen,
 			       "spec.bmc.address \"%s\" is not a URL: want http://host[:port] or "
-			       "https://host[:port]", shown);
+			       "https://host[:port]",
+			       shown);
 	size_t len = strlen(h);
 	if (len > 0 && h[len - 1] == '/')
 		len--;
 	if (len == 0)
-		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address \"%s\" has no host", shown);
+		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address \"%s\" has no host",
+			       shown);
 	if (len > 255)
 		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address is over 255 characters");
 	const char *colon = NULL;
@@ -191,13 +198,14 @@ int rf_parse_address(const char *addr, char *base, size_t n, char *err, size_t e
 		} else if (ch == '/' || ch == '?' || ch == '#') {
 			return fp_errf(FP_EINVAL, err, errlen,
 				       "spec.bmc.address \"%s\": '%c' at offset %zu; want only "
-				       "scheme://host[:port] (no path, query or fragment)", shown, ch,
-				       (size_t)(h - addr) + i);
+				       "scheme://host[:port] (no path, query or fragment)",
+				       shown, ch, (size_t)(h - addr) + i);
 		} else if (!(isalnum(ch) || ch == '.' || ch == '-' || ch == '_' ||
 			     (bracket == 1 && ch == ':'))) {
 			return fp_errf(FP_EINVAL, err, errlen,
 				       "spec.bmc.address \"%s\": character 0x%02x at offset %zu "
-				       "is not allowed in a host", shown, ch, (size_t)(h - addr) + i);
+				       "is not allowed in a host",
+				       shown, ch, (size_t)(h - addr) + i);
 		}
 	}
 	if (bracket == 1)
@@ -209,15 +217,16 @@ int rf_parse_address(const char *addr, char *base, size_t n, char *err, size_t e
 		for (size_t i = 0; i < plen; i++) {
 			if (!isdigit((unsigned char)colon[1 + i]) || port > 65535)
 				return fp_errf(FP_EINVAL, err, errlen,
-					       "spec.bmc.address \"%s\": port is not a number", shown);
+					       "spec.bmc.address \"%s\": port is not a number",
+					       shown);
 			port = port * 10 + (colon[1 + i] - '0');
 		}
 		if (plen == 0 || port < 1 || port > 65535)
 			return fp_errf(FP_EINVAL, err, errlen,
 				       "spec.bmc.address \"%s\": port must be 1-65535", shown);
 		if (colon == h)
-			return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.address \"%s\" has no host",
-				       shown);
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "spec.bmc.address \"%s\" has no host", shown);
 	}
 	int w = snprintf(base, n, "%.*s%.*s", (int)(h - addr), addr, (int)len, h);
 	if (w < 0 || (size_t)w >= n)
@@ -232,8 +241,8 @@ int rf_parse_address(const char *addr, char *base, size_t n, char *err, size_t e
  * RF_MAX_PASSWORD bytes; neither with a control character (they go into a JSON body and an
  * Authorization header). On error *field names the spec.bmc field; never a byte of the
  * password in err. */
-static int check_creds(const char *username, const char *password, const char **field,
-		       char *err, size_t errlen)
+static int check_creds(const char *username, const char *password, const char **field, char *err,
+		       size_t errlen)
 {
 	*field = "spec.bmc.username";
 	if (!username || !username[0])
@@ -247,8 +256,8 @@ static int check_creds(const char *username, const char *password, const char **
 		unsigned char ch = (unsigned char)username[i];
 		if (ch < 0x20 || ch == 0x7f)
 			return fp_errf(FP_EINVAL, err, errlen,
-				       "spec.bmc.username: control character 0x%02x at offset %zu", ch,
-				       i);
+				       "spec.bmc.username: control character 0x%02x at offset %zu",
+				       ch, i);
 	}
 	*field = "spec.bmc.password";
 	if (password) {
@@ -270,8 +279,7 @@ static int check_creds(const char *username, const char *password, const char **
 /* bmc_driver_ops.validate: spec.bmc at enroll/PUT: the address and credentials with the
  * checks call_begin makes; then no cipher_suite (an IPMI setting) and only redfish_* quirks
  * (calls ignore both). */
-static int rf_validate(const struct node_bmc *spec, const char **field, char *err,
-		       size_t errlen)
+static int rf_validate(const struct node_bmc *spec, const char **field, char *err, size_t errlen)
 {
 	char base[300];
 	*field = "spec.bmc.address";
@@ -291,11 +299,12 @@ static int rf_validate(const struct node_bmc *spec, const char **field, char *er
 		return fp_errf(FP_EINVAL, err, errlen, "spec.bmc.password: empty");
 	*field = "spec.bmc.cipher_suite";
 	if (spec->cipher_suite >= 0)
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "spec.bmc.cipher_suite: an IPMI setting; the redfish driver has none");
+		return fp_errf(
+			FP_EINVAL, err, errlen,
+			"spec.bmc.cipher_suite: an IPMI setting; the redfish driver has none");
 	*field = "spec.bmc.quirks";
-	unsigned other =
-		spec->quirks & ~(unsigned)(BMC_QUIRK_REDFISH_NO_IF_MATCH | BMC_QUIRK_REDFISH_BASIC_AUTH);
+	unsigned other = spec->quirks &
+			 ~(unsigned)(BMC_QUIRK_REDFISH_NO_IF_MATCH | BMC_QUIRK_REDFISH_BASIC_AUTH);
 	if (other) {
 		const char *name = bmc_quirk_name(other & -other);
 		return fp_errf(FP_EINVAL, err, errlen,
@@ -506,8 +515,8 @@ static int http_once(struct rf_call *c, const char *method, const char *uri, con
 	if (cc != CURLE_OK) {
 		if (cc == CURLE_OPERATION_TIMEDOUT)
 			return fp_errf(FP_ETIMEDOUT, c->err, c->errlen,
-				       "%s %.200s: no answer within %" PRId64 " ms (deadline)", method,
-				       uri, left);
+				       "%s %.200s: no answer within %" PRId64 " ms (deadline)",
+				       method, uri, left);
 		if (cc == CURLE_WRITE_ERROR && p->raw.len + CURL_MAX_WRITE_SIZE >= RF_MAX_RESPONSE)
 			return fp_errf(FP_EBMC, c->err, c->errlen,
 				       "%s %.200s: response over %u bytes", method, uri,
@@ -515,7 +524,8 @@ static int http_once(struct rf_call *c, const char *method, const char *uri, con
 		if (cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE)
 			return fp_errf(FP_EIO, c->err, c->errlen,
 				       "%s: TLS verification failed (%s); set spec.bmc.ca_file, or "
-				       "tls_verify false", c->r->base, curl_easy_strerror(cc));
+				       "tls_verify false",
+				       c->r->base, curl_easy_strerror(cc));
 		return fp_errf(FP_EIO, c->err, c->errlen, "%s %s%.200s: %s", method, c->r->base,
 			       uri[0] == '/' ? uri : "", curl_easy_strerror(cc));
 	}
@@ -525,9 +535,10 @@ static int http_once(struct rf_call *c, const char *method, const char *uri, con
 		if (jsonx_parse(p->raw.data, p->raw.len, &p->body, perr, sizeof(perr)) < 0) {
 			p->body = NULL;
 			if (p->status >= 200 && p->status < 300)
-				return fp_errf(FP_EBMC, c->err, c->errlen,
-					       "%s %.200s: HTTP %ld with a body that is not JSON (%s)",
-					       method, uri, p->status, perr);
+				return fp_errf(
+					FP_EBMC, c->err, c->errlen,
+					"%s %.200s: HTTP %ld with a body that is not JSON (%s)",
+					method, uri, p->status, perr);
 		}
 	}
 	return 0;
@@ -541,8 +552,9 @@ const char *rf_message_id(const json_t *body)
 	if (!id)
 		id = json_string_value(json_object_get(e, "code"));
 	if (!id)
-		id = json_string_value(json_object_get(json_array_get(
-			json_object_get(body, "@Message.ExtendedInfo"), 0), "MessageId"));
+		id = json_string_value(json_object_get(
+			json_array_get(json_object_get(body, "@Message.ExtendedInfo"), 0),
+			"MessageId"));
 	return id ? id : "";
 }
 
@@ -555,10 +567,12 @@ static int http_send(struct rf_call *c, const char *method, const char *uri, con
 		int rc = http_once(c, method, uri, body, mime, if_match, auth, p);
 		if (rc < 0 || (p->status != 429 && p->status != 503))
 			return rc;
-		int64_t ra = p->h.retry_after_ms >= 0 ? p->h.retry_after_ms : RF_DEFAULT_RETRY_AFTER_MS;
+		int64_t ra = p->h.retry_after_ms >= 0 ? p->h.retry_after_ms
+						      : RF_DEFAULT_RETRY_AFTER_MS;
 		if (attempt == 0 && (!c->deadline || now_ms(c) + ra < c->deadline)) {
 			log_info("redfish: BMC busy, retrying once bmc=%s status=%ld "
-				 "retry_after_ms=%" PRId64, c->r->base, p->status, ra);
+				 "retry_after_ms=%" PRId64,
+				 c->r->base, p->status, ra);
 			clock_sleep_ms(c->b->clock, ra);
 			resp_reset(p);
 			continue;
@@ -602,8 +616,8 @@ static int discover(struct rf_call *c)
 		goto out;
 	if (p.status == 401 || p.status == 403) {
 		rc = fp_errf(FP_EAUTH, c->err, c->errlen,
-			     "%s: service root refused (HTTP %ld) for user %s", c->r->base, p.status,
-			     c->t->username ? c->t->username : "");
+			     "%s: service root refused (HTTP %ld) for user %s", c->r->base,
+			     p.status, c->t->username ? c->t->username : "");
 		goto out;
 	}
 	if (p.status != 200 || !json_is_object(p.body)) {
@@ -656,8 +670,8 @@ static int login(struct rf_call *c)
 		goto out;
 	if (p.status == 401 || p.status == 403) {
 		rc = fp_errf(FP_EAUTH, c->err, c->errlen,
-			     "%s: session login refused (HTTP %ld) for user %s", c->r->base, p.status,
-			     c->t->username ? c->t->username : "");
+			     "%s: session login refused (HTTP %ld) for user %s", c->r->base,
+			     p.status, c->t->username ? c->t->username : "");
 		goto out;
 	}
 	if (p.status >= 300 && strstr(rf_message_id(p.body), "SessionLimitExceeded")) {
@@ -665,15 +679,15 @@ static int login(struct rf_call *c)
 		if (!c->r->limit_warned) {
 			c->r->limit_warned = 1;
 			log_warn("redfish: session limit reached, using basic auth until a session "
-				 "can be made bmc=%s user=%s", c->r->base,
-				 c->t->username ? c->t->username : "");
+				 "can be made bmc=%s user=%s",
+				 c->r->base, c->t->username ? c->t->username : "");
 		}
 		goto out;
 	}
 	if (p.status < 200 || p.status >= 300 || !p.h.token) {
-		rc = fp_errf(FP_EBMC, c->err, c->errlen,
-			     "%s: session login answered HTTP %ld %s%s", c->r->base, p.status,
-			     rf_message_id(p.body), p.h.token ? "" : " without X-Auth-Token");
+		rc = fp_errf(FP_EBMC, c->err, c->errlen, "%s: session login answered HTTP %ld %s%s",
+			     c->r->base, p.status, rf_message_id(p.body),
+			     p.h.token ? "" : " without X-Auth-Token");
 		goto out;
 	}
 	char terr[160];
@@ -702,9 +716,8 @@ static enum rf_auth auth_mode(struct rf_call *c)
 /* One authenticated request: session (login first if needed, again once on 401) or basic.
  * 0 on 2xx; FP_ECONFLICT on 412; FP_EAUTH on 401/403; FP_EBMC on other statuses with the
  * MessageId; resp is filled in every case. body (JSON) or mime (multipart), or neither. */
-static int request_any(struct rf_call *c, const char *method, const char *uri,
-		       const json_t *body, curl_mime *mime, const char *if_match,
-		       struct rf_resp *p)
+static int request_any(struct rf_call *c, const char *method, const char *uri, const json_t *body,
+		       curl_mime *mime, const char *if_match, struct rf_resp *p)
 {
 	char *text = body ? jsonx_dumps(body) : NULL;
 	int rc = 0;
@@ -729,9 +742,9 @@ static int request_any(struct rf_call *c, const char *method, const char *uri,
 	if (p->status >= 200 && p->status < 300)
 		goto out;
 	if (p->status == 401 || p->status == 403)
-		rc = fp_errf(FP_EAUTH, c->err, c->errlen,
-			     "%s %.200s: HTTP %ld %s for user %s", method, uri, p->status,
-			     rf_message_id(p->body), c->t->username ? c->t->username : "");
+		rc = fp_errf(FP_EAUTH, c->err, c->errlen, "%s %.200s: HTTP %ld %s for user %s",
+			     method, uri, p->status, rf_message_id(p->body),
+			     c->t->username ? c->t->username : "");
 	else if (p->status == 412)
 		rc = fp_errf(FP_ECONFLICT, c->err, c->errlen,
 			     "%s %.200s: HTTP 412, the resource changed (ETag)", method, uri);
@@ -757,8 +770,8 @@ static int get_json(struct rf_call *c, const char *uri, json_t **out, char *etag
 	*out = NULL;
 	int rc = request(c, "GET", uri, NULL, NULL, &p);
 	if (rc == 0 && !json_is_object(p.body))
-		rc = fp_errf(FP_EBMC, c->err, c->errlen, "GET %.200s: HTTP %ld without a JSON object",
-			     uri, p.status);
+		rc = fp_errf(FP_EBMC, c->err, c->errlen,
+			     "GET %.200s: HTTP %ld without a JSON object", uri, p.status);
 	if (rc == 0 && etag) {
 		char eerr[200];
 		rc = rf_etag_of(p.h.etag, p.body, etag, etaglen, eerr, sizeof(eerr));
@@ -860,7 +873,11 @@ static int call_begin(struct bmc *b, const struct bmc_target *t, int64_t deadlin
 	pthread_mutex_lock(&r->mu);
 	r->tls_verify = t->tls_verify != 0;
 	set_str(&r->ca_file, t->ca_file);
-	*c = (struct rf_call){.b = b, .r = r, .t = t, .deadline = deadline, .err = err,
+	*c = (struct rf_call){.b = b,
+			      .r = r,
+			      .t = t,
+			      .deadline = deadline,
+			      .err = err,
 			      .errlen = errlen};
 	return 0;
 }
@@ -874,8 +891,8 @@ static void call_end(struct rf_call *c)
 /* call_begin, then GET of the System (get_system). On 0 the caller owns *sys (a new
  * reference) and ends the call (call_end); on an error the call is already ended and *sys is
  * NULL. */
-static int call_begin_system(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-			     char *err, size_t errlen, struct rf_call *c, json_t **sys)
+static int call_begin_system(struct bmc *b, const struct bmc_target *t, int64_t deadline, char *err,
+			     size_t errlen, struct rf_call *c, json_t **sys)
 {
 	*sys = NULL;
 	int rc = call_begin(b, t, deadline, err, errlen, c);
@@ -964,16 +981,19 @@ static int rf_power_set(struct bmc *b, const struct bmc_target *t, int64_t deadl
 	if (!rt) {
 		char list[512];
 		rf_list_text(allowed, list, sizeof(list));
-		if (a == BMC_ACTION_CYCLE && cur == BMC_POWER_UNKNOWN && (!allowed ||
-									   !rf_in_list(allowed, "PowerCycle")))
-			rc = fp_errf(FP_EINVAL, err, errlen,
-				     "power cycle: the BMC offers no PowerCycle and the PowerState is "
-				     "unknown, so neither ForceRestart nor On is right; power off, "
-				     "then on");
+		if (a == BMC_ACTION_CYCLE && cur == BMC_POWER_UNKNOWN &&
+		    (!allowed || !rf_in_list(allowed, "PowerCycle")))
+			rc = fp_errf(
+				FP_EINVAL, err, errlen,
+				"power cycle: the BMC offers no PowerCycle and the PowerState is "
+				"unknown, so neither ForceRestart nor On is right; power off, "
+				"then on");
 		else
-			rc = fp_errf(FP_EINVAL, err, errlen,
-				     "power %s: no fitting ResetType among the BMC's allowable values "
-				     "(%s)", bmc_action_name(a), allowed ? list : "none listed");
+			rc = fp_errf(
+				FP_EINVAL, err, errlen,
+				"power %s: no fitting ResetType among the BMC's allowable values "
+				"(%s)",
+				bmc_action_name(a), allowed ? list : "none listed");
 		goto out;
 	}
 	req = json_pack("{s:s}", "ResetType", rt);
@@ -1036,7 +1056,8 @@ static int rf_boot_set(struct bmc *b, const struct bmc_target *t, int64_t deadli
 		rc = rf_boot_patch(sys, c.r->system_uri, want, &req, err, errlen);
 		if (rc < 0)
 			goto out;
-		const char *im = etag[0] && !(t->quirks & BMC_QUIRK_REDFISH_NO_IF_MATCH) ? etag : NULL;
+		const char *im = etag[0] && !(t->quirks & BMC_QUIRK_REDFISH_NO_IF_MATCH) ? etag
+											 : NULL;
 		rc = request(&c, "PATCH", c.r->system_uri, req, im, &p);
 		if (rc == FP_ECONFLICT && attempt == 0) {
 			log_info("redfish: boot override PATCH got 412, re-reading node=%s bmc=%s",
@@ -1053,8 +1074,8 @@ out:
 	return rc;
 }
 
-static int rf_inventory(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-			json_t **out, char *err, size_t errlen)
+static int rf_inventory(struct bmc *b, const struct bmc_target *t, int64_t deadline, json_t **out,
+			char *err, size_t errlen)
 {
 	struct rf_call c;
 	json_t *sys, *coll = NULL;
@@ -1276,9 +1297,11 @@ static int image_open(const char *path, struct rf_image *im, char *err, size_t e
 			       "firmware image_path \"%.200s\" is not an absolute path", path);
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0 && errno == ELOOP)
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "firmware image_path %.200s is a symbolic link; refused (opened with "
-			       "O_NOFOLLOW): give the file itself", path);
+		return fp_errf(
+			FP_EINVAL, err, errlen,
+			"firmware image_path %.200s is a symbolic link; refused (opened with "
+			"O_NOFOLLOW): give the file itself",
+			path);
 	if (fd < 0)
 		return fp_errf(FP_EINVAL, err, errlen, "firmware image_path %.200s: %s", path,
 			       strerror(errno));
@@ -1295,7 +1318,8 @@ static int image_open(const char *path, struct rf_image *im, char *err, size_t e
 	else if ((uint64_t)st.st_size > RF_MAX_IMAGE)
 		rc = fp_errf(FP_EINVAL, err, errlen,
 			     "firmware image_path %.200s is %" PRIu64 " bytes, over the %" PRIu64
-			     " byte limit", path, (uint64_t)st.st_size, (uint64_t)RF_MAX_IMAGE);
+			     " byte limit",
+			     path, (uint64_t)st.st_size, (uint64_t)RF_MAX_IMAGE);
 	if (rc < 0) {
 		close(fd);
 		return rc;
@@ -1325,7 +1349,9 @@ static void update_offers(const json_t *us, char *out, size_t n)
 	int simple = json_string_value(json_object_get(act, "target")) != NULL;
 	int push = json_string_value(json_object_get(us, "HttpPushUri")) != NULL;
 	snprintf(out, n, "%s%s%s", simple ? "SimpleUpdate" : "", simple && push ? ", " : "",
-		 push ? "HttpPushUri" : !simple ? "neither SimpleUpdate nor HttpPushUri" : "");
+		 push      ? "HttpPushUri"
+		 : !simple ? "neither SimpleUpdate nor HttpPushUri"
+			   : "");
 }
 
 /* The SimpleUpdate request body (DSP8010 UpdateService.SimpleUpdate), or an error. */
@@ -1334,8 +1360,7 @@ static int simple_update_body(struct rf_call *c, const json_t *act,
 {
 	*body = json_pack("{s:s}", "ImageURI", req->image_uri);
 	if (!*body)
-		return fp_errf(FP_EINVAL, c->err, c->errlen,
-			       "firmware image_uri is not UTF-8");
+		return fp_errf(FP_EINVAL, c->err, c->errlen, "firmware image_uri is not UTF-8");
 	if (req->transfer_protocol) {
 		int rc = allowable(c, act, "TransferProtocol", allowed);
 		if (rc < 0)
@@ -1347,8 +1372,7 @@ static int simple_update_body(struct rf_call *c, const json_t *act,
 				       "TransferProtocol %.32s is not allowed by the BMC (%s)",
 				       req->transfer_protocol, list);
 		}
-		json_object_set_new(*body, "TransferProtocol",
-				    json_string(req->transfer_protocol));
+		json_object_set_new(*body, "TransferProtocol", json_string(req->transfer_protocol));
 	}
 	return 0;
 }
@@ -1383,12 +1407,14 @@ static int rf_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t
 			       "firmware update: give image_uri or image_path, %s",
 			       have_uri ? "not both" : "neither is set");
 	if (have_path && req->transfer_protocol)
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "firmware update: transfer_protocol is for image_uri, not image_path");
+		return fp_errf(
+			FP_EINVAL, err, errlen,
+			"firmware update: transfer_protocol is for image_uri, not image_path");
 	if (have_uri && req->apply_time)
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "firmware update: apply_time is for image_path (MultipartHttpPushUri) "
-			       "only");
+		return fp_errf(
+			FP_EINVAL, err, errlen,
+			"firmware update: apply_time is for image_path (MultipartHttpPushUri) "
+			"only");
 	if (req->apply_time && strcmp(req->apply_time, "Immediate") != 0 &&
 	    strcmp(req->apply_time, "OnReset") != 0)
 		return fp_errf(FP_EINVAL, err, errlen,
@@ -1427,10 +1453,11 @@ static int rf_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t
 		if (!push) {
 			char offers[96];
 			update_offers(us, offers, sizeof(offers));
-			rc = fp_errf(FP_EUNSUPPORTED, err, errlen,
-				     "%s UpdateService has no MultipartHttpPushUri, which image_path "
-				     "needs (it offers %s): serve the image and give image_uri",
-				     c.r->base, offers);
+			rc = fp_errf(
+				FP_EUNSUPPORTED, err, errlen,
+				"%s UpdateService has no MultipartHttpPushUri, which image_path "
+				"needs (it offers %s): serve the image and give image_uri",
+				c.r->base, offers);
 			goto out;
 		}
 		json_t *params = json_object();
@@ -1465,7 +1492,8 @@ static int rf_firmware_update(struct bmc *b, const struct bmc_target *t, int64_t
 		const char *target = json_string_value(json_object_get(act, "target"));
 		if (!target) {
 			rc = fp_errf(FP_EUNSUPPORTED, err, errlen,
-				     "%s UpdateService has no #UpdateService.SimpleUpdate", c.r->base);
+				     "%s UpdateService has no #UpdateService.SimpleUpdate",
+				     c.r->base);
 			goto out;
 		}
 		rc = simple_update_body(&c, act, req, &body, &allowed);
@@ -1524,12 +1552,16 @@ static void rf_free(struct bmc *b)
 			/* DSP0266 "Session termination": DELETE the session's URI */
 			struct bmc_target t = {.node = "", .tls_verify = r->tls_verify};
 			char err[256];
-			struct rf_call c = {.b = b, .r = r, .t = &t,
+			struct rf_call c = {.b = b,
+					    .r = r,
+					    .t = &t,
 					    .deadline = clock_now_ms(b->clock) + RF_FREE_TIMEOUT_MS,
-					    .err = err, .errlen = sizeof(err)};
+					    .err = err,
+					    .errlen = sizeof(err)};
 			struct rf_resp p;
 			resp_init(&p);
-			if (http_once(&c, "DELETE", r->session, NULL, NULL, NULL, RF_AUTH_SESSION, &p) < 0)
+			if (http_once(&c, "DELETE", r->session, NULL, NULL, NULL, RF_AUTH_SESSION,
+				      &p) < 0)
 				log_info("redfish: session delete failed bmc=%s: %s", r->base, err);
 			resp_release(&p);
 		}
@@ -1544,8 +1576,8 @@ static void rf_free(struct bmc *b)
 
 const struct bmc_driver_ops bmc_redfish_ops = {
 	.name = "redfish",
-	.caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE | BMC_CAP_BOOT_READBACK | BMC_CAP_INVENTORY | BMC_CAP_SEL |
-		BMC_CAP_FIRMWARE,
+	.caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE | BMC_CAP_BOOT_READBACK | BMC_CAP_INVENTORY |
+		BMC_CAP_SEL | BMC_CAP_FIRMWARE,
 	.power_get = rf_power_get,
 	.power_set = rf_power_set,
 	.boot_get = rf_boot_get,
@@ -1580,8 +1612,9 @@ struct bmc *bmc_redfish_new(struct fp_clock *clock)
 void rf_root_links(const json_t *root, const char **systems, const char **sessions,
 		   const char **update)
 {
-	const char *sess = json_string_value(json_object_get(
-		json_object_get(json_object_get(root, "Links"), "Sessions"), "@odata.id"));
+	const char *sess = json_string_value(
+		json_object_get(json_object_get(json_object_get(root, "Links"), "Sessions"),
+				"@odata.id"));
 	if (!sess && rf_link(root, "SessionService"))
 		sess = "/redfish/v1/SessionService/Sessions";
 	if (systems)
@@ -1604,10 +1637,11 @@ int rf_header_safe(const char *what, const char *v, size_t max, char *err, size_
 	size_t i;
 	for (i = 0; v[i] && i < max; i++)
 		if ((unsigned char)v[i] < 0x20 || (unsigned char)v[i] > 0x7e)
-			return fp_errf(FP_EBMC, err, errlen,
-				       "%s from the BMC has byte 0x%02x at offset %zu; not sent back "
-				       "(a header value must be printable ASCII 0x20-0x7e)",
-				       what, (unsigned char)v[i], i);
+			return fp_errf(
+				FP_EBMC, err, errlen,
+				"%s from the BMC has byte 0x%02x at offset %zu; not sent back "
+				"(a header value must be printable ASCII 0x20-0x7e)",
+				what, (unsigned char)v[i], i);
 	if (i >= max)
 		return fp_errf(FP_EBMC, err, errlen,
 			       "%s from the BMC is %zu bytes or more; not sent back (at most %zu)",
@@ -1619,8 +1653,7 @@ int rf_etag_of(const char *header_etag, const json_t *body, char *etag, size_t n
 	       size_t errlen)
 {
 	int hdr = header_etag && header_etag[0];
-	const char *e = hdr ? header_etag
-			    : json_string_value(json_object_get(body, "@odata.etag"));
+	const char *e = hdr ? header_etag : json_string_value(json_object_get(body, "@odata.etag"));
 	etag[0] = '\0';
 	if (!e)
 		return 0;
@@ -1682,8 +1715,8 @@ int rf_choose_system(const json_t *coll, const char *want, const char *base, con
 		rc = fp_errf(FP_EBMC, err, errlen, "%s lists no ComputerSystem", base);
 	else if (!want[0] && !only[0])
 		rc = fp_errf(FP_EINVAL, err, errlen,
-			     "%s has several ComputerSystems (%s): set spec.bmc.system to one", base,
-			     ids.data);
+			     "%s has several ComputerSystems (%s): set spec.bmc.system to one",
+			     base, ids.data);
 	if (rc == 0)
 		*uri = found ? found : only;
 	buf_release(&ids);
@@ -1741,8 +1774,8 @@ enum bmc_power rf_power_chassis(const json_t *sys, enum bmc_power p, const char 
 		rf_last_segment(system_uri, sid, sizeof(sid));
 		rf_last_segment(chassis_uri, cid, sizeof(cid));
 		*reason = "PowerStateDisagrees";
-		fp_errf(0, msg, n, "System %s PowerState %.32s but Chassis %s PowerState %.32s", sid,
-			ps ? ps : "", cid, cps);
+		fp_errf(0, msg, n, "System %s PowerState %.32s but Chassis %s PowerState %.32s",
+			sid, ps ? ps : "", cid, cps);
 		return BMC_POWER_UNKNOWN;
 	}
 	return p;
@@ -1752,8 +1785,9 @@ int rf_in_list(const json_t *arr, const char *v)
 {
 	size_t i;
 	json_t *x;
-	json_array_foreach(arr, i, x) if (json_is_string(x) && strcmp(json_string_value(x), v) == 0)
-		return 1;
+	json_array_foreach(arr, i, x)
+		if (json_is_string(x) && strcmp(json_string_value(x), v) == 0)
+			return 1;
 	return 0;
 }
 
@@ -1762,8 +1796,7 @@ void rf_list_text(const json_t *arr, char *out, size_t n)
 	size_t i, w = 0;
 	json_t *x;
 	out[0] = '\0';
-	json_array_foreach(arr, i, x)
-	{
+	json_array_foreach(arr, i, x) {
 		if (!json_is_string(x) || w >= n)
 			continue;
 		int k = snprintf(out + w, n - w, "%s%s", w ? ", " : "", json_string_value(x));
@@ -1790,8 +1823,7 @@ json_t *rf_action_info_values(const json_t *ai, const char *param)
 	json_t *out = NULL;
 	size_t i;
 	json_t *p;
-	json_array_foreach(json_object_get(ai, "Parameters"), i, p)
-	{
+	json_array_foreach(json_object_get(ai, "Parameters"), i, p) {
 		const char *name = json_string_value(json_object_get(p, "Name"));
 		json_t *av = json_object_get(p, "AllowableValues");
 		if (name && strcmp(name, param) == 0 && json_is_array(av))
@@ -1806,14 +1838,10 @@ const char *rf_reset_type(const json_t *allowed, enum bmc_power_action a, enum b
 {
 #define OK_(v) (allowed ? rf_in_list(allowed, v) : strcmp(v, "PowerCycle") != 0)
 	switch (a) {
-	case BMC_ACTION_ON:
-		return OK_("On") ? "On" : OK_("ForceOn") ? "ForceOn" : NULL;
-	case BMC_ACTION_OFF:
-		return OK_("ForceOff") ? "ForceOff" : NULL;
-	case BMC_ACTION_SOFT:
-		return OK_("GracefulShutdown") ? "GracefulShutdown" : NULL;
-	case BMC_ACTION_RESET:
-		return OK_("ForceRestart") ? "ForceRestart" : NULL;
+	case BMC_ACTION_ON: return OK_("On") ? "On" : OK_("ForceOn") ? "ForceOn" : NULL;
+	case BMC_ACTION_OFF: return OK_("ForceOff") ? "ForceOff" : NULL;
+	case BMC_ACTION_SOFT: return OK_("GracefulShutdown") ? "GracefulShutdown" : NULL;
+	case BMC_ACTION_RESET: return OK_("ForceRestart") ? "ForceRestart" : NULL;
 	case BMC_ACTION_CYCLE:
 		if (OK_("PowerCycle"))
 			return "PowerCycle";
@@ -1834,12 +1862,12 @@ void rf_boot_of(const json_t *sys, struct bmc_boot *out)
 	const char *en = json_string_value(json_object_get(boot, "BootSourceOverrideEnabled"));
 	const char *mo = json_string_value(json_object_get(boot, "BootSourceOverrideMode"));
 	int active = en && (strcmp(en, "Once") == 0 || strcmp(en, "Continuous") == 0);
-	out->device = !active || !tg                ? BMC_BOOT_UNKNOWN
-		      : strcmp(tg, "Pxe") == 0      ? BMC_BOOT_PXE
-		      : strcmp(tg, "Hdd") == 0      ? BMC_BOOT_DISK
-						    : BMC_BOOT_UNKNOWN;
+	out->device = !active || !tg           ? BMC_BOOT_UNKNOWN
+		      : strcmp(tg, "Pxe") == 0 ? BMC_BOOT_PXE
+		      : strcmp(tg, "Hdd") == 0 ? BMC_BOOT_DISK
+					       : BMC_BOOT_UNKNOWN;
 	out->persistent = en && strcmp(en, "Continuous") == 0;
-	out->mode = !mo                       ? BMC_BOOT_MODE_UNKNOWN
+	out->mode = !mo                         ? BMC_BOOT_MODE_UNKNOWN
 		    : strcmp(mo, "UEFI") == 0   ? BMC_BOOT_MODE_UEFI
 		    : strcmp(mo, "Legacy") == 0 ? BMC_BOOT_MODE_LEGACY
 						: BMC_BOOT_MODE_UNKNOWN;
@@ -1863,19 +1891,21 @@ int rf_boot_patch(const json_t *sys, const char *system_uri, const struct bmc_bo
 		char list[512];
 		rf_list_text(tav, list, sizeof(list));
 		return fp_errf(FP_EINVAL, err, errlen,
-			       "BootSourceOverrideTarget %s is not allowed by the BMC (%s)", tg, list);
+			       "BootSourceOverrideTarget %s is not allowed by the BMC (%s)", tg,
+			       list);
 	}
 	json_t *r = json_pack("{s:{s:s,s:s}}", "Boot", "BootSourceOverrideTarget", tg,
 			      "BootSourceOverrideEnabled", en);
 	if (mo && json_object_get(boot, "BootSourceOverrideMode")) {
-		json_t *mav = json_object_get(boot, "BootSourceOverrideMode@Redfish.AllowableValues");
+		json_t *mav = json_object_get(boot,
+					      "BootSourceOverrideMode@Redfish.AllowableValues");
 		if (json_is_array(mav) && !rf_in_list(mav, mo)) {
 			char list[256];
 			rf_list_text(mav, list, sizeof(list));
 			json_decref(r);
 			return fp_errf(FP_EINVAL, err, errlen,
-				       "BootSourceOverrideMode %s is not allowed by the BMC (%s)", mo,
-				       list);
+				       "BootSourceOverrideMode %s is not allowed by the BMC (%s)",
+				       mo, list);
 		}
 		json_object_set_new(json_object_get(r, "Boot"), "BootSourceOverrideMode",
 				    json_string(mo));
@@ -1916,7 +1946,8 @@ json_t *rf_gpu_entry(const json_t *pr, size_t index)
 		return NULL;
 	return json_pack("{s:I,s:o,s:o,s:o,s:o}", "index", (json_int_t)index, "id",
 			 str_or_null(pr, "Id"), "model", str_or_null(pr, "Model"), "manufacturer",
-			 str_or_null(pr, "Manufacturer"), "serial", str_or_null(pr, "SerialNumber"));
+			 str_or_null(pr, "Manufacturer"), "serial",
+			 str_or_null(pr, "SerialNumber"));
 }
 
 json_t *rf_inventory_doc(const json_t *sys, const json_t *gpus_in)
@@ -2033,8 +2064,7 @@ static void task_fill(json_t *o, const json_t *task)
 		json_t *arr = json_array();
 		size_t i;
 		json_t *m;
-		json_array_foreach(msgs, i, m)
-		{
+		json_array_foreach(msgs, i, m) {
 			const char *s = json_string_value(json_object_get(m, "Message"));
 			if (!s)
 				s = json_string_value(json_object_get(m, "MessageId"));
@@ -2070,7 +2100,8 @@ static const char *json_type_name(const json_t *v)
 	case JSON_STRING: return "a string";
 	case JSON_INTEGER: return "an integer";
 	case JSON_REAL: return "a real number";
-	case JSON_TRUE: case JSON_FALSE: return "a boolean";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
 	case JSON_NULL: return "null";
 	}
 	return "?";
@@ -2084,7 +2115,8 @@ int rf_task_update(json_t *o, long status, const json_t *body, char *err, size_t
 			return 0; /* the monitor says it still runs; its document is not read */
 		return fp_errf(FP_EBMC, err, errlen,
 			       "task monitor answered HTTP %ld with a TaskState that is %s, not a "
-			       "string (DSP8010 Task.TaskState)", status, json_type_name(ts));
+			       "string (DSP8010 Task.TaskState)",
+			       status, json_type_name(ts));
 	}
 	if (ts)
 		task_fill(o, body);

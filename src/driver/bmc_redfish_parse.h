@@ -66,8 +66,7 @@ int rf_parse_address(const char *addr, char *base, size_t n, char *err, size_t e
 /* rf_make_url turns a URI the BMC gave (an absolute path, or an absolute URL on the BMC's own
  * origin `base`) into url[n]. FP_EBMC with err when it has a byte <= 0x20 or 0x7f, points to
  * another origin, is relative, or does not fit. */
-int rf_make_url(const char *base, const char *uri, char *url, size_t n, char *err,
-		size_t errlen);
+int rf_make_url(const char *base, const char *uri, char *url, size_t n, char *err, size_t errlen);
 
 /* rf_message_id returns the first MessageId of a Redfish error body (DSP0266 "Error
  * responses": error.@Message.ExtendedInfo[0].MessageId, else error.code, else a top-level

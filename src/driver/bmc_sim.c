@@ -95,15 +95,15 @@ static json_t *machine_json(const struct sim_machine *m)
 {
 	char boot_id[32];
 	snprintf(boot_id, sizeof(boot_id), "%s-%" PRIu64, m->node, m->boot_seq);
-	return json_pack("{s:s,s:s,s:b,s:s,s:I,s:I,s:I,s:I,s:b,s:{s:I,s:I,s:I,s:I,s:I}}",
-			 "power", bmc_power_name(m->power), "bootDevice",
-			 bmc_boot_name(m->boot_dev), "bootPersistent", m->boot_persistent, "bootId",
-			 boot_id, "bootSeq", (json_int_t)m->boot_seq, "bootDueAt",
-			 (json_int_t)m->boot_due_wall, "burnInDueAt", (json_int_t)m->burnin_due_wall,
-			 "resetDueAt", (json_int_t)m->reset_due_wall, "bootPxe", m->boot_pxe,
-			 "counters", "powerOn", (json_int_t)m->power_on, "powerOff",
-			 (json_int_t)m->power_off, "powerCycle", (json_int_t)m->power_cycle,
-			 "bootSet", (json_int_t)m->boot_set, "gpuReset", (json_int_t)m->gpu_reset);
+	return json_pack("{s:s,s:s,s:b,s:s,s:I,s:I,s:I,s:I,s:b,s:{s:I,s:I,s:I,s:I,s:I}}", "power",
+			 bmc_power_name(m->power), "bootDevice", bmc_boot_name(m->boot_dev),
+			 "bootPersistent", m->boot_persistent, "bootId", boot_id, "bootSeq",
+			 (json_int_t)m->boot_seq, "bootDueAt", (json_int_t)m->boot_due_wall,
+			 "burnInDueAt", (json_int_t)m->burnin_due_wall, "resetDueAt",
+			 (json_int_t)m->reset_due_wall, "bootPxe", m->boot_pxe, "counters",
+			 "powerOn", (json_int_t)m->power_on, "powerOff", (json_int_t)m->power_off,
+			 "powerCycle", (json_int_t)m->power_cycle, "bootSet",
+			 (json_int_t)m->boot_set, "gpuReset", (json_int_t)m->gpu_reset);
 }
 
 static int save(struct sim *s, struct sim_machine *m)
@@ -206,7 +206,7 @@ static void on_timer(void *arg)
 /* Arms the timer for the next due event of m. Caller holds s->mu. */
 static void arm(struct sim *s, struct sim_machine *m)
 {
-	int64_t due = m->boot_due_wall	  ? m->boot_due_wall
+	int64_t due = m->boot_due_wall    ? m->boot_due_wall
 		      : m->reset_due_wall ? m->reset_due_wall
 					  : m->burnin_due_wall;
 	if (!due || m->timer || m->power != BMC_POWER_ON)
@@ -241,9 +241,9 @@ static void power_on_locked(struct sim *s, struct sim_machine *m)
 	m->boot_seq++;
 	m->boot_pxe = m->boot_dev == BMC_BOOT_PXE;
 	int64_t now = clock_wall_ms(s->cfg.clock);
-	m->boot_due_wall =
-		now + (m->boot_pxe ? scaled(s, SIM_PXE_BOOT_MIN_MS, SIM_PXE_BOOT_MAX_MS)
-				   : scaled(s, SIM_DISK_BOOT_MIN_MS, SIM_DISK_BOOT_MAX_MS));
+	m->boot_due_wall = now + (m->boot_pxe
+					  ? scaled(s, SIM_PXE_BOOT_MIN_MS, SIM_PXE_BOOT_MAX_MS)
+					  : scaled(s, SIM_DISK_BOOT_MIN_MS, SIM_DISK_BOOT_MAX_MS));
 	if (m->boot_due_wall == now)
 		m->boot_due_wall = now ? now : 1;
 	m->burnin_due_wall = m->reset_due_wall = 0;
@@ -361,8 +361,8 @@ static int sim_boot_set(struct bmc *b, const struct bmc_target *t, int64_t deadl
 	return rc < 0 ? fp_errf(FP_EIO, err, errlen, "sim: could not save machine state") : 0;
 }
 
-static int sim_inventory(struct bmc *b, const struct bmc_target *t, int64_t deadline,
-			 json_t **out, char *err, size_t errlen)
+static int sim_inventory(struct bmc *b, const struct bmc_target *t, int64_t deadline, json_t **out,
+			 char *err, size_t errlen)
 {
 	struct sim *s = sim_of(b);
 	int rc = bmc_latency(s, deadline, err, errlen);
@@ -453,8 +453,7 @@ static void sim_free(struct bmc *b)
 /* bmc_driver_ops.validate: the sim takes any address, but not one with user info ('@', as in
  * "http://user:pw@host"): a password there would be stored and shown in GET /v1/nodes. The
  * message never echoes the address. */
-static int sim_validate(const struct node_bmc *spec, const char **field, char *err,
-			size_t errlen)
+static int sim_validate(const struct node_bmc *spec, const char **field, char *err, size_t errlen)
 {
 	*field = "spec.bmc.address";
 	if (spec->address && strchr(spec->address, '@'))

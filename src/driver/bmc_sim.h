@@ -20,7 +20,11 @@
 
 extern const struct bmc_driver_ops bmc_sim_ops;
 
-enum bmc_sim_notice { BMC_SIM_BOOTED = 1, BMC_SIM_VALIDATED, BMC_SIM_REMEDIATED };
+enum bmc_sim_notice {
+	BMC_SIM_BOOTED = 1,
+	BMC_SIM_VALIDATED,
+	BMC_SIM_REMEDIATED
+};
 
 /* Called from the clock's timer context when a machine's agent calls back; must not block
  * (hand the work to an executor). boot_id identifies the boot; passed is the burn-in result,
@@ -42,14 +46,14 @@ typedef int (*bmc_sim_load_fn)(void *arg, const char *node, char **json);
 
 struct bmc_sim_config {
 	struct fp_clock *clock;
-	double speed;        /* > 0: times divided by speed; 0: zero latency */
-	uint64_t fault_seed; /* 0: no faults */
-	double fault_rate;   /* probability per opportunity when faults are on (default 0.05) */
+	double speed;         /* > 0: times divided by speed; 0: zero latency */
+	uint64_t fault_seed;  /* 0: no faults */
+	double fault_rate;    /* probability per opportunity when faults are on (default 0.05) */
 	unsigned fault_kinds; /* BMC_SIM_FAULT_* mask; 0 = all kinds */
 	bmc_sim_notify_fn notify;
 	bmc_sim_save_fn save;
 	bmc_sim_load_fn load;
-	void *arg;           /* passed to notify/save/load */
+	void *arg; /* passed to notify/save/load */
 };
 
 /* Creates the sim driver instance. cfg is copied. Returns NULL only on a bad config. */

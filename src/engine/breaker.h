@@ -33,12 +33,20 @@ struct breaker_config {
 	size_t max_keys;          /* 0: 65536 */
 };
 
-enum breaker_state { BREAKER_CLOSED, BREAKER_OPEN, BREAKER_HALF_OPEN };
+enum breaker_state {
+	BREAKER_CLOSED,
+	BREAKER_OPEN,
+	BREAKER_HALF_OPEN
+};
 
 /* Transitions breaker_report returns. OPENED and CLOSED alternate per key: each OPENED (the
  * breaker trips from closed) is followed by exactly one CLOSED (a probe succeeded) before the
  * next OPENED; probe failures and timeouts while open are not transitions (BREAKER_T_NONE). */
-enum { BREAKER_T_NONE = 0, BREAKER_T_OPENED, BREAKER_T_CLOSED };
+enum {
+	BREAKER_T_NONE = 0,
+	BREAKER_T_OPENED,
+	BREAKER_T_CLOSED
+};
 
 struct breaker;
 

@@ -31,9 +31,9 @@ struct centry {
 struct cache {
 	struct store *store;
 	pthread_rwlock_t lock;
-	struct hmap nodes; /* name -> struct centry* */
-	struct hmap ops;   /* id -> struct operation* */
-	struct hmap idx[2];                /* site/rack value -> struct hmap* (set of names) */
+	struct hmap nodes;                  /* name -> struct centry* */
+	struct hmap ops;                    /* id -> struct operation* */
+	struct hmap idx[2];                 /* site/rack value -> struct hmap* (set of names) */
 	struct hmap by_phase[PHASE__COUNT]; /* set of names */
 	int64_t rev;
 	int synced;
@@ -200,8 +200,8 @@ static int apply_op(struct cache *c, const char *id, const char *value, int64_t 
 		char err[256];
 		if (jsonx_parse(value, strlen(value), &doc, err, sizeof(err)) < 0 ||
 		    operation_from_json(doc, rev, &op, err, sizeof(err)) < 0) {
-			log_warn("cache: skipping undecodable operation key=%s%s err=%s", OPS_PREFIX,
-				 id, err);
+			log_warn("cache: skipping undecodable operation key=%s%s err=%s",
+				 OPS_PREFIX, id, err);
 			json_decref(doc);
 			return 0;
 		}

@@ -21,7 +21,11 @@ struct cache;
 
 typedef void (*cache_node_fn)(void *arg, const char *node);
 
-enum cache_index { CACHE_BY_SITE = 0, CACHE_BY_RACK, CACHE_BY_PHASE };
+enum cache_index {
+	CACHE_BY_SITE = 0,
+	CACHE_BY_RACK,
+	CACHE_BY_PHASE
+};
 
 /* Creates a cache over s (borrowed; must outlive the cache). Not started. */
 struct cache *cache_new(struct store *s);

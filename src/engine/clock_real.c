@@ -169,7 +169,8 @@ static void *timer_main(void *arg)
 		int64_t now = ts_ms(CLOCK_MONOTONIC);
 		if (r->heap[0].at > now) {
 			int64_t at = r->heap[0].at;
-			struct timespec ts = {.tv_sec = at / 1000, .tv_nsec = (at % 1000) * 1000000L};
+			struct timespec ts = {.tv_sec = at / 1000,
+					      .tv_nsec = (at % 1000) * 1000000L};
 			pthread_cond_timedwait(&r->cv, &r->mu, &ts);
 			continue;
 		}

@@ -229,8 +229,7 @@ size_t objects_txn_put_op(struct objects_txn *t, const struct operation *op, int
 }
 
 size_t objects_txn_event(struct objects_txn *t, int64_t now_ms, uint64_t rnd, const char *type,
-			 const char *actor, const char *object, const char *reason,
-			 const char *msg)
+			 const char *actor, const char *object, const char *reason, const char *msg)
 {
 	char id[EVENT_ID_LEN];
 	event_id(now_ms, rnd, id);
@@ -277,10 +276,9 @@ int objects_update_node(struct store *s, const char *name, objects_mutate_fn mut
 			if (u->ev_reason) {
 				char object[STORE_MAX_KEY + 8];
 				snprintf(object, sizeof(object), "node/%s", n->name);
-				objects_txn_event(&tx, u->now_ms, u->rnd, u->ev_type ? u->ev_type
-										  : "Normal",
-						  u->actor, object, u->ev_reason,
-						  u->ev_msg ? u->ev_msg : "");
+				objects_txn_event(&tx, u->now_ms, u->rnd,
+						  u->ev_type ? u->ev_type : "Normal", u->actor,
+						  object, u->ev_reason, u->ev_msg ? u->ev_msg : "");
 			}
 			int64_t rev = 0;
 			rc = store_txn(s, tx.ops, tx.n, &rev, &u->failed_index);
@@ -327,8 +325,7 @@ static const struct {
 };
 
 static const char *const retire_skip_steps[] = {"skip_power_off", NULL};
-static const char *const power_actions[] = {"on", "off", "cycle", "soft", "reset", "status",
-					    NULL};
+static const char *const power_actions[] = {"on", "off", "cycle", "soft", "reset", "status", NULL};
 
 const char *const *objects_op_kind_steps(const char *kind)
 {

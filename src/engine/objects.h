@@ -125,13 +125,13 @@ struct objects_update {
 	/* in: the audit event written in the same transaction (none when ev_reason is NULL);
 	 * mutate may change ev_msg/ev_reason/ev_type through its arg */
 	const char *actor, *ev_type, *ev_reason, *ev_msg;
-	int64_t now_ms; /* the event's time */
-	uint64_t rnd;   /* seeds the event id */
+	int64_t now_ms;   /* the event's time */
+	uint64_t rnd;     /* seeds the event id */
 	int max_attempts; /* 0: OBJECTS_UPDATE_ATTEMPTS */
 	/* out */
-	int attempts;         /* reads made (1 when the first CAS held) */
-	int64_t revision;     /* the revision written, 0 when nothing was */
-	size_t failed_index;  /* the op that failed the last commit */
+	int attempts;        /* reads made (1 when the first CAS held) */
+	int64_t revision;    /* the revision written, 0 when nothing was */
+	size_t failed_index; /* the op that failed the last commit */
 };
 
 /* Read-modify-write of node `name`: reads it from the store, calls mutate, writes the node with

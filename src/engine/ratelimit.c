@@ -244,11 +244,11 @@ static int have_room(struct ratelimit *lim, int64_t now, size_t need)
 	return lim->bmcs.count + lim->sites.count + need <= lim->cfg.max_keys;
 }
 
-static int refuse(int rc, int64_t wait, int64_t *wait_ms, char *why, size_t whylen,
-		  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static int refuse(int rc, int64_t wait, int64_t *wait_ms, char *why, size_t whylen, const char *fmt,
+		  ...) __attribute__((format(printf, 6, 7)));
 
-static int refuse(int rc, int64_t wait, int64_t *wait_ms, char *why, size_t whylen,
-		  const char *fmt, ...)
+static int refuse(int rc, int64_t wait, int64_t *wait_ms, char *why, size_t whylen, const char *fmt,
+		  ...)
 {
 	if (wait_ms)
 		*wait_ms = wait;
@@ -281,8 +281,8 @@ int ratelimit_acquire(struct ratelimit *lim, const char *bmc_key, const char *si
 			goto out;
 		}
 		if (bs->has_end && now < bs->last_end_ms + c->bmc_min_interval_ms) {
-			rc = refuse(FP_EAGAIN, bs->last_end_ms + c->bmc_min_interval_ms - now, wait_ms,
-				    why, whylen, "bmc min interval %lldms not elapsed",
+			rc = refuse(FP_EAGAIN, bs->last_end_ms + c->bmc_min_interval_ms - now,
+				    wait_ms, why, whylen, "bmc min interval %lldms not elapsed",
 				    (long long)c->bmc_min_interval_ms);
 			goto out;
 		}

@@ -25,10 +25,10 @@
 struct ratelimit_bucket {
 	pthread_mutex_t mu;
 	struct fp_clock *clock; /* borrowed */
-	int64_t rate_ut_per_ms;  /* refill in micro-tokens per ms (= tokens/s * 1000); 0 = unlimited */
-	int64_t cap_ut;          /* burst in micro-tokens */
-	int64_t tokens_ut;       /* may be negative after reserve() */
-	int64_t last_ms;         /* clock time tokens_ut was computed for */
+	int64_t rate_ut_per_ms; /* refill in micro-tokens per ms (= tokens/s * 1000); 0 = unlimited */
+	int64_t cap_ut;         /* burst in micro-tokens */
+	int64_t tokens_ut;      /* may be negative after reserve() */
+	int64_t last_ms;        /* clock time tokens_ut was computed for */
 };
 
 /* ratelimit_bucket_init prepares an embedded bucket: rate_per_s tokens per second (rounded to
@@ -60,8 +60,8 @@ struct ratelimit_config {
 	double site_rate_per_s;      /* per site key token bucket; <= 0 = no site limit */
 	int64_t site_burst;          /* < 1 taken as 1 */
 	int64_t busy_retry_ms;       /* retry hint when concurrency is full; <= 0 means 100 */
-	int64_t idle_evict_ms;       /* evict keys idle (and back to fresh) this long; <= 0: 600000 */
-	size_t max_keys;             /* hard cap on live BMC + site keys; 0 means 65536 */
+	int64_t idle_evict_ms; /* evict keys idle (and back to fresh) this long; <= 0: 600000 */
+	size_t max_keys;       /* hard cap on live BMC + site keys; 0 means 65536 */
 };
 
 struct ratelimit;

@@ -350,12 +350,14 @@ struct workqueue *workqueue_new(const char *name, struct fp_clock *clock, struct
 	wq->anchor->wq = wq;
 	atomic_init(&wq->anchor->refs, 1);
 	wq->m_depth = metrics_register(METRIC_GAUGE, "fleetplane_workqueue_depth",
-				       "Keys queued and not yet handed to a worker.", "name", NULL, 0);
+				       "Keys queued and not yet handed to a worker.", "name", NULL,
+				       0);
 	wq->m_adds = metrics_register(METRIC_COUNTER, "fleetplane_workqueue_adds_total",
-				      "Keys added to the queue (duplicates excluded).", "name", NULL, 0);
+				      "Keys added to the queue (duplicates excluded).", "name",
+				      NULL, 0);
 	wq->m_retries = metrics_register(METRIC_COUNTER, "fleetplane_workqueue_retries_total",
-					 "Rate-limited re-adds of keys after a failed reconcile.", "name",
-					 NULL, 0);
+					 "Rate-limited re-adds of keys after a failed reconcile.",
+					 "name", NULL, 0);
 	metric_depth(wq);
 	return wq;
 }

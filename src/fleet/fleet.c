@@ -45,7 +45,6 @@
 #include "fleet/fleet.h"
 #include "store/store.h"
 
-
 #define SIM_SITE FLEET_SIM_SITE
 #define SIM_NODES_PER_RACK 8
 
@@ -196,7 +195,8 @@ static int create_sim_site(struct fleet *fl)
 		snprintf(key, sizeof(key), "/racks/%s", rack);
 		json_t *doc = json_pack("{s:s,s:{s:s,s:s,s:{s:s,s:s}},s:{s:s}}", "kind", "Rack",
 					"metadata", "name", rack, "createdAt", ts, "labels",
-					"nvlink_domain", nvl, "pdu", rack, "spec", "site", SIM_SITE);
+					"nvlink_domain", nvl, "pdu", rack, "spec", "site",
+					SIM_SITE);
 		rc = put_absent(fl->store, key, doc, &created);
 		json_decref(doc);
 	}
@@ -215,7 +215,8 @@ static int create_sim_site(struct fleet *fl)
 		uint64_t u1 = fp_rng_u64(&fl->rng), u2 = fp_rng_u64(&fl->rng);
 		snprintf(uid, sizeof(uid), "%08x-%04x-4%03x-%04x-%012" PRIx64, (unsigned)(u1 >> 32),
 			 (unsigned)(u1 >> 16) & 0xffff, (unsigned)u1 & 0xfff,
-			 (unsigned)(0x8000 | (u2 >> 48 & 0x3fff)), (uint64_t)(u2 & 0xffffffffffffULL));
+			 (unsigned)(0x8000 | (u2 >> 48 & 0x3fff)),
+			 (uint64_t)(u2 & 0xffffffffffffULL));
 		struct node *n = node_new();
 		n->name = xstrdup(name);
 		n->uid = xstrdup(uid);
@@ -378,9 +379,8 @@ static int hook_breaker_reset(void *arg, const char *name, const char *actor, co
 	return health_breaker_reset(fl->health, name, actor, reason, err, errlen);
 }
 
-static int hook_breaker_reset_ex(void *arg, const char *name, const char *actor,
-				 const char *reason, int replay, json_t **result, char *err,
-				 size_t errlen)
+static int hook_breaker_reset_ex(void *arg, const char *name, const char *actor, const char *reason,
+				 int replay, json_t **result, char *err, size_t errlen)
 {
 	struct fleet *fl = arg;
 	return health_breaker_reset_ex(fl->health, name, actor, reason, replay, result, err,
@@ -402,8 +402,8 @@ static void hook_budget_invalidate(void *arg)
 /* fleetplane_nodes_held{owner}: nodes with at least one hold of each owner class, from the
  * informer cache. Owners are bounded to classes (DESIGN.md "hold": health, rollout,
  * operator:<name>, slurm:<user>; lifecycle) so a token name never becomes a label value. */
-static const char *const held_classes[] = {"health", "rollout", "operator", "slurm",
-					   "lifecycle", "other"};
+static const char *const held_classes[] = {"health", "rollout",   "operator",
+					   "slurm",  "lifecycle", "other"};
 #define HELD_NCLASSES (sizeof(held_classes) / sizeof(held_classes[0]))
 
 static size_t held_class(const char *owner)
@@ -504,9 +504,10 @@ static int check_key_present(struct fleet *fl, const char *keypath, char *err, s
 	struct stat st;
 	if (lstat(keypath, &st) == 0) {
 		if (fl->cfg.new_secret_key) {
-			snprintf(err, errlen, "--new-secret-key: %s exists; the flag only makes a "
-					"key when secret.key is missing (start without it)",
-				keypath);
+			snprintf(err, errlen,
+				 "--new-secret-key: %s exists; the flag only makes a "
+				 "key when secret.key is missing (start without it)",
+				 keypath);
 			return -1;
 		}
 		return 0;
@@ -525,17 +526,18 @@ static int check_key_present(struct fleet *fl, const char *keypath, char *err, s
 	store_close(s);
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot read the nodes in %s: %s", fl->data_dir,
-			fp_err_msg(rc));
+			 fp_err_msg(rc));
 		return -1;
 	}
 	if (sealed == 0)
 		return 0;
 	if (!fl->cfg.new_secret_key) {
-		snprintf(err, errlen, "%s is missing but %zu node%s BMC passwords sealed with "
-				"it; restore it from backup (see docs/operations.md), or start once "
-				"with --new-secret-key to make a new key (those nodes then need their "
-				"passwords set again)",
-			keypath, sealed, sealed == 1 ? " has" : "s have");
+		snprintf(err, errlen,
+			 "%s is missing but %zu node%s BMC passwords sealed with "
+			 "it; restore it from backup (see docs/operations.md), or start once "
+			 "with --new-secret-key to make a new key (those nodes then need their "
+			 "passwords set again)",
+			 keypath, sealed, sealed == 1 ? " has" : "s have");
 		return -1;
 	}
 	log_warn("serve: making a new BMC password key; the sealed passwords of %zu node%s cannot "
@@ -570,8 +572,9 @@ static int prepare_data_dir(struct fleet *fl, char *err, size_t errlen)
 	snprintf(lockpath, sizeof(lockpath), "%s/serve.lock", fl->data_dir);
 	int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
-		snprintf(err, errlen, "data dir %s is in use by another fleetplane serve (%s is "
-				      "locked)",
+		snprintf(err, errlen,
+			 "data dir %s is in use by another fleetplane serve (%s is "
+			 "locked)",
 			 fl->data_dir, lockpath);
 		if (lockfd >= 0)
 			close(lockfd);
@@ -669,7 +672,8 @@ struct fleet *fleet_new(const struct fleet_config *cfg, char *err, size_t errlen
 		return NULL;
 	}
 	if (bmc_claimed || bmc_shared)
-		log_info("serve: BMC index built nodes=%zu shared_bmc=%zu", bmc_claimed, bmc_shared);
+		log_info("serve: BMC index built nodes=%zu shared_bmc=%zu", bmc_claimed,
+			 bmc_shared);
 	fl->clock = clock_real_new();
 	if (fl->sim_nodes > 0 && create_sim_site(fl) < 0) {
 		if (errlen)
@@ -679,9 +683,13 @@ struct fleet *fleet_new(const struct fleet_config *cfg, char *err, size_t errlen
 	}
 	fl->exec = executor_pool_new(cfg->exec_threads);
 	fl->report_exec = executor_pool_new(2);
-	struct bmc_sim_config scfg = {.clock = fl->clock, .speed = fl->sim_speed,
-				      .fault_seed = fl->sim_faults, .notify = sim_notify,
-				      .save = sim_save, .load = sim_load, .arg = fl};
+	struct bmc_sim_config scfg = {.clock = fl->clock,
+				      .speed = fl->sim_speed,
+				      .fault_seed = fl->sim_faults,
+				      .notify = sim_notify,
+				      .save = sim_save,
+				      .load = sim_load,
+				      .arg = fl};
 	fl->sim = bmc_sim_new(&scfg);
 	fl->redfish = bmc_redfish_new(fl->clock);
 	fl->ipmi = bmc_ipmi_new(fl->clock);
@@ -707,21 +715,31 @@ struct fleet *fleet_new(const struct fleet_config *cfg, char *err, size_t errlen
 	/* A BMC that keeps timing out is left alone: first probe after 5 s, doubling to 5 min,
 	 * with 20 % jitter so a rack that failed together is not probed in lockstep. */
 	struct breaker_config bcfg = {.failure_threshold = (int)cfg->bmc_breaker_failures,
-				      .probe_min_ms = 5000, .probe_max_ms = 300000, .jitter = 0.2,
+				      .probe_min_ms = 5000,
+				      .probe_max_ms = 300000,
+				      .jitter = 0.2,
 				      .probe_timeout_ms = 4 * cfg->bmc_timeout_s * 1000,
 				      .max_keys = 1u << 20};
 	fl->breaker = breaker_new(fl->clock, &fl->rng, &bcfg);
 	fl->cache = cache_new(fl->store);
 	fl->budget = budget_svc_new(fl->store, fl->cache, fl->clock);
-	struct lifecycle_config lcfg = {
-		.store = fl->store, .cache = fl->cache, .clock = fl->clock, .rng = &fl->rng,
-		.exec = fl->exec, .report_exec = fl->report_exec, .limits = fl->limits,
-		.sim_limits = fl->sim_limits,
-		.breaker = fl->breaker, .bmc_call_timeout_ms = cfg->bmc_timeout_s * 1000,
-		.bmc_credentials_dir = fl->cred_dir, .secret_key = fl->key,
-		.drivers = {fl->sim, fl->ipmi, fl->redfish}, .ndrivers = 3,
-		.workers = cfg->workers, .budget = fl->budget,
-		.sim_time_scale = fl->sim_speed == 0 ? 1000 : speed_factor};
+	struct lifecycle_config lcfg = {.store = fl->store,
+					.cache = fl->cache,
+					.clock = fl->clock,
+					.rng = &fl->rng,
+					.exec = fl->exec,
+					.report_exec = fl->report_exec,
+					.limits = fl->limits,
+					.sim_limits = fl->sim_limits,
+					.breaker = fl->breaker,
+					.bmc_call_timeout_ms = cfg->bmc_timeout_s * 1000,
+					.bmc_credentials_dir = fl->cred_dir,
+					.secret_key = fl->key,
+					.drivers = {fl->sim, fl->ipmi, fl->redfish},
+					.ndrivers = 3,
+					.workers = cfg->workers,
+					.budget = fl->budget,
+					.sim_time_scale = fl->sim_speed == 0 ? 1000 : speed_factor};
 	fl->lc = lifecycle_new(&lcfg);
 	cache_register_metrics(fl->cache);
 	metrics_add_collector(collect_held, fl);
@@ -738,7 +756,9 @@ int fleet_start(struct fleet *fl, char *err, size_t errlen)
 	}
 	resume_sim_machines(fl);
 	executor_submit(fl->exec, gc_task, fl);
-	struct health_config hcfg = {.store = fl->store, .cache = fl->cache, .clock = fl->clock,
+	struct health_config hcfg = {.store = fl->store,
+				     .cache = fl->cache,
+				     .clock = fl->clock,
 				     .rng = &fl->rng,
 				     .heartbeat_timeout_ms = fl->cfg.heartbeat_timeout_s * 1000,
 				     .sweep = 1};
@@ -752,15 +772,23 @@ int fleet_start(struct fleet *fl, char *err, size_t errlen)
 	budget_svc_set_breakers(fl->budget, health_breakers_open_for_cb,
 				health_breaker_owner(fl->health));
 	lifecycle_start(fl->lc);
-	struct api_config acfg = {.listen = fl->listen, .store = fl->store, .clock = fl->clock,
-				  .rng = &fl->rng, .data_dir = fl->data_dir, .secret_key = fl->key,
+	struct api_config acfg = {.listen = fl->listen,
+				  .store = fl->store,
+				  .clock = fl->clock,
+				  .rng = &fl->rng,
+				  .data_dir = fl->data_dir,
+				  .secret_key = fl->key,
 				  .ready = ready,
 				  .ready_arg = fl,
 				  .node_view = {.get_json = node_view, .arg = fl},
-				  .agent = {.booted = agent_booted, .validated = agent_validated,
-					    .remediated = agent_remediated, .arg = fl},
-				  .health = {.report = hook_report, .policy_get = hook_policy_get,
-					     .policy_put = hook_policy_put, .breakers = hook_breakers,
+				  .agent = {.booted = agent_booted,
+					    .validated = agent_validated,
+					    .remediated = agent_remediated,
+					    .arg = fl},
+				  .health = {.report = hook_report,
+					     .policy_get = hook_policy_get,
+					     .policy_put = hook_policy_put,
+					     .breakers = hook_breakers,
 					     .breaker_reset = hook_breaker_reset,
 					     .breaker_reset_ex = hook_breaker_reset_ex,
 					     .budget_status = hook_budget_status,

@@ -35,19 +35,19 @@ struct fleet_config {
 	const char *data_dir; /* required: store (sqlite:<data_dir>/fleetplane.db), secret.key,
 			       * serve.lock, serve.url */
 	const char *cred_dir; /* --bmc-credentials-dir; NULL = <data_dir>/bmc-credentials */
-	int new_secret_key;   /* --new-secret-key: make secret.key although sealed passwords exist */
-	const char *listen;   /* API address host:port (port 0 = any) */
-	long sim_nodes;       /* --sim: simulated nodes to create (0 = none) */
-	double sim_speed;     /* --sim-speed: sim time factor; 0 = zero latency */
-	uint64_t sim_faults;  /* --sim-faults: fault seed; 0 = no faults */
-	int workers;          /* lifecycle workers */
-	int exec_threads;     /* executor pool threads */
-	double site_qps;      /* BMC commands per second per site */
-	long bmc_concurrency;      /* commands in flight per BMC */
-	long bmc_min_interval_ms;  /* gap between commands to one BMC */
-	long bmc_timeout_s;        /* deadline of one BMC call */
-	long bmc_breaker_failures; /* consecutive failures that open a BMC's breaker */
-	long heartbeat_timeout_s;  /* 0 = 3 x the agent's interval, >= 90 s */
+	int new_secret_key;  /* --new-secret-key: make secret.key although sealed passwords exist */
+	const char *listen;  /* API address host:port (port 0 = any) */
+	long sim_nodes;      /* --sim: simulated nodes to create (0 = none) */
+	double sim_speed;    /* --sim-speed: sim time factor; 0 = zero latency */
+	uint64_t sim_faults; /* --sim-faults: fault seed; 0 = no faults */
+	int workers;         /* lifecycle workers */
+	int exec_threads;    /* executor pool threads */
+	double site_qps;     /* BMC commands per second per site */
+	long bmc_concurrency;                 /* commands in flight per BMC */
+	long bmc_min_interval_ms;             /* gap between commands to one BMC */
+	long bmc_timeout_s;                   /* deadline of one BMC call */
+	long bmc_breaker_failures;            /* consecutive failures that open a BMC's breaker */
+	long heartbeat_timeout_s;             /* 0 = 3 x the agent's interval, >= 90 s */
 	struct api_report_limit report_limit; /* agent report limits; 0 = default, -1 = off */
 	const struct fleet_scheduler *scheduler; /* NULL = none */
 	const struct fleet_boot *boot;           /* NULL = none */

@@ -37,12 +37,12 @@ static void store_metrics_init(void)
 {
 	static const double ops_buckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 	m_writes = metrics_register(METRIC_COUNTER, "fleetplane_store_writes_total",
-				    "Store write calls (put, delete, txn) by result.", "result", NULL,
-				    0);
-	m_write_seconds = metrics_register(
-		METRIC_HISTOGRAM, "fleetplane_store_write_duration_seconds",
-		"Time from a store write call to its durable acknowledgement.", "", metrics_buckets_fast,
-		METRICS_BUCKETS_FAST_N);
+				    "Store write calls (put, delete, txn) by result.", "result",
+				    NULL, 0);
+	m_write_seconds =
+		metrics_register(METRIC_HISTOGRAM, "fleetplane_store_write_duration_seconds",
+				 "Time from a store write call to its durable acknowledgement.", "",
+				 metrics_buckets_fast, METRICS_BUCKETS_FAST_N);
 	m_txn_ops = metrics_register(METRIC_HISTOGRAM, "fleetplane_store_txn_ops",
 				     "Operations per store write call.", "", ops_buckets,
 				     sizeof(ops_buckets) / sizeof(ops_buckets[0]));
@@ -51,21 +51,14 @@ static void store_metrics_init(void)
 static const char *result_label(int rc)
 {
 	switch (rc) {
-	case 0:
-		return "ok";
-	case FP_EEXIST:
-		return "exists";
-	case FP_ECONFLICT:
-		return "conflict";
-	case FP_ENOTFOUND:
-		return "notfound";
+	case 0: return "ok";
+	case FP_EEXIST: return "exists";
+	case FP_ECONFLICT: return "conflict";
+	case FP_ENOTFOUND: return "notfound";
 	case FP_EINVAL:
-	case FP_ETOOBIG:
-		return "invalid";
-	case FP_ECLOSED:
-		return "closed";
-	default:
-		return "error";
+	case FP_ETOOBIG: return "invalid";
+	case FP_ECLOSED: return "closed";
+	default: return "error";
 	}
 }
 
@@ -433,7 +426,7 @@ int store_compact(struct store *s, int64_t rev)
 }
 
 int store_foreach(struct store *s, const char *prefix, size_t page, store_foreach_fn fn, void *arg,
-		  int64_t *rev)
+		  int64_t * rev)
 {
 	char *after = NULL;
 	int more = 1, rc = 0;

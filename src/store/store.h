@@ -46,7 +46,10 @@ void store_kv_array_free(struct store_kv *kvs, size_t n);
 #define STORE_ABSENT (0) /* create-if-absent: fail with FP_EEXIST if the key exists */
 /* any value > 0: compare-and-swap, FP_ECONFLICT unless the key exists with this mod_revision */
 
-enum store_op_type { STORE_OP_PUT = 1, STORE_OP_DELETE = 2 };
+enum store_op_type {
+	STORE_OP_PUT = 1,
+	STORE_OP_DELETE = 2
+};
 
 /* One write inside a transaction. Strings are borrowed for the call. */
 struct store_op {
@@ -123,7 +126,7 @@ int store_list(struct store *s, const char *prefix, const char *start_after, siz
  * that follows with store_changes from there misses nothing. kv is borrowed for the call. */
 typedef int (*store_foreach_fn)(void *arg, const struct store_kv *kv);
 int store_foreach(struct store *s, const char *prefix, size_t page, store_foreach_fn fn, void *arg,
-		  int64_t *rev);
+		  int64_t * rev);
 
 /* Counts keys with the prefix (NULL or "" for all) into *n. Returns 0, FP_EINVAL or FP_EIO. */
 int store_count(struct store *s, const char *prefix, size_t *n);

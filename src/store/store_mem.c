@@ -254,8 +254,8 @@ out:
 	return rc;
 }
 
-static int mem_list(struct store_impl *b, const char *prefix, const char *start_after,
-		    size_t limit, struct store_kv **items, size_t *n, int64_t *rev, int *more)
+static int mem_list(struct store_impl *b, const char *prefix, const char *start_after, size_t limit,
+		    struct store_kv **items, size_t *n, int64_t *rev, int *more)
 {
 	struct store_mem *m = to_mem(b);
 	struct store_kv *v = NULL;

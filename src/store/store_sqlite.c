@@ -26,7 +26,7 @@
 #include "base/banned.h"
 
 #define SQ_READERS 4
-#define SQ_ID_SHIFT 15 /* changes.id = rev << 15 | op index; STORE_MAX_TXN_OPS <= 32768 */
+#define SQ_ID_SHIFT 15      /* changes.id = rev << 15 | op index; STORE_MAX_TXN_OPS <= 32768 */
 #define SQ_SCHEMA_VERSION 2 /* 2: change ids shifted by 15 (1: by 11) */
 
 _Static_assert(STORE_MAX_TXN_OPS <= (1 << SQ_ID_SHIFT), "op index must fit in changes.id");
@@ -72,13 +72,23 @@ static const char *const sq_wsql[W_N] = {
 	[W_INSERT] = "INSERT INTO kv(key, value, create_rev, mod_rev) VALUES (?1, ?2, ?3, ?3)",
 	[W_UPDATE] = "UPDATE kv SET value = ?2, mod_rev = ?3 WHERE key = ?1",
 	[W_DELETE] = "DELETE FROM kv WHERE key = ?1",
-	[W_CHANGE] = "INSERT INTO changes(id, key, type, value, create_rev) VALUES (?1,?2,?3,?4,?5)",
+	[W_CHANGE] =
+		"INSERT INTO changes(id, key, type, value, create_rev) VALUES (?1,?2,?3,?4,?5)",
 	[W_META] = "UPDATE meta SET rev = ?1, compacted_rev = ?2 WHERE id = 1",
 	[W_META_READ] = "SELECT rev, compacted_rev FROM meta WHERE id = 1",
 	[W_COMPACT] = "DELETE FROM changes WHERE id < ?1",
 };
 
-enum { R_BEGIN, R_COMMIT, R_META, R_GET, R_LIST, R_COUNT, R_CHANGES, R_N };
+enum {
+	R_BEGIN,
+	R_COMMIT,
+	R_META,
+	R_GET,
+	R_LIST,
+	R_COUNT,
+	R_CHANGES,
+	R_N
+};
 
 static const char *const sq_rsql[R_N] = {
 	[R_BEGIN] = "BEGIN",
@@ -98,7 +108,10 @@ struct sq_reader {
 	sqlite3_stmt *st[R_N];
 };
 
-enum sq_req_kind { SQ_REQ_TXN, SQ_REQ_COMPACT };
+enum sq_req_kind {
+	SQ_REQ_TXN,
+	SQ_REQ_COMPACT
+};
 
 /* One queued write, on the stack of the thread that waits for it. */
 struct sq_req {
@@ -389,8 +402,7 @@ out:
 	return rc;
 }
 
-static int sq_apply_compact(struct store_sqlite *s, struct sq_req *r, int64_t rev,
-			    int64_t *crev)
+static int sq_apply_compact(struct store_sqlite *s, struct sq_req *r, int64_t rev, int64_t *crev)
 {
 	if (r->compact_rev > rev)
 		return FP_EINVAL;
@@ -674,8 +686,8 @@ static int reader_begin(struct sq_reader *c, int64_t *rev, int64_t *crev)
 	return rc;
 }
 
-static int sq_list(struct store_impl *b, const char *prefix, const char *start_after,
-		   size_t limit, struct store_kv **items, size_t *n, int64_t *rev, int *more)
+static int sq_list(struct store_impl *b, const char *prefix, const char *start_after, size_t limit,
+		   struct store_kv **items, size_t *n, int64_t *rev, int *more)
 {
 	struct sq_reader *c = reader_take(to_sq(b));
 	char upper[STORE_MAX_KEY + 2];
@@ -759,16 +771,18 @@ static int sq_changes(struct store_impl *b, const char *prefix, int64_t after_re
 	}
 	store_prefix_upper(prefix, upper);
 	sqlite3_stmt *st = c->st[R_CHANGES];
-	sqlite3_bind_int64(st, 1, after_rev >= rev ? (rev + 1) << SQ_ID_SHIFT
-						   : (after_rev + 1) << SQ_ID_SHIFT);
+	sqlite3_bind_int64(st, 1,
+			   after_rev >= rev ? (rev + 1) << SQ_ID_SHIFT
+					    : (after_rev + 1) << SQ_ID_SHIFT);
 	bind_text(st, 2, prefix);
 	bind_text(st, 3, upper);
 	/* Fetch up to one whole transaction more than max, then cut after the revision that holds
 	 * the max-th event: a revision is never split (its events number at most
 	 * STORE_MAX_TXN_OPS). */
-	sqlite3_bind_int64(st, 4, max >= (size_t)INT64_MAX - STORE_MAX_TXN_OPS
-					  ? -1
-					  : (int64_t)(max + STORE_MAX_TXN_OPS));
+	sqlite3_bind_int64(st, 4,
+			   max >= (size_t)INT64_MAX - STORE_MAX_TXN_OPS
+				   ? -1
+				   : (int64_t)(max + STORE_MAX_TXN_OPS));
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
 		ALLOC_GROW(v, nv + 1, alloc);
 		v[nv].revision = sqlite3_column_int64(st, 0) >> SQ_ID_SHIFT;

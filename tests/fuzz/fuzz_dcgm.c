@@ -16,12 +16,12 @@
 
 #include "base/banned.h"
 
-#define CHECK(c)                                                                   \
-	do {                                                                       \
-		if (!(c)) {                                                        \
+#define CHECK(c)                                                                           \
+	do {                                                                               \
+		if (!(c)) {                                                                \
 			fprintf(stderr, "fuzz_dcgm: %s failed (line %d)\n", #c, __LINE__); \
-			abort();                                                   \
-		}                                                                  \
+			abort();                                                           \
+		}                                                                          \
 	} while (0)
 
 static void check(const struct agent_finding *f, size_t n, size_t max, int unknown)
@@ -36,7 +36,8 @@ static void check(const struct agent_finding *f, size_t n, size_t max, int unkno
 		CHECK(strcmp(f[i].source, "dcgm") == 0);
 		CHECK(strncmp(f[i].code, "dcgm:", 5) == 0 && f[i].code[5] != '\0');
 		for (const char *p = f[i].code + 5; *p; p++)
-			CHECK(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '_');
+			CHECK(islower((unsigned char)*p) || isdigit((unsigned char)*p) ||
+			      *p == '_');
 		CHECK(f[i].gpu_index >= -1);
 	}
 }

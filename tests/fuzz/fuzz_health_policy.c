@@ -62,8 +62,8 @@ static void check_policy(const json_t *doc)
 	int rc = health_policy_from_json(doc, 9, &p, err, sizeof(err));
 	if (rc < 0) {
 		if (rc != FP_EINVAL || p || !err[0])
-			die("policy decode failed without FP_EINVAL, a NULL *out and err", doc, NULL,
-			    err);
+			die("policy decode failed without FP_EINVAL, a NULL *out and err", doc,
+			    NULL, err);
 		return;
 	}
 	if (rc != 0 || !p || p->resource_version != 9)
@@ -100,13 +100,14 @@ static void check_budget(const json_t *doc)
 	int rc = budget_from_json(doc, 9, &b, err, sizeof(err));
 	if (rc < 0) {
 		if (rc != FP_EINVAL || b.name || b.domain || !err[0])
-			die("budget decode failed without FP_EINVAL, an empty budget and err", doc, NULL,
-			    err);
+			die("budget decode failed without FP_EINVAL, an empty budget and err", doc,
+			    NULL, err);
 		return;
 	}
 	if (rc != 0 || !b.name || !b.domain || b.resource_version != 9)
 		die("budget decode succeeded without name, domain and rv 9", doc, NULL, err);
-	if (b.is_percent ? (b.percent < 0 || b.percent > 100) : (b.max_count < 0 || b.max_count > 100000))
+	if (b.is_percent ? (b.percent < 0 || b.percent > 100)
+			 : (b.max_count < 0 || b.max_count > 100000))
 		die("maxUnavailable out of range", doc, NULL, NULL);
 	json_t *j1 = budget_to_json(&b);
 	struct budget c;
@@ -118,7 +119,8 @@ static void check_budget(const json_t *doc)
 	if (c.resource_version != 4)
 		die("budget rv is not 4", j1, NULL, NULL);
 	/* the percentage rule: any non-zero maxUnavailable allows at least one of one node */
-	if (budget_max(&c, 1) < 0 || ((c.is_percent ? c.percent : c.max_count) > 0) != (budget_max(&c, 1) > 0))
+	if (budget_max(&c, 1) < 0 ||
+	    ((c.is_percent ? c.percent : c.max_count) > 0) != (budget_max(&c, 1) > 0))
 		die("budget_max of one member disagrees with maxUnavailable", j1, NULL, NULL);
 	json_decref(j2);
 	budget_release(&c);

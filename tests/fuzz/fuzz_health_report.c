@@ -144,8 +144,7 @@ static int has_event(const json_t *events, const char *id)
 {
 	size_t i;
 	json_t *e;
-	json_array_foreach(events, i, e)
-	{
+	json_array_foreach(events, i, e) {
 		const json_t *v = json_object_get(e, "id");
 		if (json_is_string(v) && strcmp(json_string_value(v), id) == 0)
 			return 1;
@@ -179,13 +178,14 @@ static void check_node_doc(const char *node, const json_t *doc, int rc)
 static void check_result(const char *node, const json_t *doc, const json_t *res, int rc,
 			 const char *err)
 {
-	static const char *const actions[] = {"hold", "none", "job_fault", "suppressed", "count",
-					      NULL};
+	static const char *const actions[] = {"hold",       "none",  "job_fault",
+					      "suppressed", "count", NULL};
 	const json_t *events = json_object_get(doc, "events");
 	size_t nev = json_is_array(events) ? json_array_size(events) : 0;
 	if (!json_is_object(res) || json_object_size(res) != 3)
 		die("result is not {accepted, duplicates, decisions}", doc, res, rc, err);
-	const json_t *acc = json_object_get(res, "accepted"), *dup = json_object_get(res, "duplicates");
+	const json_t *acc = json_object_get(res, "accepted"),
+		     *dup = json_object_get(res, "duplicates");
 	const json_t *dec = json_object_get(res, "decisions");
 	if (!json_is_integer(acc) || !json_is_integer(dup) || !json_is_array(dec))
 		die("result fields have wrong types", doc, res, rc, err);
@@ -196,8 +196,7 @@ static void check_result(const char *node, const json_t *doc, const json_t *res,
 		die("decisions != accepted", doc, res, rc, err);
 	size_t i;
 	json_t *x;
-	json_array_foreach(dec, i, x)
-	{
+	json_array_foreach(dec, i, x) {
 		const char *ev = jsonx_str(x, "event"), *act = jsonx_str(x, "action");
 		if (!ev || !has_event(events, ev))
 			die("a decision names no event of the report", doc, res, rc, err);

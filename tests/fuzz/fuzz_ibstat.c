@@ -14,12 +14,12 @@
 
 #include "base/banned.h"
 
-#define CHECK(c)                                                                     \
-	do {                                                                         \
-		if (!(c)) {                                                          \
+#define CHECK(c)                                                                             \
+	do {                                                                                 \
+		if (!(c)) {                                                                  \
 			fprintf(stderr, "fuzz_ibstat: %s failed (line %d)\n", #c, __LINE__); \
-			abort();                                                     \
-		}                                                                    \
+			abort();                                                             \
+		}                                                                            \
 	} while (0)
 
 static struct ibstat_report rep;

@@ -40,7 +40,10 @@ static void check_str(const char *s, size_t cap, const char *name, const struct 
 	json_decref(j);
 }
 
-static int lower_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+static int lower_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
 
 static int bus_ok(const char *b)
 {
@@ -52,14 +55,15 @@ static int bus_ok(const char *b)
 	if (n < 4 || n > 8 || b[n] != ':')
 		return 0;
 	const char *p = b + n + 1;
-	return lower_hex(p[0]) && lower_hex(p[1]) && p[2] == ':' && lower_hex(p[3]) && lower_hex(p[4]) &&
-	       p[5] == '.' && p[6] >= '0' && p[6] <= '7' && p[7] == '\0';
+	return lower_hex(p[0]) && lower_hex(p[1]) && p[2] == ':' && lower_hex(p[3]) &&
+	       lower_hex(p[4]) && p[5] == '.' && p[6] >= '0' && p[6] <= '7' && p[7] == '\0';
 }
 
 static int code_grammar(const char *c)
 {
 	size_t i = 0;
-	while ((c[i] >= 'a' && c[i] <= 'z') || (c[i] >= '0' && c[i] <= '9') || c[i] == '_' || c[i] == '-')
+	while ((c[i] >= 'a' && c[i] <= 'z') || (c[i] >= '0' && c[i] <= '9') || c[i] == '_' ||
+	       c[i] == '-')
 		i++;
 	if (i == 0 || c[i] != ':')
 		return 0;
@@ -88,23 +92,18 @@ static void check_event(const struct kernlog_event *ev)
 	case KERNLOG_SXID:
 		if (ev->xid < 1 || ev->xid > KERNLOG_XID_MAX)
 			die("xid out of range", ev);
-		snprintf(want, sizeof(want), "%s:%d", ev->kind == KERNLOG_XID ? "xid" : "sxid", ev->xid);
+		snprintf(want, sizeof(want), "%s:%d", ev->kind == KERNLOG_XID ? "xid" : "sxid",
+			 ev->xid);
 		break;
-	case KERNLOG_FALLEN_OFF_BUS:
-		snprintf(want, sizeof(want), "gpu:fallen_off_bus");
-		break;
-	case KERNLOG_NVLINK:
-		snprintf(want, sizeof(want), "nvlink:error");
-		break;
+	case KERNLOG_FALLEN_OFF_BUS: snprintf(want, sizeof(want), "gpu:fallen_off_bus"); break;
+	case KERNLOG_NVLINK: snprintf(want, sizeof(want), "nvlink:error"); break;
 	case KERNLOG_AER:
 		if (strcmp(ev->aer_severity, "fatal") && strcmp(ev->aer_severity, "nonfatal") &&
 		    strcmp(ev->aer_severity, "correctable"))
 			die("aer severity", ev);
 		snprintf(want, sizeof(want), "aer:%s", ev->aer_severity);
 		break;
-	default:
-		die("kind", ev);
-		return;
+	default: die("kind", ev); return;
 	}
 	if (strcmp(ev->code, want) != 0)
 		die("code does not match kind", ev);

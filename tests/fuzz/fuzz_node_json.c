@@ -73,8 +73,8 @@ static void check_node(const struct node *n)
 	for (int to = 0; to < PHASE__COUNT; to++) {
 		int rc = node_phase_check(d->phase, (enum node_phase)to, err, sizeof(err));
 		if ((to == (int)d->phase || d->phase == PHASE_RETIRED) ? rc != FP_ESTATE
-		    : to == PHASE_RETIRING ? rc != 0
-		    : rc != 0 && rc != FP_ESTATE)
+		    : to == PHASE_RETIRING                             ? rc != 0
+								       : rc != 0 && rc != FP_ESTATE)
 			die_doc("phase check disagrees with DESIGN.md", j1, NULL, err);
 	}
 	size_t want = d->nholds - (node_hold_find(d, "fuzz") ? 1 : 0);

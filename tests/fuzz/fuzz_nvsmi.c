@@ -20,12 +20,12 @@
 
 #include "base/banned.h"
 
-#define CHECK(c)                                                                   \
-	do {                                                                       \
-		if (!(c)) {                                                        \
+#define CHECK(c)                                                                            \
+	do {                                                                                \
+		if (!(c)) {                                                                 \
 			fprintf(stderr, "fuzz_nvsmi: %s failed (line %d)\n", #c, __LINE__); \
-			abort();                                                   \
-		}                                                                  \
+			abort();                                                            \
+		}                                                                           \
 	} while (0)
 
 static struct nvsmi_report rep;
@@ -38,12 +38,11 @@ static void check_str(const char *s, size_t n)
 
 static void check_findings(const struct agent_finding *f, size_t n, size_t max, int unknown)
 {
-	static const char *const codes[] = {"ecc:dbe_volatile", "row_remap:pending",
-					    "row_remap:failure", "retired_pages:pending",
-					    "gpu:count_mismatch", "thermal:hw_slowdown",
-					    "thermal:sw_slowdown", "thermal:over_limit",
-					    "power:brake_slowdown",
-					    "nvlink:link_down"};
+	static const char *const codes[] = {"ecc:dbe_volatile",     "row_remap:pending",
+					    "row_remap:failure",    "retired_pages:pending",
+					    "gpu:count_mismatch",   "thermal:hw_slowdown",
+					    "thermal:sw_slowdown",  "thermal:over_limit",
+					    "power:brake_slowdown", "nvlink:link_down"};
 	CHECK(n <= max);
 	CHECK(unknown == 0 || unknown == 1);
 	for (size_t i = 0; i < n; i++) {

@@ -69,14 +69,38 @@ static void want_type(const json_t *o, const char *key, int (*ok)(const json_t *
 		die(what, key);
 }
 
-static int is_str(const json_t *v) { return json_is_string(v); }
-static int is_str_or_null(const json_t *v) { return json_is_string(v) || json_is_null(v); }
-static int is_int(const json_t *v) { return json_is_integer(v); }
-static int is_int_or_null(const json_t *v) { return json_is_integer(v) || json_is_null(v); }
-static int is_num_or_null(const json_t *v) { return json_is_number(v) || json_is_null(v); }
-static int is_bool(const json_t *v) { return json_is_boolean(v); }
-static int is_obj(const json_t *v) { return json_is_object(v); }
-static int is_arr(const json_t *v) { return json_is_array(v); }
+static int is_str(const json_t *v)
+{
+	return json_is_string(v);
+}
+static int is_str_or_null(const json_t *v)
+{
+	return json_is_string(v) || json_is_null(v);
+}
+static int is_int(const json_t *v)
+{
+	return json_is_integer(v);
+}
+static int is_int_or_null(const json_t *v)
+{
+	return json_is_integer(v) || json_is_null(v);
+}
+static int is_num_or_null(const json_t *v)
+{
+	return json_is_number(v) || json_is_null(v);
+}
+static int is_bool(const json_t *v)
+{
+	return json_is_boolean(v);
+}
+static int is_obj(const json_t *v)
+{
+	return json_is_object(v);
+}
+static int is_arr(const json_t *v)
+{
+	return json_is_array(v);
+}
 
 /* Every string in v (depth-limited) is at most RF_MAX_STRING bytes. */
 static void check_capped(const json_t *v, const char *what)
@@ -87,9 +111,11 @@ static void check_capped(const json_t *v, const char *what)
 	json_t *x;
 	size_t i;
 	if (json_is_object(v))
-		json_object_foreach((json_t *)v, k, x) check_capped(x, what);
+		json_object_foreach((json_t *)v, k, x)
+			check_capped(x, what);
 	else if (json_is_array(v))
-		json_array_foreach(v, i, x) check_capped(x, what);
+		json_array_foreach(v, i, x)
+			check_capped(x, what);
 }
 
 static void check_printable(const char *v, const char *what)
@@ -126,8 +152,7 @@ static void walk_ids(const json_t *v, int depth, int *budget)
 	if (json_is_object(v)) {
 		const char *k;
 		json_t *x;
-		json_object_foreach((json_t *)v, k, x)
-		{
+		json_object_foreach((json_t *)v, k, x) {
 			if (strcmp(k, "@odata.id") == 0 && json_is_string(x)) {
 				(*budget)--;
 				check_url(json_string_value(x));
@@ -138,7 +163,8 @@ static void walk_ids(const json_t *v, int depth, int *budget)
 	} else if (json_is_array(v)) {
 		size_t i;
 		json_t *x;
-		json_array_foreach(v, i, x) walk_ids(x, depth + 1, budget);
+		json_array_foreach(v, i, x)
+			walk_ids(x, depth + 1, budget);
 	}
 }
 
@@ -188,8 +214,8 @@ static void check_power(const json_t *doc)
 		json_t *other = json_pack("{s:s}", "PowerState", p == BMC_POWER_ON ? "Off" : "On");
 		q = rf_power_chassis(doc, p, "/redfish/v1/Systems/1", other, "/x/", &reason, msg,
 				     sizeof(msg));
-		if (q != BMC_POWER_UNKNOWN || !reason || strcmp(reason, "PowerStateDisagrees") != 0 ||
-		    !msg[0])
+		if (q != BMC_POWER_UNKNOWN || !reason ||
+		    strcmp(reason, "PowerStateDisagrees") != 0 || !msg[0])
 			die("rf_power_chassis missed a disagreement", msg);
 		json_decref(other);
 	}
@@ -236,18 +262,21 @@ static void check_boot(const json_t *doc)
 		die("rf_boot_of out of range", NULL);
 	for (int d = BMC_BOOT_PXE; d <= BMC_BOOT_DISK; d++)
 		for (int m = BMC_BOOT_MODE_UNKNOWN; m <= BMC_BOOT_MODE_LEGACY; m++) {
-			struct bmc_boot want = {(enum bmc_boot_device)d, m & 1, (enum bmc_boot_mode)m};
+			struct bmc_boot want = {(enum bmc_boot_device)d, m & 1,
+						(enum bmc_boot_mode)m};
 			json_t *req = NULL;
 			char err[512] = "";
 			int rc = rf_boot_patch(doc, "/redfish/v1/Systems/1", &want, &req, err,
 					       sizeof(err));
 			if (rc < 0) {
 				if (req || !err[0])
-					die("rf_boot_patch error with a body or without message", err);
+					die("rf_boot_patch error with a body or without message",
+					    err);
 				continue;
 			}
 			const char *tg = json_string_value(
-				json_object_get(json_object_get(req, "Boot"), "BootSourceOverrideTarget"));
+				json_object_get(json_object_get(req, "Boot"),
+						"BootSourceOverrideTarget"));
 			if (!tg || strcmp(tg, d == BMC_BOOT_PXE ? "Pxe" : "Hdd") != 0)
 				die("rf_boot_patch target is not the one asked", tg);
 			check_dumps(req, "rf_boot_patch body");
@@ -360,7 +389,8 @@ static void check_task(const struct rf_headers *h, const json_t *doc, long statu
 
 static void check_headers(const struct rf_headers *h)
 {
-	if (!memchr(h->etag, '\0', sizeof(h->etag)) || !memchr(h->location, '\0', sizeof(h->location)))
+	if (!memchr(h->etag, '\0', sizeof(h->etag)) ||
+	    !memchr(h->location, '\0', sizeof(h->location)))
 		die("a kept header is not NUL-terminated", NULL);
 	if (h->token && (!h->token[0] || strlen(h->token) >= RF_MAX_HEADER))
 		die("X-Auth-Token kept empty or too long", NULL);
@@ -382,7 +412,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			const char *line = (const char *)data + i;
 			const char *nl = memchr(line, '\n', size - i);
 			size_t n = nl ? (size_t)(nl - line) + 1 : size - i;
-			if (n <= 2 && (line[0] == '\n' || (line[0] == '\r' && n == 2 && line[1] == '\n'))) {
+			if (n <= 2 &&
+			    (line[0] == '\n' || (line[0] == '\r' && n == 2 && line[1] == '\n'))) {
 				i += n;
 				break;
 			}

@@ -77,7 +77,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (label_selector_parse(s, &again, NULL, 0) != 0)
 			abort();
 		for (int i = 0; i < 4; i++)
-			if (label_selector_match(sel, nodes[i]) != label_selector_match(again, nodes[i]))
+			if (label_selector_match(sel, nodes[i]) !=
+			    label_selector_match(again, nodes[i]))
 				abort();
 		label_selector_free(again);
 		label_selector_free(sel);

@@ -19,27 +19,27 @@
 
 #include "base/err.h"
 
-#define CHECK_FAIL_(...)                                                                   \
-	do {                                                                               \
-		print_error(__VA_ARGS__);                                                  \
-		_fail(__FILE__, __LINE__);                                                 \
+#define CHECK_FAIL_(...)                   \
+	do {                               \
+		print_error(__VA_ARGS__);  \
+		_fail(__FILE__, __LINE__); \
 	} while (0)
 
-#define ASSERT_EQ_INT(a, b)                                                                \
-	do {                                                                               \
-		long long check_a_ = (long long)(a), check_b_ = (long long)(b);            \
-		if (check_a_ != check_b_)                                                  \
+#define ASSERT_EQ_INT(a, b)                                                                  \
+	do {                                                                                 \
+		long long check_a_ = (long long)(a), check_b_ = (long long)(b);              \
+		if (check_a_ != check_b_)                                                    \
 			CHECK_FAIL_("%s == %s: %lld != %lld\n", #a, #b, check_a_, check_b_); \
 	} while (0)
 
-#define ASSERT_EQ_STR(a, b)                                                                \
-	do {                                                                               \
-		const char *check_a_ = (a), *check_b_ = (b);                               \
-		if ((check_a_ == NULL) != (check_b_ == NULL) ||                            \
-		    (check_a_ && strcmp(check_a_, check_b_) != 0))                         \
-			CHECK_FAIL_("%s == %s: \"%s\" != \"%s\"\n", #a, #b,                \
-				    check_a_ ? check_a_ : "(null)",                        \
-				    check_b_ ? check_b_ : "(null)");                       \
+#define ASSERT_EQ_STR(a, b)                                                 \
+	do {                                                                \
+		const char *check_a_ = (a), *check_b_ = (b);                \
+		if ((check_a_ == NULL) != (check_b_ == NULL) ||             \
+		    (check_a_ && strcmp(check_a_, check_b_) != 0))          \
+			CHECK_FAIL_("%s == %s: \"%s\" != \"%s\"\n", #a, #b, \
+				    check_a_ ? check_a_ : "(null)",         \
+				    check_b_ ? check_b_ : "(null)");        \
 	} while (0)
 
 static inline const char *check_err_name_(int rc)
@@ -47,13 +47,13 @@ static inline const char *check_err_name_(int rc)
 	return rc == 0 ? "OK" : fp_err_name(rc);
 }
 
-#define ASSERT_EQ_ERR(a, b)                                                                \
-	do {                                                                               \
-		int check_a_ = (int)(a), check_b_ = (int)(b);                              \
-		if (check_a_ != check_b_)                                                  \
-			CHECK_FAIL_("%s == %s: %s (%d) != %s (%d)\n", #a, #b,              \
-				    check_err_name_(check_a_), check_a_,                   \
-				    check_err_name_(check_b_), check_b_);                  \
+#define ASSERT_EQ_ERR(a, b)                                                   \
+	do {                                                                  \
+		int check_a_ = (int)(a), check_b_ = (int)(b);                 \
+		if (check_a_ != check_b_)                                     \
+			CHECK_FAIL_("%s == %s: %s (%d) != %s (%d)\n", #a, #b, \
+				    check_err_name_(check_a_), check_a_,      \
+				    check_err_name_(check_b_), check_b_);     \
 	} while (0)
 
 #define ASSERT_OK(rc) ASSERT_EQ_ERR(rc, 0)
@@ -89,22 +89,22 @@ static inline const char *check_http_reason_(int status)
 	}
 }
 
-#define ASSERT_EQ_HTTP(a, b)                                                               \
-	do {                                                                               \
-		int check_a_ = (int)(a), check_b_ = (int)(b);                              \
-		if (check_a_ != check_b_)                                                  \
-			CHECK_FAIL_("%s == %s: %d %s != %d %s\n", #a, #b, check_a_,        \
-				    check_http_reason_(check_a_), check_b_,                \
-				    check_http_reason_(check_b_));                         \
+#define ASSERT_EQ_HTTP(a, b)                                                        \
+	do {                                                                        \
+		int check_a_ = (int)(a), check_b_ = (int)(b);                       \
+		if (check_a_ != check_b_)                                           \
+			CHECK_FAIL_("%s == %s: %d %s != %d %s\n", #a, #b, check_a_, \
+				    check_http_reason_(check_a_), check_b_,         \
+				    check_http_reason_(check_b_));                  \
 	} while (0)
 
 #ifdef FP_CORE_MODEL_H
-#define ASSERT_EQ_PHASE(a, b)                                                              \
-	do {                                                                               \
-		enum node_phase check_a_ = (a), check_b_ = (b);                            \
-		if (check_a_ != check_b_)                                                  \
-			CHECK_FAIL_("%s == %s: %s != %s\n", #a, #b,                        \
-				    node_phase_name(check_a_), node_phase_name(check_b_)); \
+#define ASSERT_EQ_PHASE(a, b)                                                                  \
+	do {                                                                                   \
+		enum node_phase check_a_ = (a), check_b_ = (b);                                \
+		if (check_a_ != check_b_)                                                      \
+			CHECK_FAIL_("%s == %s: %s != %s\n", #a, #b, node_phase_name(check_a_), \
+				    node_phase_name(check_b_));                                \
 	} while (0)
 #endif
 

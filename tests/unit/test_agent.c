@@ -80,12 +80,12 @@ static size_t count_files(const char *dir, const char *suffix)
 
 struct fake {
 	int down;
-	long status;            /* when up; 200 unless a test says otherwise */
+	long status;                     /* when up; 200 unless a test says otherwise */
 	char ids[MAX_IDS][AGENT_ID_LEN]; /* every event id received in an accepted report */
 	size_t nids;
 	size_t reports;
 	size_t duplicates;
-	json_t *bodies;         /* array of every accepted report */
+	json_t *bodies; /* array of every accepted report */
 };
 
 static int fake_seen(struct fake *f, const char *id)
@@ -104,7 +104,8 @@ static int fake_report(void *arg, const char *body, size_t len, long *status, st
 	buf_reset(answer);
 	*status = f->status;
 	if (f->status != 200) {
-		buf_printf(answer, "error: Unprocessable: events[0].code: bad (HTTP %ld)", f->status);
+		buf_printf(answer, "error: Unprocessable: events[0].code: bad (HTTP %ld)",
+			   f->status);
 		return 0;
 	}
 	json_t *doc = NULL;
@@ -273,7 +274,8 @@ static void test_outbox(void **state)
 	assert_int_equal(seq, 2);
 	assert_string_equal(b.data, r2);
 	assert_int_equal(outbox_reject(&ob, 2, 422, "error: Unprocessable (HTTP 422)", err,
-				       sizeof(err)), 0);
+				       sizeof(err)),
+			 0);
 	assert_int_equal(count_files(rej, ".json"), 2);
 	char *ans = xasprintf("%s/00000000000000000002.answer", rej);
 	fp = fopen(ans, "r");
@@ -324,7 +326,8 @@ static void test_probe(void **state)
 	assert_int_equal(probe_run(cat_argv, 10000, 100, &r, err, sizeof(err)), 0);
 	assert_int_equal(r.truncated, 1);
 	assert_int_equal(r.out.len, 100);
-	assert_memory_equal(r.out.data, "[Sun Feb 23 16:24:18 2025] NVRM: GPU at PCI:0000:9b:00: ", 56);
+	assert_memory_equal(r.out.data,
+			    "[Sun Feb 23 16:24:18 2025] NVRM: GPU at PCI:0000:9b:00: ", 56);
 	probe_result_release(&r);
 	assert_int_equal(probe_run(cat_argv, 10000, 1 << 20, &r, err, sizeof(err)), 0);
 	assert_int_equal(r.truncated, 0);
@@ -374,10 +377,10 @@ static void test_not_configured(void **state)
 	struct fake *f = fake_new();
 	struct agent *a = agent_make(&c, f);
 	setenv("PATH", old_path, 1);
-	static const char *const want_msg[AGENT_DET__COUNT] = {
-		"no --kernel-log given", "nvidia-smi not found in PATH",
-		"libnvidia-ml-fleetplane-absent.so.1 not found", "dcgmi not found in PATH",
-		"no --ibstat given"};
+	static const char *const want_msg[AGENT_DET__COUNT] =
+		{"no --kernel-log given", "nvidia-smi not found in PATH",
+		 "libnvidia-ml-fleetplane-absent.so.1 not found", "dcgmi not found in PATH",
+		 "no --ibstat given"};
 	for (int d = 0; d < AGENT_DET__COUNT; d++) {
 		const struct agent_det_state *s = agent_detector(a, (enum agent_det)d);
 		assert_int_equal(s->live, 0);
@@ -475,9 +478,10 @@ static void test_dcgmi_auto_json(void **state)
 	(void)state;
 	char *dir = mktmp();
 	char *bin = mktmp();
-	char *script = xasprintf("#!/bin/sh\n[ \"$*\" = \"health -c -j\" ] || exit 2\n"
-				 "exec cat %s/tests/data/dcgm/dcgmi-health-c-j-healthy-dcgm4.json\n",
-				 srcdir());
+	char *script =
+		xasprintf("#!/bin/sh\n[ \"$*\" = \"health -c -j\" ] || exit 2\n"
+			  "exec cat %s/tests/data/dcgm/dcgmi-health-c-j-healthy-dcgm4.json\n",
+			  srcdir());
 	make_tool(bin, "dcgmi", script);
 	char *old_path = xstrdup(getenv("PATH") ? getenv("PATH") : "");
 	char *path = xasprintf("%s:%s", bin, old_path);
@@ -550,7 +554,8 @@ static void test_nvlink_status(void **state)
 		assert_int_equal(json_integer_value(jsonx_path(e, "gpu.index")), 3);
 		/* the bus id of index 3 in the -q just read (00000000:5D:00.0) */
 		assert_string_equal(jsonx_str(e, "gpu.pciBusId"), "0000:5d:00.0");
-		assert_string_equal(jsonx_str(e, "message"), "GPU 3: NVLinks down (mask 0x28), 4 of 6 up");
+		assert_string_equal(jsonx_str(e, "message"),
+				    "GPU 3: NVLinks down (mask 0x28), 4 of 6 up");
 		nlink++;
 	}
 	assert_int_equal(nlink, 1);
@@ -915,7 +920,8 @@ static void resume_every_line(const char *name, size_t want_events)
 				 name, n, f->nids, f->duplicates, nwant);
 		for (size_t i = 0; i < nwant; i++)
 			if (!fake_seen(f, want[i]))
-				fail_msg("%s: crash after line %zu: event %s lost", name, n, want[i]);
+				fail_msg("%s: crash after line %zu: event %s lost", name, n,
+					 want[i]);
 		fake_free(f);
 		rm_rf(dir);
 		free(dir);
@@ -1183,7 +1189,7 @@ static void test_nvml_timeout(void **state)
 /* ------------------------------------------------------------------ gpu_reset */
 
 struct reset_fake {
-	json_t *node;            /* what GET /v1/nodes/r01n01 answers */
+	json_t *node; /* what GET /v1/nodes/r01n01 answers */
 	int calls;
 	char op[80];
 	int succeeded;
@@ -1250,8 +1256,10 @@ static void test_gpu_reset(void **state)
 	assert_int_equal(jsonx_parse(doc, strlen(doc), &rf.node, jerr, sizeof(jerr)), 0);
 	struct agent_config c;
 	base_cfg(&c, dir, NULL);
-	struct agent_transport tp = {.report = rf_report, .get_node = rf_get_node,
-				     .remediated = rf_remediated, .arg = &rf};
+	struct agent_transport tp = {.report = rf_report,
+				     .get_node = rf_get_node,
+				     .remediated = rf_remediated,
+				     .arg = &rf};
 	struct agent *a = NULL;
 	char err[512];
 	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), 0);
@@ -1274,14 +1282,17 @@ static void test_gpu_reset(void **state)
 	fp = fopen(exit_file, "w");
 	fputs("3\n", fp);
 	fclose(fp);
-	json_object_set_new(json_object_get(rf.node, "status"), "operation", json_string("op-0009"));
+	json_object_set_new(json_object_get(rf.node, "status"), "operation",
+			    json_string("op-0009"));
 	assert_int_equal(agent_gpu_reset_check(a), 1);
 	assert_string_equal(rf.op, "op-0009");
 	assert_int_equal(rf.succeeded, 0);
-	assert_string_equal(rf.message, "nvidia-smi --gpu-reset -i 0000:3b:00.0 exited with status 3");
+	assert_string_equal(rf.message,
+			    "nvidia-smi --gpu-reset -i 0000:3b:00.0 exited with status 3");
 	/* Not repairing: nothing runs. */
 	json_object_set_new(json_object_get(rf.node, "status"), "phase", json_string("available"));
-	json_object_set_new(json_object_get(rf.node, "status"), "operation", json_string("op-0010"));
+	json_object_set_new(json_object_get(rf.node, "status"), "operation",
+			    json_string("op-0010"));
 	assert_int_equal(agent_gpu_reset_check(a), 0);
 	agent_free(a);
 	setenv("PATH", old_path, 1);
@@ -1375,9 +1386,10 @@ static void test_boot_change_same_ids(void **state)
 	char v1[AGENT_ID_LEN];
 	agent_id_file_line_v1("boot-A", (uint64_t)st.st_dev, (uint64_t)st.st_ino, 0,
 			      "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus", v1);
-	char *cur = xasprintf("{\"kind\":\"file\",\"path\":\"%s\",\"bootId\":\"boot-A\","
-			      "\"dev\":\"%ju\",\"inode\":\"%ju\",\"offset\":\"0\",\"emitted\":[\"%s\"]}",
-			      log, (uintmax_t)st.st_dev, (uintmax_t)st.st_ino, v1);
+	char *cur = xasprintf(
+		"{\"kind\":\"file\",\"path\":\"%s\",\"bootId\":\"boot-A\","
+		"\"dev\":\"%ju\",\"inode\":\"%ju\",\"offset\":\"0\",\"emitted\":[\"%s\"]}",
+		log, (uintmax_t)st.st_dev, (uintmax_t)st.st_ino, v1);
 	char *curpath = xasprintf("%s/kernel.cursor", dir3);
 	write_file(curpath, cur, strlen(cur), "w");
 	base_cfg(&c, dir3, log);
@@ -1403,7 +1415,10 @@ static void test_boot_change_same_ids(void **state)
 
 /* A fake clock and node document for the finding episodes. */
 static int64_t fake_now_ms;
-static int64_t fake_clock(void) { return fake_now_ms; }
+static int64_t fake_clock(void)
+{
+	return fake_now_ms;
+}
 
 struct node_fake {
 	struct fake *api;
@@ -1466,8 +1481,9 @@ static void test_finding_episodes(void **state)
 	write_file(smi, dbe, len, "w");
 	struct node_fake nf = {.api = fake_new()};
 	char jerr[256];
-	const char *doc = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"r01n01\"},\"spec\":{\"gpus\":"
-			  "{\"count\":8}},\"status\":{\"phase\":\"available\"}}";
+	const char
+		*doc = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"r01n01\"},\"spec\":{\"gpus\":"
+		       "{\"count\":8}},\"status\":{\"phase\":\"available\"}}";
 	assert_int_equal(jsonx_parse(doc, strlen(doc), &nf.node, jerr, sizeof(jerr)), 0);
 	struct agent_config c;
 	base_cfg(&c, dir, NULL);
@@ -1520,8 +1536,9 @@ static void test_finding_episodes(void **state)
 	assert_string_not_equal(ids[0], ids[1]);
 	assert_int_equal(nf.api->nids, first_total + 1);
 	/* A remediation recorded (a gpu_reset that did not clear it): a new event. */
-	const char *hist = "[{\"code\":\"ecc:dbe_volatile\",\"gpu\":\"0000:19:00.0\",\"rung\":"
-			   "\"gpu_reset\",\"result\":\"succeeded\",\"at\":\"2026-11-17T09:00:00.000Z\"}]";
+	const char *hist =
+		"[{\"code\":\"ecc:dbe_volatile\",\"gpu\":\"0000:19:00.0\",\"rung\":"
+		"\"gpu_reset\",\"result\":\"succeeded\",\"at\":\"2026-11-17T09:00:00.000Z\"}]";
 	json_t *h = NULL;
 	assert_int_equal(jsonx_parse(hist, strlen(hist), &h, jerr, sizeof(jerr)), 0);
 	json_object_set_new(json_object_get(nf.node, "status"), "remediationHistory", h);
@@ -1597,8 +1614,8 @@ static void test_notices(void **state)
 	json_t *d = body_detector(f, 0, "nvidia-smi");
 	assert_string_equal(jsonx_str(d, "status"), "ok");
 	assert_true(json_is_true(json_object_get(d, "live")));
-	assert_int_equal(json_integer_value(jsonx_path(json_array_get(f->bodies, 0),
-						       "agent.intervalSeconds")),
+	assert_int_equal(json_integer_value(
+				 jsonx_path(json_array_get(f->bodies, 0), "agent.intervalSeconds")),
 			 0);
 	assert_int_equal(count_code(f, "power:brake_slowdown", ids, 16), 8);
 	assert_int_equal(f->nids, 8);
@@ -1610,8 +1627,9 @@ static void test_notices(void **state)
 
 	/* follow mode, with a node document */
 	struct node_fake nf = {.api = fake_new()};
-	const char *doc = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"r01n01\"},\"spec\":{\"gpus\":"
-			  "{\"count\":8}},\"status\":{\"phase\":\"available\"}}";
+	const char
+		*doc = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"r01n01\"},\"spec\":{\"gpus\":"
+		       "{\"count\":8}},\"status\":{\"phase\":\"available\"}}";
 	assert_int_equal(jsonx_parse(doc, strlen(doc), &nf.node, jerr, sizeof(jerr)), 0);
 	c.once = 0;
 	c.wall_ms = fake_clock;
@@ -1847,8 +1865,10 @@ static void test_node_get_backoff(void **state)
 	base_cfg(&c, dir, NULL);
 	c.wall_ms = fake_clock;
 	fake_now_ms = 1795000000000;
-	struct agent_transport tp = {.report = nf_report, .get_node = nf_get_node,
-				     .remediated = rf_remediated, .arg = &nf};
+	struct agent_transport tp = {.report = nf_report,
+				     .get_node = nf_get_node,
+				     .remediated = rf_remediated,
+				     .arg = &nf};
 	struct agent *a = NULL;
 	char err[512];
 	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), 0);

@@ -36,8 +36,8 @@ struct env {
 	unsigned port;
 	int ready;
 	struct api_node_view view;
-	struct fp_clock *clock;         /* NULL: the server's own; setup_limit: a virtual one */
-	struct api_report_limit limit;  /* {0}: the defaults */
+	struct fp_clock *clock;        /* NULL: the server's own; setup_limit: a virtual one */
+	struct api_report_limit limit; /* {0}: the defaults */
 };
 
 static struct env E;
@@ -165,9 +165,11 @@ static void server_start(void)
 	cfg.node_view = E.view;
 	cfg.clock = E.clock;
 	cfg.report_limit = E.limit;
-	cfg.agent = (struct api_agent_hooks){.booted = hook_booted, .validated = hook_validated,
+	cfg.agent = (struct api_agent_hooks){.booted = hook_booted,
+					     .validated = hook_validated,
 					     .remediated = hook_remediated};
-	cfg.health = (struct api_health_hooks){.report = fh_report, .policy_get = fh_policy_get,
+	cfg.health = (struct api_health_hooks){.report = fh_report,
+					       .policy_get = fh_policy_get,
 					       .policy_put = fh_policy_put,
 					       .breakers = fh_breakers,
 					       .breaker_reset = fh_breaker_reset,
@@ -486,9 +488,8 @@ static void test_roles(void **state)
 	struct api_auth *other = api_auth_new(E.st, err, sizeof(err));
 	assert_non_null(other);
 	char *secret = NULL;
-	assert_int_equal(api_auth_token_create(other, "elsewhere", API_ROLE_OPERATOR, NULL,
-					       "test", 1700000000000LL, 7, &secret, NULL, err,
-					       sizeof(err)),
+	assert_int_equal(api_auth_token_create(other, "elsewhere", API_ROLE_OPERATOR, NULL, "test",
+					       1700000000000LL, 7, &secret, NULL, err, sizeof(err)),
 			 0);
 	req("GET", "/v1/nodes", secret, NULL, &r);
 	assert_int_equal(r.status, 200);
@@ -531,14 +532,12 @@ static void test_agent_callbacks(void **state)
 	/* the hooks here record nothing: status.lastBoot is set by hand */
 	set_last_boot("n1", "b-1");
 	set_last_boot("n2", "b-2");
-	req("POST", "/v1/nodes/n1:validated", agent, "{\"bootId\":\"b-1\",\"passed\":false}",
-	    &r);
+	req("POST", "/v1/nodes/n1:validated", agent, "{\"bootId\":\"b-1\",\"passed\":false}", &r);
 	assert_int_equal(r.status, 202);
 	resp_free(&r);
 	assert_string_equal(R.last, "validated n1 b-1 0");
 	/* an operator may report too */
-	req("POST", "/v1/nodes/n2:validated", E.admin, "{\"bootId\":\"b-2\",\"passed\":true}",
-	    &r);
+	req("POST", "/v1/nodes/n2:validated", E.admin, "{\"bootId\":\"b-2\",\"passed\":true}", &r);
 	assert_int_equal(r.status, 202);
 	resp_free(&r);
 	assert_string_equal(R.last, "validated n2 b-2 1");
@@ -579,8 +578,7 @@ static void test_agent_callbacks(void **state)
 	resp_free(&r);
 	req("POST", "/v1/nodes/n1:validated", agent, "{\"bootId\":\"b-1\"}", &r);
 	expect_422_field(&r, "passed");
-	req("POST", "/v1/nodes/n1:validated", agent, "{\"bootId\":\"b-1\",\"passed\":\"yes\"}",
-	    &r);
+	req("POST", "/v1/nodes/n1:validated", agent, "{\"bootId\":\"b-1\",\"passed\":\"yes\"}", &r);
 	expect_422_field(&r, "passed");
 	req("POST", "/v1/nodes/n1:booted", agent, "{\"bootId\":\"b-1\",\"passed\":true}", &r);
 	assert_string_equal(jstr(r.json, "detail"), "unknown field passed");
@@ -596,8 +594,8 @@ static void test_agent_callbacks(void **state)
 
 	/* a validation of another boot than status.lastBoot: 409 naming both, nothing written */
 	json_t *before = stored_node("n1");
-	req("POST", "/v1/nodes/n1:validated", agent,
-	    "{\"bootId\":\"old-boot-0\",\"passed\":false}", &r);
+	req("POST", "/v1/nodes/n1:validated", agent, "{\"bootId\":\"old-boot-0\",\"passed\":false}",
+	    &r);
 	assert_int_equal(r.status, 409);
 	assert_string_equal(jstr(r.json, "bootId"), "old-boot-0");
 	assert_string_equal(jstr(r.json, "lastBootId"), "b-1");
@@ -610,8 +608,7 @@ static void test_agent_callbacks(void **state)
 	json_decref(before);
 	json_decref(after);
 	enroll("n3");
-	req("POST", "/v1/nodes/n3:validated", E.admin, "{\"bootId\":\"b-3\",\"passed\":true}",
-	    &r);
+	req("POST", "/v1/nodes/n3:validated", E.admin, "{\"bootId\":\"b-3\",\"passed\":true}", &r);
 	assert_int_equal(r.status, 409);
 	assert_string_equal(jstr(r.json, "bootId"), "b-3");
 	assert_true(json_is_null(jget(r.json, "lastBootId")));
@@ -649,8 +646,7 @@ static void test_agent_callbacks(void **state)
 			    "node retires and once it is retired");
 	resp_free(&r);
 	set_phase("n2", "retired", NULL);
-	req("POST", "/v1/nodes/n2:validated", E.admin, "{\"bootId\":\"b-2\",\"passed\":true}",
-	    &r);
+	req("POST", "/v1/nodes/n2:validated", E.admin, "{\"bootId\":\"b-2\",\"passed\":true}", &r);
 	assert_int_equal(r.status, 409);
 	assert_string_equal(jstr(r.json, "phase"), "retired");
 	resp_free(&r);
@@ -908,8 +904,8 @@ static void test_enroll(void **state)
 	assert_string_equal(jstr(r.json, "name"), "d1");
 	resp_free(&r);
 	/* unknown field */
-	req("POST", "/v1/nodes", E.admin, "{\"metadata\":{\"name\":\"e1\"},\"spec\":{\"colour\":1}}",
-	    &r);
+	req("POST", "/v1/nodes", E.admin,
+	    "{\"metadata\":{\"name\":\"e1\"},\"spec\":{\"colour\":1}}", &r);
 	assert_int_equal(r.status, 422);
 	assert_string_equal(jstr(r.json, "detail"), "unknown field spec.colour");
 	expect_422_field(&r, "spec.colour");
@@ -920,7 +916,8 @@ static void test_enroll(void **state)
 	snprintf(body, sizeof(body),
 		 "{\"metadata\":{\"name\":\"e2\"},\"spec\":{\"bmc\":{\"password\":\"%s\"}}}", pw);
 	req("POST", "/v1/nodes", E.admin, body, &r);
-	assert_string_equal(jstr(r.json, "detail"), "spec.bmc.password: longer than 256 characters");
+	assert_string_equal(jstr(r.json, "detail"),
+			    "spec.bmc.password: longer than 256 characters");
 	expect_422_field(&r, "spec.bmc.password");
 	/* bad name */
 	req("POST", "/v1/nodes", E.admin, "{\"metadata\":{\"name\":\"Bad_Name\"}}", &r);
@@ -1082,8 +1079,9 @@ static void test_holds(void **state)
 	assert_int_equal(r.status, 200);
 	json_t *items = jget(r.json, "items");
 	assert_int_equal(json_array_size(items), 6);
-	static const char *const reasons[] = {"Enrolled", "DrainRequested", "Resumed",
-					      "DrainRequested", "HoldReleased", "RetireRequested"};
+	static const char *const reasons[] = {"Enrolled",     "DrainRequested",
+					      "Resumed",      "DrainRequested",
+					      "HoldReleased", "RetireRequested"};
 	for (size_t i = 0; i < 6; i++)
 		assert_string_equal(jstr(json_array_get(items, i), "reason"), reasons[i]);
 	assert_string_equal(jstr(json_array_get(items, 4), "actor"), "operator:admin");
@@ -1147,7 +1145,8 @@ static void test_put_and_delete(void **state)
 	assert_string_equal(jstr(r.json, "spec.bmc.ca_file"), "ca.pem");
 	assert_string_equal(jstr(r.json, "spec.bmc.system"), "1");
 	assert_true(json_is_false(jsonx_path(r.json, "spec.bmc.tls_verify")));
-	assert_string_equal(json_string_value(json_array_get(jsonx_path(r.json, "spec.bmc.quirks"), 0)),
+	assert_string_equal(json_string_value(
+				    json_array_get(jsonx_path(r.json, "spec.bmc.quirks"), 0)),
 			    "redfish_basic_auth");
 	resp_free(&r);
 	/* name mismatch */
@@ -1197,8 +1196,8 @@ static void test_put_and_delete(void **state)
 	for (size_t i = 0; i < sizeof(moves) / sizeof(moves[0]); i++) {
 		int64_t rev0 = store_revision(E.st);
 		char put[256];
-		snprintf(put, sizeof(put), "{\"metadata\":{\"name\":\"n8\"},\"spec\":{\"bmc\":{%s}}}",
-			 moves[i]);
+		snprintf(put, sizeof(put),
+			 "{\"metadata\":{\"name\":\"n8\"},\"spec\":{\"bmc\":{%s}}}", moves[i]);
 		snprintf(im, sizeof(im), "If-Match: \"%lld\"", (long long)rev0);
 		req_h(NULL, "PUT", "/v1/nodes/n8", E.admin, put, im, &r);
 		assert_int_equal(r.status, 422);
@@ -1494,8 +1493,8 @@ static void *churn_main(void *arg)
 	char key[64], val[128];
 	for (int i = 0; !atomic_load(&churn_stop); i++) {
 		snprintf(key, sizeof(key), "/events/churn-%06d", i);
-		snprintf(val, sizeof(val), "{\"kind\":\"Event\",\"metadata\":{\"name\":\"churn-%06d\"}}",
-			 i);
+		snprintf(val, sizeof(val),
+			 "{\"kind\":\"Event\",\"metadata\":{\"name\":\"churn-%06d\"}}", i);
 		if (store_put(E.st, key, val, STORE_ANY, NULL) < 0)
 			break;
 		usleep(2000);
@@ -1509,7 +1508,9 @@ static void *churn_main(void *arg)
  * the hub freed before MHD_stop_daemon while a poll thread still locked its mutex). */
 static void test_free_with_watches(void **state)
 {
-	enum { NCLIENTS = 8 };
+	enum {
+		NCLIENTS = 8
+	};
 	struct watch_client c[NCLIENTS];
 	memset(c, 0, sizeof(c));
 	atomic_store(&churn_stop, 0);
@@ -1912,7 +1913,8 @@ static void set_last_boot(const char *name, const char *boot_id)
 	snprintf(key, sizeof(key), "/nodes/%s", name);
 	json_t *doc = stored_node(name);
 	json_object_set_new(json_object_get(doc, "status"), "lastBoot",
-			    json_pack("{s:s,s:s}", "at", "2023-11-14T22:13:20Z", "bootId", boot_id));
+			    json_pack("{s:s,s:s}", "at", "2023-11-14T22:13:20Z", "bootId",
+				      boot_id));
 	char *val = json_dumps(doc, JSON_COMPACT);
 	assert_int_equal(store_put(E.st, key, val, STORE_ANY, NULL), 0);
 	free(val);
@@ -2115,12 +2117,15 @@ static void test_bmc_spec_validated(void **state)
 	static const struct {
 		const char *bmc, *field, *detail;
 	} bad[] = {
-#define IPMI_AT(a) "{\"driver\":\"ipmi\",\"username\":\"admin\",\"password\":\"pw\",\"address\":" a "}"
-#define RF_AT(a) "{\"driver\":\"redfish\",\"username\":\"admin\",\"password\":\"pw\",\"address\":" a "}"
+#define IPMI_AT(a) \
+	"{\"driver\":\"ipmi\",\"username\":\"admin\",\"password\":\"pw\",\"address\":" a "}"
+#define RF_AT(a) \
+	"{\"driver\":\"redfish\",\"username\":\"admin\",\"password\":\"pw\",\"address\":" a "}"
 #define PORT "spec.bmc.address: the port must be a number 1-65535"
 		{IPMI_AT("\"127.0.0.1:99999\""), "spec.bmc.address", PORT},
 		{IPMI_AT("\"127.0.0.1:0\""), "spec.bmc.address", PORT},
-		{IPMI_AT("\"127.0.0.1:\""), "spec.bmc.address", "spec.bmc.address: no port after ':'"},
+		{IPMI_AT("\"127.0.0.1:\""), "spec.bmc.address",
+		 "spec.bmc.address: no port after ':'"},
 		{IPMI_AT("\"127.0.0.1:623x\""), "spec.bmc.address", PORT},
 		{IPMI_AT("\"127.0.0.1:+623\""), "spec.bmc.address", PORT},
 		{IPMI_AT("\"http://\""), "spec.bmc.address",
@@ -2140,7 +2145,8 @@ static void test_bmc_spec_validated(void **state)
 		{RF_AT("\"ftp://x\""), "spec.bmc.address",
 		 "spec.bmc.address \"ftp://x\" is not a URL: want http://host[:port] or "
 		 "https://host[:port]"},
-		{RF_AT("\"http://\""), "spec.bmc.address", "spec.bmc.address \"http://\" has no host"},
+		{RF_AT("\"http://\""), "spec.bmc.address",
+		 "spec.bmc.address \"http://\" has no host"},
 		{RF_AT("\"http://user:pw@host\""), "spec.bmc.address",
 		 "spec.bmc.address: user info (\"user:password@\") is not allowed in the URL; use "
 		 "spec.bmc.username and spec.bmc.password"},
@@ -2186,7 +2192,8 @@ static void test_bmc_spec_validated(void **state)
 		{"{\"driver\":\"ipmi\",\"address\":\"10.0.0.1\",\"username\":\"admin\"}",
 		 "spec.bmc.password",
 		 "spec.bmc.password: required for the ipmi driver (or spec.bmc.password_file)"},
-		{"{\"driver\":\"ipmi\",\"address\":\"10.0.0.1\",\"password\":\"pw\"}", "spec.bmc.username",
+		{"{\"driver\":\"ipmi\",\"address\":\"10.0.0.1\",\"password\":\"pw\"}",
+		 "spec.bmc.username",
 		 "spec.bmc.username: required for the ipmi driver (anonymous IPMI logins are not "
 		 "supported)"},
 		{"{\"driver\":\"ipmi\",\"address\":\"10.0.0.1\",\"username\":\"admin\",\"password\":\"pw\","
@@ -2226,13 +2233,14 @@ static void test_bmc_spec_validated(void **state)
 		json_t *bmc = json_loads(bad[i].bmc, 0, &je);
 		if (!bmc)
 			fail_msg("case %zu does not parse: %s", i, je.text);
-		json_t *doc = json_pack("{s:{s:s},s:{s:O}}", "metadata", "name", "v2", "spec", "bmc",
-					bmc);
+		json_t *doc = json_pack("{s:{s:s},s:{s:O}}", "metadata", "name", "v2", "spec",
+					"bmc", bmc);
 		char *one = jsonx_dumps(doc);
-		json_t *put = json_pack("{s:{s:s},s:{s:O}}", "metadata", "name", "v1", "spec", "bmc",
-					bmc);
+		json_t *put = json_pack("{s:{s:s},s:{s:O}}", "metadata", "name", "v1", "spec",
+					"bmc", bmc);
 		char *put_body = jsonx_dumps(put);
-		json_t *bulk = json_pack("{s:[{s:{s:s}},o]}", "items", "metadata", "name", "v3", doc);
+		json_t *bulk = json_pack("{s:[{s:{s:s}},o]}", "items", "metadata", "name", "v3",
+					 doc);
 		char *bulk_body = jsonx_dumps(bulk);
 		/* single */
 		req("POST", "/v1/nodes", E.admin, one, &r);
@@ -2324,9 +2332,10 @@ static int put_bmc(const char *name, const char *bmc, char *node, size_t nn)
 	snprintf(path, sizeof(path), "/v1/nodes/%s", name);
 	req("GET", path, E.admin, NULL, &r);
 	assert_int_equal(r.status, 200);
-	snprintf(body, sizeof(body),
-		 "{\"metadata\":{\"name\":\"%s\",\"resourceVersion\":\"%s\"},\"spec\":{\"bmc\":%s}}",
-		 name, jstr(r.json, "metadata.resourceVersion"), bmc);
+	snprintf(
+		body, sizeof(body),
+		"{\"metadata\":{\"name\":\"%s\",\"resourceVersion\":\"%s\"},\"spec\":{\"bmc\":%s}}",
+		name, jstr(r.json, "metadata.resourceVersion"), bmc);
 	resp_free(&r);
 	req("PUT", path, E.admin, body, &r);
 	int st = (int)r.status;
@@ -2338,9 +2347,10 @@ static int put_bmc(const char *name, const char *bmc, char *node, size_t nn)
 static void test_one_node_per_bmc(void **state)
 {
 #define IPMI(a) "{\"driver\":\"ipmi\",\"username\":\"u\",\"password\":\"pw\",\"address\":\"" a "\"}"
-#define RF(a) "{\"driver\":\"redfish\",\"username\":\"u\",\"password\":\"pw\",\"address\":\"" a "\"}"
-#define RFS(a, s)                                                                                  \
-	"{\"driver\":\"redfish\",\"username\":\"u\",\"password\":\"pw\",\"address\":\"" a          \
+#define RF(a) \
+	"{\"driver\":\"redfish\",\"username\":\"u\",\"password\":\"pw\",\"address\":\"" a "\"}"
+#define RFS(a, s)                                                                         \
+	"{\"driver\":\"redfish\",\"username\":\"u\",\"password\":\"pw\",\"address\":\"" a \
 	"\",\"system\":\"" s "\"}"
 	char detail[512], node[64];
 	struct resp r;
@@ -2373,45 +2383,53 @@ static void test_one_node_per_bmc(void **state)
 	/* One service, several systems: distinct systems coexist; a repeat system or a node
 	 * without system conflicts. */
 	assert_int_equal(enroll_bmc("s1", RFS("http://rf2.example", "A"), NULL, 0, NULL, 0), 201);
-	assert_int_equal(enroll_bmc("s4", RF("http://RF2.example:80/"), detail, sizeof(detail), node,
-				    sizeof(node)),
+	assert_int_equal(enroll_bmc("s4", RF("http://RF2.example:80/"), detail, sizeof(detail),
+				    node, sizeof(node)),
 			 409);
 	assert_string_equal(node, "s1");
-	assert_int_equal(enroll_bmc("s2", RFS("http://rf2.example:80", "B"), NULL, 0, NULL, 0), 201);
+	assert_int_equal(enroll_bmc("s2", RFS("http://rf2.example:80", "B"), NULL, 0, NULL, 0),
+			 201);
 	assert_int_equal(enroll_bmc("s3", RFS("http://Rf2.example/", "A"), detail, sizeof(detail),
 				    node, sizeof(node)),
 			 409);
 	assert_string_equal(node, "s1");
-	assert_string_equal(detail,
-			    "spec.bmc.address: node s1 already uses this BMC (driver redfish, address "
-			    "http://Rf2.example/, system A); one node per BMC, or provisioning one "
-			    "would power-cycle the other's machine");
+	assert_string_equal(
+		detail, "spec.bmc.address: node s1 already uses this BMC (driver redfish, address "
+			"http://Rf2.example/, system A); one node per BMC, or provisioning one "
+			"would power-cycle the other's machine");
 	/* Sim nodes are exempt. */
-	assert_int_equal(enroll_bmc("m1", "{\"driver\":\"sim\",\"address\":\"x\"}", NULL, 0, NULL, 0),
+	assert_int_equal(enroll_bmc("m1", "{\"driver\":\"sim\",\"address\":\"x\"}", NULL, 0, NULL,
+				    0),
 			 201);
-	assert_int_equal(enroll_bmc("m2", "{\"driver\":\"sim\",\"address\":\"x\"}", NULL, 0, NULL, 0),
+	assert_int_equal(enroll_bmc("m2", "{\"driver\":\"sim\",\"address\":\"x\"}", NULL, 0, NULL,
+				    0),
 			 201);
 	/* Bulk: one BMC twice is a 422 naming both items; one on an enrolled node's BMC is a 409
 	 * naming the item and the node; either way nothing is written. */
 	nodes = count("/nodes/");
 	bmcs = count("/bmc/");
 	req("POST", "/v1/nodes", E.admin,
-	    "{\"items\":[{\"metadata\":{\"name\":\"b1\"},\"spec\":{\"bmc\":" IPMI("10.0.0.9") "}},"
-	    "{\"metadata\":{\"name\":\"b2\"}},"
-	    "{\"metadata\":{\"name\":\"b3\"},\"spec\":{\"bmc\":" IPMI("10.0.0.9:623") "}}]}",
+	    "{\"items\":[{\"metadata\":{\"name\":\"b1\"},\"spec\":{\"bmc\":" IPMI(
+		    "10.0.0.9") "}},"
+				"{\"metadata\":{\"name\":\"b2\"}},"
+				"{\"metadata\":{\"name\":\"b3\"},\"spec\":{\"bmc\":" IPMI(
+					"10.0.0.9:623") "}}]}",
 	    &r);
 	assert_int_equal(r.status, 422);
 	assert_string_equal(jstr(r.json, "field"), "spec.bmc.address");
 	assert_int_equal(json_integer_value(jget(r.json, "indexes.0")), 0);
 	assert_int_equal(json_integer_value(jget(r.json, "indexes.1")), 2);
 	assert_int_equal(json_integer_value(jget(r.json, "index")), 2);
-	assert_string_equal(jstr(r.json, "detail"),
-			    "items[0] (b1) and items[2] (b3) name the same BMC (driver ipmi, address "
-			    "10.0.0.9:623); one node per BMC; nothing was enrolled");
+	assert_string_equal(
+		jstr(r.json, "detail"),
+		"items[0] (b1) and items[2] (b3) name the same BMC (driver ipmi, address "
+		"10.0.0.9:623); one node per BMC; nothing was enrolled");
 	resp_free(&r);
 	req("POST", "/v1/nodes", E.admin,
-	    "{\"items\":[{\"metadata\":{\"name\":\"b1\"},\"spec\":{\"bmc\":" IPMI("10.0.0.9") "}},"
-	    "{\"metadata\":{\"name\":\"b3\"},\"spec\":{\"bmc\":" IPMI("bmc1.example") "}}]}",
+	    "{\"items\":[{\"metadata\":{\"name\":\"b1\"},\"spec\":{\"bmc\":" IPMI(
+		    "10.0.0.9") "}},"
+				"{\"metadata\":{\"name\":\"b3\"},\"spec\":{\"bmc\":" IPMI(
+					"bmc1.example") "}}]}",
 	    &r);
 	assert_int_equal(r.status, 409);
 	assert_string_equal(jstr(r.json, "node"), "a1");
@@ -2421,8 +2439,11 @@ static void test_one_node_per_bmc(void **state)
 	assert_int_equal(count("/bmc/"), bmcs);
 	/* Bulk: several systems of one new service in one request (one marker written). */
 	req("POST", "/v1/nodes", E.admin,
-	    "{\"items\":[{\"metadata\":{\"name\":\"c1\"},\"spec\":{\"bmc\":" RFS("https://rf3", "1") "}},"
-	    "{\"metadata\":{\"name\":\"c2\"},\"spec\":{\"bmc\":" RFS("https://rf3", "2") "}}]}",
+	    "{\"items\":[{\"metadata\":{\"name\":\"c1\"},\"spec\":{\"bmc\":" RFS(
+		    "https://rf3",
+		    "1") "}},"
+			 "{\"metadata\":{\"name\":\"c2\"},\"spec\":{\"bmc\":" RFS("https://rf3",
+										  "2") "}}]}",
 	    &r);
 	assert_int_equal(r.status, 201);
 	resp_free(&r);
@@ -2458,8 +2479,8 @@ static void test_one_node_per_bmc(void **state)
 	struct store *old = NULL;
 	char err[256];
 	assert_int_equal(store_open("mem:", &old, err, sizeof(err)), 0);
-	const char *copy[][2] = {{"a2", "o1"}, {"a2", "o2"}, {"a4", "o3"}, {"m1", "o4"},
-				 {"c1", "o5"}, {"c2", "o6"}};
+	const char *copy[][2] = {{"a2", "o1"}, {"a2", "o2"}, {"a4", "o3"},
+				 {"m1", "o4"}, {"c1", "o5"}, {"c2", "o6"}};
 	for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++) {
 		char key[64];
 		struct store_kv kv = {0};
@@ -2677,15 +2698,15 @@ static void test_health_routes(void **state)
 	req("POST", "/v1/nodes/n1:remediated", agent,
 	    "{\"operation\":\"op-1\",\"succeeded\":true,\"extra\":1}", &r);
 	expect_422_field(&r, "extra");
-	req("POST", "/v1/nodes/n1:remediated", agent,
-	    "{\"operation\":\"op-1\",\"succeeded\":true}", &r);
+	req("POST", "/v1/nodes/n1:remediated", agent, "{\"operation\":\"op-1\",\"succeeded\":true}",
+	    &r);
 	assert_int_equal(r.status, 409);
 	assert_string_equal(jstr(r.json, "detail"),
 			    "operation op-1: node n1 has no operation in flight");
 	resp_free(&r);
 	set_phase("n1", "repairing", "op-2");
-	req("POST", "/v1/nodes/n1:remediated", agent,
-	    "{\"operation\":\"op-1\",\"succeeded\":true}", &r);
+	req("POST", "/v1/nodes/n1:remediated", agent, "{\"operation\":\"op-1\",\"succeeded\":true}",
+	    &r);
 	assert_int_equal(r.status, 409);
 	assert_string_equal(jstr(r.json, "current"), "op-2");
 	resp_free(&r);

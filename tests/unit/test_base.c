@@ -69,16 +69,16 @@ static void test_time_offset(void **state)
 	assert_int_equal(fp_time_parse_offset("2024-02-29T23:00:00-13:00", &ms, NULL), 0);
 	assert_int_equal(ms, 1709208000000LL + 24 * 3600000LL);
 	static const char *const bad[] = {
-		"2026-11-29T05:09:29+0100",     /* RFC 3339 has the colon */
-		"2026-11-29T05:09:29+01",       /* no minutes */
-		"2026-11-29T05:09:29+24:00",    /* offset hour 24 */
-		"2026-11-29T05:09:29+01:60",    /* offset minute 60 */
-		"2026-11-29T05:09:29+01:00 ",   /* trailing text */
-		"2026-11-29T05:09:29,5Z",       /* ',' is dmesg's, not RFC 3339's */
-		"2026-02-30T05:09:29+01:00",    /* impossible local date */
-		"1970-01-01T00:30:00+01:00",    /* before the epoch in UTC */
-		"9999-12-31T23:00:00-02:00",    /* past 9999 in UTC */
-		"2026-11-29T05:09:29",          /* no zone */
+		"2026-11-29T05:09:29+0100",   /* RFC 3339 has the colon */
+		"2026-11-29T05:09:29+01",     /* no minutes */
+		"2026-11-29T05:09:29+24:00",  /* offset hour 24 */
+		"2026-11-29T05:09:29+01:60",  /* offset minute 60 */
+		"2026-11-29T05:09:29+01:00 ", /* trailing text */
+		"2026-11-29T05:09:29,5Z",     /* ',' is dmesg's, not RFC 3339's */
+		"2026-02-30T05:09:29+01:00",  /* impossible local date */
+		"1970-01-01T00:30:00+01:00",  /* before the epoch in UTC */
+		"9999-12-31T23:00:00-02:00",  /* past 9999 in UTC */
+		"2026-11-29T05:09:29",        /* no zone */
 		"",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -155,11 +155,11 @@ static void test_time_scan_forms(void **state)
 	assert_non_null(q);
 	assert_int_equal(ms, 1767225540000LL); /* 2025-12-31T23:59:00Z */
 	static const char *const bad_sl[] = {
-		"Nov 31 11:28:11 h", /* November has 30 */
-		"Nov 29 11:60:11 h", /* minute 60 */
+		"Nov 31 11:28:11 h",  /* November has 30 */
+		"Nov 29 11:60:11 h",  /* minute 60 */
 		"Nov 29 11:28:11. h", /* no fraction digits */
-		"Nov 29 11:28 h",    /* no seconds */
-		"11:28:11 h",        /* no date */
+		"Nov 29 11:28 h",     /* no seconds */
+		"11:28:11 h",         /* no date */
 	};
 	for (size_t i = 0; i < sizeof(bad_sl) / sizeof(bad_sl[0]); i++) {
 		ms = 42;
@@ -314,8 +314,8 @@ static void test_utf8_lossy(void **state)
 
 static void test_metrics_render(void **state)
 {
-	struct metric_family *c =
-		metrics_register(METRIC_COUNTER, "t_ops_total", "Ops.", "kind,result", NULL, 0);
+	struct metric_family *c = metrics_register(METRIC_COUNTER, "t_ops_total", "Ops.",
+						   "kind,result", NULL, 0);
 	metric_add(c, (const char *[]){"provision", "success"}, 2);
 	metric_add(c, (const char *[]){"provision", "success"}, 1);
 	struct metric_family *h = metrics_register(METRIC_HISTOGRAM, "t_dur_seconds", "Dur.", "",
@@ -334,11 +334,16 @@ static void test_metrics_render(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_err_map),      cmocka_unit_test(test_buf_bounded),
-		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_time_bounds),
-		cmocka_unit_test(test_time_offset), cmocka_unit_test(test_time_scan_forms),
-		cmocka_unit_test(test_time_http), cmocka_unit_test(test_json_strict),
-		cmocka_unit_test(test_metrics_render), cmocka_unit_test(test_utf8_lossy),
+		cmocka_unit_test(test_err_map),
+		cmocka_unit_test(test_buf_bounded),
+		cmocka_unit_test(test_time_roundtrip),
+		cmocka_unit_test(test_time_bounds),
+		cmocka_unit_test(test_time_offset),
+		cmocka_unit_test(test_time_scan_forms),
+		cmocka_unit_test(test_time_http),
+		cmocka_unit_test(test_json_strict),
+		cmocka_unit_test(test_metrics_render),
+		cmocka_unit_test(test_utf8_lossy),
 		cmocka_unit_test(test_json_error_hides_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,12 +43,13 @@ struct peer {
 };
 
 static struct fp_clock *clk;
-static struct peer live;  /* a copy of the running peer: teardown stops it when a test fails */
+static struct peer live; /* a copy of the running peer: teardown stops it when a test fails */
 static int live_on;
 
 static int have_ipmi_sim(void)
 {
-	return access("/usr/bin/ipmi_sim", X_OK) == 0 || access("/usr/local/bin/ipmi_sim", X_OK) == 0;
+	return access("/usr/bin/ipmi_sim", X_OK) == 0 ||
+	       access("/usr/local/bin/ipmi_sim", X_OK) == 0;
 }
 
 static const char *srcdir(void)
@@ -131,8 +132,12 @@ static void clear_calls(struct peer *p)
 
 static struct bmc_target target(const struct peer *p, struct bmc_observed *obs)
 {
-	return (struct bmc_target){.node = "n1", .address = p->address, .username = "admin",
-				   .password = PASSWORD, .cipher_suite = -1, .observed = obs};
+	return (struct bmc_target){.node = "n1",
+				   .address = p->address,
+				   .username = "admin",
+				   .password = PASSWORD,
+				   .cipher_suite = -1,
+				   .observed = obs};
 }
 
 static int64_t in_ms(int64_t ms)
@@ -327,7 +332,8 @@ static void test_sel_read(void **state)
 	const char *raw = jsonx_str(e, "raw");
 	assert_int_equal(strlen(raw), 32);
 	assert_memory_equal(raw, "010002", 6);
-	assert_string_equal(raw + 14, "200004010101" "5a0000");
+	assert_string_equal(raw + 14, "200004010101"
+				      "5a0000");
 	json_decref(sel);
 	/* max_entries 0: nothing */
 	assert_int_equal(bmc_sel_read(b, &t, in_ms(10000), 0, &sel, err, sizeof(err)), 0);
@@ -458,14 +464,19 @@ static void validate_is(const struct node_bmc *spec, int want_rc, const char *wa
 /* bmc_spec_validate for ipmi: the call-time checks (same code) and quirks of other drivers. */
 static void test_validate_spec(void **state)
 {
-	struct node_bmc s = {.driver = "ipmi", .address = "10.0.0.1:623", .username = "admin",
-			     .password = "12345678901234567890", .cipher_suite = 17,
-			     .tls_verify = 1, .quirks = BMC_QUIRK_IPMI_INTEL_2_0};
+	struct node_bmc s = {.driver = "ipmi",
+			     .address = "10.0.0.1:623",
+			     .username = "admin",
+			     .password = "12345678901234567890",
+			     .cipher_suite = 17,
+			     .tls_verify = 1,
+			     .quirks = BMC_QUIRK_IPMI_INTEL_2_0};
 	validate_is(&s, 0, NULL, NULL);
 	s.address = "[::1]:623";
-	validate_is(&s, FP_EINVAL, "spec.bmc.address",
-		    "spec.bmc.address: IPv6 addresses are not supported by the ipmi driver; want an "
-		    "IPv4 address or DNS name, optionally with :port");
+	validate_is(
+		&s, FP_EINVAL, "spec.bmc.address",
+		"spec.bmc.address: IPv6 addresses are not supported by the ipmi driver; want an "
+		"IPv4 address or DNS name, optionally with :port");
 	s.address = "bmc.example:+623";
 	validate_is(&s, FP_EINVAL, "spec.bmc.address",
 		    "spec.bmc.address: the port must be a number 1-65535");
@@ -479,12 +490,14 @@ static void test_validate_spec(void **state)
 		    "ASCII)");
 	s.username = "admin";
 	s.password = "pw\x01";
-	validate_is(&s, FP_EINVAL, "spec.bmc.password", "spec.bmc.password: has a control character");
+	validate_is(&s, FP_EINVAL, "spec.bmc.password",
+		    "spec.bmc.password: has a control character");
 	s.password = NULL; /* a password_file is read at call time */
 	s.cipher_suite = 4;
-	validate_is(&s, FP_EINVAL, "spec.bmc.cipher_suite",
-		    "spec.bmc.cipher_suite: 4 is not one FreeIPMI supports (0-3, 6-8, 11-12, 15-17; "
-		    "ipmi_sim offers only 3)");
+	validate_is(
+		&s, FP_EINVAL, "spec.bmc.cipher_suite",
+		"spec.bmc.cipher_suite: 4 is not one FreeIPMI supports (0-3, 6-8, 11-12, 15-17; "
+		"ipmi_sim offers only 3)");
 	s.cipher_suite = -1;
 	validate_is(&s, FP_EINVAL, "spec.bmc.password",
 		    "spec.bmc.password: required for the ipmi driver (or spec.bmc.password_file)");
@@ -494,9 +507,10 @@ static void test_validate_spec(void **state)
 	s.password = NULL;
 	s.password_file = "r01n03";
 	s.username = "";
-	validate_is(&s, FP_EINVAL, "spec.bmc.username",
-		    "spec.bmc.username: required for the ipmi driver (anonymous IPMI logins are not "
-		    "supported)");
+	validate_is(
+		&s, FP_EINVAL, "spec.bmc.username",
+		"spec.bmc.username: required for the ipmi driver (anonymous IPMI logins are not "
+		"supported)");
 	s.username = "admin";
 	s.quirks = BMC_QUIRK_REDFISH_BASIC_AUTH;
 	validate_is(&s, FP_EINVAL, "spec.bmc.quirks",
@@ -537,8 +551,11 @@ static void test_nothing_listens(void **state)
 	struct bmc *b = bmc_ipmi_new(clk);
 	char addr[32];
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_udp_port());
-	struct bmc_target t = {.node = "n1", .address = addr, .username = "admin",
-			       .password = PASSWORD, .cipher_suite = 3};
+	struct bmc_target t = {.node = "n1",
+			       .address = addr,
+			       .username = "admin",
+			       .password = PASSWORD,
+			       .cipher_suite = 3};
 	char err[256] = "";
 	enum bmc_power pw;
 	int rc = bmc_power_get(b, &t, in_ms(2000), &pw, err, sizeof(err));
@@ -570,12 +587,16 @@ static void test_stopped_bmc(void **state)
 static void test_bad_targets(void **state)
 {
 	struct bmc *b = bmc_ipmi_new(clk);
-	struct bmc_target t = {.node = "n1", .address = "127.0.0.1:abc", .username = "admin",
-			       .password = PASSWORD, .cipher_suite = -1};
+	struct bmc_target t = {.node = "n1",
+			       .address = "127.0.0.1:abc",
+			       .username = "admin",
+			       .password = PASSWORD,
+			       .cipher_suite = -1};
 	power_get_refused(b, &t, "spec.bmc.address: the port must be a number 1-65535");
 	t.address = "bmc one";
-	power_get_refused(b, &t, "spec.bmc.address: byte 0x20 at offset 3 is not allowed in a host "
-				 "name or IPv4 address");
+	power_get_refused(b, &t,
+			  "spec.bmc.address: byte 0x20 at offset 3 is not allowed in a host "
+			  "name or IPv4 address");
 	t.address = NULL;
 	power_get_refused(b, &t,
 			  "spec.bmc.address: required for the ipmi driver (host or host:port)");
@@ -583,20 +604,23 @@ static void test_bad_targets(void **state)
 	power_get_refused(b, &t, "spec.bmc.address: the port must be a number 1-65535");
 	t.address = "127.0.0.1";
 	t.cipher_suite = 5;
-	power_get_refused(b, &t, "spec.bmc.cipher_suite: 5 is not one FreeIPMI supports (0-3, 6-8, "
-				 "11-12, 15-17; ipmi_sim offers only 3)");
+	power_get_refused(b, &t,
+			  "spec.bmc.cipher_suite: 5 is not one FreeIPMI supports (0-3, 6-8, "
+			  "11-12, 15-17; ipmi_sim offers only 3)");
 	t.cipher_suite = 3;
 	t.password = "123456789012345678901";
 	power_get_refused(b, &t, "spec.bmc.password: longer than 20 bytes (IPMI 2.0 limit)");
 	/* M9: a non-ASCII byte is named in hex, never copied (half a UTF-8 character) */
 	t.password = PASSWORD;
 	t.address = "\xc3\xa9.example";
-	power_get_refused(b, &t, "spec.bmc.address: byte 0xc3 at offset 0 is not allowed in a host "
-				 "name or IPv4 address");
+	power_get_refused(b, &t,
+			  "spec.bmc.address: byte 0xc3 at offset 0 is not allowed in a host "
+			  "name or IPv4 address");
 	/* L2: a URL is said to be one, not "the port must be a number" */
 	t.address = "http://10.0.0.1";
-	power_get_refused(b, &t, "spec.bmc.address: a URL is not an IPMI address; want host or "
-				 "host:port (URLs are for the redfish driver)");
+	power_get_refused(b, &t,
+			  "spec.bmc.address: a URL is not an IPMI address; want host or "
+			  "host:port (URLs are for the redfish driver)");
 	assert_int_equal(bmc_caps(b),
 			 BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE | BMC_CAP_INVENTORY | BMC_CAP_SEL);
 	bmc_free(b);
@@ -618,18 +642,12 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN);
 	clk = clock_real_new();
 	const struct CMUnitTest tests[] = {
-		T(test_bad_targets),
-		T(test_power_round_trip),
-		T(test_boot_pxe_then_disk),
-		T(test_cycle_reset_soft),
-		T(test_chassis_status),
-		T(test_sel_read),
-		T(test_session_reuse),
-		T(test_quirk_learned),
-		T(test_wrong_password),
-		T(test_same_user_wrong_password),
-		T(test_validate_spec),
-		T(test_nothing_listens),
+		T(test_bad_targets),        T(test_power_round_trip),
+		T(test_boot_pxe_then_disk), T(test_cycle_reset_soft),
+		T(test_chassis_status),     T(test_sel_read),
+		T(test_session_reuse),      T(test_quirk_learned),
+		T(test_wrong_password),     T(test_same_user_wrong_password),
+		T(test_validate_spec),      T(test_nothing_listens),
 		T(test_stopped_bmc),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -104,8 +104,9 @@ static void peer_start(struct peer *p, const char *bundle)
 	snprintf(script, sizeof(script), "%s/tests/peers/redfish/server.py", srcdir());
 	snprintf(data, sizeof(data), "%s/tests/data/redfish/%s", srcdir(), bundle);
 	snprintf(portfile, sizeof(portfile), "%s/port", p->dir);
-	char *argv[] = {"/usr/bin/python3", script, "--bundle", data, "--port-file", portfile,
-			"--log", p->log, "--user", "admin", "--password-file", p->pwfile, NULL};
+	char *argv[] = {"/usr/bin/python3", script,    "--bundle", data,     "--port-file",
+			portfile,           "--log",   p->log,     "--user", "admin",
+			"--password-file",  p->pwfile, NULL};
 	assert_int_equal(posix_spawn(&p->pid, argv[0], NULL, NULL, argv, environ), 0);
 	/* wait for the port file (written once the socket listens) */
 	for (int i = 0; i < 200; i++) {
@@ -215,9 +216,14 @@ static void fx_open(struct fx *f, const char *bundle, const char *system)
 	peer_start(&f->p, bundle);
 	f->clock = clock_real_new();
 	f->b = bmc_redfish_new(f->clock);
-	f->t = (struct bmc_target){.node = "n1", .address = f->p.url, .username = "admin",
-				   .password = PASSWORD, .cipher_suite = -1, .tls_verify = 1,
-				   .system = system, .observed = &f->obs};
+	f->t = (struct bmc_target){.node = "n1",
+				   .address = f->p.url,
+				   .username = "admin",
+				   .password = PASSWORD,
+				   .cipher_suite = -1,
+				   .tls_verify = 1,
+				   .system = system,
+				   .observed = &f->obs};
 }
 
 static int setup_rack(void **state)
@@ -283,7 +289,8 @@ static void test_power_round_trip_one_session(void **state)
 	set_power(f, BMC_ACTION_ON);
 	assert_int_equal(power(f), BMC_POWER_ON);
 	char *log = peer_log(f);
-	assert_int_equal(count(log, "POST " RACK_RESET " 204 auth=session ResetType=ForceOff\n"), 1);
+	assert_int_equal(count(log, "POST " RACK_RESET " 204 auth=session ResetType=ForceOff\n"),
+			 1);
 	assert_int_equal(count(log, "POST " RACK_RESET " 204 auth=session ResetType=On\n"), 1);
 	assert_int_equal(count(log, "POST /redfish/v1/SessionService/Sessions 201"), 1);
 	assert_int_equal(count(log, "GET /redfish/v1/ 200"), 1);
@@ -303,10 +310,10 @@ static void test_power_round_trip_one_session(void **state)
 static void test_reset_type_mapping(void **state)
 {
 	struct fx *f = *state;
-	set_power(f, BMC_ACTION_SOFT);   /* on -> GracefulShutdown */
-	set_power(f, BMC_ACTION_CYCLE);  /* off, no PowerCycle -> On */
-	set_power(f, BMC_ACTION_CYCLE);  /* on, no PowerCycle -> ForceRestart */
-	set_power(f, BMC_ACTION_RESET);  /* ForceRestart */
+	set_power(f, BMC_ACTION_SOFT);  /* on -> GracefulShutdown */
+	set_power(f, BMC_ACTION_CYCLE); /* off, no PowerCycle -> On */
+	set_power(f, BMC_ACTION_CYCLE); /* on, no PowerCycle -> ForceRestart */
+	set_power(f, BMC_ACTION_RESET); /* ForceRestart */
 	char *log = peer_log(f);
 	long a = line_at(log, "POST " RACK_RESET " 204 auth=session ResetType=GracefulShutdown");
 	long b = line_at(log, "POST " RACK_RESET " 204 auth=session ResetType=On");
@@ -340,12 +347,15 @@ static void test_boot_if_match_and_read_back(void **state)
 	char *log = peer_log(f);
 	/* the ETag the GET just before saw, sent back (server ETags are W/"<n>") */
 	assert_int_equal(count(log, "PATCH " RACK_SYS " 200 auth=session if-match=W/\""), 2);
-	assert_int_equal(count(log, "body={\"Boot\": {\"BootSourceOverrideEnabled\": \"Continuous\", "
-				    "\"BootSourceOverrideMode\": \"UEFI\", "
-				    "\"BootSourceOverrideTarget\": \"Pxe\"}}\n"), 1);
+	assert_int_equal(count(log,
+			       "body={\"Boot\": {\"BootSourceOverrideEnabled\": \"Continuous\", "
+			       "\"BootSourceOverrideMode\": \"UEFI\", "
+			       "\"BootSourceOverrideTarget\": \"Pxe\"}}\n"),
+			 1);
 	assert_int_equal(count(log, "body={\"Boot\": {\"BootSourceOverrideEnabled\": \"Once\", "
 				    "\"BootSourceOverrideMode\": \"Legacy\", "
-				    "\"BootSourceOverrideTarget\": \"Hdd\"}}\n"), 1);
+				    "\"BootSourceOverrideTarget\": \"Hdd\"}}\n"),
+			 1);
 	free(log);
 }
 
@@ -382,7 +392,8 @@ static void test_quirk_no_if_match(void **state)
 	/* Mode left as is when the caller does not say */
 	assert_int_equal(count(log, "PATCH " RACK_SYS " 200 auth=session body={\"Boot\": "
 				    "{\"BootSourceOverrideEnabled\": \"Once\", "
-				    "\"BootSourceOverrideTarget\": \"Pxe\"}}\n"), 1);
+				    "\"BootSourceOverrideTarget\": \"Pxe\"}}\n"),
+			 1);
 	free(log);
 }
 
@@ -416,10 +427,11 @@ static void test_inventory(void **state)
 	assert_int_equal(bmc_inventory(f->b, &f->t, in_ms(f, 10000), &inv, f->err, sizeof(f->err)),
 			 0);
 	s = json_dumps(json_object_get(inv, "gpus"), JSON_SORT_KEYS | JSON_COMPACT);
-	assert_string_equal(s, "[{\"id\":\"GPU0\",\"index\":0,\"manufacturer\":\"NVIDIA\",\"model\":"
-			       "\"H100 80GB HBM3\",\"serial\":\"GPU-SN-0000\"},{\"id\":\"GPU1\","
-			       "\"index\":1,\"manufacturer\":\"NVIDIA\",\"model\":\"H100 80GB HBM3\","
-			       "\"serial\":\"GPU-SN-0001\"}]");
+	assert_string_equal(s,
+			    "[{\"id\":\"GPU0\",\"index\":0,\"manufacturer\":\"NVIDIA\",\"model\":"
+			    "\"H100 80GB HBM3\",\"serial\":\"GPU-SN-0000\"},{\"id\":\"GPU1\","
+			    "\"index\":1,\"manufacturer\":\"NVIDIA\",\"model\":\"H100 80GB HBM3\","
+			    "\"serial\":\"GPU-SN-0001\"}]");
 	free(s);
 	json_decref(inv);
 }
@@ -429,7 +441,8 @@ static void test_chassis_status_and_sel(void **state)
 	struct fx *f = *state;
 	json_t *o = NULL;
 	assert_int_equal(bmc_chassis_status(f->b, &f->t, in_ms(f, 10000), &o, f->err,
-					    sizeof(f->err)), 0);
+					    sizeof(f->err)),
+			 0);
 	char *s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
 	assert_string_equal(s, "{\"chassis\":\"1U\",\"health\":\"OK\",\"power\":\"on\"}");
 	free(s);
@@ -437,12 +450,13 @@ static void test_chassis_status_and_sel(void **state)
 	assert_int_equal(bmc_sel_read(f->b, &f->t, in_ms(f, 10000), 10, &o, f->err, sizeof(f->err)),
 			 0);
 	s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
-	assert_string_equal(s, "[{\"eventType\":\"Upper Critical - going high\",\"id\":1,"
-			       "\"message\":\"Temperature threshold exceeded\",\"sensorNumber\":1,"
-			       "\"sensorType\":\"Temperature\",\"timestamp\":\"2012-03-07T14:44:00Z\"},"
-			       "{\"eventType\":\"Upper Critical - going high\",\"id\":2,"
-			       "\"message\":\"Temperature threshold exceeded\",\"sensorNumber\":2,"
-			       "\"sensorType\":\"Temperature\",\"timestamp\":\"2012-03-07T14:45:00Z\"}]");
+	assert_string_equal(
+		s, "[{\"eventType\":\"Upper Critical - going high\",\"id\":1,"
+		   "\"message\":\"Temperature threshold exceeded\",\"sensorNumber\":1,"
+		   "\"sensorType\":\"Temperature\",\"timestamp\":\"2012-03-07T14:44:00Z\"},"
+		   "{\"eventType\":\"Upper Critical - going high\",\"id\":2,"
+		   "\"message\":\"Temperature threshold exceeded\",\"sensorNumber\":2,"
+		   "\"sensorType\":\"Temperature\",\"timestamp\":\"2012-03-07T14:45:00Z\"}]");
 	free(s);
 	json_decref(o);
 	/* bounded: the newest one only */
@@ -460,23 +474,27 @@ static void test_firmware_update(void **state)
 	struct bmc_firmware_req req = {.image_uri = "http://10.0.0.1/bios.bin",
 				       .transfer_protocol = "HTTP"};
 	assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &req, &o, f->err,
-					     sizeof(f->err)), 0);
+					     sizeof(f->err)),
+			 0);
 	char *s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
 	assert_string_equal(s, "{\"messages\":[\"done\"],\"percent\":100,\"state\":\"Completed\","
 			       "\"task\":\"/redfish/v1/TaskService/Tasks/fp1\"}");
 	free(s);
 	json_decref(o);
 	char *log = peer_log(f);
-	assert_int_equal(count(log, "POST /redfish/v1/UpdateService/Actions/UpdateService."
-				    "SimpleUpdate 202 auth=session ImageURI=http://10.0.0.1/bios.bin "
-				    "TransferProtocol=HTTP\n"), 1);
+	assert_int_equal(count(log,
+			       "POST /redfish/v1/UpdateService/Actions/UpdateService."
+			       "SimpleUpdate 202 auth=session ImageURI=http://10.0.0.1/bios.bin "
+			       "TransferProtocol=HTTP\n"),
+			 1);
 	assert_int_equal(count(log, "GET /redfish/v1/TaskService/TaskMonitors/fp1 202"), 1);
 	assert_int_equal(count(log, "GET /redfish/v1/TaskService/TaskMonitors/fp1 200"), 1);
 	free(log);
 	/* a protocol the BMC does not list: refused before anything is sent */
 	req.transfer_protocol = "GOPHER";
 	assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &req, &o, f->err,
-					     sizeof(f->err)), FP_EINVAL);
+					     sizeof(f->err)),
+			 FP_EINVAL);
 	assert_null(o);
 	assert_string_equal(f->err, "TransferProtocol GOPHER is not allowed by the BMC (FTP, SFTP, "
 				    "HTTP, HTTPS, SCP, TFTP)");
@@ -498,19 +516,23 @@ static void test_bad_password_and_addresses(void **state)
 		{"127.0.0.1:443", "spec.bmc.address \"127.0.0.1:443\" is not a URL: want "
 				  "http://host[:port] or https://host[:port]"},
 		{"http://", "spec.bmc.address \"http://\" has no host"},
-		{"https://bmc:99999", "spec.bmc.address \"https://bmc:99999\": port must be 1-65535"},
+		{"https://bmc:99999",
+		 "spec.bmc.address \"https://bmc:99999\": port must be 1-65535"},
 		{"http://admin:pw@bmc", "spec.bmc.address: user info (\"user:password@\") is not "
 					"allowed in the URL; use spec.bmc.username and "
 					"spec.bmc.password"},
-		{"http://bmc/redfish", "spec.bmc.address \"http://bmc/redfish\": '/' at offset 10; "
-				       "want only scheme://host[:port] (no path, query or fragment)"},
-		{"http://\xc3\xa9.example", "spec.bmc.address \"http://??.example\": character 0xc3 "
-					    "at offset 7 is not allowed in a host"},
+		{"http://bmc/redfish",
+		 "spec.bmc.address \"http://bmc/redfish\": '/' at offset 10; "
+		 "want only scheme://host[:port] (no path, query or fragment)"},
+		{"http://\xc3\xa9.example",
+		 "spec.bmc.address \"http://??.example\": character 0xc3 "
+		 "at offset 7 is not allowed in a host"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		f->t.address = bad[i].addr;
 		assert_int_equal(bmc_power_get(f->b, &f->t, in_ms(f, 1000), &pw, f->err,
-					       sizeof(f->err)), FP_EINVAL);
+					       sizeof(f->err)),
+				 FP_EINVAL);
 		assert_string_equal(f->err, bad[i].err);
 	}
 	/* nothing listens on port 1: an I/O error, not a hang */
@@ -563,8 +585,7 @@ static void test_wrong_password_gets_own_session(void **state)
 	free(log);
 }
 
-static void validate_is(const char *json, int want_rc, const char *want_field,
-			const char *want_err)
+static void validate_is(const char *json, int want_rc, const char *want_field, const char *want_err)
 {
 	json_error_t je;
 	json_t *bmc = json_loads(json, 0, &je);
@@ -601,25 +622,29 @@ static void test_validate_spec(void **state)
 	validate_is("{\"driver\":\"redfish\",\"address\":\"https://[::1]:8443\",\"username\":\"a\","
 		    "\"password\":\"pw\"}",
 		    0, NULL, NULL);
-	validate_is("{\"driver\":\"redfish\",\"address\":\"https://h\",\"username\":\"a\"}",
-		    FP_EINVAL, "spec.bmc.password",
-		    "spec.bmc.password: required for the redfish driver (or spec.bmc.password_file)");
+	validate_is(
+		"{\"driver\":\"redfish\",\"address\":\"https://h\",\"username\":\"a\"}", FP_EINVAL,
+		"spec.bmc.password",
+		"spec.bmc.password: required for the redfish driver (or spec.bmc.password_file)");
 	validate_is("{\"driver\":\"redfish\",\"address\":\"https://h\",\"username\":\"a\","
 		    "\"password\":\"\"}",
 		    FP_EINVAL, "spec.bmc.password", "spec.bmc.password: empty");
-	validate_is("{\"driver\":\"redfish\",\"address\":\"http://user:pw@host\",\"username\":\"a\"}",
-		    FP_EINVAL, "spec.bmc.address",
-		    "spec.bmc.address: user info (\"user:password@\") is not allowed in the URL; use "
-		    "spec.bmc.username and spec.bmc.password");
+	validate_is(
+		"{\"driver\":\"redfish\",\"address\":\"http://user:pw@host\",\"username\":\"a\"}",
+		FP_EINVAL, "spec.bmc.address",
+		"spec.bmc.address: user info (\"user:password@\") is not allowed in the URL; use "
+		"spec.bmc.username and spec.bmc.password");
 	validate_is("{\"driver\":\"redfish\",\"address\":\"http://host#f\",\"username\":\"a\"}",
 		    FP_EINVAL, "spec.bmc.address",
 		    "spec.bmc.address \"http://host#f\": '#' at offset 11; want only "
 		    "scheme://host[:port] (no path, query or fragment)");
-	validate_is("{\"driver\":\"redfish\",\"address\":\"http://host\",\"username\":\"\"}", FP_EINVAL,
-		    "spec.bmc.username", "spec.bmc.username: required for the redfish driver");
-	validate_is("{\"driver\":\"redfish\",\"address\":\"http://host\",\"username\":\"ad min\\u0001\"}",
+	validate_is("{\"driver\":\"redfish\",\"address\":\"http://host\",\"username\":\"\"}",
 		    FP_EINVAL, "spec.bmc.username",
-		    "spec.bmc.username: control character 0x01 at offset 6");
+		    "spec.bmc.username: required for the redfish driver");
+	validate_is(
+		"{\"driver\":\"redfish\",\"address\":\"http://host\",\"username\":\"ad min\\u0001\"}",
+		FP_EINVAL, "spec.bmc.username",
+		"spec.bmc.username: control character 0x01 at offset 6");
 	validate_is("{\"driver\":\"redfish\",\"address\":\"http://host\",\"username\":\"a\","
 		    "\"password\":\"p\\tw\"}",
 		    FP_EINVAL, "spec.bmc.password", "spec.bmc.password: has a control character");
@@ -627,14 +652,15 @@ static void test_validate_spec(void **state)
 		    "\"password\":\"pw\",\"cipher_suite\":3}",
 		    FP_EINVAL, "spec.bmc.cipher_suite",
 		    "spec.bmc.cipher_suite: an IPMI setting; the redfish driver has none");
-	validate_is("{\"driver\":\"redfish\",\"address\":\"http://host\",\"username\":\"a\","
-		    "\"password\":\"pw\",\"quirk\":\"ipmi_intel_2_0\"}",
-		    FP_EINVAL, "spec.bmc.quirks",
-		    "spec.bmc.quirks: \"ipmi_intel_2_0\" is not a redfish quirk (the redfish driver "
-		    "takes only redfish_* quirks)");
+	validate_is(
+		"{\"driver\":\"redfish\",\"address\":\"http://host\",\"username\":\"a\","
+		"\"password\":\"pw\",\"quirk\":\"ipmi_intel_2_0\"}",
+		FP_EINVAL, "spec.bmc.quirks",
+		"spec.bmc.quirks: \"ipmi_intel_2_0\" is not a redfish quirk (the redfish driver "
+		"takes only redfish_* quirks)");
 	/* sim takes anything */
-	validate_is("{\"driver\":\"sim\",\"address\":\"a b\",\"quirk\":\"ipmi_intel_2_0\"}", 0, NULL,
-		    NULL);
+	validate_is("{\"driver\":\"sim\",\"address\":\"a b\",\"quirk\":\"ipmi_intel_2_0\"}", 0,
+		    NULL, NULL);
 }
 
 /* ---- public-bladed: four systems, no BootSourceOverrideMode ---- */
@@ -647,14 +673,18 @@ static void test_bladed_system_choice(void **state)
 	assert_int_equal(bmc_power_get(f->b, &f->t, in_ms(f, 10000), &pw, f->err, sizeof(f->err)),
 			 FP_EINVAL);
 	char want[256];
-	snprintf(want, sizeof(want), "%s has several ComputerSystems (529QB9450R6, 529QB9451R6, "
-		 "529QB9452R6, 529QB9453R6): set spec.bmc.system to one", f->p.url);
+	snprintf(want, sizeof(want),
+		 "%s has several ComputerSystems (529QB9450R6, 529QB9451R6, "
+		 "529QB9452R6, 529QB9453R6): set spec.bmc.system to one",
+		 f->p.url);
 	assert_string_equal(f->err, want);
 	f->t.system = "nope";
 	assert_int_equal(bmc_power_get(f->b, &f->t, in_ms(f, 10000), &pw, f->err, sizeof(f->err)),
 			 FP_EINVAL);
-	snprintf(want, sizeof(want), "spec.bmc.system \"nope\" is not a ComputerSystem of %s (it "
-		 "has: 529QB9450R6, 529QB9451R6, 529QB9452R6, 529QB9453R6)", f->p.url);
+	snprintf(want, sizeof(want),
+		 "spec.bmc.system \"nope\" is not a ComputerSystem of %s (it "
+		 "has: 529QB9450R6, 529QB9451R6, 529QB9452R6, 529QB9453R6)",
+		 f->p.url);
 	assert_string_equal(f->err, want);
 }
 
@@ -675,11 +705,13 @@ static void test_bladed_power_and_boot_without_mode(void **state)
 	set_power(f, BMC_ACTION_ON);
 	char *log = peer_log(f);
 	assert_int_equal(count(log, "POST " BLADE_SYS "/Actions/ComputerSystem.Reset 204 "
-				    "auth=session ResetType=ForceOff\n"), 1);
+				    "auth=session ResetType=ForceOff\n"),
+			 1);
 	/* Mode omitted: the bladed System has none */
 	assert_int_equal(count(log, "PATCH " BLADE_SYS " 200 auth=session if-match=W/\""), 1);
 	assert_int_equal(count(log, " body={\"Boot\": {\"BootSourceOverrideEnabled\": \"Once\", "
-				    "\"BootSourceOverrideTarget\": \"Pxe\"}}\n"), 1);
+				    "\"BootSourceOverrideTarget\": \"Pxe\"}}\n"),
+			 1);
 	assert_true(line_at(log, "PATCH " BLADE_SYS " 200") <
 		    line_at(log, "POST " BLADE_SYS "/Actions/ComputerSystem.Reset 204 auth=session "
 				 "ResetType=On"));
@@ -709,7 +741,8 @@ static void test_fault_power_state_disagrees(void **state)
 	peer_control(&f->p, "{\"disagree\": true}");
 	assert_int_equal(power(f), BMC_POWER_UNKNOWN);
 	assert_string_equal(f->obs.power_reason, "PowerStateDisagrees");
-	assert_string_equal(f->err, "System 437XR1138R2 PowerState On but Chassis 1U PowerState Off");
+	assert_string_equal(f->err,
+			    "System 437XR1138R2 PowerState On but Chassis 1U PowerState Off");
 	peer_control(&f->p, "{\"disagree\": false}");
 	assert_int_equal(power(f), BMC_POWER_ON);
 	assert_string_equal(f->obs.power_reason, "");
@@ -761,7 +794,8 @@ static void test_fault_task_never_finishes(void **state)
 	json_t *o = NULL;
 	struct bmc_firmware_req req = {.image_uri = "http://10.0.0.1/bmc.bin"};
 	assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 2000), &req, &o, f->err,
-					     sizeof(f->err)), FP_ETIMEDOUT);
+					     sizeof(f->err)),
+			 FP_ETIMEDOUT);
 	assert_non_null(o);
 	assert_string_equal(json_string_value(json_object_get(o, "state")), "Running");
 	assert_string_equal(json_string_value(json_object_get(o, "task")),
@@ -769,8 +803,10 @@ static void test_fault_task_never_finishes(void **state)
 	json_decref(o);
 	char *log = peer_log(f);
 	/* no TransferProtocol when the caller gives none */
-	assert_int_equal(count(log, "SimpleUpdate 202 auth=session ImageURI=http://10.0.0.1/bmc.bin "
-				    "TransferProtocol=None\n"), 1);
+	assert_int_equal(count(log,
+			       "SimpleUpdate 202 auth=session ImageURI=http://10.0.0.1/bmc.bin "
+			       "TransferProtocol=None\n"),
+			 1);
 	free(log);
 }
 
@@ -817,12 +853,12 @@ static void test_fault_reset_task_and_odata_etag(void **state)
 	assert_int_equal(bmc_boot_set(f->b, &f->t, in_ms(f, 10000), &want, f->err, sizeof(f->err)),
 			 0);
 	char *log = peer_log(f);
-	assert_int_equal(count(log, "POST " RACK_RESET " 202 auth=session ResetType=ForceOff\n"), 1);
+	assert_int_equal(count(log, "POST " RACK_RESET " 202 auth=session ResetType=ForceOff\n"),
+			 1);
 	assert_int_equal(count(log, "GET /redfish/v1/TaskService/TaskMonitors/fp1 200"), 1);
 	assert_int_equal(count(log, "PATCH " RACK_SYS " 200 auth=session if-match=W/\""), 1);
 	free(log);
 }
-
 
 static void test_trailing_slash_and_hpe_wrapper(void **state)
 {
@@ -839,7 +875,8 @@ static void test_trailing_slash_and_hpe_wrapper(void **state)
 	assert_int_equal(got.device, BMC_BOOT_PXE);
 	char *log = peer_log(f);
 	/* the URIs are used as the BMC gives them, trailing slash included */
-	assert_int_equal(count(log, "POST " RACK_RESET "/ 200 auth=session ResetType=ForceOff\n"), 1);
+	assert_int_equal(count(log, "POST " RACK_RESET "/ 200 auth=session ResetType=ForceOff\n"),
+			 1);
 	assert_int_equal(count(log, "GET " RACK_SYS "/ 200 auth=session"), 5);
 	free(log);
 	/* the Id is still found with a slash after it */
@@ -871,9 +908,17 @@ static int run_sushy(struct fx *f, const char *power_s, const char *target, cons
 {
 	char script[512];
 	snprintf(script, sizeof(script), "%s/tests/peers/redfish/sushy_check.py", srcdir());
-	char *argv[] = {"/usr/bin/python3", script, f->p.url, "admin", f->p.pwfile,
-			"437XR1138R2", (char *)power_s, (char *)target, (char *)enabled,
-			(char *)mode, NULL};
+	char *argv[] = {"/usr/bin/python3",
+			script,
+			f->p.url,
+			"admin",
+			f->p.pwfile,
+			"437XR1138R2",
+			(char *)power_s,
+			(char *)target,
+			(char *)enabled,
+			(char *)mode,
+			NULL};
 	pid_t pid;
 	assert_int_equal(posix_spawn(&pid, argv[0], NULL, NULL, argv, environ), 0);
 	int st = 0;
@@ -911,7 +956,8 @@ static void replay_answer(const char *raw, size_t n, struct rf_headers *h, json_
 		const char *nl = memchr(line, '\n', n - i);
 		size_t len = nl ? (size_t)(nl - line) + 1 : n - i;
 		i += len;
-		if (len <= 2 && (line[0] == '\n' || (line[0] == '\r' && len == 2 && line[1] == '\n')))
+		if (len <= 2 &&
+		    (line[0] == '\n' || (line[0] == '\r' && len == 2 && line[1] == '\n')))
 			break;
 		rf_header_line(h, line, len, 1700000000000LL);
 	}
@@ -928,18 +974,23 @@ static void test_fuzz_task_monitor_not_ascii(void **state)
 {
 	(void)state;
 	static const char raw[] =
-	"HTTP/1.1 201 Created\x0d\n"
-	"X-Auth\x01\x00\x00\x00\x00\x00\x00\x16" "0123456789abcdef\x0d\n"
-	"Location: /reated\x0d\n"
-	"X-Auth\x01\x00\x00\x00\x00\x00\x00\x16" "0123456789abcdef\x0d\n"
-	"Location: /redfish/v\xaa" "fish/v1/SessionService/Sessions/7\x0d\n"
-	"\x0d\n"
-	"{\x22@odata.id\x22:\x22/redfish/v1/SessionService/Sessions/7\x22,\x22UserName\x22"
-	":\x22" "admin\x22}";
+		"HTTP/1.1 201 Created\x0d\n"
+		"X-Auth\x01\x00\x00\x00\x00\x00\x00\x16"
+		"0123456789abcdef\x0d\n"
+		"Location: /reated\x0d\n"
+		"X-Auth\x01\x00\x00\x00\x00\x00\x00\x16"
+		"0123456789abcdef\x0d\n"
+		"Location: /redfish/v\xaa"
+		"fish/v1/SessionService/Sessions/7\x0d\n"
+		"\x0d\n"
+		"{\x22@odata.id\x22:\x22/redfish/v1/SessionService/Sessions/7\x22,\x22UserName\x22"
+		":\x22"
+		"admin\x22}";
 	struct rf_headers h;
 	json_t *doc;
 	replay_answer(raw, sizeof(raw) - 1, &h, &doc);
-	assert_string_equal(h.location, "/redfish/v\xaa" "fish/v1/SessionService/Sessions/7");
+	assert_string_equal(h.location, "/redfish/v\xaa"
+					"fish/v1/SessionService/Sessions/7");
 	assert_null(h.token); /* the X-Auth lines lost their colon */
 	assert_int_equal(h.retry_after_ms, -1);
 	assert_non_null(doc);
@@ -1010,8 +1061,9 @@ static void test_inventory_chassis_sel_bounded(void **state)
 	char *cut = repeat("\x01", 256, "");
 	json_t *sys = json_pack("{s:s,s:s,s:s,s:s,s:{s:s,s:i},s:{s:s},s:s,s:{s:i}}", "Id", big,
 				"Manufacturer", big, "Model", big, "SerialNumber", big,
-				"ProcessorSummary", "Model", big, "Count", 2, "Status", "Health", big,
-				"PowerRestorePolicy", big, "MemorySummary", "TotalSystemMemoryGiB", 96);
+				"ProcessorSummary", "Model", big, "Count", 2, "Status", "Health",
+				big, "PowerRestorePolicy", big, "MemorySummary",
+				"TotalSystemMemoryGiB", 96);
 	json_t *proc = json_pack("{s:s,s:s,s:s,s:s,s:s}", "ProcessorType", "GPU", "Id", big,
 				 "Model", big, "Manufacturer", big, "SerialNumber", big);
 	json_t *gpus = json_array();
@@ -1022,7 +1074,8 @@ static void test_inventory_chassis_sel_bounded(void **state)
 	assert_string_equal(jsonx_str(inv, "system.manufacturer"), cut);
 	assert_string_equal(jsonx_str(inv, "cpu.model"), cut);
 	assert_string_equal(json_string_value(json_object_get(
-				    json_array_get(json_object_get(inv, "gpus"), 63), "serial")), cut);
+				    json_array_get(json_object_get(inv, "gpus"), 63), "serial")),
+			    cut);
 	char *text = jsonx_dumps(inv);
 	/* 261 strings of 256 bytes escaped to 6 each + keys: under the 450 KB promised */
 	assert_int_equal(strlen(text), 404976);
@@ -1104,8 +1157,9 @@ static void test_header_values_sent_back_are_printable(void **state)
 	json_t *body = json_pack("{s:s}", "@odata.etag", "W/\"1\"\r\nX-Evil: 1");
 	assert_int_equal(rf_etag_of("", body, etag, sizeof(etag), err, sizeof(err)), FP_EBMC);
 	assert_string_equal(etag, "");
-	assert_string_equal(err, "@odata.etag from the BMC has byte 0x0d at offset 5; not sent back "
-				 "(a header value must be printable ASCII 0x20-0x7e)");
+	assert_string_equal(err,
+			    "@odata.etag from the BMC has byte 0x0d at offset 5; not sent back "
+			    "(a header value must be printable ASCII 0x20-0x7e)");
 	json_decref(body);
 	char *longtag = repeat("x", 300, "W/");
 	body = json_pack("{s:s}", "@odata.etag", longtag);
@@ -1137,9 +1191,11 @@ static void test_header_values_sent_back_are_printable(void **state)
 	assert_string_equal(err, "X-Auth-Token from the BMC has byte 0x0d at offset 4; not sent "
 				 "back (a header value must be printable ASCII 0x20-0x7e)");
 	assert_int_equal(rf_header_safe("X-Auth-Token", "0123abcd", RF_MAX_HEADER, err,
-					sizeof(err)), 0);
+					sizeof(err)),
+			 0);
 	assert_int_equal(rf_header_safe("X-Auth-Token", "caf\xc3\xa9", RF_MAX_HEADER, err,
-					sizeof(err)), FP_EBMC);
+					sizeof(err)),
+			 FP_EBMC);
 	assert_string_equal(err, "X-Auth-Token from the BMC has byte 0xc3 at offset 3; not sent "
 				 "back (a header value must be printable ASCII 0x20-0x7e)");
 	json_decref(doc);
@@ -1171,7 +1227,7 @@ static void test_sel_created_validated(void **state)
 		{" 2012-03-07T14:44:00Z", NULL},
 		{"2012-3-7T14:44:00Z", NULL},
 		{"2012-03-07T14:44:00.12345678901234567890Z", NULL}, /* 41 bytes */
-		{"1006-03-07T02:14:00.250+05:30", NULL}, /* found by fuzz_redfish */
+		{"1006-03-07T02:14:00.250+05:30", NULL},             /* found by fuzz_redfish */
 		{"1969-12-31T23:59:59Z", NULL},
 		{"1970-01-01T00:00:00Z", "1970-01-01T00:00:00Z"},
 		{"yesterday", NULL},
@@ -1219,7 +1275,8 @@ static void test_firmware_multipart_upload(void **state)
 	char *path = write_image(f->p.dir, "bmc-fw.bin", 70000);
 	static const char *const targets[] = {"/redfish/v1/UpdateService/FirmwareInventory/BMC",
 					      NULL};
-	struct bmc_firmware_req req = {.image_path = path, .apply_time = "OnReset",
+	struct bmc_firmware_req req = {.image_path = path,
+				       .apply_time = "OnReset",
 				       .targets = targets};
 	json_t *o = NULL;
 	int rc = bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &req, &o, f->err,
@@ -1235,18 +1292,23 @@ static void test_firmware_multipart_upload(void **state)
 	/* again with no targets and no apply time: an empty UpdateParameters object */
 	struct bmc_firmware_req plain = {.image_path = path};
 	assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &plain, &o, f->err,
-					     sizeof(f->err)), 0);
+					     sizeof(f->err)),
+			 0);
 	json_decref(o);
 	char *log = peer_log(f);
 	/* the server saw exactly the file's bytes (sha256 of the 70000 bytes written) */
-	assert_int_equal(count(log, "POST /redfish/v1/UpdateService/upload 202 auth=session "
-				    "UpdateParameters={\"@Redfish.OperationApplyTime\": \"OnReset\", "
-				    "\"Targets\": [\"/redfish/v1/UpdateService/FirmwareInventory/BMC\"]} "
-				    "UpdateFile=bmc-fw.bin size=70000 sha256=9f6d8bb550591a5410aa72b997e7"
-				    "d49e3eed1ce025e83628addaf4382d2295bd\n"), 1);
-	assert_int_equal(count(log, "POST /redfish/v1/UpdateService/upload 202 auth=session "
-				    "UpdateParameters={} UpdateFile=bmc-fw.bin size=70000 sha256=9f6d8b"
-				    "b550591a5410aa72b997e7d49e3eed1ce025e83628addaf4382d2295bd\n"), 1);
+	assert_int_equal(
+		count(log, "POST /redfish/v1/UpdateService/upload 202 auth=session "
+			   "UpdateParameters={\"@Redfish.OperationApplyTime\": \"OnReset\", "
+			   "\"Targets\": [\"/redfish/v1/UpdateService/FirmwareInventory/BMC\"]} "
+			   "UpdateFile=bmc-fw.bin size=70000 sha256=9f6d8bb550591a5410aa72b997e7"
+			   "d49e3eed1ce025e83628addaf4382d2295bd\n"),
+		1);
+	assert_int_equal(count(log,
+			       "POST /redfish/v1/UpdateService/upload 202 auth=session "
+			       "UpdateParameters={} UpdateFile=bmc-fw.bin size=70000 sha256=9f6d8b"
+			       "b550591a5410aa72b997e7d49e3eed1ce025e83628addaf4382d2295bd\n"),
+			 1);
 	assert_int_equal(count(log, "GET /redfish/v1/TaskService/TaskMonitors/fp1 202"), 1);
 	assert_int_equal(count(log, "GET /redfish/v1/TaskService/TaskMonitors/fp1 200"), 1);
 	assert_int_equal(count(log, "GET /redfish/v1/TaskService/TaskMonitors/fp2 200"), 1);
@@ -1263,12 +1325,15 @@ static void test_firmware_path_needs_multipart(void **state)
 	struct bmc_firmware_req req = {.image_path = path};
 	json_t *o = NULL;
 	assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &req, &o, f->err,
-					     sizeof(f->err)), FP_EUNSUPPORTED);
+					     sizeof(f->err)),
+			 FP_EUNSUPPORTED);
 	assert_null(o);
 	char want[512];
-	snprintf(want, sizeof(want), "%s UpdateService has no MultipartHttpPushUri, which "
+	snprintf(want, sizeof(want),
+		 "%s UpdateService has no MultipartHttpPushUri, which "
 		 "image_path needs (it offers SimpleUpdate, HttpPushUri): serve the image and give "
-		 "image_uri", f->p.url);
+		 "image_uri",
+		 f->p.url);
 	assert_string_equal(f->err, want);
 	char *log = peer_log(f);
 	assert_int_equal(count(log, "GET /redfish/v1/UpdateService 200 auth=session"), 1);
@@ -1289,10 +1354,13 @@ static void test_firmware_path_refused(void **state)
 	json_t *o = NULL;
 	struct bmc_firmware_req req = {.image_path = link};
 	assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &req, &o, f->err,
-					     sizeof(f->err)), FP_EINVAL);
+					     sizeof(f->err)),
+			 FP_EINVAL);
 	assert_null(o);
-	snprintf(want, sizeof(want), "firmware image_path %s is a symbolic link; refused (opened "
-		 "with O_NOFOLLOW): give the file itself", link);
+	snprintf(want, sizeof(want),
+		 "firmware image_path %s is a symbolic link; refused (opened "
+		 "with O_NOFOLLOW): give the file itself",
+		 link);
 	assert_string_equal(f->err, want);
 	static const struct {
 		struct bmc_firmware_req req;
@@ -1315,7 +1383,8 @@ static void test_firmware_path_refused(void **state)
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &bad[i].req, &o,
-						     f->err, sizeof(f->err)), FP_EINVAL);
+						     f->err, sizeof(f->err)),
+				 FP_EINVAL);
 		assert_string_equal(f->err, bad[i].err);
 	}
 	FILE *e = fopen(path, "w"); /* empty */
@@ -1323,7 +1392,8 @@ static void test_firmware_path_refused(void **state)
 	fclose(e);
 	req.image_path = path;
 	assert_int_equal(bmc_firmware_update(f->b, &f->t, in_ms(f, 20000), &req, &o, f->err,
-					     sizeof(f->err)), FP_EINVAL);
+					     sizeof(f->err)),
+			 FP_EINVAL);
 	snprintf(want, sizeof(want), "firmware image_path %s is empty", path);
 	assert_string_equal(f->err, want);
 	/* nothing reached the BMC: every refusal comes before the first request */

@@ -146,8 +146,10 @@ static void test_probe_timeout(void **state)
 static void test_transitions_alternate(void **state)
 {
 	struct fp_clock *c = clock_virtual_new(0);
-	struct breaker_config cfg = {.failure_threshold = 2, .probe_min_ms = 100,
-				     .probe_max_ms = 400, .probe_timeout_ms = 50};
+	struct breaker_config cfg = {.failure_threshold = 2,
+				     .probe_min_ms = 100,
+				     .probe_max_ms = 400,
+				     .probe_timeout_ms = 50};
 	struct breaker *br = breaker_new(c, NULL, &cfg);
 	struct fp_rng r;
 	fp_rng_init(&r, 7);
@@ -285,8 +287,8 @@ static void test_defaults_and_bad_keys(void **state)
 	clock_virtual_advance(c, 5000);
 	assert_int_equal(breaker_allow(br, "k", &w), 0);
 	assert_int_equal(breaker_allow(br, "k", &w), FP_EAGAIN);
-	assert_int_equal(w, 5000); /* min(probe left 120000, probe_min 5000) */
-	clock_virtual_advance(c, 120000);           /* default probe timeout */
+	assert_int_equal(w, 5000);        /* min(probe left 120000, probe_min 5000) */
+	clock_virtual_advance(c, 120000); /* default probe timeout */
 	assert_int_equal(breaker_allow(br, "k", &w), FP_EAGAIN);
 	assert_int_equal(w, 10000); /* doubled, counted from the deadline (now) */
 	breaker_free(br);

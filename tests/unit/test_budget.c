@@ -83,19 +83,22 @@ static void test_budget_documents(void **state)
 	expect_budget_err("{\"metadata\":{\"name\":\"b\"},\"spec\":{\"domain\":\"rack\","
 			  "\"maxUnavailable\":1,\"minAvailable\":3}}",
 			  "unknown field spec.minAvailable");
-	expect_budget_err("{\"metadata\":{\"name\":\"b\"},\"spec\":{\"domain\":\"row\","
-			  "\"maxUnavailable\":1}}",
-			  "spec.domain: \"row\" is not rack, site, pool, nvlink_domain, leaf, pdu or "
-			  "label:<key> (key 1-63 "
-			  "characters of [A-Za-z0-9._/-])");
-	expect_budget_err("{\"metadata\":{\"name\":\"b\"},\"spec\":{\"domain\":\"label:\","
-			  "\"maxUnavailable\":1}}",
-			  "spec.domain: \"label:\" is not rack, site, pool, nvlink_domain, leaf, pdu "
-			  "or label:<key> (key 1-63 "
-			  "characters of [A-Za-z0-9._/-])");
-	expect_budget_err("{\"metadata\":{\"name\":\"b\"},\"spec\":{\"maxUnavailable\":1}}",
-			  "spec.domain: required string: rack, site, pool, nvlink_domain, leaf, pdu or "
-			  "label:<key>");
+	expect_budget_err(
+		"{\"metadata\":{\"name\":\"b\"},\"spec\":{\"domain\":\"row\","
+		"\"maxUnavailable\":1}}",
+		"spec.domain: \"row\" is not rack, site, pool, nvlink_domain, leaf, pdu or "
+		"label:<key> (key 1-63 "
+		"characters of [A-Za-z0-9._/-])");
+	expect_budget_err(
+		"{\"metadata\":{\"name\":\"b\"},\"spec\":{\"domain\":\"label:\","
+		"\"maxUnavailable\":1}}",
+		"spec.domain: \"label:\" is not rack, site, pool, nvlink_domain, leaf, pdu "
+		"or label:<key> (key 1-63 "
+		"characters of [A-Za-z0-9._/-])");
+	expect_budget_err(
+		"{\"metadata\":{\"name\":\"b\"},\"spec\":{\"maxUnavailable\":1}}",
+		"spec.domain: required string: rack, site, pool, nvlink_domain, leaf, pdu or "
+		"label:<key>");
 	const char *mu_err = "spec.maxUnavailable: expected a count (0..100000) or a percentage "
 			     "like \"10%\" (0%..100%)";
 	expect_budget_err("{\"metadata\":{\"name\":\"b\"},\"spec\":{\"domain\":\"rack\","
@@ -177,9 +180,11 @@ static void test_budget_rules(void **state)
 	n->site = xstrdup("s1");
 
 	/* never served: never counts */
-	static const int counts_when_served[PHASE__COUNT] = {
-		[PHASE_DRAINING] = 1, [PHASE_MAINTENANCE] = 1, [PHASE_REPAIRING] = 1,
-		[PHASE_VALIDATING] = 1, [PHASE_FAILED] = 1};
+	static const int counts_when_served[PHASE__COUNT] = {[PHASE_DRAINING] = 1,
+							     [PHASE_MAINTENANCE] = 1,
+							     [PHASE_REPAIRING] = 1,
+							     [PHASE_VALIDATING] = 1,
+							     [PHASE_FAILED] = 1};
 	for (int ph = 0; ph < PHASE__COUNT; ph++) {
 		n->phase = (enum node_phase)ph;
 		n->served_at = 0;
@@ -434,8 +439,10 @@ static void test_svc_status_and_cache(void **state)
 	metrics_render(&m);
 	size_t len;
 	char *text = buf_detach(&m, &len);
-	assert_non_null(strstr(text, "fleetplane_budget_remaining{budget=\"rack-1\",value=\"r01\"} 0\n"));
-	assert_non_null(strstr(text, "fleetplane_budget_remaining{budget=\"rack-1\",value=\"r02\"} 0\n"));
+	assert_non_null(
+		strstr(text, "fleetplane_budget_remaining{budget=\"rack-1\",value=\"r01\"} 0\n"));
+	assert_non_null(
+		strstr(text, "fleetplane_budget_remaining{budget=\"rack-1\",value=\"r02\"} 0\n"));
 	assert_non_null(strstr(text, "fleetplane_disruptions_waiting 1\n"));
 	free(text);
 
@@ -460,10 +467,11 @@ static void test_svc_status_and_cache(void **state)
 			 0);
 	budget_svc_invalidate(w->svc);
 	assert_int_equal(admit(w, "a1", why, sizeof(why)), 0);
-	assert_string_equal(why, "stored budget /budgets/zz is invalid: spec.domain: \"row\" is "
-				 "not rack, site, pool, nvlink_domain, leaf, pdu or label:<key> (key "
-				 "1-63 characters of "
-				 "[A-Za-z0-9._/-])");
+	assert_string_equal(why,
+			    "stored budget /budgets/zz is invalid: spec.domain: \"row\" is "
+			    "not rack, site, pool, nvlink_domain, leaf, pdu or label:<key> (key "
+			    "1-63 characters of "
+			    "[A-Za-z0-9._/-])");
 	bw_free(w);
 }
 

@@ -136,23 +136,25 @@ static enum MHD_Result fake_arg(void *cls, enum MHD_ValueKind kind, const char *
 	return MHD_YES;
 }
 
-static char *node_doc_text(const char *name, const char *phase, const char *holds,
-			   const char *site, const char *rack, int gpus, int64_t created_ms)
+static char *node_doc_text(const char *name, const char *phase, const char *holds, const char *site,
+			   const char *rack, int gpus, int64_t created_ms)
 {
 	char created[FP_TIME_LEN];
 	fp_time_format(created_ms, created);
 	char g[64] = "";
 	if (gpus)
-		snprintf(g, sizeof(g), ",\"gpus\":{\"count\":%d,\"model\":\"NVIDIA H100 80GB HBM3\"}", gpus);
-	return xasprintf("{\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"uid\":\"u-%s\","
-			 "\"resourceVersion\":\"5\",\"labels\":{\"site\":\"%s\"},\"createdAt\":\"%s\"},"
-			 "\"spec\":{\"site\":\"%s\",\"rack\":\"%s\",\"bmc\":{\"driver\":\"sim\"}%s},"
-			 "\"status\":{\"phase\":\"%s\",\"phaseSince\":\"%s\",\"holds\":[%s],"
-			 "\"conditions\":[{\"type\":\"BMCReachable\",\"status\":\"True\",\"reason\":"
-			 "\"Answered\",\"message\":\"ok\",\"since\":\"%s\"}],"
-			 "\"inventory\":{\"gpus\":[{\"model\":\"H100\"},{\"model\":\"H100\"}],"
-			 "\"cpu\":{\"model\":\"EPYC 9454\",\"sockets\":2,\"flags\":[]}}}}",
-			 name, name, site, created, site, rack, g, phase, created, holds, created);
+		snprintf(g, sizeof(g),
+			 ",\"gpus\":{\"count\":%d,\"model\":\"NVIDIA H100 80GB HBM3\"}", gpus);
+	return xasprintf(
+		"{\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"uid\":\"u-%s\","
+		"\"resourceVersion\":\"5\",\"labels\":{\"site\":\"%s\"},\"createdAt\":\"%s\"},"
+		"\"spec\":{\"site\":\"%s\",\"rack\":\"%s\",\"bmc\":{\"driver\":\"sim\"}%s},"
+		"\"status\":{\"phase\":\"%s\",\"phaseSince\":\"%s\",\"holds\":[%s],"
+		"\"conditions\":[{\"type\":\"BMCReachable\",\"status\":\"True\",\"reason\":"
+		"\"Answered\",\"message\":\"ok\",\"since\":\"%s\"}],"
+		"\"inventory\":{\"gpus\":[{\"model\":\"H100\"},{\"model\":\"H100\"}],"
+		"\"cpu\":{\"model\":\"EPYC 9454\",\"sockets\":2,\"flags\":[]}}}}",
+		name, name, site, created, site, rack, g, phase, created, holds, created);
 }
 
 static char *fake_route(const struct req_log *r, unsigned *status, const char **ctype)
@@ -163,8 +165,9 @@ static char *fake_route(const struct req_log *r, unsigned *status, const char **
 	if (strcmp(r->auth, "Bearer " TOKEN) != 0) {
 		*status = 401;
 		*ctype = "application/problem+json";
-		return xstrdup("{\"type\":\"about:blank\",\"title\":\"Unauthorized\",\"status\":401,"
-			       "\"detail\":\"bad or missing bearer token\"}");
+		return xstrdup(
+			"{\"type\":\"about:blank\",\"title\":\"Unauthorized\",\"status\":401,"
+			"\"detail\":\"bad or missing bearer token\"}");
 	}
 	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/nodes")) {
 		if (strstr(r->query, "watch=1")) {
@@ -172,7 +175,8 @@ static char *fake_route(const struct req_log *r, unsigned *status, const char **
 			if (n == 1) {
 				*status = 410;
 				*ctype = "application/problem+json";
-				return xstrdup("{\"title\":\"Gone\",\"status\":410,\"detail\":\"compacted\"}");
+				return xstrdup(
+					"{\"title\":\"Gone\",\"status\":410,\"detail\":\"compacted\"}");
 			}
 			*ctype = "application/x-ndjson";
 			char *a = node_doc_text("r01n02", "enrolled", "", "s1", "r01", 0, now);
@@ -189,22 +193,25 @@ static char *fake_route(const struct req_log *r, unsigned *status, const char **
 		if (strstr(r->query, "phase=empty"))
 			return xstrdup("{\"items\":[],\"metadata\":{\"resourceVersion\":\"3\"}}");
 		if (strstr(r->query, "continue=")) {
-			char *n3 = node_doc_text("r02n01", "enrolled", "", "s2", "r02", 0, now - 300000);
-			char *s = xasprintf("{\"items\":[%s],\"metadata\":{\"resourceVersion\":\"7\"}}", n3);
+			char *n3 = node_doc_text("r02n01", "enrolled", "", "s2", "r02", 0,
+						 now - 300000);
+			char *s = xasprintf(
+				"{\"items\":[%s],\"metadata\":{\"resourceVersion\":\"7\"}}", n3);
 			free(n3);
 			return s;
 		}
 		const char *ph2 = fake.watch_calls >= 1 ? "draining" : "available";
 		char *n1 = node_doc_text("r01n01", ph2, "", "s1", "r01", 8, now - 300000);
-		char *n2 = node_doc_text("r01n02", "draining",
-					 "{\"owner\":\"health\",\"reason\":\"xid 79\",\"since\":\"2026-01-01T00:00:00Z\"},"
-					 "{\"owner\":\"operator:alice\",\"reason\":\"swap a cable in the rack\","
-					 "\"since\":\"2026-01-01T00:00:00Z\"}",
-					 "s1", "r01", 8, now - 3 * 3600 * 1000);
+		char *n2 = node_doc_text(
+			"r01n02", "draining",
+			"{\"owner\":\"health\",\"reason\":\"xid 79\",\"since\":\"2026-01-01T00:00:00Z\"},"
+			"{\"owner\":\"operator:alice\",\"reason\":\"swap a cable in the rack\","
+			"\"since\":\"2026-01-01T00:00:00Z\"}",
+			"s1", "r01", 8, now - 3 * 3600 * 1000);
 		char *s;
 		if (strstr(r->query, "labelSelector=")) /* the watch test: one node, no paging */
-			s = xasprintf("{\"items\":[%s],\"metadata\":{\"resourceVersion\":\"%s\"}}", n1,
-				      fake.watch_calls >= 1 ? "8" : "7");
+			s = xasprintf("{\"items\":[%s],\"metadata\":{\"resourceVersion\":\"%s\"}}",
+				      n1, fake.watch_calls >= 1 ? "8" : "7");
 		else
 			s = xasprintf("{\"items\":[%s,%s],\"metadata\":{\"continue\":\"abc def/+\","
 				      "\"resourceVersion\":\"7\"}}",
@@ -263,19 +270,20 @@ static char *fake_route(const struct req_log *r, unsigned *status, const char **
 	/* the policy as serve answers it after an apply of {"breaker":{"domains":["rack",
 	 * "nvlink_domain","site"],"maxNodesPerDomain":{"rack":1,"site":50}}}, rules cut to two */
 	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/policies/default"))
-		return xstrdup("{\"kind\":\"HealthPolicy\",\"metadata\":{\"name\":\"default\","
-			       "\"resourceVersion\":\"3\"},\"spec\":{\"dryRun\":false,\"rules\":[{\"code\":"
-			       "\"xid:8\",\"severity\":\"medium\",\"action\":\"hold\",\"count\":2,"
-			       "\"windowSeconds\":3600,\"distinctJobs\":3,\"ladder\":[\"gpu_reset\","
-			       "\"reboot\",\"reimage\",\"rma\"]},{\"code\":\"xid:11\",\"severity\":"
-			       "\"low\",\"action\":\"none\",\"count\":1,\"windowSeconds\":3600,"
-			       "\"distinctJobs\":0,\"ladder\":[\"gpu_reset\",\"reboot\",\"reimage\","
-			       "\"rma\"]}],\"jobAttribution\":{\"minNodes\":3,\"windowSeconds\":600},"
-			       "\"lemon\":{\"windowSeconds\":2592000,\"rmaScore\":3,"
-			       "\"recurrenceSeconds\":604800},\"breaker\":{\"enabled\":true,"
-			       "\"maxNodes\":3,\"windowSeconds\":300,\"domains\":[\"rack\","
-			       "\"nvlink_domain\",\"site\"],\"maxNodesPerDomain\":{\"rack\":1,"
-			       "\"site\":50}}}}");
+		return xstrdup(
+			"{\"kind\":\"HealthPolicy\",\"metadata\":{\"name\":\"default\","
+			"\"resourceVersion\":\"3\"},\"spec\":{\"dryRun\":false,\"rules\":[{\"code\":"
+			"\"xid:8\",\"severity\":\"medium\",\"action\":\"hold\",\"count\":2,"
+			"\"windowSeconds\":3600,\"distinctJobs\":3,\"ladder\":[\"gpu_reset\","
+			"\"reboot\",\"reimage\",\"rma\"]},{\"code\":\"xid:11\",\"severity\":"
+			"\"low\",\"action\":\"none\",\"count\":1,\"windowSeconds\":3600,"
+			"\"distinctJobs\":0,\"ladder\":[\"gpu_reset\",\"reboot\",\"reimage\","
+			"\"rma\"]}],\"jobAttribution\":{\"minNodes\":3,\"windowSeconds\":600},"
+			"\"lemon\":{\"windowSeconds\":2592000,\"rmaScore\":3,"
+			"\"recurrenceSeconds\":604800},\"breaker\":{\"enabled\":true,"
+			"\"maxNodes\":3,\"windowSeconds\":300,\"domains\":[\"rack\","
+			"\"nvlink_domain\",\"site\"],\"maxNodesPerDomain\":{\"rack\":1,"
+			"\"site\":50}}}}");
 	/* a rack budget of 1 with rack r01 at its limit (docs/cli.md "health budget") */
 	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/budgets/rack-1"))
 		return xstrdup("{\"kind\":\"DisruptionBudget\",\"metadata\":{\"name\":\"rack-1\"},"
@@ -315,45 +323,49 @@ static char *fake_route(const struct req_log *r, unsigned *status, const char **
 	if (!strcmp(r->method, "POST") && !strcmp(r->path, "/v1/tokens"))
 		return xstrdup("{\"name\":\"ci\",\"role\":\"viewer\",\"token\":\"fpt_SECRET123\"}");
 	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/tokens"))
-		return xasprintf("{\"items\":[{\"kind\":\"Token\",\"metadata\":{\"name\":\"admin\","
-				 "\"createdAt\":\"2026-11-30T05:39:44.912Z\",\"resourceVersion\":\"20\"},"
-				 "\"role\":\"admin\"},{\"kind\":\"Token\",\"metadata\":{\"name\":\"r01n01\","
-				 "\"createdAt\":%lld},\"role\":\"agent\",\"node\":\"r01n01\"}]}",
-				 (long long)(now - 7200000));
+		return xasprintf(
+			"{\"items\":[{\"kind\":\"Token\",\"metadata\":{\"name\":\"admin\","
+			"\"createdAt\":\"2026-11-30T05:39:44.912Z\",\"resourceVersion\":\"20\"},"
+			"\"role\":\"admin\"},{\"kind\":\"Token\",\"metadata\":{\"name\":\"r01n01\","
+			"\"createdAt\":%lld},\"role\":\"agent\",\"node\":\"r01n01\"}]}",
+			(long long)(now - 7200000));
 	if (!strcmp(r->method, "DELETE") && !strcmp(r->path, "/v1/tokens/ci")) {
 		*status = 204;
 		return xstrdup("");
 	}
 	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/operations"))
-		return xasprintf("{\"items\":[{\"kind\":\"Operation\",\"metadata\":{\"name\":\"op-1\","
-				 "\"createdAt\":%lld},\"spec\":{\"node\":\"r01n01\",\"kind\":\"provision\","
-				 "\"steps\":[\"set_boot\",\"power_cycle\",\"wait_callback\"]},"
-				 "\"status\":{\"state\":\"running\",\"step\":1,\"attempt\":2}}],"
-				 "\"metadata\":{\"resourceVersion\":\"9\"}}",
-				 (long long)(now - 45000));
+		return xasprintf(
+			"{\"items\":[{\"kind\":\"Operation\",\"metadata\":{\"name\":\"op-1\","
+			"\"createdAt\":%lld},\"spec\":{\"node\":\"r01n01\",\"kind\":\"provision\","
+			"\"steps\":[\"set_boot\",\"power_cycle\",\"wait_callback\"]},"
+			"\"status\":{\"state\":\"running\",\"step\":1,\"attempt\":2}}],"
+			"\"metadata\":{\"resourceVersion\":\"9\"}}",
+			(long long)(now - 45000));
 	if (!strcmp(r->method, "POST") && !strcmp(r->path, "/v1/operations/op%201:cancel"))
 		return xstrdup("{\"kind\":\"Operation\",\"metadata\":{\"name\":\"op 1\"},"
 			       "\"status\":{\"state\":\"cancelled\"}}");
 	if (!strcmp(r->method, "POST") && !strcmp(r->path, "/v1/operations/op-run:cancel")) {
 		*status = 409;
 		*ctype = "application/problem+json";
-		return xstrdup("{\"type\":\"about:blank\",\"title\":\"Conflict\",\"status\":409,"
-			       "\"detail\":\"operation op-run is running step power_on; only queued "
-			       "or pending operations can be cancelled\"}");
+		return xstrdup(
+			"{\"type\":\"about:blank\",\"title\":\"Conflict\",\"status\":409,"
+			"\"detail\":\"operation op-run is running step power_on; only queued "
+			"or pending operations can be cancelled\"}");
 	}
 	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/operations/op%201"))
 		return xstrdup("{\"kind\":\"Operation\",\"metadata\":{\"name\":\"op 1\"},\"spec\":"
 			       "{\"node\":\"r01n01\",\"kind\":\"power\",\"steps\":[\"power_on\"]},"
 			       "\"status\":{\"state\":\"succeeded\",\"step\":1,\"attempt\":1}}");
 	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/events"))
-		return xstrdup("{\"items\":[{\"kind\":\"Event\",\"metadata\":{\"name\":\"e1\"},"
-			       "\"type\":\"Normal\",\"actor\":\"operator:alice\",\"object\":\"node/r01n01\","
-			       "\"reason\":\"HoldAdded\",\"message\":\"drain\\nrequested\","
-			       "\"time\":\"2026-11-30T05:27:16.123Z\"},"
-			       "{\"kind\":\"Event\",\"metadata\":{\"name\":\"e2\"},\"type\":\"Warning\","
-			       "\"actor\":\"health\",\"object\":\"node/r01n01\",\"reason\":\"XID\","
-			       "\"message\":\"xid 79\",\"time\":\"2026-11-30T05:28:00.000Z\"}],"
-			       "\"metadata\":{\"continue\":\"more\",\"resourceVersion\":\"9\"}}");
+		return xstrdup(
+			"{\"items\":[{\"kind\":\"Event\",\"metadata\":{\"name\":\"e1\"},"
+			"\"type\":\"Normal\",\"actor\":\"operator:alice\",\"object\":\"node/r01n01\","
+			"\"reason\":\"HoldAdded\",\"message\":\"drain\\nrequested\","
+			"\"time\":\"2026-11-30T05:27:16.123Z\"},"
+			"{\"kind\":\"Event\",\"metadata\":{\"name\":\"e2\"},\"type\":\"Warning\","
+			"\"actor\":\"health\",\"object\":\"node/r01n01\",\"reason\":\"XID\","
+			"\"message\":\"xid 79\",\"time\":\"2026-11-30T05:28:00.000Z\"}],"
+			"\"metadata\":{\"continue\":\"more\",\"resourceVersion\":\"9\"}}");
 	*status = 404;
 	*ctype = "text/plain";
 	return xstrdup("no route\nsecond line");
@@ -392,8 +404,8 @@ static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *conn, cons
 	const char *ctype;
 	char *text = fake_route(&r, &status, &ctype);
 	pthread_mutex_unlock(&fake.mu);
-	struct MHD_Response *resp =
-		MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(text), text,
+								    MHD_RESPMEM_MUST_FREE);
 	MHD_add_response_header(resp, "Content-Type", ctype);
 	enum MHD_Result ret = MHD_queue_response(conn, status, resp);
 	MHD_destroy_response(resp);
@@ -664,7 +676,8 @@ static void test_usage_errors(void **state)
 	assert_string_equal(r.err, "error: missing --reason TEXT\n"
 				   "Run 'fleetplane node drain --help' for usage.\n");
 
-	run_cmd(&r, cmd_node, "node", "drain", "r01n01", "--owner", "health", "--reason", "x", NULL);
+	run_cmd(&r, cmd_node, "node", "drain", "r01n01", "--owner", "health", "--reason", "x",
+		NULL);
 	assert_int_equal(r.rc, 2);
 	assert_string_equal(r.err, "error: unknown flag '--owner'\n"
 				   "Run 'fleetplane node drain --help' for usage.\n");
@@ -686,7 +699,8 @@ static void test_usage_errors(void **state)
 
 	run_cmd(&r, cmd_op, "op", "get", NULL);
 	assert_int_equal(r.rc, 2);
-	assert_string_equal(r.err, "error: missing ID\nRun 'fleetplane op get --help' for usage.\n");
+	assert_string_equal(r.err,
+			    "error: missing ID\nRun 'fleetplane op get --help' for usage.\n");
 
 	run_cmd(&r, cmd_op, "op", "list", "-o", "wide", "--state", NULL);
 	assert_int_equal(r.rc, 2);
@@ -695,16 +709,18 @@ static void test_usage_errors(void **state)
 
 	run_cmd(&r, cmd_event, "event", "list", "--limit", "0", NULL);
 	assert_int_equal(r.rc, 2);
-	assert_string_equal(r.err, "error: flag '--limit' needs a count from 1 to 10000000, got '0'\n"
-				   "Run 'fleetplane event list --help' for usage.\n");
+	assert_string_equal(r.err,
+			    "error: flag '--limit' needs a count from 1 to 10000000, got '0'\n"
+			    "Run 'fleetplane event list --help' for usage.\n");
 
 	run_cmd(&r, cmd_event, "event", "list", "--limit", "12x", NULL);
 	assert_int_equal(r.rc, 2);
 
 	run_cmd(&r, cmd_token, "token", "create", "--name", "x", "--role", "root", NULL);
 	assert_int_equal(r.rc, 2);
-	assert_string_equal(r.err, "error: unknown role 'root' (want admin, operator, viewer or agent)\n"
-				   "Run 'fleetplane token create --help' for usage.\n");
+	assert_string_equal(r.err,
+			    "error: unknown role 'root' (want admin, operator, viewer or agent)\n"
+			    "Run 'fleetplane token create --help' for usage.\n");
 
 	run_cmd(&r, cmd_token, "token", "create", "--name", "a1", "--role", "agent", NULL);
 	assert_int_equal(r.rc, 2);
@@ -809,11 +825,11 @@ static void test_node_list_table_and_paging(void **state)
 	run_cmd(&r, cmd_node, "node", "list", NULL);
 	assert_int_equal(r.rc, 0);
 	assert_string_equal(r.err, "");
-	assert_string_equal(r.out,
-			    "NAME     PHASE       HOLDS                   SITE   RACK   GPUS   AGE\n"
-			    "r01n01   available   -                       s1     r01    8      5m\n"
-			    "r01n02   draining    health,operator:alice   s1     r01    8      3h\n"
-			    "r02n01   enrolled    -                       s2     r02    -      5m\n");
+	assert_string_equal(
+		r.out, "NAME     PHASE       HOLDS                   SITE   RACK   GPUS   AGE\n"
+		       "r01n01   available   -                       s1     r01    8      5m\n"
+		       "r01n02   draining    health,operator:alice   s1     r01    8      3h\n"
+		       "r02n01   enrolled    -                       s2     r02    -      5m\n");
 	assert_int_equal(fake.nreqs, 2);
 	assert_string_equal(fake.reqs[0].method, "GET");
 	assert_string_equal(fake.reqs[0].path, "/v1/nodes");
@@ -847,8 +863,8 @@ static void test_node_list_empty_and_selector(void **state)
 {
 	fake_reset();
 	struct run_result r;
-	run_cmd(&r, cmd_node, "node", "list", "-l", "site=s1", "-l", "rack!=r07", "--phase", "empty",
-		NULL);
+	run_cmd(&r, cmd_node, "node", "list", "-l", "site=s1", "-l", "rack!=r07", "--phase",
+		"empty", NULL);
 	assert_int_equal(r.rc, 0);
 	assert_string_equal(r.out, "");
 	assert_string_equal(r.err, "No nodes found.\n");
@@ -940,8 +956,7 @@ static void test_node_drain(void **state)
 	assert_int_equal(fake.nreqs, 1);
 	assert_string_equal(fake.reqs[0].path, "/v1/nodes/r01n01:retire");
 	assert_string_equal(fake.reqs[0].body, "{\"reason\":\"BMC dead\",\"skipPowerOff\":true}");
-	run_cmd(&r, cmd_node, "node", "drain", "r01n01", "--reason", "x", "--skip-power-off",
-		NULL);
+	run_cmd(&r, cmd_node, "node", "drain", "r01n01", "--reason", "x", "--skip-power-off", NULL);
 	assert_int_equal(r.rc, 2);
 	assert_string_equal(r.err, "error: unknown flag '--skip-power-off'\n"
 				   "Run 'fleetplane node drain --help' for usage.\n");
@@ -964,18 +979,24 @@ static void test_node_power(void **state)
 	/* usage errors: exit 2, nothing sent */
 	run_cmd(&r, cmd_node, "node", "power", NULL);
 	assert_int_equal(r.rc, 2);
-	snprintf(want, sizeof(want), "error: missing NAME and ACTION (on, off, cycle, soft, reset "
-				     "or status)\n%s", help);
+	snprintf(want, sizeof(want),
+		 "error: missing NAME and ACTION (on, off, cycle, soft, reset "
+		 "or status)\n%s",
+		 help);
 	assert_string_equal(r.err, want);
 	run_cmd(&r, cmd_node, "node", "power", "pw-on", NULL);
 	assert_int_equal(r.rc, 2);
-	snprintf(want, sizeof(want), "error: missing ACTION: on, off, cycle, soft, reset or "
-				     "status\n%s", help);
+	snprintf(want, sizeof(want),
+		 "error: missing ACTION: on, off, cycle, soft, reset or "
+		 "status\n%s",
+		 help);
 	assert_string_equal(r.err, want);
 	run_cmd(&r, cmd_node, "node", "power", "pw-on", "restart", NULL);
 	assert_int_equal(r.rc, 2);
-	snprintf(want, sizeof(want), "error: unknown action 'restart': expected on, off, cycle, "
-				     "soft, reset or status\n%s", help);
+	snprintf(want, sizeof(want),
+		 "error: unknown action 'restart': expected on, off, cycle, "
+		 "soft, reset or status\n%s",
+		 help);
 	assert_string_equal(r.err, want);
 	run_cmd(&r, cmd_node, "node", "power", "pw-on", "on", "off", NULL);
 	assert_int_equal(r.rc, 2);
@@ -1084,7 +1105,8 @@ static void test_node_enroll(void **state)
 	char path[] = "/tmp/test_cli_enrollXXXXXX";
 	int fd = mkstemp(path);
 	assert_true(fd >= 0);
-	const char doc[] = "{\"items\":[{\"metadata\":{\"name\":\"a1\"}},{\"metadata\":{\"name\":\"a2\"}}]}";
+	const char doc[] =
+		"{\"items\":[{\"metadata\":{\"name\":\"a1\"}},{\"metadata\":{\"name\":\"a2\"}}]}";
 	assert_int_equal(write(fd, doc, sizeof(doc) - 1), (ssize_t)(sizeof(doc) - 1));
 	close(fd);
 	struct run_result r;
@@ -1101,8 +1123,10 @@ static void test_node_enroll(void **state)
 	run_cmd(&r, cmd_node, "node", "enroll", "-f", path, NULL);
 	assert_int_equal(r.rc, 2);
 	char want[256];
-	snprintf(want, sizeof(want), "error: %s: invalid JSON at line 1 column 7: "
-		 "string or '}' expected near end of file\n", path);
+	snprintf(want, sizeof(want),
+		 "error: %s: invalid JSON at line 1 column 7: "
+		 "string or '}' expected near end of file\n",
+		 path);
 	assert_string_equal(r.err, want);
 	assert_int_equal(fake.nreqs, 1); /* nothing sent */
 	unlink(path);
@@ -1128,9 +1152,11 @@ static void test_node_watch_lines(void **state)
 	assert_string_equal(r.err, "error: Forbidden: token revoked (HTTP 403)\n");
 	assert_int_equal(fake.nreqs, 4);
 	assert_string_equal(fake.reqs[0].query, "labelSelector=site%3Ds1&limit=500");
-	assert_string_equal(fake.reqs[1].query, "watch=1&resourceVersion=7&labelSelector=site%3Ds1");
+	assert_string_equal(fake.reqs[1].query,
+			    "watch=1&resourceVersion=7&labelSelector=site%3Ds1");
 	assert_string_equal(fake.reqs[2].query, "labelSelector=site%3Ds1&limit=500");
-	assert_string_equal(fake.reqs[3].query, "watch=1&resourceVersion=8&labelSelector=site%3Ds1");
+	assert_string_equal(fake.reqs[3].query,
+			    "watch=1&resourceVersion=8&labelSelector=site%3Ds1");
 }
 
 /* The same watch with stdout on a pseudo-terminal: a live bar, errors after its line. */
@@ -1146,8 +1172,8 @@ static void test_node_watch_tty(void **state)
 	char pe[] = "/tmp/test_cli_errXXXXXX";
 	int fe = mkstemp(pe);
 	unlink(pe);
-	char *argv[] = {xstrdup("node"), xstrdup("list"), xstrdup("-w"), xstrdup("-l"),
-			xstrdup("site=s1"), NULL};
+	char *argv[] = {xstrdup("node"), xstrdup("list"),    xstrdup("-w"),
+			xstrdup("-l"),   xstrdup("site=s1"), NULL};
 	fflush(stdout);
 	fflush(stderr);
 	int so = dup(1), se = dup(2);
@@ -1200,7 +1226,8 @@ static void test_request_direct(void **state)
 	assert_int_equal(client_request(&c, "GET", "/v1/garbage", NULL, &status, &out), 1);
 	assert_int_equal(status, 200);
 	assert_null(out);
-	assert_int_equal(client_request(&c, "POST", "/v1/nodes/busy:drain", NULL, &status, &out), 1);
+	assert_int_equal(client_request(&c, "POST", "/v1/nodes/busy:drain", NULL, &status, &out),
+			 1);
 	assert_int_equal(status, 409);
 	fflush(c.err);
 	char err[1024];
@@ -1224,9 +1251,9 @@ static void test_op(void **state)
 	struct run_result r;
 	run_cmd(&r, cmd_op, "op", "list", "--node", "r01n01", "--state", "running", NULL);
 	assert_int_equal(r.rc, 0);
-	assert_string_equal(r.out,
-			    "ID     NODE     KIND        STATE     STEP              ATTEMPT   AGE\n"
-			    "op-1   r01n01   provision   running   2/3 power_cycle   2         45s\n");
+	assert_string_equal(
+		r.out, "ID     NODE     KIND        STATE     STEP              ATTEMPT   AGE\n"
+		       "op-1   r01n01   provision   running   2/3 power_cycle   2         45s\n");
 	assert_string_equal(fake.reqs[0].path, "/v1/operations");
 	assert_string_equal(fake.reqs[0].query, "node=r01n01&state=running&limit=500");
 
@@ -1258,8 +1285,9 @@ static void test_op(void **state)
 	assert_string_equal(fake.reqs[2].body, "{\"reason\":\"not needed\"}");
 	run_cmd(&r, cmd_op, "op", "cancel", "op-run", NULL);
 	assert_int_equal(r.rc, 1);
-	assert_string_equal(r.err, "error: Conflict: operation op-run is running step power_on; "
-				   "only queued or pending operations can be cancelled (HTTP 409)\n");
+	assert_string_equal(r.err,
+			    "error: Conflict: operation op-run is running step power_on; "
+			    "only queued or pending operations can be cancelled (HTTP 409)\n");
 	assert_string_equal(fake.reqs[3].body, "{}");
 	run_cmd(&r, cmd_op, "op", "cancel", NULL);
 	assert_int_equal(r.rc, 2);
@@ -1274,9 +1302,10 @@ static void test_event_list(void **state)
 	struct run_result r;
 	run_cmd(&r, cmd_event, "event", "list", "--object", "node/r01n01", "--limit", "1", NULL);
 	assert_int_equal(r.rc, 0);
-	assert_string_equal(r.out,
-			    "TIME                       TYPE     OBJECT        REASON      ACTOR            MESSAGE\n"
-			    "2026-11-30T05:27:16.123Z   Normal   node/r01n01   HoldAdded   operator:alice   drain requested\n");
+	assert_string_equal(
+		r.out,
+		"TIME                       TYPE     OBJECT        REASON      ACTOR            MESSAGE\n"
+		"2026-11-30T05:27:16.123Z   Normal   node/r01n01   HoldAdded   operator:alice   drain requested\n");
 	assert_int_equal(fake.nreqs, 1); /* limit reached: `continue` not followed */
 	assert_string_equal(fake.reqs[0].query, "object=node%2Fr01n01&limit=1");
 
@@ -1360,8 +1389,9 @@ static void test_cli_common(void **state)
 	free(huge);
 	assert_int_equal(rc, 2);
 	assert_null(p);
-	assert_string_equal(r.err, "error: filters too long: the request path would be over 64 KiB\n"
-				   "Run 'fleetplane op list --help' for usage.\n");
+	assert_string_equal(r.err,
+			    "error: filters too long: the request path would be over 64 KiB\n"
+			    "Run 'fleetplane op list --help' for usage.\n");
 
 	p = cli_doc_path("nodes", "a b/c", "drain");
 	assert_string_equal(p, "/v1/nodes/a%20b%2Fc:drain");
@@ -1392,26 +1422,27 @@ static void test_health_policy_and_budget(void **state)
 	struct run_result r;
 	run_cmd(&r, cmd_health, "health", "policy", NULL);
 	assert_int_equal(r.rc, 0);
-	assert_string_equal(r.out,
-			    "Name:             default\n"
-			    "ResourceVersion:  3\n"
-			    "Dry run:          false\n"
-			    "Breaker:          enabled, opens when more than 3 nodes of one domain "
-			    "value turn unhealthy within 300 s (domains rack,nvlink_domain,site; "
-			    "per-domain limits rack=1,site=50)\n"
-			    "Rules:            2\n"
-			    "  CODE     SEVERITY   ACTION   COUNT   WINDOW   JOBS   LADDER\n"
-			    "  xid:8    medium     hold     2       3600     3      gpu_reset,reboot,reimage,rma\n"
-			    "  xid:11   low        none     1       3600     0      gpu_reset,reboot,reimage,rma\n");
+	assert_string_equal(
+		r.out,
+		"Name:             default\n"
+		"ResourceVersion:  3\n"
+		"Dry run:          false\n"
+		"Breaker:          enabled, opens when more than 3 nodes of one domain "
+		"value turn unhealthy within 300 s (domains rack,nvlink_domain,site; "
+		"per-domain limits rack=1,site=50)\n"
+		"Rules:            2\n"
+		"  CODE     SEVERITY   ACTION   COUNT   WINDOW   JOBS   LADDER\n"
+		"  xid:8    medium     hold     2       3600     3      gpu_reset,reboot,reimage,rma\n"
+		"  xid:11   low        none     1       3600     0      gpu_reset,reboot,reimage,rma\n");
 	assert_string_equal(r.err, "");
 	assert_string_equal(fake.reqs[0].path, "/v1/policies/default");
 
 	run_cmd(&r, cmd_health, "health", "budget", "get", "rack-1", NULL);
 	assert_int_equal(r.rc, 0);
-	assert_string_equal(r.out,
-			    "NAME     DOMAIN   MAX   VALUE   OUT/NODES   REMAINING   OUT      WAITING\n"
-			    "rack-1   rack     1     r01     1/8         0           r01n03   r01n04\n"
-			    "rack-1   rack     1     r02     0/8         1           -        -\n");
+	assert_string_equal(
+		r.out, "NAME     DOMAIN   MAX   VALUE   OUT/NODES   REMAINING   OUT      WAITING\n"
+		       "rack-1   rack     1     r01     1/8         0           r01n03   r01n04\n"
+		       "rack-1   rack     1     r02     0/8         1           -        -\n");
 	assert_string_equal(fake.reqs[1].path, "/v1/budgets/rack-1");
 
 	/* usage errors come before any request */

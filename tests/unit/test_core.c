@@ -54,17 +54,16 @@ static void expect_node_err(const char *s, int enroll, int rc_want, const char *
 	char e[512];
 	int rc = decode_node(s, enroll, &n, e, sizeof(e));
 	if (rc != rc_want || strcmp(e, want) != 0)
-		fail_msg("document %s\n  rc %d want %d\n  err \"%s\"\n want \"%s\"", s, rc, rc_want, e,
-			 want);
+		fail_msg("document %s\n  rc %d want %d\n  err \"%s\"\n want \"%s\"", s, rc, rc_want,
+			 e, want);
 	assert_null(n);
 }
 
 /* ---- phase machine ---- */
 
-static const char *const hand_names[12] = {"enrolled",	 "inspecting", "provisioning",
-					   "validating", "available",	"in_service",
-					   "draining",	 "maintenance", "repairing",
-					   "failed",	 "retiring",	"retired"};
+static const char *const hand_names[12] = {"enrolled",  "inspecting", "provisioning", "validating",
+					   "available", "in_service", "draining",     "maintenance",
+					   "repairing", "failed",     "retiring",     "retired"};
 
 /* DESIGN.md "Node phases", written out by hand. Rows: from; columns: to, in the order
  * EN IN PR VA AV IS DR MA RE FA RG RD. "any -> retiring" is column RG for every row but
@@ -102,7 +101,7 @@ static void test_phase_names(void **state)
 	assert_int_equal(node_phase_parse(NULL, &p), FP_EINVAL);
 	ASSERT_EQ_PHASE(p, PHASE_AVAILABLE);
 	ASSERT_EQ_STR(node_phase_name((enum node_phase)12), "unknown");
-	ASSERT_EQ_STR(node_phase_name((enum node_phase)-1), "unknown");
+	ASSERT_EQ_STR(node_phase_name((enum node_phase) - 1), "unknown");
 
 	/* transient = has a deadline: inspecting, provisioning, validating, draining, repairing,
 	 * retiring */
@@ -136,8 +135,8 @@ static void test_phase_table(void **state)
 					 "cannot go from retired to %s: a retired node is final",
 					 hand_names[t]);
 			else
-				snprintf(want, sizeof(want), "cannot go from %s to %s", hand_names[f],
-					 hand_names[t]);
+				snprintf(want, sizeof(want), "cannot go from %s to %s",
+					 hand_names[f], hand_names[t]);
 			if (rc != FP_ESTATE)
 				fail_msg("%s -> %s: rc %d, DESIGN.md refuses it", hand_names[f],
 					 hand_names[t], rc);
@@ -150,7 +149,7 @@ static void test_phase_table(void **state)
 	assert_int_equal(node_phase_check((enum node_phase)12, PHASE_ENROLLED, e, sizeof(e)),
 			 FP_ESTATE);
 	ASSERT_EQ_STR(e, "unknown phase");
-	assert_int_equal(node_phase_check(PHASE_ENROLLED, (enum node_phase)-1, e, sizeof(e)),
+	assert_int_equal(node_phase_check(PHASE_ENROLLED, (enum node_phase) - 1, e, sizeof(e)),
 			 FP_ESTATE);
 	/* NULL error buffer is allowed */
 	assert_int_equal(node_phase_check(PHASE_RETIRED, PHASE_RETIRING, NULL, 0), FP_ESTATE);
@@ -333,15 +332,15 @@ static void test_names(void **state)
 	const char *n64 = "abcdefghij0123456789abcdefghij0123456789abcdefghij0123456789abcd";
 	assert_int_equal(name_validate("metadata.name", n64, e, sizeof(e)), FP_EINVAL);
 	ASSERT_EQ_STR(e, "metadata.name: \"abcdefghij0123456789abcdefghij0123456789abcdefghij"
-			       "0123456789abc...\" is longer than 63 characters");
+			 "0123456789abc...\" is longer than 63 characters");
 	assert_int_equal(name_validate("spec.site", "", e, sizeof(e)), FP_EINVAL);
 	ASSERT_EQ_STR(e, "spec.site: must not be empty");
 	assert_int_equal(name_validate("spec.site", NULL, e, sizeof(e)), FP_EINVAL);
 	ASSERT_EQ_STR(e, "spec.site: must not be empty");
 	assert_int_equal(name_validate("metadata.name", "n1-", e, sizeof(e)), FP_EINVAL);
 	ASSERT_EQ_STR(e, "metadata.name: \"n1-\" is not a valid name: use lower-case "
-			       "letters, digits, '-' and '.', starting and ending with a letter "
-			       "or digit (bad character at position 3)");
+			 "letters, digits, '-' and '.', starting and ending with a letter "
+			 "or digit (bad character at position 3)");
 	assert_int_equal(name_validate("metadata.name", ".n1", e, sizeof(e)), FP_EINVAL);
 	assert_int_equal(name_validate("metadata.name", "n_1", e, sizeof(e)), FP_EINVAL);
 	assert_int_equal(name_validate("metadata.name", "n 1", e, sizeof(e)), FP_EINVAL);
@@ -353,8 +352,7 @@ static void test_names(void **state)
 	assert_int_equal(label_validate("", "v", e, sizeof(e)), FP_EINVAL);
 	ASSERT_EQ_STR(e, "metadata.labels: key \"\" must be 1-63 characters of [A-Za-z0-9._/-]");
 	assert_int_equal(label_validate("a b", "v", e, sizeof(e)), FP_EINVAL);
-	ASSERT_EQ_STR(e,
-			    "metadata.labels: key \"a b\" must be 1-63 characters of [A-Za-z0-9._/-]");
+	ASSERT_EQ_STR(e, "metadata.labels: key \"a b\" must be 1-63 characters of [A-Za-z0-9._/-]");
 	assert_int_equal(label_validate("k", "a/b", e, sizeof(e)), FP_EINVAL);
 	ASSERT_EQ_STR(e, "metadata.labels.k: value must be 0-63 characters of [A-Za-z0-9._-]");
 	assert_int_equal(label_validate(n63, n63, e, sizeof(e)), 0);
@@ -387,18 +385,18 @@ static void test_bad_node_names(void **state)
 	expect_node_err("{\"metadata\":{}}", 1, FP_EINVAL, "metadata.name: required string");
 	expect_node_err("{\"kind\":\"Node\"}", 1, FP_EINVAL,
 			"metadata: expected an object with a name");
-	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"site\":\"Site-A\"}}", 1,
-			FP_EINVAL,
-			"spec.site: \"Site-A\" is not a valid name: use lower-case letters, digits, "
-			"'-' and '.', starting and ending with a letter or digit (bad character at "
-			"position 1)");
+	expect_node_err(
+		"{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"site\":\"Site-A\"}}", 1, FP_EINVAL,
+		"spec.site: \"Site-A\" is not a valid name: use lower-case letters, digits, "
+		"'-' and '.', starting and ending with a letter or digit (bad character at "
+		"position 1)");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"rack\":\"\"}}", 1, FP_EINVAL,
 			"spec.rack: must not be empty");
-	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"pool\":\"train.\"}}", 1,
-			FP_EINVAL,
-			"spec.pool: \"train.\" is not a valid name: use lower-case letters, digits, "
-			"'-' and '.', starting and ending with a letter or digit (bad character at "
-			"position 6)");
+	expect_node_err(
+		"{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"pool\":\"train.\"}}", 1, FP_EINVAL,
+		"spec.pool: \"train.\" is not a valid name: use lower-case letters, digits, "
+		"'-' and '.', starting and ending with a letter or digit (bad character at "
+		"position 6)");
 	/* label rules through the decoder */
 	expect_node_err("{\"metadata\":{\"name\":\"n1\",\"labels\":{\"rack\":\"r 1\"}}}", 1,
 			FP_EINVAL,
@@ -521,21 +519,24 @@ static void test_enroll_full(void **state)
 	assert_int_equal(d->bmc.quirks, BMC_QUIRK_IPMI_OPEN_SESSION_PRIVILEGE);
 	node_free(d);
 	/* spec.bmc extras are checked, each error names the field */
-	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"quirks\":[\"x\"]}}}",
-			1, FP_EINVAL, "spec.bmc.quirks[0]: expected one of ipmi_open_session_privilege, "
-			"ipmi_authentication_capabilities, ipmi_intel_2_0, ipmi_supermicro_2_0, "
-			"ipmi_sun_2_0, ipmi_non_empty_integrity_check_value, ipmi_no_checksum_check, "
-			"redfish_no_if_match, redfish_basic_auth");
+	expect_node_err(
+		"{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"quirks\":[\"x\"]}}}", 1,
+		FP_EINVAL,
+		"spec.bmc.quirks[0]: expected one of ipmi_open_session_privilege, "
+		"ipmi_authentication_capabilities, ipmi_intel_2_0, ipmi_supermicro_2_0, "
+		"ipmi_sun_2_0, ipmi_non_empty_integrity_check_value, ipmi_no_checksum_check, "
+		"redfish_no_if_match, redfish_basic_auth");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"cipher_suite\":18}}}",
 			1, FP_EINVAL, "spec.bmc.cipher_suite: 18 is out of range 0..17");
-	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"tls_verify\":1}}}",
-			1, FP_EINVAL, "spec.bmc.tls_verify: expected true or false");
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"tls_verify\":1}}}", 1,
+			FP_EINVAL, "spec.bmc.tls_verify: expected true or false");
 	/* ca_file names a file in serve's --bmc-credentials-dir, like password_file */
-	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"ca_file\":"
-			"\"/etc/shadow\"}}}",
-			1, FP_EINVAL,
-			"spec.bmc.ca_file: expected a plain file name in serve's --bmc-credentials-dir "
-			"(letters, digits, '.', '_', '-'; no '/'), not a path");
+	expect_node_err(
+		"{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"ca_file\":"
+		"\"/etc/shadow\"}}}",
+		1, FP_EINVAL,
+		"spec.bmc.ca_file: expected a plain file name in serve's --bmc-credentials-dir "
+		"(letters, digits, '.', '_', '-'; no '/'), not a path");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"ca_file\":"
 			"\"../ca.pem\"}}}",
 			1, FP_EINVAL,
@@ -543,9 +544,10 @@ static void test_enroll_full(void **state)
 			"--bmc-credentials-dir");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"ca_file\":"
 			"\"\"}}}",
-			1, FP_EINVAL, "spec.bmc.ca_file: expected a file name of 1..128 characters");
-	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"ca_file\":7}}}",
-			1, FP_EINVAL, "spec.bmc.ca_file: expected a string");
+			1, FP_EINVAL,
+			"spec.bmc.ca_file: expected a file name of 1..128 characters");
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"ca_file\":7}}}", 1,
+			FP_EINVAL, "spec.bmc.ca_file: expected a string");
 	assert_int_equal(decode_node("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{"
 				     "\"driver\":\"redfish\",\"address\":\"https://10.0.0.9\","
 				     "\"ca_file\":\"bmc-ca_2.pem\"}}}",
@@ -588,8 +590,8 @@ static void test_unknown_fields(void **state)
 			"unknown field colour");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"colour\":\"red\"}}}",
 			0, FP_EINVAL, "unknown field spec.bmc.colour");
-	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"status\":{\"colour\":1}}", 0,
-			FP_EINVAL, "unknown field status.colour");
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"status\":{\"colour\":1}}", 0, FP_EINVAL,
+			"unknown field status.colour");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"status\":{\"holds\":[{\"owner\":"
 			"\"health\",\"reason\":\"x\",\"colour\":1}]}}",
 			0, FP_EINVAL, "unknown field status.holds[].colour");
@@ -602,8 +604,7 @@ static void test_unknown_fields(void **state)
 			"1}}}",
 			0, FP_EINVAL, "unknown field status.validation.colour");
 	/* keys are case-sensitive */
-	expect_node_err("{\"Metadata\":{\"name\":\"n1\"}}", 1, FP_EINVAL,
-			"unknown field Metadata");
+	expect_node_err("{\"Metadata\":{\"name\":\"n1\"}}", 1, FP_EINVAL, "unknown field Metadata");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"Password\":\"x\"}}}",
 			1, FP_EINVAL, "unknown field spec.bmc.Password");
 }
@@ -621,16 +622,15 @@ static void test_wrong_types(void **state)
 			FP_EINVAL,
 			"metadata.createdAt: expected an RFC 3339 UTC time like "
 			"2026-01-02T03:04:05Z");
-	expect_node_err("{\"metadata\":{\"name\":\"n1\",\"createdAt\":1767323045}}", 1,
-			FP_EINVAL,
+	expect_node_err("{\"metadata\":{\"name\":\"n1\",\"createdAt\":1767323045}}", 1, FP_EINVAL,
 			"metadata.createdAt: expected an RFC 3339 UTC time like "
 			"2026-01-02T03:04:05Z");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":\"x\"}", 1, FP_EINVAL,
 			"spec: expected an object");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"site\":5}}", 1, FP_EINVAL,
 			"spec.site: expected a string");
-	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"provider\":[]}}", 1,
-			FP_EINVAL, "spec.provider: expected a string");
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"provider\":[]}}", 1, FP_EINVAL,
+			"spec.provider: expected a string");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":\"ipmi\"}}", 1,
 			FP_EINVAL, "spec.bmc: expected an object");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"password\":1234}}}",
@@ -645,8 +645,9 @@ static void test_wrong_types(void **state)
 			FP_EINVAL, "spec.gpus.count: 65 is out of range 0..64");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"gpus\":{\"count\":-1}}}", 1,
 			FP_EINVAL, "spec.gpus.count: -1 is out of range 0..64");
-	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"macs\":\"aa:bb:cc:dd:ee:ff\"}}",
-			1, FP_EINVAL, "spec.macs: expected an array");
+	expect_node_err(
+		"{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"macs\":\"aa:bb:cc:dd:ee:ff\"}}", 1,
+		FP_EINVAL, "spec.macs: expected an array");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"retire\":\"yes\"}}", 1,
 			FP_EINVAL, "spec.retire: expected true or false");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"retire\":1}}", 1, FP_EINVAL,
@@ -670,8 +671,8 @@ static void test_wrong_types(void **state)
 			FP_EINVAL, "status.phase: unknown phase \"serving\"");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"status\":{\"phase\":4}}", 0, FP_EINVAL,
 			"status.phase: expected a string");
-	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"status\":{\"holds\":{}}}", 0,
-			FP_EINVAL, "status.holds: expected an array of at most 32 holds");
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"status\":{\"holds\":{}}}", 0, FP_EINVAL,
+			"status.holds: expected an array of at most 32 holds");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"status\":{\"holds\":[\"health\"]}}", 0,
 			FP_EINVAL, "status.holds[]: expected an object");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"status\":{\"holds\":[{\"owner\":"
@@ -723,22 +724,23 @@ static void test_macs(void **state)
 	node_free(n);
 
 	static const char *const bad[] = {
-		"\"aa-bb-cc-dd-ee-ff\"",   /* dashes */
-		"\"aa:bb:cc:dd:ee\"",	   /* 5 octets */
-		"\"aa:bb:cc:dd:ee:f\"",	   /* 16 characters */
-		"\"aa:bb:cc:dd:ee:ff:\"",  /* 18 characters */
-		"\"aa:bb:cc:dd:ee:fg\"",   /* not hex */
-		"\"aabb:cc:dd:ee:ff0\"",   /* colon misplaced, 17 characters */
+		"\"aa-bb-cc-dd-ee-ff\"",  /* dashes */
+		"\"aa:bb:cc:dd:ee\"",     /* 5 octets */
+		"\"aa:bb:cc:dd:ee:f\"",   /* 16 characters */
+		"\"aa:bb:cc:dd:ee:ff:\"", /* 18 characters */
+		"\"aa:bb:cc:dd:ee:fg\"",  /* not hex */
+		"\"aabb:cc:dd:ee:ff0\"",  /* colon misplaced, 17 characters */
 		"\"\"",
 		"12",
 		"null",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char doc[200];
-		snprintf(doc, sizeof(doc),
-			 "{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"macs\":[\"aa:bb:cc:dd:ee:ff\","
-			 "%s]}}",
-			 bad[i]);
+		snprintf(
+			doc, sizeof(doc),
+			"{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"macs\":[\"aa:bb:cc:dd:ee:ff\","
+			"%s]}}",
+			bad[i]);
 		expect_node_err(doc, 1, FP_EINVAL,
 				"spec.macs[1]: expected a MAC address like aa:bb:cc:dd:ee:ff");
 	}
@@ -944,13 +946,15 @@ static void test_remediation_codec(void **state)
 	expect_node_err(RDOC("\"remediation\":{\"ladder\":[\"reboot\"],\"rung\":\"reboot\","
 			     "\"code\":\"xid:79\",\"colour\":1}"),
 			0, FP_EINVAL, "unknown field status.remediation.colour");
-	expect_node_err(RDOC("\"remediation\":{\"ladder\":[],\"rung\":\"reboot\",\"code\":\"x:1\"}"),
-			0, FP_EINVAL, "status.remediation.ladder: expected an array of 1..4 rungs");
-	expect_node_err(RDOC("\"remediation\":{\"ladder\":[\"reboot\",\"nuke\"],\"rung\":\"reboot\","
-			     "\"code\":\"x:1\"}"),
-			0, FP_EINVAL,
-			"status.remediation.ladder[1]: expected one of gpu_reset, reboot, reimage, "
-			"rma");
+	expect_node_err(
+		RDOC("\"remediation\":{\"ladder\":[],\"rung\":\"reboot\",\"code\":\"x:1\"}"), 0,
+		FP_EINVAL, "status.remediation.ladder: expected an array of 1..4 rungs");
+	expect_node_err(
+		RDOC("\"remediation\":{\"ladder\":[\"reboot\",\"nuke\"],\"rung\":\"reboot\","
+		     "\"code\":\"x:1\"}"),
+		0, FP_EINVAL,
+		"status.remediation.ladder[1]: expected one of gpu_reset, reboot, reimage, "
+		"rma");
 	expect_node_err(RDOC("\"remediation\":{\"ladder\":[\"reimage\",\"reboot\"],"
 			     "\"rung\":\"reboot\",\"code\":\"x:1\"}"),
 			0, FP_EINVAL,
@@ -1158,8 +1162,7 @@ static void test_operation_errors(void **state)
 		 "\"status\":{\"state\":\"pending\"}}",
 		 base_meta);
 	expect_op_err(doc, "unknown field spec.colour");
-	snprintf(doc, sizeof(doc), "{%s,%s,\"status\":{\"state\":\"done\"}}", base_meta,
-		 base_spec);
+	snprintf(doc, sizeof(doc), "{%s,%s,\"status\":{\"state\":\"done\"}}", base_meta, base_spec);
 	expect_op_err(doc, "status.state: unknown state");
 	snprintf(doc, sizeof(doc), "{%s,%s,\"status\":{}}", base_meta, base_spec);
 	expect_op_err(doc, "status.state: unknown state");
@@ -1249,8 +1252,8 @@ static void expect_sel(const char *sel, int m_r01_h100, int m_r02, int m_none, i
 			fail_msg("selector \"%s\" on node %d: %d, want %d", sel, i, got[i],
 				 want[i]);
 	/* the JSON form matches the same way */
-	json_t *ja = parse("{\"rack\":\"r01\",\"gpu\":\"h100\"}"), *jb = parse("{\"rack\":\"r02\"}"),
-	       *jc = parse("{}"), *jd = parse("{\"gpu\":\"\"}");
+	json_t *ja = parse("{\"rack\":\"r01\",\"gpu\":\"h100\"}"),
+	       *jb = parse("{\"rack\":\"r02\"}"), *jc = parse("{}"), *jd = parse("{\"gpu\":\"\"}");
 	assert_int_equal(label_selector_match_json(ls, ja), m_r01_h100);
 	assert_int_equal(label_selector_match_json(ls, jb), m_r02);
 	assert_int_equal(label_selector_match_json(ls, jc), m_none);
@@ -1355,10 +1358,11 @@ static void test_events(void **state)
 	ASSERT_EQ_STR(id, "0000000000005-12300002");
 	json_t *ev = event_new("1796014169803-1234abcd", "Warning", "operator:alice", "node/r01n03",
 			       "Drained", NULL, T1);
-	json_t *want = parse("{\"kind\":\"Event\",\"metadata\":{\"name\":\"1796014169803-1234abcd\","
-			     "\"createdAt\":\"2026-11-30T04:49:29.803Z\"},\"type\":\"Warning\","
-			     "\"actor\":\"operator:alice\",\"object\":\"node/r01n03\",\"reason\":"
-			     "\"Drained\",\"message\":\"\",\"time\":\"2026-11-30T04:49:29.803Z\"}");
+	json_t *want = parse(
+		"{\"kind\":\"Event\",\"metadata\":{\"name\":\"1796014169803-1234abcd\","
+		"\"createdAt\":\"2026-11-30T04:49:29.803Z\"},\"type\":\"Warning\","
+		"\"actor\":\"operator:alice\",\"object\":\"node/r01n03\",\"reason\":"
+		"\"Drained\",\"message\":\"\",\"time\":\"2026-11-30T04:49:29.803Z\"}");
 	assert_true(json_equal(ev, want));
 	json_decref(ev);
 	json_decref(want);
@@ -1367,15 +1371,25 @@ static void test_events(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_phase_names),	  cmocka_unit_test(test_phase_table),
-		cmocka_unit_test(test_holds),		  cmocka_unit_test(test_schedulable_rules),
-		cmocka_unit_test(test_conditions),	  cmocka_unit_test(test_names),
-		cmocka_unit_test(test_bad_node_names),	  cmocka_unit_test(test_enroll_minimal),
-		cmocka_unit_test(test_enroll_full),	  cmocka_unit_test(test_unknown_fields),
-		cmocka_unit_test(test_wrong_types),	  cmocka_unit_test(test_macs),
-		cmocka_unit_test(test_store_roundtrip), cmocka_unit_test(test_remediation_codec),	  cmocka_unit_test(test_public_mode),
-		cmocka_unit_test(test_operation_roundtrip), cmocka_unit_test(test_operation_errors),
-		cmocka_unit_test(test_selectors),	  cmocka_unit_test(test_events),
+		cmocka_unit_test(test_phase_names),
+		cmocka_unit_test(test_phase_table),
+		cmocka_unit_test(test_holds),
+		cmocka_unit_test(test_schedulable_rules),
+		cmocka_unit_test(test_conditions),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_bad_node_names),
+		cmocka_unit_test(test_enroll_minimal),
+		cmocka_unit_test(test_enroll_full),
+		cmocka_unit_test(test_unknown_fields),
+		cmocka_unit_test(test_wrong_types),
+		cmocka_unit_test(test_macs),
+		cmocka_unit_test(test_store_roundtrip),
+		cmocka_unit_test(test_remediation_codec),
+		cmocka_unit_test(test_public_mode),
+		cmocka_unit_test(test_operation_roundtrip),
+		cmocka_unit_test(test_operation_errors),
+		cmocka_unit_test(test_selectors),
+		cmocka_unit_test(test_events),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,9 +22,15 @@
 
 static struct fleet_config config(const char *dir)
 {
-	struct fleet_config cfg = {.data_dir = dir, .listen = "127.0.0.1:0", .sim_nodes = NNODES,
-				   .sim_speed = 0, .workers = 4, .exec_threads = 4,
-				   .site_qps = 100, .bmc_concurrency = 1, .bmc_timeout_s = 30,
+	struct fleet_config cfg = {.data_dir = dir,
+				   .listen = "127.0.0.1:0",
+				   .sim_nodes = NNODES,
+				   .sim_speed = 0,
+				   .workers = 4,
+				   .exec_threads = 4,
+				   .site_qps = 100,
+				   .bmc_concurrency = 1,
+				   .bmc_timeout_s = 30,
 				   .bmc_breaker_failures = 5};
 	return cfg;
 }

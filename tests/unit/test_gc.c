@@ -27,11 +27,12 @@ static void op(struct store *s, const char *id, const char *node, const char *st
 {
 	char key[128], val[512];
 	snprintf(key, sizeof(key), "/operations/%s", id);
-	snprintf(val, sizeof(val),
-		 "{\"kind\":\"Operation\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"node\":\"%s\"},"
-		 "\"status\":{\"state\":\"%s\"%s%s%s}}",
-		 id, node, state, finished ? ",\"finishedAt\":\"" : "", finished ? finished : "",
-		 finished ? "\"" : "");
+	snprintf(
+		val, sizeof(val),
+		"{\"kind\":\"Operation\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"node\":\"%s\"},"
+		"\"status\":{\"state\":\"%s\"%s%s%s}}",
+		id, node, state, finished ? ",\"finishedAt\":\"" : "", finished ? finished : "",
+		finished ? "\"" : "");
 	put(s, key, val);
 }
 
@@ -64,7 +65,9 @@ static void test_gc_pass(void **state)
 	ASSERT_EQ_INT(rev_before, 16);
 
 	/* These events are from 1970 by their ids: no age limit here (test_gc_retention). */
-	struct gc_config cfg = {.retain_revisions = 5, .max_events = 4, .op_retention_ms = 7 * DAY,
+	struct gc_config cfg = {.retain_revisions = 5,
+				.max_events = 4,
+				.op_retention_ms = 7 * DAY,
 				.event_retention_ms = -1};
 	struct gc_result res;
 	ASSERT_OK(gc_run_once(s, &cfg, NOW, &res));
@@ -122,13 +125,13 @@ static void test_gc_retention(void **state)
 	put(s, "/events/1793000000000-00000001", "{}");
 	put(s, "/events/1795000000000-00000002", "{}"); /* 11.6 days before NOW */
 	put(s, "/events/1796000000000-00000003", "{}");
-	hev(s, "n1", "a", "2026-10-20T00:00:00.000Z", "hold");  /* 40 days old: goes */
-	hev(s, "n1", "b", "2026-11-20T00:00:00.000Z", "hold");  /* 5th newest, a hold: kept */
-	hev(s, "n1", "c", "2026-11-21T00:00:00.000Z", "none");  /* 4th newest: goes */
+	hev(s, "n1", "a", "2026-10-20T00:00:00.000Z", "hold"); /* 40 days old: goes */
+	hev(s, "n1", "b", "2026-11-20T00:00:00.000Z", "hold"); /* 5th newest, a hold: kept */
+	hev(s, "n1", "c", "2026-11-21T00:00:00.000Z", "none"); /* 4th newest: goes */
 	hev(s, "n1", "d", "2026-11-29T01:00:00.000Z", "none");
 	hev(s, "n1", "e", "2026-11-29T02:00:00.000Z", "count");
 	hev(s, "n1", "f", "2026-11-29T03:00:00.000Z", "none");
-	hev(s, "n2", "a", "2026-11-01T00:00:00.000Z", "none");  /* 28.9 days: kept */
+	hev(s, "n2", "a", "2026-11-01T00:00:00.000Z", "none"); /* 28.9 days: kept */
 	struct gc_config cfg = {.healthevents_per_node = 3};
 	struct gc_result res;
 	ASSERT_OK(gc_run_once(s, &cfg, NOW, &res));

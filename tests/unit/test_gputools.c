@@ -211,8 +211,8 @@ static void test_a100_excerpt_text(void **state)
 	assert_string_equal(rep.driver_version, "510.73.08");
 	assert_string_equal(rep.cuda_version, "11.6");
 	assert_int_equal(rep.attached_gpus, 8);
-	assert_int_equal(rep.ngpus, 1);      /* an excerpt: one GPU section */
-	assert_int_equal(rep.truncated, 1);  /* ... that ends at "[...]" before "Processes" */
+	assert_int_equal(rep.ngpus, 1);     /* an excerpt: one GPU section */
+	assert_int_equal(rep.truncated, 1); /* ... that ends at "[...]" before "Processes" */
 	assert_string_equal(rep.gpus[0].pci_bus_id, "0000:10:1c.0");
 	assert_string_equal(rep.gpus[0].product, "NVIDIA A100-SXM4-80GB");
 	assert_int_equal(rep.gpus[0].ecc_volatile_sbe, 177);
@@ -238,8 +238,9 @@ static void test_a100_excerpt_text(void **state)
 		assert_non_null(end);
 		whole = malloc((size_t)(end - buf) + 64);
 		assert_non_null(whole);
-		snprintf(whole, (size_t)(end - buf) + 64, "%.*s\n    Processes                         : None\n",
-			 (int)(end - buf), buf);
+		snprintf(whole, (size_t)(end - buf) + 64,
+			 "%.*s\n    Processes                         : None\n", (int)(end - buf),
+			 buf);
 		assert_int_equal(nvsmi_parse_text(whole, strlen(whole), &rep, err, sizeof(err)), 0);
 		assert_int_equal(rep.ngpus, 1);
 		assert_int_equal(rep.gpus[0].partial, 0);
@@ -292,13 +293,16 @@ static void test_text_truncated(void **state)
 		for (int k = 0; k < 4; k++)
 			p = strstr(p + 1, "\nGPU 0000");
 		assert_non_null(p);
-		assert_int_equal(nvsmi_parse_text(buf, (size_t)(p - buf) + 3000, &rep, err, sizeof(err)), 0);
+		assert_int_equal(nvsmi_parse_text(buf, (size_t)(p - buf) + 3000, &rep, err,
+						  sizeof(err)),
+				 0);
 		assert_int_equal(rep.ngpus, 4);
 		assert_int_equal(rep.truncated, 1);
 		nvsmi_findings(&rep, 8, f, MAXF, &unknown);
 		assert_int_equal(unknown, 1);
 		/* cut inside GPU 0's ECC block */
-		assert_int_equal(nvsmi_parse_text(buf, (size_t)(strstr(buf, "ECC Errors") - buf) + 40,
+		assert_int_equal(nvsmi_parse_text(buf,
+						  (size_t)(strstr(buf, "ECC Errors") - buf) + 40,
 						  &rep, err, sizeof(err)),
 				 0);
 		assert_int_equal(rep.ngpus, 1);
@@ -413,7 +417,7 @@ static void test_text_seven_gpus(void **state)
 	while ((q = strstr(p + 1, "\nGPU 00000000:")) != NULL)
 		p = q;
 	assert_true(strncmp(p, "\nGPU 00000000:DB:00.0\n", 22) == 0); /* the 8th GPU */
-	buf[p - buf + 1] = '\0';                                     /* keep the newline */
+	buf[p - buf + 1] = '\0';                                      /* keep the newline */
 	/* header 8, 7 whole sections */
 	assert_int_equal(nvsmi_parse_text(buf, strlen(buf), &rep, err, sizeof(err)), 0);
 	assert_int_equal(rep.attached_gpus, 8);
@@ -478,7 +482,8 @@ static void test_text_bad_values(void **state)
 	(void)state;
 
 	/* hand-made: GPU 0's volatile DRAM Uncorrectable reads ERR! */
-	v1 = replace1(buf, "DRAM Uncorrectable            : 0", "DRAM Uncorrectable            : ERR!");
+	v1 = replace1(buf, "DRAM Uncorrectable            : 0",
+		      "DRAM Uncorrectable            : ERR!");
 	assert_int_equal(nvsmi_parse_text(v1, strlen(v1), &rep, err, sizeof(err)), 0);
 	assert_int_equal(rep.gpus[0].ecc_volatile_dbe, -1);
 	assert_int_equal(rep.gpus[0].ecc_volatile_sbe, 0);
@@ -502,7 +507,8 @@ static void test_text_bad_values(void **state)
 
 	/* not nvidia-smi output at all */
 	assert_int_equal(nvsmi_parse_text("hello\nworld\n", 12, &rep, err, sizeof(err)), FP_EINVAL);
-	assert_string_equal(err, "not nvidia-smi -q output: no \"Attached GPUs\" line and no GPU section");
+	assert_string_equal(
+		err, "not nvidia-smi -q output: no \"Attached GPUs\" line and no GPU section");
 	assert_int_equal(nvsmi_parse_text("", 0, &rep, err, sizeof(err)), FP_EINVAL);
 	/* "Attached GPUs : 0" with no sections is a valid empty report */
 	assert_int_equal(nvsmi_parse_text("Attached GPUs : 0\n", 18, &rep, err, sizeof(err)), 0);
@@ -687,7 +693,8 @@ static void test_xml_bad(void **state)
 	assert_non_null(strstr(err, "nvidia-smi -q -x output is not XML: line "));
 	assert_int_equal(nvsmi_parse(buf, len / 2, &rep, err, sizeof(err)), FP_EINVAL);
 	assert_int_equal(nvsmi_parse_xml("<a/>", 4, &rep, err, sizeof(err)), FP_EINVAL);
-	assert_string_equal(err, "not nvidia-smi -q -x output: the root element is not <nvidia_smi_log>");
+	assert_string_equal(
+		err, "not nvidia-smi -q -x output: the root element is not <nvidia_smi_log>");
 	/* entities are never substituted nor fetched */
 	assert_int_equal(nvsmi_parse_xml(xxe, sizeof(xxe) - 1, &rep, err, sizeof(err)), 0);
 	assert_string_equal(rep.driver_version, "");
@@ -878,7 +885,8 @@ static void test_ibstat(void **state)
 	assert_string_equal(f[0].source, "ibstat");
 	assert_string_equal(f[0].code, "ib:port_down");
 	assert_string_equal(f[0].key, "mlx5_2/1/Down");
-	assert_string_equal(f[0].message, "InfiniBand port mlx5_2/1: State Down, Physical state Disabled");
+	assert_string_equal(f[0].message,
+			    "InfiniBand port mlx5_2/1: State Down, Physical state Disabled");
 	free(v);
 	/* cut inside mlx5_0's port block (after "State:") */
 	assert_int_equal(ibstat_parse(buf, (size_t)(strstr(buf, "Physical state") - buf), &r, err,
@@ -889,22 +897,31 @@ static void test_ibstat(void **state)
 	assert_int_equal(unknown, 1);
 	free(buf);
 
-	assert_int_equal(ibstat_parse("ibstat: command not found\n", 26, &r, err, sizeof(err)), FP_EINVAL);
+	assert_int_equal(ibstat_parse("ibstat: command not found\n", 26, &r, err, sizeof(err)),
+			 FP_EINVAL);
 	assert_string_equal(err, "not ibstat output: no \"CA '<name>'\" line");
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_h100_text),      cmocka_unit_test(test_rtx4090_text),
-		cmocka_unit_test(test_a100_excerpt_text), cmocka_unit_test(test_text_truncated),
-		cmocka_unit_test(test_text_bad_values), cmocka_unit_test(test_p100_xml),
-		cmocka_unit_test(test_rtx2080_xml),    cmocka_unit_test(test_xml_text_agree),
-		cmocka_unit_test(test_xml_bad),        cmocka_unit_test(test_xml_count_mismatch),
+		cmocka_unit_test(test_h100_text),
+		cmocka_unit_test(test_rtx4090_text),
+		cmocka_unit_test(test_a100_excerpt_text),
+		cmocka_unit_test(test_text_truncated),
+		cmocka_unit_test(test_text_bad_values),
+		cmocka_unit_test(test_p100_xml),
+		cmocka_unit_test(test_rtx2080_xml),
+		cmocka_unit_test(test_xml_text_agree),
+		cmocka_unit_test(test_xml_bad),
+		cmocka_unit_test(test_xml_count_mismatch),
 		cmocka_unit_test(test_text_cut_never_count_mismatch),
-		cmocka_unit_test(test_text_cut_3000),  cmocka_unit_test(test_text_seven_gpus),
-		cmocka_unit_test(test_text_cut_value_not_read),        cmocka_unit_test(test_nvlink),
-		cmocka_unit_test(test_dcgm_diag),      cmocka_unit_test(test_dcgm_health),
+		cmocka_unit_test(test_text_cut_3000),
+		cmocka_unit_test(test_text_seven_gpus),
+		cmocka_unit_test(test_text_cut_value_not_read),
+		cmocka_unit_test(test_nvlink),
+		cmocka_unit_test(test_dcgm_diag),
+		cmocka_unit_test(test_dcgm_health),
 		cmocka_unit_test(test_ibstat),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

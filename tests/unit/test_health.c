@@ -98,7 +98,8 @@ static void test_catalog_rows(void **state)
 	assert_string_equal(health_rule_find(p, "sxid:12028")->code, "sxid:*");
 	assert_string_equal(health_rule_find(p, "dcgm:thermal")->code, "dcgm:*");
 	assert_string_equal(health_rule_find(p, "dcgm:pcie")->code, "dcgm:pcie");
-	assert_ladder(health_rule_find(p, "gpu:fallen_off_bus"), "[\"reboot\",\"reimage\",\"rma\"]");
+	assert_ladder(health_rule_find(p, "gpu:fallen_off_bus"),
+		      "[\"reboot\",\"reimage\",\"rma\"]");
 	assert_int_equal(health_rule_find(p, "power:brake_slowdown")->action, HEALTH_ACTION_NONE);
 	assert_int_equal(health_rule_find(p, "nvlink:link_down")->action, HEALTH_ACTION_HOLD);
 	assert_null(health_rule_find(p, "xid:12"));
@@ -123,9 +124,10 @@ static void test_policy_roundtrip(void **state)
 	json_decref(c);
 	/* A partial document overlays the compiled default. */
 	json_t *part = NULL;
-	const char *txt = "{\"spec\":{\"dryRun\":true,\"rules\":[{\"code\":\"xid:13\",\"action\":\"hold\","
-			  "\"count\":5,\"windowSeconds\":60},{\"code\":\"custom:thing\",\"action\":\"hold\"}],"
-			  "\"breaker\":{\"maxNodes\":10,\"domains\":[\"rack\",\"nvlink_domain\"]}}}";
+	const char *txt =
+		"{\"spec\":{\"dryRun\":true,\"rules\":[{\"code\":\"xid:13\",\"action\":\"hold\","
+		"\"count\":5,\"windowSeconds\":60},{\"code\":\"custom:thing\",\"action\":\"hold\"}],"
+		"\"breaker\":{\"maxNodes\":10,\"domains\":[\"rack\",\"nvlink_domain\"]}}}";
 	assert_int_equal(jsonx_parse(txt, strlen(txt), &part, err, sizeof(err)), 0);
 	struct health_policy *r = NULL;
 	assert_int_equal(health_policy_from_json(part, 0, &r, err, sizeof(err)), 0);
@@ -171,8 +173,9 @@ static void test_policy_errors(void **state)
 		   "metadata.name: only the policy \"default\" exists");
 	policy_bad("{\"spec\":{\"rules\":[{\"code\":\"XID:79\"}]}}",
 		   "spec.rules[0].code: code family may hold only [a-z0-9_-] (byte 0)");
-	policy_bad("{\"spec\":{\"rules\":[{\"code\":\"xid:79\",\"ladder\":[\"reboot\",\"gpu_reset\"]}]}}",
-		   "spec.rules[0].ladder[1]: rungs must be distinct and in the order gpu_reset, reboot, reimage, rma");
+	policy_bad(
+		"{\"spec\":{\"rules\":[{\"code\":\"xid:79\",\"ladder\":[\"reboot\",\"gpu_reset\"]}]}}",
+		"spec.rules[0].ladder[1]: rungs must be distinct and in the order gpu_reset, reboot, reimage, rma");
 	policy_bad("{\"spec\":{\"rules\":[{\"code\":\"xid:79\",\"ladder\":[\"pray\"]}]}}",
 		   "spec.rules[0].ladder[0]: expected gpu_reset, reboot, reimage or rma");
 	policy_bad("{\"spec\":{\"rules\":[{\"code\":\"xid:79\",\"count\":0}]}}",
@@ -214,7 +217,8 @@ static void test_windows_and_lemon(void **state)
 	for (int i = 0; i < HEALTH_WINDOW_MAX + 5; i++)
 		health_window_add(&w, i, "x", 0);
 	assert_int_equal(w.n, HEALTH_WINDOW_MAX);
-	assert_int_equal(health_window_count(&w, 200, 200 - 5 + 1), HEALTH_WINDOW_MAX); /* 5.. kept */
+	assert_int_equal(health_window_count(&w, 200, 200 - 5 + 1),
+			 HEALTH_WINDOW_MAX); /* 5.. kept */
 	health_window_release(&w);
 
 	struct health_policy *p = health_policy_default();
@@ -227,9 +231,11 @@ static void test_windows_and_lemon(void **state)
 	assert_int_equal(health_start_rung(p, r94, &l), 0);
 	/* Last remediation of this GPU 2 days ago used reboot: start after it (reimage). */
 	n->remediation_history = xcalloc(3, sizeof(*n->remediation_history));
-	n->remediation_history[0] = (struct node_remediation_record){
-		xstrdup("xid:94"), xstrdup("0000:9b:00.0"), RUNG_REBOOT, xstrdup("succeeded"),
-		now - 2 * 86400 * SEC};
+	n->remediation_history[0] = (struct node_remediation_record){xstrdup("xid:94"),
+								     xstrdup("0000:9b:00.0"),
+								     RUNG_REBOOT,
+								     xstrdup("succeeded"),
+								     now - 2 * 86400 * SEC};
 	n->nremediation_history = 1;
 	health_lemon_score(p, n, "0000:9b:00.0", 0, now, &l);
 	assert_int_equal(l.gpu_score, 1);
@@ -243,9 +249,11 @@ static void test_windows_and_lemon(void **state)
 	assert_int_equal(l.recurred, 0);
 	assert_int_equal(health_start_rung(p, r94, &l), 0);
 	/* Score 3 (two finished + one hold in progress) starts at rma. */
-	n->remediation_history[1] = (struct node_remediation_record){
-		xstrdup("xid:94"), xstrdup("0000:9b:00.0"), RUNG_GPU_RESET, xstrdup("succeeded"),
-		now - 20 * 86400 * SEC};
+	n->remediation_history[1] = (struct node_remediation_record){xstrdup("xid:94"),
+								     xstrdup("0000:9b:00.0"),
+								     RUNG_GPU_RESET,
+								     xstrdup("succeeded"),
+								     now - 20 * 86400 * SEC};
 	n->nremediation_history = 2;
 	health_lemon_score(p, n, "0000:9b:00.0", 1, now, &l);
 	assert_int_equal(l.gpu_score, 3);
@@ -384,7 +392,8 @@ static int events_with(struct world *w, const char *reason, char *last, size_t l
 	assert_int_equal(store_list(w->store, "/events/", NULL, 0, &items, &n, NULL, NULL), 0);
 	for (size_t i = 0; i < n; i++) {
 		json_t *d = NULL;
-		assert_int_equal(jsonx_parse(items[i].value, strlen(items[i].value), &d, NULL, 0), 0);
+		assert_int_equal(jsonx_parse(items[i].value, strlen(items[i].value), &d, NULL, 0),
+				 0);
 		if (strcmp(jsonx_str(d, "reason"), reason) == 0) {
 			c++;
 			if (last)
@@ -409,7 +418,8 @@ static void test_xid79_holds_in_one_revision(void **state)
 	struct world *w = world_new();
 	put_node(w, "r01n01", "r01", PHASE_AVAILABLE);
 	char line[512];
-	xid_line(0, line, sizeof(line)); /* NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus */
+	xid_line(0, line,
+		 sizeof(line)); /* NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus */
 	json_t *e = ev("k-79a", "xid:79", "0000:44:00.0", NULL, line);
 	json_object_set_new(e, "message", json_string("GPU has fallen off the bus"));
 	json_object_set_new(e, "time", json_string("2026-11-30T00:53:19.500Z"));
@@ -422,12 +432,14 @@ static void test_xid79_holds_in_one_revision(void **state)
 	int64_t rev0 = store_revision(w->store);
 	json_t *res = NULL;
 	char err[256] = "";
-	assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep,
-				       clock_wall_ms(w->clock), &res, err, sizeof(err)), 0);
+	assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep, clock_wall_ms(w->clock),
+				       &res, err, sizeof(err)),
+			 0);
 	assert_int_equal(json_integer_value(json_object_get(res, "accepted")), 1);
 	assert_int_equal(json_integer_value(json_object_get(res, "duplicates")), 0);
 	assert_string_equal(action0(res), "hold");
-	assert_string_equal(jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "reason"),
+	assert_string_equal(jsonx_str(json_array_get(json_object_get(res, "decisions"), 0),
+				      "reason"),
 			    "critical xid:79 on GPU 0000:44:00.0: 1 of 1 within 86400 s; hold, "
 			    "remediation starts at reboot");
 	json_decref(res);
@@ -470,7 +482,8 @@ static void test_xid79_holds_in_one_revision(void **state)
 	assert_string_equal(jsonx_str(d, "gpu.pciBusId"), "0000:44:00.0");
 	assert_string_equal(jsonx_str(d, "time"), "2026-11-30T00:53:19.500Z");
 	assert_string_equal(jsonx_str(d, "receivedAt"), "2026-11-30T00:53:20.000Z");
-	assert_string_equal(jsonx_str(d, "raw"), "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus");
+	assert_string_equal(jsonx_str(d, "raw"),
+			    "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus");
 	assert_string_equal(jsonx_str(d, "decision.action"), "hold");
 	assert_string_equal(jsonx_str(d, "decision.rule"), "xid:79");
 	assert_string_equal(jsonx_str(d, "decision.policy"), "default");
@@ -479,16 +492,18 @@ static void test_xid79_holds_in_one_revision(void **state)
 	store_kv_release(&kv);
 	char msg[1200];
 	assert_int_equal(events_with(w, "HealthDecision", msg, sizeof(msg)), 1);
-	assert_string_equal(msg, "health event r01n01.k-79a: code=xid:79 severity=critical rule=xid:79 "
-				 "gpu=0000:44:00.0 job=- count=1 window=86400s threshold=1 "
-				 "distinctJobs=0/0 fence=- lemon=node:0,gpu:0 breaker=closed "
-				 "ladder=reboot > reimage > rma start=reboot -> hold");
+	assert_string_equal(msg,
+			    "health event r01n01.k-79a: code=xid:79 severity=critical rule=xid:79 "
+			    "gpu=0000:44:00.0 job=- count=1 window=86400s threshold=1 "
+			    "distinctJobs=0/0 fence=- lemon=node:0,gpu:0 breaker=closed "
+			    "ladder=reboot > reimage > rma start=reboot -> hold");
 
 	/* The same event again (an agent retry): a duplicate, nothing written. */
 	int64_t rev1 = store_revision(w->store);
 	res = NULL;
-	assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep,
-				       clock_wall_ms(w->clock), &res, err, sizeof(err)), 0);
+	assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep, clock_wall_ms(w->clock),
+				       &res, err, sizeof(err)),
+			 0);
 	assert_int_equal(json_integer_value(json_object_get(res, "accepted")), 0);
 	assert_int_equal(json_integer_value(json_object_get(res, "duplicates")), 1);
 	assert_int_equal(json_array_size(json_object_get(res, "decisions")), 0);
@@ -499,8 +514,9 @@ static void test_xid79_holds_in_one_revision(void **state)
 	health_free(w->h);
 	health_up(w);
 	res = NULL;
-	assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep,
-				       clock_wall_ms(w->clock), &res, err, sizeof(err)), 0);
+	assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep, clock_wall_ms(w->clock),
+				       &res, err, sizeof(err)),
+			 0);
 	assert_int_equal(json_integer_value(json_object_get(res, "duplicates")), 1);
 	assert_int_equal(store_revision(w->store), rev1);
 	json_decref(res);
@@ -516,8 +532,9 @@ static void test_xid79_holds_in_one_revision(void **state)
 
 	/* Unknown node. */
 	res = NULL;
-	assert_int_equal(health_report(w->h, "nope", "agent:x", rep, clock_wall_ms(w->clock),
-				       &res, err, sizeof(err)), FP_ENOTFOUND);
+	assert_int_equal(health_report(w->h, "nope", "agent:x", rep, clock_wall_ms(w->clock), &res,
+				       err, sizeof(err)),
+			 FP_ENOTFOUND);
 	assert_string_equal(err, "node nope not found");
 	json_decref(rep);
 	world_free(w);
@@ -532,7 +549,8 @@ static void test_n_of_m(void **state)
 	xid_line(1, line, sizeof(line)); /* ... 94, pid=1234, name=python3, Contained ECC error */
 	json_t *res = send1(w, "r01n01", ev("a1", "xid:94", "0000:9b:00.0", NULL, line));
 	assert_string_equal(action0(res), "count");
-	assert_string_equal(jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "reason"),
+	assert_string_equal(jsonx_str(json_array_get(json_object_get(res, "decisions"), 0),
+				      "reason"),
 			    "xid:94 on GPU 0000:9b:00.0: 1 of 2 within 3600 s");
 	json_decref(res);
 	clock_virtual_advance(w->clock, 1800 * SEC);
@@ -564,8 +582,9 @@ static void test_n_of_m(void **state)
 	json_decref(res);
 	res = send1(w, "r01n02", ev("b4", "vendor:odd", NULL, NULL, NULL));
 	assert_string_equal(action0(res), "none");
-	assert_string_equal(jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "reason"),
-			    "warning vendor:odd: no rule for this code: recorded and counted, never held");
+	assert_string_equal(
+		jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "reason"),
+		"warning vendor:odd: no rule for this code: recorded and counted, never held");
 	json_decref(res);
 	assert_int_equal(held(w, "r01n02"), 0);
 	world_free(w);
@@ -585,7 +604,8 @@ static void test_job_fault_across_nodes(void **state)
 		for (int i = 1; i <= 10; i++) {
 			snprintf(name, sizeof(name), "r%02dn01", i);
 			snprintf(id, sizeof(id), "j%d-%d", round, i);
-			json_t *res = send1(w, name, ev(id, "xid:94", "0000:9b:00.0", "4242", line));
+			json_t *res = send1(w, name,
+					    ev(id, "xid:94", "0000:9b:00.0", "4242", line));
 			const char *want = round == 0 && i < 3 ? "count" : "job_fault";
 			assert_string_equal(action0(res), want);
 			json_decref(res);
@@ -615,7 +635,8 @@ static void test_distinct_jobs_on_one_gpu(void **state)
 		assert_string_equal(action0(res), i < 2 ? "count" : "hold");
 		if (i == 1)
 			assert_string_equal(
-				jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "reason"),
+				jsonx_str(json_array_get(json_object_get(res, "decisions"), 0),
+					  "reason"),
 				"xid:94 on GPU 0000:9b:00.0: 2 of 3 distinct jobs within 3600 s (101, 202)");
 		json_decref(res);
 		clock_virtual_advance(w->clock, 60 * SEC);
@@ -660,10 +681,11 @@ static void test_breaker(void **state)
 	store_kv_release(&kv);
 	char msg[1200];
 	assert_int_equal(events_with(w, "CorrelatedFailureBreakerOpen", msg, sizeof(msg)), 1);
-	assert_string_equal(msg, "4 nodes of rack r05 had hold-worthy health events within 300 s "
-				 "(more than 3): r05n01, r05n02, r05n03, r05n04; suspect the detector "
-				 "or a shared dependency; automatic health holds and actions in rack "
-				 "r05 are suppressed until POST /v1/breakers/rack.r05:reset");
+	assert_string_equal(msg,
+			    "4 nodes of rack r05 had hold-worthy health events within 300 s "
+			    "(more than 3): r05n01, r05n02, r05n03, r05n04; suspect the detector "
+			    "or a shared dependency; automatic health holds and actions in rack "
+			    "r05 are suppressed until POST /v1/breakers/rack.r05:reset");
 	json_t *b = health_breakers(w->h);
 	assert_int_equal(json_array_size(json_object_get(b, "items")), 1);
 	json_decref(b);
@@ -675,11 +697,14 @@ static void test_breaker(void **state)
 	/* Reset by a human. */
 	char err[256];
 	assert_int_equal(health_breaker_reset(w->h, "rack.r05", "operator:alice", "", err,
-					      sizeof(err)), FP_EINVAL);
+					      sizeof(err)),
+			 FP_EINVAL);
 	assert_int_equal(health_breaker_reset(w->h, "rack.r09", "operator:alice", "x", err,
-					      sizeof(err)), FP_ENOTFOUND);
+					      sizeof(err)),
+			 FP_ENOTFOUND);
 	assert_int_equal(health_breaker_reset(w->h, "rack.r05", "operator:alice",
-					      "bad PDU replaced", err, sizeof(err)), 0);
+					      "bad PDU replaced", err, sizeof(err)),
+			 0);
 	assert_int_equal(store_get(w->store, "/breakers/rack.r05", &kv), FP_ENOTFOUND);
 	assert_int_equal(events_with(w, "BreakerReset", msg, sizeof(msg)), 1);
 	/* Without replay the suppressed nodes are left unheld and keep their durable mark. */
@@ -688,10 +713,11 @@ static void test_breaker(void **state)
 	assert_string_equal(node_condition_get(n, "GPUHealthy")->reason, "HoldSuppressed");
 	assert_null(node_hold_find(n, "health"));
 	node_free(n);
-	assert_string_equal(msg, "correlated-failure breaker rack.r05 closed by operator:alice: "
-				 "bad PDU replaced; left unheld (GPUHealthy False/HoldSuppressed, a "
-				 "human acts): r05n04 (xid:79 x4: replay not requested), r05n05 "
-				 "(xid:79 x5: replay not requested)");
+	assert_string_equal(msg,
+			    "correlated-failure breaker rack.r05 closed by operator:alice: "
+			    "bad PDU replaced; left unheld (GPUHealthy False/HoldSuppressed, a "
+			    "human acts): r05n04 (xid:79 x4: replay not requested), r05n05 "
+			    "(xid:79 x5: replay not requested)");
 	/* Later (the site-a window of 300 s has passed too: r05n01..03 and r05n05 would be 4
 	 * nodes of site site-a), the next event holds. */
 	clock_virtual_advance(w->clock, 300 * SEC);
@@ -713,9 +739,10 @@ static void test_dry_run_and_never_served(void **state)
 	/* Never served: recorded, no hold. */
 	json_t *res = send1(w, "r01n02", ev("p1", "xid:79", "0000:44:00.0", NULL, NULL));
 	assert_string_equal(action0(res), "none");
-	assert_string_equal(jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "reason"),
-			    "xid:79 on GPU 0000:44:00.0: node is provisioning and has never served: "
-			    "recorded, no hold");
+	assert_string_equal(
+		jsonx_str(json_array_get(json_object_get(res, "decisions"), 0), "reason"),
+		"xid:79 on GPU 0000:44:00.0: node is provisioning and has never served: "
+		"recorded, no hold");
 	json_decref(res);
 	assert_int_equal(held(w, "r01n02"), 0);
 
@@ -723,7 +750,8 @@ static void test_dry_run_and_never_served(void **state)
 	char err[256];
 	const char *txt = "{\"spec\":{\"dryRun\":true}}";
 	assert_int_equal(jsonx_parse(txt, strlen(txt), &doc, err, sizeof(err)), 0);
-	assert_int_equal(health_policy_put(w->h, doc, "operator:alice", &stored, err, sizeof(err)), 0);
+	assert_int_equal(health_policy_put(w->h, doc, "operator:alice", &stored, err, sizeof(err)),
+			 0);
 	assert_true(json_is_true(jsonx_path(stored, "spec.dryRun")));
 	int64_t prv = atoll(jsonx_str(stored, "metadata.resourceVersion"));
 	assert_int_equal(prv, store_revision(w->store));
@@ -767,7 +795,8 @@ static void report_bad(struct world *w, json_t *rep, const char *want)
 	json_t *res = NULL;
 	char err[256] = "";
 	assert_int_equal(health_report(w->h, "r01n01", "agent:x", rep, clock_wall_ms(w->clock),
-				       &res, err, sizeof(err)), FP_EINVAL);
+				       &res, err, sizeof(err)),
+			 FP_EINVAL);
 	assert_null(res);
 	assert_string_equal(err, want);
 	assert_int_equal(store_revision(w->store), rev);
@@ -787,14 +816,16 @@ static void test_bad_reports(void **state)
 	report_bad(w, json_pack("{s:o}", "events", evs), "events: more than 256 entries");
 	json_t *dets = json_array();
 	for (int i = 0; i < 17; i++)
-		json_array_append_new(dets, json_pack("{s:s, s:b, s:s}", "name", "kernel", "live", 1,
-						      "status", "ok"));
+		json_array_append_new(dets, json_pack("{s:s, s:b, s:s}", "name", "kernel", "live",
+						      1, "status", "ok"));
 	report_bad(w, json_pack("{s:o}", "detectors", dets), "detectors: more than 16 entries");
-	report_bad(w, json_pack("{s:[{s:s, s:b, s:s},{s:s, s:b, s:s}]}", "detectors", "name", "dcgm",
-				"live", 1, "status", "ok", "name", "dcgm", "live", 1, "status", "ok"),
+	report_bad(w,
+		   json_pack("{s:[{s:s, s:b, s:s},{s:s, s:b, s:s}]}", "detectors", "name", "dcgm",
+			     "live", 1, "status", "ok", "name", "dcgm", "live", 1, "status", "ok"),
 		   "detectors[1].name: dcgm repeats detectors[0]");
-	report_bad(w, json_pack("{s:[{s:s, s:b, s:s}]}", "detectors", "name", "kernel", "live", 1,
-				"status", "fine"),
+	report_bad(w,
+		   json_pack("{s:[{s:s, s:b, s:s}]}", "detectors", "name", "kernel", "live", 1,
+			     "status", "fine"),
 		   "detectors[0].status: required, ok, unhealthy or unknown");
 	json_t *e = ev("ok1", "xid:79", NULL, NULL, NULL);
 	json_object_set_new(e, "colour", json_string("red"));
@@ -814,24 +845,28 @@ static void test_bad_reports(void **state)
 		   "events[0].raw: longer than 1024 bytes");
 	e = ev("ok1", "xid:79", NULL, NULL, NULL);
 	json_object_set_new(e, "message", json_string(big));
-	report_bad(w, json_pack("{s:[o]}", "events", e), "events[0].message: longer than 1024 bytes");
+	report_bad(w, json_pack("{s:[o]}", "events", e),
+		   "events[0].message: longer than 1024 bytes");
 	e = ev("ok1", "xid:79", NULL, NULL, NULL);
 	json_object_set_new(e, "time", json_string("yesterday"));
 	report_bad(w, json_pack("{s:[o]}", "events", e),
 		   "events[0].time: expected RFC 3339 UTC like 2026-11-30T10:00:00.123Z");
-	report_bad(w, json_pack("{s:[o, o]}", "events", ev("ok1", "xid:79", NULL, NULL, NULL),
-				ev("ok1", "xid:79", NULL, NULL, NULL)),
+	report_bad(w,
+		   json_pack("{s:[o, o]}", "events", ev("ok1", "xid:79", NULL, NULL, NULL),
+			     ev("ok1", "xid:79", NULL, NULL, NULL)),
 		   "events[1].id: ok1 repeats events[0]");
 	report_bad(w, json_pack("{s:{s:i}}", "agent", "intervalSeconds", -1),
 		   "agent.intervalSeconds: expected an integer in 0..3600");
 	report_bad(w, json_pack("{s:{s:i}}", "agent", "intervalSeconds", 3601),
 		   "agent.intervalSeconds: expected an integer in 0..3600");
-	report_bad(w, json_pack("{s:[o], s:i}", "events", ev("ok1", "xid:79", NULL, NULL, NULL),
-				"extra", 1),
+	report_bad(w,
+		   json_pack("{s:[o], s:i}", "events", ev("ok1", "xid:79", NULL, NULL, NULL),
+			     "extra", 1),
 		   "unknown field extra");
 	/* A valid event before a bad one: nothing is written either. */
-	report_bad(w, json_pack("{s:[o, o]}", "events", ev("ok1", "xid:79", NULL, NULL, NULL),
-				ev("ok2", "xid:79", NULL, "job 1", NULL)),
+	report_bad(w,
+		   json_pack("{s:[o, o]}", "events", ev("ok1", "xid:79", NULL, NULL, NULL),
+			     ev("ok2", "xid:79", NULL, "job 1", NULL)),
 		   "events[1].job: 1..64 characters of [A-Za-z0-9._+-]");
 	assert_int_equal(held(w, "r01n01"), 0);
 	world_free(w);
@@ -847,7 +882,8 @@ static void test_agent_alive_sweep(void **state)
 	json_t *res = NULL;
 	char err[256];
 	assert_int_equal(health_report(w->h, "r01n01", "agent:x", rep, clock_wall_ms(w->clock),
-				       &res, err, sizeof(err)), 0);
+				       &res, err, sizeof(err)),
+			 0);
 	assert_int_equal(json_integer_value(json_object_get(res, "accepted")), 0);
 	json_decref(res);
 	struct node *n = get_node(w, "r01n01");
@@ -858,7 +894,8 @@ static void test_agent_alive_sweep(void **state)
 	/* A second identical heartbeat writes nothing. */
 	int64_t rev = store_revision(w->store);
 	assert_int_equal(health_report(w->h, "r01n01", "agent:x", rep, clock_wall_ms(w->clock),
-				       &res, err, sizeof(err)), 0);
+				       &res, err, sizeof(err)),
+			 0);
 	json_decref(res);
 	assert_int_equal(store_revision(w->store), rev);
 	/* 3 x 30 s = 90 s timeout. */
@@ -880,7 +917,8 @@ static void test_agent_alive_sweep(void **state)
 	assert_int_equal(events_with(w, "AgentHeartbeatMissed", NULL, 0), 1);
 	/* The next report makes it True again. */
 	assert_int_equal(health_report(w->h, "r01n01", "agent:x", rep, clock_wall_ms(w->clock),
-				       &res, err, sizeof(err)), 0);
+				       &res, err, sizeof(err)),
+			 0);
 	json_decref(res);
 	n = get_node(w, "r01n01");
 	assert_int_equal(node_condition_get(n, "AgentAlive")->status, COND_TRUE);
@@ -969,17 +1007,19 @@ static void test_count_restarts_after_remediation(void **state)
 	clock_virtual_advance(w->clock, 60 * SEC);
 	json_t *res = send1(w, "r01n06", ev("aer-5", "aer:nonfatal", bus, NULL, NULL));
 	assert_string_equal(action0(res), "count");
-	assert_string_equal(reason0(res), "aer:nonfatal on GPU 0000:18:00.0: 1 of 3 within 86400 s");
+	assert_string_equal(reason0(res),
+			    "aer:nonfatal on GPU 0000:18:00.0: 1 of 3 within 86400 s");
 	json_decref(res);
 	/* An agent catching up from its outbox: the event's own time is before the fence. */
 	json_t *e = ev("aer-4", "aer:nonfatal", bus, NULL, NULL);
 	json_object_set_new(e, "time", json_string("2026-11-30T00:53:45.000Z"));
 	res = send1(w, "r01n06", e);
 	assert_string_equal(action0(res), "count");
-	assert_string_equal(reason0(res),
-			    "aer:nonfatal on GPU 0000:18:00.0: stale: seen at 2026-11-30T00:53:45.000Z, "
-			    "before the remediation that succeeded at 2026-11-30T00:53:50.000Z; "
-			    "recorded as evidence only");
+	assert_string_equal(
+		reason0(res),
+		"aer:nonfatal on GPU 0000:18:00.0: stale: seen at 2026-11-30T00:53:45.000Z, "
+		"before the remediation that succeeded at 2026-11-30T00:53:50.000Z; "
+		"recorded as evidence only");
 	json_decref(res);
 	/* A stale XID 79 never holds either. */
 	e = ev("k79-old", "xid:79", bus, NULL, NULL);
@@ -991,7 +1031,8 @@ static void test_count_restarts_after_remediation(void **state)
 	/* Two more new ones: 3 of 3 since the fence - a genuinely new failure holds, and the
 	 * recurrence (reboot within 7 days on this GPU) starts the ladder at reimage. */
 	res = send1(w, "r01n06", ev("aer-6", "aer:nonfatal", bus, NULL, NULL));
-	assert_string_equal(reason0(res), "aer:nonfatal on GPU 0000:18:00.0: 2 of 3 within 86400 s");
+	assert_string_equal(reason0(res),
+			    "aer:nonfatal on GPU 0000:18:00.0: 2 of 3 within 86400 s");
 	json_decref(res);
 	res = send1(w, "r01n06", ev("aer-7", "aer:nonfatal", bus, NULL, NULL));
 	assert_string_equal(action0(res), "hold");
@@ -1016,16 +1057,19 @@ static void test_breaker_domains(void **state)
 		   "[A-Za-z0-9._-], no '/'");
 	policy_bad("{\"spec\":{\"breaker\":{\"maxNodesPerDomain\":{\"site\":50}}}}",
 		   "spec.breaker.maxNodesPerDomain.site: not one of spec.breaker.domains");
-	policy_bad("{\"spec\":{\"breaker\":{\"domains\":[\"site\"],\"maxNodesPerDomain\":{\"site\":0}}}}",
-		   "spec.breaker.maxNodesPerDomain.site: expected an integer in 1..10000");
+	policy_bad(
+		"{\"spec\":{\"breaker\":{\"domains\":[\"site\"],\"maxNodesPerDomain\":{\"site\":0}}}}",
+		"spec.breaker.maxNodesPerDomain.site: expected an integer in 1..10000");
 	/* More than a breaker window holds: refused rather than a breaker that never opens. */
-	policy_bad("{\"spec\":{\"breaker\":{\"domains\":[\"site\"],\"maxNodesPerDomain\":{\"site\":10001}}}}",
-		   "spec.breaker.maxNodesPerDomain.site: expected an integer in 1..10000");
+	policy_bad(
+		"{\"spec\":{\"breaker\":{\"domains\":[\"site\"],\"maxNodesPerDomain\":{\"site\":10001}}}}",
+		"spec.breaker.maxNodesPerDomain.site: expected an integer in 1..10000");
 	struct health_policy *p = health_policy_default();
 	json_t *j = health_policy_to_json(p, 0);
 	char *s = jsonx_dumps(jsonx_path(j, "spec.breaker"));
-	assert_string_equal(s, "{\"enabled\":true,\"maxNodes\":3,\"windowSeconds\":300,"
-			       "\"domains\":[\"rack\",\"nvlink_domain\"],\"maxNodesPerDomain\":{}}");
+	assert_string_equal(s,
+			    "{\"enabled\":true,\"maxNodes\":3,\"windowSeconds\":300,"
+			    "\"domains\":[\"rack\",\"nvlink_domain\"],\"maxNodesPerDomain\":{}}");
 	free(s);
 	json_decref(j);
 	health_policy_free(p);
@@ -1047,7 +1091,8 @@ static void test_breaker_domains(void **state)
 	policy_ok(w, "{\"spec\":{\"breaker\":{\"domains\":[\"rack\",\"site\"],"
 		     "\"maxNodesPerDomain\":{\"site\":5}}}}");
 	json_t *pol = health_policy_get(w->h);
-	assert_int_equal(json_integer_value(jsonx_path(pol, "spec.breaker.maxNodesPerDomain.site")), 5);
+	assert_int_equal(json_integer_value(jsonx_path(pol, "spec.breaker.maxNodesPerDomain.site")),
+			 5);
 	json_decref(pol);
 	json_t *res = send1(w, "r06n01", ev("x79", "xid:79", "0000:44:00.0", NULL, NULL));
 	assert_string_equal(action0(res), "hold"); /* 1 node of site-a in its (new) window */
@@ -1069,7 +1114,8 @@ static void test_breaker_domains(void **state)
 	policy_ok(w, "{\"spec\":{\"breaker\":{\"domains\":[\"rack\"]}}}");
 	char err[256];
 	assert_int_equal(health_breaker_reset(w->h, "site.site-a", "operator:alice", "ok", err,
-					      sizeof(err)), 0);
+					      sizeof(err)),
+			 0);
 	json_t *b = health_breakers(w->h);
 	assert_int_equal(json_array_size(json_object_get(b, "items")), 0);
 	json_decref(b);
@@ -1106,8 +1152,9 @@ static void test_suppressed_replay(void **state)
 				"live", 1, "status", "ok", "events");
 	json_t *res = NULL;
 	char err[256];
-	assert_int_equal(health_report(w->h, "r05n04", "agent:r05n04", rep,
-				       clock_wall_ms(w->clock), &res, err, sizeof(err)), 0);
+	assert_int_equal(health_report(w->h, "r05n04", "agent:r05n04", rep, clock_wall_ms(w->clock),
+				       &res, err, sizeof(err)),
+			 0);
 	json_decref(res);
 	json_decref(rep);
 	n = get_node(w, "r05n04");
@@ -1124,11 +1171,13 @@ static void test_suppressed_replay(void **state)
 	json_decref(d);
 	/* Reset with replay: r05n04 and r05n05 get the hold the decision would have placed. */
 	assert_int_equal(health_breaker_reset_ex(w->h, "rack.r05", "operator:alice", "PDU fixed", 1,
-						 &res, err, sizeof(err)), 0);
+						 &res, err, sizeof(err)),
+			 0);
 	char *s = jsonx_dumps(res);
-	assert_string_equal(s, "{\"kind\":\"HealthBreaker\",\"metadata\":{\"name\":\"rack.r05\"},"
-			       "\"state\":\"closed\",\"replay\":true,\"held\":[\"r05n04\",\"r05n05\"],"
-			       "\"evidence\":[],\"unheld\":[]}");
+	assert_string_equal(s,
+			    "{\"kind\":\"HealthBreaker\",\"metadata\":{\"name\":\"rack.r05\"},"
+			    "\"state\":\"closed\",\"replay\":true,\"held\":[\"r05n04\",\"r05n05\"],"
+			    "\"evidence\":[],\"unheld\":[]}");
 	free(s);
 	json_decref(res);
 	n = get_node(w, "r05n04");
@@ -1140,8 +1189,9 @@ static void test_suppressed_replay(void **state)
 	node_free(n);
 	char msg[1200];
 	assert_int_equal(events_with(w, "BreakerReset", msg, sizeof(msg)), 1);
-	assert_string_equal(msg, "correlated-failure breaker rack.r05 closed by operator:alice: PDU "
-				 "fixed; replayed, held: r05n04, r05n05");
+	assert_string_equal(msg,
+			    "correlated-failure breaker rack.r05 closed by operator:alice: PDU "
+			    "fixed; replayed, held: r05n04, r05n05");
 	/* The breaker window was cleared with the reset: a new fault holds. */
 	res = send1(w, "r05n06", ev("z6", "xid:79", "0000:44:00.0", NULL, NULL));
 	assert_string_equal(action0(res), "hold");
@@ -1161,7 +1211,8 @@ static void test_no_live_detector(void **state)
 	json_t *res = NULL;
 	char err[256];
 	assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep, clock_wall_ms(w->clock),
-				       &res, err, sizeof(err)), 0);
+				       &res, err, sizeof(err)),
+			 0);
 	json_decref(res);
 	json_decref(rep);
 	struct node *n = get_node(w, "r01n01");
@@ -1171,12 +1222,14 @@ static void test_no_live_detector(void **state)
 	assert_string_equal(c->message, "no configured detector is live: kernel (NotConfigured), "
 					"dcgm (ProbeTimeout)");
 	node_free(n);
-	report_bad(w, json_pack("{s:[{s:s, s:b, s:s}]}", "detectors", "name", "kernel", "live", 0,
-				"status", "unknown"),
+	report_bad(w,
+		   json_pack("{s:[{s:s, s:b, s:s}]}", "detectors", "name", "kernel", "live", 0,
+			     "status", "unknown"),
 		   "detectors[0].reason: required when live is false (NotConfigured, ProbeTimeout, "
 		   "ProbeFailed or Unparseable)");
-	report_bad(w, json_pack("{s:[{s:s, s:b, s:s, s:s}]}", "detectors", "name", "kernel", "live",
-				0, "status", "ok", "reason", "ProbeFailed"),
+	report_bad(w,
+		   json_pack("{s:[{s:s, s:b, s:s, s:s}]}", "detectors", "name", "kernel", "live", 0,
+			     "status", "ok", "reason", "ProbeFailed"),
 		   "detectors[0].status: ok needs live true (a detector that is not live reports "
 		   "unknown)");
 	world_free(w);
@@ -1205,8 +1258,9 @@ static void test_job_fault_jobs_excluded(void **state)
 	json_decref(res);
 	res = send1(w, "r01n04", ev("a3", "xid:94", bus, "J3", NULL));
 	assert_string_equal(action0(res), "count");
-	assert_string_equal(reason0(res),
-			    "xid:94 on GPU 0000:18:00.0: 2 of 3 distinct jobs within 3600 s (J2, J3)");
+	assert_string_equal(
+		reason0(res),
+		"xid:94 on GPU 0000:18:00.0: 2 of 3 distinct jobs within 3600 s (J2, J3)");
 	json_decref(res);
 	res = send1(w, "r01n04", ev("a4", "xid:94", bus, "J4", NULL));
 	assert_string_equal(action0(res), "hold");
@@ -1234,9 +1288,10 @@ static void test_dry_run_breaker(void **state)
 		assert_string_equal(jsonx_str(dec, "action"), i <= 3 ? "hold" : "suppressed");
 		assert_true(json_is_true(json_object_get(dec, "dryRun")));
 		if (i == 4)
-			assert_string_equal(jsonx_str(dec, "reason"),
-					    "xid:79 on GPU 0000:44:00.0: hold suppressed (dry run), "
-					    "correlated-failure breaker rack.r03 would be open");
+			assert_string_equal(
+				jsonx_str(dec, "reason"),
+				"xid:79 on GPU 0000:44:00.0: hold suppressed (dry run), "
+				"correlated-failure breaker rack.r03 would be open");
 		json_decref(res);
 	}
 	json_t *b = health_breakers(w->h);
@@ -1261,13 +1316,16 @@ static void test_store_hygiene(void **state)
 	/* U+009B (C1 CSI); U+202E (RTL override), U+2066/U+2069 (isolates), U+200F (RLM) and
 	 * U+061C (ALM) are format characters (Unicode category Cf); U+00E9 is a letter. */
 	json_object_set_new(e, "process", json_string("py\xc2\x9bthon\xe2\x81\xa6x\xe2\x81\xa9"));
-	json_object_set_new(e, "message", json_string("\x1b]0;title\x07 caf\xc3\xa9 "
-						      "\xe2\x80\xae" "exe.txt\xe2\x80\x8f\xd8\x9c"));
+	json_object_set_new(e, "message",
+			    json_string("\x1b]0;title\x07 caf\xc3\xa9 "
+					"\xe2\x80\xae"
+					"exe.txt\xe2\x80\x8f\xd8\x9c"));
 	json_t *rep = json_pack("{s:[o]}", "events", e);
 	json_t *res = NULL;
 	char err[256];
 	assert_int_equal(health_report(w->h, "r01n01", "operator:alice", rep,
-				       clock_wall_ms(w->clock), &res, err, sizeof(err)), 0);
+				       clock_wall_ms(w->clock), &res, err, sizeof(err)),
+			 0);
 	assert_string_equal(action0(res), "none");
 	json_decref(res);
 	json_decref(rep);
@@ -1323,9 +1381,10 @@ static void test_count_not_audited(void **state)
 	json_t *d = NULL;
 	assert_int_equal(jsonx_parse(kv.value, strlen(kv.value), &d, NULL, 0), 0);
 	store_kv_release(&kv);
-	assert_string_equal(jsonx_str(d, "decision.inputs"),
-			    "code=xid:94 severity=medium rule=xid:94 gpu=0000:44:00.0 job=- count=1 "
-			    "window=3600s threshold=2 distinctJobs=0/3 fence=- -> count");
+	assert_string_equal(
+		jsonx_str(d, "decision.inputs"),
+		"code=xid:94 severity=medium rule=xid:94 gpu=0000:44:00.0 job=- count=1 "
+		"window=3600s threshold=2 distinctJobs=0/3 fence=- -> count");
 	json_decref(d);
 	world_free(w);
 }
@@ -1366,12 +1425,13 @@ static void test_breaker_large_limit(void **state)
 	assert_string_equal(jsonx_str(doc, "metadata.name"), "site.site-a");
 	assert_int_equal(json_array_size(json_object_get(doc, "nodes")), 131);
 	/* The nodes oldest first: r01n01 failed first (the list is cut at 600 bytes). */
-	assert_int_equal(strncmp(jsonx_str(doc, "reason"),
-				 "131 nodes of site site-a had hold-worthy health events within 3600 s "
-				 "(more than 130): r01n01, r01n02, r01n03,",
-				 strlen("131 nodes of site site-a had hold-worthy health events within "
-					"3600 s (more than 130): r01n01, r01n02, r01n03,")),
-			 0);
+	assert_int_equal(
+		strncmp(jsonx_str(doc, "reason"),
+			"131 nodes of site site-a had hold-worthy health events within 3600 s "
+			"(more than 130): r01n01, r01n02, r01n03,",
+			strlen("131 nodes of site site-a had hold-worthy health events within "
+			       "3600 s (more than 130): r01n01, r01n02, r01n03,")),
+		0);
 	/* 13 later suppressed pairs (the 131st opened it and is noted as well). */
 	assert_int_equal(json_array_size(json_object_get(doc, "suppressed")), 14);
 	json_decref(b);
@@ -1402,7 +1462,8 @@ static void test_memory_bounded(void **state)
 		json_t *res = NULL;
 		char err[256] = "";
 		assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep,
-					       clock_wall_ms(w->clock), &res, err, sizeof(err)), 0);
+					       clock_wall_ms(w->clock), &res, err, sizeof(err)),
+				 0);
 		json_decref(res);
 		json_decref(rep);
 	}
@@ -1413,12 +1474,13 @@ static void test_memory_bounded(void **state)
 	assert_int_equal(m.window_entries, 256);
 	assert_int_equal(m.nodes, 1);
 	/* e0 was forgotten in memory long ago; its document is still there: a duplicate. */
-	json_t *rep = json_pack("{s:[o]}", "events", ev("e0", "aer:correctable", "0000:00:00.0",
-							 NULL, NULL));
+	json_t *rep = json_pack("{s:[o]}", "events",
+				ev("e0", "aer:correctable", "0000:00:00.0", NULL, NULL));
 	json_t *res = NULL;
 	char err[256] = "";
 	assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep, clock_wall_ms(w->clock),
-				       &res, err, sizeof(err)), 0);
+				       &res, err, sizeof(err)),
+			 0);
 	assert_int_equal(json_integer_value(json_object_get(res, "accepted")), 0);
 	assert_int_equal(json_integer_value(json_object_get(res, "duplicates")), 1);
 	json_decref(res);
@@ -1444,13 +1506,14 @@ static void report_dets(struct world *w, const char *node, int interval, json_t 
 	char err[256] = "", actor[64];
 	snprintf(actor, sizeof(actor), "agent:%s", node);
 	assert_int_equal(health_report(w->h, node, actor, rep, clock_wall_ms(w->clock), &res, err,
-				       sizeof(err)), 0);
+				       sizeof(err)),
+			 0);
 	json_decref(res);
 	json_decref(rep);
 }
 
-static void assert_cond(struct world *w, const char *node, const char *type,
-			enum cond_status st, const char *reason, const char *msg)
+static void assert_cond(struct world *w, const char *node, const char *type, enum cond_status st,
+			const char *reason, const char *msg)
 {
 	struct node *n = get_node(w, node);
 	const struct node_condition *c = node_condition_get(n, type);
@@ -1473,8 +1536,8 @@ static void test_detector_unhealthy(void **state)
 			      "status", "ok", "name", "nvidia-smi", "live", 1, "status", "ok"));
 	assert_cond(w, "r01n01", "GPUHealthy", COND_TRUE, "DetectorsOk", NULL);
 	report_dets(w, "r01n01", 30,
-		    json_pack("[{s:s, s:b, s:s}, {s:s, s:b, s:s, s:s}]", "name", "kernel", "live", 1,
-			      "status", "ok", "name", "nvidia-smi", "live", 1, "status",
+		    json_pack("[{s:s, s:b, s:s}, {s:s, s:b, s:s, s:s}]", "name", "kernel", "live",
+			      1, "status", "ok", "name", "nvidia-smi", "live", 1, "status",
 			      "unhealthy", "message", "1 finding: thermal:hw_slowdown on GPU 3"));
 	assert_cond(w, "r01n01", "GPUHealthy", COND_UNKNOWN, "DetectorUnhealthy",
 		    "status unhealthy from: nvidia-smi (1 finding: thermal:hw_slowdown on GPU 3); "
@@ -1486,7 +1549,8 @@ static void test_detector_unhealthy(void **state)
 		    "status unhealthy from: nvidia-smi; no health hold (see the node's health "
 		    "events)");
 	report_dets(w, "r01n01", 30,
-		    json_pack("[{s:s, s:b, s:s}]", "name", "nvidia-smi", "live", 1, "status", "ok"));
+		    json_pack("[{s:s, s:b, s:s}]", "name", "nvidia-smi", "live", 1, "status",
+			      "ok"));
 	assert_cond(w, "r01n01", "GPUHealthy", COND_TRUE, "DetectorsOk", NULL);
 	world_free(w);
 }
@@ -1510,7 +1574,8 @@ static void test_replay_evidence(void **state)
 	json_decref(res);
 	char err[256];
 	assert_int_equal(health_breaker_reset_ex(w->h, "rack.r06", "operator:alice", "PDU fixed", 1,
-						 &res, err, sizeof(err)), 0);
+						 &res, err, sizeof(err)),
+			 0);
 	char *s = jsonx_dumps(res);
 	assert_string_equal(s, "{\"kind\":\"HealthBreaker\",\"metadata\":{\"name\":\"rack.r06\"},"
 			       "\"state\":\"closed\",\"replay\":true,\"held\":[\"r06n04\"],"
@@ -1525,9 +1590,10 @@ static void test_replay_evidence(void **state)
 	node_free(n);
 	char msg[1200];
 	assert_int_equal(events_with(w, "BreakerReset", msg, sizeof(msg)), 1);
-	assert_string_equal(msg, "correlated-failure breaker rack.r06 closed by operator:alice: PDU "
-				 "fixed; replayed, held: r06n04; evidence: r06n04.x4b (xid:48) "
-				 "evidence of r06n04.x4");
+	assert_string_equal(msg,
+			    "correlated-failure breaker rack.r06 closed by operator:alice: PDU "
+			    "fixed; replayed, held: r06n04; evidence: r06n04.x4b (xid:48) "
+			    "evidence of r06n04.x4");
 
 	/* Without replay both pairs of the node are listed as left unheld. */
 	for (int i = 5; i <= 8; i++) {
@@ -1541,11 +1607,13 @@ static void test_replay_evidence(void **state)
 	assert_string_equal(action0(res), "suppressed");
 	json_decref(res);
 	assert_int_equal(health_breaker_reset_ex(w->h, "rack.r07", "operator:alice", "checked", 0,
-						 &res, err, sizeof(err)), 0);
+						 &res, err, sizeof(err)),
+			 0);
 	s = jsonx_dumps(json_object_get(res, "unheld"));
-	assert_string_equal(s, "[{\"node\":\"r07n08\",\"event\":\"y8\",\"code\":\"xid:79\","
-			       "\"reason\":\"replay not requested\"},{\"node\":\"r07n08\",\"event\":"
-			       "\"y8b\",\"code\":\"xid:48\",\"reason\":\"replay not requested\"}]");
+	assert_string_equal(s,
+			    "[{\"node\":\"r07n08\",\"event\":\"y8\",\"code\":\"xid:79\","
+			    "\"reason\":\"replay not requested\"},{\"node\":\"r07n08\",\"event\":"
+			    "\"y8b\",\"code\":\"xid:48\",\"reason\":\"replay not requested\"}]");
 	free(s);
 	json_decref(res);
 	world_free(w);

@@ -43,11 +43,11 @@ struct pending_notice {
  * while the breaker had its BMC open (there must be none). */
 struct fake_bmc {
 	enum bmc_power power;
-	int unknown_power;  /* power_get answers UNKNOWN with reason PowerStateMissing */
-	unsigned learn;     /* learned_quirks reported on every call */
-	int fail_rc;        /* every call fails with this (0 = answer) */
+	int unknown_power;        /* power_get answers UNKNOWN with reason PowerStateMissing */
+	unsigned learn;           /* learned_quirks reported on every call */
+	int fail_rc;              /* every call fails with this (0 = answer) */
 	int64_t retry_after_once; /* the next call answers FP_EAGAIN with this Retry-After */
-	int set_lost_rc;    /* power_set acts, then answers this error (the answer was lost) */
+	int set_lost_rc; /* power_set acts, then answers this error (the answer was lost) */
 	long calls, sets, calls_open, calls_probe;
 	int64_t set_at;     /* clock ms of the last power_set, 0 once a power_get followed it */
 	int64_t min_settle; /* shortest time from a power_set to the power_get after it; 0 = none */
@@ -60,7 +60,7 @@ struct world {
 	struct fp_rng rng;
 	struct fp_executor *exec;
 	struct bmc *sim;
-	struct bmc *spy;  /* the sim, its mutating calls logged in spy_log (driver name "sim") */
+	struct bmc *spy; /* the sim, its mutating calls logged in spy_log (driver name "sim") */
 	struct buf spy_log;
 	struct bmc *fake;
 	struct fake_bmc fk;
@@ -136,7 +136,8 @@ static void w_notify(void *arg, const char *node, enum bmc_sim_notice what, cons
 static void controller_up(struct world *w)
 {
 	w->exec = executor_inline_new();
-	struct ratelimit_config rc = {.bmc_max_concurrency = 1, .site_rate_per_s = 20,
+	struct ratelimit_config rc = {.bmc_max_concurrency = 1,
+				      .site_rate_per_s = 20,
 				      .site_burst = 20};
 	w->limits = ratelimit_new(w->clock, &rc);
 	w->cache = cache_new(w->store);
@@ -146,10 +147,17 @@ static void controller_up(struct world *w)
 	char err[256];
 	assert_int_equal(health_breakers_load(w->breakers, w->store, err, sizeof(err)), 0);
 	budget_svc_set_breakers(w->budget, health_breakers_open_for_cb, w->breakers);
-	struct lifecycle_config lc = {.store = w->store, .cache = w->cache, .clock = w->clock,
-				      .rng = &w->rng, .exec = w->exec, .limits = w->limits,
-				      .breaker = w->breaker, .budget = w->budget,
-				      .drivers = {w->spy, w->fake}, .ndrivers = 2, .workers = 0};
+	struct lifecycle_config lc = {.store = w->store,
+				      .cache = w->cache,
+				      .clock = w->clock,
+				      .rng = &w->rng,
+				      .exec = w->exec,
+				      .limits = w->limits,
+				      .breaker = w->breaker,
+				      .budget = w->budget,
+				      .drivers = {w->spy, w->fake},
+				      .ndrivers = 2,
+				      .workers = 0};
 	w->lc = lifecycle_new(&lc);
 	assert_true(cache_sync_now(w->cache) >= 0);
 	for (size_t i = 0; i < w->npending; i++)
@@ -185,8 +193,8 @@ static struct world *spy_world(struct bmc *b)
 	return b->impl;
 }
 
-static int spy_power_get(struct bmc *b, const struct bmc_target *t, int64_t dl,
-			 enum bmc_power *out, char *err, size_t errlen)
+static int spy_power_get(struct bmc *b, const struct bmc_target *t, int64_t dl, enum bmc_power *out,
+			 char *err, size_t errlen)
 {
 	struct bmc *s = spy_world(b)->sim;
 	return s->ops->power_get(s, t, dl, out, err, errlen);
@@ -200,8 +208,8 @@ static int spy_power_set(struct bmc *b, const struct bmc_target *t, int64_t dl,
 	return w->sim->ops->power_set(w->sim, t, dl, a, err, errlen);
 }
 
-static int spy_boot_get(struct bmc *b, const struct bmc_target *t, int64_t dl,
-			struct bmc_boot *out, char *err, size_t errlen)
+static int spy_boot_get(struct bmc *b, const struct bmc_target *t, int64_t dl, struct bmc_boot *out,
+			char *err, size_t errlen)
 {
 	struct bmc *s = spy_world(b)->sim;
 	return s->ops->boot_get(s, t, dl, out, err, errlen);
@@ -236,11 +244,16 @@ static void spy_free(struct bmc *b)
 	free(b);
 }
 
-static const struct bmc_driver_ops spy_ops = {
-	.name = "sim", .caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE | BMC_CAP_INVENTORY,
-	.power_get = spy_power_get, .power_set = spy_power_set, .boot_get = spy_boot_get,
-	.boot_set = spy_boot_set, .inventory = spy_inventory, .agent_action = spy_agent_action,
-	.free = spy_free};
+static const struct bmc_driver_ops spy_ops = {.name = "sim",
+					      .caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE |
+						      BMC_CAP_INVENTORY,
+					      .power_get = spy_power_get,
+					      .power_set = spy_power_set,
+					      .boot_get = spy_boot_get,
+					      .boot_set = spy_boot_set,
+					      .inventory = spy_inventory,
+					      .agent_action = spy_agent_action,
+					      .free = spy_free};
 
 /* Common head of every fake call: counts, learns, fails as scripted. */
 static int fake_call(struct bmc *b, const struct bmc_target *t, char *err, size_t errlen)
@@ -334,10 +347,15 @@ static int fake_inventory(struct bmc *b, const struct bmc_target *t, int64_t dl,
 	return 0;
 }
 
-static const struct bmc_driver_ops fake_ops = {
-	.name = "redfish", .caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE | BMC_CAP_INVENTORY,
-	.power_get = fake_power_get, .power_set = fake_power_set, .boot_get = fake_boot_get,
-	.boot_set = fake_boot_set, .inventory = fake_inventory, .free = spy_free};
+static const struct bmc_driver_ops fake_ops = {.name = "redfish",
+					       .caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE |
+						       BMC_CAP_INVENTORY,
+					       .power_get = fake_power_get,
+					       .power_set = fake_power_set,
+					       .boot_get = fake_boot_get,
+					       .boot_set = fake_boot_set,
+					       .inventory = fake_inventory,
+					       .free = spy_free};
 
 /* A world whose sim runs at `speed` (0: every boot, GPU reset and burn-in happens at once). */
 static struct world *world_new_speed(double speed, uint64_t fault_seed, double fault_rate,
@@ -348,9 +366,15 @@ static struct world *world_new_speed(double speed, uint64_t fault_seed, double f
 	assert_int_equal(store_open("mem:", &w->store, err, sizeof(err)), 0);
 	w->clock = clock_virtual_new(START_WALL);
 	fp_rng_init(&w->rng, 42);
-	struct bmc_sim_config sc = {.clock = w->clock, .speed = speed, .fault_seed = fault_seed,
-				    .fault_rate = fault_rate, .fault_kinds = fault_kinds,
-				    .notify = w_notify, .save = w_save, .load = w_load, .arg = w};
+	struct bmc_sim_config sc = {.clock = w->clock,
+				    .speed = speed,
+				    .fault_seed = fault_seed,
+				    .fault_rate = fault_rate,
+				    .fault_kinds = fault_kinds,
+				    .notify = w_notify,
+				    .save = w_save,
+				    .load = w_load,
+				    .arg = w};
 	w->sim = bmc_sim_new(&sc);
 	buf_init(&w->spy_log, 0);
 	w->spy = xcalloc(1, sizeof(*w->spy));
@@ -496,9 +520,9 @@ static json_t *sim_state(struct world *w, const char *node)
 static long counter(struct world *w, const char *node, const char *which)
 {
 	json_t *s = sim_state(w, node);
-	long v = (long)json_integer_value(jsonx_path(s, "counters") ?
-					       json_object_get(jsonx_path(s, "counters"), which) :
-					       NULL);
+	long v = (long)json_integer_value(
+		jsonx_path(s, "counters") ? json_object_get(jsonx_path(s, "counters"), which)
+					  : NULL);
 	json_decref(s);
 	return v;
 }
@@ -555,7 +579,8 @@ static char *run_seeded(int64_t *rev)
 	assert_int_equal(store_list(w->store, "/events/", NULL, 0, &items, &n, NULL, &more), 0);
 	for (size_t i = 0; i < n; i++) {
 		json_t *ev = NULL;
-		assert_int_equal(jsonx_parse(items[i].value, strlen(items[i].value), &ev, NULL, 0), 0);
+		assert_int_equal(jsonx_parse(items[i].value, strlen(items[i].value), &ev, NULL, 0),
+				 0);
 		buf_printf(&b, "%s %s %s\n", jsonx_str(ev, "time"), jsonx_str(ev, "object"),
 			   jsonx_str(ev, "reason"));
 		json_decref(ev);
@@ -715,7 +740,8 @@ static void test_lost_callback_deadline(void **state)
 	struct store_kv *items = NULL;
 	size_t nitems = 0;
 	int more = 0, found = 0;
-	assert_int_equal(store_list(w->store, "/events/", NULL, 0, &items, &nitems, NULL, &more), 0);
+	assert_int_equal(store_list(w->store, "/events/", NULL, 0, &items, &nitems, NULL, &more),
+			 0);
 	for (size_t i = 0; i < nitems; i++)
 		found += strstr(items[i].value, "\"reason\":\"PhaseDeadlineExceeded\"") != NULL;
 	store_kv_array_free(items, nitems);
@@ -731,9 +757,8 @@ static void put_node(struct world *w, struct node *n)
 	snprintf(key, sizeof(key), "/nodes/%s", n->name);
 	json_t *doc = node_to_json(n, NODE_JSON_STORE);
 	char *val = jsonx_dumps(doc);
-	assert_int_equal(store_put(w->store, key, val, n->resource_version ? n->resource_version
-									  : STORE_ABSENT,
-				   NULL),
+	assert_int_equal(store_put(w->store, key, val,
+				   n->resource_version ? n->resource_version : STORE_ABSENT, NULL),
 			 0);
 	free(val);
 	json_decref(doc);
@@ -823,7 +848,8 @@ static int count_ops(struct world *w, const char *node, const char *kind)
 	assert_int_equal(store_list(w->store, "/operations/", NULL, 0, &items, &k, NULL, &more), 0);
 	for (size_t i = 0; i < k; i++) {
 		json_t *d = json_loads(items[i].value, 0, NULL);
-		c += !strcmp(jsonx_str(d, "spec.node"), node) && !strcmp(jsonx_str(d, "spec.kind"), kind);
+		c += !strcmp(jsonx_str(d, "spec.node"), node) &&
+		     !strcmp(jsonx_str(d, "spec.kind"), kind);
 		json_decref(d);
 	}
 	store_kv_array_free(items, k);
@@ -840,7 +866,8 @@ static int count_events(struct world *w, const char *node, const char *reason)
 	assert_int_equal(store_list(w->store, "/events/", NULL, 0, &items, &k, NULL, &more), 0);
 	for (size_t i = 0; i < k; i++) {
 		json_t *d = json_loads(items[i].value, 0, NULL);
-		c += !strcmp(jsonx_str(d, "object"), obj) && !strcmp(jsonx_str(d, "reason"), reason);
+		c += !strcmp(jsonx_str(d, "object"), obj) &&
+		     !strcmp(jsonx_str(d, "reason"), reason);
 		json_decref(d);
 	}
 	store_kv_array_free(items, k);
@@ -874,12 +901,12 @@ static int op_ended(struct world *w, const void *id)
 	return done;
 }
 
-static enum cond_status cond_of(struct world *w, const char *name, const char *type,
-				char *reason, size_t rlen)
+static enum cond_status cond_of(struct world *w, const char *name, const char *type, char *reason,
+				size_t rlen)
 {
 	struct node *n = get_node(w, name);
 	const struct node_condition *c = node_condition_get(n, type);
-	enum cond_status st = c ? c->status : (enum cond_status)-1;
+	enum cond_status st = c ? c->status : (enum cond_status) - 1;
 	if (reason)
 		snprintf(reason, rlen, "%s", c && c->reason ? c->reason : "");
 	node_free(n);
@@ -1071,7 +1098,7 @@ static void test_power_unknown_is_not_off(void **state)
 	enroll_fake(w, "f1");
 	char reason[64];
 	/* inspection records what the BMC said: not known */
-	for (int i = 0; i < 20 && cond_of(w, "f1", "PoweredOn", NULL, 0) == (enum cond_status)-1;
+	for (int i = 0; i < 20 && cond_of(w, "f1", "PoweredOn", NULL, 0) == (enum cond_status) - 1;
 	     i++) {
 		pump(w);
 		int64_t at = 0;
@@ -1243,8 +1270,10 @@ static void test_breaker_opens_waits_closes(void **state)
 	/* Open after 3 timeouts; the first probe only after 3 min, longer than a step's 2 min
 	 * deadline, so the step waiting on it must end by its deadline. */
 	controller_down(w);
-	struct breaker_config bc = {.failure_threshold = 3, .probe_min_ms = 3 * MIN_MS,
-				    .probe_max_ms = 3 * MIN_MS, .jitter = 0,
+	struct breaker_config bc = {.failure_threshold = 3,
+				    .probe_min_ms = 3 * MIN_MS,
+				    .probe_max_ms = 3 * MIN_MS,
+				    .jitter = 0,
 				    .probe_timeout_ms = 10 * MIN_MS};
 	w->breaker = breaker_new(w->clock, NULL, &bc);
 	w->fk.breaker = w->breaker;
@@ -1268,9 +1297,10 @@ static void test_breaker_opens_waits_closes(void **state)
 	assert_true(k >= 1);
 	json_t *d = json_loads(items[0].value, 0, NULL);
 	assert_string_equal(jsonx_str(d, "status.state"), "failed");
-	assert_string_equal(jsonx_str(d, "status.lastError"),
-			    "step power_status attempt 4: BMC https://bmc-f1.test circuit open: the "
-			    "step deadline passed without the BMC answering");
+	assert_string_equal(
+		jsonx_str(d, "status.lastError"),
+		"step power_status attempt 4: BMC https://bmc-f1.test circuit open: the "
+		"step deadline passed without the BMC answering");
 	json_decref(d);
 	store_kv_array_free(items, k);
 	/* the BMC answers again: the probe closes the circuit, with one event */
@@ -1598,8 +1628,8 @@ static void place_remediation(struct world *w, const char *name,
 	if (event)
 		r->events[r->nevents++] = xstrdup(event);
 	r->since = now;
-	node_condition_set(n, "GPUHealthy", COND_FALSE, "xid:79", "GPU 0000:3b:00.0 fell off the bus",
-			   now);
+	node_condition_set(n, "GPUHealthy", COND_FALSE, "xid:79",
+			   "GPU 0000:3b:00.0 fell off the bus", now);
 	json_t *doc = node_to_json(n, NODE_JSON_STORE);
 	char *val = jsonx_dumps(doc), key[64];
 	snprintf(key, sizeof(key), "/nodes/%s", name);
@@ -1618,7 +1648,8 @@ static int count_docs(struct world *w, const char *prefix, const char *path, con
 	assert_int_equal(store_list(w->store, prefix, NULL, 0, &items, &k, NULL, &more), 0);
 	for (size_t i = 0; i < k; i++) {
 		json_t *d = NULL;
-		assert_int_equal(jsonx_parse(items[i].value, strlen(items[i].value), &d, NULL, 0), 0);
+		assert_int_equal(jsonx_parse(items[i].value, strlen(items[i].value), &d, NULL, 0),
+				 0);
 		const char *v = jsonx_str(d, path);
 		c += v && strcmp(v, value) == 0;
 		json_decref(d);
@@ -1823,12 +1854,13 @@ static void test_remediation_rma(void **state)
 	struct world *w = world_new(0, 0, 0);
 	enroll(w, 1);
 	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
-	assert_int_equal(store_put(w->store, "/healthevents/r01n01/k-1",
-				   "{\"kind\":\"HealthEvent\",\"node\":\"r01n01\",\"id\":\"k-1\","
-				   "\"source\":\"kernel\",\"code\":\"xid:79\",\"message\":\"GPU has "
-				   "fallen off the bus.\"}",
-				   STORE_ABSENT, NULL),
-			 0);
+	assert_int_equal(
+		store_put(w->store, "/healthevents/r01n01/k-1",
+			  "{\"kind\":\"HealthEvent\",\"node\":\"r01n01\",\"id\":\"k-1\","
+			  "\"source\":\"kernel\",\"code\":\"xid:79\",\"message\":\"GPU has "
+			  "fallen off the bus.\"}",
+			  STORE_ABSENT, NULL),
+		0);
 	assert_int_equal(store_put(w->store, "/healthevents/r01n01/k-2",
 				   "{\"kind\":\"HealthEvent\",\"node\":\"r01n01\",\"id\":\"k-2\","
 				   "\"source\":\"kernel\",\"code\":\"xid:79\"}",
@@ -1942,12 +1974,13 @@ static void put_breaker(struct world *w, const char *domain, const char *value)
 {
 	char key[128], doc[512];
 	snprintf(key, sizeof(key), "/breakers/%s.%s", domain, value);
-	snprintf(doc, sizeof(doc),
-		 "{\"kind\":\"HealthBreaker\",\"metadata\":{\"name\":\"%s.%s\",\"createdAt\":"
-		 "\"2026-11-30T10:00:00.000Z\"},\"domain\":\"%s\",\"value\":\"%s\",\"state\":\"open\","
-		 "\"openedAt\":\"2026-11-30T10:00:00.000Z\",\"nodes\":[],\"reason\":\"test\","
-		 "\"suppressed\":[]}",
-		 domain, value, domain, value);
+	snprintf(
+		doc, sizeof(doc),
+		"{\"kind\":\"HealthBreaker\",\"metadata\":{\"name\":\"%s.%s\",\"createdAt\":"
+		"\"2026-11-30T10:00:00.000Z\"},\"domain\":\"%s\",\"value\":\"%s\",\"state\":\"open\","
+		"\"openedAt\":\"2026-11-30T10:00:00.000Z\",\"nodes\":[],\"reason\":\"test\","
+		"\"suppressed\":[]}",
+		domain, value, domain, value);
 	assert_int_equal(store_put(w->store, key, doc, STORE_ANY, NULL), 0);
 	json_t *d = json_loads(doc, 0, NULL);
 	assert_non_null(d);
@@ -2197,11 +2230,12 @@ static void test_budget_rack_one_at_a_time(void **state)
 	struct world *w = world_new(0, 0, 0);
 	enroll(w, 10);
 	assert_true(run_until_phase(w, 10, PHASE_AVAILABLE, 120 * MIN_MS) > 0);
-	assert_int_equal(store_put(w->store, "/budgets/rack-1",
-				   "{\"kind\":\"DisruptionBudget\",\"metadata\":{\"name\":\"rack-1\"},"
-				   "\"spec\":{\"domain\":\"rack\",\"maxUnavailable\":1}}",
-				   STORE_ABSENT, NULL),
-			 0);
+	assert_int_equal(
+		store_put(w->store, "/budgets/rack-1",
+			  "{\"kind\":\"DisruptionBudget\",\"metadata\":{\"name\":\"rack-1\"},"
+			  "\"spec\":{\"domain\":\"rack\",\"maxUnavailable\":1}}",
+			  STORE_ABSENT, NULL),
+		0);
 	budget_svc_invalidate(w->budget);
 	static const enum remediation_rung ladder[] = {RUNG_REBOOT};
 	static const char *const held[] = {"r01n02", "r01n04", "r01n06", "r01n08"};
@@ -2227,11 +2261,12 @@ static void test_budget_rack_one_at_a_time(void **state)
 	assert_int_equal(waiting, 3);
 	assert_int_equal(count_docs(w, "/events/", "reason", "DisruptionBudgetExhausted"), 3);
 	json_t *st = budget_svc_status(w->budget, "rack-1");
-	assert_int_equal(json_integer_value(jsonx_path(st, "domains")
-					      ? json_object_get(json_array_get(
-							jsonx_path(st, "domains"), 0),
-							"remaining")
-					      : NULL),
+	assert_int_equal(json_integer_value(
+				 jsonx_path(st, "domains")
+					 ? json_object_get(json_array_get(jsonx_path(st, "domains"),
+									  0),
+							   "remaining")
+					 : NULL),
 			 0);
 	json_decref(st);
 	/* run to the end, one timer at a time, checking after every reconcile and step */

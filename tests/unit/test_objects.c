@@ -68,10 +68,13 @@ static void test_keys(void **state)
 	k = objects_key_dup(OBJECTS_SIM_HW, "r01n01");
 	assert_string_equal(k, "/sim/hw/r01n01");
 	free(k);
-	static const char *const want[OBJECTS__COUNT] = {
-		"/nodes/",     "/operations/", "/events/",   "/sites/",   "/racks/",
-		"/tokens/",    "/idempotency/", "/sim/hw/",  "/healthevents/", "/policies/",
-		"/budgets/",   "/breakers/",   "/rmas/"};
+	static const char *const want[OBJECTS__COUNT] = {"/nodes/",        "/operations/",
+							 "/events/",       "/sites/",
+							 "/racks/",        "/tokens/",
+							 "/idempotency/",  "/sim/hw/",
+							 "/healthevents/", "/policies/",
+							 "/budgets/",      "/breakers/",
+							 "/rmas/"};
 	for (int i = 0; i < OBJECTS__COUNT; i++)
 		assert_string_equal(objects_prefix((enum objects_kind)i), want[i]);
 	assert_string_equal(objects_key_name(OBJECTS_NODE, "/nodes/x1"), "x1");
@@ -270,8 +273,13 @@ static void test_op_start_kinds(void **state)
 	/* power: the one step power_<action>; retire without power off: skip_power_off */
 	struct operation *op = NULL;
 	json_t *p = json_pack("{s:s}", "action", "cycle");
-	struct objects_op_spec spec = {.node = "n1", .kind = "power", .params = p, .actor = "u",
-				       .reason = "r", .idempotency_key = "k1", .now_ms = 5};
+	struct objects_op_spec spec = {.node = "n1",
+				       .kind = "power",
+				       .params = p,
+				       .actor = "u",
+				       .reason = "r",
+				       .idempotency_key = "k1",
+				       .now_ms = 5};
 	assert_int_equal(objects_op_start(&spec, NULL, &op, NULL, 0), 0);
 	assert_string_equal(op->id, "power-0000000000005-00000000");
 	assert_int_equal(op->nsteps, 1);

@@ -110,7 +110,8 @@ static void test_keyed_concurrency(void **state)
 static void test_keyed_min_interval(void **state)
 {
 	struct fp_clock *c = clock_virtual_new(0);
-	struct ratelimit_config cfg = {.bmc_max_concurrency = 2, .bmc_min_interval_ms = 500,
+	struct ratelimit_config cfg = {.bmc_max_concurrency = 2,
+				       .bmc_min_interval_ms = 500,
 				       .busy_retry_ms = 250};
 	struct ratelimit *lim = ratelimit_new(c, &cfg);
 	char why[128];
@@ -163,8 +164,10 @@ static void test_keyed_site_bucket(void **state)
 static void test_keyed_eviction(void **state)
 {
 	struct fp_clock *c = clock_virtual_new(0);
-	struct ratelimit_config cfg = {.bmc_min_interval_ms = 100, .idle_evict_ms = 1000,
-				       .site_rate_per_s = 1, .site_burst = 1};
+	struct ratelimit_config cfg = {.bmc_min_interval_ms = 100,
+				       .idle_evict_ms = 1000,
+				       .site_rate_per_s = 1,
+				       .site_burst = 1};
 	struct ratelimit *lim = ratelimit_new(c, &cfg);
 	int64_t wait;
 	assert_int_equal(ratelimit_acquire(lim, "idle", "s1", &wait, NULL, 0), 0);

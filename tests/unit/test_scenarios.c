@@ -51,10 +51,10 @@
 struct track {
 	char name[32];
 	enum node_phase phase;
-	int health_held;   /* had a `health` hold at the last look */
-	size_t hist;       /* remediationHistory length at the last look */
-	struct buf path;   /* phases it went through, "available>draining>..." */
-	long left, back;   /* check number when it last left available / came back */
+	int health_held; /* had a `health` hold at the last look */
+	size_t hist;     /* remediationHistory length at the last look */
+	struct buf path; /* phases it went through, "available>draining>..." */
+	long left, back; /* check number when it last left available / came back */
 };
 
 struct world {
@@ -70,7 +70,7 @@ struct world {
 	struct health *h;
 	struct track tr[MAX_NODES];
 	size_t ntr;
-	int max_out;       /* most nodes of one budget domain value unavailable at one look */
+	int max_out; /* most nodes of one budget domain value unavailable at one look */
 	char *accepted[MAX_ACCEPTED]; /* "<node>/<id>" of every accepted health event */
 	size_t naccepted;
 	long checks;
@@ -102,29 +102,37 @@ static void kline(const char *file, int no, char *out, size_t len)
 /* A kernel event as the agent reports it. The fields are written by hand from the line. */
 struct kev {
 	const char *code, *bus, *process, *message;
-	long pid;       /* 0 = none */
+	long pid; /* 0 = none */
 	const char *file;
 	int line;
 };
 
 /* line 12: "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus" */
-static const struct kev XID79 = {"xid:79", "0000:44:00.0", NULL, "GPU has fallen off the bus", 0,
-				 XID_FILE, 12};
+static const struct kev XID79 = {"xid:79", "0000:44:00.0", NULL, "GPU has fallen off the bus",
+				 0,        XID_FILE,       12};
 /* line 52: "NVRM: Xid (PCI:0000:9b:00): 94, pid=1234, name=python3, Contained ECC error" */
-static const struct kev XID94 = {"xid:94", "0000:9b:00.0", "python3", "Contained ECC error", 1234,
-				 XID_FILE, 52};
+static const struct kev XID94 = {"xid:94", "0000:9b:00.0", "python3", "Contained ECC error",
+				 1234,     XID_FILE,       52};
 /* line 25: "[Fri Aug 30 11:43:14 2024] NVRM: Xid (PCI:0000:cb:00): 109, pid=1797828,
  * name=pt_main_thread, Ch 00000008, errorString CTX SWITCH TIMEOUT, Info 0x58005" */
-static const struct kev XID109 = {"xid:109", "0000:cb:00.0", "pt_main_thread",
+static const struct kev XID109 = {"xid:109",
+				  "0000:cb:00.0",
+				  "pt_main_thread",
 				  "Ch 00000008, errorString CTX SWITCH TIMEOUT, Info 0x58005",
-				  1797828, XID_FILE, 25};
+				  1797828,
+				  XID_FILE,
+				  25};
 /* dmesg-decode-iso-xid13-xid43.log line 1: "kern  :warn  : 2025-01-21T02:21:33,499870+00:00
  * NVRM: Xid (PCI:0000:38:00): 13, pid='<unknown>', name=<unknown>, Graphics Exception: ESR
  * 0x555f30=0x11f000e ..." (pid unknown: none) */
-static const struct kev XID13 = {"xid:13", "0000:38:00.0", NULL,
+static const struct kev XID13 = {"xid:13",
+				 "0000:38:00.0",
+				 NULL,
 				 "Graphics Exception: ESR 0x555f30=0x11f000e 0x555f34=0x24 "
 				 "0x555f28=0xf81eb60 0x555f2c=0x1174",
-				 0, "dmesg-decode-iso-xid13-xid43.log", 1};
+				 0,
+				 "dmesg-decode-iso-xid13-xid43.log",
+				 1};
 
 /* One event object {id, source kernel, code, gpu, pid?, process?, job?, time, message, raw}. */
 static json_t *kevent(struct world *w, const char *id, const struct kev *k, const char *job)
@@ -170,8 +178,10 @@ static size_t load_nodes(struct world *w, struct node **out)
 	for (size_t i = 0; i < n; i++) {
 		json_t *doc = NULL;
 		assert_int_equal(jsonx_parse(kvs[i].value, strlen(kvs[i].value), &doc, err,
-					     sizeof(err)), 0);
-		assert_int_equal(node_from_json(doc, kvs[i].mod_revision, &out[i], err, sizeof(err)),
+					     sizeof(err)),
+				 0);
+		assert_int_equal(node_from_json(doc, kvs[i].mod_revision, &out[i], err,
+						sizeof(err)),
 				 0);
 		json_decref(doc);
 	}
@@ -190,8 +200,10 @@ static void check_budgets(struct world *w, struct node **nodes, size_t n)
 		json_t *doc = NULL;
 		struct budget bg;
 		assert_int_equal(jsonx_parse(kvs[b].value, strlen(kvs[b].value), &doc, err,
-					     sizeof(err)), 0);
-		assert_int_equal(budget_from_json(doc, kvs[b].mod_revision, &bg, err, sizeof(err)), 0);
+					     sizeof(err)),
+				 0);
+		assert_int_equal(budget_from_json(doc, kvs[b].mod_revision, &bg, err, sizeof(err)),
+				 0);
 		json_decref(doc);
 		for (size_t i = 0; i < n; i++) {
 			const char *v = budget_domain_value(&bg, nodes[i]);
@@ -302,14 +314,16 @@ static void w_notify(void *arg, const char *node, enum bmc_sim_notice what, cons
 static void health_up(struct world *w)
 {
 	char err[256];
-	struct health_config hc = {.store = w->store, .cache = w->cache, .clock = w->clock,
-				   .rng = &w->rng, .sweep = 0};
+	struct health_config hc = {.store = w->store,
+				   .cache = w->cache,
+				   .clock = w->clock,
+				   .rng = &w->rng,
+				   .sweep = 0};
 	w->h = health_new(&hc, err, sizeof(err));
 	if (!w->h)
 		fail_msg("health_new: %s", err);
 	/* as serve wires them: the budget service asks the health controller's breakers */
-	budget_svc_set_breakers(w->budget, health_breakers_open_for_cb,
-				health_breaker_owner(w->h));
+	budget_svc_set_breakers(w->budget, health_breakers_open_for_cb, health_breaker_owner(w->h));
 }
 
 /* The health controller stops (a crash or world_free): the budget service forgets it first. */
@@ -327,18 +341,29 @@ static struct world *world_new(void)
 	assert_int_equal(store_open("mem:", &w->store, err, sizeof(err)), 0);
 	w->clock = clock_virtual_new(START_WALL);
 	fp_rng_init(&w->rng, 42);
-	struct bmc_sim_config sc = {.clock = w->clock, .speed = 1, .notify = w_notify,
-				    .save = w_save, .load = w_load, .arg = w};
+	struct bmc_sim_config sc = {.clock = w->clock,
+				    .speed = 1,
+				    .notify = w_notify,
+				    .save = w_save,
+				    .load = w_load,
+				    .arg = w};
 	w->sim = bmc_sim_new(&sc);
 	w->exec = executor_inline_new();
-	struct ratelimit_config rc = {.bmc_max_concurrency = 1, .site_rate_per_s = 20,
+	struct ratelimit_config rc = {.bmc_max_concurrency = 1,
+				      .site_rate_per_s = 20,
 				      .site_burst = 20};
 	w->limits = ratelimit_new(w->clock, &rc);
 	w->cache = cache_new(w->store);
 	w->budget = budget_svc_new(w->store, w->cache, w->clock);
-	struct lifecycle_config lc = {.store = w->store, .cache = w->cache, .clock = w->clock,
-				      .rng = &w->rng, .exec = w->exec, .limits = w->limits,
-				      .budget = w->budget, .drivers = {w->sim}, .ndrivers = 1,
+	struct lifecycle_config lc = {.store = w->store,
+				      .cache = w->cache,
+				      .clock = w->clock,
+				      .rng = &w->rng,
+				      .exec = w->exec,
+				      .limits = w->limits,
+				      .budget = w->budget,
+				      .drivers = {w->sim},
+				      .ndrivers = 1,
 				      .workers = 0};
 	w->lc = lifecycle_new(&lc);
 	assert_true(cache_sync_now(w->cache) >= 0);
@@ -512,10 +537,10 @@ static void enroll(struct world *w, int count)
  * decided event is new and returns the result (caller frees). */
 static json_t *report(struct world *w, const char *node, json_t *evs)
 {
-	json_t *body = json_pack(
-		"{s:{s:s, s:s, s:i}, s:[{s:s, s:b, s:s}], s:o}", "agent", "version", "0.4.0",
-		"bootId", "b7c2d1e0-boot", "intervalSeconds", 30, "detectors", "name", "kernel",
-		"live", 1, "status", json_array_size(evs) ? "unhealthy" : "ok", "events", evs);
+	json_t *body = json_pack("{s:{s:s, s:s, s:i}, s:[{s:s, s:b, s:s}], s:o}", "agent",
+				 "version", "0.4.0", "bootId", "b7c2d1e0-boot", "intervalSeconds",
+				 30, "detectors", "name", "kernel", "live", 1, "status",
+				 json_array_size(evs) ? "unhealthy" : "ok", "events", evs);
 	char *text = jsonx_dumps(body);
 	json_decref(body);
 	json_t *parsed = NULL;
@@ -567,7 +592,8 @@ static int count_docs(struct world *w, const char *prefix, const char *path, con
 	assert_int_equal(store_list(w->store, prefix, NULL, 0, &items, &k, NULL, &more), 0);
 	for (size_t i = 0; i < k; i++) {
 		json_t *d = NULL;
-		assert_int_equal(jsonx_parse(items[i].value, strlen(items[i].value), &d, NULL, 0), 0);
+		assert_int_equal(jsonx_parse(items[i].value, strlen(items[i].value), &d, NULL, 0),
+				 0);
 		const char *v = jsonx_str(d, path);
 		c += v && strcmp(v, value) == 0;
 		json_decref(d);
@@ -586,7 +612,8 @@ static void event_message(struct world *w, const char *reason, char *out, size_t
 	assert_int_equal(store_list(w->store, "/events/", NULL, 0, &items, &k, NULL, &more), 0);
 	for (size_t i = 0; i < k; i++) {
 		json_t *d = NULL;
-		assert_int_equal(jsonx_parse(items[i].value, strlen(items[i].value), &d, NULL, 0), 0);
+		assert_int_equal(jsonx_parse(items[i].value, strlen(items[i].value), &d, NULL, 0),
+				 0);
 		if (strcmp(jsonx_str(d, "reason"), reason) == 0)
 			snprintf(out, len, "%s", jsonx_str(d, "message"));
 		json_decref(d);
@@ -645,8 +672,9 @@ static void test_xid79_hold_reboot_validate_available(void **state)
 	json_t *d = json_array_get(json_object_get(res, "decisions"), 0);
 	assert_string_equal(jsonx_str(d, "event"), "k-b7c-000012");
 	assert_string_equal(jsonx_str(d, "action"), "hold");
-	assert_string_equal(jsonx_str(d, "reason"), "critical xid:79 on GPU 0000:44:00.0: 1 of 1 "
-						    "within 86400 s; hold, remediation starts at reboot");
+	assert_string_equal(jsonx_str(d, "reason"),
+			    "critical xid:79 on GPU 0000:44:00.0: 1 of 1 "
+			    "within 86400 s; hold, remediation starts at reboot");
 	json_decref(res);
 	/* Committed by the time health_report returned: no virtual time passed since. */
 	struct node *n = get_node(w, "r01n01");
@@ -686,8 +714,8 @@ static void test_xid79_hold_reboot_validate_available(void **state)
 	world_free(w);
 }
 
-static const char *const RACK[] = {"r01n01", "r01n02", "r01n03", "r01n04", "r01n05",
-				  "r01n06", "r01n07", "r01n08", "r01n09", "r01n10", NULL};
+static const char *const RACK[] = {"r01n01", "r01n02", "r01n03", "r01n04", "r01n05", "r01n06",
+				   "r01n07", "r01n08", "r01n09", "r01n10", NULL};
 
 /* 2. One job hits the same node-actionable XID on all 10 nodes of a rack: the job's fault.
  * Nodes 1 and 2 only count (job attribution needs minNodes 3 within 600 s), nodes 3..10 are
@@ -733,7 +761,8 @@ static void job_fault_case(const struct kev *k, const char *job, const char *fir
 
 static void test_one_job_across_ten_nodes(void **state)
 {
-	job_fault_case(&XID94, "4242", "xid:94 on GPU 0000:9b:00.0: 1 of 3 distinct jobs within 3600 s (4242)",
+	job_fault_case(&XID94, "4242",
+		       "xid:94 on GPU 0000:9b:00.0: 1 of 3 distinct jobs within 3600 s (4242)",
 		       "xid:94 from job 4242 on 3 nodes within 600 s (r01n01, r01n02, r01n03): "
 		       "the job's fault, no node action");
 	job_fault_case(&XID109, "5151",
@@ -856,10 +885,11 @@ static void test_rack_burst_budget_and_breaker(void **state)
 	assert_int_equal(count_docs(w, "/events/", "reason", "CorrelatedFailureBreakerOpen"), 1);
 	char msg[1024];
 	event_message(w, "CorrelatedFailureBreakerOpen", msg, sizeof(msg));
-	assert_string_equal(msg, "3 nodes of rack r01 had hold-worthy health events within 300 s "
-				 "(more than 2): r01n01, r01n02, r01n03; suspect the detector or a "
-				 "shared dependency; automatic health holds and actions in rack r01 "
-				 "are suppressed until POST /v1/breakers/rack.r01:reset");
+	assert_string_equal(msg,
+			    "3 nodes of rack r01 had hold-worthy health events within 300 s "
+			    "(more than 2): r01n01, r01n02, r01n03; suspect the detector or a "
+			    "shared dependency; automatic health holds and actions in rack r01 "
+			    "are suppressed until POST /v1/breakers/rack.r01:reset");
 	json_t *b = health_breakers(w->h);
 	assert_int_equal(json_array_size(json_object_get(b, "items")), 1);
 	json_t *b0 = json_array_get(json_object_get(b, "items"), 0);
@@ -925,7 +955,8 @@ static void test_rack_burst_budget_and_breaker(void **state)
 	/* A human resets the breaker; the next failure is held and healed. */
 	char err[256];
 	assert_int_equal(health_breaker_reset(w->h, "rack.r01", "operator:alice", "PDU replaced",
-					      err, sizeof(err)), 0);
+					      err, sizeof(err)),
+			 0);
 	assert_int_equal(count_prefix(w, "/breakers/"), 0);
 	/* Closed: the suppressed nodes no longer say it is open (design: True only while open). */
 	for (int i = 2; i < 5; i += 2) {
@@ -933,12 +964,13 @@ static void test_rack_burst_budget_and_breaker(void **state)
 		assert_null(node_condition_get(n, "HealthActionsSuppressed"));
 		node_free(n);
 	}
-	assert_int_equal(count_docs(w, "/events/", "message",
-				    "correlated-failure breaker rack.r01 closed by operator:alice: "
-				    "PDU replaced; left unheld (GPUHealthy False/HoldSuppressed, a "
-				    "human acts): r01n03 (xid:79 k-79-03: replay not requested), r01n05 "
-				    "(xid:79 k-79-05: replay not requested)"),
-			 1);
+	assert_int_equal(
+		count_docs(w, "/events/", "message",
+			   "correlated-failure breaker rack.r01 closed by operator:alice: "
+			   "PDU replaced; left unheld (GPUHealthy False/HoldSuppressed, a "
+			   "human acts): r01n03 (xid:79 k-79-03: replay not requested), r01n05 "
+			   "(xid:79 k-79-05: replay not requested)"),
+		1);
 	/* Closed: the two held go on by themselves, one at a time (the budget), each through
 	 * the ladder's reboot and validation. */
 	static const char *const held[] = {"r01n01", "r01n02", NULL};
@@ -958,7 +990,8 @@ static void test_rack_burst_budget_and_breaker(void **state)
 	expect(w, "r01n04", "k-79-04", &XID79, NULL, "hold");
 	static const char *const again[] = {"r01n04", NULL};
 	run_until_back(w, again, 60 * MIN);
-	assert_string_equal(path_of(w, "r01n04"), "available>draining>repairing>validating>available");
+	assert_string_equal(path_of(w, "r01n04"),
+			    "available>draining>repairing>validating>available");
 	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "reboot"), 3);
 	assert_int_equal(w->max_out, 1);
 	/* the suppressed ones were never touched */
@@ -978,12 +1011,14 @@ static void test_agent_restart_resend(void **state)
 	assert_int_equal(json_integer_value(json_object_get(res, "duplicates")), 0);
 	json_t *d = json_array_get(json_object_get(res, "decisions"), 0);
 	assert_string_equal(jsonx_str(d, "action"), "count");
-	assert_string_equal(jsonx_str(d, "reason"), "xid:94 on GPU 0000:9b:00.0: 1 of 2 within 3600 s");
+	assert_string_equal(jsonx_str(d, "reason"),
+			    "xid:94 on GPU 0000:9b:00.0: 1 of 2 within 3600 s");
 	json_decref(res);
 	clock_virtual_advance(w->clock, 20 * SEC);
 	/* restarted: from its cursor it re-sends the first event, plus one new */
-	res = report(w, "r01n01", json_pack("[o, o]", kevent(w, "k-b1-000001", &XID94, NULL),
-					    kevent(w, "k-b1-000002", &XID13, NULL)));
+	res = report(w, "r01n01",
+		     json_pack("[o, o]", kevent(w, "k-b1-000001", &XID94, NULL),
+			       kevent(w, "k-b1-000002", &XID13, NULL)));
 	assert_int_equal(json_integer_value(json_object_get(res, "accepted")), 1);
 	assert_int_equal(json_integer_value(json_object_get(res, "duplicates")), 1);
 	d = json_array_get(json_object_get(res, "decisions"), 0);
@@ -998,17 +1033,19 @@ static void test_agent_restart_resend(void **state)
 	health_up(w);
 	clock_virtual_advance(w->clock, 20 * SEC);
 	int64_t rev = store_revision(w->store);
-	res = report(w, "r01n01", json_pack("[o, o]", kevent(w, "k-b1-000001", &XID94, NULL),
-					    kevent(w, "k-b1-000002", &XID13, NULL)));
+	res = report(w, "r01n01",
+		     json_pack("[o, o]", kevent(w, "k-b1-000001", &XID94, NULL),
+			       kevent(w, "k-b1-000002", &XID13, NULL)));
 	assert_int_equal(json_integer_value(json_object_get(res, "accepted")), 0);
 	assert_int_equal(json_integer_value(json_object_get(res, "duplicates")), 2);
 	json_decref(res);
 	assert_int_equal(store_revision(w->store), rev);
 	/* the GPU really fails again: the second xid:94 within the hour holds */
 	clock_virtual_advance(w->clock, 20 * SEC);
-	res = report(w, "r01n01", json_pack("[o, o, o]", kevent(w, "k-b1-000001", &XID94, NULL),
-					    kevent(w, "k-b1-000002", &XID13, NULL),
-					    kevent(w, "k-b2-000001", &XID94, NULL)));
+	res = report(w, "r01n01",
+		     json_pack("[o, o, o]", kevent(w, "k-b1-000001", &XID94, NULL),
+			       kevent(w, "k-b1-000002", &XID13, NULL),
+			       kevent(w, "k-b2-000001", &XID94, NULL)));
 	assert_int_equal(json_integer_value(json_object_get(res, "accepted")), 1);
 	assert_int_equal(json_integer_value(json_object_get(res, "duplicates")), 2);
 	d = json_array_get(json_object_get(res, "decisions"), 0);
@@ -1098,13 +1135,15 @@ static void test_escalation_and_lemon(void **state)
 	assert_string_equal(jsonx_str(rma, "gpu"), "0000:9b:00.0");
 	assert_string_equal(jsonx_str(rma, "code"), "xid:94");
 	assert_string_equal(jsonx_str(rma, "state"), "open");
-	assert_string_equal(jsonx_str(rma, "reason"), "medium xid:94 on GPU 0000:9b:00.0: 2 of 2 "
-						      "within 3600 s; hold, remediation starts at rma");
+	assert_string_equal(jsonx_str(rma, "reason"),
+			    "medium xid:94 on GPU 0000:9b:00.0: 2 of 2 "
+			    "within 3600 s; hold, remediation starts at rma");
 	json_t *ev = jsonx_path(rma, "evidence.healthEvents");
 	assert_int_equal(json_array_size(ev), 1);
 	assert_string_equal(jsonx_str(json_array_get(ev, 0), "id"), "k-c3-000002");
-	assert_string_equal(jsonx_str(json_array_get(ev, 0), "raw"),
-			    "NVRM: Xid (PCI:0000:9b:00): 94, pid=1234, name=python3, Contained ECC error");
+	assert_string_equal(
+		jsonx_str(json_array_get(ev, 0), "raw"),
+		"NVRM: Xid (PCI:0000:9b:00): 94, pid=1234, name=python3, Contained ECC error");
 	/* 3 (jobs) + 2 + 2 + 2 xid:94 events of this node */
 	assert_int_equal(json_integer_value(jsonx_path(rma, "evidence.counts.xid:94")), 9);
 	json_t *hist = jsonx_path(rma, "evidence.remediationHistory");

@@ -189,11 +189,12 @@ static void test_key_file(void **state)
 	unsigned char b31[31] = {0};
 	write_file(path, b31, sizeof(b31), 0600);
 	assert_int_equal(secret_key_load_or_create(path, &k2, NULL, e, sizeof(e)), FP_EINVAL);
-	snprintf(want, sizeof(want),
-		 "%s has 31 bytes, expected 32 (the key fleetplane serve wrote); restore the right "
-		 "file from backup, or remove it and start serve with --new-secret-key if no sealed "
-		 "BMC password must be read again",
-		 path);
+	snprintf(
+		want, sizeof(want),
+		"%s has 31 bytes, expected 32 (the key fleetplane serve wrote); restore the right "
+		"file from backup, or remove it and start serve with --new-secret-key if no sealed "
+		"BMC password must be read again",
+		path);
 	assert_string_equal(e, want);
 
 	char real[128];
@@ -294,9 +295,10 @@ static void test_codec_legacy_and_replaced_key(void **state)
 	struct secret_key *k1 = key_n(1), *k2 = key_n(2);
 	char e[256];
 	/* an older store: plaintext password, read as is and used as is */
-	json_t *legacy = parse("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":"
-			       "{\"driver\":\"sim\",\"password\":\"legacy-pw-3\"}},"
-			       "\"status\":{\"phase\":\"available\"}}");
+	json_t *legacy = parse(
+		"{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":"
+		"{\"driver\":\"sim\",\"password\":\"legacy-pw-3\"}},"
+		"\"status\":{\"phase\":\"available\"}}");
 	struct node *n = NULL, *n2 = NULL, *n3 = NULL;
 	assert_int_equal(node_from_json(legacy, 1, &n, e, sizeof(e)), 0);
 	assert_string_equal(n->bmc.password, "legacy-pw-3");
@@ -393,9 +395,10 @@ static void test_enroll_password_file_names(void **state)
 	const char *good[] = {"n1.pw", "r01n03_bmc-Pass.txt", long_name};
 	for (size_t i = 0; i < 3; i++) {
 		char doc[512], e[256];
-		snprintf(doc, sizeof(doc),
-			 "{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"password_file\":\"%s\"}}}",
-			 good[i]);
+		snprintf(
+			doc, sizeof(doc),
+			"{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"password_file\":\"%s\"}}}",
+			good[i]);
 		json_t *j = parse(doc);
 		struct node *n = NULL;
 		assert_int_equal(node_from_enroll_json(j, &n, e, sizeof(e)), 0);
@@ -413,8 +416,8 @@ static void test_password_file_read(void **state)
 	snprintf(path, sizeof(path), "%s/n1.pw", tmpdir);
 	/* missing */
 	assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)), FP_ENOTFOUND);
-	snprintf(want, sizeof(want),
-		 "BMC password file %s does not exist (spec.bmc.password_file)", path);
+	snprintf(want, sizeof(want), "BMC password file %s does not exist (spec.bmc.password_file)",
+		 path);
 	assert_string_equal(e, want);
 	/* trailing newline stripped, CRLF too, nothing else */
 	write_file(path, "pw from file \n", 14, 0600);
@@ -450,7 +453,8 @@ static void test_password_file_read(void **state)
 	static const mode_t open_modes[] = {0644, 0640, 0604, 0620, 0602};
 	for (size_t i = 0; i < sizeof(open_modes) / sizeof(open_modes[0]); i++) {
 		write_file(path, "mode-pw\n", 8, open_modes[i]);
-		assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)), FP_EPERM);
+		assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)),
+				 FP_EPERM);
 		assert_null(pw);
 		snprintf(want, sizeof(want),
 			 "BMC password file %s is readable or writable by group or others (mode "
@@ -483,11 +487,13 @@ static void test_password_file_read(void **state)
 	if (geteuid() == 0) {
 		write_file(path, "x\n", 2, 0600);
 		assert_int_equal(chown(path, 65534, 65534), 0);
-		assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)), FP_EPERM);
-		snprintf(want, sizeof(want),
-			 "BMC password file %s is owned by uid 65534, not by the user running serve "
-			 "(uid 0)",
-			 path);
+		assert_int_equal(secret_bmc_password(NULL, &b, tmpdir, &pw, e, sizeof(e)),
+				 FP_EPERM);
+		snprintf(
+			want, sizeof(want),
+			"BMC password file %s is owned by uid 65534, not by the user running serve "
+			"(uid 0)",
+			path);
 		assert_string_equal(e, want);
 	}
 	/* a stored name that is a path (an older store) is refused at the call */
@@ -561,9 +567,10 @@ static void test_ca_path(void **state)
 	assert_string_equal(e, "spec.bmc.ca_file is set but no absolute BMC credentials "
 			       "directory is configured");
 	/* enroll refuses the same names, naming the field */
-	expect_enroll_err("{\"ca_file\":\"/etc/shadow\"}",
-			  "spec.bmc.ca_file: expected a plain file name in serve's "
-			  "--bmc-credentials-dir (letters, digits, '.', '_', '-'; no '/'), not a path");
+	expect_enroll_err(
+		"{\"ca_file\":\"/etc/shadow\"}",
+		"spec.bmc.ca_file: expected a plain file name in serve's "
+		"--bmc-credentials-dir (letters, digits, '.', '_', '-'; no '/'), not a path");
 	expect_enroll_err("{\"ca_file\":\".ca\"}",
 			  "spec.bmc.ca_file: must not start with '.'; name a file in serve's "
 			  "--bmc-credentials-dir");

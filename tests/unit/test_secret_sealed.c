@@ -98,10 +98,15 @@ static void fake_free(struct bmc *b)
 	free(b);
 }
 
-static const struct bmc_driver_ops fake_ops = {
-	.name = "ipmi", .caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE | BMC_CAP_INVENTORY,
-	.power_get = fake_power_get, .power_set = fake_power_set, .boot_get = fake_boot_get,
-	.boot_set = fake_boot_set, .inventory = fake_inventory, .free = fake_free};
+static const struct bmc_driver_ops fake_ops = {.name = "ipmi",
+					       .caps = BMC_CAP_POWER | BMC_CAP_BOOT_DEVICE |
+						       BMC_CAP_INVENTORY,
+					       .power_get = fake_power_get,
+					       .power_set = fake_power_set,
+					       .boot_get = fake_boot_get,
+					       .boot_set = fake_boot_set,
+					       .inventory = fake_inventory,
+					       .free = fake_free};
 
 static struct secret_key *test_key(void)
 {
@@ -162,10 +167,15 @@ static struct world *world_new_store(int give_key, int legacy)
 
 	w->exec = executor_inline_new();
 	w->cache = cache_new(w->store);
-	struct lifecycle_config lc = {.store = w->store, .cache = w->cache, .clock = w->clock,
-				      .rng = &w->rng, .exec = w->exec,
+	struct lifecycle_config lc = {.store = w->store,
+				      .cache = w->cache,
+				      .clock = w->clock,
+				      .rng = &w->rng,
+				      .exec = w->exec,
 				      .secret_key = give_key ? w->key : NULL,
-				      .drivers = {w->fake}, .ndrivers = 1, .workers = 0};
+				      .drivers = {w->fake},
+				      .ndrivers = 1,
+				      .workers = 0};
 	w->lc = lifecycle_new(&lc);
 	assert_true(cache_sync_now(w->cache) >= 0);
 	return w;
@@ -239,13 +249,25 @@ static void no_plain_json(const json_t *j, const char *what)
 static void scan_node(const struct node *n, const char *what)
 {
 	assert_non_null(n);
-	const char *const str[] = {
-		n->name,	  n->uid,	      n->site,	       n->rack,
-		n->provider,	  n->pool,	      n->bmc.driver,   n->bmc.address,
-		n->bmc.username,  n->bmc.password,    n->bmc.password_file,
-		n->bmc.password_sealed, n->bmc.ca_file, n->bmc.system, n->gpu_model,
-		n->operation,	  n->last_boot_id,    n->validation_boot_id,
-		n->inventory_text};
+	const char *const str[] = {n->name,
+				   n->uid,
+				   n->site,
+				   n->rack,
+				   n->provider,
+				   n->pool,
+				   n->bmc.driver,
+				   n->bmc.address,
+				   n->bmc.username,
+				   n->bmc.password,
+				   n->bmc.password_file,
+				   n->bmc.password_sealed,
+				   n->bmc.ca_file,
+				   n->bmc.system,
+				   n->gpu_model,
+				   n->operation,
+				   n->last_boot_id,
+				   n->validation_boot_id,
+				   n->inventory_text};
 	for (size_t i = 0; i < sizeof(str) / sizeof(str[0]); i++)
 		no_plain(str[i], what);
 	for (size_t i = 0; i < n->nlabels; i++) {

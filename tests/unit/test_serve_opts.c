@@ -75,13 +75,13 @@ static void test_every_kind(void **state)
 	char err[512] = "";
 	int rc = load("# a comment\n"
 		      "\n"
-		      "data-dir /var/lib/fp\n"       /* string */
-		      "  listen   10.0.0.1:8080  \r\n" /* blanks around, CR cut */
-		      "workers 9\n"                  /* long */
-		      "bmc-timeout 45\n"             /* duration */
-		      "site-qps 2.5\n"               /* double */
-		      "sim-faults 18446744073709551615\n" /* seed, the largest */
-		      "log-level debug\n"            /* level */
+		      "data-dir /var/lib/fp\n"               /* string */
+		      "  listen   10.0.0.1:8080  \r\n"       /* blanks around, CR cut */
+		      "workers 9\n"                          /* long */
+		      "bmc-timeout 45\n"                     /* duration */
+		      "site-qps 2.5\n"                       /* double */
+		      "sim-faults 18446744073709551615\n"    /* seed, the largest */
+		      "log-level debug\n"                    /* level */
 		      "bmc-credentials-dir /etc/fp creds\n", /* a value with a blank */
 		      o, err, sizeof(err));
 	assert_int_equal(0, rc);
@@ -156,11 +156,13 @@ static void test_flag_messages_unchanged(void **state)
 		{"site-qps", "-1", "\"-1\" is not a number 0..1e6"},
 		{"log-level", "x", "\"x\" is not one of debug, info, warn, error, off"},
 		{"heartbeat-timeout", "x", "\"x\" is not 0..86400 seconds"},
-		{"report-rate", "x", "\"x\" is not a number 0..100000 (reports per second per node; "
-				     "0 = no limit)"},
+		{"report-rate", "x",
+		 "\"x\" is not a number 0..100000 (reports per second per node; "
+		 "0 = no limit)"},
 		{"report-burst", "0", "\"0\" is not 1..100000 reports"},
-		{"report-events", "x", "\"x\" is not 0..100000000 (events per minute per node; 0 = "
-				       "no limit)"},
+		{"report-events", "x",
+		 "\"x\" is not 0..100000000 (events per minute per node; 0 = "
+		 "no limit)"},
 		{"bmc-credentials-dir", "", "must not be empty"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -247,8 +249,8 @@ static void test_flags_override_file(void **state)
 	struct serve_opts *o = malloc(sizeof(*o));
 	assert_non_null(o);
 	/* flags before and after --config both win over the file */
-	const char *args[] = {"serve", "--workers", "9", "--config", path, "--data-dir", "/tmp/x",
-			      "--report-burst", "40", NULL};
+	const char *args[] = {"serve",  "--workers",      "9",  "--config", path, "--data-dir",
+			      "/tmp/x", "--report-burst", "40", NULL};
 	assert_int_equal(-1, parse(o, args));
 	assert_int_equal(9, o->workers);
 	assert_int_equal(40, o->report_burst);
@@ -256,8 +258,8 @@ static void test_flags_override_file(void **state)
 	assert_string_equal("/tmp/x", o->data_dir);
 	assert_int_equal(4, o->executor_threads); /* sim-speed 0 from the file, threads not set */
 	/* executor-threads given: the zero-latency rule leaves it alone */
-	const char *args2[] = {"serve", "--config", path, "--data-dir", "/tmp/x",
-			       "--executor-threads", "12", NULL};
+	const char *args2[] = {"serve",  "--config",           path, "--data-dir",
+			       "/tmp/x", "--executor-threads", "12", NULL};
 	assert_int_equal(-1, parse(o, args2));
 	assert_int_equal(12, o->executor_threads);
 	assert_int_equal(7, o->workers);
@@ -276,8 +278,8 @@ static void test_flags_override_file(void **state)
 	assert_int_equal(2, parse(o, args6));
 	const char *args7[] = {"serve", "--no-such-flag", NULL};
 	assert_int_equal(2, parse(o, args7));
-	const char *args8[] = {"serve", "--config", "/nonexistent/fp.conf", "--data-dir", "/x",
-			       NULL};
+	const char *args8[] = {"serve",      "--config", "/nonexistent/fp.conf",
+			       "--data-dir", "/x",       NULL};
 	assert_int_equal(2, parse(o, args8));
 	free(o);
 }

@@ -245,7 +245,7 @@ static void test_txn(void **state)
 	assert_int_equal(fi, 1);
 
 	struct store_op *big = calloc(STORE_MAX_TXN_OPS + 1, sizeof(*big));
-	char (*keys)[16] = calloc(STORE_MAX_TXN_OPS + 1, sizeof(*keys));
+	char(*keys)[16] = calloc(STORE_MAX_TXN_OPS + 1, sizeof(*keys));
 	for (size_t i = 0; i <= STORE_MAX_TXN_OPS; i++) {
 		snprintf(keys[i], sizeof(keys[i]), "/big/%04zu", i);
 		big[i] = (struct store_op){STORE_OP_PUT, keys[i], "v", STORE_ANY};
@@ -276,8 +276,8 @@ static void expect_keys(const struct store_kv *items, size_t n, const char *cons
 static void test_list(void **state)
 {
 	struct store *s = ((struct fx *)*state)->s;
-	static const char *const puts_order[] = {"/l/b", "/l/a",  "/l/c", "/l/aa", "/m/x",
-						 "/l",   "/k",    "/l/B", "/l/~", "/l0"};
+	static const char *const puts_order[] = {"/l/b", "/l/a", "/l/c", "/l/aa", "/m/x",
+						 "/l",   "/k",   "/l/B", "/l/~",  "/l0"};
 	for (size_t i = 0; i < 10; i++)
 		assert_int_equal(put_ok(s, puts_order[i], puts_order[i]), (int64_t)i + 1);
 
@@ -328,8 +328,8 @@ static void test_list(void **state)
 	assert_int_equal(store_list(s, "", NULL, 0, &it, &n, NULL, NULL), 0);
 	expect_keys(it, n, every, 10);
 	store_kv_array_free(it, n);
-	static const char *const l_all[] = {"/l", "/l/B", "/l/a", "/l/aa", "/l/b", "/l/c", "/l/~",
-					    "/l0"};
+	static const char *const l_all[] = {"/l",   "/l/B", "/l/a", "/l/aa",
+					    "/l/b", "/l/c", "/l/~", "/l0"};
 	assert_int_equal(store_list(s, "/l", NULL, 0, &it, &n, NULL, NULL), 0);
 	expect_keys(it, n, l_all, 8);
 	store_kv_array_free(it, n);
@@ -379,7 +379,7 @@ static void test_changes_whole_revision(void **state)
 	}
 	assert_int_equal(store_put(s, "/before", "{}", STORE_ANY, NULL), 0); /* rev 1 */
 	int64_t rev = 0;
-	assert_int_equal(store_txn(s, ops, 600, &rev, NULL), 0);          /* rev 2 */
+	assert_int_equal(store_txn(s, ops, 600, &rev, NULL), 0); /* rev 2 */
 	assert_int_equal(rev, 2);
 	assert_int_equal(store_put(s, "/after", "{}", STORE_ANY, NULL), 0); /* rev 3 */
 	struct store_event *evs = NULL;
@@ -655,8 +655,8 @@ static void test_validation(void **state)
 
 static struct metric_family *writes_family(void)
 {
-	return metrics_register(METRIC_COUNTER, "fleetplane_store_writes_total", "", "result",
-				NULL, 0);
+	return metrics_register(METRIC_COUNTER, "fleetplane_store_writes_total", "", "result", NULL,
+				0);
 }
 
 static double writes(const char *result)
@@ -875,7 +875,8 @@ static void *crash_writer_main(void *arg)
 			struct store_op ops[CRASH_TXN_KEYS];
 			for (int p = 0; p < CRASH_TXN_KEYS; p++) {
 				crash_key(keys[p], sizeof(keys[p]), w->round, w->t, i, p);
-				ops[p] = (struct store_op){STORE_OP_PUT, keys[p], val, STORE_ABSENT};
+				ops[p] = (struct store_op){STORE_OP_PUT, keys[p], val,
+							   STORE_ABSENT};
 			}
 			rc = store_txn(w->s, ops, CRASH_TXN_KEYS, NULL, NULL);
 		} else {
@@ -1066,22 +1067,22 @@ static void test_txn_limit_property(void **state)
 	assert_null(s);
 }
 
-#define BOTH_BACKENDS(setup)                                                    \
-	cmocka_unit_test_setup_teardown(test_put_get, setup, teardown),         \
-	cmocka_unit_test_setup_teardown(test_create_if_absent, setup, teardown), \
-	cmocka_unit_test_setup_teardown(test_cas, setup, teardown),             \
-	cmocka_unit_test_setup_teardown(test_delete, setup, teardown),          \
-	cmocka_unit_test_setup_teardown(test_txn, setup, teardown),             \
-	cmocka_unit_test_setup_teardown(test_list, setup, teardown),            \
-	cmocka_unit_test_setup_teardown(test_changes, setup, teardown),         \
-	cmocka_unit_test_setup_teardown(test_foreach, setup, teardown),         \
-	cmocka_unit_test_setup_teardown(test_changes_whole_revision, setup, teardown), \
-	cmocka_unit_test_setup_teardown(test_compact, setup, teardown),         \
-	cmocka_unit_test_setup_teardown(test_wait, setup, teardown),            \
-	cmocka_unit_test_setup_teardown(test_wait_closed, setup, teardown),     \
-	cmocka_unit_test_setup_teardown(test_validation, setup, teardown),      \
-	cmocka_unit_test_setup_teardown(test_fault_injection, setup, teardown), \
-	cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown)
+#define BOTH_BACKENDS(setup)                                                                   \
+	cmocka_unit_test_setup_teardown(test_put_get, setup, teardown),                        \
+		cmocka_unit_test_setup_teardown(test_create_if_absent, setup, teardown),       \
+		cmocka_unit_test_setup_teardown(test_cas, setup, teardown),                    \
+		cmocka_unit_test_setup_teardown(test_delete, setup, teardown),                 \
+		cmocka_unit_test_setup_teardown(test_txn, setup, teardown),                    \
+		cmocka_unit_test_setup_teardown(test_list, setup, teardown),                   \
+		cmocka_unit_test_setup_teardown(test_changes, setup, teardown),                \
+		cmocka_unit_test_setup_teardown(test_foreach, setup, teardown),                \
+		cmocka_unit_test_setup_teardown(test_changes_whole_revision, setup, teardown), \
+		cmocka_unit_test_setup_teardown(test_compact, setup, teardown),                \
+		cmocka_unit_test_setup_teardown(test_wait, setup, teardown),                   \
+		cmocka_unit_test_setup_teardown(test_wait_closed, setup, teardown),            \
+		cmocka_unit_test_setup_teardown(test_validation, setup, teardown),             \
+		cmocka_unit_test_setup_teardown(test_fault_injection, setup, teardown),        \
+		cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown)
 
 int main(void)
 {

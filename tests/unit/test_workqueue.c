@@ -19,8 +19,9 @@
 #include "engine/clock.h"
 #include "engine/workqueue.h"
 
-static const struct workqueue_config no_bucket = {.base_delay_ms = 10, .max_delay_ms = 100,
-						   .qps = -1};
+static const struct workqueue_config no_bucket = {.base_delay_ms = 10,
+						  .max_delay_ms = 100,
+						  .qps = -1};
 
 static double metric_of(const char *family, const char *qname)
 {
@@ -168,7 +169,9 @@ static void test_backoff_jitter(void **state)
 	struct fp_rng rng, replica;
 	fp_rng_init(&rng, 42);
 	fp_rng_init(&replica, 42);
-	struct workqueue_config cfg = {.base_delay_ms = 100, .max_delay_ms = 1000, .jitter = 0.5,
+	struct workqueue_config cfg = {.base_delay_ms = 100,
+				       .max_delay_ms = 1000,
+				       .jitter = 0.5,
 				       .qps = -1};
 	struct workqueue *wq = workqueue_new("t_jitter", c, &rng, &cfg);
 	static const int64_t base[] = {100, 200, 400, 800, 1000, 1000, 1000, 1000};
@@ -176,7 +179,8 @@ static void test_backoff_jitter(void **state)
 	int all_same = 1;
 	for (int i = 0; i < 8; i++) {
 		int64_t d = workqueue_add_rate_limited(wq, "n");
-		int64_t want = base[i] + (int64_t)fp_rng_below(&replica, (uint64_t)(base[i] / 2) + 1);
+		int64_t want = base[i] +
+			       (int64_t)fp_rng_below(&replica, (uint64_t)(base[i] / 2) + 1);
 		assert_int_equal(d, want);
 		assert_in_range(d, base[i], base[i] + base[i] / 2);
 		if (i >= 5 && d != prev)
@@ -194,7 +198,10 @@ static void test_backoff_jitter(void **state)
 static void test_global_bucket(void **state)
 {
 	struct fp_clock *c = clock_virtual_new(0);
-	struct workqueue_config cfg = {.base_delay_ms = 1, .max_delay_ms = 1, .qps = 10, .burst = 2};
+	struct workqueue_config cfg = {.base_delay_ms = 1,
+				       .max_delay_ms = 1,
+				       .qps = 10,
+				       .burst = 2};
 	struct workqueue *wq = workqueue_new("t_bucket", c, NULL, &cfg);
 	/* burst 2 then one token per 100 ms, each add reserving the next one */
 	assert_int_equal(workqueue_add_rate_limited(wq, "k1"), 1);
