@@ -52,8 +52,13 @@ test_layers = $(shell sed -n '1s|^/\* layers: \(.*\) \*/|\1|p' $(1))
 $(BUILD)/tests/support/filter.o: tests/unit/support/filter.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+# A test that links the fleet layer also links the shared world, tests/unit/support/harness.c.
+$(BUILD)/tests/support/harness.o: tests/unit/support/harness.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+test_support = $(BUILD)/tests/support/filter.o $(if $(filter fleet,$(call test_layers,$(1))),$(BUILD)/tests/support/harness.o)
 define UNIT_RULE
-$(BUILD)/tests/$(basename $(notdir $(1))): $(1) $(BUILD)/tests/support/filter.o $(call LIB_OBJ,$(call test_layers,$(1)))
+$(BUILD)/tests/$(basename $(notdir $(1))): $(1) $(call test_support,$(1)) $(call LIB_OBJ,$(call test_layers,$(1)))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(CFLAGS) $$(LDFLAGS) -MMD -MP -MF $$@.d -o $$@ $$< $$(filter %.o,$$^) -lcmocka $$(LDLIBS)
 endef
@@ -127,4 +132,4 @@ check: style check-layers
 clean:
 	rm -rf build build-san build-tsan build-fuzz fleetplane fleetplane-san fleetplane-tsan
 
--include $(OBJ_ALL:.o=.d) $(UNIT_BIN:=.d)
+-include $(OBJ_ALL:.o=.d) $(UNIT_BIN:=.d) $(BUILD)/tests/support/filter.d $(BUILD)/tests/support/harness.d

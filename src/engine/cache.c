@@ -386,10 +386,14 @@ int cache_start(struct cache *c, char *err, size_t errlen)
 	return 0;
 }
 
+static void collect_nodes(struct buf *out, void *arg);
+
 void cache_free(struct cache *c)
 {
 	if (!c)
 		return;
+	/* a scrape after the free must not reach it (a no-op when never registered) */
+	metrics_remove_collector(collect_nodes, c);
 	if (c->running) {
 		c->stop = 1;
 		pthread_join(c->thread, NULL);

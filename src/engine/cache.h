@@ -72,7 +72,8 @@ typedef int (*cache_visit_fn)(void *arg, const struct node *n);
  * first non-zero result. */
 int cache_visit_nodes(struct cache *c, cache_visit_fn fn, void *arg);
 size_t cache_node_count(struct cache *c);
-/* Registers the fleetplane_nodes{phase} collector on the metrics registry. */
+/* Registers the fleetplane_nodes{phase} collector on the metrics registry; cache_free removes
+ * it. */
 void cache_register_metrics(struct cache *c);
 
 #endif

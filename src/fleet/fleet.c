@@ -60,6 +60,15 @@ struct fleet {
 	uint64_t sim_faults;
 	int lockfd; /* <data-dir>/serve.lock, flock'd; -1 = none */
 	int stopped;
+	unsigned parts;   /* FLEET_* */
+	int stepped;      /* cfg.stepped: inline executors, virtual clock */
+	int owns_store;   /* store opened here (not cfg.store) */
+	int owns_clock;   /* clock made here (not cfg.clock) */
+	int owns_key;     /* key loaded here (not cfg.secret_key) */
+	int owns_breaker; /* breaker made here (not cfg.breaker) */
+	int sched_started;
+	int boot_started;
+	int metrics; /* collectors registered (FLEET_API) */
 	struct breaker *breaker;
 	struct store *store;
 	struct fp_clock *clock;
@@ -459,10 +468,13 @@ static void fleet_teardown(struct fleet *fl)
 	fleet_stop(fl);
 	lifecycle_free(fl->lc);
 	/* The API and the lifecycle, their users, are gone; the cache, clock and store they read
-	 * are not yet. health_free waits for a sweep in progress and cancels the next. */
+	 * are not yet. The budget service forgets the breakers before their owner goes;
+	 * health_free waits for a sweep in progress and cancels the next. */
+	if (fl->budget)
+		budget_svc_set_breakers(fl->budget, NULL, NULL);
 	health_free(fl->health);
 	budget_svc_free(fl->budget);
-	if (fl->cache)
+	if (fl->metrics)
 		metrics_remove_collector(collect_held, fl);
 	cache_free(fl->cache);
 	bmc_free(fl->sim);
@@ -470,11 +482,14 @@ static void fleet_teardown(struct fleet *fl)
 	bmc_free(fl->ipmi);
 	ratelimit_free(fl->limits);
 	ratelimit_free(fl->sim_limits);
-	breaker_free(fl->breaker);
-	if (fl->clock)
+	if (fl->owns_breaker)
+		breaker_free(fl->breaker);
+	if (fl->clock && fl->owns_clock)
 		clock_free(fl->clock);
-	store_close(fl->store);
-	secret_key_free(fl->key);
+	if (fl->owns_store)
+		store_close(fl->store);
+	if (fl->owns_key)
+		secret_key_free(fl->key);
 	fp_rng_release(&fl->rng);
 	pthread_rwlock_destroy(&fl->life);
 	if (fl->lockfd >= 0)
@@ -594,6 +609,7 @@ static int prepare_data_dir(struct fleet *fl, char *err, size_t errlen)
 		snprintf(err, errlen, "secret key: %s", kerr);
 		return -1;
 	}
+	fl->owns_key = 1;
 	if (key_created)
 		log_info("serve: created the BMC password key path=%s", keypath);
 	if (!fl->cred_dir) {
@@ -622,42 +638,23 @@ static int prepare_data_dir(struct fleet *fl, char *err, size_t errlen)
 	return 0;
 }
 
-struct fleet *fleet_new(const struct fleet_config *cfg, char *err, size_t errlen)
+/* serve's steps on its own store: open sqlite in the data dir, seal clear-text passwords of an
+ * older store, backfill the BMC index. Returns 0 or -1 with err set. */
+static int open_own_store(struct fleet *fl, char *err, size_t errlen)
 {
-	struct fleet *fl = xcalloc(1, sizeof(*fl));
-	fl->cfg = *cfg;
-	fl->data_dir = cfg->data_dir;
-	fl->cred_dir = cfg->cred_dir;
-	fl->listen = cfg->listen;
-	fl->sim_nodes = cfg->sim_nodes;
-	fl->sim_speed = cfg->sim_speed;
-	fl->sim_faults = cfg->sim_faults;
-	fl->lockfd = -1;
-	pthread_rwlock_init(&fl->life, NULL);
-	fp_rng_init(&fl->rng, 0);
-	if (!fl->data_dir || !*fl->data_dir) {
-		snprintf(err, errlen, "fleet: a data dir is required");
-		fleet_teardown(fl);
-		return NULL;
-	}
-	if (prepare_data_dir(fl, err, errlen) < 0) {
-		fleet_teardown(fl);
-		return NULL;
-	}
 	char uri[4200], serr[512];
 	snprintf(uri, sizeof(uri), "sqlite:%s/fleetplane.db", fl->data_dir);
 	int rc = store_open(uri, &fl->store, serr, sizeof(serr));
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot open the store in %s: %s", fl->data_dir, serr);
-		fleet_teardown(fl);
-		return NULL;
+		return -1;
 	}
+	fl->owns_store = 1;
 	/* Clear-text BMC passwords of an older store: sealed before the cache decodes a node. */
 	size_t pw_sealed = 0;
 	if (api_seal_stored_passwords(fl->store, fl->key, &pw_sealed, serr, sizeof(serr)) < 0) {
 		snprintf(err, errlen, "cannot seal the stored BMC passwords: %s", serr);
-		fleet_teardown(fl);
-		return NULL;
+		return -1;
 	}
 	if (pw_sealed)
 		log_info("serve: sealed %zu stored BMC password%s", pw_sealed,
@@ -668,110 +665,186 @@ struct fleet *fleet_new(const struct fleet_config *cfg, char *err, size_t errlen
 	if ((rc = api_bmc_index_backfill(fl->store, &bmc_claimed, &bmc_shared)) < 0) {
 		snprintf(err, errlen, "cannot index the nodes' BMCs in %s: %s", fl->data_dir,
 			 fp_err_msg(rc));
-		fleet_teardown(fl);
-		return NULL;
+		return -1;
 	}
 	if (bmc_claimed || bmc_shared)
 		log_info("serve: BMC index built nodes=%zu shared_bmc=%zu", bmc_claimed,
 			 bmc_shared);
-	fl->clock = clock_real_new();
+	return 0;
+}
+
+/* The drivers, limiters and breaker the lifecycle calls through, and the lifecycle itself. */
+static void build_lifecycle(struct fleet *fl, struct lifecycle_config *lcfg)
+{
+	const struct fleet_config *cfg = &fl->cfg;
+	double speed_factor = fl->sim_speed > 1 ? fl->sim_speed : 1;
+	if (cfg->ndrivers == 0) {
+		struct bmc_sim_config scfg = {.clock = fl->clock,
+					      .speed = fl->sim_speed,
+					      .fault_seed = fl->sim_faults,
+					      .notify = sim_notify,
+					      .save = sim_save,
+					      .load = sim_load,
+					      .arg = fl};
+		fl->sim = bmc_sim_new(&scfg);
+		fl->redfish = bmc_redfish_new(fl->clock);
+		fl->ipmi = bmc_ipmi_new(fl->clock);
+		lcfg->drivers[0] = fl->sim;
+		lcfg->drivers[1] = fl->ipmi;
+		lcfg->drivers[2] = fl->redfish;
+		lcfg->ndrivers = 3;
+		lcfg->sim_time_scale = fl->sim_speed == 0 ? 1000 : speed_factor;
+	} else {
+		for (size_t i = 0; i < cfg->ndrivers && i < FLEET_MAX_DRIVERS; i++)
+			lcfg->drivers[lcfg->ndrivers++] = cfg->drivers[i];
+	}
+	if (cfg->bmc_limits) {
+		fl->limits = ratelimit_new(fl->clock, cfg->bmc_limits);
+	} else {
+		/* Real BMCs get --site-qps as stated; simulated ones run sim_speed times faster,
+		 * so their site budget is scaled by the same factor (0 = unlimited at zero
+		 * latency), in a limiter of their own. */
+		struct ratelimit_config rcfg = {
+			.bmc_max_concurrency = (int)cfg->bmc_concurrency,
+			.bmc_min_interval_ms = cfg->bmc_min_interval_ms,
+			.site_rate_per_s = cfg->site_qps,
+			.site_burst = (int64_t)(2 * cfg->site_qps) + 1,
+			.busy_retry_ms = 20,
+			/* One key per BMC: size the table for the largest fleet, and forget idle
+			 * BMCs after a minute. */
+			.max_keys = 1u << 21,
+			.idle_evict_ms = 60 * 1000,
+		};
+		fl->limits = ratelimit_new(fl->clock, &rcfg);
+		if (cfg->ndrivers == 0) {
+			rcfg.site_rate_per_s = fl->sim_speed == 0 ? 0
+								  : cfg->site_qps * speed_factor;
+			rcfg.site_burst = (int64_t)(2 * cfg->site_qps * speed_factor) + 1;
+			fl->sim_limits = ratelimit_new(fl->clock, &rcfg);
+		}
+	}
+	if (cfg->breaker) {
+		fl->breaker = cfg->breaker;
+	} else if (cfg->bmc_breaker_failures > 0 || !cfg->store) {
+		/* A BMC that keeps timing out is left alone: first probe after 5 s, doubling to
+		 * 5 min, with 20 % jitter so a rack that failed together is not probed in
+		 * lockstep. */
+		struct breaker_config bcfg = {.failure_threshold = (int)cfg->bmc_breaker_failures,
+					      .probe_min_ms = 5000,
+					      .probe_max_ms = 300000,
+					      .jitter = 0.2,
+					      .probe_timeout_ms = 4 * cfg->bmc_timeout_s * 1000,
+					      .max_keys = 1u << 20};
+		fl->breaker = breaker_new(fl->clock, &fl->rng, &bcfg);
+		fl->owns_breaker = 1;
+	}
+	lcfg->store = fl->store;
+	lcfg->cache = fl->cache;
+	lcfg->clock = fl->clock;
+	lcfg->rng = &fl->rng;
+	lcfg->exec = fl->exec;
+	lcfg->report_exec = fl->report_exec;
+	lcfg->limits = fl->limits;
+	lcfg->sim_limits = fl->sim_limits;
+	lcfg->breaker = fl->breaker;
+	lcfg->bmc_call_timeout_ms = cfg->bmc_timeout_s * 1000;
+	lcfg->bmc_credentials_dir = fl->cred_dir;
+	lcfg->secret_key = fl->key;
+	lcfg->workers = fl->stepped ? 0 : cfg->workers;
+	lcfg->budget = fl->budget;
+	fl->lc = lifecycle_new(lcfg);
+}
+
+struct fleet *fleet_new(const struct fleet_config *cfg, char *err, size_t errlen)
+{
+	struct fleet *fl = xcalloc(1, sizeof(*fl));
+	fl->cfg = *cfg;
+	fl->data_dir = cfg->data_dir;
+	fl->cred_dir = cfg->cred_dir;
+	fl->listen = cfg->listen;
+	fl->sim_nodes = cfg->sim_nodes;
+	fl->sim_speed = cfg->sim_speed;
+	fl->sim_faults = cfg->sim_faults;
+	fl->parts = cfg->parts ? cfg->parts : FLEET_PARTS_SERVE;
+	fl->stepped = cfg->stepped;
+	fl->lockfd = -1;
+	pthread_rwlock_init(&fl->life, NULL);
+	fp_rng_init(&fl->rng, cfg->rng_seed);
+	if (errlen)
+		err[0] = 0;
+	if ((fl->parts & FLEET_LIFECYCLE) && !(fl->parts & FLEET_CACHE)) {
+		snprintf(err, errlen, "fleet: the lifecycle needs the cache (FLEET_CACHE)");
+		fleet_teardown(fl);
+		return NULL;
+	}
+	if (fl->stepped && (!cfg->clock || (fl->parts & FLEET_API))) {
+		snprintf(err, errlen, "fleet: a stepped fleet needs a virtual clock and no API");
+		fleet_teardown(fl);
+		return NULL;
+	}
+	if (cfg->store) {
+		fl->store = cfg->store;
+		fl->key = cfg->secret_key;
+	} else {
+		if (!fl->data_dir || !*fl->data_dir) {
+			snprintf(err, errlen, "fleet: a data dir is required");
+			fleet_teardown(fl);
+			return NULL;
+		}
+		if (prepare_data_dir(fl, err, errlen) < 0 || open_own_store(fl, err, errlen) < 0) {
+			fleet_teardown(fl);
+			return NULL;
+		}
+	}
+	if (cfg->clock) {
+		fl->clock = cfg->clock;
+	} else {
+		fl->clock = clock_real_new();
+		fl->owns_clock = 1;
+	}
 	if (fl->sim_nodes > 0 && create_sim_site(fl) < 0) {
 		if (errlen)
 			err[0] = 0; /* create_sim_site logged why */
 		fleet_teardown(fl);
 		return NULL;
 	}
-	fl->exec = executor_pool_new(cfg->exec_threads);
-	fl->report_exec = executor_pool_new(2);
-	struct bmc_sim_config scfg = {.clock = fl->clock,
-				      .speed = fl->sim_speed,
-				      .fault_seed = fl->sim_faults,
-				      .notify = sim_notify,
-				      .save = sim_save,
-				      .load = sim_load,
-				      .arg = fl};
-	fl->sim = bmc_sim_new(&scfg);
-	fl->redfish = bmc_redfish_new(fl->clock);
-	fl->ipmi = bmc_ipmi_new(fl->clock);
-	double speed_factor = fl->sim_speed > 1 ? fl->sim_speed : 1;
-	/* Real BMCs get --site-qps as stated; simulated ones run sim_speed times faster, so their
-	 * site budget is scaled by the same factor (0 = unlimited at zero latency), in a limiter
-	 * of their own. */
-	struct ratelimit_config rcfg = {
-		.bmc_max_concurrency = (int)cfg->bmc_concurrency,
-		.bmc_min_interval_ms = cfg->bmc_min_interval_ms,
-		.site_rate_per_s = cfg->site_qps,
-		.site_burst = (int64_t)(2 * cfg->site_qps) + 1,
-		.busy_retry_ms = 20,
-		/* One key per BMC: size the table for the largest fleet, and forget idle BMCs
-		 * after a minute. */
-		.max_keys = 1u << 21,
-		.idle_evict_ms = 60 * 1000,
-	};
-	fl->limits = ratelimit_new(fl->clock, &rcfg);
-	rcfg.site_rate_per_s = fl->sim_speed == 0 ? 0 : cfg->site_qps * speed_factor;
-	rcfg.site_burst = (int64_t)(2 * cfg->site_qps * speed_factor) + 1;
-	fl->sim_limits = ratelimit_new(fl->clock, &rcfg);
-	/* A BMC that keeps timing out is left alone: first probe after 5 s, doubling to 5 min,
-	 * with 20 % jitter so a rack that failed together is not probed in lockstep. */
-	struct breaker_config bcfg = {.failure_threshold = (int)cfg->bmc_breaker_failures,
-				      .probe_min_ms = 5000,
-				      .probe_max_ms = 300000,
-				      .jitter = 0.2,
-				      .probe_timeout_ms = 4 * cfg->bmc_timeout_s * 1000,
-				      .max_keys = 1u << 20};
-	fl->breaker = breaker_new(fl->clock, &fl->rng, &bcfg);
-	fl->cache = cache_new(fl->store);
-	fl->budget = budget_svc_new(fl->store, fl->cache, fl->clock);
-	struct lifecycle_config lcfg = {.store = fl->store,
-					.cache = fl->cache,
-					.clock = fl->clock,
-					.rng = &fl->rng,
-					.exec = fl->exec,
-					.report_exec = fl->report_exec,
-					.limits = fl->limits,
-					.sim_limits = fl->sim_limits,
-					.breaker = fl->breaker,
-					.bmc_call_timeout_ms = cfg->bmc_timeout_s * 1000,
-					.bmc_credentials_dir = fl->cred_dir,
-					.secret_key = fl->key,
-					.drivers = {fl->sim, fl->ipmi, fl->redfish},
-					.ndrivers = 3,
-					.workers = cfg->workers,
-					.budget = fl->budget,
-					.sim_time_scale = fl->sim_speed == 0 ? 1000 : speed_factor};
-	fl->lc = lifecycle_new(&lcfg);
-	cache_register_metrics(fl->cache);
-	metrics_add_collector(collect_held, fl);
+	if (fl->stepped) {
+		fl->exec = executor_inline_new();
+	} else {
+		fl->exec = executor_pool_new(cfg->exec_threads);
+		fl->report_exec = executor_pool_new(2);
+	}
+	if (fl->parts & FLEET_CACHE) {
+		fl->cache = cache_new(fl->store);
+		fl->budget = budget_svc_new(fl->store, fl->cache, fl->clock);
+		if (fl->cfg.scheduler && fl->cfg.scheduler->node_changed)
+			cache_on_node(fl->cache, fl->cfg.scheduler->node_changed,
+				      fl->cfg.scheduler->arg);
+	}
+	if (fl->parts & FLEET_LIFECYCLE) {
+		struct lifecycle_config lcfg = {0};
+		build_lifecycle(fl, &lcfg);
+	}
+	if ((fl->parts & FLEET_API) && fl->cache) {
+		cache_register_metrics(fl->cache);
+		metrics_add_collector(collect_held, fl);
+		fl->metrics = 1;
+	}
 	return fl;
 }
 
-int fleet_start(struct fleet *fl, char *err, size_t errlen)
+static void fill_ctx(struct fleet *fl, struct fleet_ctx *ctx)
+{
+	*ctx = (struct fleet_ctx){.store = fl->store,
+				  .cache = fl->cache,
+				  .clock = fl->clock,
+				  .lc = fl->lc,
+				  .budget = fl->budget};
+}
+
+static int start_api(struct fleet *fl, char *err, size_t errlen)
 {
 	char serr[512];
-	int rc;
-	if ((rc = cache_start(fl->cache, serr, sizeof(serr))) < 0) {
-		snprintf(err, errlen, "cannot start the cache: %s", serr);
-		return -1;
-	}
-	resume_sim_machines(fl);
-	executor_submit(fl->exec, gc_task, fl);
-	struct health_config hcfg = {.store = fl->store,
-				     .cache = fl->cache,
-				     .clock = fl->clock,
-				     .rng = &fl->rng,
-				     .heartbeat_timeout_ms = fl->cfg.heartbeat_timeout_s * 1000,
-				     .sweep = 1};
-	fl->health = health_new(&hcfg, serr, sizeof(serr));
-	if (!fl->health) {
-		snprintf(err, errlen, "cannot start the health controller: %s", serr);
-		return -1;
-	}
-	/* the budget service asks the health controller's breakers directly; the lifecycle, which
-	 * asks the budget service, starts once they are known */
-	budget_svc_set_breakers(fl->budget, health_breakers_open_for_cb,
-				health_breaker_owner(fl->health));
-	lifecycle_start(fl->lc);
 	struct api_config acfg = {.listen = fl->listen,
 				  .store = fl->store,
 				  .clock = fl->clock,
@@ -800,11 +873,73 @@ int fleet_start(struct fleet *fl, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start the API on %s: %s", fl->listen, serr);
 		return -1;
 	}
-	write_url_file(fl);
+	if (fl->data_dir && !fl->cfg.store)
+		write_url_file(fl);
 	log_info("serve: listening url=http://%s port=%u data_dir=%s nodes=%zu sim_speed=%g "
 		 "faults=%s",
-		 fl->listen, api_server_port(fl->api), fl->data_dir, cache_node_count(fl->cache),
-		 fl->sim_speed, fl->sim_faults ? "on" : "off");
+		 fl->listen, api_server_port(fl->api), fl->data_dir ? fl->data_dir : "-",
+		 fl->cache ? cache_node_count(fl->cache) : 0, fl->sim_speed,
+		 fl->sim_faults ? "on" : "off");
+	return 0;
+}
+
+int fleet_start(struct fleet *fl, char *err, size_t errlen)
+{
+	char serr[512];
+	int rc;
+	if (errlen)
+		err[0] = 0;
+	if (fl->cache) {
+		rc = fl->stepped ? cache_sync_now(fl->cache)
+				 : cache_start(fl->cache, serr, sizeof(serr));
+		if (rc < 0) {
+			snprintf(err, errlen, "cannot start the cache: %s",
+				 fl->stepped ? fp_err_msg(rc) : serr);
+			return -1;
+		}
+	}
+	if (fl->sim)
+		resume_sim_machines(fl);
+	if (fl->parts & FLEET_GC)
+		executor_submit(fl->exec, gc_task, fl);
+	if (fl->parts & FLEET_HEALTH) {
+		struct health_config hcfg = {.store = fl->store,
+					     .cache = fl->cache,
+					     .clock = fl->clock,
+					     .rng = &fl->rng,
+					     .heartbeat_timeout_ms = fl->cfg.heartbeat_timeout_s *
+								     1000,
+					     .sweep = !fl->stepped};
+		fl->health = health_new(&hcfg, serr, sizeof(serr));
+		if (!fl->health) {
+			snprintf(err, errlen, "cannot start the health controller: %s", serr);
+			return -1;
+		}
+		/* the budget service asks the health controller's breakers directly; the
+		 * lifecycle, which asks the budget service, starts once they are known */
+		if (fl->budget)
+			budget_svc_set_breakers(fl->budget, health_breakers_open_for_cb,
+						health_breaker_owner(fl->health));
+	}
+	if (fl->lc)
+		lifecycle_start(fl->lc);
+	struct fleet_ctx ctx;
+	fill_ctx(fl, &ctx);
+	const struct fleet_scheduler *sched = fl->cfg.scheduler;
+	if (sched && sched->start && sched->start(sched->arg, &ctx, serr, sizeof(serr)) < 0) {
+		snprintf(err, errlen, "cannot start the scheduler backend %s: %s", sched->name,
+			 serr);
+		return -1;
+	}
+	fl->sched_started = sched != NULL;
+	const struct fleet_boot *boot = fl->cfg.boot;
+	if (boot && boot->start && boot->start(boot->arg, &ctx, serr, sizeof(serr)) < 0) {
+		snprintf(err, errlen, "cannot start the boot service %s: %s", boot->name, serr);
+		return -1;
+	}
+	fl->boot_started = boot != NULL;
+	if ((fl->parts & FLEET_API) && start_api(fl, err, errlen) < 0)
+		return -1;
 	return 0;
 }
 
@@ -813,15 +948,110 @@ struct cache *fleet_cache(struct fleet *fl)
 	return fl->cache;
 }
 
+struct store *fleet_store(struct fleet *fl)
+{
+	return fl->store;
+}
+
+struct fp_clock *fleet_clock(struct fleet *fl)
+{
+	return fl->clock;
+}
+
+struct lifecycle *fleet_lifecycle(struct fleet *fl)
+{
+	return fl->lc;
+}
+
+struct health *fleet_health(struct fleet *fl)
+{
+	return fl->health;
+}
+
+struct budget_svc *fleet_budget(struct fleet *fl)
+{
+	return fl->budget;
+}
+
+void fleet_agent_booted(struct fleet *fl, const char *node, const char *boot_id)
+{
+	agent_booted(fl, node, boot_id);
+}
+
+void fleet_agent_validated(struct fleet *fl, const char *node, const char *boot_id, int passed)
+{
+	agent_validated(fl, node, boot_id, passed);
+}
+
+void fleet_agent_remediated(struct fleet *fl, const char *node, const char *op_id, int succeeded,
+			    const char *message)
+{
+	agent_remediated(fl, node, op_id, succeeded, message);
+}
+
+int fleet_step(struct fleet *fl, void (*each)(void *arg), void *arg)
+{
+	if (!fl->stepped)
+		return FP_EINVAL;
+	int total = 0;
+	for (;;) {
+		int k = 0;
+		if (fl->cache && !fl->closing) {
+			int c = cache_sync_now(fl->cache);
+			if (c < 0)
+				return c;
+			k += c;
+		}
+		while (fl->lc && !fl->closing && lifecycle_run_once(fl->lc)) {
+			k++;
+			if (each)
+				each(arg);
+		}
+		while (fl->exec && executor_inline_run(fl->exec, 1)) {
+			k++;
+			if (each)
+				each(arg);
+		}
+		if (!k)
+			return total;
+		total += k;
+	}
+}
+
+int fleet_advance(struct fleet *fl, int64_t until_ms, void (*each)(void *arg), void *arg)
+{
+	if (!fl->stepped)
+		return FP_EINVAL;
+	int64_t at = 0, now = clock_now_ms(fl->clock);
+	int reached = clock_virtual_next_timer(fl->clock, &at) == 0 && at <= until_ms;
+	if (reached)
+		clock_virtual_advance(fl->clock, at > now ? at - now : 0);
+	else if (until_ms > now)
+		clock_virtual_advance(fl->clock, until_ms - now);
+	if (fl->health)
+		health_tick(fl->health);
+	if (each)
+		each(arg);
+	int rc = fleet_step(fl, each, arg);
+	return rc < 0 ? rc : reached;
+}
+
 void fleet_stop(struct fleet *fl)
 {
 	if (fl->stopped)
 		return;
 	fl->stopped = 1;
+	/* the slots first: they were handed the parts that go away below */
+	if (fl->boot_started && fl->cfg.boot->stop)
+		fl->cfg.boot->stop(fl->cfg.boot->arg);
+	fl->boot_started = 0;
+	if (fl->sched_started && fl->cfg.scheduler->stop)
+		fl->cfg.scheduler->stop(fl->cfg.scheduler->arg);
+	fl->sched_started = 0;
 	pthread_rwlock_wrlock(&fl->life);
 	fl->closing = 1;
 	pthread_rwlock_unlock(&fl->life);
-	if (fl->api) {
+	if (fl->api && fl->data_dir && !fl->cfg.store) {
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/serve.url", fl->data_dir);
 		unlink(path);
@@ -830,7 +1060,7 @@ void fleet_stop(struct fleet *fl)
 	fl->api = NULL;
 	if (fl->lc)
 		lifecycle_stop(fl->lc);
-	executor_free(fl->exec); /* drains steps in flight */
+	executor_free(fl->exec); /* pool: drains steps in flight; inline: drops them unrun */
 	fl->exec = NULL;
 	executor_free(fl->report_exec);
 	fl->report_exec = NULL;

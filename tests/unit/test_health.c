@@ -1,4 +1,4 @@
-/* layers: base core store driver engine controller */
+/* layers: base core store driver engine controller api agent fleet */
 /* test_health.c - the health policy (core/health.h) and the health controller
  * (controller/health.h) on an in-memory store and a virtual clock: the compiled XID catalog,
  * the policy codec and its errors, and agent reports carrying real kernel lines
@@ -21,6 +21,7 @@
 #include "core/codec.h"
 #include "core/health.h"
 #include "engine/clock.h"
+#include "support/harness.h"
 
 #define START_WALL 1796000000000LL /* 2026-11-30T00:53:20Z */
 #define SEC 1000LL
@@ -264,10 +265,12 @@ static void test_windows_and_lemon(void **state)
 
 /* ---------------------------------------------------------------- controller world */
 
+/* The shared test world (support/harness.h) with just the health controller running: no cache,
+ * no lifecycle, so every read is the store's. */
 struct world {
+	struct harness *hn;
 	struct store *store;
 	struct fp_clock *clock;
-	struct fp_rng rng;
 	struct health *h;
 };
 
@@ -296,10 +299,17 @@ static void put_node(struct world *w, const char *name, const char *rack, enum n
 
 static void health_up(struct world *w)
 {
-	char err[256];
-	struct health_config hc = {.store = w->store, .clock = w->clock, .rng = &w->rng};
-	w->h = health_new(&hc, err, sizeof(err));
+	harness_up(w->hn);
+	w->h = harness_health(w->hn);
 	assert_non_null(w->h);
+}
+
+/* The control plane restarts: the health controller's memory is gone, the store stays. */
+static void health_restart(struct world *w)
+{
+	harness_down(w->hn);
+	w->h = NULL;
+	health_up(w);
 }
 
 /* Writes n back over its stored document (CAS on n->resource_version). */
@@ -316,20 +326,17 @@ static void put_node_doc(struct world *w, const struct node *n)
 static struct world *world_new(void)
 {
 	struct world *w = xcalloc(1, sizeof(*w));
-	char err[128];
-	assert_int_equal(store_open("mem:", &w->store, err, sizeof(err)), 0);
-	w->clock = clock_virtual_new(START_WALL);
-	fp_rng_init(&w->rng, 42);
+	struct harness_config hc = {.start_wall_ms = START_WALL, .parts = FLEET_HEALTH};
+	w->hn = harness_new(&hc);
+	w->store = w->hn->store;
+	w->clock = w->hn->clock;
 	health_up(w);
 	return w;
 }
 
 static void world_free(struct world *w)
 {
-	health_free(w->h);
-	clock_free(w->clock);
-	store_close(w->store);
-	fp_rng_release(&w->rng);
+	harness_free(w->hn);
 	free(w);
 }
 
@@ -511,8 +518,7 @@ static void test_xid79_holds_in_one_revision(void **state)
 	json_decref(res);
 
 	/* After a restart the duplicate is still known (replayed from the store). */
-	health_free(w->h);
-	health_up(w);
+	health_restart(w);
 	res = NULL;
 	assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep, clock_wall_ms(w->clock),
 				       &res, err, sizeof(err)),
@@ -781,8 +787,7 @@ static void test_dry_run_and_never_served(void **state)
 	assert_int_equal(events_with(w, "HealthDecision", msg, sizeof(msg)), 1);
 	assert_non_null(strstr(msg, "-> hold (dry run: nothing held)"));
 	/* The policy survives a restart. */
-	health_free(w->h);
-	health_up(w);
+	health_restart(w);
 	json_t *pol = health_policy_get(w->h);
 	assert_true(json_is_true(jsonx_path(pol, "spec.dryRun")));
 	json_decref(pol);
@@ -931,8 +936,7 @@ static void test_agent_alive_sweep(void **state)
 			   clock_wall_ms(w->clock));
 	put_node_doc(w, n);
 	node_free(n);
-	health_free(w->h);
-	health_up(w);
+	health_restart(w);
 	clock_virtual_advance(w->clock, 91 * SEC);
 	health_tick(w->h);
 	n = get_node(w, "r01n01");
