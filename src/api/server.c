@@ -26,6 +26,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -576,8 +577,8 @@ static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
 	return (size_t)(w - s);
 }
 
-static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *sl, int *v6,
-			char *err, size_t errlen)
+int api_listen_parse(const char *listen, struct sockaddr_storage *ss, socklen_t *sl, int *v6,
+		     char *err, size_t errlen)
 {
 	const char *colon = strrchr(listen ? listen : "", ':');
 	if (!listen || !colon)
@@ -594,8 +595,9 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen
 		host[hl - 2] = 0;
 	}
 	char *end = NULL;
+	errno = 0;
 	long port = strtol(colon + 1, &end, 10);
-	if (!colon[1] || *end || port < 0 || port > 65535)
+	if (!colon[1] || *end || errno || port < 0 || port > 65535)
 		return fp_errf(FP_EINVAL, err, errlen, "listen %s: bad port", listen);
 	memset(ss, 0, sizeof(*ss));
 	*v6 = 0;
@@ -636,7 +638,7 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 	struct sockaddr_storage ss;
 	socklen_t sl = 0;
 	int v6 = 0;
-	if (parse_listen(cfg->listen, &ss, &sl, &v6, err, errlen) < 0)
+	if (api_listen_parse(cfg->listen, &ss, &sl, &v6, err, errlen) < 0)
 		return NULL;
 	struct api_server *srv = xcalloc(1, sizeof(*srv));
 	srv->cfg = *cfg;

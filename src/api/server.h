@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 struct store;
 struct fp_clock;
@@ -122,6 +123,14 @@ struct api_config {
  * (free with api_server_free) or NULL with detail in err (bad listen address, port in use,
  * unreadable store, admin token file not writable). */
 struct api_server *api_server_new(const struct api_config *cfg, char *err, size_t errlen);
+
+/* Parses an API listen address "host:port" (port 0..65535; host empty or "*" = every IPv4
+ * address, "[v6]" brackets stripped, else resolved with getaddrinfo(3), AI_PASSIVE) into *ss
+ * and *sl; *v6 = 1 for an IPv6 address. `serve --check` and api_server_new share it. Returns 0
+ * or FP_EINVAL with "listen ADDR: expected host:port" / "listen ADDR: bad port" / "listen ADDR:
+ * <resolver error>" / "listen: host too long" in err. */
+int api_listen_parse(const char *listen, struct sockaddr_storage *ss, socklen_t *sl, int *v6,
+		     char *err, size_t errlen);
 
 /* The TCP port the server listens on (useful with port 0). */
 unsigned api_server_port(const struct api_server *srv);

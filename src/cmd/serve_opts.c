@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
-#include <netdb.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -511,39 +510,16 @@ out:
 	return rc;
 }
 
-/* check_listen: host:port, port 0..65535, the host empty, "*", or one that resolves. */
+/* check_listen: the address the API would bind (api_listen_parse), its error named as the flag. */
 static int check_listen(const char *listen, char *err, size_t errlen)
 {
-	const char *colon = strrchr(listen, ':');
-	if (!colon)
-		return fp_errf(FP_EINVAL, err, errlen, "--listen %s: expected host:port", listen);
-	char host[256];
-	size_t hl = (size_t)(colon - listen);
-	if (hl >= sizeof(host))
-		return fp_errf(FP_EINVAL, err, errlen, "--listen: host too long");
-	memcpy(host, listen, hl);
-	host[hl] = 0;
-	if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
-		memmove(host, host + 1, hl - 2);
-		host[hl - 2] = 0;
-	}
-	char *end;
-	errno = 0;
-	long port = strtol(colon + 1, &end, 10);
-	if (!colon[1] || *end || errno || port < 0 || port > 65535)
-		return fp_errf(FP_EINVAL, err, errlen, "--listen %s: bad port", listen);
-	if (!host[0] || strcmp(host, "*") == 0)
-		return 0;
-	struct addrinfo hints = {.ai_family = AF_UNSPEC,
-				 .ai_socktype = SOCK_STREAM,
-				 .ai_flags = AI_PASSIVE};
-	struct addrinfo *res = NULL;
-	int gai = getaddrinfo(host, NULL, &hints, &res);
-	if (res)
-		freeaddrinfo(res);
-	if (gai != 0)
-		return fp_errf(FP_EINVAL, err, errlen, "--listen %s: %s", listen,
-			       gai_strerror(gai));
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int v6;
+	char why[512];
+	int rc = api_listen_parse(listen, &ss, &sl, &v6, why, sizeof(why));
+	if (rc < 0)
+		return fp_errf(rc, err, errlen, "--%s", why);
 	return 0;
 }
 

@@ -1,4 +1,4 @@
-/* layers: base */
+/* layers: base core store driver engine controller api */
 /* test_serve_opts.c - the serve option table (src/cmd/serve_opts.c, included whole so the row
  * helpers can be reached; it needs only base): defaults, every kind of value from a config
  * file, bounds and their messages (the flag messages byte for byte as before the table), an
