@@ -1392,6 +1392,95 @@ static int node_post_begin(struct api_req *r, int idem, const char *const *keys,
 	return api_body_keys(r, keys, body);
 }
 
+/* node_action's request, and what its mutate made on the attempt that committed. */
+struct action_arg {
+	struct api_req *r;
+	enum node_action act;
+	const char *name, *me, *reason, *owner;
+	int skip;
+	struct objects_update *u; /* mutate sets the audit event's type, reason and message */
+	json_t *resp;             /* the node as written (200 body), without resourceVersion */
+	size_t idem_at;           /* the Idempotency-Key record's op, 0 = none */
+};
+
+/* node_action's mutate answered the request itself (a 409/422 with detail). */
+#define ACTION_REPLIED (-10000)
+
+/* objects_update_node's mutate for drain, resume, release and retire: changes the holds or
+ * the retire flag (a retire without power off also starts or queues its operation, and may
+ * cancel a running retire), names the audit event and adds the Idempotency-Key record. */
+static int action_mutate(struct node *n, struct objects_txn *tx, void *arg)
+{
+	struct action_arg *a = arg;
+	struct api_req *r = a->r;
+	int64_t now = a->u->now_ms;
+	const char *ev_reason = NULL, *msg = NULL;
+	struct operation *sop = NULL, *scancel = NULL; /* retire without power off */
+	int rc = 0;
+	json_decref(a->resp);
+	a->resp = NULL;
+	a->idem_at = 0;
+	switch (a->act) {
+	case ACT_DRAIN:
+		rc = node_hold_add(n, a->me, a->reason, now, 0);
+		ev_reason = "DrainRequested";
+		msg = api_printf(r, "hold added: %s", a->reason);
+		break;
+	case ACT_RESUME:
+	case ACT_RELEASE: {
+		const char *who = a->act == ACT_RESUME ? a->me : a->owner;
+		if (!node_hold_find(n, who)) {
+			api_problem_ext(r, 409, json_pack("{s:o}", "owners", owners_json(n)),
+					"%s holds no hold on node %s; current owners: %s", who,
+					a->name, owners_text(r, n));
+			return ACTION_REPLIED;
+		}
+		rc = node_hold_release(n, who);
+		ev_reason = a->act == ACT_RESUME ? "Resumed" : "HoldReleased";
+		msg = a->act == ACT_RESUME
+			      ? (a->reason ? api_printf(r, "hold released: %s", a->reason)
+					   : "hold released")
+			      : api_printf(r, "hold of %s released by %s: %s", a->owner, a->me,
+					   a->reason);
+		break;
+	}
+	case ACT_RETIRE:
+		n->retire = 1;
+		ev_reason = "RetireRequested";
+		msg = api_printf(r, "retire requested: %s", a->reason);
+		if (a->skip && n->phase != PHASE_RETIRED) {
+			const char *what = "";
+			if (retire_skip_op(r, n, a->me, a->reason, &sop, &scancel, &what, tx) < 0)
+				return ACTION_REPLIED;
+			msg = api_printf(r,
+					 "retire without powering off (skipPowerOff) requested by "
+					 "%s: %s%s",
+					 a->me, a->reason, what);
+		}
+		break;
+	}
+	if (rc < 0) {
+		api_problem_rc(r, rc == FP_ETOOBIG ? FP_ECONFLICT : rc,
+			       rc == FP_ETOOBIG ? "the node carries the most holds allowed"
+						: "cannot change the node's holds");
+		operation_free(sop);
+		operation_free(scancel);
+		return ACTION_REPLIED;
+	}
+	if (scancel)
+		objects_txn_put_op(tx, scancel, scancel->resource_version);
+	operation_free(sop);
+	operation_free(scancel);
+	a->u->ev_type = a->act == ACT_RELEASE || a->skip ? "Warning" : "Normal";
+	a->u->ev_reason = ev_reason;
+	a->u->ev_msg = msg;
+	a->resp = node_public(n, 0);
+	struct store_op idem;
+	if (api_idem_op(r, &idem, 200, a->resp))
+		a->idem_at = objects_txn_add(tx, &idem);
+	return 1;
+}
+
 static void node_action(struct api_req *r, enum node_action act)
 {
 	static const char *const keys_reason[] = {"reason", NULL};
@@ -1426,117 +1515,43 @@ static void node_action(struct api_req *r, enum node_action act)
 			return;
 		}
 	}
-	for (int attempt = 0; attempt < CAS_RETRIES; attempt++) {
-		struct node *n = NULL;
-		int64_t mod = 0;
-		if (load_node(r, name, &n, &mod) < 0)
-			return;
-		int64_t now = api_now(r);
-		const char *ev_reason = NULL, *msg = NULL;
-		struct operation *sop = NULL, *scancel = NULL; /* retire without power off */
-		struct objects_txn otx;                        /* sop's create put */
-		objects_txn_init(&otx);
-		int rc = 0;
-		switch (act) {
-		case ACT_DRAIN:
-			rc = node_hold_add(n, me, reason, now, 0);
-			ev_reason = "DrainRequested";
-			msg = api_printf(r, "hold added: %s", reason);
-			break;
-		case ACT_RESUME:
-		case ACT_RELEASE: {
-			const char *who = act == ACT_RESUME ? me : owner;
-			if (!node_hold_find(n, who)) {
-				api_problem_ext(r, 409,
-						json_pack("{s:o}", "owners", owners_json(n)),
-						"%s holds no hold on node %s; current owners: %s",
-						who, name, owners_text(r, n));
-				node_free(n);
-				return;
-			}
-			rc = node_hold_release(n, who);
-			ev_reason = act == ACT_RESUME ? "Resumed" : "HoldReleased";
-			msg = act == ACT_RESUME
-				      ? (reason ? api_printf(r, "hold released: %s", reason)
-						: "hold released")
-				      : api_printf(r, "hold of %s released by %s: %s", owner, me,
-						   reason);
-			break;
-		}
-		case ACT_RETIRE:
-			n->retire = 1;
-			ev_reason = "RetireRequested";
-			msg = api_printf(r, "retire requested: %s", reason);
-			if (skip && n->phase != PHASE_RETIRED) {
-				const char *what = "";
-				if (retire_skip_op(r, n, me, reason, &sop, &scancel, &what, &otx) <
-				    0) {
-					node_free(n);
-					return;
-				}
-				msg = api_printf(r,
-						 "retire without powering off (skipPowerOff) "
-						 "requested by %s: %s%s",
-						 me, reason, what);
-			}
-			break;
-		}
-		if (rc < 0) {
-			api_problem_rc(r, rc == FP_ETOOBIG ? FP_ECONFLICT : rc,
-				       rc == FP_ETOOBIG ? "the node carries the most holds allowed"
-							: "cannot change the node's holds");
-			node_free(n);
-			return;
-		}
-		json_t *resp = node_public(n, 0);
-		struct store_op ops[5];
-		size_t nops = 0;
-		node_put_op(r, &ops[nops++], n, mod);
-		if (sop)
-			ops[nops++] = otx.ops[0];
-		if (scancel) {
-			json_t *oj = operation_to_json(scancel, 0);
-			ops[nops++] = (struct store_op){STORE_OP_PUT,
-							api_own(r, objects_key_op_dup(scancel->id)),
-							api_own(r, jsonx_dumps(oj)),
-							scancel->resource_version};
-			json_decref(oj);
-		}
-		operation_free(sop);
-		operation_free(scancel);
-		api_event_op(r, &ops[nops++], act == ACT_RELEASE || skip ? "Warning" : "Normal",
-			     api_printf(r, "node/%s", name), ev_reason, msg);
-		size_t idem_at = nops;
-		if (api_idem_op(r, &ops[nops], 200, resp))
-			nops++;
-		int64_t rev = 0;
-		size_t failed = 0;
-		rc = store_txn(r->srv->cfg.store, ops, nops, &rev, &failed);
-		objects_txn_release(&otx);
-		node_free(n);
-		if (rc == FP_ECONFLICT) {
-			json_decref(resp);
-			continue; /* someone else wrote the node or its operation: read again */
-		}
-		if (rc == FP_EEXIST && failed == idem_at) {
-			json_decref(resp);
-			api_problem(r, 409,
-				    "a request with this Idempotency-Key was committed "
-				    "concurrently; retry to get its result");
-			return;
-		}
-		if (rc < 0) {
-			json_decref(resp);
-			api_problem_rc(r, rc, "store write failed");
-			return;
-		}
-		api_set_rv(resp, rev);
-		api_reply_json(r, 200, resp);
-		log_info("node action node=%s action=%s actor=%s", name, ev_reason, me);
+	struct action_arg a = {.r = r,
+			       .act = act,
+			       .name = name,
+			       .me = me,
+			       .reason = reason,
+			       .owner = owner,
+			       .skip = skip};
+	struct objects_update u = {.actor = me,
+				   .now_ms = api_now(r),
+				   .rnd = api_event_seq(r),
+				   .max_attempts = CAS_RETRIES};
+	a.u = &u;
+	char err[256] = "";
+	int rc = objects_update_node(r->srv->cfg.store, name, action_mutate, &a, &u, NULL, err,
+				     sizeof(err));
+	if (rc == ACTION_REPLIED)
 		return;
+	if (rc == FP_ENOTFOUND) {
+		api_problem(r, 404, "node %s not found", name);
+	} else if (rc == FP_EPARSE) {
+		api_problem(r, 500, "stored node %s does not decode: %s", name, err);
+	} else if (rc == FP_ECONFLICT) {
+		api_problem(r, 409, "node %s kept changing; gave up after %d attempts, retry", name,
+			    CAS_RETRIES);
+	} else if (rc == FP_EEXIST && a.idem_at && u.failed_index == a.idem_at) {
+		api_problem(r, 409,
+			    "a request with this Idempotency-Key was committed concurrently; retry "
+			    "to get its result");
+	} else if (rc < 0) {
+		api_problem_rc(r, rc, "store write failed");
+	} else {
+		api_set_rv(a.resp, u.revision);
+		api_reply_json(r, 200, a.resp);
+		a.resp = NULL;
+		log_info("node action node=%s action=%s actor=%s", name, u.ev_reason, me);
 	}
-	api_problem(r, 409, "node %s kept changing; gave up after %d attempts, retry", name,
-		    CAS_RETRIES);
+	json_decref(a.resp);
 }
 
 void api_node_drain(struct api_req *r)
