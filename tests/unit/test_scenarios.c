@@ -1,12 +1,14 @@
-/* layers: base core store driver engine controller */
+/* layers: base core store driver engine controller api agent fleet */
 /* test_scenarios.c - issue 4's scenario tests in virtual time: the whole health path run
- * single-threaded on one harness - an in-memory store, the informer cache, a virtual clock,
- * the inline executor, the sim driver with its simulated agent (boot callbacks, burn-in after
- * every boot and GPU reset, GPU resets asked through the agent_action op), the lifecycle
- * controller with the disruption-budget service, and the health controller (its sweep driven
- * by health_tick after every clock step). Agent reports reach health_report as the API passes
- * them: a JSON body text parsed, with real kernel lines from tests/data/kernel (the fields of
- * each event written by hand from its line).
+ * single-threaded on the shared harness (support/harness.h: the fleet assembly run stepped) -
+ * an in-memory store, the informer cache, a virtual clock, the inline executor, the sim driver
+ * with its simulated agent (boot callbacks, burn-in after every boot and GPU reset, GPU resets
+ * asked through the agent_action op), the lifecycle controller with the disruption-budget
+ * service, and the health controller (its sweep driven by health_tick after every clock step).
+ * A restart is the control plane's: harness_down frees the whole fleet, harness_up builds a
+ * new one over the same store, clock and machines. Agent reports reach health_report as the
+ * API passes them: a JSON body text parsed, with real kernel lines from tests/data/kernel (the
+ * fields of each event written by hand from its line).
  *
  * After every reconcile, every executor task, every report and every timer the invariants are
  * checked: no budget's domain value has more nodes counted unavailable (core/budget.h
@@ -30,15 +32,12 @@
 #include "base/timefmt.h"
 #include "controller/budget.h"
 #include "controller/health.h"
-#include "controller/health_breaker.h"
-#include "controller/lifecycle.h"
 #include "core/budget.h"
 #include "core/codec.h"
 #include "driver/bmc_sim.h"
-#include "engine/cache.h"
 #include "engine/clock.h"
-#include "engine/executor_impl.h"
-#include "engine/ratelimit.h"
+#include "store/store.h"
+#include "support/harness.h"
 
 #define START_WALL 1796000000000LL /* 2026-11-30T00:53:20Z */
 #define SEC 1000LL
@@ -57,16 +56,15 @@ struct track {
 	long left, back; /* check number when it last left available / came back */
 };
 
+/* The shared test world (support/harness.h): the whole fleet stepped - cache, budget service,
+ * lifecycle and health - over the harness's store, clock and sim machines; the pointers below
+ * are the harness's (store, clock, sim) or the running fleet's (budget, h: NULL while down). */
 struct world {
+	struct harness *hn;
 	struct store *store;
 	struct fp_clock *clock;
-	struct fp_rng rng;
-	struct fp_executor *exec;
 	struct bmc *sim;
-	struct ratelimit *limits;
-	struct cache *cache;
 	struct budget_svc *budget;
-	struct lifecycle *lc;
 	struct health *h;
 	struct track tr[MAX_NODES];
 	size_t ntr;
@@ -274,116 +272,49 @@ static void check(struct world *w)
 
 /* ------------------------------------------------------------------ the harness */
 
-static int w_save(void *arg, const char *node, const char *json)
+/* The harness's each hook: the invariants after every unit of work and every timer step. */
+static void each_check(void *arg)
 {
-	struct world *w = arg;
-	char key[128];
-	snprintf(key, sizeof(key), "/sim/hw/%s", node);
-	return store_put(w->store, key, json, STORE_ANY, NULL);
+	check(arg);
 }
 
-static int w_load(void *arg, const char *node, char **json)
+/* The fleet comes up over the world (harness_up; agent callbacks that waited are delivered). */
+static void world_up(struct world *w)
 {
-	struct world *w = arg;
-	char key[128];
-	struct store_kv kv = {0};
-	snprintf(key, sizeof(key), "/sim/hw/%s", node);
-	*json = NULL;
-	if (store_get(w->store, key, &kv) < 0)
-		return 0;
-	*json = kv.value;
-	kv.value = NULL;
-	store_kv_release(&kv);
-	return 0;
+	harness_up(w->hn);
+	w->h = harness_health(w->hn);
+	w->budget = harness_budget(w->hn);
+	assert_non_null(w->h);
+	assert_non_null(w->budget);
 }
 
-/* The sim's agent calls back as the real one does through the API. */
-static void w_notify(void *arg, const char *node, enum bmc_sim_notice what, const char *boot_id,
-		     int passed)
+/* The control plane restarts (a crash): cache, budget service, lifecycle and health controller
+ * freed with their memory and queued steps; the store, the clock and the machines stay. */
+static void restart(struct world *w)
 {
-	struct world *w = arg;
-	if (what == BMC_SIM_BOOTED)
-		lifecycle_agent_booted(w->lc, node, boot_id);
-	else if (what == BMC_SIM_REMEDIATED)
-		lifecycle_agent_remediated(w->lc, node, NULL, passed,
-					   passed ? "GPU reset" : "GPU reset failed");
-	else
-		lifecycle_agent_validated(w->lc, node, boot_id, passed);
-}
-
-static void health_up(struct world *w)
-{
-	char err[256];
-	struct health_config hc = {.store = w->store,
-				   .cache = w->cache,
-				   .clock = w->clock,
-				   .rng = &w->rng,
-				   .sweep = 0};
-	w->h = health_new(&hc, err, sizeof(err));
-	if (!w->h)
-		fail_msg("health_new: %s", err);
-	/* as serve wires them: the budget service asks the health controller's breakers */
-	budget_svc_set_breakers(w->budget, health_breakers_open_for_cb, health_breaker_owner(w->h));
-}
-
-/* The health controller stops (a crash or world_free): the budget service forgets it first. */
-static void health_down(struct world *w)
-{
-	budget_svc_set_breakers(w->budget, NULL, NULL);
-	health_free(w->h);
+	harness_down(w->hn);
 	w->h = NULL;
+	w->budget = NULL;
+	world_up(w);
 }
 
 static struct world *world_new(void)
 {
 	struct world *w = xcalloc(1, sizeof(*w));
-	char err[128];
-	assert_int_equal(store_open("mem:", &w->store, err, sizeof(err)), 0);
-	w->clock = clock_virtual_new(START_WALL);
-	fp_rng_init(&w->rng, 42);
-	struct bmc_sim_config sc = {.clock = w->clock,
-				    .speed = 1,
-				    .notify = w_notify,
-				    .save = w_save,
-				    .load = w_load,
-				    .arg = w};
-	w->sim = bmc_sim_new(&sc);
-	w->exec = executor_inline_new();
-	struct ratelimit_config rc = {.bmc_max_concurrency = 1,
-				      .site_rate_per_s = 20,
-				      .site_burst = 20};
-	w->limits = ratelimit_new(w->clock, &rc);
-	w->cache = cache_new(w->store);
-	w->budget = budget_svc_new(w->store, w->cache, w->clock);
-	struct lifecycle_config lc = {.store = w->store,
-				      .cache = w->cache,
-				      .clock = w->clock,
-				      .rng = &w->rng,
-				      .exec = w->exec,
-				      .limits = w->limits,
-				      .budget = w->budget,
-				      .drivers = {w->sim},
-				      .ndrivers = 1,
-				      .workers = 0};
-	w->lc = lifecycle_new(&lc);
-	assert_true(cache_sync_now(w->cache) >= 0);
-	health_up(w);
+	struct harness_config hc = {.start_wall_ms = START_WALL, .sim_speed = 1};
+	w->hn = harness_new(&hc);
+	w->hn->each = each_check;
+	w->hn->each_arg = w;
+	w->store = w->hn->store;
+	w->clock = w->hn->clock;
+	w->sim = w->hn->sim;
+	world_up(w);
 	return w;
 }
 
 static void world_free(struct world *w)
 {
-	health_down(w);
-	lifecycle_stop(w->lc);
-	executor_free(w->exec);
-	lifecycle_free(w->lc);
-	budget_svc_free(w->budget);
-	cache_free(w->cache);
-	ratelimit_free(w->limits);
-	bmc_free(w->sim);
-	clock_free(w->clock);
-	store_close(w->store);
-	fp_rng_release(&w->rng);
+	harness_free(w->hn);
 	for (size_t i = 0; i < w->ntr; i++)
 		buf_release(&w->tr[i].path);
 	for (size_t i = 0; i < w->naccepted; i++)
@@ -391,76 +322,19 @@ static void world_free(struct world *w)
 	free(w);
 }
 
-/* Runs everything runnable now, checking the invariants after each unit of work. */
-static void pump(struct world *w)
-{
-	for (;;) {
-		int k = 0;
-		int c = cache_sync_now(w->cache);
-		assert_true(c >= 0);
-		k += c;
-		while (lifecycle_run_once(w->lc)) {
-			k++;
-			check(w);
-		}
-		while (executor_inline_run(w->exec, 1)) {
-			k++;
-			check(w);
-		}
-		if (!k)
-			return;
-	}
-}
-
-/* Moves virtual time to the next timer (at most until `limit`, now_ms scale), then runs the
- * health sweep and what became runnable. Returns 0 when no timer is due before limit. */
-static int step(struct world *w, int64_t limit)
-{
-	int64_t at = 0, now = clock_now_ms(w->clock);
-	if (clock_virtual_next_timer(w->clock, &at) < 0 || at > limit) {
-		if (limit > now)
-			clock_virtual_advance(w->clock, limit - now);
-		health_tick(w->h);
-		check(w);
-		pump(w);
-		return 0;
-	}
-	clock_virtual_advance(w->clock, at > now ? at - now : 0);
-	health_tick(w->h);
-	check(w);
-	pump(w);
-	return 1;
-}
-
-/* Lets ms of virtual time pass, timer by timer. */
-static void idle(struct world *w, int64_t ms)
-{
-	int64_t limit = clock_now_ms(w->clock) + ms;
-	pump(w);
-	while (step(w, limit))
-		;
-}
-
+/* The node as stored (caller frees). */
 static struct node *get_node(struct world *w, const char *name)
 {
-	char key[64], err[256];
-	struct store_kv kv = {0};
-	snprintf(key, sizeof(key), "/nodes/%s", name);
-	assert_int_equal(store_get(w->store, key, &kv), 0);
-	json_t *doc = NULL;
-	struct node *n = NULL;
-	assert_int_equal(jsonx_parse(kv.value, strlen(kv.value), &doc, err, sizeof(err)), 0);
-	assert_int_equal(node_from_json(doc, kv.mod_revision, &n, err, sizeof(err)), 0);
-	json_decref(doc);
-	store_kv_release(&kv);
-	return n;
+	return harness_node(w->hn, name);
 }
 
-/* 1 when every node named (NULL-terminated) is available without holds. */
-static int all_back(struct world *w, const char *const *names)
+/* harness_run_until's predicate: every node named (NULL-terminated) is available without
+ * holds. */
+static int all_back(struct harness *h, void *arg)
 {
+	const char *const *names = arg;
 	for (size_t i = 0; names[i]; i++) {
-		struct node *n = get_node(w, names[i]);
+		struct node *n = harness_node(h, names[i]);
 		int ok = n->phase == PHASE_AVAILABLE && n->nholds == 0;
 		node_free(n);
 		if (!ok)
@@ -469,32 +343,30 @@ static int all_back(struct world *w, const char *const *names)
 	return 1;
 }
 
-static int phase_is(struct world *w, const char *name, enum node_phase p)
-{
-	struct node *n = get_node(w, name);
-	int r = n->phase == p;
-	node_free(n);
-	return r;
-}
-
 /* Runs until the named nodes are all available without holds; fails after max_ms. */
 static void run_until_back(struct world *w, const char *const *names, int64_t max_ms)
 {
-	int64_t limit = clock_now_ms(w->clock) + max_ms;
-	pump(w);
-	while (!all_back(w, names))
-		if (!step(w, limit))
-			fail_msg("not back within %lld min", (long long)(max_ms / MIN));
+	if (harness_run_until(w->hn, all_back, (void *)names, max_ms) < 0)
+		fail_msg("not back within %lld min", (long long)(max_ms / MIN));
+}
+
+struct want_phase {
+	const char *name;
+	enum node_phase phase;
+};
+
+static int in_phase(struct harness *h, void *arg)
+{
+	const struct want_phase *wp = arg;
+	return harness_phase_is(h, wp->name, wp->phase);
 }
 
 static void run_until_phase(struct world *w, const char *name, enum node_phase p, int64_t max_ms)
 {
-	int64_t limit = clock_now_ms(w->clock) + max_ms;
-	pump(w);
-	while (!phase_is(w, name, p))
-		if (!step(w, limit))
-			fail_msg("%s not %s within %lld min", name, node_phase_name(p),
-				 (long long)(max_ms / MIN));
+	struct want_phase wp = {name, p};
+	if (harness_run_until(w->hn, in_phase, &wp, max_ms) < 0)
+		fail_msg("%s not %s within %lld min", name, node_phase_name(p),
+			 (long long)(max_ms / MIN));
 }
 
 /* Enrolls r01n01..r01n<count> (rack r01, site site-a, 8 GPUs, sim BMC) and runs them to
@@ -504,25 +376,9 @@ static void enroll(struct world *w, int count)
 	const char *names[MAX_NODES + 1] = {0};
 	char buf[MAX_NODES][32];
 	for (int i = 0; i < count; i++) {
-		char key[64];
 		snprintf(buf[i], sizeof(buf[i]), "r01n%02d", i + 1);
 		names[i] = buf[i];
-		snprintf(key, sizeof(key), "/nodes/r01n%02d", i + 1);
-		struct node *nd = node_new();
-		nd->name = xstrdup(buf[i]);
-		nd->uid = xstrdup(buf[i]);
-		nd->site = xstrdup("site-a");
-		nd->rack = xstrdup("r01");
-		nd->bmc.driver = xstrdup("sim");
-		nd->gpu_count = 8;
-		nd->phase = PHASE_ENROLLED;
-		nd->phase_since = nd->created_at = clock_wall_ms(w->clock);
-		json_t *doc = node_to_json(nd, NODE_JSON_STORE);
-		char *val = jsonx_dumps(doc);
-		assert_int_equal(store_put(w->store, key, val, STORE_ABSENT, NULL), 0);
-		free(val);
-		json_decref(doc);
-		node_free(nd);
+		harness_put_node(w->hn, buf[i], "site-a", "r01", "sim", PHASE_ENROLLED);
 	}
 	run_until_back(w, names, 120 * MIN);
 	/* Onboarding is not what the scenarios look at: start their phase paths here. */
@@ -738,7 +594,7 @@ static void job_fault_case(const struct kev *k, const char *job, const char *fir
 		json_decref(res);
 		clock_virtual_advance(w->clock, 5 * SEC); /* a job's ranks die within seconds */
 	}
-	idle(w, 30 * MIN);
+	harness_idle(w->hn, 30 * MIN);
 	for (int i = 0; i < 10; i++) {
 		struct node *n = get_node(w, RACK[i]);
 		assert_int_equal(n->phase, PHASE_AVAILABLE);
@@ -818,7 +674,7 @@ static void test_same_gpu_three_jobs(void **state)
 /* The budget service sees a breaker the moment the health controller opens it, and stops
  * seeing it the moment it is reset: it asks the breakers' owner instead of re-reading
  * /breakers/ every 5 s (the old cache answered "closed" here until 5 s of virtual time had
- * passed since its last read). An open breaker also survives a restart of the controller
+ * passed since its last read). An open breaker also survives a restart of the control plane
  * (loaded from its store document). */
 static void test_breaker_seen_by_budget_at_once(void **state)
 {
@@ -841,9 +697,8 @@ static void test_breaker_seen_by_budget_at_once(void **state)
 	fp_time_format(clock_wall_ms(w->clock), ts);
 	snprintf(want, sizeof(want), "correlated-failure breaker rack.r01 is open since %s", ts);
 	assert_string_equal(why, want);
-	/* the controller restarts: the breaker is loaded from its document */
-	health_down(w);
-	health_up(w);
+	/* the control plane restarts: the breaker is loaded from its document */
+	restart(w);
 	assert_int_equal(budget_breaker_open(w->budget, n, why, sizeof(why), name, sizeof(name)),
 			 1);
 	assert_string_equal(name, "rack.r01");
@@ -915,7 +770,7 @@ static void test_rack_burst_budget_and_breaker(void **state)
 
 	/* Held before the breaker opened, r01n01 and r01n02 stay held (not schedulable) but are
 	 * not drained while it is open: both wait, saying why, one event each. */
-	pump(w);
+	harness_pump(w->hn);
 	for (int i = 0; i < 2; i++) {
 		struct node *n = get_node(w, RACK[i]);
 		assert_int_equal(n->phase, PHASE_AVAILABLE);
@@ -944,7 +799,7 @@ static void test_rack_burst_budget_and_breaker(void **state)
 	assert_int_equal(count_docs(w, "/events/", "reason", "CorrelatedFailureBreakerOpen"), 1);
 
 	/* An hour later the two still wait: no drain, no rung, no event per retry. */
-	idle(w, 60 * MIN);
+	harness_idle(w->hn, 60 * MIN);
 	for (int i = 0; i < 10; i++)
 		assert_string_equal(path_of(w, RACK[i]), "available");
 	assert_int_equal(count_docs(w, "/operations/", "spec.kind", "drain"), 0);
@@ -1029,8 +884,7 @@ static void test_agent_restart_resend(void **state)
 	assert_null(node_hold_find(n, "health"));
 	node_free(n);
 	/* the control plane restarts; the agent retries the same report: nothing new */
-	health_down(w);
-	health_up(w);
+	restart(w);
 	clock_virtual_advance(w->clock, 20 * SEC);
 	int64_t rev = store_revision(w->store);
 	res = report(w, "r01n01",
@@ -1085,10 +939,10 @@ static void test_escalation_and_lemon(void **state)
 	enroll(w, 1);
 	three_jobs_one_gpu(w);
 	static const char *const names[] = {"r01n01", NULL};
-	idle(w, 1 * DAY);
+	harness_idle(w->hn, 1 * DAY);
 	assert_int_equal(fails_again(w, "k-c1-000001", "k-c1-000002"), 1); /* reboot */
 	run_until_back(w, names, 60 * MIN);
-	idle(w, 1 * DAY);
+	harness_idle(w->hn, 1 * DAY);
 	assert_int_equal(fails_again(w, "k-c2-000001", "k-c2-000002"), 2); /* reimage */
 	run_until_back(w, names, 120 * MIN);
 	struct node *n = get_node(w, "r01n01");
@@ -1102,7 +956,7 @@ static void test_escalation_and_lemon(void **state)
 	char fence[FP_TIME_LEN], want[600];
 	fp_time_format(n->remediation_history[2].at, fence);
 	node_free(n);
-	idle(w, 1 * DAY);
+	harness_idle(w->hn, 1 * DAY);
 	assert_int_equal(fails_again(w, "k-c3-000001", "k-c3-000002"), 3); /* rma */
 	snprintf(want, sizeof(want),
 		 "health event r01n01.k-c3-000002: code=xid:94 severity=medium "
