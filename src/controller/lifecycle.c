@@ -1029,10 +1029,17 @@ static void run_op_task(void *arg)
 		if (r == STEP_RETRY && op->attempt < def->max_attempts) {
 			op->step_deadline = 0;
 			lifecycle_save_op(lc, op);
-			/* Back off before the next attempt: 1 s, 2 s, 4 s ... (scaled). */
+			/* Back off before the next attempt: 1 s, 2 s, 4 s ... (scaled). The save
+			 * above re-queues the node through the cache at once; reconcile holds the
+			 * step back until step_retry_at. */
 			requeue_after = scale(lc, n, SEC << (op->attempt - 1));
 			if (requeue_after < 1)
 				requeue_after = 1;
+			int64_t *at = xmalloc(sizeof(*at));
+			*at = clock_now_ms(lc->cfg.clock) + requeue_after;
+			pthread_mutex_lock(&lc->mu);
+			free(hmap_put(&lc->step_retry_at, t->node, at));
+			pthread_mutex_unlock(&lc->mu);
 			break;
 		}
 		flush_status(lc, &n, &delta);
@@ -1278,7 +1285,11 @@ static int reconcile(struct lifecycle *lc, const char *name)
 				lifecycle_save_op(lc, op);
 			} else {
 				check_deadline(lc, n, op);
-				submit_step(lc, n);
+				int64_t left = time_left(lc, &lc->step_retry_at, n->name);
+				if (left > 0)
+					workqueue_add_after(lc->wq, n->name, left);
+				else
+					submit_step(lc, n);
 			}
 		}
 		operation_free(op);
@@ -1515,6 +1526,7 @@ struct lifecycle *lifecycle_new(const struct lifecycle_config *cfg)
 	pthread_mutex_init(&lc->mu, NULL);
 	hmap_init(&lc->in_flight);
 	hmap_init(&lc->retry_at);
+	hmap_init(&lc->step_retry_at);
 	hmap_init(&lc->bmc_quiet);
 	hmap_init(&lc->waiting);
 	lc->m_ops = metrics_register(METRIC_COUNTER, "fleetplane_operations_total",
@@ -1574,6 +1586,9 @@ void lifecycle_free(struct lifecycle *lc)
 	for (struct hmap_iter it = hmap_iter_start(&lc->retry_at); hmap_iter_next(&it);)
 		free(it.e->value);
 	hmap_release(&lc->retry_at);
+	for (struct hmap_iter it = hmap_iter_start(&lc->step_retry_at); hmap_iter_next(&it);)
+		free(it.e->value);
+	hmap_release(&lc->step_retry_at);
 	for (struct hmap_iter it = hmap_iter_start(&lc->bmc_quiet); hmap_iter_next(&it);)
 		free(it.e->value);
 	hmap_release(&lc->bmc_quiet);

@@ -73,7 +73,11 @@ struct lifecycle {
 	struct hmap in_flight; /* node name -> (void*)1 while a step task is queued or running */
 	struct hmap retry_at;  /* node name -> int64_t* monotonic ms before which a failed
 				* phase's operation is not started again (backoff) */
-	struct hmap bmc_quiet; /* BMC key -> int64_t* monotonic ms before which the BMC is not
+	struct hmap step_retry_at; /* node name -> int64_t* monotonic ms before which the
+				    * retry of its operation's failed step is not run (the 1 s,
+				    * 2 s, 4 s ... backoff); the save of the retried operation
+				    * re-queues the node at once, this holds it back */
+	struct hmap bmc_quiet;     /* BMC key -> int64_t* monotonic ms before which the BMC is not
 				* called: it answered with Retry-After (at most BMC_QUIET_MAX) */
 	pthread_t *threads;
 	int nthreads;

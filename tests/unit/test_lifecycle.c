@@ -45,6 +45,8 @@ struct fake_bmc {
 	int64_t set_at;     /* clock ms of the last power_set, 0 once a power_get followed it */
 	int64_t min_settle; /* shortest time from a power_set to the power_get after it; 0 = none */
 	struct breaker *breaker; /* to look at while called, or NULL */
+	int64_t call_at[64];     /* clock ms of the first 64 calls */
+	size_t ncall_at;
 };
 
 /* The harness's world (the fleet's lifecycle calls the spy and the fake), and what the test
@@ -136,6 +138,8 @@ static int fake_call(struct bmc *b, const struct bmc_target *t, char *err, size_
 	struct world *w = b->impl;
 	struct fake_bmc *f = &w->fk;
 	f->calls++;
+	if (f->ncall_at < sizeof(f->call_at) / sizeof(f->call_at[0]))
+		f->call_at[f->ncall_at++] = clock_now_ms(w->clock);
 	if (f->breaker) {
 		enum breaker_state st = breaker_state(f->breaker, t->address);
 		f->calls_open += st == BREAKER_OPEN;
@@ -962,6 +966,25 @@ static void test_power_unknown_is_not_off(void **state)
 	assert_int_equal(w->fk.sets, 0);
 	assert_int_equal(cond_of(w, "f1", "PoweredOn", reason, sizeof(reason)), COND_UNKNOWN);
 	assert_string_equal(reason, "PowerStateMissing");
+	world_free(w);
+}
+
+/* A step that asks to be retried waits 1 s, 2 s, 4 s, 8 s between its attempts (the fake is
+ * a Redfish BMC: no sim time scaling). Before the fix, saving the retried operation re-queued
+ * the node through the cache and all five attempts ran at the same instant. */
+static void test_step_retry_backs_off(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	w->fk.unknown_power = 1;
+	enroll_fake(w, "f1");
+	run_until(w, f1_has_event, "OperationFailed", 60 * MIN_MS);
+	assert_int_equal(count_events(w, "f1", "OperationFailed"), 1);
+	/* inspection's reads (calls 0-3 at 0), then provisioning's five attempts of its power
+	 * step, one read each: at 0, +1 s, +2 s, +4 s, +8 s */
+	assert_int_equal(w->fk.ncall_at, 9);
+	static const int64_t want[] = {0, 1000, 3000, 7000, 15000};
+	for (size_t i = 0; i < 5; i++)
+		assert_int_equal(w->fk.call_at[4 + i], want[i]);
 	world_free(w);
 }
 
@@ -2155,6 +2178,7 @@ int main(void)
 		cmocka_unit_test(test_power_queued_behind_provision),
 		cmocka_unit_test(test_cancelled_queued_power_never_runs),
 		cmocka_unit_test(test_power_unknown_is_not_off),
+		cmocka_unit_test(test_step_retry_backs_off),
 		cmocka_unit_test(test_learned_quirks_recorded_once),
 		cmocka_unit_test(test_auth_failure_fails_at_once),
 		cmocka_unit_test(test_cycle_reads_after_settling),
