@@ -1165,40 +1165,11 @@ static int audited(const struct rep_ev *e)
 	       strcmp(e->action, "job_fault") == 0;
 }
 
-/* Growable list of owned store ops. */
-struct txn {
-	struct store_op *ops;
-	size_t n, cap;
-	char **own;
-	size_t nown, capown;
-};
-
-static void txn_put(struct txn *t, char *key, char *val, int64_t expect)
-{
-	ALLOC_GROW(t->ops, t->n + 1, t->cap);
-	ALLOC_GROW(t->own, t->nown + 2, t->capown);
-	t->own[t->nown++] = key;
-	t->own[t->nown++] = val;
-	t->ops[t->n++] = (struct store_op){STORE_OP_PUT, key, val, expect};
-}
-
-static void txn_release(struct txn *t)
-{
-	for (size_t i = 0; i < t->nown; i++)
-		free(t->own[i]);
-	free(t->own);
-	free(t->ops);
-	memset(t, 0, sizeof(*t));
-}
-
-static void txn_event(struct health *h, struct txn *t, const char *type, const char *actor,
+/* An audit event in t (objects_txn_event), its id seeded from the controller's rng. */
+static void txn_event(struct health *h, struct objects_txn *t, const char *type, const char *actor,
 		      const char *object, const char *reason, const char *msg, int64_t now)
 {
-	char id[EVENT_ID_LEN];
-	event_id(now, fp_rng_u64(h->cfg.rng), id);
-	json_t *ev = event_new(id, type, actor, object, reason, msg, now);
-	txn_put(t, xasprintf("/events/%s", id), jsonx_dumps(ev), STORE_ABSENT);
-	json_decref(ev);
+	objects_txn_event(t, now, fp_rng_u64(h->cfg.rng), type, actor, object, reason, msg);
 }
 
 static int load_node(struct health *h, const char *name, struct node **out, char *err,
@@ -1254,7 +1225,8 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 		pthread_mutex_unlock(&h->mu);
 
 		/* Build the transaction. */
-		struct txn tx = {0};
+		struct objects_txn tx;
+		objects_txn_init(&tx);
 		size_t first_event = 0, nnew = 0;
 		for (size_t i = 0; i < r.nev; i++) {
 			struct rep_ev *e = &r.ev[i];
@@ -1264,8 +1236,8 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 				first_event = tx.n;
 			nnew++;
 			json_t *d = event_doc(node, e, received_ms, policy_name);
-			txn_put(&tx, xasprintf("/healthevents/%s/%s", node, e->id), jsonx_dumps(d),
-				STORE_ABSENT);
+			objects_txn_put(&tx, xasprintf("/healthevents/%s/%s", node, e->id),
+					jsonx_dumps(d), STORE_ABSENT);
 			json_decref(d);
 		}
 		struct node *m = node_dup(n);
@@ -1275,8 +1247,8 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 		if (changed) {
 			node_op = tx.n;
 			json_t *nj = node_to_json(m, NODE_JSON_STORE);
-			txn_put(&tx, objects_key_node_dup(node), jsonx_dumps(nj),
-				n->resource_version);
+			objects_txn_put(&tx, objects_key_node_dup(node), jsonx_dumps(nj),
+					n->resource_version);
 			json_decref(nj);
 		}
 		char object[96];
@@ -1297,12 +1269,13 @@ int health_report(struct health *h, const char *node, const char *actor, const j
 			txn_event(h, &tx, jsonx_str(x, "type"), ACTOR, jsonx_str(x, "object"),
 				  jsonx_str(x, "reason"), jsonx_str(x, "message"), now);
 		json_array_foreach(o.breaker_docs, k, x)
-			txn_put(&tx, xasprintf("/breakers/%s", jsonx_str(x, "metadata.name")),
-				jsonx_dumps(x), STORE_ANY);
+			objects_txn_put(&tx,
+					xasprintf("/breakers/%s", jsonx_str(x, "metadata.name")),
+					jsonx_dumps(x), STORE_ANY);
 		size_t failed = 0;
 		rc = tx.n ? store_txn(h->cfg.store, tx.ops, tx.n, NULL, &failed) : 0;
 		int64_t committed = clock_wall_ms(h->cfg.clock);
-		txn_release(&tx);
+		objects_txn_release(&tx);
 		node_free(m);
 		json_decref(o.extra_events);
 		json_decref(o.breaker_docs);
@@ -1431,8 +1404,9 @@ int health_policy_put(struct health *h, const json_t *doc, const char *actor, js
 	}
 	int64_t now = clock_wall_ms(h->cfg.clock);
 	json_t *body = health_policy_to_json(p, 0);
-	struct txn tx = {0};
-	txn_put(&tx, xstrdup("/policies/default"), jsonx_dumps(body), expect);
+	struct objects_txn tx;
+	objects_txn_init(&tx);
+	objects_txn_put(&tx, xstrdup("/policies/default"), jsonx_dumps(body), expect);
 	json_decref(body);
 	char msg[256];
 	snprintf(msg, sizeof(msg), "health policy default replaced (%zu rules, dryRun %s)",
@@ -1442,7 +1416,7 @@ int health_policy_put(struct health *h, const json_t *doc, const char *actor, js
 	int64_t rev = 0;
 	size_t failed = 0;
 	rc = store_txn(h->cfg.store, tx.ops, tx.n, &rev, &failed);
-	txn_release(&tx);
+	objects_txn_release(&tx);
 	if (rc == FP_ECONFLICT || rc == FP_EEXIST) {
 		health_policy_free(p);
 		return fp_errf(FP_ECONFLICT, err, errlen,
@@ -1482,7 +1456,7 @@ struct health_breakers *health_breaker_owner(struct health *h)
 /* store_foreach callback of health_breaker_reset: a node whose HealthActionsSuppressed names
  * the breaker being closed gets a CAS put without that condition in the reset's transaction. */
 struct unsuppress {
-	struct txn *t;
+	struct objects_txn *t;
 	const char
 		*want; /* the condition message's start: "correlated-failure breaker X is open:" */
 };
@@ -1500,7 +1474,7 @@ static int unsuppress_node(void *arg, const struct store_kv *kv)
 		if (c && c->message && strncmp(c->message, u->want, strlen(u->want)) == 0) {
 			node_condition_remove(n, "HealthActionsSuppressed");
 			json_t *nd = node_to_json(n, NODE_JSON_STORE);
-			txn_put(u->t, xstrdup(kv->key), jsonx_dumps(nd), kv->mod_revision);
+			objects_txn_put(u->t, xstrdup(kv->key), jsonx_dumps(nd), kv->mod_revision);
 			json_decref(nd);
 		}
 	}
@@ -1570,13 +1544,14 @@ static int replay_one(struct health *h, const char *node, const char *id, const 
 				node_free(n);
 				return 1;
 			}
-			struct txn tx = {0};
+			struct objects_txn tx;
+			objects_txn_init(&tx);
 			json_t *nj = node_to_json(n, NODE_JSON_STORE);
-			txn_put(&tx, objects_key_node_dup(node), jsonx_dumps(nj),
-				n->resource_version);
+			objects_txn_put(&tx, objects_key_node_dup(node), jsonx_dumps(nj),
+					n->resource_version);
 			json_decref(nj);
 			rc = store_txn(h->cfg.store, tx.ops, tx.n, NULL, NULL);
-			txn_release(&tx);
+			objects_txn_release(&tx);
 			node_free(n);
 			if (rc == 0)
 				return 1;
@@ -1652,9 +1627,11 @@ static int replay_one(struct health *h, const char *node, const char *id, const 
 			   &ev, 1, now);
 		free(ev);
 		add_evidence(n, node, evidence, nevidence);
-		struct txn tx = {0};
+		struct objects_txn tx;
+		objects_txn_init(&tx);
 		json_t *nj = node_to_json(n, NODE_JSON_STORE);
-		txn_put(&tx, objects_key_node_dup(node), jsonx_dumps(nj), n->resource_version);
+		objects_txn_put(&tx, objects_key_node_dup(node), jsonx_dumps(nj),
+				n->resource_version);
 		json_decref(nj);
 		char object[96], msg[1024];
 		snprintf(object, sizeof(object), "node/%s", node);
@@ -1665,7 +1642,7 @@ static int replay_one(struct health *h, const char *node, const char *id, const 
 			lm.gpu_score, lm.recurred ? ",recurred" : "", lad, start_txt);
 		txn_event(h, &tx, "Warning", ACTOR, object, "HealthDecision", msg, now);
 		rc = store_txn(h->cfg.store, tx.ops, tx.n, NULL, NULL);
-		txn_release(&tx);
+		objects_txn_release(&tx);
 		node_free(n);
 		if (rc == 0)
 			return 1;
@@ -1813,7 +1790,8 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 	 * HealthActionsSuppressed conditions (CAS; re-read on conflict) are written. */
 	int trc = FP_ECONFLICT, with_delete = 1;
 	for (int attempt = 0; attempt < COMMIT_ATTEMPTS && trc < 0; attempt++) {
-		struct txn t = {0};
+		struct objects_txn t;
+		objects_txn_init(&t);
 		txn_event(h, &t, "Normal", actor, object, "BreakerReset", msg, now);
 		struct unsuppress u = {&t, want};
 		trc = store_foreach(h->cfg.store, OBJECTS_PREFIX_NODES, 0, unsuppress_node, &u,
@@ -1831,7 +1809,7 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 				trc = FP_ECONFLICT;
 			}
 		}
-		txn_release(&t);
+		objects_txn_release(&t);
 		if (trc < 0 && trc != FP_ECONFLICT)
 			break;
 	}
@@ -1931,38 +1909,40 @@ static void prune(struct health *h, int64_t wall)
 	free(drop);
 }
 
+/* heartbeat_missed's mutate: AgentAlive False, unless it is already. */
+struct missed_arg {
+	const char *msg;
+	int64_t now;
+};
+
+static int missed_mutate(struct node *n, struct objects_txn *tx, void *arg)
+{
+	const struct missed_arg *a = arg;
+	const struct node_condition *c = node_condition_get(n, "AgentAlive");
+	if (c && c->status == COND_FALSE)
+		return 0;
+	node_condition_set(n, "AgentAlive", COND_FALSE, "HeartbeatMissed", a->msg, a->now);
+	return 1;
+}
+
 static int64_t heartbeat_missed(struct health *h, const char *name, int64_t silent, int64_t timeout)
 {
 	char err[256];
-	for (int attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
-		struct node *n = NULL;
-		int rc = load_node(h, name, &n, err, sizeof(err));
-		if (rc < 0)
-			return rc;
-		int64_t now = clock_wall_ms(h->cfg.clock);
-		char msg[200];
-		snprintf(msg, sizeof(msg), "no agent report for %lld s (timeout %lld s)",
-			 (long long)(silent / SEC), (long long)(timeout / SEC));
-		const struct node_condition *c = node_condition_get(n, "AgentAlive");
-		if (c && c->status == COND_FALSE) {
-			node_free(n);
-			return 0;
-		}
-		node_condition_set(n, "AgentAlive", COND_FALSE, "HeartbeatMissed", msg, now);
-		struct txn tx = {0};
-		json_t *nj = node_to_json(n, NODE_JSON_STORE);
-		txn_put(&tx, objects_key_node_dup(name), jsonx_dumps(nj), n->resource_version);
-		json_decref(nj);
-		char object[96];
-		snprintf(object, sizeof(object), "node/%s", name);
-		txn_event(h, &tx, "Warning", ACTOR, object, "AgentHeartbeatMissed", msg, now);
-		rc = store_txn(h->cfg.store, tx.ops, tx.n, NULL, NULL);
-		txn_release(&tx);
-		node_free(n);
-		if (rc != FP_ECONFLICT)
-			return rc;
-	}
-	return FP_ECONFLICT;
+	if (name_validate("node", name, err, sizeof(err)) < 0)
+		return FP_EINVAL;
+	char msg[200];
+	snprintf(msg, sizeof(msg), "no agent report for %lld s (timeout %lld s)",
+		 (long long)(silent / SEC), (long long)(timeout / SEC));
+	struct missed_arg a = {.msg = msg, .now = clock_wall_ms(h->cfg.clock)};
+	struct objects_update u = {.actor = ACTOR,
+				   .ev_type = "Warning",
+				   .ev_reason = "AgentHeartbeatMissed",
+				   .ev_msg = msg,
+				   .now_ms = a.now,
+				   .rnd = fp_rng_u64(h->cfg.rng),
+				   .max_attempts = COMMIT_ATTEMPTS};
+	return objects_update_node(h->cfg.store, name, missed_mutate, &a, &u, NULL, err,
+				   sizeof(err));
 }
 
 int64_t health_tick(struct health *h)
