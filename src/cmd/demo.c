@@ -1,12 +1,18 @@
 /* demo.c - `fleetplane demo`, the main job, and `fleetplane sim state`.
  *
- * demo starts `fleetplane serve` (this same binary, exec'd with an argv, never a shell) on a
- * SQLite data directory, enrolls N simulated 8-GPU nodes through the API, shows progress until
- * every node is available, then runs the GPU health scenario (issue 4): a rack disruption
- * budget, real NVRM Xid lines fed to `fleetplane agent --once` on three nodes of rack r01 at
- * once, and the holds, budget waits, remediation rungs and validations until the three are
- * back. Then it drains one node and resumes it, and prints a summary with the API address and
- * CLI examples. It exits 0 only when every node is available with no holds.
+ * demo runs the fleet serve runs (fleet/fleet.h, with serve's option defaults from serve_opts)
+ * in its own process, on a SQLite data directory, listening on a free loopback port, its log
+ * in <data-dir>/serve.log; then it drives that API over HTTP as any client would: enrolls N
+ * simulated 8-GPU nodes, shows progress until every node is available, then runs the GPU
+ * health scenario (issue 4): a rack disruption budget, real NVRM Xid lines fed to `fleetplane
+ * agent --once` on three nodes of rack r01 at once (separate processes, as the agents of other
+ * machines: this same binary, exec'd with an argv, never a shell), and the holds, budget
+ * waits, remediation rungs and validations until the three are back. Then it drains one node
+ * and resumes it, and prints a summary with the API address and CLI examples. It exits 0 only
+ * when every node is available with no holds. SIGINT/SIGTERM (waited for with sigtimedwait,
+ * blocked in every thread as serve does) stop it at the next poll: the agents are killed, the
+ * fleet stopped and freed, and the demo then dies of the signal as it did before. --keep goes
+ * on serving in the foreground after the summary until SIGINT/SIGTERM, then exits 0.
  *
  * sim state reads the simulated machines' saved state (power, boot device, side-effect
  * counters) from a stopped serve's data directory. */
@@ -14,6 +20,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +33,12 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/jsonx.h"
+#include "base/log.h"
 #include "cmd/client.h"
 #include "cmd/run.h"
+#include "cmd/serve_opts.h"
 #include "core/model.h"
+#include "fleet/fleet.h"
 #include "store/store.h"
 
 #define DEMO_SITE "demo-a"
@@ -40,7 +50,11 @@ struct demo {
 	int keep;
 	double speed;
 	long timeout_s;
-	pid_t serve_pid;
+	struct serve_opts *so; /* serve's defaults, as the fleet's config borrows them */
+	struct fleet *fl;      /* the control plane, in this process */
+	FILE *log;             /* <data-dir>/serve.log: the fleet's log lines */
+	sigset_t stop;         /* SIGINT, SIGTERM: blocked in every thread, polled for */
+	int sig;               /* the stop signal received, 0 = none */
 	char url[64];
 	int tty;
 	struct client cl;
@@ -55,10 +69,17 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void nap_ms(long ms)
+/* Sleeps up to ms, or less when a stop signal (SIGINT, SIGTERM) arrives; ms 0 only polls.
+ * Returns 1 once a stop signal was received (d->sig), 0 otherwise. */
+static int demo_nap(struct demo *d, long ms)
 {
+	if (d->sig)
+		return 1;
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
+	int sig = sigtimedwait(&d->stop, NULL, &ts);
+	if (sig > 0)
+		d->sig = sig;
+	return d->sig != 0;
 }
 
 static void demo_usage(FILE *f)
@@ -66,71 +87,72 @@ static void demo_usage(FILE *f)
 	fprintf(f,
 		"usage: fleetplane demo [--nodes N] [--data-dir DIR] [--keep] [--sim-speed X]\n"
 		"                       [--timeout SECONDS]\n\n"
-		"Starts serve on a SQLite data dir, enrolls simulated nodes and waits until all\n"
-		"are available; then the GPU health scenario: a rack disruption budget (max 1\n"
-		"unavailable), real NVRM Xid lines (79, 48, 119) in the kernel logs of three\n"
-		"nodes of rack r01 read by `fleetplane agent --once`, and their holds, budget\n"
-		"waits, remediation and validation until all three are back; then drains and\n"
-		"resumes r01n01. Exits 0 only when every node is available with no holds.\n\n"
+		"Runs serve's fleet (serve's defaults) in this process on a SQLite data dir and\n"
+		"a free loopback port, its log in DIR/serve.log; enrolls simulated nodes through\n"
+		"the API and waits until all are available; then the GPU health scenario: a rack\n"
+		"disruption budget (max 1 unavailable), real NVRM Xid lines (79, 48, 119) in the\n"
+		"kernel logs of three nodes of rack r01 read by `fleetplane agent --once`\n"
+		"(separate processes), and their holds, budget waits, remediation and validation\n"
+		"until all three are back; then drains and resumes r01n01. Exits 0 only when\n"
+		"every node is available with no holds. Ctrl-C stops the agents and the fleet.\n\n"
 		"  --nodes N          simulated 8-GPU nodes to enroll (default 64)\n"
 		"  --data-dir DIR     where serve keeps its store (default: a new temp dir)\n"
-		"  --keep             leave serve running at the end\n"
+		"  --keep             go on serving in the foreground after the summary, until\n"
+		"                     Ctrl-C (SIGINT) or SIGTERM\n"
 		"  --sim-speed X      simulated hardware speed-up (default 20)\n"
 		"  --timeout SECONDS  give up after this long (default 600)\n");
 }
 
-static int start_serve(struct demo *d)
+/* Builds and starts the fleet in this process, as `fleetplane serve --data-dir DIR --listen
+ * 127.0.0.1:0 --sim-speed X` would with every other option at its default; its log lines go to
+ * <data-dir>/serve.log (0600, appended), not to the demo's terminal. 0, or <0 with the reason
+ * in err ("" when it is in serve.log). */
+static int start_fleet(struct demo *d, char *err, size_t errlen)
 {
-	char exe[4096], dd[4200], listen[64], speed[32], logpath[4300], urlpath[4300];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return FP_EIO;
-	exe[n] = 0;
-	snprintf(dd, sizeof(dd), "%s", d->data_dir);
-	snprintf(listen, sizeof(listen), "127.0.0.1:0");
-	snprintf(speed, sizeof(speed), "%g", d->speed);
+	char logpath[4300];
+	*err = 0;
 	snprintf(logpath, sizeof(logpath), "%s/serve.log", d->data_dir);
-	snprintf(urlpath, sizeof(urlpath), "%s/serve.url", d->data_dir);
-	unlink(urlpath); /* left behind by a serve that was killed */
-	pid_t pid = fork();
-	if (pid < 0)
-		return FP_EIO;
-	if (pid == 0) {
-		int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
+	int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0 || !(d->log = fdopen(fd, "a"))) {
+		snprintf(err, errlen, "cannot open serve.log in the data dir: %s", strerror(errno));
+		if (fd >= 0)
 			close(fd);
-		}
-		setpgid(0, 0); /* a Ctrl-C on the demo's terminal reaches the demo, not serve */
-		char *argv[] = {exe,    "serve",       "--data-dir", dd,  "--listen",
-				listen, "--sim-speed", speed,        NULL};
-		execv(exe, argv);
-		_exit(127);
+		return FP_EIO;
 	}
-	d->serve_pid = pid;
+	log_init(log_level_get(), d->log);
+	d->so = xcalloc(1, sizeof(*d->so));
+	serve_opts_defaults(d->so);
+	d->so->data_dir = d->data_dir;
+	d->so->listen = "127.0.0.1:0";
+	d->so->sim_speed = d->speed;
+	serve_opts_derive(d->so);
+	struct fleet_config cfg;
+	serve_opts_fleet_config(d->so, &cfg);
+	d->fl = fleet_new(&cfg, err, errlen);
+	if (!d->fl)
+		return FP_EIO;
+	if (fleet_start(d->fl, err, errlen) < 0)
+		return FP_EIO;
+	snprintf(d->url, sizeof(d->url), "http://127.0.0.1:%u", fleet_port(d->fl));
 	return 0;
 }
 
-static int serve_alive(struct demo *d)
+/* Stops and frees the fleet (removes serve.url), then points the log back at stderr. */
+static void stop_fleet(struct demo *d)
 {
-	int st;
-	return waitpid(d->serve_pid, &st, WNOHANG) == 0;
-}
-
-static void stop_serve(struct demo *d)
-{
-	if (d->serve_pid <= 0)
-		return;
-	kill(d->serve_pid, SIGTERM);
-	for (int i = 0; i < 200; i++) {
-		int st;
-		if (waitpid(d->serve_pid, &st, WNOHANG) != 0)
-			return;
-		nap_ms(50);
+	if (d->fl) {
+		log_info("demo: stopping the fleet signal=%d", d->sig);
+		fleet_free(d->fl);
+		d->fl = NULL;
+		log_info("demo: fleet stopped");
 	}
-	kill(d->serve_pid, SIGKILL);
-	waitpid(d->serve_pid, NULL, 0);
+	if (d->log) {
+		log_init(log_level_get(), NULL);
+		fclose(d->log);
+		d->log = NULL;
+	}
+	free(d->so);
+	d->so = NULL;
 }
 
 /* Reads the first line of <data-dir>/<file> into out. */
@@ -149,40 +171,35 @@ static int read_line(struct demo *d, const char *file, char *out, size_t outlen)
 	return *out ? 0 : FP_EIO;
 }
 
-static int wait_ready(struct demo *d)
+/* Points the client at the fleet's API with the admin token serve wrote, and waits for
+ * /readyz (at once: fleet_start returned with the cache synced). */
+static int connect_api(struct demo *d)
 {
 	char token[256];
+	int rc = read_line(d, "admin.token", token, sizeof(token));
+	if (rc < 0)
+		return rc;
+	setenv("FLEETPLANE_URL", d->url, 1);
+	setenv("FLEETPLANE_TOKEN", token, 1);
+	explicit_bzero(token, sizeof(token));
+	if (client_init(&d->cl) != 0)
+		return FP_EINVAL;
+	d->cl.err = fopen("/dev/null", "w");
 	int64_t until = mono_ms() + 30000;
+	long status = 0;
+	json_t *out = NULL;
 	while (mono_ms() < until) {
-		if (!serve_alive(d))
-			return FP_ECLOSED;
-		if (read_line(d, "serve.url", d->url, sizeof(d->url)) == 0 &&
-		    read_line(d, "admin.token", token, sizeof(token)) == 0) {
-			setenv("FLEETPLANE_URL", d->url, 1);
-			setenv("FLEETPLANE_TOKEN", token, 1);
-			explicit_bzero(token, sizeof(token));
-			if (client_init(&d->cl) != 0)
-				return FP_EINVAL;
-			d->cl.err = fopen("/dev/null", "w");
-			long status = 0;
-			json_t *out = NULL;
-			while (mono_ms() < until) {
-				int rc = client_request(&d->cl, "GET", "/readyz", NULL, &status,
-							&out);
-				json_decref(out);
-				out = NULL;
-				if (rc == 0 && status == 200) {
-					fclose(d->cl.err);
-					d->cl.err = stderr;
-					return 0;
-				}
-				if (!serve_alive(d))
-					return FP_ECLOSED;
-				nap_ms(100);
-			}
-			return FP_ETIMEDOUT;
+		rc = client_request(&d->cl, "GET", "/readyz", NULL, &status, &out);
+		json_decref(out);
+		out = NULL;
+		if (rc == 0 && status == 200) {
+			if (d->cl.err)
+				fclose(d->cl.err);
+			d->cl.err = stderr;
+			return 0;
 		}
-		nap_ms(100);
+		if (demo_nap(d, 100))
+			return FP_ECLOSED;
 	}
 	return FP_ETIMEDOUT;
 }
@@ -282,14 +299,14 @@ static void show_progress(struct demo *d, const struct counts *c, int final)
 	fflush(stdout);
 }
 
-/* Waits until pred holds; returns 0, FP_ETIMEDOUT or FP_ECLOSED (serve died). */
+/* Waits until pred holds; returns 0, FP_ETIMEDOUT or FP_ECLOSED (a stop signal). */
 static int wait_until(struct demo *d, int (*pred)(struct demo *, const struct counts *, void *),
 		      void *arg, int show)
 {
 	int64_t until = d->t0 + d->timeout_s * 1000, last = 0;
 	struct counts c;
 	for (;;) {
-		if (!serve_alive(d))
+		if (demo_nap(d, 0))
 			return FP_ECLOSED;
 		if (count_nodes(d, &c) == 0) {
 			int done = pred(d, &c, arg);
@@ -302,7 +319,8 @@ static int wait_until(struct demo *d, int (*pred)(struct demo *, const struct co
 		}
 		if (mono_ms() > until)
 			return FP_ETIMEDOUT;
-		nap_ms(d->tty ? 250 : 500);
+		if (demo_nap(d, d->tty ? 250 : 500))
+			return FP_ECLOSED;
 	}
 }
 
@@ -345,7 +363,8 @@ static int fail(struct demo *d, const char *what, int rc)
 	if (d->tty)
 		printf("\n");
 	fprintf(stderr, "error: demo: %s: %s\n", what,
-		rc == FP_ECLOSED     ? "fleetplane serve exited (see serve.log in the data dir)"
+		rc == FP_ECLOSED
+			? (d->sig == SIGTERM ? "interrupted by SIGTERM" : "interrupted by SIGINT")
 		: rc == FP_ETIMEDOUT ? "timed out"
 				     : fp_err_msg(rc));
 	fprintf(stderr, "data dir: %s (serve log: %s/serve.log)\n", d->data_dir, d->data_dir);
@@ -651,6 +670,9 @@ static pid_t start_agent(struct demo *d, const struct hnode *h, const char *logp
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
+		/* the demo blocks SIGINT/SIGTERM (it polls for them); the agent gets them again, so
+		 * a Ctrl-C on the terminal reaches it as it did */
+		sigprocmask(SIG_UNBLOCK, &d->stop, NULL);
 		int fd = open(out, O_WRONLY | O_CREAT | O_APPEND, 0600);
 		if (fd >= 0) {
 			dup2(fd, 1);
@@ -815,6 +837,37 @@ static void show_budget(struct demo *d, struct health_result *r, char *last, siz
 	json_decref(b);
 }
 
+/* Reaps the nn agents: status[i] and reaped[i] (0 when waitpid failed). On a stop signal,
+ * kills those still running (SIGTERM), reaps them and returns FP_ECLOSED; else 0. */
+static int wait_agents(struct demo *d, const struct hnode *hn, size_t nn, int *status, int *reaped)
+{
+	size_t left = nn;
+	int gone[DEMO_HEALTH_NODES] = {0};
+	while (left > 0) {
+		for (size_t i = 0; i < nn; i++) {
+			if (gone[i])
+				continue;
+			int st = 0;
+			pid_t w = waitpid(hn[i].agent, &st, WNOHANG);
+			if (w == 0)
+				continue;
+			gone[i] = 1;
+			reaped[i] = w == hn[i].agent;
+			status[i] = st;
+			left--;
+		}
+		if (left > 0 && demo_nap(d, 20)) {
+			for (size_t i = 0; i < nn; i++)
+				if (!gone[i]) {
+					kill(hn[i].agent, SIGTERM);
+					waitpid(hn[i].agent, NULL, 0);
+				}
+			return FP_ECLOSED;
+		}
+	}
+	return 0;
+}
+
 /* Runs the scenario; fills r. 0, or <0 after printing what went wrong (fail()). */
 static int demo_health(struct demo *d, struct health_result *r)
 {
@@ -876,10 +929,12 @@ static int demo_health(struct demo *d, struct health_result *r)
 	printf("  %5.1fs  %zu agents started at once: fleetplane agent --node N --kernel-log FILE "
 	       "--once --state-dir DIR (token role agent, scoped to N)\n",
 	       demo_secs(d), nn);
-	int bad = 0;
+	int bad = 0, ast[DEMO_HEALTH_NODES] = {0}, reaped[DEMO_HEALTH_NODES] = {0};
+	if (wait_agents(d, hn, nn, ast, reaped) < 0)
+		return hfail(d, "running the agents", FP_ECLOSED);
 	for (size_t i = 0; i < nn; i++) {
-		int st = 0;
-		if (waitpid(hn[i].agent, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		int st = ast[i];
+		if (!reaped[i] || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			fprintf(stderr,
 				"error: demo: agent of %s exited %d (log: %s/agents/%s/agent.log)\n",
 				hn[i].name, WIFEXITED(st) ? WEXITSTATUS(st) : -1, d->data_dir,
@@ -912,7 +967,7 @@ static int demo_health(struct demo *d, struct health_result *r)
 	int64_t until = d->t0 + d->timeout_s * 1000;
 	size_t back = 0;
 	while (back < nn) {
-		if (!serve_alive(d))
+		if (demo_nap(d, 0))
 			return hfail(d, "GPU health scenario", FP_ECLOSED);
 		json_t *docs[DEMO_HEALTH_NODES] = {NULL};
 		for (size_t i = 0; i < nn; i++) {
@@ -954,8 +1009,8 @@ static int demo_health(struct demo *d, struct health_result *r)
 		fflush(stdout);
 		if (back < nn && mono_ms() > until)
 			return hfail(d, "GPU health scenario", FP_ETIMEDOUT);
-		if (back < nn)
-			nap_ms(250);
+		if (back < nn && demo_nap(d, 250))
+			return hfail(d, "GPU health scenario", FP_ECLOSED);
 	}
 	r->remediated = back;
 	json_t *evs = NULL;
@@ -1074,19 +1129,36 @@ int cmd_demo(int argc, char **argv)
 		return 1;
 	}
 	d.tty = isatty(STDOUT_FILENO);
+	/* Block the stop signals in every thread (before the fleet starts any), as serve does;
+	 * the demo polls for them between its requests (demo_nap), and with --keep waits for them
+	 * with sigwait. */
+	sigemptyset(&d.stop);
+	sigaddset(&d.stop, SIGINT);
+	sigaddset(&d.stop, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &d.stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	d.t0 = mono_ms();
 	printf("fleetplane demo: starting serve (data dir %s, sim speed %gx)\n", d.data_dir,
 	       d.speed);
-	int rc = start_serve(&d);
-	if (rc == 0)
-		rc = wait_ready(&d);
+	fflush(stdout);
+	char err[512];
+	int result = 1, rc = start_fleet(&d, err, sizeof(err));
 	if (rc < 0) {
-		stop_serve(&d);
-		return fail(&d, "starting serve", rc);
+		stop_fleet(&d);
+		if (d.tty)
+			printf("\n");
+		fprintf(stderr, "error: demo: starting serve: %s\n",
+			*err ? err : "see serve.log in the data dir");
+		fprintf(stderr, "data dir: %s (serve log: %s/serve.log)\n", d.data_dir, d.data_dir);
+		free(d.data_dir);
+		return 1;
+	}
+	if ((rc = connect_api(&d)) < 0) {
+		stop_fleet(&d);
+		fail(&d, "starting serve", rc);
+		goto raise;
 	}
 	printf("serve is up at %s\n", d.url);
-	int result = 1;
 	if ((rc = enroll(&d)) < 0) {
 		fail(&d, "enrolling", rc);
 		goto out;
@@ -1136,15 +1208,36 @@ int cmd_demo(int argc, char **argv)
 	result = 0;
 out:
 	if (d.keep && result == 0) {
-		printf("\nserve is still running (pid %d); stop it with: kill %d\n",
-		       (int)d.serve_pid, (int)d.serve_pid);
+		/* The promise of --keep with serve in this process: it goes on serving here, in the
+		 * foreground, until asked to stop; that stop is the expected end (exit 0). */
+		printf("\nserve is still running at %s in this process (pid %d); stop it with "
+		       "Ctrl-C or: kill %d\n",
+		       d.url, (int)getpid(), (int)getpid());
+		fflush(stdout);
+		if (!d.sig)
+			sigwait(&d.stop, &d.sig);
+		stop_fleet(&d);
+		printf("serve stopped (signal %d)\n", d.sig);
+		d.sig = 0;
 	} else {
-		stop_serve(&d);
+		stop_fleet(&d);
 		if (result == 0)
 			printf("\nserve stopped; rerun with --keep to leave it running.\n");
 	}
 	client_release(&d.cl);
+raise:
 	free(d.data_dir);
+	fflush(stdout);
+	if (d.sig) {
+		/* Stopped by SIGINT/SIGTERM before the end: the fleet is stopped and the agents
+		 * are gone; die of the signal, as the demo did before it handled it. */
+		signal(d.sig, SIG_DFL);
+		sigset_t one;
+		sigemptyset(&one);
+		sigaddset(&one, d.sig);
+		raise(d.sig);
+		pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+	}
 	return result;
 }
 

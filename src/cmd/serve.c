@@ -18,7 +18,7 @@
  * start) or 2 (bad options). */
 int cmd_serve(int argc, char **argv)
 {
-	struct fleet_config sv = {0};
+	struct fleet_config sv;
 	struct serve_opts so;
 	int orc = serve_opts_parse(argc, argv, &so);
 	if (orc >= 0)
@@ -27,24 +27,7 @@ int cmd_serve(int argc, char **argv)
 		return serve_opts_check(&so);
 	if (so.log_level)
 		log_init((enum log_level)log_level_parse(so.log_level), NULL);
-	sv.data_dir = so.data_dir;
-	sv.listen = so.listen;
-	sv.cred_dir = so.bmc_credentials_dir;
-	sv.new_secret_key = so.new_secret_key;
-	sv.sim_nodes = so.sim;
-	sv.sim_speed = so.sim_speed;
-	sv.sim_faults = so.sim_faults;
-	sv.workers = (int)so.workers;
-	sv.exec_threads = (int)so.executor_threads;
-	sv.site_qps = so.site_qps;
-	sv.bmc_concurrency = so.bmc_concurrency;
-	sv.bmc_min_interval_ms = so.bmc_min_interval;
-	sv.bmc_timeout_s = so.bmc_timeout;
-	sv.bmc_breaker_failures = so.bmc_breaker_failures;
-	sv.heartbeat_timeout_s = so.heartbeat_timeout;
-	sv.report_limit.reports_per_s = so.report_rate == 0 ? -1 : so.report_rate;
-	sv.report_limit.burst = so.report_burst;
-	sv.report_limit.events_per_min = so.report_events == 0 ? -1 : so.report_events;
+	serve_opts_fleet_config(&so, &sv);
 	/* Block the stop signals in every thread (before the fleet starts any); main waits for
 	 * them with sigwait. */
 	sigset_t stop;

@@ -18,6 +18,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "cmd/serve_opts.h"
+#include "fleet/fleet.h"
 
 #define SIM_SITE "sim-a"
 
@@ -220,6 +221,36 @@ void serve_opts_defaults(struct serve_opts *o)
 		if (opts[i].dflt && set_value(&opts[i], opts[i].dflt, o) < 0)
 			abort(); /* a table default out of its own bounds */
 	memset(o->set, 0, sizeof(o->set));
+}
+
+void serve_opts_derive(struct serve_opts *o)
+{
+	if (o->sim_speed == 0 && !o->set[find_opt("executor-threads", 16) - opts])
+		o->executor_threads =
+			4; /* zero-latency sim: steps never block, threads only switch */
+}
+
+void serve_opts_fleet_config(const struct serve_opts *o, struct fleet_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->data_dir = o->data_dir;
+	cfg->listen = o->listen;
+	cfg->cred_dir = o->bmc_credentials_dir;
+	cfg->new_secret_key = o->new_secret_key;
+	cfg->sim_nodes = o->sim;
+	cfg->sim_speed = o->sim_speed;
+	cfg->sim_faults = o->sim_faults;
+	cfg->workers = (int)o->workers;
+	cfg->exec_threads = (int)o->executor_threads;
+	cfg->site_qps = o->site_qps;
+	cfg->bmc_concurrency = o->bmc_concurrency;
+	cfg->bmc_min_interval_ms = o->bmc_min_interval;
+	cfg->bmc_timeout_s = o->bmc_timeout;
+	cfg->bmc_breaker_failures = o->bmc_breaker_failures;
+	cfg->heartbeat_timeout_s = o->heartbeat_timeout;
+	cfg->report_limit.reports_per_s = o->report_rate == 0 ? -1 : o->report_rate;
+	cfg->report_limit.burst = o->report_burst;
+	cfg->report_limit.events_per_min = o->report_events == 0 ? -1 : o->report_events;
 }
 
 void serve_opts_copy(struct serve_opts *dst, const struct serve_opts *src)
@@ -491,9 +522,7 @@ int serve_opts_parse(int argc, char **argv, struct serve_opts *o)
 		serve_opts_copy(o, f);
 		free(f);
 	}
-	if (o->sim_speed == 0 && !o->set[find_opt("executor-threads", 16) - opts])
-		o->executor_threads =
-			4; /* zero-latency sim: steps never block, threads only switch */
+	serve_opts_derive(o);
 	if (optind < argc) {
 		fprintf(stderr, "error: serve: unexpected argument \"%s\"\n", argv[optind]);
 		rc = 2;

@@ -1,8 +1,10 @@
 /* serve_opts.h - the options of `fleetplane serve`, from one table (serve_opts.c): the getopt
  * long options, the usage text, value parsing, bounds and error messages all come from it, for
  * command-line flags and for `--config FILE` lines (`key value`, key = the flag without its
- * dashes) alike. Sits in cmd; depends on base (log levels, errors) and api/server.h (the report
- * limit defaults) only. cmd_serve (serve.c) copies the parsed values into its struct serve. */
+ * dashes) alike. Sits in cmd; depends on base (log levels, errors), api/server.h (the report
+ * limit defaults) and fleet/fleet.h (struct fleet_config, fields only: nothing to link).
+ * cmd_serve (serve.c) and cmd_demo (demo.c) turn the values into a struct fleet_config with
+ * serve_opts_fleet_config. */
 #ifndef FP_CMD_SERVE_OPTS_H
 #define FP_CMD_SERVE_OPTS_H
 
@@ -46,6 +48,18 @@ struct serve_opts {
 
 /* serve_opts_defaults fills *o with every option's default from the table. */
 void serve_opts_defaults(struct serve_opts *o);
+
+/* serve_opts_derive sets the values that follow from others unless they were given:
+ * executor-threads 4 with sim-speed 0. serve_opts_parse calls it; a caller that fills *o with
+ * serve_opts_defaults and then sets fields itself (demo) calls it after them. */
+void serve_opts_derive(struct serve_opts *o);
+
+struct fleet_config;
+
+/* serve_opts_fleet_config fills *cfg (zeroed first: no scheduler, no boot service, the parts of
+ * serve) from *o. The strings are borrowed from *o (or what its fields point at), which must
+ * outlive the fleet. */
+void serve_opts_fleet_config(const struct serve_opts *o, struct fleet_config *cfg);
 
 /* serve_opts_copy copies *src into *dst, pointing dst's file-read strings at dst's own strbuf. */
 void serve_opts_copy(struct serve_opts *dst, const struct serve_opts *src);

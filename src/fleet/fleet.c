@@ -948,6 +948,11 @@ struct cache *fleet_cache(struct fleet *fl)
 	return fl->cache;
 }
 
+unsigned fleet_port(struct fleet *fl)
+{
+	return fl->api && !fl->stopped ? api_server_port(fl->api) : 0;
+}
+
 struct store *fleet_store(struct fleet *fl)
 {
 	return fl->store;

@@ -1,7 +1,8 @@
 /* fleet.h - one fleet assembly: the store, informer cache, budget service, lifecycle and health
  * controllers, housekeeping, BMC drivers (sim, ipmi, redfish), rate limiters, executors and the
  * API server, built, started and stopped in one order. It sits between controller/api/agent and
- * cmd: `fleetplane serve` parses its options into a struct fleet_config and runs one fleet. */
+ * cmd: `fleetplane serve` parses its options into a struct fleet_config and runs one fleet;
+ * `fleetplane demo` runs one with serve's defaults in its own process (serve_opts.h). */
 #ifndef FLEET_FLEET_H
 #define FLEET_FLEET_H
 
@@ -138,6 +139,11 @@ int fleet_start(struct fleet *f, char *err, size_t errlen);
 /* The fleet's informer cache: borrowed, valid from fleet_new to fleet_free (synced once
  * fleet_start returned 0). For tests and in-process callers that read nodes. */
 struct cache *fleet_cache(struct fleet *f);
+
+/* The TCP port the fleet's API is bound to (the port of serve.url; --listen may ask for 0):
+ * valid once fleet_start returned 0; 0 without FLEET_API, before fleet_start or after
+ * fleet_stop. For in-process callers that drive the API over HTTP (`fleetplane demo`). */
+unsigned fleet_port(struct fleet *f);
 
 /* The fleet's parts, borrowed (NULL where the part does not run): valid from fleet_new (health:
  * fleet_start) to fleet_free. */
