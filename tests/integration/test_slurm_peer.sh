@@ -16,6 +16,7 @@ chmod 711 "$WORK" # munged wants o+x on every directory above its socket
 at_exit() { slurm_peer_stop "$S" || true; }
 
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+phase() { echo "$1 at $(ms_since "$T0") ms"; } # where the seconds go, in the CI log
 
 # wait_for SECONDS WHAT CMD...: polls CMD every 0.1 s.
 wait_for() {
@@ -60,6 +61,7 @@ mkdir -p "$S/jobs"
 job=$(cd "$S/jobs" && sbatch --parsable -w n2 --gres=gpu:1 --wrap 'echo cuda=$CUDA_VISIBLE_DEVICES; sleep 3')
 case $job in '' | *[!0-9]*) fail "sbatch answered [$job]" ;; esac
 wait_for 10 "n2 allocated" is_state n2 allocated
+phase "n2 allocated"
 assert_eq ALLOCATED "$(scontrol_state n2)" "n2 scontrol state with the job"
 assert_eq "$job|RUNNING|gres:gpu:1|n2" "$(squeue -h -j "$job" -o '%i|%T|%b|%N')" "squeue of job $job"
 
@@ -74,6 +76,7 @@ assert_eq "fleetplane: test" "$(sinfo -h -N -n n1 -o %E)" "n1 sinfo reason"
 scontrol update NodeName=n1 State=RESUME || fail "resume n1: rc $?"
 # After RESUME the node may read idle* until slurmctld pings it again.
 wait_for 15 "n1 idle after resume" is_state n1 idle
+phase "n1 idle after resume"
 assert_eq IDLE "$(scontrol_state n1)" "n1 scontrol state after resume"
 grep -q ' Reason=' <<<"$(scontrol show node n1 -o)" && fail "n1 kept a Reason after resume"
 
@@ -82,15 +85,18 @@ err=$(scontrol update NodeName=nosuch State=DRAIN Reason=x 2>&1 >/dev/null) && f
 assert_eq "slurm_update error: Invalid node name specified" "$err" "update of nosuch: stderr"
 
 wait_for 15 "job $job done and n2 idle" is_state n2 idle
+phase "n2 idle after the job"
 assert_eq "cuda=0" "$(cat "$S/jobs/slurm-$job.out")" "job $job output"
 assert_eq IDLE "$(scontrol_state n2)" "n2 scontrol state after the job"
 grep -q "^prolog node=n2 job=$job$" "$S/log/hooks.log" || fail "no prolog line for job $job"
 grep -q "^epilog node=n2 job=$job$" "$S/log/hooks.log" || fail "no epilog line for job $job"
 
-# The ghosts: not responding after slurmctld's first ping (SlurmdTimeout/3 after start).
+# The ghosts: not responding after slurmctld's first failed ping (~10.5 s after start with
+# MessageTimeout=5, slurm.sh).
 ghosts() { [ "$(sinfo -h -N -n 'ghost[01-03]' -o '%N %T' | paste -sd,)" = \
 	"ghost01 unknown*,ghost02 unknown*,ghost03 unknown*" ]; }
 wait_for 15 "ghost01-03 unknown*" ghosts
+phase "ghosts unknown*"
 assert_eq UNKNOWN+NOT_RESPONDING "$(scontrol_state ghost02)" "ghost02 scontrol state"
 
 t=$(date +%s%N)
