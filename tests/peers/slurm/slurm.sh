@@ -132,26 +132,32 @@ slurm_peer_launch() {
 	echo $! >"$dir/pids/$name"
 }
 
-# slurm_peer_await DIR NAME WHAT CMD...: polls CMD every 0.05 s for SLURM_PEER_STEP_TIMEOUT s while NAME's pid lives.
+# slurm_peer_await DIR NAMES WHAT CMD...: polls CMD every 0.05 s for SLURM_PEER_STEP_TIMEOUT s
+# while the daemons NAMES (comma-separated) live.
 slurm_peer_await() {
-	local dir=$1 name=$2 what=$3 i pid
+	local dir=$1 names=$2 what=$3 name
 	shift 3
-	pid=$(cat "$dir/pids/$name")
-	for i in $(seq 1 $((SLURM_PEER_STEP_TIMEOUT * 20))); do
+	for _ in $(seq 1 $((SLURM_PEER_STEP_TIMEOUT * 20))); do
 		"$@" && return 0
-		slurm_peer_owned "$dir" "$pid" || { slurm_peer_start_failed "$dir" "$name" "$what: $name exited"; }
+		for name in ${names//,/ }; do
+			slurm_peer_owned "$dir" "$(cat "$dir/pids/$name")" ||
+				slurm_peer_start_failed "$dir" "$names" "$what: $name exited"
+		done
 		sleep 0.05
 	done
-	slurm_peer_start_failed "$dir" "$name" "$what: not within $SLURM_PEER_STEP_TIMEOUT s"
+	slurm_peer_start_failed "$dir" "$names" "$what: not within $SLURM_PEER_STEP_TIMEOUT s"
 }
 
-slurm_peer_start_failed() { # DIR NAME WHY: log tail on stderr, stop, exit 1
-	local dir=$1 name=$2 f
+# slurm_peer_start_failed DIR NAMES WHY: the daemons' log tails on stderr, stop, exit 1.
+slurm_peer_start_failed() {
+	local dir=$1 names=$2 name f
 	echo "slurm.sh: start failed: $3" >&2
-	for f in "$dir/log/$name.stdout" "$dir/log/$name.log"; do
-		[ -s "$f" ] || continue
-		echo "--- tail $f" >&2
-		tail -n 20 "$f" >&2
+	for name in ${names//,/ }; do
+		for f in "$dir/log/$name.stdout" "$dir/log/$name.log"; do
+			[ -s "$f" ] || continue
+			echo "--- tail $f" >&2
+			tail -n 20 "$f" >&2
+		done
 	done
 	slurm_peer_stop "$dir"
 	exit 1
@@ -216,11 +222,12 @@ slurm_peer_start() {
 	for name in n1 n2; do
 		slurm_peer_launch "$dir" "slurmd-$name" slurmd -D -f "$dir/slurm.conf" -N "$name"
 	done
-	slurm_peer_await "$dir" slurmd-n1 "n1 and n2 idle" slurm_peer_nodes_idle
+	slurm_peer_await "$dir" slurmd-n1,slurmd-n2 "n1 and n2 idle" slurm_peer_nodes_idle
 	slurm_peer_print_env "$dir"
 }
 
-# slurm_peer_stop_one DIR NAME: SIGTERM, up to 5 s, SIGKILL; wait (when our child) or poll until gone.
+# slurm_peer_stop_one DIR NAME: SIGTERM, up to 5 s, SIGKILL; wait (when our child) or poll
+# until gone.
 slurm_peer_stop_one() {
 	local dir=$1 name=$2 pid i
 	[ -f "$dir/pids/$name" ] || return 0
