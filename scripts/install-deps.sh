@@ -6,7 +6,7 @@ set -euo pipefail
 build_pkgs=(build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev
 	libcurl4-openssl-dev libsodium-dev libfreeipmi-dev libxml2-dev)
 test_pkgs=(libcmocka-dev clang clang-format libclang-rt-14-dev prometheus curl procps jq
-	openipmi ipmitool python3 python3-sushy)
+	openipmi ipmitool python3 python3-sushy slurmctld slurmd slurm-client munge)
 
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
@@ -21,7 +21,9 @@ SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 echo "installing: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-# Packages such as prometheus ship init scripts; never start services during install.
+# Packages such as prometheus, munge and slurmd ship init scripts; never start services during
+# install (their postinst then prints "policy-rc.d denied execution of start" and leaves no
+# daemon running; tests start their own on free ports, tests/peers/).
 if [ ! -e /usr/sbin/policy-rc.d ]; then
 	printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
 	$SUDO chmod +x /usr/sbin/policy-rc.d

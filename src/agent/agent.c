@@ -61,7 +61,7 @@ static int ag_tool_run(struct agent *a, int is_auto, const char *path, char *con
 		}
 		return rc;
 	}
-	struct probe_result res;
+	struct proc_result res;
 	int rc = probe_run(argv, a->cfg.probe_timeout_s * 1000, max, &res, err, sizeof(err));
 	if (rc < 0) {
 		*reason = "ProbeFailed";
@@ -88,7 +88,7 @@ static int ag_tool_run(struct agent *a, int is_auto, const char *path, char *con
 		if (res.out.len)
 			buf_append(b, res.out.data, res.out.len);
 	}
-	probe_result_release(&res);
+	proc_result_release(&res);
 	return rc;
 }
 
@@ -818,7 +818,7 @@ static void ag_run_reset(struct agent *a, const char *op, const char *gpu)
 		return;
 	}
 	char *argv[] = {tool, "--gpu-reset", "-i", (char *)gpu, NULL};
-	struct probe_result r;
+	struct proc_result r;
 	char err[512];
 	log_info("agent gpu reset node=%s operation=%s gpu=%s", a->cfg.node, op, gpu);
 	int rc = probe_run(argv, AGENT_GPU_RESET_TIMEOUT_S * 1000L, 64 << 10, &r, err, sizeof(err));
@@ -844,7 +844,7 @@ static void ag_run_reset(struct agent *a, const char *op, const char *gpu)
 	else
 		snprintf(a->reset_pending_msg, sizeof(a->reset_pending_msg),
 			 "nvidia-smi --gpu-reset -i %s killed by signal %d", gpu, r.signaled);
-	probe_result_release(&r);
+	proc_result_release(&r);
 }
 
 /* agent_gpu_reset_check with the node document (may be NULL: nothing to do). */

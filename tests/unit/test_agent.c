@@ -54,10 +54,10 @@ static char *mktmp(void)
 static void rm_rf(const char *path)
 {
 	char *cmd[] = {"/bin/rm", "-rf", (char *)path, NULL};
-	struct probe_result r;
+	struct proc_result r;
 	char err[256];
 	assert_int_equal(probe_run(cmd, 10000, 4096, &r, err, sizeof(err)), 0);
-	probe_result_release(&r);
+	proc_result_release(&r);
 }
 
 static size_t count_files(const char *dir, const char *suffix)
@@ -310,7 +310,7 @@ static void test_outbox(void **state)
 static void test_probe(void **state)
 {
 	(void)state;
-	struct probe_result r;
+	struct proc_result r;
 	char err[512];
 	char *sleep_argv[] = {"/bin/sleep", "30", NULL};
 	assert_int_equal(probe_run(sleep_argv, 200, 4096, &r, err, sizeof(err)), 0);
@@ -318,7 +318,7 @@ static void test_probe(void **state)
 	assert_int_equal(r.exited, 0);
 	assert_int_equal(r.signaled, SIGKILL);
 	assert_true(r.elapsed_ms < 5000); /* killed, not waited for: 30 s would fail this */
-	probe_result_release(&r);
+	proc_result_release(&r);
 
 	/* Output bound: the 43-line log is 5,400 bytes; keep 100 of them. */
 	char *log = data_path("dmesg-xid119-gsp-timeout.log");
@@ -328,7 +328,7 @@ static void test_probe(void **state)
 	assert_int_equal(r.out.len, 100);
 	assert_memory_equal(r.out.data,
 			    "[Sun Feb 23 16:24:18 2025] NVRM: GPU at PCI:0000:9b:00: ", 56);
-	probe_result_release(&r);
+	proc_result_release(&r);
 	assert_int_equal(probe_run(cat_argv, 10000, 1 << 20, &r, err, sizeof(err)), 0);
 	assert_int_equal(r.truncated, 0);
 	assert_int_equal(r.exited, 1);
@@ -336,21 +336,21 @@ static void test_probe(void **state)
 	struct stat st;
 	assert_int_equal(stat(log, &st), 0);
 	assert_int_equal(r.out.len, (size_t)st.st_size);
-	probe_result_release(&r);
+	proc_result_release(&r);
 
 	char *false_argv[] = {"false", NULL}; /* from PATH */
 	assert_int_equal(probe_run(false_argv, 10000, 100, &r, err, sizeof(err)), 0);
 	assert_int_equal(r.exited, 1);
 	assert_int_equal(r.exit_status, 1);
-	probe_result_release(&r);
+	proc_result_release(&r);
 
 	char *missing[] = {"/nonexistent/nvidia-smi", "-q", NULL};
 	assert_int_equal(probe_run(missing, 1000, 100, &r, err, sizeof(err)), FP_ENOTFOUND);
 	assert_string_equal(err, "exec /nonexistent/nvidia-smi: No such file or directory");
-	probe_result_release(&r);
+	proc_result_release(&r);
 	assert_int_equal(probe_run(sleep_argv, 0, 100, &r, err, sizeof(err)), FP_EINVAL);
-	assert_string_equal(err, "probe /bin/sleep: timeout 0 ms out of 1..3600000");
-	probe_result_release(&r);
+	assert_string_equal(err, "run /bin/sleep: timeout 0 ms out of 1..3600000");
+	proc_result_release(&r);
 
 	char path[256];
 	assert_int_equal(probe_which("sh", path, sizeof(path)), 0);
@@ -1082,12 +1082,12 @@ static char *build_fake_nvml(const char *dir)
 	char *lib = xasprintf("%s/libnvidia-ml-fake.so.1", dir);
 	write_file(src, fake_nvml_src, strlen(fake_nvml_src), "w");
 	char *argv[] = {cc, "-shared", "-fPIC", "-o", lib, src, NULL};
-	struct probe_result r;
+	struct proc_result r;
 	char err[256];
 	assert_int_equal(probe_run(argv, 60000, 65536, &r, err, sizeof(err)), 0);
 	assert_int_equal(r.exited, 1);
 	assert_int_equal(r.exit_status, 0);
-	probe_result_release(&r);
+	proc_result_release(&r);
 	free(src);
 	return lib;
 }
