@@ -127,13 +127,14 @@ static const struct word words[] = {
 	{"PLND", SLURM_BASE_IDLE, SLURM_NF_PLANNED, 0, BUSY_NO, SFX_NONE, 0, 0},
 	{"RESUME", SLURM_BASE_NONE, SLURM_NF_RESUME, 0, BUSY_MAYBE, SFX_NONE, 0, 0},
 	{"RESM", SLURM_BASE_NONE, SLURM_NF_RESUME, 0, BUSY_MAYBE, SFX_NONE, 0, 0},
-	/* Slurm's UNKNOWN: slurmctld has not heard from the node, its jobs are not known */
-	{"UNKNOWN", SLURM_BASE_UNKNOWN, 0, 0, BUSY_MAYBE, SFX_STAR, 0, 0},
-	{"UNK", SLURM_BASE_UNKNOWN, 0, 0, BUSY_MAYBE, SFX_STAR, 0, 0},
+	/* Slurm's UNKNOWN: slurmctld has not heard from slurmd yet; jobs it recovered would have
+	 * made the node ALLOCATED or MIXED, and COMPLETING is chosen before UNKNOWN */
+	{"UNKNOWN", SLURM_BASE_UNKNOWN, 0, 0, BUSY_NO, SFX_STAR, 0, 0},
+	{"UNK", SLURM_BASE_UNKNOWN, 0, 0, BUSY_NO, SFX_STAR, 0, 0},
 	/* INVAL is printed before anything else is looked at */
 	{"INVAL", SLURM_BASE_NONE, SLURM_NF_INVALID_REG, ANYFLAG & ~SLURM_NF_INVALID_REG,
 	 BUSY_MAYBE, SFX_NONE, 0, 0},
-	{"ERROR", SLURM_BASE_ERROR, 0, 0, BUSY_MAYBE, SFX_NONE, 0, 0},
+	{"ERROR", SLURM_BASE_ERROR, 0, 0, BUSY_NO, SFX_NONE, 0, 0},
 	{"BLOCKED", SLURM_BASE_NONE, SLURM_NF_BLOCKED, 0, BUSY_MAYBE, SFX_NONE, 0, 0},
 	{"BLOCK", SLURM_BASE_NONE, SLURM_NF_BLOCKED, 0, BUSY_MAYBE, SFX_NONE, 0, 0},
 	{"EXTERNAL", SLURM_BASE_NONE, SLURM_NF_EXTERNAL, 0, BUSY_MAYBE, SFX_NONE, 0, 0},
@@ -257,9 +258,9 @@ static void settle(struct slurm_state *out, enum busy busy)
 		out->jobs = SLURM_JOBS_SOME;
 	else if (out->unsure & SLURM_NF_COMPLETING)
 		out->jobs = SLURM_JOBS_UNSURE;
-	else if (out->base == SLURM_BASE_IDLE || out->base == SLURM_BASE_DOWN ||
-		 out->base == SLURM_BASE_FUTURE)
-		out->jobs = SLURM_JOBS_NONE;
+	else if (out->base != SLURM_BASE_NONE)
+		out->jobs =
+			SLURM_JOBS_NONE; /* IDLE, DOWN, FUTURE, UNKNOWN, ERROR without COMPLETING */
 	else if (out->base == SLURM_BASE_NONE && busy == BUSY_NO)
 		out->jobs = SLURM_JOBS_NONE;
 	else
