@@ -133,14 +133,24 @@ static size_t reason_stamp(const char *s, size_t p, size_t e, size_t *uend, size
 	return i + 1;
 }
 
-/* Splits Reason's value [b, e) into text, user and time; lines after the first (eight blanks
- * apart in -o output) become "\n"-separated. */
+/* The number of blanks from s[p] on, before e. */
+static size_t blank_run(const char *s, size_t p, size_t e)
+{
+	size_t n = 0;
+	while (p + n < e && is_blank(s[p + n]))
+		n++;
+	return n;
+}
+
+/* Splits Reason's value [b, e) into text, user and time. Lines after the first follow the
+ * stamp after at least eight blanks (" " and seven with -o, "\n   " and seven without); each
+ * such run becomes one '\n'. */
 static void parse_reason(struct slurm_node *out, const char *s, size_t b, size_t e)
 {
 	size_t stamp = e, after = e, uend = 0, tb = 0, te = 0, n = 0;
 	for (size_t p = b; p < e; p++) {
 		size_t a = reason_stamp(s, p, e, &uend, &tb, &te);
-		if (a && (a == e || (e - a >= 8 && memcmp(s + a, "        ", 8) == 0))) {
+		if (a && blank_run(s, a, e) >= (a == e ? 0 : 8)) {
 			stamp = p;
 			after = a;
 			break;
@@ -153,9 +163,9 @@ static void parse_reason(struct slurm_node *out, const char *s, size_t b, size_t
 			p = after - 1;
 			continue;
 		}
-		if (stamp != e && p >= after && e - p >= 8 && memcmp(s + p, "        ", 8) == 0) {
+		if (stamp != e && p >= after && blank_run(s, p, e) >= 8) {
 			c = '\n';
-			p += 7;
+			p += blank_run(s, p, e) - 1;
 		}
 		if (n + 1 >= sizeof(out->reason)) {
 			out->reason_truncated = 1;

@@ -302,7 +302,7 @@ int slurm_state_parse(const char *s, size_t len, enum slurm_state_src src, struc
 	for (wend = b; wend < e && s[wend] != '+'; wend++)
 		;
 	i = wend;
-	if (i > b && strchr("*~#!%$@^-", s[i - 1]) != NULL) {
+	if (i > b && s[i - 1] != '\0' && strchr("*~#!%$@^-", s[i - 1]) != NULL) {
 		sfx = s[i - 1];
 		i--;
 	}

@@ -772,6 +772,17 @@ static void test_node_handmade(void **state)
 			   &n, err, sizeof(err)));
 	ASSERT_EQ_STR(n.reason, "line one\nline two\nline three");
 	ASSERT_EQ_STR(n.reason_user, "1234");
+	/* the same without -o: "\n   " and seven blanks between the lines */
+	ASSERT_OK(node_parse("NodeName=n1\n   State=IDLE+DRAIN\n   Reason=line one "
+			     "[1234@2023-01-01T00:00:00]\n          line two\n",
+			     &n, err, sizeof(err)));
+	ASSERT_EQ_STR(n.reason, "line one\nline two");
+	ASSERT_EQ_STR(n.reason_time, "2023-01-01T00:00:00");
+	/* a NUL byte is not a suffix: the state is unknown */
+	struct slurm_state st;
+	ASSERT_EQ_ERR(slurm_state_parse("IDLE\0", 5, SLURM_SRC_SINFO, &st, err, sizeof(err)),
+		      FP_EPARSE);
+	ASSERT_EQ_INT(st.unknown, 1);
 	/* brackets inside the text are text; no stamp when Slurm had no time */
 	ASSERT_OK(node_parse("NodeName=n1 State=IDLE+DRAIN Reason=[ops] fan [bad@x]", &n, err,
 			     sizeof(err)));
