@@ -4,9 +4,9 @@
  * (hostlist_push, refusals allowed). Properties checked (a failure aborts): at most
  * HOSTLIST_MAX_NAMES names of 1..HOSTLIST_MAX_NAME bytes without separators, brackets or control
  * bytes; a refused expression leaves the list as it was; and the round trip: the compressed
- * form of any accepted list expands to exactly its distinct names, each once, and compresses
- * again to the same string. Seeds: tests/fuzz/corpus/fuzz_hostlist/ (hostlists of
- * tests/data/slurm and the unit tests). */
+ * form of any accepted list of at most ROUND_TRIP_MAX names expands to exactly its distinct
+ * names, each once, and compresses again to the same string. Seeds:
+ * tests/fuzz/corpus/fuzz_hostlist/ (hostlists of tests/data/slurm and the unit tests). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +24,9 @@
 			abort();                                                               \
 		}                                                                              \
 	} while (0)
+
+/* Round trips sort the names four times; past this many the fuzzer would spend its time there. */
+#define ROUND_TRIP_MAX 4096
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -103,7 +106,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(memchr(err, '\0', sizeof(err)) != NULL);
 	} else {
 		check_names(&hl);
-		round_trip(&hl);
+		if (hl.n <= ROUND_TRIP_MAX) /* big lists: test_slurm_parse does n[0-65535] */
+			round_trip(&hl);
 	}
 	hostlist_release(&hl);
 

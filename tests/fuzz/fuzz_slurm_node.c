@@ -1,7 +1,7 @@
 /* layers: base sched */
 /* fuzz_slurm_node.c - libFuzzer target for `scontrol show node -o` records (sched/slurm_node.h):
  * the input goes through slurm_node_parse. Properties checked (a failure aborts): a refused
- * record leaves no node (name "", state unknown); an accepted one has a non-empty name, at most
+ * record (and any holding a NUL) leaves no node (name "", state unknown); an accepted one has a non-empty name, at most
  * SLURM_NODE_MAX_FIELDS pairs, counts of -1 or more, every string NUL-terminated in its buffer,
  * a reason user and time only with a reason, and a state that fails closed when unknown.
  * Seeds: tests/fuzz/corpus/fuzz_slurm_node/ (the records of tests/data/slurm). */
@@ -41,6 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	TERMINATED(node.alloc_tres);
 	TERMINATED(node.partitions);
 	TERMINATED(node.state.text);
+	if (memchr(data, '\0', size) != NULL) /* a control byte: refused */
+		CHECK(rc != 0);
 	if (rc != 0) {
 		TERMINATED(err);
 		CHECK(node.name[0] == '\0');

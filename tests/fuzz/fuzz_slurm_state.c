@@ -5,7 +5,8 @@
  * "state_flags" members. Properties checked (a failure aborts): rc is 0 exactly when unknown is
  * 0; an unknown state has jobs, is not drained and has no proven drain (it fails closed);
  * proven and open flags never overlap and stay within SLURM_NF_ALL; drained implies a proven
- * drain and no jobs; text and slurm_state_format's output are NUL-terminated in their buffers.
+ * drain and no jobs; a text holding a NUL is unknown; text and slurm_state_format's output are
+ * NUL-terminated in their buffers.
  * Seeds: tests/fuzz/corpus/fuzz_slurm_state/ (the states of tests/data/slurm). */
 #include <stdint.h>
 #include <stdio.h>
@@ -62,6 +63,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *s = (const char *)data + 1;
 	rc = slurm_state_parse(s, size - 1, src, &st, err, sizeof(err));
 	check(&st, rc);
+	if (memchr(s, '\0', size - 1) != NULL) /* no word or flag holds a NUL */
+		CHECK(st.unknown == 1);
 	if (rc != 0)
 		CHECK(memchr(err, '\0', sizeof(err)) != NULL);
 

@@ -243,6 +243,14 @@ static void test_hostlist_compress(void **state)
 	ASSERT_EQ_STR(compress_of("b,a,c1"), "a,b,c1");
 	ASSERT_EQ_STR(compress_of("7,8,9"), "[7-9]");
 	ASSERT_EQ_STR(compress_of(""), "");
+	ASSERT_EQ_STR(compress_of("n[0-65535]"), "n[0-65535]"); /* the largest list, round trip */
+	/* 1-D compression as Slurm's: one bracket per rack prefix, racks in natural order */
+	char racks[4096];
+	size_t rl = 0;
+	for (int r = 1; r <= 256; r++)
+		rl += (size_t)snprintf(racks + rl, sizeof(racks) - rl, "%sr%dn[1-16]",
+				       r > 1 ? "," : "", r);
+	ASSERT_EQ_STR(compress_of("r[1-256]n[1-16]"), racks);
 	/* Slurm 22.05.8's `scontrol show hostlist n1,n2,ghost01,ghost02,ghost03,fut01` printed
 	 * "n[1-2],ghost[01-03],fut01" (input order); sorted it is: */
 	char *slurm = data("scontrol-show-hostlist.txt");
