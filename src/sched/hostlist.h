@@ -68,7 +68,8 @@ int hostlist_push(struct hostlist *hl, const char *name, size_t len, char *err, 
 int hostlist_expand(struct hostlist *hl, const char *s, size_t len, char *err, size_t errlen);
 
 /* Writes the names of hl, sorted and without duplicates, as the shortest ranged hostlist Slurm
- * prints for them (hostlist_uniq then hostlist_ranged_string): each name splits into a prefix
+ * prints for them (hostlist_uniq then hostlist_ranged_string; `scontrol show hostlist` instead
+ * keeps the input order, "n[1-2],ghost[01-03],fut01" in tests/data/slurm): each name splits into a prefix
  * and its trailing decimal digits; names with equal prefixes are ordered by number, prefixes in
  * natural order ("r2n" before "r10n"; a name without trailing digits before the numbered names of
  * the same prefix); consecutive numbers join into "lo-hi" when one zero-padding width prints
