@@ -5,9 +5,9 @@ Reads every tracked .c/.h under src/ and the unit and fuzz tests, and fails (exi
 violation, file:line first) when:
 
   layer    a file under src/<layer>/ includes "<other>/x.h" of a layer that is not below its own:
-           base <- core <- store, driver <- engine <- controller, api, agent <- sim, fleet <- cmd
-           <- src/main.c. Layers on one rung are peers and include none of each other (store and
-           driver; controller, api and agent; sim and fleet);
+           base <- core <- store, driver <- engine <- sched, controller, api, agent <- sim, fleet
+           <- cmd <- src/main.c. Layers on one rung are peers and include none of each other
+           (store and driver; sched, controller, api and agent; sim and fleet);
   private  a "*_int.h" is included from outside its own folder (a unit test may include one of a
            layer it names on its first line: tests are white-box);
   tested   a unit or fuzz test includes a header of a layer that its first line
@@ -29,7 +29,7 @@ import sys
 
 RANK = {
     "base": 0, "core": 1, "store": 2, "driver": 2, "engine": 3,
-    "controller": 4, "api": 4, "agent": 4, "sim": 5, "fleet": 5, "cmd": 6, "": 7,
+    "sched": 4, "controller": 4, "api": 4, "agent": 4, "sim": 5, "fleet": 5, "cmd": 6, "": 7,
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 LAYERS_LINE = re.compile(r"^/\* layers: (.*) \*/")
