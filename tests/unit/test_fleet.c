@@ -154,6 +154,28 @@ static void boot_stop(void *arg)
 	buf_puts(&((struct slot_log *)arg)->log, "boot.stop ");
 }
 
+static struct fleet_boot boot_slot(struct slot_log *sl)
+{
+	return (struct fleet_boot){.name = "pxe",
+				   .start = boot_start,
+				   .stop = boot_stop,
+				   .arg = sl};
+}
+
+/* A stepped fleet over the harness's store, clock and sim machines with the two slots. */
+static struct fleet_config slot_config(struct harness *h, const struct fleet_scheduler *sched,
+				       const struct fleet_boot *boot)
+{
+	return (struct fleet_config){.store = h->store,
+				     .clock = h->clock,
+				     .stepped = 1,
+				     .parts = FLEET_CACHE | FLEET_LIFECYCLE | FLEET_HEALTH,
+				     .drivers = {h->sim},
+				     .ndrivers = 1,
+				     .scheduler = sched,
+				     .boot = boot};
+}
+
 static void test_slots_start_after_controllers_and_stop_first(void **state)
 {
 	struct harness *h = harness_new(NULL);
@@ -164,18 +186,8 @@ static void test_slots_start_after_controllers_and_stop_first(void **state)
 					      .node_changed = sched_changed,
 					      .stop = sched_stop,
 					      .arg = &sl};
-	const struct fleet_boot boot = {.name = "pxe",
-					.start = boot_start,
-					.stop = boot_stop,
-					.arg = &sl};
-	struct fleet_config cfg = {.store = h->store,
-				   .clock = h->clock,
-				   .stepped = 1,
-				   .parts = FLEET_CACHE | FLEET_LIFECYCLE | FLEET_HEALTH,
-				   .drivers = {h->sim},
-				   .ndrivers = 1,
-				   .scheduler = &sched,
-				   .boot = &boot};
+	const struct fleet_boot boot = boot_slot(&sl);
+	struct fleet_config cfg = slot_config(h, &sched, &boot);
 	char err[512] = "";
 	struct fleet *f = fleet_new(&cfg, err, sizeof(err));
 	assert_non_null(f);
@@ -225,18 +237,8 @@ static void test_slot_start_failure_fails_the_fleet(void **state)
 					      .start = sched_start,
 					      .stop = sched_stop,
 					      .arg = &sl};
-	const struct fleet_boot boot = {.name = "pxe",
-					.start = boot_start,
-					.stop = boot_stop,
-					.arg = &sl};
-	struct fleet_config cfg = {.store = h->store,
-				   .clock = h->clock,
-				   .stepped = 1,
-				   .parts = FLEET_CACHE | FLEET_LIFECYCLE | FLEET_HEALTH,
-				   .drivers = {h->sim},
-				   .ndrivers = 1,
-				   .scheduler = &sched,
-				   .boot = &boot};
+	const struct fleet_boot boot = boot_slot(&sl);
+	struct fleet_config cfg = slot_config(h, &sched, &boot);
 	char err[512] = "";
 	struct fleet *f = fleet_new(&cfg, err, sizeof(err));
 	assert_non_null(f);
