@@ -220,9 +220,11 @@ static int is_blank_line(const char *s, size_t len)
 	return 1;
 }
 
-static int parse_nodes(const char *s, size_t len, struct slurm_node **out, size_t *n, char *err,
-		       size_t errlen)
+int slurm_cli_parse_nodes(const char *s, size_t len, struct slurm_node **out, size_t *n, char *err,
+			  size_t errlen)
 {
+	*out = NULL;
+	*n = 0;
 	static const char empty[] = "No nodes in the system";
 	if (len == 0)
 		return fp_errf(FP_EPARSE, err, errlen, "scontrol show node: empty output");
@@ -289,7 +291,7 @@ int slurm_cli_nodes(struct slurm_cli *c, struct slurm_node **out, size_t *n, cha
 	struct proc_result res;
 	int rc = run(c, argv, "scontrol show node", 0, &res, err, errlen);
 	if (rc == 0)
-		rc = parse_nodes(res.out.data, res.out.len, out, n, err, errlen);
+		rc = slurm_cli_parse_nodes(res.out.data, res.out.len, out, n, err, errlen);
 	proc_result_release(&res);
 	return rc;
 }
@@ -476,22 +478,13 @@ static int ping_line(const char *s, size_t len, char *role, size_t rlen, char *h
 	return 0;
 }
 
-int slurm_cli_ping(struct slurm_cli *c, struct slurm_ping *out, char *err, size_t errlen)
+int slurm_cli_parse_ping(const char *s, size_t len, struct slurm_ping *out, char *err,
+			 size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
-	char *argv[] = {c->scontrol, "ping", NULL};
-	struct proc_result res;
-	int rc = run(c, argv, "scontrol ping", 1, &res, err, errlen);
-	if (rc < 0)
-		goto out;
-	int failed = rc == 1, primaries = 0;
-	rc = 0;
-	const char *s = res.out.data ? res.out.data : "";
-	size_t len = res.out.len;
-	if (memchr(s, '\0', len)) {
-		rc = fp_errf(FP_EPARSE, err, errlen, "scontrol ping: a NUL byte in output");
-		goto out;
-	}
+	int rc = 0, primaries = 0;
+	if (memchr(s, '\0', len))
+		return fp_errf(FP_EPARSE, err, errlen, "scontrol ping: a NUL byte in output");
 	size_t line = 0;
 	for (size_t i = 0; i < len && rc == 0;) {
 		const char *nl = memchr(s + i, '\n', len - i);
@@ -522,22 +515,35 @@ int slurm_cli_ping(struct slurm_cli *c, struct slurm_ping *out, char *err, size_
 				     "scontrol ping: line %zu: unknown role %s", line, role);
 		}
 	}
-	if (rc == 0 && primaries == 0) {
-		if (failed) {
-			char q[QUOTE_MAX * 4 + 8];
-			if (res.err.len)
-				quote_line(res.err.data, res.err.len, q, sizeof(q));
-			else
-				snprintf(q, sizeof(q), "(no output)");
-			rc = fp_errf(FP_EIO, err, errlen, "scontrol ping: exit %d: \"%s\"",
-				     res.exit_status, q);
-		} else {
-			rc = fp_errf(FP_EPARSE, err, errlen, "scontrol ping: no primary line");
-		}
-	}
-out:
+	if (rc == 0 && primaries == 0)
+		rc = fp_errf(FP_EPARSE, err, errlen, "scontrol ping: no primary line");
 	if (rc < 0)
 		memset(out, 0, sizeof(*out));
+	return rc;
+}
+
+int slurm_cli_ping(struct slurm_cli *c, struct slurm_ping *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	char *argv[] = {c->scontrol, "ping", NULL};
+	struct proc_result res;
+	int rc = run(c, argv, "scontrol ping", 1, &res, err, errlen);
+	if (rc < 0)
+		goto out;
+	const char *s = res.out.data ? res.out.data : "";
+	if (rc == 1 && strspn(s, " \t\r\n") == res.out.len) {
+		/* Exited non-zero with nothing on stdout: say what stderr said. */
+		char q[QUOTE_MAX * 4 + 8];
+		if (res.err.len)
+			quote_line(res.err.data, res.err.len, q, sizeof(q));
+		else
+			snprintf(q, sizeof(q), "(no output)");
+		rc = fp_errf(FP_EIO, err, errlen, "scontrol ping: exit %d: \"%s\"", res.exit_status,
+			     q);
+		goto out;
+	}
+	rc = slurm_cli_parse_ping(s, res.out.len, out, err, errlen);
+out:
 	proc_result_release(&res);
 	return rc;
 }

@@ -108,10 +108,19 @@ struct slurm_ping {
 /* Runs `scontrol ping` and reads its lines "Slurmctld(primary) at HOST is UP|DOWN" and
  * "Slurmctld(backupN) at HOST is UP|DOWN" (slurm-22.05 src/scontrol/scontrol.c _ping_slurmctld);
  * lines of '*' (its banner when every controller is down) are skipped. The exit status is not
- * used when the primary's line is there (a down controller may exit 1). out is always written.
+ * used when the primary's line is there: 22.05 exits 1 when one is DOWN
+ * (tests/data/slurm/scontrol-ping-down.txt). out is always written.
  * Errors: FP_ENOTFOUND, FP_ETIMEDOUT, FP_ETOOBIG as slurm_cli_nodes; FP_EIO when it exited
- * non-zero without a primary line (err quotes stderr); FP_EPARSE for any other line, no
+ * non-zero with nothing on stdout (err quotes stderr); FP_EPARSE for any other line, no
  * primary line, or two. Returns 0 when the primary's state was read, up or down. */
 int slurm_cli_ping(struct slurm_cli *c, struct slurm_ping *out, char *err, size_t errlen);
+
+/* The parsers slurm_cli_nodes and slurm_cli_ping run on a tool's stdout s (len bytes, no NUL
+ * needed), pure and fuzzed (tests/fuzz/fuzz_slurm_cli.c), with the same results and FP_EPARSE
+ * and FP_ETOOBIG errors as those calls; *out is NULL (nodes) or zeroed (ping) after an error. */
+int slurm_cli_parse_nodes(const char *s, size_t len, struct slurm_node **out, size_t *n, char *err,
+			  size_t errlen);
+int slurm_cli_parse_ping(const char *s, size_t len, struct slurm_ping *out, char *err,
+			 size_t errlen);
 
 #endif
