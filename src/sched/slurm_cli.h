@@ -86,8 +86,11 @@ enum slurm_update_action {
  * src/scontrol/update_node.c), ending with ']' (it would read back as Slurm's " [user@time]"),
  * or holding one of the keys slurm_node_parse ends a reason at (" Comment=", " Extra=", ...:
  * it would not read back whole); a name hostlist_push refuses (empty, too long, a separator, a
- * bracket, a control byte). Slurm itself bounds a reason only by its message packing; the bound
- * here keeps a reason whole in struct slurm_node's buffer with room for " [user@time]".
+ * bracket, a control byte); more than HOSTLIST_MAX_NAMES names (FP_ETOOBIG). Slurm 22.05 sets no
+ * limit of its own: a 70,000-byte reason is stored and printed whole, and `Reason="quoted"` reads
+ * back as `quoted` (tests/data/slurm/SOURCES.md, snapshot 3). SLURM_CLI_REASON_MAX is
+ * fleetplane's: a reason stays whole in struct slurm_node's buffer, and a record stays far below
+ * SLURM_NODE_MAX_TEXT.
  *
  * Errors of a run as slurm_cli_nodes's (FP_ENOTFOUND, FP_ETIMEDOUT, FP_EPERM, FP_EIO with the
  * stderr line: "slurm_update error: Invalid node name specified" for a name Slurm does not
