@@ -64,9 +64,10 @@ $(BUILD)/tests/$(basename $(notdir $(1))): $(1) $(call test_support,$(1)) $(call
 endef
 $(foreach t,$(UNIT_SRC),$(eval $(call UNIT_RULE,$(t))))
 
-# The suites that start real peers (ipmi_sim, the Redfish server of tests/peers/) are not unit
+# The suites that start real peers (ipmi_sim, the Redfish server, Slurm; tests/peers/) are not unit
 # tests: `make peers` runs them, in the integration tier of `test` and `san`.
-PEER_BIN := $(BUILD)/tests/test_bmc_ipmi $(BUILD)/tests/test_bmc_redfish
+PEER_BIN := $(BUILD)/tests/test_bmc_ipmi $(BUILD)/tests/test_bmc_redfish \
+	    $(BUILD)/tests/test_slurm_peer_cli
 # T=REGEX picks suites, F=GLOB test cases, UNIT_TIMEOUT=S the per-binary limit (run-unit.sh).
 unit: $(filter-out $(PEER_BIN),$(UNIT_BIN))
 	@scripts/run-unit.sh $^
