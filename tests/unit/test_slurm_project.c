@@ -1,4 +1,4 @@
-/* layers: base core sched */
+/* layers: base core store driver engine sched */
 /* test_slurm_project.c - the projection decision of sched/slurm_project.h, table-driven: a
  * fleetplane node (phase, holds) and a Slurm node (a `scontrol show node -o` record read by the
  * real parser, or absent) give one action with its reason, hold owner and time. Every expected
