@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/alloc.h"
 #include "base/err.h"
@@ -442,6 +443,39 @@ static void test_timers_drive_passes(void **state)
 	world_free(w);
 }
 
+/* cfg.threaded: the timers only wake the backend's thread, which runs the pass; stop joins it.
+ * The fake Slurm is touched by that thread alone until last_stats says the pass is done. */
+static void test_threaded_pass(void **state)
+{
+	(void)state;
+	struct fake_slurm *slurm = xcalloc(1, sizeof(*slurm));
+	struct harness_config hc = {.parts = FLEET_CACHE};
+	struct harness *h = harness_new(&hc);
+	harness_put_node(h, "n1", "s1", "r1", "sim", PHASE_AVAILABLE);
+	fake_add(slurm, "n1", "IDLE");
+	struct slurm_ops ops = {.list_nodes = fake_list, .update = fake_update, .arg = slurm};
+	struct slurm_sync_config sc = {.threaded = 1, .rng_seed = 7};
+	struct slurm_sync *s = slurm_sync_new(&ops, &sc);
+	struct fleet_scheduler fs;
+	fleet_slurm_scheduler(s, &fs);
+	h->scheduler = &fs;
+	harness_up(h);
+	harness_pump(h);
+	harness_idle(h, 10); /* the start timer fires: the thread is woken */
+	struct slurm_sync_stats st = {0};
+	for (int i = 0; i < 2000 && st.nodes == 0; i++) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+		slurm_sync_last_stats(s, &st);
+	}
+	ASSERT_EQ_INT(st.nodes, 1);
+	ASSERT_EQ_INT(st.listed, 1);
+	harness_free(h); /* the fleet stops the backend: the thread is joined */
+	slurm_sync_free(s);
+	ASSERT_EQ_INT(slurm->lists, 1);
+	free(slurm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -451,6 +485,7 @@ int main(void)
 		cmocka_unit_test(test_garbage_changes_only_the_condition),
 		cmocka_unit_test(test_unknown_state_and_absent),
 		cmocka_unit_test(test_timers_drive_passes),
+		cmocka_unit_test(test_threaded_pass),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
