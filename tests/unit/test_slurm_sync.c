@@ -158,7 +158,7 @@ static struct world *world_new(size_t nnodes)
 	struct harness_config hc = {.parts = FLEET_CACHE};
 	w->h = harness_new(&hc);
 	for (size_t i = 0; i < nnodes; i++) {
-		char name[16];
+		char name[32];
 		snprintf(name, sizeof(name), "n%zu", i + 1);
 		harness_put_node(w->h, name, "s1", "r1", "sim", PHASE_AVAILABLE);
 		fake_add(&w->slurm, name, "IDLE");
@@ -333,7 +333,7 @@ struct snap {
 static void take_snap(struct world *w, size_t n, struct snap *s)
 {
 	for (size_t i = 0; i < n; i++) {
-		char name[16];
+		char name[32];
 		snprintf(name, sizeof(name), "n%zu", i + 1);
 		struct node *nd = harness_node(w->h, name);
 		s->nholds[i] = nd->nholds;
@@ -359,7 +359,7 @@ static void test_unreachable_changes_only_the_condition(void **state)
 	ASSERT_EQ_INT(st.writes, 3);
 	ASSERT_EQ_INT(w->slurm.nlog, 0);
 	for (int i = 1; i <= 3; i++) {
-		char name[16];
+		char name[32];
 		snprintf(name, sizeof(name), "n%d", i);
 		assert_cond(w, name, COND_FALSE, "SlurmUnreachable");
 	}
