@@ -27,7 +27,12 @@
  *
  * "Schedulable" is core/model.h's node_schedulable (DESIGN.md: phase available or in_service
  * and no hold). While Slurm has a foreign drain fleetplane does not overwrite its reason with
- * its own (that would make the drain fleetplane's, and fleetplane would later resume it). */
+ * its own (that would make the drain fleetplane's, and fleetplane would later resume it).
+ *
+ * An imported hold: owner "slurm:<user>" with the user's letters, digits and ._-@ kept (any
+ * other byte '_'), "slurm:unknown" when Slurm did not say who; reason Slurm's, sanitised, or
+ * "drained in Slurm" when it has none; since Slurm's reason time read as UTC (scontrol prints
+ * its host's local time, so a host off UTC shifts it), or now when Slurm gave none. */
 #ifndef FP_SCHED_SLURM_PROJECT_H
 #define FP_SCHED_SLURM_PROJECT_H
 
