@@ -1,4 +1,4 @@
-/* layers: base sched */
+/* layers: base core store driver engine sched */
 /* fuzz_hostlist.c - libFuzzer target for Slurm hostlists (sched/hostlist.h). The input is read
  * twice: as one hostlist expression (hostlist_expand), and as literal names one per line
  * (hostlist_push, refusals allowed). Properties checked (a failure aborts): at most

@@ -1,4 +1,4 @@
-/* layers: base sched */
+/* layers: base core store driver engine sched */
 /* fuzz_slurm_node.c - libFuzzer target for `scontrol show node -o` records (sched/slurm_node.h):
  * the input goes through slurm_node_parse. Properties checked (a failure aborts): a refused
  * record (and any holding a NUL) leaves no node (name "", state unknown); an accepted one has a non-empty name, at most

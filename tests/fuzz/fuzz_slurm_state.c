@@ -1,4 +1,4 @@
-/* layers: base sched */
+/* layers: base core store driver engine sched */
 /* fuzz_slurm_state.c - libFuzzer target for Slurm node states (sched/slurm_state.h). The first
  * byte picks the source (even: sinfo, odd: scontrol); the rest goes through slurm_state_parse,
  * and, when it is a JSON object, through slurm_state_from_json with its "state" and

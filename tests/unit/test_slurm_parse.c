@@ -1,4 +1,4 @@
-/* layers: base sched */
+/* layers: base core store driver engine sched */
 /* test_slurm_parse.c - the Slurm parsers of src/sched/: hostlists (expansion in Slurm's order,
  * errors with offsets, compression, round trips), node states (every suffix, the complete and
  * pre-21.08 forms, JSON, unknown tokens failing closed) and `scontrol show node -o` records.

@@ -118,6 +118,7 @@ void harness_up(struct harness *h)
 				  .stepped = 1,
 				  .rng_seed = h->cfg.rng_seed,
 				  .breaker = h->breaker,
+				  .scheduler = h->scheduler,
 				  .bmc_limits = &rc};
 	if (h->ndrivers) {
 		for (size_t i = 0; i < h->ndrivers; i++)

@@ -70,6 +70,8 @@ struct harness {
 	/* called after every unit of work harness_pump runs, and after each timer step */
 	void (*each)(void *arg);
 	void *each_arg;
+	/* the fleet's scheduler slot (fleet_config.scheduler), set before harness_up; borrowed */
+	const struct fleet_scheduler *scheduler;
 };
 
 /* A world with its machines, not yet up. Free with harness_free. */
