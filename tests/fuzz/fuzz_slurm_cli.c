@@ -1,4 +1,4 @@
-/* layers: base sched */
+/* layers: base core store driver engine sched */
 /* fuzz_slurm_cli.c - libFuzzer target for what the Slurm client reads from scontrol's stdout
  * (sched/slurm_cli.h): the first byte picks the parser (even: slurm_cli_parse_nodes, the whole
  * `scontrol -o -F show node` output; odd: slurm_cli_parse_ping), the rest is the output.

@@ -1,4 +1,4 @@
-/* layers: base sched */
+/* layers: base core store driver engine sched */
 /* test_slurm_cli.c - the Slurm client (src/sched/slurm_cli.c) against stand-in scontrol tools:
  * shell scripts this test writes into a temporary bindir (the test may use a shell; the client
  * never does). They print real Slurm 22.05.8 output from tests/data/slurm (SOURCES.md), print

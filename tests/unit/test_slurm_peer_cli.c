@@ -1,4 +1,4 @@
-/* layers: base sched */
+/* layers: base core store driver engine sched */
 /* test_slurm_peer_cli.c - the Slurm client (src/sched/slurm_cli.c) against a real Slurm 22.05
  * started with tests/peers/slurm/slurm.sh (fixed argv, posix_spawn; stopped in the group
  * teardown, also when a case fails): the node list with n1, n2 (real slurmd, idle), ghost01-03
