@@ -12,6 +12,9 @@
 #include "cmd/run.h"
 #include "cmd/serve_opts.h"
 #include "fleet/fleet.h"
+#include "fleet/fleet_slurm.h"
+#include "sched/slurm_cli.h"
+#include "sched/slurm_sync.h"
 
 /* fleetplane serve: options from serve_opts' one table (a --config file, flags over it; --check
  * validates and exits), then one fleet until SIGINT/SIGTERM. Exit 0, 1 (the fleet failed to
@@ -28,6 +31,26 @@ int cmd_serve(int argc, char **argv)
 	if (so.log_level)
 		log_init((enum log_level)log_level_parse(so.log_level), NULL);
 	serve_opts_fleet_config(&so, &sv);
+	char err[512];
+	/* --slurm: the Slurm backend (sched/slurm_sync.h) over scontrol (sched/slurm_cli.h) in the
+	 * fleet's scheduler slot; its passes run on its own thread (scontrol blocks). */
+	struct slurm_cli *scli = NULL;
+	struct slurm_sync *ssync = NULL;
+	struct fleet_scheduler sched;
+	if (so.slurm) {
+		struct slurm_cli_config cc = {.slurm_conf = getenv("SLURM_CONF")};
+		if (slurm_cli_new(&cc, &scli, err, sizeof(err)) < 0) {
+			fprintf(stderr, "error: --slurm: %s\n", err);
+			return 1;
+		}
+		struct slurm_ops ops;
+		slurm_cli_ops(scli, &ops);
+		struct slurm_sync_config sc = {.threaded = 1,
+					       .interval_ms = so.slurm_interval * 1000};
+		ssync = slurm_sync_new(&ops, &sc);
+		fleet_slurm_scheduler(ssync, &sched);
+		sv.scheduler = &sched;
+	}
 	/* Block the stop signals in every thread (before the fleet starts any); main waits for
 	 * them with sigwait. */
 	sigset_t stop;
@@ -37,22 +60,26 @@ int cmd_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	char err[512];
 	struct fleet *fl = fleet_new(&sv, err, sizeof(err));
+	int rc = 1;
 	if (!fl) {
 		if (*err)
 			fprintf(stderr, "error: %s\n", err);
-		return 1;
+		goto out;
 	}
 	if (fleet_start(fl, err, sizeof(err)) < 0) {
 		fprintf(stderr, "error: %s\n", err);
-		fleet_free(fl);
-		return 1;
+		goto out;
 	}
 	int sig = 0;
 	sigwait(&stop, &sig);
 	log_info("serve: stopping signal=%d", sig);
-	fleet_free(fl);
-	log_info("serve: stopped");
-	return 0;
+	rc = 0;
+out:
+	fleet_free(fl); /* stops the scheduler slot first */
+	slurm_sync_free(ssync);
+	slurm_cli_free(scli);
+	if (rc == 0)
+		log_info("serve: stopped");
+	return rc;
 }

@@ -106,6 +106,15 @@ static const struct opt opts[] = {
 	 " (events per minute per node; 0 = no limit)", "6000", 0, 0, OFF(report_events),
 	 "events in reports per minute per node (0 = no limit; the bucket holds at least 256, "
 	 "one report)"},
+	{"slurm", OK_FLAG, NULL, 0, 0, "", "", NULL, 0, 0, OFF(slurm),
+	 "keep Slurm in step (docs/slurm.md): a node fleetplane does not schedule is DRAIN there "
+	 "with reason \"fleetplane: OWNER: REASON\" and RESUMEd when it is schedulable again; a "
+	 "drain fleetplane did not make becomes a hold of slurm:USER that fleetplane never "
+	 "releases itself. Runs scontrol from PATH with SLURM_CONF from the environment"},
+	{"slurm-interval", OK_DURATION, "SECONDS", 1, 3600, "", " seconds", "30", 0, 0,
+	 OFF(slurm_interval),
+	 "with --slurm: a full pass over every node this often (changed nodes go within 1 s); "
+	 "a drain made in Slurm is imported within this time"},
 	{"help", OK_FLAG, NULL, 0, 0, "", "", NULL, 1, 0, OFF(help), "print this help"},
 };
 

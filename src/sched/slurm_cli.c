@@ -547,3 +547,22 @@ out:
 	proc_result_release(&res);
 	return rc;
 }
+
+/* ---------------------------------------------------------------- the backend's ops */
+
+static int ops_list_nodes(void *arg, struct slurm_node **out, size_t *n, char *err, size_t errlen)
+{
+	return slurm_cli_nodes(arg, out, n, err, errlen);
+}
+
+static int ops_update(void *arg, const char *const *names, size_t n, int drain, const char *reason,
+		      char *err, size_t errlen)
+{
+	return slurm_cli_update(arg, names, n, drain ? SLURM_UPDATE_DRAIN : SLURM_UPDATE_RESUME,
+				drain ? reason : NULL, err, errlen);
+}
+
+void slurm_cli_ops(struct slurm_cli *c, struct slurm_ops *out)
+{
+	*out = (struct slurm_ops){.list_nodes = ops_list_nodes, .update = ops_update, .arg = c};
+}

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "sched/slurm_node.h"
+#include "sched/slurm_sync.h"
 
 #define SLURM_CLI_TIMEOUT_MS 10000L        /* default per command */
 #define SLURM_CLI_MAX_OUT (16u << 20)      /* default stdout bound, bytes */
@@ -125,5 +126,10 @@ int slurm_cli_parse_nodes(const char *s, size_t len, struct slurm_node **out, si
 			  size_t errlen);
 int slurm_cli_parse_ping(const char *s, size_t len, struct slurm_ping *out, char *err,
 			 size_t errlen);
+
+/* Fills *out with the Slurm backend's ops (sched/slurm_sync.h) over c (borrowed: c must outlive
+ * the backend): list_nodes is slurm_cli_nodes, update is slurm_cli_update with State=DRAIN and
+ * the reason, or State=RESUME without one. `fleetplane serve --slurm` runs the backend on it. */
+void slurm_cli_ops(struct slurm_cli *c, struct slurm_ops *out);
 
 #endif
