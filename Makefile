@@ -101,7 +101,7 @@ check-layers:
 	@python3 scripts/check-layers.py
 
 # ThreadSanitizer over the suites that run threads (engine, store, API, controllers).
-TSAN_SUITES := store workqueue executor clock ratelimit breaker budget gc health lifecycle \
+TSAN_SUITES := store workqueue executor clock ratelimit breaker budget gc health lifecycle slurm_sync \
 	       scenarios api
 tsan:
 	$(MAKE) TSAN=1 $(TSAN_SUITES:%=build-tsan/tests/test_%)
