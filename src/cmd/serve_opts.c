@@ -168,7 +168,9 @@ static void why_bad(const struct opt *d, const char *value, char *why, size_t n)
 	case OK_LEVEL:
 		snprintf(why, n, "\"%s\" is not one of debug, info, warn, error, off", value);
 		return;
-	case OK_FLAG: snprintf(why, n, "takes no value"); return;
+	case OK_FLAG:
+		snprintf(why, n, "\"%s\" is not on or off (the key alone is on)", value);
+		return;
 	default:
 		fmt_bound(d, d->lo, lo, sizeof(lo));
 		fmt_bound(d, d->hi, hi, sizeof(hi));
@@ -217,7 +219,17 @@ static int set_value(const struct opt *d, const char *value, struct serve_opts *
 			return FP_EINVAL;
 		*(const char **)field = value;
 		break;
-	case OK_FLAG: *(int *)field = 1; break;
+	case OK_FLAG:
+		/* a command-line flag has no value; a config-file key may say on or off */
+		if (!value || !*value || strcmp(value, "on") == 0 || strcmp(value, "yes") == 0 ||
+		    strcmp(value, "true") == 0 || strcmp(value, "1") == 0)
+			*(int *)field = 1;
+		else if (strcmp(value, "off") == 0 || strcmp(value, "no") == 0 ||
+			 strcmp(value, "false") == 0 || strcmp(value, "0") == 0)
+			*(int *)field = 0;
+		else
+			return FP_EINVAL;
+		break;
 	}
 	o->set[d - opts] = 1;
 	return 0;
@@ -445,7 +457,7 @@ int serve_opts_load_file(const char *path, struct serve_opts *o, char *err, size
 			break;
 		}
 		seen[i] = lineno;
-		if (!*value) {
+		if (!*value && d->kind != OK_FLAG) {
 			rc = fp_errf(FP_EINVAL, err, errlen, "%s:%u: %s: needs a value", path,
 				     lineno, key);
 			break;

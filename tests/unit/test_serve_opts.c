@@ -189,6 +189,28 @@ static void test_unknown_duplicate_flag_only(void **state)
 		       "%s:1: config: a command-line flag only, not a config key");
 }
 
+/* A flag that may be a config key (slurm) is on alone or with on/yes/true/1, off with
+ * off/no/false/0; any other value is refused naming it. */
+static void test_flag_keys(void **state)
+{
+	static const struct {
+		const char *text;
+		int want;
+	} cases[] = {{"slurm\n", 1},      {"slurm on\n", 1},    {"slurm yes\n", 1},
+		     {"slurm true\n", 1}, {"slurm 1\n", 1},     {"slurm off\n", 0},
+		     {"slurm no\n", 0},   {"slurm false\n", 0}, {"slurm 0\n", 0}};
+	char err[512];
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct serve_opts *o = new_opts();
+		o->slurm = !cases[i].want;
+		assert_int_equal(0, load(cases[i].text, o, err, sizeof(err)));
+		assert_int_equal(cases[i].want, o->slurm);
+		free(o);
+	}
+	expect_refused("slurm maybe\n",
+		       "%s:1: slurm: \"maybe\" is not on or off (the key alone is on)");
+}
+
 static void test_oversize(void **state)
 {
 	char *text = malloc(SERVE_OPTS_LINE_MAX + 64);
@@ -328,6 +350,7 @@ int main(void)
 		cmocka_unit_test(test_nothing_half_applies),
 		cmocka_unit_test(test_flags_override_file),
 		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_flag_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
