@@ -50,18 +50,12 @@
 
 struct fleet {
 	struct fleet_config cfg; /* copied at fleet_new; cfg.cred_dir points into cred_dir_buf */
-	const char *data_dir;
-	const char *cred_dir; /* made absolute at fleet_new */
+	const char *cred_dir;    /* made absolute at fleet_new */
 	char cred_dir_buf[4200];
 	struct secret_key *key; /* <data-dir>/secret.key: seals stored BMC passwords */
-	const char *listen;
-	long sim_nodes;
-	double sim_speed;
-	uint64_t sim_faults;
-	int lockfd; /* <data-dir>/serve.lock, flock'd; -1 = none */
+	int lockfd;             /* <data-dir>/serve.lock, flock'd; -1 = none */
 	int stopped;
 	unsigned parts;   /* FLEET_* */
-	int stepped;      /* cfg.stepped: inline executors, virtual clock */
 	int owns_store;   /* store opened here (not cfg.store) */
 	int owns_clock;   /* clock made here (not cfg.clock) */
 	int owns_key;     /* key loaded here (not cfg.secret_key) */
@@ -196,7 +190,7 @@ static int create_sim_site(struct fleet *fl)
 				 "spec", "description", "simulated site created by serve --sim");
 	rc = put_absent(fl->store, "/sites/" SIM_SITE, site, &created);
 	json_decref(site);
-	long racks = (fl->sim_nodes + SIM_NODES_PER_RACK - 1) / SIM_NODES_PER_RACK;
+	long racks = (fl->cfg.sim_nodes + SIM_NODES_PER_RACK - 1) / SIM_NODES_PER_RACK;
 	for (long r = 1; rc == 0 && r <= racks; r++) {
 		char rack[24], nvl[48];
 		snprintf(rack, sizeof(rack), "r%02ld", r);
@@ -210,7 +204,7 @@ static int create_sim_site(struct fleet *fl)
 		json_decref(doc);
 	}
 	int nodes_created = 0;
-	for (long i = 0; rc == 0 && i < fl->sim_nodes; i++) {
+	for (long i = 0; rc == 0 && i < fl->cfg.sim_nodes; i++) {
 		char name[48], rack[24], uid[40];
 		long r = i / SIM_NODES_PER_RACK + 1;
 		snprintf(rack, sizeof(rack), "r%02ld", r);
@@ -271,7 +265,7 @@ static int create_sim_site(struct fleet *fl)
 		return rc;
 	}
 	log_info("serve: simulated site site=%s racks=%ld nodes=%ld created_nodes=%d", SIM_SITE,
-		 racks, fl->sim_nodes, nodes_created);
+		 racks, fl->cfg.sim_nodes, nodes_created);
 	return 0;
 }
 
@@ -306,13 +300,13 @@ static void resume_sim_machines(struct fleet *fl)
 static void write_url_file(struct fleet *fl)
 {
 	char host[256], path[4200], tmp[4300];
-	snprintf(host, sizeof(host), "%s", fl->listen);
+	snprintf(host, sizeof(host), "%s", fl->cfg.listen);
 	char *colon = strrchr(host, ':');
 	if (colon)
 		*colon = 0;
 	if (!*host || strcmp(host, "*") == 0 || strcmp(host, "0.0.0.0") == 0)
 		snprintf(host, sizeof(host), "127.0.0.1");
-	snprintf(path, sizeof(path), "%s/serve.url", fl->data_dir);
+	snprintf(path, sizeof(path), "%s/serve.url", fl->cfg.data_dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	FILE *f = fopen(tmp, "w");
 	if (!f)
@@ -530,17 +524,17 @@ static int check_key_present(struct fleet *fl, const char *keypath, char *err, s
 	if (errno != ENOENT)
 		return 0; /* secret_key_load_or_create reports it */
 	char uri[4200], serr[512];
-	snprintf(uri, sizeof(uri), "sqlite:%s/fleetplane.db", fl->data_dir);
+	snprintf(uri, sizeof(uri), "sqlite:%s/fleetplane.db", fl->cfg.data_dir);
 	struct store *s = NULL;
 	if (store_open(uri, &s, serr, sizeof(serr)) < 0) {
-		snprintf(err, errlen, "cannot open the store in %s: %s", fl->data_dir, serr);
+		snprintf(err, errlen, "cannot open the store in %s: %s", fl->cfg.data_dir, serr);
 		return -1;
 	}
 	size_t sealed = 0;
 	int rc = store_foreach(s, OBJECTS_PREFIX_NODES, 1000, count_sealed, &sealed, NULL);
 	store_close(s);
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot read the nodes in %s: %s", fl->data_dir,
+		snprintf(err, errlen, "cannot read the nodes in %s: %s", fl->cfg.data_dir,
 			 fp_err_msg(rc));
 		return -1;
 	}
@@ -566,31 +560,31 @@ static int prepare_data_dir(struct fleet *fl, char *err, size_t errlen)
 {
 	/* The store holds BMC credentials and token hashes: files are for the owner only. */
 	umask(077);
-	if (mkdir(fl->data_dir, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "cannot create data dir %s: %s", fl->data_dir,
+	if (mkdir(fl->cfg.data_dir, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create data dir %s: %s", fl->cfg.data_dir,
 			 strerror(errno));
 		return -1;
 	}
 	struct stat dst;
-	if (stat(fl->data_dir, &dst) < 0 || !S_ISDIR(dst.st_mode)) {
-		snprintf(err, errlen, "data dir %s is not a directory", fl->data_dir);
+	if (stat(fl->cfg.data_dir, &dst) < 0 || !S_ISDIR(dst.st_mode)) {
+		snprintf(err, errlen, "data dir %s is not a directory", fl->cfg.data_dir);
 		return -1;
 	}
-	if (access(fl->data_dir, W_OK | X_OK) < 0) {
-		snprintf(err, errlen, "data dir %s is not writable: %s", fl->data_dir,
+	if (access(fl->cfg.data_dir, W_OK | X_OK) < 0) {
+		snprintf(err, errlen, "data dir %s is not writable: %s", fl->cfg.data_dir,
 			 strerror(errno));
 		return -1;
 	}
 	/* One serve per data dir: two would both write the store and both drive the machines.
 	 * The lock is held (fd left open) until the process exits, kill -9 included. */
 	char lockpath[4200];
-	snprintf(lockpath, sizeof(lockpath), "%s/serve.lock", fl->data_dir);
+	snprintf(lockpath, sizeof(lockpath), "%s/serve.lock", fl->cfg.data_dir);
 	int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
 		snprintf(err, errlen,
 			 "data dir %s is in use by another fleetplane serve (%s is "
 			 "locked)",
-			 fl->data_dir, lockpath);
+			 fl->cfg.data_dir, lockpath);
 		if (lockfd >= 0)
 			close(lockfd);
 		return -1;
@@ -601,7 +595,7 @@ static int prepare_data_dir(struct fleet *fl, char *err, size_t errlen)
 	 * anyone but this user could read it, and never silently re-made while the store holds
 	 * passwords sealed with the lost one. */
 	char keypath[4200], kerr[512];
-	snprintf(keypath, sizeof(keypath), "%s/secret.key", fl->data_dir);
+	snprintf(keypath, sizeof(keypath), "%s/secret.key", fl->cfg.data_dir);
 	if (check_key_present(fl, keypath, err, errlen) < 0)
 		return -1;
 	int key_created = 0;
@@ -614,7 +608,7 @@ static int prepare_data_dir(struct fleet *fl, char *err, size_t errlen)
 		log_info("serve: created the BMC password key path=%s", keypath);
 	if (!fl->cred_dir) {
 		snprintf(fl->cred_dir_buf, sizeof(fl->cred_dir_buf), "%s/bmc-credentials",
-			 fl->data_dir);
+			 fl->cfg.data_dir);
 		fl->cred_dir = fl->cred_dir_buf;
 	}
 	if (mkdir(fl->cred_dir, 0700) < 0 && errno != EEXIST) {
@@ -643,10 +637,10 @@ static int prepare_data_dir(struct fleet *fl, char *err, size_t errlen)
 static int open_own_store(struct fleet *fl, char *err, size_t errlen)
 {
 	char uri[4200], serr[512];
-	snprintf(uri, sizeof(uri), "sqlite:%s/fleetplane.db", fl->data_dir);
+	snprintf(uri, sizeof(uri), "sqlite:%s/fleetplane.db", fl->cfg.data_dir);
 	int rc = store_open(uri, &fl->store, serr, sizeof(serr));
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot open the store in %s: %s", fl->data_dir, serr);
+		snprintf(err, errlen, "cannot open the store in %s: %s", fl->cfg.data_dir, serr);
 		return -1;
 	}
 	fl->owns_store = 1;
@@ -663,7 +657,7 @@ static int open_own_store(struct fleet *fl, char *err, size_t errlen)
 	 * store, before anything can enroll. */
 	size_t bmc_claimed = 0, bmc_shared = 0;
 	if ((rc = api_bmc_index_backfill(fl->store, &bmc_claimed, &bmc_shared)) < 0) {
-		snprintf(err, errlen, "cannot index the nodes' BMCs in %s: %s", fl->data_dir,
+		snprintf(err, errlen, "cannot index the nodes' BMCs in %s: %s", fl->cfg.data_dir,
 			 fp_err_msg(rc));
 		return -1;
 	}
@@ -677,11 +671,11 @@ static int open_own_store(struct fleet *fl, char *err, size_t errlen)
 static void build_lifecycle(struct fleet *fl, struct lifecycle_config *lcfg)
 {
 	const struct fleet_config *cfg = &fl->cfg;
-	double speed_factor = fl->sim_speed > 1 ? fl->sim_speed : 1;
+	double speed_factor = fl->cfg.sim_speed > 1 ? fl->cfg.sim_speed : 1;
 	if (cfg->ndrivers == 0) {
 		struct bmc_sim_config scfg = {.clock = fl->clock,
-					      .speed = fl->sim_speed,
-					      .fault_seed = fl->sim_faults,
+					      .speed = fl->cfg.sim_speed,
+					      .fault_seed = fl->cfg.sim_faults,
 					      .notify = sim_notify,
 					      .save = sim_save,
 					      .load = sim_load,
@@ -693,7 +687,7 @@ static void build_lifecycle(struct fleet *fl, struct lifecycle_config *lcfg)
 		lcfg->drivers[1] = fl->ipmi;
 		lcfg->drivers[2] = fl->redfish;
 		lcfg->ndrivers = 3;
-		lcfg->sim_time_scale = fl->sim_speed == 0 ? 1000 : speed_factor;
+		lcfg->sim_time_scale = fl->cfg.sim_speed == 0 ? 1000 : speed_factor;
 	} else {
 		for (size_t i = 0; i < cfg->ndrivers && i < FLEET_MAX_DRIVERS; i++)
 			lcfg->drivers[lcfg->ndrivers++] = cfg->drivers[i];
@@ -717,8 +711,9 @@ static void build_lifecycle(struct fleet *fl, struct lifecycle_config *lcfg)
 		};
 		fl->limits = ratelimit_new(fl->clock, &rcfg);
 		if (cfg->ndrivers == 0) {
-			rcfg.site_rate_per_s = fl->sim_speed == 0 ? 0
-								  : cfg->site_qps * speed_factor;
+			rcfg.site_rate_per_s = fl->cfg.sim_speed == 0
+						       ? 0
+						       : cfg->site_qps * speed_factor;
 			rcfg.site_burst = (int64_t)(2 * cfg->site_qps * speed_factor) + 1;
 			fl->sim_limits = ratelimit_new(fl->clock, &rcfg);
 		}
@@ -750,7 +745,7 @@ static void build_lifecycle(struct fleet *fl, struct lifecycle_config *lcfg)
 	lcfg->bmc_call_timeout_ms = cfg->bmc_timeout_s * 1000;
 	lcfg->bmc_credentials_dir = fl->cred_dir;
 	lcfg->secret_key = fl->key;
-	lcfg->workers = fl->stepped ? 0 : cfg->workers;
+	lcfg->workers = fl->cfg.stepped ? 0 : cfg->workers;
 	lcfg->budget = fl->budget;
 	fl->lc = lifecycle_new(lcfg);
 }
@@ -759,14 +754,8 @@ struct fleet *fleet_new(const struct fleet_config *cfg, char *err, size_t errlen
 {
 	struct fleet *fl = xcalloc(1, sizeof(*fl));
 	fl->cfg = *cfg;
-	fl->data_dir = cfg->data_dir;
 	fl->cred_dir = cfg->cred_dir;
-	fl->listen = cfg->listen;
-	fl->sim_nodes = cfg->sim_nodes;
-	fl->sim_speed = cfg->sim_speed;
-	fl->sim_faults = cfg->sim_faults;
 	fl->parts = cfg->parts ? cfg->parts : FLEET_PARTS_SERVE;
-	fl->stepped = cfg->stepped;
 	fl->lockfd = -1;
 	pthread_rwlock_init(&fl->life, NULL);
 	fp_rng_init(&fl->rng, cfg->rng_seed);
@@ -777,7 +766,7 @@ struct fleet *fleet_new(const struct fleet_config *cfg, char *err, size_t errlen
 		fleet_teardown(fl);
 		return NULL;
 	}
-	if (fl->stepped && (!cfg->clock || (fl->parts & FLEET_API))) {
+	if (fl->cfg.stepped && (!cfg->clock || (fl->parts & FLEET_API))) {
 		snprintf(err, errlen, "fleet: a stepped fleet needs a virtual clock and no API");
 		fleet_teardown(fl);
 		return NULL;
@@ -786,7 +775,7 @@ struct fleet *fleet_new(const struct fleet_config *cfg, char *err, size_t errlen
 		fl->store = cfg->store;
 		fl->key = cfg->secret_key;
 	} else {
-		if (!fl->data_dir || !*fl->data_dir) {
+		if (!fl->cfg.data_dir || !*fl->cfg.data_dir) {
 			snprintf(err, errlen, "fleet: a data dir is required");
 			fleet_teardown(fl);
 			return NULL;
@@ -802,13 +791,13 @@ struct fleet *fleet_new(const struct fleet_config *cfg, char *err, size_t errlen
 		fl->clock = clock_real_new();
 		fl->owns_clock = 1;
 	}
-	if (fl->sim_nodes > 0 && create_sim_site(fl) < 0) {
+	if (fl->cfg.sim_nodes > 0 && create_sim_site(fl) < 0) {
 		if (errlen)
 			err[0] = 0; /* create_sim_site logged why */
 		fleet_teardown(fl);
 		return NULL;
 	}
-	if (fl->stepped) {
+	if (fl->cfg.stepped) {
 		fl->exec = executor_inline_new();
 	} else {
 		fl->exec = executor_pool_new(cfg->exec_threads);
@@ -845,11 +834,11 @@ static void fill_ctx(struct fleet *fl, struct fleet_ctx *ctx)
 static int start_api(struct fleet *fl, char *err, size_t errlen)
 {
 	char serr[512];
-	struct api_config acfg = {.listen = fl->listen,
+	struct api_config acfg = {.listen = fl->cfg.listen,
 				  .store = fl->store,
 				  .clock = fl->clock,
 				  .rng = &fl->rng,
-				  .data_dir = fl->data_dir,
+				  .data_dir = fl->cfg.data_dir,
 				  .secret_key = fl->key,
 				  .ready = ready,
 				  .ready_arg = fl,
@@ -870,16 +859,17 @@ static int start_api(struct fleet *fl, char *err, size_t errlen)
 				  .report_limit = fl->cfg.report_limit};
 	fl->api = api_server_new(&acfg, serr, sizeof(serr));
 	if (!fl->api) {
-		snprintf(err, errlen, "cannot start the API on %s: %s", fl->listen, serr);
+		snprintf(err, errlen, "cannot start the API on %s: %s", fl->cfg.listen, serr);
 		return -1;
 	}
-	if (fl->data_dir && !fl->cfg.store)
+	if (fl->cfg.data_dir && !fl->cfg.store)
 		write_url_file(fl);
 	log_info("serve: listening url=http://%s port=%u data_dir=%s nodes=%zu sim_speed=%g "
 		 "faults=%s",
-		 fl->listen, api_server_port(fl->api), fl->data_dir ? fl->data_dir : "-",
-		 fl->cache ? cache_node_count(fl->cache) : 0, fl->sim_speed,
-		 fl->sim_faults ? "on" : "off");
+		 fl->cfg.listen, api_server_port(fl->api),
+		 fl->cfg.data_dir ? fl->cfg.data_dir : "-",
+		 fl->cache ? cache_node_count(fl->cache) : 0, fl->cfg.sim_speed,
+		 fl->cfg.sim_faults ? "on" : "off");
 	return 0;
 }
 
@@ -890,11 +880,11 @@ int fleet_start(struct fleet *fl, char *err, size_t errlen)
 	if (errlen)
 		err[0] = 0;
 	if (fl->cache) {
-		rc = fl->stepped ? cache_sync_now(fl->cache)
-				 : cache_start(fl->cache, serr, sizeof(serr));
+		rc = fl->cfg.stepped ? cache_sync_now(fl->cache)
+				     : cache_start(fl->cache, serr, sizeof(serr));
 		if (rc < 0) {
 			snprintf(err, errlen, "cannot start the cache: %s",
-				 fl->stepped ? fp_err_msg(rc) : serr);
+				 fl->cfg.stepped ? fp_err_msg(rc) : serr);
 			return -1;
 		}
 	}
@@ -909,7 +899,7 @@ int fleet_start(struct fleet *fl, char *err, size_t errlen)
 					     .rng = &fl->rng,
 					     .heartbeat_timeout_ms = fl->cfg.heartbeat_timeout_s *
 								     1000,
-					     .sweep = !fl->stepped};
+					     .sweep = !fl->cfg.stepped};
 		fl->health = health_new(&hcfg, serr, sizeof(serr));
 		if (!fl->health) {
 			snprintf(err, errlen, "cannot start the health controller: %s", serr);
@@ -996,7 +986,7 @@ void fleet_agent_remediated(struct fleet *fl, const char *node, const char *op_i
 
 int fleet_step(struct fleet *fl, void (*each)(void *arg), void *arg)
 {
-	if (!fl->stepped)
+	if (!fl->cfg.stepped)
 		return FP_EINVAL;
 	int total = 0;
 	for (;;) {
@@ -1025,7 +1015,7 @@ int fleet_step(struct fleet *fl, void (*each)(void *arg), void *arg)
 
 int fleet_advance(struct fleet *fl, int64_t until_ms, void (*each)(void *arg), void *arg)
 {
-	if (!fl->stepped)
+	if (!fl->cfg.stepped)
 		return FP_EINVAL;
 	int64_t at = 0, now = clock_now_ms(fl->clock);
 	int reached = clock_virtual_next_timer(fl->clock, &at) == 0 && at <= until_ms;
@@ -1056,9 +1046,9 @@ void fleet_stop(struct fleet *fl)
 	pthread_rwlock_wrlock(&fl->life);
 	fl->closing = 1;
 	pthread_rwlock_unlock(&fl->life);
-	if (fl->api && fl->data_dir && !fl->cfg.store) {
+	if (fl->api && fl->cfg.data_dir && !fl->cfg.store) {
 		char path[4200];
-		snprintf(path, sizeof(path), "%s/serve.url", fl->data_dir);
+		snprintf(path, sizeof(path), "%s/serve.url", fl->cfg.data_dir);
 		unlink(path);
 	}
 	api_server_free(fl->api);
