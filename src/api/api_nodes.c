@@ -1724,8 +1724,11 @@ static const char *const power_actions[] = {"on", "off", "cycle", "soft", "reset
  * step "power_<action>" (the lifecycle controller runs it). When another operation is in
  * flight on the node the new one is queued behind it (status.queuedOperations, at most
  * NODE_MAX_QUEUED; 409 when full), written in the same transaction as the operation document
- * and its event. Refused (409) while the node is retiring or retired, and for "off" and "soft"
- * while it is available or in_service unless the body has "force": true (drain it first). 202
+ * and its event. Refused (409) while the node is retiring or retired, for "off" and "soft"
+ * while it is available or in_service, and for off, soft, cycle and reset while status.workload
+ * says jobs run on it (the scheduler backend's report, core/model.h), unless the body has
+ * "force": true (drain it first; a forced one is logged as such, and the lifecycle's workload
+ * gate lets its step through). 202
  * with the operation
  * document plus "queued" and, when queued, "behind" (the operation directly ahead). */
 void api_node_power(struct api_req *r)
@@ -1753,17 +1756,19 @@ void api_node_power(struct api_req *r)
 		return;
 	}
 	int force = json_is_true(force_j);
-	if (force && strcmp(action, "off") != 0 && strcmp(action, "soft") != 0) {
-		/* as the CLI: force only skips the drain-first check of off and soft */
+	/* off and soft take the machine away from whatever may run on it: a node a scheduler
+	 * may place work on (available, in_service) is drained first, unless forced; cycle and
+	 * reset too, and all four are refused on a node the scheduler says runs jobs
+	 * (status.workload busy or draining), unless forced. */
+	int takes_down = strcmp(action, "off") == 0 || strcmp(action, "soft") == 0;
+	int disrupts = takes_down || strcmp(action, "cycle") == 0 || strcmp(action, "reset") == 0;
+	if (force && !disrupts) {
 		api_problem_ext(r, 422, json_pack("{s:s}", "field", "force"),
-				"force: for off and soft only (it lets them take an available or "
-				"in_service node down); %s takes no force",
+				"force: for off, soft, cycle and reset only (it lets them disrupt "
+				"a node that may run work); %s takes no force",
 				action);
 		return;
 	}
-	/* off and soft take the machine away from whatever may run on it: a node a scheduler
-	 * may place work on (available, in_service) is drained first, unless forced. */
-	int takes_down = strcmp(action, "off") == 0 || strcmp(action, "soft") == 0;
 	const char *me = api_actor(r);
 	for (int attempt = 0; attempt < CAS_RETRIES; attempt++) {
 		struct node *n = NULL;
@@ -1790,6 +1795,24 @@ void api_node_power(struct api_req *r)
 			node_free(n);
 			return;
 		}
+		if (disrupts && !force && node_workload_has_jobs(&n->workload)) {
+			char jobs[400];
+			node_workload_jobs_text(&n->workload, jobs, sizeof(jobs));
+			api_problem_ext(
+				r, 409,
+				json_pack("{s:s,s:s}", "workload",
+					  workload_state_name(n->workload.state), "jobs", jobs),
+				"node %s runs %s jobs %s (status.workload %s): power %s would kill "
+				"them; drain it and wait, or pass force",
+				name, n->workload.scheduler ? n->workload.scheduler : "scheduler",
+				jobs[0] ? jobs : "(ids not known)",
+				workload_state_name(n->workload.state), action);
+			node_free(n);
+			return;
+		}
+		if (force && node_workload_has_jobs(&n->workload))
+			log_warn("power forced with jobs running node=%s action=%s actor=%s", name,
+				 action, me);
 		if (n->operation && n->nqueued >= NODE_MAX_QUEUED) {
 			api_problem_ext(r, 409,
 					json_pack("{s:s,s:i}", "operation", n->operation, "queued",

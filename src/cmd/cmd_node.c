@@ -104,8 +104,8 @@ static const char node_power_usage[] =
 	"  unknown (REASON: MESSAGE); while the node has an operation in flight it prints the last\n"
 	"  recorded power instead (a fresh read would queue behind it) unless --refresh or --wait.\n"
 	"\n"
-	"  -f, --force         off/soft on an available or in_service node (else refused: drain\n"
-	"                      it first)\n"
+	"  -f, --force         off/soft on an available or in_service node, and off/soft/cycle/\n"
+	"                      reset on a node Slurm runs jobs on (else refused: drain it first)\n"
 	"  -r, --refresh       status: queue a fresh read even behind an operation in flight\n"
 	"  -w, --wait          wait for the operation to end: print the node's power and exit 0\n"
 	"                      when it succeeded; exit 1 with its last error when it failed\n"
@@ -1068,8 +1068,8 @@ static int node_power(int argc, char **argv)
 		return rc;
 	}
 	int status = !strcmp(action, "status");
-	if (force && strcmp(action, "off") != 0 && strcmp(action, "soft") != 0)
-		return client_usage_error(cmd, "--force is for off and soft only");
+	if (force && (strcmp(action, "on") == 0 || strcmp(action, "status") == 0))
+		return client_usage_error(cmd, "--force is for off, soft, cycle and reset only");
 	if (refresh && !status)
 		return client_usage_error(cmd, "--refresh is for status only");
 	if (timeout_set && !wait)

@@ -60,6 +60,8 @@ struct step_def {
 			     * side effect (intent before act) and steps that wait on an outside
 			     * party (so a restart resumes the same deadline) */
 	int uses_bmc;    /* take a BMC slot from the rate limiter */
+	int disrupts;    /* stops or restarts what runs on the machine: waits while jobs run
+			  * (lifecycle_config.workload_gate) */
 	int64_t timeout; /* per attempt */
 	int max_attempts;
 	enum step_result (*run)(struct step_ctx *x);
@@ -665,31 +667,97 @@ static enum step_result step_skip_power_off(struct step_ctx *x)
 	return STEP_DONE;
 }
 
+/* The condition the workload gate keeps (lifecycle_config.workload_gate). */
+#define WORKLOAD_CONDITION "WorkloadDrained"
+
+/* "Slurm jobs 12, 13 (state draining)" for n's status.workload into out. */
+static void workload_text(const struct node *n, char *out, size_t outlen)
+{
+	const struct node_workload *w = &n->workload;
+	char jobs[400];
+	node_workload_jobs_text(w, jobs, sizeof(jobs));
+	snprintf(out, outlen, "%s jobs %s (state %s)", w->scheduler ? w->scheduler : "scheduler",
+		 jobs[0] ? jobs : "(ids not known)", workload_state_name(w->state));
+}
+
+/* Waits until the scheduler backend says no job is on the node and none can start there
+ * (status.workload drained, or absent from the scheduler); done at once without a scheduler.
+ * A node the backend has not reported on, or whose state it could not read, waits: a lookup
+ * failure is never "drained". */
 static enum step_result step_workload_drained(struct step_ctx *x)
 {
-	/* No scheduler integration yet: a node carries no work fleetplane must wait for. */
-	return STEP_DONE;
+	if (!x->lc->cfg.workload_gate)
+		return STEP_DONE; /* no scheduler: no work fleetplane must wait for */
+	const struct node_workload *w = &x->n->workload;
+	if (w->state == WORKLOAD_DRAINED || w->state == WORKLOAD_ABSENT) {
+		set_condition(x, WORKLOAD_CONDITION, COND_TRUE,
+			      w->state == WORKLOAD_DRAINED ? "Drained" : "NotInScheduler",
+			      w->state == WORKLOAD_DRAINED
+				      ? "the scheduler has drained the node: no jobs remain"
+				      : "the scheduler does not know the node: no jobs can run");
+		return STEP_DONE;
+	}
+	char msg[480];
+	if (node_workload_has_jobs(w)) {
+		workload_text(x->n, msg, sizeof(msg));
+		set_condition(x, WORKLOAD_CONDITION, COND_FALSE, "JobsRunning", msg);
+		snprintf(x->err, sizeof(x->err), "waiting for %.200s to end", msg);
+	} else {
+		snprintf(msg, sizeof(msg),
+			 "waiting for the scheduler to report the node drained "
+			 "(status.workload %s)",
+			 workload_state_name(w->state));
+		set_condition(x, WORKLOAD_CONDITION, COND_FALSE, "DrainPending", msg);
+		snprintf(x->err, sizeof(x->err), "%.200s", msg);
+	}
+	x->wait_ms = x->op->step_deadline - now_wall(x->lc);
+	return STEP_WAIT;
+}
+
+/* The gate in front of a step that disrupts the machine (def->disrupts): 1 = run it, 0 = wait
+ * (x->err and x->wait_ms set). With jobs on the node it waits unless the operation says
+ * params.force - then it runs, loudly. */
+static int workload_gate(struct step_ctx *x, const struct step_def *def)
+{
+	const struct node_workload *w = &x->n->workload;
+	if (!def->disrupts || !x->lc->cfg.workload_gate || !node_workload_has_jobs(w))
+		return 1;
+	char msg[720], jobs[480];
+	workload_text(x->n, jobs, sizeof(jobs));
+	if (json_is_true(json_object_get(x->op->params, "force"))) {
+		snprintf(msg, sizeof(msg), "%s of operation %s forced by %.100s while %s run",
+			 def->name, x->op->id, x->op->actor ? x->op->actor : "?", jobs);
+		log_warn("lifecycle: forced with jobs running node=%s op=%s step=%s actor=%s %s",
+			 x->n->name, x->op->id, def->name, x->op->actor ? x->op->actor : "?", jobs);
+		set_condition(x, WORKLOAD_CONDITION, COND_FALSE, "Forced", msg);
+		return 1;
+	}
+	snprintf(msg, sizeof(msg), "%s waits: %s; the operation may say force", def->name, jobs);
+	set_condition(x, WORKLOAD_CONDITION, COND_FALSE, "JobsRunning", msg);
+	snprintf(x->err, sizeof(x->err), "%.250s", msg);
+	x->wait_ms = x->op->step_deadline - now_wall(x->lc);
+	return 0;
 }
 
 static const struct step_def steps[] = {
-	{"power_status", 0, 1, 2 * MIN, 5, step_power_status},
-	{"read_inventory", 0, 1, 2 * MIN, 5, step_read_inventory},
-	{"set_boot_pxe", 1, 1, 2 * MIN, 5, step_set_boot_pxe},
-	{"set_boot_disk", 1, 1, 2 * MIN, 5, step_set_boot_disk},
-	{"power_off", 1, 1, 5 * MIN, 5, step_power_off},
-	{"power_on", 1, 1, 5 * MIN, 5, step_power_on},
-	{"power_on_or_cycle", 1, 1, 5 * MIN, 5, step_power_on_or_cycle},
-	{"power_cycle", 1, 1, 10 * MIN, 3, step_power_cycle},
-	{"power_reset", 1, 1, 10 * MIN, 3, step_power_reset},
-	{"power_soft", 1, 1, 10 * MIN, 3, step_power_soft},
-	{"wait_boot_callback", 1, 0, 15 * MIN, 1, step_wait_boot_callback},
-	{"check_gpu_count", 0, 0, 1 * MIN, 1, step_check_gpu_count},
-	{"wait_burn_in", 1, 0, 30 * MIN, 1, step_wait_burn_in},
-	{"workload_drained", 1, 0, 4 * HOUR, 1, step_workload_drained},
-	{"skip_power_off", 0, 0, 1 * MIN, 1, step_skip_power_off},
-	{"request_gpu_reset", 1, 0, 2 * MIN, 3, lifecycle_step_request_gpu_reset},
-	{"wait_agent_action", 1, 0, 10 * MIN, 1, lifecycle_step_wait_agent_action},
-	{"open_rma", 1, 0, 2 * MIN, 5, lifecycle_step_open_rma},
+	{"power_status", 0, 1, 0, 2 * MIN, 5, step_power_status},
+	{"read_inventory", 0, 1, 0, 2 * MIN, 5, step_read_inventory},
+	{"set_boot_pxe", 1, 1, 0, 2 * MIN, 5, step_set_boot_pxe},
+	{"set_boot_disk", 1, 1, 0, 2 * MIN, 5, step_set_boot_disk},
+	{"power_off", 1, 1, 1, 5 * MIN, 5, step_power_off},
+	{"power_on", 1, 1, 0, 5 * MIN, 5, step_power_on},
+	{"power_on_or_cycle", 1, 1, 1, 5 * MIN, 5, step_power_on_or_cycle},
+	{"power_cycle", 1, 1, 1, 10 * MIN, 3, step_power_cycle},
+	{"power_reset", 1, 1, 1, 10 * MIN, 3, step_power_reset},
+	{"power_soft", 1, 1, 1, 10 * MIN, 3, step_power_soft},
+	{"wait_boot_callback", 1, 0, 0, 15 * MIN, 1, step_wait_boot_callback},
+	{"check_gpu_count", 0, 0, 0, 1 * MIN, 1, step_check_gpu_count},
+	{"wait_burn_in", 1, 0, 0, 30 * MIN, 1, step_wait_burn_in},
+	{"workload_drained", 1, 0, 0, 4 * HOUR, 1, step_workload_drained},
+	{"skip_power_off", 0, 0, 0, 1 * MIN, 1, step_skip_power_off},
+	{"request_gpu_reset", 1, 0, 1, 2 * MIN, 3, lifecycle_step_request_gpu_reset},
+	{"wait_agent_action", 1, 0, 0, 10 * MIN, 1, lifecycle_step_wait_agent_action},
+	{"open_rma", 1, 0, 0, 2 * MIN, 5, lifecycle_step_open_rma},
 };
 
 static const struct step_def *step_lookup(const char *name)
@@ -964,8 +1032,10 @@ static void run_op_task(void *arg)
 			}
 			/* The breaker is asked with a slot in hand, so a probe it grants is
 			 * always made (and reported). */
-			if (r != STEP_BUSY && def->uses_bmc && lc->cfg.breaker &&
-			    !(gated = breaker_gate(lc, &x, bmc_key, &r)))
+			if (r != STEP_BUSY && !workload_gate(&x, def))
+				r = STEP_WAIT; /* jobs run on the node: it is not disrupted */
+			else if (r != STEP_BUSY && def->uses_bmc && lc->cfg.breaker &&
+				 !(gated = breaker_gate(lc, &x, bmc_key, &r)))
 				; /* circuit open: r says wait or fail */
 			else if (r != STEP_BUSY)
 				r = def->run(&x);

@@ -70,6 +70,16 @@ struct lifecycle_config {
 	 * drained out of available/in_service and before each health remediation rung; NULL =
 	 * no budgets (everything admitted). Borrowed. */
 	struct budget_svc *budget;
+	/* 1: a scheduler backend runs (the fleet's scheduler slot, `serve --slurm`) and keeps
+	 * status.workload (core/model.h). Then the drain operation's workload_drained step waits
+	 * until the workload is drained or absent (never on a lookup failure: a node the backend
+	 * has not reported on waits), with the condition WorkloadDrained False JobsRunning naming
+	 * the jobs, for at most its 4 h deadline; and the steps that disrupt a running machine
+	 * (power off, on-or-cycle, cycle, reset, soft, the GPU reset request) wait while
+	 * status.workload says jobs are on the node, unless the operation's params say
+	 * "force": true - then they run, with a warning log and WorkloadDrained False Forced.
+	 * 0: no scheduler; workload_drained is done at once and nothing waits for jobs. */
+	int workload_gate;
 };
 
 struct lifecycle;

@@ -164,6 +164,7 @@ static const char *const k_status[] = {"phase",
 				       "servedAt",
 				       "remediation",
 				       "remediationHistory",
+				       "workload",
 				       NULL};
 static const char *const k_status_bmc[] = {"quirks", NULL};
 static const char *const k_hold[] = {"owner", "reason", "since", "expires", NULL};
@@ -174,6 +175,7 @@ static const char *const k_remed[] = {"ladder", "rung",         "code",  "gpu", 
 				      "policy", "healthEvents", "since", "attempts", "rma",
 				      NULL};
 static const char *const k_remed_rec[] = {"code", "gpu", "rung", "result", "at", NULL};
+static const char *const k_workload[] = {"scheduler", "state", "jobs", "jobsTotal", "since", NULL};
 
 /* A required rung name at obj.key. */
 static int decode_rung(const json_t *obj, const char *key, const char *where,
@@ -532,6 +534,53 @@ defaults:
 	return 0;
 }
 
+/* status.workload (model.h struct node_workload): state one of idle, busy, draining, drained,
+ * absent; scheduler 1..NODE_SCHEDULER_MAX; jobs at most NODE_MAX_JOBS ids of 1..NODE_JOB_ID_MAX
+ * characters; jobsTotal >= the ids given. */
+static int decode_workload(const json_t *v, struct node_workload *w, char *err, size_t errlen)
+{
+	const char *where = "status.workload";
+	int rc;
+	if (!json_is_object(v))
+		return fp_errf(FP_EINVAL, err, errlen, "%s: expected an object", where);
+	if ((rc = jsonx_check_keys(v, k_workload, where, err, errlen)) < 0)
+		return rc;
+	json_t *st = json_object_get(v, "state");
+	if (!json_is_string(st) || workload_state_parse(json_string_value(st), &w->state) < 0)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "%s.state: expected one of idle, busy, draining, drained, absent",
+			       where);
+	if ((rc = opt_str(v, "scheduler", where, NODE_SCHEDULER_MAX, &w->scheduler, err, errlen)) <
+		    0 ||
+	    (rc = opt_time(v, "since", where, &w->since, err, errlen)) < 0)
+		return rc;
+	json_t *jobs = json_object_get(v, "jobs");
+	if (jobs && !json_is_null(jobs)) {
+		if (!json_is_array(jobs) || json_array_size(jobs) > NODE_MAX_JOBS)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "%s.jobs: expected an array of at most %d job ids", where,
+				       NODE_MAX_JOBS);
+		w->jobs = xcalloc(json_array_size(jobs) + 1, sizeof(char *));
+		for (size_t i = 0; i < json_array_size(jobs); i++) {
+			const json_t *j = json_array_get(jobs, i);
+			if (!json_is_string(j) || json_string_length(j) == 0 ||
+			    json_string_length(j) > NODE_JOB_ID_MAX ||
+			    strlen(json_string_value(j)) != json_string_length(j))
+				return fp_errf(
+					FP_EINVAL, err, errlen,
+					"%s.jobs[%zu]: expected a job id of 1..%d characters",
+					where, i, NODE_JOB_ID_MAX);
+			w->jobs[w->njobs++] = xstrdup(json_string_value(j));
+		}
+	}
+	long long total = (long long)w->njobs;
+	if ((rc = opt_int(v, "jobsTotal", where, (long long)w->njobs, 100000000, &total, err,
+			  errlen)) < 0)
+		return rc;
+	w->jobs_total = (size_t)total;
+	return 0;
+}
+
 static int decode_status(const json_t *doc, struct node *n, char *err, size_t errlen)
 {
 	json_t *st = json_object_get(doc, "status");
@@ -680,6 +729,9 @@ static int decode_status(const json_t *doc, struct node *n, char *err, size_t er
 	json_t *hist = json_object_get(st, "remediationHistory");
 	if (hist && !json_is_null(hist) &&
 	    (rc = decode_remediation_history(hist, n, err, errlen)) < 0)
+		return rc;
+	json_t *wl = json_object_get(st, "workload");
+	if (wl && !json_is_null(wl) && (rc = decode_workload(wl, &n->workload, err, errlen)) < 0)
 		return rc;
 	return 0;
 }
@@ -914,6 +966,19 @@ json_t *node_to_json(const struct node *n, enum node_json_mode mode)
 			json_array_append_new(h, o);
 		}
 		json_object_set_new(st, "remediationHistory", h);
+	}
+	if (n->workload.state != WORKLOAD_NONE) {
+		const struct node_workload *w = &n->workload;
+		json_t *o = json_object();
+		put_str(o, "scheduler", w->scheduler);
+		json_object_set_new(o, "state", json_string(workload_state_name(w->state)));
+		json_t *jobs = json_array();
+		for (size_t i = 0; i < w->njobs; i++)
+			json_array_append_new(jobs, json_string(w->jobs[i]));
+		json_object_set_new(o, "jobs", jobs);
+		json_object_set_new(o, "jobsTotal", json_integer((json_int_t)w->jobs_total));
+		put_time(o, "since", w->since);
+		json_object_set_new(st, "workload", o);
 	}
 	return json_pack("{s:s,s:o,s:o,s:o}", "kind", "Node", "metadata", meta, "spec", spec,
 			 "status", st);

@@ -163,6 +163,7 @@ void node_free(struct node *n)
 	for (size_t i = 0; i < n->nremediation_history; i++)
 		node_remediation_record_release(&n->remediation_history[i]);
 	free(n->remediation_history);
+	node_workload_release(&n->workload);
 	free(n);
 }
 
@@ -295,6 +296,7 @@ struct node *node_dup(const struct node *n)
 	d->inventory = n->inventory ? json_deep_copy(n->inventory) : NULL;
 	d->inventory_text = dupn(n->inventory_text);
 	node_remediation_copy(&d->remediation, &n->remediation);
+	node_workload_copy(&d->workload, &n->workload);
 	d->remediation_history = n->nremediation_history ? xcalloc(n->nremediation_history,
 								   sizeof(*d->remediation_history))
 							 : NULL;
@@ -532,4 +534,79 @@ int bmc_quirk_parse(const char *name, unsigned *bit)
 			return 0;
 		}
 	return FP_EINVAL;
+}
+
+static const char *const workload_names[WORKLOAD__COUNT] = {"none",     "idle",    "busy",
+							    "draining", "drained", "absent"};
+
+const char *workload_state_name(enum workload_state s)
+{
+	return (unsigned)s < WORKLOAD__COUNT ? workload_names[s] : "unknown";
+}
+
+int workload_state_parse(const char *s, enum workload_state *out)
+{
+	for (int i = WORKLOAD_IDLE; s && i < WORKLOAD__COUNT; i++)
+		if (strcmp(s, workload_names[i]) == 0) {
+			*out = (enum workload_state)i;
+			return 0;
+		}
+	return FP_EINVAL;
+}
+
+void node_workload_release(struct node_workload *w)
+{
+	free(w->scheduler);
+	for (size_t i = 0; i < w->njobs; i++)
+		free(w->jobs[i]);
+	free(w->jobs);
+	memset(w, 0, sizeof(*w));
+}
+
+void node_workload_copy(struct node_workload *dst, const struct node_workload *src)
+{
+	*dst = *src;
+	dst->scheduler = dupn(src->scheduler);
+	dst->jobs = src->njobs ? xcalloc(src->njobs, sizeof(char *)) : NULL;
+	for (size_t i = 0; i < src->njobs; i++)
+		dst->jobs[i] = xstrdup(src->jobs[i]);
+}
+
+static int str_eq(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+int node_workload_same(const struct node_workload *a, const struct node_workload *b)
+{
+	if (a->state != b->state || !str_eq(a->scheduler, b->scheduler) || a->njobs != b->njobs ||
+	    a->jobs_total != b->jobs_total)
+		return 0;
+	for (size_t i = 0; i < a->njobs; i++)
+		if (!str_eq(a->jobs[i], b->jobs[i]))
+			return 0;
+	return 1;
+}
+
+int node_workload_has_jobs(const struct node_workload *w)
+{
+	return w->state == WORKLOAD_BUSY || w->state == WORKLOAD_DRAINING;
+}
+
+char *node_workload_jobs_text(const struct node_workload *w, char *out, size_t outlen)
+{
+	size_t o = 0;
+	if (!outlen)
+		return out;
+	out[0] = '\0';
+	for (size_t i = 0; i < w->njobs && o < outlen; i++) {
+		int k = snprintf(out + o, outlen - o, "%s%s", i ? ", " : "", w->jobs[i]);
+		if (k < 0)
+			break;
+		o += (size_t)k;
+	}
+	if (w->jobs_total > w->njobs && o < outlen)
+		snprintf(out + o, outlen - o, "%s%zu more", w->njobs ? " and " : "",
+			 w->jobs_total - w->njobs);
+	return out;
 }

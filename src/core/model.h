@@ -165,6 +165,48 @@ struct node_remediation_record {
 	int64_t at;
 };
 
+/* What the workload manager (the fleet's scheduler backend: Slurm) last said about a node's
+ * work, in status.workload; written only by that backend (sched/slurm_sync.c), read by the
+ * lifecycle (the drain operation's workload_drained step, and the gate that keeps power
+ * actions, reimages and remediation rungs off a node with jobs). "Drained" follows Slurm's
+ * meaning (sinfo(1) NODE STATE CODES "drained"): DRAIN set and no job ALLOCATED, MIXED or
+ * COMPLETING on the node. */
+enum workload_state {
+	WORKLOAD_NONE = 0, /* no scheduler has reported on the node (rendered as absent) */
+	WORKLOAD_IDLE,     /* not drained, no jobs */
+	WORKLOAD_BUSY,     /* not drained, jobs running or completing */
+	WORKLOAD_DRAINING, /* DRAIN set, jobs still running or completing */
+	WORKLOAD_DRAINED,  /* DRAIN set, no jobs: no work can start or be running */
+	WORKLOAD_ABSENT,   /* the scheduler does not know the node: no work of its can run */
+	WORKLOAD__COUNT
+};
+/* "idle" | "busy" | "draining" | "drained" | "absent" ("none" for WORKLOAD_NONE);
+ * workload_state_parse accepts those but "none" and returns 0 or FP_EINVAL. */
+const char *workload_state_name(enum workload_state s);
+int workload_state_parse(const char *s, enum workload_state *out);
+
+#define NODE_MAX_JOBS 16      /* job ids kept in status.workload.jobs */
+#define NODE_JOB_ID_MAX 32    /* bytes of one job id, NUL excluded */
+#define NODE_SCHEDULER_MAX 32 /* bytes of status.workload.scheduler */
+
+/* status.workload. Strings owned. */
+struct node_workload {
+	enum workload_state state;
+	char *scheduler;   /* "slurm" */
+	char **jobs;       /* job ids as the scheduler prints them ("123", "77_3"), sorted */
+	size_t njobs;      /* at most NODE_MAX_JOBS */
+	size_t jobs_total; /* jobs the scheduler listed on the node (>= njobs) */
+	int64_t since;     /* wall ms: when the state and jobs became what they are */
+};
+void node_workload_release(struct node_workload *w);
+void node_workload_copy(struct node_workload *dst, const struct node_workload *src);
+/* 1 when a and b say the same (state, scheduler, jobs, jobs_total); since is not compared. */
+int node_workload_same(const struct node_workload *a, const struct node_workload *b);
+/* 1 when w says jobs are on the node (busy or draining). */
+int node_workload_has_jobs(const struct node_workload *w);
+/* Writes "12, 13 and 3 more" (the ids, then how many were not kept) into out; returns out. */
+char *node_workload_jobs_text(const struct node_workload *w, char *out, size_t outlen);
+
 struct node {
 	/* metadata */
 	char *name;
@@ -211,6 +253,7 @@ struct node {
 	struct node_remediation_record *remediation_history; /* status.remediationHistory, oldest
 				* first, at most NODE_MAX_REMEDIATION_HISTORY */
 	size_t nremediation_history;
+	struct node_workload workload; /* status.workload */
 };
 
 /* Frees the strings of r and zeroes it (active = 0). */

@@ -747,6 +747,8 @@ static void build_lifecycle(struct fleet *fl, struct lifecycle_config *lcfg)
 	lcfg->secret_key = fl->key;
 	lcfg->workers = fl->cfg.stepped ? 0 : cfg->workers;
 	lcfg->budget = fl->budget;
+	/* a scheduler backend keeps status.workload: drains wait for its jobs */
+	lcfg->workload_gate = fl->cfg.scheduler != NULL;
 	fl->lc = lifecycle_new(lcfg);
 }
 

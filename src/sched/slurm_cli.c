@@ -20,6 +20,7 @@ extern char **environ;
 
 struct slurm_cli {
 	char *scontrol; /* argv[0]: "scontrol" or "<bindir>/scontrol" */
+	char *squeue;   /* the same for squeue */
 	char **envp;    /* NULL-terminated, every string owned */
 	long timeout_ms;
 	size_t max_out;
@@ -102,6 +103,7 @@ int slurm_cli_new(const struct slurm_cli_config *cfg, struct slurm_cli **out, ch
 		return rc;
 	struct slurm_cli *c = xcalloc(1, sizeof(*c));
 	c->scontrol = cfg->bindir ? xasprintf("%s/scontrol", cfg->bindir) : xstrdup("scontrol");
+	c->squeue = cfg->bindir ? xasprintf("%s/squeue", cfg->bindir) : xstrdup("squeue");
 	c->envp = build_env(cfg->slurm_conf);
 	c->timeout_ms = timeout_ms;
 	c->max_out = max_out;
@@ -117,6 +119,7 @@ void slurm_cli_free(struct slurm_cli *c)
 		free(*e);
 	free(c->envp);
 	free(c->scontrol);
+	free(c->squeue);
 	free(c);
 }
 
@@ -292,6 +295,24 @@ int slurm_cli_nodes(struct slurm_cli *c, struct slurm_node **out, size_t *n, cha
 	int rc = run(c, argv, "scontrol show node", 0, &res, err, errlen);
 	if (rc == 0)
 		rc = slurm_cli_parse_nodes(res.out.data, res.out.len, out, n, err, errlen);
+	proc_result_release(&res);
+	return rc;
+}
+
+int slurm_cli_jobs(struct slurm_cli *c, struct slurm_job **out, size_t *n, char *err, size_t errlen)
+{
+	*out = NULL;
+	*n = 0;
+	char *argv[8];
+	size_t k = 0;
+	argv[k++] = c->squeue;
+	for (size_t i = 0; slurm_job_squeue_args[i] && k < 7; i++)
+		argv[k++] = (char *)slurm_job_squeue_args[i];
+	argv[k] = NULL;
+	struct proc_result res;
+	int rc = run(c, argv, "squeue", 0, &res, err, errlen);
+	if (rc == 0)
+		rc = slurm_jobs_parse(res.out.data, res.out.len, out, n, err, errlen);
 	proc_result_release(&res);
 	return rc;
 }
@@ -562,7 +583,15 @@ static int ops_update(void *arg, const char *const *names, size_t n, int drain, 
 				drain ? reason : NULL, err, errlen);
 }
 
+static int ops_list_jobs(void *arg, struct slurm_job **out, size_t *n, char *err, size_t errlen)
+{
+	return slurm_cli_jobs(arg, out, n, err, errlen);
+}
+
 void slurm_cli_ops(struct slurm_cli *c, struct slurm_ops *out)
 {
-	*out = (struct slurm_ops){.list_nodes = ops_list_nodes, .update = ops_update, .arg = c};
+	*out = (struct slurm_ops){.list_nodes = ops_list_nodes,
+				  .update = ops_update,
+				  .list_jobs = ops_list_jobs,
+				  .arg = c};
 }

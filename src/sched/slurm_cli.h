@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "sched/slurm_job.h"
 #include "sched/slurm_node.h"
 #include "sched/slurm_sync.h"
 
@@ -101,6 +102,12 @@ enum slurm_update_action {
 int slurm_cli_update(struct slurm_cli *c, const char *const *names, size_t n,
 		     enum slurm_update_action act, const char *reason, char *err, size_t errlen);
 
+/* Lists the jobs that hold nodes with squeue (sched/slurm_job.h: the argv, the format and the
+ * parser). On success *out is an array of *n jobs (free with slurm_jobs_free); errors as
+ * slurm_cli_nodes's (FP_ENOTFOUND, FP_ETIMEDOUT, FP_ETOOBIG, FP_EPERM, FP_EIO) and the parser's
+ * FP_EPARSE, with *out NULL and *n 0. squeue is run from bindir, or PATH, as scontrol is. */
+int slurm_cli_jobs(struct slurm_cli *c, struct slurm_job **out, size_t *n, char *err,
+		   size_t errlen);
 /* What `scontrol ping` says (scontrol(1) COMMANDS "ping"). */
 struct slurm_ping {
 	int up;                           /* 1: the primary slurmctld answered */
@@ -129,7 +136,7 @@ int slurm_cli_parse_ping(const char *s, size_t len, struct slurm_ping *out, char
 
 /* Fills *out with the Slurm backend's ops (sched/slurm_sync.h) over c (borrowed: c must outlive
  * the backend): list_nodes is slurm_cli_nodes, update is slurm_cli_update with State=DRAIN and
- * the reason, or State=RESUME without one. `fleetplane serve --slurm` runs the backend on it. */
+ * the reason, or State=RESUME without one, list_jobs is slurm_cli_jobs. `fleetplane serve --slurm` runs the backend on it. */
 void slurm_cli_ops(struct slurm_cli *c, struct slurm_ops *out);
 
 #endif

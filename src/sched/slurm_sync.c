@@ -9,9 +9,11 @@
 
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/hmap.h"
 #include "base/log.h"
 #include "core/model.h"
 #include "engine/objects.h"
+#include "sched/hostlist.h"
 #include "sched/slurm_project.h"
 
 #include "base/banned.h"
@@ -122,6 +124,8 @@ struct item {
 	struct slurm_decision d;
 	int update_failed;
 	char update_err[200];
+	int has_workload;        /* 1: wl is what status.workload should say */
+	struct node_workload wl; /* owned */
 };
 
 /* What the write of one node does, read again from the store in the mutate. */
@@ -129,6 +133,7 @@ struct write_arg {
 	const struct slurm_node *sn; /* NULL: not listed (or the list failed) */
 	int decide;                  /* 1: re-decide and apply IMPORT/RELEASE */
 	const struct want_cond *want;
+	const struct node_workload *wl; /* NULL: status.workload is left as it is */
 	int64_t now_ms;
 	struct objects_update *u;
 	char ev_msg[SLURM_PROJECT_REASON_MAX + SLURM_PROJECT_OWNER_MAX + 8];
@@ -190,17 +195,25 @@ static int mutate_node(struct node *n, struct objects_txn *tx, void *arg)
 				   w->want->message, w->now_ms);
 		changed = 1;
 	}
+	if (w->wl && !node_workload_same(&n->workload, w->wl)) {
+		node_workload_release(&n->workload);
+		node_workload_copy(&n->workload, w->wl);
+		n->workload.since = w->now_ms;
+		changed = 1;
+	}
 	return changed;
 }
 
 static int write_node(struct slurm_sync *s, const struct node *cached, const struct slurm_node *sn,
-		      int decide, const struct want_cond *want, int64_t now_ms,
-		      struct slurm_sync_stats *st)
+		      int decide, const struct want_cond *want, const struct node_workload *wl,
+		      int64_t now_ms, struct slurm_sync_stats *st)
 {
-	if (!decide && !cond_differs(cached, want))
+	if (!decide && !cond_differs(cached, want) &&
+	    (!wl || node_workload_same(&cached->workload, wl)))
 		return 0; /* nothing to write: no write storms */
 	struct objects_update u = {.actor = SLURM_SYNC_ACTOR, .now_ms = now_ms};
-	struct write_arg w = {.sn = sn, .decide = decide, .want = want, .now_ms = now_ms, .u = &u};
+	struct write_arg w =
+		{.sn = sn, .decide = decide, .want = want, .wl = wl, .now_ms = now_ms, .u = &u};
 	pthread_mutex_lock(&s->mu);
 	u.rnd = fp_rng_u64(&s->rng);
 	pthread_mutex_unlock(&s->mu);
@@ -305,6 +318,146 @@ static void want_for(const struct item *it, struct want_cond *w)
 	}
 }
 
+static void requeue(struct slurm_sync *s, const char *name);
+
+/* ---------------------------------------------------------------- workload */
+
+/* The job ids seen on one node in this pass's squeue listing. */
+struct node_jobs {
+	char *ids[NODE_MAX_JOBS]; /* owned, the smallest NODE_MAX_JOBS in job_id_cmp order */
+	size_t n, total;
+};
+
+/* Numeric ids in numeric order ("9" before "10"), then byte order. */
+static int job_id_cmp(const char *a, const char *b)
+{
+	size_t la = strspn(a, "0123456789"), lb = strspn(b, "0123456789");
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return strcmp(a, b);
+}
+
+static void node_jobs_add(struct node_jobs *j, const char *id)
+{
+	j->total++;
+	size_t at = j->n;
+	while (at > 0 && job_id_cmp(id, j->ids[at - 1]) < 0)
+		at--;
+	if (at >= NODE_MAX_JOBS)
+		return;
+	if (j->n == NODE_MAX_JOBS)
+		free(j->ids[--j->n]);
+	memmove(&j->ids[at + 1], &j->ids[at], (j->n - at) * sizeof(j->ids[0]));
+	j->ids[at] = xstrdup(id);
+	j->n++;
+}
+
+static void jobs_map_release(struct hmap *m)
+{
+	for (struct hmap_iter it = hmap_iter_start(m); hmap_iter_next(&it);) {
+		struct node_jobs *j = it.e->value;
+		for (size_t i = 0; i < j->n; i++)
+			free(j->ids[i]);
+		free(j);
+	}
+	hmap_release(m);
+}
+
+/* Fills m (node name -> struct node_jobs) from jobs: only the names in want (fleetplane's
+ * nodes), so a huge job list costs no memory for nodes fleetplane does not manage. A job whose
+ * hostlist no longer expands is skipped (squeue's parser already refused malformed ones). */
+static void jobs_map_build(struct hmap *m, const struct slurm_job *jobs, size_t njobs,
+			   const struct hmap *want)
+{
+	for (size_t i = 0; i < njobs; i++) {
+		struct hostlist hl;
+		hostlist_init(&hl);
+		if (hostlist_expand(&hl, jobs[i].nodes, strlen(jobs[i].nodes), NULL, 0) == 0)
+			for (size_t k = 0; k < hl.n; k++) {
+				const char *name = hostlist_name(&hl, k);
+				if (!hmap_get(want, name))
+					continue;
+				struct node_jobs *j = hmap_get(m, name);
+				if (!j) {
+					j = xcalloc(1, sizeof(*j));
+					hmap_put(m, name, j);
+				}
+				node_jobs_add(j, jobs[i].id);
+			}
+		hostlist_release(&hl);
+	}
+}
+
+/* What status.workload should say for it after this pass: from the listed state (nothing when
+ * Slurm's state is not understood: fail closed, the old one stays), with the job ids of the
+ * squeue listing when there is one (jobs_ok), else the ids the node had. A node fleetplane has
+ * just RESUMEd is no longer drained, whatever the listing taken before the resume said: a
+ * drain that follows must not find a stale "drained". */
+static void workload_for(struct item *it, const struct hmap *jobs, int jobs_ok)
+{
+	struct node_workload *w = &it->wl;
+	memset(w, 0, sizeof(*w));
+	if (it->d.action == SLURM_ACT_UNSURE || it->update_failed)
+		return;
+	it->has_workload = 1;
+	w->scheduler = xstrdup("slurm");
+	if (!it->sn) {
+		w->state = WORKLOAD_ABSENT;
+		return;
+	}
+	const struct slurm_state *st = &it->sn->state;
+	int jobs_none = st->jobs == SLURM_JOBS_NONE;
+	int drain = (st->flags & SLURM_NF_DRAIN) && it->d.action != SLURM_ACT_RESUME;
+	w->state = drain ? (jobs_none ? WORKLOAD_DRAINED : WORKLOAD_DRAINING)
+			 : (jobs_none ? WORKLOAD_IDLE : WORKLOAD_BUSY);
+	if (jobs_none)
+		return;
+	if (jobs_ok) {
+		const struct node_jobs *j = hmap_get(jobs, it->n->name);
+		if (j) {
+			w->jobs = xcalloc(j->n ? j->n : 1, sizeof(char *));
+			for (size_t i = 0; i < j->n; i++)
+				w->jobs[w->njobs++] = xstrdup(j->ids[i]);
+			w->jobs_total = j->total;
+		}
+	} else if (node_workload_has_jobs(&it->n->workload)) {
+		struct node_workload keep;
+		node_workload_copy(&keep, &it->n->workload);
+		w->jobs = keep.jobs;
+		w->njobs = keep.njobs;
+		w->jobs_total = keep.jobs_total;
+		free(keep.scheduler);
+	}
+}
+
+/* Lists the jobs when some node of the pass may have any; 1 when the map is the truth. */
+static int list_jobs(struct slurm_sync *s, struct item *it, size_t n, struct hmap *map)
+{
+	int any = 0;
+	for (size_t i = 0; i < n && !any; i++)
+		any = it[i].sn && it[i].sn->state.jobs != SLURM_JOBS_NONE;
+	if (!any)
+		return 1; /* no node holds a job: nothing to ask */
+	if (!s->ops.list_jobs)
+		return 0;
+	struct slurm_job *jobs = NULL;
+	size_t njobs = 0;
+	char err[256] = "";
+	int rc = s->ops.list_jobs(s->ops.arg, &jobs, &njobs, err, sizeof(err));
+	if (rc < 0) {
+		log_warn("slurm job list failed rc=%s %s", fp_err_name(rc), err);
+		return 0;
+	}
+	struct hmap want;
+	hmap_init(&want);
+	for (size_t i = 0; i < n; i++)
+		hmap_put(&want, it[i].n->name, (void *)1);
+	jobs_map_build(map, jobs, njobs, &want);
+	hmap_release(&want);
+	slurm_jobs_free(jobs, njobs);
+	return 1;
+}
+
 /* Collects the nodes of the pass: names (n of them) from the cache, or every node. */
 static void collect(struct slurm_sync *s, char **names, size_t nnames, int full,
 		    struct fp_nodes *out)
@@ -345,7 +498,7 @@ static int pass(struct slurm_sync *s, int64_t now_ms, char **names, size_t nname
 		if (s->last.list_rc == 0)
 			log_warn("slurm list failed rc=%s %s", fp_err_name(rc), w.message);
 		for (size_t i = 0; i < fl.n; i++) {
-			int r = write_node(s, fl.v[i], NULL, 0, &w, now_ms, st);
+			int r = write_node(s, fl.v[i], NULL, 0, &w, NULL, now_ms, st);
 			if (r < 0 && !wrc)
 				wrc = r;
 		}
@@ -366,15 +519,26 @@ static int pass(struct slurm_sync *s, int64_t now_ms, char **names, size_t nname
 		st->absent += it[i].d.why == SLURM_WHY_ABSENT;
 	}
 	batch_updates(s, it, fl.n, st);
+	struct hmap jobs;
+	hmap_init(&jobs);
+	int jobs_ok = list_jobs(s, it, fl.n, &jobs);
 	for (size_t i = 0; i < fl.n; i++) {
 		struct want_cond w;
 		want_for(&it[i], &w);
+		workload_for(&it[i], &jobs, jobs_ok);
 		int decide = it[i].d.action == SLURM_ACT_IMPORT_HOLD ||
 			     it[i].d.action == SLURM_ACT_RELEASE_HOLD;
-		int r = write_node(s, it[i].n, it[i].sn, decide, &w, now_ms, st);
+		int r = write_node(s, it[i].n, it[i].sn, decide, &w,
+				   it[i].has_workload ? &it[i].wl : NULL, now_ms, st);
 		if (r < 0 && !wrc)
 			wrc = r;
+		/* A DRAIN just sent is confirmed by the listing of a pass debounce_ms from now
+		 * (status.workload becomes draining or drained), not one interval_ms away. */
+		if (it[i].d.action == SLURM_ACT_DRAIN && !it[i].update_failed)
+			requeue(s, it[i].n->name);
+		node_workload_release(&it[i].wl);
 	}
+	jobs_map_release(&jobs);
 	free(it);
 out:
 	for (size_t i = 0; i < fl.n; i++)
@@ -556,6 +720,11 @@ void slurm_sync_node_changed(void *arg, const char *name)
 	if (!s->kick_id)
 		s->kick_id = clock_after(s->clock, s->cfg.debounce_ms, kick_cb, s);
 	pthread_mutex_unlock(&s->mu);
+}
+
+static void requeue(struct slurm_sync *s, const char *name)
+{
+	slurm_sync_node_changed(s, name);
 }
 
 /* Cancels timer *id; when it is firing already (cancel says it ran), waits for its callback to

@@ -27,6 +27,7 @@
 
 #include "base/clock.h"
 #include "engine/cache.h"
+#include "sched/slurm_job.h"
 #include "sched/slurm_node.h"
 #include "store/store.h"
 
@@ -39,6 +40,9 @@ struct slurm_ops {
 	 * names: drain 1 = DRAIN with reason, 0 = RESUME (reason NULL). */
 	int (*update)(void *arg, const char *const *names, size_t n, int drain, const char *reason,
 		      char *err, size_t errlen);
+	/* The jobs that hold nodes (sched/slurm_job.h), as a new array (*out, *n; caller frees
+	 * with slurm_jobs_free). May be NULL: then status.workload names no jobs. */
+	int (*list_jobs)(void *arg, struct slurm_job **out, size_t *n, char *err, size_t errlen);
 	void *arg;
 };
 

@@ -743,15 +743,16 @@ static void test_power_requests(void **state)
 	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"on\",\"forced\":true}", &r);
 	assert_string_equal(jstr(r.json, "detail"), "unknown field forced");
 	expect_422_field(&r, "forced");
-	/* force is for off and soft only, as in the CLI; force: false is harmless */
-	static const char *const no_force[] = {"on", "cycle", "reset", "status"};
-	for (size_t i = 0; i < 4; i++) {
+	/* force is for the actions that disrupt the machine, as in the CLI; force: false is
+	 * harmless */
+	static const char *const no_force[] = {"on", "status"};
+	for (size_t i = 0; i < 2; i++) {
 		char fbody[64], fwant[160];
 		snprintf(fbody, sizeof(fbody), "{\"action\":\"%s\",\"force\":true}", no_force[i]);
 		req("POST", "/v1/nodes/n1:power", E.admin, fbody, &r);
 		snprintf(fwant, sizeof(fwant),
-			 "force: for off and soft only (it lets them take an available or "
-			 "in_service node down); %s takes no force",
+			 "force: for off, soft, cycle and reset only (it lets them disrupt a "
+			 "node that may run work); %s takes no force",
 			 no_force[i]);
 		assert_string_equal(jstr(r.json, "detail"), fwant);
 		expect_422_field(&r, "force");
@@ -802,7 +803,40 @@ static void test_power_requests(void **state)
 	assert_int_equal(r.status, 409);
 	assert_string_equal(jstr(r.json, "phase"), "retired");
 	resp_free(&r);
-	assert_int_equal(count("/operations/"), 9);
+
+	/* a node the scheduler says runs jobs refuses the disrupting actions unless forced */
+	enroll("n3");
+	doc = stored_node("n3");
+	json_object_set_new(json_object_get(doc, "status"), "workload",
+			    json_pack("{s:s,s:s,s:[s,s],s:i}", "scheduler", "slurm", "state",
+				      "draining", "jobs", "12", "13", "jobsTotal", 3));
+	val = json_dumps(doc, JSON_COMPACT);
+	assert_int_equal(store_put(E.st, "/nodes/n3", val, STORE_ANY, NULL), 0);
+	free(val);
+	json_decref(doc);
+	static const char *const disrupt[] = {"off", "soft", "cycle", "reset"};
+	for (size_t i = 0; i < 4; i++) {
+		char fbody[64], fwant[220];
+		snprintf(fbody, sizeof(fbody), "{\"action\":\"%s\"}", disrupt[i]);
+		req("POST", "/v1/nodes/n3:power", E.admin, fbody, &r);
+		assert_int_equal(r.status, 409);
+		snprintf(fwant, sizeof(fwant),
+			 "node n3 runs slurm jobs 12, 13 and 1 more (status.workload draining): "
+			 "power %s would kill them; drain it and wait, or pass force",
+			 disrupt[i]);
+		assert_string_equal(jstr(r.json, "detail"), fwant);
+		assert_string_equal(jstr(r.json, "workload"), "draining");
+		assert_string_equal(jstr(r.json, "jobs"), "12, 13 and 1 more");
+		resp_free(&r);
+	}
+	req("POST", "/v1/nodes/n3:power", E.admin, "{\"action\":\"status\"}", &r);
+	assert_int_equal(r.status, 202); /* reading the power disrupts nothing */
+	resp_free(&r);
+	req("POST", "/v1/nodes/n3:power", E.admin, "{\"action\":\"cycle\",\"force\":true}", &r);
+	assert_int_equal(r.status, 202);
+	assert_true(json_is_true(json_object_get(jget(r.json, "spec.params"), "force")));
+	resp_free(&r);
+	assert_int_equal(count("/operations/"), 11);
 	free(first);
 	free(second);
 	free(agent);

@@ -1084,8 +1084,12 @@ static void test_node_power(void **state)
 	assert_string_equal(fake.reqs[0].body, "{\"action\":\"off\",\"force\":true}");
 	run_cmd(&r, cmd_node, "node", "power", "pw-on", "on", "--force", NULL);
 	assert_int_equal(r.rc, 2);
-	assert_string_equal(r.err, "error: --force is for off and soft only\n"
+	assert_string_equal(r.err, "error: --force is for off, soft, cycle and reset only\n"
 				   "Run 'fleetplane node power --help' for usage.\n");
+	fake_reset();
+	run_cmd(&r, cmd_node, "node", "power", "pw-on", "cycle", "--force", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(fake.reqs[0].body, "{\"action\":\"cycle\",\"force\":true}");
 	run_cmd(&r, cmd_node, "node", "power", "pw-on", "on", "--refresh", NULL);
 	assert_int_equal(r.rc, 2);
 	assert_string_equal(r.err, "error: --refresh is for status only\n"

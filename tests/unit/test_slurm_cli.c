@@ -67,9 +67,9 @@ static int teardown(void **state)
 
 /* Writes DIR/scontrol: "#!/bin/sh", a line recording argv (one per line, then "--") into
  * DIR/argv and three variables into DIR/env, then body. */
-static void tool(const char *body)
+static void tool_named(const char *name, const char *body)
 {
-	char *path = xasprintf("%s/scontrol", dir);
+	char *path = xasprintf("%s/%s", dir, name);
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
 	fprintf(f,
@@ -85,6 +85,11 @@ static void tool(const char *body)
 	char *a = xasprintf("%s/argv", dir);
 	unlink(a);
 	free(a);
+}
+
+static void tool(const char *body)
+{
+	tool_named("scontrol", body);
 }
 
 /* The whole of DIR/<name>, "" when absent; the caller frees it. */
@@ -120,6 +125,54 @@ static void cat_tool(const char *file)
 	tool(body);
 	free(body);
 	free(p);
+}
+
+/* squeue: the exact argv, real 22.05.8 output read whole, garbage and a failure refused. */
+static void test_jobs(void **state)
+{
+	char *p = data_path("squeue-held.txt");
+	char *body = xasprintf("cat '%s'", p);
+	tool_named("squeue", body);
+	free(body);
+	free(p);
+	struct slurm_cli *c = cli(0, 0);
+	struct slurm_job *jobs = NULL;
+	size_t n = 0;
+	char err[256] = "";
+	ASSERT_OK(slurm_cli_jobs(c, &jobs, &n, err, sizeof(err)));
+	char *argv = slurp("argv");
+	ASSERT_EQ_STR(argv, "-h\n-t\nCF,CG,R,RS,SI,SO,ST,S\n-o\n%i|%T|%P|%a|%S|%e|%N|%u\n--\n");
+	free(argv);
+	char *env = slurp("env");
+	ASSERT_EQ_STR(env, "SLURM_CONF=/etc/fp-test/slurm.conf\nSLURM_TIME_FORMAT=standard\n"
+			   "LC_ALL=C\n");
+	free(env);
+	ASSERT_EQ_INT(n, 2);
+	ASSERT_EQ_STR(jobs[0].id, "1");
+	ASSERT_EQ_STR(jobs[0].state, "RUNNING");
+	ASSERT_EQ_STR(jobs[0].partition, "gpu");
+	ASSERT_EQ_STR(jobs[0].account, ""); /* "(null)": no accounting */
+	ASSERT_EQ_STR(jobs[0].user, "root");
+	ASSERT_EQ_STR(jobs[0].nodes, "n1");
+	ASSERT_EQ_INT(jobs[0].start_ms, 1796186838000LL); /* 2026-12-02T04:47:18Z */
+	ASSERT_EQ_INT(jobs[0].end_ms, 0);                 /* "NONE" */
+	ASSERT_EQ_STR(jobs[1].id, "2");
+	ASSERT_EQ_STR(jobs[1].nodes, "n2");
+	slurm_jobs_free(jobs, n);
+
+	tool_named("squeue", "echo '<html>502</html>'");
+	ASSERT_EQ_ERR(slurm_cli_jobs(c, &jobs, &n, err, sizeof(err)), FP_EPARSE);
+	ASSERT_EQ_STR(err, "squeue: line 1: expected 8 fields separated by '|', found 1");
+	assert_null(jobs);
+	tool_named("squeue",
+		   "echo 'squeue: error: Unable to contact slurm controller' >&2; exit 1");
+	ASSERT_EQ_ERR(slurm_cli_jobs(c, &jobs, &n, err, sizeof(err)), FP_EIO);
+	ASSERT_EQ_STR(err, "squeue: exit 1: \"squeue: error: Unable to contact slurm controller\"");
+	tool_named("squeue", ": # no job holds a node");
+	ASSERT_OK(slurm_cli_jobs(c, &jobs, &n, err, sizeof(err)));
+	ASSERT_EQ_INT(n, 0);
+	assert_null(jobs);
+	slurm_cli_free(c);
 }
 
 static void test_nodes_real(void **state)
@@ -554,6 +607,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_nodes_real, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_jobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nodes_snapshot2, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nodes_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nodes_garbage, setup, teardown),

@@ -18,6 +18,7 @@
 #include "base/err.h"
 #include "base/jsonx.h"
 #include "sched/hostlist.h"
+#include "sched/slurm_job.h"
 #include "sched/slurm_node.h"
 #include "sched/slurm_state.h"
 
@@ -852,6 +853,92 @@ static void test_node_handmade(void **state)
 	free(line);
 }
 
+/* ---------------------------------------------------------------- squeue jobs */
+
+static void test_jobs_real(void **state)
+{
+	(void)state;
+	char *t = data("squeue-held-2.txt");
+	struct slurm_job *jobs = NULL;
+	size_t n = 0;
+	char err[256];
+	ASSERT_OK(slurm_jobs_parse(t, strlen(t), &jobs, &n, err, sizeof(err)));
+	ASSERT_EQ_INT(n, 2);
+	ASSERT_EQ_STR(jobs[0].id, "2");
+	ASSERT_EQ_STR(jobs[0].nodes, "n2");
+	ASSERT_EQ_STR(jobs[1].id, "3");
+	ASSERT_EQ_STR(jobs[1].state, "RUNNING");
+	ASSERT_EQ_STR(jobs[1].nodes, "n1");
+	ASSERT_EQ_INT(jobs[1].start_ms, 1796186840000LL); /* 2026-12-02T04:47:20Z */
+	slurm_jobs_free(jobs, n);
+	free(t);
+}
+
+static void test_jobs_handmade(void **state)
+{
+	(void)state;
+	const char *t = "77_3|COMPLETING|gpu|research|2026-11-30T00:40:00|2026-11-30T04:40:00|"
+			"gpu[001-002,010]|al|ice\n"
+			"\n"
+			"9+1|SUSPENDED|p|(null)|Unknown|n/a||bob\r\n";
+	struct slurm_job *jobs = NULL;
+	size_t n = 0;
+	char err[256];
+	ASSERT_OK(slurm_jobs_parse(t, strlen(t), &jobs, &n, err, sizeof(err)));
+	ASSERT_EQ_INT(n, 2);
+	ASSERT_EQ_STR(jobs[0].id, "77_3");
+	ASSERT_EQ_STR(jobs[0].state, "COMPLETING");
+	ASSERT_EQ_STR(jobs[0].account, "research");
+	ASSERT_EQ_STR(jobs[0].user, "al|ice"); /* the last field takes the rest */
+	ASSERT_EQ_STR(jobs[0].nodes, "gpu[001-002,010]");
+	ASSERT_EQ_INT(jobs[0].end_ms, 1796013600000LL); /* 2026-11-30T04:40:00Z */
+	ASSERT_EQ_STR(jobs[1].id, "9+1");
+	ASSERT_EQ_STR(jobs[1].account, "");
+	ASSERT_EQ_STR(jobs[1].nodes, "");
+	ASSERT_EQ_INT(jobs[1].start_ms, 0);
+	ASSERT_EQ_STR(jobs[1].user, "bob");
+	slurm_jobs_free(jobs, n);
+
+	ASSERT_OK(slurm_jobs_parse("", 0, &jobs, &n, err, sizeof(err)));
+	ASSERT_EQ_INT(n, 0);
+	assert_null(jobs);
+
+	static const struct {
+		const char *in, *err;
+	} bad[] = {
+		{"1|RUNNING|gpu|a|N/A|N/A|n1\n", "squeue: line 1: expected 8 fields separated by "
+						 "'|', found 7"},
+		{"\n|RUNNING|gpu|a|N/A|N/A|n1|u\n",
+		 "squeue: line 2: job id: expected 1..32 of [0-9A-Za-z_+.-]"},
+		{"1 2|RUNNING|gpu|a|N/A|N/A|n1|u", "squeue: line 1: job id: expected 1..32 of "
+						   "[0-9A-Za-z_+.-]"},
+		{"1|running|gpu|a|N/A|N/A|n1|u",
+		 "squeue: line 1: job state: expected an upper-case Slurm state"},
+		{"1|RUNNING|gpu|a|yesterday|N/A|n1|u",
+		 "squeue: line 1: start or end time: expected YYYY-MM-DDTHH:MM:SS or N/A"},
+		{"1|RUNNING|gpu|a|N/A|N/A|n[2-1]|u", NULL}, /* the hostlist's own message */
+		{"1|RUNNING|gpu|a|N/A|N/A|n1|u\tv", "squeue: line 1: a control byte or NUL"},
+		{"1|RUNNING|gpu|aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa|N/A|N/"
+		 "A|n1|u",
+		 "squeue: line 1: account: longer than 64 bytes"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		jobs = (struct slurm_job *)&jobs;
+		n = 9;
+		ASSERT_EQ_ERR(slurm_jobs_parse(bad[i].in, strlen(bad[i].in), &jobs, &n, err,
+					       sizeof(err)),
+			      FP_EPARSE);
+		assert_null(jobs);
+		ASSERT_EQ_INT(n, 0);
+		if (bad[i].err)
+			ASSERT_EQ_STR(err, bad[i].err);
+		else
+			assert_non_null(strstr(err, "squeue: line 1: nodes: "));
+	}
+	ASSERT_EQ_ERR(slurm_jobs_parse("1|R\0", 5, &jobs, &n, err, sizeof(err)), FP_EPARSE);
+	ASSERT_EQ_STR(err, "squeue: line 1: a control byte or NUL");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -866,6 +953,8 @@ int main(void)
 		cmocka_unit_test(test_state_json),
 		cmocka_unit_test(test_node_real),
 		cmocka_unit_test(test_node_handmade),
+		cmocka_unit_test(test_jobs_real),
+		cmocka_unit_test(test_jobs_handmade),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,8 @@
 #include "engine/objects.h"
 #include "fleet/fleet.h"
 #include "fleet/fleet_slurm.h"
+#include "driver/bmc_sim.h"
+#include "sched/slurm_job.h"
 #include "sched/slurm_node.h"
 #include "sched/slurm_sync.h"
 #include "support/harness.h"
@@ -40,6 +42,7 @@ struct fake_node {
 	int drain;
 	char reason[256];
 	char user[32];
+	char jobs[128]; /* "12,7": the running jobs squeue lists on the node */
 };
 
 struct fake_slurm {
@@ -48,6 +51,8 @@ struct fake_slurm {
 	int fail_lists;          /* list_nodes fails (FP_EIO) while > 0 */
 	int garbage;             /* list_nodes answers a record that does not parse */
 	size_t lists;            /* list_nodes calls */
+	int fail_jobs;           /* list_jobs fails (FP_ETIMEDOUT) while > 0 */
+	size_t job_lists;        /* list_jobs calls */
 	char log[FAKE_LOG][512]; /* "DRAIN n1,n2 reason" / "RESUME n1" */
 	size_t nlog;
 };
@@ -121,6 +126,32 @@ static int fake_list(void *arg, struct slurm_node **out, size_t *nout, char *err
 	return 0;
 }
 
+/* squeue: one record per job of every node's jobs, through the real parser (a job on two nodes
+ * is listed once per node here, which the backend must take the same). */
+static int fake_list_jobs(void *arg, struct slurm_job **out, size_t *nout, char *err, size_t errlen)
+{
+	struct fake_slurm *f = arg;
+	f->job_lists++;
+	if (f->fail_jobs > 0) {
+		f->fail_jobs--;
+		snprintf(err, errlen, "squeue: no exit within 10000 ms (killed)");
+		return FP_ETIMEDOUT;
+	}
+	char text[4096];
+	size_t len = 0;
+	for (size_t i = 0; i < f->n; i++) {
+		char ids[128];
+		snprintf(ids, sizeof(ids), "%s", f->nodes[i].jobs);
+		char *save = NULL;
+		for (char *id = strtok_r(ids, ",", &save); id; id = strtok_r(NULL, ",", &save))
+			len += (size_t)snprintf(text + len, sizeof(text) - len,
+						"%s|RUNNING|gpu|research|2026-11-30T00:40:00|"
+						"2026-11-30T04:40:00|%s|alice\n",
+						id, f->nodes[i].name);
+	}
+	return slurm_jobs_parse(text, len, out, nout, err, errlen);
+}
+
 static int fake_update(void *arg, const char *const *names, size_t n, int drain, const char *reason,
 		       char *err, size_t errlen)
 {
@@ -152,10 +183,10 @@ struct world {
 	struct fleet_scheduler sched;
 };
 
-static struct world *world_new(size_t nnodes)
+static struct world *world_new_parts(size_t nnodes, unsigned parts)
 {
 	struct world *w = xcalloc(1, sizeof(*w));
-	struct harness_config hc = {.parts = FLEET_CACHE};
+	struct harness_config hc = {.parts = parts};
 	w->h = harness_new(&hc);
 	for (size_t i = 0; i < nnodes; i++) {
 		char name[32];
@@ -163,7 +194,10 @@ static struct world *world_new(size_t nnodes)
 		harness_put_node(w->h, name, "s1", "r1", "sim", PHASE_AVAILABLE);
 		fake_add(&w->slurm, name, "IDLE");
 	}
-	struct slurm_ops ops = {.list_nodes = fake_list, .update = fake_update, .arg = &w->slurm};
+	struct slurm_ops ops = {.list_nodes = fake_list,
+				.update = fake_update,
+				.list_jobs = fake_list_jobs,
+				.arg = &w->slurm};
 	struct slurm_sync_config sc = {.interval_ms = 30000, .debounce_ms = 1000, .rng_seed = 7};
 	w->sync = slurm_sync_new(&ops, &sc);
 	fleet_slurm_scheduler(w->sync, &w->sched);
@@ -171,6 +205,11 @@ static struct world *world_new(size_t nnodes)
 	harness_up(w->h);
 	harness_pump(w->h);
 	return w;
+}
+
+static struct world *world_new(size_t nnodes)
+{
+	return world_new_parts(nnodes, FLEET_CACHE);
 }
 
 static void world_free(struct world *w)
@@ -238,6 +277,22 @@ static void assert_hold(struct world *w, const char *node, const char *owner, co
 	node_free(n);
 }
 
+/* status.workload of node: state ("none" when absent) and its job ids joined by ','. */
+static void assert_workload(struct world *w, const char *node, const char *state, const char *jobs)
+{
+	struct node *n = harness_node(w->h, node);
+	ASSERT_EQ_STR(workload_state_name(n->workload.state), state);
+	char got[256] = "";
+	size_t len = 0;
+	for (size_t i = 0; i < n->workload.njobs; i++)
+		len += (size_t)snprintf(got + len, sizeof(got) - len, "%s%s", i ? "," : "",
+					n->workload.jobs[i]);
+	ASSERT_EQ_STR(got, jobs);
+	if (n->workload.state != WORKLOAD_NONE)
+		ASSERT_EQ_STR(n->workload.scheduler, "slurm");
+	node_free(n);
+}
+
 /* ---------------------------------------------------------------- tests */
 
 static void test_drain_batched_then_resume(void **state)
@@ -259,10 +314,16 @@ static void test_drain_batched_then_resume(void **state)
 	ASSERT_EQ_INT(st.update_calls, 1);
 	ASSERT_EQ_INT(st.writes, 0); /* the condition stayed True: no write */
 
-	/* Slurm shows our drains now: a pass says nothing more */
+	/* Slurm shows our drains now: a pass sends nothing more, and records them drained */
 	ASSERT_OK(pass(w, &st));
 	ASSERT_EQ_INT(w->slurm.nlog, 1);
+	ASSERT_EQ_INT(st.writes, 2);
+	assert_workload(w, "n1", "drained", "");
+	assert_workload(w, "n2", "drained", "");
+	assert_workload(w, "n3", "idle", "");
+	ASSERT_OK(pass(w, &st));
 	ASSERT_EQ_INT(st.writes, 0);
+	ASSERT_EQ_INT(w->slurm.job_lists, 0); /* no node had a job: squeue was never run */
 
 	/* a different reason is a separate call */
 	set_hold(w, "n3", "operator:alice", "cable swap", 0);
@@ -277,6 +338,8 @@ static void test_drain_batched_then_resume(void **state)
 	ASSERT_EQ_INT(st.resumed, 1);
 	ASSERT_EQ_INT(fake_find(&w->slurm, "n1")->drain, 0);
 	ASSERT_EQ_INT(fake_find(&w->slurm, "n2")->drain, 1);
+	/* resumed: no longer drained at once, though the listing of that pass still said so */
+	assert_workload(w, "n1", "idle", "");
 	world_free(w);
 }
 
@@ -422,6 +485,232 @@ static void test_unknown_state_and_absent(void **state)
 	world_free(w);
 }
 
+/* status.workload follows Slurm's state and squeue's jobs: busy, then draining once the drain
+ * shows, drained when the last job is gone; a failed squeue keeps the ids it had. */
+static void test_workload_follows_jobs(void **state)
+{
+	(void)state;
+	struct world *w = world_new(2);
+	struct fake_node *n1 = fake_find(&w->slurm, "n1");
+	snprintf(n1->base, sizeof(n1->base), "MIXED");
+	snprintf(n1->jobs, sizeof(n1->jobs), "12,7,1003");
+	struct slurm_sync_stats st;
+	ASSERT_OK(pass(w, &st));
+	ASSERT_EQ_INT(w->slurm.job_lists, 1);
+	assert_workload(w, "n1", "busy", "7,12,1003"); /* numeric order */
+	assert_workload(w, "n2", "idle", "");
+
+	set_hold(w, "n1", "operator:alice", "dimm swap", 0);
+	ASSERT_OK(pass(w, &st)); /* the drain is sent; this listing predates it */
+	ASSERT_EQ_STR(w->slurm.log[0], "DRAIN n1 fleetplane: operator:alice: dimm swap");
+	assert_workload(w, "n1", "busy", "7,12,1003");
+	ASSERT_OK(pass(w, &st));
+	assert_workload(w, "n1", "draining", "7,12,1003");
+
+	snprintf(n1->jobs, sizeof(n1->jobs), "1003");
+	ASSERT_OK(pass(w, &st));
+	assert_workload(w, "n1", "draining", "1003");
+	struct node *n = harness_node(w->h, "n1");
+	ASSERT_EQ_INT(n->workload.jobs_total, 1);
+	node_free(n);
+
+	/* squeue times out: the state still comes from scontrol, the ids stay as they were */
+	snprintf(n1->jobs, sizeof(n1->jobs), "1004");
+	w->slurm.fail_jobs = 1;
+	ASSERT_OK(pass(w, &st));
+	ASSERT_EQ_INT(st.writes, 0);
+	assert_workload(w, "n1", "draining", "1003");
+
+	/* the last job ends */
+	snprintf(n1->base, sizeof(n1->base), "IDLE");
+	n1->jobs[0] = '\0';
+	size_t lists = w->slurm.job_lists;
+	ASSERT_OK(pass(w, &st));
+	assert_workload(w, "n1", "drained", "");
+	ASSERT_EQ_INT(w->slurm.job_lists, lists); /* nothing holds a job: squeue not run */
+	world_free(w);
+}
+
+/* More jobs than status.workload keeps: the smallest NODE_MAX_JOBS ids and the total. */
+static void test_workload_job_bound(void **state)
+{
+	(void)state;
+	struct world *w = world_new(1);
+	struct fake_node *n1 = fake_find(&w->slurm, "n1");
+	snprintf(n1->base, sizeof(n1->base), "ALLOCATED");
+	size_t len = 0;
+	for (int i = 40; i >= 21; i--)
+		len += (size_t)snprintf(n1->jobs + len, sizeof(n1->jobs) - len, "%s%d",
+					len ? "," : "", i);
+	struct slurm_sync_stats st;
+	ASSERT_OK(pass(w, &st));
+	assert_workload(w, "n1", "busy", "21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36");
+	struct node *n = harness_node(w->h, "n1");
+	ASSERT_EQ_INT(n->workload.jobs_total, 20);
+	char text[200];
+	ASSERT_EQ_STR(node_workload_jobs_text(&n->workload, text, sizeof(text)),
+		      "21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36 and 4 more");
+	node_free(n);
+	world_free(w);
+}
+
+static const char *workload_cond_reason(struct world *w, const char *node, char *msg, size_t msglen)
+{
+	static char reason[64];
+	struct node *n = harness_node(w->h, node);
+	const struct node_condition *c = node_condition_get(n, "WorkloadDrained");
+	snprintf(reason, sizeof(reason), "%s", c ? c->reason : "(none)");
+	snprintf(msg, msglen, "%s", c && c->message ? c->message : "");
+	node_free(n);
+	return reason;
+}
+
+static long long sim_counter(struct world *w, const char *node, const char *name)
+{
+	json_t *s = bmc_sim_state(w->h->sim, node);
+	long long v = json_integer_value(json_object_get(json_object_get(s, "counters"), name));
+	json_decref(s);
+	return v;
+}
+
+/* With a scheduler in the fleet the drain operation waits for the jobs: the node stays draining
+ * (naming the jobs) and its machine untouched while a job runs, however long; once Slurm shows
+ * it drained the drain ends and the operator's node goes to maintenance. */
+static void test_drain_waits_for_jobs(void **state)
+{
+	(void)state;
+	struct world *w = world_new_parts(1, FLEET_CACHE | FLEET_LIFECYCLE);
+	struct fake_node *n1 = fake_find(&w->slurm, "n1");
+	snprintf(n1->base, sizeof(n1->base), "MIXED");
+	snprintf(n1->jobs, sizeof(n1->jobs), "4242");
+	harness_idle(w->h, 10); /* the first pass: busy */
+	assert_workload(w, "n1", "busy", "4242");
+	long long off0 = sim_counter(w, "n1", "powerOff"),
+		  cyc0 = sim_counter(w, "n1", "powerCycle");
+
+	set_hold(w, "n1", "operator:alice", "dimm swap", 0);
+	harness_idle(w->h, 5000); /* drain sent after 1 s, confirmed 1 s later */
+	ASSERT_EQ_INT(harness_phase_is(w->h, "n1", PHASE_DRAINING), 1);
+	assert_workload(w, "n1", "draining", "4242");
+	char msg[400];
+	ASSERT_EQ_STR(workload_cond_reason(w, "n1", msg, sizeof(msg)), "JobsRunning");
+	ASSERT_EQ_STR(msg, "slurm jobs 4242 (state draining)");
+
+	harness_idle(w->h, 3 * 3600 * 1000LL); /* a long job: three hours later, still waiting */
+	ASSERT_EQ_INT(harness_phase_is(w->h, "n1", PHASE_DRAINING), 1);
+	ASSERT_EQ_INT(sim_counter(w, "n1", "powerOff"), off0);
+	ASSERT_EQ_INT(sim_counter(w, "n1", "powerCycle"), cyc0);
+
+	snprintf(n1->base, sizeof(n1->base), "IDLE");
+	n1->jobs[0] = '\0';
+	harness_idle(w->h, 31000); /* the next full pass sees it drained */
+	assert_workload(w, "n1", "drained", "");
+	ASSERT_EQ_INT(harness_phase_is(w->h, "n1", PHASE_MAINTENANCE), 1);
+	ASSERT_EQ_STR(workload_cond_reason(w, "n1", msg, sizeof(msg)), "Drained");
+	world_free(w);
+}
+
+/* A Slurm that cannot be read is never "drained": the drain waits, past its 4 h deadline it
+ * fails, and the node stays draining (no power action follows a failed drain). */
+static void test_drain_never_done_on_lookup_failure(void **state)
+{
+	(void)state;
+	struct world *w = world_new_parts(1, FLEET_CACHE | FLEET_LIFECYCLE);
+	harness_idle(w->h, 10);
+	assert_workload(w, "n1", "idle", "");
+	w->slurm.fail_lists = 1 << 30;
+	set_hold(w, "n1", "operator:alice", "dimm swap", 0);
+	harness_idle(w->h, 60000);
+	ASSERT_EQ_INT(harness_phase_is(w->h, "n1", PHASE_DRAINING), 1);
+	assert_workload(w, "n1", "idle", ""); /* unchanged: nothing was learnt */
+	char msg[400];
+	ASSERT_EQ_STR(workload_cond_reason(w, "n1", msg, sizeof(msg)), "DrainPending");
+	assert_cond(w, "n1", COND_FALSE, "SlurmUnreachable");
+	harness_idle(w->h, 4 * 3600 * 1000LL + 60000);
+	ASSERT_EQ_INT(harness_phase_is(w->h, "n1", PHASE_DRAINING), 1);
+	ASSERT_EQ_INT(w->slurm.nlog, 0);
+	world_free(w);
+}
+
+struct power_arg {
+	const char *action;
+	int force;
+	uint64_t rnd;
+};
+
+static int mutate_power(struct node *n, struct objects_txn *tx, void *arg)
+{
+	const struct power_arg *a = arg;
+	json_t *params = json_pack("{s:s}", "action", a->action);
+	if (a->force)
+		json_object_set_new(params, "force", json_true());
+	struct objects_op_spec spec = {.node = n->name,
+				       .kind = "power",
+				       .params = params,
+				       .actor = "operator:alice",
+				       .reason = "test",
+				       .now_ms = 1796000000000LL,
+				       .rnd = a->rnd};
+	struct operation *op = NULL;
+	ASSERT_OK(objects_op_start(&spec, tx, &op, NULL, 0));
+	json_decref(params);
+	free(n->operation);
+	n->operation = xstrdup(op->id);
+	operation_free(op);
+	return 1;
+}
+
+/* An operator's `fleetplane node power N <action> [--force]` as the API writes it. */
+static void request_power(struct world *w, const char *node, const char *action, int force)
+{
+	static uint64_t rnd = 1;
+	struct power_arg a = {action, force, rnd++};
+	struct objects_update u = {.actor = "test", .now_ms = 1796000000000LL};
+	ASSERT_OK(objects_update_node(w->h->store, node, mutate_power, &a, &u, NULL, NULL, 0));
+	harness_pump(w->h);
+}
+
+/* A power cycle does not run while Slurm has a job on the node (it waits, naming the job) and
+ * runs once the job is gone; a forced one runs at once, and says so. */
+static void test_power_waits_for_jobs_unless_forced(void **state)
+{
+	(void)state;
+	struct world *w = world_new_parts(1, FLEET_CACHE | FLEET_LIFECYCLE);
+	struct fake_node *n1 = fake_find(&w->slurm, "n1");
+	snprintf(n1->base, sizeof(n1->base), "MIXED");
+	snprintf(n1->jobs, sizeof(n1->jobs), "77");
+	harness_idle(w->h, 10);
+	assert_workload(w, "n1", "busy", "77");
+	long long cyc0 = sim_counter(w, "n1", "powerCycle");
+
+	request_power(w, "n1", "cycle", 0);
+	harness_idle(w->h, 60000);
+	ASSERT_EQ_INT(sim_counter(w, "n1", "powerCycle"), cyc0);
+	char msg[400];
+	ASSERT_EQ_STR(workload_cond_reason(w, "n1", msg, sizeof(msg)), "JobsRunning");
+	ASSERT_EQ_STR(msg, "power_cycle waits: slurm jobs 77 (state busy); the operation may say "
+			   "force");
+
+	snprintf(n1->base, sizeof(n1->base), "IDLE");
+	n1->jobs[0] = '\0';
+	harness_idle(w->h, 31000);
+	assert_workload(w, "n1", "idle", "");
+	ASSERT_EQ_INT(sim_counter(w, "n1", "powerCycle"), cyc0 + 1);
+
+	snprintf(n1->base, sizeof(n1->base), "ALLOCATED");
+	snprintf(n1->jobs, sizeof(n1->jobs), "78");
+	harness_idle(w->h, 31000);
+	assert_workload(w, "n1", "busy", "78");
+	request_power(w, "n1", "cycle", 1);
+	harness_idle(w->h, 1000);
+	ASSERT_EQ_INT(sim_counter(w, "n1", "powerCycle"), cyc0 + 2);
+	ASSERT_EQ_STR(workload_cond_reason(w, "n1", msg, sizeof(msg)), "Forced");
+	assert_non_null(strstr(msg, "power_cycle of operation power-"));
+	assert_non_null(
+		strstr(msg, " forced by operator:alice while slurm jobs 78 (state busy) run"));
+	world_free(w);
+}
+
 /* The timers: the first full pass at start, then a node change is projected debounce_ms later
  * without anyone calling run_once. */
 static void test_timers_drive_passes(void **state)
@@ -484,6 +773,11 @@ int main(void)
 		cmocka_unit_test(test_unreachable_changes_only_the_condition),
 		cmocka_unit_test(test_garbage_changes_only_the_condition),
 		cmocka_unit_test(test_unknown_state_and_absent),
+		cmocka_unit_test(test_workload_follows_jobs),
+		cmocka_unit_test(test_workload_job_bound),
+		cmocka_unit_test(test_drain_waits_for_jobs),
+		cmocka_unit_test(test_drain_never_done_on_lookup_failure),
+		cmocka_unit_test(test_power_waits_for_jobs_unless_forced),
 		cmocka_unit_test(test_timers_drive_passes),
 		cmocka_unit_test(test_threaded_pass),
 	};
