@@ -45,8 +45,12 @@ int cmd_serve(int argc, char **argv)
 		}
 		struct slurm_ops ops;
 		slurm_cli_ops(scli, &ops);
-		struct slurm_sync_config sc = {.threaded = 1,
-					       .interval_ms = so.slurm_interval * 1000};
+		struct slurm_sync_config sc =
+			{.threaded = 1,
+			 .interval_ms = so.slurm_interval * 1000,
+			 .stuck_completing_ms = so.slurm_stuck_completing
+							? so.slurm_stuck_completing * 1000
+							: -1};
 		ssync = slurm_sync_new(&ops, &sc);
 		fleet_slurm_scheduler(ssync, &sched);
 		sv.scheduler = &sched;

@@ -115,6 +115,10 @@ static const struct opt opts[] = {
 	 OFF(slurm_interval),
 	 "with --slurm: a full pass over every node this often (changed nodes go within 1 s); "
 	 "a drain made in Slurm is imported within this time"},
+	{"slurm-stuck-completing", OK_DURATION, "SECONDS", 0, 86400, "", " seconds", "600", 0, 0,
+	 OFF(slurm_stuck_completing),
+	 "with --slurm: a job still COMPLETING this long after it ended is stuck: a health event "
+	 "slurm:completing_stuck for each of its nodes, attributed to the job (0 = off)"},
 	{"help", OK_FLAG, NULL, 0, 0, "", "", NULL, 1, 0, OFF(help), "print this help"},
 };
 

@@ -17,8 +17,8 @@
 
 static const char *const detector_names[] = {"kernel", "nvidia-smi", "nvml",
 					     "dcgm",   "ibstat",     NULL};
-static const char *const source_names[] = {"kernel", "nvidia-smi", "nvml", "dcgm",
-					   "ibstat", "agent",      NULL};
+static const char *const source_names[] = {"kernel", "nvidia-smi", "nvml",  "dcgm",
+					   "ibstat", "agent",      "slurm", NULL};
 static const char *const detector_reasons[] = {"NotConfigured", "ProbeTimeout", "ProbeFailed",
 					       "Unparseable", NULL};
 
@@ -130,7 +130,7 @@ static int parse_event(const json_t *o, size_t i, struct rep_ev *e, char *err, s
 	if (!in_list(e->source, source_names))
 		return fp_errf(
 			FP_EINVAL, err, errlen,
-			"%s.source: expected kernel, nvidia-smi, nvml, dcgm, ibstat or agent",
+			"%s.source: expected kernel, nvidia-smi, nvml, dcgm, ibstat, agent or slurm",
 			where);
 	if ((rc = opt_str(o, "code", where, HEALTH_CODE_MAX - 1, &e->code, err, errlen)) < 0)
 		return rc;

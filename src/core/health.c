@@ -198,6 +198,11 @@ static const struct {
 	{"probe_timeout:nvidia-smi", SEV_MEDIUM, HEALTH_ACTION_HOLD, 2, H, 0, L_REBOOT},
 	{"probe_timeout:nvml", SEV_MEDIUM, HEALTH_ACTION_HOLD, 2, H, 0, L_REBOOT},
 	{"probe_timeout:*", SEV_WARNING, HEALTH_ACTION_HOLD, 3, D, 0, L_REBOOT},
+	/* reported by the Slurm backend (docs/slurm.md "Stuck jobs"): processes that cannot be
+	 * killed are most often a hung driver or filesystem on the node; a reboot clears them.
+	 * Job attribution still applies: one job stuck on many nodes at once is the job's. */
+	{"slurm:completing_stuck", SEV_MEDIUM, HEALTH_ACTION_HOLD, 1, D, 0, L_REBOOT_ONLY},
+	{"slurm:kill_task_failed", SEV_MEDIUM, HEALTH_ACTION_HOLD, 1, D, 0, L_REBOOT_ONLY},
 };
 
 #define NCODE_DEFAULTS (sizeof(code_defaults) / sizeof(code_defaults[0]))

@@ -830,7 +830,8 @@ static void fill_ctx(struct fleet *fl, struct fleet_ctx *ctx)
 				  .cache = fl->cache,
 				  .clock = fl->clock,
 				  .lc = fl->lc,
-				  .budget = fl->budget};
+				  .budget = fl->budget,
+				  .health = fl->health};
 }
 
 static int start_api(struct fleet *fl, char *err, size_t errlen)

@@ -35,6 +35,7 @@ struct fleet_ctx {
 	struct fp_clock *clock;
 	struct lifecycle *lc; /* NULL without FLEET_LIFECYCLE */
 	struct budget_svc *budget;
+	struct health *health; /* NULL without FLEET_HEALTH */
 };
 
 /* A scheduler backend (Slurm next): keeps a workload manager in step with the nodes. The

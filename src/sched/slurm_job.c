@@ -13,8 +13,8 @@
 
 #include "base/banned.h"
 
-const char *const slurm_job_squeue_args[] = {
-	"-h", "-t", "CF,CG,R,RS,SI,SO,ST,S", "-o", "%i|%T|%P|%a|%S|%e|%N|%u", NULL};
+const char *const slurm_job_squeue_args[] =
+	{"-h", "-t", "CF,CG,R,RS,SI,SO,ST,S", "-o", "%i|%T|%P|%a|%S|%e|%N|%u", NULL};
 
 #define NFIELDS 8
 
@@ -93,7 +93,8 @@ static int parse_line(const char *line, size_t len, struct slurm_job *j, char *w
 	f[k] = line + start; /* the user: the rest of the line */
 	fl[k] = len - start;
 	if (!id_ok(f[0], fl[0])) {
-		snprintf(why, whylen, "job id: expected 1..%d of [0-9A-Za-z_+.-]", SLURM_JOB_ID_MAX);
+		snprintf(why, whylen, "job id: expected 1..%d of [0-9A-Za-z_+.-]",
+			 SLURM_JOB_ID_MAX);
 		return FP_EPARSE;
 	}
 	if (!state_ok(f[1], fl[1])) {

@@ -11,6 +11,7 @@
 #include "base/err.h"
 #include "base/hmap.h"
 #include "base/log.h"
+#include "base/timefmt.h"
 #include "core/model.h"
 #include "engine/objects.h"
 #include "sched/hostlist.h"
@@ -37,8 +38,12 @@ struct slurm_sync {
 	int thread_started;
 	pthread_t thread;
 	struct slurm_sync_stats last;
+	slurm_sync_report_fn report;
+	void *report_arg;
 
-	pthread_mutex_t pass_mu; /* one pass at a time */
+	pthread_mutex_t pass_mu; /* one pass at a time; also guards reported */
+	struct hmap reported;    /* "<node>/<event id>" of stuck-job events already reported and
+				  * still current (pruned each pass) */
 };
 
 struct slurm_sync *slurm_sync_new(const struct slurm_ops *ops, const struct slurm_sync_config *cfg)
@@ -55,6 +60,9 @@ struct slurm_sync *slurm_sync_new(const struct slurm_ops *ops, const struct slur
 		s->cfg.queue_max = 256;
 	if (!s->cfg.max_batch)
 		s->cfg.max_batch = 512;
+	if (s->cfg.stuck_completing_ms == 0)
+		s->cfg.stuck_completing_ms = 600000;
+	hmap_init(&s->reported);
 	fp_rng_init(&s->rng, s->cfg.rng_seed);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
@@ -80,7 +88,14 @@ void slurm_sync_free(struct slurm_sync *s)
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->pass_mu);
+	hmap_release(&s->reported);
 	free(s);
+}
+
+void slurm_sync_set_report(struct slurm_sync *s, slurm_sync_report_fn fn, void *arg)
+{
+	s->report = fn;
+	s->report_arg = arg;
 }
 
 /* ---------------------------------------------------------------- one pass */
@@ -430,9 +445,14 @@ static void workload_for(struct item *it, const struct hmap *jobs, int jobs_ok)
 	}
 }
 
-/* Lists the jobs when some node of the pass may have any; 1 when the map is the truth. */
-static int list_jobs(struct slurm_sync *s, struct item *it, size_t n, struct hmap *map)
+/* Lists the jobs when some node of the pass may have any; 1 when the map is the truth. The
+ * listing itself goes to *jobs_out (*njobs_out; NULL when none was run or it failed; the
+ * caller frees it with slurm_jobs_free). */
+static int list_jobs(struct slurm_sync *s, struct item *it, size_t n, struct hmap *map,
+		     struct slurm_job **jobs_out, size_t *njobs_out)
 {
+	*jobs_out = NULL;
+	*njobs_out = 0;
 	int any = 0;
 	for (size_t i = 0; i < n && !any; i++)
 		any = it[i].sn && it[i].sn->state.jobs != SLURM_JOBS_NONE;
@@ -454,8 +474,128 @@ static int list_jobs(struct slurm_sync *s, struct item *it, size_t n, struct hma
 		hmap_put(&want, it[i].n->name, (void *)1);
 	jobs_map_build(map, jobs, njobs, &want);
 	hmap_release(&want);
-	slurm_jobs_free(jobs, njobs);
+	*jobs_out = jobs;
+	*njobs_out = njobs;
 	return 1;
+}
+
+/* ---------------------------------------------------------------- stuck jobs */
+
+/* Hands one event to the report hook unless "<node>/<id>" was reported before and is still
+ * current; marks it current in seen either way. */
+static void report_event(struct slurm_sync *s, struct hmap *seen, const char *node, const char *id,
+			 const char *code, const char *job, const char *msg, int64_t now_ms,
+			 struct slurm_sync_stats *st)
+{
+	char key[HOSTLIST_MAX_NAME + 96];
+	snprintf(key, sizeof(key), "%s/%s", node, id);
+	hmap_put(seen, key, (void *)1);
+	if (hmap_get(&s->reported, key))
+		return;
+	char ts[FP_TIME_LEN];
+	fp_time_format(now_ms, ts);
+	json_t *ev = json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", id, "source", "slurm", "code", code,
+			       "time", ts, "message", msg);
+	if (job)
+		json_object_set_new(ev, "job", json_string(job));
+	json_t *rep = json_pack("{s:[o]}", "events", ev);
+	char err[256] = "";
+	int rc = s->report(s->report_arg, node, rep, now_ms, err, sizeof(err));
+	json_decref(rep);
+	if (rc < 0) {
+		log_warn("slurm stuck-job report failed node=%s code=%s rc=%s %s", node, code,
+			 fp_err_name(rc), err);
+		hmap_remove(seen, key); /* tried again next pass */
+		return;
+	}
+	st->stuck_reported++;
+	log_warn("slurm stuck job node=%s code=%s job=%s %s", node, code, job ? job : "-", msg);
+}
+
+/* A job id as an event id part: the id bytes are [0-9A-Za-z_+.-] (slurm_job.h), all allowed in
+ * event ids but '+', which becomes '.'. */
+static void id_part(const char *job, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "%s", job);
+	for (char *c = out; *c; c++)
+		if (*c == '+')
+			*c = '.';
+}
+
+/* The stuck-job events of this pass (docs/slurm.md "Stuck jobs"):
+ *  - a job COMPLETING for more than stuck_completing_ms after its end, on each of its
+ *    fleetplane nodes: SLURM_CODE_COMPLETING_STUCK, event id "slurm-cg-<job>";
+ *  - a node Slurm drained with the reason "Kill task failed" (slurmd could not kill a job's
+ *    processes, slurm.conf(5) UnkillableStepTimeout): SLURM_CODE_KILL_TASK_FAILED, event id
+ *    "slurm-ktf-<Slurm's reason time>", attributed to the node's first job when one is known.
+ * Each is reported once while it lasts (s->reported); the health policy decides. */
+static void stuck_jobs(struct slurm_sync *s, struct item *it, size_t n,
+		       const struct slurm_job *jobs, size_t njobs, const struct hmap *map,
+		       int jobs_ok, int64_t now_ms, struct slurm_sync_stats *st)
+{
+	if (!s->report)
+		return;
+	struct hmap seen;
+	hmap_init(&seen);
+	struct hmap mine;
+	hmap_init(&mine);
+	for (size_t i = 0; i < n; i++)
+		hmap_put(&mine, it[i].n->name, (void *)1);
+	for (size_t j = 0; s->cfg.stuck_completing_ms > 0 && j < njobs; j++) {
+		const struct slurm_job *jb = &jobs[j];
+		if (strcmp(jb->state, "COMPLETING") != 0 || jb->end_ms <= 0 ||
+		    now_ms - jb->end_ms <= s->cfg.stuck_completing_ms)
+			continue;
+		struct hostlist hl;
+		hostlist_init(&hl);
+		if (hostlist_expand(&hl, jb->nodes, strlen(jb->nodes), NULL, 0) == 0)
+			for (size_t k = 0; k < hl.n; k++) {
+				const char *node = hostlist_name(&hl, k);
+				if (!hmap_get(&mine, node))
+					continue;
+				char id[64], part[SLURM_JOB_ID_MAX + 1], msg[300];
+				id_part(jb->id, part, sizeof(part));
+				snprintf(id, sizeof(id), "slurm-cg-%s", part);
+				snprintf(
+					msg, sizeof(msg),
+					"job %s (user %s, partition %s) COMPLETING for %lld s after "
+					"it ended; Slurm could not clean it up",
+					jb->id, jb->user, jb->partition,
+					(long long)((now_ms - jb->end_ms) / 1000));
+				report_event(s, &seen, node, id, SLURM_CODE_COMPLETING_STUCK,
+					     jb->id, msg, now_ms, st);
+			}
+		hostlist_release(&hl);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct slurm_node *sn = it[i].sn;
+		if (!sn || !(sn->state.flags & SLURM_NF_DRAIN) || !sn->has_reason ||
+		    strncmp(sn->reason, "Kill task failed", 16) != 0)
+			continue;
+		char id[64], msg[300];
+		snprintf(id, sizeof(id), "slurm-ktf-%s",
+			 sn->reason_time[0] ? sn->reason_time : "0");
+		for (char *c = id; *c; c++)
+			if (*c == ':')
+				*c = '.';
+		const struct node_jobs *nj = jobs_ok ? hmap_get(map, it[i].n->name) : NULL;
+		const char *job = nj && nj->n ? nj->ids[0]
+				  : node_workload_has_jobs(&it[i].n->workload) &&
+						  it[i].n->workload.njobs
+					  ? it[i].n->workload.jobs[0]
+					  : NULL;
+		snprintf(msg, sizeof(msg),
+			 "Slurm drained the node: \"%.120s\" (%s at %s): a job's processes could "
+			 "not be killed",
+			 sn->reason, sn->reason_user[0] ? sn->reason_user : "?",
+			 sn->reason_time[0] ? sn->reason_time : "?");
+		report_event(s, &seen, it[i].n->name, id, SLURM_CODE_KILL_TASK_FAILED, job, msg,
+			     now_ms, st);
+	}
+	hmap_release(&mine);
+	/* what was reported and is no longer current is forgotten */
+	hmap_release(&s->reported);
+	s->reported = seen;
 }
 
 /* Collects the nodes of the pass: names (n of them) from the cache, or every node. */
@@ -521,7 +661,12 @@ static int pass(struct slurm_sync *s, int64_t now_ms, char **names, size_t nname
 	batch_updates(s, it, fl.n, st);
 	struct hmap jobs;
 	hmap_init(&jobs);
-	int jobs_ok = list_jobs(s, it, fl.n, &jobs);
+	struct slurm_job *jl = NULL;
+	size_t njl = 0;
+	int jobs_ok = list_jobs(s, it, fl.n, &jobs, &jl, &njl);
+	if (full)
+		stuck_jobs(s, it, fl.n, jl, njl, &jobs, jobs_ok, now_ms, st);
+	slurm_jobs_free(jl, njl);
 	for (size_t i = 0; i < fl.n; i++) {
 		struct want_cond w;
 		want_for(&it[i], &w);

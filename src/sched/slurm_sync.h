@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "base/clock.h"
 #include "engine/cache.h"
 #include "sched/slurm_job.h"
@@ -50,6 +52,17 @@ struct slurm_ops {
 #define SLURM_SYNC_CONDITION "SchedulerInSync"
 #define SLURM_SYNC_ACTOR "slurm-sync"
 
+/* How the backend reports health events of its own (stuck jobs, below): the fleet wires it to
+ * the health controller's report path (controller/health.h health_report, actor
+ * SLURM_SYNC_ACTOR) so the health policy decides, with job attribution. report is the report
+ * body {"events":[...]} (borrowed); returns 0 or a negative fp_err with err. */
+typedef int (*slurm_sync_report_fn)(void *arg, const char *node, const json_t *report,
+				    int64_t now_ms, char *err, size_t errlen);
+
+/* Health event codes the backend reports (docs/slurm.md "Stuck jobs"). */
+#define SLURM_CODE_COMPLETING_STUCK "slurm:completing_stuck"
+#define SLURM_CODE_KILL_TASK_FAILED "slurm:kill_task_failed"
+
 struct slurm_sync_config {
 	int64_t interval_ms; /* full pass period; 0 = 30,000 */
 	int64_t debounce_ms; /* from a node change to its pass; 0 = 1,000 */
@@ -57,6 +70,10 @@ struct slurm_sync_config {
 	int threaded;        /* 1: passes on the backend's own thread (see above) */
 	uint64_t rng_seed;   /* audit event ids; 0 = from the OS */
 	unsigned max_batch;  /* names in one update call; 0 = 512 */
+	/* A job COMPLETING longer than this after its end (squeue %e) is stuck: an event
+	 * SLURM_CODE_COMPLETING_STUCK for each fleetplane node of the job. 0 = 600,000 (10 min;
+	 * Slurm's own UnkillableStepTimeout default is 60 s, slurm.conf(5)); < 0 = off. */
+	int64_t stuck_completing_ms;
 };
 
 /* What one pass did. */
@@ -66,13 +83,16 @@ struct slurm_sync_stats {
 	size_t nodes;  /* fleetplane nodes decided */
 	size_t drained, resumed, imported, released, unsure, absent; /* nodes, by decision */
 	size_t update_calls, update_failures;
-	size_t writes; /* nodes written (holds or the condition) */
+	size_t writes;         /* nodes written (holds or the condition) */
+	size_t stuck_reported; /* stuck-job events handed to the report hook */
 };
 
 struct slurm_sync;
 
 /* A backend over ops (copied; ops->arg borrowed, must outlive it) with cfg (copied; NULL = all
  * defaults). Not started. Free with slurm_sync_free. */
+/* Sets the hook stuck-job events go to (NULL: none are reported); before start. */
+void slurm_sync_set_report(struct slurm_sync *s, slurm_sync_report_fn fn, void *arg);
 struct slurm_sync *slurm_sync_new(const struct slurm_ops *ops, const struct slurm_sync_config *cfg);
 /* Stops it when running, then frees it. NULL is a no-op. */
 void slurm_sync_free(struct slurm_sync *s);

@@ -43,7 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < n; i++) {
 		const struct slurm_job *j = &jobs[i];
 		CHECK(j->id[0] != '\0' && strlen(j->id) <= SLURM_JOB_ID_MAX);
-		CHECK(strspn(j->id, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_+.-") ==
+		CHECK(strspn(j->id,
+			     "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_+.-") ==
 		      strlen(j->id));
 		CHECK(j->state[0] != '\0');
 		CHECK(strspn(j->state, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == strlen(j->state));

@@ -105,7 +105,10 @@ static void test_catalog_rows(void **state)
 	assert_int_equal(health_rule_find(p, "nvlink:link_down")->action, HEALTH_ACTION_HOLD);
 	assert_null(health_rule_find(p, "xid:12"));
 	assert_null(health_rule_find(p, "made:up"));
-	assert_int_equal(p->nrules, 66 + 26);
+	assert_int_equal(health_rule_find(p, "slurm:completing_stuck")->action, HEALTH_ACTION_HOLD);
+	assert_ladder(health_rule_find(p, "slurm:completing_stuck"), "[\"reboot\"]");
+	assert_ladder(health_rule_find(p, "slurm:kill_task_failed"), "[\"reboot\"]");
+	assert_int_equal(p->nrules, 66 + 28);
 	health_policy_free(p);
 }
 
@@ -141,7 +144,7 @@ static void test_policy_roundtrip(void **state)
 	x = health_rule_find(r, "custom:thing");
 	assert_int_equal(x->severity, SEV_WARNING);
 	assert_int_equal(x->count, 1);
-	assert_int_equal(r->nrules, 66 + 26 + 1);
+	assert_int_equal(r->nrules, 66 + 28 + 1);
 	assert_int_equal(r->breaker.max_nodes, 10);
 	assert_int_equal(r->breaker.ndomains, 2);
 	assert_string_equal(r->breaker.domains[1], "nvlink_domain");

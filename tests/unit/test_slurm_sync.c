@@ -27,6 +27,7 @@
 #include "sched/slurm_job.h"
 #include "sched/slurm_node.h"
 #include "sched/slurm_sync.h"
+#include "store/store.h"
 #include "support/harness.h"
 
 #include "check.h"
@@ -42,7 +43,9 @@ struct fake_node {
 	int drain;
 	char reason[256];
 	char user[32];
-	char jobs[128]; /* "12,7": the running jobs squeue lists on the node */
+	char jobs[128];     /* "12,7": the running jobs squeue lists on the node */
+	char job_state[16]; /* their squeue state; "" = RUNNING */
+	char job_end[24];   /* their end time; "" = 2026-11-30T04:40:00 */
 };
 
 struct fake_slurm {
@@ -144,10 +147,14 @@ static int fake_list_jobs(void *arg, struct slurm_job **out, size_t *nout, char 
 		snprintf(ids, sizeof(ids), "%s", f->nodes[i].jobs);
 		char *save = NULL;
 		for (char *id = strtok_r(ids, ",", &save); id; id = strtok_r(NULL, ",", &save))
-			len += (size_t)snprintf(text + len, sizeof(text) - len,
-						"%s|RUNNING|gpu|research|2026-11-30T00:40:00|"
-						"2026-11-30T04:40:00|%s|alice\n",
-						id, f->nodes[i].name);
+			len += (size_t)
+				snprintf(text + len, sizeof(text) - len,
+					 "%s|%s|gpu|research|2026-11-30T00:10:00|%s|%s|alice\n", id,
+					 f->nodes[i].job_state[0] ? f->nodes[i].job_state
+								  : "RUNNING",
+					 f->nodes[i].job_end[0] ? f->nodes[i].job_end
+								: "2026-11-30T04:40:00",
+					 f->nodes[i].name);
 	}
 	return slurm_jobs_parse(text, len, out, nout, err, errlen);
 }
@@ -711,6 +718,91 @@ static void test_power_waits_for_jobs_unless_forced(void **state)
 	world_free(w);
 }
 
+static const struct node_hold *find_hold(const struct node *n, const char *owner)
+{
+	return node_hold_find(n, owner);
+}
+
+/* A job COMPLETING 13 min after its end: one slurm:completing_stuck event attributed to the
+ * job, which the default policy turns into a health hold (reported once, not every pass); the
+ * node then drains, and waits, since the stuck job still holds it. */
+static void test_stuck_completing_job(void **state)
+{
+	(void)state;
+	struct world *w = world_new_parts(1, FLEET_CACHE | FLEET_LIFECYCLE | FLEET_HEALTH);
+	struct fake_node *n1 = fake_find(&w->slurm, "n1");
+	snprintf(n1->base, sizeof(n1->base), "IDLE+COMPLETING");
+	snprintf(n1->jobs, sizeof(n1->jobs), "55");
+	snprintf(n1->job_state, sizeof(n1->job_state), "COMPLETING");
+	snprintf(n1->job_end, sizeof(n1->job_end), "2026-11-30T00:40:00"); /* 13m20s ago */
+	harness_idle(w->h, 10);
+	struct slurm_sync_stats st;
+	slurm_sync_last_stats(w->sync, &st);
+	ASSERT_EQ_INT(st.stuck_reported, 1);
+	assert_workload(w, "n1", "busy", "55");
+	struct node *n = harness_node(w->h, "n1");
+	const struct node_hold *hd = find_hold(n, "health");
+	if (!hd)
+		fail_msg("no health hold after a stuck job");
+	assert_non_null(strstr(hd->reason, "slurm:completing_stuck"));
+	node_free(n);
+	/* the event names the job */
+	struct store_kv *kvs = NULL;
+	size_t nkv = 0;
+	ASSERT_OK(store_list(w->h->store, "/healthevents/n1/", NULL, 0, &kvs, &nkv, NULL, NULL));
+	ASSERT_EQ_INT(nkv, 1);
+	json_t *ev = json_loads(kvs[0].value, 0, NULL);
+	ASSERT_EQ_STR(json_string_value(json_object_get(ev, "code")), "slurm:completing_stuck");
+	ASSERT_EQ_STR(json_string_value(json_object_get(ev, "job")), "55");
+	ASSERT_EQ_STR(json_string_value(json_object_get(ev, "source")), "slurm");
+	ASSERT_EQ_STR(json_string_value(json_object_get(ev, "id")), "slurm-cg-55");
+	assert_non_null(strstr(json_string_value(json_object_get(ev, "message")),
+			       "job 55 (user alice, partition gpu) COMPLETING for 800 s"));
+	json_decref(ev);
+	store_kv_array_free(kvs, nkv);
+
+	harness_idle(w->h, 31000); /* the next full pass: nothing new to report */
+	slurm_sync_last_stats(w->sync, &st);
+	ASSERT_EQ_INT(st.stuck_reported, 0);
+	ASSERT_EQ_INT(harness_phase_is(w->h, "n1", PHASE_DRAINING), 1);
+	world_free(w);
+}
+
+/* A node Slurm drained with "Kill task failed": the drain is imported as Slurm's hold (never
+ * resumed by fleetplane) and reported as slurm:kill_task_failed for the node's job. */
+static void test_kill_task_failed(void **state)
+{
+	(void)state;
+	struct world *w = world_new_parts(1, FLEET_CACHE | FLEET_LIFECYCLE | FLEET_HEALTH);
+	struct fake_node *n1 = fake_find(&w->slurm, "n1");
+	snprintf(n1->base, sizeof(n1->base), "MIXED");
+	snprintf(n1->jobs, sizeof(n1->jobs), "91");
+	fake_drain(&w->slurm, "n1", "slurm", "Kill task failed");
+	harness_idle(w->h, 10);
+	struct slurm_sync_stats st;
+	slurm_sync_last_stats(w->sync, &st);
+	ASSERT_EQ_INT(st.stuck_reported, 1);
+	assert_hold(w, "n1", "slurm:slurm", "Kill task failed");
+	struct node *n = harness_node(w->h, "n1");
+	const struct node_hold *hd = find_hold(n, "health");
+	if (!hd)
+		fail_msg("no health hold after Kill task failed");
+	assert_non_null(strstr(hd->reason, "slurm:kill_task_failed"));
+	node_free(n);
+	struct store_kv *kvs = NULL;
+	size_t nkv = 0;
+	ASSERT_OK(store_list(w->h->store, "/healthevents/n1/", NULL, 0, &kvs, &nkv, NULL, NULL));
+	ASSERT_EQ_INT(nkv, 1);
+	json_t *ev = json_loads(kvs[0].value, 0, NULL);
+	ASSERT_EQ_STR(json_string_value(json_object_get(ev, "id")),
+		      "slurm-ktf-2026-11-30T01.00.00");
+	ASSERT_EQ_STR(json_string_value(json_object_get(ev, "job")), "91");
+	json_decref(ev);
+	store_kv_array_free(kvs, nkv);
+	ASSERT_EQ_INT(w->slurm.nlog, 0); /* Slurm's own drain is left alone */
+	world_free(w);
+}
+
 /* The timers: the first full pass at start, then a node change is projected debounce_ms later
  * without anyone calling run_once. */
 static void test_timers_drive_passes(void **state)
@@ -778,6 +870,8 @@ int main(void)
 		cmocka_unit_test(test_drain_waits_for_jobs),
 		cmocka_unit_test(test_drain_never_done_on_lookup_failure),
 		cmocka_unit_test(test_power_waits_for_jobs_unless_forced),
+		cmocka_unit_test(test_stuck_completing_job),
+		cmocka_unit_test(test_kill_task_failed),
 		cmocka_unit_test(test_timers_drive_passes),
 		cmocka_unit_test(test_threaded_pass),
 	};
