@@ -55,7 +55,7 @@ struct slurm_sync *slurm_sync_new(const struct slurm_ops *ops, const struct slur
 	if (s->cfg.interval_ms <= 0)
 		s->cfg.interval_ms = 30000;
 	if (s->cfg.debounce_ms <= 0)
-		s->cfg.debounce_ms = 1000;
+		s->cfg.debounce_ms = 500;
 	if (!s->cfg.queue_max)
 		s->cfg.queue_max = 256;
 	if (!s->cfg.max_batch)

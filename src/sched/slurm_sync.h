@@ -65,7 +65,7 @@ typedef int (*slurm_sync_report_fn)(void *arg, const char *node, const json_t *r
 
 struct slurm_sync_config {
 	int64_t interval_ms; /* full pass period; 0 = 30,000 */
-	int64_t debounce_ms; /* from a node change to its pass; 0 = 1,000 */
+	int64_t debounce_ms; /* from a node change to its pass; 0 = 500 */
 	size_t queue_max;    /* names queued for the next pass; 0 = 256 */
 	int threaded;        /* 1: passes on the backend's own thread (see above) */
 	uint64_t rng_seed;   /* audit event ids; 0 = from the OS */

@@ -19,6 +19,9 @@
 #                        pid file can hit another process).
 #   slurm.sh env DIR     prints the export lines again.
 #
+# SLURM_PEER_GHOSTS=HOSTLIST (e.g. "r[01-94]n[01-08]") adds never-responding nodes of those names
+# to ghost[01-03] (benchmarks: bench/slurm_drain.sh).
+#
 # Every daemon's argv names DIR (-f DIR/slurm.conf, munged --socket=DIR/...), so
 # `pgrep -f DIR/slurm.conf` finds what is left of a run.
 #
@@ -97,7 +100,7 @@ HealthCheckInterval=60
 HealthCheckNodeState=ANY
 NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$p1 CPUs=1 RealMemory=500 Gres=gpu:8 State=UNKNOWN
 NodeName=n2 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$p2 CPUs=1 RealMemory=500 Gres=gpu:8 State=UNKNOWN
-NodeName=ghost[01-03] NodeAddr=127.0.0.1 Port=$pg CPUs=1 RealMemory=500 Gres=gpu:8 State=UNKNOWN
+NodeName=ghost[01-03]${SLURM_PEER_GHOSTS:+,$SLURM_PEER_GHOSTS} NodeAddr=127.0.0.1 Port=$pg CPUs=1 RealMemory=500 Gres=gpu:8 State=UNKNOWN
 NodeName=fut[01-02] CPUs=1 RealMemory=500 Gres=gpu:8 State=FUTURE
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
