@@ -61,6 +61,13 @@ ck_line(struct check_result *r, enum check_level lvl, const char *code, const ch
 			*p = ' ';
 }
 
+static void ck_sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) < 0)
+		;
+}
+
 static int64_t ck_now(const struct check_config *cfg)
 {
 	if (cfg->wall_ms)
@@ -98,7 +105,8 @@ static int ck_tool(const struct check_config *cfg, const char *spec, const char 
 		return rc;
 	}
 	if (res.timed_out) {
-		snprintf(msg, msglen, "%s did not answer within %ld ms", tool, cfg->probe_timeout_ms);
+		snprintf(msg, msglen, "%s did not answer within %ld ms", tool,
+			 cfg->probe_timeout_ms);
 		rc = FP_ETIMEDOUT;
 	} else if (res.truncated) {
 		snprintf(msg, msglen, "%s wrote more than %zu bytes", tool, max);
@@ -155,8 +163,7 @@ static void ck_nvsmi(const struct check_config *cfg, int expected, struct check_
 	struct agent_finding *tmp = xcalloc(CK_MAX_FINDINGS, sizeof(*tmp));
 	char err[512];
 	if (nvsmi_parse(b.data ? b.data : "", b.len, rep, err, sizeof(err)) < 0) {
-		ck_line(r, CHECK_LVL_WARN, "probe:nvidia-smi", "not nvidia-smi -q output: %s",
-			err);
+		ck_line(r, CHECK_LVL_WARN, "probe:nvidia-smi", "not nvidia-smi -q output: %s", err);
 	} else {
 		int unknown = 0;
 		size_t n = nvsmi_findings(rep, expected, tmp, CK_MAX_FINDINGS, &unknown);
@@ -183,8 +190,7 @@ static void ck_ibstat(const struct check_config *cfg, struct check_result *r,
 	buf_init(&b, IBSTAT_MAX_INPUT + 1);
 	char msg[512];
 	char *args[] = {NULL};
-	if (ck_tool(cfg, cfg->ibstat, "ibstat", args, IBSTAT_MAX_INPUT, &b, msg, sizeof(msg)) <
-	    0) {
+	if (ck_tool(cfg, cfg->ibstat, "ibstat", args, IBSTAT_MAX_INPUT, &b, msg, sizeof(msg)) < 0) {
 		ck_line(r, CHECK_LVL_WARN, "probe:ibstat", "%s", msg);
 		buf_release(&b);
 		return;
@@ -299,7 +305,7 @@ static json_t *ck_report_body(const struct check_config *cfg, const struct agent
 	return json_pack("{s:o,s:o}", "agent", ag, "events", evs);
 }
 
-/* Counts the "hold" decisions of a report answer. */
+/* Counts the "hold" decisions of a report answer that are not dry run. */
 static int ck_holds_decided(const json_t *answer)
 {
 	int n = 0;
@@ -307,7 +313,7 @@ static int ck_holds_decided(const json_t *answer)
 	json_t *d;
 	json_array_foreach(json_object_get(answer, "decisions"), i, d) {
 		const char *a = jsonx_str(d, "action");
-		if (a && strcmp(a, "hold") == 0)
+		if (a && strcmp(a, "hold") == 0 && !json_is_true(json_object_get(d, "dryRun")))
 			n++;
 	}
 	return n;
@@ -325,6 +331,7 @@ static int ck_cfg_ok(const struct check_config *cfg, struct check_result *r)
 		return -1;
 	}
 	if ((unsigned)cfg->mode > CHECK_MODE_HEALTHCHECK || cfg->probe_timeout_ms < 1 ||
+	    cfg->hold_wait_ms < 0 || cfg->hold_wait_ms > 60000 ||
 	    cfg->probe_timeout_ms > 3600000L || cfg->expected_gpus < 0 ||
 	    cfg->expected_gpus > NVSMI_MAX_GPUS) {
 		ck_line(r, CHECK_LVL_FAULT, "usage",
@@ -350,8 +357,8 @@ int check_run(const struct check_config *cfg, const struct check_transport *tp,
 		out->api = 1;
 		ck_read_doc(doc, out, &expected, epoch);
 	} else if (rc == FP_EIO) {
-		ck_line(out, CHECK_LVL_WARN, "api:unreachable", "fleetplane could not be reached%s%s",
-			err[0] ? ": " : "", err);
+		ck_line(out, CHECK_LVL_WARN, "api:unreachable",
+			"fleetplane could not be reached%s%s", err[0] ? ": " : "", err);
 	} else {
 		ck_line(out, CHECK_LVL_WARN, "api:error", "the node document could not be read%s%s",
 			err[0] ? ": " : "", err);
@@ -365,7 +372,7 @@ int check_run(const struct check_config *cfg, const struct check_transport *tp,
 	if (cfg->ibstat)
 		ck_ibstat(cfg, out, f, &nf, room);
 
-	int told = 0;
+	int told = 0, held_unseen = 0;
 	if (nf && out->api && tp->report) {
 		json_t *body = ck_report_body(cfg, f, nf, epoch);
 		json_t *answer = NULL;
@@ -374,18 +381,27 @@ int check_run(const struct check_config *cfg, const struct check_transport *tp,
 		json_decref(body);
 		if (rc == 0) {
 			told = 1;
-			out->reported = (int)(nf < AGENT_MAX_REPORT_EVENTS ? nf
-									   : AGENT_MAX_REPORT_EVENTS);
+			out->reported = (int)(nf < AGENT_MAX_REPORT_EVENTS
+						      ? nf
+						      : AGENT_MAX_REPORT_EVENTS);
 			int holds = ck_holds_decided(answer);
 			ck_line(out, CHECK_LVL_INFO, "report",
 				"%d findings reported to fleetplane: %" JSON_INTEGER_FORMAT
 				" accepted, %" JSON_INTEGER_FORMAT " duplicates, %d hold decisions",
-				out->reported, json_integer_value(json_object_get(answer, "accepted")),
+				out->reported,
+				json_integer_value(json_object_get(answer, "accepted")),
 				json_integer_value(json_object_get(answer, "duplicates")), holds);
 			/* The hold is the health controller's: read it back rather than infer it
-			 * (a repeat is a duplicate with no decision while the hold stays). */
-			if (!out->held) {
+			 * (a repeat is a duplicate with no decision while the hold stays). The
+			 * controller writes it after answering, so a "hold" decision is waited
+			 * for, bounded by hold_wait_ms. */
+			int64_t until = ck_now(cfg) + (holds ? cfg->hold_wait_ms : 0);
+			for (int tries = 0; !out->held; tries++) {
 				json_t *doc2 = NULL;
+				if (tries > 0 && ck_now(cfg) >= until)
+					break;
+				if (tries > 0)
+					ck_sleep_ms(CHECK_HOLD_POLL_MS);
 				if (tp->get_node(tp->arg, &doc2, err, sizeof(err)) == 0 && doc2) {
 					json_decref(doc);
 					doc = doc2;
@@ -398,14 +414,24 @@ int check_run(const struct check_config *cfg, const struct check_transport *tp,
 							reason ? reason : "(no reason)");
 					}
 				}
+				if (!holds)
+					break;
+			}
+			if (!out->held && holds) {
+				/* Decided but not yet seen: refuse all the same (fail closed). */
+				out->held = 1;
+				held_unseen = 1;
+				ck_line(out, CHECK_LVL_INFO, "hold:health",
+					"fleetplane decided to hold the node; the hold was not in the "
+					"node document within %ld ms",
+					cfg->hold_wait_ms);
 			}
 			if (!out->held)
 				ck_line(out, CHECK_LVL_INFO, "policy",
 					"fleetplane's health policy does not hold the node for these "
 					"findings: the node stays in service");
 		} else {
-			ck_line(out, CHECK_LVL_WARN,
-				rc == FP_EIO ? "api:unreachable" : "api:error",
+			ck_line(out, CHECK_LVL_WARN, rc == FP_EIO ? "api:unreachable" : "api:error",
 				"the findings could not be reported%s%s", err[0] ? ": " : "", err);
 		}
 	}
@@ -418,7 +444,8 @@ int check_run(const struct check_config *cfg, const struct check_transport *tp,
 			"hold%s",
 			cfg->mode == CHECK_MODE_PROLOG ? " (Slurm drains it with \"Prolog error\")"
 						       : "");
-	if (refuse && out->held && cfg->mode == CHECK_MODE_PROLOG && tp->drain && doc) {
+	if (refuse && out->held && !held_unseen && cfg->mode == CHECK_MODE_PROLOG && tp->drain &&
+	    doc) {
 		err[0] = '\0';
 		if (tp->drain(tp->arg, doc, err, sizeof(err)) == 0) {
 			out->drained = 1;
@@ -444,10 +471,10 @@ void check_print(const struct check_result *r, const struct check_config *cfg, F
 	for (size_t i = 0; i < r->nlines; i++)
 		fprintf(f, "%s %s: %s\n", lvl[r->lines[i].level], r->lines[i].code,
 			r->lines[i].text);
-	const char *verdict = r->exit_code == CHECK_EXIT_PASS	 ? "pass"
-			      : r->exit_code == CHECK_EXIT_FAULT ? "fail"
+	const char *verdict = r->exit_code == CHECK_EXIT_PASS     ? "pass"
+			      : r->exit_code == CHECK_EXIT_FAULT  ? "fail"
 			      : r->exit_code == CHECK_EXIT_NO_API ? "no-api"
-								   : "usage";
+								  : "usage";
 	fprintf(f, "check: %s node=%s mode=%s faults=%d held=%d reported=%d exit=%d\n", verdict,
 		cfg->node ? cfg->node : "-", check_mode_name(cfg->mode), r->faults, r->held,
 		r->reported, r->exit_code);

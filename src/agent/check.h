@@ -21,8 +21,11 @@
 
 #define CHECK_MAX_LINES 64
 #define CHECK_LINE_LEN 512
-#define CHECK_FAST_PROBE_MS 1000L /* --fast: per probe (nvidia-smi, ibstat) */
-#define CHECK_PROBE_MS 10000L     /* without --fast, as the agent's --probe-timeout default */
+#define CHECK_FAST_PROBE_MS 1000L    /* --fast: per probe (nvidia-smi, ibstat) */
+#define CHECK_PROBE_MS 10000L        /* without --fast, as the agent's --probe-timeout default */
+#define CHECK_FAST_HOLD_WAIT_MS 800L /* --fast: how long a decided hold is waited for */
+#define CHECK_HOLD_WAIT_MS 5000L
+#define CHECK_HOLD_POLL_MS 50L
 
 enum check_mode {
 	CHECK_MODE_MANUAL = 0, /* a person or a script: exit 3 when fleetplane cannot be asked */
@@ -50,7 +53,10 @@ struct check_config {
 	const char *ibstat;     /* a file of ibstat output, "auto", or NULL */
 	int expected_gpus;      /* > 0: the expected count; 0: the node's spec.gpus.count */
 	enum check_mode mode;
-	long probe_timeout_ms; /* per probe run ("auto"), 1 .. 3,600,000 */
+	long probe_timeout_ms;    /* per probe run ("auto"), 1 .. 3,600,000 */
+	long hold_wait_ms;        /* after a "hold" decision, the node document is read every
+				* CHECK_HOLD_POLL_MS until the hold shows, for at most this long
+				* (0 .. 60,000): the controller writes it after the report's answer */
 	int64_t (*wall_ms)(void); /* NULL = CLOCK_REALTIME; event times */
 };
 
@@ -98,8 +104,9 @@ struct check_result {
  * the transport's own timeout) and fills *out. Returns out->exit_code:
  *
  *  - CHECK_EXIT_FAULT when the node has a `health` hold (read before the report, or placed by
- *    the health controller for the findings just reported: their decisions, then the node
- *    document read again), or when a local fault was found and fleetplane could not be told
+ *    the health controller for the findings just reported: a "hold" decision that is not dry
+ *    run, then the node document read until the hold shows, at most hold_wait_ms; a hold
+ *    decided but not yet seen refuses too, without the drain below), or when a local fault was found and fleetplane could not be told
  *    (fail safe: a GPU fault must not take a job because the API is down). A local fault that
  *    fleetplane was told of but that its policy does not hold on (a count not yet reached, dry
  *    run) passes: fleetplane decides, not the check.

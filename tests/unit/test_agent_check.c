@@ -44,8 +44,12 @@ static const char *data(const char *rel)
 
 /* The fake API: one node document, the answers it gives, what it was sent. */
 struct fake {
-	int unreachable;   /* every call: FP_EIO */
+	int unreachable;    /* every call: FP_EIO */
 	int hold_on_report; /* the report places a health hold */
+	int hold_late;      /* > 0: the hold shows only on that many-th GET after the report;
+			     * -1: never (decided, not yet written) */
+	int dry_run;        /* the hold decision is dry run: nothing is held */
+	int gets_since;
 	json_t *doc;
 	int gets, reports, drains;
 	json_t *last_report;
@@ -55,9 +59,9 @@ struct fake {
 static json_t *node_doc(int gpus, const char *alive, const char *live)
 {
 	return json_pack("{s:{s:s},s:{s:{s:i}},s:{s:[],s:[{s:s,s:s,s:s},{s:s,s:s,s:s}]}}",
-			 "metadata", "name", "n2", "spec", "gpus", "count", gpus, "status",
-			 "holds", "conditions", "type", "AgentAlive", "status", alive, "reason",
-			 "Heartbeat", "type", "DetectorsLive", "status", live, "reason",
+			 "metadata", "name", "n2", "spec", "gpus", "count", gpus, "status", "holds",
+			 "conditions", "type", "AgentAlive", "status", alive, "reason", "Heartbeat",
+			 "type", "DetectorsLive", "status", live, "reason",
 			 strcmp(live, "True") == 0 ? "AllLive" : "DetectorDown");
 }
 
@@ -76,6 +80,8 @@ static int f_get(void *arg, json_t **doc, char *err, size_t errlen)
 		snprintf(err, errlen, "error: cannot reach fleetplane");
 		return FP_EIO;
 	}
+	if (f->hold_late > 0 && ++f->gets_since == f->hold_late)
+		add_hold(f->doc, "critical gpu:count_mismatch: 1 of 1 within 86400 s; hold");
 	*doc = json_deep_copy(f->doc);
 	return 0;
 }
@@ -90,11 +96,12 @@ static int f_report(void *arg, const json_t *body, json_t **answer, char *err, s
 	f->last_report = json_deep_copy(body);
 	json_t *ev = json_array_get(json_object_get(body, "events"), 0);
 	const char *code = jsonx_str(ev, "code");
-	if (f->hold_on_report)
+	if (f->hold_on_report && !f->hold_late && !f->dry_run)
 		add_hold(f->doc, "critical gpu:count_mismatch: 1 of 1 within 86400 s; hold");
-	*answer = json_pack("{s:i,s:i,s:[{s:s,s:s}]}", "accepted", 1, "duplicates", 0,
+	f->gets_since = 0;
+	*answer = json_pack("{s:i,s:i,s:[{s:s,s:s,s:b}]}", "accepted", 1, "duplicates", 0,
 			    "decisions", "event", jsonx_str(ev, "id"), "action",
-			    f->hold_on_report ? "hold" : "count");
+			    f->hold_on_report ? "hold" : "count", "dryRun", f->dry_run);
 	(void)code;
 	return 0;
 }
@@ -111,8 +118,10 @@ static int f_drain(void *arg, const json_t *doc, char *err, size_t errlen)
 
 static struct check_transport tp_of(struct fake *f)
 {
-	struct check_transport tp = {
-		.get_node = f_get, .report = f_report, .drain = f_drain, .arg = f};
+	struct check_transport tp = {.get_node = f_get,
+				     .report = f_report,
+				     .drain = f_drain,
+				     .arg = f};
 	return tp;
 }
 
@@ -125,6 +134,7 @@ static struct check_config cfg_of(enum check_mode mode, const char *nvsmi, const
 		.ibstat = ib ? data(ib) : NULL,
 		.mode = mode,
 		.probe_timeout_ms = CHECK_FAST_PROBE_MS,
+		.hold_wait_ms = 200,
 	};
 	return c;
 }
@@ -230,9 +240,10 @@ static void test_count_mismatch_prolog_held_and_drained(void **state)
 	json_t *hist = json_pack("[{s:s}]", "at", "2026-12-02T05:10:00.000Z");
 	json_object_set_new(json_object_get(f.doc, "status"), "remediationHistory", hist);
 	assert_int_equal(check_run(&c, &tp, &r2), CHECK_EXIT_FAULT);
-	assert_string_not_equal(
-		jsonx_str(json_array_get(json_object_get(f.last_report, "events"), 0), "id"),
-		first);
+	assert_string_not_equal(jsonx_str(json_array_get(json_object_get(f.last_report, "events"),
+							 0),
+					  "id"),
+				first);
 	release(&f);
 }
 
@@ -250,6 +261,43 @@ static void test_count_mismatch_healthcheck_no_drain(void **state)
 	assert_int_equal(r.held, 1);
 	assert_int_equal(r.drained, 0);
 	assert_int_equal(f.drains, 0);
+	release(&f);
+}
+
+/* The controller writes the hold after the report's answer: the check reads the node until it
+ * shows (here on the third read), then drains; a hold decided but never seen within the wait
+ * still refuses the job, without a drain (no fleetplane reason to give); a dry-run "hold"
+ * holds nothing and passes. */
+static void test_hold_written_late(void **state)
+{
+	(void)state;
+	struct fake f = {.doc = node_doc(8, "True", "True"), .hold_on_report = 1, .hold_late = 3};
+	struct check_transport tp = tp_of(&f);
+	struct check_config c = cfg_of(CHECK_MODE_PROLOG, P100, NULL);
+	struct check_result r;
+	assert_int_equal(check_run(&c, &tp, &r), CHECK_EXIT_FAULT);
+	assert_int_equal(r.held, 1);
+	assert_int_equal(r.drained, 1);
+	assert_int_equal(f.gets, 4); /* before the report, then three */
+	release(&f);
+
+	f = (struct fake){.doc = node_doc(8, "True", "True"), .hold_on_report = 1, .hold_late = -1};
+	tp = tp_of(&f);
+	assert_int_equal(check_run(&c, &tp, &r), CHECK_EXIT_FAULT);
+	assert_int_equal(r.held, 1);
+	assert_int_equal(r.drained, 0);
+	assert_int_equal(f.drains, 0);
+	assert_true(f.gets >= 2);
+	assert_string_equal(r.lines[r.nlines - 1].text,
+			    "fleetplane decided to hold the node; the hold was not in the node "
+			    "document within 200 ms");
+	release(&f);
+
+	f = (struct fake){.doc = node_doc(8, "True", "True"), .hold_on_report = 1, .dry_run = 1};
+	tp = tp_of(&f);
+	assert_int_equal(check_run(&c, &tp, &r), CHECK_EXIT_PASS);
+	assert_int_equal(r.held, 0);
+	assert_int_equal(f.gets, 2);
 	release(&f);
 }
 
@@ -401,6 +449,7 @@ int main(void)
 		cmocka_unit_test(test_ethernet_down_is_not_a_fault),
 		cmocka_unit_test(test_count_mismatch_prolog_held_and_drained),
 		cmocka_unit_test(test_count_mismatch_healthcheck_no_drain),
+		cmocka_unit_test(test_hold_written_late),
 		cmocka_unit_test(test_policy_no_hold_passes),
 		cmocka_unit_test(test_ecc_dbe),
 		cmocka_unit_test(test_api_unreachable),
