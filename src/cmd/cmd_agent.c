@@ -258,11 +258,14 @@ static int agent_read_boot_id(char *out, size_t outlen, char *why, size_t whylen
 }
 
 static int cmd_agent_check(int argc, char **argv);
+static int cmd_agent_epilog(int argc, char **argv);
 
 int cmd_agent(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "check") == 0)
 		return cmd_agent_check(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "epilog") == 0)
+		return cmd_agent_epilog(argc - 1, argv + 1);
 
 	static const struct option opts[] = {
 		{"node", required_argument, NULL, 'n'},
@@ -790,6 +793,7 @@ static int cmd_agent_check(int argc, char **argv)
 		cfg.boot_id = boot;
 	}
 	cfg.probe_timeout_ms = fast ? CHECK_FAST_PROBE_MS : CHECK_PROBE_MS;
+	cfg.hold_wait_ms = fast ? CHECK_FAST_HOLD_WAIT_MS : CHECK_HOLD_WAIT_MS;
 	exit_code = check_client(cmd, &cf, fast, &h.h.c);
 	if (exit_code != CLIENT_EXIT_OK)
 		goto out;
@@ -824,6 +828,143 @@ out:
 	free(h.h.report_path);
 	free(h.h.node_path);
 	client_release(&h.h.c);
+	buf_release(&cf.text);
+	return exit_code;
+}
+
+static const char epilog_usage[] =
+	"Usage: fleetplane agent epilog [--node NAME] [--job ID] [--config FILE]\n"
+	"\n"
+	"Run as Slurm's Epilog: reports the end of the job to fleetplane (POST\n"
+	"/v1/nodes/{name}:jobend: job, GPUs, exit code and signal), from SLURMD_NODENAME,\n"
+	"SLURM_JOB_ID, SLURM_JOB_GPUS and SLURM_JOB_EXIT_CODE2 (\"<exit>:<signal>\").\n"
+	"\n"
+	"      --node NAME           default: $SLURMD_NODENAME\n"
+	"      --job ID              default: $SLURM_JOB_ID\n"
+	"      --config FILE         as `agent check` (url, token-file); default\n"
+	"                            /etc/fleetplane/agent.conf when it exists\n"
+	"  -h, --help                this help\n"
+	"\n"
+	"Exit codes: 0 reported, or not reported with a warning on stderr (a non-zero Epilog\n"
+	"drains the node, slurm.conf(5): a job-end report never does); 2 usage (no node or job).\n";
+
+/* SLURM_JOB_EXIT_CODE2 "<exit>:<sig>" (slurm.conf(5) "Prolog and Epilog Scripts"). Returns 0
+ * or -1 for another shape. */
+static int epilog_exit_parse(const char *s, long *code, long *sig)
+{
+	char a[8], b[8];
+	size_t n = strcspn(s, ":");
+	if (!n || n >= sizeof(a) || s[n] != ':' || strlen(s + n + 1) >= sizeof(b))
+		return -1;
+	memcpy(a, s, n);
+	a[n] = '\0';
+	snprintf(b, sizeof(b), "%s", s + n + 1);
+	return agent_parse_long(a, 0, 255, code) < 0 || agent_parse_long(b, 0, 127, sig) < 0 ? -1
+											     : 0;
+}
+
+static int cmd_agent_epilog(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"node", required_argument, NULL, 'n'},
+		{"job", required_argument, NULL, 'j'},
+		{"config", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = "agent epilog";
+	const char *node = NULL, *job = NULL, *config = NULL;
+	int ch;
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'n': node = optarg; break;
+		case 'j': job = optarg; break;
+		case 'c': config = optarg; break;
+		case 'h': fputs(epilog_usage, stdout); return 0;
+		default: return client_getopt_error(cmd, ch, argv);
+		}
+	}
+	if (optind < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	struct check_file cf;
+	memset(&cf, 0, sizeof(cf));
+	struct stat st;
+	if (!config && stat(CHECK_CONFIG_DEFAULT, &st) == 0)
+		config = CHECK_CONFIG_DEFAULT;
+	int exit_code = CLIENT_EXIT_USAGE;
+	struct agent_http h;
+	memset(&h, 0, sizeof(h));
+	json_t *body = NULL;
+	char why[256];
+	if (config && check_read_config(cmd, config, &cf) < 0)
+		goto out;
+	const char *env = getenv("SLURMD_NODENAME");
+	if (!node)
+		node = cf.node ? cf.node : env && *env ? env : NULL;
+	if (!node || name_validate("node", node, why, sizeof(why)) < 0) {
+		client_usage_error(cmd, "node: %s",
+				   node ? why : "give --node or set SLURMD_NODENAME");
+		goto out;
+	}
+	env = getenv("SLURM_JOB_ID");
+	if (!job)
+		job = env && *env ? env : NULL;
+	if (!job || agent_job_validate(job, why, sizeof(why)) < 0) {
+		client_usage_error(cmd, "job: %s", job ? why : "give --job or set SLURM_JOB_ID");
+		goto out;
+	}
+	body = json_pack("{s:s}", "job", job);
+	/* Optional facts: a value of another shape is left out with a warning, not refused
+	 * (the report is bookkeeping and must never drain the node). */
+	const char *gpus = getenv("SLURM_JOB_GPUS");
+	if (gpus && *gpus) {
+		int ok = strlen(gpus) <= 256;
+		for (const char *p = gpus; ok && *p; p++)
+			ok = (*p >= '0' && *p <= '9') || *p == ',' || *p == '-';
+		if (ok)
+			json_object_set_new(body, "gpus", json_string(gpus));
+		else
+			fprintf(stderr,
+				"warning: SLURM_JOB_GPUS '%.60s' is not a GPU list; left out\n",
+				gpus);
+	}
+	const char *ec = getenv("SLURM_JOB_EXIT_CODE2");
+	if (ec && *ec) {
+		long code, sig;
+		if (epilog_exit_parse(ec, &code, &sig) == 0) {
+			json_object_set_new(body, "exitCode", json_integer(code));
+			json_object_set_new(body, "signal", json_integer(sig));
+		} else {
+			fprintf(stderr,
+				"warning: SLURM_JOB_EXIT_CODE2 '%.40s' is not <exit>:<signal>; left "
+				"out\n",
+				ec);
+		}
+	}
+	exit_code = check_client(cmd, &cf, 1, &h.c);
+	if (exit_code != CLIENT_EXIT_OK)
+		goto out;
+	h.c.timeout_ms = 2000;
+	char *esc = client_escape(node);
+	char *path = xasprintf("/v1/nodes/%s:jobend", esc);
+	free(esc);
+	long status = 0;
+	json_t *answer = NULL;
+	char *line = NULL;
+	int rc = agent_request(&h, "POST", path, body, &status, &answer, &line);
+	if (rc == CLIENT_EXIT_OK)
+		printf("epilog: job %s on %s reported\n", job, node);
+	else
+		fprintf(stderr, "warning: the end of job %s on %s was not reported: %s\n", job,
+			node, line);
+	json_decref(answer);
+	free(line);
+	free(path);
+	exit_code = 0;
+out:
+	json_decref(body);
+	client_release(&h.c);
 	buf_release(&cf.text);
 	return exit_code;
 }
