@@ -391,6 +391,7 @@ int check_run(const struct check_config *cfg, const struct check_transport *tp,
 				out->reported,
 				json_integer_value(json_object_get(answer, "accepted")),
 				json_integer_value(json_object_get(answer, "duplicates")), holds);
+			json_decref(answer);
 			/* The hold is the health controller's: read it back rather than infer it
 			 * (a repeat is a duplicate with no decision while the hold stays). The
 			 * controller writes it after answering, so a "hold" decision is waited
