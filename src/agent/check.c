@@ -439,7 +439,7 @@ int check_run(const struct check_config *cfg, const struct check_transport *tp,
 	free(f);
 
 	int refuse = out->held || (out->faults > 0 && !told);
-	if (refuse && out->faults > 0 && !told)
+	if (refuse && out->faults > 0 && !told && !out->held)
 		ck_line(out, CHECK_LVL_INFO, "fail-safe",
 			"fleetplane was not told of the faults: the node is refused without its "
 			"hold%s",
