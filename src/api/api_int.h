@@ -154,6 +154,7 @@ void api_openapi(struct api_req *r);
 /* api_health.c (issue 4): agent reports, health events, policies, budgets, breakers, RMAs. */
 void api_node_report(struct api_req *r);
 void api_node_remediated(struct api_req *r);
+void api_node_jobend(struct api_req *r);
 void api_healthevents_list(struct api_req *r);
 void api_healthevent_get(struct api_req *r);
 void api_policies_list(struct api_req *r);

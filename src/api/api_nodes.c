@@ -1904,3 +1904,115 @@ void api_node_power(struct api_req *r)
 	api_problem(r, 409, "node %s kept changing; gave up after %d attempts, retry", name,
 		    CAS_RETRIES);
 }
+
+/* ---------------------------------------------------------------- :jobend */
+
+/* A string member of body within 1..max bytes of the characters accepted by ok (NULL: any
+ * printable ASCII). Absent and not required: 0 with *out NULL. Answers 422 naming it. */
+static int jobend_str(struct api_req *r, const json_t *body, const char *field, size_t max,
+		      int required, int (*ok)(int), const char *what, const char **out)
+{
+	json_t *v = json_object_get(body, field);
+	*out = NULL;
+	if (!v && !required)
+		return 0;
+	const char *s = json_string_value(v);
+	size_t n = s ? strlen(s) : 0;
+	int good = s && n >= 1 && n <= max;
+	for (size_t i = 0; good && i < n; i++)
+		good = ok ? ok((unsigned char)s[i]) : (s[i] > 0x20 && s[i] < 0x7f);
+	if (!good) {
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", field), "%s: %s", field,
+				!v   ? "required"
+				: !s ? "expected a string"
+				     : what);
+		return -1;
+	}
+	*out = s;
+	return 0;
+}
+
+static int jobend_job_char(int c)
+{
+	return isalnum(c) || c == '.' || c == '_' || c == '+' || c == '-';
+}
+
+static int jobend_gpus_char(int c)
+{
+	return isdigit(c) || c == ',' || c == '-';
+}
+
+/* An integer member within lo..hi; absent: 0 and *present 0. Answers 422 naming it. */
+static int jobend_int(struct api_req *r, const json_t *body, const char *field, long lo, long hi,
+		      long *out, int *present)
+{
+	json_t *v = json_object_get(body, field);
+	*present = v != NULL;
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", field),
+				"%s: expected an integer from %ld to %ld", field, lo, hi);
+		return -1;
+	}
+	*out = (long)json_integer_value(v);
+	return 0;
+}
+
+/* POST /v1/nodes/{name}:jobend {"job","gpus"?,"exitCode"?,"signal"?}: the node's Epilog
+ * (`fleetplane agent epilog`) says a Slurm job ended on the node. job: 1..64 of
+ * [A-Za-z0-9._+-] (the report's agent.job rule); gpus: SLURM_JOB_GPUS, 1..256 of [0-9,-];
+ * exitCode 0..255 and signal 0..127 from SLURM_JOB_EXIT_CODE2 "<exit>:<sig>" (slurm.conf(5)
+ * "Prolog and Epilog Scripts"). Writes the audit event JobEnded on node/<name> (Warning when
+ * the job failed or was signalled) and answers 202 {"accepted":true}; 404 unknown node; 422
+ * naming a bad or unknown member. */
+void api_node_jobend(struct api_req *r)
+{
+	static const char *const keys[] = {"job", "gpus", "exitCode", "signal", NULL};
+	if (check_name_param(r) < 0)
+		return;
+	const char *name = r->params[0];
+	json_t *body;
+	if (api_body_keys(r, keys, &body) < 0)
+		return;
+	const char *job = NULL, *gpus = NULL;
+	long code = 0, sig = 0;
+	int have_code = 0, have_sig = 0;
+	if (jobend_str(r, body, "job", 64, 1, jobend_job_char,
+		       "expected a job id (1..64 characters of A-Z a-z 0-9 . _ + -)", &job) < 0 ||
+	    jobend_str(r, body, "gpus", 256, 0, jobend_gpus_char,
+		       "expected GPU indices as Slurm lists them (1..256 characters of 0-9 , -)",
+		       &gpus) < 0 ||
+	    jobend_int(r, body, "exitCode", 0, 255, &code, &have_code) < 0 ||
+	    jobend_int(r, body, "signal", 0, 127, &sig, &have_sig) < 0)
+		return;
+	json_t *doc = NULL;
+	int64_t mod = 0;
+	int rc = api_get_doc(r, node_key(r, name), &doc, &mod);
+	if (rc == FP_ENOTFOUND) {
+		api_problem(r, 404, "node %s not found", name);
+		return;
+	}
+	if (rc < 0) {
+		api_problem_rc(r, rc, "cannot read the node");
+		return;
+	}
+	json_decref(doc);
+	const char *exit_text = have_code || have_sig
+					? api_printf(r, ", exit %ld%s", code,
+						     have_sig ? api_printf(r, " signal %ld", sig)
+							      : "")
+					: "";
+	struct store_op ev;
+	api_event_op(r, &ev, (code || sig) ? "Warning" : "Normal", api_printf(r, "node/%s", name),
+		     "JobEnded",
+		     api_printf(r, "job %s ended on %s%s%s%s", job, name, gpus ? ", gpus " : "",
+				gpus ? gpus : "", exit_text));
+	rc = store_txn(r->srv->cfg.store, &ev, 1, NULL, NULL);
+	if (rc < 0) {
+		api_problem_rc(r, rc, "store write failed");
+		return;
+	}
+	log_info("job ended node=%s job=%s actor=%s", name, job, api_actor(r));
+	api_reply_json(r, 202, json_pack("{s:b}", "accepted", 1));
+}

@@ -54,6 +54,10 @@ static const struct oa_op oa_ops[] = {
 	{"/v1/nodes/{name}:remediated", "post",
 	 "Agent result of a gpu_reset operation {\"operation\",\"succeeded\",\"message\"?}",
 	 "operator (agent: own node)", 202, 1, 0},
+	{"/v1/nodes/{name}:jobend", "post",
+	 "Epilog: a Slurm job ended on the node {\"job\",\"gpus\"?,\"exitCode\"?,\"signal\"?}; "
+	 "audit event JobEnded",
+	 "operator (agent: own node)", 202, 1, 0},
 	{"/v1/operations", "get", "List or watch operations (node, state)", "viewer", 200, 0, 1},
 	{"/v1/operations/{name}", "get", "Get an operation", "viewer", 200, 0, 0},
 	{"/v1/operations/{name}:cancel", "post",

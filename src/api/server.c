@@ -85,6 +85,8 @@ static const struct api_route routes[] = {
 	 api_node_report},
 	{"POST", "/v1/nodes/{name}:remediated", API_ROLE_OPERATOR, API_R_V1 | API_R_AGENT_SELF,
 	 api_node_remediated},
+	{"POST", "/v1/nodes/{name}:jobend", API_ROLE_OPERATOR, API_R_V1 | API_R_AGENT_SELF,
+	 api_node_jobend},
 	{"GET", "/v1/operations", API_ROLE_VIEWER, API_R_V1, api_ops_list},
 	{"GET", "/v1/operations/{name}", API_ROLE_VIEWER, API_R_V1, api_op_get},
 	{"POST", "/v1/operations/{name}:cancel", API_ROLE_OPERATOR, API_R_V1, api_op_cancel},

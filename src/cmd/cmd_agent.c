@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "agent/agent.h"
+#include "agent/check.h"
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/err.h"
@@ -24,6 +25,9 @@
 #include "cmd/client.h"
 #include "cmd/run.h"
 #include "core/codec.h"
+#include "core/model.h"
+#include "sched/slurm_cli.h"
+#include "sched/slurm_project.h"
 
 #include "base/banned.h"
 
@@ -253,8 +257,16 @@ static int agent_read_boot_id(char *out, size_t outlen, char *why, size_t whylen
 	return 0;
 }
 
+static int cmd_agent_check(int argc, char **argv);
+static int cmd_agent_epilog(int argc, char **argv);
+
 int cmd_agent(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "check") == 0)
+		return cmd_agent_check(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "epilog") == 0)
+		return cmd_agent_epilog(argc - 1, argv + 1);
+
 	static const struct option opts[] = {
 		{"node", required_argument, NULL, 'n'},
 		{"kernel-log", required_argument, NULL, 'k'},
@@ -474,5 +486,485 @@ int cmd_agent(int argc, char **argv)
 	free(h.node_path);
 	free(h.remediated_path);
 	client_release(&h.c);
+	return exit_code;
+}
+
+/* ------------------------------------------------------------------ agent check / epilog */
+
+static const char check_usage[] =
+	"Usage: fleetplane agent check [--fast] [--node NAME] [--mode prolog|healthcheck|manual]\n"
+	"                              [--config FILE] [--nvidia-smi FILE|auto] [--ibstat FILE|auto]\n"
+	"                              [--expected-gpus N]\n"
+	"\n"
+	"Checks the node once, as Slurm's Prolog or HealthCheckProgram (docs/slurm.md \"Checks\n"
+	"Slurm calls\"): GPU count, uncorrectable ECC / pending remaps, InfiniBand ports, no open\n"
+	"health hold, the agent alive with its detectors live. A local fault is reported to\n"
+	"fleetplane, whose health policy decides the hold. One line per finding on stdout.\n"
+	"\n"
+	"      --fast                each probe and API call bounded so the check ends within 2 s\n"
+	"      --node NAME           default: $SLURMD_NODENAME\n"
+	"      --mode MODE           prolog, healthcheck or manual (default manual)\n"
+	"      --config FILE         `key value` lines: url, token-file, node, nvidia-smi, ibstat,\n"
+	"                            expected-gpus (flags win; default /etc/fleetplane/agent.conf\n"
+	"                            when it exists)\n"
+	"      --nvidia-smi FILE|auto  nvidia-smi -q / -q -x output, or run `nvidia-smi -q -x`\n"
+	"      --ibstat FILE|auto    ibstat output, or run `ibstat`\n"
+	"      --expected-gpus N     default: the node's spec.gpus.count\n"
+	"      --boot-id ID          default: /proc/sys/kernel/random/boot_id\n"
+	"  -h, --help                this help\n"
+	"\n"
+	"Exit codes: 0 pass; 1 the node must not take jobs (fleetplane holds it, or a fault that\n"
+	"fleetplane could not be told of); 2 usage; 3 (manual, healthcheck) nothing found locally\n"
+	"but fleetplane could not be asked. A Prolog passes when fleetplane is unreachable and\n"
+	"nothing is found locally: an API outage must not drain the cluster.\n";
+
+#define CHECK_CONFIG_DEFAULT "/etc/fleetplane/agent.conf"
+#define CHECK_CONFIG_MAX (64u << 10)
+#define CHECK_TOKEN_MAX 4096u
+
+/* The keys of an agent config file; a value is borrowed from the file's buffer. */
+struct check_file {
+	struct buf text;
+	const char *url, *token_file, *node, *nvidia_smi, *ibstat, *expected_gpus;
+};
+
+/* Reads `key value` lines (# comments, blank lines) of path. Returns 0, or -1 after a usage
+ * error naming the file and line. */
+static int check_read_config(const char *cmd, const char *path, struct check_file *cf)
+{
+	char err[512];
+	buf_init(&cf->text, CHECK_CONFIG_MAX + 1);
+	if (buf_read_file(&cf->text, path, CHECK_CONFIG_MAX, err, sizeof(err)) < 0) {
+		client_usage_error(cmd, "flag '--config': %s", err);
+		return -1;
+	}
+	char *p = cf->text.data ? cf->text.data : (char *)"";
+	for (int lineno = 1; p && *p; lineno++) {
+		char *nl = strchr(p, '\n');
+		if (nl)
+			*nl = '\0';
+		char *line = p;
+		p = nl ? nl + 1 : NULL;
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		while (*line == ' ' || *line == '\t')
+			line++;
+		size_t n = strlen(line);
+		while (n && (line[n - 1] == ' ' || line[n - 1] == '\t' || line[n - 1] == '\r'))
+			line[--n] = '\0';
+		if (!n)
+			continue;
+		char *val = line + strcspn(line, " \t");
+		if (*val) {
+			*val++ = '\0';
+			while (*val == ' ' || *val == '\t')
+				val++;
+		}
+		if (!*val) {
+			client_usage_error(cmd, "%s line %d: key '%s' needs a value", path, lineno,
+					   line);
+			return -1;
+		}
+		static const char *const keys[] = {"url",        "token-file", "node",
+						   "nvidia-smi", "ibstat",     "expected-gpus"};
+		const char **slot[] = {&cf->url,        &cf->token_file, &cf->node,
+				       &cf->nvidia_smi, &cf->ibstat,     &cf->expected_gpus};
+		size_t k = 0;
+		while (k < 6 && strcmp(line, keys[k]) != 0)
+			k++;
+		if (k == 6) {
+			client_usage_error(
+				cmd,
+				"%s line %d: unknown key '%.40s' (url, token-file, node, "
+				"nvidia-smi, ibstat, expected-gpus)",
+				path, lineno, line);
+			return -1;
+		}
+		*slot[k] = val;
+	}
+	return 0;
+}
+
+/* The check's client: URL and token from the config file when given there, else
+ * FLEETPLANE_URL / FLEETPLANE_TOKEN. Returns a client exit code. */
+static int check_client(const char *cmd, const struct check_file *cf, int fast, struct client *c)
+{
+	char *tok = NULL;
+	if (cf->token_file) {
+		struct buf b;
+		char err[512];
+		buf_init(&b, CHECK_TOKEN_MAX + 1);
+		if (buf_read_file(&b, cf->token_file, CHECK_TOKEN_MAX, err, sizeof(err)) < 0) {
+			buf_release(&b);
+			return client_usage_error(cmd, "token-file: %s", err);
+		}
+		tok = xstrdup(b.data ? b.data : "");
+		explicit_bzero(b.data, b.len);
+		buf_release(&b);
+	}
+	/* client_init reads the environment; this process is single-threaded here and the
+	 * variables are removed again before any probe runs (the token reaches no child). */
+	if (cf->url)
+		setenv("FLEETPLANE_URL", cf->url, 1);
+	if (tok)
+		setenv("FLEETPLANE_TOKEN", tok, 1);
+	int rc = client_init(c);
+	if (tok) {
+		explicit_bzero(tok, strlen(tok));
+		free(tok);
+	}
+	unsetenv("FLEETPLANE_TOKEN");
+	if (rc != CLIENT_EXIT_OK)
+		return rc;
+	if (fast) {
+		/* --fast: at most three calls (node, report, node again) within the 2 s. */
+		c->connect_timeout_ms = 250;
+		c->timeout_ms = 400;
+	} else {
+		c->timeout_ms = 5000;
+	}
+	return CLIENT_EXIT_OK;
+}
+
+struct check_http {
+	struct agent_http h;
+	struct slurm_cli *slurm;
+};
+
+static int check_err_rc(int rc, long status, const char *line, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "%s", line);
+	if (rc == CLIENT_EXIT_CONNECT || (rc != CLIENT_EXIT_OK && status == 0))
+		return FP_EIO;
+	return status == 404 ? FP_ENOTFOUND : FP_EINVAL;
+}
+
+static int check_get_node(void *arg, json_t **doc, char *err, size_t errlen)
+{
+	struct check_http *ch = arg;
+	long status = 0;
+	char *line = NULL;
+	*doc = NULL;
+	int rc = agent_request(&ch->h, "GET", ch->h.node_path, NULL, &status, doc, &line);
+	if (rc == CLIENT_EXIT_OK && *doc) {
+		free(line);
+		return 0;
+	}
+	json_decref(*doc);
+	*doc = NULL;
+	rc = check_err_rc(rc, status, line, err, errlen);
+	free(line);
+	return rc;
+}
+
+static int check_report(void *arg, const json_t *body, json_t **answer, char *err, size_t errlen)
+{
+	struct check_http *ch = arg;
+	long status = 0;
+	char *line = NULL;
+	*answer = NULL;
+	int rc = agent_request(&ch->h, "POST", ch->h.report_path, body, &status, answer, &line);
+	if (rc == CLIENT_EXIT_OK) {
+		free(line);
+		return 0;
+	}
+	json_decref(*answer);
+	*answer = NULL;
+	rc = check_err_rc(rc, status, line, err, errlen);
+	free(line);
+	return rc;
+}
+
+/* Prolog: `scontrol update NodeName=<node> State=DRAIN Reason=<the Slurm sync's reason>`. */
+static int check_drain(void *arg, const json_t *doc, char *err, size_t errlen)
+{
+	struct check_http *ch = arg;
+	struct node *n = NULL;
+	char why[256];
+	if (node_from_json(doc, 0, &n, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "the node document does not decode: %s", why);
+		return FP_EINVAL;
+	}
+	char reason[SLURM_CLI_REASON_MAX];
+	slurm_project_reason(n, reason, sizeof(reason));
+	const char *names[] = {n->name};
+	int rc = slurm_cli_update(ch->slurm, names, 1, SLURM_UPDATE_DRAIN, reason, err, errlen);
+	node_free(n);
+	return rc;
+}
+
+static int cmd_agent_check(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"fast", no_argument, NULL, 'f'},
+		{"node", required_argument, NULL, 'n'},
+		{"mode", required_argument, NULL, 'm'},
+		{"config", required_argument, NULL, 'c'},
+		{"nvidia-smi", required_argument, NULL, 's'},
+		{"ibstat", required_argument, NULL, 'i'},
+		{"expected-gpus", required_argument, NULL, 'g'},
+		{"boot-id", required_argument, NULL, 'b'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = "agent check";
+	struct check_config cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	const char *config = NULL, *node = NULL, *nvsmi = NULL, *ibstat = NULL, *gpus = NULL;
+	int fast = 0;
+	int ch;
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'f': fast = 1; break;
+		case 'n': node = optarg; break;
+		case 'm':
+			if (check_mode_parse(optarg, &cfg.mode) < 0)
+				return client_usage_error(cmd,
+							  "flag '--mode' needs prolog, healthcheck "
+							  "or manual, got '%.40s'",
+							  optarg);
+			break;
+		case 'c': config = optarg; break;
+		case 's': nvsmi = optarg; break;
+		case 'i': ibstat = optarg; break;
+		case 'g': gpus = optarg; break;
+		case 'b':
+			if (!*optarg || strlen(optarg) > 128)
+				return client_usage_error(cmd,
+							  "flag '--boot-id' needs an id of 1 to "
+							  "128 bytes");
+			cfg.boot_id = optarg;
+			break;
+		case 'h': fputs(check_usage, stdout); return 0;
+		default: return client_getopt_error(cmd, ch, argv);
+		}
+	}
+	if (optind < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	struct check_file cf;
+	memset(&cf, 0, sizeof(cf));
+	struct stat st;
+	if (!config && stat(CHECK_CONFIG_DEFAULT, &st) == 0)
+		config = CHECK_CONFIG_DEFAULT;
+	int exit_code = CHECK_EXIT_USAGE;
+	struct check_http h;
+	memset(&h, 0, sizeof(h));
+	if (config && check_read_config(cmd, config, &cf) < 0)
+		goto out;
+	const char *env_node = getenv("SLURMD_NODENAME");
+	cfg.node = node ? node : cf.node ? cf.node : env_node && *env_node ? env_node : NULL;
+	if (!cfg.node) {
+		client_usage_error(cmd, "no node: give --node, node in the config file, or run "
+					"under Slurm ($SLURMD_NODENAME)");
+		goto out;
+	}
+	char why[256];
+	if (name_validate("node", cfg.node, why, sizeof(why)) < 0) {
+		client_usage_error(cmd, "node '%.80s': %s", cfg.node, why);
+		goto out;
+	}
+	cfg.nvidia_smi = nvsmi ? nvsmi : cf.nvidia_smi;
+	cfg.ibstat = ibstat ? ibstat : cf.ibstat;
+	if ((cfg.nvidia_smi && !*cfg.nvidia_smi) || (cfg.ibstat && !*cfg.ibstat)) {
+		client_usage_error(cmd, "--nvidia-smi and --ibstat need a file or 'auto'");
+		goto out;
+	}
+	if (!gpus)
+		gpus = cf.expected_gpus;
+	if (gpus) {
+		long v;
+		if (agent_parse_long(gpus, 1, 64, &v) < 0) {
+			client_usage_error(cmd,
+					   "expected GPUs needs a count from 1 to 64, got '%.40s'",
+					   gpus);
+			goto out;
+		}
+		cfg.expected_gpus = (int)v;
+	}
+	char boot[160];
+	if (!cfg.boot_id) {
+		if (agent_read_boot_id(boot, sizeof(boot), why, sizeof(why)) < 0) {
+			client_usage_error(cmd, "cannot read the boot id (%s); give --boot-id",
+					   why);
+			goto out;
+		}
+		cfg.boot_id = boot;
+	}
+	cfg.probe_timeout_ms = fast ? CHECK_FAST_PROBE_MS : CHECK_PROBE_MS;
+	cfg.hold_wait_ms = fast ? CHECK_FAST_HOLD_WAIT_MS : CHECK_HOLD_WAIT_MS;
+	exit_code = check_client(cmd, &cf, fast, &h.h.c);
+	if (exit_code != CLIENT_EXIT_OK)
+		goto out;
+	if (cfg.mode == CHECK_MODE_PROLOG) {
+		/* The Prolog has SLURM_CONF (slurm.conf(5) "SLURM_CONF: Available in Prolog and
+		 * Epilog"); scontrol comes from PATH. */
+		struct slurm_cli_config sc = {.timeout_ms = fast ? 500 : 5000};
+		char err[256];
+		if (slurm_cli_new(&sc, &h.slurm, err, sizeof(err)) < 0) {
+			exit_code = client_usage_error(cmd, "scontrol: %s", err);
+			goto out;
+		}
+	}
+	char *esc = client_escape(cfg.node);
+	h.h.report_path = xasprintf("/v1/nodes/%s:report", esc);
+	h.h.node_path = xasprintf("/v1/nodes/%s", esc);
+	free(esc);
+	signal(SIGPIPE, SIG_IGN);
+	struct check_transport tp = {
+		.get_node = check_get_node,
+		.report = check_report,
+		.drain = h.slurm ? check_drain : NULL,
+		.arg = &h,
+	};
+	struct check_result *res = xcalloc(1, sizeof(*res));
+	exit_code = check_run(&cfg, &tp, res);
+	check_print(res, &cfg, stdout);
+	fflush(stdout);
+	free(res);
+out:
+	slurm_cli_free(h.slurm);
+	free(h.h.report_path);
+	free(h.h.node_path);
+	client_release(&h.h.c);
+	buf_release(&cf.text);
+	return exit_code;
+}
+
+static const char epilog_usage[] =
+	"Usage: fleetplane agent epilog [--node NAME] [--job ID] [--config FILE]\n"
+	"\n"
+	"Run as Slurm's Epilog: reports the end of the job to fleetplane (POST\n"
+	"/v1/nodes/{name}:jobend: job, GPUs, exit code and signal), from SLURMD_NODENAME,\n"
+	"SLURM_JOB_ID, SLURM_JOB_GPUS and SLURM_JOB_EXIT_CODE2 (\"<exit>:<signal>\").\n"
+	"\n"
+	"      --node NAME           default: $SLURMD_NODENAME\n"
+	"      --job ID              default: $SLURM_JOB_ID\n"
+	"      --config FILE         as `agent check` (url, token-file); default\n"
+	"                            /etc/fleetplane/agent.conf when it exists\n"
+	"  -h, --help                this help\n"
+	"\n"
+	"Exit codes: 0 reported, or not reported with a warning on stderr (a non-zero Epilog\n"
+	"drains the node, slurm.conf(5): a job-end report never does); 2 usage (no node or job).\n";
+
+/* SLURM_JOB_EXIT_CODE2 "<exit>:<sig>" (slurm.conf(5) "Prolog and Epilog Scripts"). Returns 0
+ * or -1 for another shape. */
+static int epilog_exit_parse(const char *s, long *code, long *sig)
+{
+	char a[8], b[8];
+	size_t n = strcspn(s, ":");
+	if (!n || n >= sizeof(a) || s[n] != ':' || strlen(s + n + 1) >= sizeof(b))
+		return -1;
+	memcpy(a, s, n);
+	a[n] = '\0';
+	snprintf(b, sizeof(b), "%s", s + n + 1);
+	return agent_parse_long(a, 0, 255, code) < 0 || agent_parse_long(b, 0, 127, sig) < 0 ? -1
+											     : 0;
+}
+
+static int cmd_agent_epilog(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"node", required_argument, NULL, 'n'},
+		{"job", required_argument, NULL, 'j'},
+		{"config", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *cmd = "agent epilog";
+	const char *node = NULL, *job = NULL, *config = NULL;
+	int ch;
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'n': node = optarg; break;
+		case 'j': job = optarg; break;
+		case 'c': config = optarg; break;
+		case 'h': fputs(epilog_usage, stdout); return 0;
+		default: return client_getopt_error(cmd, ch, argv);
+		}
+	}
+	if (optind < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	struct check_file cf;
+	memset(&cf, 0, sizeof(cf));
+	struct stat st;
+	if (!config && stat(CHECK_CONFIG_DEFAULT, &st) == 0)
+		config = CHECK_CONFIG_DEFAULT;
+	int exit_code = CLIENT_EXIT_USAGE;
+	struct agent_http h;
+	memset(&h, 0, sizeof(h));
+	json_t *body = NULL;
+	char why[256];
+	if (config && check_read_config(cmd, config, &cf) < 0)
+		goto out;
+	const char *env = getenv("SLURMD_NODENAME");
+	if (!node)
+		node = cf.node ? cf.node : env && *env ? env : NULL;
+	if (!node || name_validate("node", node, why, sizeof(why)) < 0) {
+		client_usage_error(cmd, "node: %s",
+				   node ? why : "give --node or set SLURMD_NODENAME");
+		goto out;
+	}
+	env = getenv("SLURM_JOB_ID");
+	if (!job)
+		job = env && *env ? env : NULL;
+	if (!job || agent_job_validate(job, why, sizeof(why)) < 0) {
+		client_usage_error(cmd, "job: %s", job ? why : "give --job or set SLURM_JOB_ID");
+		goto out;
+	}
+	body = json_pack("{s:s}", "job", job);
+	/* Optional facts: a value of another shape is left out with a warning, not refused
+	 * (the report is bookkeeping and must never drain the node). */
+	const char *gpus = getenv("SLURM_JOB_GPUS");
+	if (gpus && *gpus) {
+		int ok = strlen(gpus) <= 256;
+		for (const char *p = gpus; ok && *p; p++)
+			ok = (*p >= '0' && *p <= '9') || *p == ',' || *p == '-';
+		if (ok)
+			json_object_set_new(body, "gpus", json_string(gpus));
+		else
+			fprintf(stderr,
+				"warning: SLURM_JOB_GPUS '%.60s' is not a GPU list; left out\n",
+				gpus);
+	}
+	const char *ec = getenv("SLURM_JOB_EXIT_CODE2");
+	if (ec && *ec) {
+		long code, sig;
+		if (epilog_exit_parse(ec, &code, &sig) == 0) {
+			json_object_set_new(body, "exitCode", json_integer(code));
+			json_object_set_new(body, "signal", json_integer(sig));
+		} else {
+			fprintf(stderr,
+				"warning: SLURM_JOB_EXIT_CODE2 '%.40s' is not <exit>:<signal>; left "
+				"out\n",
+				ec);
+		}
+	}
+	exit_code = check_client(cmd, &cf, 1, &h.c);
+	if (exit_code != CLIENT_EXIT_OK)
+		goto out;
+	h.c.timeout_ms = 2000;
+	char *esc = client_escape(node);
+	char *path = xasprintf("/v1/nodes/%s:jobend", esc);
+	free(esc);
+	long status = 0;
+	json_t *answer = NULL;
+	char *line = NULL;
+	int rc = agent_request(&h, "POST", path, body, &status, &answer, &line);
+	if (rc == CLIENT_EXIT_OK)
+		printf("epilog: job %s on %s reported\n", job, node);
+	else
+		fprintf(stderr, "warning: the end of job %s on %s was not reported: %s\n", job,
+			node, line);
+	json_decref(answer);
+	free(line);
+	free(path);
+	exit_code = 0;
+out:
+	json_decref(body);
+	client_release(&h.c);
+	buf_release(&cf.text);
 	return exit_code;
 }

@@ -34,8 +34,9 @@
 # Tests source it.
 #
 # Prolog, Epilog and HealthCheckProgram are DIR/prolog.sh, epilog.sh and healthcheck.sh: each
-# appends "NAME node=N job=J" to DIR/log/hooks.log and exits 0 (a later step puts `fleetplane
-# agent check` there). Slurm runs them with a bare environment (no SLURM_CONF), so each exports
+# appends "NAME node=N job=J" to DIR/log/hooks.log and exits 0, or, when SLURM_PEER_PROLOG,
+# SLURM_PEER_EPILOG or SLURM_PEER_HEALTHCHECK is set, then runs that command line and exits with
+# its status (test_slurm_prolog.sh runs `fleetplane agent check` and `agent epilog` so). Slurm runs them with a bare environment (no SLURM_CONF), so each exports
 # SLURM_CONF itself.
 set -euo pipefail
 
@@ -112,10 +113,22 @@ EOF
 # $h for the test cluster in $d (slurm.sh): logs and succeeds.
 export SLURM_CONF=$d/slurm.conf
 echo "$h node=\${SLURMD_NODENAME:-} job=\${SLURM_JOB_ID:-}" >>$d/log/hooks.log
-exit 0
 EOF
+		slurm_peer_hook_cmd "$d/$h.sh" "$h"
+		echo "exit 0" >>"$d/$h.sh"
 		chmod 755 "$d/$h.sh"
 	done
+}
+
+# Opt-in hook commands (off unless set, so other tests keep the logging hooks):
+# SLURM_PEER_PROLOG, SLURM_PEER_EPILOG, SLURM_PEER_HEALTHCHECK each name one shell command line
+# that the hook runs after its log line; the hook then exits with that command's status (a
+# non-zero Prolog drains the node and requeues the job held, slurm.conf(5) "Prolog").
+slurm_peer_hook_cmd() { # SCRIPT HOOK
+	local var
+	var=SLURM_PEER_$(echo "$2" | tr '[:lower:]' '[:upper:]')
+	[ -n "${!var:-}" ] || return 0
+	printf '%s\nexit $?\n' "${!var}" >>"$1"
 }
 
 # slurm_peer_owned DIR PID: PID is alive (not a zombie) and its argv names DIR.
