@@ -65,13 +65,14 @@ static const char *const hand_names[12] = {"enrolled",  "inspecting", "provision
 					   "available", "in_service", "draining",     "maintenance",
 					   "repairing", "failed",     "retiring",     "retired"};
 
-/* DESIGN.md "Node phases", written out by hand. Rows: from; columns: to, in the order
+/* DESIGN.md "Node phases", written out by hand, plus inspecting -> available for an adopted
+ * node (spec.adopt, docs/architecture.md). Rows: from; columns: to, in the order
  * EN IN PR VA AV IS DR MA RE FA RG RD. "any -> retiring" is column RG for every row but
  * retiring itself (same phase) and retired (final). */
 static const int table[12][12] = {
 	/*               EN IN PR VA AV IS DR MA RE FA RG RD */
 	/* enrolled */ {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0},
-	/* inspect  */ {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0},
+	/* inspect  */ {0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1, 0}, /* -> available: spec.adopt */
 	/* provis   */ {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0},
 	/* validat  */ {0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 0},
 	/* availab  */ {0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 1, 0},
@@ -142,9 +143,9 @@ static void test_phase_table(void **state)
 					 hand_names[t], rc);
 			ASSERT_EQ_STR(e, want);
 		}
-	/* 18 table edges + 10 "any -> retiring" (all but retiring and retired), failed ->
-	 * retiring being in both */
-	assert_int_equal(allowed, 27);
+	/* 19 table edges (inspecting -> available for spec.adopt among them) + 10 "any ->
+	 * retiring" (all but retiring and retired), failed -> retiring being in both */
+	assert_int_equal(allowed, 28);
 	char e[64];
 	assert_int_equal(node_phase_check((enum node_phase)12, PHASE_ENROLLED, e, sizeof(e)),
 			 FP_ESTATE);
