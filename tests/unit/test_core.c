@@ -610,6 +610,30 @@ static void test_unknown_fields(void **state)
 			1, FP_EINVAL, "unknown field spec.bmc.Password");
 }
 
+/* spec.adopt: decoded as true/false, written back only when set (the import's nodes carry it
+ * through the store and the public view). */
+static void test_adopt_codec(void **state)
+{
+	(void)state;
+	char err[256];
+	struct node *n = NULL;
+	ASSERT_OK(decode_node("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"adopt\":true}}", 1, &n,
+			      err, sizeof(err)));
+	ASSERT_EQ_INT(n->adopt, 1);
+	json_t *doc = node_to_json(n, NODE_JSON_PUBLIC);
+	assert_true(json_is_true(json_object_get(json_object_get(doc, "spec"), "adopt")));
+	json_decref(doc);
+	node_free(n);
+	n = NULL;
+	ASSERT_OK(decode_node("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"adopt\":false}}", 1, &n,
+			      err, sizeof(err)));
+	ASSERT_EQ_INT(n->adopt, 0);
+	doc = node_to_json(n, NODE_JSON_STORE);
+	assert_null(json_object_get(json_object_get(doc, "spec"), "adopt"));
+	json_decref(doc);
+	node_free(n);
+}
+
 static void test_wrong_types(void **state)
 {
 	(void)state;
@@ -653,6 +677,10 @@ static void test_wrong_types(void **state)
 			FP_EINVAL, "spec.retire: expected true or false");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"retire\":1}}", 1, FP_EINVAL,
 			"spec.retire: expected true or false");
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"adopt\":\"yes\"}}", 1,
+			FP_EINVAL, "spec.adopt: expected true or false");
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"adopt\":1}}", 1, FP_EINVAL,
+			"spec.adopt: expected true or false");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"driver\":\"IPMI\","
 			"\"address\":\"h\"}}}",
 			1, FP_EINVAL, "spec.bmc.driver: \"IPMI\" is not one of sim, ipmi, redfish");
@@ -1383,6 +1411,7 @@ int main(void)
 		cmocka_unit_test(test_enroll_full),
 		cmocka_unit_test(test_unknown_fields),
 		cmocka_unit_test(test_wrong_types),
+		cmocka_unit_test(test_adopt_codec),
 		cmocka_unit_test(test_macs),
 		cmocka_unit_test(test_store_roundtrip),
 		cmocka_unit_test(test_remediation_codec),
