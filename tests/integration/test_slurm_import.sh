@@ -78,6 +78,20 @@ mkdir -p "$WORK/gen"
 tail -1 "$WORK/gen.out" | grep -qF "16 nodes in $WORK/gen/nodes.conf: 0 created, 0 already enrolled, 0 failed, 0 skipped; 0 lines not mapped" ||
 	fail "generated config: $(tail -1 "$WORK/gen.out") $(cat "$WORK/gen.err")"
 
+# A public cluster's config as it is (giovtorres/docker-centos7-slurm, MIT): two GPU types on
+# one node (no single model), Gres= twice on one line, a gres.conf for every node.
+"$FP" slurm import --slurm-conf "$C/giovtorres-slurm.conf" --gres-conf "$C/giovtorres-gres.conf" \
+	>"$WORK/gt.out" 2>"$WORK/gt.err" || fail "giovtorres import exited $? ($(cat "$WORK/gt.err"))"
+tail -1 "$WORK/gt.out" | grep -qF "4 nodes in $C/giovtorres-slurm.conf: 4 created, 0 already enrolled, 0 failed, 0 skipped; 5 lines not mapped" ||
+	fail "giovtorres summary: $(tail -1 "$WORK/gt.out")"
+assert_eq 5 "$(wc -l <"$WORK/gt.err")" "giovtorres diagnostics"
+grep -qxF "$C/giovtorres-slurm.conf:59: Gres given twice on one line: Slurm uses the last: NodeName=c3 NodeAddr=127.0.0.1 RealMemory=549756 Sockets=2 CoresPerSocket=56 Gres=gpu:titanxp:3,gpu:a100:3 Gres=gpu:titanxp:3" "$WORK/gt.err" ||
+	fail "giovtorres line 59: $(cat "$WORK/gt.err")"
+assert_eq '6 null "normal"' "$("$FP" node get c2 -o json | jq -r '"\(.spec.gpus.count) \(.spec.gpus.model) \"\(.spec.pool)\""')" "c2 gpus"
+assert_eq '3 titanxp 112' "$("$FP" node get c3 -o json | jq -r '"\(.spec.gpus.count) \(.spec.gpus.model) \(.metadata.labels."slurm/cpus")"')" "c3 gpus and cpus"
+assert_eq null "$("$FP" node get c1 -o json | jq -c '.spec.gpus')" "c1 gpus"
+wait_phase available 20 60
+
 # A broken config names the file and the line; a missing one is a usage error.
 printf 'ClusterName=b\nNodeName=ok1 CPUs=4\nNodeName=x1 CPUs=abc\nNodeName=y[1- CPUs=2\n' >"$WORK/broken.conf"
 "$FP" slurm import --slurm-conf "$WORK/broken.conf" --dry-run >"$WORK/broken.out" 2>"$WORK/broken.err" ||
