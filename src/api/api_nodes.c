@@ -1019,6 +1019,7 @@ static void take_spec(struct node *dst, struct node *src)
 	SWAP(dst->gpu_count, src->gpu_count);
 	SWAP(dst->gpu_model, src->gpu_model);
 	SWAP(dst->retire, src->retire);
+	SWAP(dst->adopt, src->adopt);
 	int keep_secret = !src->bmc.password && !src->bmc.password_file;
 	/* Quirks learned from one BMC say nothing about another: forget them when the node is
 	 * pointed at a different driver or address. */

@@ -19,5 +19,7 @@ int cmd_event(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 /* fleetplane health events|policy|budget|breaker|rma ... (cmd_health.c) */
 int cmd_health(int argc, char **argv);
+/* fleetplane slurm import|config ... (cmd_slurm.c) */
+int cmd_slurm(int argc, char **argv);
 
 #endif

@@ -1198,6 +1198,12 @@ static int finish(struct lifecycle *lc, struct node *n, const struct operation *
 		return lifecycle_transition(lc, n, PHASE_RETIRING, "retire", "retire requested", w);
 	if (strcmp(k, "power") == 0)
 		return finish_power(lc, n, op, w);
+	/* An adopted node (spec.adopt: `fleetplane slurm import`) is running its jobs: no PXE
+	 * boot, no reimage, no burn-in; inspect reached its BMC and that is all it needs. */
+	if (strcmp(k, "inspect") == 0 && ok && n->adopt)
+		return lifecycle_transition(lc, n, PHASE_AVAILABLE, NULL,
+					    "adopted: running node taken over without provisioning",
+					    w);
 	if (strcmp(k, "inspect") == 0 && ok)
 		return lifecycle_transition(lc, n, PHASE_PROVISIONING, "provision", why, w);
 	if (strcmp(k, "provision") == 0 && ok)

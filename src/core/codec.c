@@ -145,8 +145,8 @@ static void put_str(json_t *obj, const char *key, const char *s)
 
 static const char *const k_doc[] = {"kind", "apiVersion", "metadata", "spec", "status", NULL};
 static const char *const k_meta[] = {"name", "uid", "resourceVersion", "labels", "createdAt", NULL};
-static const char *const k_spec[] = {"site", "rack", "provider", "pool", "bmc",
-				     "macs", "gpus", "retire",   NULL};
+static const char *const k_spec[] = {"site", "rack", "provider", "pool",  "bmc",
+				     "macs", "gpus", "retire",   "adopt", NULL};
 static const char *const k_bmc[] = {"driver",        "address",      "username",        "password",
 				    "password_file", "cipher_suite", "tls_verify",      "ca_file",
 				    "system",        "quirks",       "password_sealed", NULL};
@@ -519,6 +519,13 @@ static int decode_spec(const json_t *doc, struct node *n, char *err, size_t errl
 			return fp_errf(FP_EINVAL, err, errlen,
 				       "spec.retire: expected true or false");
 		n->retire = json_is_true(retire);
+	}
+	json_t *adopt = json_object_get(spec, "adopt");
+	if (adopt && !json_is_null(adopt)) {
+		if (!json_is_boolean(adopt))
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "spec.adopt: expected true or false");
+		n->adopt = json_is_true(adopt);
 	}
 defaults:
 	if (!n->bmc.driver)
@@ -893,6 +900,8 @@ json_t *node_to_json(const struct node *n, enum node_json_mode mode)
 	}
 	if (n->retire)
 		json_object_set_new(spec, "retire", json_true());
+	if (n->adopt)
+		json_object_set_new(spec, "adopt", json_true());
 
 	json_object_set_new(st, "phase", json_string(node_phase_name(n->phase)));
 	put_time(st, "phaseSince", n->phase_since);

@@ -41,7 +41,7 @@ int node_phase_is_transient(enum node_phase p)
  * retiring" is handled in node_phase_check. */
 static const unsigned allowed[PHASE__COUNT] = {
 	[PHASE_ENROLLED] = B(PHASE_INSPECTING),
-	[PHASE_INSPECTING] = B(PHASE_PROVISIONING),
+	[PHASE_INSPECTING] = B(PHASE_PROVISIONING) | B(PHASE_AVAILABLE), /* adopt */
 	[PHASE_PROVISIONING] = B(PHASE_VALIDATING),
 	[PHASE_VALIDATING] = B(PHASE_AVAILABLE) | B(PHASE_REPAIRING),
 	[PHASE_AVAILABLE] = B(PHASE_IN_SERVICE) | B(PHASE_DRAINING),

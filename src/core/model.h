@@ -226,6 +226,8 @@ struct node {
 	int gpu_count;   /* expected; 0 = unknown */
 	char *gpu_model; /* expected, e.g. "NVIDIA H100 80GB HBM3"; may be NULL */
 	int retire;      /* spec.retire: decommission requested */
+	int adopt;       /* spec.adopt: a running node taken over as it is; a successful
+			  * inspect makes it available without provisioning (lifecycle.c) */
 	/* status */
 	enum node_phase phase;
 	int64_t phase_since;

@@ -65,13 +65,14 @@ static const char *const hand_names[12] = {"enrolled",  "inspecting", "provision
 					   "available", "in_service", "draining",     "maintenance",
 					   "repairing", "failed",     "retiring",     "retired"};
 
-/* DESIGN.md "Node phases", written out by hand. Rows: from; columns: to, in the order
+/* DESIGN.md "Node phases", written out by hand, plus inspecting -> available for an adopted
+ * node (spec.adopt, docs/architecture.md). Rows: from; columns: to, in the order
  * EN IN PR VA AV IS DR MA RE FA RG RD. "any -> retiring" is column RG for every row but
  * retiring itself (same phase) and retired (final). */
 static const int table[12][12] = {
 	/*               EN IN PR VA AV IS DR MA RE FA RG RD */
 	/* enrolled */ {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0},
-	/* inspect  */ {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0},
+	/* inspect  */ {0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1, 0}, /* -> available: spec.adopt */
 	/* provis   */ {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0},
 	/* validat  */ {0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 0},
 	/* availab  */ {0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 1, 0},
@@ -142,9 +143,9 @@ static void test_phase_table(void **state)
 					 hand_names[t], rc);
 			ASSERT_EQ_STR(e, want);
 		}
-	/* 18 table edges + 10 "any -> retiring" (all but retiring and retired), failed ->
-	 * retiring being in both */
-	assert_int_equal(allowed, 27);
+	/* 19 table edges (inspecting -> available for spec.adopt among them) + 10 "any ->
+	 * retiring" (all but retiring and retired), failed -> retiring being in both */
+	assert_int_equal(allowed, 28);
 	char e[64];
 	assert_int_equal(node_phase_check((enum node_phase)12, PHASE_ENROLLED, e, sizeof(e)),
 			 FP_ESTATE);
@@ -609,6 +610,30 @@ static void test_unknown_fields(void **state)
 			1, FP_EINVAL, "unknown field spec.bmc.Password");
 }
 
+/* spec.adopt: decoded as true/false, written back only when set (the import's nodes carry it
+ * through the store and the public view). */
+static void test_adopt_codec(void **state)
+{
+	(void)state;
+	char err[256];
+	struct node *n = NULL;
+	ASSERT_OK(decode_node("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"adopt\":true}}", 1, &n,
+			      err, sizeof(err)));
+	ASSERT_EQ_INT(n->adopt, 1);
+	json_t *doc = node_to_json(n, NODE_JSON_PUBLIC);
+	assert_true(json_is_true(json_object_get(json_object_get(doc, "spec"), "adopt")));
+	json_decref(doc);
+	node_free(n);
+	n = NULL;
+	ASSERT_OK(decode_node("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"adopt\":false}}", 1, &n,
+			      err, sizeof(err)));
+	ASSERT_EQ_INT(n->adopt, 0);
+	doc = node_to_json(n, NODE_JSON_STORE);
+	assert_null(json_object_get(json_object_get(doc, "spec"), "adopt"));
+	json_decref(doc);
+	node_free(n);
+}
+
 static void test_wrong_types(void **state)
 {
 	(void)state;
@@ -652,6 +677,10 @@ static void test_wrong_types(void **state)
 			FP_EINVAL, "spec.retire: expected true or false");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"retire\":1}}", 1, FP_EINVAL,
 			"spec.retire: expected true or false");
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"adopt\":\"yes\"}}", 1,
+			FP_EINVAL, "spec.adopt: expected true or false");
+	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"adopt\":1}}", 1, FP_EINVAL,
+			"spec.adopt: expected true or false");
 	expect_node_err("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"driver\":\"IPMI\","
 			"\"address\":\"h\"}}}",
 			1, FP_EINVAL, "spec.bmc.driver: \"IPMI\" is not one of sim, ipmi, redfish");
@@ -1382,6 +1411,7 @@ int main(void)
 		cmocka_unit_test(test_enroll_full),
 		cmocka_unit_test(test_unknown_fields),
 		cmocka_unit_test(test_wrong_types),
+		cmocka_unit_test(test_adopt_codec),
 		cmocka_unit_test(test_macs),
 		cmocka_unit_test(test_store_roundtrip),
 		cmocka_unit_test(test_remediation_codec),

@@ -508,6 +508,48 @@ static void test_retire(void **state)
 	world_free(w);
 }
 
+/* spec.adopt (`fleetplane slurm import`): a running node is inspected and then available, with
+ * no PXE boot, no power action and no reimage; its neighbour without adopt still provisions. */
+static void test_adopted_node_skips_provisioning(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 2);
+	struct node *n = get_node(w, "r01n01");
+	n->adopt = 1;
+	json_t *doc = node_to_json(n, NODE_JSON_STORE);
+	char *val = jsonx_dumps(doc);
+	assert_int_equal(store_put(w->store, "/nodes/r01n01", val, n->resource_version, NULL), 0);
+	free(val);
+	json_decref(doc);
+	node_free(n);
+	assert_true(run_until_phase(w, 2, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	assert_int_equal(counter(w, "r01n01", "powerOn"), 0);
+	assert_int_equal(counter(w, "r01n01", "powerCycle"), 0);
+	assert_int_equal(counter(w, "r01n01", "bootSet"), 0);
+	assert_int_equal(counter(w, "r01n02", "powerOn"), 1);
+	assert_int_equal(counter(w, "r01n02", "bootSet"), 2);
+	n = get_node(w, "r01n01");
+	assert_int_equal(n->adopt, 1);
+	assert_null(n->operation);
+	assert_non_null(n->inventory); /* inspect ran */
+	node_free(n);
+	n = get_node(w, "r01n02");
+	assert_int_equal(n->adopt, 0);
+	node_free(n);
+	/* inspect for the adopted node; inspect, provision and validate for the other */
+	assert_int_equal(count_prefix(w, "/operations/"), 4);
+	struct store_kv *items = NULL;
+	size_t k = 0;
+	int more = 0, adopted = 0;
+	assert_int_equal(store_list(w->store, "/events/", NULL, 0, &items, &k, NULL, &more), 0);
+	for (size_t i = 0; i < k; i++)
+		if (strstr(items[i].value, "adopted: running node taken over without provisioning"))
+			adopted += strstr(items[i].value, "r01n01") != NULL;
+	store_kv_array_free(items, k);
+	assert_int_equal(adopted, 1);
+	world_free(w);
+}
+
 static void test_crash_mid_provisioning_exactly_once(void **state)
 {
 	/* Crash the controller at many different moments of onboarding; after each restart the
@@ -2170,6 +2212,7 @@ int main(void)
 		cmocka_unit_test(test_deterministic_for_a_seed),
 		cmocka_unit_test(test_drain_resume),
 		cmocka_unit_test(test_retire),
+		cmocka_unit_test(test_adopted_node_skips_provisioning),
 		cmocka_unit_test(test_crash_mid_provisioning_exactly_once),
 		cmocka_unit_test(test_bmc_faults_still_converge),
 		cmocka_unit_test(test_lost_callback_deadline),
