@@ -112,6 +112,7 @@ static const struct api_route routes[] = {
 	{"POST", "/v1/breakers/{name}:reset", API_ROLE_OPERATOR, API_R_V1, api_breaker_reset},
 	{"GET", "/v1/rmas", API_ROLE_VIEWER, API_R_V1, api_rmas_list},
 	{"GET", "/v1/rmas/{name}", API_ROLE_VIEWER, API_R_V1, api_rma_get},
+	{"GET", "/v1/usage", API_ROLE_VIEWER, API_R_V1, api_usage_get},
 	{"GET", "/v1/tokens", API_ROLE_ADMIN, API_R_V1, api_tokens_list},
 	{"POST", "/v1/tokens", API_ROLE_ADMIN, API_R_V1, api_tokens_create},
 	{"GET", "/v1/tokens/{name}", API_ROLE_ADMIN, API_R_V1, api_token_get},

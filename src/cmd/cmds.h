@@ -19,5 +19,7 @@ int cmd_event(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 /* fleetplane health events|policy|budget|breaker|rma ... (cmd_health.c) */
 int cmd_health(int argc, char **argv);
+/* fleetplane usage [--from --to --by] (cmd_usage.c): GPU-hours from Slurm's accounting */
+int cmd_usage(int argc, char **argv);
 
 #endif

@@ -13,8 +13,26 @@
 #include "cmd/serve_opts.h"
 #include "fleet/fleet.h"
 #include "fleet/fleet_slurm.h"
+#include "sched/slurm_acct.h"
 #include "sched/slurm_cli.h"
 #include "sched/slurm_sync.h"
+
+/* GET /v1/usage over sacct (api/server.h struct api_usage_source). */
+static int usage_sacct(void *arg, int64_t from_s, int64_t to_s, int64_t now_s, const char *by,
+		       json_t **out, char *err, size_t errlen)
+{
+	enum slurm_acct_by b;
+	*out = NULL;
+	if (slurm_acct_by_parse(by, &b) < 0)
+		return fp_errf(FP_EINVAL, err, errlen, "by: expected account, user or partition");
+	struct slurm_acct_report rep;
+	int rc = slurm_acct_usage(arg, from_s, to_s, now_s, b, &rep, err, errlen);
+	if (rc < 0)
+		return rc;
+	*out = slurm_acct_report_json(&rep);
+	slurm_acct_report_release(&rep);
+	return 0;
+}
 
 /* fleetplane serve: options from serve_opts' one table (a --config file, flags over it; --check
  * validates and exits), then one fleet until SIGINT/SIGTERM. Exit 0, 1 (the fleet failed to
@@ -36,6 +54,7 @@ int cmd_serve(int argc, char **argv)
 	 * fleet's scheduler slot; its passes run on its own thread (scontrol blocks). */
 	struct slurm_cli *scli = NULL;
 	struct slurm_sync *ssync = NULL;
+	struct slurm_acct *sacct = NULL;
 	struct fleet_scheduler sched;
 	if (so.slurm) {
 		struct slurm_cli_config cc = {.slurm_conf = getenv("SLURM_CONF")};
@@ -43,6 +62,15 @@ int cmd_serve(int argc, char **argv)
 			fprintf(stderr, "error: --slurm: %s\n", err);
 			return 1;
 		}
+		/* GET /v1/usage: GPU-hours from Slurm's accounting (sacct; sched/slurm_acct.h). */
+		struct slurm_acct_config ac = {.slurm_conf = getenv("SLURM_CONF")};
+		if (slurm_acct_new(&ac, &sacct, err, sizeof(err)) < 0) {
+			fprintf(stderr, "error: --slurm: %s\n", err);
+			slurm_cli_free(scli);
+			return 1;
+		}
+		sv.usage.usage = usage_sacct;
+		sv.usage.arg = sacct;
 		struct slurm_ops ops;
 		slurm_cli_ops(scli, &ops);
 		struct slurm_sync_config sc = {.threaded = 1,
@@ -79,6 +107,7 @@ out:
 	fleet_free(fl); /* stops the scheduler slot first */
 	slurm_sync_free(ssync);
 	slurm_cli_free(scli);
+	slurm_acct_free(sacct);
 	if (rc == 0)
 		log_info("serve: stopped");
 	return rc;
