@@ -9,9 +9,12 @@
 #include "api/api_int.h"
 #include "base/err.h"
 #include "base/timefmt.h"
-#include "sched/slurm_acct.h" /* SLURM_ACCT_MAX_WINDOW_S only: the api layer links no sched */
 
 #include "base/banned.h"
+
+/* The longest window: 366 days, as sched/slurm_acct.h USAGE_MAX_WINDOW_S (sched is a peer
+ * layer of api, not included; the source refuses a longer one with FP_EINVAL, a 400, too). */
+#define USAGE_MAX_WINDOW_S (366L * 86400)
 
 /* "unix seconds" (1..12 digits) or an RFC 3339 date-time; *t in unix seconds. */
 static int parse_instant(const char *s, int64_t *t)
@@ -68,10 +71,10 @@ void api_usage_get(struct api_req *r)
 				"to: must be after from (the window is [from, to))");
 		return;
 	}
-	if (to - from > SLURM_ACCT_MAX_WINDOW_S) {
+	if (to - from > USAGE_MAX_WINDOW_S) {
 		api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "from"),
 				"from: the window is %lld s, over %ld s (366 days)",
-				(long long)(to - from), SLURM_ACCT_MAX_WINDOW_S);
+				(long long)(to - from), USAGE_MAX_WINDOW_S);
 		return;
 	}
 	if (!src->usage) {
