@@ -12,7 +12,7 @@
 
 #include "base/banned.h"
 
-/* The longest window: 366 days, as sched/slurm_acct.h USAGE_MAX_WINDOW_S (sched is a peer
+/* The longest window: 366 days, as sched/slurm_acct.h SLURM_ACCT_MAX_WINDOW_S (sched is a peer
  * layer of api, not included; the source refuses a longer one with FP_EINVAL, a 400, too). */
 #define USAGE_MAX_WINDOW_S (366L * 86400)
 
