@@ -37,9 +37,9 @@ done
 
 t0=$(($(date +%s) - 2))
 ids=()
-ids+=("$(sbatch --parsable -A research --gres=gpu:2 -w n1 -J u-r2 --wrap 'sleep 2')")
-ids+=("$(sbatch --parsable -A ops --gres=gpu:3 -w n2 -J u-o3 --wrap 'sleep 3')")
-ids+=("$(sbatch --parsable -A research --gres=gpu:1 -w n2 -J u-r1 --wrap 'sleep 1')")
+ids+=("$(sbatch --parsable -o "$WORK/slurm-%j.out" -A research --gres=gpu:2 -w n1 -J u-r2 --wrap 'sleep 2')")
+ids+=("$(sbatch --parsable -o "$WORK/slurm-%j.out" -A ops --gres=gpu:3 -w n2 -J u-o3 --wrap 'sleep 3')")
+ids+=("$(sbatch --parsable -o "$WORK/slurm-%j.out" -A research --gres=gpu:1 -w n2 -J u-r1 --wrap 'sleep 1')")
 joblist=$(IFS=,; echo "${ids[*]}")
 
 all_completed() {
