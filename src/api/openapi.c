@@ -95,6 +95,18 @@ static const struct oa_op oa_ops[] = {
 	 "operator", 200, 1, 0},
 	{"/v1/rmas", "get", "List RMA records (node)", "viewer", 200, 0, 1},
 	{"/v1/rmas/{name}", "get", "Get an RMA record with its evidence", "viewer", 200, 0, 0},
+	{"/v1/tenants", "get", "List tenants (Slurm accounts with a GPU quota)", "viewer", 200, 0,
+	 1},
+	{"/v1/tenants/{name}", "get",
+	 "Get a tenant with status {gpuQuota,gpusInUse,runningJobs,gpuHoursThisMonth} (serve "
+	 "--slurm)",
+	 "viewer", 200, 0, 0},
+	{"/v1/tenants/{name}", "put",
+	 "Create (201) or replace (200) a tenant {spec:{slurmAccount,gpuQuota}}; serve --slurm sets "
+	 "the account's GrpTRES=gres/gpu=<gpuQuota>",
+	 "operator", 200, 1, 0},
+	{"/v1/tenants/{name}", "delete", "Delete a tenant (its Slurm quota is cleared)", "operator",
+	 200, 0, 0},
 	{"/v1/usage", "get",
 	 "GPU-hours per Slurm account, user or partition over [from, to) from slurmdbd's job "
 	 "records (serve --slurm; 503 without): {from,to,by,items:[{<by>,gpuHours,gpuSeconds,"

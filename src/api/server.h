@@ -104,6 +104,16 @@ struct api_usage_source {
 	void *arg;
 };
 
+/* GET /v1/tenants/{name}'s "status" (docs/api.md "Tenants"): serve sets it with --slurm.
+ * status(arg, account, quota) returns a new object {"gpuQuota", "gpusInUse", "runningJobs",
+ * "gpuHoursThisMonth", ...} for the tenant's Slurm account and quota (-1: none), or
+ * {"error": "..."} when Slurm could not be asked; it may block (squeue, sacct). NULL: the
+ * document has no status. */
+struct api_tenant_hooks {
+	json_t *(*status)(void *arg, const char *account, long quota);
+	void *arg;
+};
+
 typedef int (*api_ready_fn)(void *arg);
 
 struct api_config {
@@ -125,6 +135,7 @@ struct api_config {
 	struct api_health_hooks health; /* health reports, policies, breakers, budget status */
 	struct api_report_limit report_limit; /* per-node limit on :report; {0} = defaults */
 	struct api_usage_source usage;        /* GET /v1/usage; usage NULL = 503 */
+	struct api_tenant_hooks tenants;      /* GET /v1/tenants/{name} status; NULL = none */
 	/* Tuning; 0 = defaults (1000 connections, 60 s idle timeout, 1 poll thread; the
 	 * FLEETPLANE_API_THREADS environment variable overrides the default thread count). */
 	unsigned connection_limit;

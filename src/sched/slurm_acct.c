@@ -336,8 +336,10 @@ void slurm_acct_report_release(struct slurm_acct_report *r)
 }
 
 struct slurm_acct {
-	char *sacct; /* argv[0] */
-	char **envp; /* NULL-terminated, owned */
+	char *sacct;    /* argv[0] of each tool: "sacct" or "<bindir>/sacct" */
+	char *sacctmgr; /* sacctmgr */
+	char *squeue;   /* squeue */
+	char **envp;    /* NULL-terminated, owned */
 	long timeout_ms;
 	size_t max_out;
 };
@@ -410,6 +412,8 @@ int slurm_acct_new(const struct slurm_acct_config *cfg, struct slurm_acct **out,
 		return rc;
 	struct slurm_acct *a = xcalloc(1, sizeof(*a));
 	a->sacct = cfg->bindir ? xasprintf("%s/sacct", cfg->bindir) : xstrdup("sacct");
+	a->sacctmgr = cfg->bindir ? xasprintf("%s/sacctmgr", cfg->bindir) : xstrdup("sacctmgr");
+	a->squeue = cfg->bindir ? xasprintf("%s/squeue", cfg->bindir) : xstrdup("squeue");
 	a->envp = build_env(cfg->slurm_conf);
 	a->timeout_ms = timeout_ms;
 	a->max_out = max_out;
@@ -425,6 +429,8 @@ void slurm_acct_free(struct slurm_acct *a)
 		free(*e);
 	free(a->envp);
 	free(a->sacct);
+	free(a->sacctmgr);
+	free(a->squeue);
 	free(a);
 }
 
@@ -448,6 +454,38 @@ static void fmt_utc(int64_t t, char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
 }
 
+/* Runs argv (tool: its name for messages); 0 when it exited 0 with res holding its output
+ * (release it, on error too), else the code with err naming tool and why: FP_ENOTFOUND,
+ * FP_ETIMEDOUT, FP_ETOOBIG, FP_EIO with the first line of stderr (else stdout) quoted. */
+static int run_tool(struct slurm_acct *a, char *const argv[], const char *tool,
+		    struct proc_result *res, char *err, size_t errlen)
+{
+	struct proc_opts opts = {.envp = a->envp, .max_err = MAX_ERR};
+	char perr[256];
+	int rc = proc_run(argv, a->timeout_ms, a->max_out, &opts, res, perr, sizeof(perr));
+	if (rc < 0)
+		return fp_errf(rc, err, errlen, "%s: %s", tool, perr);
+	if (res->timed_out)
+		return fp_errf(FP_ETIMEDOUT, err, errlen, "%s: no exit within %ld ms (killed)",
+			       tool, a->timeout_ms);
+	if (res->truncated)
+		return fp_errf(FP_ETOOBIG, err, errlen, "%s: output over %zu bytes (killed)", tool,
+			       a->max_out);
+	if (res->exited && res->exit_status == 0)
+		return 0;
+	char q[QUOTE_MAX + 1];
+	if (res->err.len)
+		quote_line(res->err.data, res->err.len, q, sizeof(q));
+	else if (res->out.len)
+		quote_line(res->out.data, res->out.len, q, sizeof(q));
+	else
+		snprintf(q, sizeof(q), "(no output)");
+	if (!res->exited)
+		return fp_errf(FP_EIO, err, errlen, "%s: killed by signal %d: \"%s\"", tool,
+			       res->signaled, q);
+	return fp_errf(FP_EIO, err, errlen, "%s: exit %d: \"%s\"", tool, res->exit_status, q);
+}
+
 int slurm_acct_usage(struct slurm_acct *a, int64_t from, int64_t to, int64_t now,
 		     enum slurm_acct_by by, struct slurm_acct_report *out, char *err, size_t errlen)
 {
@@ -464,40 +502,10 @@ int slurm_acct_usage(struct slurm_acct *a, int64_t from, int64_t to, int64_t now
 	fmt_utc(from, s_from, sizeof(s_from));
 	fmt_utc(to, s_to, sizeof(s_to));
 	char *argv[] = {a->sacct, "--json", "-X", "-a", "-S", s_from, "-E", s_to, NULL};
-	struct proc_opts opts = {.envp = a->envp, .max_err = MAX_ERR};
 	struct proc_result res;
-	char perr[256];
-	int rc = proc_run(argv, a->timeout_ms, a->max_out, &opts, &res, perr, sizeof(perr));
-	if (rc < 0) {
-		rc = fp_errf(rc, err, errlen, "sacct: %s", perr);
+	int rc = run_tool(a, argv, "sacct", &res, err, errlen);
+	if (rc < 0)
 		goto out;
-	}
-	if (res.timed_out) {
-		rc = fp_errf(FP_ETIMEDOUT, err, errlen, "sacct: no exit within %ld ms (killed)",
-			     a->timeout_ms);
-		goto out;
-	}
-	if (res.truncated) {
-		rc = fp_errf(FP_ETOOBIG, err, errlen, "sacct: output over %zu bytes (killed)",
-			     a->max_out);
-		goto out;
-	}
-	if (!res.exited || res.exit_status != 0) {
-		char q[QUOTE_MAX + 1];
-		if (res.err.len)
-			quote_line(res.err.data, res.err.len, q, sizeof(q));
-		else if (res.out.len)
-			quote_line(res.out.data, res.out.len, q, sizeof(q));
-		else
-			snprintf(q, sizeof(q), "(no output)");
-		if (!res.exited)
-			rc = fp_errf(FP_EIO, err, errlen, "sacct: killed by signal %d: \"%s\"",
-				     res.signaled, q);
-		else
-			rc = fp_errf(FP_EIO, err, errlen, "sacct: exit %d: \"%s\"", res.exit_status,
-				     q);
-		goto out;
-	}
 	struct slurm_acct_job *jobs;
 	size_t n;
 	if (!res.out.len) {
@@ -509,6 +517,136 @@ int slurm_acct_usage(struct slurm_acct *a, int64_t from, int64_t to, int64_t now
 	slurm_acct_aggregate(jobs, n, by, from, to, now, out);
 	free(jobs);
 out:
+	proc_result_release(&res);
+	return rc;
+}
+
+int slurm_acct_account_check(const char *account, char *err, size_t errlen)
+{
+	size_t n = account ? strlen(account) : 0;
+	if (n == 0 || n > SLURM_ACCT_ACCOUNT_MAX)
+		return fp_errf(FP_EINVAL, err, errlen, "slurmAccount: expected 1..%u characters",
+			       SLURM_ACCT_ACCOUNT_MAX);
+	if (strspn(account, "abcdefghijklmnopqrstuvwxyz0123456789_.-") != n || account[0] == '-')
+		return fp_errf(
+			FP_EINVAL, err, errlen,
+			"slurmAccount: \"%.64s\" is not a Slurm account name (a-z 0-9 _ . -, "
+			"not starting with -; sacctmgr lowercases names)",
+			account);
+	return 0;
+}
+
+int slurm_acct_set_gpu_quota(struct slurm_acct *a, const char *account, long quota, char *err,
+			     size_t errlen)
+{
+	int rc = slurm_acct_account_check(account, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (quota < -1 || quota > SLURM_ACCT_MAX_GPUS)
+		return fp_errf(FP_EINVAL, err, errlen, "gpuQuota %ld not in -1..%ld", quota,
+			       SLURM_ACCT_MAX_GPUS);
+	char where[SLURM_ACCT_ACCOUNT_MAX + 8], set[48];
+	snprintf(where, sizeof(where), "name=%s", account);
+	snprintf(set, sizeof(set), "GrpTRES=gres/gpu=%ld", quota);
+	char *argv[] = {a->sacctmgr, "-i", "modify", "account", "where", where, "set", set, NULL};
+	struct proc_result res;
+	rc = run_tool(a, argv, "sacctmgr", &res, err, errlen);
+	/* An account Slurm does not have: " Nothing modified" on stdout, exit 1. A quota equal
+	 * to the one set is " Nothing modified" too, but exit 0. */
+	if (rc == FP_EIO && res.exited && res.out.data && strstr(res.out.data, "Nothing modified"))
+		rc = fp_errf(FP_ENOTFOUND, err, errlen, "sacctmgr: no account %s in Slurm",
+			     account);
+	proc_result_release(&res);
+	return rc;
+}
+
+int slurm_acct_parse_running_gpus(const char *s, size_t len, const char *account, int64_t *gpus,
+				  size_t *jobs, char *err, size_t errlen)
+{
+	*gpus = 0;
+	*jobs = 0;
+	json_error_t je;
+	json_t *root = json_loadb(s, len, 0, &je);
+	if (!root)
+		return fp_errf(FP_EPARSE, err, errlen, "squeue JSON: line %d: %s", je.line,
+			       je.text);
+	int rc = 0;
+	const json_t *arr = json_object_get(root, "jobs");
+	if (!json_is_array(arr)) {
+		rc = fp_errf(FP_EPARSE, err, errlen, "squeue JSON: no \"jobs\" array");
+		goto out;
+	}
+	if (json_array_size(arr) > SLURM_ACCT_MAX_JOBS) {
+		rc = fp_errf(FP_ETOOBIG, err, errlen, "squeue listed %zu jobs, over %u",
+			     json_array_size(arr), SLURM_ACCT_MAX_JOBS);
+		goto out;
+	}
+	size_t i;
+	const json_t *j;
+	int64_t sum = 0;
+	size_t cnt = 0;
+	json_array_foreach(arr, i, j) {
+		const char *acc = json_string_value(json_object_get(j, "account"));
+		const char *st = json_string_value(json_object_get(j, "job_state"));
+		const json_t *tres = json_object_get(j, "tres_alloc_str");
+		if (!json_is_object(j) || !st || (tres && !json_is_string(tres))) {
+			rc = fp_errf(FP_EPARSE, err, errlen,
+				     "squeue job %zu: no job_state, or tres_alloc_str not a string",
+				     i);
+			goto out;
+		}
+		if (!acc || strcmp(acc, account) != 0 || strcmp(st, "RUNNING") != 0)
+			continue;
+		cnt++;
+		/* "cpu=1,node=1,billing=1,gres/gpu=3" (with AccountingStorageTRES=gres/gpu) */
+		const char *t = tres ? json_string_value(tres) : "";
+		for (const char *p = t; p && *p;) {
+			const char *comma = strchr(p, ',');
+			size_t l = comma ? (size_t)(comma - p) : strlen(p);
+			if (l > 9 && strncmp(p, "gres/gpu=", 9) == 0) {
+				int64_t v = 0;
+				size_t k = 9;
+				for (; k < l && p[k] >= '0' && p[k] <= '9' &&
+				       v <= SLURM_ACCT_MAX_GPUS;
+				     k++)
+					v = v * 10 + (p[k] - '0');
+				if (k != l || v > SLURM_ACCT_MAX_GPUS) {
+					rc = fp_errf(
+						FP_EPARSE, err, errlen,
+						"squeue job %zu: bad gres/gpu count in \"%.64s\"",
+						i, t);
+					goto out;
+				}
+				sum += v;
+			}
+			p = comma ? comma + 1 : NULL;
+		}
+	}
+	*gpus = sum;
+	*jobs = cnt;
+out:
+	json_decref(root);
+	return rc;
+}
+
+int slurm_acct_running_gpus(struct slurm_acct *a, const char *account, int64_t *gpus, size_t *jobs,
+			    char *err, size_t errlen)
+{
+	*gpus = 0;
+	*jobs = 0;
+	int rc = slurm_acct_account_check(account, err, errlen);
+	if (rc < 0)
+		return rc;
+	/* 22.05's squeue --json ignores -t and -A (it listed PENDING jobs with -t RUNNING): the
+	 * filter is ours. */
+	char *argv[] = {a->squeue, "--json", NULL};
+	struct proc_result res;
+	rc = run_tool(a, argv, "squeue", &res, err, errlen);
+	if (rc == 0 && !res.out.len)
+		rc = fp_errf(FP_EPARSE, err, errlen, "squeue: empty output");
+	if (rc == 0)
+		rc = slurm_acct_parse_running_gpus(res.out.data, res.out.len, account, gpus, jobs,
+						   err, errlen);
 	proc_result_release(&res);
 	return rc;
 }

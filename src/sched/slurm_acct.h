@@ -123,4 +123,34 @@ int slurm_acct_usage(struct slurm_acct *a, int64_t from, int64_t to, int64_t now
 		     enum slurm_acct_by by, struct slurm_acct_report *out, char *err,
 		     size_t errlen);
 
+/* --- tenants' GPU quotas (issue 10 part 7, step 5) --- */
+#define SLURM_ACCT_ACCOUNT_MAX 64u /* bytes of an account name fleetplane writes */
+
+/* A Slurm account name fleetplane may put in a sacctmgr argv: 1..SLURM_ACCT_ACCOUNT_MAX bytes
+ * of a-z 0-9 _ . -, not starting with '-' (sacctmgr lowercases names, so an upper-case name
+ * would never match its own record). 0 or FP_EINVAL with err naming slurmAccount. */
+int slurm_acct_account_check(const char *account, char *err, size_t errlen);
+
+/* Sets the account's group GPU limit with `sacctmgr -i modify account where name=<account>
+ * set GrpTRES=gres/gpu=<quota>` (sacctmgr(1) "GrpTRES"; -1 clears it). With
+ * AccountingStorageEnforce=limits, a job that would take the account's running GPUs over it
+ * stays PENDING with reason AssocGrpGRES (verified on 22.05.8, docs/slurm.md). FP_EINVAL: a bad
+ * account or a quota outside -1..SLURM_ACCT_MAX_GPUS (nothing run); FP_ENOTFOUND: Slurm has no
+ * such account (sacctmgr prints " Nothing modified" and exits 1); else the run errors of
+ * slurm_acct_usage. Setting the quota already set succeeds. */
+int slurm_acct_set_gpu_quota(struct slurm_acct *a, const char *account, long quota, char *err,
+			     size_t errlen);
+
+/* GPUs held now by the account's RUNNING jobs: `squeue --json` (every job; 22.05 ignores -t
+ * and -A with --json), each job's tres_alloc_str "...,gres/gpu=N" summed (needs
+ * AccountingStorageTRES=gres/gpu, without which it lists no gres), *jobs the running jobs.
+ * Errors as slurm_acct_usage's; FP_EINVAL for a bad account. */
+int slurm_acct_running_gpus(struct slurm_acct *a, const char *account, int64_t *gpus, size_t *jobs,
+			    char *err, size_t errlen);
+/* The parser of slurm_acct_running_gpus over squeue --json output s (len bytes): FP_EPARSE
+ * (invalid JSON, no "jobs", a job without job_state or with a bad gres/gpu count),
+ * FP_ETOOBIG over SLURM_ACCT_MAX_JOBS jobs; *gpus and *jobs 0 on error. */
+int slurm_acct_parse_running_gpus(const char *s, size_t len, const char *account, int64_t *gpus,
+				  size_t *jobs, char *err, size_t errlen);
+
 #endif

@@ -58,6 +58,12 @@ static int fake_usage(void *arg, int64_t from_s, int64_t to_s, int64_t now_s, co
 	return 0;
 }
 
+static json_t *fake_tenant_status(void *arg, const char *account, long quota)
+{
+	return json_pack("{s:s,s:i,s:i}", "account", account, "gpuQuota", (int)quota, "gpusInUse",
+			 3);
+}
+
 static void start(int with_source)
 {
 	char err[256] = "";
@@ -65,8 +71,10 @@ static void start(int with_source)
 	cfg.listen = "127.0.0.1:0";
 	cfg.store = E.st;
 	cfg.data_dir = E.dir;
-	if (with_source)
+	if (with_source) {
 		cfg.usage = (struct api_usage_source){.usage = fake_usage};
+		cfg.tenants = (struct api_tenant_hooks){.status = fake_tenant_status};
+	}
 	E.srv = api_server_new(&cfg, err, sizeof(err));
 	if (!E.srv)
 		fail_msg("api_server_new: %s", err);
@@ -107,31 +115,42 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud)
 	return sz * n;
 }
 
-/* GET path with token (NULL: admin); *doc the JSON answer (json_decref it). */
-static long get(const char *path, const char *token, json_t **doc)
+/* method path [body] with token (NULL: admin); *doc the JSON answer (json_decref it). */
+static long call(const char *method, const char *path, const char *body, const char *token,
+		 json_t **doc)
 {
 	CURL *h = curl_easy_init();
-	struct buf body;
-	buf_init(&body, 0);
+	struct buf resp;
+	buf_init(&resp, 0);
 	char url[512], auth[300];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", E.port, path);
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token ? token : E.admin);
 	struct curl_slist *hl = curl_slist_append(NULL, auth);
+	if (body) {
+		hl = curl_slist_append(hl, "Content-Type: application/json");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	}
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
 	CURLcode cc = curl_easy_perform(h);
 	if (cc != CURLE_OK)
 		fail_msg("GET %s: %s", path, curl_easy_strerror(cc));
 	long status = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	*doc = body.len ? json_loadb(body.data, body.len, 0, NULL) : NULL;
-	buf_release(&body);
+	*doc = resp.len ? json_loadb(resp.data, resp.len, 0, NULL) : NULL;
+	buf_release(&resp);
 	curl_slist_free_all(hl);
 	curl_easy_cleanup(h);
 	return status;
+}
+
+static long get(const char *path, const char *token, json_t **doc)
+{
+	return call("GET", path, NULL, token, doc);
 }
 
 static const char *str(const json_t *doc, const char *key)
@@ -219,12 +238,73 @@ static void test_usage_without_source(void **state)
 	expect_400("/v1/usage?from=0&to=10&by=nope", "by");
 }
 
+static long status_of(const char *method, const char *path, const char *body, json_t **doc)
+{
+	return call(method, path, body, NULL, doc);
+}
+
+static void test_tenants(void **state)
+{
+	start(1);
+	json_t *doc;
+	const char *t4 = "{\"spec\":{\"slurmAccount\":\"ops\",\"gpuQuota\":4}}";
+	assert_int_equal(status_of("PUT", "/v1/tenants/team-ops", t4, &doc), 201);
+	ASSERT_EQ_STR(str(json_object_get(doc, "metadata"), "name"), "team-ops");
+	const char *rv1 = str(json_object_get(doc, "metadata"), "resourceVersion");
+	char stale[160];
+	snprintf(stale, sizeof(stale),
+		 "{\"metadata\":{\"resourceVersion\":\"%s\"},\"spec\":{\"slurmAccount\":"
+		 "\"ops\",\"gpuQuota\":6}}",
+		 rv1);
+	json_decref(doc);
+	assert_int_equal(status_of("PUT", "/v1/tenants/team-ops", t4, &doc), 200); /* replace */
+	json_decref(doc);
+	assert_int_equal(status_of("PUT", "/v1/tenants/team-ops", stale, &doc), 409); /* CAS */
+	json_decref(doc);
+	/* GET: the hook's status for the tenant's account and quota */
+	assert_int_equal(get("/v1/tenants/team-ops", NULL, &doc), 200);
+	const json_t *st = json_object_get(doc, "status");
+	ASSERT_EQ_STR(str(st, "account"), "ops");
+	assert_int_equal(json_integer_value(json_object_get(st, "gpuQuota")), 4);
+	json_decref(doc);
+	assert_int_equal(get("/v1/tenants", NULL, &doc), 200);
+	assert_int_equal(json_array_size(json_object_get(doc, "items")), 1);
+	assert_null(json_object_get(json_array_get(json_object_get(doc, "items"), 0), "status"));
+	json_decref(doc);
+	/* refusals */
+	assert_int_equal(status_of("PUT", "/v1/tenants/team-ops",
+				   "{\"spec\":{\"slurmAccount\":\"ops\",\"gpuQuota\":-1}}", &doc),
+			 422);
+	ASSERT_EQ_STR(str(doc, "field"), "spec.gpuQuota");
+	json_decref(doc);
+	assert_int_equal(status_of("PUT", "/v1/tenants/other",
+				   "{\"metadata\":{\"name\":\"team-ops\"},\"spec\":{"
+				   "\"slurmAccount\":\"ops\"}}",
+				   &doc),
+			 422);
+	ASSERT_EQ_STR(str(doc, "field"), "metadata.name");
+	json_decref(doc);
+	assert_int_equal(status_of("PUT", "/v1/tenants/Bad_Name", t4, &doc), 400);
+	ASSERT_EQ_STR(str(doc, "parameter"), "name");
+	json_decref(doc);
+	assert_int_equal(status_of("PUT", "/v1/tenants/x", "[1]", &doc), 400);
+	json_decref(doc);
+	/* delete, then 404 */
+	assert_int_equal(status_of("DELETE", "/v1/tenants/team-ops", NULL, &doc), 200);
+	json_decref(doc);
+	assert_int_equal(get("/v1/tenants/team-ops", NULL, &doc), 404);
+	json_decref(doc);
+	assert_int_equal(status_of("DELETE", "/v1/tenants/team-ops", NULL, &doc), 404);
+	json_decref(doc);
+}
+
 int main(void)
 {
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_usage_route, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_usage_without_source, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tenants, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();
