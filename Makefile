@@ -102,6 +102,7 @@ check-layers:
 
 # ThreadSanitizer over the suites that run threads (engine, store, API, controllers).
 TSAN_SUITES := store workqueue executor clock ratelimit breaker budget gc health lifecycle slurm_sync \
+	       slurm_tenant \
 	       scenarios api
 tsan:
 	$(MAKE) TSAN=1 $(TSAN_SUITES:%=build-tsan/tests/test_%)

@@ -6,7 +6,8 @@ set -euo pipefail
 build_pkgs=(build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev
 	libcurl4-openssl-dev libsodium-dev libfreeipmi-dev libxml2-dev)
 test_pkgs=(libcmocka-dev clang clang-format libclang-rt-14-dev prometheus curl procps jq
-	openipmi ipmitool python3 python3-sushy slurmctld slurmd slurm-client munge)
+	openipmi ipmitool python3 python3-sushy slurmctld slurmd slurm-client munge
+	slurmdbd mariadb-server)
 
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")

@@ -169,6 +169,13 @@ void api_breakers_list(struct api_req *r);
 void api_breaker_reset(struct api_req *r);
 void api_rmas_list(struct api_req *r);
 void api_rma_get(struct api_req *r);
+/* api_usage.c (issue 10): GPU-hours from Slurm's accounting. */
+void api_usage_get(struct api_req *r);
+/* api_tenants.c (issue 10): tenants = Slurm accounts with a GPU quota. */
+void api_tenants_list(struct api_req *r);
+void api_tenant_get(struct api_req *r);
+void api_tenant_put(struct api_req *r);
+void api_tenant_delete(struct api_req *r);
 
 /* Node rendering for responses and watch: stored document -> public document. */
 json_t *api_node_render(struct api_req *r, const json_t *doc, int64_t mod_rev);

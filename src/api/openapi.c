@@ -99,6 +99,23 @@ static const struct oa_op oa_ops[] = {
 	 "operator", 200, 1, 0},
 	{"/v1/rmas", "get", "List RMA records (node)", "viewer", 200, 0, 1},
 	{"/v1/rmas/{name}", "get", "Get an RMA record with its evidence", "viewer", 200, 0, 0},
+	{"/v1/tenants", "get", "List tenants (Slurm accounts with a GPU quota)", "viewer", 200, 0,
+	 1},
+	{"/v1/tenants/{name}", "get",
+	 "Get a tenant with status {gpuQuota,gpusInUse,runningJobs,gpuHoursThisMonth} (serve "
+	 "--slurm)",
+	 "viewer", 200, 0, 0},
+	{"/v1/tenants/{name}", "put",
+	 "Create (201) or replace (200) a tenant {spec:{slurmAccount,gpuQuota}}; serve --slurm sets "
+	 "the account's GrpTRES=gres/gpu=<gpuQuota>",
+	 "operator", 200, 1, 0},
+	{"/v1/tenants/{name}", "delete", "Delete a tenant (its Slurm quota is cleared)", "operator",
+	 200, 0, 0},
+	{"/v1/usage", "get",
+	 "GPU-hours per Slurm account, user or partition over [from, to) from slurmdbd's job "
+	 "records (serve --slurm; 503 without): {from,to,by,items:[{<by>,gpuHours,gpuSeconds,"
+	 "jobs}],total}; 400 naming a bad parameter, 502 when sacct failed",
+	 "viewer", 200, 0, 0},
 	{"/v1/tokens", "get", "List tokens (no secrets)", "admin", 200, 0, 1},
 	{"/v1/tokens", "post", "Create a token; the secret is in this response only", "admin", 201,
 	 1, 0},
@@ -149,6 +166,17 @@ static json_t *build(void)
 							    "1: stream newline-delimited events"));
 			json_array_append_new(params, param("resourceVersion", "query", "string", 0,
 							    "watch from after this revision"));
+		}
+		if (strcmp(o->path, "/v1/usage") == 0) {
+			json_array_append_new(
+				params, param("from", "query", "string", 1,
+					      "window start: RFC 3339 date-time or unix seconds"));
+			json_array_append_new(
+				params, param("to", "query", "string", 1,
+					      "window end (exclusive), after from, at most 366 "
+					      "days later"));
+			json_array_append_new(params, param("by", "query", "string", 1,
+							    "account, user or partition"));
 		}
 		if (o->body) {
 			json_array_append_new(params, param("Idempotency-Key", "header", "string",

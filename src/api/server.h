@@ -91,6 +91,29 @@ struct api_report_limit {
 	long events_per_min;
 };
 
+/* Where GET /v1/usage reads GPU use (docs/api.md "Usage"): serve sets it with --slurm, over
+ * sched/slurm_acct.h (slurm_acct_usage, then slurm_acct_report_json). The window is [from_s,
+ * to_s) in unix seconds (checked by the route: from < to, at most 366 days), now_s the wall
+ * clock, by "account", "user" or "partition". Returns 0 and *out, a new object {"items": [...],
+ * "total": {...}} the route takes, or a negative fp_err with err saying why (FP_EINVAL: 400;
+ * others: 502, Slurm's accounting failed). usage NULL: the route answers 503 naming --slurm. It
+ * may block (it runs sacct): the route runs on a worker thread. */
+struct api_usage_source {
+	int (*usage)(void *arg, int64_t from_s, int64_t to_s, int64_t now_s, const char *by,
+		     json_t **out, char *err, size_t errlen);
+	void *arg;
+};
+
+/* GET /v1/tenants/{name}'s "status" (docs/api.md "Tenants"): serve sets it with --slurm.
+ * status(arg, account, quota) returns a new object {"gpuQuota", "gpusInUse", "runningJobs",
+ * "gpuHoursThisMonth", ...} for the tenant's Slurm account and quota (-1: none), or
+ * {"error": "..."} when Slurm could not be asked; it may block (squeue, sacct). NULL: the
+ * document has no status. */
+struct api_tenant_hooks {
+	json_t *(*status)(void *arg, const char *account, long quota);
+	void *arg;
+};
+
 typedef int (*api_ready_fn)(void *arg);
 
 struct api_config {
@@ -111,6 +134,8 @@ struct api_config {
 	struct api_agent_hooks agent;   /* agent callbacks; NULL hooks = 503 */
 	struct api_health_hooks health; /* health reports, policies, breakers, budget status */
 	struct api_report_limit report_limit; /* per-node limit on :report; {0} = defaults */
+	struct api_usage_source usage;        /* GET /v1/usage; usage NULL = 503 */
+	struct api_tenant_hooks tenants;      /* GET /v1/tenants/{name} status; NULL = none */
 	/* Tuning; 0 = defaults (1000 connections, 60 s idle timeout, 1 poll thread; the
 	 * FLEETPLANE_API_THREADS environment variable overrides the default thread count). */
 	unsigned connection_limit;

@@ -21,5 +21,7 @@ int cmd_token(int argc, char **argv);
 int cmd_health(int argc, char **argv);
 /* fleetplane slurm import|config ... (cmd_slurm.c) */
 int cmd_slurm(int argc, char **argv);
+/* fleetplane usage [--from --to --by] (cmd_usage.c): GPU-hours from Slurm's accounting */
+int cmd_usage(int argc, char **argv);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/err.h"
 #include "base/log.h"
@@ -13,8 +14,69 @@
 #include "cmd/serve_opts.h"
 #include "fleet/fleet.h"
 #include "fleet/fleet_slurm.h"
+#include "sched/slurm_acct.h"
 #include "sched/slurm_cli.h"
 #include "sched/slurm_sync.h"
+#include "sched/slurm_tenant.h"
+
+/* GET /v1/usage over sacct (api/server.h struct api_usage_source). */
+static int usage_sacct(void *arg, int64_t from_s, int64_t to_s, int64_t now_s, const char *by,
+		       json_t **out, char *err, size_t errlen)
+{
+	enum slurm_acct_by b;
+	*out = NULL;
+	if (slurm_acct_by_parse(by, &b) < 0)
+		return fp_errf(FP_EINVAL, err, errlen, "by: expected account, user or partition");
+	struct slurm_acct_report rep;
+	int rc = slurm_acct_usage(arg, from_s, to_s, now_s, b, &rep, err, errlen);
+	if (rc < 0)
+		return rc;
+	*out = slurm_acct_report_json(&rep);
+	slurm_acct_report_release(&rep);
+	return 0;
+}
+
+/* GET /v1/tenants/{name}'s status (api/server.h struct api_tenant_hooks): the GPUs the
+ * account's running jobs hold (squeue) and its GPU use since the 1st of this month, 00:00 UTC
+ * (sacct), against the quota. */
+static json_t *tenant_status(void *arg, const char *account, long quota)
+{
+	struct slurm_acct *a = arg;
+	char err[512];
+	json_t *st = json_pack("{s:o}", "gpuQuota", quota < 0 ? json_null() : json_integer(quota));
+	int64_t gpus;
+	size_t jobs;
+	if (slurm_acct_running_gpus(a, account, &gpus, &jobs, err, sizeof(err)) < 0) {
+		json_object_set_new(st, "error", json_string(err));
+		return st;
+	}
+	json_object_set_new(st, "gpusInUse", json_integer(gpus));
+	json_object_set_new(st, "runningJobs", json_integer((json_int_t)jobs));
+	json_object_set_new(st, "overQuota", json_boolean(quota >= 0 && gpus > quota));
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	tm.tm_mday = 1;
+	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+	time_t from = timegm(&tm);
+	char since[32];
+	strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	struct slurm_acct_report rep;
+	if (slurm_acct_usage(a, from, (int64_t)now + 1, now, SLURM_ACCT_BY_ACCOUNT, &rep, err,
+			     sizeof(err)) < 0) {
+		json_object_set_new(st, "error", json_string(err));
+		return st;
+	}
+	int64_t secs = 0;
+	for (size_t i = 0; i < rep.nrows; i++)
+		if (strcmp(rep.rows[i].key, account) == 0)
+			secs = rep.rows[i].gpu_seconds;
+	slurm_acct_report_release(&rep);
+	json_object_set_new(st, "monthStart", json_string(since));
+	json_object_set_new(st, "gpuSecondsThisMonth", json_integer(secs));
+	json_object_set_new(st, "gpuHoursThisMonth", json_real((double)secs / 3600.0));
+	return st;
+}
 
 /* fleetplane serve: options from serve_opts' one table (a --config file, flags over it; --check
  * validates and exits), then one fleet until SIGINT/SIGTERM. Exit 0, 1 (the fleet failed to
@@ -36,6 +98,7 @@ int cmd_serve(int argc, char **argv)
 	 * fleet's scheduler slot; its passes run on its own thread (scontrol blocks). */
 	struct slurm_cli *scli = NULL;
 	struct slurm_sync *ssync = NULL;
+	struct slurm_acct *sacct = NULL;
 	struct fleet_scheduler sched;
 	if (so.slurm) {
 		struct slurm_cli_config cc = {.slurm_conf = getenv("SLURM_CONF")};
@@ -43,6 +106,17 @@ int cmd_serve(int argc, char **argv)
 			fprintf(stderr, "error: --slurm: %s\n", err);
 			return 1;
 		}
+		/* GET /v1/usage: GPU-hours from Slurm's accounting (sacct; sched/slurm_acct.h). */
+		struct slurm_acct_config ac = {.slurm_conf = getenv("SLURM_CONF")};
+		if (slurm_acct_new(&ac, &sacct, err, sizeof(err)) < 0) {
+			fprintf(stderr, "error: --slurm: %s\n", err);
+			slurm_cli_free(scli);
+			return 1;
+		}
+		sv.usage.usage = usage_sacct;
+		sv.usage.arg = sacct;
+		sv.tenants.status = tenant_status;
+		sv.tenants.arg = sacct;
 		struct slurm_ops ops;
 		slurm_cli_ops(scli, &ops);
 		struct slurm_sync_config sc =
@@ -75,14 +149,29 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "error: %s\n", err);
 		goto out;
 	}
+	/* --slurm: tenants' GPU quotas into Slurm (GrpTRES), on a thread of their own */
+	struct slurm_tenant_sync *tsync = NULL;
+	if (sacct) {
+		struct slurm_tenant_sync_config tc = {.store = fleet_store(fl),
+						      .acct = sacct,
+						      .interval_ms = so.slurm_interval * 1000L,
+						      .threaded = 1};
+		tsync = slurm_tenant_sync_start(&tc, err, sizeof(err));
+		if (!tsync) {
+			fprintf(stderr, "error: --slurm: %s\n", err);
+			goto out;
+		}
+	}
 	int sig = 0;
 	sigwait(&stop, &sig);
+	slurm_tenant_sync_free(tsync);
 	log_info("serve: stopping signal=%d", sig);
 	rc = 0;
 out:
 	fleet_free(fl); /* stops the scheduler slot first */
 	slurm_sync_free(ssync);
 	slurm_cli_free(scli);
+	slurm_acct_free(sacct);
 	if (rc == 0)
 		log_info("serve: stopped");
 	return rc;

@@ -859,7 +859,9 @@ static int start_api(struct fleet *fl, char *err, size_t errlen)
 					     .budget_status = hook_budget_status,
 					     .budget_invalidate = hook_budget_invalidate,
 					     .arg = fl},
-				  .report_limit = fl->cfg.report_limit};
+				  .report_limit = fl->cfg.report_limit,
+				  .usage = fl->cfg.usage,
+				  .tenants = fl->cfg.tenants};
 	fl->api = api_server_new(&acfg, serr, sizeof(serr));
 	if (!fl->api) {
 		snprintf(err, errlen, "cannot start the API on %s: %s", fl->cfg.listen, serr);

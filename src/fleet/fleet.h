@@ -96,6 +96,8 @@ struct fleet_config {
 	struct api_report_limit report_limit; /* agent report limits; 0 = default, -1 = off */
 	const struct fleet_scheduler *scheduler; /* NULL = none */
 	const struct fleet_boot *boot;           /* NULL = none */
+	struct api_usage_source usage;   /* GET /v1/usage (serve --slurm); usage NULL = none */
+	struct api_tenant_hooks tenants; /* GET /v1/tenants/{name} status (serve --slurm) */
 
 	/* In-process fleets (unit-test worlds, `fleetplane sim`). With store set the fleet does
 	 * not touch a data dir (no lock, no secret.key, no serve.url; data_dir may be NULL) and

@@ -22,6 +22,16 @@
 # SLURM_PEER_GHOSTS=HOSTLIST (e.g. "r[01-94]n[01-08]") adds never-responding nodes of those names
 # to ghost[01-03] (benchmarks: bench/slurm_drain.sh).
 #
+# Accounting mode (opt-in: SLURM_PEER_ACCT=1 in the environment of start; recipe
+# ../shared/recipes/services.md "Accounting with slurmdbd + MariaDB"): start also creates a
+# MariaDB in DIR/mysql (mariadb-install-db, then mariadbd on 127.0.0.1 and DIR/mysql/mysqld.sock)
+# and slurmdbd (DIR/slurmdbd.conf, mode 600) on two more free ports (DIR/ports lines 5 and 6),
+# before slurmctld; slurm.conf then stores accounting in slurmdbd with AccountingStorageTRES=
+# gres/gpu and AccountingStorageEnforce=associations,limits,qos, and the cluster fpci has the
+# accounts research and ops (SLURM_PEER_ACCOUNTS, space-separated, overrides them) with the
+# user root in each, the first its default. stop then stops slurmdbd and mariadbd too, after
+# slurmctld and before munged. The default mode starts neither and writes no accounting lines.
+#
 # Every daemon's argv names DIR (-f DIR/slurm.conf, munged --socket=DIR/...), so
 # `pgrep -f DIR/slurm.conf` finds what is left of a run.
 #
@@ -58,8 +68,21 @@ for s in socks:
     print(s.getsockname()[1])' "$1"
 }
 
-slurm_peer_write_conf() { # DIR CTLD_PORT N1_PORT N2_PORT GHOST_PORT
-	local d=$1 cp=$2 p1=$3 p2=$4 pg=$5
+slurm_peer_write_conf() { # DIR CTLD_PORT N1_PORT N2_PORT GHOST_PORT [DBD_PORT]
+	local d=$1 cp=$2 p1=$3 p2=$4 pg=$5 dbd=${6:-}
+	local acct="AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none"
+	if [ -n "$dbd" ]; then
+		# AccountingStoragePass names the munge socket: without it slurmctld's connection to
+		# slurmdbd uses the default socket and fails ("Protocol authentication error").
+		acct="AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=$dbd
+AccountingStoragePass=$d/munge/munge.sock
+AccountingStorageTRES=gres/gpu
+AccountingStorageEnforce=associations,limits,qos
+JobAcctGatherType=jobacct_gather/linux"
+	fi
 	cat >"$d/slurm.conf" <<EOF
 # Written by tests/peers/slurm/slurm.sh (recipe: shared/recipes/services.md section 2).
 ClusterName=fpci
@@ -86,8 +109,7 @@ GresTypes=gpu
 MpiDefault=none
 JobCompType=jobcomp/filetxt
 JobCompLoc=$d/jobcomp.txt
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
+$acct
 ReturnToService=2
 SlurmdTimeout=12
 # A never-responding node turns NOT_RESPONDING about 5.5 s + MessageTimeout after slurmctld
@@ -131,13 +153,16 @@ slurm_peer_hook_cmd() { # SCRIPT HOOK
 	printf '%s\nexit $?\n' "${!var}" >>"$1"
 }
 
-# slurm_peer_owned DIR PID: PID is alive (not a zombie) and its argv names DIR.
+# slurm_peer_owned DIR PID: PID is alive (not a zombie) and its argv names DIR (slurmdbd, which
+# has no option naming its configuration: its environment holds SLURM_CONF=DIR/slurm.conf).
 slurm_peer_owned() {
 	local dir=$1 pid=$2 st
 	[ -r "/proc/$pid/stat" ] || return 1
 	st=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1) || return 1
 	[ "$st" != Z ] || return 1
-	tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF "$dir/"
+	tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF "$dir/" && return 0
+	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = slurmdbd ] &&
+		tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -qxF "SLURM_CONF=$dir/slurm.conf"
 }
 
 # slurm_peer_launch DIR NAME CMD...: starts CMD in the background, its pid in DIR/pids/NAME.
@@ -183,6 +208,71 @@ slurm_peer_munge_ready() { munge -n -S "$1/munge/munge.sock" >/dev/null 2>&1; }
 slurm_peer_ctld_ready() { scontrol ping 2>/dev/null | grep -q 'is UP'; }
 slurm_peer_nodes_idle() { [ "$(sinfo -h -N -n n1,n2 -o %T 2>/dev/null | sort -u)" = idle ]; }
 
+slurm_peer_mysql_ready() {
+	mariadb --no-defaults -S "$1/mysql/mysqld.sock" -uroot -e 'select 1' >/dev/null 2>&1
+}
+slurm_peer_dbd_ready() { timeout 5 sacctmgr -n show cluster format=cluster >/dev/null 2>&1; }
+
+# slurm_peer_start_acct DIR MYSQL_PORT DBD_PORT: MariaDB, its slurm user, slurmdbd.conf and
+# slurmdbd, then the cluster, accounts and user (before slurmctld, which loads them at start).
+slurm_peer_start_acct() {
+	local dir=$1 mp=$2 dp=$3 a accounts=${SLURM_PEER_ACCOUNTS:-research ops}
+	rm -rf "$dir/mysql"
+	mkdir -p "$dir/mysql"
+	if ! mariadb-install-db --no-defaults --datadir="$dir/mysql/data" --user=root \
+		--auth-root-authentication-method=normal --skip-test-db \
+		>"$dir/log/mariadb-install-db.stdout" 2>&1; then
+		echo "slurm.sh: mariadb-install-db failed:" >&2
+		tail -n 20 "$dir/log/mariadb-install-db.stdout" >&2
+		slurm_peer_stop "$dir"
+		exit 1
+	fi
+	slurm_peer_launch "$dir" mariadbd mariadbd --no-defaults --datadir="$dir/mysql/data" \
+		--socket="$dir/mysql/mysqld.sock" --port="$mp" --bind-address=127.0.0.1 --user=root \
+		--pid-file="$dir/run/mysqld.pid" --log-error="$dir/log/mariadbd.log" \
+		--skip-name-resolve --innodb-buffer-pool-size=64M
+	slurm_peer_await "$dir" mariadbd "mariadbd ready" slurm_peer_mysql_ready "$dir"
+	mariadb --no-defaults -S "$dir/mysql/mysqld.sock" -uroot -e \
+		"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurmpw';
+		 GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';" ||
+		slurm_peer_start_failed "$dir" mariadbd "mariadb: creating the slurm user"
+	(
+		umask 077
+		cat >"$dir/slurmdbd.conf" <<EOF
+# Written by tests/peers/slurm/slurm.sh (accounting mode). slurmdbd refuses it unless mode 600.
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$dp
+SlurmUser=root
+AuthType=auth/munge
+AuthInfo=socket=$dir/munge/munge.sock
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$mp
+StorageUser=slurm
+StoragePass=slurmpw
+StorageLoc=slurm_acct_db
+LogFile=$dir/log/slurmdbd.log
+PidFile=$dir/run/slurmdbd.pid
+EOF
+	)
+	chmod 600 "$dir/slurmdbd.conf"
+	# slurmdbd reads slurmdbd.conf next to SLURM_CONF (exported by start).
+	slurm_peer_launch "$dir" slurmdbd slurmdbd -D
+	slurm_peer_await "$dir" mariadbd,slurmdbd "slurmdbd answers" slurm_peer_dbd_ready
+	{
+		timeout 10 sacctmgr -i add cluster fpci &&
+			for a in $accounts; do
+				timeout 10 sacctmgr -i add account "$a" Description=ci Organization=ci \
+					Cluster=fpci || exit 1
+			done &&
+			timeout 10 sacctmgr -i add user root Account="${accounts// /,}" \
+				DefaultAccount="${accounts%% *}" Cluster=fpci
+	} >>"$dir/log/sacctmgr.stdout" 2>&1 ||
+		slurm_peer_start_failed "$dir" mariadbd,slurmdbd,sacctmgr \
+			"sacctmgr: adding the cluster, accounts and user"
+}
+
 slurm_peer_print_env() {
 	echo "export SLURM_CONF=$1/slurm.conf"
 }
@@ -196,7 +286,7 @@ slurm_peer_start() {
 		exit 2
 		;;
 	esac
-	for name in munged slurmctld slurmd-n1 slurmd-n2; do
+	for name in munged slurmctld slurmd-n1 slurmd-n2 mariadbd slurmdbd; do
 		if [ -f "$dir/pids/$name" ] && slurm_peer_owned "$dir" "$(cat "$dir/pids/$name")"; then
 			echo "slurm.sh: $dir already runs $name; stop it first" >&2
 			exit 1
@@ -213,7 +303,7 @@ slurm_peer_start() {
 		}
 	done
 	chmod 755 "$dir"
-	rm -rf "$dir/state" "$dir/spool" "$dir/run" "$dir/pids"
+	rm -rf "$dir/state" "$dir/spool" "$dir/run" "$dir/pids" "$dir/slurmdbd.conf"
 	mkdir -p "$dir/munge"
 	chmod 755 "$dir/munge"
 	mkdir -p "$dir/state" "$dir/log" "$dir/run" "$dir/pids" "$dir/spool/n1" "$dir/spool/n2" \
@@ -223,16 +313,22 @@ slurm_peer_start() {
 	fi
 	local i
 	for i in 0 1 2 3 4 5 6 7; do ln -sfn /dev/null "$dir/dev/nvidia$i"; done
-	local ports
-	mapfile -t ports < <(slurm_peer_free_tcp_ports 4)
+	local ports acct=${SLURM_PEER_ACCT:-0}
+	if [ "$acct" = 1 ]; then
+		mapfile -t ports < <(slurm_peer_free_tcp_ports 6)
+	else
+		mapfile -t ports < <(slurm_peer_free_tcp_ports 4)
+	fi
 	printf '%s\n' "${ports[@]}" >"$dir/ports"
-	slurm_peer_write_conf "$dir" "${ports[0]}" "${ports[1]}" "${ports[2]}" "${ports[3]}"
+	slurm_peer_write_conf "$dir" "${ports[0]}" "${ports[1]}" "${ports[2]}" "${ports[3]}" \
+		"${ports[5]:-}"
 	export SLURM_CONF=$dir/slurm.conf
 
 	slurm_peer_launch "$dir" munged munged -F --socket="$dir/munge/munge.sock" \
 		--key-file="$dir/munge/munge.key" --pid-file="$dir/run/munged.pidfile" \
 		--seed-file="$dir/munge/munged.seed"
 	slurm_peer_await "$dir" munged "munged ready" slurm_peer_munge_ready "$dir"
+	[ "$acct" != 1 ] || slurm_peer_start_acct "$dir" "${ports[4]}" "${ports[5]}"
 	slurm_peer_launch "$dir" slurmctld slurmctld -D -f "$dir/slurm.conf"
 	slurm_peer_await "$dir" slurmctld "slurmctld ping UP" slurm_peer_ctld_ready
 	for name in n1 n2; do
@@ -268,11 +364,11 @@ slurm_peer_stop_one() {
 }
 
 # slurm_peer_leftovers DIR: pids of processes that belong to the run in DIR: the daemons (their argv names
-# DIR/slurm.conf or DIR/munge/) and slurmstepd (its environment has SLURM_CONF=DIR/slurm.conf).
+# DIR/slurm.conf, DIR/munge/ or DIR/mysql/) and slurmstepd and slurmdbd (their environment has SLURM_CONF=DIR/slurm.conf).
 slurm_peer_leftovers() {
 	local dir=$1 pid
-	pgrep -f "$dir/(slurm\.conf|munge/)" || true
-	for pid in $(pgrep -x slurmstepd || true); do
+	pgrep -f "$dir/(slurm\.conf|munge/|mysql/)" || true
+	for pid in $(pgrep -x slurmstepd || true) $(pgrep -x slurmdbd || true); do
 		tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -qxF "SLURM_CONF=$dir/slurm.conf" &&
 			echo "$pid"
 	done
@@ -296,7 +392,7 @@ slurm_peer_stop() {
 			done
 		fi
 	fi
-	for name in slurmd-n1 slurmd-n2 slurmctld munged; do slurm_peer_stop_one "$dir" "$name"; done
+	for name in slurmd-n1 slurmd-n2 slurmctld slurmdbd mariadbd munged; do slurm_peer_stop_one "$dir" "$name"; done
 	for pid in $(slurm_peer_leftovers "$dir"); do
 		echo "slurm.sh: SIGKILL to leftover $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") (pid $pid)" >&2
 		kill -KILL "$pid" 2>/dev/null || true
