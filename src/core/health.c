@@ -198,6 +198,9 @@ static const struct {
 	{"probe_timeout:nvidia-smi", SEV_MEDIUM, HEALTH_ACTION_HOLD, 2, H, 0, L_REBOOT},
 	{"probe_timeout:nvml", SEV_MEDIUM, HEALTH_ACTION_HOLD, 2, H, 0, L_REBOOT},
 	{"probe_timeout:*", SEV_WARNING, HEALTH_ACTION_HOLD, 3, D, 0, L_REBOOT},
+	/* GPUs idle under a Slurm job (agent, issue 10 part 6): one hung job is the job's;
+	 * two distinct jobs idle on the same node within a day is the node's. */
+	{"slurm:gpu_idle", SEV_WARNING, HEALTH_ACTION_HOLD, 1, D, 2, L_REBOOT},
 };
 
 #define NCODE_DEFAULTS (sizeof(code_defaults) / sizeof(code_defaults[0]))
