@@ -1301,7 +1301,7 @@ static void test_gpu_idle_jobs(void **state)
 	assert_int_equal(held(w, "r01n01"), 1);
 
 	/* Job 6000 idle on three nodes: the job's fault; a later job on one of them is 1 of 2. */
-	char name[16], id[16];
+	char name[16], id[32];
 	for (int i = 1; i <= 3; i++) {
 		snprintf(name, sizeof(name), "r02n%02d", i);
 		put_node(w, name, "r02", PHASE_AVAILABLE);
