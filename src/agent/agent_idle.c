@@ -150,8 +150,8 @@ int agent_idle_round(struct agent *a, const json_t *doc, struct agent_finding *f
 				   s->fired; /* utilisation rose: the episode ends */
 			s->since = 0;
 			s->fired = 0;
-		} else if (!s->since) {
-			s->since = now;
+		} else if (!s->since || (!s->fired && now < s->since)) {
+			s->since = now; /* a run starts (or the clock went back: it starts again) */
 			changed = 1;
 		} else if (!s->fired && now - s->since >= a->cfg.gpu_idle_minutes * 60000) {
 			char gpus[160];

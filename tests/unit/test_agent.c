@@ -2151,10 +2151,14 @@ static void test_gpu_idle_threshold(void **state)
 	idle_rounds(a, 20);
 	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 4), 0);
 	agent_free(a);
-	/* 2 %: idle; the event at the third sample (t0 + 60 s) */
+	/* 2 %: idle. A first sample, then the clock goes 10 minutes back (t0): the run starts
+	 * again there, never stuck in the future; the event at t0 + 60 s. */
 	c.gpu_idle_minutes = 1;
 	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), 0);
-	idle_rounds(a, 2);
+	idle_rounds(a, 1);
+	fake_now_ms -= 600000 + 30000;
+	idle_rounds(a, 1); /* t0: the run starts here */
+	idle_rounds(a, 1);
 	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 4), 0);
 	idle_rounds(a, 1);
 	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 4), 1);
