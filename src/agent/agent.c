@@ -217,6 +217,7 @@ static int ag_probe_nvsmi(struct agent *a, struct agent_finding *f, size_t *nf)
 	} else {
 		int unknown = 0;
 		agent_gpu_table(a, r);
+		agent_idle_sample(a, r);
 		size_t n = nvsmi_findings(r, a->expected_gpus, f + *nf, AG_DET_ROOM - 1, &unknown);
 		const char *reason = NULL;
 		char msg[AGENT_MAX_MESSAGE + 1];
@@ -365,9 +366,17 @@ static int ag_eps_save(struct agent *a)
 		json_object_set_new(o, "notice", json_boolean(e->notice));
 		json_object_set_new(o, "sent", json_boolean(e->sent));
 		json_object_set_new(o, "ended", json_boolean(e->ended));
+		if (e->job[0])
+			json_object_set_new(o, "job", json_string(e->job));
 		json_array_append_new(arr, o);
 	}
 	json_object_set_new(doc, "episodes", arr);
+	if (a->idle.sig[0])
+		json_object_set_new(doc, "gpuIdle",
+				    json_pack("{s:s, s:s, s:I, s:b, s:o}", "sig", a->idle.sig,
+					      "job", a->idle.job, "since",
+					      (json_int_t)a->idle.since, "fired", a->idle.fired,
+					      "message", agent_str(a->idle.message)));
 	char *body = jsonx_dumps(doc);
 	json_decref(doc);
 	char *path = ag_eps_path(a);
@@ -462,6 +471,22 @@ static void ag_eps_load(struct agent *a)
 		e->notice = json_is_true(json_object_get(o, "notice"));
 		e->sent = sent;
 		e->ended = !same_boot || json_is_true(json_object_get(o, "ended"));
+		v = jsonx_str(o, "job");
+		if (v && agent_job_validate(v, err, sizeof(err)) == 0)
+			snprintf(e->job, sizeof(e->job), "%s", v);
+	}
+	/* The idle detector's run, in the same boot only (a reboot ended every job). */
+	json_t *gi = json_object_get(doc, "gpuIdle");
+	const char *gsig = jsonx_str(gi, "sig"), *gjob = jsonx_str(gi, "job");
+	const char *gmsg = jsonx_str(gi, "message");
+	json_int_t gsince = json_integer_value(json_object_get(gi, "since"));
+	if (same_boot && gsig && strlen(gsig) == AG_IDLE_SIG_LEN - 1 && gjob &&
+	    agent_job_validate(gjob, err, sizeof(err)) == 0 && gsince >= 0) {
+		snprintf(a->idle.sig, sizeof(a->idle.sig), "%s", gsig);
+		snprintf(a->idle.job, sizeof(a->idle.job), "%s", gjob);
+		a->idle.since = gsince;
+		a->idle.fired = json_is_true(json_object_get(gi, "fired"));
+		snprintf(a->idle.message, sizeof(a->idle.message), "%s", gmsg ? gmsg : "");
 	}
 out:
 	json_decref(doc);
@@ -488,6 +513,7 @@ static size_t ag_eps_end_all(struct agent *a, int64_t before_ms)
 	size_t n = 0;
 	for (size_t i = 0; i < a->neps; i++)
 		if (!a->eps[i].ended && !a->eps[i].notice &&
+		    strcmp(a->eps[i].code, AG_IDLE_CODE) != 0 &&
 		    (before_ms <= 0 || a->eps[i].since < before_ms)) {
 			a->eps[i].ended = 1;
 			n++;
@@ -615,6 +641,7 @@ static int ag_probe_round_doc(struct agent *a, json_t *doc, int heartbeat)
 	size_t nf = 0, mark = 0;
 	int rc = 0, changed = ag_apply_node(a, doc);
 	a->round++;
+	a->util_known = 0;
 	unsigned ran = 0;
 	for (int d = AGENT_DET_NVSMI; d < AGENT_DET__COUNT; d++) {
 		if (d == AGENT_DET_NVSMI)
@@ -630,6 +657,25 @@ static int ag_probe_round_doc(struct agent *a, json_t *doc, int heartbeat)
 		/* Each detector's findings carry its own source name. */
 		changed |= ag_take_findings(a, f + mark, nf - mark, (enum agent_det)d);
 		mark = nf;
+	}
+	/* GPUs idle under a job: its episode is the detector's own (job list + run of idle
+	 * samples), shown every round while it lasts; any other of its episodes has ended. */
+	struct agent_finding idf;
+	int shown = 0;
+	changed |= agent_idle_round(a, doc, &idf, &shown);
+	if (shown)
+		changed |= ag_take_findings(a, &idf, 1, AGENT_DET_NVSMI);
+	for (size_t k = 0; k < a->neps; k++) {
+		struct ag_episode *e = &a->eps[k];
+		if (e->ended || strcmp(e->code, AG_IDLE_CODE) != 0)
+			continue;
+		if (shown && strcmp(e->key, idf.key) == 0) {
+			if (!e->job[0])
+				snprintf(e->job, sizeof(e->job), "%s", a->idle.job);
+		} else {
+			e->ended = 1;
+			changed = 1;
+		}
 	}
 	/* An episode ends when every detector that showed it ran cleanly and did not show it. */
 	for (size_t k = 0; k < a->neps; k++) {
@@ -663,6 +709,7 @@ static int ag_probe_round_doc(struct agent *a, json_t *doc, int heartbeat)
 		snprintf(ev->bus, sizeof(ev->bus), "%s", e->bus);
 		ev->time_ms = e->since;
 		snprintf(ev->message, sizeof(ev->message), "%s", e->message);
+		snprintf(ev->job, sizeof(ev->job), "%s", e->job);
 		ev->ep = (int)k;
 	}
 	/* A heartbeat only when nothing is waiting: pending reports carry the detectors too, and
@@ -939,6 +986,12 @@ static int ag_check_cfg(const struct agent_config *c, char *err, size_t errlen)
 	if (c->expected_gpus < 0 || c->expected_gpus > NVSMI_MAX_GPUS)
 		return fp_errf(FP_EINVAL, err, errlen, "expected gpus: %d out of 0..%d",
 			       c->expected_gpus, NVSMI_MAX_GPUS);
+	if (c->gpu_idle_minutes < 0 || c->gpu_idle_minutes > 1440)
+		return fp_errf(FP_EINVAL, err, errlen, "gpu idle minutes: %ld out of 0..1440",
+			       c->gpu_idle_minutes);
+	if (c->gpu_idle_util_pct < 0 || c->gpu_idle_util_pct > 100)
+		return fp_errf(FP_EINVAL, err, errlen, "gpu idle utilisation: %d %% out of 0..100",
+			       c->gpu_idle_util_pct);
 	if (c->nvlink_status && (!*c->nvlink_status || !c->nvidia_smi))
 		return fp_errf(FP_EINVAL, err, errlen, "nvlink status: %s",
 			       *c->nvlink_status ? "needs the nvidia-smi detector (--nvidia-smi)"

@@ -90,6 +90,12 @@ struct agent_config {
 	long probe_timeout_s; /* per probe, 1 .. 3600 */
 	size_t max_buffer;    /* outbox bound in events, 1 .. 10,000,000 */
 	int once;             /* agent_run: one pass, then return */
+	/* GPUs idle under a Slurm job (agent_idle.c, docs/agent.md): minutes of consecutive
+	 * nvidia-smi samples with every GPU at or below gpu_idle_util_pct while the node
+	 * document's status.workload is busy/draining with a job, before slurm:gpu_idle is
+	 * reported for the job; 0 off, 1 .. 1440. Needs the nvidia-smi detector and get_node. */
+	long gpu_idle_minutes;
+	int gpu_idle_util_pct; /* 0 .. 100 (percent); 0: only a GPU at 0 % is idle */
 	/* Test hook: at most this many kernel lines per read pass (0 = no limit). */
 	size_t max_lines_per_pass;
 	/* Wall clock, Unix ms; NULL = CLOCK_REALTIME. */

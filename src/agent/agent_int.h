@@ -26,6 +26,8 @@
 #define AG_EPOCH_LEN 48
 #define AG_NODE_BACKOFF_MAX_MS 30000
 #define AG_ANSWER_MAX ((size_t)64 << 10)
+#define AG_IDLE_CODE "slurm:gpu_idle"
+#define AG_IDLE_SIG_LEN 33 /* 32 hex digits + NUL */
 
 /* One event as it goes into a report. */
 struct ag_event {
@@ -62,6 +64,17 @@ struct ag_episode {
 	unsigned long round; /* the last probe round that showed it */
 	int notice;          /* a notice (finding.h): a recorded remediation does not end it */
 	int sent, ended;
+	char job[65]; /* the event's job (slurm:gpu_idle: the idle job); "" = the agent's --job */
+};
+
+/* The GPUs-idle-under-a-job detector (agent_idle.c): the current job list and run of idle
+ * samples. Kept in findings.state with the episodes (same boot only). */
+struct ag_idle {
+	char sig[AG_IDLE_SIG_LEN]; /* hex BLAKE2b-128 of status.workload's jobs + jobsTotal; "" */
+	char job[65];              /* its first job id */
+	int64_t since;             /* Unix ms of the run's first idle sample; 0: no run */
+	int fired;                 /* the run reached --gpu-idle-minutes: its finding is shown */
+	char message[FINDING_MSG_LEN];
 };
 
 struct ag_line {
@@ -143,6 +156,12 @@ struct agent {
 	int epoch_known;          /* epoch was read from the node document (now or before) */
 	int64_t last_since;
 
+	/* slurm:gpu_idle: the state, and this round's utilisation sample (agent_idle_sample) */
+	struct ag_idle idle;
+	int util_known;
+	size_t util_n;
+	int util[NVSMI_MAX_GPUS], util_index[NVSMI_MAX_GPUS];
+
 	/* the node document GET: not before node_next_ms after a failure */
 	int64_t node_next_ms;
 	long node_backoff_ms;
@@ -183,6 +202,23 @@ struct ag_event *agent_new_event(struct agent *a);
 
 /* Remembers an emitted kernel event id (by its first line's pos) for the cursor. */
 void agent_remember(struct agent *a, uint64_t pos, const char *id);
+
+/* ---- agent_idle.c */
+
+/* Takes this round's utilisation sample from a parsed nvidia-smi report: only a whole report
+ * (not truncated, "Attached GPUs" equal to its GPU sections) whose every GPU has a known
+ * gpu_util sets util_known; anything else leaves it 0 (unknown). The caller clears util_known
+ * at the start of each round. */
+void agent_idle_sample(struct agent *a, const struct nvsmi_report *r);
+/* One round of the detector with the node document (NULL: not read this round) and the
+ * sample: while status.workload is busy/draining with a job id and every GPU's sample is at
+ * or below cfg.gpu_idle_util_pct since a sample cfg.gpu_idle_minutes ago, fires once per
+ * episode (job list + run of idle samples). An episode ends when a sample is above the
+ * threshold, the job list (or jobsTotal) changes or the workload is no longer busy/draining;
+ * an unreadable document or an unknown sample changes nothing. While fired, fills *f (source
+ * agent, code AG_IDLE_CODE, no GPU, key "jobs=<sig>", the job in a->idle.job) and sets *shown
+ * = 1, every round, as a level. Returns 1 when the state changed (findings.state to save). */
+int agent_idle_round(struct agent *a, const json_t *doc, struct agent_finding *f, int *shown);
 
 /* ---- agent_kernel.c */
 

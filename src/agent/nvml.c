@@ -311,6 +311,8 @@ static int nvml_query_devices(struct nvml *n, struct nvsmi_report *out, char *er
 		 * margin 0 at a slowdown margin 0 read as thermal:over_limit on every GPU). */
 		g->tlimit_margin = g->tlimit_slowdown = g->tlimit_shutdown =
 			g->tlimit_max_operating = NVSMI_TLIMIT_UNKNOWN;
+		/* Utilisation is not read through NVML here: unknown, never an idle 0. */
+		g->gpu_util = NVSMI_UNKNOWN;
 		struct nvml_pci_info pi;
 		memset(&pi, 0, sizeof(pi));
 		if (n->get_pci(d, &pi) == NVML_SUCCESS)

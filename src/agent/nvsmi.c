@@ -67,6 +67,23 @@ static int parse_temp(const char *v, int unknown)
 	return neg ? -n : n;
 }
 
+/* A utilisation "37 %" (or "37%"), 0..100; unknown when not of that form. */
+static int parse_pct(const char *v)
+{
+	int n = 0;
+	const char *p = v;
+	if (!isdigit((unsigned char)*p))
+		return NVSMI_UNKNOWN;
+	for (; isdigit((unsigned char)*p); p++) {
+		n = n * 10 + (*p - '0');
+		if (n > 100)
+			return NVSMI_UNKNOWN;
+	}
+	if (strcmp(p, " %") != 0 && strcmp(p, "%") != 0)
+		return NVSMI_UNKNOWN;
+	return n;
+}
+
 static int parse_yesno(const char *v)
 {
 	if (strcmp(v, "Yes") == 0)
@@ -177,6 +194,7 @@ static void gpu_init(struct nvsmi_gpu *g, size_t index)
 	g->temp_shutdown = g->temp_max_operating = NVSMI_UNKNOWN;
 	g->tlimit_margin = g->tlimit_slowdown = NVSMI_TLIMIT_UNKNOWN;
 	g->tlimit_shutdown = g->tlimit_max_operating = NVSMI_TLIMIT_UNKNOWN;
+	g->gpu_util = NVSMI_UNKNOWN;
 }
 
 static void gpu_finish(struct nvsmi_gpu *g, const struct gpu_state *st)
@@ -319,6 +337,9 @@ static void text_field(struct nvsmi_gpu *g, struct gpu_state *st, char sec[][64]
 			g->tlimit_shutdown = parse_temp(v, NVSMI_TLIMIT_UNKNOWN);
 		else if (strcmp(key, "GPU Max Operating T.Limit Temp") == 0)
 			g->tlimit_max_operating = parse_temp(v, NVSMI_TLIMIT_UNKNOWN);
+	} else if (strcmp(s1, "Utilization") == 0 && level == 2) {
+		if (strcmp(key, "Gpu") == 0)
+			g->gpu_util = parse_pct(v);
 	} else if (strcmp(s1, "Clocks Event Reasons") == 0 ||
 		   strcmp(s1, "Clocks Throttle Reasons") == 0) {
 		for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
@@ -595,6 +616,9 @@ static void xml_gpu(const xmlNode *gn, struct nvsmi_gpu *g, struct gpu_state *st
 	g->tlimit_shutdown = parse_temp(v, NVSMI_TLIMIT_UNKNOWN);
 	child_text(n, "gpu_temp_max_gpu_tlimit_threshold", v, sizeof(v));
 	g->tlimit_max_operating = parse_temp(v, NVSMI_TLIMIT_UNKNOWN);
+
+	child_text(child(gn, "utilization"), "gpu_util", v, sizeof(v));
+	g->gpu_util = parse_pct(v);
 
 	n = child(gn, "clocks_event_reasons");
 	if (!n)

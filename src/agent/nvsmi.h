@@ -3,7 +3,7 @@
  *
  * Field names follow the nvidia-smi(1) man page and the nvsmi_device_v12.dtd shipped with the
  * driver (tags ecc_errors/volatile/dram_uncorrectable, retired_pages, remapped_rows,
- * clocks_event_reasons / clocks_throttle_reasons, temperature). "[N/A]", "N/A",
+ * clocks_event_reasons / clocks_throttle_reasons, temperature, utilization/gpu_util). "[N/A]", "N/A",
  * "[Not Supported]", "Not Supported", "ERR!", "[Unknown Error]", an empty value and anything
  * that is not a number where a number belongs are Unknown (-1 / NVSMI_UNKNOWN), never 0:
  * fleetplane fails closed (DESIGN.md principle 8).
@@ -61,6 +61,10 @@ struct nvsmi_gpu {
 	 * over its slowdown limit when tlimit_margin <= tlimit_slowdown (as NVSentinel's
 	 * gpu-health-monitor compares DCGM_FI_DEV_GPU_TEMP_TLIMIT with the slowdown threshold). */
 	int tlimit_margin, tlimit_slowdown, tlimit_shutdown, tlimit_max_operating;
+	/* Utilization / Gpu (text) or <utilization><gpu_util> (XML): percent of the last sample
+	 * period during which a kernel ran on the GPU (nvidia-smi(1), "Utilization"), 0..100;
+	 * -1 unknown ("N/A" - as in MIG mode -, absent, not "N %", over 100), never 0. */
+	int gpu_util;
 	unsigned throttle_active;  /* NVSMI_THR_* that say "Active" */
 	unsigned throttle_unknown; /* NVSMI_THR_* whose value was not Active/Not Active */
 	int partial;               /* 1: the text section ended before its "Processes" line

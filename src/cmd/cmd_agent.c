@@ -49,6 +49,8 @@ static const char agent_usage[] =
 	"                            run `dcgmi health -c -j` from PATH\n"
 	"      --ibstat FILE|auto    `ibstat` output, or auto\n"
 	"      --expected-gpus N     expected GPU count (default: the node's spec.gpus.count)\n"
+	"      --gpu-idle-minutes N  report slurm:gpu_idle when a Slurm job's GPUs are all at 0 %\n"
+	"                            for N minutes (default 30; 0 off; at most 1440)\n"
 	"      --job ID              job id of events whose pid's own Slurm job (from\n"
 	"                            /proc/PID/cgroup or environ) is not known\n"
 	"                            (default: $SLURM_JOB_ID)\n"
@@ -276,6 +278,7 @@ int cmd_agent(int argc, char **argv)
 		{"dcgmi", required_argument, NULL, 'd'},
 		{"ibstat", required_argument, NULL, 'i'},
 		{"expected-gpus", required_argument, NULL, 'g'},
+		{"gpu-idle-minutes", required_argument, NULL, 'G'},
 		{"job", required_argument, NULL, 'j'},
 		{"state-dir", required_argument, NULL, 'D'},
 		{"interval", required_argument, NULL, 'I'},
@@ -293,6 +296,7 @@ int cmd_agent(int argc, char **argv)
 	cfg.interval_s = 30;
 	cfg.probe_timeout_s = 10;
 	cfg.max_buffer = 10000;
+	cfg.gpu_idle_minutes = 30;
 	const char *job = getenv("SLURM_JOB_ID");
 	cfg.job = job && *job ? job : NULL;
 	int job_flag = 0;
@@ -326,6 +330,14 @@ int cmd_agent(int argc, char **argv)
 							  "from 1 to 64, got '%s'",
 							  optarg);
 			cfg.expected_gpus = (int)v;
+			break;
+		case 'G':
+			if (agent_parse_long(optarg, 0, 1440, &v) < 0)
+				return client_usage_error(cmd,
+							  "flag '--gpu-idle-minutes' needs minutes "
+							  "from 0 to 1440, got '%s'",
+							  optarg);
+			cfg.gpu_idle_minutes = v;
 			break;
 		case 'j': {
 			char why[128];

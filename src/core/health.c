@@ -203,6 +203,9 @@ static const struct {
 	 * Job attribution still applies: one job stuck on many nodes at once is the job's. */
 	{"slurm:completing_stuck", SEV_MEDIUM, HEALTH_ACTION_HOLD, 1, D, 0, L_REBOOT_ONLY},
 	{"slurm:kill_task_failed", SEV_MEDIUM, HEALTH_ACTION_HOLD, 1, D, 0, L_REBOOT_ONLY},
+	/* GPUs idle under a Slurm job (agent, issue 10 part 6): one hung job is the job's;
+	 * two distinct jobs idle on the same node within a day is the node's. */
+	{"slurm:gpu_idle", SEV_WARNING, HEALTH_ACTION_HOLD, 1, D, 2, L_REBOOT},
 };
 
 #define NCODE_DEFAULTS (sizeof(code_defaults) / sizeof(code_defaults[0]))

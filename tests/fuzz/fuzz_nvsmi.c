@@ -4,7 +4,8 @@
  * DTD loading), nvsmi_parse (XML when it starts with '<') and nvsmi_nvlink_status_parse, and
  * every report that parses goes through its findings. Properties checked (a failure aborts):
  * a report never holds more than NVSMI_MAX_GPUS GPUs and GPU i has index i; a failed parse
- * leaves no GPUs; every count is -1 or >= 0 and every yes/no field is -1, 0 or 1; the
+ * leaves no GPUs; every count is -1 or >= 0, every yes/no field is -1, 0 or 1 and the GPU
+ * utilisation is -1 or 0..100; the
  * findings never exceed the array they are given, every string in them is NUL-terminated
  * inside its buffer, their codes are from the contract, notice is 1 exactly for the notice
  * codes, and *unknown is 0 or 1; a truncated report is always unknown; gpu:count_mismatch
@@ -104,6 +105,7 @@ static void check_report(int rc)
 		CHECK(g->remap_failure >= -1 && g->remap_failure <= 1);
 		CHECK(g->retired_pending >= -1 && g->retired_pending <= 1);
 		CHECK(g->ecc_mode_current >= -1 && g->ecc_mode_current <= 1);
+		CHECK(g->gpu_util >= -1 && g->gpu_util <= 100);
 		CHECK((g->throttle_active & g->throttle_unknown) == 0);
 	}
 	n = nvsmi_findings(&rep, 8, f, 16, &unknown);

@@ -1901,6 +1901,278 @@ static void test_node_get_backoff(void **state)
 	free(dir);
 }
 
+/* ------------------------------------------------------------------ GPUs idle under a job */
+
+/* status.workload of the fake node document: state and the job ids (NULL-terminated). */
+static void set_workload(struct node_fake *nf, const char *state, const char *const *jobs)
+{
+	json_t *arr = json_array();
+	size_t n = 0;
+	for (; jobs && jobs[n]; n++)
+		json_array_append_new(arr, json_string(jobs[n]));
+	json_object_set_new(json_object_get(nf->node, "status"), "workload",
+			    json_pack("{s:s, s:s, s:o, s:I, s:s}", "scheduler", "slurm", "state",
+				      state, "jobs", arr, "jobsTotal", (json_int_t)n, "since",
+				      "2026-12-02T04:47:20Z"));
+}
+
+/* n probe rounds, 30 s apart (the clock steps first), each flushed. */
+static void idle_rounds(struct agent *a, int n)
+{
+	for (int i = 0; i < n; i++) {
+		fake_now_ms += 30000;
+		assert_int_equal(agent_probe_round(a), 0);
+		(void)agent_flush(a);
+	}
+}
+
+/* The slurm:gpu_idle event number i the API accepted (borrowed from a new array in *all). */
+static json_t *idle_event(struct fake *f, size_t i, json_t **all)
+{
+	json_t *ev = fake_events(f), *e;
+	size_t k, n = 0;
+	*all = ev;
+	json_array_foreach(ev, k, e)
+		if (strcmp(jsonx_str(e, "code"), "slurm:gpu_idle") == 0 && n++ == i)
+			return e;
+	fail_msg("no slurm:gpu_idle event %zu", i);
+	return NULL;
+}
+
+static void assert_idle_event(struct fake *f, size_t i, const char *job, const char *message)
+{
+	json_t *all;
+	json_t *e = idle_event(f, i, &all);
+	assert_string_equal(jsonx_str(e, "source"), "agent");
+	assert_string_equal(jsonx_str(e, "job"), job);
+	assert_string_equal(jsonx_str(e, "message"), message);
+	assert_null(json_object_get(e, "gpu")); /* the node's GPUs, not one */
+	json_decref(all);
+}
+
+/* Issue 10 part 6: the real H100 `nvidia-smi -q` (every GPU "Utilization / Gpu : 0 %") under
+ * Slurm job 4242 (status.workload busy). 30 minutes of samples, 30 s apart: one event at the
+ * sample 30 minutes after the first, attributed to the job; then none while the episode lasts
+ * (more rounds, a restart, the API down and back, an unknown value, an unreadable node
+ * document, a recorded remediation). GPU 0 at 87 % ends it: 30 minutes later a new event. The
+ * job list changing, idle, drained and draining as the backend writes them. */
+static void test_gpu_idle(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	char *src = xasprintf("%s/tests/data/nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt", srcdir());
+	size_t len;
+	char *idle = read_all(src, &len);
+	const char *gpu0 = "        Gpu                               : 0 %\n";
+	char *p = strstr(idle, gpu0);
+	assert_non_null(p);
+	size_t off = (size_t)(p - idle), glen = strlen(gpu0);
+	char *busy = xasprintf("%.*s        Gpu                               : 87 %%\n%s",
+			       (int)off, idle, idle + off + glen);
+	char *unknown = xasprintf("%.*s        Gpu                               : N/A\n%s",
+				  (int)off, idle, idle + off + glen);
+	char *smi = xasprintf("%s/smi.txt", dir);
+	write_file(smi, idle, len, "w");
+	struct node_fake nf = {.api = fake_new()};
+	char jerr[256];
+	const char
+		*doc = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"r01n01\"},\"spec\":{\"gpus\":"
+		       "{\"count\":8}},\"status\":{\"phase\":\"available\"}}";
+	assert_int_equal(jsonx_parse(doc, strlen(doc), &nf.node, jerr, sizeof(jerr)), 0);
+	static const char *const j4242[] = {"4242", NULL};
+	set_workload(&nf, "busy", j4242);
+	struct agent_config c;
+	base_cfg(&c, dir, NULL);
+	c.nvidia_smi = smi;
+	c.once = 0;
+	c.wall_ms = fake_clock;
+	c.gpu_idle_minutes = 30;
+	fake_now_ms = 1795000000000;
+	struct agent_transport tp = {.report = nf_report, .get_node = nf_get_node, .arg = &nf};
+	struct agent *a = NULL;
+	char err[512];
+	char ids[8][AGENT_ID_LEN];
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), 0);
+	/* The first idle sample at t0, then 59 more up to t0 + 29.5 min: nothing. */
+	assert_int_equal(agent_probe_round(a), 0);
+	idle_rounds(a, 59);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 8), 0);
+	/* t0 + 30 min, with the API down: kept in the outbox, sent once it is back. */
+	nf.api->down = 1;
+	idle_rounds(a, 1);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 8), 0);
+	nf.api->down = 0;
+	idle_rounds(a, 1);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 8), 1);
+	assert_idle_event(nf.api, 0, "4242",
+			  "job 4242: GPUs 0-7 at or below 0 % utilisation for 30 min while Slurm "
+			  "says busy");
+	{
+		json_t *all;
+		json_t *e = idle_event(nf.api, 0, &all);
+		assert_string_equal(jsonx_str(e, "time"), "2026-11-18T11:36:40.000Z"); /* t0+30m */
+		json_decref(all);
+	}
+	/* The nvidia-smi detector is not made unhealthy by it (the GPUs are not at fault). */
+	assert_string_equal(agent_detector(a, AGENT_DET_NVSMI)->status, "ok");
+	/* The same episode: more rounds, a restart, unknown values, no node document, a
+	 * remediation recorded - no second event. */
+	idle_rounds(a, 10);
+	agent_free(a);
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), 0);
+	/* findings.state keeps the run: 31 minutes after the restart, still one event */
+	idle_rounds(a, 62);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 8), 1);
+	write_file(smi, unknown, strlen(unknown), "w");
+	idle_rounds(a, 3);
+	write_file(smi, idle, len, "w");
+	nf.down = 1;
+	idle_rounds(a, 3);
+	nf.down = 0;
+	const char *hist = "[{\"rung\":\"reboot\",\"result\":\"succeeded\",\"at\":"
+			   "\"2026-11-18T11:40:00.000Z\"}]";
+	json_t *h = NULL;
+	assert_int_equal(jsonx_parse(hist, strlen(hist), &h, jerr, sizeof(jerr)), 0);
+	json_object_set_new(json_object_get(nf.node, "status"), "remediationHistory", h);
+	idle_rounds(a, 3);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 8), 1);
+	assert_int_equal(nf.api->duplicates, 0);
+	/* GPU 0 busy: the episode ends. Idle again: a new run, its event 30 minutes on. */
+	write_file(smi, busy, strlen(busy), "w");
+	idle_rounds(a, 1);
+	write_file(smi, idle, len, "w");
+	idle_rounds(a, 60);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 8), 1);
+	idle_rounds(a, 1);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 8), 2);
+	assert_string_not_equal(ids[0], ids[1]);
+	assert_idle_event(nf.api, 1, "4242",
+			  "job 4242: GPUs 0-7 at or below 0 % utilisation for 30 min while Slurm "
+			  "says busy");
+	/* Unknown from the start of a run: 40 minutes of N/A fire nothing and start nothing. */
+	static const char *const j4243[] = {"4243", "4250", NULL};
+	set_workload(&nf, "busy", j4243);
+	write_file(smi, unknown, strlen(unknown), "w");
+	idle_rounds(a, 80);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 8), 2);
+	/* Known again: 30 minutes from the first known sample; the first job is named. */
+	write_file(smi, idle, len, "w");
+	idle_rounds(a, 60);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 8), 2);
+	idle_rounds(a, 1);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 8), 3);
+	assert_idle_event(nf.api, 2, "4243",
+			  "job 4243: GPUs 0-7 at or below 0 % utilisation for 30 min while Slurm "
+			  "says busy");
+	/* A job list that changes mid-run restarts it: 4251 joins after 20 minutes. */
+	static const char *const j4244[] = {"4244", NULL};
+	static const char *const j4244b[] = {"4244", "4251", NULL};
+	set_workload(&nf, "busy", j4244);
+	idle_rounds(a, 40);
+	set_workload(&nf, "draining", j4244b);
+	idle_rounds(a, 60);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 8), 3);
+	idle_rounds(a, 1);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 8), 4);
+	assert_idle_event(nf.api, 3, "4244",
+			  "job 4244: GPUs 0-7 at or below 0 % utilisation for 30 min while Slurm "
+			  "says draining");
+	/* busy -> draining with the same jobs is the same episode */
+	set_workload(&nf, "busy", j4244b);
+	idle_rounds(a, 5);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 8), 4);
+	/* No job: idle, drained, busy with no id, no workload at all (a server without
+	 * --slurm), a state fleetplane does not know - never an event. */
+	static const char *const *const none = NULL;
+	const char *states[] = {"idle", "drained", "busy", "absent"};
+	for (size_t i = 0; i < 4; i++) {
+		set_workload(&nf, states[i], none);
+		idle_rounds(a, 70);
+	}
+	json_object_del(json_object_get(nf.node, "status"), "workload");
+	idle_rounds(a, 70);
+	set_workload(&nf, "resuming", j4242);
+	idle_rounds(a, 70);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 8), 4);
+	assert_int_equal(nf.api->duplicates, 0);
+	agent_free(a);
+	fake_free(nf.api);
+	json_decref(nf.node);
+	free(idle);
+	free(busy);
+	free(unknown);
+	free(src);
+	free(smi);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* The threshold and the switch: the real RTX 2080 `nvidia-smi -q -x` (one GPU at 2 %) is not
+ * idle at the default 0 %, and is at 2 %; --gpu-idle-minutes 0 is off; 1441 is refused. */
+static void test_gpu_idle_threshold(void **state)
+{
+	(void)state;
+	char *dir = mktmp();
+	char *smi = xasprintf("%s/tests/data/nvidia-smi/rtx2080-windows-q-x-516.59.xml", srcdir());
+	struct node_fake nf = {.api = fake_new()};
+	char jerr[256], err[512];
+	const char *doc = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"r01n01\"},\"status\":{}}";
+	assert_int_equal(jsonx_parse(doc, strlen(doc), &nf.node, jerr, sizeof(jerr)), 0);
+	static const char *const jobs[] = {"77_3", NULL}; /* an array task */
+	set_workload(&nf, "busy", jobs);
+	struct agent_config c;
+	base_cfg(&c, dir, NULL);
+	c.expected_gpus = 1;
+	c.nvidia_smi = smi;
+	c.once = 0;
+	c.wall_ms = fake_clock;
+	c.gpu_idle_minutes = 1;
+	fake_now_ms = 1795000000000;
+	struct agent_transport tp = {.report = nf_report, .get_node = nf_get_node, .arg = &nf};
+	struct agent *a = NULL;
+	char ids[4][AGENT_ID_LEN];
+	c.gpu_idle_minutes = 1441;
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), FP_EINVAL);
+	assert_string_equal(err, "gpu idle minutes: 1441 out of 0..1440");
+	c.gpu_idle_minutes = 1;
+	c.gpu_idle_util_pct = 101;
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), FP_EINVAL);
+	assert_string_equal(err, "gpu idle utilisation: 101 % out of 0..100");
+	/* 0 % (the default): 2 % is not idle */
+	c.gpu_idle_util_pct = 0;
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), 0);
+	idle_rounds(a, 20);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 4), 0);
+	agent_free(a);
+	/* off */
+	c.gpu_idle_minutes = 0;
+	c.gpu_idle_util_pct = 2;
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), 0);
+	idle_rounds(a, 20);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 4), 0);
+	agent_free(a);
+	/* 2 %: idle. A first sample, then the clock goes 10 minutes back (t0): the run starts
+	 * again there, never stuck in the future; the event at t0 + 60 s. */
+	c.gpu_idle_minutes = 1;
+	assert_int_equal(agent_new(&c, &tp, &a, err, sizeof(err)), 0);
+	idle_rounds(a, 1);
+	fake_now_ms -= 600000 + 30000;
+	idle_rounds(a, 1); /* t0: the run starts here */
+	idle_rounds(a, 1);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 4), 0);
+	idle_rounds(a, 1);
+	assert_int_equal(count_code(nf.api, "slurm:gpu_idle", ids, 4), 1);
+	assert_idle_event(nf.api, 0, "77_3",
+			  "job 77_3: GPU 0 at or below 2 % utilisation for 1 min while Slurm says "
+			  "busy");
+	agent_free(a);
+	fake_free(nf.api);
+	json_decref(nf.node);
+	free(smi);
+	rm_rf(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1928,6 +2200,8 @@ int main(void)
 		cmocka_unit_test(test_rotation_drains_old_file),
 		cmocka_unit_test(test_config_names),
 		cmocka_unit_test(test_node_get_backoff),
+		cmocka_unit_test(test_gpu_idle),
+		cmocka_unit_test(test_gpu_idle_threshold),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,6 +116,7 @@ static void test_h100_text(void **state)
 		assert_int_equal(g->tlimit_slowdown, -2);
 		assert_int_equal(g->tlimit_shutdown, -8);
 		assert_int_equal(g->tlimit_max_operating, 0);
+		assert_int_equal(g->gpu_util, 0);       /* "Utilization / Gpu : 0 %" */
 		assert_int_equal(g->temp_slowdown, -1); /* 535 prints T.Limit offsets only */
 		assert_int_equal(g->temp_shutdown, -1);
 		/* Clocks Event Reasons: HW Slowdown and HW Power Brake Slowdown Active */
@@ -188,6 +189,7 @@ static void test_rtx4090_text(void **state)
 		assert_int_equal(g->temp_gpu, temp[i]);
 		assert_int_equal(g->temp_mem, -1); /* "Memory Current Temp : N/A" */
 		assert_int_equal(g->tlimit_shutdown, -7);
+		assert_int_equal(g->gpu_util, 0);
 		assert_int_equal(g->throttle_active, NVSMI_THR_GPU_IDLE);
 	}
 	/* ECC disabled: nothing to prove about ECC, no findings, known */
@@ -518,6 +520,54 @@ static void test_text_bad_values(void **state)
 	free(buf);
 }
 
+/* GPU utilisation (Utilization / Gpu, <utilization><gpu_util>): the real H100 text (every GPU
+ * "0 %") with GPU 0's value edited by hand; an unreadable value is unknown (-1), never 0. */
+static void test_text_utilisation(void **state)
+{
+	static const char *const bad[] =
+		{"N/A",  "[N/A]",           "101 %",          "7", "-3 %", "",
+		 "ERR!", "[Not Supported]", "1000000000000 %"};
+	const char *from = "        Gpu                               : 0 %";
+	char err[256] = "";
+	char to[128];
+	size_t len;
+	char *buf = slurp("nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt", &len);
+	char *v;
+	(void)state;
+
+	snprintf(to, sizeof(to), "        Gpu                               : 87 %%");
+	v = replace1(buf, from, to);
+	assert_int_equal(nvsmi_parse_text(v, strlen(v), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].gpu_util, 87);
+	assert_int_equal(rep.gpus[1].gpu_util, 0);
+	assert_int_equal(rep.gpus[7].gpu_util, 0);
+	free(v);
+	v = replace1(buf, from, "        Gpu                               : 100%");
+	assert_int_equal(nvsmi_parse_text(v, strlen(v), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].gpu_util, 100);
+	free(v);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(to, sizeof(to), "        Gpu                               : %s", bad[i]);
+		v = replace1(buf, from, to);
+		assert_int_equal(nvsmi_parse_text(v, strlen(v), &rep, err, sizeof(err)), 0);
+		assert_int_equal(rep.gpus[0].gpu_util, -1);
+		assert_int_equal(rep.gpus[1].gpu_util, 0);
+		free(v);
+	}
+	/* The Memory line of the same section is not the GPU's */
+	v = replace1(buf, "        Memory                            : 0 %",
+		     "        Memory                            : 55 %");
+	assert_int_equal(nvsmi_parse_text(v, strlen(v), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].gpu_util, 0);
+	free(v);
+	/* No Utilization section at all (the A100 excerpt): unknown */
+	free(buf);
+	buf = slurp("nvidia-smi/a100-q-excerpt-xid63-row-remap-pending.txt", &len);
+	assert_int_equal(nvsmi_parse_text(buf, len, &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].gpu_util, -1);
+	free(buf);
+}
+
 /* ---------- nvidia-smi -q -x ---------- */
 
 static void test_p100_xml(void **state)
@@ -557,6 +607,7 @@ static void test_p100_xml(void **state)
 	assert_int_equal(g->temp_shutdown, 85);
 	assert_int_equal(g->temp_max_operating, -1);
 	assert_int_equal(g->tlimit_margin, NVSMI_TLIMIT_UNKNOWN);
+	assert_int_equal(g->gpu_util, 0); /* <gpu_util>0 %</gpu_util> */
 	assert_int_equal(g->throttle_active, NVSMI_THR_GPU_IDLE);
 	assert_int_equal(g->throttle_unknown, 0);
 	assert_int_equal(nvsmi_findings(&rep, 1, f, MAXF, &unknown), 0);
@@ -595,6 +646,7 @@ static void test_rtx2080_xml(void **state)
 	assert_int_equal(g->temp_slowdown, 97);
 	assert_int_equal(g->temp_shutdown, 100);
 	assert_int_equal(g->temp_max_operating, 88);
+	assert_int_equal(g->gpu_util, 2); /* <gpu_util>2 %</gpu_util> */
 	assert_int_equal(g->throttle_active, NVSMI_THR_GPU_IDLE);
 	assert_int_equal(nvsmi_findings(&rep, 1, f, MAXF, &unknown), 0);
 	assert_int_equal(unknown, 0);
@@ -675,6 +727,31 @@ static void test_xml_count_mismatch(void **state)
 	assert_int_equal(nvsmi_findings(&rep, 2, f, MAXF, &unknown), 0);
 	assert_int_equal(unknown, 1);
 	free(two);
+	free(buf);
+}
+
+/* <gpu_util> of the real P100 XML edited by hand: 64 %, N/A (unknown), no <utilization>. */
+static void test_xml_utilisation(void **state)
+{
+	char err[256] = "";
+	size_t len;
+	char *buf = slurp("nvidia-smi/tesla-p100-q-x-510.47.03.xml", &len);
+	char *v;
+	(void)state;
+	v = replace1(buf, "<gpu_util>0 %</gpu_util>", "<gpu_util>64 %</gpu_util>");
+	assert_int_equal(nvsmi_parse_xml(v, strlen(v), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].gpu_util, 64);
+	free(v);
+	v = replace1(buf, "<gpu_util>0 %</gpu_util>", "<gpu_util>N/A</gpu_util>");
+	assert_int_equal(nvsmi_parse_xml(v, strlen(v), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].gpu_util, -1);
+	free(v);
+	v = replace1(buf, "<utilization>", "<not_utilization>");
+	char *w = replace1(v, "</utilization>", "</not_utilization>");
+	assert_int_equal(nvsmi_parse_xml(w, strlen(w), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].gpu_util, -1);
+	free(w);
+	free(v);
 	free(buf);
 }
 
@@ -910,6 +987,8 @@ int main(void)
 		cmocka_unit_test(test_a100_excerpt_text),
 		cmocka_unit_test(test_text_truncated),
 		cmocka_unit_test(test_text_bad_values),
+		cmocka_unit_test(test_text_utilisation),
+		cmocka_unit_test(test_xml_utilisation),
 		cmocka_unit_test(test_p100_xml),
 		cmocka_unit_test(test_rtx2080_xml),
 		cmocka_unit_test(test_xml_text_agree),

@@ -108,7 +108,15 @@ static void test_catalog_rows(void **state)
 	assert_int_equal(health_rule_find(p, "slurm:completing_stuck")->action, HEALTH_ACTION_HOLD);
 	assert_ladder(health_rule_find(p, "slurm:completing_stuck"), "[\"reboot\"]");
 	assert_ladder(health_rule_find(p, "slurm:kill_task_failed"), "[\"reboot\"]");
-	assert_int_equal(p->nrules, 66 + 28);
+	r = health_rule_find(p, "slurm:gpu_idle");
+	assert_string_equal(r->code, "slurm:gpu_idle");
+	assert_int_equal(r->severity, SEV_WARNING);
+	assert_int_equal(r->action, HEALTH_ACTION_HOLD);
+	assert_int_equal(r->count, 1);
+	assert_int_equal(r->window_s, 86400);
+	assert_int_equal(r->distinct_jobs, 2);
+	assert_ladder(r, "[\"reboot\",\"reimage\",\"rma\"]");
+	assert_int_equal(p->nrules, 66 + 29);
 	health_policy_free(p);
 }
 
@@ -144,7 +152,7 @@ static void test_policy_roundtrip(void **state)
 	x = health_rule_find(r, "custom:thing");
 	assert_int_equal(x->severity, SEV_WARNING);
 	assert_int_equal(x->count, 1);
-	assert_int_equal(r->nrules, 66 + 28 + 1);
+	assert_int_equal(r->nrules, 66 + 29 + 1);
 	assert_int_equal(r->breaker.max_nodes, 10);
 	assert_int_equal(r->breaker.ndomains, 2);
 	assert_string_equal(r->breaker.domains[1], "nvlink_domain");
@@ -1242,6 +1250,88 @@ static void test_no_live_detector(void **state)
 	world_free(w);
 }
 
+/* The agent's slurm:gpu_idle (issue 10 part 6; no GPU, source agent, the idle job): one job
+ * idle on a node is the job's - recorded, no hold, the decision names the job, also for a
+ * second episode of the same job; a second distinct job within 24 h holds the node and the
+ * ladder starts at reboot. A job idle on 3 nodes is a job fault (JobFault) and never counts
+ * towards a node's distinct jobs. */
+static json_t *idle_ev(const char *id, const char *job)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", id, "source", "agent", "code",
+			 "slurm:gpu_idle", "job", job, "message",
+			 "job 4242: GPUs 0-7 at or below 0 % utilisation for 30 min while Slurm "
+			 "says busy");
+}
+
+static void test_gpu_idle_jobs(void **state)
+{
+	struct world *w = world_new();
+	put_node(w, "r01n01", "r01", PHASE_AVAILABLE);
+	json_t *res = send1(w, "r01n01", idle_ev("f-idle-1", "4242"));
+	assert_string_equal(action0(res), "count");
+	assert_string_equal(reason0(res),
+			    "slurm:gpu_idle on GPU -: 1 of 2 distinct jobs within 86400 s (4242)");
+	json_decref(res);
+	{
+		struct store_kv kv = {0};
+		json_t *d = NULL;
+		assert_int_equal(store_get(w->store, "/healthevents/r01n01/f-idle-1", &kv), 0);
+		assert_int_equal(jsonx_parse(kv.value, strlen(kv.value), &d, NULL, 0), 0);
+		store_kv_release(&kv);
+		assert_string_equal(jsonx_str(d, "job"), "4242");
+		assert_string_equal(jsonx_str(d, "decision.action"), "count");
+		assert_string_equal(
+			jsonx_str(d, "decision.inputs"),
+			"code=slurm:gpu_idle severity=warning rule=slurm:gpu_idle gpu=- "
+			"job=4242 count=1 window=86400s threshold=1 distinctJobs=1/2 "
+			"fence=- -> count");
+		json_decref(d);
+	}
+	clock_virtual_advance(w->clock, 3600 * SEC);
+	res = send1(w, "r01n01", idle_ev("f-idle-2", "4242")); /* the same job, again */
+	assert_string_equal(action0(res), "count");
+	assert_string_equal(reason0(res),
+			    "slurm:gpu_idle on GPU -: 1 of 2 distinct jobs within 86400 s (4242)");
+	json_decref(res);
+	assert_int_equal(held(w, "r01n01"), 0);
+	clock_virtual_advance(w->clock, 20 * 3600 * SEC);
+	res = send1(w, "r01n01", idle_ev("f-idle-3", "4243"));
+	assert_string_equal(action0(res), "hold");
+	assert_string_equal(reason0(res),
+			    "warning slurm:gpu_idle on GPU -: 2 of 2 distinct jobs within "
+			    "86400 s (4242, 4243); hold, remediation starts at reboot");
+	json_decref(res);
+	assert_int_equal(held(w, "r01n01"), 1);
+
+	/* Job 6000 idle on three nodes: the job's fault; a later job on one of them is 1 of 2. */
+	char name[16], id[32];
+	for (int i = 1; i <= 3; i++) {
+		snprintf(name, sizeof(name), "r02n%02d", i);
+		put_node(w, name, "r02", PHASE_AVAILABLE);
+	}
+	for (int i = 1; i <= 3; i++) {
+		snprintf(name, sizeof(name), "r02n%02d", i);
+		snprintf(id, sizeof(id), "f-j6000-%d", i);
+		res = send1(w, name, idle_ev(id, "6000"));
+		assert_string_equal(action0(res), i < 3 ? "count" : "job_fault");
+		json_decref(res);
+	}
+	char msg[1200];
+	assert_int_equal(events_with(w, "JobFault", msg, sizeof(msg)), 1);
+	assert_string_equal(msg, "slurm:gpu_idle from job 6000 on 3 nodes within 600 s (r02n01, "
+				 "r02n02, r02n03): the job's fault, no node action");
+	res = send1(w, "r02n01", idle_ev("f-j6001", "6001"));
+	assert_string_equal(action0(res), "count");
+	assert_string_equal(reason0(res),
+			    "slurm:gpu_idle on GPU -: 1 of 2 distinct jobs within 86400 s (6001)");
+	json_decref(res);
+	for (int i = 1; i <= 3; i++) {
+		snprintf(name, sizeof(name), "r02n%02d", i);
+		assert_int_equal(held(w, name), 0);
+	}
+	world_free(w);
+}
+
 /* #10: a job declared a job fault is not an unrelated job on a GPU. */
 static void test_job_fault_jobs_excluded(void **state)
 {
@@ -1667,6 +1757,7 @@ int main(void)
 		cmocka_unit_test(test_n_of_m),
 		cmocka_unit_test(test_job_fault_across_nodes),
 		cmocka_unit_test(test_distinct_jobs_on_one_gpu),
+		cmocka_unit_test(test_gpu_idle_jobs),
 		cmocka_unit_test(test_breaker),
 		cmocka_unit_test(test_dry_run_and_never_served),
 		cmocka_unit_test(test_bad_reports),
