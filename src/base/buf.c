@@ -119,3 +119,46 @@ int buf_read_file(struct buf *b, const char *path, size_t max, char *err, size_t
 	close(fd);
 	return rc;
 }
+
+int buf_write_file(const struct buf *b, const char *path, char *err, size_t errlen)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? xstrndup(path, slash == path ? 1 : (size_t)(slash - path))
+			  : xstrdup(".");
+	char *tmp = xasprintf("%s/.%s.tmp", dir, slash ? slash + 1 : path);
+	int rc = 0;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = fp_errf(FP_EIO, err, errlen, "open %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	for (size_t off = 0; off < b->len;) {
+		ssize_t n = write(fd, b->data + off, b->len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = fp_errf(FP_EIO, err, errlen, "write %s: %s", tmp, strerror(errno));
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (rc == 0 && fsync(fd) != 0)
+		rc = fp_errf(FP_EIO, err, errlen, "fsync %s: %s", tmp, strerror(errno));
+	if (close(fd) != 0 && rc == 0)
+		rc = fp_errf(FP_EIO, err, errlen, "close %s: %s", tmp, strerror(errno));
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = fp_errf(FP_EIO, err, errlen, "rename %s: %s", path, strerror(errno));
+	if (rc < 0) {
+		unlink(tmp);
+		goto out;
+	}
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+out:
+	free(dir);
+	free(tmp);
+	return rc;
+}

@@ -23,6 +23,12 @@ int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf
  * FP_EIO ("open PATH: why" / "read PATH: why" in err) or FP_ETOOBIG ("PATH is larger than MAX
  * bytes"); b then holds what was read so far. Retries EINTR; the file is opened O_CLOEXEC. */
 int buf_read_file(struct buf *b, const char *path, size_t max, char *err, size_t errlen);
+/* Writes b's contents (b unchanged) to path whole or not at all: a temporary file
+ * "<dir>/.<name>.tmp" of mode 0644 in path's directory, written, fsync'd, renamed over path
+ * (rename(2) is atomic), then the directory fsync'd. A reader sees the old file or the new one,
+ * never a part. Returns 0 or FP_EIO with err naming the step and path (the temporary file is
+ * removed). */
+int buf_write_file(const struct buf *b, const char *path, char *err, size_t errlen);
 /* buf_detach hands the data to the caller (never NULL) and re-initialises b. */
 char *buf_detach(struct buf *b, size_t *len);
 

@@ -100,6 +100,24 @@ int cmd_serve(int argc, char **argv)
 	struct slurm_sync *ssync = NULL;
 	struct slurm_acct *sacct = NULL;
 	struct fleet_scheduler sched;
+	if (!so.slurm && (so.slurm_nodes_conf || so.slurm_gres_conf)) {
+		fprintf(stderr, "error: --slurm-nodes-conf and --slurm-gres-conf need --slurm\n");
+		return 2;
+	}
+	if (!so.slurm_nodes_conf && so.slurm_gres_conf) {
+		fprintf(stderr, "error: --slurm-gres-conf needs --slurm-nodes-conf\n");
+		return 2;
+	}
+	for (int i = 0; i < 2; i++) {
+		const char *p = i ? so.slurm_gres_conf : so.slurm_nodes_conf;
+		if (p && (p[0] != '/' || strlen(p) > 1024)) {
+			fprintf(stderr,
+				"error: --slurm-%s-conf: \"%.100s\" is not an absolute path "
+				"of at most 1024 bytes\n",
+				i ? "gres" : "nodes", p);
+			return 2;
+		}
+	}
 	if (so.slurm) {
 		struct slurm_cli_config cc = {.slurm_conf = getenv("SLURM_CONF")};
 		if (slurm_cli_new(&cc, &scli, err, sizeof(err)) < 0) {
@@ -124,7 +142,9 @@ int cmd_serve(int argc, char **argv)
 			 .interval_ms = so.slurm_interval * 1000,
 			 .stuck_completing_ms = so.slurm_stuck_completing
 							? so.slurm_stuck_completing * 1000
-							: -1};
+							: -1,
+			 .nodes_conf = so.slurm_nodes_conf,
+			 .gres_conf = so.slurm_gres_conf};
 		ssync = slurm_sync_new(&ops, &sc);
 		fleet_slurm_scheduler(ssync, &sched);
 		sv.scheduler = &sched;

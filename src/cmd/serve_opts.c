@@ -119,6 +119,13 @@ static const struct opt opts[] = {
 	 OFF(slurm_stuck_completing),
 	 "with --slurm: a job still COMPLETING this long after it ended is stuck: a health event "
 	 "slurm:completing_stuck for each of its nodes, attributed to the job (0 = off)"},
+	{"slurm-nodes-conf", OK_STRING, "FILE", 0, 0, "", "", NULL, 0, 1, OFF(slurm_nodes_conf),
+	 "with --slurm: keep FILE (absolute; slurm.conf Includes it) equal to the NodeName= and "
+	 "PartitionName= lines generated from the nodes that passed validation, and run scontrol "
+	 "reconfigure when it changes"},
+	{"slurm-gres-conf", OK_STRING, "FILE", 0, 0, "", "", NULL, 0, 1, OFF(slurm_gres_conf),
+	 "with --slurm-nodes-conf: keep FILE (absolute) equal to the generated cluster-wide "
+	 "gres.conf"},
 	{"help", OK_FLAG, NULL, 0, 0, "", "", NULL, 1, 0, OFF(help), "print this help"},
 };
 

@@ -38,12 +38,14 @@ struct serve_opts {
 	long heartbeat_timeout; /* seconds; 0 = 3 x the agent's interval */
 	double report_rate;     /* reports per second per node; 0 = no limit */
 	long report_burst;
-	long report_events;          /* events per minute per node; 0 = no limit */
-	const char *config;          /* --config FILE */
-	int check;                   /* --check: validate and exit */
-	int slurm;                   /* --slurm: run the Slurm backend in the scheduler slot */
-	long slurm_interval;         /* seconds between full Slurm passes */
-	long slurm_stuck_completing; /* seconds a job may stay COMPLETING; 0 = not watched */
+	long report_events;           /* events per minute per node; 0 = no limit */
+	const char *config;           /* --config FILE */
+	int check;                    /* --check: validate and exit */
+	int slurm;                    /* --slurm: run the Slurm backend in the scheduler slot */
+	long slurm_interval;          /* seconds between full Slurm passes */
+	long slurm_stuck_completing;  /* seconds a job may stay COMPLETING; 0 = not watched */
+	const char *slurm_nodes_conf; /* --slurm-nodes-conf: the generated include, or NULL */
+	const char *slurm_gres_conf;  /* --slurm-gres-conf: the generated gres.conf, or NULL */
 	int help;
 	unsigned char set[SERVE_OPTS_MAX];                 /* option i was given (flag or file) */
 	char strbuf[SERVE_OPTS_MAX][SERVE_OPTS_VALUE_MAX]; /* string values read from a file */

@@ -583,6 +583,20 @@ static int ops_update(void *arg, const char *const *names, size_t n, int drain, 
 				drain ? reason : NULL, err, errlen);
 }
 
+int slurm_cli_reconfigure(struct slurm_cli *c, char *err, size_t errlen)
+{
+	char *argv[] = {c->scontrol, "reconfigure", NULL};
+	struct proc_result res;
+	int rc = run(c, argv, "scontrol reconfigure", 0, &res, err, errlen);
+	proc_result_release(&res);
+	return rc;
+}
+
+static int ops_reconfigure(void *arg, char *err, size_t errlen)
+{
+	return slurm_cli_reconfigure(arg, err, errlen);
+}
+
 static int ops_list_jobs(void *arg, struct slurm_job **out, size_t *n, char *err, size_t errlen)
 {
 	return slurm_cli_jobs(arg, out, n, err, errlen);
@@ -593,5 +607,6 @@ void slurm_cli_ops(struct slurm_cli *c, struct slurm_ops *out)
 	*out = (struct slurm_ops){.list_nodes = ops_list_nodes,
 				  .update = ops_update,
 				  .list_jobs = ops_list_jobs,
+				  .reconfigure = ops_reconfigure,
 				  .arg = c};
 }

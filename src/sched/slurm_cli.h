@@ -108,6 +108,10 @@ int slurm_cli_update(struct slurm_cli *c, const char *const *names, size_t n,
  * FP_EPARSE, with *out NULL and *n 0. squeue is run from bindir, or PATH, as scontrol is. */
 int slurm_cli_jobs(struct slurm_cli *c, struct slurm_job **out, size_t *n, char *err,
 		   size_t errlen);
+/* Runs `scontrol reconfigure` (scontrol(1) COMMANDS "reconfigure": every daemon re-reads its
+ * configuration; in 22.05 added or removed nodes also need a restart). Errors as
+ * slurm_cli_nodes's run errors. Returns 0 when it exited 0. */
+int slurm_cli_reconfigure(struct slurm_cli *c, char *err, size_t errlen);
 /* What `scontrol ping` says (scontrol(1) COMMANDS "ping"). */
 struct slurm_ping {
 	int up;                           /* 1: the primary slurmctld answered */
@@ -136,7 +140,7 @@ int slurm_cli_parse_ping(const char *s, size_t len, struct slurm_ping *out, char
 
 /* Fills *out with the Slurm backend's ops (sched/slurm_sync.h) over c (borrowed: c must outlive
  * the backend): list_nodes is slurm_cli_nodes, update is slurm_cli_update with State=DRAIN and
- * the reason, or State=RESUME without one, list_jobs is slurm_cli_jobs. `fleetplane serve --slurm` runs the backend on it. */
+ * the reason, or State=RESUME without one, list_jobs is slurm_cli_jobs, reconfigure slurm_cli_reconfigure. `fleetplane serve --slurm` runs the backend on it. */
 void slurm_cli_ops(struct slurm_cli *c, struct slurm_ops *out);
 
 #endif

@@ -45,6 +45,9 @@ struct slurm_ops {
 	/* The jobs that hold nodes (sched/slurm_job.h), as a new array (*out, *n; caller frees
 	 * with slurm_jobs_free). May be NULL: then status.workload names no jobs. */
 	int (*list_jobs)(void *arg, struct slurm_job **out, size_t *n, char *err, size_t errlen);
+	/* `scontrol reconfigure`: slurmctld and the slurmds re-read their configuration. May be
+	 * NULL (then a changed configuration file is written, not applied). */
+	int (*reconfigure)(void *arg, char *err, size_t errlen);
 	void *arg;
 };
 
@@ -74,6 +77,15 @@ struct slurm_sync_config {
 	 * SLURM_CODE_COMPLETING_STUCK for each fleetplane node of the job. 0 = 600,000 (10 min;
 	 * Slurm's own UnkillableStepTimeout default is 60 s, slurm.conf(5)); < 0 = off. */
 	int64_t stuck_completing_ms;
+	/* The generated configuration (sched/slurm_render.h), kept by every full pass: the
+	 * NodeName=/PartitionName= include at nodes_conf and the cluster-wide gres.conf at
+	 * gres_conf (absolute paths, borrowed: they must outlive the backend; NULL = not kept).
+	 * A file whose content differs is rewritten whole (base/buf.h buf_write_file) and then
+	 * ops.reconfigure runs; a failed reconfigure is retried by the next full pass. Slurm
+	 * 22.05 takes added or removed NodeNames only when slurmctld and every slurmd restart
+	 * (scontrol(1) "reconfigure"): such a change is logged as needing it. */
+	const char *nodes_conf;
+	const char *gres_conf;
 };
 
 /* What one pass did. */
@@ -85,6 +97,8 @@ struct slurm_sync_stats {
 	size_t update_calls, update_failures;
 	size_t writes;         /* nodes written (holds or the condition) */
 	size_t stuck_reported; /* stuck-job events handed to the report hook */
+	int config_written;    /* the generated configuration changed and was written */
+	int reconfigured;      /* ops.reconfigure ran and succeeded */
 };
 
 struct slurm_sync;

@@ -23,7 +23,7 @@ wait_for() {
 	scontrol show node n1 -o >&2 || true; scontrol show node n2 -o >&2 || true
 	"$FP" node get n1 -o json >&2 || true
 	"$FP" node get n2 -o json >&2 || true
-	fail "$what not within $secs s"
+	cat "$WORK/fp-nodes.conf" >&2 2>/dev/null; grep -i "slurm conf\|configuration" "$WORK/d/serve.log" >&2; fail "$what not within $secs s"
 }
 sc_field() { scontrol show node "$1" -o | grep -o "$2=[^ ]*" | head -1 | cut -d= -f2-; }
 sc_reason() { scontrol show node "$1" -o | sed -n 's/.* Reason=\(.*\) \[[^]]*\]$/\1/p'; }
@@ -38,12 +38,19 @@ is() {
 
 slurm_peer_start "$S" >/dev/null
 export SLURM_CONF="$S/slurm.conf"
-start_serve "$WORK/d" --slurm --slurm-interval 2 --sim-speed 0
+start_serve "$WORK/d" --slurm --slurm-interval 2 --sim-speed 0 \
+	--slurm-nodes-conf "$WORK/fp-nodes.conf" --slurm-gres-conf "$WORK/fp-gres.conf"
 for n in n1 n2; do
 	resp=$(api POST /v1/nodes "{\"metadata\":{\"name\":\"$n\"},\"spec\":{\"site\":\"it-a\",\"rack\":\"r1\",\"bmc\":{\"driver\":\"sim\"}}}")
 	assert_eq 201 "$(echo "$resp" | head -1)" "enroll $n"
 done
 wait_phase available 2 60
+
+# the generated configuration: both nodes once they passed validation, then a reconfigure
+nodes_line() { grep '^NodeName=' "$WORK/fp-nodes.conf" 2>/dev/null | cut -d' ' -f1; }
+wait_for 15 "n1 and n2 in the generated nodes.conf" is nodes_line "NodeName=n[1-2]" || { cat "$WORK/fp-nodes.conf" >&2; exit 1; }
+assert_eq "2" "$(grep -c '^NodeName=n[12] Name=gpu ' "$WORK/fp-gres.conf")" "gres.conf lines"
+wait_for 15 "scontrol reconfigure after the change" grep -q "slurm reconfigure done nodes=2" "$WORK/d/serve.log"
 
 # fleetplane's drain in Slurm, then its resume
 out=$("$FP" node drain n1 --reason "dimm swap")

@@ -175,6 +175,23 @@ static void test_jobs(void **state)
 	slurm_cli_free(c);
 }
 
+/* scontrol reconfigure: its argv, and a failure quoted. */
+static void test_reconfigure(void **state)
+{
+	tool(": # reconfigured");
+	struct slurm_cli *c = cli(0, 0);
+	char err[256] = "";
+	ASSERT_OK(slurm_cli_reconfigure(c, err, sizeof(err)));
+	char *argv = slurp("argv");
+	ASSERT_EQ_STR(argv, "reconfigure\n--\n");
+	free(argv);
+	tool("echo 'slurm_reconfigure error: Unable to contact slurm controller' >&2; exit 1");
+	ASSERT_EQ_ERR(slurm_cli_reconfigure(c, err, sizeof(err)), FP_EIO);
+	ASSERT_EQ_STR(err, "scontrol reconfigure: exit 1: \"slurm_reconfigure error: Unable to "
+			   "contact slurm controller\"");
+	slurm_cli_free(c);
+}
+
 static void test_nodes_real(void **state)
 {
 	/* The caller's own LC_ALL and SLURM_TIME_FORMAT are replaced, not doubled. */
@@ -608,6 +625,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_nodes_real, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jobs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reconfigure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nodes_snapshot2, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nodes_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nodes_garbage, setup, teardown),
