@@ -14,12 +14,11 @@
 #include "base/err.h"
 #include "base/proc.h"
 
+#include "sched/slurm_tool.h"
+
 #include "base/banned.h"
 
-extern char **environ;
-
 #define QUOTE_MAX 200 /* bytes of a tool's message quoted into err */
-#define MAX_ERR 4096u /* stderr kept */
 
 static int has_ctl(const char *s)
 {
@@ -346,49 +345,7 @@ struct slurm_acct {
 
 static int check_path(const char *what, const char *p, char *err, size_t errlen)
 {
-	if (!p[0] || p[0] != '/')
-		return fp_errf(FP_EINVAL, err, errlen, "%s must be an absolute path", what);
-	if (strlen(p) > SLURM_ACCT_MAX_PATH)
-		return fp_errf(FP_EINVAL, err, errlen, "%s longer than %u bytes", what,
-			       SLURM_ACCT_MAX_PATH);
-	if (has_ctl(p))
-		return fp_errf(FP_EINVAL, err, errlen, "%s holds a control byte", what);
-	return 0;
-}
-
-static int env_overridden(const char *e)
-{
-	static const char *const names[] = {"SLURM_CONF=", "SLURM_TIME_FORMAT=", "LC_ALL=", "TZ=",
-					    NULL};
-	for (size_t i = 0; names[i]; i++)
-		if (strncmp(e, names[i], strlen(names[i])) == 0)
-			return 1;
-	return 0;
-}
-
-static char **build_env(const char *slurm_conf)
-{
-	size_t n = 0;
-	for (char **e = environ; e && *e; e++)
-		n++;
-	char **envp = xcalloc(n + 5, sizeof(*envp));
-	size_t k = 0;
-	const char *inherited_conf = NULL;
-	for (char **e = environ; e && *e; e++) {
-		if (strncmp(*e, "SLURM_CONF=", 11) == 0)
-			inherited_conf = *e;
-		if (!env_overridden(*e))
-			envp[k++] = xstrdup(*e);
-	}
-	if (slurm_conf)
-		envp[k++] = xasprintf("SLURM_CONF=%s", slurm_conf);
-	else if (inherited_conf)
-		envp[k++] = xstrdup(inherited_conf);
-	envp[k++] = xstrdup("SLURM_TIME_FORMAT=standard");
-	envp[k++] = xstrdup("LC_ALL=C");
-	envp[k++] = xstrdup("TZ=UTC");
-	envp[k] = NULL;
-	return envp;
+	return slurm_tool_check_path(what, p, SLURM_ACCT_MAX_PATH, err, errlen);
 }
 
 int slurm_acct_new(const struct slurm_acct_config *cfg, struct slurm_acct **out, char *err,
@@ -414,7 +371,7 @@ int slurm_acct_new(const struct slurm_acct_config *cfg, struct slurm_acct **out,
 	a->sacct = cfg->bindir ? xasprintf("%s/sacct", cfg->bindir) : xstrdup("sacct");
 	a->sacctmgr = cfg->bindir ? xasprintf("%s/sacctmgr", cfg->bindir) : xstrdup("sacctmgr");
 	a->squeue = cfg->bindir ? xasprintf("%s/squeue", cfg->bindir) : xstrdup("squeue");
-	a->envp = build_env(cfg->slurm_conf);
+	a->envp = slurm_tool_env(cfg->slurm_conf);
 	a->timeout_ms = timeout_ms;
 	a->max_out = max_out;
 	*out = a;
@@ -425,25 +382,11 @@ void slurm_acct_free(struct slurm_acct *a)
 {
 	if (!a)
 		return;
-	for (char **e = a->envp; e && *e; e++)
-		free(*e);
-	free(a->envp);
+	slurm_tool_env_free(a->envp);
 	free(a->sacct);
 	free(a->sacctmgr);
 	free(a->squeue);
 	free(a);
-}
-
-/* The first line of s (len bytes), at most QUOTE_MAX bytes, other bytes than printable ASCII
- * as '?', into q (qlen > QUOTE_MAX). */
-static void quote_line(const char *s, size_t len, char *q, size_t qlen)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < len && s[i] != '\n' && k < QUOTE_MAX && k + 1 < qlen; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		q[k++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
-	}
-	q[k] = '\0';
 }
 
 static void fmt_utc(int64_t t, char *buf, size_t len)
@@ -454,36 +397,11 @@ static void fmt_utc(int64_t t, char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
 }
 
-/* Runs argv (tool: its name for messages); 0 when it exited 0 with res holding its output
- * (release it, on error too), else the code with err naming tool and why: FP_ENOTFOUND,
- * FP_ETIMEDOUT, FP_ETOOBIG, FP_EIO with the first line of stderr (else stdout) quoted. */
+/* Runs argv (slurm_tool_run with this client's environment and bounds); tool names it. */
 static int run_tool(struct slurm_acct *a, char *const argv[], const char *tool,
 		    struct proc_result *res, char *err, size_t errlen)
 {
-	struct proc_opts opts = {.envp = a->envp, .max_err = MAX_ERR};
-	char perr[256];
-	int rc = proc_run(argv, a->timeout_ms, a->max_out, &opts, res, perr, sizeof(perr));
-	if (rc < 0)
-		return fp_errf(rc, err, errlen, "%s: %s", tool, perr);
-	if (res->timed_out)
-		return fp_errf(FP_ETIMEDOUT, err, errlen, "%s: no exit within %ld ms (killed)",
-			       tool, a->timeout_ms);
-	if (res->truncated)
-		return fp_errf(FP_ETOOBIG, err, errlen, "%s: output over %zu bytes (killed)", tool,
-			       a->max_out);
-	if (res->exited && res->exit_status == 0)
-		return 0;
-	char q[QUOTE_MAX + 1];
-	if (res->err.len)
-		quote_line(res->err.data, res->err.len, q, sizeof(q));
-	else if (res->out.len)
-		quote_line(res->out.data, res->out.len, q, sizeof(q));
-	else
-		snprintf(q, sizeof(q), "(no output)");
-	if (!res->exited)
-		return fp_errf(FP_EIO, err, errlen, "%s: killed by signal %d: \"%s\"", tool,
-			       res->signaled, q);
-	return fp_errf(FP_EIO, err, errlen, "%s: exit %d: \"%s\"", tool, res->exit_status, q);
+	return slurm_tool_run(a->envp, a->timeout_ms, a->max_out, argv, tool, 0, res, err, errlen);
 }
 
 int slurm_acct_usage(struct slurm_acct *a, int64_t from, int64_t to, int64_t now,

@@ -13,10 +13,9 @@
 #include "base/err.h"
 #include "base/proc.h"
 #include "sched/hostlist.h"
+#include "sched/slurm_tool.h"
 
 #include "base/banned.h"
-
-extern char **environ;
 
 struct slurm_cli {
 	char *scontrol; /* argv[0]: "scontrol" or "<bindir>/scontrol" */
@@ -26,7 +25,7 @@ struct slurm_cli {
 	size_t max_out;
 };
 
-#define QUOTE_MAX 200 /* bytes of a tool's message quoted into err */
+#define QUOTE_MAX SLURM_TOOL_QUOTE_MAX
 
 static int has_ctl(const char *s)
 {
@@ -38,49 +37,7 @@ static int has_ctl(const char *s)
 
 static int check_path(const char *what, const char *p, char *err, size_t errlen)
 {
-	if (!p[0] || p[0] != '/')
-		return fp_errf(FP_EINVAL, err, errlen, "%s must be an absolute path", what);
-	if (strlen(p) > SLURM_CLI_MAX_PATH)
-		return fp_errf(FP_EINVAL, err, errlen, "%s longer than %u bytes", what,
-			       SLURM_CLI_MAX_PATH);
-	if (has_ctl(p))
-		return fp_errf(FP_EINVAL, err, errlen, "%s holds a control byte", what);
-	return 0;
-}
-
-static int env_overridden(const char *e)
-{
-	static const char *const names[] = {"SLURM_CONF=", "SLURM_TIME_FORMAT=", "LC_ALL=", NULL};
-	for (size_t i = 0; names[i]; i++)
-		if (strncmp(e, names[i], strlen(names[i])) == 0)
-			return 1;
-	return 0;
-}
-
-/* The caller's environment now, less what we set, plus SLURM_CONF (or the caller's, kept),
- * SLURM_TIME_FORMAT=standard and LC_ALL=C. */
-static char **build_env(const char *slurm_conf)
-{
-	size_t n = 0;
-	for (char **e = environ; e && *e; e++)
-		n++;
-	char **envp = xcalloc(n + 4, sizeof(*envp));
-	size_t k = 0;
-	const char *inherited_conf = NULL;
-	for (char **e = environ; e && *e; e++) {
-		if (strncmp(*e, "SLURM_CONF=", 11) == 0)
-			inherited_conf = *e;
-		if (!env_overridden(*e))
-			envp[k++] = xstrdup(*e);
-	}
-	if (slurm_conf)
-		envp[k++] = xasprintf("SLURM_CONF=%s", slurm_conf);
-	else if (inherited_conf)
-		envp[k++] = xstrdup(inherited_conf);
-	envp[k++] = xstrdup("SLURM_TIME_FORMAT=standard");
-	envp[k++] = xstrdup("LC_ALL=C");
-	envp[k] = NULL;
-	return envp;
+	return slurm_tool_check_path(what, p, SLURM_CLI_MAX_PATH, err, errlen);
 }
 
 int slurm_cli_new(const struct slurm_cli_config *cfg, struct slurm_cli **out, char *err,
@@ -104,7 +61,7 @@ int slurm_cli_new(const struct slurm_cli_config *cfg, struct slurm_cli **out, ch
 	struct slurm_cli *c = xcalloc(1, sizeof(*c));
 	c->scontrol = cfg->bindir ? xasprintf("%s/scontrol", cfg->bindir) : xstrdup("scontrol");
 	c->squeue = cfg->bindir ? xasprintf("%s/squeue", cfg->bindir) : xstrdup("squeue");
-	c->envp = build_env(cfg->slurm_conf);
+	c->envp = slurm_tool_env(cfg->slurm_conf);
 	c->timeout_ms = timeout_ms;
 	c->max_out = max_out;
 	*out = c;
@@ -115,37 +72,15 @@ void slurm_cli_free(struct slurm_cli *c)
 {
 	if (!c)
 		return;
-	for (char **e = c->envp; e && *e; e++)
-		free(*e);
-	free(c->envp);
+	slurm_tool_env_free(c->envp);
 	free(c->scontrol);
 	free(c->squeue);
 	free(c);
 }
 
-/* The first line of s (len bytes), at most QUOTE_MAX bytes of it, control and non-ASCII bytes
- * as \xNN, into q. */
 static void quote_line(const char *s, size_t len, char *q, size_t qlen)
 {
-	size_t k = 0, i = 0;
-	while (i < len && (s[i] == '\n' || s[i] == '\r' || s[i] == ' '))
-		i++;
-	for (size_t used = 0; i < len && s[i] != '\n' && used < QUOTE_MAX; i++, used++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch >= 0x20 && ch < 0x7f && ch != '\\') {
-			if (k + 2 > qlen)
-				break;
-			q[k++] = (char)ch;
-		} else {
-			if (k + 5 > qlen)
-				break;
-			snprintf(q + k, qlen - k, "\\x%02x", ch);
-			k += 4;
-		}
-	}
-	while (k > 0 && q[k - 1] == '\r')
-		k--;
-	q[k] = '\0';
+	slurm_tool_quote(s, len, q, qlen);
 }
 
 static int icontains(const char *s, const char *needle)
@@ -153,40 +88,12 @@ static int icontains(const char *s, const char *needle)
 	return strcasestr(s, needle) != NULL;
 }
 
-/* Runs argv; 0 when it exited 0 (res then holds its output, owned by the caller, released
- * also on error), else the code with err naming what (cmd) and why. When ok_fail is set, a
- * non-zero exit returns 1 instead, for the caller to read the output. */
+/* Runs argv (slurm_tool_run with this client's environment and bounds). */
 static int run(struct slurm_cli *c, char *const argv[], const char *cmd, int ok_fail,
 	       struct proc_result *res, char *err, size_t errlen)
 {
-	struct proc_opts opts = {.envp = c->envp, .max_err = SLURM_CLI_MAX_ERR};
-	char perr[256];
-	int rc = proc_run(argv, c->timeout_ms, c->max_out, &opts, res, perr, sizeof(perr));
-	if (rc < 0)
-		return fp_errf(rc, err, errlen, "%s: %s", cmd, perr);
-	if (res->timed_out)
-		return fp_errf(FP_ETIMEDOUT, err, errlen, "%s: no exit within %ld ms (killed)", cmd,
-			       c->timeout_ms);
-	if (res->truncated)
-		return fp_errf(FP_ETOOBIG, err, errlen, "%s: output over %zu bytes (killed)", cmd,
-			       c->max_out);
-	if (res->exited && res->exit_status == 0)
-		return 0;
-	if (ok_fail && res->exited)
-		return 1;
-	char q[QUOTE_MAX * 4 + 8];
-	if (res->err.len)
-		quote_line(res->err.data, res->err.len, q, sizeof(q));
-	else if (res->out.len)
-		quote_line(res->out.data, res->out.len, q, sizeof(q));
-	else
-		snprintf(q, sizeof(q), "(no output)");
-	if (!res->exited)
-		return fp_errf(FP_EIO, err, errlen, "%s: killed by signal %d: \"%s\"", cmd,
-			       res->signaled, q);
-	int code = (icontains(q, "permission denied") || icontains(q, "access denied")) ? FP_EPERM
-											: FP_EIO;
-	return fp_errf(code, err, errlen, "%s: exit %d: \"%s\"", cmd, res->exit_status, q);
+	return slurm_tool_run(c->envp, c->timeout_ms, c->max_out, argv, cmd, ok_fail, res, err,
+			      errlen);
 }
 
 static int cmp_name(const void *a, const void *b)

@@ -73,15 +73,15 @@ int slurm_render(struct node *const *v, size_t n, const char *header, struct buf
 		s->cores_per_socket = label_num(nd, "slurm/cores-per-socket");
 		s->threads_per_core = label_num(nd, "slurm/threads-per-core");
 		s->real_memory_mb = label_num(nd, "slurm/real-memory-mb");
-		json_t *inv = nd->inventory		 ? json_incref(nd->inventory)
+		json_t *inv = nd->inventory        ? json_incref(nd->inventory)
 			      : nd->inventory_text ? json_loads(nd->inventory_text, 0, NULL)
 						   : NULL;
 		json_t *igpus = json_object_get(inv, "gpus");
 		if (!s->sockets && json_is_integer(jsonx_path(inv, "cpu.sockets")))
 			s->sockets = json_integer_value(jsonx_path(inv, "cpu.sockets"));
 		if (!s->real_memory_mb && json_is_integer(json_object_get(inv, "memoryGiB")))
-			s->real_memory_mb =
-				json_integer_value(json_object_get(inv, "memoryGiB")) * 1024;
+			s->real_memory_mb = json_integer_value(json_object_get(inv, "memoryGiB")) *
+					    1024;
 		long long gpus = json_is_array(igpus) ? (long long)json_array_size(igpus) : 0;
 		if (!gpus)
 			gpus = nd->gpu_count;
@@ -119,8 +119,9 @@ int slurm_render(struct node *const *v, size_t n, const char *header, struct buf
 		if (buf_append(nodes, bn.data ? bn.data : "", bn.len) < 0 ||
 		    buf_append(gres, bg.data ? bg.data : "", bg.len) < 0) {
 			nodes->len = n0;
-			rc = fp_errf(FP_ETOOBIG, err, errlen, "the generated configuration is over "
-							     "its buffer's bound");
+			rc = fp_errf(FP_ETOOBIG, err, errlen,
+				     "the generated configuration is over "
+				     "its buffer's bound");
 		} else if (count) {
 			*count = k;
 		}
