@@ -198,30 +198,20 @@ static int connect_api(struct demo *d)
 	return FP_ETIMEDOUT;
 }
 
-static int enroll(struct demo *d)
+/* One simulated 8-GPU node of the demo's site for POST /v1/nodes. */
+static json_t *node_item(const char *name, const char *rack)
 {
-	json_t *items = json_array();
-	for (long i = 0; i < d->nodes; i++) {
-		char name[48], rack[24];
-		snprintf(rack, sizeof(rack), "r%02ld", i / 8 + 1);
-		snprintf(name, sizeof(name), "%sn%02ld", rack, i % 8 + 1);
-		json_array_append_new(
-			items,
-			json_pack("{s:s,s:{s:s,s:{s:s,s:s}},s:{s:s,s:s,s:s,s:{s:s},s:{s:i,s:s}}}",
-				  "kind", "Node", "metadata", "name", name, "labels", "rack", rack,
-				  "site", DEMO_SITE, "spec", "site", DEMO_SITE, "rack", rack,
-				  "provider", "sim", "bmc", "driver", "sim", "gpus", "count", 8,
-				  "model", "NVIDIA H100 80GB HBM3"));
-	}
-	for (int i = 0; d->slurm && i < DEMO_SLURM_NODES; i++)
-		json_array_append_new(
-			items,
-			json_pack("{s:s,s:{s:s,s:{s:s,s:s}},s:{s:s,s:s,s:s,s:{s:s},s:{s:i,s:s}}}",
-				  "kind", "Node", "metadata", "name", demo_slurm_node(i), "labels",
-				  "rack", DEMO_SLURM_RACK, "site", DEMO_SITE, "spec", "site",
-				  DEMO_SITE, "rack", DEMO_SLURM_RACK, "provider", "sim", "bmc",
-				  "driver", "sim", "gpus", "count", 8, "model",
-				  "NVIDIA H100 80GB HBM3"));
+	return json_pack("{s:s,s:{s:s,s:{s:s,s:s}},s:{s:s,s:s,s:s,s:{s:s},s:{s:i,s:s}}}", "kind",
+			 "Node", "metadata", "name", name, "labels", "rack", rack, "site",
+			 DEMO_SITE, "spec", "site", DEMO_SITE, "rack", rack, "provider", "sim",
+			 "bmc", "driver", "sim", "gpus", "count", 8, "model",
+			 "NVIDIA H100 80GB HBM3");
+}
+
+/* POSTs items (stolen) in one batch: 1 when created, 0 when they were already there (409, a
+ * re-run on the same data dir), <0 after printing the error. */
+static int post_nodes(struct demo *d, json_t *items, const char *what)
+{
 	json_t *body = json_pack("{s:o}", "items", items);
 	long status = 0;
 	json_t *out = NULL;
@@ -236,21 +226,49 @@ static int enroll(struct demo *d)
 	json_decref(body);
 	if (status == 409) {
 		json_decref(out);
-		printf("nodes already enrolled in %s; continuing with them\n", d->data_dir);
 		return 0;
 	}
 	if (rc != 0 || status != 201) {
-		fprintf(stderr, "error: enrolling %ld nodes failed (HTTP %ld): %s\n", d->nodes,
-			status, jsonx_str(out, "detail") ? jsonx_str(out, "detail") : "no detail");
+		fprintf(stderr, "error: enrolling %s failed (HTTP %ld): %s\n", what, status,
+			jsonx_str(out, "detail") ? jsonx_str(out, "detail") : "no detail");
 		json_decref(out);
 		return FP_EIO;
 	}
 	json_decref(out);
-	printf("enrolled %ld simulated nodes (8 GPUs each) in site %s", d->nodes, DEMO_SITE);
-	if (d->slurm)
-		printf(", and %s, %s (rack %s) for Slurm", demo_slurm_node(0), demo_slurm_node(1),
-		       DEMO_SLURM_RACK);
-	printf("\n");
+	return 1;
+}
+
+static int enroll(struct demo *d)
+{
+	json_t *items = json_array();
+	for (long i = 0; i < d->nodes; i++) {
+		char name[48], rack[24];
+		snprintf(rack, sizeof(rack), "r%02ld", i / 8 + 1);
+		snprintf(name, sizeof(name), "%sn%02ld", rack, i % 8 + 1);
+		json_array_append_new(items, node_item(name, rack));
+	}
+	char what[64];
+	snprintf(what, sizeof(what), "%ld nodes", d->nodes);
+	int rc = post_nodes(d, items, what);
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		printf("nodes already enrolled in %s; continuing with them\n", d->data_dir);
+	else
+		printf("enrolled %ld simulated nodes (8 GPUs each) in site %s\n", d->nodes,
+		       DEMO_SITE);
+	if (!d->slurm)
+		return 0;
+	/* --slurm: its two nodes, a batch of their own (they may be missing from a data dir
+	 * an earlier demo without --slurm enrolled) */
+	items = json_array();
+	for (int i = 0; i < DEMO_SLURM_NODES; i++)
+		json_array_append_new(items, node_item(demo_slurm_node(i), DEMO_SLURM_RACK));
+	snprintf(what, sizeof(what), "%s, %s", demo_slurm_node(0), demo_slurm_node(1));
+	if ((rc = post_nodes(d, items, what)) < 0)
+		return rc;
+	printf("%s %s (rack %s), the Slurm nodes\n", rc ? "enrolled" : "already enrolled:", what,
+	       DEMO_SLURM_RACK);
 	return 0;
 }
 

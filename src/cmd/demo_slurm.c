@@ -754,13 +754,41 @@ static int look(struct demo *d, const char *node, struct seen *v)
 	return rc;
 }
 
+/* The first Slurm node that is available with no holds and was never remediated (a repeat of
+ * XID 79 on the same GPU starts higher on the ladder: docs/health.md), or NULL. */
+static const char *pick_node(struct demo *d)
+{
+	for (int i = 0; i < DEMO_SLURM_NODES; i++) {
+		json_t *n = NULL;
+		if (demo_get_node(d, ds_nodes[i], &n) < 0)
+			continue;
+		const char *ph = jsonx_str(n, "status.phase");
+		int ok = ph && strcmp(ph, "available") == 0 &&
+			 json_array_size(jsonx_path(n, "status.holds")) == 0 &&
+			 json_array_size(jsonx_path(n, "status.remediationHistory")) == 0;
+		json_decref(n);
+		if (ok)
+			return ds_nodes[i];
+	}
+	return NULL;
+}
+
 int demo_slurm_scenario(struct demo *d)
 {
-	const char *node = ds_nodes[0];
+	const char *node = pick_node(d);
 	d->h0 = demo_mono_ms();
+	if (!node) {
+		fprintf(stderr,
+			"error: demo: Slurm scenario: %s and %s were both remediated by earlier runs "
+			"of this data dir (a repeat XID 79 on the same GPU starts higher on the "
+			"ladder); use a fresh --data-dir\n",
+			ds_nodes[0], ds_nodes[1]);
+		return FP_ESTATE;
+	}
 	printf("\nSlurm: a job on %s, then a real XID 79 line on it (slurmctld and slurmd %s, %s "
 	       "run by the demo; SLURM_CONF=%s)\n",
 	       node, ds_nodes[0], ds_nodes[1], d->ds->conf);
+	fflush(stdout);
 	int rc;
 	if ((rc = wait_slurm_idle(d, node)) < 0 || (rc = submit(d, node)) < 0 ||
 	    (rc = wait_busy(d, node)) < 0)
