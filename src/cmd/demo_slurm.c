@@ -32,6 +32,8 @@
 #include "fleet/fleet.h"
 #include "fleet/fleet_slurm.h"
 #include "sched/slurm_cli.h"
+#include "sched/slurm_node.h"
+#include "sched/slurm_state.h"
 #include "sched/slurm_sync.h"
 
 #define DS_DAEMONS (2 + DEMO_SLURM_NODES) /* munged, slurmctld, a slurmd per node */
@@ -318,33 +320,34 @@ static int tool(char *const argv[], struct proc_result *res)
 	return rc == 0 && res->exited && res->exit_status == 0 ? 0 : -1;
 }
 
-/* `scontrol show node NAME -o` (scontrol(1)): State= into state, the Reason= text without its
- * " [user@time]" tail into reason ("" when none). 0 or -1. */
-static int show_node(const char *name, char *state, size_t slen, char *reason, size_t rlen)
+/* `scontrol show node NAME -o` (scontrol(1) -o "--oneliner"), read with sched's parser
+ * (slurm_node_parse): State= as printed into state ("ALLOCATED+DRAIN"), the Reason= text
+ * without its " [user@time]" tail into reason ("" when none), and *drain 1 when the state
+ * proves DRAIN set (slurm_state_drain_requested). 0, or -1 when scontrol failed or its answer
+ * did not parse. */
+static int show_node(const char *name, char *state, size_t slen, char *reason, size_t rlen,
+		     int *drain)
 {
 	char *argv[] = {"scontrol", "show", "node", (char *)name, "-o", NULL};
 	struct proc_result res;
 	int rc = tool(argv, &res);
 	*state = *reason = 0;
+	if (drain)
+		*drain = 0;
+	struct slurm_node *sn = xcalloc(1, sizeof(*sn));
 	if (rc == 0 && res.out.data) {
-		const char *t = res.out.data;
-		const char *st = strstr(t, " State=");
-		if (st) {
-			st += 7;
-			snprintf(state, slen, "%.*s", (int)strcspn(st, " \n"), st);
-		}
-		const char *r = strstr(t, " Reason=");
-		if (r) {
-			r += 8;
-			size_t n = strcspn(r, "\n");
-			const char *br = NULL;
-			for (const char *q = r; q < r + n; q++)
-				if (q[0] == ' ' && q[1] == '[')
-					br = q;
-			snprintf(reason, rlen, "%.*s", (int)((br ? br : r + n) - r), r);
-		}
-		rc = *state ? 0 : -1;
+		char e[256];
+		size_t len = strcspn(res.out.data, "\n"); /* one node: one line */
+		rc = slurm_node_parse(res.out.data, len, sn, e, sizeof(e)) == 0 ? 0 : -1;
 	}
+	if (rc == 0) {
+		snprintf(state, slen, "%s", sn->state.text);
+		if (sn->has_reason)
+			snprintf(reason, rlen, "%s", sn->reason);
+		if (drain)
+			*drain = !sn->state.unknown && slurm_state_drain_requested(&sn->state);
+	}
+	free(sn);
 	proc_result_release(&res);
 	return rc;
 }
@@ -372,8 +375,8 @@ static int ctld_ready(struct demo_slurm *s)
 static int nodes_idle(struct demo_slurm *s)
 {
 	for (int i = 0; i < DEMO_SLURM_NODES; i++) {
-		char st[64], why[256];
-		if (show_node(ds_nodes[i], st, sizeof(st), why, sizeof(why)) < 0 ||
+		char st[64], why[SLURM_NODE_REASON_LEN];
+		if (show_node(ds_nodes[i], st, sizeof(st), why, sizeof(why), NULL) < 0 ||
 		    strcmp(st, "IDLE") != 0)
 			return 0;
 	}
@@ -589,8 +592,9 @@ static int has_str(const json_t *a, const char *v)
 static int wait_slurm_idle(struct demo *d, const char *node)
 {
 	int64_t until = demo_mono_ms() + DS_WAIT_MS;
-	char st[64] = "", why[512];
-	while (show_node(node, st, sizeof(st), why, sizeof(why)) < 0 || strcmp(st, "IDLE") != 0) {
+	char st[64] = "", why[SLURM_NODE_REASON_LEN];
+	while (show_node(node, st, sizeof(st), why, sizeof(why), NULL) < 0 ||
+	       strcmp(st, "IDLE") != 0) {
 		if (demo_mono_ms() > until)
 			return sfail(d, "waiting for the node to be IDLE in Slurm", FP_ETIMEDOUT);
 		if (demo_nap(d, 250))
@@ -652,8 +656,8 @@ static int wait_busy(struct demo *d, const char *node)
 			return sfail(d, "waiting for status.workload busy with the job",
 				     FP_ECLOSED);
 	}
-	char st[64], why[512];
-	show_node(node, st, sizeof(st), why, sizeof(why));
+	char st[64], why[SLURM_NODE_REASON_LEN];
+	show_node(node, st, sizeof(st), why, sizeof(why), NULL);
 	printf("  %5.1fs  %-8s status.workload busy, jobs [%s]; Slurm State=%s\n", secs(d), node,
 	       job, st);
 	return 0;
@@ -691,9 +695,9 @@ static int look(struct demo *d, const char *node, struct seen *v)
 		printf("  %5.1fs  %-8s hold owner health: %s\n", secs(d), node,
 		       jsonx_str(hold, "reason") ? jsonx_str(hold, "reason") : "?");
 	}
-	char st[64] = "", why[512] = "";
-	int sc = show_node(node, st, sizeof(st), why, sizeof(why));
-	if (sc == 0 && v->hold && !v->slurm_drain && strstr(st, "DRAIN") &&
+	char st[64] = "", why[SLURM_NODE_REASON_LEN] = "";
+	int drain = 0, sc = show_node(node, st, sizeof(st), why, sizeof(why), &drain);
+	if (sc == 0 && v->hold && !v->slurm_drain && drain &&
 	    strncmp(why, "fleetplane: health: ", 20) == 0) {
 		v->slurm_drain = 1;
 		printf("  %5.1fs  %-8s Slurm State=%s Reason=%s\n", secs(d), node, st, why);
