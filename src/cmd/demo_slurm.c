@@ -426,7 +426,7 @@ int demo_slurm_start(struct demo *d, char *err, size_t errlen)
 		return fp_errf(FP_EIO, err, errlen, "chmod 0711 %s: %s", abs, strerror(errno));
 	struct demo_slurm *s = xcalloc(1, sizeof(*s));
 	d->ds = s;
-	snprintf(s->dir, sizeof(s->dir), "%s/slurm", abs);
+	snprintf(s->dir, sizeof(s->dir), "%.1024s/slurm", abs); /* at most 1024: checked above */
 	snprintf(s->conf, sizeof(s->conf), "%s/slurm.conf", s->dir);
 	s->dm[0].name = "munged";
 	s->dm[1].name = "slurmctld";
