@@ -383,6 +383,30 @@ static int nodes_idle(struct demo_slurm *s)
 	return 1;
 }
 
+/* Prints the last 10 lines (within its last 8 KiB) of what daemon i wrote to
+ * log/LABEL.stdout (-D daemons write their fatal errors there) on stderr. */
+static void print_tail(const struct demo_slurm *s, int i)
+{
+	char path[DS_PATH_MAX + 64], t[8193];
+	snprintf(path, sizeof(path), "%s/log/%s.stdout", s->dir, s->dm[i].label);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	off_t end = lseek(fd, 0, SEEK_END);
+	ssize_t n = end > 0 ? pread(fd, t, sizeof(t) - 1, end > 8192 ? end - 8192 : 0) : 0;
+	close(fd);
+	if (n <= 0)
+		return;
+	t[n] = 0;
+	size_t start = (size_t)n, lines = 0;
+	if (t[start - 1] == '\n')
+		start--;
+	while (start > 0 && (t[start - 1] != '\n' || ++lines < 10))
+		start--;
+	fprintf(stderr, "--- last lines of %s\n%s%s", path, t + start,
+		t[n - 1] == '\n' ? "" : "\n");
+}
+
 /* Polls ready every 50 ms for DS_STEP_MS while daemons first..last live. */
 static int await(struct demo *d, int first, int last, const char *what,
 		 int (*ready)(struct demo_slurm *), char *err, size_t errlen)
@@ -393,7 +417,7 @@ static int await(struct demo *d, int first, int last, const char *what,
 		if (ready(s))
 			return 0;
 		for (int i = first; i <= last; i++)
-			if (!alive(s, i))
+			if (!alive(s, i) && (print_tail(s, i), 1))
 				return fp_errf(FP_EIO, err, errlen,
 					       "%s: %s exited (see %s/log/%s.stdout and %s/log/)",
 					       what, s->dm[i].label, s->dir, s->dm[i].label,

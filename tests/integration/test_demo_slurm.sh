@@ -6,7 +6,8 @@
 # reboot), validated, available and RESUMEd (IDLE). Asserts the exit code, that the printed steps
 # name the job id sbatch printed and the fleetplane reason, and that no process of the data dir
 # (daemon or job step) is left afterwards. Without the Slurm tools in PATH, --slurm exits 2 naming
-# what is missing and the packages to install.
+# what is missing and the packages to install; with a slurmctld that dies at start it exits 1
+# naming it and leaves no munged behind.
 . "$(dirname "$0")/lib.sh"
 for t in slurmctld slurmd munged sbatch scontrol; do
 	command -v "$t" >/dev/null || fail "$t is not in PATH (apt-get install slurmctld slurmd slurm-client munge)"
@@ -73,4 +74,18 @@ grep -q "munged, munge, slurmctld, slurmd, scontrol, sbatch, scancel, squeue are
 	fail "missing tools not named: $(cat "$WORK/none.out")"
 grep -q "apt-get install slurmctld slurmd slurm-client munge" "$WORK/none.out" || fail "no install hint"
 [ ! -e "$WORK/none" ] || fail "demo --slurm without the tools created its data dir"
+
+# A daemon that dies at start (a slurmctld stand-in that exits 1): exit 1 naming it, with the
+# tail of its output, and munged, already started, stopped.
+mkdir -p "$WORK/shim"
+printf '#!/bin/sh\necho "slurmctld: fatal: stand-in for the test" >&2\nexit 1\n' >"$WORK/shim/slurmctld"
+chmod 755 "$WORK/shim/slurmctld"
+rc=0
+PATH="$WORK/shim:$PATH" "$FP" demo --slurm --nodes 1 --data-dir "$WORK/dead" >"$WORK/dead.out" 2>&1 || rc=$?
+assert_eq 1 "$rc" "demo --slurm with a slurmctld that exits"
+grep -q "starting Slurm: slurmctld ping UP: slurmctld exited" "$WORK/dead.out" ||
+	fail "the dead slurmctld is not named: $(cat "$WORK/dead.out")"
+grep -q "slurmctld: fatal: stand-in for the test" "$WORK/dead.out" || fail "no tail of its output"
+left=$(leftovers "$WORK/dead")
+[ -z "$left" ] || fail "left running after a failed start: $left"
 echo "ok"
