@@ -14,6 +14,11 @@
  * fleet stopped and freed, and the demo then dies of the signal as it did before. --keep goes
  * on serving in the foreground after the summary until SIGINT/SIGTERM, then exits 0.
  *
+ * --slurm (demo_slurm.c) starts a Slurm of the demo's own before the fleet, puts the Slurm
+ * backend in the fleet's scheduler slot, enrolls its two nodes, and at the end runs the job
+ * scenario; stop_fleet stops its daemons on every exit path. demo_int.h is what the two files
+ * share.
+ *
  * sim state reads the simulated machines' saved state (power, boot device, side-effect
  * counters) from a stopped serve's data directory. */
 #include <errno.h>
@@ -87,9 +92,10 @@ static void demo_usage(FILE *f)
 		"  --slurm            also run a real Slurm of the demo's own (munged, slurmctld,\n"
 		"                     slurmd for two more nodes s01n01, s01n02; under DIR/slurm,\n"
 		"                     loopback only) with serve's Slurm backend, and a job on\n"
-		"                     s01n01 when it gets a real XID 79 line: held, drained in\n"
-		"                     Slurm, waits for the job, heals and returns. Needs\n"
-		"                     slurmctld, slurmd, munged, sbatch and scontrol in PATH\n");
+		"                     s01n01 (s01n02 on a re-run) when it gets a real XID 79\n"
+		"                     line: held, drained in Slurm, waits for the job, heals\n"
+		"                     and returns. Needs munged, munge, slurmctld, slurmd,\n"
+		"                     scontrol, sbatch, scancel and squeue in PATH (exit 2 if not)\n");
 }
 
 /* Builds and starts the fleet in this process, as `fleetplane serve --data-dir DIR --listen

@@ -47,9 +47,8 @@
 static const char *const ds_nodes[DEMO_SLURM_NODES] = {"s01n01", "s01n02"};
 
 struct ds_daemon {
-	const char *name; /* "munged", "slurmctld", "slurmd-s01n01" (log/NAME.stdout) */
-	char label[32];
-	pid_t pid; /* 0: not started or reaped */
+	char label[32]; /* "munged", "slurmctld", "slurmd-s01n01": its output in log/LABEL.stdout */
+	pid_t pid;      /* 0: not started or reaped */
 };
 
 struct demo_slurm {
@@ -417,11 +416,13 @@ static int await(struct demo *d, int first, int last, const char *what,
 		if (ready(s))
 			return 0;
 		for (int i = first; i <= last; i++)
-			if (!alive(s, i) && (print_tail(s, i), 1))
+			if (!alive(s, i)) {
+				print_tail(s, i);
 				return fp_errf(FP_EIO, err, errlen,
 					       "%s: %s exited (see %s/log/%s.stdout and %s/log/)",
 					       what, s->dm[i].label, s->dir, s->dm[i].label,
 					       s->dir);
+			}
 		if (demo_mono_ms() > until)
 			return fp_errf(FP_ETIMEDOUT, err, errlen,
 				       "%s: not within %d s (logs in %s/log/)", what,
@@ -452,12 +453,9 @@ int demo_slurm_start(struct demo *d, char *err, size_t errlen)
 	d->ds = s;
 	snprintf(s->dir, sizeof(s->dir), "%.1024s/slurm", abs); /* at most 1024: checked above */
 	snprintf(s->conf, sizeof(s->conf), "%s/slurm.conf", s->dir);
-	s->dm[0].name = "munged";
-	s->dm[1].name = "slurmctld";
 	snprintf(s->dm[0].label, sizeof(s->dm[0].label), "munged");
 	snprintf(s->dm[1].label, sizeof(s->dm[1].label), "slurmctld");
 	for (int i = 0; i < DEMO_SLURM_NODES; i++) {
-		s->dm[2 + i].name = "slurmd";
 		snprintf(s->dm[2 + i].label, sizeof(s->dm[2 + i].label), "slurmd-%s", ds_nodes[i]);
 	}
 	if (mkdir_mode(s->dir, 0755) < 0)
