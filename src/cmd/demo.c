@@ -14,6 +14,11 @@
  * fleet stopped and freed, and the demo then dies of the signal as it did before. --keep goes
  * on serving in the foreground after the summary until SIGINT/SIGTERM, then exits 0.
  *
+ * --slurm (demo_slurm.c) starts a Slurm of the demo's own before the fleet, puts the Slurm
+ * backend in the fleet's scheduler slot, enrolls its two nodes, and at the end runs the job
+ * scenario; stop_fleet stops its daemons on every exit path. demo_int.h is what the two files
+ * share.
+ *
  * sim state reads the simulated machines' saved state (power, boot device, side-effect
  * counters) from a stopped serve's data directory. */
 #include <errno.h>
@@ -35,34 +40,17 @@
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "cmd/client.h"
+#include "cmd/demo_int.h"
+#include "cmd/demo_slurm.h"
 #include "cmd/run.h"
 #include "cmd/serve_opts.h"
 #include "core/model.h"
 #include "fleet/fleet.h"
 #include "store/store.h"
 
-#define DEMO_SITE "demo-a"
 #define DEMO_MAX_NODES 100000
 
-struct demo {
-	long nodes;
-	char *data_dir;
-	int keep;
-	double speed;
-	long timeout_s;
-	struct serve_opts *so; /* serve's defaults, as the fleet's config borrows them */
-	struct fleet *fl;      /* the control plane, in this process */
-	FILE *log;             /* <data-dir>/serve.log: the fleet's log lines */
-	sigset_t stop;         /* SIGINT, SIGTERM: blocked in every thread, polled for */
-	int sig;               /* the stop signal received, 0 = none */
-	char url[64];
-	int tty;
-	struct client cl;
-	int64_t t0;
-	int64_t h0; /* when the GPU health scenario started */
-};
-
-static int64_t mono_ms(void)
+int64_t demo_mono_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -71,7 +59,7 @@ static int64_t mono_ms(void)
 
 /* Sleeps up to ms, or less when a stop signal (SIGINT, SIGTERM) arrives; ms 0 only polls.
  * Returns 1 once a stop signal was received (d->sig), 0 otherwise. */
-static int demo_nap(struct demo *d, long ms)
+int demo_nap(struct demo *d, long ms)
 {
 	if (d->sig)
 		return 1;
@@ -86,7 +74,7 @@ static void demo_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: fleetplane demo [--nodes N] [--data-dir DIR] [--keep] [--sim-speed X]\n"
-		"                       [--timeout SECONDS]\n\n"
+		"                       [--timeout SECONDS] [--slurm]\n\n"
 		"Runs serve's fleet (serve's defaults) in this process on a SQLite data dir and\n"
 		"a free loopback port, its log in DIR/serve.log; enrolls simulated nodes through\n"
 		"the API and waits until all are available; then the GPU health scenario: a rack\n"
@@ -100,7 +88,14 @@ static void demo_usage(FILE *f)
 		"  --keep             go on serving in the foreground after the summary, until\n"
 		"                     Ctrl-C (SIGINT) or SIGTERM\n"
 		"  --sim-speed X      simulated hardware speed-up (default 20)\n"
-		"  --timeout SECONDS  give up after this long (default 600)\n");
+		"  --timeout SECONDS  give up after this long (default 600)\n"
+		"  --slurm            also run a real Slurm of the demo's own (munged, slurmctld,\n"
+		"                     slurmd for two more nodes s01n01, s01n02; under DIR/slurm,\n"
+		"                     loopback only) with serve's Slurm backend, and a job on\n"
+		"                     s01n01 (s01n02 on a re-run) when it gets a real XID 79\n"
+		"                     line: held, drained in Slurm, waits for the job, heals\n"
+		"                     and returns. Needs munged, munge, slurmctld, slurmd,\n"
+		"                     scontrol, sbatch, scancel and squeue in PATH (exit 2 if not)\n");
 }
 
 /* Builds and starts the fleet in this process, as `fleetplane serve --data-dir DIR --listen
@@ -128,6 +123,8 @@ static int start_fleet(struct demo *d, char *err, size_t errlen)
 	serve_opts_derive(d->so);
 	struct fleet_config cfg;
 	serve_opts_fleet_config(d->so, &cfg);
+	if (d->ds && demo_slurm_scheduler(d, &cfg, err, errlen) < 0)
+		return FP_EINVAL;
 	d->fl = fleet_new(&cfg, err, errlen);
 	if (!d->fl)
 		return FP_EIO;
@@ -137,7 +134,9 @@ static int start_fleet(struct demo *d, char *err, size_t errlen)
 	return 0;
 }
 
-/* Stops and frees the fleet (removes serve.url), then points the log back at stderr. */
+/* Stops and frees the fleet (removes serve.url), then the demo's Slurm (--slurm: every daemon
+ * stopped and reaped), then points the log back at stderr. Every exit path of the demo comes
+ * here. */
 static void stop_fleet(struct demo *d)
 {
 	if (d->fl) {
@@ -146,6 +145,7 @@ static void stop_fleet(struct demo *d)
 		d->fl = NULL;
 		log_info("demo: fleet stopped");
 	}
+	demo_slurm_stop(d);
 	if (d->log) {
 		log_init(log_level_get(), NULL);
 		fclose(d->log);
@@ -185,10 +185,10 @@ static int connect_api(struct demo *d)
 	if (client_init(&d->cl) != 0)
 		return FP_EINVAL;
 	d->cl.err = fopen("/dev/null", "w");
-	int64_t until = mono_ms() + 30000;
+	int64_t until = demo_mono_ms() + 30000;
 	long status = 0;
 	json_t *out = NULL;
-	while (mono_ms() < until) {
+	while (demo_mono_ms() < until) {
 		rc = client_request(&d->cl, "GET", "/readyz", NULL, &status, &out);
 		json_decref(out);
 		out = NULL;
@@ -204,21 +204,20 @@ static int connect_api(struct demo *d)
 	return FP_ETIMEDOUT;
 }
 
-static int enroll(struct demo *d)
+/* One simulated 8-GPU node of the demo's site for POST /v1/nodes. */
+static json_t *node_item(const char *name, const char *rack)
 {
-	json_t *items = json_array();
-	for (long i = 0; i < d->nodes; i++) {
-		char name[48], rack[24];
-		snprintf(rack, sizeof(rack), "r%02ld", i / 8 + 1);
-		snprintf(name, sizeof(name), "%sn%02ld", rack, i % 8 + 1);
-		json_array_append_new(
-			items,
-			json_pack("{s:s,s:{s:s,s:{s:s,s:s}},s:{s:s,s:s,s:s,s:{s:s},s:{s:i,s:s}}}",
-				  "kind", "Node", "metadata", "name", name, "labels", "rack", rack,
-				  "site", DEMO_SITE, "spec", "site", DEMO_SITE, "rack", rack,
-				  "provider", "sim", "bmc", "driver", "sim", "gpus", "count", 8,
-				  "model", "NVIDIA H100 80GB HBM3"));
-	}
+	return json_pack("{s:s,s:{s:s,s:{s:s,s:s}},s:{s:s,s:s,s:s,s:{s:s},s:{s:i,s:s}}}", "kind",
+			 "Node", "metadata", "name", name, "labels", "rack", rack, "site",
+			 DEMO_SITE, "spec", "site", DEMO_SITE, "rack", rack, "provider", "sim",
+			 "bmc", "driver", "sim", "gpus", "count", 8, "model",
+			 "NVIDIA H100 80GB HBM3");
+}
+
+/* POSTs items (stolen) in one batch: 1 when created, 0 when they were already there (409, a
+ * re-run on the same data dir), <0 after printing the error. */
+static int post_nodes(struct demo *d, json_t *items, const char *what)
+{
 	json_t *body = json_pack("{s:o}", "items", items);
 	long status = 0;
 	json_t *out = NULL;
@@ -233,17 +232,49 @@ static int enroll(struct demo *d)
 	json_decref(body);
 	if (status == 409) {
 		json_decref(out);
-		printf("nodes already enrolled in %s; continuing with them\n", d->data_dir);
 		return 0;
 	}
 	if (rc != 0 || status != 201) {
-		fprintf(stderr, "error: enrolling %ld nodes failed (HTTP %ld): %s\n", d->nodes,
-			status, jsonx_str(out, "detail") ? jsonx_str(out, "detail") : "no detail");
+		fprintf(stderr, "error: enrolling %s failed (HTTP %ld): %s\n", what, status,
+			jsonx_str(out, "detail") ? jsonx_str(out, "detail") : "no detail");
 		json_decref(out);
 		return FP_EIO;
 	}
 	json_decref(out);
-	printf("enrolled %ld simulated nodes (8 GPUs each) in site %s\n", d->nodes, DEMO_SITE);
+	return 1;
+}
+
+static int enroll(struct demo *d)
+{
+	json_t *items = json_array();
+	for (long i = 0; i < d->nodes; i++) {
+		char name[48], rack[24];
+		snprintf(rack, sizeof(rack), "r%02ld", i / 8 + 1);
+		snprintf(name, sizeof(name), "%sn%02ld", rack, i % 8 + 1);
+		json_array_append_new(items, node_item(name, rack));
+	}
+	char what[64];
+	snprintf(what, sizeof(what), "%ld nodes", d->nodes);
+	int rc = post_nodes(d, items, what);
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		printf("nodes already enrolled in %s; continuing with them\n", d->data_dir);
+	else
+		printf("enrolled %ld simulated nodes (8 GPUs each) in site %s\n", d->nodes,
+		       DEMO_SITE);
+	if (!d->slurm)
+		return 0;
+	/* --slurm: its two nodes, a batch of their own (they may be missing from a data dir
+	 * an earlier demo without --slurm enrolled) */
+	items = json_array();
+	for (int i = 0; i < DEMO_SLURM_NODES; i++)
+		json_array_append_new(items, node_item(demo_slurm_node(i), DEMO_SLURM_RACK));
+	snprintf(what, sizeof(what), "%s, %s", demo_slurm_node(0), demo_slurm_node(1));
+	if ((rc = post_nodes(d, items, what)) < 0)
+		return rc;
+	printf("%s %s (rack %s), the Slurm nodes\n", rc ? "enrolled" : "already enrolled:", what,
+	       DEMO_SLURM_RACK);
 	return 0;
 }
 
@@ -291,7 +322,7 @@ static void show_progress(struct demo *d, const struct counts *c, int final)
 			w += snprintf(line + w, sizeof(line) - (size_t)w, "  %s %zu",
 				      node_phase_name((enum node_phase)p), c->phase[p]);
 	snprintf(line + w, sizeof(line) - (size_t)w, "  (%.0fs)",
-		 (double)(mono_ms() - d->t0) / 1000.0);
+		 (double)(demo_mono_ms() - d->t0) / 1000.0);
 	if (d->tty)
 		printf("\r\033[K%s%s", line, final ? "\n" : "");
 	else
@@ -310,14 +341,14 @@ static int wait_until(struct demo *d, int (*pred)(struct demo *, const struct co
 			return FP_ECLOSED;
 		if (count_nodes(d, &c) == 0) {
 			int done = pred(d, &c, arg);
-			if (show && (done || d->tty || mono_ms() - last >= 5000)) {
+			if (show && (done || d->tty || demo_mono_ms() - last >= 5000)) {
 				show_progress(d, &c, done);
-				last = mono_ms();
+				last = demo_mono_ms();
 			}
 			if (done)
 				return 0;
 		}
-		if (mono_ms() > until)
+		if (demo_mono_ms() > until)
 			return FP_ETIMEDOUT;
 		if (demo_nap(d, d->tty ? 250 : 500))
 			return FP_ECLOSED;
@@ -369,6 +400,25 @@ static int fail(struct demo *d, const char *what, int rc)
 				     : fp_err_msg(rc));
 	fprintf(stderr, "data dir: %s (serve log: %s/serve.log)\n", d->data_dir, d->data_dir);
 	return 1;
+}
+
+int demo_fail(struct demo *d, const char *what, int rc)
+{
+	fail(d, what, rc);
+	return rc < 0 ? rc : FP_EIO;
+}
+
+int demo_get_node(struct demo *d, const char *name, json_t **out)
+{
+	char path[640];
+	snprintf(path, sizeof(path), "/v1/nodes/%s", name);
+	long status = 0;
+	*out = NULL;
+	if (client_request(&d->cl, "GET", path, NULL, &status, out) == 0 && status == 200 && *out)
+		return 0;
+	json_decref(*out);
+	*out = NULL;
+	return FP_EIO;
 }
 
 /* ---- the GPU health scenario (issue 4) ----
@@ -489,7 +539,7 @@ static int hfail(struct demo *d, const char *what, int rc)
 /* Seconds since the GPU health scenario started, for its progress lines. */
 static double demo_secs(const struct demo *d)
 {
-	return (double)(mono_ms() - d->h0) / 1000.0;
+	return (double)(demo_mono_ms() - d->h0) / 1000.0;
 }
 
 /* The `health` hold of node document n, or NULL. Borrowed. */
@@ -868,6 +918,53 @@ static int wait_agents(struct demo *d, const struct hnode *hn, size_t nn, int *s
 	return 0;
 }
 
+const json_t *demo_health_hold(const json_t *n)
+{
+	return health_hold(n);
+}
+
+const json_t *demo_node_cond(const json_t *n, const char *type)
+{
+	return node_cond(n, type);
+}
+
+int demo_feed_xid79(struct demo *d, const char *node)
+{
+	struct hnode h;
+	char line[1024], logpath[4400], *secret = NULL;
+	memset(&h, 0, sizeof(h));
+	snprintf(h.name, sizeof(h.name), "%s", node);
+	h.x = &demo_xids[0];
+	h.line = line;
+	int rc = agent_token(d, h.name, &secret);
+	if (rc < 0)
+		return hfail(d, "creating an agent token", rc);
+	if (write_kernel_line(d, &h, logpath, sizeof(logpath), line, sizeof(line)) < 0) {
+		fp_free_secret(secret);
+		return hfail(d, "writing a kernel log under the data dir", FP_EIO);
+	}
+	printf("  %5.1fs  %-8s kernel log %s gets a real line:\n           %s\n", demo_secs(d),
+	       h.name, logpath, line);
+	h.agent = start_agent(d, &h, logpath, secret);
+	fp_free_secret(secret);
+	if (h.agent < 0)
+		return hfail(d, "starting fleetplane agent", FP_EIO);
+	int st = 0, reaped = 0;
+	if (wait_agents(d, &h, 1, &st, &reaped) < 0)
+		return hfail(d, "running the agent", FP_ECLOSED);
+	if (!reaped || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr,
+			"error: demo: agent of %s exited %d (log: %s/agents/%s/agent.log)\n",
+			h.name, WIFEXITED(st) ? WEXITSTATUS(st) : -1, d->data_dir, h.name);
+		return hfail(d, "running the agent", FP_EIO);
+	}
+	char dec[512];
+	event_decision(d, &h, dec, sizeof(dec));
+	printf("  %5.1fs  %-8s fleetplane agent --once reported; decision: %s\n", demo_secs(d),
+	       h.name, dec);
+	return 0;
+}
+
 /* Runs the scenario; fills r. 0, or <0 after printing what went wrong (fail()). */
 static int demo_health(struct demo *d, struct health_result *r)
 {
@@ -883,7 +980,7 @@ static int demo_health(struct demo *d, struct health_result *r)
 	}
 	r->ran = 1;
 	r->nodes = nn;
-	d->h0 = mono_ms();
+	d->h0 = demo_mono_ms();
 	int rc = put_budget(d);
 	if (rc < 0)
 		return hfail(d, "creating the disruption budget " DEMO_BUDGET, rc);
@@ -1007,7 +1104,7 @@ static int demo_health(struct demo *d, struct health_result *r)
 			r->peak_waiting = waiting;
 		show_budget(d, r, last, sizeof(last));
 		fflush(stdout);
-		if (back < nn && mono_ms() > until)
+		if (back < nn && demo_mono_ms() > until)
 			return hfail(d, "GPU health scenario", FP_ETIMEDOUT);
 		if (back < nn && demo_nap(d, 250))
 			return hfail(d, "GPU health scenario", FP_ECLOSED);
@@ -1061,6 +1158,7 @@ static void summary(struct demo *d, double secs, const struct health_result *hr)
 	       exe, exe, exe, exe);
 	if (hr->ran)
 		printf("  %s health events\n  %s health budget list\n", exe, exe);
+	demo_slurm_summary(d);
 }
 
 int cmd_demo(int argc, char **argv)
@@ -1071,6 +1169,7 @@ int cmd_demo(int argc, char **argv)
 					     {"keep", no_argument, NULL, 'k'},
 					     {"sim-speed", required_argument, NULL, 'x'},
 					     {"timeout", required_argument, NULL, 't'},
+					     {"slurm", no_argument, NULL, 's'},
 					     {"help", no_argument, NULL, 'h'},
 					     {NULL, 0, NULL, 0}};
 	int c;
@@ -1090,6 +1189,7 @@ int cmd_demo(int argc, char **argv)
 			break;
 		case 'd': d.data_dir = xstrdup(optarg); break;
 		case 'k': d.keep = 1; break;
+		case 's': d.slurm = 1; break;
 		case 'x':
 			d.speed = strtod(optarg, &end);
 			if (errno || *end || end == optarg || isnan(d.speed) || d.speed < 0 ||
@@ -1117,6 +1217,14 @@ int cmd_demo(int argc, char **argv)
 		fprintf(stderr, "error: demo: unexpected argument \"%s\"\n", argv[optind]);
 		return 2;
 	}
+	if (d.slurm) {
+		char why[512];
+		if (demo_slurm_check(why, sizeof(why)) < 0) {
+			fprintf(stderr, "error: demo: %s\n", why);
+			free(d.data_dir);
+			return 2;
+		}
+	}
 	if (!d.data_dir) {
 		char tmpl[] = "/tmp/fleetplane-demo-XXXXXX";
 		if (!mkdtemp(tmpl)) {
@@ -1137,12 +1245,25 @@ int cmd_demo(int argc, char **argv)
 	sigaddset(&d.stop, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &d.stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	d.t0 = mono_ms();
+	d.t0 = demo_mono_ms();
 	printf("fleetplane demo: starting serve (data dir %s, sim speed %gx)\n", d.data_dir,
 	       d.speed);
 	fflush(stdout);
 	char err[512];
-	int result = 1, rc = start_fleet(&d, err, sizeof(err));
+	int result = 1, rc = 0;
+	if (d.slurm) {
+		printf("starting Slurm under %s/slurm (munged, slurmctld, slurmd %s and %s)\n",
+		       d.data_dir, demo_slurm_node(0), demo_slurm_node(1));
+		fflush(stdout);
+		if ((rc = demo_slurm_start(&d, err, sizeof(err))) < 0) {
+			stop_fleet(&d);
+			fprintf(stderr, "error: demo: starting Slurm: %s\n", err);
+			goto raise;
+		}
+		printf("Slurm is up: scontrol ping UP, %s and %s IDLE\n", demo_slurm_node(0),
+		       demo_slurm_node(1));
+	}
+	rc = start_fleet(&d, err, sizeof(err));
 	if (rc < 0) {
 		stop_fleet(&d);
 		if (d.tty)
@@ -1168,11 +1289,11 @@ int cmd_demo(int argc, char **argv)
 		fail(&d, "waiting for every node to be available", rc);
 		goto out;
 	}
-	double onboard_s = (double)(mono_ms() - d.t0) / 1000.0;
+	double onboard_s = (double)(demo_mono_ms() - d.t0) / 1000.0;
 	struct health_result hr;
 	if (demo_health(&d, &hr) < 0)
 		goto out;
-	double health_s = (double)(mono_ms() - d.t0) / 1000.0 - onboard_s;
+	double health_s = (double)(demo_mono_ms() - d.t0) / 1000.0 - onboard_s;
 	const char *node = "r01n01";
 	printf("\ndraining %s by hand (hold owner operator:admin, no remediation) ...\n", node);
 	if ((rc = action(&d, node, "drain", "demo: drain and resume")) < 0) {
@@ -1195,6 +1316,8 @@ int cmd_demo(int argc, char **argv)
 		goto out;
 	}
 	printf("%s is available again\n", node);
+	if (d.slurm && demo_slurm_scenario(&d) < 0)
+		goto out;
 	struct counts cnt;
 	if (count_nodes(&d, &cnt) < 0 || !all_available(&d, &cnt, NULL)) {
 		fail(&d, "final check: not every node is available with no holds", FP_ESTATE);
@@ -1204,7 +1327,7 @@ int cmd_demo(int argc, char **argv)
 	if (hr.ran)
 		printf(", the GPU health scenario %.1fs", health_s);
 	printf("\n");
-	summary(&d, (double)(mono_ms() - d.t0) / 1000.0, &hr);
+	summary(&d, (double)(demo_mono_ms() - d.t0) / 1000.0, &hr);
 	result = 0;
 out:
 	if (d.keep && result == 0) {
