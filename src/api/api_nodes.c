@@ -1796,13 +1796,33 @@ void api_node_power(struct api_req *r)
 			node_free(n);
 			return;
 		}
+		if (disrupts && !force && n->workload.state != WORKLOAD_NONE &&
+		    !node_workload_trusted(n)) {
+			/* the scheduler reports on this node but cannot be read now: what it said
+			 * last may be stale, and jobs may have started since */
+			const struct node_condition *c = node_condition_get(n, "SchedulerInSync");
+			api_problem_ext(
+				r, 409,
+				json_pack("{s:s,s:s}", "workload", "unknown", "reason",
+					  c && c->reason ? c->reason : "absent"),
+				"node %s: Slurm cannot be read now (SchedulerInSync %s), so "
+				"whether jobs run on it is not known: power %s could kill "
+				"them; wait for Slurm, or pass force",
+				name, c && c->reason ? c->reason : "absent", action);
+			node_free(n);
+			return;
+		}
 		if (disrupts && !force && node_workload_has_jobs(&n->workload)) {
 			char jobs[400];
 			node_workload_jobs_text(&n->workload, jobs, sizeof(jobs));
+			json_t *ids = json_array();
+			for (size_t i = 0; i < n->workload.njobs; i++)
+				json_array_append_new(ids, json_string(n->workload.jobs[i]));
 			api_problem_ext(
 				r, 409,
-				json_pack("{s:s,s:s}", "workload",
-					  workload_state_name(n->workload.state), "jobs", jobs),
+				json_pack("{s:s,s:o,s:i}", "workload",
+					  workload_state_name(n->workload.state), "jobs", ids,
+					  "jobsTotal", (int)n->workload.jobs_total),
 				"node %s runs %s jobs %s (status.workload %s): power %s would kill "
 				"them; drain it and wait, or pass force",
 				name, n->workload.scheduler ? n->workload.scheduler : "scheduler",

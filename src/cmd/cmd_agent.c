@@ -698,6 +698,32 @@ static int check_drain(void *arg, const json_t *doc, char *err, size_t errlen)
 		snprintf(err, errlen, "the node document does not decode: %s", why);
 		return FP_EINVAL;
 	}
+	/* Never over someone else's drain (its reason would become fleetplane's, and the sync
+	 * would then resume it): not when fleetplane holds the node for Slurm already (a
+	 * slurm:* hold), nor when Slurm shows it drained, DOWN or FAIL without fleetplane's
+	 * reason right now. The Prolog's failure still keeps the job off the node. */
+	for (size_t i = 0; i < n->nholds; i++)
+		if (n->holds[i].owner && strncmp(n->holds[i].owner, "slurm:", 6) == 0) {
+			node_free(n);
+			return 0;
+		}
+	struct slurm_node *sl = NULL;
+	size_t nsl = 0;
+	char lerr[256];
+	if (slurm_cli_nodes(ch->slurm, &sl, &nsl, lerr, sizeof(lerr)) == 0) {
+		for (size_t i = 0; i < nsl; i++) {
+			if (strcmp(sl[i].name, n->name) != 0)
+				continue;
+			struct slurm_decision d;
+			slurm_project(n, &sl[i], 0, &d);
+			if (d.action == SLURM_ACT_IMPORT_HOLD || d.action == SLURM_ACT_UNSURE) {
+				free(sl);
+				node_free(n);
+				return 0; /* Slurm's state is someone else's (or not understood) */
+			}
+		}
+	}
+	free(sl);
 	char reason[SLURM_CLI_REASON_MAX];
 	slurm_project_reason(n, reason, sizeof(reason));
 	const char *names[] = {n->name};

@@ -689,6 +689,19 @@ static enum step_result step_workload_drained(struct step_ctx *x)
 	if (!x->lc->cfg.workload_gate)
 		return STEP_DONE; /* no scheduler: no work fleetplane must wait for */
 	const struct node_workload *w = &x->n->workload;
+	char msg[480];
+	if (!node_workload_trusted(x->n)) {
+		const struct node_condition *c = node_condition_get(x->n, "SchedulerInSync");
+		snprintf(msg, sizeof(msg),
+			 "waiting: Slurm cannot be read now (SchedulerInSync %s %.60s), so whether "
+			 "jobs run on the node is not known",
+			 c ? cond_status_name(c->status) : "absent",
+			 c && c->reason ? c->reason : "-");
+		set_condition(x, WORKLOAD_CONDITION, COND_FALSE, "DrainPending", msg);
+		snprintf(x->err, sizeof(x->err), "%.200s", msg);
+		x->wait_ms = x->op->step_deadline - now_wall(x->lc);
+		return STEP_WAIT;
+	}
 	if (w->state == WORKLOAD_DRAINED || w->state == WORKLOAD_ABSENT) {
 		set_condition(x, WORKLOAD_CONDITION, COND_TRUE,
 			      w->state == WORKLOAD_DRAINED ? "Drained" : "NotInScheduler",
@@ -697,7 +710,6 @@ static enum step_result step_workload_drained(struct step_ctx *x)
 				      : "the scheduler does not know the node: no jobs can run");
 		return STEP_DONE;
 	}
-	char msg[480];
 	if (node_workload_has_jobs(w)) {
 		workload_text(x->n, msg, sizeof(msg));
 		set_condition(x, WORKLOAD_CONDITION, COND_FALSE, "JobsRunning", msg);
@@ -720,15 +732,33 @@ static enum step_result step_workload_drained(struct step_ctx *x)
 static int workload_gate(struct step_ctx *x, const struct step_def *def)
 {
 	const struct node_workload *w = &x->n->workload;
-	if (!def->disrupts || !x->lc->cfg.workload_gate || !node_workload_has_jobs(w))
+	if (!def->disrupts || !x->lc->cfg.workload_gate)
+		return 1;
+	int trusted = node_workload_trusted(x->n);
+	if (trusted && !node_workload_has_jobs(w))
 		return 1;
 	char msg[720], jobs[480];
-	workload_text(x->n, jobs, sizeof(jobs));
+	if (trusted) {
+		char t[420];
+		workload_text(x->n, t, sizeof(t));
+		snprintf(jobs, sizeof(jobs), "%s run", t);
+	} else {
+		const struct node_condition *c = node_condition_get(x->n, "SchedulerInSync");
+		snprintf(jobs, sizeof(jobs),
+			 "jobs may run: Slurm cannot be read now (SchedulerInSync %s %.60s)",
+			 c ? cond_status_name(c->status) : "absent",
+			 c && c->reason ? c->reason : "-");
+	}
 	if (json_is_true(json_object_get(x->op->params, "force"))) {
-		snprintf(msg, sizeof(msg), "%s of operation %s forced by %.100s while %s run",
+		snprintf(msg, sizeof(msg), "%s of operation %s forced by %.100s while %s",
 			 def->name, x->op->id, x->op->actor ? x->op->actor : "?", jobs);
-		log_warn("lifecycle: forced with jobs running node=%s op=%s step=%s actor=%s %s",
-			 x->n->name, x->op->id, def->name, x->op->actor ? x->op->actor : "?", jobs);
+		/* once per step attempt, not per look (set_condition writes only changes) */
+		const struct node_condition *c = node_condition_get(x->n, WORKLOAD_CONDITION);
+		if (!c || !c->message || strcmp(c->message, msg) != 0)
+			log_warn("lifecycle: forced with jobs running node=%s op=%s step=%s "
+				 "actor=%s %s",
+				 x->n->name, x->op->id, def->name,
+				 x->op->actor ? x->op->actor : "?", jobs);
 		set_condition(x, WORKLOAD_CONDITION, COND_FALSE, "Forced", msg);
 		return 1;
 	}

@@ -588,6 +588,18 @@ int node_workload_same(const struct node_workload *a, const struct node_workload
 	return 1;
 }
 
+int node_workload_trusted(const struct node *n)
+{
+	const struct node_condition *c = node_condition_get(n, "SchedulerInSync");
+	if (!c)
+		return 0;
+	if (c->status == COND_TRUE)
+		return 1;
+	return c->status == COND_FALSE && c->reason &&
+	       (strcmp(c->reason, "NodeNotInSlurm") == 0 ||
+		strcmp(c->reason, "SlurmUpdateFailed") == 0);
+}
+
 int node_workload_has_jobs(const struct node_workload *w)
 {
 	return w->state == WORKLOAD_BUSY || w->state == WORKLOAD_DRAINING;

@@ -202,6 +202,13 @@ void node_workload_release(struct node_workload *w);
 void node_workload_copy(struct node_workload *dst, const struct node_workload *src);
 /* 1 when a and b say the same (state, scheduler, jobs, jobs_total); since is not compared. */
 int node_workload_same(const struct node_workload *a, const struct node_workload *b);
+/* 1 when n's status.workload can be believed now: the scheduler backend's condition
+ * SchedulerInSync (sched/slurm_sync.h) is True, or False only for a reason that still comes
+ * from a listing that succeeded (NodeNotInSlurm, SlurmUpdateFailed). Absent, or False because
+ * Slurm could not be read (SlurmUnreachable, SlurmOutputInvalid, SlurmStateUnknown): 0 - the
+ * workload is what Slurm said last, and jobs may have started since. */
+struct node;
+int node_workload_trusted(const struct node *n);
 /* 1 when w says jobs are on the node (busy or draining). */
 int node_workload_has_jobs(const struct node_workload *w);
 /* Writes "12, 13 and 3 more" (the ids, then how many were not kept) into out; returns out. */

@@ -191,14 +191,26 @@ void slurm_project(const struct node *n, const struct slurm_node *sn, int64_t no
 		out->why = SLURM_WHY_STATE_UNKNOWN;
 		return;
 	}
-	int drained = slurm_state_drain_requested(&sn->state);
+	/* Out of service in Slurm: drained, or DOWN or FAIL on a node that responds. fleetplane
+	 * only ever sets DRAIN, so such a DOWN or FAIL without fleetplane's reason is a person's
+	 * (`scontrol update State=DOWN|FAIL Reason=...`): it is imported like a foreign drain
+	 * and never drained over (which would replace its reason) or resumed. A DOWN* node is
+	 * slurmctld's own "Not responding" (a machine being provisioned, powered off or
+	 * rebooting), which Slurm lifts by itself (ReturnToService): it stays as before. */
+	int person_down = (sn->state.base == SLURM_BASE_DOWN ||
+			   (sn->state.flags & SLURM_NF_FAIL)) &&
+			  !(sn->state.flags & SLURM_NF_NOT_RESPONDING);
+	int drained = slurm_state_drain_requested(&sn->state) || person_down;
 	int ours = drained && sn->has_reason && slurm_project_is_ours(sn->reason);
 	if (drained && !ours) {
 		import_owner(sn, out->owner, sizeof(out->owner));
 		slurm_project_sanitize(sn->has_reason ? sn->reason : "", out->reason,
 				       sizeof(out->reason));
 		if (!out->reason[0])
-			snprintf(out->reason, sizeof(out->reason), "drained in Slurm");
+			snprintf(out->reason, sizeof(out->reason), "%s in Slurm",
+				 slurm_state_drain_requested(&sn->state) ? "drained"
+				 : sn->state.base == SLURM_BASE_DOWN     ? "down"
+									 : "failed");
 		out->since_ms = reason_time_ms(sn->reason_time, now_ms);
 		const struct node_hold *h = node_hold_find(n, out->owner);
 		if (h && h->reason && strcmp(h->reason, out->reason) == 0 &&

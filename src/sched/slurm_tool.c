@@ -112,8 +112,8 @@ int slurm_tool_run(char **envp, long timeout_ms, size_t max_out, char *const arg
 	if (rc < 0)
 		return fp_errf(rc, err, errlen, "%s: %s", tool, perr);
 	if (res->timed_out)
-		return fp_errf(FP_ETIMEDOUT, err, errlen, "%s: no exit within %ld ms (killed)", tool,
-			       timeout_ms);
+		return fp_errf(FP_ETIMEDOUT, err, errlen, "%s: no exit within %ld ms (killed)",
+			       tool, timeout_ms);
 	if (res->truncated)
 		return fp_errf(FP_ETOOBIG, err, errlen, "%s: output over %zu bytes (killed)", tool,
 			       max_out);

@@ -121,6 +121,20 @@ assert_eq "403 " "$(api POST /v1/nodes/n2:jobend '{"job":"7"}' "$T1" | field)" "
 assert_eq "404 " "$(api POST /v1/nodes/n9:jobend '{"job":"7"}' | field)" "jobend: unknown node"
 assert_eq 202 "$(api POST /v1/nodes/n1:jobend '{"job":"7.1","gpus":"0-3,5"}' "$T1" | head -1)" "jobend: minimal"
 assert_eq "Normal job 7.1 ended on n1, gpus 0-3,5" "$(jobend_msg n1)" "jobend: without an exit code"
+# A person's drain is never drained over by a failing check: n1 drained by hand in Slurm,
+# then its check finds the missing GPU and fails; Slurm keeps the person's reason, and
+# fleetplane keeps its slurm:root hold.
+scontrol update NodeName=n1 State=DRAIN Reason="human: dimm B2"
+wait_for 15 "n1's slurm:root hold" is hold_reason n1 slurm:root "human: dimm B2"
+sed -i "s|^nvidia-smi .*|nvidia-smi $nvsmi_n2|" "$WORK/agent-n1.conf"
+if SLURMD_NODENAME=n1 "$FP" agent check --fast --mode prolog --config "$WORK/agent-n1.conf" >"$WORK/check-n1-human.log" 2>&1; then
+	fail "n1's check passed with one GPU: $(cat "$WORK/check-n1-human.log")"
+fi
+assert_eq "human: dimm B2" "$(sc_reason n1)" "n1's Slurm reason after its failing check"
+sleep 5 # two passes
+assert_eq "human: dimm B2" "$(hold_reason n1 slurm:root)" "n1 keeps the person's hold"
+assert_eq "human: dimm B2" "$(sc_reason n1)" "n1's Slurm reason after two passes"
+
 kill -0 "$SERVE_PID" || fail "serve died"
 stop_serve
 echo "ok"

@@ -810,6 +810,9 @@ static void test_power_requests(void **state)
 	json_object_set_new(json_object_get(doc, "status"), "workload",
 			    json_pack("{s:s,s:s,s:[s,s],s:i}", "scheduler", "slurm", "state",
 				      "draining", "jobs", "12", "13", "jobsTotal", 3));
+	json_object_set_new(json_object_get(doc, "status"), "conditions",
+			    json_pack("[{s:s,s:s,s:s}]", "type", "SchedulerInSync", "status",
+				      "True", "reason", "InSync"));
 	val = json_dumps(doc, JSON_COMPACT);
 	assert_int_equal(store_put(E.st, "/nodes/n3", val, STORE_ANY, NULL), 0);
 	free(val);
@@ -826,9 +829,32 @@ static void test_power_requests(void **state)
 			 disrupt[i]);
 		assert_string_equal(jstr(r.json, "detail"), fwant);
 		assert_string_equal(jstr(r.json, "workload"), "draining");
-		assert_string_equal(jstr(r.json, "jobs"), "12, 13 and 1 more");
+		json_t *ids = json_object_get(r.json, "jobs");
+		assert_int_equal(json_array_size(ids), 2);
+		assert_string_equal(json_string_value(json_array_get(ids, 1)), "13");
+		assert_int_equal(json_integer_value(json_object_get(r.json, "jobsTotal")), 3);
 		resp_free(&r);
 	}
+	/* Slurm unreadable: what it said last is not believed, even "idle" */
+	enroll("n4");
+	doc = stored_node("n4");
+	json_object_set_new(json_object_get(doc, "status"), "workload",
+			    json_pack("{s:s,s:s}", "scheduler", "slurm", "state", "idle"));
+	json_object_set_new(json_object_get(doc, "status"), "conditions",
+			    json_pack("[{s:s,s:s,s:s}]", "type", "SchedulerInSync", "status",
+				      "False", "reason", "SlurmUnreachable"));
+	val = json_dumps(doc, JSON_COMPACT);
+	assert_int_equal(store_put(E.st, "/nodes/n4", val, STORE_ANY, NULL), 0);
+	free(val);
+	json_decref(doc);
+	req("POST", "/v1/nodes/n4:power", E.admin, "{\"action\":\"reset\"}", &r);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(jstr(r.json, "detail"),
+			    "node n4: Slurm cannot be read now (SchedulerInSync SlurmUnreachable), "
+			    "so whether jobs run on it is not known: power reset could kill them; "
+			    "wait for Slurm, or pass force");
+	assert_string_equal(jstr(r.json, "reason"), "SlurmUnreachable");
+	resp_free(&r);
 	req("POST", "/v1/nodes/n3:power", E.admin, "{\"action\":\"status\"}", &r);
 	assert_int_equal(r.status, 202); /* reading the power disrupts nothing */
 	resp_free(&r);

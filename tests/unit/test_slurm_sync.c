@@ -719,8 +719,8 @@ static void test_power_waits_for_jobs_unless_forced(void **state)
 	ASSERT_EQ_INT(sim_counter(w, "n1", "powerCycle"), cyc0);
 	char msg[400];
 	ASSERT_EQ_STR(workload_cond_reason(w, "n1", msg, sizeof(msg)), "JobsRunning");
-	ASSERT_EQ_STR(msg, "power_cycle waits: slurm jobs 77 (state busy); the operation may say "
-			   "force");
+	ASSERT_EQ_STR(msg, "power_cycle waits: slurm jobs 77 (state busy) run; the operation may "
+			   "say force");
 
 	snprintf(n1->base, sizeof(n1->base), "IDLE");
 	n1->jobs[0] = '\0';
@@ -931,6 +931,53 @@ static void test_generated_config(void **state)
 	free(gres);
 }
 
+/* A Slurm that cannot be read makes status.workload untrustworthy: a drain that follows a stale
+ * "drained" waits, and a power cycle of a node last seen idle waits too (jobs may have
+ * started); both go on once Slurm reads again. */
+static void test_stale_workload_not_believed(void **state)
+{
+	(void)state;
+	struct world *w = world_new_parts(1, FLEET_CACHE | FLEET_LIFECYCLE);
+	harness_idle(w->h, 10);
+	set_hold(w, "n1", "operator:alice", "dimm swap", 0);
+	harness_idle(w->h, 5000);
+	assert_workload(w, "n1", "drained", "");
+	ASSERT_EQ_INT(harness_phase_is(w->h, "n1", PHASE_MAINTENANCE), 1);
+
+	/* Slurm goes away; the operator resumes, then drains again */
+	w->slurm.fail_lists = 1 << 30;
+	harness_idle(w->h, 31000);
+	assert_cond(w, "n1", COND_FALSE, "SlurmUnreachable");
+	set_hold(w, "n1", "operator:alice", NULL, 1);
+	harness_idle(w->h, 1000);
+	ASSERT_EQ_INT(harness_phase_is(w->h, "n1", PHASE_AVAILABLE), 1);
+	assert_workload(w, "n1", "drained", ""); /* stale: the RESUME could not be sent */
+	set_hold(w, "n1", "operator:alice", "again", 0);
+	harness_idle(w->h, 60000);
+	ASSERT_EQ_INT(harness_phase_is(w->h, "n1", PHASE_DRAINING), 1);
+	char msg[400];
+	ASSERT_EQ_STR(workload_cond_reason(w, "n1", msg, sizeof(msg)), "DrainPending");
+	ASSERT_EQ_STR(msg, "waiting: Slurm cannot be read now (SchedulerInSync False "
+			   "SlurmUnreachable), so whether jobs run on the node is not known");
+
+	/* a power cycle meanwhile waits as well */
+	long long cyc0 = sim_counter(w, "n1", "powerCycle");
+	set_hold(w, "n1", "operator:alice", NULL, 1);
+	harness_idle(w->h, 1000);
+	request_power(w, "n1", "cycle", 0);
+	harness_idle(w->h, 60000);
+	ASSERT_EQ_INT(sim_counter(w, "n1", "powerCycle"), cyc0);
+	ASSERT_EQ_STR(workload_cond_reason(w, "n1", msg, sizeof(msg)), "JobsRunning");
+
+	/* Slurm is back (the node idle there, resumed): the cycle runs */
+	w->slurm.fail_lists = 0;
+	harness_idle(w->h, 31000);
+	assert_cond(w, "n1", COND_TRUE, "InSync");
+	harness_idle(w->h, 2000);
+	ASSERT_EQ_INT(sim_counter(w, "n1", "powerCycle"), cyc0 + 1);
+	world_free(w);
+}
+
 /* The timers: the first full pass at start, then a node change is projected debounce_ms later
  * without anyone calling run_once. */
 static void test_timers_drive_passes(void **state)
@@ -1001,6 +1048,7 @@ int main(void)
 		cmocka_unit_test(test_stuck_completing_job),
 		cmocka_unit_test(test_kill_task_failed),
 		cmocka_unit_test(test_generated_config),
+		cmocka_unit_test(test_stale_workload_not_believed),
 		cmocka_unit_test(test_timers_drive_passes),
 		cmocka_unit_test(test_threaded_pass),
 	};
