@@ -748,7 +748,7 @@ static void build_lifecycle(struct fleet *fl, struct lifecycle_config *lcfg)
 	lcfg->workers = fl->cfg.stepped ? 0 : cfg->workers;
 	lcfg->budget = fl->budget;
 	/* a scheduler backend keeps status.workload: drains wait for its jobs */
-	lcfg->workload_gate = fl->cfg.scheduler != NULL;
+	lcfg->workload_gate = fl->cfg.scheduler && fl->cfg.scheduler->keeps_workload;
 	fl->lc = lifecycle_new(lcfg);
 }
 

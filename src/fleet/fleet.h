@@ -50,6 +50,9 @@ struct fleet_scheduler {
 	void (*node_changed)(void *arg, const char *node);
 	void (*stop)(void *arg);
 	void *arg; /* passed back to every hook; owned by the caller */
+	/* 1: the backend keeps status.workload (core/model.h) and SchedulerInSync on every node,
+	 * so the lifecycle's workload gate is on (controller/lifecycle.h workload_gate) */
+	int keeps_workload;
 };
 
 /* A network boot service (DHCP/TFTP/HTTP for PXE/iPXE next): started after the lifecycle, so

@@ -45,7 +45,8 @@ static inline void fleet_slurm_scheduler(struct slurm_sync *s, struct fleet_sche
 					.start = fleet_slurm_start_,
 					.node_changed = slurm_sync_node_changed,
 					.stop = fleet_slurm_stop_,
-					.arg = s};
+					.arg = s,
+					.keeps_workload = 1};
 }
 
 #endif
