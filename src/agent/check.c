@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "agent/agent.h"
@@ -77,6 +79,16 @@ static int64_t ck_now(const struct check_config *cfg)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int check_read_file(struct buf *b, const char *path, size_t max, char *err, size_t errlen)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return fp_errf(FP_EIO, err, errlen, "open %s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return fp_errf(FP_EIO, err, errlen, "%s is not a regular file", path);
+	return buf_read_file(b, path, max, err, errlen);
+}
+
 /* A tool's output into b: the file, or the tool from PATH run by argv with the timeout.
  * Returns 0, or <0 with why in msg. */
 static int ck_tool(const struct check_config *cfg, const char *spec, const char *tool,
@@ -85,7 +97,7 @@ static int ck_tool(const struct check_config *cfg, const char *spec, const char 
 	char err[512];
 	b->max = max + 1;
 	if (strcmp(spec, "auto") != 0) {
-		int rc = buf_read_file(b, spec, max, err, sizeof(err));
+		int rc = check_read_file(b, spec, max, err, sizeof(err));
 		if (rc < 0)
 			snprintf(msg, msglen, "%s", err);
 		return rc;

@@ -36,6 +36,12 @@ enum check_mode {
 const char *check_mode_name(enum check_mode m);
 int check_mode_parse(const char *s, enum check_mode *out);
 
+/* buf_read_file for the check's inputs, refusing (FP_EIO, "PATH is not a regular file") a
+ * FIFO, socket, directory or device before opening it: a check run by Slurm's Prolog must not
+ * block on a pipe nobody writes (opening a FIFO waits for a writer, without bound). */
+struct buf;
+int check_read_file(struct buf *b, const char *path, size_t max, char *err, size_t errlen);
+
 /* Process exit codes (docs/cli.md, docs/slurm.md). */
 enum {
 	CHECK_EXIT_PASS = 0,   /* no fault; the node may take the job */
