@@ -57,6 +57,7 @@ out=$("$FP" node drain n1 --reason "dimm swap")
 owner=$(node_json n1 | jq -r '.status.holds[0].owner')
 wait_for 15 "n1 DRAIN in Slurm" is sc_field n1 State IDLE+DRAIN
 assert_eq "fleetplane: $owner: dimm swap" "$(sc_reason n1)" "n1's Slurm reason"
+assert_eq "fleetplane: $owner: dimm swap" "$(sinfo -R -h -n n1 -o %E)" "sinfo -R shows fleetplane's reason"
 wait_for 15 "SchedulerInSync on n1" is in_sync n1 "True InSync"
 "$FP" node resume n1 >/dev/null
 wait_for 15 "n1 RESUMEd in Slurm" is sc_field n1 State IDLE
