@@ -1343,7 +1343,8 @@ int slurm_conf_render_nodes(const struct slurm_conf_spec *specs, size_t n, struc
 	}
 	/* partitions sorted by name: sort a copy of the names, then look each up */
 	char **sorted = xcalloc(npart + 1, sizeof(*sorted));
-	memcpy(sorted, pnames, npart * sizeof(*sorted));
+	if (npart)
+		memcpy(sorted, pnames, npart * sizeof(*sorted));
 	qsort(sorted, npart, sizeof(*sorted), by_str);
 	for (size_t p = 0; p < npart && rc == 0; p++) {
 		uintptr_t pi = (uintptr_t)hmap_get(&pidx, sorted[p]);
