@@ -1800,7 +1800,8 @@ void api_node_power(struct api_req *r)
 		    !node_workload_trusted(n)) {
 			/* the scheduler reports on this node but cannot be read now: what it said
 			 * last may be stale, and jobs may have started since */
-			const struct node_condition *c = node_condition_get(n, "SchedulerInSync");
+			const struct node_condition
+				*c = node_condition_get(n, NODE_COND_SCHEDULER_IN_SYNC);
 			api_problem_ext(
 				r, 409,
 				json_pack("{s:s,s:s}", "workload", "unknown", "reason",

@@ -691,7 +691,8 @@ static enum step_result step_workload_drained(struct step_ctx *x)
 	const struct node_workload *w = &x->n->workload;
 	char msg[480];
 	if (!node_workload_trusted(x->n)) {
-		const struct node_condition *c = node_condition_get(x->n, "SchedulerInSync");
+		const struct node_condition *c = node_condition_get(x->n,
+								    NODE_COND_SCHEDULER_IN_SYNC);
 		snprintf(msg, sizeof(msg),
 			 "waiting: Slurm cannot be read now (SchedulerInSync %s %.60s), so whether "
 			 "jobs run on the node is not known",
@@ -743,7 +744,8 @@ static int workload_gate(struct step_ctx *x, const struct step_def *def)
 		workload_text(x->n, t, sizeof(t));
 		snprintf(jobs, sizeof(jobs), "%s run", t);
 	} else {
-		const struct node_condition *c = node_condition_get(x->n, "SchedulerInSync");
+		const struct node_condition *c = node_condition_get(x->n,
+								    NODE_COND_SCHEDULER_IN_SYNC);
 		snprintf(jobs, sizeof(jobs),
 			 "jobs may run: Slurm cannot be read now (SchedulerInSync %s %.60s)",
 			 c ? cond_status_name(c->status) : "absent",

@@ -590,7 +590,7 @@ int node_workload_same(const struct node_workload *a, const struct node_workload
 
 int node_workload_trusted(const struct node *n)
 {
-	const struct node_condition *c = node_condition_get(n, "SchedulerInSync");
+	const struct node_condition *c = node_condition_get(n, NODE_COND_SCHEDULER_IN_SYNC);
 	if (!c)
 		return 0;
 	if (c->status == COND_TRUE)

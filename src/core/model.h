@@ -208,6 +208,8 @@ int node_workload_same(const struct node_workload *a, const struct node_workload
  * Slurm could not be read (SlurmUnreachable, SlurmOutputInvalid, SlurmStateUnknown): 0 - the
  * workload is what Slurm said last, and jobs may have started since. */
 struct node;
+/* The condition the scheduler backend keeps on every node (sched/slurm_sync.h). */
+#define NODE_COND_SCHEDULER_IN_SYNC "SchedulerInSync"
 int node_workload_trusted(const struct node *n);
 /* 1 when w says jobs are on the node (busy or draining). */
 int node_workload_has_jobs(const struct node_workload *w);

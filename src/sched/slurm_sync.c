@@ -343,8 +343,6 @@ static void want_for(const struct item *it, struct want_cond *w)
 	}
 }
 
-static void requeue(struct slurm_sync *s, const char *name);
-
 /* ---------------------------------------------------------------- workload */
 
 /* The job ids seen on one node in this pass's squeue listing. */
@@ -458,8 +456,8 @@ static void workload_for(struct item *it, const struct hmap *jobs, int jobs_ok)
 /* Lists the jobs when some node of the pass may have any; 1 when the map is the truth. The
  * listing itself goes to *jobs_out (*njobs_out; NULL when none was run or it failed; the
  * caller frees it with slurm_jobs_free). */
-static int list_jobs(struct slurm_sync *s, struct item *it, size_t n, struct hmap *map,
-		     struct slurm_job **jobs_out, size_t *njobs_out)
+static int list_jobs(struct slurm_sync *s, struct item *it, size_t n, const struct hmap *mine,
+		     struct hmap *map, struct slurm_job **jobs_out, size_t *njobs_out)
 {
 	*jobs_out = NULL;
 	*njobs_out = 0;
@@ -478,12 +476,7 @@ static int list_jobs(struct slurm_sync *s, struct item *it, size_t n, struct hma
 		log_warn("slurm job list failed rc=%s %s", fp_err_name(rc), err);
 		return 0;
 	}
-	struct hmap want;
-	hmap_init(&want);
-	for (size_t i = 0; i < n; i++)
-		hmap_put(&want, it[i].n->name, (void *)1);
-	jobs_map_build(map, jobs, njobs, &want);
-	hmap_release(&want);
+	jobs_map_build(map, jobs, njobs, mine);
 	*jobs_out = jobs;
 	*njobs_out = njobs;
 	return 1;
@@ -539,7 +532,7 @@ static void id_part(const char *job, char *out, size_t outlen)
  *    processes, slurm.conf(5) UnkillableStepTimeout): SLURM_CODE_KILL_TASK_FAILED, event id
  *    "slurm-ktf-<Slurm's reason time>", attributed to the node's first job when one is known.
  * Each is reported once while it lasts (s->reported); the health policy decides. */
-static void stuck_jobs(struct slurm_sync *s, struct item *it, size_t n,
+static void stuck_jobs(struct slurm_sync *s, struct item *it, size_t n, const struct hmap *mine,
 		       const struct slurm_job *jobs, size_t njobs, const struct hmap *map,
 		       int jobs_ok, int64_t now_ms, struct slurm_sync_stats *st)
 {
@@ -547,10 +540,6 @@ static void stuck_jobs(struct slurm_sync *s, struct item *it, size_t n,
 		return;
 	struct hmap seen;
 	hmap_init(&seen);
-	struct hmap mine;
-	hmap_init(&mine);
-	for (size_t i = 0; i < n; i++)
-		hmap_put(&mine, it[i].n->name, (void *)1);
 	for (size_t j = 0; s->cfg.stuck_completing_ms > 0 && j < njobs; j++) {
 		const struct slurm_job *jb = &jobs[j];
 		if (strcmp(jb->state, "COMPLETING") != 0 || jb->end_ms <= 0 ||
@@ -561,7 +550,7 @@ static void stuck_jobs(struct slurm_sync *s, struct item *it, size_t n,
 		if (hostlist_expand(&hl, jb->nodes, strlen(jb->nodes), NULL, 0) == 0)
 			for (size_t k = 0; k < hl.n; k++) {
 				const char *node = hostlist_name(&hl, k);
-				if (!hmap_get(&mine, node))
+				if (!hmap_get(mine, node))
 					continue;
 				char id[64], part[SLURM_JOB_ID_MAX + 1], msg[300];
 				id_part(jb->id, part, sizeof(part));
@@ -602,7 +591,6 @@ static void stuck_jobs(struct slurm_sync *s, struct item *it, size_t n,
 		report_event(s, &seen, it[i].n->name, id, SLURM_CODE_KILL_TASK_FAILED, job, msg,
 			     now_ms, st);
 	}
-	hmap_release(&mine);
 	/* what was reported and is no longer current is forgotten */
 	hmap_release(&s->reported);
 	s->reported = seen;
@@ -772,9 +760,14 @@ static int pass(struct slurm_sync *s, int64_t now_ms, char **names, size_t nname
 	hmap_init(&jobs);
 	struct slurm_job *jl = NULL;
 	size_t njl = 0;
-	int jobs_ok = list_jobs(s, it, fl.n, &jobs, &jl, &njl);
+	struct hmap mine; /* this pass's fleetplane node names */
+	hmap_init(&mine);
+	for (size_t i = 0; i < fl.n; i++)
+		hmap_put(&mine, it[i].n->name, (void *)1);
+	int jobs_ok = list_jobs(s, it, fl.n, &mine, &jobs, &jl, &njl);
 	if (full)
-		stuck_jobs(s, it, fl.n, jl, njl, &jobs, jobs_ok, now_ms, st);
+		stuck_jobs(s, it, fl.n, &mine, jl, njl, &jobs, jobs_ok, now_ms, st);
+	hmap_release(&mine);
 	slurm_jobs_free(jl, njl);
 	for (size_t i = 0; i < fl.n; i++) {
 		struct want_cond w;
@@ -789,7 +782,7 @@ static int pass(struct slurm_sync *s, int64_t now_ms, char **names, size_t nname
 		/* A DRAIN just sent is confirmed by the listing of a pass debounce_ms from now
 		 * (status.workload becomes draining or drained), not one interval_ms away. */
 		if (it[i].d.action == SLURM_ACT_DRAIN && !it[i].update_failed)
-			requeue(s, it[i].n->name);
+			slurm_sync_node_changed(s, it[i].n->name);
 		node_workload_release(&it[i].wl);
 	}
 	jobs_map_release(&jobs);
@@ -974,11 +967,6 @@ void slurm_sync_node_changed(void *arg, const char *name)
 	if (!s->kick_id)
 		s->kick_id = clock_after(s->clock, s->cfg.debounce_ms, kick_cb, s);
 	pthread_mutex_unlock(&s->mu);
-}
-
-static void requeue(struct slurm_sync *s, const char *name)
-{
-	slurm_sync_node_changed(s, name);
 }
 
 /* Cancels timer *id; when it is firing already (cancel says it ran), waits for its callback to

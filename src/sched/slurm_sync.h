@@ -52,7 +52,7 @@ struct slurm_ops {
 };
 
 /* The condition a pass keeps on every node, and its reasons. */
-#define SLURM_SYNC_CONDITION "SchedulerInSync"
+#define SLURM_SYNC_CONDITION NODE_COND_SCHEDULER_IN_SYNC
 #define SLURM_SYNC_ACTOR "slurm-sync"
 
 /* How the backend reports health events of its own (stuck jobs, below): the fleet wires it to
