@@ -388,16 +388,22 @@ int cache_start(struct cache *c, char *err, size_t errlen)
 
 static void collect_nodes(struct buf *out, void *arg);
 
+void cache_stop(struct cache *c)
+{
+	if (c && c->running) {
+		c->stop = 1;
+		pthread_join(c->thread, NULL);
+		c->running = 0;
+	}
+}
+
 void cache_free(struct cache *c)
 {
 	if (!c)
 		return;
 	/* a scrape after the free must not reach it (a no-op when never registered) */
 	metrics_remove_collector(collect_nodes, c);
-	if (c->running) {
-		c->stop = 1;
-		pthread_join(c->thread, NULL);
-	}
+	cache_stop(c);
 	clear_all(c);
 	hmap_release(&c->nodes);
 	hmap_release(&c->ops);

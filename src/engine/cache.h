@@ -37,6 +37,10 @@ int cache_start(struct cache *c, char *err, size_t errlen);
  * so far. Returns the number of changes applied or a negative error. */
 int cache_sync_now(struct cache *c);
 /* Stops the watch thread and frees everything. NULL is a no-op. */
+/* Stops the watch thread (joins it): no handler of cache_on_node is called after it returns;
+ * reads keep working on the state as it was. Idempotent; cache_free calls it. Call it before
+ * freeing anything a handler reaches. */
+void cache_stop(struct cache *c);
 void cache_free(struct cache *c);
 
 /* 1 once the first list has been applied. */

@@ -1064,6 +1064,9 @@ void fleet_stop(struct fleet *fl)
 	fl->exec = NULL;
 	executor_free(fl->report_exec);
 	fl->report_exec = NULL;
+	/* The informer's thread calls the lifecycle's and the scheduler's node handlers: it stops
+	 * before fleet_teardown frees them (ASan saw on_node on a freed lifecycle). */
+	cache_stop(fl->cache);
 }
 
 void fleet_free(struct fleet *fl)
