@@ -28,7 +28,7 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) \
 LDLIBS  += $(shell pkg-config --libs $(PKGS)) -lpthread -lm -ldl
 LDFLAGS += $(SANFLAGS) -pthread
 
-LAYERS  := base core store driver engine sched controller api agent sim fleet cmd
+LAYERS  := base core store driver engine sched boot controller api agent sim fleet cmd
 SRC_ALL := $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.c))
 OBJ_ALL := $(patsubst src/%.c,$(BUILD)/%.o,$(SRC_ALL)) $(BUILD)/main.o
 LIB_OBJ = $(patsubst src/%.c,$(BUILD)/%.o,$(foreach l,$(1),$(wildcard src/$(l)/*.c)))

@@ -29,7 +29,7 @@ import sys
 
 RANK = {
     "base": 0, "core": 1, "store": 2, "driver": 2, "engine": 3,
-    "sched": 4, "controller": 4, "api": 4, "agent": 4, "sim": 5, "fleet": 5, "cmd": 6, "": 7,
+    "sched": 4, "boot": 4, "controller": 4, "api": 4, "agent": 4, "sim": 5, "fleet": 5, "cmd": 6, "": 7,
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 LAYERS_LINE = re.compile(r"^/\* layers: (.*) \*/")

@@ -22,6 +22,7 @@ static const struct cmd_struct commands[] = {
 	{"health", cmd_health, "GPU health events, policy, disruption budgets, breakers, RMAs"},
 	{"slurm", cmd_slurm, "adopt a running Slurm cluster's nodes; render its node config"},
 	{"usage", cmd_usage, "GPU-hours per Slurm account, user or partition (serve --slurm)"},
+	{"image", cmd_image, "add, list, remove network-boot images (kernel, initrd, disk)"},
 	{"sim", cmd_sim, "inspect simulated hardware in a data dir"},
 	{"agent", cmd_agent, "run the node agent: kernel log and GPU tool health reports"},
 };

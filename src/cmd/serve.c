@@ -12,7 +12,9 @@
 #include "base/log.h"
 #include "cmd/run.h"
 #include "cmd/serve_opts.h"
+#include "boot/boot_server.h"
 #include "fleet/fleet.h"
+#include "fleet/fleet_boot.h"
 #include "fleet/fleet_slurm.h"
 #include "sched/slurm_acct.h"
 #include "sched/slurm_cli.h"
@@ -100,6 +102,7 @@ int cmd_serve(int argc, char **argv)
 	struct slurm_sync *ssync = NULL;
 	struct slurm_acct *sacct = NULL;
 	struct fleet_scheduler sched;
+	int rc_early = 0;
 	if (!so.slurm && (so.slurm_nodes_conf || so.slurm_gres_conf)) {
 		fprintf(stderr, "error: --slurm-nodes-conf and --slurm-gres-conf need --slurm\n");
 		return 2;
@@ -149,6 +152,40 @@ int cmd_serve(int argc, char **argv)
 		fleet_slurm_scheduler(ssync, &sched);
 		sv.scheduler = &sched;
 	}
+	/* --boot-listen: the network boot service (boot/boot_server.h) in the fleet's boot slot */
+	struct boot_server *boot = NULL;
+	struct fleet_boot bootslot;
+	char imgdir[4096];
+	if (!so.boot_listen &&
+	    (so.boot_url || so.boot_kernel_args || so.boot_dhcp_hosts || so.boot_dnsmasq_pid)) {
+		fprintf(stderr, "error: the --boot-* options need --boot-listen\n");
+		rc_early = 2;
+		goto early;
+	}
+	if (so.boot_dnsmasq_pid && !so.boot_dhcp_hosts) {
+		fprintf(stderr, "error: --boot-dnsmasq-pid needs --boot-dhcp-hosts\n");
+		rc_early = 2;
+		goto early;
+	}
+	if (so.boot_listen) {
+		snprintf(imgdir, sizeof(imgdir), "%s/images", so.data_dir);
+		struct boot_config bc = {.listen = so.boot_listen,
+					 .url = so.boot_url,
+					 .image_dir = imgdir,
+					 .ramdisk_kernel = so.boot_kernel,
+					 .ramdisk_initrd = so.boot_initrd,
+					 .kernel_args = so.boot_kernel_args,
+					 .dhcp_hosts = so.boot_dhcp_hosts,
+					 .dnsmasq_pid = so.boot_dnsmasq_pid};
+		boot = boot_server_new(&bc, err, sizeof(err));
+		if (!boot) {
+			fprintf(stderr, "error: %s\n", err);
+			rc_early = 2;
+			goto early;
+		}
+		fleet_boot_wrap(boot, &bootslot);
+		sv.boot = &bootslot;
+	}
 	/* Block the stop signals in every thread (before the fleet starts any); main waits for
 	 * them with sigwait. */
 	sigset_t stop;
@@ -189,10 +226,16 @@ int cmd_serve(int argc, char **argv)
 	rc = 0;
 out:
 	fleet_free(fl); /* stops the scheduler slot first */
+	boot_server_free(boot);
 	slurm_sync_free(ssync);
 	slurm_cli_free(scli);
 	slurm_acct_free(sacct);
 	if (rc == 0)
 		log_info("serve: stopped");
 	return rc;
+early:
+	slurm_sync_free(ssync);
+	slurm_cli_free(scli);
+	slurm_acct_free(sacct);
+	return rc_early;
 }

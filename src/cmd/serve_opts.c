@@ -126,6 +126,29 @@ static const struct opt opts[] = {
 	{"slurm-gres-conf", OK_STRING, "FILE", 0, 0, "", "", NULL, 0, 1, OFF(slurm_gres_conf),
 	 "with --slurm-nodes-conf: keep FILE (absolute) equal to the generated cluster-wide "
 	 "gres.conf"},
+	{"boot-listen", OK_STRING, "ADDR", 0, 0, "", "", NULL, 0, 1, OFF(boot_listen),
+	 "serve the network boot service (docs/provisioning.md: iPXE scripts, images, the "
+	 "ramdisk and disk-boot callbacks) on ADDR, an IP:port of the provisioning network; nodes "
+	 "with spec.provision are then provisioned and reimaged through it"},
+	{"boot-url", OK_STRING, "URL", 0, 0, "", "", NULL, 0, 1, OFF(boot_url),
+	 "with --boot-listen: the base URL machines reach the boot service at (default "
+	 "http://ADDR of --boot-listen)"},
+	{"boot-kernel", OK_STRING, "IMAGE", 0, 0, "", "", "ramdisk-vmlinuz", 0, 1, OFF(boot_kernel),
+	 "with --boot-listen: the image store name of the ramdisk's kernel"},
+	{"boot-initrd", OK_STRING, "IMAGE", 0, 0, "", "", "ramdisk-initrd", 0, 1, OFF(boot_initrd),
+	 "with --boot-listen: the image store name of the ramdisk's initrd"},
+	{"boot-kernel-args", OK_STRING, "ARGS", 0, 0, "", "", NULL, 0, 1, OFF(boot_kernel_args),
+	 "with --boot-listen: kernel arguments for the ramdisk besides fleetplane's own (default "
+	 "\"console=ttyS0 console=tty0\")"},
+	{"boot-dhcp-hosts", OK_STRING, "FILE", 0, 0, "", "", NULL, 0, 1, OFF(boot_dhcp_hosts),
+	 "with --boot-listen: keep FILE (dnsmasq --dhcp-hostsfile) equal to one line per node "
+	 "MAC: MAC,set:SITE[,spec.provision.ipAddress],HOSTNAME"},
+	{"boot-dnsmasq-pid", OK_STRING, "FILE", 0, 0, "", "", NULL, 0, 1, OFF(boot_dnsmasq_pid),
+	 "with --boot-dhcp-hosts: SIGHUP the dnsmasq whose --pid-file is FILE after each rewrite"},
+	{"boot-timeout", OK_DURATION, "SECONDS", 0, 86400, "", " seconds", "0", 0, 0,
+	 OFF(boot_timeout),
+	 "with --boot-listen: how long each network-boot wait (inspection, deploy, boot from "
+	 "disk) may take before the provisioning fails naming it (0 = 15, 30 and 15 minutes)"},
 	{"help", OK_FLAG, NULL, 0, 0, "", "", NULL, 1, 0, OFF(help), "print this help"},
 };
 
@@ -283,6 +306,7 @@ void serve_opts_fleet_config(const struct serve_opts *o, struct fleet_config *cf
 	cfg->report_limit.reports_per_s = o->report_rate == 0 ? -1 : o->report_rate;
 	cfg->report_limit.burst = o->report_burst;
 	cfg->report_limit.events_per_min = o->report_events == 0 ? -1 : o->report_events;
+	cfg->boot_wait_ms = o->boot_timeout * 1000;
 }
 
 void serve_opts_copy(struct serve_opts *dst, const struct serve_opts *src)

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define SERVE_OPTS_MAX 32         /* options in the table, at most */
+#define SERVE_OPTS_MAX 40         /* options in the table, at most */
 #define SERVE_OPTS_VALUE_MAX 4096 /* bytes of one string value from a config file, NUL included */
 #define SERVE_OPTS_LINE_MAX 4096  /* bytes of one config file line, newline included */
 #define SERVE_OPTS_FILE_MAX (1 << 20) /* bytes of a config file */
@@ -46,6 +46,14 @@ struct serve_opts {
 	long slurm_stuck_completing;  /* seconds a job may stay COMPLETING; 0 = not watched */
 	const char *slurm_nodes_conf; /* --slurm-nodes-conf: the generated include, or NULL */
 	const char *slurm_gres_conf;  /* --slurm-gres-conf: the generated gres.conf, or NULL */
+	const char *boot_listen;      /* --boot-listen: the network boot service, or NULL */
+	const char *boot_url;         /* --boot-url: what machines are told; NULL = from listen */
+	const char *boot_kernel;      /* --boot-kernel: ramdisk kernel image name */
+	const char *boot_initrd;      /* --boot-initrd: ramdisk initrd image name */
+	const char *boot_kernel_args; /* --boot-kernel-args, or NULL */
+	const char *boot_dhcp_hosts;  /* --boot-dhcp-hosts: dnsmasq dhcp-hostsfile, or NULL */
+	const char *boot_dnsmasq_pid; /* --boot-dnsmasq-pid: dnsmasq's pid file, or NULL */
+	long boot_timeout;            /* --boot-timeout seconds; 0 = the steps' own */
 	int help;
 	unsigned char set[SERVE_OPTS_MAX];                 /* option i was given (flag or file) */
 	char strbuf[SERVE_OPTS_MAX][SERVE_OPTS_VALUE_MAX]; /* string values read from a file */

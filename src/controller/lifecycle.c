@@ -611,21 +611,73 @@ static enum step_result step_wait_boot_callback(struct step_ctx *x)
 	return STEP_WAIT;
 }
 
+/* Appends "; what" to a mismatch list. */
+static void mismatch_add(char *out, size_t outlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void mismatch_add(char *out, size_t outlen, const char *fmt, ...)
+{
+	size_t len = strlen(out);
+	if (len + 3 >= outlen)
+		return;
+	if (len)
+		len += (size_t)snprintf(out + len, outlen - len, "; ");
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(out + len, outlen - len, fmt, ap);
+	va_end(ap);
+}
+
+/* Validation's inventory check: the GPUs the inventory shows against spec.gpus.count, and,
+ * when the inventory came from the inspection ramdisk, its NICs, disks and memory against
+ * spec.hardware (nics and disks exact, memoryMiB at least). A mismatch fails validation with
+ * the condition InventoryMatchesSpec False InventoryMismatch naming every difference. */
 static enum step_result step_check_gpu_count(struct step_ctx *x)
 {
-	if (x->n->gpu_count <= 0)
+	json_t *hw = x->n->hardware;
+	if (x->n->gpu_count <= 0 && !hw)
 		return STEP_DONE; /* nothing expected */
 	json_t *inv = x->n->inventory        ? json_incref(x->n->inventory)
 		      : x->n->inventory_text ? json_loads(x->n->inventory_text, 0, NULL)
 					     : NULL;
+	char diff[400] = "";
 	json_t *gpus = jsonx_path(inv, "gpus");
 	size_t seen = json_is_array(gpus) ? json_array_size(gpus) : 0;
+	if (x->n->gpu_count > 0 && (int)seen != x->n->gpu_count)
+		mismatch_add(diff, sizeof(diff), "expected %d GPUs, inventory shows %zu",
+			     x->n->gpu_count, seen);
+	static const char *const counted[] = {"nics", "disks"};
+	for (size_t i = 0; hw && i < 2; i++) {
+		json_t *want = json_object_get(hw, counted[i]);
+		if (!json_is_integer(want))
+			continue;
+		json_t *have = json_object_get(inv, counted[i]);
+		if (!json_is_array(have))
+			mismatch_add(diff, sizeof(diff), "expected %lld %s, inventory lists none",
+				     (long long)json_integer_value(want), counted[i]);
+		else if ((json_int_t)json_array_size(have) != json_integer_value(want))
+			mismatch_add(diff, sizeof(diff), "expected %lld %s, inventory shows %zu",
+				     (long long)json_integer_value(want), counted[i],
+				     json_array_size(have));
+	}
+	json_t *mem = json_object_get(hw, "memoryMiB");
+	if (json_is_integer(mem)) {
+		json_t *have = json_object_get(inv, "memoryMiB");
+		if (!json_is_integer(have) || json_integer_value(have) < json_integer_value(mem))
+			mismatch_add(diff, sizeof(diff),
+				     "expected at least %lld MiB of memory, inventory shows %lld",
+				     (long long)json_integer_value(mem),
+				     json_is_integer(have) ? (long long)json_integer_value(have)
+							   : 0LL);
+	}
 	json_decref(inv);
-	if ((int)seen != x->n->gpu_count) {
-		snprintf(x->err, sizeof(x->err), "expected %d GPUs, inventory shows %zu",
-			 x->n->gpu_count, seen);
+	if (diff[0]) {
+		set_condition(x, "InventoryMatchesSpec", COND_FALSE, "InventoryMismatch", diff);
+		snprintf(x->err, sizeof(x->err), "%.250s", diff);
 		return STEP_FAIL;
 	}
+	if (hw)
+		set_condition(x, "InventoryMatchesSpec", COND_TRUE, "Matches",
+			      "the inventory matches spec.gpus and spec.hardware");
 	return STEP_DONE;
 }
 
@@ -665,6 +717,12 @@ static enum step_result step_skip_power_off(struct step_ctx *x)
 		 x->op->actor ? x->op->actor : "?", x->op->reason ? x->op->reason : "");
 	set_condition(x, "PoweredOn", COND_UNKNOWN, "NotPoweredOff", msg);
 	return STEP_DONE;
+}
+
+void lifecycle_step_condition(struct step_ctx *x, const char *type, enum cond_status st,
+			      const char *reason, const char *msg)
+{
+	set_condition(x, type, st, reason, msg);
 }
 
 /* The condition the workload gate keeps (lifecycle_config.workload_gate). */
@@ -790,6 +848,10 @@ static const struct step_def steps[] = {
 	{"request_gpu_reset", 1, 0, 1, 2 * MIN, 3, lifecycle_step_request_gpu_reset},
 	{"wait_agent_action", 1, 0, 0, 10 * MIN, 1, lifecycle_step_wait_agent_action},
 	{"open_rma", 1, 0, 0, 2 * MIN, 5, lifecycle_step_open_rma},
+	{"wait_inspection", 1, 0, 0, 15 * MIN, 1, lifecycle_step_wait_inspection},
+	{"wait_deploy", 1, 0, 0, 30 * MIN, 1, lifecycle_step_wait_deploy},
+	{"reboot_to_disk", 1, 1, 0, 10 * MIN, 3, step_power_cycle},
+	{"wait_disk_boot", 1, 0, 0, 15 * MIN, 1, lifecycle_step_wait_disk_boot},
 };
 
 static const struct step_def *step_lookup(const char *name)
@@ -979,7 +1041,13 @@ static void run_op_task(void *arg)
 		}
 		if (op->step_deadline == 0) {
 			op->attempt++;
-			op->step_deadline = now + scale_timeout(lc, n, def->timeout, FLOOR_STEP);
+			int64_t to = def->timeout;
+			if (lc->cfg.boot_wait_ms > 0 && def->run == lifecycle_step_wait_inspection)
+				to = lc->cfg.boot_wait_ms;
+			if (lc->cfg.boot_wait_ms > 0 && (def->run == lifecycle_step_wait_deploy ||
+							 def->run == lifecycle_step_wait_disk_boot))
+				to = lc->cfg.boot_wait_ms;
+			op->step_deadline = now + scale_timeout(lc, n, to, FLOOR_STEP);
 			dirty = 1;
 		}
 		/* Intent before side effect: the attempt is durable before the BMC is touched, and a

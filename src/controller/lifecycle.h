@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "base/clock.h"
 #include "base/executor.h"
 #include "driver/bmc.h"
@@ -80,6 +82,9 @@ struct lifecycle_config {
 	 * "force": true - then they run, with a warning log and WorkloadDrained False Forced.
 	 * 0: no scheduler; workload_drained is done at once and nothing waits for jobs. */
 	int workload_gate;
+	/* Deadline of each network-boot wait (wait_inspection, wait_deploy, wait_disk_boot;
+	 * lifecycle_boot.c): serve's --boot-timeout; 0 = 15 min, 30 min and 15 min. */
+	int64_t boot_wait_ms;
 };
 
 struct lifecycle;
@@ -109,6 +114,23 @@ void lifecycle_agent_booted(struct lifecycle *lc, const char *node, const char *
 /* The node's agent reported a burn-in validation result for the boot boot_id. Non-blocking. */
 void lifecycle_agent_validated(struct lifecycle *lc, const char *node, const char *boot_id,
 			       int passed);
+
+/* What the boot service (boot/boot_server.h) heard from a machine provisioning through the
+ * network-boot steps, after it checked the callback's per-attempt token for (node, op_id):
+ * LIFECYCLE_BOOT_INSPECTED doc {"inventory": {...}} from the inspection ramdisk;
+ * LIFECYCLE_BOOT_DEPLOYED doc {"ok", "sha256", "bytes", "disk", "message"} from the deploy
+ * ramdisk; LIFECYCLE_BOOT_DISK_BOOTED doc {"bootId"} from the written system (also recorded as
+ * the node's last boot, lifecycle_agent_booted). Each is written once into the operation's
+ * params (inspection, deploy, diskBoot) with "at" (wall ms) by a task on the report lane; a
+ * repeat, a report for an operation that ended or has gone past the step it is for, or for
+ * another node's operation, is ignored (logged). doc is borrowed (copied). Non-blocking. */
+enum lifecycle_boot_kind {
+	LIFECYCLE_BOOT_INSPECTED = 0,
+	LIFECYCLE_BOOT_DEPLOYED = 1,
+	LIFECYCLE_BOOT_DISK_BOOTED = 2,
+};
+void lifecycle_boot_reported(struct lifecycle *lc, const char *node, const char *op_id,
+			     enum lifecycle_boot_kind kind, const json_t *doc);
 
 /* The node's agent answered an agent action (today a GPU reset, the gpu_reset remediation
  * rung's wait_agent_action step): op_id names the gpu_reset operation (NULL: the node's

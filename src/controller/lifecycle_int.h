@@ -138,6 +138,13 @@ void lifecycle_wake_waiting(struct lifecycle *lc);
 enum step_result lifecycle_step_request_gpu_reset(struct step_ctx *x);
 enum step_result lifecycle_step_wait_agent_action(struct step_ctx *x);
 enum step_result lifecycle_step_open_rma(struct step_ctx *x);
+/* Network-boot steps (lifecycle_boot.c). */
+enum step_result lifecycle_step_wait_inspection(struct step_ctx *x);
+enum step_result lifecycle_step_wait_deploy(struct step_ctx *x);
+enum step_result lifecycle_step_wait_disk_boot(struct step_ctx *x);
+/* Records an observed condition on the step's copy of the node (written with the step). */
+void lifecycle_step_condition(struct step_ctx *x, const char *type, enum cond_status st,
+			      const char *reason, const char *msg);
 /* 1: n may be disrupted now; 0: refused, n waits (*rc: the store result of that write). */
 int lifecycle_budget_gate(struct lifecycle *lc, struct node *n, const struct operation *done_op,
 			  int *rc);

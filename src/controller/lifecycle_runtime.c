@@ -218,6 +218,15 @@ static struct operation *op_make(struct lifecycle *lc, const struct node *n, con
 {
 	struct operation *op = NULL;
 	char err[128];
+	json_t *own = NULL;
+	/* A node with spec.provision is provisioned and reimaged through the boot service: the
+	 * operation records which image it writes (the network-boot steps, engine/objects.h). */
+	if (n->provision && (strcmp(kind, "provision") == 0 || strcmp(kind, "reimage") == 0)) {
+		own = params ? json_deep_copy(params) : json_object();
+		json_object_set_new(own, "networkBoot",
+				    json_pack("{s:s?}", "image", jsonx_str(n->provision, "image")));
+		params = own;
+	}
 	struct objects_op_spec spec = {.node = n->name,
 				       .kind = kind,
 				       .params = params,
@@ -226,6 +235,7 @@ static struct operation *op_make(struct lifecycle *lc, const struct node *n, con
 				       .now_ms = now_wall(lc),
 				       .rnd = fp_rng_u64(lc->cfg.rng)};
 	int rc = objects_op_start(&spec, tx, &op, err, sizeof(err));
+	json_decref(own);
 	BUG_ON(rc < 0); /* the controller starts only kinds of the table */
 	return op;
 }

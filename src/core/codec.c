@@ -3,6 +3,7 @@
  * every string and array from outside is bounded. */
 #include "core/codec.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,8 +146,11 @@ static void put_str(json_t *obj, const char *key, const char *s)
 
 static const char *const k_doc[] = {"kind", "apiVersion", "metadata", "spec", "status", NULL};
 static const char *const k_meta[] = {"name", "uid", "resourceVersion", "labels", "createdAt", NULL};
-static const char *const k_spec[] = {"site", "rack", "provider", "pool",  "bmc",
-				     "macs", "gpus", "retire",   "adopt", NULL};
+static const char *const k_spec[] = {"site", "rack",   "provider", "pool",      "bmc",      "macs",
+				     "gpus", "retire", "adopt",    "provision", "hardware", NULL};
+static const char *const k_provision[] = {"image",    "rootDevice",        "hostname", "ipAddress",
+					  "userData", "sshAuthorizedKeys", NULL};
+static const char *const k_hardware[] = {"nics", "disks", "memoryMiB", NULL};
 static const char *const k_bmc[] = {"driver",        "address",      "username",        "password",
 				    "password_file", "cipher_suite", "tls_verify",      "ca_file",
 				    "system",        "quirks",       "password_sealed", NULL};
@@ -447,6 +451,104 @@ static int decode_meta(const json_t *doc, struct node *n, char *err, size_t errl
 	return 0;
 }
 
+/* A hostname label (RFC 1123 section 2.1: letters, digits, '-', not at either end). */
+static int is_hostname(const char *s)
+{
+	size_t len = strlen(s);
+	if (len == 0 || len > 63 || s[0] == '-' || s[len - 1] == '-')
+		return 0;
+	for (const char *p = s; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '-')
+			return 0;
+	return 1;
+}
+
+static int is_ipv4(const char *s)
+{
+	struct in_addr a;
+	return inet_pton(AF_INET, s, &a) == 1;
+}
+
+/* spec.provision and spec.hardware, checked field by field and kept as given (see model.h). */
+static int decode_provision(const json_t *spec, struct node *n, char *err, size_t errlen)
+{
+	json_t *p, *h;
+	int rc;
+	if ((rc = opt_obj(spec, "provision", "spec", &p, err, errlen)) < 0 ||
+	    (rc = opt_obj(spec, "hardware", "spec", &h, err, errlen)) < 0)
+		return rc;
+	if (p) {
+		char *img = NULL, *dev = NULL, *host = NULL, *ip = NULL, *ud = NULL;
+		if ((rc = jsonx_check_keys(p, k_provision, "spec.provision", err, errlen)) < 0)
+			return rc;
+		rc = opt_str(p, "image", "spec.provision", 63, &img, err, errlen);
+		if (rc == 0)
+			rc = opt_str(p, "rootDevice", "spec.provision", 64, &dev, err, errlen);
+		if (rc == 0)
+			rc = opt_str(p, "hostname", "spec.provision", 63, &host, err, errlen);
+		if (rc == 0)
+			rc = opt_str(p, "ipAddress", "spec.provision", 15, &ip, err, errlen);
+		if (rc == 0)
+			rc = opt_str(p, "userData", "spec.provision", 65536, &ud, err, errlen);
+		if (rc == 0 && !img)
+			rc = fp_errf(FP_EINVAL, err, errlen,
+				     "spec.provision.image: required (an image store name)");
+		if (rc == 0 && (rc = name_validate("spec.provision.image", img, err, errlen)) < 0)
+			;
+		else if (rc == 0 && dev &&
+			 (strncmp(dev, "/dev/", 5) != 0 || strstr(dev, "..") || strchr(dev, ' ')))
+			rc = fp_errf(FP_EINVAL, err, errlen,
+				     "spec.provision.rootDevice: expected a device path like "
+				     "/dev/sda");
+		else if (rc == 0 && host && !is_hostname(host))
+			rc = fp_errf(FP_EINVAL, err, errlen,
+				     "spec.provision.hostname: expected a hostname label (letters, "
+				     "digits, '-', at most 63)");
+		else if (rc == 0 && ip && !is_ipv4(ip))
+			rc = fp_errf(FP_EINVAL, err, errlen,
+				     "spec.provision.ipAddress: expected an IPv4 address like "
+				     "10.0.0.12");
+		free(img);
+		free(dev);
+		free(host);
+		free(ip);
+		free(ud);
+		if (rc < 0)
+			return rc;
+		json_t *keys = json_object_get(p, "sshAuthorizedKeys");
+		if (keys && !json_is_null(keys)) {
+			if (!json_is_array(keys) || json_array_size(keys) > 16)
+				return fp_errf(
+					FP_EINVAL, err, errlen,
+					"spec.provision.sshAuthorizedKeys: expected an array "
+					"of at most 16 keys");
+			size_t i;
+			json_t *k;
+			json_array_foreach(keys, i, k) {
+				const char *v = json_string_value(k);
+				if (!v || !*v || strlen(v) > 1024 || strpbrk(v, "\r\n"))
+					return fp_errf(
+						FP_EINVAL, err, errlen,
+						"spec.provision.sshAuthorizedKeys[%zu]: expected "
+						"one key line of at most 1024 bytes",
+						i);
+			}
+		}
+		n->provision = json_deep_copy(p);
+	}
+	if (h) {
+		long long v;
+		if ((rc = jsonx_check_keys(h, k_hardware, "spec.hardware", err, errlen)) < 0 ||
+		    (rc = opt_int(h, "nics", "spec.hardware", 0, 256, &v, err, errlen)) < 0 ||
+		    (rc = opt_int(h, "disks", "spec.hardware", 0, 256, &v, err, errlen)) < 0 ||
+		    (rc = opt_int(h, "memoryMiB", "spec.hardware", 0, 1LL << 32, &v, err, errlen)) <
+			    0)
+			return rc;
+		n->hardware = json_deep_copy(h);
+	}
+	return 0;
+}
+
 static int decode_spec(const json_t *doc, struct node *n, char *err, size_t errlen)
 {
 	json_t *spec = json_object_get(doc, "spec");
@@ -513,6 +615,8 @@ static int decode_spec(const json_t *doc, struct node *n, char *err, size_t errl
 			n->macs[n->nmacs++] = xstrdup(json_string_value(m));
 		}
 	}
+	if ((rc = decode_provision(spec, n, err, errlen)) < 0)
+		return rc;
 	json_t *retire = json_object_get(spec, "retire");
 	if (retire && !json_is_null(retire)) {
 		if (!json_is_boolean(retire))
@@ -898,6 +1002,10 @@ json_t *node_to_json(const struct node *n, enum node_json_mode mode)
 		put_str(g, "model", n->gpu_model);
 		json_object_set_new(spec, "gpus", g);
 	}
+	if (n->provision)
+		json_object_set_new(spec, "provision", json_deep_copy(n->provision));
+	if (n->hardware)
+		json_object_set_new(spec, "hardware", json_deep_copy(n->hardware));
 	if (n->retire)
 		json_object_set_new(spec, "retire", json_true());
 	if (n->adopt)

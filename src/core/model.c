@@ -145,6 +145,8 @@ void node_free(struct node *n)
 		free(n->macs[i]);
 	free(n->macs);
 	free(n->gpu_model);
+	json_decref(n->provision);
+	json_decref(n->hardware);
 	for (size_t i = 0; i < n->nholds; i++)
 		hold_release(&n->holds[i]);
 	free(n->holds);
@@ -274,6 +276,8 @@ struct node *node_dup(const struct node *n)
 	for (size_t i = 0; i < n->nmacs; i++)
 		d->macs[i] = xstrdup(n->macs[i]);
 	d->gpu_model = dupn(n->gpu_model);
+	d->provision = n->provision ? json_deep_copy(n->provision) : NULL;
+	d->hardware = n->hardware ? json_deep_copy(n->hardware) : NULL;
 	d->holds = n->nholds ? xcalloc(n->nholds, sizeof(*d->holds)) : NULL;
 	for (size_t i = 0; i < n->nholds; i++) {
 		d->holds[i] = n->holds[i];

@@ -237,6 +237,15 @@ struct node {
 	int retire;      /* spec.retire: decommission requested */
 	int adopt;       /* spec.adopt: a running node taken over as it is; a successful
 			  * inspect makes it available without provisioning (lifecycle.c) */
+	/* spec.provision (docs/provisioning.md): network-boot provisioning through the boot
+	 * service (boot/boot_server.h) - {"image" (required: an image store name), "rootDevice"
+	 * ("/dev/..."), "hostname", "ipAddress" (IPv4, the DHCP reservation), "sshAuthorizedKeys"
+	 * [<= 16], "userData" (<= 64 KiB)}, checked by the codec; NULL = the machine's own deploy
+	 * agent reports :booted (no network boot). spec.macs[0] is the boot MAC. */
+	json_t *provision;
+	/* spec.hardware: what inspection must find besides spec.gpus - {"nics", "disks" (counts,
+	 * exact), "memoryMiB" (at least)}; NULL = nothing more expected. */
+	json_t *hardware;
 	/* status */
 	enum node_phase phase;
 	int64_t phase_since;

@@ -477,3 +477,34 @@ int secret_bmc_password(const struct secret_key *k, const struct node_bmc *b, co
 			"the data dir's secret.key or set spec.bmc.password again");
 	return 0;
 }
+
+int secret_boot_token(const struct secret_key *k, const char *node, const char *op_id, char *out,
+		      size_t outlen)
+{
+	static const char purpose[] = "fleetplane-boot-token-v1";
+	if (!k || !node || !op_id || !out || outlen < SECRET_BOOT_TOKEN_LEN + 1)
+		return FP_EINVAL;
+	sodium_ready();
+	unsigned char sub[crypto_auth_hmacsha256_KEYBYTES], mac[crypto_auth_hmacsha256_BYTES];
+	crypto_generichash(sub, sizeof(sub), (const unsigned char *)purpose, sizeof(purpose) - 1,
+			   k->bytes, SECRET_KEY_BYTES);
+	crypto_auth_hmacsha256_state st;
+	crypto_auth_hmacsha256_init(&st, sub, sizeof(sub));
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)node, strlen(node) + 1);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)op_id, strlen(op_id));
+	crypto_auth_hmacsha256_final(&st, mac);
+	sodium_memzero(sub, sizeof(sub));
+	sodium_memzero(&st, sizeof(st));
+	sodium_bin2base64(out, outlen, mac, sizeof(mac), sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+	return 0;
+}
+
+int secret_token_equal(const char *a, const char *b)
+{
+	if (!a || !b)
+		return 0;
+	size_t la = strlen(a), lb = strlen(b);
+	if (la != lb || la == 0)
+		return 0;
+	return sodium_memcmp(a, b, la) == 0;
+}

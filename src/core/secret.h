@@ -118,4 +118,19 @@ int secret_bmc_ca_path(const struct node_bmc *b, const char *cred_dir, char *pat
 int secret_bmc_password(const struct secret_key *k, const struct node_bmc *b, const char *cred_dir,
 			char **out, char *err, size_t errlen);
 
+/* secret_boot_token writes into out (outlen >= SECRET_BOOT_TOKEN_LEN + 1) the network-boot
+ * callback token of one provisioning attempt: base64url without padding (RFC 4648 section 5) of
+ * HMAC-SHA-256 (RFC 2104; libsodium crypto_auth_hmacsha256) under a key derived from k for this
+ * purpose only (crypto_generichash keyed with k over "fleetplane-boot-token-v1"), over
+ * node || 0x00 || op_id. The token is never stored: the boot service recomputes it for the
+ * node's operation in flight, so a callback from an earlier attempt (another op_id) or another
+ * node does not match. Returns 0, or FP_EINVAL (NULL argument, outlen too small). */
+#define SECRET_BOOT_TOKEN_LEN 43
+int secret_boot_token(const struct secret_key *k, const char *node, const char *op_id, char *out,
+		      size_t outlen);
+
+/* secret_token_equal compares two NUL-terminated tokens in time independent of where they
+ * differ (sodium_memcmp over equal lengths). Returns 1 when equal. */
+int secret_token_equal(const char *a, const char *b);
+
 #endif

@@ -325,6 +325,13 @@ static const struct {
 };
 
 static const char *const retire_skip_steps[] = {"skip_power_off", NULL};
+/* provision and reimage through the boot service (params.networkBoot, spec.provision): the
+ * inspection ramdisk reports, the deploy ramdisk writes the image, then the node is set to boot
+ * from disk, power cycled, and the written system reports its boot (docs/provisioning.md). */
+static const char *const network_boot_steps[] = {"set_boot_pxe",    "power_on_or_cycle",
+						 "wait_inspection", "wait_deploy",
+						 "set_boot_disk",   "reboot_to_disk",
+						 "wait_disk_boot",  NULL};
 static const char *const power_actions[] = {"on", "off", "cycle", "soft", "reset", "status", NULL};
 
 const char *const *objects_op_kind_steps(const char *kind)
@@ -355,6 +362,9 @@ int objects_op_start(const struct objects_op_spec *spec, struct objects_txn *tx,
 	} else if (strcmp(spec->kind, "retire") == 0 &&
 		   json_is_true(json_object_get(spec->params, "skipPowerOff"))) {
 		steps = retire_skip_steps;
+	} else if ((strcmp(spec->kind, "provision") == 0 || strcmp(spec->kind, "reimage") == 0) &&
+		   json_is_object(json_object_get(spec->params, "networkBoot"))) {
+		steps = network_boot_steps;
 	}
 	struct operation *op = operation_new();
 	op->id = xasprintf("%s-%013lld-%08x", spec->kind, (long long)spec->now_ms,

@@ -152,7 +152,10 @@ struct objects_op_spec {
 	const char *kind;     /* a kind of objects_op_kinds, or "power" */
 	const json_t *params; /* borrowed, copied; may be NULL. "power" needs {"action": A} with A
 			       * one of on, off, cycle, reset, soft; "retire" with
-			       * {"skipPowerOff": true} is the retire without power off */
+			       * {"skipPowerOff": true} is the retire without power off;
+			       * "provision" and "reimage" with {"networkBoot": {...}} take the
+			       * network-boot steps (inspection and deploy ramdisk, reboot to
+			       * disk, the written system's boot report) */
 	const char *actor;
 	const char *reason;
 	const char *idempotency_key; /* may be NULL */

@@ -749,6 +749,7 @@ static void build_lifecycle(struct fleet *fl, struct lifecycle_config *lcfg)
 	lcfg->budget = fl->budget;
 	/* a scheduler backend keeps status.workload: drains wait for its jobs */
 	lcfg->workload_gate = fl->cfg.scheduler && fl->cfg.scheduler->keeps_workload;
+	lcfg->boot_wait_ms = fl->cfg.boot_wait_ms;
 	fl->lc = lifecycle_new(lcfg);
 }
 
@@ -811,6 +812,8 @@ struct fleet *fleet_new(const struct fleet_config *cfg, char *err, size_t errlen
 		if (fl->cfg.scheduler && fl->cfg.scheduler->node_changed)
 			cache_on_node(fl->cache, fl->cfg.scheduler->node_changed,
 				      fl->cfg.scheduler->arg);
+		if (fl->cfg.boot && fl->cfg.boot->node_changed)
+			cache_on_node(fl->cache, fl->cfg.boot->node_changed, fl->cfg.boot->arg);
 	}
 	if (fl->parts & FLEET_LIFECYCLE) {
 		struct lifecycle_config lcfg = {0};
@@ -831,7 +834,8 @@ static void fill_ctx(struct fleet *fl, struct fleet_ctx *ctx)
 				  .clock = fl->clock,
 				  .lc = fl->lc,
 				  .budget = fl->budget,
-				  .health = fl->health};
+				  .health = fl->health,
+				  .secret_key = fl->key};
 }
 
 static int start_api(struct fleet *fl, char *err, size_t errlen)

@@ -35,7 +35,8 @@ struct fleet_ctx {
 	struct fp_clock *clock;
 	struct lifecycle *lc; /* NULL without FLEET_LIFECYCLE */
 	struct budget_svc *budget;
-	struct health *health; /* NULL without FLEET_HEALTH */
+	struct health *health;               /* NULL without FLEET_HEALTH */
+	const struct secret_key *secret_key; /* <data-dir>/secret.key (boot tokens); may be NULL */
 };
 
 /* A scheduler backend (Slurm next): keeps a workload manager in step with the nodes. The
@@ -55,12 +56,13 @@ struct fleet_scheduler {
 	int keeps_workload;
 };
 
-/* A network boot service (DHCP/TFTP/HTTP for PXE/iPXE next): started after the lifecycle, so
+/* A network boot service (boot/boot_server.h through fleet/fleet_boot.h, `serve --boot-listen`): started after the lifecycle, so
  * the machines it boots find a controller to report to, and stopped before it, so no boot is
  * served while the controllers are going away. Hooks and ownership as fleet_scheduler. */
 struct fleet_boot {
 	const char *name; /* "pxe"; static */
 	int (*start)(void *arg, const struct fleet_ctx *ctx, char *err, size_t errlen);
+	void (*node_changed)(void *arg, const char *node); /* as fleet_scheduler's */
 	void (*stop)(void *arg);
 	void *arg;
 };
@@ -99,6 +101,7 @@ struct fleet_config {
 	struct api_report_limit report_limit; /* agent report limits; 0 = default, -1 = off */
 	const struct fleet_scheduler *scheduler; /* NULL = none */
 	const struct fleet_boot *boot;           /* NULL = none */
+	long boot_wait_ms; /* --boot-timeout: each network-boot wait; 0 = the steps' own */
 	struct api_usage_source usage;   /* GET /v1/usage (serve --slurm); usage NULL = none */
 	struct api_tenant_hooks tenants; /* GET /v1/tenants/{name} status (serve --slurm) */
 
