@@ -352,10 +352,7 @@ static enum MHD_Result h_ipxe(struct boot_server *b, struct MHD_Connection *c)
 	return reply_text(c, 200, "text/plain", script);
 }
 
-/* Parses "bytes=A-B", "bytes=A-", "bytes=-N" for a file of size bytes: 1 with [*off, *len),
- * 0 to send the whole file (no header, or a form we do not serve: RFC 9110 section 14.2 lets a
- * server ignore Range), -1 unsatisfiable. */
-static int parse_range(const char *h, int64_t size, int64_t *off, int64_t *len)
+int boot_range_parse(const char *h, int64_t size, int64_t *off, int64_t *len)
 {
 	if (!h || strncmp(h, "bytes=", 6) != 0 || strchr(h, ','))
 		return 0;
@@ -419,7 +416,7 @@ static enum MHD_Result h_file(struct boot_server *b, struct MHD_Connection *c, c
 		code = 304;
 	} else {
 		int64_t off = 0, len = info.size;
-		int pr = parse_range(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Range"),
+		int pr = boot_range_parse(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Range"),
 				     info.size, &off, &len);
 		const char *ifr = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-Range");
 		if (pr == 1 && ifr && strcmp(ifr, etag) != 0)

@@ -30,6 +30,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/clock.h"
 #include "core/secret.h"
@@ -83,6 +84,13 @@ unsigned boot_server_port(const struct boot_server *b);
 
 /* Stops serving (connections in flight are closed) and the hosts thread. Idempotent. */
 void boot_server_stop(struct boot_server *b);
+
+/* Parses a Range header (RFC 9110 section 14.1.2) for a file of size bytes: "bytes=A-B",
+ * "bytes=A-" and "bytes=-N" give 1 with the byte range [*off, *off + *len) clipped to the
+ * file; -1 when the range starts past the end (416); 0 to send the whole file - no header, a
+ * multi-range or any form not understood (section 14.2 lets a server ignore Range). h may be
+ * NULL. */
+int boot_range_parse(const char *h, int64_t size, int64_t *off, int64_t *len);
 
 /* Stops and frees. NULL is a no-op. */
 void boot_server_free(struct boot_server *b);
