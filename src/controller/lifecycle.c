@@ -423,6 +423,12 @@ enum send_state {
 
 static enum send_state send_state(struct step_ctx *x)
 {
+	/* The markers belong to the step that sent (params.sendStep; absent in operations
+	 * written before it, which had one sending step): the network-boot plan's
+	 * reboot_to_disk cycles again after power_on_or_cycle did. */
+	json_t *at = json_object_get(x->op->params, "sendStep");
+	if (json_is_integer(at) && json_integer_value(at) != (json_int_t)x->op->step)
+		return SEND_NONE;
 	if (json_is_integer(json_object_get(x->op->params, "acted")))
 		return SEND_ACTED;
 	if (json_is_integer(json_object_get(x->op->params, "sending")))
@@ -435,6 +441,9 @@ static enum send_state send_state(struct step_ctx *x)
 static enum step_result send_once(struct step_ctx *x, enum bmc_power_action a)
 {
 	json_object_set_new(lifecycle_op_params(x->op), "sending", json_integer(x->op->attempt));
+	json_object_set_new(x->op->params, "sendStep", json_integer((json_int_t)x->op->step));
+	json_object_del(x->op->params, "acted"); /* an earlier step's */
+	json_object_del(x->op->params, "actedAt");
 	if (lifecycle_save_op(x->lc, x->op) < 0) { /* intent before act */
 		json_object_del(x->op->params, "sending");
 		snprintf(x->err, sizeof(x->err), "could not record the power %s before sending it",
@@ -1156,6 +1165,7 @@ static void run_op_task(void *arg)
 			op->step++;
 			op->attempt = 0;
 			op->step_deadline = 0;
+
 			free(op->last_error);
 			op->last_error = NULL;
 			if (op->step == op->nsteps) {

@@ -22,6 +22,7 @@
 #include "controller/budget.h"
 #include "controller/health.h"
 #include "controller/health_breaker.h"
+#include "controller/lifecycle.h"
 #include "core/budget.h"
 #include "core/codec.h"
 #include "driver/bmc_sim.h"
@@ -985,6 +986,125 @@ static int f1_has_event(struct world *w, const void *reason)
 static int f1_has_power_cond(struct world *w, const void *arg)
 {
 	return cond_of(w, "f1", "PoweredOn", NULL, 0) != (enum cond_status) - 1;
+}
+
+/* The node's operation in flight is at step `step` (arg). */
+static int f1_at_step(struct world *w, const void *step)
+{
+	struct node *n = get_node(w, "f1");
+	int ok = 0;
+	if (n->operation) {
+		struct operation *op = get_op(w, n->operation);
+		ok = op->step < op->nsteps && strcmp(op->steps[op->step], step) == 0;
+		operation_free(op);
+	}
+	node_free(n);
+	return ok;
+}
+
+/* Network-boot provisioning (spec.provision) of a machine that is running: PXE next boot,
+ * cycle, the ramdisk's inspection and deploy reports, disk for every boot, a second cycle (the
+ * reboot to disk: the first cycle's send-once marker must not stand for it), the disk boot
+ * report; inventory recorded from the inspection. */
+static void test_network_boot_plan(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	w->fk.power = BMC_POWER_ON;
+	struct node *nd = node_new();
+	nd->name = xstrdup("f1");
+	nd->uid = xstrdup("f1");
+	nd->bmc.driver = xstrdup("redfish");
+	nd->bmc.address = xstrdup("https://bmc-f1.test");
+	nd->provision = json_pack("{s:s}", "image", "os1");
+	nd->phase = PHASE_ENROLLED;
+	nd->phase_since = nd->created_at = clock_wall_ms(w->clock);
+	put_node(w, nd);
+	node_free(nd);
+	struct lifecycle *lc = harness_lc(w->hn);
+	assert_int_equal(run_until(w, f1_at_step, "wait_inspection", 30 * MIN_MS), 0);
+	struct node *n = get_node(w, "f1");
+	struct operation *op = get_op(w, n->operation);
+	assert_string_equal(op->kind, "provision");
+	assert_int_equal(op->nsteps, 7);
+	assert_string_equal(op->steps[5], "reboot_to_disk");
+	assert_string_equal(jsonx_str(op->params, "networkBoot.image"), "os1");
+	assert_string_equal(jsonx_str(op->params, "powerChoice"), "cycle");
+	long sets_before = w->fk.sets;
+	json_t *inv = json_pack("{s:[],s:[{s:s}],s:I}", "gpus", "nics", "name", "eth0", "memoryMiB",
+				(json_int_t)256);
+	json_t *doc = json_pack("{s:o}", "inventory", inv);
+	lifecycle_boot_reported(lc, "f1", op->id, LIFECYCLE_BOOT_INSPECTED, doc);
+	json_decref(doc);
+	assert_int_equal(run_until(w, f1_at_step, "wait_deploy", 30 * MIN_MS), 0);
+	doc = json_pack("{s:b,s:s,s:I,s:s}", "ok", 1, "sha256", "ab", "bytes", (json_int_t)10,
+			"disk", "/dev/vda");
+	lifecycle_boot_reported(lc, "f1", op->id, LIFECYCLE_BOOT_DEPLOYED, doc);
+	/* a second deploy report for the same attempt is ignored (recorded once) */
+	json_object_set_new(doc, "ok", json_false());
+	lifecycle_boot_reported(lc, "f1", op->id, LIFECYCLE_BOOT_DEPLOYED, doc);
+	json_decref(doc);
+	assert_int_equal(run_until(w, f1_at_step, "wait_disk_boot", 30 * MIN_MS), 0);
+	assert_int_equal(w->fk.sets, sets_before + 1); /* reboot_to_disk cycled */
+	doc = json_pack("{s:s}", "bootId", "boot-on-disk-1");
+	lifecycle_boot_reported(lc, "f1", op->id, LIFECYCLE_BOOT_DISK_BOOTED, doc);
+	json_decref(doc);
+	enum node_phase val = PHASE_VALIDATING;
+	assert_int_equal(run_until(w, f1_phase_is, &val, 30 * MIN_MS), 0);
+	struct operation *done = get_op(w, op->id);
+	assert_int_equal(done->state, OP_SUCCEEDED);
+	assert_true(json_is_true(jsonx_path(done->params, "deploy.ok")));
+	operation_free(done);
+	node_free(n);
+	n = get_node(w, "f1");
+	assert_string_equal(n->last_boot_id, "boot-on-disk-1");
+	assert_int_equal(json_integer_value(json_object_get(n->inventory, "memoryMiB")), 256);
+	char reason[64];
+	assert_int_equal(cond_of(w, "f1", "NetworkBoot", reason, sizeof(reason)), COND_TRUE);
+	assert_string_equal(reason, "BootedFromDisk");
+	node_free(n);
+	operation_free(op);
+	world_free(w);
+}
+
+/* A deploy report that says the write failed fails the provisioning with NetworkBoot False
+ * DeployFailed and the agent's message; no reboot to disk is attempted. */
+static void test_network_boot_deploy_failed(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	struct node *nd = node_new();
+	nd->name = xstrdup("f1");
+	nd->uid = xstrdup("f1");
+	nd->bmc.driver = xstrdup("redfish");
+	nd->bmc.address = xstrdup("https://bmc-f1.test");
+	nd->provision = json_pack("{s:s}", "image", "os1");
+	nd->phase = PHASE_ENROLLED;
+	nd->phase_since = nd->created_at = clock_wall_ms(w->clock);
+	put_node(w, nd);
+	node_free(nd);
+	struct lifecycle *lc = harness_lc(w->hn);
+	assert_int_equal(run_until(w, f1_at_step, "wait_inspection", 30 * MIN_MS), 0);
+	struct node *n = get_node(w, "f1");
+	char *id = xstrdup(n->operation);
+	node_free(n);
+	json_t *doc = json_pack("{s:{}}", "inventory");
+	lifecycle_boot_reported(lc, "f1", id, LIFECYCLE_BOOT_INSPECTED, doc);
+	json_decref(doc);
+	doc = json_pack("{s:b,s:s}", "ok", 0, "message", "sha256 mismatch: expected aa, got bb");
+	lifecycle_boot_reported(lc, "f1", id, LIFECYCLE_BOOT_DEPLOYED, doc);
+	json_decref(doc);
+	long sets = w->fk.sets;
+	assert_int_equal(run_until(w, op_ended, id, 30 * MIN_MS), 0);
+	struct operation *op = get_op(w, id);
+	assert_int_equal(op->state, OP_FAILED);
+	assert_string_equal(op->steps[op->step], "wait_deploy");
+	assert_non_null(strstr(op->last_error, "sha256 mismatch: expected aa, got bb"));
+	operation_free(op);
+	assert_int_equal(w->fk.sets, sets);
+	char reason[64];
+	assert_int_equal(cond_of(w, "f1", "NetworkBoot", reason, sizeof(reason)), COND_FALSE);
+	assert_string_equal(reason, "DeployFailed");
+	free(id);
+	world_free(w);
 }
 
 static void test_power_unknown_is_not_off(void **state)
@@ -2237,6 +2357,8 @@ int main(void)
 		cmocka_unit_test(test_retire_skip_power_off_queued),
 		cmocka_unit_test(test_reset_of_an_off_machine_fails),
 		cmocka_unit_test(test_remediation_reboot_to_available),
+		cmocka_unit_test(test_network_boot_plan),
+		cmocka_unit_test(test_network_boot_deploy_failed),
 		cmocka_unit_test(test_remediation_gpu_reset_by_sim_agent),
 		cmocka_unit_test(test_remediation_gpu_reset_sim_speed_zero),
 		cmocka_unit_test(test_remediation_old_burn_in_not_taken),
