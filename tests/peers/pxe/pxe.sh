@@ -27,7 +27,9 @@
 #
 # VM NAME (files under $PXE_DIR/vms/NAME/): disk.img (raw, sparse, PXE_DISK_MB, the guest's
 # /dev/vda: virtio-blk), console.log (ttyS0, appended across power-ons; SeaBIOS/iPXE text too,
-# through -device sga), qemu.log, qemu.pid, boot (stored boot device), ctl.log. Tap fptapN.
+# through -device sga), qemu.log, qemu.pid, boot (stored boot device), ctl.log, vm.env. Tap
+# fptapN. SMBIOS: manufacturer fleetplane-test, product pxe-vm, serial FPVM-NAME, a UUID
+# derived from NAME (vm.env), so that inventories are predictable.
 # BMC: ipmi_sim on 127.0.0.1:$(cat port) UDP inside the netns (from 9001 up), user
 # $PXE_BMC_USER / $PXE_BMC_PASSWORD (files user, password), cipher suite 3 (ipmitool -C 3;
 # FreeIPMI/libfreeipmi need the open-session-privilege workaround), `serial 15 ... codec VM` on
@@ -46,7 +48,6 @@
 
 PXE_BRIDGE=fpbr0
 PXE_BRIDGE_IP=10.77.0.1
-PXE_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 pxe_log() { echo "pxe: $*" >&2; }
 
@@ -185,6 +186,8 @@ NAME=$name
 MAC=$mac
 TAP=$tap
 MEM=$PXE_VM_MEM
+UUID=$(printf '%s' "$name" | md5sum | sed 's/^\(.\{8\}\)\(.\{4\}\)\(.\{4\}\)\(.\{4\}\)\(.\{12\}\).*/\1-\2-\3-\4-\5/')
+SERIAL=FPVM-$name
 ENV
 	pxe_write_ctl "$d"
 	(
@@ -280,7 +283,8 @@ start() {
 	qemu-system-x86_64 -name "$NAME" -accel tcg -m "$MEM" -display none -monitor none \
 		-chardev "file,id=con,path=$D/console.log,append=on" -serial chardev:con -device sga \
 		-netdev "tap,id=n0,ifname=$TAP,script=no,downscript=no" -device "e1000,netdev=n0,mac=$MAC" \
-		-drive "file=$D/disk.img,format=raw,if=virtio" -boot "$b" \
+		-drive "file=$D/disk.img,format=raw,if=virtio" -boot "$b" -uuid "$UUID" \
+		-smbios "type=1,manufacturer=fleetplane-test,product=pxe-vm,serial=$SERIAL" \
 		-pidfile "$D/qemu.pid" -daemonize </dev/null >>"$D/qemu.log" 2>&1 9>&-
 }
 
@@ -349,6 +353,6 @@ pxe_down() {
 		done
 		ip netns del "$PXE_NS" 2>/dev/null
 	fi
-	pxe_log "down: netns ${PXE_NS:-?} deleted (files kept in $PXE_DIR)"
+	pxe_log "down: everything stopped, netns ${PXE_NS:-?} deleted"
 	return 0
 }
