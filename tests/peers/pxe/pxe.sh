@@ -43,6 +43,8 @@
 # reused pid counts as off). Each call is appended to ctl.log as `<UTC time> <call>`, e.g.
 # `2026-12-02T10:30:01.123Z set boot pxe`, `... set power 1`, `... get power`.
 #
+# Safe to source into a `set -euo pipefail` shell; pxe_down is idempotent (call it from a trap).
+#
 # Gotchas kept in mind (recipe): `ip netns exec NS cmd &` gives no usable pid, so every daemon
 # writes its own pid file; busybox wget -T segfaults; poll `get power` after an off before an on.
 
@@ -78,16 +80,16 @@ pxe_alive() { # PID [MATCH]: running, not a zombie, and (when given) its argv co
 pxe_kill() { # PIDFILE [MATCH]: TERM, wait up to 10 s, KILL
 	local f=$1 p i
 	[ -f "$f" ] || return 0
-	p=$(cat "$f" 2>/dev/null)
+	p=$(cat "$f" 2>/dev/null) || p=""
 	if pxe_alive "$p" "${2:-}"; then
-		kill -CONT "$p" 2>/dev/null
-		kill -TERM "$p" 2>/dev/null
+		kill -CONT "$p" 2>/dev/null || true
+		kill -TERM "$p" 2>/dev/null || true
 		for i in $(seq 1 100); do
 			pxe_alive "$p" || break
 			sleep 0.1
 		done
-		pxe_alive "$p" && kill -KILL "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
+		if pxe_alive "$p"; then kill -KILL "$p" 2>/dev/null || true; fi
+		wait "$p" 2>/dev/null || true
 	fi
 	rm -f "$f"
 	return 0
@@ -349,9 +351,9 @@ pxe_down() {
 	if [ -n "${PXE_NS:-}" ] && ip netns list 2>/dev/null | grep -qw "$PXE_NS"; then
 		# Anything still in the namespace was started by this test bed.
 		for p in $(ip netns pids "$PXE_NS" 2>/dev/null); do
-			kill -KILL "$p" 2>/dev/null
+			kill -KILL "$p" 2>/dev/null || true
 		done
-		ip netns del "$PXE_NS" 2>/dev/null
+		ip netns del "$PXE_NS" 2>/dev/null || true
 	fi
 	pxe_log "down: everything stopped, netns ${PXE_NS:-?} deleted"
 	return 0

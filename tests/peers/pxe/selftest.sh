@@ -107,14 +107,14 @@ t_ipxe=$(since "$t")
 check "ramdisk /init started" pxe_vm_wait_console vm1 'fleetplane-ramdisk: start' 60
 t_init=$(since "$t")
 check "fleetplane runs in the ramdisk (dynamic libraries)" pxe_vm_wait_console vm1 'fleetplane-ramdisk: binary ok: fleetplane [0-9]' 30
-check "inspect ok" pxe_vm_wait_console vm1 'fleetplane-ramdisk: (inspect ok|FAILED)' 60
+check "ramdisk finished inspect" pxe_vm_wait_console vm1 'fleetplane-ramdisk: (inspect ok|FAILED)' 60
 grep -aq 'fleetplane-ramdisk: inspect ok' "$con" || {
 	bad "ramdisk says: $(grep -a 'FAILED' "$con" | tail -n1)"
 	exit 1
 }
 check "the stub accepted the inventory (QEMU, eth0 with vm1's MAC, /dev/vda)" \
 	sh -c "grep '\"route\": \"inspect\"' '$PXE_DIR/events.log' | grep -q '\"manufacturer\": \"fleetplane-test\".*\"mac\": \"$M1\".*\"path\": \"/dev/vda\"'"
-check "deploy ok" pxe_vm_wait_console vm1 'fleetplane-ramdisk: (deploy ok|FAILED)' 120
+check "ramdisk finished deploy" pxe_vm_wait_console vm1 'fleetplane-ramdisk: (deploy ok|FAILED)' 120
 grep -aq 'fleetplane-ramdisk: deploy ok' "$con" || {
 	bad "ramdisk says: $(grep -a 'FAILED\|fp-sh-agent' "$con" | tail -n2)"
 	exit 1
