@@ -7,7 +7,9 @@ build_pkgs=(build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlit
 	libcurl4-openssl-dev libsodium-dev libfreeipmi-dev libxml2-dev)
 test_pkgs=(libcmocka-dev clang clang-format libclang-rt-14-dev prometheus curl procps jq
 	openipmi ipmitool python3 python3-sushy slurmctld slurmd slurm-client munge
-	slurmdbd mariadb-server)
+	slurmdbd mariadb-server
+	qemu-system-x86 ipxe-qemu dnsmasq-base iproute2 busybox-static syslinux syslinux-common
+	mtools dosfstools e2fsprogs cpio fdisk pciutils dmidecode kmod gzip binutils util-linux)
 
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
