@@ -36,7 +36,7 @@ LIB_OBJ = $(patsubst src/%.c,$(BUILD)/%.o,$(foreach l,$(1),$(wildcard src/$(l)/*
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all clean test unit peers integration san fuzz bench check check-banned style check-layers tsan
+.PHONY: all clean test unit peers integration slow san fuzz bench check check-banned style check-layers tsan
 all: $(BIN)
 
 $(BIN): $(OBJ_ALL)
@@ -77,6 +77,11 @@ peers: $(PEER_BIN)
 
 integration: $(BIN)
 	@FLEETPLANE_BIN=$(CURDIR)/$(BIN) FP_SAN=$(SAN) tests/integration/run.sh
+
+# The slow tier: real VMs (qemu behind ipmi_sim, dnsmasq; tests/slow/), root only. A test that
+# cannot run says why; that is a skip for a user who is not root and a failure for root (CI).
+slow: $(BIN)
+	@FLEETPLANE_BIN=$(CURDIR)/$(BIN) tests/slow/run.sh
 
 # Unit then integration, one after the other (parallel builds inside each, not parallel runs).
 test: check-banned
@@ -127,6 +132,7 @@ fuzz:
 # TSan, the whole suite again under ASan+UBSan, the fuzzers.
 check: style check-layers
 	$(MAKE) test
+	$(MAKE) slow
 	$(MAKE) tsan
 	$(MAKE) san
 	$(MAKE) fuzz
