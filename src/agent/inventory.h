@@ -53,7 +53,7 @@ struct inventory_cpu {
 
 struct inventory_nic {
 	char name[32]; /* IFNAMSIZ is 16 */
-	char mac[32];  /* "52:54:00:12:34:56" as sysfs writes it */
+	char mac[64];  /* "52:54:00:12:34:56" as sysfs writes it; InfiniBand: 20 bytes, 59 chars */
 	char operstate[16];
 	long speed_mbps;   /* -1 when unknown (link down, or the driver does not say) */
 	char pci_addr[32]; /* "" when the device is not on PCI */
