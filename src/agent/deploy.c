@@ -611,7 +611,7 @@ int deploy_run(const struct deploy_opts *o, struct deploy_result *res)
 	char err[512];
 	if (sodium_init() < 0 || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		fprintf(stderr, "error: libsodium or libcurl does not initialise\n");
-		return FP_EIO;
+		return FP_EAGAIN;
 	}
 	char *qn = bootclient_escape(o->node), *qt = bootclient_escape(o->token);
 	char *path = xasprintf("/boot/deploy?node=%s&token=%s", qn, qt);
@@ -678,7 +678,7 @@ int deploy_run(const struct deploy_opts *o, struct deploy_result *res)
 	if (fd < 0) {
 		snprintf(res->message, sizeof(res->message), "open %s: %s", res->disk,
 			 strerror(errno));
-		rc = dp_fail(o, res, FP_EIO);
+		rc = dp_fail(o, res, FP_EAGAIN);
 		goto out;
 	}
 	uint64_t disk_size = (uint64_t)st.st_size;
@@ -686,7 +686,7 @@ int deploy_run(const struct deploy_opts *o, struct deploy_result *res)
 		snprintf(res->message, sizeof(res->message), "BLKGETSIZE64 %s: %s", res->disk,
 			 strerror(errno));
 		close(fd);
-		rc = dp_fail(o, res, FP_EIO);
+		rc = dp_fail(o, res, FP_EAGAIN);
 		goto out;
 	}
 	if (d.size_bytes > disk_size) {
@@ -727,7 +727,7 @@ int deploy_run(const struct deploy_opts *o, struct deploy_result *res)
 		(unsigned long long)d.size_bytes, res->disk);
 	fflush(out);
 	if (dp_write_image(o, fd, disk_size, url, &d, res) < 0) {
-		rc = dp_fail(o, res, FP_EIO);
+		rc = dp_fail(o, res, FP_EAGAIN);
 		goto done;
 	}
 	if (is_block) {

@@ -94,10 +94,13 @@ struct deploy_result {
 
 /* Runs the deploy for o->node (see the file comment); res says what happened. Returns 0 when
  * the image was written, verified, seeded and the report accepted (and for a dry run whose
- * plan holds); FP_EIO when fleetplane could not be reached (exit 3); FP_EINVAL when the
- * deploy document was refused or broken, FP_ETOOBIG when the image does not fit the disk, and
- * FP_EIO/other codes for a failed write, always reported with ok=false when the server can
- * be reached (the CLI's exit 1). Blocks for the whole download. */
+ * plan holds); FP_EIO only when fleetplane could not be reached (the CLI's exit 3). Every other
+ * failure is reported with ok=false when the server can be reached and returns (the CLI's exit
+ * 1): FP_EINVAL (the document refused by the server, or not the contract's shape; the report
+ * refused), FP_ETOOBIG (the image does not fit the disk, or no disk fits), FP_EAGAIN (the disk
+ * cannot be opened, the download or the write failed, size or sha256 differ: the first MiB was
+ * zeroed when anything had been written), FP_ENOTFOUND (no CIDATA partition, or the seed could
+ * not be written). Blocks for the whole download. */
 int deploy_run(const struct deploy_opts *o, struct deploy_result *res);
 
 /* The JSON body of POST /boot/deployed for res. New reference. */
