@@ -763,8 +763,8 @@ int deploy_run(const struct deploy_opts *o, struct deploy_result *res)
 	}
 	res->ok = 1;
 	snprintf(res->message, sizeof(res->message),
-		 "wrote %s (%llu bytes, sha256 %s) to %s; seed meta-data%s on %s", d.image_name,
-		 (unsigned long long)res->bytes, res->sha256, res->disk,
+		 "wrote %.100s (%llu bytes, sha256 %s) to %.255s; seed meta-data%s on %.400s",
+		 d.image_name, (unsigned long long)res->bytes, res->sha256, res->disk,
 		 d.user_data ? " and user-data" : "", where);
 	fprintf(out, "deploy: %s\n", res->message);
 	rc = dp_report(o, res);
