@@ -665,10 +665,10 @@ int deploy_run(const struct deploy_opts *o, struct deploy_result *res)
 
 	struct stat st;
 	int is_block = 0;
-	if (stat(res->disk, &st) < 0 || !(S_ISBLK(st.st_mode) || S_ISREG(st.st_mode))) {
+	int st_rc = stat(res->disk, &st);
+	if (st_rc < 0 || !(S_ISBLK(st.st_mode) || S_ISREG(st.st_mode))) {
 		snprintf(res->message, sizeof(res->message), "disk %s: %s", res->disk,
-			 errno && !S_ISDIR(st.st_mode) ? strerror(errno)
-						       : "not a block device or regular file");
+			 st_rc < 0 ? strerror(errno) : "not a block device or regular file");
 		rc = dp_fail(o, res, FP_EINVAL);
 		goto out;
 	}

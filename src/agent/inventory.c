@@ -146,6 +146,8 @@ static int inv_line_parse_lspci(const char *line, struct inventory_pci *p)
 		p->class_code = INVENTORY_PCI_CLASS_VGA;
 	else if (cn == 13 && strncmp(cls, "3D controller", cn) == 0)
 		p->class_code = INVENTORY_PCI_CLASS_3D;
+	else if (cn == 10 && strncmp(cls, "Class ", 6) == 0 && inv_hex(cls + 6, 4) >= 0)
+		p->class_code = (int)inv_hex(cls + 6, 4); /* busybox lspci: "Class 0302" */
 	const char *name = colon + 2;
 	size_t nn = strlen(name);
 	/* Trailing annotations lspci adds after the codes: " (rev xx)", " (prog-if xx [..])". */
@@ -163,6 +165,11 @@ static int inv_line_parse_lspci(const char *line, struct inventory_pci *p)
 	if (inv_cut_code(name, &nn, 1, &v, &d)) {
 		p->vendor = (int)v;
 		p->device = (int)d;
+	} else if (nn == 9 && name[4] == ':' && inv_hex(name, 4) >= 0 &&
+		   inv_hex(name + 5, 4) >= 0) {
+		/* busybox lspci: "0000:17:00.0 Class 0302: 10de:2330", no names */
+		p->vendor = (int)inv_hex(name, 4);
+		p->device = (int)inv_hex(name + 5, 4);
 	} else {
 		if (strncmp(name, "NVIDIA Corporation ", 19) == 0)
 			p->vendor = INVENTORY_PCI_VENDOR_NVIDIA;

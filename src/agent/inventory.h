@@ -87,7 +87,8 @@ struct inventory {
  * [VVVV:DDDD]][ (rev RR)][ (prog-if ...)]". Indented lines (-v detail) and blank lines are
  * ignored; any other line that does not parse counts in *skipped. Without -nn the class code
  * is known only for "VGA compatible controller" and "3D controller", the vendor only for
- * "NVIDIA Corporation", the device id from lspci's "Device XXXX" for unnamed devices. Writes
+ * "NVIDIA Corporation", the device id from lspci's "Device XXXX" for unnamed devices. busybox
+ * lspci's lines ("0000:17:00.0 Class 0302: 10de:2330", no names) are read too. Writes
  * at most max entries into out and sets *truncated when more devices followed. Returns the
  * number of entries written. */
 size_t inventory_parse_lspci(const char *text, size_t len, struct inventory_pci *out, size_t max,

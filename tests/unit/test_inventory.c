@@ -199,6 +199,21 @@ static void test_lspci_lines(void **state)
 	ASSERT_EQ_INT(pci[1].device, 0x2684); /* upper-case hex, CRLF */
 	ASSERT_EQ_INT(inventory_pci_is_gpu(&pci[1]), 1);
 
+	/* busybox lspci (a ramdisk may carry it): "<slot> Class <cccc>: <vvvv>:<dddd>" */
+	const char *bb = "0000:00:01.0 Class 0604: 8086:1234\n"
+			 "0000:17:00.0 Class 0302: 10de:2330\n";
+	skipped = 0;
+	n = inventory_parse_lspci(bb, strlen(bb), pci, 8, &skipped, &trunc);
+	ASSERT_EQ_INT(n, 2);
+	ASSERT_EQ_INT(skipped, 0);
+	ASSERT_EQ_INT(pci[0].class_code, 0x0604);
+	ASSERT_EQ_INT(pci[0].vendor, 0x8086);
+	ASSERT_EQ_INT(inventory_pci_is_gpu(&pci[0]), 0);
+	ASSERT_EQ_INT(pci[1].class_code, 0x0302);
+	ASSERT_EQ_INT(pci[1].vendor, 0x10de);
+	ASSERT_EQ_INT(pci[1].device, 0x2330);
+	ASSERT_EQ_INT(inventory_pci_is_gpu(&pci[1]), 1);
+
 	skipped = 0;
 	n = inventory_parse_lspci(t, strlen(t), pci, 1, &skipped, &trunc);
 	ASSERT_EQ_INT(n, 1);
