@@ -476,10 +476,14 @@ static int dp_write_seed_file(const char *dir, const char *name, const char *tex
 }
 
 /* The seed into a block device: partitions from root/sys/block/<disk>/<part>/partition, each
- * opened as /dev/<part>, the CIDATA one mounted vfat. */
+ * opened as /dev/<part>, the CIDATA one mounted vfat. *try_mbr is set when the kernel showed
+ * no partition within 5 s (a kernel without the MBR partition parser) or has no vfat
+ * (mount: ENODEV): the caller then tries the MBR and mcopy. */
 static int dp_seed_block(const struct deploy_opts *o, const char *disk, const char *meta,
-			 const char *user, char *msg, size_t msglen, char *where, size_t wherelen)
+			 const char *user, char *msg, size_t msglen, char *where, size_t wherelen,
+			 int *try_mbr)
 {
+	*try_mbr = 0;
 	char real[PATH_MAX];
 	if (!realpath(disk, real)) {
 		snprintf(msg, msglen, "realpath %s: %s", disk, strerror(errno));
@@ -532,6 +536,7 @@ static int dp_seed_block(const struct deploy_opts *o, const char *disk, const ch
 				}
 				if (mount(dev, mnt, "vfat", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 					  NULL) < 0) {
+					*try_mbr = errno == ENODEV;
 					snprintf(msg, msglen, "mount %.200s vfat: %s", dev,
 						 strerror(errno));
 					rmdir(mnt);
@@ -551,12 +556,17 @@ static int dp_seed_block(const struct deploy_opts *o, const char *disk, const ch
 			}
 			closedir(dd);
 		}
-		if (found_any)
-			break; /* partitions there, none is CIDATA */
+		if (found_any) {
+			snprintf(msg, msglen,
+				 "no CIDATA partition: no vfat partition labelled CIDATA on %s",
+				 disk);
+			return -1;
+		}
 		struct timespec ts = {0, 200 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
-	snprintf(msg, msglen, "no CIDATA partition: no vfat partition labelled CIDATA on %s", disk);
+	*try_mbr = 1;
+	snprintf(msg, msglen, "no partition of %.200s appeared in %.200s within 5 s", disk, dir);
 	return -1;
 }
 
@@ -752,10 +762,22 @@ int deploy_run(const struct deploy_opts *o, struct deploy_result *res)
 	}
 	char where[PATH_MAX + 64] = "";
 	char msg[512] = "";
+	int try_mbr = 0;
 	int seeded = is_block ? dp_seed_block(o, res->disk, meta, d.user_data, msg, sizeof(msg),
-					      where, sizeof(where))
+					      where, sizeof(where), &try_mbr)
 			      : dp_seed_file(fd, res->disk, meta, d.user_data, msg, sizeof(msg),
 					     where, sizeof(where));
+	if (seeded < 0 && try_mbr) {
+		/* The kernel cannot show or mount the partition: the MBR and mtools on the
+		 * disk itself, as for a regular file. */
+		char m2[512];
+		fprintf(stderr, "warning: %s; trying the MBR and mcopy\n", msg);
+		seeded = dp_seed_file(fd, res->disk, meta, d.user_data, m2, sizeof(m2), where,
+				      sizeof(where));
+		size_t ml = strlen(msg);
+		if (seeded < 0)
+			snprintf(msg + ml, sizeof(msg) - ml, "; then %.200s", m2);
+	}
 	if (seeded < 0) {
 		snprintf(res->message, sizeof(res->message), "image written and verified; %s", msg);
 		rc = dp_fail(o, res, FP_ENOTFOUND);

@@ -10,7 +10,9 @@
  * FILE@@OFFSET`, argv, never a shell) because a partition inside a file cannot be mounted
  * without a loop device; without mcopy in PATH the deploy fails saying so (the OS image cannot
  * call back without its seed). A block device is opened O_EXCL (refused while in use) and its
- * CIDATA partition is mounted with mount(2) "vfat" on a temporary directory. */
+ * CIDATA partition is mounted with mount(2) "vfat" on a temporary directory; when the kernel
+ * shows no partition after BLKRRPART (no MBR partition parser) or has no vfat, the MBR route
+ * and mcopy are used on the device as for a file. */
 #ifndef FP_AGENT_DEPLOY_H
 #define FP_AGENT_DEPLOY_H
 
