@@ -195,6 +195,11 @@ json_t *deploy_report_json(const char *node, const char *token, const struct dep
 
 /* ------------------------------------------------------------------ the write */
 
+static FILE *dp_out(const struct deploy_opts *o)
+{
+	return o->out ? o->out : stdout;
+}
+
 struct dp_stream {
 	int fd;
 	uint64_t limit;   /* bytes allowed: the document's sizeBytes */
@@ -205,6 +210,8 @@ struct dp_stream {
 	size_t fill;
 	int werrno; /* errno of a failed pwrite */
 	int over;   /* more bytes than limit arrived */
+	FILE *out;  /* progress lines, one per tenth of the image */
+	int tenth;  /* the last tenth printed */
 };
 
 static int dp_pwrite_all(int fd, const unsigned char *p, size_t n, uint64_t off)
@@ -256,6 +263,13 @@ static size_t dp_write_cb(char *ptr, size_t size, size_t nmemb, void *arg)
 		if (s->fill == DEPLOY_CHUNK && dp_flush(s) < 0)
 			return 0;
 	}
+	int tenth = (int)(s->seen * 10 / s->limit);
+	if (tenth > s->tenth && tenth < 10) {
+		s->tenth = tenth;
+		fprintf(s->out, "deploy: %d0%% (%llu of %llu bytes)\n", tenth,
+			(unsigned long long)s->seen, (unsigned long long)s->limit);
+		fflush(s->out);
+	}
 	return n;
 }
 
@@ -292,6 +306,7 @@ static int dp_write_image(const struct deploy_opts *o, int fd, uint64_t disk_siz
 	memset(&s, 0, sizeof(s));
 	s.fd = fd;
 	s.limit = doc->size_bytes;
+	s.out = dp_out(o);
 	s.chunk = xmalloc(DEPLOY_CHUNK);
 	crypto_hash_sha256_init(&s.sha);
 	char errbuf[CURL_ERROR_SIZE] = "";
@@ -571,11 +586,6 @@ static int dp_seed_block(const struct deploy_opts *o, const char *disk, const ch
 }
 
 /* ------------------------------------------------------------------ the run */
-
-static FILE *dp_out(const struct deploy_opts *o)
-{
-	return o->out ? o->out : stdout;
-}
 
 /* POSTs the report. Returns 0 (2xx), FP_EIO (unreachable) or FP_EINVAL (refused). */
 static int dp_report(const struct deploy_opts *o, struct deploy_result *res)
