@@ -137,14 +137,16 @@ int bootclient_request(const struct bootclient *c, const char *method, const cha
 				  cc == CURLE_COULDNT_RESOLVE_PROXY || cc == CURLE_URL_MALFORMAT ||
 				  cc == CURLE_SSL_CONNECT_ERROR ||
 				  (cc == CURLE_OPERATION_TIMEDOUT && connected == 0);
+		/* The query is left out of messages: it carries the token. */
+		int plen = (int)strcspn(path, "?");
 		if (sink.too_big || cc == CURLE_FILESIZE_EXCEEDED)
-			rc = fp_errf(FP_ETOOBIG, err, errlen, "answer of %s%s over %zu bytes",
-				     c->server, path, BOOTCLIENT_MAX_BODY);
+			rc = fp_errf(FP_ETOOBIG, err, errlen, "answer of %s%.*s over %zu bytes",
+				     c->server, plen, path, BOOTCLIENT_MAX_BODY);
 		else if (unreachable)
 			rc = fp_errf(FP_EIO, err, errlen, "cannot reach %s: %s", c->server, why);
 		else
 			rc = fp_errf(cc == CURLE_OPERATION_TIMEDOUT ? FP_ETIMEDOUT : FP_EAGAIN, err,
-				     errlen, "%s %s: %s", method, path, why);
+				     errlen, "%s %.*s: %s", method, plen, path, why);
 		goto out;
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
@@ -156,7 +158,8 @@ int bootclient_request(const struct bootclient *c, const char *method, const cha
 			*out = NULL;
 			if (*status >= 200 && *status < 300)
 				rc = fp_errf(FP_EPARSE, err, errlen,
-					     "%s %s: answer is not JSON: %s", method, path, perr);
+					     "%s %.*s: answer is not JSON: %s", method,
+					     (int)strcspn(path, "?"), path, perr);
 		}
 	} else if (sink.body.len && *status >= 300) {
 		/* A text error from a proxy or the server: keep its first line for the message. */

@@ -103,7 +103,9 @@ static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *conn, cons
 		fake.deploy_gets++;
 		snprintf(fake.deploy_query, sizeof(fake.deploy_query), "node=%s token=%s",
 			 node ? node : "", tok ? tok : "");
-		if (tok && !strcmp(tok, "old"))
+		if (tok && !strcmp(tok, "broken"))
+			ret = fake_reply(conn, 200, "application/json", "{nope", 5, 0);
+		else if (tok && !strcmp(tok, "old"))
 			ret = fake_reply(conn, 403, "application/json", forbidden,
 					 strlen(forbidden), 0);
 		else
@@ -623,6 +625,18 @@ static void test_inspect(void **state)
 	struct bootclient down = {.server = "http://127.0.0.1:1"};
 	ASSERT_EQ_ERR(bootclient_inspect(&down, "r01n01", "tok_1", inv, msg, sizeof(msg)), FP_EIO);
 	json_decref(inv);
+
+	/* A broken answer: the message names the route, never the query with the token. */
+	long status = 0;
+	json_t *out = NULL;
+	char err[512];
+	ASSERT_EQ_ERR(bootclient_request(&c, "GET", "/boot/deploy?node=r01n01&token=broken", NULL,
+					 &status, &out, err, sizeof(err)),
+		      FP_EPARSE);
+	ASSERT_EQ_INT(status, 200);
+	assert_null(out);
+	assert_null(strstr(err, "broken"));
+	ASSERT_EQ_INT(strncmp(err, "GET /boot/deploy: answer is not JSON: ", 38), 0);
 
 	char why[128];
 	ASSERT_OK(bootclient_token_check("Ab_9-z", why, sizeof(why)));
