@@ -16,7 +16,10 @@
 #include <sys/stat.h>
 
 #include "agent/agent.h"
+#include "agent/bootclient.h"
 #include "agent/check.h"
+#include "agent/deploy.h"
+#include "agent/inventory.h"
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/err.h"
@@ -261,6 +264,8 @@ static int agent_read_boot_id(char *out, size_t outlen, char *why, size_t whylen
 
 static int cmd_agent_check(int argc, char **argv);
 static int cmd_agent_epilog(int argc, char **argv);
+static int cmd_agent_inspect(int argc, char **argv);
+static int cmd_agent_deploy(int argc, char **argv);
 
 int cmd_agent(int argc, char **argv)
 {
@@ -268,6 +273,10 @@ int cmd_agent(int argc, char **argv)
 		return cmd_agent_check(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "epilog") == 0)
 		return cmd_agent_epilog(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "inspect") == 0)
+		return cmd_agent_inspect(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "deploy") == 0)
+		return cmd_agent_deploy(argc - 1, argv + 1);
 
 	static const struct option opts[] = {
 		{"node", required_argument, NULL, 'n'},
@@ -1020,4 +1029,194 @@ out:
 	client_release(&h.c);
 	buf_release(&cf.text);
 	return exit_code;
+}
+
+/* ------------------------------------------------------------------ agent inspect / deploy */
+
+static const char inspect_usage[] =
+	"Usage: fleetplane agent inspect --server URL --node NAME --token T [--sysfs-root DIR]\n"
+	"                                [--dry-run]\n"
+	"\n"
+	"Run by the provisioning ramdisk (docs/boot-contract.md): collects the node's inventory\n"
+	"(`lspci -D -nn`, `dmidecode -t system`, /proc/meminfo, /proc/cpuinfo, /sys/class/net,\n"
+	"/sys/block; /sys/bus/pci and /sys/class/dmi/id when the tools are absent) and POSTs it to\n"
+	"URL/boot/inspect with the per-attempt token.\n"
+	"\n"
+	"      --server URL          fleetplane's base URL (fleetplane.url=)\n"
+	"      --node NAME           the node (fleetplane.node=)\n"
+	"      --token T             the attempt's token (fleetplane.token=), [A-Za-z0-9_-]{1,128}\n"
+	"      --sysfs-root DIR      read sys/ and proc/ under DIR instead of / (tests); lspci and\n"
+	"                            dmidecode are not run then\n"
+	"      --dry-run             print the inventory JSON on stdout, send nothing\n"
+	"  -h, --help                this help\n"
+	"\n"
+	"Exit codes: 0 accepted (or printed); 1 refused (403, 400: the reason on stderr); 2 usage;\n"
+	"3 fleetplane could not be reached.\n";
+
+static const char deploy_usage[] =
+	"Usage: fleetplane agent deploy --server URL --node NAME --token T [--root-device PATH]\n"
+	"                               [--dry-run]\n"
+	"\n"
+	"Run by the provisioning ramdisk after inspect: GETs URL/boot/deploy, streams the image\n"
+	"onto the disk (sha256 checked while streaming; on a mismatch the first MiB is zeroed),\n"
+	"re-reads the partition table, writes meta-data and user-data into the image's CIDATA\n"
+	"partition and POSTs the result to URL/boot/deployed.\n"
+	"\n"
+	"      --server URL          fleetplane's base URL (fleetplane.url=)\n"
+	"      --node NAME           the node (fleetplane.node=)\n"
+	"      --token T             the attempt's token (fleetplane.token=)\n"
+	"      --root-device PATH    the disk to write (wins over the document's rootDevice;\n"
+	"                            default: rootDevice, else the smallest non-removable disk\n"
+	"                            that holds the image). An existing regular file works (its\n"
+	"                            size is the disk's): the seed is then written with mtools'\n"
+	"                            mcopy (needed in PATH)\n"
+	"      --dry-run             fetch the document, choose the disk, print the plan; write\n"
+	"                            nothing, report nothing\n"
+	"  -h, --help                this help\n"
+	"\n"
+	"Exit codes: 0 written, verified, seeded and reported; 1 refused by fleetplane, or the\n"
+	"deploy failed (reported with ok=false; the reason on stderr); 2 usage; 3 fleetplane\n"
+	"could not be reached.\n";
+
+struct boot_flags {
+	const char *server, *node, *token, *sysfs_root, *root_device;
+	int dry_run;
+	char url[2100];
+};
+
+/* Parses the flags inspect and deploy share, plus the one of each (dev: 'r' --root-device for
+ * deploy, 's' --sysfs-root for inspect). Returns -1 when parsing succeeded, else the exit code
+ * (0 after --help). */
+static int boot_parse_flags(const char *cmd, const char *usage, int deploy, int argc, char **argv,
+			    struct boot_flags *f)
+{
+	static const struct option opts[] = {
+		{"server", required_argument, NULL, 'u'},
+		{"node", required_argument, NULL, 'n'},
+		{"token", required_argument, NULL, 't'},
+		{"sysfs-root", required_argument, NULL, 's'},
+		{"root-device", required_argument, NULL, 'r'},
+		{"dry-run", no_argument, NULL, 'd'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	char why[256];
+	int ch;
+	memset(f, 0, sizeof(*f));
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'u': f->server = optarg; break;
+		case 'n':
+			if (name_validate("node", optarg, why, sizeof(why)) < 0)
+				return client_usage_error(cmd, "flag '--node': %s", why);
+			f->node = optarg;
+			break;
+		case 't':
+			if (bootclient_token_check(optarg, why, sizeof(why)) < 0)
+				return client_usage_error(cmd, "flag '--token' %s", why);
+			f->token = optarg;
+			break;
+		case 's':
+			if (deploy)
+				return client_usage_error(cmd, "unknown flag '--sysfs-root'");
+			if (!*optarg)
+				return client_usage_error(cmd,
+							  "flag '--sysfs-root' needs a directory");
+			f->sysfs_root = optarg;
+			break;
+		case 'r':
+			if (!deploy)
+				return client_usage_error(cmd, "unknown flag '--root-device'");
+			if (optarg[0] != '/')
+				return client_usage_error(cmd,
+							  "flag '--root-device' needs an absolute "
+							  "path, got '%.80s'",
+							  optarg);
+			f->root_device = optarg;
+			break;
+		case 'd': f->dry_run = 1; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default: return client_getopt_error(cmd, ch, argv);
+		}
+	}
+	if (optind < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if (!f->server || !f->node || !f->token)
+		return client_usage_error(cmd, "flags '--server', '--node' and '--token' are "
+					       "required");
+	if (bootclient_url_check(f->server, why, sizeof(why)) < 0)
+		return client_usage_error(cmd, "flag '--server': %s", why);
+	snprintf(f->url, sizeof(f->url), "%s", f->server);
+	size_t n = strlen(f->url);
+	while (n > 8 && f->url[n - 1] == '/')
+		f->url[--n] = '\0';
+	return -1;
+}
+
+static int boot_exit(int rc)
+{
+	return rc == 0 ? CLIENT_EXIT_OK : rc == FP_EIO ? CLIENT_EXIT_CONNECT : CLIENT_EXIT_API;
+}
+
+static int cmd_agent_inspect(int argc, char **argv)
+{
+	struct boot_flags f;
+	int rc = boot_parse_flags("agent inspect", inspect_usage, 0, argc, argv, &f);
+	if (rc >= 0)
+		return rc;
+	const char *root = f.sysfs_root ? f.sysfs_root : "/";
+	struct inventory *inv = xcalloc(1, sizeof(*inv));
+	char warn[1024];
+	inventory_collect(root, strcmp(root, "/") == 0, inv, warn, sizeof(warn));
+	if (warn[0])
+		fprintf(stderr, "warning: inventory: %s\n", warn);
+	json_t *doc = inventory_to_json(inv);
+	size_t ngpus = json_array_size(json_object_get(doc, "gpus"));
+	int exit_code = 0;
+	if (f.dry_run) {
+		client_print_json(doc);
+	} else {
+		signal(SIGPIPE, SIG_IGN);
+		struct bootclient bc = {.server = f.url};
+		char msg[512];
+		rc = bootclient_inspect(&bc, f.node, f.token, doc, msg, sizeof(msg));
+		if (rc == 0)
+			printf("inspect: accepted: %zu GPUs, %zu PCI devices (%s), %zu NICs, %zu "
+			       "disks, %llu MiB, system from %s\n",
+			       ngpus, inv->npci, inv->pci_source, inv->nnics, inv->ndisks,
+			       (unsigned long long)inv->memory_mib, inv->system_source);
+		else
+			fprintf(stderr, "error: %s\n", msg);
+		exit_code = boot_exit(rc);
+	}
+	json_decref(doc);
+	free(inv);
+	return exit_code;
+}
+
+static int cmd_agent_deploy(int argc, char **argv)
+{
+	struct boot_flags f;
+	int rc = boot_parse_flags("agent deploy", deploy_usage, 1, argc, argv, &f);
+	if (rc >= 0)
+		return rc;
+	signal(SIGPIPE, SIG_IGN);
+	struct deploy_opts o = {
+		.client = {.server = f.url},
+		.node = f.node,
+		.token = f.token,
+		.root_device = f.root_device,
+		.sysfs_root = "/",
+		.dry_run = f.dry_run,
+	};
+	struct deploy_result *res = xcalloc(1, sizeof(*res));
+	rc = deploy_run(&o, res);
+	if (rc == 0 && !f.dry_run)
+		printf("deploy: reported to %s\n", f.url);
+	else if (rc < 0 && res->disk[0] && !res->reported && res->report_status == 0 &&
+		 rc == FP_EIO)
+		fprintf(stderr, "error: the result was not reported: fleetplane unreachable\n");
+	free(res);
+	return boot_exit(rc);
 }
