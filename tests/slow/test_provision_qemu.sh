@@ -69,7 +69,7 @@ pxe_up
 for i in 1 2 3 4 5; do pxe_vm_add "vm$i" "52:54:00:77:00:0$i"; done
 pxe_spawn fp "$FP" serve --data-dir "$D" --listen 10.77.0.1:7070 --boot-listen 10.77.0.1:7071 \
 	--boot-dhcp-hosts "$PXE_DHCP_HOSTS" --boot-dnsmasq-pid "$PXE_DIR/pids/dnsmasq" \
-	--boot-kernel-args "console=ttyS0" --boot-timeout 420 --sim-speed 1
+	--boot-kernel-args "${FP_RAMDISK_ARGS:-console=ttyS0}" --boot-timeout 420 --sim-speed 1
 for i in $(seq 1 100); do [ -s "$D/admin.token" ] && break; sleep 0.1; done
 export FLEETPLANE_URL=http://10.77.0.1:7070 FLEETPLANE_TOKEN
 FLEETPLANE_TOKEN=$(cat "$D/admin.token")
@@ -112,7 +112,7 @@ enroll() { # NAME VM IMAGE IP
 }
 validated() { # NODE: the node's burn-in passes (what its agent would report for this boot)
 	local id
-	id=$(node_json "$1" | jq -r .status.lastBoot.id)
+	id=$(node_json "$1" | jq -r .status.lastBoot.bootId)
 	api POST "/v1/nodes/$1:validated" "{\"bootId\":\"$id\",\"passed\":true}" >/dev/null
 }
 fp_cpu() { # utime+stime of serve, in seconds
@@ -147,14 +147,14 @@ for i in 1 2 3 4; do
 		sed -E 's/.*boot: (ipxe) .*answer=([a-z]+).*/\1 \2/; s/.*boot: (inspect|deploy|deployed|booted) .*/\1/' | paste -sd, -)
 	assert_eq "ipxe ramdisk,inspect,deploy,deployed,booted" "$reqs" "$n boot requests"
 	doc=$(node_json "$n")
-	boot=$(jq -r .status.lastBoot.id <<<"$doc")
+	boot=$(jq -r .status.lastBoot.bootId <<<"$doc")
 	grep -aq "fleetplane-os: booted from disk $boot" "$PXE_DIR/vms/$vm/console.log" ||
 		fail "$vm console has no 'booted from disk $boot'"
 	assert_eq "True BootedFromDisk" "$(jq -r '.status.conditions[] | select(.type=="NetworkBoot") | "\(.status) \(.reason)"' <<<"$doc")" "$n NetworkBoot"
 	assert_eq "True" "$(jq -r '.status.conditions[] | select(.type=="InventoryMatchesSpec") | .status' <<<"$doc")" "$n InventoryMatchesSpec"
 	assert_eq "inspection 52:54:00:77:00:0$i FPVM-$vm" \
 		"$(jq -r '.status.inventory | "\(.source) \(.nics[0].mac) \(.system.serialNumber)"' <<<"$doc")" "$n inventory"
-	op=$(fpc op list --node "$n" -o json | jq -r '.items[] | select(.kind=="provision") | .id')
+	op=$(fpc op list --node "$n" -o json | jq -r '.items[] | select(.spec.kind=="provision") | .metadata.name')
 	assert_eq "true $OS_SHA" "$(fpc op get "$op" -o json | jq -r '"\(.spec.params.deploy.ok) \(.spec.params.deploy.sha256)"')" "$n deploy report"
 done
 
@@ -203,5 +203,5 @@ validated m1
 wait_phase available 60 m1
 calls=$(tail -n +"$((mark + 1))" "$PXE_DIR/vms/vm1/ctl.log" | awk '$2=="set"{$1=""; sub(/^ /,""); print}' | paste -sd, -)
 assert_eq "set boot pxe,set power 0,set power 1,set boot default,set power 0,set power 1" "$calls" "vm1 BMC calls of the reimage"
-assert_eq 1 "$(fpc op list --node m1 -o json | jq '[.items[] | select(.kind=="reimage" and .state=="succeeded")] | length')" "m1 reimage operations succeeded"
+assert_eq 1 "$(fpc op list --node m1 -o json | jq '[.items[] | select(.spec.kind=="reimage" and .status.state=="succeeded")] | length')" "m1 reimage operations succeeded"
 echo "ok test_provision_qemu ($(($(date +%s) - T0)) s)"
