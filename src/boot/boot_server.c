@@ -70,8 +70,8 @@ static char *dupn(const char *s)
 
 /* ---------------------------------------------------------------- config */
 
-static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *sl,
-			char *err, size_t errlen)
+static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen_t *sl, char *err,
+			size_t errlen)
 {
 	const char *colon = listen ? strrchr(listen, ':') : NULL;
 	if (!colon || colon == listen)
@@ -131,9 +131,9 @@ struct boot_server *boot_server_new(const struct boot_config *cfg, char *err, si
 			"most 1024 bytes");
 		return NULL;
 	}
-	if (cfg->url && (ipxe_word_check(cfg->url, 256) < 0 || strchr(cfg->url, ' ') ||
-			 (strncmp(cfg->url, "http://", 7) != 0 &&
-			  strncmp(cfg->url, "https://", 8) != 0))) {
+	if (cfg->url &&
+	    (ipxe_word_check(cfg->url, 256) < 0 || strchr(cfg->url, ' ') ||
+	     (strncmp(cfg->url, "http://", 7) != 0 && strncmp(cfg->url, "https://", 8) != 0))) {
 		fp_errf(FP_EINVAL, err, errlen,
 			"--boot-url %.100s: expected http://host:port with no spaces", cfg->url);
 		return NULL;
@@ -162,8 +162,8 @@ struct boot_server *boot_server_new(const struct boot_config *cfg, char *err, si
 static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned code, const char *type,
 				  char *text)
 {
-	struct MHD_Response *r =
-		MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
+								 MHD_RESPMEM_MUST_FREE);
 	MHD_add_response_header(r, "Content-Type", type);
 	MHD_add_response_header(r, "Cache-Control", "no-store");
 	enum MHD_Result ret = MHD_queue_response(c, code, r);
@@ -417,7 +417,7 @@ static enum MHD_Result h_file(struct boot_server *b, struct MHD_Connection *c, c
 	} else {
 		int64_t off = 0, len = info.size;
 		int pr = boot_range_parse(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Range"),
-				     info.size, &off, &len);
+					  info.size, &off, &len);
 		const char *ifr = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-Range");
 		if (pr == 1 && ifr && strcmp(ifr, etag) != 0)
 			pr = 0, off = 0, len = info.size; /* changed since: the whole file */
@@ -460,8 +460,9 @@ static enum MHD_Result h_file(struct boot_server *b, struct MHD_Connection *c, c
 static json_t *parse_body(struct req *q, char *why, size_t whylen)
 {
 	json_error_t je;
-	json_t *doc = q->body.len ? json_loadb(q->body.data, q->body.len, JSON_REJECT_DUPLICATES, &je)
-				  : NULL;
+	json_t *doc = q->body.len
+			      ? json_loadb(q->body.data, q->body.len, JSON_REJECT_DUPLICATES, &je)
+			      : NULL;
 	if (!doc) {
 		snprintf(why, whylen, "body: expected a JSON object%s%.200s",
 			 q->body.len ? ": " : " (empty body)", q->body.len ? je.text : "");
@@ -476,8 +477,8 @@ static json_t *parse_body(struct req *q, char *why, size_t whylen)
 }
 
 static const char *const keys_inspect[] = {"node", "token", "inventory", NULL};
-static const char *const keys_deployed[] = {"node", "token", "ok", "sha256", "bytes",
-					    "disk", "message", NULL};
+static const char *const keys_deployed[] = {"node",  "token", "ok",      "sha256",
+					    "bytes", "disk",  "message", NULL};
 static const char *const keys_booted[] = {"node", "token", "bootId", NULL};
 
 static int printable(const char *s, size_t max)
@@ -500,7 +501,7 @@ static enum MHD_Result h_report(struct boot_server *b, struct MHD_Connection *c,
 	json_t *doc = parse_body(q, why, sizeof(why));
 	if (!doc)
 		return reply_error(b, c, route, 400, "%s", why);
-	const char *const *keys = kind == BOOT_INSPECTED   ? keys_inspect
+	const char *const *keys = kind == BOOT_INSPECTED  ? keys_inspect
 				  : kind == BOOT_DEPLOYED ? keys_deployed
 							  : keys_booted;
 	char kerr[256];
@@ -552,8 +553,7 @@ static enum MHD_Result h_report(struct boot_server *b, struct MHD_Connection *c,
 						    "image");
 			/* the agent checked the sum while writing; check what it says it saw
 			 * against the image's record too */
-			if (good && img &&
-			    image_get(b->cfg.image_dir, img, &info, NULL, 0) == 0 &&
+			if (good && img && image_get(b->cfg.image_dir, img, &info, NULL, 0) == 0 &&
 			    (!sha || strcmp(sha, info.sha256) != 0)) {
 				good = 0;
 				snprintf(m, sizeof(m),
@@ -664,7 +664,8 @@ static enum MHD_Result h_deploy(struct boot_server *b, struct MHD_Connection *c)
 		buf_puts(&md, "public-keys:\n");
 		size_t i;
 		json_t *k;
-		json_array_foreach(keys, i, k) yaml_line(&md, "  - ", json_string_value(k));
+		json_array_foreach(keys, i, k)
+			yaml_line(&md, "  - ", json_string_value(k));
 	}
 	char *mdtext = buf_detach(&md, NULL);
 	const char *ud = jsonx_str(p, "userData");
@@ -675,12 +676,13 @@ static enum MHD_Result h_deploy(struct boot_server *b, struct MHD_Connection *c)
 		buf_puts(&u, "#cloud-config\nssh_authorized_keys:\n");
 		size_t i;
 		json_t *k;
-		json_array_foreach(keys, i, k) yaml_line(&u, "  - ", json_string_value(k));
+		json_array_foreach(keys, i, k)
+			yaml_line(&u, "  - ", json_string_value(k));
 		udtext = buf_detach(&u, NULL);
 	}
 	char *url = xasprintf("%s/boot/files/%s", base_url(b), img);
-	json_t *doc = json_pack("{s:{s:s,s:s,s:s,s:I},s:s?,s:{s:s,s:s,s:s?}}", "image", "name",
-				img, "url", url, "sha256", info.sha256, "sizeBytes",
+	json_t *doc = json_pack("{s:{s:s,s:s,s:s,s:I},s:s?,s:{s:s,s:s,s:s?}}", "image", "name", img,
+				"url", url, "sha256", info.sha256, "sizeBytes",
 				(json_int_t)info.size, "rootDevice", jsonx_str(p, "rootDevice"),
 				"config", "hostname", host, "metaData", mdtext, "userData",
 				ud ? ud : udtext);

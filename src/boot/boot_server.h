@@ -42,7 +42,11 @@
 #define BOOT_MAX_BODY (1u << 20)
 
 /* Report kinds, as lifecycle_boot_kind (controller/lifecycle.h). */
-enum boot_report_kind { BOOT_INSPECTED = 0, BOOT_DEPLOYED = 1, BOOT_DISK_BOOTED = 2 };
+enum boot_report_kind {
+	BOOT_INSPECTED = 0,
+	BOOT_DEPLOYED = 1,
+	BOOT_DISK_BOOTED = 2
+};
 
 struct boot_hooks {
 	/* An accepted report for (node, op_id): doc borrowed for the call. Must not block. */

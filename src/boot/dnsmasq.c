@@ -43,8 +43,8 @@ char *dnsmasq_hosts_render(struct dhcp_host *h, size_t n)
 	if (n)
 		qsort(h, n, sizeof(*h), cmp_host);
 	for (size_t i = 0; i < n; i++) {
-		if (!h[i].mac || !field_ok(h[i].mac) || !field_ok(h[i].tag) ||
-		    !field_ok(h[i].ip) || !field_ok(h[i].hostname))
+		if (!h[i].mac || !field_ok(h[i].mac) || !field_ok(h[i].tag) || !field_ok(h[i].ip) ||
+		    !field_ok(h[i].hostname))
 			continue;
 		buf_puts(&b, h[i].mac);
 		if (h[i].tag)
@@ -58,14 +58,13 @@ char *dnsmasq_hosts_render(struct dhcp_host *h, size_t n)
 	return buf_detach(&b, NULL);
 }
 
-int dnsmasq_hosts_write(const char *path, const char *text, int *changed, char *err,
-			size_t errlen)
+int dnsmasq_hosts_write(const char *path, const char *text, int *changed, char *err, size_t errlen)
 {
 	*changed = 0;
 	struct buf cur, next;
 	buf_init(&cur, HOSTS_MAX);
-	int same = buf_read_file(&cur, path, HOSTS_MAX, NULL, 0) == 0 &&
-		   cur.len == strlen(text) && memcmp(cur.data ? cur.data : "", text, cur.len) == 0;
+	int same = buf_read_file(&cur, path, HOSTS_MAX, NULL, 0) == 0 && cur.len == strlen(text) &&
+		   memcmp(cur.data ? cur.data : "", text, cur.len) == 0;
 	buf_release(&cur);
 	if (same)
 		return 0;

@@ -24,8 +24,7 @@ char *dnsmasq_hosts_render(struct dhcp_host *h, size_t n);
 
 /* Writes text to path atomically (path.tmp, fsync, rename) unless path already holds exactly
  * text; *changed = 1 when it wrote. Returns 0 or FP_EIO with the path and strerror. */
-int dnsmasq_hosts_write(const char *path, const char *text, int *changed, char *err,
-			size_t errlen);
+int dnsmasq_hosts_write(const char *path, const char *text, int *changed, char *err, size_t errlen);
 
 /* Sends SIGHUP to the pid in pidfile (dnsmasq's --pid-file): dnsmasq re-reads its hosts
  * files. Returns 0, FP_ENOTFOUND (no such file or process), FP_EINVAL (not a pid). */

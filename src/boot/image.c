@@ -25,7 +25,8 @@ int image_name_validate(const char *name, char *err, size_t errlen)
 {
 	size_t len = name ? strlen(name) : 0;
 	if (len == 0 || len > IMAGE_NAME_MAX)
-		return fp_errf(FP_EINVAL, err, errlen, "image name \"%.80s\": expected 1 to %d characters",
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "image name \"%.80s\": expected 1 to %d characters",
 			       name ? name : "", IMAGE_NAME_MAX);
 	if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9')))
 		return fp_errf(FP_EINVAL, err, errlen,
@@ -176,7 +177,8 @@ int image_add(const char *dir, const char *name, const char *src, int replace, i
 	struct stat st;
 	if (!replace && stat(final, &st) == 0)
 		return fp_errf(FP_EEXIST, err, errlen,
-			       "image %s already exists (rm it first, or add with --replace)", name);
+			       "image %s already exists (rm it first, or add with --replace)",
+			       name);
 	if (mkdir(tmp, 0755) < 0)
 		return fp_errf(FP_EIO, err, errlen, "creating %s: %s", tmp, strerror(errno));
 	struct image_info info;
@@ -193,7 +195,8 @@ int image_add(const char *dir, const char *name, const char *src, int replace, i
 			rename(old, final);
 		rm_image_dir(tmp);
 		if (e == ENOTEMPTY || e == EEXIST)
-			return fp_errf(FP_EEXIST, err, errlen, "image %s was added meanwhile", name);
+			return fp_errf(FP_EEXIST, err, errlen, "image %s was added meanwhile",
+				       name);
 		return fp_errf(FP_EIO, err, errlen, "renaming into %s: %s", final, strerror(e));
 	}
 	if (had_old)
@@ -217,8 +220,9 @@ static int read_meta(const char *dir, const char *name, struct image_info *out, 
 	FILE *f = fopen(p, "re");
 	if (!f)
 		return fp_errf(errno == ENOENT || errno == ENOTDIR ? FP_ENOTFOUND : FP_EIO, err,
-			       errlen, errno == ENOENT || errno == ENOTDIR ? "image %s not found"
-									: "image %s: cannot read",
+			       errlen,
+			       errno == ENOENT || errno == ENOTDIR ? "image %s not found"
+								   : "image %s: cannot read",
 			       name);
 	char *buf = xmalloc(META_MAX + 1);
 	size_t len = fread(buf, 1, META_MAX, f);
@@ -266,8 +270,8 @@ int image_open(const char *dir, const char *name, int *fd, struct image_info *ou
 		return fp_errf(FP_EINVAL, err, errlen, "image dir path too long");
 	int f = open(p, O_RDONLY | O_CLOEXEC);
 	if (f < 0)
-		return fp_errf(errno == ENOENT ? FP_ENOTFOUND : FP_EIO, err, errlen,
-			       "image %s: %s", name, strerror(errno));
+		return fp_errf(errno == ENOENT ? FP_ENOTFOUND : FP_EIO, err, errlen, "image %s: %s",
+			       name, strerror(errno));
 	struct stat st;
 	if (fstat(f, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != out->size) {
 		close(f);

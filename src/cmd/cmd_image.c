@@ -47,10 +47,10 @@ int cmd_image(int argc, char **argv)
 	const char *data_dir = NULL, *out = NULL;
 	int replace = 0;
 	static const struct option longopts[] = {{"data-dir", required_argument, NULL, 'd'},
-						  {"replace", no_argument, NULL, 'r'},
-						  {"output", required_argument, NULL, 'o'},
-						  {"help", no_argument, NULL, 'h'},
-						  {NULL, 0, NULL, 0}};
+						 {"replace", no_argument, NULL, 'r'},
+						 {"output", required_argument, NULL, 'o'},
+						 {"help", no_argument, NULL, 'h'},
+						 {NULL, 0, NULL, 0}};
 	optind = 1;
 	int c;
 	while ((c = getopt_long(argc - 1, argv + 1, "o:h", longopts, NULL)) != -1) {
@@ -103,7 +103,8 @@ int cmd_image(int argc, char **argv)
 				fp_time_format(v[i].added_ms, ts);
 				printf("%s{\"name\": \"%s\", \"sizeBytes\": %lld, \"sha256\": \"%s\", "
 				       "\"addedAt\": \"%s\"}",
-				       i ? ", " : "", v[i].name, (long long)v[i].size, v[i].sha256, ts);
+				       i ? ", " : "", v[i].name, (long long)v[i].size, v[i].sha256,
+				       ts);
 			}
 			printf("]}\n");
 		} else {

@@ -44,8 +44,8 @@ static int timed_out(struct step_ctx *x, const char *reason, const char *what)
 	if (now_wall(x->lc) < x->op->step_deadline)
 		return 0;
 	char msg[300];
-	snprintf(msg, sizeof(msg), "%s (step %s of operation %s)", what,
-		 x->op->steps[x->op->step], x->op->id);
+	snprintf(msg, sizeof(msg), "%s (step %s of operation %s)", what, x->op->steps[x->op->step],
+		 x->op->id);
 	lifecycle_step_condition(x, BOOT_CONDITION, COND_FALSE, reason, msg);
 	snprintf(x->err, sizeof(x->err), "%.250s", what);
 	return 1;
@@ -173,7 +173,8 @@ static void boot_report_task(void *arg)
 		int rc = lifecycle_load_op(lc, r->op_id, &op);
 		if (rc < 0 || strcmp(op->node, r->node) != 0 || op_state_terminal(op->state) ||
 		    !json_is_object(json_object_get(op->params, "networkBoot")) ||
-		    json_object_get(op->params, key) || !op_at_or_before(op, report_step[r->kind])) {
+		    json_object_get(op->params, key) ||
+		    !op_at_or_before(op, report_step[r->kind])) {
 			log_info("lifecycle: boot report ignored (operation not waiting for it) "
 				 "node=%s op=%s report=%s",
 				 r->node, r->op_id, key);

@@ -25,8 +25,8 @@ static inline int fleet_boot_start_(void *arg, const struct fleet_ctx *ctx, char
 		return -1;
 	}
 	struct boot_hooks h = {.reported = fleet_boot_reported_, .arg = ctx->lc};
-	return boot_server_start(arg, ctx->store, ctx->cache, ctx->clock, ctx->secret_key, &h,
-				 err, errlen);
+	return boot_server_start(arg, ctx->store, ctx->cache, ctx->clock, ctx->secret_key, &h, err,
+				 errlen);
 }
 
 static inline void fleet_boot_changed_(void *arg, const char *node)
