@@ -16,31 +16,11 @@
 #include "base/err.h"
 #include "base/jsonx.h"
 #include "base/timefmt.h"
+#include "core/codec.h"
 
 #include "base/banned.h"
 
 #define META_MAX (16 * 1024)
-
-int image_name_validate(const char *name, char *err, size_t errlen)
-{
-	size_t len = name ? strlen(name) : 0;
-	if (len == 0 || len > IMAGE_NAME_MAX)
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "image name \"%.80s\": expected 1 to %d characters",
-			       name ? name : "", IMAGE_NAME_MAX);
-	if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9')))
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "image name \"%.80s\": must start with a lowercase letter or digit",
-			       name);
-	for (const char *p = name; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '.' ||
-		      *p == '_' || *p == '-'))
-			return fp_errf(FP_EINVAL, err, errlen,
-				       "image name \"%.80s\": only a-z, 0-9, '.', '_' and '-' are "
-				       "allowed",
-				       name);
-	return 0;
-}
 
 static int path_join(char *out, size_t outlen, const char *a, const char *b, const char *c)
 {
