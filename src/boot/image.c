@@ -215,7 +215,8 @@ static int read_meta(const char *dir, const char *name, struct image_info *out, 
 	json_t *size = json_object_get(doc, "sizeBytes");
 	const char *at = jsonx_str(doc, "addedAt");
 	int64_t at_ms = 0;
-	if (!doc || !sha || strlen(sha) != IMAGE_SHA256_HEX || !json_is_integer(size) ||
+	if (!doc || !sha || strlen(sha) != IMAGE_SHA256_HEX ||
+	    strspn(sha, "0123456789abcdef") != IMAGE_SHA256_HEX || !json_is_integer(size) ||
 	    json_integer_value(size) < 0 || (at && fp_time_parse(at, &at_ms) < 0)) {
 		json_decref(doc);
 		return fp_errf(FP_EPARSE, err, errlen, "image %s: %s is not a valid record", name,

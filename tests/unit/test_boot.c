@@ -469,6 +469,7 @@ static void test_dnsmasq_reload(void **state)
 /* sha256sum of the bytes, computed with coreutils' sha256sum */
 #define BYTES1 "fleetplane image bytes\n" /* 23 bytes */
 #define SHA1 "907c0b8ff02d3a46d27935dda604526c82222c1ac02e81bbfe478f5256af381c"
+#define SHA1_UPPER "907C0B8FF02D3A46D27935DDA604526C82222C1AC02E81BBFE478F5256AF381C"
 #define BYTES2 "fleetplane image bytes, replaced\n" /* 33 bytes */
 #define SHA2 "e681445d00f742faf3ac748a761295f10e88809204e67b33660c77a5a63b28de"
 #define SHA_EMPTY "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -597,6 +598,22 @@ static void test_image_store(void **state)
 	ASSERT_EQ_STR(v[2].sha256, SHA2);
 	ASSERT_EQ_INT(v[2].size, 33);
 	free(v);
+	ASSERT_EQ_ERR(image_get(dir, "broken", &got, err, sizeof(err)), FP_EPARSE);
+	snprintf(p, sizeof(p), "image broken: %s/broken/meta.json is not a valid record", dir);
+	ASSERT_EQ_STR(err, p);
+	/* 64 characters that are not lowercase hex are no sha256 either (the ETag and
+	 * Repr-Digest are made from it) */
+	snprintf(p, sizeof(p), "%s/broken/meta.json", dir);
+	write_file(p, "{\"name\":\"broken\",\"sha256\":\"" SHA1_UPPER "\",\"sizeBytes\":23}\n");
+	ASSERT_EQ_ERR(image_get(dir, "broken", &got, err, sizeof(err)), FP_EPARSE);
+	write_file(p, "{\"name\":\"broken\",\"sha256\":\"" SHA1 "\",\"sizeBytes\":23}\n");
+	ASSERT_OK(image_get(dir, "broken", &got, err, sizeof(err)));
+	write_file(p, "{\"name\":\"broken\",\"sha256\":\"" SHA1 "\",\"sizeBytes\":-1}\n");
+	ASSERT_EQ_ERR(image_get(dir, "broken", &got, err, sizeof(err)), FP_EPARSE);
+	write_file(p, "{\"name\":\"broken\",\"sha256\":\"" SHA1 "\",\"sizeBytes\":23,"
+		      "\"addedAt\":\"yesterday\"}\n");
+	ASSERT_EQ_ERR(image_get(dir, "broken", &got, err, sizeof(err)), FP_EPARSE);
+	write_file(p, "not json");
 	ASSERT_EQ_ERR(image_get(dir, "broken", &got, err, sizeof(err)), FP_EPARSE);
 	ASSERT_EQ_ERR(image_get(dir, "stray", &got, err, sizeof(err)), FP_ENOTFOUND);
 	/* a broken record can still be removed */
