@@ -590,6 +590,14 @@ static enum MHD_Result h_report(struct boot_server *b, struct MHD_Connection *c,
 		snprintf(why, sizeof(why), "operation %s of node %s is past %s (at %s)", op->id,
 			 n->name, report_step[kind],
 			 op->step < op->nsteps ? op->steps[op->step] : "(done)");
+	} else if (!code && kind == BOOT_DISK_BOOTED && op_at_or_before(op, "wait_deploy")) {
+		/* the written system exists only once the deploy is done: a boot report before
+		 * that would let wait_disk_boot pass without the disk ever booting */
+		code = 409;
+		snprintf(why, sizeof(why),
+			 "operation %s of node %s is at %s: nothing has been written to boot from "
+			 "yet",
+			 op->id, n->name, op->step < op->nsteps ? op->steps[op->step] : "(done)");
 	}
 	enum MHD_Result ret;
 	if (code) {

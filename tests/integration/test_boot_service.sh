@@ -236,6 +236,10 @@ http GET "$B/boot/files/..%2Fadmin.token"
 assert_eq 404 "$CODE" "GET a path outside the store"
 
 # ---- n1: the whole provisioning, then validation
+# a boot from disk before anything was written is refused (the report would pass wait_disk_boot)
+http POST "$B/boot/booted" "{\"node\":\"n1\",\"token\":\"$T1\",\"bootId\":\"early\"}"
+assert_eq 409 "$CODE" "n1 booted before the deploy ($BODY)"
+grep -q "nothing has been written to boot from yet" <<<"$BODY" || fail "n1 early booted: $BODY"
 http POST "$B/boot/inspect" "$(jq -cn --arg t "$T1" --argjson i "$INV1" '{node: "n1", token: $t, inventory: $i}')"
 assert_eq "200|{\"accepted\":true,\"node\":\"n1\",\"operation\":\"$OP1\"}" "$CODE|$BODY" "n1 inspect"
 http GET "$B/boot/deploy?node=n1&token=$T1"
