@@ -132,7 +132,6 @@ fuzz:
 # TSan, the whole suite again under ASan+UBSan, the fuzzers.
 check: style check-layers
 	$(MAKE) test
-	$(MAKE) slow
 	$(MAKE) tsan
 	$(MAKE) san
 	$(MAKE) fuzz

@@ -491,6 +491,14 @@ static int printable(const char *s, size_t max)
 	return 1;
 }
 
+/* 1 when doc's key is absent, null or a string: a field of another type is refused, not read
+ * as absent. */
+static int str_or_absent(const json_t *doc, const char *key)
+{
+	const json_t *v = json_object_get(doc, key);
+	return !v || json_is_null(v) || json_is_string(v);
+}
+
 /* POST /boot/inspect, /boot/deployed, /boot/booted. */
 static enum MHD_Result h_report(struct boot_server *b, struct MHD_Connection *c, struct req *q,
 				enum boot_report_kind kind)
@@ -537,8 +545,9 @@ static enum MHD_Result h_report(struct boot_server *b, struct MHD_Connection *c,
 		if (!json_is_boolean(ok)) {
 			code = 400;
 			snprintf(why, sizeof(why), "\"ok\": expected true or false");
-		} else if ((sha && !printable(sha, 64)) || (disk && !printable(disk, 64)) ||
-			   (msg && !printable(msg, 512)) ||
+		} else if (!str_or_absent(doc, "sha256") || !str_or_absent(doc, "disk") ||
+			   !str_or_absent(doc, "message") || (sha && !printable(sha, 64)) ||
+			   (disk && !printable(disk, 64)) || (msg && !printable(msg, 512)) ||
 			   (bytes && (!json_is_integer(bytes) || json_integer_value(bytes) < 0))) {
 			code = 400;
 			snprintf(why, sizeof(why),
@@ -581,6 +590,14 @@ static enum MHD_Result h_report(struct boot_server *b, struct MHD_Connection *c,
 		snprintf(why, sizeof(why), "operation %s of node %s is past %s (at %s)", op->id,
 			 n->name, report_step[kind],
 			 op->step < op->nsteps ? op->steps[op->step] : "(done)");
+	} else if (!code && kind == BOOT_DISK_BOOTED && op_at_or_before(op, "wait_deploy")) {
+		/* the written system exists only once the deploy is done: a boot report before
+		 * that would let wait_disk_boot pass without the disk ever booting */
+		code = 409;
+		snprintf(why, sizeof(why),
+			 "operation %s of node %s is at %s: nothing has been written to boot from "
+			 "yet",
+			 op->id, n->name, op->step < op->nsteps ? op->steps[op->step] : "(done)");
 	}
 	enum MHD_Result ret;
 	if (code) {

@@ -19,7 +19,8 @@
  * operation (core/secret.h secret_boot_token, which the iPXE script puts on the ramdisk's
  * kernel command line and the deploy writes into the meta-data). A token of an earlier
  * attempt, of another node, or for a node with nothing in flight is answered 403 with why;
- * a report for a step the operation has passed, 409. Accepted reports go to hooks.reported
+ * a report for a step the operation has passed, or a disk-boot report before the deploy is
+ * done, 409. Accepted reports go to hooks.reported
  * (the lifecycle's lifecycle_boot_reported). Bodies are bounded (1 MiB), every field checked.
  *
  * With dhcp_hosts set it also keeps dnsmasq's dhcp-hostsfile (dnsmasq.h) in step with the

@@ -29,9 +29,11 @@ static int field_ok(const char *s)
 	return 1;
 }
 
+/* By MAC; entries without one (skipped by the renderer) sort first. */
 static int cmp_host(const void *a, const void *b)
 {
-	return strcmp(((const struct dhcp_host *)a)->mac, ((const struct dhcp_host *)b)->mac);
+	const char *x = ((const struct dhcp_host *)a)->mac, *y = ((const struct dhcp_host *)b)->mac;
+	return !x || !y ? (x != NULL) - (y != NULL) : strcmp(x, y);
 }
 
 char *dnsmasq_hosts_render(struct dhcp_host *h, size_t n)

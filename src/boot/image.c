@@ -16,31 +16,11 @@
 #include "base/err.h"
 #include "base/jsonx.h"
 #include "base/timefmt.h"
+#include "core/codec.h"
 
 #include "base/banned.h"
 
 #define META_MAX (16 * 1024)
-
-int image_name_validate(const char *name, char *err, size_t errlen)
-{
-	size_t len = name ? strlen(name) : 0;
-	if (len == 0 || len > IMAGE_NAME_MAX)
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "image name \"%.80s\": expected 1 to %d characters",
-			       name ? name : "", IMAGE_NAME_MAX);
-	if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9')))
-		return fp_errf(FP_EINVAL, err, errlen,
-			       "image name \"%.80s\": must start with a lowercase letter or digit",
-			       name);
-	for (const char *p = name; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '.' ||
-		      *p == '_' || *p == '-'))
-			return fp_errf(FP_EINVAL, err, errlen,
-				       "image name \"%.80s\": only a-z, 0-9, '.', '_' and '-' are "
-				       "allowed",
-				       name);
-	return 0;
-}
 
 static int path_join(char *out, size_t outlen, const char *a, const char *b, const char *c)
 {
@@ -235,7 +215,8 @@ static int read_meta(const char *dir, const char *name, struct image_info *out, 
 	json_t *size = json_object_get(doc, "sizeBytes");
 	const char *at = jsonx_str(doc, "addedAt");
 	int64_t at_ms = 0;
-	if (!doc || !sha || strlen(sha) != IMAGE_SHA256_HEX || !json_is_integer(size) ||
+	if (!doc || !sha || strlen(sha) != IMAGE_SHA256_HEX ||
+	    strspn(sha, "0123456789abcdef") != IMAGE_SHA256_HEX || !json_is_integer(size) ||
 	    json_integer_value(size) < 0 || (at && fp_time_parse(at, &at_ms) < 0)) {
 		json_decref(doc);
 		return fp_errf(FP_EPARSE, err, errlen, "image %s: %s is not a valid record", name,

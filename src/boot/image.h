@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/codec.h"
+
 #define IMAGE_NAME_MAX 63
 #define IMAGE_SHA256_HEX 64
 #define IMAGE_MAX_COUNT 4096 /* images listed at most */
@@ -27,9 +29,8 @@ struct image_info {
 	int64_t added_ms; /* wall ms */
 };
 
-/* 0 when name is a valid image name: 1..63 of [a-z0-9._-], starting with [a-z0-9]; else
- * FP_EINVAL with "image name \"...\": ..." in err. */
-int image_name_validate(const char *name, char *err, size_t errlen);
+/* Image names are checked by image_name_validate (core/codec.h: the codec checks
+ * spec.provision.image by the same rule). */
 
 /* Copies the regular file src into the store as name (created, or replaced when replace is 1;
  * FP_EEXIST otherwise), recording its size and sha256 (libsodium crypto_hash_sha256) and now_ms;

@@ -50,7 +50,8 @@ char *ipxe_script_ramdisk(const struct ipxe_ramdisk *r)
 	if (ipxe_word_check(r->url, 256) < 0 || ipxe_word_check(r->kernel, 63) < 0 ||
 	    ipxe_word_check(r->initrd, 63) < 0 || ipxe_word_check(r->node, 63) < 0 ||
 	    ipxe_word_check(r->token, 128) < 0 || ipxe_word_check(args, 1024) < 0 ||
-	    strchr(r->url, ' ') || strchr(r->node, ' ') || strchr(r->token, ' '))
+	    strchr(r->url, ' ') || strchr(r->kernel, ' ') || strchr(r->initrd, ' ') ||
+	    strchr(r->node, ' ') || strchr(r->token, ' '))
 		return NULL;
 	/* initrd=<name> makes the kernel find the initrd iPXE loaded under UEFI too */
 	return xasprintf("#!ipxe\n"

@@ -34,7 +34,7 @@ int ipxe_word_check(const char *s, size_t max);
 /* The script that boots fleetplane's ramdisk (docs/provisioning.md "Callbacks"): kernel with
  * fleetplane.url/node/token/mac/ip/netmask/gateway arguments (the last four expanded by iPXE
  * from net0), initrd, boot. A new string (caller frees), or NULL when a field fails
- * ipxe_word_check. */
+ * ipxe_word_check or, but for kernel_args, holds a space (each is one word of the script). */
 char *ipxe_script_ramdisk(const struct ipxe_ramdisk *r);
 
 /* The script that boots from the first local disk (sanboot --drive 0x80, else exit to the

@@ -38,6 +38,27 @@ int name_validate(const char *what, const char *name, char *err, size_t errlen)
 	return 0;
 }
 
+int image_name_validate(const char *name, char *err, size_t errlen)
+{
+	size_t len = name ? strlen(name) : 0;
+	if (len == 0 || len > 63)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "image name \"%.80s\": expected 1 to %d characters",
+			       name ? name : "", 63);
+	if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9')))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "image name \"%.80s\": must start with a lowercase letter or digit",
+			       name);
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+		      *p == '_' || *p == '-'))
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "image name \"%.80s\": only a-z, 0-9, '.', '_' and '-' are "
+				       "allowed",
+				       name);
+	return 0;
+}
+
 static int label_chars_ok(const char *s, int allow_slash)
 {
 	for (const char *p = s; *p; p++)
@@ -493,8 +514,9 @@ static int decode_provision(const json_t *spec, struct node *n, char *err, size_
 		if (rc == 0 && !img)
 			rc = fp_errf(FP_EINVAL, err, errlen,
 				     "spec.provision.image: required (an image store name)");
-		if (rc == 0 && (rc = name_validate("spec.provision.image", img, err, errlen)) < 0)
-			;
+		char ierr[200];
+		if (rc == 0 && image_name_validate(img, ierr, sizeof(ierr)) < 0)
+			rc = fp_errf(FP_EINVAL, err, errlen, "spec.provision.image: %s", ierr);
 		else if (rc == 0 && dev &&
 			 (strncmp(dev, "/dev/", 5) != 0 || strstr(dev, "..") || strchr(dev, ' ')))
 			rc = fp_errf(FP_EINVAL, err, errlen,

@@ -23,6 +23,11 @@
 /* Names: RFC 1123 DNS label rules extended with '.', 1..63 chars, [a-z0-9] at both ends,
  * [a-z0-9.-] inside (Kubernetes object names). Returns 0 or FP_EINVAL with why in err. */
 int name_validate(const char *what, const char *name, char *err, size_t errlen);
+/* Image store names (boot/image.h, docs/provisioning.md "Images"): 1..63 of [a-z0-9._-],
+ * starting with [a-z0-9] - so a name is one path component, never "." or "..". The one rule for
+ * `fleetplane image add` and spec.provision.image alike. Returns 0 or FP_EINVAL with
+ * "image name \"...\": ..." in err. */
+int image_name_validate(const char *name, char *err, size_t errlen);
 /* Label keys: 1..63 of [A-Za-z0-9._/-]; values 0..63 of [A-Za-z0-9._-]. */
 int label_validate(const char *key, const char *value, char *err, size_t errlen);
 
