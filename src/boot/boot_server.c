@@ -219,14 +219,6 @@ static int visit_mac(void *arg, const struct node *n)
 /* The step a report of kind k is for, and whether op has not gone past it. */
 static const char *const report_step[] = {"wait_inspection", "wait_deploy", "wait_disk_boot"};
 
-static int op_at_or_before(const struct operation *op, const char *step)
-{
-	for (size_t i = op->step; i < op->nsteps; i++)
-		if (strcmp(op->steps[i], step) == 0)
-			return 1;
-	return 0;
-}
-
 /* The node's network-boot operation in flight (store reads), or NULL with why. */
 static int boot_op(struct boot_server *b, const char *name, struct node **np,
 		   struct operation **opp, char *why, size_t whylen)
@@ -320,7 +312,7 @@ static enum MHD_Result h_ipxe(struct boot_server *b, struct MHD_Connection *c)
 	char *script = NULL;
 	const char *answer = "disk";
 	if (boot_op(b, f.name, &n, &op, why, sizeof(why)) == 0 &&
-	    op_at_or_before(op, "wait_deploy")) {
+	    operation_at_or_before(op, "wait_deploy")) {
 		char tok[SECRET_BOOT_TOKEN_LEN + 1];
 		if (secret_boot_token(b->key, n->name, op->id, tok, sizeof(tok)) == 0) {
 			struct ipxe_ramdisk rd = {.url = base_url(b),
@@ -585,12 +577,12 @@ static enum MHD_Result h_report(struct boot_server *b, struct MHD_Connection *c,
 			rep = json_pack("{s:s}", "bootId", id);
 		}
 	}
-	if (!code && !op_at_or_before(op, report_step[kind])) {
+	if (!code && !operation_at_or_before(op, report_step[kind])) {
 		code = 409;
 		snprintf(why, sizeof(why), "operation %s of node %s is past %s (at %s)", op->id,
 			 n->name, report_step[kind],
 			 op->step < op->nsteps ? op->steps[op->step] : "(done)");
-	} else if (!code && kind == BOOT_DISK_BOOTED && op_at_or_before(op, "wait_deploy")) {
+	} else if (!code && kind == BOOT_DISK_BOOTED && operation_at_or_before(op, "wait_deploy")) {
 		/* the written system exists only once the deploy is done: a boot report before
 		 * that would let wait_disk_boot pass without the disk ever booting */
 		code = 409;
@@ -645,7 +637,7 @@ static enum MHD_Result h_deploy(struct boot_server *b, struct MHD_Connection *c)
 	unsigned code = check_token(b, name, token, &n, &op, why, sizeof(why));
 	if (code)
 		return reply_error(b, c, "deploy", code, "%s", why);
-	if (!op_at_or_before(op, "wait_deploy")) {
+	if (!operation_at_or_before(op, "wait_deploy")) {
 		reply_error(b, c, "deploy", 409, "operation %s of node %s is past wait_deploy",
 			    op->id, n->name);
 		node_free(n);

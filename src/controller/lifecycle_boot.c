@@ -155,14 +155,6 @@ static void boot_report_free(struct boot_report *r)
  * before it (a late inspection report after the deploy is ignored). */
 static const char *const report_step[] = {"wait_inspection", "wait_deploy", "wait_disk_boot"};
 
-static int op_at_or_before(const struct operation *op, const char *step)
-{
-	for (size_t i = op->step; i < op->nsteps; i++)
-		if (strcmp(op->steps[i], step) == 0)
-			return 1;
-	return 0;
-}
-
 static void boot_report_task(void *arg)
 {
 	struct boot_report *r = arg;
@@ -174,7 +166,7 @@ static void boot_report_task(void *arg)
 		if (rc < 0 || strcmp(op->node, r->node) != 0 || op_state_terminal(op->state) ||
 		    !json_is_object(json_object_get(op->params, "networkBoot")) ||
 		    json_object_get(op->params, key) ||
-		    !op_at_or_before(op, report_step[r->kind])) {
+		    !operation_at_or_before(op, report_step[r->kind])) {
 			log_info("lifecycle: boot report ignored (operation not waiting for it) "
 				 "node=%s op=%s report=%s",
 				 r->node, r->op_id, key);

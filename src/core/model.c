@@ -626,3 +626,11 @@ char *node_workload_jobs_text(const struct node_workload *w, char *out, size_t o
 			 w->jobs_total - w->njobs);
 	return out;
 }
+
+int operation_at_or_before(const struct operation *op, const char *step)
+{
+	for (size_t i = op->step; i < op->nsteps; i++)
+		if (strcmp(op->steps[i], step) == 0)
+			return 1;
+	return 0;
+}

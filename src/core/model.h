@@ -350,5 +350,8 @@ struct operation {
 struct operation *operation_new(void);
 void operation_free(struct operation *op);
 struct operation *operation_dup(const struct operation *op);
+/* 1 when step is the operation's current step or one still ahead of it (a report for that
+ * step may still be taken), 0 once the operation has gone past it or has no such step. */
+int operation_at_or_before(const struct operation *op, const char *step);
 
 #endif

@@ -1002,14 +1002,9 @@ static int f1_at_step(struct world *w, const void *step)
 	return ok;
 }
 
-/* Network-boot provisioning (spec.provision) of a machine that is running: PXE next boot,
- * cycle, the ramdisk's inspection and deploy reports, disk for every boot, a second cycle (the
- * reboot to disk: the first cycle's send-once marker must not stand for it), the disk boot
- * report; inventory recorded from the inspection. */
-static void test_network_boot_plan(void **state)
+/* Enrolls "f1" on the fake BMC with spec.provision (image os1): the network-boot plan. */
+static void enroll_fake_network_boot(struct world *w)
 {
-	struct world *w = world_new(0, 0, 0);
-	w->fk.power = BMC_POWER_ON;
 	struct node *nd = node_new();
 	nd->name = xstrdup("f1");
 	nd->uid = xstrdup("f1");
@@ -1020,6 +1015,17 @@ static void test_network_boot_plan(void **state)
 	nd->phase_since = nd->created_at = clock_wall_ms(w->clock);
 	put_node(w, nd);
 	node_free(nd);
+}
+
+/* Network-boot provisioning (spec.provision) of a machine that is running: PXE next boot,
+ * cycle, the ramdisk's inspection and deploy reports, disk for every boot, a second cycle (the
+ * reboot to disk: the first cycle's send-once marker must not stand for it), the disk boot
+ * report; inventory recorded from the inspection. */
+static void test_network_boot_plan(void **state)
+{
+	struct world *w = world_new(0, 0, 0);
+	w->fk.power = BMC_POWER_ON;
+	enroll_fake_network_boot(w);
 	struct lifecycle *lc = harness_lc(w->hn);
 	assert_int_equal(run_until(w, f1_at_step, "wait_inspection", 30 * MIN_MS), 0);
 	struct node *n = get_node(w, "f1");
@@ -1071,16 +1077,7 @@ static void test_network_boot_plan(void **state)
 static void test_network_boot_deploy_failed(void **state)
 {
 	struct world *w = world_new(0, 0, 0);
-	struct node *nd = node_new();
-	nd->name = xstrdup("f1");
-	nd->uid = xstrdup("f1");
-	nd->bmc.driver = xstrdup("redfish");
-	nd->bmc.address = xstrdup("https://bmc-f1.test");
-	nd->provision = json_pack("{s:s}", "image", "os1");
-	nd->phase = PHASE_ENROLLED;
-	nd->phase_since = nd->created_at = clock_wall_ms(w->clock);
-	put_node(w, nd);
-	node_free(nd);
+	enroll_fake_network_boot(w);
 	struct lifecycle *lc = harness_lc(w->hn);
 	assert_int_equal(run_until(w, f1_at_step, "wait_inspection", 30 * MIN_MS), 0);
 	struct node *n = get_node(w, "f1");
