@@ -111,33 +111,46 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen
 	return 0;
 }
 
-struct boot_server *boot_server_new(const struct boot_config *cfg, char *err, size_t errlen)
+int boot_config_check(const struct boot_config *cfg, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = 0;
 	if (parse_listen(cfg->listen, &ss, &sl, err, errlen) < 0)
-		return NULL;
-	if (!cfg->image_dir) {
-		fp_errf(FP_EINVAL, err, errlen, "boot service: no image directory");
-		return NULL;
-	}
+		return FP_EINVAL;
+	if (!cfg->image_dir)
+		return fp_errf(FP_EINVAL, err, errlen, "boot service: no image directory");
+	if (cfg->dhcp_hosts && cfg->dhcp_hostsdir)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "--boot-dhcp-hosts and --boot-dhcp-hostsdir: give one of them");
 	const char *k = cfg->ramdisk_kernel ? cfg->ramdisk_kernel : BOOT_DEFAULT_KERNEL;
 	const char *i = cfg->ramdisk_initrd ? cfg->ramdisk_initrd : BOOT_DEFAULT_INITRD;
-	if (image_name_validate(k, err, errlen) < 0 || image_name_validate(i, err, errlen) < 0)
-		return NULL;
-	if (cfg->kernel_args && ipxe_word_check(cfg->kernel_args, 1024) < 0) {
-		fp_errf(FP_EINVAL, err, errlen,
-			"--boot-kernel-args: printable ASCII without $ # quotes or backslashes, at "
-			"most 1024 bytes");
-		return NULL;
-	}
+	char why[200];
+	if (image_name_validate(k, why, sizeof(why)) < 0)
+		return fp_errf(FP_EINVAL, err, errlen, "--boot-kernel: %s", why);
+	if (image_name_validate(i, why, sizeof(why)) < 0)
+		return fp_errf(FP_EINVAL, err, errlen, "--boot-initrd: %s", why);
+	if (cfg->kernel_args && ipxe_word_check(cfg->kernel_args, 1024) < 0)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "--boot-kernel-args: printable ASCII without $ # quotes or "
+			       "backslashes, at most 1024 bytes");
 	if (cfg->url &&
 	    (ipxe_word_check(cfg->url, 256) < 0 || strchr(cfg->url, ' ') ||
-	     (strncmp(cfg->url, "http://", 7) != 0 && strncmp(cfg->url, "https://", 8) != 0))) {
-		fp_errf(FP_EINVAL, err, errlen,
-			"--boot-url %.100s: expected http://host:port with no spaces", cfg->url);
+	     (strncmp(cfg->url, "http://", 7) != 0 && strncmp(cfg->url, "https://", 8) != 0)))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "--boot-url %.100s: expected http://host:port with no spaces",
+			       cfg->url);
+	return 0;
+}
+
+struct boot_server *boot_server_new(const struct boot_config *cfg, char *err, size_t errlen)
+{
+	if (boot_config_check(cfg, err, errlen) < 0)
 		return NULL;
-	}
+	struct sockaddr_storage ss;
+	socklen_t sl = 0;
+	parse_listen(cfg->listen, &ss, &sl, err, errlen);
+	const char *k = cfg->ramdisk_kernel ? cfg->ramdisk_kernel : BOOT_DEFAULT_KERNEL;
+	const char *i = cfg->ramdisk_initrd ? cfg->ramdisk_initrd : BOOT_DEFAULT_INITRD;
 	struct boot_server *b = xcalloc(1, sizeof(*b));
 	b->cfg.listen = dupn(cfg->listen);
 	b->cfg.url = dupn(cfg->url);
@@ -146,6 +159,7 @@ struct boot_server *boot_server_new(const struct boot_config *cfg, char *err, si
 	b->cfg.ramdisk_initrd = xstrdup(i);
 	b->cfg.kernel_args = dupn(cfg->kernel_args);
 	b->cfg.dhcp_hosts = dupn(cfg->dhcp_hosts);
+	b->cfg.dhcp_hostsdir = dupn(cfg->dhcp_hostsdir);
 	b->cfg.dnsmasq_pid = dupn(cfg->dnsmasq_pid);
 	b->ss = ss;
 	b->sl = sl;
@@ -344,6 +358,36 @@ static enum MHD_Result h_ipxe(struct boot_server *b, struct MHD_Connection *c)
 	return reply_text(c, 200, "text/plain", script);
 }
 
+int boot_etag_match(const char *h, const char *etag)
+{
+	if (!h)
+		return 0;
+	size_t elen = strlen(etag);
+	const char *p = h;
+	for (int n = 0; n < 64; n++) {
+		p += strspn(p, " \t");
+		if (*p == '*')
+			return n == 0 && p[1 + strspn(p + 1, " \t")] == '\0';
+		if (strncmp(p, "W/", 2) == 0)
+			p += 2;
+		if (*p != '"')
+			return 0;
+		const char *end = strchr(p + 1, '"');
+		if (!end)
+			return 0;
+		if ((size_t)(end + 1 - p) == elen && memcmp(p, etag, elen) == 0)
+			return 1;
+		p = end + 1;
+		p += strspn(p, " \t");
+		if (*p == '\0')
+			return 0;
+		if (*p != ',')
+			return 0;
+		p++;
+	}
+	return 0;
+}
+
 int boot_range_parse(const char *h, int64_t size, int64_t *off, int64_t *len)
 {
 	if (!h || strncmp(h, "bytes=", 6) != 0 || strchr(h, ','))
@@ -402,7 +446,7 @@ static enum MHD_Result h_file(struct boot_server *b, struct MHD_Connection *c, c
 	const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match");
 	struct MHD_Response *r;
 	unsigned code;
-	if (inm && (strcmp(inm, etag) == 0 || strcmp(inm, "*") == 0)) {
+	if (boot_etag_match(inm, etag)) {
 		close(fd);
 		r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 		code = 304;
@@ -795,7 +839,8 @@ static int visit_hosts(void *arg, const struct node *n)
 			.mac = keep(hc, n->macs[i]),
 			.tag = keep(hc, n->site),
 			.ip = i == 0 ? keep(hc, jsonx_str(n->provision, "ipAddress")) : NULL,
-			.hostname = i == 0 ? keep(hc, host ? host : n->name) : NULL};
+			.hostname = i == 0 ? keep(hc, host ? host : n->name) : NULL,
+			.node = keep(hc, n->name)};
 	}
 	return 0;
 }
@@ -804,9 +849,20 @@ static void hosts_sync(struct boot_server *b)
 {
 	struct hosts_collect hc = {0};
 	cache_visit_nodes(b->cache, visit_hosts, &hc);
+	char err[300];
+	if (b->cfg.dhcp_hostsdir) {
+		size_t written = 0, removed = 0;
+		if (dnsmasq_hostsdir_sync(b->cfg.dhcp_hostsdir, hc.h, hc.n, &written, &removed, err,
+					  sizeof(err)) < 0)
+			log_warn("boot: cannot keep the dhcp hosts dir: %s", err);
+		else if (written || removed)
+			log_info("boot: dhcp hosts dir %s: %zu file(s) written, %zu removed (%zu "
+				 "entries)",
+				 b->cfg.dhcp_hostsdir, written, removed, hc.n);
+		goto out;
+	}
 	char *text = dnsmasq_hosts_render(hc.h, hc.n);
 	int changed = 0;
-	char err[300];
 	if (dnsmasq_hosts_write(b->cfg.dhcp_hosts, text, &changed, err, sizeof(err)) < 0) {
 		log_warn("boot: cannot write the dhcp hosts file: %s", err);
 	} else if (changed) {
@@ -815,6 +871,7 @@ static void hosts_sync(struct boot_server *b)
 			log_warn("boot: cannot signal dnsmasq: %s", err);
 	}
 	free(text);
+out:
 	for (size_t i = 0; i < hc.nstrs; i++)
 		free(hc.strs[i]);
 	free(hc.strs);
@@ -846,7 +903,7 @@ static void *hosts_main(void *arg)
 
 void boot_server_node_changed(struct boot_server *b, const char *node)
 {
-	if (!b || !b->cfg.dhcp_hosts)
+	if (!b || (!b->cfg.dhcp_hosts && !b->cfg.dhcp_hostsdir))
 		return;
 	pthread_mutex_lock(&b->mu);
 	b->hosts_dirty = 1;
@@ -901,14 +958,19 @@ int boot_server_start(struct boot_server *b, struct store *s, struct cache *c,
 		b->url = b->ss.ss_family == AF_INET ? xasprintf("http://%s:%u", host, b->port)
 						    : xasprintf("http://[%s]:%u", host, b->port);
 	}
-	if (b->cfg.dhcp_hosts && c) {
+	if ((b->cfg.dhcp_hosts || b->cfg.dhcp_hostsdir) && c) {
 		b->hosts_dirty = 1;
 		if (pthread_create(&b->hosts_thread, NULL, hosts_main, b) == 0)
 			b->hosts_running = 1;
 	}
 	log_info("boot: serving %s on %s (image store %s%s%s)", b->url, b->cfg.listen,
-		 b->cfg.image_dir, b->cfg.dhcp_hosts ? ", dhcp hosts " : "",
-		 b->cfg.dhcp_hosts ? b->cfg.dhcp_hosts : "");
+		 b->cfg.image_dir,
+		 b->cfg.dhcp_hostsdir ? ", dhcp hosts dir "
+		 : b->cfg.dhcp_hosts  ? ", dhcp hosts file "
+				      : "",
+		 b->cfg.dhcp_hostsdir ? b->cfg.dhcp_hostsdir
+		 : b->cfg.dhcp_hosts  ? b->cfg.dhcp_hosts
+				      : "");
 	return 0;
 }
 
@@ -947,6 +1009,7 @@ void boot_server_free(struct boot_server *b)
 	free((char *)b->cfg.ramdisk_initrd);
 	free((char *)b->cfg.kernel_args);
 	free((char *)b->cfg.dhcp_hosts);
+	free((char *)b->cfg.dhcp_hostsdir);
 	free((char *)b->cfg.dnsmasq_pid);
 	free(b->url);
 	pthread_mutex_destroy(&b->mu);

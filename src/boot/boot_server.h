@@ -63,15 +63,23 @@ struct boot_config {
 	const char *image_dir;      /* the image store (image.h) */
 	const char *ramdisk_kernel; /* image names; NULL = BOOT_DEFAULT_KERNEL / _INITRD */
 	const char *ramdisk_initrd;
-	const char *kernel_args; /* extra ramdisk kernel arguments; NULL = console=ttyS0 ... */
-	const char *dhcp_hosts;  /* dnsmasq dhcp-hostsfile to keep; NULL = none */
-	const char *dnsmasq_pid; /* dnsmasq pid file, SIGHUP'd after a rewrite; NULL = none */
+	const char *kernel_args;   /* extra ramdisk kernel arguments; NULL = console=ttyS0 ... */
+	const char *dhcp_hosts;    /* dnsmasq dhcp-hostsfile to keep; NULL = none */
+	const char *dhcp_hostsdir; /* dnsmasq dhcp-hostsdir to keep (one file per node); NULL =
+				    * none; not with dhcp_hosts */
+	const char *dnsmasq_pid;   /* dnsmasq pid file, SIGHUP'd after a rewrite; NULL = none */
 };
 
 struct boot_server;
 
-/* Checks cfg (listen parses; url, kernel args and names are well-formed; image_dir set) and
- * copies it. Returns the server (not listening yet) or NULL with why in err. */
+/* Checks cfg without keeping anything: listen parses as an IP literal and port, url is http(s)
+ * and an iPXE word, kernel args are an iPXE word of at most 1024 bytes, the image names are
+ * image names, image_dir is set, dhcp_hosts and dhcp_hostsdir are not both given. `serve --check` and boot_server_new share it. Returns 0 or
+ * FP_EINVAL with a line naming the --boot-* option in err. */
+int boot_config_check(const struct boot_config *cfg, char *err, size_t errlen);
+
+/* Checks cfg (boot_config_check) and copies it. Returns the server (not listening yet) or NULL
+ * with why in err. */
 struct boot_server *boot_server_new(const struct boot_config *cfg, char *err, size_t errlen);
 
 /* Starts listening, and the hosts-file thread when dhcp_hosts is set (it writes the file
@@ -96,6 +104,13 @@ void boot_server_stop(struct boot_server *b);
  * multi-range or any form not understood (section 14.2 lets a server ignore Range). h may be
  * NULL. */
 int boot_range_parse(const char *h, int64_t size, int64_t *off, int64_t *len);
+
+/* Whether an If-None-Match header (RFC 9110 section 13.1.2) matches etag, a strong entity-tag
+ * with its quotes ("\"<sha256>\""): 1 for "*" or a comma-separated list holding etag, each
+ * member compared weakly (a W/ prefix is ignored, section 8.8.3.2); 0 otherwise, also for a
+ * malformed member (the condition is then false and the file is sent). h may be NULL (0). At
+ * most 64 members are looked at. */
+int boot_etag_match(const char *h, const char *etag);
 
 /* Stops and frees. NULL is a no-op. */
 void boot_server_free(struct boot_server *b);

@@ -1,11 +1,13 @@
 /* dnsmasq.c - dhcp-hostsfile rendering and dnsmasq reload (see dnsmasq.h). */
 #include "boot/dnsmasq.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -80,6 +82,98 @@ int dnsmasq_hosts_write(const char *path, const char *text, int *changed, char *
 	if (rc == 0)
 		*changed = 1;
 	return rc;
+}
+
+/* By node, then MAC; entries without a node sort first. */
+static int cmp_node_host(const void *a, const void *b)
+{
+	const struct dhcp_host *x = a, *y = b;
+	if (!x->node || !y->node) {
+		int d = (x->node != NULL) - (y->node != NULL);
+		return d ? d : cmp_host(a, b);
+	}
+	int c = strcmp(x->node, y->node);
+	return c ? c : cmp_host(a, b);
+}
+
+/* Whether name (a directory entry) is "<node>.hosts" for one of the sorted entries' nodes. */
+static int is_kept(const char *name, const struct dhcp_host *h, size_t n)
+{
+	size_t len = strlen(name);
+	if (len <= 6 || strcmp(name + len - 6, ".hosts") != 0)
+		return 1; /* not ours: left alone */
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const char *nd = h[mid].node ? h[mid].node : "";
+		int c = strncmp(nd, name, len - 6);
+		if (c == 0 && strlen(nd) != len - 6)
+			c = 1;
+		if (c == 0)
+			return 1;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+int dnsmasq_hostsdir_sync(const char *dir, struct dhcp_host *h, size_t n, size_t *written,
+			  size_t *removed, char *err, size_t errlen)
+{
+	*written = *removed = 0;
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return fp_errf(FP_EIO, err, errlen, "dhcp hosts dir %s: %s", dir, strerror(errno));
+	if (n)
+		qsort(h, n, sizeof(*h), cmp_node_host);
+	/* skip the entries without a usable node; the rest is sorted by node */
+	size_t first = 0;
+	while (first < n && (!h[first].node || !field_ok(h[first].node)))
+		first++;
+	struct dhcp_host *v = h + first;
+	size_t nv = 0;
+	for (size_t i = first; i < n; i++)
+		if (h[i].node && field_ok(h[i].node))
+			h[first + nv++] = h[i];
+	for (size_t i = 0; i < nv;) {
+		size_t j = i;
+		while (j < nv && strcmp(v[j].node, v[i].node) == 0)
+			j++;
+		char path[4096];
+		if (snprintf(path, sizeof(path), "%s/%s.hosts", dir, v[i].node) >=
+		    (int)sizeof(path))
+			return fp_errf(FP_EIO, err, errlen, "dhcp hosts dir %s: path too long",
+				       dir);
+		char *text = dnsmasq_hosts_render(v + i, j - i);
+		int changed = 0;
+		int rc = dnsmasq_hosts_write(path, text, &changed, err, errlen);
+		free(text);
+		if (rc < 0)
+			return rc;
+		*written += (size_t)changed;
+		i = j;
+	}
+	DIR *d = opendir(dir);
+	if (!d)
+		return fp_errf(FP_EIO, err, errlen, "dhcp hosts dir %s: %s", dir, strerror(errno));
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || is_kept(e->d_name, v, nv))
+			continue;
+		char path[4096];
+		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+			continue;
+		if (unlink(path) == 0)
+			(*removed)++;
+		else if (errno != ENOENT) {
+			fp_errf(FP_EIO, err, errlen, "%s: %s", path, strerror(errno));
+			closedir(d);
+			return FP_EIO;
+		}
+	}
+	closedir(d);
+	return 0;
 }
 
 int dnsmasq_reload(const char *pidfile, char *err, size_t errlen)

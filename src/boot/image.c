@@ -254,7 +254,16 @@ int image_open(const char *dir, const char *name, int *fd, struct image_info *ou
 		return fp_errf(errno == ENOENT ? FP_ENOTFOUND : FP_EIO, err, errlen, "image %s: %s",
 			       name, strerror(errno));
 	struct stat st;
-	if (fstat(f, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != out->size) {
+	if (fstat(f, &st) < 0) {
+		int e = errno;
+		close(f);
+		return fp_errf(FP_EIO, err, errlen, "image %s: %s", name, strerror(e));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(f);
+		return fp_errf(FP_EIO, err, errlen, "image %s: %s is not a regular file", name, p);
+	}
+	if (st.st_size != out->size) {
 		close(f);
 		return fp_errf(FP_EIO, err, errlen,
 			       "image %s: size on disk %lld differs from the recorded %lld", name,

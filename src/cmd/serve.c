@@ -103,23 +103,9 @@ int cmd_serve(int argc, char **argv)
 	struct slurm_acct *sacct = NULL;
 	struct fleet_scheduler sched;
 	int rc_early = 0;
-	if (!so.slurm && (so.slurm_nodes_conf || so.slurm_gres_conf)) {
-		fprintf(stderr, "error: --slurm-nodes-conf and --slurm-gres-conf need --slurm\n");
+	if (serve_opts_validate(&so, err, sizeof(err)) < 0) {
+		fprintf(stderr, "error: %s\n", err);
 		return 2;
-	}
-	if (!so.slurm_nodes_conf && so.slurm_gres_conf) {
-		fprintf(stderr, "error: --slurm-gres-conf needs --slurm-nodes-conf\n");
-		return 2;
-	}
-	for (int i = 0; i < 2; i++) {
-		const char *p = i ? so.slurm_gres_conf : so.slurm_nodes_conf;
-		if (p && (p[0] != '/' || strlen(p) > 1024)) {
-			fprintf(stderr,
-				"error: --slurm-%s-conf: \"%.100s\" is not an absolute path "
-				"of at most 1024 bytes\n",
-				i ? "gres" : "nodes", p);
-			return 2;
-		}
 	}
 	if (so.slurm) {
 		struct slurm_cli_config cc = {.slurm_conf = getenv("SLURM_CONF")};
@@ -156,27 +142,9 @@ int cmd_serve(int argc, char **argv)
 	struct boot_server *boot = NULL;
 	struct fleet_boot bootslot;
 	char imgdir[4096];
-	if (!so.boot_listen &&
-	    (so.boot_url || so.boot_kernel_args || so.boot_dhcp_hosts || so.boot_dnsmasq_pid)) {
-		fprintf(stderr, "error: the --boot-* options need --boot-listen\n");
-		rc_early = 2;
-		goto early;
-	}
-	if (so.boot_dnsmasq_pid && !so.boot_dhcp_hosts) {
-		fprintf(stderr, "error: --boot-dnsmasq-pid needs --boot-dhcp-hosts\n");
-		rc_early = 2;
-		goto early;
-	}
 	if (so.boot_listen) {
-		snprintf(imgdir, sizeof(imgdir), "%s/images", so.data_dir);
-		struct boot_config bc = {.listen = so.boot_listen,
-					 .url = so.boot_url,
-					 .image_dir = imgdir,
-					 .ramdisk_kernel = so.boot_kernel,
-					 .ramdisk_initrd = so.boot_initrd,
-					 .kernel_args = so.boot_kernel_args,
-					 .dhcp_hosts = so.boot_dhcp_hosts,
-					 .dnsmasq_pid = so.boot_dnsmasq_pid};
+		struct boot_config bc;
+		serve_opts_boot_config(&so, imgdir, sizeof(imgdir), &bc);
 		boot = boot_server_new(&bc, err, sizeof(err));
 		if (!boot) {
 			fprintf(stderr, "error: %s\n", err);

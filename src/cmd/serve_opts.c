@@ -17,6 +17,7 @@
 #include "api/server.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "boot/boot_server.h"
 #include "cmd/serve_opts.h"
 #include "fleet/fleet.h"
 
@@ -143,6 +144,10 @@ static const struct opt opts[] = {
 	{"boot-dhcp-hosts", OK_STRING, "FILE", 0, 0, "", "", NULL, 0, 1, OFF(boot_dhcp_hosts),
 	 "with --boot-listen: keep FILE (dnsmasq --dhcp-hostsfile) equal to one line per node "
 	 "MAC: MAC,set:SITE[,spec.provision.ipAddress],HOSTNAME"},
+	{"boot-dhcp-hostsdir", OK_STRING, "DIR", 0, 0, "", "", NULL, 0, 1, OFF(boot_dhcp_hostsdir),
+	 "with --boot-listen: keep DIR (dnsmasq --dhcp-hostsdir, re-read by inotify, no signal) "
+	 "as one file NODE.hosts per node with the lines of --boot-dhcp-hosts; use it rather "
+	 "than --boot-dhcp-hosts (docs/provisioning.md)"},
 	{"boot-dnsmasq-pid", OK_STRING, "FILE", 0, 0, "", "", NULL, 0, 1, OFF(boot_dnsmasq_pid),
 	 "with --boot-dhcp-hosts: SIGHUP the dnsmasq whose --pid-file is FILE after each rewrite"},
 	{"boot-timeout", OK_DURATION, "SECONDS", 0, 86400, "", " seconds", "0", 0, 0,
@@ -642,11 +647,60 @@ static int check_dir(const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
+void serve_opts_boot_config(const struct serve_opts *o, char *imgdir, size_t imgdirlen,
+			    struct boot_config *bc)
+{
+	snprintf(imgdir, imgdirlen, "%s/images", o->data_dir);
+	*bc = (struct boot_config){.listen = o->boot_listen,
+				   .url = o->boot_url,
+				   .image_dir = imgdir,
+				   .ramdisk_kernel = o->boot_kernel,
+				   .ramdisk_initrd = o->boot_initrd,
+				   .kernel_args = o->boot_kernel_args,
+				   .dhcp_hosts = o->boot_dhcp_hosts,
+				   .dhcp_hostsdir = o->boot_dhcp_hostsdir,
+				   .dnsmasq_pid = o->boot_dnsmasq_pid};
+}
+
+int serve_opts_validate(const struct serve_opts *o, char *err, size_t errlen)
+{
+	if (!o->slurm && (o->slurm_nodes_conf || o->slurm_gres_conf))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "--slurm-nodes-conf and --slurm-gres-conf need --slurm");
+	if (!o->slurm_nodes_conf && o->slurm_gres_conf)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "--slurm-gres-conf needs --slurm-nodes-conf");
+	for (int i = 0; i < 2; i++) {
+		const char *p = i ? o->slurm_gres_conf : o->slurm_nodes_conf;
+		if (p && (p[0] != '/' || strlen(p) > 1024))
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "--slurm-%s-conf: \"%.100s\" is not an absolute path of at "
+				       "most 1024 bytes",
+				       i ? "gres" : "nodes", p);
+	}
+	if (!o->boot_listen &&
+	    (o->boot_url || o->boot_kernel_args || o->boot_dhcp_hosts || o->boot_dhcp_hostsdir ||
+	     o->boot_dnsmasq_pid || o->boot_timeout > 0))
+		return fp_errf(FP_EINVAL, err, errlen, "the --boot-* options need --boot-listen");
+	if (o->boot_dnsmasq_pid && !o->boot_dhcp_hosts)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "--boot-dnsmasq-pid needs --boot-dhcp-hosts");
+	if (o->boot_listen) {
+		char imgdir[4096];
+		struct boot_config bc;
+		serve_opts_boot_config(o, imgdir, sizeof(imgdir), &bc);
+		if (boot_config_check(&bc, err, errlen) < 0)
+			return FP_EINVAL;
+	}
+	return 0;
+}
+
 int serve_opts_check(const struct serve_opts *o)
 {
 	char err[512];
 	if (check_dir(o->data_dir, err, sizeof(err)) < 0 ||
-	    check_listen(o->listen, err, sizeof(err)) < 0) {
+	    check_listen(o->listen, err, sizeof(err)) < 0 ||
+	    serve_opts_validate(o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "error: %s\n", err);
 		return 2;
 	}

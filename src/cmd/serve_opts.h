@@ -38,22 +38,23 @@ struct serve_opts {
 	long heartbeat_timeout; /* seconds; 0 = 3 x the agent's interval */
 	double report_rate;     /* reports per second per node; 0 = no limit */
 	long report_burst;
-	long report_events;           /* events per minute per node; 0 = no limit */
-	const char *config;           /* --config FILE */
-	int check;                    /* --check: validate and exit */
-	int slurm;                    /* --slurm: run the Slurm backend in the scheduler slot */
-	long slurm_interval;          /* seconds between full Slurm passes */
-	long slurm_stuck_completing;  /* seconds a job may stay COMPLETING; 0 = not watched */
-	const char *slurm_nodes_conf; /* --slurm-nodes-conf: the generated include, or NULL */
-	const char *slurm_gres_conf;  /* --slurm-gres-conf: the generated gres.conf, or NULL */
-	const char *boot_listen;      /* --boot-listen: the network boot service, or NULL */
-	const char *boot_url;         /* --boot-url: what machines are told; NULL = from listen */
-	const char *boot_kernel;      /* --boot-kernel: ramdisk kernel image name */
-	const char *boot_initrd;      /* --boot-initrd: ramdisk initrd image name */
-	const char *boot_kernel_args; /* --boot-kernel-args, or NULL */
-	const char *boot_dhcp_hosts;  /* --boot-dhcp-hosts: dnsmasq dhcp-hostsfile, or NULL */
-	const char *boot_dnsmasq_pid; /* --boot-dnsmasq-pid: dnsmasq's pid file, or NULL */
-	long boot_timeout;            /* --boot-timeout seconds; 0 = the steps' own */
+	long report_events;             /* events per minute per node; 0 = no limit */
+	const char *config;             /* --config FILE */
+	int check;                      /* --check: validate and exit */
+	int slurm;                      /* --slurm: run the Slurm backend in the scheduler slot */
+	long slurm_interval;            /* seconds between full Slurm passes */
+	long slurm_stuck_completing;    /* seconds a job may stay COMPLETING; 0 = not watched */
+	const char *slurm_nodes_conf;   /* --slurm-nodes-conf: the generated include, or NULL */
+	const char *slurm_gres_conf;    /* --slurm-gres-conf: the generated gres.conf, or NULL */
+	const char *boot_listen;        /* --boot-listen: the network boot service, or NULL */
+	const char *boot_url;           /* --boot-url: what machines are told; NULL = from listen */
+	const char *boot_kernel;        /* --boot-kernel: ramdisk kernel image name */
+	const char *boot_initrd;        /* --boot-initrd: ramdisk initrd image name */
+	const char *boot_kernel_args;   /* --boot-kernel-args, or NULL */
+	const char *boot_dhcp_hosts;    /* --boot-dhcp-hosts: dnsmasq dhcp-hostsfile, or NULL */
+	const char *boot_dnsmasq_pid;   /* --boot-dnsmasq-pid: dnsmasq's pid file, or NULL */
+	const char *boot_dhcp_hostsdir; /* --boot-dhcp-hostsdir: dnsmasq dhcp-hostsdir, or NULL */
+	long boot_timeout;              /* --boot-timeout seconds; 0 = the steps' own */
 	int help;
 	unsigned char set[SERVE_OPTS_MAX];                 /* option i was given (flag or file) */
 	char strbuf[SERVE_OPTS_MAX][SERVE_OPTS_VALUE_MAX]; /* string values read from a file */
@@ -96,10 +97,24 @@ int serve_opts_load_file(const char *path, struct serve_opts *o, char *err, size
  * (0 after --help, 2 for a usage error). */
 int serve_opts_parse(int argc, char **argv, struct serve_opts *o);
 
+struct boot_config;
+
+/* serve_opts_boot_config fills *bc from o's --boot-* options, the image store being
+ * <data-dir>/images written into imgdir (imgdirlen bytes). Strings borrowed from o and imgdir. */
+void serve_opts_boot_config(const struct serve_opts *o, char *imgdir, size_t imgdirlen,
+			    struct boot_config *bc);
+
+/* serve_opts_validate checks how the options go together, without touching anything:
+ * --slurm-nodes-conf/--slurm-gres-conf need --slurm (gres also nodes) and are absolute paths
+ * of at most 1024 bytes; the --boot-* options (--boot-timeout above 0 too) need --boot-listen,
+ * --boot-dnsmasq-pid needs --boot-dhcp-hosts, and the boot service's config passes
+ * boot_config_check. Returns 0 or FP_EINVAL with the line in err (no "error: " prefix). */
+int serve_opts_validate(const struct serve_opts *o, char *err, size_t errlen);
+
 /* serve_opts_check is `serve --check` after a successful parse: the data dir exists as a
- * directory or its parent does (nothing is created), and listen is host:port with a port
- * 0..65535 and a host that resolves. Prints "configuration ok" to stdout and returns 0, or
- * prints "error: ..." to stderr and returns 2. */
+ * directory or its parent does (nothing is created), listen is host:port with a port
+ * 0..65535 and a host that resolves, and serve_opts_validate passes. Prints "configuration ok"
+ * to stdout and returns 0, or prints "error: ..." to stderr and returns 2. */
 int serve_opts_check(const struct serve_opts *o);
 
 #endif

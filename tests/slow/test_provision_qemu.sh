@@ -68,7 +68,7 @@ echo "artifacts built in $(($(date +%s) - T0)) s"
 pxe_up
 for i in 1 2 3 4 5; do pxe_vm_add "vm$i" "52:54:00:77:00:0$i"; done
 pxe_spawn fp "$FP" serve --data-dir "$D" --listen 10.77.0.1:7070 --boot-listen 10.77.0.1:7071 \
-	--boot-dhcp-hosts "$PXE_DHCP_HOSTS" --boot-dnsmasq-pid "$PXE_DIR/pids/dnsmasq" \
+	--boot-dhcp-hostsdir "$PXE_DHCP_HOSTSDIR" \
 	--boot-kernel-args "${FP_RAMDISK_ARGS:-console=ttyS0}" --boot-timeout 420 --sim-speed 1
 for i in $(seq 1 100); do [ -s "$D/admin.token" ] && break; sleep 0.1; done
 export FLEETPLANE_URL=http://10.77.0.1:7070 FLEETPLANE_TOKEN
@@ -128,8 +128,8 @@ CPU0=$(fp_cpu)
 T1=$(date +%s)
 fpc node enroll -f "$W/enroll4.json" >/dev/null
 # the DHCP reservations reach dnsmasq's hosts file
-for i in $(seq 1 50); do grep -q 10.77.0.14 "$PXE_DHCP_HOSTS" && break; sleep 0.1; done
-assert_eq "52:54:00:77:00:01,set:lab,10.77.0.11,m1" "$(grep 00:01 "$PXE_DHCP_HOSTS")" "dhcp hosts line of m1"
+for i in $(seq 1 50); do grep -qs 10.77.0.14 "$PXE_DHCP_HOSTSDIR/m4.hosts" && break; sleep 0.1; done
+assert_eq "52:54:00:77:00:01,set:lab,10.77.0.11,m1" "$(grep 00:01 "$PXE_DHCP_HOSTSDIR/m1.hosts")" "dhcp hosts line of m1"
 wait_phase validating 420 m1 m2 m3 m4
 for n in m1 m2 m3 m4; do validated "$n"; done
 wait_phase available 60 m1 m2 m3 m4

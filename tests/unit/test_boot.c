@@ -138,6 +138,33 @@ static void test_mac_parse(void **state)
 	expect_bad_mac("52%3A54%3A00%3A12%3A34%3A56");
 }
 
+/* ---------------------------------------------------------------- If-None-Match */
+
+static void test_etag_match(void **state)
+{
+	(void)state;
+	const char *e = "\"abc123\"";
+	assert_int_equal(boot_etag_match(NULL, e), 0);
+	assert_int_equal(boot_etag_match("", e), 0);
+	assert_int_equal(boot_etag_match("\"abc123\"", e), 1);
+	assert_int_equal(boot_etag_match("*", e), 1);
+	assert_int_equal(boot_etag_match(" * ", e), 1);
+	/* weak comparison: W/ is ignored (RFC 9110 section 8.8.3.2) */
+	assert_int_equal(boot_etag_match("W/\"abc123\"", e), 1);
+	/* a list, the match anywhere in it, with or without spaces */
+	assert_int_equal(boot_etag_match("\"x\", \"abc123\"", e), 1);
+	assert_int_equal(boot_etag_match("\"x\",W/\"y\" ,  \"abc123\"", e), 1);
+	assert_int_equal(boot_etag_match("\"x\", \"y\"", e), 0);
+	/* a prefix or a longer tag is not the tag */
+	assert_int_equal(boot_etag_match("\"abc12\"", e), 0);
+	assert_int_equal(boot_etag_match("\"abc1234\"", e), 0);
+	assert_int_equal(boot_etag_match("abc123", e), 0);
+	/* malformed members end the list: no match after them */
+	assert_int_equal(boot_etag_match("\"x\" junk, \"abc123\"", e), 0);
+	assert_int_equal(boot_etag_match("\"abc123", e), 0);
+	assert_int_equal(boot_etag_match("\"x\", *", e), 0);
+}
+
 /* ---------------------------------------------------------------- Range */
 
 static void expect_range(const char *h, int64_t size, int want_rc, int64_t want_off,
@@ -350,16 +377,16 @@ static void test_hosts_render(void **state)
 {
 	(void)state;
 	struct dhcp_host h[] = {
-		{"52:54:00:00:00:03", "site-a", "10.0.0.3", "r01n03"},
-		{"52:54:00:00:00:01", NULL, NULL, NULL},
-		{"52:54:00:00:00:02", "site-a", NULL, "r01n02"},
-		{"52:54:00:00:00:09", "site,b", NULL, "x"},       /* comma: skipped */
-		{"52:54:00:00:00:08", "s", "10.0.0.8\nx", "x"},   /* newline: skipped */
-		{"52:54:00:00:00:07", "s", NULL, "bad host"},     /* space: skipped */
-		{"52:54:00:00:00:06", "", NULL, NULL},            /* empty field: skipped */
-		{"52:54:00:00:00:05,set:evil", NULL, NULL, NULL}, /* skipped */
-		{"52:54:00:00:00:04", "S_1.b", "10.0.0.4", "H-4"},
-		{NULL, "s", NULL, NULL}, /* no MAC: skipped */
+		{"52:54:00:00:00:03", "site-a", "10.0.0.3", "r01n03", NULL},
+		{"52:54:00:00:00:01", NULL, NULL, NULL, NULL},
+		{"52:54:00:00:00:02", "site-a", NULL, "r01n02", NULL},
+		{"52:54:00:00:00:09", "site,b", NULL, "x", NULL},       /* comma: skipped */
+		{"52:54:00:00:00:08", "s", "10.0.0.8\nx", "x", NULL},   /* newline: skipped */
+		{"52:54:00:00:00:07", "s", NULL, "bad host", NULL},     /* space: skipped */
+		{"52:54:00:00:00:06", "", NULL, NULL, NULL},            /* empty field: skipped */
+		{"52:54:00:00:00:05,set:evil", NULL, NULL, NULL, NULL}, /* skipped */
+		{"52:54:00:00:00:04", "S_1.b", "10.0.0.4", "H-4", NULL},
+		{NULL, "s", NULL, NULL, NULL}, /* no MAC: skipped */
 	};
 	char *s = dnsmasq_hosts_render(h, sizeof(h) / sizeof(h[0]));
 	ASSERT_EQ_STR(s, HOSTS_HEADER "52:54:00:00:00:01\n"
@@ -371,7 +398,7 @@ static void test_hosts_render(void **state)
 	char big[257];
 	memset(big, 'h', 256);
 	big[256] = 0;
-	struct dhcp_host b[] = {{"52:54:00:00:00:01", NULL, NULL, big}};
+	struct dhcp_host b[] = {{"52:54:00:00:00:01", NULL, NULL, big, NULL}};
 	s = dnsmasq_hosts_render(b, 1);
 	ASSERT_EQ_STR(s, HOSTS_HEADER);
 	free(s);
@@ -419,6 +446,90 @@ static void test_hosts_write(void **state)
 	ASSERT_EQ_INT(changed, 0);
 	char want[700];
 	snprintf(want, sizeof(want), "open %s/no/.hosts.tmp: No such file or directory", d);
+	ASSERT_EQ_STR(err, want);
+	rmtree(d);
+}
+
+static void test_hostsdir_sync(void **state)
+{
+	(void)state;
+	char *d = mktmp();
+	char dir[512], path[600], err[512];
+	snprintf(dir, sizeof(dir), "%s/hosts.d", d); /* made by the sync */
+	struct dhcp_host h[] = {
+		{.mac = "52:54:00:00:00:12", .node = "n2"},
+		{.mac = "52:54:00:00:00:01",
+		 .tag = "a",
+		 .ip = "10.0.0.1",
+		 .hostname = "n1",
+		 .node = "n1"},
+		{.mac = "52:54:00:00:00:11",
+		 .tag = "a",
+		 .ip = "10.0.0.2",
+		 .hostname = "n2",
+		 .node = "n2"},
+		{.mac = "52:54:00:00:00:99", .node = "bad/name"}, /* skipped */
+		{.mac = "52:54:00:00:00:98"},                     /* no node: skipped */
+	};
+	size_t written = 9, removed = 9;
+	ASSERT_OK(dnsmasq_hostsdir_sync(dir, h, 5, &written, &removed, err, sizeof(err)));
+	ASSERT_EQ_INT(written, 2);
+	ASSERT_EQ_INT(removed, 0);
+	snprintf(path, sizeof(path), "%s/n1.hosts", dir);
+	char *got = read_all(path);
+	ASSERT_EQ_STR(got, HOSTS_HEADER "52:54:00:00:00:01,set:a,10.0.0.1,n1\n");
+	free(got);
+	snprintf(path, sizeof(path), "%s/n2.hosts", dir);
+	got = read_all(path);
+	ASSERT_EQ_STR(got, HOSTS_HEADER "52:54:00:00:00:11,set:a,10.0.0.2,n2\n"
+					"52:54:00:00:00:12\n");
+	free(got);
+	/* an unchanged fleet writes nothing; a file that is not ours stays */
+	snprintf(path, sizeof(path), "%s/site.conf", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("52:54:00:00:00:77,10.0.0.77\n", f);
+	fclose(f);
+	ASSERT_OK(dnsmasq_hostsdir_sync(dir, h, 5, &written, &removed, err, sizeof(err)));
+	ASSERT_EQ_INT(written, 0);
+	ASSERT_EQ_INT(removed, 0);
+	/* n1 gone, n2's address changed: n1.hosts removed, n2.hosts rewritten */
+	struct dhcp_host h2[] = {
+		{.mac = "52:54:00:00:00:11",
+		 .tag = "a",
+		 .ip = "10.0.0.3",
+		 .hostname = "n2",
+		 .node = "n2"},
+		{.mac = "52:54:00:00:00:12", .node = "n2"},
+	};
+	ASSERT_OK(dnsmasq_hostsdir_sync(dir, h2, 2, &written, &removed, err, sizeof(err)));
+	ASSERT_EQ_INT(written, 1);
+	ASSERT_EQ_INT(removed, 1);
+	snprintf(path, sizeof(path), "%s/n1.hosts", dir);
+	ASSERT_EQ_INT(access(path, F_OK), -1);
+	snprintf(path, sizeof(path), "%s/n2.hosts", dir);
+	got = read_all(path);
+	ASSERT_EQ_STR(got, HOSTS_HEADER "52:54:00:00:00:11,set:a,10.0.0.3,n2\n"
+					"52:54:00:00:00:12\n");
+	free(got);
+	snprintf(path, sizeof(path), "%s/site.conf", dir);
+	ASSERT_EQ_INT(access(path, F_OK), 0);
+	/* a node whose name is a prefix of another's ("n2" and "n22") keeps its own file */
+	struct dhcp_host h3[] = {{.mac = "52:54:00:00:00:22", .node = "n22"},
+				 {.mac = "52:54:00:00:00:11", .node = "n2"}};
+	ASSERT_OK(dnsmasq_hostsdir_sync(dir, h3, 2, &written, &removed, err, sizeof(err)));
+	ASSERT_EQ_INT(written, 2);
+	ASSERT_EQ_INT(removed, 0);
+	/* nothing: every .hosts file removed */
+	ASSERT_OK(dnsmasq_hostsdir_sync(dir, NULL, 0, &written, &removed, err, sizeof(err)));
+	ASSERT_EQ_INT(written, 0);
+	ASSERT_EQ_INT(removed, 2);
+	/* a dir that cannot be made */
+	snprintf(path, sizeof(path), "%s/no/such/dir", d);
+	ASSERT_EQ_ERR(dnsmasq_hostsdir_sync(path, NULL, 0, &written, &removed, err, sizeof(err)),
+		      FP_EIO);
+	char want[700];
+	snprintf(want, sizeof(want), "dhcp hosts dir %s: No such file or directory", path);
 	ASSERT_EQ_STR(err, want);
 	rmtree(d);
 }
@@ -907,11 +1018,13 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mac_parse),
 		cmocka_unit_test(test_range_parse),
+		cmocka_unit_test(test_etag_match),
 		cmocka_unit_test(test_word_check),
 		cmocka_unit_test(test_script_ramdisk),
 		cmocka_unit_test(test_script_disk_unknown),
 		cmocka_unit_test(test_hosts_render),
 		cmocka_unit_test(test_hosts_write),
+		cmocka_unit_test(test_hostsdir_sync),
 		cmocka_unit_test(test_dnsmasq_reload),
 		cmocka_unit_test(test_image_store),
 		cmocka_unit_test(test_boot_token),

@@ -1,4 +1,4 @@
-/* layers: base core store driver engine controller api */
+/* layers: base core store driver engine boot controller api */
 /* test_serve_opts.c - the serve option table (src/cmd/serve_opts.c, included whole so the row
  * helpers can be reached; it needs only base): defaults, every kind of value from a config
  * file, bounds and their messages (the flag messages byte for byte as before the table), an
@@ -306,6 +306,61 @@ static void test_flags_override_file(void **state)
 	free(o);
 }
 
+/* expect_invalid: serve_opts_validate refuses o with a message holding want. */
+static void expect_invalid(const struct serve_opts *o, const char *want)
+{
+	char err[512] = "";
+	assert_int_equal(FP_EINVAL, serve_opts_validate(o, err, sizeof(err)));
+	if (!strstr(err, want))
+		fail_msg("serve_opts_validate: \"%s\", want it to hold \"%s\"", err, want);
+}
+
+static void test_validate(void **state)
+{
+	struct serve_opts *o = new_opts();
+	o->data_dir = "/tmp";
+	char err[512];
+	assert_int_equal(0, serve_opts_validate(o, err, sizeof(err)));
+	/* --boot-* without --boot-listen, --boot-timeout among them */
+	o->boot_timeout = 60;
+	expect_invalid(o, "the --boot-* options need --boot-listen");
+	o->boot_timeout = 0;
+	o->boot_url = "http://10.0.0.1:8080";
+	expect_invalid(o, "the --boot-* options need --boot-listen");
+	/* with --boot-listen: the boot service's own checks, named by option */
+	o->boot_listen = "10.0.0.1:8080";
+	assert_int_equal(0, serve_opts_validate(o, err, sizeof(err)));
+	o->boot_timeout = 60;
+	assert_int_equal(0, serve_opts_validate(o, err, sizeof(err)));
+	o->boot_url = "ftp://10.0.0.1";
+	expect_invalid(o, "--boot-url ftp://10.0.0.1: expected http://host:port");
+	o->boot_url = NULL;
+	o->boot_listen = "boot.example:8080";
+	expect_invalid(o, "--boot-listen boot.example:8080: the host must be an IP address");
+	o->boot_listen = "10.0.0.1:99999";
+	expect_invalid(o, "--boot-listen 10.0.0.1:99999: bad port");
+	o->boot_listen = "10.0.0.1:8080";
+	o->boot_kernel = "../vmlinuz";
+	expect_invalid(o, "--boot-kernel: ");
+	o->boot_kernel = NULL;
+	o->boot_kernel_args = "console=ttyS0 $x";
+	expect_invalid(o, "--boot-kernel-args: printable ASCII");
+	o->boot_kernel_args = NULL;
+	o->boot_dnsmasq_pid = "/run/dnsmasq.pid";
+	expect_invalid(o, "--boot-dnsmasq-pid needs --boot-dhcp-hosts");
+	o->boot_dnsmasq_pid = NULL;
+	/* the Slurm conf files */
+	o->slurm_gres_conf = "/etc/slurm/gres.conf";
+	expect_invalid(o, "need --slurm");
+	o->slurm = 1;
+	expect_invalid(o, "--slurm-gres-conf needs --slurm-nodes-conf");
+	o->slurm_nodes_conf = "nodes.conf";
+	expect_invalid(o, "--slurm-nodes-conf: \"nodes.conf\" is not an absolute path");
+	o->slurm_nodes_conf = "/etc/slurm/nodes.conf";
+	assert_int_equal(0, serve_opts_validate(o, err, sizeof(err)));
+	free(o);
+}
+
 static void test_check(void **state)
 {
 	struct serve_opts *o = new_opts();
@@ -332,6 +387,10 @@ static void test_check(void **state)
 	assert_int_equal(2, serve_opts_check(o));
 	o->listen = "nocolon";
 	assert_int_equal(2, serve_opts_check(o));
+	o->listen = "127.0.0.1:0";
+	o->boot_timeout = 30; /* without --boot-listen */
+	assert_int_equal(2, serve_opts_check(o));
+	o->boot_timeout = 0;
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
@@ -350,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_nothing_half_applies),
 		cmocka_unit_test(test_flags_override_file),
 		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_validate),
 		cmocka_unit_test(test_flag_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

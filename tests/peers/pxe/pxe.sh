@@ -20,8 +20,10 @@
 # PXE_BMC_USER (admin), PXE_BMC_PASSWORD (password).
 #
 # Network: bridge fpbr0 10.77.0.1/24 and fd77::1/64 in $PXE_NS. dnsmasq: DHCP range
-# 10.77.0.100-150 (1 h leases) plus `dhcp-hostsfile=$PXE_DHCP_HOSTS` ($PXE_DIR/dhcp-hosts;
-# lines `MAC,IP[,NAME]`; write it, then pxe_dhcp_reload = SIGHUP dnsmasq), iPXE clients
+# 10.77.0.100-150 (1 h leases) plus `dhcp-hostsdir=$PXE_DHCP_HOSTSDIR` ($PXE_DIR/dhcp-hosts.d;
+# files of lines `MAC,IP[,NAME]`, re-read by inotify as each is written: no signal, since
+# dnsmasq 2.90 can segfault on the SIGHUP that re-reads a dhcp-hostsfile once a lease was given
+# to a client that sent an FQDN, option 81), iPXE clients
 # (option 175) get TFTP boot.ipxe ($PXE_DIR/tftp/boot.ipxe), RA for fd77::/64 (ra-only; without
 # it iPXE waits ~13 s), log $PXE_DIR/dnsmasq.log, leases $PXE_DIR/leases.
 #
@@ -107,10 +109,9 @@ pxe_up() {
 	PXE_DIR=$(cd "$PXE_DIR" && pwd)
 	case $PXE_DIR in *[[:space:]\"\'\\]*) pxe_log "PXE_DIR must not contain spaces or quotes"; return 1 ;; esac
 	export PXE_NS PXE_DIR PXE_BOOT_URL PXE_VM_MEM PXE_DISK_MB PXE_BMC_USER PXE_BMC_PASSWORD
-	PXE_DHCP_HOSTS=$PXE_DIR/dhcp-hosts
-	export PXE_DHCP_HOSTS PXE_BRIDGE PXE_BRIDGE_IP
-	mkdir -p "$PXE_DIR/tftp" "$PXE_DIR/vms" "$PXE_DIR/pids"
-	: >"$PXE_DHCP_HOSTS"
+	PXE_DHCP_HOSTSDIR=$PXE_DIR/dhcp-hosts.d
+	export PXE_DHCP_HOSTSDIR PXE_BRIDGE PXE_BRIDGE_IP
+	mkdir -p "$PXE_DIR/tftp" "$PXE_DIR/vms" "$PXE_DIR/pids" "$PXE_DHCP_HOSTSDIR"
 	ip netns add "$PXE_NS" || return 1
 	pxe_exec ip link set lo up &&
 		pxe_exec ip link add "$PXE_BRIDGE" type bridge &&
@@ -124,7 +125,7 @@ user=root
 interface=$PXE_BRIDGE
 bind-interfaces
 dhcp-range=10.77.0.100,10.77.0.150,255.255.255.0,1h
-dhcp-hostsfile=$PXE_DHCP_HOSTS
+dhcp-hostsdir=$PXE_DHCP_HOSTSDIR
 dhcp-option=option:router,$PXE_BRIDGE_IP
 dhcp-match=set:ipxe,175
 dhcp-boot=tag:ipxe,boot.ipxe
@@ -141,8 +142,10 @@ CONF
 	pxe_log "up: netns $PXE_NS, dir $PXE_DIR, boot URL $PXE_BOOT_URL"
 }
 
-pxe_dhcp_reload() { # after editing $PXE_DHCP_HOSTS
-	kill -HUP "$(cat "$PXE_DIR/pids/dnsmasq")"
+pxe_dhcp_host() { # FILE LINE...: $PXE_DHCP_HOSTSDIR/FILE holds the lines (written whole)
+	local f=$1
+	shift
+	printf '%s\n' "$@" >"$PXE_DHCP_HOSTSDIR/.$f.tmp" && mv "$PXE_DHCP_HOSTSDIR/.$f.tmp" "$PXE_DHCP_HOSTSDIR/$f"
 }
 
 pxe_spawn() { # NAME CMD...: CMD in the netns, in the background; pid in $PXE_DIR/pids/NAME

@@ -76,8 +76,7 @@ pxe_spawn stub /usr/bin/python3 "$repo/tests/peers/pxe/stub_server.py" --listen 
 	{ bad "stub server"; exit 1; }
 pxe_vm_add vm1 "$M1" || { bad "pxe_vm_add vm1"; exit 1; }
 pxe_vm_add vm2 "$M2" || { bad "pxe_vm_add vm2"; exit 1; }
-printf '%s,10.77.0.11,vm1\n%s,10.77.0.12,vm2\n' "$M1" "$M2" >"$PXE_DHCP_HOSTS"
-pxe_dhcp_reload
+pxe_dhcp_host vms "$M1,10.77.0.11,vm1" "$M2,10.77.0.12,vm2"
 
 event() { # ROUTE NODE [JSON-FRAGMENT]: the stub logged that route for NODE (status 200)
 	grep -F "\"route\": \"$1\", \"node\": \"$2\", \"status\": 200" "$PXE_DIR/events.log" 2>/dev/null |
