@@ -128,10 +128,12 @@ FUZZ_SECONDS ?= 30
 fuzz:
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
-# Everything CI runs: style and include rules first, the normal suite, the threaded suites under
-# TSan, the whole suite again under ASan+UBSan, the fuzzers.
+# Everything CI runs: style and include rules first, the normal suite, the slow tier (real VMs;
+# CI runs as root), the threaded suites under TSan, the whole suite again under ASan+UBSan, the
+# fuzzers.
 check: style check-layers
 	$(MAKE) test
+	$(MAKE) slow
 	$(MAKE) tsan
 	$(MAKE) san
 	$(MAKE) fuzz

@@ -4,8 +4,8 @@
 # on) and OUTDIR/initrd.img (gzip'd newc cpio). No root needed.
 #
 # The initrd holds: busybox (the static one, /usr/bin/busybox from busybox-static) with its
-# applet links; /init (scripts/boot/ramdisk-init) and /usr/bin/fp-sh-agent
-# (scripts/boot/sh-agent); the modules for qemu's e1000 and virtio-net NICs, virtio-blk, ATA
+# applet links; /init (scripts/boot/ramdisk-init), which runs `fleetplane agent inspect|deploy`;
+# the modules for qemu's e1000 and virtio-net NICs, virtio-blk, ATA
 # (ahci, ata_piix) + sd_mod, vfat with its code pages, and their dependencies (modinfo -F
 # depends), loaded in order from /lib/modules/load-order; the fleetplane binary (PATH, default
 # ./fleetplane, stripped) with every library ldd lists and the dynamic loader; lspci with
@@ -63,7 +63,6 @@ if [ -f /usr/share/misc/pci.ids ]; then
 fi
 
 install -m 0755 "$here/boot/ramdisk-init" "$root/init"
-install -m 0755 "$here/boot/sh-agent" "$root/usr/bin/fp-sh-agent"
 install -m 0644 "$here/boot/guest-lib.sh" "$root/etc/fp-lib.sh"
 install -m 0644 "$here/boot/jget.awk" "$root/etc/fp-jget.awk"
 echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"

@@ -1,4 +1,4 @@
-# guest-lib.sh - shell functions shared by the ramdisk's /init, its shell agent and the OS image's
+# guest-lib.sh - shell functions shared by the ramdisk's /init and the OS image's
 # /init (busybox ash; installed as /etc/fp-lib.sh). See ../build-ramdisk.sh.
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export PATH

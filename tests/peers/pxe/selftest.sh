@@ -4,8 +4,8 @@
 #   builds the ramdisk (scripts/build-ramdisk.sh) and os.img (scripts/build-os-image.sh),
 #   brings the PXE test bed up (pxe.sh) with stub_server.py as the boot server, then
 #   (c)+(a) `ipmitool chassis bootdev pxe` + `power on` through vm1's ipmi_sim: qemu PXE-boots
-#       the ramdisk, whose /init runs `fleetplane version` and the shell agent (inspect, then
-#       deploy: os.img streamed to /dev/vda, meta-data written to CIDATA) against the stub;
+#       the ramdisk, whose /init runs `fleetplane version` and `fleetplane agent inspect`, then
+#       `agent deploy` (os.img streamed to /dev/vda, meta-data written to CIDATA) against the stub;
 #   (c) `power off` stops qemu (power status off, no qemu process left);
 #   (b) `bootdev disk` + `power on`: os.img boots from the disk the ramdisk wrote; its init
 #       POSTs /boot/booted with the token from that meta-data;
@@ -13,8 +13,7 @@
 #       (boot device disk), its init POSTs /boot/booted with that token;
 #   ctl.log of vm1 holds the BMC calls in order. Prints the timings.
 # Environment: FLEETPLANE (./fleetplane), FP_BOOT_CACHE (build/boot-cache: the kernel .deb),
-# PXE_KEEP=1 keeps $PXE_DIR after the run, FP_SELFTEST_AGENT=c makes vm1's ramdisk run
-# `fleetplane agent inspect|deploy` instead of the shell agent (default sh).
+# PXE_KEEP=1 keeps $PXE_DIR after the run.
 # Takes ~65 s on 2 cores (TCG), the first run ~2 s more (kernel download).
 set -uo pipefail
 cd "$(dirname "$0")/../../.." || exit 1
@@ -31,8 +30,6 @@ done
 FLEETPLANE=${FLEETPLANE:-./fleetplane}
 [ -x "$FLEETPLANE" ] || skip "no fleetplane binary at $FLEETPLANE (make fleetplane)"
 export FP_BOOT_CACHE=${FP_BOOT_CACHE:-$repo/build/boot-cache}
-agent_field=,sh
-[ "${FP_SELFTEST_AGENT:-sh}" = c ] && agent_field=""
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -72,7 +69,7 @@ t_os_build=$(since "$t")
 pxe_up || { bad "pxe_up"; exit 1; }
 M1=52:54:00:77:00:01 M2=52:54:00:77:00:02
 pxe_spawn stub /usr/bin/python3 "$repo/tests/peers/pxe/stub_server.py" --listen "$PXE_BRIDGE_IP:7070" \
-	--files "$files" --events "$PXE_DIR/events.log" --node "vm1,$M1,tok-vm1$agent_field" --node "vm2,$M2,tok-vm2" ||
+	--files "$files" --events "$PXE_DIR/events.log" --node "vm1,$M1,tok-vm1" --node "vm2,$M2,tok-vm2" ||
 	{ bad "stub server"; exit 1; }
 pxe_vm_add vm1 "$M1" || { bad "pxe_vm_add vm1"; exit 1; }
 pxe_vm_add vm2 "$M2" || { bad "pxe_vm_add vm2"; exit 1; }
@@ -115,7 +112,7 @@ check "the stub accepted the inventory (QEMU, eth0 with vm1's MAC, /dev/vda)" \
 	sh -c "grep '\"route\": \"inspect\"' '$PXE_DIR/events.log' | grep -q '\"manufacturer\": \"fleetplane-test\".*\"mac\": \"$M1\".*\"path\": \"/dev/vda\"'"
 check "ramdisk finished deploy" pxe_vm_wait_console vm1 'fleetplane-ramdisk: (deploy ok|FAILED)' 120
 grep -aq 'fleetplane-ramdisk: deploy ok' "$con" || {
-	bad "ramdisk says: $(grep -a 'FAILED\|fp-sh-agent' "$con" | tail -n2)"
+	bad "ramdisk says: $(grep -a 'FAILED' "$con" | tail -n2)"
 	exit 1
 }
 t_deploy=$(since "$t")

@@ -3,11 +3,10 @@
 PXE harness's self-test (tests/peers/pxe/selftest.sh); not the real server.
 
   stub_server.py --listen 10.77.0.1:7070 --files DIR --events FILE
-                 --node NAME,MAC,TOKEN[,sh] [--node ...] [--image os.img] [--pidfile FILE]
+                 --node NAME,MAC,TOKEN [--node ...] [--image os.img] [--pidfile FILE]
 
 Per node it keeps a phase: "provision" (GET /boot/ipxe answers the ramdisk script) until a
-POST /boot/deployed with ok=true, then "disk" (GET /boot/ipxe answers `exit`). A 4th field "sh"
-adds fleetplane.agent=sh to the kernel command line (the ramdisk's shell agent).
+POST /boot/deployed with ok=true, then "disk" (GET /boot/ipxe answers `exit`).
 Routes: GET /boot/ipxe?mac=M, GET|HEAD /boot/files/NAME (ETag, no Range), POST /boot/inspect,
 GET /boot/deploy?node=N&token=T, POST /boot/deployed, POST /boot/booted. A wrong token -> 403
 {"error":...}. Every request that reaches a route is appended to FILE as one JSON line
@@ -38,12 +37,11 @@ class State:
         self.nodes = {}  # name -> dict
         for spec in args.node:
             parts = spec.split(",")
-            if len(parts) not in (3, 4):
-                sys.exit("--node NAME,MAC,TOKEN[,sh]")
+            if len(parts) != 3:
+                sys.exit("--node NAME,MAC,TOKEN")
             self.nodes[parts[0]] = {
                 "mac": parts[1].lower(),
                 "token": parts[2],
-                "agent": parts[3] if len(parts) == 4 else "",
                 "phase": "provision",
             }
         self.sha = {}
@@ -131,15 +129,14 @@ class Handler(BaseHTTPRequestHandler):
             st.log("ipxe", name, 200, {"mac": q.get("mac"), "phase": n["phase"]})
             if n["phase"] != "provision":
                 return self.reply(200, "#!ipxe\necho fleetplane: %s boots from disk\nexit\n" % name, "text/plain")
-            extra = " fleetplane.agent=sh" if n["agent"] == "sh" else ""
             script = (
                 "#!ipxe\n"
                 "kernel %(u)s/boot/files/vmlinuz console=ttyS0 panic=-1 fleetplane.url=%(u)s "
                 "fleetplane.node=%(n)s fleetplane.token=%(t)s fleetplane.mac=${net0/mac} "
                 "fleetplane.ip=${net0/ip} fleetplane.netmask=${net0/netmask} "
-                "fleetplane.gateway=${net0/gateway}%(x)s\n"
+                "fleetplane.gateway=${net0/gateway}\n"
                 "initrd %(u)s/boot/files/initrd.img\n"
-                "boot\n" % {"u": st.url, "n": name, "t": n["token"], "x": extra}
+                "boot\n" % {"u": st.url, "n": name, "t": n["token"]}
             )
             return self.reply(200, script, "text/plain")
         if u.path.startswith("/boot/files/"):
