@@ -230,9 +230,6 @@ static int visit_mac(void *arg, const struct node *n)
 	return 0;
 }
 
-/* The step a report of kind k is for, and whether op has not gone past it. */
-static const char *const report_step[] = {"wait_inspection", "wait_deploy", "wait_disk_boot"};
-
 /* The node's network-boot operation in flight (store reads), or NULL with why. */
 static int boot_op(struct boot_server *b, const char *name, struct node **np,
 		   struct operation **opp, char *why, size_t whylen)
@@ -621,10 +618,10 @@ static enum MHD_Result h_report(struct boot_server *b, struct MHD_Connection *c,
 			rep = json_pack("{s:s}", "bootId", id);
 		}
 	}
-	if (!code && !operation_at_or_before(op, report_step[kind])) {
+	if (!code && !operation_at_or_before(op, netboot_report_step((int)kind))) {
 		code = 409;
 		snprintf(why, sizeof(why), "operation %s of node %s is past %s (at %s)", op->id,
-			 n->name, report_step[kind],
+			 n->name, netboot_report_step((int)kind),
 			 op->step < op->nsteps ? op->steps[op->step] : "(done)");
 	} else if (!code && kind == BOOT_DISK_BOOTED && operation_at_or_before(op, "wait_deploy")) {
 		/* the written system exists only once the deploy is done: a boot report before

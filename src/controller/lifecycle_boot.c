@@ -151,10 +151,6 @@ static void boot_report_free(struct boot_report *r)
 	free(r);
 }
 
-/* The step each report belongs to: a report is taken only while the operation is at or
- * before it (a late inspection report after the deploy is ignored). */
-static const char *const report_step[] = {"wait_inspection", "wait_deploy", "wait_disk_boot"};
-
 static void boot_report_task(void *arg)
 {
 	struct boot_report *r = arg;
@@ -166,7 +162,7 @@ static void boot_report_task(void *arg)
 		if (rc < 0 || strcmp(op->node, r->node) != 0 || op_state_terminal(op->state) ||
 		    !json_is_object(json_object_get(op->params, "networkBoot")) ||
 		    json_object_get(op->params, key) ||
-		    !operation_at_or_before(op, report_step[r->kind])) {
+		    !operation_at_or_before(op, netboot_report_step((int)r->kind))) {
 			log_info("lifecycle: boot report ignored (operation not waiting for it) "
 				 "node=%s op=%s report=%s",
 				 r->node, r->op_id, key);

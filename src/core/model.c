@@ -627,6 +627,12 @@ char *node_workload_jobs_text(const struct node_workload *w, char *out, size_t o
 	return out;
 }
 
+const char *netboot_report_step(int kind)
+{
+	static const char *const step[] = {"wait_inspection", "wait_deploy", "wait_disk_boot"};
+	return kind >= 0 && kind < 3 ? step[kind] : NULL;
+}
+
 int operation_at_or_before(const struct operation *op, const char *step)
 {
 	for (size_t i = op->step; i < op->nsteps; i++)

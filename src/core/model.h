@@ -354,4 +354,12 @@ struct operation *operation_dup(const struct operation *op);
  * step may still be taken), 0 once the operation has gone past it or has no such step. */
 int operation_at_or_before(const struct operation *op, const char *step);
 
+/* The lifecycle step a network-boot report is for (docs/provisioning.md "The callbacks"): kind
+ * 0 = the inspection ramdisk's inventory ("wait_inspection"), 1 = the deploy ramdisk's result
+ * ("wait_deploy"), 2 = the written system's boot ("wait_disk_boot") - the values of
+ * boot_report_kind (boot/boot_server.h) and lifecycle_boot_kind (controller/lifecycle.h). A
+ * report is taken only while its operation is at or before that step. A static string; NULL
+ * for any other kind. */
+const char *netboot_report_step(int kind);
+
 #endif
