@@ -129,37 +129,11 @@ CTL
 	chmod 0755 "$dir/chassis_control"
 }
 
+. "$(dirname "${BASH_SOURCE[0]}")/bmc-conf.sh"
+
 write_conf() {
-	local dir=$1 port=$2 pw=$3
-	# lan.conf holds the password (ipmi_sim reads it from there): keep it 0600.
-	(
-		umask 077
-		cat >"$dir/lan.conf" <<CONF
-name "bmc0"
-set_working_mc 0x20
-  startlan 1
-    addr 127.0.0.1 $port
-    priv_limit admin
-    allowed_auths_callback none md2 md5 straight
-    allowed_auths_user none md2 md5 straight
-    allowed_auths_operator none md2 md5 straight
-    allowed_auths_admin none md2 md5 straight
-    guid a123456789abcdefa123456789abcd00
-  endlan
-  user 2 true  "admin" "$pw" admin 10 none md2 md5 straight
-  chassis_control "$dir/chassis_control 0x20"
-CONF
-	)
-	# One BMC (manufacturer 0x0f02... per mc_add), a SEL, and one SEL entry: a system event
-	# record (type 0x02) from generator 0x20, sensor type 0x01 (temperature) sensor #1, event
-	# type 0x01 (threshold), data 0x5a (IPMI 2.0 section 32.1).
-	cat >"$dir/sim.emu" <<EMU
-mc_setbmc 0x20
-mc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr
-sel_enable 0x20 1000 0x0a
-sel_add 0x20 0x02 0x00 0x00 0x00 0x00 0x20 0x00 0x04 0x01 0x01 0x01 0x5a 0x00 0x00
-mc_enable 0x20
-EMU
+	ipmisim_lan_conf "$1" bmc0 "$2" admin "$3" a123456789abcdefa123456789abcd00
+	ipmisim_emu "$1" 1
 }
 
 answers() { # dir port: one ipmitool mc info with the password from the environment

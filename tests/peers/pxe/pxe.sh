@@ -50,6 +50,8 @@
 # Gotchas kept in mind (recipe): `ip netns exec NS cmd &` gives no usable pid, so every daemon
 # writes its own pid file; busybox wget -T segfaults; poll `get power` after an off before an on.
 
+. "$(dirname "${BASH_SOURCE[0]}")/../ipmi_sim/bmc-conf.sh"
+
 PXE_BRIDGE=fpbr0
 PXE_BRIDGE_IP=10.77.0.1
 
@@ -195,31 +197,9 @@ UUID=$(printf '%s' "$name" | md5sum | sed 's/^\(.\{8\}\)\(.\{4\}\)\(.\{4\}\)\(.\
 SERIAL=FPVM-$name
 ENV
 	pxe_write_ctl "$d"
-	(
-		umask 077
-		cat >"$d/lan.conf" <<CONF
-name "$name"
-set_working_mc 0x20
-  startlan 1
-    addr 127.0.0.1 $port
-    priv_limit admin
-    allowed_auths_callback none md2 md5 straight
-    allowed_auths_user none md2 md5 straight
-    allowed_auths_operator none md2 md5 straight
-    allowed_auths_admin none md2 md5 straight
-    guid a123456789abcdefa123456789ab$(printf '%04x' "$idx")
-  endlan
-  serial 15 127.0.0.1 $((port + 100)) codec VM
-  user 2 true  "$PXE_BMC_USER" "$PXE_BMC_PASSWORD" admin 10 none md2 md5 straight
-  chassis_control "$d/chassis_control 0x20"
-CONF
-	)
-	cat >"$d/sim.emu" <<EMU
-mc_setbmc 0x20
-mc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr
-sel_enable 0x20 1000 0x0a
-mc_enable 0x20
-EMU
+	ipmisim_lan_conf "$d" "$name" "$port" "$PXE_BMC_USER" "$PXE_BMC_PASSWORD" \
+		"a123456789abcdefa123456789ab$(printf '%04x' "$idx")" "serial 15 127.0.0.1 $((port + 100)) codec VM"
+	ipmisim_emu "$d"
 	pxe_spawn "bmc-$name" ipmi_sim -c "$d/lan.conf" -f "$d/sim.emu" -s "$d/state" -n || return 1
 	for i in $(seq 1 100); do
 		pxe_vm_ipmitool "$name" mc info >/dev/null 2>&1 && return 0
