@@ -1156,6 +1156,84 @@ static void test_nvml_recovery_action(void **state)
 	free(bin);
 }
 
+/* Captured tool output that holds the tool's own failure is a failed probe, as when the tool
+ * is run and exits non-zero (issue 16, "GPU signals" 3): each detector not live, ProbeFailed,
+ * its message the tool's line - ibstat's "ibpanic:" after a healthy CA (gpud #752), dcgmi's
+ * "Error: ..." (nv-hostengine down) and nvidia-smi's "GPU is lost" (marian-nmt/marian#251).
+ * Before the fix: ibstat live "ok" (one healthy port), dcgm and nvidia-smi "Unparseable".
+ * And a whole H100 output whose GPU 0 ECC Mode is unreadable is "unknown", never "8 notices,
+ * no fault" (issue 16, "GPU signals" 2; it was "ok"). */
+static void test_tool_failure_in_files(void **state)
+{
+	(void)state;
+	char *dir = mktmp(), *tmp = mktmp();
+	struct agent_config c;
+	base_cfg(&c, dir, NULL);
+	char *ib = xasprintf("%s/tests/data/ibstat/ibstat-partial-ibpanic-gpud-752.txt", srcdir());
+	char *dc = xasprintf("%s/tests/data/dcgm/dcgmi-hostengine-down.txt", srcdir());
+	char *smi = xasprintf("%s/smi.txt", tmp);
+	static const char lost[] = "Unable to determine the device handle for GPU 0000:03:00.0: "
+				   "GPU is lost.  Reboot the system to recover this GPU\n";
+	write_file(smi, lost, strlen(lost), "w");
+	c.ibstat = ib;
+	c.dcgmi = dc;
+	c.nvidia_smi = smi;
+	struct fake *f = fake_new();
+	struct agent *a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	static const struct {
+		enum agent_det d;
+		const char *msg;
+	} want[] = {
+		{AGENT_DET_IBSTAT, "ibstat failed: ibpanic: [1323906] main: stat of IB device "
+				   "'mlx5_8' failed: No such file or directory"},
+		{AGENT_DET_DCGM, "dcgmi failed: Error: unable to establish a connection to the "
+				 "specified host: localhost"},
+		{AGENT_DET_NVSMI, "nvidia-smi failed: Unable to determine the device handle for GPU "
+				  "0000:03:00.0: GPU is lost.  Reboot the system to recover this GPU"},
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct agent_det_state *st = agent_detector(a, want[i].d);
+		assert_int_equal(st->live, 0);
+		assert_string_equal(st->status, "unknown");
+		assert_string_equal(st->reason, "ProbeFailed");
+		assert_string_equal(st->message, want[i].msg);
+	}
+	agent_free(a);
+	fake_free(f);
+
+	/* every GPU's notices, GPU 0's ECC Mode unreadable: unknown, not "8 notices" */
+	size_t len;
+	char *h100 = xasprintf("%s/tests/data/nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt", srcdir());
+	char *txt = read_all(h100, &len);
+	char *at = strstr(txt, "Current                           : Enabled");
+	assert_non_null(at);
+	char *edited = xasprintf("%.*sCurrent                           : [Unknown Error]%s",
+				 (int)(at - txt), txt,
+				 at + strlen("Current                           : Enabled"));
+	write_file(smi, edited, strlen(edited), "w");
+	c.ibstat = NULL;
+	c.dcgmi = NULL;
+	f = fake_new();
+	a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	const struct agent_det_state *st = agent_detector(a, AGENT_DET_NVSMI);
+	assert_int_equal(st->live, 1);
+	assert_string_equal(st->status, "unknown");
+	agent_free(a);
+	fake_free(f);
+	free(edited);
+	free(txt);
+	free(h100);
+	free(ib);
+	free(dc);
+	free(smi);
+	rm_rf(dir);
+	rm_rf(tmp);
+	free(dir);
+	free(tmp);
+}
+
 /* NVML runs in a child under the probe timeout: a stand-in whose nvmlInit_v2 never returns
  * makes the detector ProbeTimeout with the event probe_timeout:nvml (once per episode), and
  * the agent goes on; the working stand-in gives its GPU (bus 0000:9b:00.0, index 0) to the
@@ -2259,6 +2337,7 @@ int main(void)
 		cmocka_unit_test(test_nvml_absent),
 		cmocka_unit_test(test_nvml_timeout),
 		cmocka_unit_test(test_nvml_recovery_action),
+		cmocka_unit_test(test_tool_failure_in_files),
 		cmocka_unit_test(test_gpu_reset),
 		cmocka_unit_test(test_boot_change_same_ids),
 		cmocka_unit_test(test_finding_episodes),

@@ -1207,6 +1207,76 @@ static void test_tool_error_in_file(void **state)
 	free(xml);
 }
 
+/* Cut or failed tool output read from a file is a failed probe (issue 16, "GPU signals" 3):
+ * ibstat's own "ibpanic:" line after the CAs it printed (the real output quoted in gpud #752)
+ * is FP_EIO, never a short healthy report; dcgmi's "Error: ..." lines (nv-hostengine down)
+ * likewise. Before the fix the ibstat text parsed (0) with one healthy port, and the dcgmi
+ * text was merely "not a report". */
+static void test_tool_failure_lines(void **state)
+{
+	struct ibstat_report r;
+	char err[256] = "";
+	size_t len;
+	char *buf = slurp("ibstat/ibstat-partial-ibpanic-gpud-752.txt", &len);
+	(void)state;
+	assert_int_equal(ibstat_parse(buf, len, &r, err, sizeof(err)), FP_EIO);
+	assert_string_equal(err, "ibstat failed: ibpanic: [1323906] main: stat of IB device "
+				 "'mlx5_8' failed: No such file or directory");
+	/* the same output without its last line is a whole, healthy report */
+	assert_int_equal(ibstat_parse(buf, (size_t)(strstr(buf, "ibpanic") - buf), &r, err,
+				      sizeof(err)),
+			 0);
+	assert_int_equal(r.nports, 1);
+	free(buf);
+
+	buf = slurp("dcgm/dcgmi-hostengine-down.txt", &len);
+	assert_int_equal(dcgm_tool_error(buf, len, err, sizeof(err)), 1);
+	assert_string_equal(err, "dcgmi failed: Error: unable to establish a connection to the "
+				 "specified host: localhost");
+	free(buf);
+	buf = slurp("dcgm/dcgmi-health-c-j-healthy-dcgm4.json", &len);
+	assert_int_equal(dcgm_tool_error(buf, len, err, sizeof(err)), 0);
+	free(buf);
+	buf = slurp("dcgm/dcgmi-diag-r3-8xh100-fabricmanager-down-cuinit-fail.txt", &len);
+	assert_int_equal(dcgm_tool_error(buf, len, err, sizeof(err)), 0);
+	free(buf);
+}
+
+/* RoCE: an Ethernet link-layer port of an RDMA adapter that goes down is a network finding
+ * (roce:port_down), unless the node says its Ethernet ports are not fabric
+ * (IBSTAT_ETHERNET_NOT_FABRIC, agent --ethernet-not-fabric). The real H100 "some down" sample
+ * has three Ethernet ports Down / Disabled (ports the node does not use: no finding); mlx5_2's
+ * Physical state edited by hand to Polling (no link while enabled). Before the fix Ethernet
+ * ports were skipped: 0 findings. */
+static void test_ibstat_roce(void **state)
+{
+	struct ibstat_report r;
+	struct agent_finding f[MAXF];
+	char err[256] = "";
+	size_t len;
+	int unknown = -1;
+	char *buf = slurp("ibstat/ibstat-h100-some-down.txt", &len);
+	char *v;
+	(void)state;
+	assert_int_equal(ibstat_parse(buf, len, &r, err, sizeof(err)), 0);
+	assert_int_equal(ibstat_findings(&r, f, MAXF, &unknown), 0);
+	assert_int_equal(unknown, 0);
+	v = replace1(strstr(buf, "CA 'mlx5_2'"), "Physical state: Disabled",
+		     "Physical state: Polling");
+	assert_int_equal(ibstat_parse(v, strlen(v), &r, err, sizeof(err)), 0);
+	assert_int_equal(ibstat_findings(&r, f, MAXF, &unknown), 1);
+	assert_string_equal(f[0].code, "roce:port_down");
+	assert_string_equal(f[0].source, "ibstat");
+	assert_string_equal(f[0].key, "mlx5_2/1/Down");
+	assert_string_equal(f[0].message,
+			    "RoCE (Ethernet) port mlx5_2/1: State Down, Physical state Polling");
+	assert_int_equal(ibstat_findings_flags(&r, IBSTAT_ETHERNET_NOT_FABRIC, f, MAXF, &unknown),
+			 0);
+	assert_int_equal(unknown, 0);
+	free(v);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1233,6 +1303,8 @@ int main(void)
 		cmocka_unit_test(test_recovery_action),
 		cmocka_unit_test(test_placeholders),
 		cmocka_unit_test(test_tool_error_in_file),
+		cmocka_unit_test(test_tool_failure_lines),
+		cmocka_unit_test(test_ibstat_roce),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
