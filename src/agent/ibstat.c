@@ -47,8 +47,11 @@ int ibstat_parse(const char *buf, size_t len, struct ibstat_report *out, char *e
 		line[n] = '\0';
 		pos = end + 1;
 		agent_text_trim(line);
-		if (strncmp(line, "ibpanic:", 8) == 0)
+		if (strncmp(line, "ibpanic:", 8) == 0) {
+			/* refused whole: no ports from a run that failed */
+			memset(out, 0, sizeof(*out));
 			return fp_errf(FP_EIO, err, errlen, "ibstat failed: %s", line);
+		}
 		if (strncmp(line, "CA '", 4) == 0) {
 			char *q = strchr(line + 4, '\'');
 			if (q)
@@ -125,7 +128,8 @@ size_t ibstat_findings_flags(const struct ibstat_report *r, unsigned flags,
 		snprintf(f->code, sizeof(f->code), "%s", eth ? "roce:port_down" : "ib:port_down");
 		f->gpu_index = -1;
 		snprintf(f->key, sizeof(f->key), "%s/%d/%s", p->ca, p->port, p->state);
-		snprintf(f->message, sizeof(f->message), "%s port %s/%d: State %s, Physical state %s",
+		snprintf(f->message, sizeof(f->message),
+			 "%s port %s/%d: State %s, Physical state %s",
 			 eth ? "RoCE (Ethernet)" : "InfiniBand", p->ca, p->port, p->state,
 			 p->phys_state);
 	}
