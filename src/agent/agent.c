@@ -337,9 +337,11 @@ static void ag_probe_ibstat(struct agent *a, struct agent_finding *f, size_t *nf
 				  prc == FP_EIO ? "ProbeFailed" : "Unparseable", "%s", err);
 		} else {
 			int unknown = 0;
-			size_t n = ibstat_findings_flags(
-				r, a->cfg.ethernet_not_fabric ? IBSTAT_ETHERNET_NOT_FABRIC : 0,
-				f + *nf, AG_DET_ROOM - 1, &unknown);
+			size_t n = ibstat_findings_flags(r,
+							 a->cfg.ethernet_not_fabric
+								 ? IBSTAT_ETHERNET_NOT_FABRIC
+								 : 0,
+							 f + *nf, AG_DET_ROOM - 1, &unknown);
 			*nf += n;
 			ag_set_result(a, AGENT_DET_IBSTAT, f + *nf - n, n, unknown);
 		}

@@ -1189,8 +1189,9 @@ static void test_tool_failure_in_files(void **state)
 				   "'mlx5_8' failed: No such file or directory"},
 		{AGENT_DET_DCGM, "dcgmi failed: Error: unable to establish a connection to the "
 				 "specified host: localhost"},
-		{AGENT_DET_NVSMI, "nvidia-smi failed: Unable to determine the device handle for GPU "
-				  "0000:03:00.0: GPU is lost.  Reboot the system to recover this GPU"},
+		{AGENT_DET_NVSMI,
+		 "nvidia-smi failed: Unable to determine the device handle for GPU "
+		 "0000:03:00.0: GPU is lost.  Reboot the system to recover this GPU"},
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		const struct agent_det_state *st = agent_detector(a, want[i].d);
