@@ -150,10 +150,11 @@ static int ag_probe_nvlink(struct agent *a, struct agent_finding *f, size_t *n, 
 		goto out;
 	struct nvsmi_nvlink_report *r = xcalloc(1, sizeof(*r));
 	char err[512];
-	if (nvsmi_nvlink_status_parse(b.data, b.len, r, err, sizeof(err)) < 0) {
-		*reason = "Unparseable";
+	int prc = nvsmi_nvlink_status_parse(b.data, b.len, r, err, sizeof(err));
+	if (prc < 0) {
+		*reason = prc == FP_EIO ? "ProbeFailed" : "Unparseable";
 		snprintf(msg, msglen, "nvlink --status: %s", err);
-		rc = FP_EINVAL;
+		rc = prc;
 	} else {
 		int unk = 0;
 		*n += nvsmi_nvlink_findings(r, f + *n, NVSMI_MAX_GPUS, &unk);

@@ -1136,6 +1136,8 @@ int nvsmi_nvlink_status_parse(const char *buf, size_t len, struct nvsmi_nvlink_r
 		return fp_errf(FP_EINVAL, err, errlen,
 			       "nvidia-smi nvlink output is %zu bytes, more than the %u allowed",
 			       len, NVSMI_MAX_INPUT);
+	if (nvsmi_tool_error(buf, len, err, errlen))
+		return FP_EIO;
 	while (pos < len) {
 		size_t end = pos, n;
 		unsigned idx;

@@ -175,8 +175,9 @@ struct nvsmi_nvlink_report {
 	struct nvsmi_nvlink_gpu gpus[NVSMI_MAX_GPUS];
 	int truncated; /* more GPUs or links than the arrays hold */
 };
-/* Parse `nvidia-smi nvlink --status`. Returns 0, or FP_EINVAL when no "GPU N:" line is found
- * or a Link line comes before any GPU line (err names the line). */
+/* Parse `nvidia-smi nvlink --status`. Returns 0, FP_EIO when the output holds nvidia-smi's own
+ * failure line (nvsmi_tool_error), or FP_EINVAL when no "GPU N:" line is found or a Link line
+ * comes before any GPU line (err names the line). */
 int nvsmi_nvlink_status_parse(const char *buf, size_t len, struct nvsmi_nvlink_report *out,
 			      char *err, size_t errlen);
 /* Findings "nvlink:link_down" (source "nvidia-smi"), one per GPU that has a down link while

@@ -1201,6 +1201,23 @@ static void test_tool_error_in_file(void **state)
 	assert_int_equal(nvsmi_parse(lost, strlen(lost), &rep, err, sizeof(err)), FP_EIO);
 	assert_int_equal(nvsmi_parse("No devices were found\n", 22, &rep, err, sizeof(err)),
 			 FP_EIO);
+	/* nvlink --status: the real A100 sample with the same failure line after it */
+	{
+		static struct nvsmi_nvlink_report nvr;
+		size_t nl;
+		char *nv = slurp("nvidia-smi/a100-8gpu-nvlink-status.txt", &nl);
+		char *nvx = malloc(nl + 1 + sizeof(unk));
+		assert_non_null(nvx);
+		memcpy(nvx, nv, nl);
+		nvx[nl] = '\n'; /* the sample's last line has no newline */
+		memcpy(nvx + nl + 1, unk, sizeof(unk));
+		assert_int_equal(nvsmi_nvlink_status_parse(nv, nl, &nvr, err, sizeof(err)), 0);
+		assert_int_equal(nvsmi_nvlink_status_parse(nvx, strlen(nvx), &nvr, err,
+							   sizeof(err)),
+				 FP_EIO);
+		free(nvx);
+		free(nv);
+	}
 	free(t);
 	free(x);
 	free(buf);
