@@ -150,10 +150,11 @@ static int ag_probe_nvlink(struct agent *a, struct agent_finding *f, size_t *n, 
 		goto out;
 	struct nvsmi_nvlink_report *r = xcalloc(1, sizeof(*r));
 	char err[512];
-	if (nvsmi_nvlink_status_parse(b.data, b.len, r, err, sizeof(err)) < 0) {
-		*reason = "Unparseable";
+	int prc = nvsmi_nvlink_status_parse(b.data, b.len, r, err, sizeof(err));
+	if (prc < 0) {
+		*reason = prc == FP_EIO ? "ProbeFailed" : "Unparseable";
 		snprintf(msg, msglen, "nvlink --status: %s", err);
-		rc = FP_EINVAL;
+		rc = prc;
 	} else {
 		int unk = 0;
 		*n += nvsmi_nvlink_findings(r, f + *n, NVSMI_MAX_GPUS, &unk);
@@ -212,8 +213,11 @@ static int ag_probe_nvsmi(struct agent *a, struct agent_finding *f, size_t *nf)
 	}
 	struct nvsmi_report *r = xcalloc(1, sizeof(*r));
 	char err[512];
-	if (nvsmi_parse(b.data ? b.data : "", b.len, r, err, sizeof(err)) < 0) {
-		agent_set(a, AGENT_DET_NVSMI, 0, "unknown", "Unparseable", "%s", err);
+	int prc = nvsmi_parse(b.data ? b.data : "", b.len, r, err, sizeof(err));
+	if (prc < 0) {
+		/* FP_EIO: the output holds the tool's own failure line (a file as much as a run) */
+		agent_set(a, AGENT_DET_NVSMI, 0, "unknown",
+			  prc == FP_EIO ? "ProbeFailed" : "Unparseable", "%s", err);
 	} else {
 		int unknown = 0;
 		agent_gpu_table(a, r);
@@ -293,6 +297,12 @@ static void ag_probe_dcgm(struct agent *a, struct agent_finding *f, size_t *nf)
 		/* A file may hold either command's output; `dcgmi diag` prints a "Diagnostic"
 		 * table head (DCGM user guide, "Diagnostics"). */
 		int diag = strstr(s, "| Diagnostic") != NULL;
+		char derr[256];
+		if (dcgm_tool_error(s, b.len, derr, sizeof(derr))) {
+			agent_set(a, AGENT_DET_DCGM, 0, "unknown", "ProbeFailed", "%s", derr);
+			buf_release(&b);
+			return;
+		}
 		size_t n = diag ? dcgm_diag_findings(s, b.len, f + *nf, AG_DET_ROOM - 1, &unknown)
 				: dcgm_health_findings(s, b.len, f + *nf, AG_DET_ROOM - 1,
 						       &unknown);
@@ -321,11 +331,18 @@ static void ag_probe_ibstat(struct agent *a, struct agent_finding *f, size_t *nf
 	if (rc == 0) {
 		struct ibstat_report *r = xcalloc(1, sizeof(*r));
 		char err[512];
-		if (ibstat_parse(b.data ? b.data : "", b.len, r, err, sizeof(err)) < 0) {
-			agent_set(a, AGENT_DET_IBSTAT, 0, "unknown", "Unparseable", "%s", err);
+		int prc = ibstat_parse(b.data ? b.data : "", b.len, r, err, sizeof(err));
+		if (prc < 0) {
+			/* FP_EIO: ibstat's own "ibpanic:" line, in a file as when it is run */
+			agent_set(a, AGENT_DET_IBSTAT, 0, "unknown",
+				  prc == FP_EIO ? "ProbeFailed" : "Unparseable", "%s", err);
 		} else {
 			int unknown = 0;
-			size_t n = ibstat_findings(r, f + *nf, AG_DET_ROOM - 1, &unknown);
+			size_t n = ibstat_findings_flags(r,
+							 a->cfg.ethernet_not_fabric
+								 ? IBSTAT_ETHERNET_NOT_FABRIC
+								 : 0,
+							 f + *nf, AG_DET_ROOM - 1, &unknown);
 			*nf += n;
 			ag_set_result(a, AGENT_DET_IBSTAT, f + *nf - n, n, unknown);
 		}

@@ -80,6 +80,8 @@ struct agent_config {
 	const char *dcgmi;         /* file of `dcgmi health -c [-j]` / `dcgmi diag` output, "auto"
 				    * (run `dcgmi health -c -j` from PATH), NULL */
 	const char *ibstat;        /* file of `ibstat` output, "auto", NULL */
+	int ethernet_not_fabric;   /* 1: Ethernet link-layer ports of ibstat are not RDMA fabric
+				    * (no roce:port_down; IBSTAT_ETHERNET_NOT_FABRIC) */
 	int expected_gpus;         /* > 0: expected GPU count; 0: read spec.gpus.count of the node
 				    * document through transport->get_node (retried until known) */
 	const char *job;           /* attached to every event whose pid's Slurm job is not known

@@ -174,7 +174,10 @@ static void ck_nvsmi(const struct check_config *cfg, int expected, struct check_
 	struct nvsmi_report *rep = xcalloc(1, sizeof(*rep));
 	struct agent_finding *tmp = xcalloc(CK_MAX_FINDINGS, sizeof(*tmp));
 	char err[512];
-	if (nvsmi_parse(b.data ? b.data : "", b.len, rep, err, sizeof(err)) < 0) {
+	int prc = nvsmi_parse(b.data ? b.data : "", b.len, rep, err, sizeof(err));
+	if (prc == FP_EIO) {
+		ck_line(r, CHECK_LVL_WARN, "probe:nvidia-smi", "%s", err);
+	} else if (prc < 0) {
 		ck_line(r, CHECK_LVL_WARN, "probe:nvidia-smi", "not nvidia-smi -q output: %s", err);
 	} else {
 		int unknown = 0;
@@ -210,7 +213,10 @@ static void ck_ibstat(const struct check_config *cfg, struct check_result *r,
 	struct ibstat_report *rep = xcalloc(1, sizeof(*rep));
 	struct agent_finding *tmp = xcalloc(CK_MAX_FINDINGS, sizeof(*tmp));
 	char err[512];
-	if (ibstat_parse(b.data ? b.data : "", b.len, rep, err, sizeof(err)) < 0) {
+	int prc = ibstat_parse(b.data ? b.data : "", b.len, rep, err, sizeof(err));
+	if (prc == FP_EIO) {
+		ck_line(r, CHECK_LVL_WARN, "probe:ibstat", "%s", err);
+	} else if (prc < 0) {
 		ck_line(r, CHECK_LVL_WARN, "probe:ibstat", "not ibstat output: %s", err);
 	} else {
 		int unknown = 0;

@@ -299,6 +299,31 @@ size_t dcgm_health_findings(const char *buf, size_t len, struct agent_finding *o
 	return w.n;
 }
 
+int dcgm_tool_error(const char *buf, size_t len, char *err, size_t errlen)
+{
+	size_t pos = 0;
+	if (len > DCGM_MAX_INPUT)
+		len = DCGM_MAX_INPUT;
+	while (pos < len) {
+		size_t end = pos, b = pos;
+		while (end < len && buf[end] != '\n')
+			end++;
+		while (b < end && (buf[b] == ' ' || buf[b] == '\t'))
+			b++;
+		if (end - b >= 7 && memcmp(buf + b, "Error: ", 7) == 0) {
+			char line[ROW_LEN];
+			size_t n = end - b < sizeof(line) - 1 ? end - b : sizeof(line) - 1;
+			memcpy(line, buf + b, n);
+			line[n] = '\0';
+			agent_text_trim(line);
+			snprintf(err, errlen, "dcgmi failed: %s", line);
+			return 1;
+		}
+		pos = end + 1;
+	}
+	return 0;
+}
+
 /* dcgmi diag test name -> subsystem code. */
 static const char *diag_subsystem(const char *test)
 {

@@ -13,6 +13,14 @@
 
 #define DCGM_MAX_INPUT (4u << 20)
 
+/* Finds dcgmi's own failure in captured output: a line that starts with "Error: " (dcgmi's
+ * prefix for every failure, e.g. "Error: Unable to connect to host engine. Host engine
+ * connection invalid/disconnected." from DCGM dcgmi/Command.cpp when nv-hostengine is not
+ * running; a report's rows start with '|' or '+', its JSON with '{'). Returns 1 with the line
+ * (trimmed, cut, prefixed "dcgmi failed: ") in err, else 0. The agent's dcgm detector is then
+ * ProbeFailed, as when dcgmi is run and exits non-zero. */
+int dcgm_tool_error(const char *buf, size_t len, char *err, size_t errlen);
+
 /* `dcgmi health -c [-g N]`. Returns the number of findings written to out (at most max);
  * *unknown = 1 when the output could not be read as a health report (then the caller's
  * detector status is "unknown"). */

@@ -31,4 +31,37 @@ struct agent_finding {
 	int notice;
 };
 
+/* GPU recovery actions: NVML's nvmlDeviceGpuRecoveryAction_t values (NVML API Reference,
+ * "Device Enums"; docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/error-recovery-and-response-
+ * flags.html says what each asks of the operator), as Xid 154 prints them ("GPU recovery action
+ * changed from 0x0 (None) to 0x1 (GPU Reset Required)"), nvidia-smi -q prints them ("GPU
+ * Recovery Action : Reset") and NVML's field NVML_FI_DEV_GET_GPU_RECOVERY_ACTION returns them. */
+enum agent_recovery {
+	AGENT_RECOVERY_NONE = 0,
+	AGENT_RECOVERY_GPU_RESET = 1,
+	AGENT_RECOVERY_NODE_REBOOT = 2,
+	AGENT_RECOVERY_DRAIN_P2P = 3,
+	AGENT_RECOVERY_DRAIN_AND_RESET = 4,
+	AGENT_RECOVERY_RECOVER_IMEX_DOMAIN = 5,
+	AGENT_RECOVERY_BUS_RESET = 6,
+	AGENT_RECOVERY_SYSTEM_REBOOT = 7
+};
+
+/* The health event code of a recovery action the GPU asks for (docs/health.md, "Recovery
+ * actions"): gpu:reset_required, gpu:reboot_required (node reboot, PCIe bus reset, system
+ * reboot: a reboot covers each), gpu:drain_p2p, gpu:drain_and_reset; NULL for None and for
+ * actions that are not this GPU's (Recover IMEX Domain) or not known. */
+static inline const char *agent_recovery_code(int action)
+{
+	switch (action) {
+	case AGENT_RECOVERY_GPU_RESET: return "gpu:reset_required";
+	case AGENT_RECOVERY_NODE_REBOOT:
+	case AGENT_RECOVERY_BUS_RESET:
+	case AGENT_RECOVERY_SYSTEM_REBOOT: return "gpu:reboot_required";
+	case AGENT_RECOVERY_DRAIN_P2P: return "gpu:drain_p2p";
+	case AGENT_RECOVERY_DRAIN_AND_RESET: return "gpu:drain_and_reset";
+	default: return NULL;
+	}
+}
+
 #endif

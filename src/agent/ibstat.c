@@ -47,6 +47,11 @@ int ibstat_parse(const char *buf, size_t len, struct ibstat_report *out, char *e
 		line[n] = '\0';
 		pos = end + 1;
 		agent_text_trim(line);
+		if (strncmp(line, "ibpanic:", 8) == 0) {
+			/* refused whole: no ports from a run that failed */
+			memset(out, 0, sizeof(*out));
+			return fp_errf(FP_EIO, err, errlen, "ibstat failed: %s", line);
+		}
 		if (strncmp(line, "CA '", 4) == 0) {
 			char *q = strchr(line + 4, '\'');
 			if (q)
@@ -93,31 +98,40 @@ int ibstat_parse(const char *buf, size_t len, struct ibstat_report *out, char *e
 size_t ibstat_findings(const struct ibstat_report *r, struct agent_finding *out, size_t max,
 		       int *unknown)
 {
+	return ibstat_findings_flags(r, 0, out, max, unknown);
+}
+
+size_t ibstat_findings_flags(const struct ibstat_report *r, unsigned flags,
+			     struct agent_finding *out, size_t max, int *unknown)
+{
 	size_t n = 0;
 
 	*unknown = r->truncated ? 1 : 0;
 	for (size_t i = 0; i < r->nports; i++) {
 		const struct ibstat_port *p = &r->ports[i];
 		struct agent_finding *f;
-		if (strcmp(p->link_layer, "Ethernet") == 0)
+		int eth = strcmp(p->link_layer, "Ethernet") == 0;
+		if (eth && (flags & IBSTAT_ETHERNET_NOT_FABRIC))
 			continue;
 		if (p->link_layer[0] == '\0' || p->state[0] == '\0' || p->phys_state[0] == '\0') {
 			*unknown = 1;
 			continue;
 		}
-		if (strcmp(p->state, "Active") == 0 && strcmp(p->phys_state, "LinkUp") == 0)
+		if (eth ? strcmp(p->state, "Active") == 0 || strcmp(p->phys_state, "Disabled") == 0
+			: strcmp(p->state, "Active") == 0 && strcmp(p->phys_state, "LinkUp") == 0)
 			continue;
 		if (n >= max)
 			continue;
 		f = &out[n++];
 		memset(f, 0, sizeof(*f));
 		snprintf(f->source, sizeof(f->source), "%s", "ibstat");
-		snprintf(f->code, sizeof(f->code), "%s", "ib:port_down");
+		snprintf(f->code, sizeof(f->code), "%s", eth ? "roce:port_down" : "ib:port_down");
 		f->gpu_index = -1;
 		snprintf(f->key, sizeof(f->key), "%s/%d/%s", p->ca, p->port, p->state);
 		snprintf(f->message, sizeof(f->message),
-			 "InfiniBand port %s/%d: State %s, Physical state %s", p->ca, p->port,
-			 p->state, p->phys_state);
+			 "%s port %s/%d: State %s, Physical state %s",
+			 eth ? "RoCE (Ethernet)" : "InfiniBand", p->ca, p->port, p->state,
+			 p->phys_state);
 	}
 	return n;
 }

@@ -51,6 +51,7 @@
  * raw line keeps what was printed). Syslog stamps have no year: the year of now_ms is used, or
  * the year before when that would put the line more than a day after now_ms. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -549,6 +550,7 @@ static void event_init(struct kernlog_event *ev, const struct kline *l, enum ker
 	memset(ev, 0, sizeof(*ev));
 	ev->kind = kind;
 	ev->xid = -1;
+	ev->recovery_action = -1;
 	ev->gpu_index = -1;
 	ev->pid = -1;
 	ev->time_ms = l->time_ms;
@@ -632,6 +634,50 @@ static void read_pid_name(const char *p, const char *e, struct kernlog_event *ev
 	}
 }
 
+/* Xid 154's text after "154, ": "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset
+ * Required)" (the "from ..." part may be absent). Returns the new action: the hex number
+ * (nvmlDeviceGpuRecoveryAction_t, authoritative when the words disagree), else the words in
+ * the parentheses, else -1. */
+static int xid154_action(const char *p, const char *e)
+{
+	const char *c = find_ci(p, e, "recovery action changed");
+	if (!c)
+		return -1;
+	c += strlen("recovery action changed");
+	const char *to = find_ci(c, e, " to ");
+	if (!to)
+		return -1;
+	p = skip_blanks(to + 4, e);
+	if (starts(p, e, "0x") || starts(p, e, "0X")) {
+		int v = 0, nd = 0;
+		for (p += 2; p < e && nd < 8; p++, nd++) {
+			int d = *p >= '0' && *p <= '9'                     ? *p - '0'
+				: (*p | 0x20) >= 'a' && (*p | 0x20) <= 'f' ? (*p | 0x20) - 'a' + 10
+									   : -1;
+			if (d < 0)
+				break;
+			v = v * 16 + d;
+		}
+		if (nd > 0 && nd < 8)
+			return v;
+	}
+	static const struct {
+		const char *words;
+		int action;
+	} names[] = {
+		{"(none", AGENT_RECOVERY_NONE},
+		{"(gpu reset", AGENT_RECOVERY_GPU_RESET},
+		{"(node reboot", AGENT_RECOVERY_NODE_REBOOT},
+		{"(os reboot", AGENT_RECOVERY_NODE_REBOOT},
+		{"(drain p2p", AGENT_RECOVERY_DRAIN_P2P},
+		{"(drain and reset", AGENT_RECOVERY_DRAIN_AND_RESET},
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (find_ci(p, e, names[i].words))
+			return names[i].action;
+	return -1;
+}
+
 static int parse_xid(const struct kline *l, const char *at, struct kernlog_event *ev)
 {
 	char bus[FINDING_BUS_ID_LEN];
@@ -644,6 +690,14 @@ static int parse_xid(const struct kline *l, const char *at, struct kernlog_event
 	set_code(ev, "xid:", xid);
 	memcpy(ev->pci_bus_id, bus, sizeof(bus));
 	read_pid_name(rest, l->end, ev);
+	if (xid == 154) {
+		/* The catalog: Xid 154 is the driver's summary of the recovery the GPU now needs,
+		 * the authoritative action: its code is the action's (None keeps xid:154, info). */
+		ev->recovery_action = xid154_action(rest, l->end);
+		const char *code = agent_recovery_code(ev->recovery_action);
+		if (code)
+			snprintf(ev->code, sizeof(ev->code), "%s", code);
+	}
 	return 1;
 }
 

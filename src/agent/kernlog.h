@@ -25,7 +25,7 @@
 
 enum kernlog_kind {
 	KERNLOG_NONE = 0,
-	KERNLOG_XID,            /* code "xid:<n>" */
+	KERNLOG_XID,            /* code "xid:<n>"; Xid 154 the recovery action's code */
 	KERNLOG_SXID,           /* code "sxid:<n>" */
 	KERNLOG_FALLEN_OFF_BUS, /* code "gpu:fallen_off_bus" (no XID on the line or record) */
 	KERNLOG_NVLINK,         /* code "nvlink:error" */
@@ -42,6 +42,10 @@ struct kernlog_event {
 	enum kernlog_kind kind;
 	char code[FINDING_CODE_LEN];
 	int xid; /* XID or SXID number; -1 when none */
+	/* Xid 154 only: the recovery action it changed to (enum agent_recovery, the hex number
+	 * of "... to 0x1 (GPU Reset Required)"), -1 otherwise or unreadable. Its code is then
+	 * agent_recovery_code's ("gpu:reset_required", ...), or "xid:154" for None / unknown. */
+	int recovery_action;
 	char pci_bus_id
 		[FINDING_BUS_ID_LEN]; /* normalised "0000:3b:00.0" (NVRM prints PCI:0000:3b:00:
 				  * function 0 is added); "" unknown */

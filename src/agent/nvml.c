@@ -27,6 +27,34 @@ typedef struct nvml_device_st *nvml_device_t;
 
 #define NVML_SUCCESS 0
 #define NVML_ERROR_NOT_SUPPORTED 3
+#define NVML_ERROR_GPU_IS_LOST 15
+#define NVML_ERROR_RESET_REQUIRED 16
+
+/* nvmlFieldValue_t and nvmlValue_t (NVML API Reference, "Field Value Queries",
+ * docs.nvidia.com/deploy/nvml-api/api/structnvmlFieldValue__t.html): fieldId, scopeId,
+ * timestamp (us), latencyUsec, valueType, nvmlReturn, value (an 8-byte union: dVal, uiVal,
+ * ulVal, ullVal, sllVal, ...). NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (230 in nvml.h) returns an
+ * nvmlDeviceGpuRecoveryAction_t (finding.h, enum agent_recovery) as an unsigned int; NVIDIA's
+ * "Error Recovery and Response Flags" (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/
+ * error-recovery-and-response-flags.html) says what each value asks. */
+#define NVML_FI_DEV_GET_GPU_RECOVERY_ACTION 230
+#define NVML_VALUE_TYPE_UNSIGNED_INT 1
+union nvml_value {
+	double d;
+	unsigned int ui;
+	unsigned long ul;
+	unsigned long long ull;
+	long long sll;
+};
+struct nvml_field_value {
+	unsigned int field_id;
+	unsigned int scope_id;
+	long long timestamp;
+	long long latency_usec;
+	int value_type;
+	nvml_return_t nvml_return;
+	union nvml_value value;
+};
 
 /* nvmlPciInfo_t (NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE 16, NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE
  * 32). */
@@ -75,6 +103,7 @@ struct nvml {
 	nvml_return_t (*get_temp)(nvml_device_t, int, unsigned int *);
 	nvml_return_t (*get_temp_threshold)(nvml_device_t, int, unsigned int *); /* optional */
 	nvml_return_t (*get_throttle)(nvml_device_t, unsigned long long *);
+	nvml_return_t (*get_fields)(nvml_device_t, int, struct nvml_field_value *); /* optional */
 };
 
 static const char *nvml_errstr(struct nvml *n, nvml_return_t r)
@@ -118,7 +147,8 @@ int nvml_open(const char *lib, struct nvml **out, char *err, size_t errlen)
 	    (rc = nvml_sym(n, "nvmlDeviceGetTemperatureThreshold", &n->get_temp_threshold, 0, err,
 			   errlen)) < 0 ||
 	    (rc = nvml_sym(n, "nvmlDeviceGetCurrentClocksThrottleReasons", &n->get_throttle, 1, err,
-			   errlen)) < 0) {
+			   errlen)) < 0 ||
+	    (rc = nvml_sym(n, "nvmlDeviceGetFieldValues", &n->get_fields, 0, err, errlen)) < 0) {
 		dlclose(dl);
 		free(n);
 		return rc;
@@ -148,10 +178,47 @@ static void nvml_bus_id(const struct nvml_pci_info *pi, char *out, size_t outlen
 		out[strlen(out) - 1] = s[len - 1];
 }
 
-static int64_t nvml_ecc(struct nvml *n, nvml_device_t d, int type, int counter, int *supported)
+/* Notes an answer of a per-GPU call: RESET_REQUIRED is the "[GPU requires reset]" that
+ * nvidia-smi would print (nvsmi.h, requires_reset); GPU_IS_LOST is remembered in *lost. */
+static void nvml_note(struct nvsmi_gpu *g, nvml_return_t r, const char *call, int *lost)
+{
+	if (r == NVML_ERROR_RESET_REQUIRED && g->requires_reset++ == 0)
+		snprintf(g->requires_reset_field, sizeof(g->requires_reset_field), "%s", call);
+	if (r == NVML_ERROR_GPU_IS_LOST)
+		*lost = 1;
+}
+
+/* The GPU's recovery action through nvmlDeviceGetFieldValues: an agent_recovery value,
+ * NVSMI_NA when the library or driver has no such field (NOT_SUPPORTED, or the call is absent:
+ * drivers before the field existed), NVSMI_UNKNOWN on any other error or value type. */
+static int nvml_recovery(struct nvml *n, nvml_device_t d, struct nvsmi_gpu *g, int *lost)
+{
+	struct nvml_field_value fv;
+	if (!n->get_fields)
+		return NVSMI_NA;
+	memset(&fv, 0, sizeof(fv));
+	fv.field_id = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
+	nvml_return_t r = n->get_fields(d, 1, &fv);
+	nvml_note(g, r, "nvmlDeviceGetFieldValues", lost);
+	if (r == NVML_SUCCESS) {
+		r = fv.nvml_return;
+		nvml_note(g, r, "NVML_FI_DEV_GET_GPU_RECOVERY_ACTION", lost);
+	}
+	if (r == NVML_ERROR_NOT_SUPPORTED)
+		return NVSMI_NA;
+	if (r != NVML_SUCCESS)
+		return NVSMI_UNKNOWN;
+	unsigned long long v = fv.value_type == NVML_VALUE_TYPE_UNSIGNED_INT ? fv.value.ui
+									     : fv.value.ull;
+	return v <= AGENT_RECOVERY_SYSTEM_REBOOT ? (int)v : NVSMI_UNKNOWN;
+}
+
+static int64_t nvml_ecc(struct nvml *n, nvml_device_t d, int type, int counter, int *supported,
+			struct nvsmi_gpu *g, int *lost)
 {
 	unsigned long long v = 0;
 	nvml_return_t r = n->get_ecc(d, type, counter, &v);
+	nvml_note(g, r, "nvmlDeviceGetTotalEccErrors", lost);
 	if (r == NVML_ERROR_NOT_SUPPORTED)
 		*supported = 0;
 	if (r != NVML_SUCCESS || v > (unsigned long long)INT64_MAX)
@@ -318,14 +385,19 @@ static int nvml_query_devices(struct nvml *n, struct nvsmi_report *out, char *er
 		if (n->get_pci(d, &pi) == NVML_SUCCESS)
 			nvml_bus_id(&pi, g->pci_bus_id, sizeof(g->pci_bus_id));
 		int supported = 1;
+		int lost = 0;
 		g->ecc_volatile_sbe = nvml_ecc(n, d, NVML_MEMORY_ERROR_TYPE_CORRECTED,
-					       NVML_VOLATILE_ECC, &supported);
+					       NVML_VOLATILE_ECC, &supported, g, &lost);
 		g->ecc_volatile_dbe = nvml_ecc(n, d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
-					       NVML_VOLATILE_ECC, &supported);
+					       NVML_VOLATILE_ECC, &supported, g, &lost);
 		g->ecc_aggregate_sbe = nvml_ecc(n, d, NVML_MEMORY_ERROR_TYPE_CORRECTED,
-						NVML_AGGREGATE_ECC, &supported);
+						NVML_AGGREGATE_ECC, &supported, g, &lost);
 		g->ecc_aggregate_dbe = nvml_ecc(n, d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
-						NVML_AGGREGATE_ECC, &supported);
+						NVML_AGGREGATE_ECC, &supported, g, &lost);
+		/* Reset status is read through the recovery action (NVML deprecates
+		 * NVML_FI_DEV_RESET_STATUS and ..._DRAIN_AND_RESET_STATUS for it). */
+		g->reset_required = g->drain_and_reset = NVSMI_NA;
+		g->recovery_action = nvml_recovery(n, d, g, &lost);
 		/* NOT_SUPPORTED for ECC counters means ECC is off or absent (GeForce); any other
 		 * error leaves the mode unknown. */
 		g->ecc_mode_current = !supported ? 0 : g->ecc_volatile_dbe >= 0 ? 1 : -1;
@@ -335,6 +407,7 @@ static int nvml_query_devices(struct nvml *n, struct nvsmi_report *out, char *er
 		g->retired_pending = -1;
 		unsigned int corr = 0, unc = 0, pend = 0, fail = 0;
 		r = n->get_remap(d, &corr, &unc, &pend, &fail);
+		nvml_note(g, r, "nvmlDeviceGetRemappedRows", &lost);
 		if (r == NVML_SUCCESS) {
 			g->remap_correctable = corr;
 			g->remap_uncorrectable = unc;
@@ -345,9 +418,9 @@ static int nvml_query_devices(struct nvml *n, struct nvsmi_report *out, char *er
 			g->remap_pending = g->remap_failure = -1;
 		}
 		unsigned int t = 0;
-		g->temp_gpu = n->get_temp(d, NVML_TEMPERATURE_GPU, &t) == NVML_SUCCESS && t < 1000
-				      ? (int)t
-				      : -1;
+		r = n->get_temp(d, NVML_TEMPERATURE_GPU, &t);
+		nvml_note(g, r, "nvmlDeviceGetTemperature", &lost);
+		g->temp_gpu = r == NVML_SUCCESS && t < 1000 ? (int)t : -1;
 		g->temp_mem = -1;
 		g->temp_max_operating = -1;
 		g->temp_slowdown = g->temp_shutdown = -1;
@@ -362,7 +435,9 @@ static int nvml_query_devices(struct nvml *n, struct nvsmi_report *out, char *er
 				g->temp_shutdown = (int)t;
 		}
 		unsigned long long thr = 0;
-		if (n->get_throttle(d, &thr) == NVML_SUCCESS) {
+		r = n->get_throttle(d, &thr);
+		nvml_note(g, r, "nvmlDeviceGetCurrentClocksThrottleReasons", &lost);
+		if (r == NVML_SUCCESS) {
 			static const struct {
 				unsigned long long nv;
 				unsigned ours;
@@ -383,6 +458,11 @@ static int nvml_query_devices(struct nvml *n, struct nvsmi_report *out, char *er
 		} else {
 			g->throttle_unknown = ~0u & 0x1ffu;
 		}
+		/* A GPU the driver has lost answers nothing: the query failed, as nvidia-smi's
+		 * "GPU is lost" does (never a GPU with unknown readings that passes for one). */
+		if (lost)
+			return fp_errf(FP_EIO, err, errlen, "GPU %u (%s): NVML: GPU is lost", i,
+				       g->pci_bus_id);
 		out->ngpus++;
 	}
 	return 0;

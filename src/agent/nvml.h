@@ -10,9 +10,13 @@
  * nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetPciInfo_v3 with
  * nvmlPciInfo_t, nvmlDeviceGetTotalEccErrors, nvmlDeviceGetRemappedRows,
  * nvmlDeviceGetTemperature, nvmlDeviceGetTemperatureThreshold,
- * nvmlDeviceGetCurrentClocksThrottleReasons and the nvmlClocksThrottleReason* bits); no driver
- * header is needed to build. A value NVML answers NOT_SUPPORTED or any error for is Unknown
- * (-1), never 0. */
+ * nvmlDeviceGetCurrentClocksThrottleReasons and the nvmlClocksThrottleReason* bits, and - when
+ * the library has it - nvmlDeviceGetFieldValues for NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, the
+ * GPU's recovery action, nvmlDeviceGpuRecoveryAction_t; docs.nvidia.com/deploy/
+ * a100-gpu-mem-error-mgmt/error-recovery-and-response-flags.html); no driver header is needed
+ * to build. A value NVML answers NOT_SUPPORTED or any error for is Unknown (-1), never 0;
+ * NVML_ERROR_RESET_REQUIRED on any reading is nvidia-smi's "[GPU requires reset]" (a
+ * gpu:reset_required finding), and NVML_ERROR_GPU_IS_LOST fails the query (FP_EIO). */
 #ifndef FP_AGENT_NVML_H
 #define FP_AGENT_NVML_H
 
@@ -40,7 +44,8 @@ void nvml_close(struct nvml *n);
  * out->truncated), then nvmlShutdown - in the calling process, with no timeout.
  * out->attached_gpus is nvmlDeviceGetCount_v2's count. Returns 0, or FP_EIO when init, the
  * count or a device handle fails (err names the call and NVML's error string, e.g.
- * "nvmlInit_v2: Driver Not Loaded (9)"). */
+ * "nvmlInit_v2: Driver Not Loaded (9)") or a reading answers GPU_IS_LOST (err "GPU 0
+ * (0000:9b:00.0): NVML: GPU is lost"). */
 int nvml_query(struct nvml *n, struct nvsmi_report *out, char *err, size_t errlen);
 
 /* nvml_query in a forked child (its own process group) that writes the filled report to a

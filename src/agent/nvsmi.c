@@ -84,6 +84,74 @@ static int parse_pct(const char *v)
 	return n;
 }
 
+/* "N/A", "[N/A]", "Not Supported", "[Not Supported]" and (drivers 575+, the deprecated reset
+ * status fields) "Requested functionality has been deprecated": no such reading here. */
+static int is_na(const char *v)
+{
+	return strcmp(v, "N/A") == 0 || strcmp(v, "[N/A]") == 0 ||
+	       strcmp(v, "Not Supported") == 0 || strcmp(v, "[Not Supported]") == 0 ||
+	       strcmp(v, "Requested functionality has been deprecated") == 0;
+}
+
+/* nvidia-smi's placeholder for a reading NVML answered NVML_ERROR_RESET_REQUIRED. */
+static int is_requires_reset(const char *v)
+{
+	return strcasecmp(v, "[GPU requires reset]") == 0 ||
+	       strcasecmp(v, "GPU requires reset") == 0;
+}
+
+/* An error placeholder: "ERR!" or a bracketed value that is not [N/A] / [Not Supported]
+ * ("[Unknown Error]", "[GPU requires reset]", "[GPU is lost]", "[Insufficient
+ * Permissions]"). */
+static int is_error_value(const char *v)
+{
+	return strcmp(v, "ERR!") == 0 || is_requires_reset(v) || (v[0] == '[' && !is_na(v));
+}
+
+/* "Yes" 1, "No" 0, N/A NVSMI_NA, else NVSMI_UNKNOWN. */
+static int parse_yesno_na(const char *v)
+{
+	if (is_na(v))
+		return NVSMI_NA;
+	if (strcmp(v, "Yes") == 0)
+		return 1;
+	if (strcmp(v, "No") == 0)
+		return 0;
+	return NVSMI_UNKNOWN;
+}
+
+/* "GPU Recovery Action" words -> enum agent_recovery (finding.h); N/A NVSMI_NA; others
+ * NVSMI_UNKNOWN. nvidia-smi prints "None", "Reset", "Reboot", "Drain P2P", "Drain and Reset";
+ * the longer forms of NVML's enum names are accepted too. */
+static int parse_recovery(const char *v)
+{
+	static const struct {
+		const char *w;
+		int action;
+	} words[] = {
+		{"None", AGENT_RECOVERY_NONE},
+		{"Reset", AGENT_RECOVERY_GPU_RESET},
+		{"GPU Reset", AGENT_RECOVERY_GPU_RESET},
+		{"GPU Reset Required", AGENT_RECOVERY_GPU_RESET},
+		{"Reboot", AGENT_RECOVERY_NODE_REBOOT},
+		{"Node Reboot", AGENT_RECOVERY_NODE_REBOOT},
+		{"Node Reboot Required", AGENT_RECOVERY_NODE_REBOOT},
+		{"OS Reboot", AGENT_RECOVERY_NODE_REBOOT},
+		{"Drain P2P", AGENT_RECOVERY_DRAIN_P2P},
+		{"Drain and Reset", AGENT_RECOVERY_DRAIN_AND_RESET},
+		{"Drain P2P and Reset", AGENT_RECOVERY_DRAIN_AND_RESET},
+		{"Recover IMEX Domain", AGENT_RECOVERY_RECOVER_IMEX_DOMAIN},
+		{"Bus Reset", AGENT_RECOVERY_BUS_RESET},
+		{"System Reboot", AGENT_RECOVERY_SYSTEM_REBOOT},
+	};
+	if (is_na(v))
+		return NVSMI_NA;
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcasecmp(v, words[i].w) == 0)
+			return words[i].action;
+	return NVSMI_UNKNOWN;
+}
+
 static int parse_yesno(const char *v)
 {
 	if (strcmp(v, "Yes") == 0)
@@ -99,6 +167,8 @@ static int parse_enabled(const char *v)
 		return 1;
 	if (strcmp(v, "Disabled") == 0)
 		return 0;
+	if (is_na(v))
+		return NVSMI_NA;
 	return NVSMI_UNKNOWN;
 }
 
@@ -176,6 +246,7 @@ struct gpu_state {
 	struct ecc_acc acc[ACC_N];
 	int retired_yes, retired_no; /* pending blacklist / retirement answers */
 	int complete;                /* the text section reached "Processes" */
+	unsigned thr_seen;           /* NVSMI_THR_* whose line was read */
 };
 
 static void gpu_init(struct nvsmi_gpu *g, size_t index)
@@ -195,6 +266,7 @@ static void gpu_init(struct nvsmi_gpu *g, size_t index)
 	g->tlimit_margin = g->tlimit_slowdown = NVSMI_TLIMIT_UNKNOWN;
 	g->tlimit_shutdown = g->tlimit_max_operating = NVSMI_TLIMIT_UNKNOWN;
 	g->gpu_util = NVSMI_UNKNOWN;
+	g->recovery_action = g->reset_required = g->drain_and_reset = NVSMI_NA;
 }
 
 static void gpu_finish(struct nvsmi_gpu *g, const struct gpu_state *st)
@@ -204,6 +276,22 @@ static void gpu_finish(struct nvsmi_gpu *g, const struct gpu_state *st)
 	g->ecc_aggregate_sbe = acc_value(&st->acc[ACC_AGG_SBE]);
 	g->ecc_aggregate_dbe = acc_value(&st->acc[ACC_AGG_DBE]);
 	g->retired_pending = st->retired_yes ? 1 : st->retired_no ? 0 : NVSMI_UNKNOWN;
+	/* A reasons list without its HW Slowdown line cannot show the slowdown. */
+	if (!(st->thr_seen & NVSMI_THR_HW_SLOWDOWN))
+		g->throttle_unknown |= NVSMI_THR_HW_SLOWDOWN;
+}
+
+/* Notes a value of any GPU field: "[GPU requires reset]" anywhere, and in a health section
+ * (health 1) an error placeholder (nvsmi.h, unreadable). */
+static void note_value(struct nvsmi_gpu *g, const char *field, const char *v, int health)
+{
+	if (is_requires_reset(v)) {
+		if (g->requires_reset++ == 0)
+			snprintf(g->requires_reset_field, sizeof(g->requires_reset_field), "%s",
+				 field);
+	}
+	if (health && is_error_value(v))
+		g->unreadable++;
 }
 
 static void report_init(struct nvsmi_report *out)
@@ -229,8 +317,9 @@ static const struct {
 };
 
 /* The last line naming a reason wins (a reason is never both active and unknown). */
-static void set_reason(struct nvsmi_gpu *g, unsigned bit, const char *v)
+static void set_reason(struct nvsmi_gpu *g, struct gpu_state *st, unsigned bit, const char *v)
 {
+	st->thr_seen |= bit;
 	g->throttle_active &= ~bit;
 	g->throttle_unknown &= ~bit;
 	if (strcmp(v, "Active") == 0)
@@ -248,7 +337,60 @@ static void set_retired_pending(struct gpu_state *st, const char *v)
 		st->retired_no = 1;
 }
 
+/* ---------- nvidia-smi's own failure ---------- */
+
+int nvsmi_tool_error(const char *buf, size_t len, char *err, size_t errlen)
+{
+	static const char *const lines[] = {
+		"Unable to determine the device handle",
+		"No devices were found",
+		"NVIDIA-SMI has failed",
+		"Failed to initialize NVML",
+	};
+	size_t pos = 0;
+	while (pos < len) {
+		size_t end = pos, b = pos;
+		while (end < len && buf[end] != '\n')
+			end++;
+		while (b < end && (buf[b] == ' ' || buf[b] == '\t' || buf[b] == '\r'))
+			b++;
+		for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+			size_t l = strlen(lines[i]);
+			if (end - b >= l && memcmp(buf + b, lines[i], l) == 0) {
+				char line[LINE_MAX_LEN];
+				size_t n = end - b < sizeof(line) - 1 ? end - b : sizeof(line) - 1;
+				memcpy(line, buf + b, n);
+				line[n] = '\0';
+				agent_text_trim(line);
+				snprintf(err, errlen, "nvidia-smi failed: %s", line);
+				return 1;
+			}
+		}
+		pos = end + 1;
+	}
+	return 0;
+}
+
 /* ---------- text ---------- */
+
+/* The sections (directly under a GPU) whose readings decide health. */
+static int health_section(const char *s1)
+{
+	static const char *const names[] = {
+		"ECC Mode",
+		"ECC Errors",
+		"Retired Pages",
+		"Remapped Rows",
+		"Temperature",
+		"Clocks Event Reasons",
+		"Clocks Throttle Reasons",
+		"GPU Reset Status",
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcasecmp(s1, names[i]) == 0)
+			return 1;
+	return 0;
+}
 
 /* Applies one "key : value" line of a GPU section; sec[1..level-1] are the enclosing section
  * names (sec[1] the one directly under the GPU). */
@@ -256,6 +398,8 @@ static void text_field(struct nvsmi_gpu *g, struct gpu_state *st, char sec[][64]
 		       const char *key, const char *v)
 {
 	const char *s1 = level >= 2 ? sec[1] : "";
+	note_value(g, key, v,
+		   level == 1 ? strcmp(key, "GPU Recovery Action") == 0 : health_section(s1));
 	if (level == 1) {
 		if (strcmp(key, "Product Name") == 0)
 			copy_str(g->product, sizeof(g->product), v);
@@ -266,7 +410,9 @@ static void text_field(struct nvsmi_gpu *g, struct gpu_state *st, char sec[][64]
 		else if (strcmp(key, "Minor Number") == 0) {
 			int64_t n = parse_count(v);
 			g->minor_number = n > 1000000 ? NVSMI_UNKNOWN : (int)n;
-		} else if (strcmp(key, "Processes") == 0)
+		} else if (strcmp(key, "GPU Recovery Action") == 0)
+			g->recovery_action = parse_recovery(v);
+		else if (strcmp(key, "Processes") == 0)
 			st->complete = 1;
 		return;
 	}
@@ -344,7 +490,12 @@ static void text_field(struct nvsmi_gpu *g, struct gpu_state *st, char sec[][64]
 		   strcmp(s1, "Clocks Throttle Reasons") == 0) {
 		for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
 			if (strcmp(key, reasons[i].text) == 0)
-				set_reason(g, reasons[i].bit, v);
+				set_reason(g, st, reasons[i].bit, v);
+	} else if (strcmp(s1, "GPU Reset Status") == 0 && level == 2) {
+		if (strcmp(key, "Reset Required") == 0)
+			g->reset_required = parse_yesno_na(v);
+		else if (strcmp(key, "Drain and Reset Recommended") == 0)
+			g->drain_and_reset = parse_yesno_na(v);
 	}
 }
 
@@ -377,6 +528,8 @@ int nvsmi_parse_text(const char *buf, size_t len, struct nvsmi_report *out, char
 		return fp_errf(FP_EINVAL, err, errlen,
 			       "nvidia-smi -q output is %zu bytes, more than the %u allowed", len,
 			       NVSMI_MAX_INPUT);
+	if (nvsmi_tool_error(buf, len, err, errlen))
+		return FP_EIO;
 	while (pos < len) {
 		size_t end = pos, n, indent = 0;
 		char *colon, *key, *val;
@@ -549,6 +702,48 @@ static void xml_ecc(const xmlNode *side, struct ecc_acc *sbe, struct ecc_acc *db
 	}
 }
 
+/* The elements (directly under <gpu>) whose readings decide health. */
+static int xml_health_elem(const char *name)
+{
+	static const char *const names[] = {
+		"ecc_mode",
+		"ecc_errors",
+		"retired_pages",
+		"remapped_rows",
+		"temperature",
+		"clocks_event_reasons",
+		"clocks_throttle_reasons",
+		"gpu_reset_status",
+		"gpu_recovery_action",
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* note_value for every leaf element under n (depth: 0 = <gpu> itself; health: under one of
+ * xml_health_elem). Bounded by the document, which libxml2 bounds (depth 256). */
+static void xml_scan(const xmlNode *n, int depth, int health, struct nvsmi_gpu *g)
+{
+	char v[VAL_MAX_LEN];
+	for (const xmlNode *c = n->children; c; c = c->next) {
+		int h = health || (depth == 0 && xml_health_elem((const char *)c->name));
+		int leaf = 1;
+		if (c->type != XML_ELEMENT_NODE)
+			continue;
+		for (const xmlNode *k = c->children; k; k = k->next)
+			if (k->type == XML_ELEMENT_NODE)
+				leaf = 0;
+		if (!leaf) {
+			xml_scan(c, depth + 1, h, g);
+			continue;
+		}
+		node_text(c, v, sizeof(v));
+		note_value(g, (const char *)c->name, v, h);
+	}
+}
+
 static void xml_gpu(const xmlNode *gn, struct nvsmi_gpu *g, struct gpu_state *st)
 {
 	char v[VAL_MAX_LEN];
@@ -636,8 +831,23 @@ static void xml_gpu(const xmlNode *gn, struct nvsmi_gpu *g, struct gpu_state *st
 		node_text(c, v, sizeof(v));
 		for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
 			if (strcmp(suffix, reasons[i].xml) == 0)
-				set_reason(g, reasons[i].bit, v);
+				set_reason(g, st, reasons[i].bit, v);
 	}
+
+	n = child(gn, "gpu_reset_status");
+	if (child(n, "reset_required")) {
+		child_text(n, "reset_required", v, sizeof(v));
+		g->reset_required = parse_yesno_na(v);
+	}
+	if (child(n, "drain_and_reset_recommended")) {
+		child_text(n, "drain_and_reset_recommended", v, sizeof(v));
+		g->drain_and_reset = parse_yesno_na(v);
+	}
+	if (child(gn, "gpu_recovery_action")) {
+		child_text(gn, "gpu_recovery_action", v, sizeof(v));
+		g->recovery_action = parse_recovery(v);
+	}
+	xml_scan(gn, 0, 0, g);
 	st->complete = 1;
 }
 
@@ -654,6 +864,8 @@ int nvsmi_parse_xml(const char *buf, size_t len, struct nvsmi_report *out, char 
 		return fp_errf(FP_EINVAL, err, errlen,
 			       "nvidia-smi -q -x output is %zu bytes, more than the %u allowed",
 			       len, NVSMI_MAX_INPUT);
+	if (nvsmi_tool_error(buf, len, err, errlen))
+		return FP_EIO;
 	ctxt = xmlNewParserCtxt();
 	if (!ctxt)
 		return fp_errf(FP_EINVAL, err, errlen, "libxml2 could not make a parser");
@@ -759,6 +971,48 @@ static size_t add_finding(struct agent_finding *out, size_t max, size_t n, const
 	return n + 1;
 }
 
+/* The GPU's own requests for a reset, reboot or drain (nvsmi.h, nvsmi_findings): each code at
+ * most once. */
+static size_t recovery_findings(const struct nvsmi_gpu *g, struct agent_finding *out, size_t max,
+				size_t n)
+{
+	const char *done[3] = {NULL, NULL, NULL};
+	size_t nd = 0;
+	const char *code = agent_recovery_code(g->recovery_action);
+	char key[32];
+	if (code) {
+		snprintf(key, sizeof(key), "action=%d", g->recovery_action);
+		n = add_finding(out, max, n, code, g, key,
+				"GPU %d (%s): GPU Recovery Action %d (%s): the driver asks for it",
+				g->index, g->pci_bus_id, g->recovery_action, code + 4);
+		done[nd++] = code;
+	}
+	if (g->reset_required == 1) {
+		code = g->drain_and_reset == 1 ? "gpu:drain_and_reset" : "gpu:reset_required";
+		if (!(nd && strcmp(done[0], code) == 0)) {
+			n = add_finding(out, max, n, code, g, "reset_status",
+					"GPU %d (%s): GPU Reset Status: Reset Required Yes%s",
+					g->index, g->pci_bus_id,
+					g->drain_and_reset == 1
+						? ", Drain and Reset Recommended Yes"
+						: "");
+			done[nd++] = code;
+		}
+	}
+	if (g->requires_reset > 0) {
+		int seen = 0;
+		for (size_t i = 0; i < nd; i++)
+			seen |= strcmp(done[i], "gpu:reset_required") == 0;
+		if (!seen)
+			n = add_finding(out, max, n, "gpu:reset_required", g, "placeholder",
+					"GPU %d (%s): %d readings print [GPU requires reset] "
+					"(first: %s)",
+					g->index, g->pci_bus_id, g->requires_reset,
+					g->requires_reset_field);
+	}
+	return n;
+}
+
 size_t nvsmi_findings(const struct nvsmi_report *r, int expected_gpus, struct agent_finding *out,
 		      size_t max, int *unknown)
 {
@@ -786,9 +1040,25 @@ size_t nvsmi_findings(const struct nvsmi_report *r, int expected_gpus, struct ag
 			continue;
 		}
 
-		if (g->ecc_mode_current == 1 &&
-		    (g->ecc_volatile_dbe < 0 || (g->remap_pending < 0 && g->retired_pending < 0)))
+		/* Readings that cannot be read leave health unproven (nvsmi.h): an unreadable ECC
+		 * mode is not "ECC off", and the remap, temperature and slowdown checks need their
+		 * values. */
+		if (g->ecc_mode_current == NVSMI_UNKNOWN ||
+		    (g->ecc_mode_current == 1 &&
+		     (g->ecc_volatile_dbe < 0 || (g->remap_pending < 0 && g->retired_pending < 0))))
 			*unknown = 1;
+		if (g->remap_pending >= 0 && g->remap_failure < 0)
+			*unknown = 1;
+		if (g->temp_gpu == NVSMI_UNKNOWN ||
+		    (g->temp_slowdown <= 0 && (g->tlimit_margin == NVSMI_TLIMIT_UNKNOWN ||
+					       g->tlimit_slowdown == NVSMI_TLIMIT_UNKNOWN)))
+			*unknown = 1;
+		if (g->throttle_unknown & (NVSMI_THR_HW_SLOWDOWN | NVSMI_THR_HW_THERMAL_SLOWDOWN))
+			*unknown = 1;
+		if (g->recovery_action == NVSMI_UNKNOWN || g->reset_required == NVSMI_UNKNOWN ||
+		    g->drain_and_reset == NVSMI_UNKNOWN || g->unreadable > 0)
+			*unknown = 1;
+		n = recovery_findings(g, out, max, n);
 		if (g->ecc_volatile_dbe > 0) {
 			snprintf(key, sizeof(key), "dbe=%lld", (long long)g->ecc_volatile_dbe);
 			n = add_finding(out, max, n, "ecc:dbe_volatile", g, key,
@@ -866,6 +1136,8 @@ int nvsmi_nvlink_status_parse(const char *buf, size_t len, struct nvsmi_nvlink_r
 		return fp_errf(FP_EINVAL, err, errlen,
 			       "nvidia-smi nvlink output is %zu bytes, more than the %u allowed",
 			       len, NVSMI_MAX_INPUT);
+	if (nvsmi_tool_error(buf, len, err, errlen))
+		return FP_EIO;
 	while (pos < len) {
 		size_t end = pos, n;
 		unsigned idx;

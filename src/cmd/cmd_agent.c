@@ -51,6 +51,8 @@ static const char agent_usage[] =
 	"      --dcgmi FILE|auto     `dcgmi health -c [-j]` (or `dcgmi diag`) output, or auto:\n"
 	"                            run `dcgmi health -c -j` from PATH\n"
 	"      --ibstat FILE|auto    `ibstat` output, or auto\n"
+	"      --ethernet-not-fabric  ibstat's Ethernet ports carry no RDMA fabric: a RoCE\n"
+	"                            port down is no finding (default: roce:port_down)\n"
 	"      --expected-gpus N     expected GPU count (default: the node's spec.gpus.count)\n"
 	"      --gpu-idle-minutes N  report slurm:gpu_idle when a Slurm job's GPUs are all at 0 %\n"
 	"                            for N minutes (default 30; 0 off; at most 1440)\n"
@@ -286,6 +288,7 @@ int cmd_agent(int argc, char **argv)
 		{"nvml", no_argument, NULL, 'N'},
 		{"dcgmi", required_argument, NULL, 'd'},
 		{"ibstat", required_argument, NULL, 'i'},
+		{"ethernet-not-fabric", no_argument, NULL, 'E'},
 		{"expected-gpus", required_argument, NULL, 'g'},
 		{"gpu-idle-minutes", required_argument, NULL, 'G'},
 		{"job", required_argument, NULL, 'j'},
@@ -332,6 +335,7 @@ int cmd_agent(int argc, char **argv)
 		case 'N': cfg.nvml = 1; break;
 		case 'd': cfg.dcgmi = optarg; break;
 		case 'i': cfg.ibstat = optarg; break;
+		case 'E': cfg.ethernet_not_fabric = 1; break;
 		case 'g':
 			if (agent_parse_long(optarg, 1, 64, &v) < 0)
 				return client_usage_error(cmd,

@@ -179,6 +179,15 @@ static const struct {
 	{"aer:correctable", SEV_INFO, HEALTH_ACTION_NONE, 1, H, 0, L_REBOOT},
 	{"gpu:fallen_off_bus", SEV_CRITICAL, HEALTH_ACTION_HOLD, 1, D, 0, L_REBOOT},
 	{"gpu:count_mismatch", SEV_CRITICAL, HEALTH_ACTION_HOLD, 1, D, 0, L_REBOOT},
+	/* The GPU's own recovery action (Xid 154, nvidia-smi GPU Recovery Action / GPU Reset
+	 * Status, NVML NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, a "[GPU requires reset]" reading):
+	 * the driver's word, so it decides the rung at once (the XID catalog: "use as the
+	 * authoritative action"). Drain P2P asks only that peer-to-peer traffic stop, after
+	 * which the driver names another action: a hold (drain) and a human, no automatic rung. */
+	{"gpu:reset_required", SEV_HIGH, HEALTH_ACTION_HOLD, 1, D, 0, L_FULL},
+	{"gpu:drain_and_reset", SEV_HIGH, HEALTH_ACTION_HOLD, 1, D, 0, L_FULL},
+	{"gpu:reboot_required", SEV_CRITICAL, HEALTH_ACTION_HOLD, 1, D, 0, L_REBOOT},
+	{"gpu:drain_p2p", SEV_HIGH, HEALTH_ACTION_HOLD, 1, D, 0, L_NONE},
 	{"ecc:dbe_volatile", SEV_CRITICAL, HEALTH_ACTION_HOLD, 1, D, 0, L_FULL},
 	{"ecc:sbe_volatile", SEV_LOW, HEALTH_ACTION_NONE, 1, H, 0, L_FULL},
 	{"row_remap:pending", SEV_MEDIUM, HEALTH_ACTION_HOLD, 1, D, 0, L_FULL},
@@ -195,6 +204,8 @@ static const struct {
 	{"dcgm:diag", SEV_HIGH, HEALTH_ACTION_HOLD, 1, D, 0, L_FULL},
 	{"dcgm:*", SEV_MEDIUM, HEALTH_ACTION_HOLD, 2, H, 0, L_FULL},
 	{"ib:port_down", SEV_HIGH, HEALTH_ACTION_HOLD, 1, D, 0, L_REBOOT_ONLY},
+	/* RoCE: an Ethernet port of an RDMA adapter that is down (ibstat, agent --roce). */
+	{"roce:port_down", SEV_HIGH, HEALTH_ACTION_HOLD, 1, D, 0, L_REBOOT_ONLY},
 	{"probe_timeout:nvidia-smi", SEV_MEDIUM, HEALTH_ACTION_HOLD, 2, H, 0, L_REBOOT},
 	{"probe_timeout:nvml", SEV_MEDIUM, HEALTH_ACTION_HOLD, 2, H, 0, L_REBOOT},
 	{"probe_timeout:*", SEV_WARNING, HEALTH_ACTION_HOLD, 3, D, 0, L_REBOOT},

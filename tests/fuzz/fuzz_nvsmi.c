@@ -10,7 +10,8 @@
  * inside its buffer, their codes are from the contract, notice is 1 exactly for the notice
  * codes, and *unknown is 0 or 1; a truncated report is always unknown; gpu:count_mismatch
  * comes only from a whole report (not truncated, "Attached GPUs" equal to its GPUs: break
- * report 4b #5), and a partial GPU section gives no finding. Seeds: tests/fuzz/corpus/fuzz_nvsmi/ (the real samples of
+ * report 4b #5), and a partial GPU section gives no finding; the recovery fields are in their
+ * ranges and a "[GPU requires reset]" reading of a whole section gives a gpu:* finding. Seeds: tests/fuzz/corpus/fuzz_nvsmi/ (the real samples of
  * tests/data/nvidia-smi). */
 #include <stdint.h>
 #include <stdio.h>
@@ -43,7 +44,9 @@ static void check_findings(const struct agent_finding *f, size_t n, size_t max, 
 					    "row_remap:failure",    "retired_pages:pending",
 					    "gpu:count_mismatch",   "thermal:hw_slowdown",
 					    "thermal:sw_slowdown",  "thermal:over_limit",
-					    "power:brake_slowdown", "nvlink:link_down"};
+					    "power:brake_slowdown", "nvlink:link_down",
+					    "gpu:reset_required",   "gpu:reboot_required",
+					    "gpu:drain_p2p",        "gpu:drain_and_reset"};
 	CHECK(n <= max);
 	CHECK(unknown == 0 || unknown == 1);
 	for (size_t i = 0; i < n; i++) {
@@ -81,7 +84,7 @@ static void check_whole(const struct agent_finding *f, size_t n)
 static void check_report(int rc)
 {
 	struct agent_finding f[16];
-	int unknown = -1;
+	int unknown = -1, need_reset = 0;
 	size_t n;
 	CHECK(rep.ngpus <= NVSMI_MAX_GPUS);
 	if (rc != 0) {
@@ -104,12 +107,27 @@ static void check_report(int rc)
 		CHECK(g->remap_pending >= -1 && g->remap_pending <= 1);
 		CHECK(g->remap_failure >= -1 && g->remap_failure <= 1);
 		CHECK(g->retired_pending >= -1 && g->retired_pending <= 1);
-		CHECK(g->ecc_mode_current >= -1 && g->ecc_mode_current <= 1);
+		CHECK(g->ecc_mode_current >= NVSMI_NA && g->ecc_mode_current <= 1);
+		CHECK(g->recovery_action >= NVSMI_NA &&
+		      g->recovery_action <= AGENT_RECOVERY_SYSTEM_REBOOT);
+		CHECK(g->reset_required >= NVSMI_NA && g->reset_required <= 1);
+		CHECK(g->drain_and_reset >= NVSMI_NA && g->drain_and_reset <= 1);
+		CHECK(g->requires_reset >= 0 && g->unreadable >= 0);
+		check_str(g->requires_reset_field, sizeof(g->requires_reset_field));
+		/* a "[GPU requires reset]" reading is always a finding, never only unknown */
+		if (g->requires_reset > 0 && !g->partial)
+			need_reset = 1;
 		CHECK(g->gpu_util >= -1 && g->gpu_util <= 100);
 		CHECK((g->throttle_active & g->throttle_unknown) == 0);
 	}
 	n = nvsmi_findings(&rep, 8, f, 16, &unknown);
 	check_findings(f, n, 16, unknown);
+	if (need_reset && n < 16) {
+		int found = 0;
+		for (size_t i = 0; i < n; i++)
+			found |= strncmp(f[i].code, "gpu:", 4) == 0;
+		CHECK(found);
+	}
 	check_whole(f, n);
 	if (rep.truncated)
 		CHECK(unknown == 1);

@@ -1055,7 +1055,10 @@ static void test_nvml_absent(void **state)
 
 /* A stand-in libnvidia-ml.so.1 (hand-made; no GPU here), compiled at test time with cc: every
  * symbol nvml_open needs. FP_FAKE_NVML=hang makes nvmlInit_v2 never return (a hung driver);
- * otherwise it has one GPU at 00000000:9B:00.0 whose other values are NOT_SUPPORTED (3). */
+ * otherwise it has one GPU at 00000000:9B:00.0 whose other values are NOT_SUPPORTED (3).
+ * FP_FAKE_NVML=lost makes nvmlDeviceGetTemperature answer NVML_ERROR_GPU_IS_LOST (15);
+ * FP_FAKE_NVML_RECOVERY=N makes nvmlDeviceGetFieldValues answer N (an unsigned int) for
+ * every field asked (the agent asks only NVML_FI_DEV_GET_GPU_RECOVERY_ACTION); unset: 3. */
 static const char fake_nvml_src[] =
 	"#include <stdlib.h>\n#include <string.h>\n#include <unistd.h>\n"
 	"struct pci { char legacy[16]; unsigned d, b, dev, id, sub; char bus_id[32]; };\n"
@@ -1069,8 +1072,13 @@ static const char fake_nvml_src[] =
 	"  p->b = 0x9b; memcpy(p->bus_id, \"00000000:9B:00.0\", 17); return 0; }\n"
 	"int nvmlDeviceGetTotalEccErrors(void *d, int a, int b, unsigned long long *v) { return 3; }\n"
 	"int nvmlDeviceGetRemappedRows(void *d, unsigned *a, unsigned *b, unsigned *c, unsigned *e) { return 3; }\n"
-	"int nvmlDeviceGetTemperature(void *d, int s, unsigned *t) { return 3; }\n"
-	"int nvmlDeviceGetCurrentClocksThrottleReasons(void *d, unsigned long long *r) { return 3; }\n";
+	"int nvmlDeviceGetTemperature(void *d, int s, unsigned *t) { const char *m = getenv(\"FP_FAKE_NVML\");\n"
+	"  return m && strcmp(m, \"lost\") == 0 ? 15 : 3; }\n"
+	"int nvmlDeviceGetCurrentClocksThrottleReasons(void *d, unsigned long long *r) { return 3; }\n"
+	"struct fv { unsigned id, scope; long long ts, lat; int type, ret; union { unsigned ui; unsigned long long ull; } v; };\n"
+	"int nvmlDeviceGetFieldValues(void *d, int n, struct fv *v) { const char *m = getenv(\"FP_FAKE_NVML_RECOVERY\");\n"
+	"  if (!m) return 3; for (int i = 0; i < n; i++) { v[i].type = 1; v[i].ret = 0; v[i].v.ull = 0;\n"
+	"  v[i].v.ui = (unsigned)strtoul(m, NULL, 10); } return 0; }\n";
 
 /* Builds the stand-in in dir; returns its path, or NULL when no cc is found (test skipped). */
 static char *build_fake_nvml(const char *dir)
@@ -1090,6 +1098,141 @@ static char *build_fake_nvml(const char *dir)
 	proc_result_release(&r);
 	free(src);
 	return lib;
+}
+
+/* NVML's recovery action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION through nvmlDeviceGetFieldValues)
+ * is a finding that decides the rung, and a GPU NVML has lost fails the query (issue 16, "GPU
+ * signals" 1 and 3): the stand-in answering 1 (GPU Reset) gives gpu:reset_required, 2 (Node
+ * Reboot) gpu:reboot_required, 0 (None) nothing; GPU_IS_LOST is FP_EIO. Before the fix the
+ * field was never asked: no finding, and a lost GPU was a GPU with unknown readings. */
+static void test_nvml_recovery_action(void **state)
+{
+	(void)state;
+	char *bin = mktmp();
+	char *lib = build_fake_nvml(bin);
+	if (!lib) {
+		rm_rf(bin);
+		free(bin);
+		skip();
+	}
+	struct nvml *n = NULL;
+	char err[256];
+	assert_int_equal(nvml_open(lib, &n, err, sizeof(err)), 0);
+	struct nvsmi_report *r = xcalloc(1, sizeof(*r));
+	struct agent_finding f[8];
+	int timed_out = 0, unknown = 0;
+	static const struct {
+		const char *v, *code;
+		int action;
+	} rows[] = {{"1", "gpu:reset_required", 1},
+		    {"2", "gpu:reboot_required", 2},
+		    {"0", NULL, 0}};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		setenv("FP_FAKE_NVML_RECOVERY", rows[i].v, 1);
+		assert_int_equal(nvml_query_timed(n, 5000, r, &timed_out, err, sizeof(err)), 0);
+		assert_int_equal(r->gpus[0].recovery_action, rows[i].action);
+		size_t nf = nvsmi_findings(r, 1, f, 8, &unknown);
+		if (rows[i].code) {
+			assert_int_equal(nf, 1);
+			assert_string_equal(f[0].code, rows[i].code);
+			assert_string_equal(f[0].pci_bus_id, "0000:9b:00.0");
+		} else {
+			assert_int_equal(nf, 0);
+			assert_int_equal(unknown, 1); /* every other reading NOT_SUPPORTED */
+		}
+	}
+	unsetenv("FP_FAKE_NVML_RECOVERY");
+	assert_int_equal(nvml_query_timed(n, 5000, r, &timed_out, err, sizeof(err)), 0);
+	assert_int_equal(r->gpus[0].recovery_action, NVSMI_NA);
+	setenv("FP_FAKE_NVML", "lost", 1);
+	assert_int_equal(nvml_query_timed(n, 5000, r, &timed_out, err, sizeof(err)), FP_EIO);
+	assert_string_equal(err, "GPU 0 (0000:9b:00.0): NVML: GPU is lost");
+	unsetenv("FP_FAKE_NVML");
+	nvml_close(n);
+	free(r);
+	unlink(lib);
+	free(lib);
+	rm_rf(bin);
+	free(bin);
+}
+
+/* Captured tool output that holds the tool's own failure is a failed probe, as when the tool
+ * is run and exits non-zero (issue 16, "GPU signals" 3): each detector not live, ProbeFailed,
+ * its message the tool's line - ibstat's "ibpanic:" after a healthy CA (gpud #752), dcgmi's
+ * "Error: ..." (nv-hostengine down) and nvidia-smi's "GPU is lost" (marian-nmt/marian#251).
+ * Before the fix: ibstat live "ok" (one healthy port), dcgm and nvidia-smi "Unparseable".
+ * And a whole H100 output whose GPU 0 ECC Mode is unreadable is "unknown", never "8 notices,
+ * no fault" (issue 16, "GPU signals" 2; it was "ok"). */
+static void test_tool_failure_in_files(void **state)
+{
+	(void)state;
+	char *dir = mktmp(), *tmp = mktmp();
+	struct agent_config c;
+	base_cfg(&c, dir, NULL);
+	char *ib = xasprintf("%s/tests/data/ibstat/ibstat-partial-ibpanic-gpud-752.txt", srcdir());
+	char *dc = xasprintf("%s/tests/data/dcgm/dcgmi-hostengine-down.txt", srcdir());
+	char *smi = xasprintf("%s/smi.txt", tmp);
+	static const char lost[] = "Unable to determine the device handle for GPU 0000:03:00.0: "
+				   "GPU is lost.  Reboot the system to recover this GPU\n";
+	write_file(smi, lost, strlen(lost), "w");
+	c.ibstat = ib;
+	c.dcgmi = dc;
+	c.nvidia_smi = smi;
+	struct fake *f = fake_new();
+	struct agent *a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	static const struct {
+		enum agent_det d;
+		const char *msg;
+	} want[] = {
+		{AGENT_DET_IBSTAT, "ibstat failed: ibpanic: [1323906] main: stat of IB device "
+				   "'mlx5_8' failed: No such file or directory"},
+		{AGENT_DET_DCGM, "dcgmi failed: Error: unable to establish a connection to the "
+				 "specified host: localhost"},
+		{AGENT_DET_NVSMI,
+		 "nvidia-smi failed: Unable to determine the device handle for GPU "
+		 "0000:03:00.0: GPU is lost.  Reboot the system to recover this GPU"},
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct agent_det_state *st = agent_detector(a, want[i].d);
+		assert_int_equal(st->live, 0);
+		assert_string_equal(st->status, "unknown");
+		assert_string_equal(st->reason, "ProbeFailed");
+		assert_string_equal(st->message, want[i].msg);
+	}
+	agent_free(a);
+	fake_free(f);
+
+	/* every GPU's notices, GPU 0's ECC Mode unreadable: unknown, not "8 notices" */
+	size_t len;
+	char *h100 = xasprintf("%s/tests/data/nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt", srcdir());
+	char *txt = read_all(h100, &len);
+	char *at = strstr(txt, "Current                           : Enabled");
+	assert_non_null(at);
+	char *edited = xasprintf("%.*sCurrent                           : [Unknown Error]%s",
+				 (int)(at - txt), txt,
+				 at + strlen("Current                           : Enabled"));
+	write_file(smi, edited, strlen(edited), "w");
+	c.ibstat = NULL;
+	c.dcgmi = NULL;
+	f = fake_new();
+	a = agent_make(&c, f);
+	assert_int_equal(agent_run(a), 0);
+	const struct agent_det_state *st = agent_detector(a, AGENT_DET_NVSMI);
+	assert_int_equal(st->live, 1);
+	assert_string_equal(st->status, "unknown");
+	agent_free(a);
+	fake_free(f);
+	free(edited);
+	free(txt);
+	free(h100);
+	free(ib);
+	free(dc);
+	free(smi);
+	rm_rf(dir);
+	rm_rf(tmp);
+	free(dir);
+	free(tmp);
 }
 
 /* NVML runs in a child under the probe timeout: a stand-in whose nvmlInit_v2 never returns
@@ -1160,10 +1303,12 @@ static void test_nvml_timeout(void **state)
 	assert_int_equal(agent_run(a), 0);
 	s = agent_detector(a, AGENT_DET_NVML);
 	assert_int_equal(s->live, 1);
-	/* ECC counters NOT_SUPPORTED is ECC off (as on GeForce), so nothing unknown is needed
-	 * to prove health; and no thermal:over_limit from T.Limit values NVML did not give (the
-	 * stand-in found that nvml.c left them 0, which read as over the limit) */
-	assert_string_equal(s->status, "ok");
+	/* ECC counters NOT_SUPPORTED is ECC off (as on GeForce); but a GPU temperature and
+	 * clock event reasons NVML does not give cannot prove health: unknown, never ok (issue
+	 * 16, "GPU signals" 2; "ok" before). And no thermal:over_limit from T.Limit values NVML
+	 * did not give (the stand-in found that nvml.c left them 0, which read as over the
+	 * limit): every event below is the kernel's. */
+	assert_string_equal(s->status, "unknown");
 	ev = fake_events(f);
 	size_t i, nk = 0;
 	json_t *e;
@@ -2192,6 +2337,8 @@ int main(void)
 		cmocka_unit_test(test_rejected),
 		cmocka_unit_test(test_nvml_absent),
 		cmocka_unit_test(test_nvml_timeout),
+		cmocka_unit_test(test_nvml_recovery_action),
+		cmocka_unit_test(test_tool_failure_in_files),
 		cmocka_unit_test(test_gpu_reset),
 		cmocka_unit_test(test_boot_change_same_ids),
 		cmocka_unit_test(test_finding_episodes),

@@ -635,8 +635,8 @@ static void test_rtx2080_xml(void **state)
 	assert_int_equal(rep.ngpus, 1);
 	assert_string_equal(g->pci_bus_id, "0000:0a:00.0");
 	assert_string_equal(g->product, "NVIDIA GeForce RTX 2080");
-	assert_int_equal(g->minor_number, -1); /* N/A on Windows */
-	assert_int_equal(g->ecc_mode_current, -1);
+	assert_int_equal(g->minor_number, -1);           /* N/A on Windows */
+	assert_int_equal(g->ecc_mode_current, NVSMI_NA); /* N/A: a GeForce has no ECC */
 	assert_int_equal(g->ecc_volatile_sbe, -1);
 	assert_int_equal(g->ecc_volatile_dbe, -1);
 	assert_int_equal(g->retired_sbe, -1);
@@ -979,6 +979,321 @@ static void test_ibstat(void **state)
 	assert_string_equal(err, "not ibstat output: no \"CA '<name>'\" line");
 }
 
+/* Counts findings of code on GPU index gpu (-2: any GPU). */
+static int count_code(const struct agent_finding *f, size_t n, const char *code, int gpu)
+{
+	int c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += strcmp(f[i].code, code) == 0 && (gpu == -2 || f[i].gpu_index == gpu);
+	return c;
+}
+
+#define H100_TXT "nvidia-smi/h100-hgx-8gpu-q-535.161.08.txt"
+#define P100_XML "nvidia-smi/tesla-p100-q-x-510.47.03.xml"
+
+/* The GPU's own reset/reboot/drain request is a finding that decides the rung (issue 16, "GPU
+ * signals" 1): the real H100 text (535: GPU Reset Status, no GPU Recovery Action yet) and P100
+ * XML (510: neither) with GPU 0's values edited by hand (tests/data/nvidia-smi/SOURCES.md,
+ * "variants made in the tests"). Before the fix none of these fields was read: 0 findings. */
+static void test_recovery_action(void **state)
+{
+	struct agent_finding f[MAXF];
+	char err[256] = "";
+	size_t len, xlen, n;
+	int unknown = -1;
+	char *buf = slurp(H100_TXT, &len), *xml = slurp(P100_XML, &xlen);
+	char *v1, *v2;
+	(void)state;
+
+	/* the real file: Reset Required No, Drain and Reset Recommended No on every GPU */
+	assert_int_equal(nvsmi_parse_text(buf, len, &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].reset_required, 0);
+	assert_int_equal(rep.gpus[0].drain_and_reset, 0);
+	assert_int_equal(rep.gpus[0].recovery_action, NVSMI_NA);
+	n = nvsmi_findings(&rep, 8, f, MAXF, &unknown);
+	assert_int_equal(count_code(f, n, "gpu:reset_required", -2), 0);
+	assert_int_equal(unknown, 0);
+
+	/* Reset Required: Yes -> gpu:reset_required on GPU 0 (and only there) */
+	v1 = replace1(buf, "Reset Required                    : No",
+		      "Reset Required                    : Yes");
+	assert_int_equal(nvsmi_parse_text(v1, strlen(v1), &rep, err, sizeof(err)), 0);
+	n = nvsmi_findings(&rep, 8, f, MAXF, &unknown);
+	assert_int_equal(count_code(f, n, "gpu:reset_required", 0), 1);
+	assert_int_equal(count_code(f, n, "gpu:reset_required", -2), 1);
+	/* ... and Drain and Reset Recommended: Yes -> gpu:drain_and_reset instead */
+	v2 = replace1(v1, "Drain and Reset Recommended       : No",
+		      "Drain and Reset Recommended       : Yes");
+	assert_int_equal(nvsmi_parse_text(v2, strlen(v2), &rep, err, sizeof(err)), 0);
+	n = nvsmi_findings(&rep, 8, f, MAXF, &unknown);
+	assert_int_equal(count_code(f, n, "gpu:drain_and_reset", 0), 1);
+	assert_int_equal(count_code(f, n, "gpu:reset_required", -2), 0);
+	free(v1);
+	free(v2);
+
+	/* GPU Recovery Action (drivers >= 550), inserted after the reset status block */
+	static const struct {
+		const char *word, *code;
+		int action;
+	} acts[] = {
+		{"Reset", "gpu:reset_required", 1},
+		{"Reboot", "gpu:reboot_required", 2},
+		{"Drain P2P", "gpu:drain_p2p", 3},
+		{"Drain and Reset", "gpu:drain_and_reset", 4},
+	};
+	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
+		char line[160];
+		snprintf(line, sizeof(line),
+			 "Drain and Reset Recommended       : No\n"
+			 "    GPU Recovery Action                   : %s",
+			 acts[i].word);
+		v1 = replace1(buf, "Drain and Reset Recommended       : No", line);
+		assert_int_equal(nvsmi_parse_text(v1, strlen(v1), &rep, err, sizeof(err)), 0);
+		assert_int_equal(rep.gpus[0].recovery_action, acts[i].action);
+		n = nvsmi_findings(&rep, 8, f, MAXF, &unknown);
+		if (count_code(f, n, acts[i].code, 0) != 1)
+			fail_msg("GPU Recovery Action %s: no %s", acts[i].word, acts[i].code);
+		assert_int_equal(unknown, 0);
+		free(v1);
+	}
+	/* None is healthy; a word nvidia-smi does not print is unknown, never ok */
+	v1 = replace1(buf, "Drain and Reset Recommended       : No",
+		      "Drain and Reset Recommended       : No\n"
+		      "    GPU Recovery Action                   : None");
+	assert_int_equal(nvsmi_parse_text(v1, strlen(v1), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].recovery_action, 0);
+	n = nvsmi_findings(&rep, 8, f, MAXF, &unknown);
+	assert_int_equal(unknown, 0);
+	free(v1);
+	v1 = replace1(buf, "Drain and Reset Recommended       : No",
+		      "Drain and Reset Recommended       : No\n"
+		      "    GPU Recovery Action                   : Sideways");
+	assert_int_equal(nvsmi_parse_text(v1, strlen(v1), &rep, err, sizeof(err)), 0);
+	nvsmi_findings(&rep, 8, f, MAXF, &unknown);
+	assert_int_equal(unknown, 1);
+	free(v1);
+
+	/* XML: <gpu_recovery_action> and <gpu_reset_status> (nvsmi DTD v12 tags) */
+	v1 = replace1(xml, "<temperature>",
+		      "<gpu_recovery_action>Reboot</gpu_recovery_action>\n\t\t<temperature>");
+	assert_int_equal(nvsmi_parse_xml(v1, strlen(v1), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].recovery_action, 2);
+	n = nvsmi_findings(&rep, 1, f, MAXF, &unknown);
+	assert_int_equal(count_code(f, n, "gpu:reboot_required", 0), 1);
+	free(v1);
+	v1 = replace1(xml, "<temperature>",
+		      "<gpu_reset_status><reset_required>Yes</reset_required>"
+		      "<drain_and_reset_recommended>N/A</drain_and_reset_recommended>"
+		      "</gpu_reset_status>\n\t\t<temperature>");
+	assert_int_equal(nvsmi_parse_xml(v1, strlen(v1), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].reset_required, 1);
+	assert_int_equal(rep.gpus[0].drain_and_reset, NVSMI_NA);
+	n = nvsmi_findings(&rep, 1, f, MAXF, &unknown);
+	assert_int_equal(count_code(f, n, "gpu:reset_required", 0), 1);
+	free(v1);
+	free(buf);
+	free(xml);
+}
+
+/* Placeholder values (issue 16, "GPU signals" 2): "[GPU requires reset]" in place of any
+ * reading is gpu:reset_required (not just unknown); unreadable ECC Mode, Remapping Failure
+ * Occurred, temperature, T.Limit and HW Slowdown make the detector unknown; a GPU whose health
+ * readings are all unreadable is unknown even when its only findings are notices. The real H100
+ * text / P100 XML, edited by hand. Before the fix: no finding and unknown 0 for each. */
+static void test_placeholders(void **state)
+{
+	struct agent_finding f[MAXF];
+	char err[256] = "";
+	size_t len, xlen, n;
+	int unknown = -1;
+	char *buf = slurp(H100_TXT, &len), *xml = slurp(P100_XML, &xlen);
+	char *v1;
+	(void)state;
+
+	v1 = replace1(buf, "Pending                           : No",
+		      "Pending                           : [GPU requires reset]");
+	assert_int_equal(nvsmi_parse_text(v1, strlen(v1), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].requires_reset, 1);
+	assert_string_equal(rep.gpus[0].requires_reset_field, "Pending");
+	n = nvsmi_findings(&rep, 8, f, MAXF, &unknown);
+	assert_int_equal(count_code(f, n, "gpu:reset_required", 0), 1);
+	assert_int_equal(unknown, 1);
+	free(v1);
+	v1 = replace1(xml, "<gpu_temp>38 C</gpu_temp>",
+		      "<gpu_temp>[GPU requires reset]</gpu_temp>");
+	assert_int_equal(nvsmi_parse_xml(v1, strlen(v1), &rep, err, sizeof(err)), 0);
+	n = nvsmi_findings(&rep, 1, f, MAXF, &unknown);
+	assert_int_equal(count_code(f, n, "gpu:reset_required", 0), 1);
+	free(v1);
+
+	/* one unreadable reading each: unknown, no finding but GPU 0's notices */
+	static const struct {
+		const char *from, *to;
+	} bad[] = {
+		{"Current                           : Enabled",
+		 "Current                           : [Unknown Error]"}, /* ECC Mode */
+		{"Remapping Failure Occurred        : No",
+		 "Remapping Failure Occurred        : ERR!"},
+		{"GPU Current Temp                  : 29 C",
+		 "GPU Current Temp                  : ERR!"},
+		{"GPU T.Limit Temp                  : 56 C",
+		 "GPU T.Limit Temp                  : N/A"},
+		{"HW Slowdown                       : Active",
+		 "HW Slowdown                       : [Unknown Error]"},
+		{"Reset Required                    : No",
+		 "Reset Required                    : ERR!"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v1 = replace1(buf, bad[i].from, bad[i].to);
+		assert_int_equal(nvsmi_parse_text(v1, strlen(v1), &rep, err, sizeof(err)), 0);
+		n = nvsmi_findings(&rep, 8, f, MAXF, &unknown);
+		if (unknown != 1)
+			fail_msg("\"%s\": unknown %d, want 1", bad[i].to, unknown);
+		for (size_t k = 0; k < n; k++)
+			if (!f[k].notice)
+				fail_msg("\"%s\": finding %s, want notices only", bad[i].to,
+					 f[k].code);
+		free(v1);
+	}
+	/* ECC Mode N/A (a board without ECC) is not unreadable: the P100 XML with it */
+	v1 = replace1(xml, "<current_ecc>Enabled</current_ecc>", "<current_ecc>N/A</current_ecc>");
+	assert_int_equal(nvsmi_parse_xml(v1, strlen(v1), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].ecc_mode_current, NVSMI_NA);
+	free(v1);
+	v1 = replace1(xml, "<current_ecc>Enabled</current_ecc>",
+		      "<current_ecc>[Unknown Error]</current_ecc>");
+	assert_int_equal(nvsmi_parse_xml(v1, strlen(v1), &rep, err, sizeof(err)), 0);
+	assert_int_equal(rep.gpus[0].ecc_mode_current, NVSMI_UNKNOWN);
+	nvsmi_findings(&rep, 1, f, MAXF, &unknown);
+	assert_int_equal(unknown, 1);
+	free(v1);
+	free(buf);
+	free(xml);
+}
+
+/* Captured output that ends in nvidia-smi's own error is a failed probe (FP_EIO), as when the
+ * tool is run and exits non-zero (issue 16, "GPU signals" 3). The lines are real:
+ * NVIDIA/nvidia-docker#1553 ("... GPU 0000:09:00.0: Unknown Error") and marian-nmt/marian#251
+ * ("... GPU is lost.  Reboot the system to recover this GPU"), appended to / put before the
+ * real H100 text and P100 XML. Before the fix both parsed as healthy (0). */
+static void test_tool_error_in_file(void **state)
+{
+	char err[256] = "";
+	size_t len, xlen;
+	char *buf = slurp(H100_TXT, &len), *xml = slurp(P100_XML, &xlen);
+	static const char lost[] = "Unable to determine the device handle for GPU 0000:03:00.0: "
+				   "GPU is lost.  Reboot the system to recover this GPU\n";
+	static const char unk[] =
+		"Unable to determine the device handle for GPU 0000:09:00.0: Unknown Error\n";
+	char *t = malloc(len + sizeof(unk));
+	char *x = malloc(xlen + sizeof(lost));
+	(void)state;
+	assert_non_null(t);
+	assert_non_null(x);
+	memcpy(t, buf, len);
+	memcpy(t + len, unk, sizeof(unk));
+	assert_int_equal(nvsmi_parse(t, strlen(t), &rep, err, sizeof(err)), FP_EIO);
+	assert_string_equal(err, "nvidia-smi failed: Unable to determine the device handle for "
+				 "GPU 0000:09:00.0: Unknown Error");
+	memcpy(x, lost, sizeof(lost) - 1);
+	memcpy(x + sizeof(lost) - 1, xml, xlen + 1);
+	assert_int_equal(nvsmi_parse(x, strlen(x), &rep, err, sizeof(err)), FP_EIO);
+	assert_int_equal(nvsmi_parse(lost, strlen(lost), &rep, err, sizeof(err)), FP_EIO);
+	assert_int_equal(nvsmi_parse("No devices were found\n", 22, &rep, err, sizeof(err)),
+			 FP_EIO);
+	/* nvlink --status: the real A100 sample with the same failure line after it */
+	{
+		static struct nvsmi_nvlink_report nvr;
+		size_t nl;
+		char *nv = slurp("nvidia-smi/a100-8gpu-nvlink-status.txt", &nl);
+		char *nvx = malloc(nl + 1 + sizeof(unk));
+		assert_non_null(nvx);
+		memcpy(nvx, nv, nl);
+		nvx[nl] = '\n'; /* the sample's last line has no newline */
+		memcpy(nvx + nl + 1, unk, sizeof(unk));
+		assert_int_equal(nvsmi_nvlink_status_parse(nv, nl, &nvr, err, sizeof(err)), 0);
+		assert_int_equal(nvsmi_nvlink_status_parse(nvx, strlen(nvx), &nvr, err,
+							   sizeof(err)),
+				 FP_EIO);
+		free(nvx);
+		free(nv);
+	}
+	free(t);
+	free(x);
+	free(buf);
+	free(xml);
+}
+
+/* Cut or failed tool output read from a file is a failed probe (issue 16, "GPU signals" 3):
+ * ibstat's own "ibpanic:" line after the CAs it printed (the real output quoted in gpud #752)
+ * is FP_EIO, never a short healthy report; dcgmi's "Error: ..." lines (nv-hostengine down)
+ * likewise. Before the fix the ibstat text parsed (0) with one healthy port, and the dcgmi
+ * text was merely "not a report". */
+static void test_tool_failure_lines(void **state)
+{
+	struct ibstat_report r;
+	char err[256] = "";
+	size_t len;
+	char *buf = slurp("ibstat/ibstat-partial-ibpanic-gpud-752.txt", &len);
+	(void)state;
+	assert_int_equal(ibstat_parse(buf, len, &r, err, sizeof(err)), FP_EIO);
+	assert_string_equal(err, "ibstat failed: ibpanic: [1323906] main: stat of IB device "
+				 "'mlx5_8' failed: No such file or directory");
+	/* the same output without its last line is a whole, healthy report */
+	assert_int_equal(ibstat_parse(buf, (size_t)(strstr(buf, "ibpanic") - buf), &r, err,
+				      sizeof(err)),
+			 0);
+	assert_int_equal(r.nports, 1);
+	free(buf);
+
+	buf = slurp("dcgm/dcgmi-hostengine-down.txt", &len);
+	assert_int_equal(dcgm_tool_error(buf, len, err, sizeof(err)), 1);
+	assert_string_equal(err, "dcgmi failed: Error: unable to establish a connection to the "
+				 "specified host: localhost");
+	free(buf);
+	buf = slurp("dcgm/dcgmi-health-c-j-healthy-dcgm4.json", &len);
+	assert_int_equal(dcgm_tool_error(buf, len, err, sizeof(err)), 0);
+	free(buf);
+	buf = slurp("dcgm/dcgmi-diag-r3-8xh100-fabricmanager-down-cuinit-fail.txt", &len);
+	assert_int_equal(dcgm_tool_error(buf, len, err, sizeof(err)), 0);
+	free(buf);
+}
+
+/* RoCE: an Ethernet link-layer port of an RDMA adapter that goes down is a network finding
+ * (roce:port_down), unless the node says its Ethernet ports are not fabric
+ * (IBSTAT_ETHERNET_NOT_FABRIC, agent --ethernet-not-fabric). The real H100 "some down" sample
+ * has three Ethernet ports Down / Disabled (ports the node does not use: no finding); mlx5_2's
+ * Physical state edited by hand to Polling (no link while enabled). Before the fix Ethernet
+ * ports were skipped: 0 findings. */
+static void test_ibstat_roce(void **state)
+{
+	struct ibstat_report r;
+	struct agent_finding f[MAXF];
+	char err[256] = "";
+	size_t len;
+	int unknown = -1;
+	char *buf = slurp("ibstat/ibstat-h100-some-down.txt", &len);
+	char *v;
+	(void)state;
+	assert_int_equal(ibstat_parse(buf, len, &r, err, sizeof(err)), 0);
+	assert_int_equal(ibstat_findings(&r, f, MAXF, &unknown), 0);
+	assert_int_equal(unknown, 0);
+	v = replace1(strstr(buf, "CA 'mlx5_2'"), "Physical state: Disabled",
+		     "Physical state: Polling");
+	assert_int_equal(ibstat_parse(v, strlen(v), &r, err, sizeof(err)), 0);
+	assert_int_equal(ibstat_findings(&r, f, MAXF, &unknown), 1);
+	assert_string_equal(f[0].code, "roce:port_down");
+	assert_string_equal(f[0].source, "ibstat");
+	assert_string_equal(f[0].key, "mlx5_2/1/Down");
+	assert_string_equal(f[0].message,
+			    "RoCE (Ethernet) port mlx5_2/1: State Down, Physical state Polling");
+	assert_int_equal(ibstat_findings_flags(&r, IBSTAT_ETHERNET_NOT_FABRIC, f, MAXF, &unknown),
+			 0);
+	assert_int_equal(unknown, 0);
+	free(v);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1002,6 +1317,11 @@ int main(void)
 		cmocka_unit_test(test_dcgm_diag),
 		cmocka_unit_test(test_dcgm_health),
 		cmocka_unit_test(test_ibstat),
+		cmocka_unit_test(test_recovery_action),
+		cmocka_unit_test(test_placeholders),
+		cmocka_unit_test(test_tool_error_in_file),
+		cmocka_unit_test(test_tool_failure_lines),
+		cmocka_unit_test(test_ibstat_roce),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,7 +116,23 @@ static void test_catalog_rows(void **state)
 	assert_int_equal(r->window_s, 86400);
 	assert_int_equal(r->distinct_jobs, 2);
 	assert_ladder(r, "[\"reboot\",\"reimage\",\"rma\"]");
-	assert_int_equal(p->nrules, 66 + 29);
+	/* The GPU's own recovery action decides the rung (issue 16, "GPU signals" 1). */
+	r = health_rule_find(p, "gpu:reset_required");
+	assert_string_equal(r->code, "gpu:reset_required");
+	assert_int_equal(r->action, HEALTH_ACTION_HOLD);
+	assert_int_equal(r->count, 1);
+	assert_ladder(r, "[\"gpu_reset\",\"reboot\",\"reimage\",\"rma\"]");
+	assert_ladder(health_rule_find(p, "gpu:drain_and_reset"),
+		      "[\"gpu_reset\",\"reboot\",\"reimage\",\"rma\"]");
+	assert_ladder(health_rule_find(p, "gpu:reboot_required"),
+		      "[\"reboot\",\"reimage\",\"rma\"]");
+	r = health_rule_find(p, "gpu:drain_p2p");
+	assert_int_equal(r->action, HEALTH_ACTION_HOLD);
+	assert_ladder(r, "[]");
+	r = health_rule_find(p, "roce:port_down");
+	assert_int_equal(r->action, HEALTH_ACTION_HOLD);
+	assert_ladder(r, "[\"reboot\"]");
+	assert_int_equal(p->nrules, 66 + 29 + 5);
 	health_policy_free(p);
 }
 
@@ -152,7 +168,7 @@ static void test_policy_roundtrip(void **state)
 	x = health_rule_find(r, "custom:thing");
 	assert_int_equal(x->severity, SEV_WARNING);
 	assert_int_equal(x->count, 1);
-	assert_int_equal(r->nrules, 66 + 29 + 1);
+	assert_int_equal(r->nrules, 66 + 29 + 5 + 1);
 	assert_int_equal(r->breaker.max_nodes, 10);
 	assert_int_equal(r->breaker.ndomains, 2);
 	assert_string_equal(r->breaker.domains[1], "nvlink_domain");
@@ -1746,6 +1762,53 @@ static void test_interval_zero(void **state)
 	world_free(w);
 }
 
+/* The GPU's own recovery action decides the rung, and a DCGM "Healthy" beside it does not
+ * outvote it (issue 16, "GPU signals" 1): Xid 154 to 0x1 (GPU Reset Required) - the agent's
+ * kernel detector reports it as gpu:reset_required (tests/data/kernel/
+ * xid154-recovery-action-gb200-gpud.log line 3) - with dcgm live and ok holds the node with the
+ * ladder starting at gpu_reset; a reboot_required from nvidia-smi's GPU Recovery Action on a
+ * second node starts at reboot. Before the fix the 154 line was xid:154 (info, no hold). */
+static void test_recovery_action_decides_rung(void **state)
+{
+	struct world *w = world_new();
+	put_node(w, "r01n01", "r01", PHASE_AVAILABLE);
+	put_node(w, "r02n01", "r02", PHASE_AVAILABLE);
+	json_t *e =
+		ev("k-154", "gpu:reset_required", "0019:01:00.0", NULL,
+		   "[171167.897562] NVRM: Xid (PCI:0019:01:00): 154, GPU recovery action changed "
+		   "from 0x4 (Drain and Reset) to 0x1 (GPU Reset Required)");
+	json_t *rep = json_pack("{s:{s:s, s:i}, s:[{s:s, s:b, s:s}, {s:s, s:b, s:s}], s:[o]}",
+				"agent", "version", "0.4.0", "intervalSeconds", 30, "detectors",
+				"name", "dcgm", "live", 1, "status", "ok", "name", "kernel", "live",
+				1, "status", "unhealthy", "events", e);
+	json_t *res = NULL;
+	char err[256] = "";
+	assert_int_equal(health_report(w->h, "r01n01", "agent:r01n01", rep, clock_wall_ms(w->clock),
+				       &res, err, sizeof(err)),
+			 0);
+	assert_string_equal(action0(res), "hold");
+	json_decref(res);
+	json_decref(rep);
+	struct node *n = get_node(w, "r01n01");
+	assert_non_null(node_hold_find(n, "health"));
+	assert_int_equal(n->remediation.active, 1);
+	assert_int_equal(n->remediation.ladder[n->remediation.rung], RUNG_GPU_RESET);
+	assert_string_equal(n->remediation.code, "gpu:reset_required");
+	const struct node_condition *c = node_condition_get(n, "GPUHealthy");
+	assert_int_equal(c->status, COND_FALSE);
+	node_free(n);
+
+	e = json_pack("{s:s, s:s, s:s, s:{s:s}}", "id", "s-rb", "source", "nvidia-smi", "code",
+		      "gpu:reboot_required", "gpu", "pciBusId", "0000:01:00.0");
+	res = send1(w, "r02n01", e);
+	assert_string_equal(action0(res), "hold");
+	json_decref(res);
+	n = get_node(w, "r02n01");
+	assert_int_equal(n->remediation.ladder[n->remediation.rung], RUNG_REBOOT);
+	node_free(n);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1775,6 +1838,7 @@ int main(void)
 		cmocka_unit_test(test_detector_unhealthy),
 		cmocka_unit_test(test_replay_evidence),
 		cmocka_unit_test(test_interval_zero),
+		cmocka_unit_test(test_recovery_action_decides_rung),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -866,6 +866,46 @@ static void test_bytes_and_bounds(void **state)
 	assert_int_equal(kernlog_parse_line(two, sizeof(two) - 1, NOW_MS, &ev), 0);
 }
 
+/* Xid 154 names the recovery action the GPU now needs; the XID catalog says to use it as the
+ * authoritative action, so its code is the action's (docs/health.md "Recovery actions"), never
+ * the info-only xid:154 that decides nothing (issue 16, "GPU signals" 1). Lines:
+ * tests/data/kernel/xid154-*.log (SOURCES.md). */
+static void test_xid154_recovery_action(void **state)
+{
+	static const struct {
+		const char *file;
+		int line;
+		const char *code;
+		int action;
+		const char *bus;
+	} r154[] = {
+		{"xid154-recovery-action-gb200-gpud.log", 1, "xid:149", -1, "0009:01:00.0"},
+		{"xid154-recovery-action-gb200-gpud.log", 2, "gpu:drain_and_reset", 4,
+		 "0009:01:00.0"},
+		{"xid154-recovery-action-gb200-gpud.log", 3, "gpu:reset_required", 1,
+		 "0019:01:00.0"},
+		{"xid154-variants-derived.log", 1, "gpu:reboot_required", 2, "0000:01:00.0"},
+		{"xid154-variants-derived.log", 2, "gpu:drain_p2p", 3, "0000:01:00.0"},
+		{"xid154-variants-derived.log", 3, "xid:154", 0, "0000:01:00.0"},
+		{"xid154-variants-derived.log", 4, "gpu:reboot_required", 2, "0000:01:00.0"},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(r154) / sizeof(r154[0]); i++) {
+		struct kernlog_event ev;
+		char *line = file_line(r154[i].file, r154[i].line);
+		if (kernlog_parse_line(line, strlen(line), NOW_MS, &ev) != 1)
+			fail_msg("%s:%d: no event, want %s", r154[i].file, r154[i].line,
+				 r154[i].code);
+		if (strcmp(ev.code, r154[i].code) != 0 || ev.recovery_action != r154[i].action)
+			fail_msg("%s:%d: code %s action %d, want %s action %d", r154[i].file,
+				 r154[i].line, ev.code, ev.recovery_action, r154[i].code,
+				 r154[i].action);
+		assert_string_equal(ev.pci_bus_id, r154[i].bus);
+		assert_int_equal(ev.kind, KERNLOG_XID);
+		free(line);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -878,6 +918,7 @@ int main(void)
 		cmocka_unit_test(test_prefix_forms),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_bytes_and_bounds),
+		cmocka_unit_test(test_xid154_recovery_action),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
