@@ -224,6 +224,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	int sig = 0;
 	sigwait(&stop, &sig);
+	serve_leader_stopping(lead);
 	slurm_tenant_sync_free(tsync);
 	log_info("serve: stopping signal=%d", sig);
 	rc = 0;

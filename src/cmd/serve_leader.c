@@ -24,6 +24,7 @@ struct serve_leader {
 };
 
 static char *self_argv[256];
+static volatile int stopping; /* set once serve got its stop signal: no re-exec then */
 
 /* The process's own argv from /proc/self/cmdline, for the re-exec. */
 static void save_argv(void)
@@ -45,6 +46,10 @@ static void save_argv(void)
 
 static void lost(void *arg, const char *why)
 {
+	if (stopping) {
+		log_info("serve: leadership ended while stopping (%s)", why);
+		return;
+	}
 	log_warn("serve: not the leader any more (%s): stopping every controller and restarting "
 		 "as a standby",
 		 why);
@@ -116,6 +121,11 @@ struct serve_leader *serve_leader_begin(const struct serve_opts *so, struct flee
 	sv->store_opened = fence_hook;
 	sv->store_opened_arg = sl;
 	return sl;
+}
+
+void serve_leader_stopping(struct serve_leader *sl)
+{
+	stopping = 1;
 }
 
 void serve_leader_end(struct serve_leader *sl)

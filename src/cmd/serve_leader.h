@@ -15,6 +15,9 @@ struct serve_leader;
 /* Returns NULL when the store is not etcd (nothing to do), else the leadership once held (the
  * fleet config's store hook set). Exits the process with 1 on a fatal error (bad URI). */
 struct serve_leader *serve_leader_begin(const struct serve_opts *so, struct fleet_config *sv);
+/* Marks the serve as stopping (after its stop signal): a lost leadership then ends quietly
+ * instead of re-executing. NULL is a no-op. */
+void serve_leader_stopping(struct serve_leader *sl);
 /* Resigns (revokes the lease so a standby takes over at once) and frees. NULL is a no-op. Call
  * after the fleet is freed. */
 void serve_leader_end(struct serve_leader *sl);

@@ -125,7 +125,7 @@ static void campaign(struct leader *l)
 	char err[256];
 	json_t *resp = NULL;
 	json_t *body = json_pack("{s:o}", "key", b64j(l->key));
-	int rc = store_etcd_call(l->e, "/v3/kv/range", body, &resp, err, sizeof(err));
+	int rc = store_etcd_call(l->e, "/v3/kv/range", body, 0, &resp, err, sizeof(err));
 	json_decref(body);
 	if (rc < 0) {
 		static int64_t last_log;
@@ -147,7 +147,7 @@ static void campaign(struct leader *l)
 	json_decref(resp);
 	int64_t t0 = store_etcd_mono_ms();
 	body = json_pack("{s:I}", "TTL", (json_int_t)l->ttl_s);
-	rc = store_etcd_call(l->e, "/v3/lease/grant", body, &resp, err, sizeof(err));
+	rc = store_etcd_call(l->e, "/v3/lease/grant", body, 0, &resp, err, sizeof(err));
 	json_decref(body);
 	if (rc < 0)
 		return;
@@ -161,7 +161,7 @@ static void campaign(struct leader *l)
 			 b64j(l->key), "target", "CREATE", "result", "EQUAL", "create_revision",
 			 "0", "success", "request_put", "key", b64j(l->key), "value", b64j(l->id),
 			 "lease", lease_s);
-	rc = store_etcd_call(l->e, "/v3/kv/txn", body, &resp, err, sizeof(err));
+	rc = store_etcd_call(l->e, "/v3/kv/txn", body, 0, &resp, err, sizeof(err));
 	json_decref(body);
 	if (rc == 0 && json_is_true(json_object_get(resp, "succeeded"))) {
 		int64_t rev = store_etcd_int(json_object_get(resp, "header"), "revision");
@@ -184,7 +184,7 @@ static void campaign(struct leader *l)
 	json_decref(resp);
 	/* lost the race (or the outcome is unknown): give the lease back */
 	body = json_pack("{s:s}", "ID", lease_s);
-	if (store_etcd_call(l->e, "/v3/lease/revoke", body, &resp, err, sizeof(err)) == 0)
+	if (store_etcd_call(l->e, "/v3/lease/revoke", body, 0, &resp, err, sizeof(err)) == 0)
 		json_decref(resp);
 	json_decref(body);
 }
@@ -197,7 +197,8 @@ static void renew(struct leader *l)
 	int64_t t0 = store_etcd_mono_ms();
 	json_t *body = json_pack("{s:s}", "ID", lease_s);
 	json_t *resp = NULL;
-	int rc = store_etcd_call(l->e, "/v3/lease/keepalive", body, &resp, err, sizeof(err));
+	int rc = store_etcd_call(l->e, "/v3/lease/keepalive", body, l->deadline_ms, &resp, err,
+				 sizeof(err));
 	json_decref(body);
 	if (rc == 0) {
 		int64_t ttl = store_etcd_int(json_object_get(resp, "result"), "TTL");
@@ -353,7 +354,8 @@ void leader_free(struct leader *l)
 		char lease_s[32], err[128];
 		snprintf(lease_s, sizeof(lease_s), "%lld", (long long)l->lease);
 		json_t *body = json_pack("{s:s}", "ID", lease_s), *resp = NULL;
-		if (store_etcd_call(l->e, "/v3/lease/revoke", body, &resp, err, sizeof(err)) == 0)
+		if (store_etcd_call(l->e, "/v3/lease/revoke", body, 0, &resp, err, sizeof(err)) ==
+		    0)
 			json_decref(resp);
 		json_decref(body);
 		log_info("leader: resigned id=%s", l->id);

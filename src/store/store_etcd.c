@@ -86,6 +86,7 @@ struct store_etcd {
 	int64_t floor;     /* ... and after this one */
 	int64_t compacted; /* store_compact's point */
 	int closing;
+	int kick; /* the watch stream stalls (a write waits for it): reconnect elsewhere */
 	int waiters;
 	pthread_t watcher;
 	int watcher_started;
@@ -309,8 +310,8 @@ static int grpc_error(const char *body, char *err, size_t errlen)
 
 /* One POST. retry_sent: retry another endpoint also when the request may have been sent (reads
  * and idempotent calls); writes are retried only when no connection was made. */
-static int etcd_post(struct store_etcd *e, const char *path, json_t *body, int retry_sent,
-		     json_t **resp, char *err, size_t errlen)
+static int etcd_post_until(struct store_etcd *e, const char *path, json_t *body, int retry_sent,
+			   int64_t deadline_ms, json_t **resp, char *err, size_t errlen)
 {
 	*resp = NULL;
 	char *text = json_dumps(body, JSON_COMPACT);
@@ -322,9 +323,17 @@ static int etcd_post(struct store_etcd *e, const char *path, json_t *body, int r
 		char url[512];
 		snprintf(url, sizeof(url), "%s://%s%s", endpoint_scheme(e), e->endpoints[idx],
 			 path);
+		long tmo = e->timeout_ms;
+		if (deadline_ms > 0) {
+			int64_t left = deadline_ms - store_etcd_mono_ms();
+			if (left <= 0)
+				break;
+			if (left < tmo)
+				tmo = (long)left;
+		}
 		CURL *c = pool_get(e);
 		struct resp_buf b = {0};
-		setup_handle(e, c, url, text, hdrs, e->timeout_ms);
+		setup_handle(e, c, url, text, hdrs, tmo);
 		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, resp_write);
 		curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 		CURLcode cc = curl_easy_perform(c);
@@ -362,10 +371,16 @@ static int etcd_post(struct store_etcd *e, const char *path, json_t *body, int r
 	return rc;
 }
 
-int store_etcd_call(struct store_etcd *e, const char *path, json_t *body, json_t **resp, char *err,
-		    size_t errlen)
+static int etcd_post(struct store_etcd *e, const char *path, json_t *body, int retry_sent,
+		     json_t **resp, char *err, size_t errlen)
 {
-	return etcd_post(e, path, body, 1, resp, err, errlen);
+	return etcd_post_until(e, path, body, retry_sent, 0, resp, err, errlen);
+}
+
+int store_etcd_call(struct store_etcd *e, const char *path, json_t *body, int64_t deadline_ms,
+		    json_t **resp, char *err, size_t errlen)
+{
+	return etcd_post_until(e, path, body, 1, deadline_ms, resp, err, errlen);
 }
 
 const char *store_etcd_namespace(struct store_etcd *e)
@@ -529,9 +544,10 @@ static int watch_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, c
 {
 	struct watch_ctx *w = arg;
 	pthread_mutex_lock(&w->e->mu);
-	int closing = w->e->closing;
+	int stop = w->e->closing || w->e->kick;
+	w->e->kick = 0;
 	pthread_mutex_unlock(&w->e->mu);
-	return closing;
+	return stop;
 }
 
 static void *watch_main(void *arg)
@@ -567,9 +583,10 @@ static void *watch_main(void *arg)
 		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, watch_progress);
 		curl_easy_setopt(c, CURLOPT_XFERINFODATA, &w);
-		/* a dead member must not hold the stream: no bytes for 30 s is a reconnect */
+		/* a dead member must not hold the stream: no bytes for 60 s is a reconnect (a write
+		 * that waits over 1 s for its event kicks it sooner: feed_wait_for) */
 		curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
+		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
 		curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
 		CURLcode cc = curl_easy_perform(c);
 		curl_easy_cleanup(c);
@@ -581,9 +598,11 @@ static void *watch_main(void *arg)
 		if (closing)
 			break;
 		if (!w.restart) {
-			if (!w.got)
+			if (!w.got || cc == CURLE_ABORTED_BY_CALLBACK)
 				atomic_store(&e->cur, (idx + 1) % (unsigned)e->nendpoints);
-			if (fails++ % 50 == 0)
+			if (cc == CURLE_OPERATION_TIMEDOUT && w.got)
+				log_debug("store: etcd watch idle for 60 s; reconnecting");
+			else if (fails++ % 50 == 0)
 				log_warn("store: etcd watch ended endpoint=%s rc=%d (%s); "
 					 "reconnecting",
 					 e->endpoints[idx], (int)cc, curl_easy_strerror(cc));
@@ -601,14 +620,17 @@ static void *watch_main(void *arg)
 static void feed_wait_for(struct store_etcd *e, int64_t rev)
 {
 	struct timespec dl;
-	store_deadline(&dl, 10000);
 	pthread_mutex_lock(&e->mu);
-	while (e->rev < rev && !e->closing)
-		if (pthread_cond_timedwait(&e->cond, &e->mu, &dl) == ETIMEDOUT) {
-			log_warn("store: etcd watch has not delivered rev=%lld after 10 s",
-				 (long long)rev);
-			break;
-		}
+	for (int round = 0; e->rev < rev && !e->closing && round < 10; round++) {
+		store_deadline(&dl, 1000);
+		while (e->rev < rev && !e->closing)
+			if (pthread_cond_timedwait(&e->cond, &e->mu, &dl) == ETIMEDOUT)
+				break;
+		if (e->rev < rev)
+			e->kick = 1; /* the stream's member may be stopped: try another */
+	}
+	if (e->rev < rev)
+		log_warn("store: etcd watch has not delivered rev=%lld after 10 s", (long long)rev);
 	pthread_mutex_unlock(&e->mu);
 }
 

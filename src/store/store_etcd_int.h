@@ -16,10 +16,11 @@ struct store_etcd;
 struct store_etcd *store_etcd_of(struct store *s);
 
 /* POSTs body (borrowed JSON) to path ("/v3/lease/grant") on the first endpoint that answers,
- * with the backend's timeout, TLS and pool; *resp (caller decrefs) is the parsed 200 answer.
- * Returns 0, FP_EIO (no endpoint answered, or an HTTP/gRPC error; detail in err) or FP_EPARSE. */
-int store_etcd_call(struct store_etcd *e, const char *path, json_t *body, json_t **resp, char *err,
-		    size_t errlen);
+ * with the backend's timeout, TLS and pool, giving up at deadline_ms (CLOCK_MONOTONIC ms; 0 =
+ * none); *resp (caller decrefs) is the parsed 200 answer. Returns 0, FP_EIO (no endpoint
+ * answered in time, or an HTTP/gRPC error; detail in err) or FP_EPARSE. */
+int store_etcd_call(struct store_etcd *e, const char *path, json_t *body, int64_t deadline_ms,
+		    json_t **resp, char *err, size_t errlen);
 
 /* The backend's namespace ("/fleetplane"): data keys are <ns><key>, the leader key <ns>:leader. */
 const char *store_etcd_namespace(struct store_etcd *e);

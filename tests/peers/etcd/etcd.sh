@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # etcd.sh - a real etcd 3.4 cluster of N members on loopback for tests (recipe:
-# ../shared/recipes/services.md section 1), everything under DIR, bound to 127.0.0.1.
+# ../shared/recipes/services.md section 1), everything under DIR, bound to 127.0.0.1. Raft
+# heartbeat 50 ms and election timeout 500 ms (loopback): a lost member is replaced as raft
+# leader well inside a serve's lease renewal deadline.
 #
 #   etcd.sh start DIR [N]   picks 2N free TCP ports, starts N members (s1..sN; default 3) each in
 #                           the background with its data in DIR/sI, log DIR/sI.log, pid DIR/sI.pid
@@ -37,7 +39,7 @@ run_member() { # I: starts member I from DIR/cluster
 		--listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
 		--initial-cluster "$(cat "$D/cluster")" --initial-cluster-state "$state" \
 		--initial-cluster-token "fp-$(basename "$D")" \
-		--heartbeat-interval 100 --election-timeout 1000 --log-level warn \
+		--heartbeat-interval 50 --election-timeout 500 --log-level warn \
 		>>"$D/s$i.log" 2>&1 &
 	echo $! >"$D/s$i.pid"
 }
