@@ -21,8 +21,10 @@
  *
  * Change feed. One watch stream on the data range, on a thread of its own, fills an in-memory
  * log of events from the revision the store was opened at; store_changes reads that log and
- * store_wait waits on it. A write returns once its revision is in the log, so a writer reads its
- * own write in the feed. Events older than the open revision, trimmed from the log (it keeps at
+ * store_wait waits on it. A write returns once etcd acknowledged it (store_revision is then at
+ * least its revision); a writer still reads its own write in the feed: store_changes first waits
+ * (bounded, kicking a stalled stream to another member) for the log to reach the newest revision
+ * this process wrote. Events older than the open revision, trimmed from the log (it keeps at
  * most ETCD_LOG_MAX events) or compacted answer FP_ECOMPACTED (the caller re-lists, as after
  * compaction). The stream reconnects from the last revision on any error, rotating endpoints;
  * etcd's compaction past it (the watch is cancelled with compact_revision) raises the floor.
@@ -83,6 +85,7 @@ struct store_etcd {
 	struct etcd_ev *log;
 	size_t nlog, log_alloc;
 	int64_t rev;       /* the feed holds every data event up to this store revision */
+	int64_t acked;     /* the newest revision a write of ours was acknowledged at */
 	int64_t floor;     /* ... and after this one */
 	int64_t compacted; /* store_compact's point */
 	int closing;
@@ -318,6 +321,7 @@ static int etcd_post_until(struct store_etcd *e, const char *path, json_t *body,
 	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
 	int rc = FP_EIO;
 	unsigned start = atomic_load(&e->cur);
+	int no_leader_rounds = 0;
 	for (size_t t = 0; t < e->nendpoints; t++) {
 		unsigned idx = (unsigned)((start + t) % e->nendpoints);
 		char url[512];
@@ -360,8 +364,18 @@ static int etcd_post_until(struct store_etcd *e, const char *path, json_t *body,
 			break;
 		}
 		rc = grpc_error(b.p, err, errlen);
+		int no_leader = b.p && strstr(b.p, "no leader") != NULL;
 		free(b.p);
-		/* no leader / unavailable on this member: another may have one */
+		/* no leader / unavailable on this member: another may have one. "no leader" means
+		 * nothing was proposed, so even a write may go again (an election takes about one
+		 * election timeout: wait a little) */
+		if (rc == FP_EIO && no_leader) {
+			struct timespec ts = {0, 100 * 1000000L};
+			nanosleep(&ts, NULL);
+			if (t + 1 == e->nendpoints && ++no_leader_rounds < 20)
+				t = (size_t)-1; /* another round over every endpoint */
+			continue;
+		}
 		if (rc == FP_EIO && retry_sent && http >= 500)
 			continue;
 		break;
@@ -616,11 +630,10 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
-/* Waits until the feed holds revision rev (a write's own), at most 10 s. */
+/* Waits until the feed holds revision rev (a write of ours), at most 10 s. Called with mu held. */
 static void feed_wait_for(struct store_etcd *e, int64_t rev)
 {
 	struct timespec dl;
-	pthread_mutex_lock(&e->mu);
 	for (int round = 0; e->rev < rev && !e->closing && round < 10; round++) {
 		store_deadline(&dl, 1000);
 		while (e->rev < rev && !e->closing)
@@ -807,7 +820,7 @@ static int64_t etcd_revision(struct store_impl *b)
 {
 	struct store_etcd *e = to_etcd(b);
 	pthread_mutex_lock(&e->mu);
-	int64_t r = e->rev;
+	int64_t r = e->rev > e->acked ? e->rev : e->acked;
 	pthread_mutex_unlock(&e->mu);
 	return r;
 }
@@ -1089,7 +1102,7 @@ static int etcd_txn(struct store_impl *b, const struct store_op *ops, size_t n, 
 	int rc = etcd_post(e, "/v3/kv/txn", body, 0, &resp, err, sizeof(err));
 	json_decref(body);
 	if (rc < 0) {
-		log_debug("store: etcd txn failed ops=%zu: %s", n, err);
+		log_warn("store: etcd txn failed ops=%zu: %s", n, err);
 		if (rc == FP_ETOOBIG)
 			log_warn("store: etcd refused a transaction of %zu ops: %s", n, err);
 		return rc == FP_EPARSE || rc == FP_ECOMPACTED ? FP_EIO : rc;
@@ -1107,7 +1120,12 @@ static int etcd_txn(struct store_impl *b, const struct store_op *ops, size_t n, 
 	}
 	int64_t r = header_rev(resp);
 	json_decref(resp);
-	feed_wait_for(e, r);
+	pthread_mutex_lock(&e->mu);
+	if (r > e->acked) {
+		e->acked = r;
+		pthread_cond_broadcast(&e->cond);
+	}
+	pthread_mutex_unlock(&e->mu);
 	*rev = r;
 	return 0;
 }
@@ -1117,6 +1135,9 @@ static int etcd_changes(struct store_impl *b, const char *prefix, int64_t after_
 {
 	struct store_etcd *e = to_etcd(b);
 	pthread_mutex_lock(&e->mu);
+	/* read-your-writes: the feed first catches up with our own acknowledged writes */
+	if (e->rev < e->acked && after_rev < e->acked)
+		feed_wait_for(e, e->acked);
 	int64_t fl = e->compacted > e->floor ? e->compacted : e->floor;
 	if (after_rev < fl) {
 		pthread_mutex_unlock(&e->mu);
@@ -1163,15 +1184,15 @@ static int etcd_wait(struct store_impl *b, int64_t after_rev, int timeout_ms)
 	int rc = 0;
 	pthread_mutex_lock(&e->mu);
 	e->waiters++;
-	while (!e->closing && e->rev <= after_rev) {
+	while (!e->closing && e->rev <= after_rev && e->acked <= after_rev) {
 		if (timeout_ms < 0) {
 			pthread_cond_wait(&e->cond, &e->mu);
 		} else if (pthread_cond_timedwait(&e->cond, &e->mu, &dl) == ETIMEDOUT) {
-			rc = e->rev > after_rev ? 0 : FP_ETIMEDOUT;
+			rc = e->rev > after_rev || e->acked > after_rev ? 0 : FP_ETIMEDOUT;
 			break;
 		}
 	}
-	if (rc == 0 && e->closing && e->rev <= after_rev)
+	if (rc == 0 && e->closing && e->rev <= after_rev && e->acked <= after_rev)
 		rc = FP_ECLOSED;
 	e->waiters--;
 	pthread_cond_broadcast(&e->cond);
@@ -1183,7 +1204,9 @@ static int etcd_compact(struct store_impl *b, int64_t rev)
 {
 	struct store_etcd *e = to_etcd(b);
 	pthread_mutex_lock(&e->mu);
-	int64_t cur = e->rev, done = e->compacted;
+	int64_t cur = e->rev > e->acked ? e->rev : e->acked, done = e->compacted;
+	if (rev > e->rev)
+		feed_wait_for(e, rev);
 	pthread_mutex_unlock(&e->mu);
 	if (rev > cur)
 		return FP_EINVAL;
