@@ -644,7 +644,6 @@ static void feed_wait_for(struct store_etcd *e, int64_t rev)
 	}
 	if (e->rev < rev)
 		log_warn("store: etcd watch has not delivered rev=%lld after 10 s", (long long)rev);
-	pthread_mutex_unlock(&e->mu);
 }
 
 /* ---- ops ---- */
@@ -1205,8 +1204,8 @@ static int etcd_compact(struct store_impl *b, int64_t rev)
 	struct store_etcd *e = to_etcd(b);
 	pthread_mutex_lock(&e->mu);
 	int64_t cur = e->rev > e->acked ? e->rev : e->acked, done = e->compacted;
-	if (rev > e->rev)
-		feed_wait_for(e, rev);
+	if (rev > e->rev && rev <= e->acked)
+		feed_wait_for(e, rev); /* trim the feed only past what it holds */
 	pthread_mutex_unlock(&e->mu);
 	if (rev > cur)
 		return FP_EINVAL;
