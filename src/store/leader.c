@@ -360,8 +360,7 @@ void leader_free(struct leader *l)
 		json_decref(body);
 		log_info("leader: resigned id=%s", l->id);
 	}
-	for (size_t i = 0; i < l->nfenced; i++)
-		store_etcd_fence(l->fenced[i], -1, NULL, 0, NULL, NULL);
+	/* the fenced stores are not touched: their owners may have closed them already */
 	pthread_mutex_destroy(&l->mu);
 	pthread_cond_destroy(&l->cond);
 	free(l);

@@ -46,8 +46,9 @@ void leader_holder(struct leader *l, char *buf, size_t len);
  * FP_EUNSUPPORTED (not etcd) or FP_EAGAIN (not leading). At most 4 stores. */
 int leader_fence(struct leader *l, struct store *s);
 
-/* Stops the thread; a leader revokes its lease so a standby takes over at once. NULL is a
- * no-op. */
+/* Stops the thread; a leader revokes its lease so a standby takes over at once: call it after
+ * the fenced stores' writers stopped (they may be closed by then; they are not touched). NULL is
+ * a no-op. */
 void leader_free(struct leader *l);
 
 #endif

@@ -85,7 +85,7 @@ WRITER=$!
 PIDS+=($WRITER)
 for _ in $(seq 1 300); do
 	prov=$(count_phase provisioning 2>/dev/null || echo 0)
-	[ "$prov" -ge 50 ] && break
+	[ "$prov" -ge $((N / 4)) ] && break
 	sleep 0.1
 done
 [ "$prov" -ge 1 ] || fail "no node reached provisioning before the kill"
