@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <jansson.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -26,7 +27,9 @@
 
 #include "base/err.h"
 #include "base/metrics.h"
+#include "store/leader.h"
 #include "store/store.h"
+#include "store/store_etcd_int.h"
 #include "base/banned.h"
 
 struct fx {
@@ -933,6 +936,71 @@ static void test_etcd_limits(void **state)
 	assert_null(bad);
 }
 
+/* Leader election and the fence (leader.h): the first campaigner leads and its writes carry the
+ * fence; a second one stands by and names it; once the first is deposed (its key deleted, as
+ * when its lease expires) the second is elected, and the first's next write fails with
+ * FP_EAGAIN, calls its lost hook once, and writes nothing. */
+static int lost_calls;
+static void on_lost(void *arg, const char *why)
+{
+	lost_calls++;
+}
+
+static void test_etcd_leader_fence(void **state)
+{
+	struct fx *f = *state;
+	struct store *s2 = NULL;
+	assert_int_equal(store_open(f->uri, &s2, NULL, 0), 0);
+	struct leader *a = NULL, *b = NULL;
+	struct leader_config ca = {.id = "http://a:1", .ttl_s = 2, .lost = on_lost};
+	struct leader_config cb = {.id = "http://b:1", .ttl_s = 2, .lost = on_lost};
+	char err[256];
+	lost_calls = 0;
+	assert_int_equal(leader_new(f->s, &ca, &a, err, sizeof(err)), 0);
+	assert_int_equal(leader_wait(a, 5000), 0);
+	assert_int_equal(leader_fence(a, f->s), 0);
+	assert_int_equal(store_put(f->s, "/x", "1", STORE_ANY, NULL), 0);
+	assert_int_equal(leader_new(s2, &cb, &b, err, sizeof(err)), 0);
+	assert_int_equal(leader_wait(b, 600), FP_ETIMEDOUT);
+	char holder[64];
+	leader_holder(b, holder, sizeof(holder));
+	assert_string_equal(holder, "http://a:1");
+	assert_int_equal(leader_is_leader(a), 1);
+	assert_int_equal(leader_is_leader(b), 0);
+	/* a standby's store is not fenced by b: b's fence needs b to lead */
+	assert_int_equal(leader_fence(b, s2), FP_EAGAIN);
+
+	/* depose a behind its back */
+	const char *lk = "/fleetplane:leader";
+	char *k64 = store_etcd_b64(lk, strlen(lk));
+	json_t *body = json_pack("{s:s}", "key", k64), *resp = NULL;
+	free(k64);
+	assert_int_equal(store_etcd_call(store_etcd_of(s2), "/v3/kv/deleterange", body, 0, &resp,
+					 err, sizeof(err)),
+			 0);
+	json_decref(body);
+	json_decref(resp);
+	assert_int_equal(leader_wait(b, 3000), 0);
+	assert_int_equal(leader_fence(b, s2), 0);
+	assert_int_equal(store_put(f->s, "/late", "1", STORE_ANY, NULL), FP_EAGAIN);
+	assert_int_equal(lost_calls, 1);
+	assert_int_equal(leader_is_leader(a), 0);
+	assert_int_equal(store_put(f->s, "/late2", "1", STORE_ANY, NULL), FP_EAGAIN);
+	assert_int_equal(lost_calls, 1);
+	struct store_kv kv;
+	assert_int_equal(store_get(s2, "/late", &kv), FP_ENOTFOUND);
+	assert_int_equal(store_put(s2, "/b", "1", STORE_ANY, NULL), 0);
+	leader_free(b);
+	leader_free(a);
+	store_close(s2);
+	/* a store that is not etcd has no election */
+	struct store *m = NULL;
+	struct leader *l = NULL;
+	assert_int_equal(store_open("mem:", &m, NULL, 0), 0);
+	assert_int_equal(leader_new(m, &ca, &l, err, sizeof(err)), FP_EUNSUPPORTED);
+	store_close(m);
+}
+
 /* ---- concurrency ---- */
 
 #define CONC_THREADS 8
@@ -1301,6 +1369,7 @@ int main(void)
 		BOTH_BACKENDS(setup_etcd),
 		cmocka_unit_test_setup_teardown(test_etcd_reopen, setup_etcd, teardown),
 		cmocka_unit_test_setup_teardown(test_etcd_limits, setup_etcd, teardown),
+		cmocka_unit_test_setup_teardown(test_etcd_leader_fence, setup_etcd, teardown),
 	};
 	int failed = cmocka_run_group_tests_name("store_mem", mem_tests, NULL, NULL);
 	failed += cmocka_run_group_tests_name("store_sqlite", sqlite_tests, NULL, NULL);
