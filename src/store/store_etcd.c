@@ -25,7 +25,7 @@
  * least its revision); a writer still reads its own write in the feed: store_changes first waits
  * (bounded, kicking a stalled stream to another member) for the log to reach the newest revision
  * this process wrote. Events older than the open revision, trimmed from the log (it keeps at
- * most ETCD_LOG_MAX events) or compacted answer FP_ECOMPACTED (the caller re-lists, as after
+ * most ETCD_LOG_MAX events and about ETCD_LOG_BYTES of keys and values) or compacted answer FP_ECOMPACTED (the caller re-lists, as after
  * compaction). The stream reconnects from the last revision on any error, rotating endpoints;
  * etcd's compaction past it (the watch is cancelled with compact_revision) raises the floor.
  *
@@ -52,7 +52,8 @@
 #define ETCD_MAX_ENDPOINTS 9
 #define ETCD_POOL 16
 #define ETCD_NS_MAX 64
-#define ETCD_LOG_MAX 200000
+#define ETCD_LOG_MAX 100000
+#define ETCD_LOG_BYTES (128u << 20)
 #define ETCD_RESP_MAX (512u << 20)
 #define ETCD_DEFAULT_TXN_OPS 128
 #define ETCD_DEFAULT_REQ_BYTES 1572864
@@ -84,6 +85,7 @@ struct store_etcd {
 	pthread_cond_t cond; /* broadcast on new events and on close */
 	struct etcd_ev *log;
 	size_t nlog, log_alloc;
+	size_t log_bytes;  /* keys and values held, about */
 	int64_t rev;       /* the feed holds every data event up to this store revision */
 	int64_t acked;     /* the newest revision a write of ours was acknowledged at */
 	int64_t floor;     /* ... and after this one */
@@ -436,6 +438,11 @@ static int64_t header_rev(const json_t *resp)
 
 /* ---- the change feed ---- */
 
+static size_t ev_bytes(const struct etcd_ev *v)
+{
+	return strlen(v->key) + (v->value ? strlen(v->value) : 0) + sizeof(*v);
+}
+
 static void ev_free(struct etcd_ev *v)
 {
 	free(v->key);
@@ -446,8 +453,10 @@ static void ev_free(struct etcd_ev *v)
 static void log_trim(struct store_etcd *e, int64_t upto)
 {
 	size_t k = 0;
-	while (k < e->nlog && e->log[k].rev <= upto)
+	while (k < e->nlog && e->log[k].rev <= upto) {
+		e->log_bytes -= ev_bytes(&e->log[k]);
 		ev_free(&e->log[k++]);
+	}
 	memmove(e->log, e->log + k, (e->nlog - k) * sizeof(*e->log));
 	e->nlog -= k;
 }
@@ -504,6 +513,7 @@ static int feed_apply(struct store_etcd *e, json_t *msg)
 			v->value = kv.value;
 			v->create_rev = kv.create_revision;
 		}
+		e->log_bytes += ev_bytes(v);
 		if (v->rev > last)
 			last = v->rev;
 	}
@@ -511,8 +521,9 @@ static int feed_apply(struct store_etcd *e, json_t *msg)
 		/* a revision is complete once a later one or the answer's end is seen: etcd never
 		 * splits a revision across watch answers (fragment is off) */
 		e->rev = last;
-		if (e->nlog > ETCD_LOG_MAX) {
-			int64_t cut = e->log[e->nlog - ETCD_LOG_MAX / 2].rev - 1;
+		if (e->nlog > ETCD_LOG_MAX || e->log_bytes > ETCD_LOG_BYTES) {
+			/* drop the older half; readers behind it re-list */
+			int64_t cut = e->log[e->nlog / 2].rev - 1;
 			log_trim(e, cut);
 			if (cut > e->floor)
 				e->floor = cut;
