@@ -23,6 +23,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 
 #include "base/err.h"
@@ -125,6 +126,8 @@ static int setup_etcd(void **state)
 	snprintf(log, sizeof(log), "%s/log", f->dir);
 	f->etcd = fork();
 	if (f->etcd == 0) {
+		prctl(PR_SET_PDEATHSIG,
+		      SIGKILL); /* a crashed or killed suite leaves no etcd behind */
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (fd >= 0) {
 			dup2(fd, 1);
