@@ -9,7 +9,8 @@ test_pkgs=(libcmocka-dev clang clang-format libclang-rt-14-dev prometheus curl p
 	openipmi ipmitool python3 python3-sushy slurmctld slurmd slurm-client munge
 	slurmdbd mariadb-server
 	qemu-system-x86 ipxe-qemu dnsmasq-base iproute2 busybox-static syslinux syslinux-common
-	mtools dosfstools e2fsprogs cpio fdisk pciutils dmidecode kmod gzip binutils util-linux)
+	mtools dosfstools e2fsprogs cpio fdisk pciutils dmidecode kmod gzip binutils util-linux
+	etcd-server etcd-client)
 
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")

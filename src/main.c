@@ -24,6 +24,7 @@ static const struct cmd_struct commands[] = {
 	{"usage", cmd_usage, "GPU-hours per Slurm account, user or partition (serve --slurm)"},
 	{"image", cmd_image, "add, list, remove network-boot images (kernel, initrd, disk)"},
 	{"sim", cmd_sim, "inspect simulated hardware in a data dir"},
+	{"store", cmd_store, "migrate a stopped serve's store (sqlite: to etcd://), verified"},
 	{"agent", cmd_agent, "run the node agent: kernel log and GPU tool health reports"},
 };
 

@@ -26,5 +26,7 @@ int cmd_usage(int argc, char **argv);
 
 /* fleetplane image add|list|rm --data-dir DIR ... (cmd_image.c): the boot image store */
 int cmd_image(int argc, char **argv);
+/* fleetplane store migrate --from URI --to URI (cmd_store.c) */
+int cmd_store(int argc, char **argv);
 
 #endif

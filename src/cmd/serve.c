@@ -11,6 +11,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "cmd/run.h"
+#include "cmd/serve_leader.h"
 #include "cmd/serve_opts.h"
 #include "boot/boot_server.h"
 #include "fleet/fleet.h"
@@ -154,6 +155,8 @@ int cmd_serve(int argc, char **argv)
 		fleet_boot_wrap(boot, &bootslot);
 		sv.boot = &bootslot;
 	}
+	/* --store etcd://...: stand by until elected; the fleet's store is then fenced */
+	struct serve_leader *lead = serve_leader_begin(&so, &sv);
 	/* Block the stop signals in every thread (before the fleet starts any); main waits for
 	 * them with sigwait. */
 	sigset_t stop;
@@ -189,11 +192,13 @@ int cmd_serve(int argc, char **argv)
 	}
 	int sig = 0;
 	sigwait(&stop, &sig);
+	serve_leader_stopping(lead);
 	slurm_tenant_sync_free(tsync);
 	log_info("serve: stopping signal=%d", sig);
 	rc = 0;
 out:
 	fleet_free(fl); /* stops the scheduler slot first */
+	serve_leader_end(lead);
 	boot_server_free(boot);
 	slurm_sync_free(ssync);
 	slurm_cli_free(scli);

@@ -154,6 +154,18 @@ static const struct opt opts[] = {
 	 OFF(boot_timeout),
 	 "with --boot-listen: how long each network-boot wait (inspection, deploy, boot from "
 	 "disk) may take before the provisioning fails naming it (0 = 15, 30 and 15 minutes)"},
+	{"store", OK_STRING, "URI", 0, 0, "", "", NULL, 0, 1, OFF(store),
+	 "the store: sqlite:PATH (default sqlite:DIR/fleetplane.db of --data-dir) or "
+	 "etcd://HOST:PORT[,HOST:PORT...][/NAMESPACE][?OPTIONS] (docs/etcd.md); on etcd the "
+	 "serves of one namespace elect a leader, which alone runs the controllers, and the "
+	 "others stand by answering 503 with the leader's URL"},
+	{"leader-ttl", OK_DURATION, "SECONDS", 2, 60, "", " seconds", "2", 0, 0, OFF(leader_ttl),
+	 "with an etcd store: the leader's lease TTL; it renews every TTL/4 and stops acting "
+	 "when a renewal has not succeeded for TTL - 0.6 s, before etcd expires the lease; a "
+	 "standby takes over within about TTL + 0.5 s of the leader's death"},
+	{"advertise-url", OK_STRING, "URL", 0, 0, "", "", NULL, 0, 1, OFF(advertise_url),
+	 "with an etcd store: the API URL standbys name for this serve while it leads (default "
+	 "http://ADDR of --listen)"},
 	{"help", OK_FLAG, NULL, 0, 0, "", "", NULL, 1, 0, OFF(help), "print this help"},
 };
 
@@ -312,6 +324,7 @@ void serve_opts_fleet_config(const struct serve_opts *o, struct fleet_config *cf
 	cfg->report_limit.burst = o->report_burst;
 	cfg->report_limit.events_per_min = o->report_events == 0 ? -1 : o->report_events;
 	cfg->boot_wait_ms = o->boot_timeout * 1000;
+	cfg->store_uri = o->store;
 }
 
 void serve_opts_copy(struct serve_opts *dst, const struct serve_opts *src)
@@ -702,6 +715,13 @@ int serve_opts_check(const struct serve_opts *o)
 	    check_listen(o->listen, err, sizeof(err)) < 0 ||
 	    serve_opts_validate(o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "error: %s\n", err);
+		return 2;
+	}
+	if (o->store && strncmp(o->store, "sqlite:", 7) != 0 &&
+	    strncmp(o->store, "etcd://", 7) != 0) {
+		fprintf(stderr,
+			"error: --store: \"%.100s\" is neither sqlite:PATH nor etcd://...\n",
+			o->store);
 		return 2;
 	}
 	printf("configuration ok\n");

@@ -55,6 +55,9 @@ struct serve_opts {
 	const char *boot_dnsmasq_pid;   /* --boot-dnsmasq-pid: dnsmasq's pid file, or NULL */
 	const char *boot_dhcp_hostsdir; /* --boot-dhcp-hostsdir: dnsmasq dhcp-hostsdir, or NULL */
 	long boot_timeout;              /* --boot-timeout seconds; 0 = the steps' own */
+	const char *store;              /* --store URI; NULL = sqlite in the data dir */
+	long leader_ttl;                /* --leader-ttl seconds (etcd store) */
+	const char *advertise_url;      /* --advertise-url; NULL = http://<listen> */
 	int help;
 	unsigned char set[SERVE_OPTS_MAX];                 /* option i was given (flag or file) */
 	char strbuf[SERVE_OPTS_MAX][SERVE_OPTS_VALUE_MAX]; /* string values read from a file */

@@ -638,12 +638,21 @@ static int open_own_store(struct fleet *fl, char *err, size_t errlen)
 {
 	char uri[4200], serr[512];
 	snprintf(uri, sizeof(uri), "sqlite:%s/fleetplane.db", fl->cfg.data_dir);
+	if (fl->cfg.store_uri)
+		snprintf(uri, sizeof(uri), "%s", fl->cfg.store_uri);
 	int rc = store_open(uri, &fl->store, serr, sizeof(serr));
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot open the store in %s: %s", fl->cfg.data_dir, serr);
+		if (fl->cfg.store_uri)
+			snprintf(err, errlen, "cannot open the store %s: %s", uri, serr);
+		else
+			snprintf(err, errlen, "cannot open the store in %s: %s", fl->cfg.data_dir,
+				 serr);
 		return -1;
 	}
 	fl->owns_store = 1;
+	if (fl->cfg.store_opened &&
+	    fl->cfg.store_opened(fl->cfg.store_opened_arg, fl->store, err, errlen) < 0)
+		return -1;
 	/* Clear-text BMC passwords of an older store: sealed before the cache decodes a node. */
 	size_t pw_sealed = 0;
 	if (api_seal_stored_passwords(fl->store, fl->key, &pw_sealed, serr, sizeof(serr)) < 0) {

@@ -104,6 +104,13 @@ struct fleet_config {
 	long boot_wait_ms; /* --boot-timeout: each network-boot wait; 0 = the steps' own */
 	struct api_usage_source usage;   /* GET /v1/usage (serve --slurm); usage NULL = none */
 	struct api_tenant_hooks tenants; /* GET /v1/tenants/{name} status (serve --slurm) */
+	/* --store: the store URI (store.h); NULL = sqlite:<data_dir>/fleetplane.db. store_opened
+	 * (may be NULL) is called right after it opens, before the fleet writes anything (serve
+	 * fences an etcd store with its leadership there); a negative return fails fleet_new
+	 * with err. */
+	const char *store_uri;
+	int (*store_opened)(void *arg, struct store *s, char *err, size_t errlen);
+	void *store_opened_arg;
 
 	/* In-process fleets (unit-test worlds, `fleetplane sim`). With store set the fleet does
 	 * not touch a data dir (no lock, no secret.key, no serve.url; data_dir may be NULL) and

@@ -28,7 +28,13 @@ struct store {
 static const struct store_ops *const store_backends[] = {
 	&store_sqlite_ops,
 	&store_mem_ops,
+	&store_etcd_ops,
 };
+
+struct store_impl *store_impl_get(struct store *s)
+{
+	return s ? s->impl : NULL;
+}
 
 static struct metric_family *m_writes, *m_write_seconds, *m_txn_ops;
 static pthread_once_t metrics_once = PTHREAD_ONCE_INIT;

@@ -6,7 +6,8 @@
  *
  * Backends (chosen by URI in store_open): "sqlite:PATH" (WAL, group commit: a write returns
  * only after the batch holding it has committed and is durable; the change feed is a table),
- * "mem:" (in-memory, for unit tests and the deterministic simulator). Callers use only the
+ * "mem:" (in-memory, for unit tests and the deterministic simulator), "etcd://h1:2379,h2:2379"
+ * (etcd v3 over its JSON gateway; store_etcd.c says how revisions, limits and the feed map). Callers use only the
  * store_* functions below: store.c wraps the backend ops and is the single choke point for
  * argument checks, metrics and fault injection (SQLite os.c).
  *

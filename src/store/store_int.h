@@ -48,6 +48,10 @@ struct store_ops {
 
 extern const struct store_ops store_mem_ops;
 extern const struct store_ops store_sqlite_ops;
+extern const struct store_ops store_etcd_ops; /* store_etcd.c */
+
+/* The backend instance behind s (borrowed), for backend-specific helpers (store_etcd_int.h). */
+struct store_impl *store_impl_get(struct store *s);
 
 /* Helpers shared by the backends (store.c). */
 
