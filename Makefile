@@ -124,7 +124,7 @@ san:
 	$(MAKE) SAN=1 peers
 	$(MAKE) SAN=1 integration
 
-FUZZ_SECONDS ?= 30
+FUZZ_SECONDS ?= 15
 fuzz:
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
