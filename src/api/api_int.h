@@ -47,6 +47,7 @@ struct api_server {
 	struct metric_family *m_requests;
 	struct metric_family *m_duration;
 	struct api_report_limiter *report_limit; /* report_limit.c: per-node :report limit */
+	char *tls_cert, *tls_key; /* copies of cfg's PEM (libmicrohttpd keeps pointers) */
 };
 
 struct api_req;

@@ -696,7 +696,35 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 			 MHD_USE_ERROR_LOG;
 	if (v6)
 		flags |= MHD_USE_IPv6;
-	/* THREAD_POOL_SIZE only when > 1 (0.9.75 logs and ignores 1); END stops the list. */
+	if (cfg->tls_cert_pem || cfg->tls_key_pem) {
+		if (!cfg->tls_cert_pem || !cfg->tls_key_pem) {
+			fp_errf(FP_EINVAL, err, errlen, "api: TLS needs a certificate and a key");
+			goto fail;
+		}
+		if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+			fp_errf(FP_EUNSUPPORTED, err, errlen,
+				"api: this libmicrohttpd is built without TLS");
+			goto fail;
+		}
+		flags |= MHD_USE_TLS;
+		srv->tls_cert = xstrdup(cfg->tls_cert_pem);
+		srv->tls_key = xstrdup(cfg->tls_key_pem);
+		srv->cfg.tls_cert_pem = srv->tls_cert;
+		srv->cfg.tls_key_pem = srv->tls_key;
+	}
+	/* THREAD_POOL_SIZE only when > 1 (0.9.75 logs and ignores 1); the TLS pair when set. */
+	struct MHD_OptionItem extra[4];
+	size_t nx = 0;
+	if (srv->cfg.threads > 1)
+		extra[nx++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE,
+						      (intptr_t)srv->cfg.threads, NULL};
+	if (flags & MHD_USE_TLS) {
+		extra[nx++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
+						      srv->tls_cert};
+		extra[nx++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0,
+						      srv->tls_key};
+	}
+	extra[nx] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 	srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, access_cb, srv,
 				    MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
 				    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -705,17 +733,15 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 				    MHD_OPTION_CONNECTION_LIMIT, srv->cfg.connection_limit,
 				    MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, srv,
 				    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)API_CONN_MEMORY,
-				    srv->cfg.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE
-							 : MHD_OPTION_END,
-				    srv->cfg.threads, MHD_OPTION_END);
+				    MHD_OPTION_ARRAY, extra, MHD_OPTION_END);
 	if (!srv->mhd) {
 		fp_errf(FP_EIO, err, errlen, "cannot listen on %s (address in use?)", cfg->listen);
 		goto fail;
 	}
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	srv->port = di ? di->port : 0;
-	log_info("api listening addr=%s port=%u threads=%u", cfg->listen, srv->port,
-		 srv->cfg.threads);
+	log_info("api listening addr=%s port=%u threads=%u tls=%s", cfg->listen, srv->port,
+		 srv->cfg.threads, (flags & MHD_USE_TLS) ? "on" : "off");
 	return srv;
 fail:
 	api_server_free(srv);
@@ -750,6 +776,11 @@ void api_server_free(struct api_server *srv)
 	api_watch_hub_free(srv);
 	api_auth_free(srv->auth);
 	api_report_limiter_free(srv->report_limit);
+	if (srv->tls_key) {
+		explicit_bzero(srv->tls_key, strlen(srv->tls_key));
+		free(srv->tls_key);
+	}
+	free(srv->tls_cert);
 	fp_rng_release(&srv->own_rng);
 	free(srv);
 }

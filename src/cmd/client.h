@@ -47,12 +47,14 @@ struct client {
 	FILE *err;   /* where error lines go; stderr unless a test changes it */
 	long connect_timeout_ms;
 	long timeout_ms;
+	char *ca; /* FLEETPLANE_CA: PEM file the https server must chain to, owned; NULL = the
+		   * system store (kube, issue 13: serve's own is <data-dir>/ca.crt) */
 };
 
 /* Set from a SIGINT/SIGTERM handler to stop a watch cleanly; client_watch returns 0 then. */
 extern volatile sig_atomic_t client_interrupted;
 
-/* Reads FLEETPLANE_URL and FLEETPLANE_TOKEN from the environment into c. The URL must start
+/* Reads FLEETPLANE_URL, FLEETPLANE_TOKEN and FLEETPLANE_CA from the environment into c. The URL must start
  * with http:// or https://; trailing '/' are removed. Trailing whitespace of the token is
  * removed; a token with whitespace or control bytes inside is refused. Returns CLIENT_EXIT_OK,
  * or CLIENT_EXIT_USAGE after printing "error: FLEETPLANE_TOKEN is not set ..." (or the URL

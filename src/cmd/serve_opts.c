@@ -149,6 +149,16 @@ static const struct opt opts[] = {
 	 OFF(boot_timeout),
 	 "with --boot-listen: how long each network-boot wait (inspection, deploy, boot from "
 	 "disk) may take before the provisioning fails naming it (0 = 15, 30 and 15 minutes)"},
+	/* kube (issue 13): TLS on the API listener */
+	{"tls-cert", OK_STRING, "FILE", 0, 0, "", "", NULL, 0, 1, OFF(tls_cert),
+	 "PEM certificate chain of the API (with --tls-key); default: a self-signed certificate "
+	 "for the listen address made on first start as DATA_DIR/tls.crt, which clients trust "
+	 "as DATA_DIR/ca.crt (FLEETPLANE_CA, `fleetplane kubeconfig`)"},
+	{"tls-key", OK_STRING, "FILE", 0, 0, "", "", NULL, 0, 1, OFF(tls_key),
+	 "PEM private key of --tls-cert"},
+	{"plain-http", OK_FLAG, NULL, 0, 0, "", "", NULL, 0, 0, OFF(plain_http),
+	 "serve the API over plain http, without TLS (kubectl then sends no token; for tests "
+	 "and loopback use)"},
 	{"help", OK_FLAG, NULL, 0, 0, "", "", NULL, 1, 0, OFF(help), "print this help"},
 };
 
@@ -307,6 +317,9 @@ void serve_opts_fleet_config(const struct serve_opts *o, struct fleet_config *cf
 	cfg->report_limit.burst = o->report_burst;
 	cfg->report_limit.events_per_min = o->report_events == 0 ? -1 : o->report_events;
 	cfg->boot_wait_ms = o->boot_timeout * 1000;
+	cfg->tls_cert = o->tls_cert;
+	cfg->tls_key = o->tls_key;
+	cfg->plain_http = o->plain_http;
 }
 
 void serve_opts_copy(struct serve_opts *dst, const struct serve_opts *src)
