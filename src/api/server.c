@@ -719,10 +719,8 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 		extra[nx++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE,
 						      (intptr_t)srv->cfg.threads, NULL};
 	if (flags & MHD_USE_TLS) {
-		extra[nx++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
-						      srv->tls_cert};
-		extra[nx++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0,
-						      srv->tls_key};
+		extra[nx++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, srv->tls_cert};
+		extra[nx++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key};
 	}
 	extra[nx] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 	srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, access_cb, srv,

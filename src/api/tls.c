@@ -136,8 +136,8 @@ static int add_san(gnutls_x509_crt_t crt, const char *name)
 }
 
 /* Writes data to dir/name with mode, by a temporary file and rename. */
-static int write_file(const char *dir, const char *name, const void *data, size_t len,
-		      mode_t mode, char *err, size_t errlen)
+static int write_file(const char *dir, const char *name, const void *data, size_t len, mode_t mode,
+		      char *err, size_t errlen)
 {
 	char path[4096], tmp[4200];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -168,14 +168,14 @@ static int write_file(const char *dir, const char *name, const void *data, size_
 	return 0;
 }
 
-#define GT(call)                                                                           \
-	do {                                                                               \
-		int grc_ = (call);                                                         \
-		if (grc_ < 0) {                                                            \
-			rc = fp_errf(FP_EIO, err, errlen, "tls: %s: %s", #call,            \
-				     gnutls_strerror(grc_));                               \
-			goto out;                                                          \
-		}                                                                          \
+#define GT(call)                                                                \
+	do {                                                                    \
+		int grc_ = (call);                                              \
+		if (grc_ < 0) {                                                 \
+			rc = fp_errf(FP_EIO, err, errlen, "tls: %s: %s", #call, \
+				     gnutls_strerror(grc_));                    \
+			goto out;                                               \
+		}                                                               \
 	} while (0)
 
 int api_tls_ensure_self_signed(const char *dir, const char *listen, int *made, char *err,
@@ -217,8 +217,8 @@ int api_tls_ensure_self_signed(const char *dir, const char *listen, int *made, c
 					 14));
 	GT(gnutls_x509_crt_set_key(crt, key));
 	GT(gnutls_x509_crt_set_basic_constraints(crt, 1, -1));
-	GT(gnutls_x509_crt_set_key_usage(crt, GNUTLS_KEY_DIGITAL_SIGNATURE |
-						      GNUTLS_KEY_KEY_CERT_SIGN));
+	GT(gnutls_x509_crt_set_key_usage(crt,
+					 GNUTLS_KEY_DIGITAL_SIGNATURE | GNUTLS_KEY_KEY_CERT_SIGN));
 	GT(gnutls_x509_crt_set_key_purpose_oid(crt, GNUTLS_KP_TLS_WWW_SERVER, 0));
 	GT(add_san(crt, "127.0.0.1"));
 	GT(add_san(crt, "localhost"));
