@@ -211,6 +211,11 @@ void api_problem_ext(struct api_req *r, int status, json_t *ext, const char *fmt
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
+	if (r->kube) {
+		/* the Kubernetes surface answers Status objects (kube.c) */
+		api_reply_json(r, status, api_kube_status(r, status, detail, ext));
+		return;
+	}
 	const char *title;
 	const char *slug = status_slug(status, &title);
 	char type[128];
@@ -234,7 +239,7 @@ int api_body_object(struct api_req *r, json_t **out)
 {
 	*out = NULL;
 	const char *ct = api_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
-	if (ct) {
+	if (ct && !r->kube_native) {
 		size_t n = strcspn(ct, "; \t");
 		if (!(n == 16 && strncasecmp(ct, "application/json", 16) == 0)) {
 			api_problem(r, 415, "Content-Type %.*s: expected application/json",
@@ -490,5 +495,8 @@ void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg
 				  sodium_base64_VARIANT_URLSAFE_NO_PADDING);
 		json_object_set_new(md, "continue", json_string(tok));
 	}
-	api_reply_json(r, 200, json_pack("{s:o,s:o}", "items", items, "metadata", md));
+	json_t *list = json_pack("{s:o,s:o}", "items", items, "metadata", md);
+	if (r->kube_list)
+		list = r->kube_list(r, list);
+	api_reply_json(r, 200, list);
 }

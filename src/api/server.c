@@ -119,6 +119,33 @@ static const struct api_route routes[] = {
 	{"GET", "/v1/tenants/{name}", API_ROLE_VIEWER, API_R_V1, api_tenant_get},
 	{"PUT", "/v1/tenants/{name}", API_ROLE_OPERATOR, API_R_V1, api_tenant_put},
 	{"DELETE", "/v1/tenants/{name}", API_ROLE_OPERATOR, API_R_V1, api_tenant_delete},
+	/* kube (issue 13): the Kubernetes API (kube.c); /version answers the kubectl dispatcher,
+	 * which asks before it has a token */
+	{"GET", "/version", API_ROLE_NONE, API_R_KUBE, api_kube_version},
+	{"GET", "/api", API_ROLE_VIEWER, API_R_KUBE, api_kube_api},
+	{"GET", "/apis", API_ROLE_VIEWER, API_R_KUBE, api_kube_apis},
+	{"GET", "/apis/fleetplane.io", API_ROLE_VIEWER, API_R_KUBE, api_kube_group},
+	{"GET", "/apis/fleetplane.io/v1", API_ROLE_VIEWER, API_R_KUBE, api_kube_resources},
+	{"GET", "/apis/fleetplane.io/v1/{name}", API_ROLE_VIEWER, API_R_V1 | API_R_KUBE,
+	 api_kube_collection},
+	{"POST", "/apis/fleetplane.io/v1/{name}", API_ROLE_OPERATOR, API_R_V1 | API_R_KUBE,
+	 api_kube_create},
+	{"GET", "/apis/fleetplane.io/v1/{name}/{name}", API_ROLE_VIEWER, API_R_V1 | API_R_KUBE,
+	 api_kube_get},
+	{"PUT", "/apis/fleetplane.io/v1/{name}/{name}", API_ROLE_OPERATOR, API_R_V1 | API_R_KUBE,
+	 api_kube_put},
+	{"PATCH", "/apis/fleetplane.io/v1/{name}/{name}", API_ROLE_OPERATOR, API_R_V1 | API_R_KUBE,
+	 api_kube_patch},
+	{"DELETE", "/apis/fleetplane.io/v1/{name}/{name}", API_ROLE_OPERATOR, API_R_V1 | API_R_KUBE,
+	 api_kube_delete},
+	{"GET", "/apis/fleetplane.io/v1/{name}/{name}/{name}", API_ROLE_VIEWER,
+	 API_R_V1 | API_R_KUBE, api_kube_subresource},
+	{"POST", "/apis/fleetplane.io/v1/{name}/{name}/{name}", API_ROLE_OPERATOR,
+	 API_R_V1 | API_R_KUBE, api_kube_action},
+	{"GET", "/openapi/v3", API_ROLE_VIEWER, API_R_KUBE, api_kube_openapi},
+	{"GET", "/openapi/v3/apis/fleetplane.io/v1", API_ROLE_VIEWER, API_R_KUBE,
+	 api_kube_openapi_group},
+	{"GET", "/api/v1/events", API_ROLE_VIEWER, API_R_V1 | API_R_KUBE, api_kube_events},
 	{"GET", "/v1/tokens", API_ROLE_ADMIN, API_R_V1, api_tokens_list},
 	{"POST", "/v1/tokens", API_ROLE_ADMIN, API_R_V1, api_tokens_create},
 	{"GET", "/v1/tokens/{name}", API_ROLE_ADMIN, API_R_V1, api_token_get},
@@ -305,7 +332,9 @@ static void dispatch(struct api_req *r)
 		api_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
 		return;
 	}
-	if (r->body.len && strcmp(r->method, "POST") != 0 && strcmp(r->method, "PUT") != 0) {
+	if (r->body.len && strcmp(r->method, "POST") != 0 && strcmp(r->method, "PUT") != 0 &&
+	    !((rt->flags & API_R_KUBE) &&
+	      (strcmp(r->method, "PATCH") == 0 || strcmp(r->method, "DELETE") == 0))) {
 		api_problem(r, 400, "%s requests take no body", r->method);
 		return;
 	}
@@ -450,6 +479,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 		r->conn = conn;
 		r->method = method;
 		r->path = xstrdup(url);
+		r->kube = api_kube_path(r->path);
 		r->start_ns = mono_ns();
 		buf_init(&r->body, srv->cfg.max_body);
 		buf_init(&r->out, 0);
