@@ -25,6 +25,7 @@ static const struct cmd_struct commands[] = {
 	{"image", cmd_image, "add, list, remove network-boot images (kernel, initrd, disk)"},
 	{"sim", cmd_sim, "inspect simulated hardware in a data dir"},
 	{"agent", cmd_agent, "run the node agent: kernel log and GPU tool health reports"},
+	{"kubeconfig", cmd_kubeconfig, "print a kubeconfig for kubectl (server, CA, token)"},
 };
 
 static void usage(FILE *f)

@@ -38,8 +38,7 @@
 #define KUBE_GV KUBE_GROUP "/" KUBE_VERSION
 #define KUBE_MAX_FIELDS 8
 #define KUBE_CT_V2 "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
-#define KUBE_CT_V2BETA1                                                                    \
-	"application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+#define KUBE_CT_V2BETA1 "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 
 /* ---------------------------------------------------------------- the registry */
 
@@ -128,8 +127,8 @@ static const struct kube_kind kinds[] = {
 	 0, COLS(site_cols), NULL, 0, "site settings"},
 	{"racks", "rack", "Rack", "RackList", NULL, "/racks/", "/v1/racks", api_plain_render, NULL,
 	 0, COLS(rack_cols), NULL, 0, "the rack's site"},
-	{"disruptionbudgets", "disruptionbudget", "DisruptionBudget", "DisruptionBudgetList",
-	 "fdb", "/budgets/", "/v1/budgets", api_budget_render, NULL, 0, COLS(plain_cols), NULL, 0,
+	{"disruptionbudgets", "disruptionbudget", "DisruptionBudget", "DisruptionBudgetList", "fdb",
+	 "/budgets/", "/v1/budgets", api_budget_render, NULL, 0, COLS(plain_cols), NULL, 0,
 	 "how many nodes of a domain or pool may be out at once"},
 	{"healthpolicies", "healthpolicy", "HealthPolicy", "HealthPolicyList", NULL, "/policies/",
 	 "/v1/policies", api_plain_render, NULL, 0, COLS(plain_cols), NULL, 0,
@@ -263,11 +262,14 @@ static const char *const qp_list[] = {"labelSelector",
 				      "pretty",
 				      NULL};
 static const char *const qp_get[] = {"resourceVersion", "timeout", "pretty", NULL};
-static const char *const qp_write[] = {"fieldManager", "fieldValidation", "dryRun",
-				       "timeout",      "pretty",          "force",
-				       NULL};
-static const char *const qp_delete[] = {"gracePeriodSeconds", "propagationPolicy", "dryRun",
-					"orphanDependents",   "timeout",           "pretty",
+static const char *const qp_write[] = {"fieldManager", "fieldValidation", "dryRun", "timeout",
+				       "pretty",       "force",           NULL};
+static const char *const qp_delete[] = {"gracePeriodSeconds",
+					"propagationPolicy",
+					"dryRun",
+					"orphanDependents",
+					"timeout",
+					"pretty",
 					NULL};
 static const char *const qp_none[] = {"timeout", NULL};
 
@@ -388,8 +390,8 @@ static json_t *cell(struct api_req *r, const struct kube_col *c, const json_t *o
 		json_t *h;
 		json_array_foreach(holds, i, h) {
 			const char *o = json_string_value(json_object_get(h, "owner"));
-			n += (size_t)snprintf(buf + n, n < sizeof(buf) ? sizeof(buf) - n : 0, "%s%s",
-					      i ? "," : "", o ? o : "?");
+			n += (size_t)snprintf(buf + n, n < sizeof(buf) ? sizeof(buf) - n : 0,
+					      "%s%s", i ? "," : "", o ? o : "?");
 			if (n >= sizeof(buf))
 				break;
 		}
@@ -419,11 +421,11 @@ static json_t *table(struct api_req *r, const struct kube_kind *k, const json_t 
 {
 	json_t *cols = json_array();
 	for (size_t i = 0; i < k->ncols; i++)
-		json_array_append_new(
-			cols, json_pack("{s:s,s:s,s:s,s:s,s:i}", "name", k->cols[i].name, "type",
-					k->cols[i].type, "format", i == 0 ? "name" : "",
-					"description", k->cols[i].desc, "priority",
-					k->cols[i].priority));
+		json_array_append_new(cols,
+				      json_pack("{s:s,s:s,s:s,s:s,s:i}", "name", k->cols[i].name,
+						"type", k->cols[i].type, "format",
+						i == 0 ? "name" : "", "description",
+						k->cols[i].desc, "priority", k->cols[i].priority));
 	json_t *rows = json_array();
 	size_t i;
 	json_t *o;
@@ -477,8 +479,9 @@ static json_t *obj_hook(struct api_req *r, const char *type, json_t *obj)
 	if (!r->ktable)
 		return ko;
 	json_t *arr = json_pack("[o]", ko);
-	json_t *t = table(r, k, arr, json_pack("{s:O}", "resourceVersion",
-					       jsonx_path(ko, "metadata.resourceVersion")));
+	json_t *t = table(r, k, arr,
+			  json_pack("{s:O}", "resourceVersion",
+				    jsonx_path(ko, "metadata.resourceVersion")));
 	json_decref(arr);
 	return t;
 }
@@ -591,7 +594,8 @@ static int discovery_format(struct api_req *r)
 		if (strstr(m, "as=APIGroupDiscoveryList") && strstr(m, "g=apidiscovery.k8s.io")) {
 			if (strstr(m, "v=v2beta1"))
 				return 1;
-			if (strstr(m, "v=v2;") || (strlen(m) >= 4 && !strcmp(m + strlen(m) - 4, "v=v2")))
+			if (strstr(m, "v=v2;") ||
+			    (strlen(m) >= 4 && !strcmp(m + strlen(m) - 4, "v=v2")))
 				return 2;
 		} else if (strstr(m, "application/json") || strstr(m, "*/*")) {
 			return 0;
@@ -641,11 +645,11 @@ static json_t *aggregated_group(void)
 		const struct kube_kind *k = &kinds[i];
 		json_t *subs = json_array();
 		for (size_t j = 0; j < k->nactions; j++)
-			json_array_append_new(
-				subs, json_pack("{s:s,s:{s:s,s:s,s:s},s:[s]}", "subresource",
-						k->actions[j].name, "responseKind", "group", "",
-						"version", "v1", "kind", "Status", "verbs",
-						"create"));
+			json_array_append_new(subs,
+					      json_pack("{s:s,s:{s:s,s:s,s:s},s:[s]}",
+							"subresource", k->actions[j].name,
+							"responseKind", "group", "", "version",
+							"v1", "kind", "Status", "verbs", "create"));
 		json_t *o = json_pack("{s:s,s:s,s:s,s:{s:s,s:s,s:s},s:o,s:[s],s:o}", "resource",
 				      k->plural, "singularResource", k->singular, "scope",
 				      "Cluster", "responseKind", "group", KUBE_GROUP, "version",
@@ -682,10 +686,9 @@ void api_kube_group(struct api_req *r)
 		return;
 	api_reply_json(r, 200,
 		       json_pack("{s:s,s:s,s:s,s:[{s:s,s:s}],s:{s:s,s:s}}", "kind", "APIGroup",
-				 "apiVersion", "v1", "name", KUBE_GROUP, "versions",
-				 "groupVersion", KUBE_GV, "version", KUBE_VERSION,
-				 "preferredVersion", "groupVersion", KUBE_GV, "version",
-				 KUBE_VERSION));
+				 "apiVersion", "v1", "name", KUBE_GROUP, "versions", "groupVersion",
+				 KUBE_GV, "version", KUBE_VERSION, "preferredVersion",
+				 "groupVersion", KUBE_GV, "version", KUBE_VERSION));
 }
 
 void api_kube_resources(struct api_req *r)
@@ -696,21 +699,21 @@ void api_kube_resources(struct api_req *r)
 	for (size_t i = 0; i < NKINDS; i++) {
 		const struct kube_kind *k = &kinds[i];
 		json_t *o = json_pack("{s:s,s:s,s:b,s:s,s:o,s:[s]}", "name", k->plural,
-				      "singularName", k->singular, "namespaced", 0, "kind",
-				      k->kind, "verbs", verbs_of(k), "categories", "fleet");
+				      "singularName", k->singular, "namespaced", 0, "kind", k->kind,
+				      "verbs", verbs_of(k), "categories", "fleet");
 		if (k->short_name)
 			json_object_set_new(o, "shortNames", json_pack("[s]", k->short_name));
 		json_array_append_new(res, o);
 		for (size_t j = 0; j < k->nactions; j++)
-			json_array_append_new(
-				res, json_pack("{s:s,s:s,s:b,s:s,s:[s]}", "name",
-					       api_printf(r, "%s/%s", k->plural, k->actions[j].name),
-					       "singularName", "", "namespaced", 0, "kind",
-					       "Status", "verbs", "create"));
+			json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:[s]}", "name",
+							     api_printf(r, "%s/%s", k->plural,
+									k->actions[j].name),
+							     "singularName", "", "namespaced", 0,
+							     "kind", "Status", "verbs", "create"));
 	}
 	api_reply_json(r, 200,
-		       json_pack("{s:s,s:s,s:s,s:o}", "kind", "APIResourceList", "apiVersion",
-				 "v1", "groupVersion", KUBE_GV, "resources", res));
+		       json_pack("{s:s,s:s,s:s,s:o}", "kind", "APIResourceList", "apiVersion", "v1",
+				 "groupVersion", KUBE_GV, "resources", res));
 }
 
 /* ---------------------------------------------------------------- collection and object */
@@ -1097,8 +1100,9 @@ void api_kube_patch(struct api_req *r)
 		return;
 	}
 	if (merge && strstr(r->body.data ? r->body.data : "", "\"$")) {
-		kube_error(r, 415, "strategic merge patch directives ($patch, $setElementOrder, "
-				   "...) are not supported; send a merge patch");
+		kube_error(r, 415,
+			   "strategic merge patch directives ($patch, $setElementOrder, "
+			   "...) are not supported; send a merge patch");
 		return;
 	}
 	int64_t mod = 0;
@@ -1222,10 +1226,10 @@ static json_t *event_render(struct api_req *r, const json_t *doc, int64_t mod_re
 			      jsonx_str(doc, "id") ? jsonx_str(doc, "id") : "", "namespace", "",
 			      "resourceVersion", api_rv_json(mod_rev), "involvedObject", "kind",
 			      "BareMetalNode", "name", slash ? slash + 1 : "", "type",
-			      jsonx_str(doc, "type") ? jsonx_str(doc, "type") : "Normal",
-			      "reason", jsonx_str(doc, "reason") ? jsonx_str(doc, "reason") : "",
-			      "message", jsonx_str(doc, "message") ? jsonx_str(doc, "message") : "",
-			      "count", 1, "source", "component",
+			      jsonx_str(doc, "type") ? jsonx_str(doc, "type") : "Normal", "reason",
+			      jsonx_str(doc, "reason") ? jsonx_str(doc, "reason") : "", "message",
+			      jsonx_str(doc, "message") ? jsonx_str(doc, "message") : "", "count",
+			      1, "source", "component",
 			      jsonx_str(doc, "actor") ? jsonx_str(doc, "actor") : "fleetplane");
 	if (t) {
 		json_object_set(e, "firstTimestamp", t);
@@ -1284,17 +1288,19 @@ static json_t *oa_ref(const char *name)
 /* spec and status of a node, typed from core/model.h (docs/api.md "Nodes"). */
 static json_t *oa_node_spec(void)
 {
-	json_t *bmc = json_pack(
-		"{s:s,s:s,s:{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:{s:s,s:s},s:o},s:b}", "type", "object",
-		"description", "how the BMC is reached; the password is never returned",
-		"properties", "driver", oa_str("ipmi, redfish or sim"), "address",
-		oa_str("host or URL of the BMC"), "username", oa_str("BMC user"), "password",
-		oa_str("BMC password (write only; sealed at rest)"), "passwordFile",
-		oa_str("file under the BMC credentials dir holding the password"), "caFile",
-		oa_str("CA file for a Redfish BMC's TLS"), "system",
-		oa_str("Redfish System URI"), "tlsVerify", "type", "boolean", "description",
-		"verify the Redfish BMC's certificate", "cipherSuite",
-		oa_str("IPMI cipher suite"), "x-kubernetes-preserve-unknown-fields", 1);
+	json_t *bmc = json_pack("{s:s,s:s,s:{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:{s:s,s:s},s:o},s:b}",
+				"type", "object", "description",
+				"how the BMC is reached; the password is never returned",
+				"properties", "driver", oa_str("ipmi, redfish or sim"), "address",
+				oa_str("host or URL of the BMC"), "username", oa_str("BMC user"),
+				"password", oa_str("BMC password (write only; sealed at rest)"),
+				"passwordFile",
+				oa_str("file under the BMC credentials dir holding the password"),
+				"caFile", oa_str("CA file for a Redfish BMC's TLS"), "system",
+				oa_str("Redfish System URI"), "tlsVerify", "type", "boolean",
+				"description", "verify the Redfish BMC's certificate",
+				"cipherSuite", oa_str("IPMI cipher suite"),
+				"x-kubernetes-preserve-unknown-fields", 1);
 	return json_pack(
 		"{s:s,s:s,s:{s:o,s:o,s:o,s:o,s:o,s:{s:s,s:s,s:{s:s}},s:{s:s,s:s,s:{s:{s:s,s:s},"
 		"s:o}},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s,s:b},s:{s:s,s:s,s:b}},s:b}",
@@ -1312,7 +1318,8 @@ static json_t *oa_node_spec(void)
 		"network-boot provisioning (docs/provisioning.md)",
 		"x-kubernetes-preserve-unknown-fields", 1, "hardware", "type", "object",
 		"description", "what inspection must find besides the GPUs",
-		"x-kubernetes-preserve-unknown-fields", 1, "x-kubernetes-preserve-unknown-fields", 0);
+		"x-kubernetes-preserve-unknown-fields", 1, "x-kubernetes-preserve-unknown-fields",
+		0);
 }
 
 static json_t *oa_status(const struct kube_kind *k)
@@ -1321,32 +1328,31 @@ static json_t *oa_status(const struct kube_kind *k)
 			      "observed state, written by fleetplane only",
 			      "x-kubernetes-preserve-unknown-fields", 1);
 	if (k->phase_path)
-		json_object_set_new(s, "properties",
-				    json_pack("{s:o,s:{s:s,s:s,s:{s:s,s:b}},s:{s:s,s:s,s:{s:s,s:b}}}",
-					      "phase",
-					      oa_str("enrolled, inspecting, provisioning, validating, "
-						     "available, in_service, draining, maintenance, "
-						     "repairing, failed, retiring, retired"),
-					      "holds", "type", "array", "description",
-					      "reasons the node must not take work", "items",
-					      "type", "object", "x-kubernetes-preserve-unknown-fields",
-					      1, "conditions", "type", "array", "description",
-					      "observed facts", "items", "type", "object",
-					      "x-kubernetes-preserve-unknown-fields", 1));
+		json_object_set_new(
+			s, "properties",
+			json_pack("{s:o,s:{s:s,s:s,s:{s:s,s:b}},s:{s:s,s:s,s:{s:s,s:b}}}", "phase",
+				  oa_str("enrolled, inspecting, provisioning, validating, "
+					 "available, in_service, draining, maintenance, "
+					 "repairing, failed, retiring, retired"),
+				  "holds", "type", "array", "description",
+				  "reasons the node must not take work", "items", "type", "object",
+				  "x-kubernetes-preserve-unknown-fields", 1, "conditions", "type",
+				  "array", "description", "observed facts", "items", "type",
+				  "object", "x-kubernetes-preserve-unknown-fields", 1));
 	return s;
 }
 
 static json_t *oa_kind_schema(const struct kube_kind *k)
 {
-	json_t *spec = k->phase_path ? oa_node_spec()
-				     : json_pack("{s:s,s:s,s:b}", "type", "object", "description",
-						 k->spec_desc, "x-kubernetes-preserve-unknown-fields",
-						 1);
-	return json_pack("{s:s,s:s,s:{s:o,s:o,s:o,s:o,s:o},s:[o]}", "type", "object",
-			 "description", k->spec_desc, "properties", "apiVersion",
-			 oa_str("fleetplane.io/v1"), "kind", oa_str(k->kind), "metadata",
-			 oa_ref(OA_REF(OA_META "ObjectMeta")), "spec", spec, "status", oa_status(k),
-			 "x-kubernetes-group-version-kind", oa_gvk(k));
+	json_t *spec = k->phase_path
+			       ? oa_node_spec()
+			       : json_pack("{s:s,s:s,s:b}", "type", "object", "description",
+					   k->spec_desc, "x-kubernetes-preserve-unknown-fields", 1);
+	return json_pack("{s:s,s:s,s:{s:o,s:o,s:o,s:o,s:o},s:[o]}", "type", "object", "description",
+			 k->spec_desc, "properties", "apiVersion", oa_str("fleetplane.io/v1"),
+			 "kind", oa_str(k->kind), "metadata", oa_ref(OA_REF(OA_META "ObjectMeta")),
+			 "spec", spec, "status", oa_status(k), "x-kubernetes-group-version-kind",
+			 oa_gvk(k));
 }
 
 static json_t *oa_params(void)
@@ -1371,7 +1377,7 @@ static json_t *oa_op(const struct kube_kind *k, const char *verb, const char *ac
 	if (write) {
 		json_object_set_new(op, "parameters", oa_params());
 		const char *ct = strcmp(action, "patch") == 0 ? "application/merge-patch+json"
-							     : "application/json";
+							      : "application/json";
 		json_t *sch = strcmp(action, "patch") == 0 ? json_pack("{s:s}", "type", "object")
 							   : oa_ref(schema);
 		json_object_set_new(op, "requestBody",
@@ -1422,25 +1428,28 @@ void api_kube_openapi_group(struct api_req *r)
 				    item);
 		json_object_set_new(schemas, api_printf(r, "io.fleetplane.v1.%s", k->kind),
 				    oa_kind_schema(k));
-		json_object_set_new(
-			schemas, api_printf(r, "io.fleetplane.v1.%sList", k->kind),
-			json_pack("{s:s,s:{s:o,s:o,s:o,s:{s:s,s:o}},s:[{s:s,s:s,s:s}]}", "type",
-				  "object", "properties", "apiVersion", oa_str("fleetplane.io/v1"),
-				  "kind", oa_str(k->list_kind), "metadata",
-				  oa_ref(OA_REF(OA_META "ListMeta")), "items", "type", "array",
-				  "items", oa_ref(one), "x-kubernetes-group-version-kind", "group",
-				  KUBE_GROUP, "version", KUBE_VERSION, "kind", k->list_kind));
+		json_object_set_new(schemas, api_printf(r, "io.fleetplane.v1.%sList", k->kind),
+				    json_pack("{s:s,s:{s:o,s:o,s:o,s:{s:s,s:o}},s:[{s:s,s:s,s:s}]}",
+					      "type", "object", "properties", "apiVersion",
+					      oa_str("fleetplane.io/v1"), "kind",
+					      oa_str(k->list_kind), "metadata",
+					      oa_ref(OA_REF(OA_META "ListMeta")), "items", "type",
+					      "array", "items", oa_ref(one),
+					      "x-kubernetes-group-version-kind", "group",
+					      KUBE_GROUP, "version", KUBE_VERSION, "kind",
+					      k->list_kind));
 	}
 	json_t *strmap = json_pack("{s:s,s:{s:s}}", "type", "object", "additionalProperties",
 				   "type", "string");
-	json_object_set_new(
-		schemas, OA_META "ObjectMeta",
-		json_pack("{s:s,s:s,s:{s:o,s:o,s:o,s:{s:s},s:{s:s,s:s},s:O,s:o}}", "type",
-			  "object", "description", "standard object metadata", "properties",
-			  "name", oa_str("unique name"), "uid", oa_str("unique id"),
-			  "resourceVersion", oa_str("version for optimistic concurrency"),
-			  "generation", "type", "integer", "creationTimestamp", "type", "string",
-			  "format", "date-time", "labels", strmap, "annotations", strmap));
+	json_object_set_new(schemas, OA_META "ObjectMeta",
+			    json_pack("{s:s,s:s,s:{s:o,s:o,s:o,s:{s:s},s:{s:s,s:s},s:O,s:o}}",
+				      "type", "object", "description", "standard object metadata",
+				      "properties", "name", oa_str("unique name"), "uid",
+				      oa_str("unique id"), "resourceVersion",
+				      oa_str("version for optimistic concurrency"), "generation",
+				      "type", "integer", "creationTimestamp", "type", "string",
+				      "format", "date-time", "labels", strmap, "annotations",
+				      strmap));
 	json_decref(strmap);
 	json_object_set_new(schemas, OA_META "ListMeta",
 			    json_pack("{s:s,s:{s:o,s:o}}", "type", "object", "properties",

@@ -9,8 +9,7 @@
 #include "base/err.h"
 #include "base/banned.h"
 
-static json_t *merge(const json_t *target, const json_t *patch, int depth, char *err,
-		     size_t errlen)
+static json_t *merge(const json_t *target, const json_t *patch, int depth, char *err, size_t errlen)
 {
 	if (depth > JSONPATCH_MAX_DEPTH) {
 		fp_errf(FP_EINVAL, err, errlen, "merge patch nested deeper than %d levels",

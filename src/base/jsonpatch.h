@@ -9,8 +9,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#define JSONPATCH_MAX_OPS 1000  /* operations in one RFC 6902 document */
-#define JSONPATCH_MAX_DEPTH 64  /* nesting of a merge patch, segments of a pointer */
+#define JSONPATCH_MAX_OPS 1000 /* operations in one RFC 6902 document */
+#define JSONPATCH_MAX_DEPTH 64 /* nesting of a merge patch, segments of a pointer */
 
 /* RFC 7386 section 2 MergePatch(target, patch): returns a new value (the caller owns it);
  * target is borrowed and not changed (NULL = absent). A null member deletes. Never fails

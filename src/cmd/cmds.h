@@ -24,6 +24,9 @@ int cmd_slurm(int argc, char **argv);
 /* fleetplane usage [--from --to --by] (cmd_usage.c): GPU-hours from Slurm's accounting */
 int cmd_usage(int argc, char **argv);
 
+/* fleetplane kubeconfig [--role ROLE] (cmd_kubeconfig.c): a kubeconfig for kubectl */
+int cmd_kubeconfig(int argc, char **argv);
+
 /* fleetplane image add|list|rm --data-dir DIR ... (cmd_image.c): the boot image store */
 int cmd_image(int argc, char **argv);
 

@@ -1382,18 +1382,17 @@ int label_selector_parse(const char *s, struct label_selector **out, char *err, 
 		size_t kn = sel_word(p);
 		if (kn == 0)
 			return sel_fail(sel, err, errlen, "expected a label key", s, p);
-		if (kn > 63) {
-			free(sel);
-			return fp_errf(FP_EINVAL, err, errlen,
-				       "label selector: key must be 1-63 characters");
-		}
-		memcpy(sel->t[t].key, p, kn);
-		sel->t[t].key[kn] = 0;
-		int rc = label_validate(sel->t[t].key, "", err, errlen);
+		char key[256];
+		if (kn >= sizeof(key))
+			return sel_fail(sel, err, errlen, "key longer than 63 characters", s, p);
+		memcpy(key, p, kn);
+		key[kn] = 0;
+		int rc = label_validate(key, "", err, errlen);
 		if (rc < 0) {
 			free(sel);
 			return rc;
 		}
+		memcpy(sel->t[t].key, key, kn + 1); /* validated: <= 63 bytes */
 		p = sel_ws(p + kn);
 		if (neg) {
 			sel->t[t].op = SEL_NOT_EXISTS;

@@ -89,11 +89,12 @@ api() {
 	out=$(mktemp "$WORK/resp-XXXXXX")
 	local code
 	if [ -n "$body" ]; then
-		code=$(curl -s -o "$out" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $tok" \
+		code=$(curl -s ${FLEETPLANE_CA:+--cacert "$FLEETPLANE_CA"} -o "$out" -w '%{http_code}' \
+			-X "$method" -H "Authorization: Bearer $tok" \
 			-H 'Content-Type: application/json' --data-binary "$body" "$FLEETPLANE_URL$path")
 	else
-		code=$(curl -s -o "$out" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $tok" \
-			"$FLEETPLANE_URL$path")
+		code=$(curl -s ${FLEETPLANE_CA:+--cacert "$FLEETPLANE_CA"} -o "$out" -w '%{http_code}' \
+			-X "$method" -H "Authorization: Bearer $tok" "$FLEETPLANE_URL$path")
 	fi
 	echo "$code"
 	cat "$out"
