@@ -65,6 +65,10 @@ struct api_route {
 	enum api_role min_role;
 	int flags;
 	api_handler_fn fn;
+	/* the query parameters the route takes, NULL-terminated; any other is refused with 400
+	 * before the handler runs (issue 13). NULL = not checked here (kube routes check their
+	 * own; the other native routes are not listed yet). */
+	const char *const *params;
 };
 
 struct api_owned {
@@ -145,6 +149,9 @@ void api_kube_events(struct api_req *r);
 /* A Status object (reason from the HTTP status) for a problem: kube replies use it. Steals
  * ext (may carry "field" for 422 causes). */
 json_t *api_kube_status(struct api_req *r, int status, const char *message, json_t *ext);
+/* Refuses (400, "unknown query parameter NAME", member "parameter") a query parameter of r not
+ * in allowed (NULL-terminated). Returns 0, or -1 when the reply is made. reply.c. */
+int api_params_check(struct api_req *r, const char *const *allowed);
 /* Is path on the Kubernetes surface? */
 int api_kube_path(const char *path);
 /* Operation documents as the API renders them (api_objects.c). */

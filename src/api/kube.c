@@ -219,33 +219,10 @@ static void kube_error(struct api_req *r, int status, const char *fmt, ...)
 
 /* ---------------------------------------------------------------- query parameters */
 
-struct qp_check {
-	const char *const *allowed;
-	const char *bad;
-};
-
-static enum MHD_Result qp_iter(void *cls, enum MHD_ValueKind kind, const char *key,
-			       const char *value)
-{
-	struct qp_check *c = cls;
-	for (const char *const *a = c->allowed; *a; a++)
-		if (strcmp(*a, key) == 0)
-			return MHD_YES;
-	c->bad = key;
-	return MHD_NO;
-}
-
-/* Refuses (400) a query parameter not in allowed (issue 13: unknown parameters are refused,
- * not ignored). Returns 0 or -1 (answered). */
+/* Refuses a query parameter not in allowed (issue 13: refused, not ignored). */
 static int check_params(struct api_req *r, const char *const *allowed)
 {
-	struct qp_check c = {allowed, NULL};
-	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, qp_iter, &c);
-	if (c.bad) {
-		kube_error(r, 400, "unknown query parameter %.64s", c.bad);
-		return -1;
-	}
-	return 0;
+	return api_params_check(r, allowed);
 }
 
 static const char *const qp_list[] = {"labelSelector",

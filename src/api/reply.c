@@ -500,3 +500,32 @@ void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg
 		list = r->kube_list(r, list);
 	api_reply_json(r, 200, list);
 }
+
+/* ---------------------------------------------------------------- query parameters */
+
+struct params_check {
+	const char *const *allowed;
+	char bad[72];
+};
+
+static enum MHD_Result params_iter(void *cls, enum MHD_ValueKind kind, const char *key,
+				   const char *value)
+{
+	struct params_check *c = cls;
+	for (const char *const *a = c->allowed; *a; a++)
+		if (strcmp(*a, key) == 0)
+			return MHD_YES;
+	snprintf(c->bad, sizeof(c->bad), "%.64s", key);
+	return MHD_NO;
+}
+
+int api_params_check(struct api_req *r, const char *const *allowed)
+{
+	struct params_check c = {allowed, ""};
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, params_iter, &c);
+	if (!c.bad[0])
+		return 0;
+	api_problem_ext(r, 400, json_pack("{s:s}", "parameter", c.bad),
+			"unknown query parameter %s", c.bad);
+	return -1;
+}

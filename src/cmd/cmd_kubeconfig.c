@@ -109,7 +109,8 @@ int cmd_kubeconfig(int argc, char **argv)
 			goto out;
 		const char *s = jsonx_str(resp, "token");
 		if (!s || !*s) {
-			fprintf(stderr, "error: fleetplane answered POST /v1/tokens without a token\n");
+			fprintf(stderr,
+				"error: fleetplane answered POST /v1/tokens without a token\n");
 			rc = CLIENT_EXIT_API;
 			goto out;
 		}
@@ -127,7 +128,8 @@ int cmd_kubeconfig(int argc, char **argv)
 			secret[--n] = 0;
 	}
 	if (!yaml_safe(secret) || !yaml_safe(url)) {
-		fprintf(stderr, "error: the token or URL has characters a kubeconfig cannot hold\n");
+		fprintf(stderr,
+			"error: the token or URL has characters a kubeconfig cannot hold\n");
 		rc = CLIENT_EXIT_USAGE;
 		goto out;
 	}
