@@ -40,6 +40,11 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* kube (issue 13): installed or linked as kubectl-fleet, the binary is a kubectl plugin */
+	const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
+	base = base ? base + 1 : (argc > 0 ? argv[0] : "");
+	if (strcmp(base, "kubectl-fleet") == 0)
+		return cmd_kubectl_fleet(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

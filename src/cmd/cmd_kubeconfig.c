@@ -3,9 +3,14 @@
  * FLEETPLANE_URL (it must be https: kubectl sends no bearer token over http,
  * ../shared/recipes/kubectl.md section 1), the CA data comes from --ca or FLEETPLANE_CA (serve's
  * self-signed DATA_DIR/ca.crt), and the token is either a new one made for --role (POST
- * /v1/tokens, admin) or, without --role, FLEETPLANE_TOKEN itself. */
+ * /v1/tokens, admin) or, without --role, FLEETPLANE_TOKEN itself. The file also holds the
+ * kubectl-fleet plugin (cmd_kubectl_fleet): the binary run under that name. */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <sodium.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,5 +165,107 @@ out:
 	}
 	json_decref(resp);
 	free(b64);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- kubectl-fleet */
+
+static const char kf_usage[] =
+	"Usage: kubectl fleet VERB NODE [--reason TEXT] [--state on|off|cycle]\n"
+	"\n"
+	"fleetplane's node actions through kubectl (the fleetplane binary installed, or linked,\n"
+	"as kubectl-fleet on PATH): POST /apis/fleetplane.io/v1/baremetalnodes/NODE/VERB with\n"
+	"`kubectl create --raw`, so kubectl's kubeconfig, TLS and token are used.\n"
+	"\n"
+	"Verbs: drain, resume, retire, power, release\n"
+	"      --reason TEXT   why (drain, retire, release)\n"
+	"      --owner OWNER   the hold's owner (release)\n"
+	"      --state STATE   power: on, off or cycle\n"
+	"  -h, --help          this help\n";
+
+int cmd_kubectl_fleet(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"reason", required_argument, NULL, 'r'},
+		{"owner", required_argument, NULL, 'O'},
+		{"state", required_argument, NULL, 's'},
+		CLI_OPTS_END_HELP,
+	};
+	const char *cmd = "kubectl fleet", *reason = NULL, *owner = NULL, *state = NULL;
+	int ch;
+	client_getopt_reset();
+	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'r': reason = optarg; break;
+		case 'O': owner = optarg; break;
+		case 's': state = optarg; break;
+		default: return cli_opt_default(cmd, ch, argv, kf_usage, 0, NULL);
+		}
+	}
+	if (argc - optind != 2)
+		return client_usage_error(cmd, "expected VERB NODE");
+	const char *verb = argv[optind], *node = argv[optind + 1];
+	static const char *const verbs[] = {"drain", "resume", "retire", "power", "release", NULL};
+	size_t i;
+	for (i = 0; verbs[i] && strcmp(verbs[i], verb) != 0; i++)
+		;
+	if (!verbs[i])
+		return client_usage_error(cmd,
+					  "unknown verb %s (want drain, resume, retire, power "
+					  "or release)",
+					  verb);
+	for (const char *p = node; *p; p++)
+		if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '.'))
+			return client_usage_error(cmd, "NODE: not a node name");
+	json_t *body = json_object();
+	if (reason)
+		json_object_set_new(body, "reason", json_string(reason));
+	if (owner)
+		json_object_set_new(body, "owner", json_string(owner));
+	if (state)
+		json_object_set_new(body, "state", json_string(state));
+	char *s = jsonx_dumps(body);
+	json_decref(body);
+	char path[512];
+	snprintf(path, sizeof(path), "/apis/fleetplane.io/v1/baremetalnodes/%s/%s", node, verb);
+	/* kubectl create --raw PATH -f - reads the body from a pipe: argv only, no shell */
+	int fds[2];
+	if (pipe(fds) < 0) {
+		free(s);
+		perror("error: pipe");
+		return CLIENT_EXIT_API;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fds[0], 0);
+		close(fds[0]);
+		close(fds[1]);
+		char *const av[] = {"kubectl", "create", "--raw", path, "-f", "-", NULL};
+		execvp("kubectl", av);
+		perror("error: kubectl");
+		_exit(127);
+	}
+	close(fds[0]);
+	int rc = CLIENT_EXIT_API;
+	if (pid > 0) {
+		size_t n = strlen(s), off = 0;
+		while (off < n) {
+			ssize_t w = write(fds[1], s + off, n - off);
+			if (w <= 0)
+				break;
+			off += (size_t)w;
+		}
+		close(fds[1]);
+		int st = 0;
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		rc = WIFEXITED(st) ? WEXITSTATUS(st) : CLIENT_EXIT_API;
+		if (rc == 0)
+			printf("\n");
+	} else {
+		close(fds[1]);
+		perror("error: fork");
+	}
+	free(s);
 	return rc;
 }

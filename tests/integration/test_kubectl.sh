@@ -144,6 +144,16 @@ EOF
 
 for kb in "${versions[@]}"; do run_one "$kb"; done
 
+# kubectl fleet: the binary as a kubectl plugin (kubectl-fleet on PATH)
+mkdir -p "$WORK/bin"
+ln -s "$FP" "$WORK/bin/kubectl-fleet"
+ln -s "${versions[0]}" "$WORK/bin/kubectl"
+out=$(PATH="$WORK/bin:$PATH" KUBECONFIG="$WORK/kc" KUBECACHEDIR="$WORK/cache-p" \
+	kubectl fleet drain r01n01 --reason "plugin test" 2>&1) || fail "kubectl fleet drain: $out"
+[[ $out == *'"status":"Success"'* ]] || fail "kubectl fleet drain said: $out"
+"${versions[0]}" --kubeconfig "$WORK/kc" --cache-dir "$WORK/cache-p" get bmn r01n01 \
+	-o jsonpath='{.status.holds[0].reason}' | grep -q 'plugin test' || fail "kubectl fleet drain: no hold"
+
 # A viewer cannot write; over plain http kubectl sends no token and is refused.
 FLEETPLANE_CA="$D/ca.crt" "$FP" kubeconfig --role viewer >"$WORK/kcv"
 K1=("${versions[0]}" --kubeconfig "$WORK/kcv" --cache-dir "$WORK/cache-v")

@@ -168,8 +168,8 @@ static void enroll(const char *name, const char *rack)
 	resp_free(&r);
 }
 
-#define TABLE_ACCEPT                                                                       \
-	"Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;"    \
+#define TABLE_ACCEPT                                                                      \
+	"Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;" \
 	"v=v1beta1;g=meta.k8s.io,application/json"
 #define B "/apis/fleetplane.io/v1/baremetalnodes"
 
@@ -185,8 +185,10 @@ static void test_discovery(void **state)
 	assert_true(has_header(&r, "Content-Type: application/json;g=apidiscovery.k8s.io;v=v2;"
 				   "as=APIGroupDiscoveryList\r\n"));
 	ASSERT_EQ_STR(jsonx_str(r.json, "apiVersion"), "apidiscovery.k8s.io/v2");
-	json_t *res0 = json_array_get(
-		jsonx_path(json_array_get(json_object_get(r.json, "items"), 0), "versions"), 0);
+	json_t *res0 = json_array_get(jsonx_path(json_array_get(json_object_get(r.json, "items"),
+								0),
+						 "versions"),
+				      0);
 	res0 = json_array_get(json_object_get(res0, "resources"), 0);
 	ASSERT_EQ_STR(jsonx_str(res0, "resource"), "baremetalnodes");
 	ASSERT_EQ_STR(json_string_value(json_array_get(json_object_get(res0, "shortNames"), 0)),
@@ -245,8 +247,8 @@ static void test_objects_and_tables(void **state)
 	ASSERT_EQ_INT(json_integer_value(jsonx_path(json_array_get(cols, 7), "priority")), 1);
 	json_t *rows = json_object_get(r.json, "rows");
 	ASSERT_EQ_INT(json_array_size(rows), 1);
-	ASSERT_EQ_STR(json_string_value(json_array_get(
-			      json_object_get(json_array_get(rows, 0), "cells"), 0)),
+	ASSERT_EQ_STR(json_string_value(
+			      json_array_get(json_object_get(json_array_get(rows, 0), "cells"), 0)),
 		      "r02n01");
 	ASSERT_EQ_STR(jsonx_str(json_array_get(rows, 0), "object.metadata.labels.rack"), "r02");
 	assert_non_null(jsonx_str(r.json, "metadata.resourceVersion"));
@@ -292,7 +294,8 @@ static void test_patch_put(void **state)
 	assert_true(strcmp(jsonx_str(r.json, "metadata.resourceVersion"), rv0) != 0);
 	resp_free(&r);
 	/* dryRun=All answers the result and stores nothing */
-	req("PATCH", B "/r01n01?dryRun=All", "[{\"op\":\"add\",\"path\":\"/spec/pool\",\"value\":\"x\"}]",
+	req("PATCH", B "/r01n01?dryRun=All",
+	    "[{\"op\":\"add\",\"path\":\"/spec/pool\",\"value\":\"x\"}]",
 	    "Content-Type: application/json-patch+json", NULL, &r);
 	ASSERT_EQ_HTTP(r.status, 200);
 	ASSERT_EQ_STR(jsonx_str(r.json, "spec.pool"), "x");
@@ -387,16 +390,18 @@ static void test_jsonpatch(void **state)
 		     "{\"foo\":[\"bar\",\"qux\",\"baz\"]}");
 	expect_patch("{\"baz\":\"qux\",\"foo\":\"bar\"}", "[{\"op\":\"remove\",\"path\":\"/baz\"}]",
 		     "{\"foo\":\"bar\"}");
-	expect_patch("{\"foo\":{\"bar\":\"baz\",\"waldo\":\"fred\"},\"qux\":{\"corge\":\"grault\"}}",
-		     "[{\"op\":\"move\",\"from\":\"/foo/waldo\",\"path\":\"/qux/thud\"}]",
-		     "{\"foo\":{\"bar\":\"baz\"},\"qux\":{\"corge\":\"grault\",\"thud\":\"fred\"}}");
+	expect_patch(
+		"{\"foo\":{\"bar\":\"baz\",\"waldo\":\"fred\"},\"qux\":{\"corge\":\"grault\"}}",
+		"[{\"op\":\"move\",\"from\":\"/foo/waldo\",\"path\":\"/qux/thud\"}]",
+		"{\"foo\":{\"bar\":\"baz\"},\"qux\":{\"corge\":\"grault\",\"thud\":\"fred\"}}");
 	expect_patch("{\"baz\":\"qux\"}", "[{\"op\":\"test\",\"path\":\"/baz\",\"value\":\"bar\"}]",
 		     NULL);
 	expect_patch("{\"foo\":\"bar\"}", "[{\"op\":\"add\",\"path\":\"/baz/bat\",\"value\":1}]",
 		     NULL);
 	expect_patch("{\"/\":9,\"~1\":10}", "[{\"op\":\"test\",\"path\":\"/~01\",\"value\":10}]",
 		     "{\"/\":9,\"~1\":10}");
-	expect_patch("{\"foo\":[\"bar\"]}", "[{\"op\":\"add\",\"path\":\"/foo/-\",\"value\":[\"x\"]}]",
+	expect_patch("{\"foo\":[\"bar\"]}",
+		     "[{\"op\":\"add\",\"path\":\"/foo/-\",\"value\":[\"x\"]}]",
 		     "{\"foo\":[\"bar\",[\"x\"]]}");
 	expect_patch("{\"foo\":1}", "[{\"op\":\"frob\",\"path\":\"/foo\"}]", NULL);
 	/* RFC 7386 section 3 example */
