@@ -34,7 +34,7 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-7s %s\n", commands[i].name, commands[i].help);
 	fprintf(f,
-		"\nclients read FLEETPLANE_URL (default http://127.0.0.1:7070) and "
+		"\nclients read FLEETPLANE_URL (default https://127.0.0.1:7070), FLEETPLANE_CA and "
 		"FLEETPLANE_TOKEN.\nRun 'fleetplane <command> --help' for a command's options.\n");
 }
 
