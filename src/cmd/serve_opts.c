@@ -655,11 +655,28 @@ static int check_dir(const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
+/* kube (issue 13): --tls-cert and --tls-key go together, not with --plain-http, and name
+ * readable files. */
+static int check_tls(const struct serve_opts *o, char *err, size_t errlen)
+{
+	if (!o->tls_cert != !o->tls_key)
+		return fp_errf(FP_EINVAL, err, errlen, "--tls-cert and --tls-key go together");
+	if (o->tls_cert && o->plain_http)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "--plain-http excludes --tls-cert and --tls-key");
+	const char *files[] = {o->tls_cert, o->tls_key};
+	for (size_t i = 0; i < 2; i++)
+		if (files[i] && access(files[i], R_OK) != 0)
+			return fp_errf(FP_EINVAL, err, errlen, "%s %s: %s",
+				       i ? "--tls-key" : "--tls-cert", files[i], strerror(errno));
+	return 0;
+}
+
 int serve_opts_check(const struct serve_opts *o)
 {
 	char err[512];
 	if (check_dir(o->data_dir, err, sizeof(err)) < 0 ||
-	    check_listen(o->listen, err, sizeof(err)) < 0) {
+	    check_listen(o->listen, err, sizeof(err)) < 0 || check_tls(o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "error: %s\n", err);
 		return 2;
 	}

@@ -910,6 +910,10 @@ static int start_api(struct fleet *fl, char *err, size_t errlen)
 				  .tenants = fl->cfg.tenants};
 	char *cert = NULL, *key = NULL;
 	int tls = !fl->cfg.plain_http && fl->cfg.data_dir && !fl->cfg.store;
+	if (fl->cfg.plain_http && (fl->cfg.tls_cert || fl->cfg.tls_key)) {
+		snprintf(err, errlen, "--plain-http excludes --tls-cert and --tls-key");
+		return -1;
+	}
 	if (tls && load_tls(fl, &cert, &key, err, errlen) < 0)
 		return -1;
 	acfg.tls_cert_pem = cert;

@@ -174,4 +174,20 @@ api POST /v1/nodes/r01n02:resume '{}' >/dev/null || true
 wait "$cpid" || true
 grep -q '"type":"DELETED","object":{"kind":"Node","metadata":{"name":"r01n02"' "$WORK/nw.out" ||
 	fail "native watch: no DELETED for r01n02 leaving rack in (r01)"
+# --tls-cert/--tls-key: serve uses the given pair (here the first serve's) and makes none
+rc=0
+out=$("$FP" serve --data-dir "$WORK/d2" --tls-cert "$D/tls.crt" --check 2>&1) || rc=$?
+assert_eq 2 "$rc" "--check with --tls-cert alone: exit code"
+assert_eq "error: --tls-cert and --tls-key go together" "$out" "--check message"
+mkdir -p "$WORK/d2"
+"$FP" serve --data-dir "$WORK/d2" --listen 127.0.0.1:0 --tls-cert "$D/tls.crt" --tls-key "$D/tls.key" \
+	>"$WORK/d2/serve.log" 2>&1 &
+pid2=$!
+for i in $(seq 1 100); do [ -s "$WORK/d2/serve.url" ] && break; sleep 0.1; done
+u2=$(cat "$WORK/d2/serve.url")
+code=$(curl -s --cacert "$D/ca.crt" -o /dev/null -w '%{http_code}' "$u2/readyz")
+kill "$pid2"
+wait "$pid2" || true
+assert_eq 200 "$code" "serve with --tls-cert: readyz over https"
+[ -e "$WORK/d2/tls.key" ] && fail "serve made a key although --tls-key was given"
 echo "ok test_kubectl (${#versions[@]} kubectl versions)"
