@@ -515,6 +515,8 @@ void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep
 	w->fd = -1;
 	w->track = keep != NULL;
 	hmap_init(&w->matched);
+	w->last_ms = mono_ms();
+	buf_init(&w->pending, 0);
 	if (from && from < store_compacted_revision(st)) {
 		/* Kubernetes clients expect the stream to start and carry an ERROR 410 (kube.c
 		 * makes the Status); kubectl then lists again */
@@ -552,8 +554,6 @@ void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep
 				break;
 		}
 	}
-	w->last_ms = mono_ms();
-	buf_init(&w->pending, 0);
 	atomic_fetch_add(&w->srv->live_watches, 1);
 	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024,
 								      watch_read, w, watch_free);

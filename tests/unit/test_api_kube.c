@@ -351,6 +351,46 @@ static void test_unknown_params(void **state)
 	resp_free(&r);
 }
 
+/* A watch from a compacted revision starts and carries one ERROR event with a 410 Expired
+ * Status (kubectl then lists again); a watch at 0 starts with ADDED; both end by
+ * timeoutSeconds. */
+static void test_watch_expired(void **state)
+{
+	enroll("r01n01", "r01");
+	enroll("r01n02", "r01");
+	int64_t rev = store_revision(E.st);
+	ASSERT_OK(store_compact(E.st, rev));
+	struct resp r;
+	req("GET", B "?watch=true&resourceVersion=1&timeoutSeconds=1", NULL, NULL, NULL, &r);
+	ASSERT_EQ_HTTP(r.status, 200);
+	assert_true(has_header(&r, "Content-Type: application/json\r\n"));
+	json_t *ev = r.json; /* one line: the whole body parses */
+	if (!ev)
+		fail_msg("body: %.*s", (int)r.body.len, r.body.data ? r.body.data : "");
+	assert_non_null(ev);
+	ASSERT_EQ_STR(jsonx_str(ev, "type"), "ERROR");
+	ASSERT_EQ_STR(jsonx_str(ev, "object.kind"), "Status");
+	ASSERT_EQ_STR(jsonx_str(ev, "object.reason"), "Expired");
+	ASSERT_EQ_INT(json_integer_value(jsonx_path(ev, "object.code")), 410);
+	resp_free(&r);
+	req("GET", B "?watch=1&resourceVersion=0&timeoutSeconds=1&labelSelector=rack%3Dr01", NULL,
+	    TABLE_ACCEPT, NULL, &r);
+	ASSERT_EQ_HTTP(r.status, 200);
+	/* two lines, each a one-row Table of an ADDED node */
+	char *nl = r.body.data ? strchr(r.body.data, '\n') : NULL;
+	assert_non_null(nl);
+	json_t *first = json_loadb(r.body.data, (size_t)(nl - r.body.data), 0, NULL);
+	ASSERT_EQ_STR(jsonx_str(first, "type"), "ADDED");
+	ASSERT_EQ_STR(jsonx_str(first, "object.kind"), "Table");
+	ASSERT_EQ_INT(json_array_size(jsonx_path(first, "object.rows")), 1);
+	json_decref(first);
+	size_t lines = 0;
+	for (size_t i = 0; i < r.body.len; i++)
+		lines += r.body.data[i] == '\n';
+	ASSERT_EQ_INT(lines, 2);
+	resp_free(&r);
+}
+
 static json_t *J(const char *s)
 {
 	json_t *v = json_loads(s, JSON_DECODE_ANY, NULL);
@@ -429,6 +469,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_objects_and_tables, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_patch_put, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_params, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watch_expired, setup, teardown),
 		cmocka_unit_test(test_jsonpatch),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
