@@ -246,8 +246,13 @@ static int watch_fill(struct watch *w, int64_t store_rev, int64_t now)
 			return 1;
 	}
 	if (now - w->last_ms >= WATCH_BOOKMARK_MS && w->r->kube && !w->r->kbookmarks) {
-		w->last_ms = now; /* Kubernetes clients get bookmarks only when they ask */
-		return 0;
+		/* Kubernetes clients get bookmarks only when they ask; the others get a blank
+		 * line (whitespace between JSON values, which their decoder skips), so the stream
+		 * shows life and a vanished client is noticed */
+		w->last_ms = now;
+		if (buf_puts(&w->pending, "\n") < 0)
+			w->done = 1;
+		return 1;
 	}
 	if (now - w->last_ms >= WATCH_BOOKMARK_MS) {
 		json_t *o = json_pack("{s:s,s:{}}", "kind", w->kind, "metadata");
