@@ -21,6 +21,11 @@ if command -v kubectl >/dev/null 2>&1; then
 	done
 	[ ${#versions[@]} -eq 0 ] && versions+=("$(command -v kubectl)")
 fi
+# More binaries to run the outline with, e.g. Debian's 1.20 unpacked from
+# `apt-get download kubernetes-client` (FP_KUBECTL="/path/to/usr/bin/kubectl")
+for kb in ${FP_KUBECTL:-}; do
+	[ -x "$kb" ] && versions+=("$kb") || echo "skip $kb: not an executable"
+done
 if [ ${#versions[@]} -eq 0 ]; then
 	echo "skip test_kubectl: no kubectl on PATH"
 	exit 0
@@ -33,12 +38,28 @@ case $FLEETPLANE_URL in https://*) ;; *) fail "serve.url is not https: $FLEETPLA
 grep -q "certificate-authority-data: " "$WORK/kc" || fail "kubeconfig has no CA data"
 wait_phase available 4 30
 
+# kwait MINOR PHASE NODE (K set by the caller): kubectl wait --for=jsonpath (kubectl >= 1.23),
+# else a get loop
+kwait() {
+	if [ "$1" -ge 23 ]; then
+		"${K[@]}" wait --for=jsonpath='{.status.phase}'="$2" "bmn/$3" --timeout=20s >/dev/null
+		return
+	fi
+	local i
+	for i in $(seq 1 100); do
+		[ "$("${K[@]}" get bmn "$3" -o jsonpath='{.status.phase}')" = "$2" ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
 run_one() { # KUBECTL: the whole outline against one kubectl binary
 	local kb=$1 tag
 	tag=$(basename "$kb")
-	local K=("$kb" --kubeconfig "$WORK/kc" --cache-dir "$WORK/cache-$tag")
 	local minor
-	minor=$("${K[@]}" version --client -o json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["clientVersion"]["minor"].rstrip("+"))')
+	minor=$("$kb" version --client -o json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["clientVersion"]["minor"].rstrip("+"))')
+	tag=kubectl-1.$minor
+	local K=("$kb" --kubeconfig "$WORK/kc" --cache-dir "$WORK/cache-$tag")
 
 	"${K[@]}" get --raw /version | grep -q gitVersion || fail "$tag: /version"
 	"${K[@]}" api-resources | grep -Eq '^baremetalnodes +bmn +fleetplane.io/v1 +false +BareMetalNode' ||
@@ -123,8 +144,7 @@ EOF
 	# actions as subresources, wait, describe with events
 	echo '{"reason":"kubectl test"}' | "${K[@]}" create --raw /apis/fleetplane.io/v1/baremetalnodes/r01n04/drain -f - |
 		grep -q '"status":"Success"' || fail "$tag: drain action"
-	"${K[@]}" wait --for=jsonpath='{.status.phase}'=maintenance bmn/r01n04 --timeout=20s >/dev/null ||
-		fail "$tag: wait for maintenance"
+	kwait "$minor" maintenance r01n04 || fail "$tag: wait for maintenance"
 	"${K[@]}" describe bmn r01n04 | grep -q 'DrainRequested' || fail "$tag: describe events"
 	echo '{}' | "${K[@]}" create --raw /apis/fleetplane.io/v1/baremetalnodes/r01n04/resume -f - >/dev/null ||
 		fail "$tag: resume action"
@@ -132,14 +152,14 @@ EOF
 	local nn="r02n0${minor: -1}"
 	echo '{"reason":"kubectl test"}' | "${K[@]}" create --raw "/apis/fleetplane.io/v1/baremetalnodes/$nn/retire" -f - >/dev/null ||
 		fail "$tag: retire action"
-	"${K[@]}" wait --for=jsonpath='{.status.phase}'=retired "bmn/$nn" --timeout=20s >/dev/null || fail "$tag: wait retired"
+	kwait "$minor" retired "$nn" || fail "$tag: wait retired"
 	"${K[@]}" delete bmn "$nn" --timeout=20s | grep -q 'deleted' || fail "$tag: delete"
 	out=$("${K[@]}" get bmn "$nn" 2>&1 || true)
 	[[ $out == *NotFound* ]] || fail "$tag: deleted node still there: $out"
 	# other kinds
 	"${K[@]}" get sites -o name | grep -q 'site.fleetplane.io/sim-a' || fail "$tag: sites"
 	"${K[@]}" get operations -o name | grep -q 'operation.fleetplane.io/' || fail "$tag: operations"
-	echo "ok $tag (minor $minor)"
+	echo "ok $tag"
 }
 
 for kb in "${versions[@]}"; do run_one "$kb"; done
