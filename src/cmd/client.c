@@ -327,7 +327,10 @@ static int cl_transport_error(struct client *c, CURLcode cc, const char *errbuf,
 	case CURLE_SSL_CONNECT_ERROR:
 	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_URL_MALFORMAT:
-		fprintf(c->err, "error: cannot reach fleetplane at %s: %s\n", c->url, why);
+		fprintf(c->err, "error: cannot reach fleetplane at %s: %s%s\n", c->url, why,
+			cc == CURLE_PEER_FAILED_VERIFICATION && !c->ca
+				? " (set FLEETPLANE_CA to the server's CA, <data-dir>/ca.crt)"
+				: "");
 		return CLIENT_EXIT_CONNECT;
 	case CURLE_OPERATION_TIMEDOUT:
 		if (connected == 0) {
