@@ -152,6 +152,9 @@ json_t *api_kube_status(struct api_req *r, int status, const char *message, json
 /* Refuses (400, "unknown query parameter NAME", member "parameter") a query parameter of r not
  * in allowed (NULL-terminated). Returns 0, or -1 when the reply is made. reply.c. */
 int api_params_check(struct api_req *r, const char *const *allowed);
+/* The OpenAPI schemas of a node's spec (returned) and status (*status), new references: kube.c
+ * builds them for /openapi/v3, openapi.c reuses them for /v1/openapi.json. */
+json_t *api_kube_node_schemas(json_t **status);
 /* Is path on the Kubernetes surface? */
 int api_kube_path(const char *path);
 /* Operation documents as the API renders them (api_objects.c). */

@@ -1271,12 +1271,14 @@ static json_t *oa_node_spec(void)
 				"properties", "driver", oa_str("ipmi, redfish or sim"), "address",
 				oa_str("host or URL of the BMC"), "username", oa_str("BMC user"),
 				"password", oa_str("BMC password (write only; sealed at rest)"),
-				"passwordFile",
+				"password_file",
 				oa_str("file under the BMC credentials dir holding the password"),
-				"caFile", oa_str("CA file for a Redfish BMC's TLS"), "system",
-				oa_str("Redfish System URI"), "tlsVerify", "type", "boolean",
+				"ca_file", oa_str("CA file for a Redfish BMC's TLS"), "system",
+				oa_str("Redfish System URI"), "tls_verify", "type", "boolean",
 				"description", "verify the Redfish BMC's certificate",
-				"cipherSuite", oa_str("IPMI cipher suite"),
+				"cipher_suite",
+				json_pack("{s:s,s:s}", "type", "integer", "description",
+					  "IPMI cipher suite (0..17)"),
 				"x-kubernetes-preserve-unknown-fields", 1);
 	return json_pack(
 		"{s:s,s:s,s:{s:o,s:o,s:o,s:o,s:o,s:{s:s,s:s,s:{s:s}},s:{s:s,s:s,s:{s:{s:s,s:s},"
@@ -1317,6 +1319,12 @@ static json_t *oa_status(const struct kube_kind *k)
 				  "array", "description", "observed facts", "items", "type",
 				  "object", "x-kubernetes-preserve-unknown-fields", 1));
 	return s;
+}
+
+json_t *api_kube_node_schemas(json_t **status)
+{
+	*status = oa_status(&kinds[0]);
+	return oa_node_spec();
 }
 
 static json_t *oa_kind_schema(const struct kube_kind *k)
