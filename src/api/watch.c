@@ -44,6 +44,7 @@
 /* Larger than STORE_MAX_TXN_OPS, so one revision never spans two reads. */
 #define WATCH_BATCH (2 * store_max_txn_ops(st)) /* st: the store of the reading function */
 #define WATCH_LIST_PAGE 500
+#define WATCH_CACHE_MAX 8192 /* rendered lines kept for one hub pass */
 
 struct watch {
 	struct api_server *srv;
@@ -90,22 +91,41 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void emit(struct watch *w, const char *type, json_t *obj)
+/* The event line {"type","object"}\n for obj (stolen; through the request's kube_obj hook
+ * when set), malloc'd; NULL when the hook dropped it. */
+static char *make_line(struct watch *w, const char *type, json_t *obj)
 {
 	if (w->r->kube_obj) {
 		obj = w->r->kube_obj(w->r, type, obj);
 		if (!obj)
-			return;
+			return NULL;
 	}
 	json_t *line = json_pack("{s:s,s:o}", "type", type, "object", obj);
 	char *s = jsonx_dumps(line);
+	json_decref(line);
+	size_t n = strlen(s);
+	char *out = xmalloc(n + 2);
+	memcpy(out, s, n);
+	memcpy(out + n, "\n", 2);
+	free(s);
+	return out;
+}
+
+static void put_line(struct watch *w, const char *line)
+{
 	w->last_ms = mono_ms();
-	if (buf_puts(&w->pending, s) < 0 || buf_puts(&w->pending, "\n") < 0) {
+	if (buf_puts(&w->pending, line) < 0) {
 		log_warn("watch line dropped: buffer full prefix=%s", w->prefix);
 		w->done = 1;
 	}
-	free(s);
-	json_decref(line);
+}
+
+static void emit(struct watch *w, const char *type, json_t *obj)
+{
+	char *line = make_line(w, type, obj);
+	if (line)
+		put_line(w, line);
+	free(line);
 }
 
 static json_t *minimal_obj(struct watch *w, const char *key, int64_t rev)
@@ -121,10 +141,10 @@ static json_t *minimal_obj(struct watch *w, const char *key, int64_t rev)
  * decides: a match not yet sent is ADDED, a match sent before MODIFIED, a document that no
  * longer matches DELETED (its new state), one that never matched nothing. */
 static void emit_doc(struct watch *w, int listing, int created, const char *key, const char *value,
-		     int64_t rev)
+		     int64_t rev, struct hmap *cache)
 {
 	json_t *doc = NULL;
-	if (jsonx_parse(value, strlen(value), &doc, NULL, 0) < 0) {
+	if (w->keep && jsonx_parse(value, strlen(value), &doc, NULL, 0) < 0) {
 		log_warn("watch skips corrupt document key=%s", key);
 		return;
 	}
@@ -145,17 +165,43 @@ static void emit_doc(struct watch *w, int listing, int created, const char *key,
 		else if (was)
 			hmap_remove(&w->matched, key);
 	}
-	if (type) {
-		json_t *obj = w->render(w->r, doc, rev);
-		if (obj)
-			emit(w, type, obj);
-		else
-			log_warn("watch cannot render key=%s", key);
+	if (!type) {
+		json_decref(doc);
+		return;
 	}
+	/* The same change goes to every watch of the same shape: rendered once per hub pass. */
+	char ck[STORE_MAX_KEY + 160];
+	int n = snprintf(ck, sizeof(ck), "%p|%p|%p|%d|%s|%lld|%s", (void *)w->render,
+			 (void *)w->r->kube_obj, (const void *)w->r->kkind, w->r->ktable, type,
+			 (long long)rev, key);
+	int cacheable = cache && n > 0 && (size_t)n < sizeof(ck);
+	const char *hit = cacheable ? hmap_get(cache, ck) : NULL;
+	if (hit) {
+		put_line(w, hit);
+		json_decref(doc);
+		return;
+	}
+	if (!doc && jsonx_parse(value, strlen(value), &doc, NULL, 0) < 0) {
+		log_warn("watch skips corrupt document key=%s", key);
+		return;
+	}
+	json_t *obj = w->render(w->r, doc, rev);
 	json_decref(doc);
+	if (!obj) {
+		log_warn("watch cannot render key=%s", key);
+		return;
+	}
+	char *line = make_line(w, type, obj);
+	if (!line)
+		return;
+	put_line(w, line);
+	if (cacheable && cache->count < WATCH_CACHE_MAX)
+		hmap_put(cache, ck, line);
+	else
+		free(line);
 }
 
-static void fill_list(struct watch *w)
+static void fill_list(struct watch *w, struct hmap *cache)
 {
 	struct store_kv *kvs = NULL;
 	size_t n = 0;
@@ -170,7 +216,7 @@ static void fill_list(struct watch *w)
 	if (!w->rev)
 		w->rev = rev;
 	for (size_t i = 0; i < n; i++)
-		emit_doc(w, 1, 1, kvs[i].key, kvs[i].value, kvs[i].mod_revision);
+		emit_doc(w, 1, 1, kvs[i].key, kvs[i].value, kvs[i].mod_revision, cache);
 	if (n)
 		snprintf(w->cursor, sizeof(w->cursor), "%s", kvs[n - 1].key);
 	if (!more || !n)
@@ -178,7 +224,7 @@ static void fill_list(struct watch *w)
 	store_kv_array_free(kvs, n);
 }
 
-static int fill_changes(struct watch *w)
+static int fill_changes(struct watch *w, struct hmap *cache)
 {
 	struct store *st = w->srv->cfg.store;
 	int64_t cur = store_revision(st);
@@ -203,7 +249,7 @@ static int fill_changes(struct watch *w)
 				emit(w, "DELETED", minimal_obj(w, e->key, e->revision));
 		} else {
 			emit_doc(w, 0, e->create_revision == e->revision, e->key, e->value,
-				 e->revision);
+				 e->revision, cache);
 		}
 		w->rev = e->revision;
 	}
@@ -215,7 +261,7 @@ static int fill_changes(struct watch *w)
 
 /* Hub thread: makes progress on a parked watch. Returns 1 when the connection should be
  * resumed (something to send, or the stream is over). */
-static int watch_fill(struct watch *w, int64_t store_rev, int64_t now)
+static int watch_fill(struct watch *w, int64_t store_rev, int64_t now, struct hmap *cache)
 {
 	if (w->gone || atomic_load(&w->srv->stopping)) {
 		w->done = 1;
@@ -226,11 +272,11 @@ static int watch_fill(struct watch *w, int64_t store_rev, int64_t now)
 		return 1;
 	}
 	if (w->listing) {
-		fill_list(w);
+		fill_list(w, cache);
 		return w->pending.len || w->done || !w->listing;
 	}
 	if (store_rev > w->rev) {
-		int rc = fill_changes(w);
+		int rc = fill_changes(w, cache);
 		if (rc == FP_ECOMPACTED) {
 			/* (kube_obj turns it into a Kubernetes Status, reason Expired) */
 			json_t *p = json_pack("{s:s,s:s,s:i,s:s}", "type", API_PROBLEM_BASE "gone",
@@ -320,14 +366,19 @@ static void *hub_filler(void *arg)
 			check_gone(list);
 		}
 		struct watch *keep = NULL, *ready = NULL;
+		struct hmap cache;
+		hmap_init(&cache);
 		while (list) {
 			struct watch *w = list;
 			list = w->next;
-			int go = closed ? (w->done = 1) : watch_fill(w, store_rev, now);
+			int go = closed ? (w->done = 1) : watch_fill(w, store_rev, now, &cache);
 			struct watch **to = go ? &ready : &keep;
 			w->next = *to;
 			*to = w;
 		}
+		for (struct hmap_iter it = hmap_iter_start(&cache); hmap_iter_next(&it);)
+			free(it.e->value);
+		hmap_release(&cache);
 
 		pthread_mutex_lock(&h->mu);
 		while (ready) {
