@@ -26,7 +26,9 @@ start_serve() {
 	mkdir -p "$dir"
 	rm -f "$dir/serve.url"
 	T_EXEC=$(now)
-	"$FP" serve --data-dir "$dir" --listen 127.0.0.1:0 --log-level error "$@" >>"$dir/serve.log" 2>&1 &
+	# --plain-http: the figures are for the HTTP API as before TLS became serve's default (kube)
+	"$FP" serve --data-dir "$dir" --listen 127.0.0.1:0 --log-level error --plain-http "$@" \
+		>>"$dir/serve.log" 2>&1 &
 	SERVE_PID=$!
 }
 

@@ -5,12 +5,14 @@ set -euo pipefail
 
 build_pkgs=(build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev
 	libcurl4-openssl-dev libsodium-dev libfreeipmi-dev libxml2-dev)
+build_pkgs+=(libgnutls28-dev) # kube (issue 13): the API's TLS certificate (src/api/tls.c)
 test_pkgs=(libcmocka-dev clang clang-format libclang-rt-14-dev prometheus curl procps jq
 	openipmi ipmitool python3 python3-sushy slurmctld slurmd slurm-client munge
 	slurmdbd mariadb-server
 	qemu-system-x86 ipxe-qemu dnsmasq-base iproute2 busybox-static syslinux syslinux-common
 	mtools dosfstools e2fsprogs cpio fdisk pciutils dmidecode kmod gzip binutils util-linux
 	etcd-server etcd-client)
+test_pkgs+=(python3-kubernetes) # kube (issue 13): kubectl comes with the image (google-cloud-cli)
 
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")

@@ -26,6 +26,7 @@ static const struct cmd_struct commands[] = {
 	{"sim", cmd_sim, "inspect simulated hardware in a data dir"},
 	{"store", cmd_store, "migrate a stopped serve's store (sqlite: to etcd://), verified"},
 	{"agent", cmd_agent, "run the node agent: kernel log and GPU tool health reports"},
+	{"kubeconfig", cmd_kubeconfig, "print a kubeconfig for kubectl (server, CA, token)"},
 };
 
 static void usage(FILE *f)
@@ -34,12 +35,17 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-7s %s\n", commands[i].name, commands[i].help);
 	fprintf(f,
-		"\nclients read FLEETPLANE_URL (default http://127.0.0.1:7070) and "
+		"\nclients read FLEETPLANE_URL (default https://127.0.0.1:7070), FLEETPLANE_CA and "
 		"FLEETPLANE_TOKEN.\nRun 'fleetplane <command> --help' for a command's options.\n");
 }
 
 int main(int argc, char **argv)
 {
+	/* kube (issue 13): installed or linked as kubectl-fleet, the binary is a kubectl plugin */
+	const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
+	base = base ? base + 1 : (argc > 0 ? argv[0] : "");
+	if (strcmp(base, "kubectl-fleet") == 0)
+		return cmd_kubectl_fleet(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

@@ -502,7 +502,7 @@ void api_policy_put(struct api_req *r)
 
 /* ---------------------------------------------------------------- budgets */
 
-static json_t *render_budget(struct api_req *r, const json_t *doc, int64_t mod_rev)
+json_t *api_budget_render(struct api_req *r, const json_t *doc, int64_t mod_rev)
 {
 	const struct api_health_hooks *h = &r->srv->cfg.health;
 	json_t *out = json_deep_copy(doc);
@@ -518,7 +518,7 @@ static json_t *render_budget(struct api_req *r, const json_t *doc, int64_t mod_r
 
 void api_budgets_list(struct api_req *r)
 {
-	api_list(r, "/budgets/", NULL, NULL, render_budget);
+	api_list(r, "/budgets/", NULL, NULL, api_budget_render);
 }
 
 void api_budget_get(struct api_req *r)
@@ -526,7 +526,7 @@ void api_budget_get(struct api_req *r)
 	if (check_node_param(r) < 0)
 		return;
 	get_key(r, api_printf(r, "/budgets/%s", r->params[0]), "budget", r->params[0],
-		render_budget);
+		api_budget_render);
 }
 
 /* Validates a budget body: read-only members a client echoes back from a GET (status,
@@ -643,7 +643,7 @@ static void budget_write(struct api_req *r, json_t *doc, int64_t expect, int sta
 	log_info("budget written name=%s reason=%s actor=%s", name, reason, api_actor(r));
 	if (status == 201)
 		api_add_header(r, MHD_HTTP_HEADER_LOCATION, api_printf(r, "/v1/budgets/%s", name));
-	api_reply_json(r, status, render_budget(r, doc, rev));
+	api_reply_json(r, status, api_budget_render(r, doc, rev));
 }
 
 void api_budgets_create(struct api_req *r)

@@ -1010,6 +1010,7 @@ static void take_spec(struct node *dst, struct node *src)
 {
 	SWAP(dst->labels, src->labels);
 	SWAP(dst->nlabels, src->nlabels);
+	SWAP(dst->annotations, src->annotations);
 	SWAP(dst->site, src->site);
 	SWAP(dst->rack, src->rack);
 	SWAP(dst->provider, src->provider);

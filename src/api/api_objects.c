@@ -41,6 +41,11 @@ static int check_name_param(struct api_req *r)
 /* Stored document as it is, plus metadata.resourceVersion. */
 static json_t *render_plain(struct api_req *r, const json_t *doc, int64_t mod_rev)
 {
+	return api_plain_render(r, doc, mod_rev);
+}
+
+json_t *api_plain_render(struct api_req *r, const json_t *doc, int64_t mod_rev)
+{
 	json_t *out = json_deep_copy(doc);
 	api_set_rv(out, mod_rev);
 	return out;
@@ -72,6 +77,11 @@ static void get_one(struct api_req *r, const char *prefix, const char *what, api
 /* ---------------------------------------------------------------- operations */
 
 static json_t *render_op(struct api_req *r, const json_t *doc, int64_t mod_rev)
+{
+	return api_op_render(r, doc, mod_rev);
+}
+
+json_t *api_op_render(struct api_req *r, const json_t *doc, int64_t mod_rev)
 {
 	struct operation *op = NULL;
 	char err[256];

@@ -1,7 +1,11 @@
 /* openapi.c - GET /v1/openapi.json: an OpenAPI 3.0.3 document (https://spec.openapis.org/oas/
  * v3.0.3) describing every route of server.c, built once from the table below with jansson.
- * Schemas are deliberately loose (documents are objects; errors are RFC 9457 problems); the
- * authoritative shapes are in DESIGN.md and core/codec.h. */
+ * Every operation has an operationId (method and path) and its 4xx answers (RFC 9457
+ * problems); node documents are typed with the schemas the Kubernetes surface serves
+ * (kube.c api_kube_node_schemas), other documents are objects; the authoritative shapes are in
+ * DESIGN.md and core/codec.h. */
+#include <ctype.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +134,33 @@ static json_t *param(const char *name, const char *in, const char *type, int req
 			 "description", desc, "schema", "type", type);
 }
 
+/* "post" "/v1/nodes/{name}:drain" -> "postV1NodesNameDrain" (unique: method + path). */
+static void op_id(const char *method, const char *path, char *out, size_t size)
+{
+	size_t n = (size_t)snprintf(out, size, "%s", method);
+	int up = 1;
+	for (const char *p = path; *p && n + 1 < size; p++) {
+		if (!isalnum((unsigned char)*p)) {
+			up = 1;
+			continue;
+		}
+		out[n++] = up ? (char)toupper((unsigned char)*p) : *p;
+		up = 0;
+	}
+	out[n] = 0;
+}
+
+static int is_node_doc(const struct oa_op *o)
+{
+	return strcmp(o->path, "/v1/nodes/{name}") == 0 ||
+	       (strcmp(o->path, "/v1/nodes") == 0 && strcmp(o->method, "post") == 0);
+}
+
+static json_t *problem_ref(void)
+{
+	return json_pack("{s:s}", "$ref", "#/components/responses/Problem");
+}
+
 static json_t *build(void)
 {
 	json_t *paths = json_object();
@@ -144,14 +175,30 @@ static json_t *build(void)
 		snprintf(code, sizeof(code), "%d", o->status);
 		const char *ctype = strcmp(o->path, "/metrics") == 0 ? "text/plain"
 								     : "application/json";
-		json_t *ok = json_pack("{s:s,s:{s:{s:{s:s}}}}", "description", "success", "content",
-				       ctype, "schema", "type",
-				       strcmp(ctype, "text/plain") == 0 ? "string" : "object");
-		json_t *op = json_pack("{s:s,s:s,s:{s:o,s:{s:s,s:{s:{s:{s:s}}}}}}", "summary",
-				       o->summary, "description", o->role, "responses", code, ok,
-				       "default", "description", "RFC 9457 problem", "content",
-				       "application/problem+json", "schema", "$ref",
-				       "#/components/schemas/Problem");
+		json_t *schema = is_node_doc(o) && strcmp(o->method, "delete") != 0
+					 ? json_pack("{s:s}", "$ref", "#/components/schemas/Node")
+				 : strcmp(o->path, "/v1/nodes") == 0
+					 ? json_pack("{s:s}", "$ref",
+						     "#/components/schemas/NodeList")
+					 : json_pack("{s:s}", "type",
+						     strcmp(ctype, "text/plain") == 0 ? "string"
+										      : "object");
+		json_t *ok = json_pack("{s:s,s:{s:{s:o}}}", "description", "success", "content",
+				       ctype, "schema", schema);
+		char id[128];
+		op_id(o->method, o->path, id, sizeof(id));
+		json_t *op = json_pack("{s:s,s:s,s:s,s:{s:o,s:o,s:o}}", "operationId", id,
+				       "summary", o->summary, "description", o->role, "responses",
+				       code, ok, "400", problem_ref(), "default", problem_ref());
+		json_t *resps = json_object_get(op, "responses");
+		if (strcmp(o->role, "none") != 0) {
+			json_object_set_new(resps, "401", problem_ref());
+			json_object_set_new(resps, "403", problem_ref());
+		}
+		if (strstr(o->path, "{name}"))
+			json_object_set_new(resps, "404", problem_ref());
+		if (o->body || strcmp(o->method, "delete") == 0)
+			json_object_set_new(resps, "409", problem_ref());
 		json_object_set_new(op, "x-fleetplane-role", json_string(o->role));
 		json_t *params = json_array();
 		if (strstr(o->path, "{name}"))
@@ -181,10 +228,13 @@ static json_t *build(void)
 		if (o->body) {
 			json_array_append_new(params, param("Idempotency-Key", "header", "string",
 							    0, "replay-safe POST (24 h)"));
+			json_t *bs = is_node_doc(o) ? json_pack("{s:s}", "$ref",
+								"#/components/schemas/Node")
+						    : json_pack("{s:s}", "type", "object");
 			json_object_set_new(op, "requestBody",
-					    json_pack("{s:b,s:{s:{s:{s:s}}}}", "required", 1,
-						      "content", "application/json", "schema",
-						      "type", "object"));
+					    json_pack("{s:b,s:{s:{s:o}}}", "required", 1, "content",
+						      "application/json", "schema", bs));
+			json_object_set_new(resps, "422", problem_ref());
 		}
 		if (json_array_size(params))
 			json_object_set_new(op, "parameters", params);
@@ -194,14 +244,40 @@ static json_t *build(void)
 			json_object_set_new(op, "security", json_array());
 		json_object_set_new(item, o->method, op);
 	}
+	json_t *status = NULL;
+	json_t *spec = api_kube_node_schemas(&status);
+	json_t *strmap = json_pack("{s:s,s:{s:s}}", "type", "object", "additionalProperties",
+				   "type", "string");
+	json_t *node = json_pack(
+		"{s:s,s:s,s:[s],s:{s:{s:s,s:[s]},s:{s:s,s:[s],s:{s:{s:s},s:{s:s},s:{s:s},s:O,s:O,"
+		"s:{s:s,s:s}}},s:o,s:o}}",
+		"type", "object", "description",
+		"a node (DESIGN.md \"API\"); to enroll only metadata.name is required", "required",
+		"metadata", "properties", "kind", "type", "string", "enum", "Node", "metadata",
+		"type", "object", "required", "name", "properties", "name", "type", "string", "uid",
+		"type", "string", "resourceVersion", "type", "string", "labels", strmap,
+		"annotations", strmap, "createdAt", "type", "string", "format", "date-time", "spec",
+		spec, "status", status);
+	json_decref(strmap);
+	json_t *list = json_pack("{s:s,s:{s:{s:s,s:{s:s}},s:{s:s,s:{s:{s:s},s:{s:s}}}}}", "type",
+				 "object", "properties", "items", "type", "array", "items", "$ref",
+				 "#/components/schemas/Node", "metadata", "type", "object",
+				 "properties", "resourceVersion", "type", "string", "continue",
+				 "type", "string");
 	return json_pack(
-		"{s:s,s:{s:s,s:s},s:o,s:{s:{s:{s:s,s:s}},s:{s:{s:s,s:{s:{s:s},s:{s:s},s:{s:s},"
-		"s:{s:s},s:{s:s}}}}},s:[{s:[]}]}",
-		"openapi", "3.0.3", "info", "title", "fleetplane API", "version", "v1", "paths",
-		paths, "components", "securitySchemes", "bearer", "type", "http", "scheme",
-		"bearer", "schemas", "Problem", "type", "object", "properties", "type", "type",
-		"string", "title", "type", "string", "status", "type", "integer", "detail", "type",
-		"string", "instance", "type", "string", "security", "bearer");
+		"{s:s,s:{s:s,s:s,s:s},s:[{s:s}],s:o,s:{s:{s:{s:s,s:s}},s:{s:{s:s,s:{s:{s:s},s:{s:s},"
+		"s:{s:s},s:{s:s},s:{s:s}}},s:o,s:o},s:{s:{s:s,s:{s:{s:{s:s}}}}}},s:[{s:[]}]}",
+		"openapi", "3.0.3", "info", "title", "fleetplane API", "version", "v1",
+		"description",
+		"fleetplane's native REST API (docs/api.md); the Kubernetes API is at /apis "
+		"(docs/kubernetes.md)",
+		"servers", "url", "/", "paths", paths, "components", "securitySchemes", "bearer",
+		"type", "http", "scheme", "bearer", "schemas", "Problem", "type", "object",
+		"properties", "type", "type", "string", "title", "type", "string", "status", "type",
+		"integer", "detail", "type", "string", "instance", "type", "string", "Node", node,
+		"NodeList", list, "responses", "Problem", "description", "RFC 9457 problem",
+		"content", "application/problem+json", "schema", "$ref",
+		"#/components/schemas/Problem", "security", "bearer");
 }
 
 static pthread_once_t oa_once = PTHREAD_ONCE_INIT;

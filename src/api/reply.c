@@ -211,6 +211,11 @@ void api_problem_ext(struct api_req *r, int status, json_t *ext, const char *fmt
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
+	if (r->kube) {
+		/* the Kubernetes surface answers Status objects (kube.c) */
+		api_reply_json(r, status, api_kube_status(r, status, detail, ext));
+		return;
+	}
 	const char *title;
 	const char *slug = status_slug(status, &title);
 	char type[128];
@@ -234,7 +239,7 @@ int api_body_object(struct api_req *r, json_t **out)
 {
 	*out = NULL;
 	const char *ct = api_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
-	if (ct) {
+	if (ct && !r->kube_native) {
 		size_t n = strcspn(ct, "; \t");
 		if (!(n == 16 && strncasecmp(ct, "application/json", 16) == 0)) {
 			api_problem(r, 415, "Content-Type %.*s: expected application/json",
@@ -490,5 +495,37 @@ void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg
 				  sodium_base64_VARIANT_URLSAFE_NO_PADDING);
 		json_object_set_new(md, "continue", json_string(tok));
 	}
-	api_reply_json(r, 200, json_pack("{s:o,s:o}", "items", items, "metadata", md));
+	json_t *list = json_pack("{s:o,s:o}", "items", items, "metadata", md);
+	if (r->kube_list)
+		list = r->kube_list(r, list);
+	api_reply_json(r, 200, list);
+}
+
+/* ---------------------------------------------------------------- query parameters */
+
+struct params_check {
+	const char *const *allowed;
+	char bad[72];
+};
+
+static enum MHD_Result params_iter(void *cls, enum MHD_ValueKind kind, const char *key,
+				   const char *value)
+{
+	struct params_check *c = cls;
+	for (const char *const *a = c->allowed; *a; a++)
+		if (strcmp(*a, key) == 0)
+			return MHD_YES;
+	snprintf(c->bad, sizeof(c->bad), "%.64s", key);
+	return MHD_NO;
+}
+
+int api_params_check(struct api_req *r, const char *const *allowed)
+{
+	struct params_check c = {allowed, ""};
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, params_iter, &c);
+	if (!c.bad[0])
+		return 0;
+	api_problem_ext(r, 400, json_pack("{s:s}", "parameter", c.bad),
+			"unknown query parameter %s", c.bad);
+	return -1;
 }

@@ -60,13 +60,32 @@ static void h_healthz(struct api_req *r);
 static void h_readyz(struct api_req *r);
 static void h_metrics(struct api_req *r);
 
-/* The route table: every method + path the server answers, with the least role it needs. */
+/* The query parameters of the native collection GETs (each handler's api_query names; list
+ * paging: limit, continue; watch: watch, resourceVersion). */
+static const char *const p_nodes[] = {"labelSelector", "phase",           "limit", "continue",
+				      "watch",         "resourceVersion", NULL};
+static const char *const p_ops[] = {"node",  "state",           "limit", "continue",
+				    "watch", "resourceVersion", NULL};
+static const char *const p_events[] = {"object", "limit",           "continue",
+				       "watch",  "resourceVersion", NULL};
+static const char *const p_paged[] = {"limit", "continue", NULL};
+static const char *const p_racks[] = {"site", "limit", "continue", NULL};
+static const char *const p_hevents[] = {"node",     "code",  "limit",
+					"continue", "watch", "resourceVersion",
+					NULL};
+static const char *const p_rmas[] = {"node", "limit", "continue", NULL};
+
+/* The route table: every method + path the server answers, with the least role it needs.
+ * (Routes without a params list leave it NULL: the warning about the omitted initializer is
+ * silenced for the table only.) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const struct api_route routes[] = {
 	{"GET", "/healthz", API_ROLE_NONE, API_R_FAST, h_healthz},
 	{"GET", "/readyz", API_ROLE_NONE, API_R_FAST, h_readyz},
 	{"GET", "/metrics", API_ROLE_VIEWER, 0, h_metrics},
 	{"GET", "/v1/openapi.json", API_ROLE_VIEWER, API_R_V1, api_openapi},
-	{"GET", "/v1/nodes", API_ROLE_VIEWER, API_R_V1, api_nodes_list},
+	{"GET", "/v1/nodes", API_ROLE_VIEWER, API_R_V1, api_nodes_list, p_nodes},
 	{"POST", "/v1/nodes", API_ROLE_OPERATOR, API_R_V1, api_nodes_create},
 	{"GET", "/v1/nodes/{name}", API_ROLE_VIEWER, API_R_V1 | API_R_AGENT_SELF | API_R_FAST,
 	 api_node_get},
@@ -87,20 +106,20 @@ static const struct api_route routes[] = {
 	 api_node_remediated},
 	{"POST", "/v1/nodes/{name}:jobend", API_ROLE_OPERATOR, API_R_V1 | API_R_AGENT_SELF,
 	 api_node_jobend},
-	{"GET", "/v1/operations", API_ROLE_VIEWER, API_R_V1, api_ops_list},
+	{"GET", "/v1/operations", API_ROLE_VIEWER, API_R_V1, api_ops_list, p_ops},
 	{"GET", "/v1/operations/{name}", API_ROLE_VIEWER, API_R_V1, api_op_get},
 	{"POST", "/v1/operations/{name}:cancel", API_ROLE_OPERATOR, API_R_V1, api_op_cancel},
-	{"GET", "/v1/events", API_ROLE_VIEWER, API_R_V1, api_events_list},
+	{"GET", "/v1/events", API_ROLE_VIEWER, API_R_V1, api_events_list, p_events},
 	{"GET", "/v1/events/{name}", API_ROLE_VIEWER, API_R_V1, api_event_get},
-	{"GET", "/v1/sites", API_ROLE_VIEWER, API_R_V1, api_sites_list},
+	{"GET", "/v1/sites", API_ROLE_VIEWER, API_R_V1, api_sites_list, p_paged},
 	{"POST", "/v1/sites", API_ROLE_OPERATOR, API_R_V1, api_sites_create},
 	{"GET", "/v1/sites/{name}", API_ROLE_VIEWER, API_R_V1, api_site_get},
 	{"DELETE", "/v1/sites/{name}", API_ROLE_ADMIN, API_R_V1, api_site_delete},
-	{"GET", "/v1/racks", API_ROLE_VIEWER, API_R_V1, api_racks_list},
+	{"GET", "/v1/racks", API_ROLE_VIEWER, API_R_V1, api_racks_list, p_racks},
 	{"POST", "/v1/racks", API_ROLE_OPERATOR, API_R_V1, api_racks_create},
 	{"GET", "/v1/racks/{name}", API_ROLE_VIEWER, API_R_V1, api_rack_get},
 	{"DELETE", "/v1/racks/{name}", API_ROLE_ADMIN, API_R_V1, api_rack_delete},
-	{"GET", "/v1/healthevents", API_ROLE_VIEWER, API_R_V1, api_healthevents_list},
+	{"GET", "/v1/healthevents", API_ROLE_VIEWER, API_R_V1, api_healthevents_list, p_hevents},
 	{"GET", "/v1/healthevents/{name}", API_ROLE_VIEWER, API_R_V1, api_healthevent_get},
 	{"GET", "/v1/policies", API_ROLE_VIEWER, API_R_V1, api_policies_list},
 	{"GET", "/v1/policies/{name}", API_ROLE_VIEWER, API_R_V1, api_policy_get},
@@ -112,18 +131,46 @@ static const struct api_route routes[] = {
 	{"DELETE", "/v1/budgets/{name}", API_ROLE_OPERATOR, API_R_V1, api_budget_delete},
 	{"GET", "/v1/breakers", API_ROLE_VIEWER, API_R_V1, api_breakers_list},
 	{"POST", "/v1/breakers/{name}:reset", API_ROLE_OPERATOR, API_R_V1, api_breaker_reset},
-	{"GET", "/v1/rmas", API_ROLE_VIEWER, API_R_V1, api_rmas_list},
+	{"GET", "/v1/rmas", API_ROLE_VIEWER, API_R_V1, api_rmas_list, p_rmas},
 	{"GET", "/v1/rmas/{name}", API_ROLE_VIEWER, API_R_V1, api_rma_get},
 	{"GET", "/v1/usage", API_ROLE_VIEWER, API_R_V1, api_usage_get},
 	{"GET", "/v1/tenants", API_ROLE_VIEWER, API_R_V1, api_tenants_list},
 	{"GET", "/v1/tenants/{name}", API_ROLE_VIEWER, API_R_V1, api_tenant_get},
 	{"PUT", "/v1/tenants/{name}", API_ROLE_OPERATOR, API_R_V1, api_tenant_put},
 	{"DELETE", "/v1/tenants/{name}", API_ROLE_OPERATOR, API_R_V1, api_tenant_delete},
+	/* kube (issue 13): the Kubernetes API (kube.c); /version answers the kubectl dispatcher,
+	 * which asks before it has a token */
+	{"GET", "/version", API_ROLE_NONE, API_R_KUBE, api_kube_version},
+	{"GET", "/api", API_ROLE_VIEWER, API_R_KUBE, api_kube_api},
+	{"GET", "/apis", API_ROLE_VIEWER, API_R_KUBE, api_kube_apis},
+	{"GET", "/apis/fleetplane.io", API_ROLE_VIEWER, API_R_KUBE, api_kube_group},
+	{"GET", "/apis/fleetplane.io/v1", API_ROLE_VIEWER, API_R_KUBE, api_kube_resources},
+	{"GET", "/apis/fleetplane.io/v1/{name}", API_ROLE_VIEWER, API_R_V1 | API_R_KUBE,
+	 api_kube_collection},
+	{"POST", "/apis/fleetplane.io/v1/{name}", API_ROLE_OPERATOR, API_R_V1 | API_R_KUBE,
+	 api_kube_create},
+	{"GET", "/apis/fleetplane.io/v1/{name}/{name}", API_ROLE_VIEWER, API_R_V1 | API_R_KUBE,
+	 api_kube_get},
+	{"PUT", "/apis/fleetplane.io/v1/{name}/{name}", API_ROLE_OPERATOR, API_R_V1 | API_R_KUBE,
+	 api_kube_put},
+	{"PATCH", "/apis/fleetplane.io/v1/{name}/{name}", API_ROLE_OPERATOR, API_R_V1 | API_R_KUBE,
+	 api_kube_patch},
+	{"DELETE", "/apis/fleetplane.io/v1/{name}/{name}", API_ROLE_OPERATOR, API_R_V1 | API_R_KUBE,
+	 api_kube_delete},
+	{"GET", "/apis/fleetplane.io/v1/{name}/{name}/{name}", API_ROLE_VIEWER,
+	 API_R_V1 | API_R_KUBE, api_kube_subresource},
+	{"POST", "/apis/fleetplane.io/v1/{name}/{name}/{name}", API_ROLE_OPERATOR,
+	 API_R_V1 | API_R_KUBE, api_kube_action},
+	{"GET", "/openapi/v3", API_ROLE_VIEWER, API_R_KUBE, api_kube_openapi},
+	{"GET", "/openapi/v3/apis/fleetplane.io/v1", API_ROLE_VIEWER, API_R_KUBE,
+	 api_kube_openapi_group},
+	{"GET", "/api/v1/events", API_ROLE_VIEWER, API_R_V1 | API_R_KUBE, api_kube_events},
 	{"GET", "/v1/tokens", API_ROLE_ADMIN, API_R_V1, api_tokens_list},
 	{"POST", "/v1/tokens", API_ROLE_ADMIN, API_R_V1, api_tokens_create},
 	{"GET", "/v1/tokens/{name}", API_ROLE_ADMIN, API_R_V1, api_token_get},
 	{"DELETE", "/v1/tokens/{name}", API_ROLE_ADMIN, API_R_V1, api_token_delete},
 };
+#pragma GCC diagnostic pop
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
 static int64_t mono_ns(void)
@@ -305,10 +352,14 @@ static void dispatch(struct api_req *r)
 		api_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
 		return;
 	}
-	if (r->body.len && strcmp(r->method, "POST") != 0 && strcmp(r->method, "PUT") != 0) {
+	if (r->body.len && strcmp(r->method, "POST") != 0 && strcmp(r->method, "PUT") != 0 &&
+	    !((rt->flags & API_R_KUBE) &&
+	      (strcmp(r->method, "PATCH") == 0 || strcmp(r->method, "DELETE") == 0))) {
 		api_problem(r, 400, "%s requests take no body", r->method);
 		return;
 	}
+	if (rt->params && api_params_check(r, rt->params) < 0)
+		return;
 	rt->fn(r);
 }
 
@@ -450,6 +501,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 		r->conn = conn;
 		r->method = method;
 		r->path = xstrdup(url);
+		r->kube = api_kube_path(r->path);
 		r->start_ns = mono_ns();
 		buf_init(&r->body, srv->cfg.max_body);
 		buf_init(&r->out, 0);
@@ -696,7 +748,33 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 			 MHD_USE_ERROR_LOG;
 	if (v6)
 		flags |= MHD_USE_IPv6;
-	/* THREAD_POOL_SIZE only when > 1 (0.9.75 logs and ignores 1); END stops the list. */
+	if (cfg->tls_cert_pem || cfg->tls_key_pem) {
+		if (!cfg->tls_cert_pem || !cfg->tls_key_pem) {
+			fp_errf(FP_EINVAL, err, errlen, "api: TLS needs a certificate and a key");
+			goto fail;
+		}
+		if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+			fp_errf(FP_EUNSUPPORTED, err, errlen,
+				"api: this libmicrohttpd is built without TLS");
+			goto fail;
+		}
+		flags |= MHD_USE_TLS;
+		srv->tls_cert = xstrdup(cfg->tls_cert_pem);
+		srv->tls_key = xstrdup(cfg->tls_key_pem);
+		srv->cfg.tls_cert_pem = srv->tls_cert;
+		srv->cfg.tls_key_pem = srv->tls_key;
+	}
+	/* THREAD_POOL_SIZE only when > 1 (0.9.75 logs and ignores 1); the TLS pair when set. */
+	struct MHD_OptionItem extra[4];
+	size_t nx = 0;
+	if (srv->cfg.threads > 1)
+		extra[nx++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE,
+						      (intptr_t)srv->cfg.threads, NULL};
+	if (flags & MHD_USE_TLS) {
+		extra[nx++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, srv->tls_cert};
+		extra[nx++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key};
+	}
+	extra[nx] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 	srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, access_cb, srv,
 				    MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
 				    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -705,17 +783,15 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 				    MHD_OPTION_CONNECTION_LIMIT, srv->cfg.connection_limit,
 				    MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, srv,
 				    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)API_CONN_MEMORY,
-				    srv->cfg.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE
-							 : MHD_OPTION_END,
-				    srv->cfg.threads, MHD_OPTION_END);
+				    MHD_OPTION_ARRAY, extra, MHD_OPTION_END);
 	if (!srv->mhd) {
 		fp_errf(FP_EIO, err, errlen, "cannot listen on %s (address in use?)", cfg->listen);
 		goto fail;
 	}
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	srv->port = di ? di->port : 0;
-	log_info("api listening addr=%s port=%u threads=%u", cfg->listen, srv->port,
-		 srv->cfg.threads);
+	log_info("api listening addr=%s port=%u threads=%u tls=%s", cfg->listen, srv->port,
+		 srv->cfg.threads, (flags & MHD_USE_TLS) ? "on" : "off");
 	return srv;
 fail:
 	api_server_free(srv);
@@ -750,6 +826,11 @@ void api_server_free(struct api_server *srv)
 	api_watch_hub_free(srv);
 	api_auth_free(srv->auth);
 	api_report_limiter_free(srv->report_limit);
+	if (srv->tls_key) {
+		explicit_bzero(srv->tls_key, strlen(srv->tls_key));
+		free(srv->tls_key);
+	}
+	free(srv->tls_cert);
 	fp_rng_release(&srv->own_rng);
 	free(srv);
 }

@@ -141,6 +141,11 @@ struct api_config {
 	unsigned connection_limit;
 	unsigned connection_timeout_s;
 	unsigned threads;
+	/* TLS (issue 13): the certificate chain and private key as PEM text (borrowed for
+	 * api_server_new, which hands copies to libmicrohttpd/GnuTLS); both NULL = plain http.
+	 * api/tls.h makes and reads them. */
+	const char *tls_cert_pem;
+	const char *tls_key_pem;
 };
 
 /* Starts listening and serving on the daemon's own threads. Loads tokens from the store and

@@ -33,6 +33,7 @@
 #include "api/api_int.h"
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/hmap.h"
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "store/store.h"
@@ -43,6 +44,7 @@
 /* Larger than STORE_MAX_TXN_OPS, so one revision never spans two reads. */
 #define WATCH_BATCH (2 * store_max_txn_ops(st)) /* st: the store of the reading function */
 #define WATCH_LIST_PAGE 500
+#define WATCH_CACHE_MAX 8192 /* rendered lines kept for one hub pass */
 
 struct watch {
 	struct api_server *srv;
@@ -62,6 +64,11 @@ struct watch {
 	struct buf pending;
 	size_t off;
 	struct watch *next; /* in the hub's parked list */
+	/* With a filter (keep): the keys whose last state sent matched it, so that an object
+	 * that stops matching is sent as DELETED and one that starts as ADDED (Kubernetes'
+	 * watch semantics; issue 13). */
+	int track;
+	struct hmap matched;
 };
 
 struct watch_hub {
@@ -84,17 +91,41 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void emit(struct watch *w, const char *type, json_t *obj)
+/* The event line {"type","object"}\n for obj (stolen; through the request's kube_obj hook
+ * when set), malloc'd; NULL when the hook dropped it. */
+static char *make_line(struct watch *w, const char *type, json_t *obj)
 {
+	if (w->r->kube_obj) {
+		obj = w->r->kube_obj(w->r, type, obj);
+		if (!obj)
+			return NULL;
+	}
 	json_t *line = json_pack("{s:s,s:o}", "type", type, "object", obj);
 	char *s = jsonx_dumps(line);
+	json_decref(line);
+	size_t n = strlen(s);
+	char *out = xmalloc(n + 2);
+	memcpy(out, s, n);
+	memcpy(out + n, "\n", 2);
+	free(s);
+	return out;
+}
+
+static void put_line(struct watch *w, const char *line)
+{
 	w->last_ms = mono_ms();
-	if (buf_puts(&w->pending, s) < 0 || buf_puts(&w->pending, "\n") < 0) {
+	if (buf_puts(&w->pending, line) < 0) {
 		log_warn("watch line dropped: buffer full prefix=%s", w->prefix);
 		w->done = 1;
 	}
-	free(s);
-	json_decref(line);
+}
+
+static void emit(struct watch *w, const char *type, json_t *obj)
+{
+	char *line = make_line(w, type, obj);
+	if (line)
+		put_line(w, line);
+	free(line);
 }
 
 static json_t *minimal_obj(struct watch *w, const char *key, int64_t rev)
@@ -105,25 +136,72 @@ static json_t *minimal_obj(struct watch *w, const char *key, int64_t rev)
 	return o;
 }
 
-static void emit_doc(struct watch *w, const char *type, const char *key, const char *value,
-		     int64_t rev)
+/* Sends the stored document value of key (revision rev) as an event. listing: part of the
+ * initial ADDED list; created: the change created the key. With a filter, the matched set
+ * decides: a match not yet sent is ADDED, a match sent before MODIFIED, a document that no
+ * longer matches DELETED (its new state), one that never matched nothing. */
+static void emit_doc(struct watch *w, int listing, int created, const char *key, const char *value,
+		     int64_t rev, struct hmap *cache)
 {
 	json_t *doc = NULL;
-	if (jsonx_parse(value, strlen(value), &doc, NULL, 0) < 0) {
+	if (w->keep && jsonx_parse(value, strlen(value), &doc, NULL, 0) < 0) {
 		log_warn("watch skips corrupt document key=%s", key);
 		return;
 	}
-	if (!w->keep || w->keep(w->r, doc, w->arg)) {
-		json_t *obj = w->render(w->r, doc, rev);
-		if (obj)
-			emit(w, type, obj);
-		else
-			log_warn("watch cannot render key=%s", key);
+	int m = !w->keep || w->keep(w->r, doc, w->arg);
+	int was = w->track && hmap_get(&w->matched, key) != NULL;
+	const char *type = NULL;
+	if (listing)
+		type = m ? "ADDED" : NULL;
+	else if (!w->track)
+		type = created ? "ADDED" : "MODIFIED";
+	else if (m)
+		type = was ? "MODIFIED" : "ADDED";
+	else if (was)
+		type = "DELETED";
+	if (w->track) {
+		if (m)
+			hmap_put(&w->matched, key, (void *)1);
+		else if (was)
+			hmap_remove(&w->matched, key);
 	}
+	if (!type) {
+		json_decref(doc);
+		return;
+	}
+	/* The same change goes to every watch of the same shape: rendered once per hub pass. */
+	char ck[STORE_MAX_KEY + 160];
+	int n = snprintf(ck, sizeof(ck), "%p|%p|%p|%d|%s|%lld|%s", (void *)w->render,
+			 (void *)w->r->kube_obj, (const void *)w->r->kkind, w->r->ktable, type,
+			 (long long)rev, key);
+	int cacheable = cache && n > 0 && (size_t)n < sizeof(ck);
+	const char *hit = cacheable ? hmap_get(cache, ck) : NULL;
+	if (hit) {
+		put_line(w, hit);
+		json_decref(doc);
+		return;
+	}
+	if (!doc && jsonx_parse(value, strlen(value), &doc, NULL, 0) < 0) {
+		log_warn("watch skips corrupt document key=%s", key);
+		return;
+	}
+	json_t *obj = w->render(w->r, doc, rev);
 	json_decref(doc);
+	if (!obj) {
+		log_warn("watch cannot render key=%s", key);
+		return;
+	}
+	char *line = make_line(w, type, obj);
+	if (!line)
+		return;
+	put_line(w, line);
+	if (cacheable && cache->count < WATCH_CACHE_MAX)
+		hmap_put(cache, ck, line);
+	else
+		free(line);
 }
 
-static void fill_list(struct watch *w)
+static void fill_list(struct watch *w, struct hmap *cache)
 {
 	struct store_kv *kvs = NULL;
 	size_t n = 0;
@@ -138,7 +216,7 @@ static void fill_list(struct watch *w)
 	if (!w->rev)
 		w->rev = rev;
 	for (size_t i = 0; i < n; i++)
-		emit_doc(w, "ADDED", kvs[i].key, kvs[i].value, kvs[i].mod_revision);
+		emit_doc(w, 1, 1, kvs[i].key, kvs[i].value, kvs[i].mod_revision, cache);
 	if (n)
 		snprintf(w->cursor, sizeof(w->cursor), "%s", kvs[n - 1].key);
 	if (!more || !n)
@@ -146,7 +224,7 @@ static void fill_list(struct watch *w)
 	store_kv_array_free(kvs, n);
 }
 
-static int fill_changes(struct watch *w)
+static int fill_changes(struct watch *w, struct hmap *cache)
 {
 	struct store *st = w->srv->cfg.store;
 	int64_t cur = store_revision(st);
@@ -167,10 +245,11 @@ static int fill_changes(struct watch *w)
 	for (size_t i = 0; i < use; i++) {
 		const struct store_event *e = &evs[i];
 		if (e->type == STORE_OP_DELETE || !e->value) {
-			emit(w, "DELETED", minimal_obj(w, e->key, e->revision));
+			if (!w->track || hmap_remove(&w->matched, e->key))
+				emit(w, "DELETED", minimal_obj(w, e->key, e->revision));
 		} else {
-			emit_doc(w, e->create_revision == e->revision ? "ADDED" : "MODIFIED",
-				 e->key, e->value, e->revision);
+			emit_doc(w, 0, e->create_revision == e->revision, e->key, e->value,
+				 e->revision, cache);
 		}
 		w->rev = e->revision;
 	}
@@ -182,19 +261,24 @@ static int fill_changes(struct watch *w)
 
 /* Hub thread: makes progress on a parked watch. Returns 1 when the connection should be
  * resumed (something to send, or the stream is over). */
-static int watch_fill(struct watch *w, int64_t store_rev, int64_t now)
+static int watch_fill(struct watch *w, int64_t store_rev, int64_t now, struct hmap *cache)
 {
 	if (w->gone || atomic_load(&w->srv->stopping)) {
 		w->done = 1;
 		return 1;
 	}
+	if (w->r->kdeadline_ms && now >= w->r->kdeadline_ms) {
+		w->done = 1; /* timeoutSeconds: the client re-watches */
+		return 1;
+	}
 	if (w->listing) {
-		fill_list(w);
+		fill_list(w, cache);
 		return w->pending.len || w->done || !w->listing;
 	}
 	if (store_rev > w->rev) {
-		int rc = fill_changes(w);
+		int rc = fill_changes(w, cache);
 		if (rc == FP_ECOMPACTED) {
+			/* (kube_obj turns it into a Kubernetes Status, reason Expired) */
 			json_t *p = json_pack("{s:s,s:s,s:i,s:s}", "type", API_PROBLEM_BASE "gone",
 					      "title", "Gone", "status", 410, "detail",
 					      "the watch fell behind the compacted revision; "
@@ -206,6 +290,15 @@ static int watch_fill(struct watch *w, int64_t store_rev, int64_t now)
 		}
 		if (w->pending.len || w->done)
 			return 1;
+	}
+	if (now - w->last_ms >= WATCH_BOOKMARK_MS && w->r->kube && !w->r->kbookmarks) {
+		/* Kubernetes clients get bookmarks only when they ask; the others get a blank
+		 * line (whitespace between JSON values, which their decoder skips), so the stream
+		 * shows life and a vanished client is noticed */
+		w->last_ms = now;
+		if (buf_puts(&w->pending, "\n") < 0)
+			w->done = 1;
+		return 1;
 	}
 	if (now - w->last_ms >= WATCH_BOOKMARK_MS) {
 		json_t *o = json_pack("{s:s,s:{}}", "kind", w->kind, "metadata");
@@ -273,14 +366,19 @@ static void *hub_filler(void *arg)
 			check_gone(list);
 		}
 		struct watch *keep = NULL, *ready = NULL;
+		struct hmap cache;
+		hmap_init(&cache);
 		while (list) {
 			struct watch *w = list;
 			list = w->next;
-			int go = closed ? (w->done = 1) : watch_fill(w, store_rev, now);
+			int go = closed ? (w->done = 1) : watch_fill(w, store_rev, now, &cache);
 			struct watch **to = go ? &ready : &keep;
 			w->next = *to;
 			*to = w;
 		}
+		for (struct hmap_iter it = hmap_iter_start(&cache); hmap_iter_next(&it);)
+			free(it.e->value);
+		hmap_release(&cache);
 
 		pthread_mutex_lock(&h->mu);
 		while (ready) {
@@ -436,6 +534,7 @@ static void watch_free(void *cls)
 	struct watch *w = cls;
 	atomic_fetch_sub(&w->srv->live_watches, 1);
 	buf_release(&w->pending);
+	hmap_release(&w->matched);
 	free(w->prefix);
 	free(w->kind);
 	free(w);
@@ -452,7 +551,7 @@ void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep
 		return;
 	}
 	struct store *st = r->srv->cfg.store;
-	if (from && from < store_compacted_revision(st)) {
+	if (from && from < store_compacted_revision(st) && !r->kube) {
 		api_problem(r, 410,
 			    "resourceVersion %lld is older than the compacted revision %lld; list "
 			    "again and watch from the list's resourceVersion",
@@ -470,8 +569,47 @@ void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep
 	w->rev = from;
 	w->listing = from == 0;
 	w->fd = -1;
+	w->track = keep != NULL;
+	hmap_init(&w->matched);
 	w->last_ms = mono_ms();
 	buf_init(&w->pending, 0);
+	if (from && from < store_compacted_revision(st)) {
+		/* Kubernetes clients expect the stream to start and carry an ERROR 410 (kube.c
+		 * makes the Status); kubectl then lists again */
+		json_t *p = json_pack("{s:s,s:s,s:i,s:s}", "type", API_PROBLEM_BASE "gone", "title",
+				      "Gone", "status", 410, "detail",
+				      api_printf(r, "too old resource version: %lld (%lld)",
+						 (long long)from,
+						 (long long)store_compacted_revision(st)));
+		emit(w, "ERROR", p);
+		w->done = 1;
+	} else if (from && w->track) {
+		/* Replay from N with a filter: what matches now is taken as what the client
+		 * holds (it listed at N a moment ago), so leaving the filter is DELETED. */
+		char cursor[STORE_MAX_KEY + 1] = "";
+		for (;;) {
+			struct store_kv *kvs = NULL;
+			size_t n = 0;
+			int64_t rev = 0;
+			int more = 0;
+			if (store_list(st, prefix, cursor, WATCH_LIST_PAGE, &kvs, &n, &rev, &more) <
+			    0)
+				break;
+			for (size_t i = 0; i < n; i++) {
+				json_t *doc = NULL;
+				if (jsonx_parse(kvs[i].value, strlen(kvs[i].value), &doc, NULL,
+						0) == 0 &&
+				    keep(r, doc, arg))
+					hmap_put(&w->matched, kvs[i].key, (void *)1);
+				json_decref(doc);
+			}
+			if (n)
+				snprintf(cursor, sizeof(cursor), "%s", kvs[n - 1].key);
+			store_kv_array_free(kvs, n);
+			if (!more || !n)
+				break;
+		}
+	}
 	atomic_fetch_add(&w->srv->live_watches, 1);
 	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024,
 								      watch_read, w, watch_free);
@@ -480,7 +618,9 @@ void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep
 		api_problem(r, 500, "cannot start the watch stream");
 		return;
 	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-ndjson");
+	/* Kubernetes clients want application/json (one event per line, recipe section 5) */
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+				r->kube ? "application/json" : "application/x-ndjson");
 	r->stream = resp;
 	r->status = 200;
 }

@@ -72,6 +72,14 @@ int client_init(struct client *c)
 		}
 	}
 	c->token = xstrndup(tok, tl);
+	const char *ca = getenv("FLEETPLANE_CA");
+	if (ca && *ca) {
+		if (access(ca, R_OK) != 0) {
+			fprintf(c->err, "error: FLEETPLANE_CA %s: %s\n", ca, strerror(errno));
+			return CLIENT_EXIT_USAGE;
+		}
+		c->ca = xstrdup(ca);
+	}
 
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !(c->curl = curl_easy_init())) {
 		fprintf(c->err, "error: cannot initialise libcurl\n");
@@ -91,6 +99,8 @@ void client_release(struct client *c)
 	c->url = NULL;
 	fp_free_secret(c->token);
 	c->token = NULL;
+	free(c->ca);
+	c->ca = NULL;
 }
 
 /* ---- response collection ---- */
@@ -258,6 +268,12 @@ static struct curl_slist *cl_setup(struct client *c, const char *method, const c
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, sink->watch ? 0L : c->timeout_ms);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	/* https: the peer and its name are verified (libcurl's defaults), against FLEETPLANE_CA
+	 * when set */
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (c->ca)
+		curl_easy_setopt(h, CURLOPT_CAINFO, c->ca);
 	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)CLIENT_MAX_BODY);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "fleetplane-cli/1");
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cl_write);
@@ -311,7 +327,10 @@ static int cl_transport_error(struct client *c, CURLcode cc, const char *errbuf,
 	case CURLE_SSL_CONNECT_ERROR:
 	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_URL_MALFORMAT:
-		fprintf(c->err, "error: cannot reach fleetplane at %s: %s\n", c->url, why);
+		fprintf(c->err, "error: cannot reach fleetplane at %s: %s%s\n", c->url, why,
+			cc == CURLE_PEER_FAILED_VERIFICATION && !c->ca
+				? " (set FLEETPLANE_CA to the server's CA, <data-dir>/ca.crt)"
+				: "");
 		return CLIENT_EXIT_CONNECT;
 	case CURLE_OPERATION_TIMEDOUT:
 		if (connected == 0) {

@@ -1,7 +1,7 @@
 /* client.h - the HTTP client that fleetplane's client subcommands (`node`, `op`, `event`,
  * `token`) use to talk to the REST/JSON API under /v1 (DESIGN.md "API"), built on libcurl.
  *
- * It reads FLEETPLANE_URL (default http://127.0.0.1:7070) and FLEETPLANE_TOKEN (required),
+ * It reads FLEETPLANE_URL (default https://127.0.0.1:7070) and FLEETPLANE_TOKEN (required),
  * sends the token as "Authorization: Bearer", bounds every response at 64 MiB, applies
  * timeouts (connect 5 s, total 60 s; watches have no total timeout), and turns failures into
  * one line on stderr plus a process exit code:
@@ -24,9 +24,9 @@
 
 #include "base/buf.h"
 
-#define CLIENT_DEFAULT_URL "http://127.0.0.1:7070"
-#define CLIENT_MAX_BODY ((size_t)64 << 20) /* largest response accepted, bytes */
-#define CLIENT_MAX_LINE ((size_t)16 << 20) /* largest single watch event line, bytes */
+#define CLIENT_DEFAULT_URL "https://127.0.0.1:7070" /* serve speaks TLS unless --plain-http */
+#define CLIENT_MAX_BODY ((size_t)64 << 20)          /* largest response accepted, bytes */
+#define CLIENT_MAX_LINE ((size_t)16 << 20)          /* largest single watch event line, bytes */
 #define CLIENT_CONNECT_TIMEOUT_MS 5000L
 #define CLIENT_TOTAL_TIMEOUT_MS 60000L
 #define CLIENT_PAGE_LIMIT 500 /* limit= used while following `continue` */
@@ -47,12 +47,14 @@ struct client {
 	FILE *err;   /* where error lines go; stderr unless a test changes it */
 	long connect_timeout_ms;
 	long timeout_ms;
+	char *ca; /* FLEETPLANE_CA: PEM file the https server must chain to, owned; NULL = the
+		   * system store (kube, issue 13: serve's own is <data-dir>/ca.crt) */
 };
 
 /* Set from a SIGINT/SIGTERM handler to stop a watch cleanly; client_watch returns 0 then. */
 extern volatile sig_atomic_t client_interrupted;
 
-/* Reads FLEETPLANE_URL and FLEETPLANE_TOKEN from the environment into c. The URL must start
+/* Reads FLEETPLANE_URL, FLEETPLANE_TOKEN and FLEETPLANE_CA from the environment into c. The URL must start
  * with http:// or https://; trailing '/' are removed. Trailing whitespace of the token is
  * removed; a token with whitespace or control bytes inside is refused. Returns CLIENT_EXIT_OK,
  * or CLIENT_EXIT_USAGE after printing "error: FLEETPLANE_TOKEN is not set ..." (or the URL

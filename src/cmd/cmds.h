@@ -24,6 +24,12 @@ int cmd_slurm(int argc, char **argv);
 /* fleetplane usage [--from --to --by] (cmd_usage.c): GPU-hours from Slurm's accounting */
 int cmd_usage(int argc, char **argv);
 
+/* fleetplane kubeconfig [--role ROLE] (cmd_kubeconfig.c): a kubeconfig for kubectl */
+int cmd_kubeconfig(int argc, char **argv);
+/* The fleetplane binary run as kubectl-fleet (a kubectl plugin; main.c looks at argv[0]):
+ * `kubectl fleet drain NODE --reason ...` (cmd_kubeconfig.c). argv[0] is the program. */
+int cmd_kubectl_fleet(int argc, char **argv);
+
 /* fleetplane image add|list|rm --data-dir DIR ... (cmd_image.c): the boot image store */
 int cmd_image(int argc, char **argv);
 /* fleetplane store migrate --from URI --to URI (cmd_store.c) */

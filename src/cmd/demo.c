@@ -120,6 +120,7 @@ static int start_fleet(struct demo *d, char *err, size_t errlen)
 	d->so->data_dir = d->data_dir;
 	d->so->listen = "127.0.0.1:0";
 	d->so->sim_speed = d->speed;
+	d->so->plain_http = 1; /* kube: the demo drives its own API on loopback over http */
 	serve_opts_derive(d->so);
 	struct fleet_config cfg;
 	serve_opts_fleet_config(d->so, &cfg);

@@ -166,6 +166,16 @@ static const struct opt opts[] = {
 	{"advertise-url", OK_STRING, "URL", 0, 0, "", "", NULL, 0, 1, OFF(advertise_url),
 	 "with an etcd store: the API URL standbys name for this serve while it leads (default "
 	 "http://ADDR of --listen)"},
+	/* kube (issue 13): TLS on the API listener */
+	{"tls-cert", OK_STRING, "FILE", 0, 0, "", "", NULL, 0, 1, OFF(tls_cert),
+	 "PEM certificate chain of the API (with --tls-key); default: a self-signed certificate "
+	 "for the listen address made on first start as DATA_DIR/tls.crt, which clients trust "
+	 "as DATA_DIR/ca.crt (FLEETPLANE_CA, `fleetplane kubeconfig`)"},
+	{"tls-key", OK_STRING, "FILE", 0, 0, "", "", NULL, 0, 1, OFF(tls_key),
+	 "PEM private key of --tls-cert"},
+	{"plain-http", OK_FLAG, NULL, 0, 0, "", "", NULL, 0, 0, OFF(plain_http),
+	 "serve the API over plain http, without TLS (kubectl then sends no token; for tests "
+	 "and loopback use)"},
 	{"help", OK_FLAG, NULL, 0, 0, "", "", NULL, 1, 0, OFF(help), "print this help"},
 };
 
@@ -325,6 +335,9 @@ void serve_opts_fleet_config(const struct serve_opts *o, struct fleet_config *cf
 	cfg->report_limit.events_per_min = o->report_events == 0 ? -1 : o->report_events;
 	cfg->boot_wait_ms = o->boot_timeout * 1000;
 	cfg->store_uri = o->store;
+	cfg->tls_cert = o->tls_cert;
+	cfg->tls_key = o->tls_key;
+	cfg->plain_http = o->plain_http;
 }
 
 void serve_opts_copy(struct serve_opts *dst, const struct serve_opts *src)
@@ -708,12 +721,29 @@ int serve_opts_validate(const struct serve_opts *o, char *err, size_t errlen)
 	return 0;
 }
 
+/* kube (issue 13): --tls-cert and --tls-key go together, not with --plain-http, and name
+ * readable files. */
+static int check_tls(const struct serve_opts *o, char *err, size_t errlen)
+{
+	if (!o->tls_cert != !o->tls_key)
+		return fp_errf(FP_EINVAL, err, errlen, "--tls-cert and --tls-key go together");
+	if (o->tls_cert && o->plain_http)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "--plain-http excludes --tls-cert and --tls-key");
+	const char *files[] = {o->tls_cert, o->tls_key};
+	for (size_t i = 0; i < 2; i++)
+		if (files[i] && access(files[i], R_OK) != 0)
+			return fp_errf(FP_EINVAL, err, errlen, "%s %s: %s",
+				       i ? "--tls-key" : "--tls-cert", files[i], strerror(errno));
+	return 0;
+}
+
 int serve_opts_check(const struct serve_opts *o)
 {
 	char err[512];
 	if (check_dir(o->data_dir, err, sizeof(err)) < 0 ||
 	    check_listen(o->listen, err, sizeof(err)) < 0 ||
-	    serve_opts_validate(o, err, sizeof(err)) < 0) {
+	    serve_opts_validate(o, err, sizeof(err)) < 0 || check_tls(o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "error: %s\n", err);
 		return 2;
 	}

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define SERVE_OPTS_MAX 40         /* options in the table, at most */
+#define SERVE_OPTS_MAX 48         /* options in the table, at most */
 #define SERVE_OPTS_VALUE_MAX 4096 /* bytes of one string value from a config file, NUL included */
 #define SERVE_OPTS_LINE_MAX 4096  /* bytes of one config file line, newline included */
 #define SERVE_OPTS_FILE_MAX (1 << 20) /* bytes of a config file */
@@ -58,6 +58,9 @@ struct serve_opts {
 	const char *store;              /* --store URI; NULL = sqlite in the data dir */
 	long leader_ttl;                /* --leader-ttl seconds (etcd store) */
 	const char *advertise_url;      /* --advertise-url; NULL = http://<listen> */
+	const char *tls_cert;           /* --tls-cert FILE, or NULL (self-signed in the data dir) */
+	const char *tls_key;            /* --tls-key FILE, or NULL */
+	int plain_http;                 /* --plain-http: no TLS */
 	int help;
 	unsigned char set[SERVE_OPTS_MAX];                 /* option i was given (flag or file) */
 	char strbuf[SERVE_OPTS_MAX][SERVE_OPTS_VALUE_MAX]; /* string values read from a file */

@@ -166,7 +166,8 @@ static void put_str(json_t *obj, const char *key, const char *s)
 /* ---- node ---- */
 
 static const char *const k_doc[] = {"kind", "apiVersion", "metadata", "spec", "status", NULL};
-static const char *const k_meta[] = {"name", "uid", "resourceVersion", "labels", "createdAt", NULL};
+static const char *const k_meta[] = {"name",        "uid", "resourceVersion", "labels", "createdAt",
+				     "annotations", NULL};
 static const char *const k_spec[] = {"site", "rack",   "provider", "pool",      "bmc",      "macs",
 				     "gpus", "retire", "adopt",    "provision", "hardware", NULL};
 static const char *const k_provision[] = {"image",    "rootDevice",        "hostname", "ipAddress",
@@ -431,6 +432,43 @@ static int is_mac(const char *s)
 	return 1;
 }
 
+/* metadata.annotations: string values, keys 1..253 bytes without control characters, at most
+ * NODE_MAX_ANNOTATIONS keys and NODE_MAX_ANNOTATION_BYTES in all (Kubernetes' limits). */
+static int decode_annotations(const json_t *meta, struct node *n, char *err, size_t errlen)
+{
+	json_t *a;
+	int rc = opt_obj(meta, "annotations", "metadata", &a, err, errlen);
+	if (rc < 0 || !a || json_object_size(a) == 0)
+		return rc;
+	if (json_object_size(a) > NODE_MAX_ANNOTATIONS)
+		return fp_errf(FP_EINVAL, err, errlen, "metadata.annotations: more than %d keys",
+			       NODE_MAX_ANNOTATIONS);
+	size_t total = 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach(a, k, v) {
+		size_t kl = strlen(k);
+		if (kl == 0 || kl > 253)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "metadata.annotations: a key must be 1-253 characters");
+		for (size_t i = 0; i < kl; i++)
+			if ((unsigned char)k[i] <= 0x20 || k[i] == 0x7f)
+				return fp_errf(FP_EINVAL, err, errlen,
+					       "metadata.annotations: a key must not contain "
+					       "spaces or control characters");
+		if (!json_is_string(v))
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "metadata.annotations.%.64s: expected a string", k);
+		total += kl + json_string_length(v);
+		if (total > NODE_MAX_ANNOTATION_BYTES)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "metadata.annotations: more than %d bytes in all",
+				       NODE_MAX_ANNOTATION_BYTES);
+	}
+	n->annotations = json_deep_copy(a);
+	return 0;
+}
+
 static int decode_meta(const json_t *doc, struct node *n, char *err, size_t errlen)
 {
 	json_t *meta = json_object_get(doc, "metadata");
@@ -469,7 +507,7 @@ static int decode_meta(const json_t *doc, struct node *n, char *err, size_t errl
 			n->nlabels++;
 		}
 	}
-	return 0;
+	return decode_annotations(meta, n, err, errlen);
 }
 
 /* A hostname label (RFC 1123 section 2.1: letters, digits, '-', not at either end). */
@@ -983,6 +1021,8 @@ json_t *node_to_json(const struct node *n, enum node_json_mode mode)
 	for (size_t i = 0; i < n->nlabels; i++)
 		json_object_set_new(labels, n->labels[i].key, json_string(n->labels[i].value));
 	json_object_set_new(meta, "labels", labels);
+	if (n->annotations && json_object_size(n->annotations))
+		json_object_set_new(meta, "annotations", json_deep_copy(n->annotations));
 	put_time(meta, "createdAt", n->created_at);
 
 	put_str(spec, "site", n->site);
@@ -1256,18 +1296,65 @@ enum sel_op {
 	SEL_EQ,
 	SEL_NE,
 	SEL_EXISTS,
-	SEL_NOT_EXISTS
+	SEL_NOT_EXISTS,
+	SEL_IN,
+	SEL_NOTIN
 };
 #define SEL_MAX_TERMS 16
+#define SEL_MAX_VALUES 16 /* values in one in (...) / notin (...) set */
+#define SEL_MAX_LEN 4096  /* bytes of a whole selector */
 
 struct label_selector {
 	size_t n;
 	struct {
 		enum sel_op op;
 		char key[64];
-		char value[64];
+		size_t nvalues; /* SEL_EQ/SEL_NE: 1; SEL_IN/SEL_NOTIN: 1..SEL_MAX_VALUES */
+		char values[SEL_MAX_VALUES][64];
 	} t[SEL_MAX_TERMS];
 };
+
+static const char *sel_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return p;
+}
+
+/* A run of characters that are not selector punctuation (Kubernetes' lexer: whitespace , ! = ( )
+ * end an identifier). */
+static size_t sel_word(const char *p)
+{
+	return strcspn(p, " \t,!=()");
+}
+
+static int sel_fail(struct label_selector *sel, char *err, size_t errlen, const char *what,
+		    const char *s, const char *at)
+{
+	free(sel);
+	return fp_errf(FP_EINVAL, err, errlen, "label selector: %s at offset %d", what,
+		       (int)(at - s));
+}
+
+/* Copies the word at p (n bytes) as a value of term t after label_validate(key, value). */
+static int sel_value(struct label_selector *sel, size_t t, const char *p, size_t n, char *err,
+		     size_t errlen)
+{
+	char v[80];
+	if (n >= sizeof(v))
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "label selector: value must be 0-63 characters");
+	memcpy(v, p, n);
+	v[n] = 0;
+	int rc = label_validate(sel->t[t].key, v, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (sel->t[t].nvalues == SEL_MAX_VALUES)
+		return fp_errf(FP_EINVAL, err, errlen,
+			       "label selector: more than %d values in a set", SEL_MAX_VALUES);
+	memcpy(sel->t[t].values[sel->t[t].nvalues++], v, n + 1); /* validated: <= 63 bytes */
+	return 0;
+}
 
 int label_selector_parse(const char *s, struct label_selector **out, char *err, size_t errlen)
 {
@@ -1276,56 +1363,105 @@ int label_selector_parse(const char *s, struct label_selector **out, char *err, 
 		return fp_errf(FP_EINVAL, err, errlen,
 			       "label selector: must not be empty (an empty selector is not "
 			       "\"everything\")");
+	if (strlen(s) > SEL_MAX_LEN)
+		return fp_errf(FP_EINVAL, err, errlen, "label selector: longer than %d bytes",
+			       SEL_MAX_LEN);
 	struct label_selector *sel = xcalloc(1, sizeof(*sel));
-	const char *p = s;
-	while (*p) {
-		const char *end = strchr(p, ',');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		if (sel->n == SEL_MAX_TERMS || len == 0 || len > 130) {
-			free(sel);
-			return fp_errf(FP_EINVAL, err, errlen,
-				       "label selector: empty, too long, or more than %d terms",
-				       SEL_MAX_TERMS);
+	const char *p = sel_ws(s);
+	if (!*p)
+		return sel_fail(sel, err, errlen, "empty", s, p);
+	for (;;) {
+		if (sel->n == SEL_MAX_TERMS)
+			return sel_fail(sel, err, errlen, "more than 16 terms", s, p);
+		size_t t = sel->n;
+		int neg = 0;
+		if (*p == '!') {
+			neg = 1;
+			p = sel_ws(p + 1);
 		}
-		char term[131];
-		memcpy(term, p, len);
-		term[len] = 0;
-		char *k = term, *v = NULL;
-		enum sel_op op;
-		char *ne = strstr(term, "!="), *eq = strchr(term, '=');
-		if (ne) {
-			*ne = 0;
-			v = ne + 2;
-			op = SEL_NE;
-		} else if (eq) {
-			*eq = 0;
-			v = eq + 1;
-			if (*v == '=')
-				v++;
-			op = SEL_EQ;
-		} else if (term[0] == '!') {
-			k = term + 1;
-			op = SEL_NOT_EXISTS;
-		} else {
-			op = SEL_EXISTS;
-		}
-		int rc = label_validate(k, v ? v : "", err, errlen);
+		size_t kn = sel_word(p);
+		if (kn == 0)
+			return sel_fail(sel, err, errlen, "expected a label key", s, p);
+		char key[256];
+		if (kn >= sizeof(key))
+			return sel_fail(sel, err, errlen, "key longer than 63 characters", s, p);
+		memcpy(key, p, kn);
+		key[kn] = 0;
+		int rc = label_validate(key, "", err, errlen);
 		if (rc < 0) {
 			free(sel);
 			return rc;
 		}
-		sel->t[sel->n].op = op;
-		/* label_validate bounded both to 63 bytes */
-		memcpy(sel->t[sel->n].key, k, strlen(k) + 1);
-		memcpy(sel->t[sel->n].value, v ? v : "", strlen(v ? v : "") + 1);
-		sel->n++;
-		p = end ? end + 1 : p + len;
-		if (end && !*p) {
-			free(sel);
-			return fp_errf(FP_EINVAL, err, errlen, "label selector: trailing comma");
+		memcpy(sel->t[t].key, key, kn + 1); /* validated: <= 63 bytes */
+		p = sel_ws(p + kn);
+		if (neg) {
+			sel->t[t].op = SEL_NOT_EXISTS;
+		} else if (*p == ',' || !*p) {
+			sel->t[t].op = SEL_EXISTS;
+		} else if (p[0] == '!' || p[0] == '=') {
+			if (p[0] == '!' && p[1] != '=')
+				return sel_fail(sel, err, errlen, "expected != ", s, p);
+			sel->t[t].op = p[0] == '!' ? SEL_NE : SEL_EQ;
+			p += (p[0] == '!' || p[1] == '=') ? 2 : 1;
+			p = sel_ws(p);
+			size_t vn = sel_word(p);
+			if (p[vn] == '!' || p[vn] == '=' || p[vn] == '(' || p[vn] == ')')
+				return sel_fail(sel, err, errlen, "unexpected character", s,
+						p + vn);
+			if ((rc = sel_value(sel, t, p, vn, err, errlen)) < 0) {
+				free(sel);
+				return rc;
+			}
+			p = sel_ws(p + vn);
+		} else {
+			size_t wn = sel_word(p);
+			if (wn == 2 && strncmp(p, "in", 2) == 0)
+				sel->t[t].op = SEL_IN;
+			else if (wn == 5 && strncmp(p, "notin", 5) == 0)
+				sel->t[t].op = SEL_NOTIN;
+			else
+				return sel_fail(sel, err, errlen,
+						"expected =, ==, !=, in, notin or ','", s, p);
+			p = sel_ws(p + wn);
+			if (*p != '(')
+				return sel_fail(sel, err, errlen, "expected ( after in/notin", s,
+						p);
+			p = sel_ws(p + 1);
+			for (;;) {
+				size_t vn = sel_word(p);
+				if (vn == 0)
+					return sel_fail(sel, err, errlen, "expected a value", s, p);
+				if ((rc = sel_value(sel, t, p, vn, err, errlen)) < 0) {
+					free(sel);
+					return rc;
+				}
+				p = sel_ws(p + vn);
+				if (*p == ')')
+					break;
+				if (*p != ',')
+					return sel_fail(sel, err, errlen, "expected , or )", s, p);
+				p = sel_ws(p + 1);
+			}
+			p = sel_ws(p + 1);
 		}
+		sel->n++;
+		if (!*p)
+			break;
+		if (*p != ',')
+			return sel_fail(sel, err, errlen, "expected ',' between terms", s, p);
+		p = sel_ws(p + 1);
+		if (!*p)
+			return sel_fail(sel, err, errlen, "trailing comma", s, p);
 	}
 	*out = sel;
+	return 0;
+}
+
+static int sel_in(const char *v, const char (*values)[64], size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		if (strcmp(v, values[i]) == 0)
+			return 1;
 	return 0;
 }
 
@@ -1336,11 +1472,13 @@ static int sel_match(const struct label_selector *sel,
 		const char *v = get(obj, sel->t[i].key);
 		switch (sel->t[i].op) {
 		case SEL_EQ:
-			if (!v || strcmp(v, sel->t[i].value) != 0)
+		case SEL_IN:
+			if (!sel_in(v, sel->t[i].values, sel->t[i].nvalues))
 				return 0;
 			break;
 		case SEL_NE:
-			if (v && strcmp(v, sel->t[i].value) == 0)
+		case SEL_NOTIN:
+			if (sel_in(v, sel->t[i].values, sel->t[i].nvalues))
 				return 0;
 			break;
 		case SEL_EXISTS:

@@ -52,8 +52,12 @@ int operation_from_json(const json_t *doc, int64_t rv, struct operation **out, c
 			size_t errlen);
 json_t *operation_to_json(const struct operation *op, int with_rv);
 
-/* Parses a label selector "k=v,k2!=v2,k3" (Kubernetes equality-based selector syntax).
- * Returns 0 or FP_EINVAL. An empty string is an error (DESIGN.md principle 5). */
+/* Parses a label selector in Kubernetes' syntax (k8s.io/apimachinery labels.Parse): terms
+ * separated by ',', each `k=v`, `k==v`, `k!=v`, `k`, `!k`, `k in (v1,v2)` or `k notin (v1,v2)`,
+ * blanks allowed around tokens; at most 16 terms, 16 values in a set, 4096 bytes. `!=` and
+ * notin also match nodes without the label. Stricter than Kubernetes: an empty value inside a
+ * set and a trailing comma are refused. Returns 0 or FP_EINVAL (err names the offset). An
+ * empty string is an error (DESIGN.md principle 5). */
 struct label_selector;
 int label_selector_parse(const char *s, struct label_selector **out, char *err, size_t errlen);
 int label_selector_match(const struct label_selector *sel, const struct node *n);

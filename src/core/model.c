@@ -147,6 +147,7 @@ void node_free(struct node *n)
 	free(n->gpu_model);
 	json_decref(n->provision);
 	json_decref(n->hardware);
+	json_decref(n->annotations);
 	for (size_t i = 0; i < n->nholds; i++)
 		hold_release(&n->holds[i]);
 	free(n->holds);
@@ -278,6 +279,7 @@ struct node *node_dup(const struct node *n)
 	d->gpu_model = dupn(n->gpu_model);
 	d->provision = n->provision ? json_deep_copy(n->provision) : NULL;
 	d->hardware = n->hardware ? json_deep_copy(n->hardware) : NULL;
+	d->annotations = n->annotations ? json_deep_copy(n->annotations) : NULL;
 	d->holds = n->nholds ? xcalloc(n->nholds, sizeof(*d->holds)) : NULL;
 	for (size_t i = 0; i < n->nholds; i++) {
 		d->holds[i] = n->holds[i];

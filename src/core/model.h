@@ -73,6 +73,8 @@ struct node_condition {
 #define NODE_MAX_HOLDS 32
 #define NODE_MAX_CONDITIONS 32
 #define NODE_MAX_LABELS 64
+#define NODE_MAX_ANNOTATIONS 64
+#define NODE_MAX_ANNOTATION_BYTES (256 * 1024) /* as Kubernetes' TotalAnnotationSizeLimitB */
 #define NODE_MAX_MACS 16
 #define NODE_MAX_QUEUED 8
 
@@ -224,6 +226,10 @@ struct node {
 	int64_t created_at;
 	struct node_label *labels;
 	size_t nlabels;
+	/* metadata.annotations (kube, issue 13: kubectl apply keeps its last-applied
+	 * configuration there): an object of strings, at most NODE_MAX_ANNOTATIONS keys and
+	 * NODE_MAX_ANNOTATION_BYTES of keys and values; NULL = none */
+	json_t *annotations;
 	/* spec */
 	char *site;
 	char *rack;

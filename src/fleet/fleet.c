@@ -19,6 +19,7 @@
 
 #include "api/api_secrets.h"
 #include "api/server.h"
+#include "api/tls.h"
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/jsonx.h"
@@ -54,6 +55,7 @@ struct fleet {
 	char cred_dir_buf[4200];
 	struct secret_key *key; /* <data-dir>/secret.key: seals stored BMC passwords */
 	int lockfd;             /* <data-dir>/serve.lock, flock'd; -1 = none */
+	int tls;                /* kube: the API speaks https (serve.url, log) */
 	int stopped;
 	unsigned parts;   /* FLEET_* */
 	int owns_store;   /* store opened here (not cfg.store) */
@@ -311,7 +313,7 @@ static void write_url_file(struct fleet *fl)
 	FILE *f = fopen(tmp, "w");
 	if (!f)
 		return;
-	fprintf(f, "http://%s:%u\n", host, api_server_port(fl->api));
+	fprintf(f, "%s://%s:%u\n", fl->tls ? "https" : "http", host, api_server_port(fl->api));
 	if (fclose(f) == 0)
 		rename(tmp, path);
 }
@@ -847,6 +849,46 @@ static void fill_ctx(struct fleet *fl, struct fleet_ctx *ctx)
 				  .secret_key = fl->key};
 }
 
+/* kube (issue 13): the API's TLS pair: --tls-cert/--tls-key, or the self-signed pair made
+ * in the data dir on first start (api/tls.h). Returns 0 with both PEM strings (caller frees,
+ * wiping the key), or -1 with the reason in err. */
+static int load_tls(struct fleet *fl, char **cert, char **key, char *err, size_t errlen)
+{
+	const char *cf = fl->cfg.tls_cert, *kf = fl->cfg.tls_key;
+	char cbuf[4200], kbuf[4200];
+	if (!cf != !kf) {
+		snprintf(err, errlen, "--tls-cert and --tls-key go together");
+		return -1;
+	}
+	if (!cf) {
+		int made = 0;
+		if (api_tls_ensure_self_signed(fl->cfg.data_dir, fl->cfg.listen, &made, err,
+					       errlen) < 0)
+			return -1;
+		if (made)
+			log_info("serve: made a self-signed TLS certificate file=%s/%s",
+				 fl->cfg.data_dir, API_TLS_CERT_FILE);
+		snprintf(cbuf, sizeof(cbuf), "%s/%s", fl->cfg.data_dir, API_TLS_CERT_FILE);
+		snprintf(kbuf, sizeof(kbuf), "%s/%s", fl->cfg.data_dir, API_TLS_KEY_FILE);
+		cf = cbuf;
+		kf = kbuf;
+	}
+	if (api_tls_read_pem(cf, cert, err, errlen) < 0)
+		return -1;
+	if (api_tls_read_pem(kf, key, err, errlen) < 0 ||
+	    api_tls_check_pair(*cert, *key, err, errlen) < 0) {
+		free(*cert);
+		*cert = NULL;
+		if (*key) {
+			explicit_bzero(*key, strlen(*key));
+			free(*key);
+			*key = NULL;
+		}
+		return -1;
+	}
+	return 0;
+}
+
 static int start_api(struct fleet *fl, char *err, size_t errlen)
 {
 	char serr[512];
@@ -875,16 +917,32 @@ static int start_api(struct fleet *fl, char *err, size_t errlen)
 				  .report_limit = fl->cfg.report_limit,
 				  .usage = fl->cfg.usage,
 				  .tenants = fl->cfg.tenants};
+	char *cert = NULL, *key = NULL;
+	int tls = !fl->cfg.plain_http && fl->cfg.data_dir && !fl->cfg.store;
+	if (fl->cfg.plain_http && (fl->cfg.tls_cert || fl->cfg.tls_key)) {
+		snprintf(err, errlen, "--plain-http excludes --tls-cert and --tls-key");
+		return -1;
+	}
+	if (tls && load_tls(fl, &cert, &key, err, errlen) < 0)
+		return -1;
+	acfg.tls_cert_pem = cert;
+	acfg.tls_key_pem = key;
 	fl->api = api_server_new(&acfg, serr, sizeof(serr));
+	if (key) {
+		explicit_bzero(key, strlen(key));
+		free(key);
+	}
+	free(cert);
+	fl->tls = tls;
 	if (!fl->api) {
 		snprintf(err, errlen, "cannot start the API on %s: %s", fl->cfg.listen, serr);
 		return -1;
 	}
 	if (fl->cfg.data_dir && !fl->cfg.store)
 		write_url_file(fl);
-	log_info("serve: listening url=http://%s port=%u data_dir=%s nodes=%zu sim_speed=%g "
+	log_info("serve: listening url=%s://%s port=%u data_dir=%s nodes=%zu sim_speed=%g "
 		 "faults=%s",
-		 fl->cfg.listen, api_server_port(fl->api),
+		 fl->tls ? "https" : "http", fl->cfg.listen, api_server_port(fl->api),
 		 fl->cfg.data_dir ? fl->cfg.data_dir : "-",
 		 fl->cache ? cache_node_count(fl->cache) : 0, fl->cfg.sim_speed,
 		 fl->cfg.sim_faults ? "on" : "off");

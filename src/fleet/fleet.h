@@ -111,6 +111,11 @@ struct fleet_config {
 	const char *store_uri;
 	int (*store_opened)(void *arg, struct store *s, char *err, size_t errlen);
 	void *store_opened_arg;
+	/* kube (issue 13): TLS of the API. plain_http 0 and no files: a self-signed pair in
+	 * data_dir (api/tls.h); in-process fleets (store set) are always plain http. */
+	const char *tls_cert; /* --tls-cert PEM file, or NULL */
+	const char *tls_key;  /* --tls-key PEM file, or NULL */
+	int plain_http;       /* --plain-http */
 
 	/* In-process fleets (unit-test worlds, `fleetplane sim`). With store set the fleet does
 	 * not touch a data dir (no lock, no secret.key, no serve.url; data_dir may be NULL) and

@@ -44,14 +44,22 @@ start_serve() {
 	shift
 	mkdir -p "$dir"
 	rm -f "$dir/serve.url"
-	"$FP" serve --data-dir "$dir" --listen 127.0.0.1:0 "$@" >>"$dir/serve.log" 2>&1 &
+	# kube (issue 13): serve speaks https by default; tests get --plain-http unless they set
+	# SERVE_TLS=1 (then FLEETPLANE_CA is the data dir's ca.crt)
+	local plain=(--plain-http) cacert=()
+	if [ "${SERVE_TLS:-0}" = 1 ]; then
+		plain=()
+		cacert=(--cacert "$dir/ca.crt")
+		export FLEETPLANE_CA="$dir/ca.crt"
+	fi
+	"$FP" serve --data-dir "$dir" --listen 127.0.0.1:0 "${plain[@]}" "$@" >>"$dir/serve.log" 2>&1 &
 	SERVE_PID=$!
 	local i
 	for i in $(seq 1 300); do
 		if [ -s "$dir/serve.url" ] && [ -s "$dir/admin.token" ]; then
 			export FLEETPLANE_URL=$(cat "$dir/serve.url")
 			export FLEETPLANE_TOKEN=$(cat "$dir/admin.token")
-			if [ "$(curl -s -o /dev/null -w '%{http_code}' "$FLEETPLANE_URL/readyz")" = 200 ]; then
+			if [ "$(curl -s "${cacert[@]}" -o /dev/null -w '%{http_code}' "$FLEETPLANE_URL/readyz")" = 200 ]; then
 				return 0
 			fi
 		fi
@@ -81,11 +89,12 @@ api() {
 	out=$(mktemp "$WORK/resp-XXXXXX")
 	local code
 	if [ -n "$body" ]; then
-		code=$(curl -s -o "$out" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $tok" \
+		code=$(curl -s ${FLEETPLANE_CA:+--cacert "$FLEETPLANE_CA"} -o "$out" -w '%{http_code}' \
+			-X "$method" -H "Authorization: Bearer $tok" \
 			-H 'Content-Type: application/json' --data-binary "$body" "$FLEETPLANE_URL$path")
 	else
-		code=$(curl -s -o "$out" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $tok" \
-			"$FLEETPLANE_URL$path")
+		code=$(curl -s ${FLEETPLANE_CA:+--cacert "$FLEETPLANE_CA"} -o "$out" -w '%{http_code}' \
+			-X "$method" -H "Authorization: Bearer $tok" "$FLEETPLANE_URL$path")
 	fi
 	echo "$code"
 	cat "$out"

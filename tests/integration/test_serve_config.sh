@@ -14,6 +14,7 @@ listen 127.0.0.1:0
 
 workers 3
 sim-speed 200
+plain-http
 CONF
 out=$("$FP" serve --config "$CONF" --check 2>&1) || fail "--check of a good file: exit $? ($out)"
 assert_eq "configuration ok" "$out" "--check output"

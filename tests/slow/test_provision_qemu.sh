@@ -67,7 +67,7 @@ echo "artifacts built in $(($(date +%s) - T0)) s"
 # --- the test bed and fleetplane inside it
 pxe_up
 for i in 1 2 3 4 5; do pxe_vm_add "vm$i" "52:54:00:77:00:0$i"; done
-pxe_spawn fp "$FP" serve --data-dir "$D" --listen 10.77.0.1:7070 --boot-listen 10.77.0.1:7071 \
+pxe_spawn fp "$FP" serve --data-dir "$D" --listen 10.77.0.1:7070 --plain-http --boot-listen 10.77.0.1:7071 \
 	--boot-dhcp-hostsdir "$PXE_DHCP_HOSTSDIR" \
 	--boot-kernel-args "${FP_RAMDISK_ARGS:-console=ttyS0}" --boot-timeout 420 --sim-speed 1
 for i in $(seq 1 100); do [ -s "$D/admin.token" ] && break; sleep 0.1; done
