@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/tls.h"
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
@@ -101,7 +102,7 @@ struct serve_leader *serve_leader_begin(const struct serve_opts *so, struct flee
 	if (so->advertise_url)
 		snprintf(id, sizeof(id), "%s", so->advertise_url);
 	else
-		snprintf(id, sizeof(id), "http://%s", so->listen);
+		snprintf(id, sizeof(id), "%s://%s", so->plain_http ? "http" : "https", so->listen);
 	struct leader_config lc = {.id = id, .ttl_s = (int)so->leader_ttl, .lost = lost, .arg = sl};
 	if (leader_new(sl->st, &lc, &sl->l, err, sizeof(err)) < 0) {
 		fprintf(stderr, "error: %s\n", err);
@@ -110,7 +111,27 @@ struct serve_leader *serve_leader_begin(const struct serve_opts *so, struct flee
 	struct serve_standby *sb = NULL;
 	if (leader_wait(sl->l, 1000) < 0) {
 		log_info("serve: standby id=%s (another serve leads)", id);
-		sb = serve_standby_start(so->listen, sl->l, err, sizeof(err));
+		/* the standby speaks what the API will: the same pair the fleet loads (--tls-cert
+		 * and --tls-key, or the self-signed pair in the data dir) */
+		char *cert = NULL, *key = NULL, cp[4200], kp[4200];
+		int tls_ok = 1;
+		if (!so->plain_http) {
+			snprintf(cp, sizeof(cp), "%s/tls.crt", so->data_dir);
+			snprintf(kp, sizeof(kp), "%s/tls.key", so->data_dir);
+			const char *cf = so->tls_cert ? so->tls_cert : cp;
+			const char *kf = so->tls_key ? so->tls_key : kp;
+			tls_ok = (so->tls_cert ||
+				  api_tls_ensure_self_signed(so->data_dir, so->listen, NULL, err,
+							     sizeof(err)) == 0) &&
+				 api_tls_read_pem(cf, &cert, err, sizeof(err)) == 0 &&
+				 api_tls_read_pem(kf, &key, err, sizeof(err)) == 0;
+		}
+		sb = tls_ok ? serve_standby_start(so->listen, sl->l, cert, key, err, sizeof(err))
+			    : NULL;
+		if (key)
+			explicit_bzero(key, strlen(key));
+		free(cert);
+		free(key);
 		if (!sb)
 			log_warn("serve: standby answers off: %s", err);
 		while (leader_wait(sl->l, 1000) < 0)

@@ -165,7 +165,7 @@ static const struct opt opts[] = {
 	 "standby takes over within about TTL + 0.5 s of the leader's death"},
 	{"advertise-url", OK_STRING, "URL", 0, 0, "", "", NULL, 0, 1, OFF(advertise_url),
 	 "with an etcd store: the API URL standbys name for this serve while it leads (default "
-	 "http://ADDR of --listen)"},
+	 "https://ADDR of --listen, http:// with --plain-http)"},
 	/* kube (issue 13): TLS on the API listener */
 	{"tls-cert", OK_STRING, "FILE", 0, 0, "", "", NULL, 0, 1, OFF(tls_cert),
 	 "PEM certificate chain of the API (with --tls-key); default: a self-signed certificate "

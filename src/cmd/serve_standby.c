@@ -19,6 +19,7 @@
 struct serve_standby {
 	struct MHD_Daemon *mhd;
 	struct leader *l;
+	char *cert, *key; /* the TLS pair, kept while the daemon runs (NULL: plain http) */
 };
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
@@ -76,7 +77,8 @@ static enum MHD_Result access_cb(void *arg, struct MHD_Connection *c, const char
 	return reply(c, 503, "application/json", body, (size_t)n, leader);
 }
 
-struct serve_standby *serve_standby_start(const char *listen, struct leader *l, char *err,
+struct serve_standby *serve_standby_start(const char *listen, struct leader *l,
+					  const char *cert_pem, const char *key_pem, char *err,
 					  size_t errlen)
 {
 	struct sockaddr_storage ss;
@@ -89,12 +91,20 @@ struct serve_standby *serve_standby_start(const char *listen, struct leader *l, 
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
 	if (v6)
 		flags |= MHD_USE_IPv6;
+	struct MHD_OptionItem tls[3] = {{MHD_OPTION_END, 0, NULL}};
+	if (cert_pem && key_pem) {
+		flags |= MHD_USE_TLS;
+		sb->cert = xstrdup(cert_pem);
+		sb->key = xstrdup(key_pem);
+		tls[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, sb->cert};
+		tls[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, sb->key};
+	}
 	sb->mhd = MHD_start_daemon(flags, 0, NULL, NULL, access_cb, sb, MHD_OPTION_SOCK_ADDR,
 				   (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT,
-				   (unsigned)10, MHD_OPTION_END);
+				   (unsigned)10, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 	if (!sb->mhd) {
 		fp_errf(FP_EIO, err, errlen, "cannot listen on %s (address in use?)", listen);
-		free(sb);
+		serve_standby_stop(sb);
 		return NULL;
 	}
 	return sb;
@@ -104,6 +114,11 @@ void serve_standby_stop(struct serve_standby *sb)
 {
 	if (!sb)
 		return;
-	MHD_stop_daemon(sb->mhd);
+	if (sb->mhd)
+		MHD_stop_daemon(sb->mhd);
+	free(sb->cert);
+	if (sb->key)
+		explicit_bzero(sb->key, strlen(sb->key));
+	free(sb->key);
 	free(sb);
 }

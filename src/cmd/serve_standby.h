@@ -10,8 +10,11 @@ struct leader;
 struct serve_standby;
 
 /* Listens on listen ("host:port", api_listen_parse's forms) and answers from l (borrowed,
- * outlives the standby). Returns NULL with the reason in err when the address cannot be bound. */
-struct serve_standby *serve_standby_start(const char *listen, struct leader *l, char *err,
+ * outlives the standby), over TLS with cert_pem/key_pem (PEM strings, copied by
+ * libmicrohttpd; both NULL = plain http, serve --plain-http) as the API it stands in for.
+ * Returns NULL with the reason in err when the address cannot be bound. */
+struct serve_standby *serve_standby_start(const char *listen, struct leader *l,
+					  const char *cert_pem, const char *key_pem, char *err,
 					  size_t errlen);
 /* Stops listening (the port is free when it returns) and frees. NULL is a no-op. */
 void serve_standby_stop(struct serve_standby *sb);

@@ -38,7 +38,7 @@ serve_on() { # NAME PORT [args]: a serve on a fixed port, data dir $WORK/NAME
 	local name=$1 p=$2
 	shift 2
 	mkdir -p -m 700 "$WORK/$name"
-	"$FP" serve --data-dir "$WORK/$name" --listen "127.0.0.1:$p" --store "$STORE" \
+	"$FP" serve --data-dir "$WORK/$name" --listen "127.0.0.1:$p" --plain-http --store "$STORE" \
 		--sim "$N" --sim-speed 40 "$@" >>"$WORK/serve-$name.log" 2>&1 &
 	PID[$name]=$!
 	PIDS+=($!)
