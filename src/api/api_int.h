@@ -126,6 +126,9 @@ struct api_req {
 	 * a new reference); watch: turns each event's object (steals; type is the event's) */
 	json_t *(*kube_list)(struct api_req *r, json_t *list);
 	json_t *(*kube_obj)(struct api_req *r, const char *type, json_t *obj);
+	/* set with kube by the router (api_kube_status): the Status object an error on the
+	 * Kubernetes surface answers, so reply.c need not call into kube.c */
+	json_t *(*kube_status)(struct api_req *r, int status, const char *message, json_t *ext);
 };
 
 struct kube_kind;

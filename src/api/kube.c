@@ -12,7 +12,7 @@
  * documents into Kubernetes objects, lists and Tables; node writes are translated into the
  * native PUT/POST/DELETE handlers of api_nodes.c, so validation, BMC claims and audit events
  * are the same code. Errors on this surface are Status objects (api_kube_status, called from
- * reply.c's api_problem_ext when r->kube is set). */
+ * reply.c's api_problem_ext through r->kube_status). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>

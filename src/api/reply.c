@@ -211,9 +211,9 @@ void api_problem_ext(struct api_req *r, int status, json_t *ext, const char *fmt
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	if (r->kube) {
+	if (r->kube && r->kube_status) {
 		/* the Kubernetes surface answers Status objects (kube.c) */
-		api_reply_json(r, status, api_kube_status(r, status, detail, ext));
+		api_reply_json(r, status, r->kube_status(r, status, detail, ext));
 		return;
 	}
 	const char *title;

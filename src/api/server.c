@@ -502,6 +502,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 		r->method = method;
 		r->path = xstrdup(url);
 		r->kube = api_kube_path(r->path);
+		r->kube_status = r->kube ? api_kube_status : NULL;
 		r->start_ns = mono_ns();
 		buf_init(&r->body, srv->cfg.max_body);
 		buf_init(&r->out, 0);
