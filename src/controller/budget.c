@@ -330,6 +330,10 @@ int budget_admit(struct budget_svc *b, const struct node *n, char *why, size_t w
 {
 	if (why && whylen)
 		why[0] = 0;
+#ifdef FP_INJECT_BUG_SKIP_BUDGET
+	/* a deliberately injected bug (make simtest-bug): `fleetplane sim` must catch it */
+	return 1;
+#endif
 	pthread_mutex_lock(&b->mu);
 	int64_t now = clock_now_ms(b->clock);
 	int ok = 1;
