@@ -10,6 +10,8 @@ test_pkgs=(libcmocka-dev clang clang-format libclang-rt-14-dev prometheus curl p
 	slurmdbd mariadb-server
 	qemu-system-x86 ipxe-qemu dnsmasq-base iproute2 busybox-static syslinux syslinux-common
 	mtools dosfstools e2fsprogs cpio fdisk pciutils dmidecode kmod gzip binutils util-linux)
+# fleetplane sim --plot (issue 12)
+test_pkgs+=(gnuplot-nox)
 
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")

@@ -89,6 +89,11 @@ static const struct sim_plane_ops FLEET_PLANE = {
 	.remediated = plane_remediated,
 };
 
+const struct sim_plane_ops *cmd_sim_plane(void)
+{
+	return &FLEET_PLANE;
+}
+
 /* ---------------------------------------------------------------- options */
 
 static const char USAGE[] =
@@ -134,8 +139,22 @@ int cmd_sim(int argc, char **argv)
 {
 	if (argc >= 2 && strcmp(argv[1], "state") == 0)
 		return cmd_sim_state(argc, argv);
-	enum { O_NODES = 256, O_DAYS, O_SEED, O_FAULTS, O_POLICY, O_CSV, O_PLOT, O_SPARES,
-	       O_CKPT, O_RESTART, O_TARGET, O_TECH, O_NAIVE, O_STORE };
+	enum {
+		O_NODES = 256,
+		O_DAYS,
+		O_SEED,
+		O_FAULTS,
+		O_POLICY,
+		O_CSV,
+		O_PLOT,
+		O_SPARES,
+		O_CKPT,
+		O_RESTART,
+		O_TARGET,
+		O_TECH,
+		O_NAIVE,
+		O_STORE
+	};
 	static const struct option opts[] = {{"nodes", required_argument, NULL, O_NODES},
 					     {"days", required_argument, NULL, O_DAYS},
 					     {"seed", required_argument, NULL, O_SEED},
@@ -149,7 +168,8 @@ int cmd_sim(int argc, char **argv)
 					     {"restart-cost", required_argument, NULL, O_RESTART},
 					     {"ettr-target", required_argument, NULL, O_TARGET},
 					     {"tech-hours", required_argument, NULL, O_TECH},
-					     {"naive-repair-hours", required_argument, NULL, O_NAIVE},
+					     {"naive-repair-hours", required_argument, NULL,
+					      O_NAIVE},
 					     {"store", required_argument, NULL, O_STORE},
 					     {"help", no_argument, NULL, 'h'},
 					     {NULL, 0, NULL, 0}};
@@ -186,7 +206,8 @@ int cmd_sim(int argc, char **argv)
 		case O_POLICY:
 			if (strcmp(optarg, "both") && strcmp(optarg, "fleetplane") &&
 			    strcmp(optarg, "naive")) {
-				fprintf(stderr, "error: sim: --policy: fleetplane, naive or both\n");
+				fprintf(stderr,
+					"error: sim: --policy: fleetplane, naive or both\n");
 				return 2;
 			}
 			policy = optarg;

@@ -29,16 +29,16 @@ int sim_faults_parse(const char *s, unsigned *out, char *err, size_t errlen);
 void sim_faults_format(unsigned mask, char *out, size_t len);
 
 struct sim_config {
-	long nodes;       /* 8..100000 */
-	double days;      /* fault window after onboarding, (0, 3650] */
-	uint64_t seed;    /* 1.. */
-	unsigned faults;  /* SIM_FAULT_* */
-	int store_sqlite; /* 0: mem:, 1: SQLite in a temp dir (removed at the end) */
-	long spares;      /* ETTR: the job runs on nodes - spares nodes; 0..nodes-1 */
-	double ckpt_s;    /* checkpoint interval of the fleet-wide job, seconds (0 = 300) */
-	double restart_s; /* job restart cost after an interruption, seconds (0 = 180) */
-	double ettr_target;      /* for spares_needed (0 = 0.97) */
-	double tech_hours;       /* a technician's turnaround for RMA/failed nodes (0 = 24) */
+	long nodes;         /* 8..100000 */
+	double days;        /* fault window after onboarding, (0, 3650] */
+	uint64_t seed;      /* 1.. */
+	unsigned faults;    /* SIM_FAULT_* */
+	int store_sqlite;   /* 0: mem:, 1: SQLite in a temp dir (removed at the end) */
+	long spares;        /* ETTR: the job runs on nodes - spares nodes; 0..nodes-1 */
+	double ckpt_s;      /* checkpoint interval of the fleet-wide job, seconds (0 = 300) */
+	double restart_s;   /* job restart cost after an interruption, seconds (0 = 180) */
+	double ettr_target; /* for spares_needed (0 = 0.97) */
+	double tech_hours;  /* a technician's turnaround for RMA/failed nodes (0 = 24) */
 	double naive_repair_hours; /* baseline: manual repair after this delay (0 = 24) */
 	int rack_size;             /* nodes per rack (0 = 8) */
 	int racks_per_leaf;        /* racks behind one leaf switch (0 = 4) */

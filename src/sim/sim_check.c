@@ -34,8 +34,9 @@ void sim_violation(struct sim_checker *c, const char *fmt, ...)
 	va_end(ap);
 	if (c->violations++ == 0) {
 		double t = (double)sim_world_now(c->w) / 1000.0;
-		snprintf(c->first, sizeof(c->first), "step %ld t=%.3fs: %s\ntrace (newest last):\n%s",
-			 sim_world_steps(c->w), t, msg, c->trace.data ? c->trace.data : "");
+		snprintf(c->first, sizeof(c->first),
+			 "step %ld t=%.3fs: %s\ntrace (newest last):\n%s", sim_world_steps(c->w), t,
+			 msg, c->trace.data ? c->trace.data : "");
 	}
 }
 
@@ -77,8 +78,8 @@ static void load_budgets(struct sim_checker *c)
 	for (size_t b = 0; b < nb; b++) {
 		json_t *doc = NULL;
 		if (jsonx_parse(kvs[b].value, strlen(kvs[b].value), &doc, NULL, 0) == 0 &&
-		    budget_from_json(doc, kvs[b].mod_revision, &c->budgets[c->nbudgets], NULL,
-				     0) == 0) {
+		    budget_from_json(doc, kvs[b].mod_revision, &c->budgets[c->nbudgets], NULL, 0) ==
+			    0) {
 			hmap_init(&c->dom_members[c->nbudgets]);
 			hmap_init(&c->dom_out[c->nbudgets]);
 			c->nbudgets++;
@@ -168,8 +169,7 @@ static void budgets_update(struct sim_checker *c, const struct node *n, int was,
 static int hist_succeeded(const struct node *n)
 {
 	return n->nremediation_history &&
-	       strcmp(n->remediation_history[n->nremediation_history - 1].result, "succeeded") ==
-		       0;
+	       strcmp(n->remediation_history[n->nremediation_history - 1].result, "succeeded") == 0;
 }
 
 static int has_operator_hold(const struct node *n)
@@ -190,7 +190,8 @@ static void node_revision(struct sim_checker *c, const char *name, const char *v
 	char err[256];
 	if (jsonx_parse(value, strlen(value), &doc, err, sizeof(err)) < 0 ||
 	    node_from_json(doc, rev, &n, err, sizeof(err)) < 0) {
-		sim_violation(c, "node %s revision %" PRId64 " does not decode: %s", name, rev, err);
+		sim_violation(c, "node %s revision %" PRId64 " does not decode: %s", name, rev,
+			      err);
 		json_decref(doc);
 		return;
 	}
@@ -212,18 +213,22 @@ static void node_revision(struct sim_checker *c, const char *name, const char *v
 			if ((t->phase == PHASE_REPAIRING || t->phase == PHASE_FAILED ||
 			     t->phase == PHASE_DRAINING) &&
 			    (n->phase == PHASE_AVAILABLE || n->phase == PHASE_IN_SERVICE))
-				sim_violation(c, "%s returned to service from %s without validating",
+				sim_violation(c,
+					      "%s returned to service from %s without validating",
 					      n->name, node_phase_name(t->phase));
 			if (getenv("FP_SIM_TRACE"))
-				fprintf(stderr, "t=%" PRId64 " rev %" PRId64 " %s %s -> %s holds=%zu\n",
+				fprintf(stderr,
+					"t=%" PRId64 " rev %" PRId64 " %s %s -> %s holds=%zu\n",
 					sim_world_now(c->w) / 1000, rev, n->name,
 					node_phase_name(t->phase), node_phase_name(n->phase),
 					n->nholds);
 			if (getenv("FP_SIM_TRACE") && n->phase == PHASE_FAILED) {
 				for (size_t q = 0; q < n->nconditions; q++)
 					fprintf(stderr, "    %s %s %s\n", n->conditions[q].type,
-						n->conditions[q].reason ? n->conditions[q].reason : "",
-						n->conditions[q].message ? n->conditions[q].message : "");
+						n->conditions[q].reason ? n->conditions[q].reason
+									: "",
+						n->conditions[q].message ? n->conditions[q].message
+									 : "");
 			}
 			trace_line(c, "rev %" PRId64 " %s %s -> %s holds=%zu op=%s", rev, n->name,
 				   node_phase_name(t->phase), node_phase_name(n->phase), n->nholds,
@@ -240,7 +245,8 @@ static void node_revision(struct sim_checker *c, const char *name, const char *v
 		if (t->op_held && !oheld && !sim_world_release_expected(c->w, i, "operator"))
 			sim_violation(c, "%s lost its operator hold without the operator", n->name);
 		if (node_schedulable(n) && n->remediation.active)
-			sim_violation(c, "%s is schedulable while a remediation is active", n->name);
+			sim_violation(c, "%s is schedulable while a remediation is active",
+				      n->name);
 	}
 	budgets_update(c, n, first ? 0 : t->counted, counted);
 	sim_world_node_seen(c->w, i, t, n);
@@ -297,7 +303,8 @@ void sim_checker_step(struct sim_checker *c)
 		size_t n = 0;
 		int rc = store_changes(s, "", c->rev, 4096, &evs, &n);
 		if (rc < 0) {
-			sim_violation(c, "change feed unreadable after %" PRId64 ": %d", c->rev, rc);
+			sim_violation(c, "change feed unreadable after %" PRId64 ": %d", c->rev,
+				      rc);
 			c->rev = store_revision(s);
 			return;
 		}

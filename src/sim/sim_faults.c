@@ -215,9 +215,11 @@ void sim_schedule_build(const struct sim_config *cfg, struct sim_schedule *s)
 				const struct sim_cause *c = &sim_causes[f.cause];
 				f.fix = fp_rng_double(&r) < c->p_a ? c->fix_a : c->fix_b;
 				if (f.fix == FIX_SELF)
-					f.clear_ms = 30 * SEC + (int64_t)fp_rng_below(&r, 270) * SEC;
+					f.clear_ms = 30 * SEC +
+						     (int64_t)fp_rng_below(&r, 270) * SEC;
 				if (c->signal == SIG_OPERATOR) /* host maintenance: 2-6 h */
-					f.clear_ms = 2 * HOUR + (int64_t)fp_rng_below(&r, 4 * 60) * MIN;
+					f.clear_ms = 2 * HOUR +
+						     (int64_t)fp_rng_below(&r, 4 * 60) * MIN;
 				push(s, &f);
 			}
 		}
@@ -235,7 +237,8 @@ void sim_schedule_build(const struct sim_config *cfg, struct sim_schedule *s)
 					      .node = (int)(g * span),
 					      .cause = leaf ? SIM_EV_LEAF : SIM_EV_NVSWITCH,
 					      .fix = leaf ? FIX_TECH : FIX_REBOOT,
-					      .clear_ms = 30 * MIN + (int64_t)fp_rng_below(&r, 90) * MIN,
+					      .clear_ms = 30 * MIN +
+							  (int64_t)fp_rng_below(&r, 90) * MIN,
 					      .group = (int)g};
 			push(s, &f);
 		}
@@ -247,7 +250,8 @@ void sim_schedule_build(const struct sim_config *cfg, struct sim_schedule *s)
 			struct sim_fault f = {.at_ms = t,
 					      .node = -1,
 					      .cause = SIM_EV_BMC_OUTAGE,
-					      .clear_ms = 5 * MIN + (int64_t)fp_rng_below(&r, 35) * MIN,
+					      .clear_ms = 5 * MIN +
+							  (int64_t)fp_rng_below(&r, 35) * MIN,
 					      .group = -1};
 			push(s, &f);
 		}
@@ -256,8 +260,10 @@ void sim_schedule_build(const struct sim_config *cfg, struct sim_schedule *s)
 		/* fleetplane killed about every 12 hours */
 		double rate = 1.0 / (12.0 * (double)HOUR);
 		for (int64_t t = expo(&r, rate); t < window; t += expo(&r, rate)) {
-			struct sim_fault f = {
-				.at_ms = t, .node = -1, .cause = SIM_EV_CRASH, .group = -1};
+			struct sim_fault f = {.at_ms = t,
+					      .node = -1,
+					      .cause = SIM_EV_CRASH,
+					      .group = -1};
 			push(s, &f);
 		}
 	}

@@ -58,18 +58,18 @@ extern const size_t sim_ncauses;
 
 /* One scheduled fault. */
 struct sim_fault {
-	int64_t at_ms;  /* virtual ms after the fault window began */
-	int node;       /* index; -1 for a site-wide event (BMC outage) */
-	int cause;      /* index in sim_causes, or one of the SIM_EV_* below */
+	int64_t at_ms; /* virtual ms after the fault window began */
+	int node;      /* index; -1 for a site-wide event (BMC outage) */
+	int cause;     /* index in sim_causes, or one of the SIM_EV_* below */
 	enum sim_fix fix;
 	int64_t clear_ms; /* FIX_SELF: clears this long after at_ms; outages: duration */
 	int group;        /* correlated: the group id, else -1 */
 };
 
-#define SIM_EV_LEAF (-1)      /* correlated: a leaf switch down (every node: ib port down) */
-#define SIM_EV_NVSWITCH (-2)  /* correlated: an NVSwitch tray fault across a domain (SXid) */
+#define SIM_EV_LEAF (-1)       /* correlated: a leaf switch down (every node: ib port down) */
+#define SIM_EV_NVSWITCH (-2)   /* correlated: an NVSwitch tray fault across a domain (SXid) */
 #define SIM_EV_BMC_OUTAGE (-3) /* bmc: the site's BMC network unreachable for clear_ms */
-#define SIM_EV_CRASH (-4)     /* crash: fleetplane killed and restarted */
+#define SIM_EV_CRASH (-4)      /* crash: fleetplane killed and restarted */
 
 /* The whole schedule, sorted by (at_ms, insertion). */
 struct sim_schedule {
@@ -96,11 +96,11 @@ struct sim_node_track {
 	int schedulable;
 	int health_held, op_held; /* a `health` / `operator:*` hold at the last look */
 	size_t hist;
-	int counted; /* budget_node_unavailable at the last look */
-	char *op;    /* status.operation at the last look */
+	int counted;      /* budget_node_unavailable at the last look */
+	char *op;         /* status.operation at the last look */
 	int64_t since_ms; /* virtual ms of the last phase change */
 	int64_t unsched_since;
-	int64_t held_at;   /* health hold placed (virtual ms), 0 = none */
+	int64_t held_at;    /* health hold placed (virtual ms), 0 = none */
 	int64_t rung_start; /* remediation entered repairing at (virtual ms) */
 	int rung;           /* the rung in progress (RUNG_*), -1 none */
 	int served;
@@ -108,10 +108,10 @@ struct sim_node_track {
 
 struct sim_checker {
 	struct sim_world *w;
-	int64_t rev;                 /* change feed read up to here */
-	struct sim_node_track *tr;   /* per node index */
-	struct hmap idx;             /* node name -> index + 1 (as uintptr_t) */
-	struct hmap ops;             /* running op id -> node name (xstrdup) */
+	int64_t rev;               /* change feed read up to here */
+	struct sim_node_track *tr; /* per node index */
+	struct hmap idx;           /* node name -> index + 1 (as uintptr_t) */
+	struct hmap ops;           /* running op id -> node name (xstrdup) */
 	struct budget *budgets;
 	size_t nbudgets;
 	/* per budget, per domain value: members and out, by interned value */
@@ -128,12 +128,13 @@ void sim_checker_release(struct sim_checker *c);
 /* Reads every change since the last look and checks each node revision and operation. */
 void sim_checker_step(struct sim_checker *c);
 /* Records a violation (first one kept with the trace). */
-void sim_violation(struct sim_checker *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sim_violation(struct sim_checker *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* ---------------------------------------------------------------- the world */
 
 struct sim_world;
-int64_t sim_world_now(struct sim_world *w);      /* virtual ms since the fault window began */
+int64_t sim_world_now(struct sim_world *w); /* virtual ms since the fault window began */
 int sim_world_node_index(struct sim_world *w, const char *name);
 const char *sim_world_node_name(struct sim_world *w, int i);
 struct store *sim_world_store(struct sim_world *w);

@@ -39,7 +39,8 @@ void sim_metrics_sched_point(struct sim_metrics *m, int64_t t, int sched)
 /* a deterministic uniform from (t, node) */
 static double unif(int64_t t, int node)
 {
-	uint64_t x = (uint64_t)t * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(node + 1) * 0xbf58476d1ce4e5b9ULL;
+	uint64_t x = (uint64_t)t * 0x9e3779b97f4a7c15ULL ^
+		     (uint64_t)(node + 1) * 0xbf58476d1ce4e5b9ULL;
 	x ^= x >> 31;
 	x *= 0x94d049bb133111ebULL;
 	x ^= x >> 29;
@@ -179,8 +180,9 @@ long sim_naive(const struct sim_config *cfg, const struct sim_schedule *s, struc
 		int64_t dur = repair;
 		int is_false = 0;
 		if (ft->cause == SIM_EV_LEAF || ft->cause == SIM_EV_NVSWITCH) {
-			long span = ft->cause == SIM_EV_LEAF ? (long)cfg->rack_size * cfg->racks_per_leaf
-							     : cfg->rack_size;
+			long span = ft->cause == SIM_EV_LEAF
+					    ? (long)cfg->rack_size * cfg->racks_per_leaf
+					    : cfg->rack_size;
 			last = first + span - 1;
 		} else {
 			const struct sim_cause *c = &sim_causes[ft->cause];
@@ -240,7 +242,8 @@ long sim_naive(const struct sim_config *cfg, const struct sim_schedule *s, struc
 	/* nodes out at once per rack and leaf: sweep the spans per domain */
 	long rack_peak = 0, leaf_peak = 0;
 	for (int level = 0; level < 2; level++) {
-		long span = level == 0 ? cfg->rack_size : (long)cfg->rack_size * cfg->racks_per_leaf;
+		long span = level == 0 ? cfg->rack_size
+				       : (long)cfg->rack_size * cfg->racks_per_leaf;
 		long groups = (n + span - 1) / span;
 		long *cnt = xcalloc((size_t)groups, sizeof(*cnt));
 		struct sim_step *gev = xcalloc(2 * nsp + 1, sizeof(*gev));
@@ -312,7 +315,8 @@ json_t *sim_report_json(const struct sim_result *res)
 	json_object_set_new(o, "faults_injected", json_integer(res->faults_injected));
 	const char *k;
 	json_t *v;
-	json_object_foreach(res->fleetplane, k, v) json_object_set(o, k, v);
+	json_object_foreach(res->fleetplane, k, v)
+		json_object_set(o, k, v);
 	json_object_set(o, "baseline", res->baseline);
 	json_object_set(o, "faults_by_cause", res->faults);
 	return o;
@@ -388,8 +392,9 @@ int sim_write_csv(const struct sim_result *res, const char *dir, char *err, size
 	if (!fp)
 		return fp_errf(FP_EIO, err, errlen, "cannot write %s", path);
 	fprintf(fp, "metric,fleetplane,naive\n");
-	static const char *const keys[] = {"gpu_availability", "ettr", "spares_needed", "holds",
-					   "false_holds", "detection_to_hold_p99_s",
+	static const char *const keys[] = {"gpu_availability",    "ettr",
+					   "spares_needed",       "holds",
+					   "false_holds",         "detection_to_hold_p99_s",
 					   "nodes_out_peak.rack", "nodes_out_peak.leaf"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		fprintf(fp, "%s,%.6g,%.6g\n", keys[i], jd(res->fleetplane, keys[i]),
@@ -424,9 +429,11 @@ int sim_plot(const struct sim_result *res, const char *png, char *err, size_t er
 	}
 	/* the output name goes through gnuplot's quoted string: no quote or backslash */
 	int safe = strpbrk(png, "'\"\\\n") == NULL;
-	fprintf(fp, "set terminal pngcairo size 1200,600\nset output '%s'\n", safe ? png : "/dev/null");
-	fprintf(fp, "set title 'fleetplane sim: %ld nodes, seed %llu'\nset xlabel 'hours'\n"
-		    "set ylabel 'GPU availability'\nset key bottom left\nset grid\n",
+	fprintf(fp, "set terminal pngcairo size 1200,600\nset output '%s'\n",
+		safe ? png : "/dev/null");
+	fprintf(fp,
+		"set title 'fleetplane sim: %ld nodes, seed %llu'\nset xlabel 'hours'\n"
+		"set ylabel 'GPU availability'\nset key bottom left\nset grid\n",
 		res->cfg.nodes, (unsigned long long)res->cfg.seed);
 	fprintf(fp, "plot '-' using 1:2 with steps title 'fleetplane', '-' using 1:2 with steps "
 		    "title 'naive'\n");
@@ -444,7 +451,8 @@ int sim_plot(const struct sim_result *res, const char *png, char *err, size_t er
 	if (!safe)
 		return fp_errf(FP_EINVAL, err, errlen, "--plot: the file name has a quote");
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
-		return fp_errf(FP_ENOTFOUND, err, errlen, "gnuplot not found (apt install gnuplot)");
+		return fp_errf(FP_ENOTFOUND, err, errlen,
+			       "gnuplot not found (apt install gnuplot)");
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		return fp_errf(FP_EIO, err, errlen, "gnuplot failed (status %d)", st);
 	return 0;

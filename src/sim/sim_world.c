@@ -52,7 +52,7 @@ struct sim_hw {
 	int tech_pending;
 	int64_t held_at;
 	int maint_active;
-	int late; /* PhaseDeadlineExceeded True at the last look */
+	int late;     /* PhaseDeadlineExceeded True at the last look */
 	uint64_t seq; /* event ids */
 };
 
@@ -163,7 +163,7 @@ long sim_world_steps(struct sim_world *w)
 int sim_world_release_expected(struct sim_world *w, int i, const char *owner)
 {
 	int *f = strcmp(owner, "health") == 0 ? &w->hw[i].release_health
-					       : &w->hw[i].release_operator;
+					      : &w->hw[i].release_operator;
 	int v = *f;
 	*f = 0;
 	return v;
@@ -547,8 +547,8 @@ void sim_world_node_seen(struct sim_world *w, int i, const struct sim_node_track
 	}
 	if (prev->phase == PHASE_VALIDATING && n->phase == PHASE_AVAILABLE &&
 	    n->nremediation_history == prev->hist + 1 && h->held_at) {
-		const struct node_remediation_record *r =
-			&n->remediation_history[n->nremediation_history - 1];
+		const struct node_remediation_record
+			*r = &n->remediation_history[n->nremediation_history - 1];
 		int rung = strcmp(r->result, "succeeded") == 0 ? (int)r->rung : -1;
 		if (rung >= 0) {
 			int slot = h->tech_pending == 2 ? RUNG__COUNT : rung;
@@ -576,7 +576,8 @@ void sim_world_node_seen(struct sim_world *w, int i, const struct sim_node_track
 	if (late && !h->late) {
 		w->m.deadline_exceeded++;
 		if (!w->faults_on)
-			sim_violation(&w->chk, "%s: phase %s past its deadline after faults stopped: %s",
+			sim_violation(&w->chk,
+				      "%s: phase %s past its deadline after faults stopped: %s",
 				      n->name, node_phase_name(n->phase),
 				      dl->message ? dl->message : "");
 	}
@@ -637,7 +638,9 @@ static void agent_event(struct sim_world *w, int i, int cause, uint64_t seq)
 	} else {
 		const struct sim_cause *c = &sim_causes[cause];
 		e = sim_signal_event(c, id, wall);
-		det = c->signal == SIG_IBSTAT ? "ibstat" : c->signal == SIG_SMI ? "nvidia-smi" : "kernel";
+		det = c->signal == SIG_IBSTAT ? "ibstat"
+		      : c->signal == SIG_SMI  ? "nvidia-smi"
+					      : "kernel";
 	}
 	agent_report(w, i, e, det);
 }
@@ -905,7 +908,7 @@ static void handle(struct sim_world *w, const struct wev *e)
 		gc_run_once(w->store, &gc, clock_wall_ms(w->clock), &gr);
 		w->steps++;
 		sim_checker_step(&w->chk);
-		wev_push(w, now + HOUR, WEV_GC, -1, 0, 0);
+		wev_push(w, now + DAY, WEV_GC, -1, 0, 0);
 		break;
 	}
 	default: break;
@@ -974,9 +977,9 @@ static void sim_metrics_finish(struct sim_world *w, struct sim_result *res)
 	json_t *fp = json_object();
 	json_object_set_new(fp, "gpu_availability",
 			    num6(availability(m->pts, m->npts, m->window_ms, cfg->nodes)));
-	json_object_set_new(fp, "ettr", num6(sim_ettr(m->pts, m->npts, m->window_ms, m->intr,
-						      m->nintr, 0, job, cfg->ckpt_s,
-						      cfg->restart_s)));
+	json_object_set_new(fp, "ettr",
+			    num6(sim_ettr(m->pts, m->npts, m->window_ms, m->intr, m->nintr, 0, job,
+					  cfg->ckpt_s, cfg->restart_s)));
 	json_object_set_new(fp, "spares_needed",
 			    json_integer(spares_needed(m->pts, m->npts, m, 0, cfg)));
 	json_object_set_new(fp, "holds", json_integer(m->holds));
@@ -1010,24 +1013,27 @@ static void sim_metrics_finish(struct sim_world *w, struct sim_result *res)
 	long nf = 0, pr = 0, pl = 0;
 	long drains = sim_naive(cfg, &w->sched, m->intr, m->nintr, &np, &nn, &nf, &pr, &pl);
 	json_t *nv = json_object();
-	json_object_set_new(nv, "policy", json_string("naive: drain on any XID or agent finding, "
-						      "manual repair after a fixed delay, no "
-						      "budgets"));
+	json_object_set_new(nv, "policy",
+			    json_string("naive: drain on any XID or agent finding, "
+					"manual repair after a fixed delay, no "
+					"budgets"));
 	json_object_set_new(nv, "gpu_availability",
 			    num6(availability(np, nn, m->window_ms, cfg->nodes)));
-	json_object_set_new(nv, "ettr", num6(sim_ettr(np, nn, m->window_ms, m->intr, m->nintr, 1,
-						      job, cfg->ckpt_s, cfg->restart_s)));
+	json_object_set_new(nv, "ettr",
+			    num6(sim_ettr(np, nn, m->window_ms, m->intr, m->nintr, 1, job,
+					  cfg->ckpt_s, cfg->restart_s)));
 	json_object_set_new(nv, "spares_needed", json_integer(spares_needed(np, nn, m, 1, cfg)));
 	json_object_set_new(nv, "holds", json_integer(drains));
 	json_object_set_new(nv, "false_holds", json_integer(nf));
-	json_object_set_new(nv, "mttr_s", json_pack("{s:o}", "manual",
-						     num6(cfg->naive_repair_hours * 3600)));
-	json_object_set_new(nv, "nodes_out_peak", json_pack("{s:i,s:i}", "rack", (int)pr, "leaf",
-							     (int)pl));
+	json_object_set_new(nv, "mttr_s",
+			    json_pack("{s:o}", "manual", num6(cfg->naive_repair_hours * 3600)));
+	json_object_set_new(nv, "nodes_out_peak",
+			    json_pack("{s:i,s:i}", "rack", (int)pr, "leaf", (int)pl));
 	res->baseline = nv;
 	for (size_t k = 0; k < w->nsamples; k++)
-		w->samples[k].naive =
-			sim_step_at(np, nn, (int64_t)(w->samples[k].t_h * (double)HOUR + 0.5));
+		w->samples[k].naive = sim_step_at(np, nn,
+						  (int64_t)(w->samples[k].t_h * (double)HOUR +
+							    0.5));
 	free(np);
 	json_t *fc = json_object();
 	for (size_t c = 0; c < sim_ncauses; c++)
@@ -1099,10 +1105,9 @@ int sim_run(const struct sim_config *cfg_in, const struct sim_plane_ops *ops,
 	w->m.window_ms = (int64_t)(cfg->days * (double)DAY);
 	sim_metrics_sched_point(&w->m, 0, w->m.cur_sched);
 	for (size_t k = 0; k < w->sched.n; k++)
-		wev_push(w, w->t0 + w->sched.f[k].at_ms, WEV_FAULT, w->sched.f[k].node, (long)k,
-			 0);
+		wev_push(w, w->t0 + w->sched.f[k].at_ms, WEV_FAULT, w->sched.f[k].node, (long)k, 0);
 	wev_push(w, w->t0, WEV_SAMPLE, -1, 0, 0);
-	wev_push(w, w->t0 + HOUR, WEV_GC, -1, 0, 0);
+	wev_push(w, w->t0 + DAY, WEV_GC, -1, 0, 0);
 	wev_push(w, w->t0 + 30 * MIN, WEV_ONCALL, -1, 0, 0);
 	int64_t end = w->t0 + w->m.window_ms;
 	int64_t tail_end = end + (int64_t)cfg->quiet_tail_days * DAY;
@@ -1117,8 +1122,8 @@ int sim_run(const struct sim_config *cfg_in, const struct sim_plane_ops *ops,
 			if (!w->plane) {
 				char e2[512];
 				if (plane_up(w, e2, sizeof(e2)) < 0)
-					sim_violation(&w->chk, "control plane did not come back: %s",
-						      e2);
+					sim_violation(&w->chk,
+						      "control plane did not come back: %s", e2);
 			}
 		}
 		if (!w->faults_on && converged(w))
@@ -1129,10 +1134,12 @@ int sim_run(const struct sim_config *cfg_in, const struct sim_plane_ops *ops,
 			size_t o = 0;
 			for (long i = 0; i < w->n; i++)
 				if (!w->avail_flag[i] && bad++ < 5)
-					o += (size_t)snprintf(
-						list + o, o < sizeof(list) ? sizeof(list) - o : 0,
-						"%s%s (%s)", o ? ", " : "", w->names[i],
-						node_phase_name(w->chk.tr[i].phase));
+					o += (size_t)snprintf(list + o,
+							      o < sizeof(list) ? sizeof(list) - o
+									       : 0,
+							      "%s%s (%s)", o ? ", " : "",
+							      w->names[i],
+							      node_phase_name(w->chk.tr[i].phase));
 			sim_violation(&w->chk,
 				      "no convergence %d days after faults stopped: %ld nodes not "
 				      "available without holds (%s), %zu operations running",
