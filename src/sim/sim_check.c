@@ -33,9 +33,9 @@ void sim_violation(struct sim_checker *c, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (c->violations++ == 0) {
-		double t = (double)sim_world_now(c->w) / 1000.0;
+		double t = (double)c->h.now(c->h.arg) / 1000.0;
 		snprintf(c->first, sizeof(c->first),
-			 "step %ld t=%.3fs: %s\ntrace (newest last):\n%s", sim_world_steps(c->w), t,
+			 "step %ld t=%.3fs: %s\ntrace (newest last):\n%s", c->h.steps(c->h.arg), t,
 			 msg, c->trace.data ? c->trace.data : "");
 	}
 }
@@ -69,7 +69,7 @@ static void load_budgets(struct sim_checker *c)
 	struct store_kv *kvs = NULL;
 	size_t nb = 0;
 	int more = 0;
-	if (store_list(sim_world_store(c->w), "/budgets/", NULL, 0, &kvs, &nb, NULL, &more) < 0)
+	if (store_list(c->h.store, "/budgets/", NULL, 0, &kvs, &nb, NULL, &more) < 0)
 		return;
 	c->budgets = xcalloc(nb ? nb : 1, sizeof(*c->budgets));
 	c->dom_members = xcalloc(nb ? nb : 1, sizeof(*c->dom_members));
@@ -89,11 +89,11 @@ static void load_budgets(struct sim_checker *c)
 	store_kv_array_free(kvs, nb);
 }
 
-void sim_checker_init(struct sim_checker *c, struct sim_world *w)
+void sim_checker_init(struct sim_checker *c, const struct sim_checker_hooks *h)
 {
 	memset(c, 0, sizeof(*c));
-	c->w = w;
-	long n = sim_world_nodes(w);
+	c->h = *h;
+	long n = h->nodes;
 	c->tr = xcalloc((size_t)n, sizeof(*c->tr));
 	for (long i = 0; i < n; i++) {
 		c->tr[i].phase = PHASE__COUNT;
@@ -107,7 +107,7 @@ void sim_checker_init(struct sim_checker *c, struct sim_world *w)
 
 void sim_checker_release(struct sim_checker *c)
 {
-	long n = sim_world_nodes(c->w);
+	long n = c->h.nodes;
 	for (long i = 0; i < n; i++)
 		free(c->tr[i].op);
 	free(c->tr);
@@ -166,10 +166,15 @@ static void budgets_update(struct sim_checker *c, const struct node *n, int was,
 	}
 }
 
-static int hist_succeeded(const struct node *n)
+/* A new newest remediationHistory record that says succeeded (the history keeps the newest
+ * NODE_MAX_REMEDIATION_HISTORY, so its length stops growing: the record's time tells). */
+int sim_hist_new_success(const struct node *n, int64_t prev_at)
 {
-	return n->nremediation_history &&
-	       strcmp(n->remediation_history[n->nremediation_history - 1].result, "succeeded") == 0;
+	if (!n->nremediation_history)
+		return 0;
+	const struct node_remediation_record
+		*r = &n->remediation_history[n->nremediation_history - 1];
+	return r->at > prev_at && strcmp(r->result, "succeeded") == 0;
 }
 
 static int has_operator_hold(const struct node *n)
@@ -182,7 +187,7 @@ static int has_operator_hold(const struct node *n)
 
 static void node_revision(struct sim_checker *c, const char *name, const char *value, int64_t rev)
 {
-	int i = sim_world_node_index(c->w, name);
+	int i = c->h.node_index(c->h.arg, name);
 	if (i < 0 || !value)
 		return;
 	json_t *doc = NULL;
@@ -219,9 +224,13 @@ static void node_revision(struct sim_checker *c, const char *name, const char *v
 			if (getenv("FP_SIM_TRACE"))
 				fprintf(stderr,
 					"t=%" PRId64 " rev %" PRId64 " %s %s -> %s holds=%zu\n",
-					sim_world_now(c->w) / 1000, rev, n->name,
+					c->h.now(c->h.arg) / 1000, rev, n->name,
 					node_phase_name(t->phase), node_phase_name(n->phase),
 					n->nholds);
+			if (getenv("FP_SIM_TRACE"))
+				for (size_t q = 0; q < n->nholds; q++)
+					fprintf(stderr, "    hold %s: %s\n", n->holds[q].owner,
+						n->holds[q].reason);
 			if (getenv("FP_SIM_TRACE") && n->phase == PHASE_FAILED) {
 				for (size_t q = 0; q < n->nconditions; q++)
 					fprintf(stderr, "    %s %s %s\n", n->conditions[q].type,
@@ -237,23 +246,36 @@ static void node_revision(struct sim_checker *c, const char *name, const char *v
 		if (t->health_held && !held) {
 			int validated = t->phase == PHASE_VALIDATING &&
 					n->phase == PHASE_AVAILABLE &&
-					n->nremediation_history == t->hist + 1 && hist_succeeded(n);
-			if (!validated && !sim_world_release_expected(c->w, i, "health"))
+					sim_hist_new_success(n, t->hist_at);
+			if (!validated && !c->h.release_expected(c->h.arg, i, "health"))
 				sim_violation(c, "%s lost its health hold going %s -> %s", n->name,
 					      node_phase_name(t->phase), node_phase_name(n->phase));
 		}
-		if (t->op_held && !oheld && !sim_world_release_expected(c->w, i, "operator"))
+		if (t->op_held && !oheld && !c->h.release_expected(c->h.arg, i, "operator"))
 			sim_violation(c, "%s lost its operator hold without the operator", n->name);
 		if (node_schedulable(n) && n->remediation.active)
 			sim_violation(c, "%s is schedulable while a remediation is active",
 				      n->name);
 	}
+	const char *watch = getenv("FP_SIM_NODE");
+	if (watch && strcmp(watch, n->name) == 0) {
+		fprintf(stderr, "rev %" PRId64 " %s %s holds=%zu op=%s\n", rev, n->name,
+			node_phase_name(n->phase), n->nholds, n->operation ? n->operation : "-");
+		for (size_t q = 0; q < n->nconditions; q++)
+			fprintf(stderr, "    %s=%s %s %s\n", n->conditions[q].type,
+				cond_status_name(n->conditions[q].status),
+				n->conditions[q].reason ? n->conditions[q].reason : "",
+				n->conditions[q].message ? n->conditions[q].message : "");
+	}
 	budgets_update(c, n, first ? 0 : t->counted, counted);
-	sim_world_node_seen(c->w, i, t, n);
+	c->h.node_seen(c->h.arg, i, t, n);
 	t->phase = n->phase;
 	t->health_held = held;
 	t->op_held = oheld;
 	t->hist = n->nremediation_history;
+	t->hist_at = n->nremediation_history
+			     ? n->remediation_history[n->nremediation_history - 1].at
+			     : 0;
 	t->counted = counted;
 	free(t->op);
 	t->op = n->operation ? xstrdup(n->operation) : NULL;
@@ -285,7 +307,6 @@ static void op_revision(struct sim_checker *c, const char *id, const char *value
 						      "%s",
 						      op->node, op->id, op->kind, it.e->key);
 			hmap_put(&c->ops, id, xstrdup(op->node));
-			sim_world_op_started(c->w, op);
 		}
 	} else if (op_state_terminal(op->state)) {
 		free(hmap_remove(&c->ops, id));
@@ -295,7 +316,7 @@ static void op_revision(struct sim_checker *c, const char *id, const char *value
 
 void sim_checker_step(struct sim_checker *c)
 {
-	struct store *s = sim_world_store(c->w);
+	struct store *s = c->h.store;
 	for (;;) {
 		if (store_revision(s) <= c->rev)
 			return;

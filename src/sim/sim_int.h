@@ -96,6 +96,7 @@ struct sim_node_track {
 	int schedulable;
 	int health_held, op_held; /* a `health` / `operator:*` hold at the last look */
 	size_t hist;
+	int64_t hist_at;  /* time of the newest remediationHistory record at the last look */
 	int counted;      /* budget_node_unavailable at the last look */
 	char *op;         /* status.operation at the last look */
 	int64_t since_ms; /* virtual ms of the last phase change */
@@ -106,8 +107,25 @@ struct sim_node_track {
 	int served;
 };
 
+/* What the checker asks of the world it checks (sim_world.c fills it): the checker calls the
+ * world only through these, the world calls the checker's functions. */
+struct sim_checker_hooks {
+	void *arg;
+	struct store *store;
+	long nodes;
+	int64_t (*now)(void *arg); /* virtual ms since the fault window began */
+	long (*steps)(void *arg);
+	int (*node_index)(void *arg, const char *name); /* -1 when not a simulated node */
+	/* every revision of node i (prev: what the checker saw before) */
+	void (*node_seen)(void *arg, int i, const struct sim_node_track *prev,
+			  const struct node *n);
+	/* 1 when the simulated people released node i's hold of this owner kind ("health",
+	 * "operator") in the write being looked at */
+	int (*release_expected)(void *arg, int i, const char *owner);
+};
+
 struct sim_checker {
-	struct sim_world *w;
+	struct sim_checker_hooks h;
 	int64_t rev;               /* change feed read up to here */
 	struct sim_node_track *tr; /* per node index */
 	struct hmap idx;           /* node name -> index + 1 (as uintptr_t) */
@@ -123,7 +141,7 @@ struct sim_checker {
 	struct buf trace; /* the last changes seen, a ring of lines */
 };
 
-void sim_checker_init(struct sim_checker *c, struct sim_world *w);
+void sim_checker_init(struct sim_checker *c, const struct sim_checker_hooks *h);
 void sim_checker_release(struct sim_checker *c);
 /* Reads every change since the last look and checks each node revision and operation. */
 void sim_checker_step(struct sim_checker *c);
@@ -133,22 +151,8 @@ void sim_violation(struct sim_checker *c, const char *fmt, ...)
 
 /* ---------------------------------------------------------------- the world */
 
-struct sim_world;
-int64_t sim_world_now(struct sim_world *w); /* virtual ms since the fault window began */
-int sim_world_node_index(struct sim_world *w, const char *name);
-const char *sim_world_node_name(struct sim_world *w, int i);
-struct store *sim_world_store(struct sim_world *w);
-long sim_world_nodes(struct sim_world *w);
-long sim_world_steps(struct sim_world *w);
-/* called by the checker on each revision it sees of node i (prev: what it saw before) */
-void sim_world_node_seen(struct sim_world *w, int i, const struct sim_node_track *prev,
-			 const struct node *n);
-/* called by the checker when an operation starts running */
-void sim_world_op_started(struct sim_world *w, const struct operation *op);
-/* 1 when the simulated people released node i's hold of this owner kind ("health",
- * "operator") since the last look; consumes the mark. */
-int sim_world_release_expected(struct sim_world *w, int i, const char *owner);
 size_t sim_checker_running_ops(struct sim_checker *c);
+int sim_hist_new_success(const struct node *n, int64_t prev_at);
 
 /* ---------------------------------------------------------------- metrics */
 

@@ -128,45 +128,59 @@ struct sim_world {
 
 /* ---------------------------------------------------------------- small accessors */
 
-int64_t sim_world_now(struct sim_world *w)
+static int64_t sim_world_now(struct sim_world *w)
 {
 	int64_t now = clock_now_ms(w->clock);
 	return w->t0 >= 0 ? now - w->t0 : now;
 }
 
-int sim_world_node_index(struct sim_world *w, const char *name)
+static int sim_world_node_index(struct sim_world *w, const char *name)
 {
 	uintptr_t v = (uintptr_t)hmap_get(&w->idx, name);
 	return v ? (int)(v - 1) : -1;
 }
 
-const char *sim_world_node_name(struct sim_world *w, int i)
-{
-	return w->names[i];
-}
-
-struct store *sim_world_store(struct sim_world *w)
-{
-	return w->store;
-}
-
-long sim_world_nodes(struct sim_world *w)
-{
-	return w->n;
-}
-
-long sim_world_steps(struct sim_world *w)
+static long sim_world_steps(struct sim_world *w)
 {
 	return w->steps;
 }
 
-int sim_world_release_expected(struct sim_world *w, int i, const char *owner)
+static int sim_world_release_expected(struct sim_world *w, int i, const char *owner)
 {
 	int *f = strcmp(owner, "health") == 0 ? &w->hw[i].release_health
 					      : &w->hw[i].release_operator;
 	int v = *f;
 	*f = 0;
 	return v;
+}
+
+static int64_t hook_now(void *arg)
+{
+	return sim_world_now(arg);
+}
+
+static long hook_steps(void *arg)
+{
+	return sim_world_steps(arg);
+}
+
+static int hook_node_index(void *arg, const char *name)
+{
+	return sim_world_node_index(arg, name);
+}
+
+static int hook_release_expected(void *arg, int i, const char *owner)
+{
+	return sim_world_release_expected(arg, i, owner);
+}
+
+static void sim_world_node_seen(struct sim_world *w, int i, const struct sim_node_track *prev,
+				const struct node *n);
+
+static void hook_node_seen(void *arg, int i, const struct sim_node_track *prev,
+			   const struct node *n)
+{
+	sim_world_node_seen(arg, i, prev, n);
 }
 
 /* ---------------------------------------------------------------- world events */
@@ -519,8 +533,8 @@ static void push_det(struct sim_metrics *m, double v)
 	m->det_to_hold_ms[m->ndet++] = v;
 }
 
-void sim_world_node_seen(struct sim_world *w, int i, const struct sim_node_track *prev,
-			 const struct node *n)
+static void sim_world_node_seen(struct sim_world *w, int i, const struct sim_node_track *prev,
+				const struct node *n)
 {
 	struct sim_hw *h = &w->hw[i];
 	int first = prev->phase == PHASE__COUNT;
@@ -546,7 +560,7 @@ void sim_world_node_seen(struct sim_world *w, int i, const struct sim_node_track
 			push_det(&w->m, (double)(h->held_at - h->signal_at));
 	}
 	if (prev->phase == PHASE_VALIDATING && n->phase == PHASE_AVAILABLE &&
-	    n->nremediation_history == prev->hist + 1 && h->held_at) {
+	    sim_hist_new_success(n, prev->hist_at) && h->held_at) {
 		const struct node_remediation_record
 			*r = &n->remediation_history[n->nremediation_history - 1];
 		int rung = strcmp(r->result, "succeeded") == 0 ? (int)r->rung : -1;
@@ -565,8 +579,10 @@ void sim_world_node_seen(struct sim_world *w, int i, const struct sim_node_track
 		wev_push(w, clock_now_ms(w->clock) + (int64_t)(w->cfg.tech_hours * (double)HOUR),
 			 WEV_TECH, i, 0, 0);
 	}
-	if (n->phase == PHASE_MAINTENANCE && held && !n->remediation.active && !h->tech_pending) {
-		/* a health hold without a ladder (cooling): a human looks */
+	if (n->phase == PHASE_MAINTENANCE && held && h->tech_pending != 1) {
+		/* a health hold on a node in maintenance: a rule without a ladder (cooling), or a
+		 * fault that came while the node was in maintenance - its remediation never starts
+		 * there (maintenance -> repairing is not in the phase table): a human looks */
 		h->tech_pending = 1;
 		wev_push(w, clock_now_ms(w->clock) + (int64_t)(w->cfg.tech_hours * (double)HOUR),
 			 WEV_TECH, i, 0, 0);
@@ -582,12 +598,6 @@ void sim_world_node_seen(struct sim_world *w, int i, const struct sim_node_track
 				      dl->message ? dl->message : "");
 	}
 	h->late = late;
-}
-
-void sim_world_op_started(struct sim_world *w, const struct operation *op)
-{
-	(void)w;
-	(void)op;
 }
 
 /* ---------------------------------------------------------------- agents report */
@@ -680,6 +690,9 @@ static int update(struct sim_world *w, int i, objects_mutate_fn fn, void *arg, c
 				   .now_ms = clock_wall_ms(w->clock),
 				   .rnd = fp_rng_u64(&w->rng)};
 	int rc = objects_update_node(w->store, w->names[i], fn, arg, &u, NULL, err, sizeof(err));
+	if (getenv("FP_SIM_TRACE"))
+		fprintf(stderr, "update node=%s reason=%s rc=%d rev=%lld %s\n", w->names[i], reason,
+			rc, (long long)u.revision, err);
 	w->steps++;
 	sim_checker_step(&w->chk);
 	return rc;
@@ -704,9 +717,11 @@ static int tech_mutate(struct node *n, struct objects_txn *tx, void *arg)
 		n->remediation.since = now;
 		return 1;
 	}
-	if (n->phase == PHASE_MAINTENANCE && node_hold_find(n, "health") &&
-	    !n->remediation.active) {
-		node_hold_release(n, "health"); /* an admin's audited release (DESIGN.md API) */
+	if (n->phase == PHASE_MAINTENANCE && node_hold_find(n, "health")) {
+		/* an admin's audited release (DESIGN.md API) after the repair; a remediation the
+		 * hold recorded is void with it */
+		node_hold_release(n, "health");
+		node_remediation_release(&n->remediation);
 		return 1;
 	}
 	return 0; /* nothing to do */
@@ -1083,7 +1098,15 @@ int sim_run(const struct sim_config *cfg_in, const struct sim_plane_ops *ops,
 	if (rc < 0)
 		goto out;
 	sim_schedule_build(cfg, &w->sched);
-	sim_checker_init(&w->chk, w);
+	struct sim_checker_hooks hooks = {.arg = w,
+					  .store = w->store,
+					  .nodes = w->n,
+					  .now = hook_now,
+					  .steps = hook_steps,
+					  .node_index = hook_node_index,
+					  .node_seen = hook_node_seen,
+					  .release_expected = hook_release_expected};
+	sim_checker_init(&w->chk, &hooks);
 	rc = plane_up(w, err, errlen);
 	if (rc < 0)
 		goto out;
