@@ -100,6 +100,7 @@ void sim_checker_init(struct sim_checker *c, const struct sim_checker_hooks *h)
 		c->tr[i].rung = -1;
 	}
 	hmap_init(&c->ops);
+	hmap_init(&c->seen_ops);
 	buf_init(&c->trace, 0);
 	load_budgets(c);
 	c->rev = 0;
@@ -114,6 +115,7 @@ void sim_checker_release(struct sim_checker *c)
 	for (struct hmap_iter it = hmap_iter_start(&c->ops); hmap_iter_next(&it);)
 		free(it.e->value);
 	hmap_release(&c->ops);
+	hmap_release(&c->seen_ops);
 	for (size_t b = 0; b < c->nbudgets; b++) {
 		budget_release(&c->budgets[b]);
 		hmap_release(&c->dom_members[b]);
@@ -297,6 +299,27 @@ static void op_revision(struct sim_checker *c, const char *id, const char *value
 		return;
 	}
 	json_decref(doc);
+	if (!hmap_get(&c->seen_ops, id)) {
+		hmap_put(&c->seen_ops, id, (void *)1);
+		int i = c->h.node_index(c->h.arg, op->node);
+		const char *k = op->kind;
+		const char *act = jsonx_str(op->params, "action");
+		if (i >= 0) {
+			struct sim_node_track *t = &c->tr[i];
+			int power = strcmp(k, "power") == 0;
+			if (strcmp(k, "provision") == 0 || strcmp(k, "repair") == 0 ||
+			    strcmp(k, "reboot") == 0 || strcmp(k, "reimage") == 0 ||
+			    (power && act && strcmp(act, "off") && strcmp(act, "soft") &&
+			     strcmp(act, "status")))
+				t->may_power_on++;
+			if (strcmp(k, "repair") == 0 || strcmp(k, "reboot") == 0 ||
+			    strcmp(k, "retire") == 0 ||
+			    (power && act && (!strcmp(act, "off") || !strcmp(act, "soft"))))
+				t->may_power_off++;
+			if (strcmp(k, "gpu_reset") == 0)
+				t->may_gpu_reset++;
+		}
+	}
 	if (op->state == OP_RUNNING) {
 		if (!hmap_get(&c->ops, id)) {
 			/* a second running operation of the same node */
@@ -352,4 +375,21 @@ size_t sim_checker_running_ops(struct sim_checker *c)
 	for (struct hmap_iter it = hmap_iter_start(&c->ops); hmap_iter_next(&it);)
 		k++;
 	return k;
+}
+
+void sim_checker_side_effects(struct sim_checker *c, int i, const char *name, long power_on,
+			      long power_cycle, long power_off, long gpu_reset)
+{
+	const struct sim_node_track *t = &c->tr[i];
+	if (power_on + power_cycle > t->may_power_on)
+		sim_violation(c,
+			      "%s: the machine was powered on %ld times (%ld on, %ld cycles), its "
+			      "operations may power it on %ld times: a side effect ran twice",
+			      name, power_on + power_cycle, power_on, power_cycle, t->may_power_on);
+	if (power_off > t->may_power_off)
+		sim_violation(c, "%s: powered off %ld times, its operations may %ld times", name,
+			      power_off, t->may_power_off);
+	if (gpu_reset > t->may_gpu_reset)
+		sim_violation(c, "%s: %ld GPU resets, %ld gpu_reset operations", name, gpu_reset,
+			      t->may_gpu_reset);
 }

@@ -105,6 +105,9 @@ struct sim_node_track {
 	int64_t rung_start; /* remediation entered repairing at (virtual ms) */
 	int rung;           /* the rung in progress (RUNG_*), -1 none */
 	int served;
+	/* operations of the node that may cause each hardware side effect (counted when first
+	 * seen): each does it at most once, even across crashes */
+	long may_power_on, may_power_off, may_gpu_reset;
 };
 
 /* What the checker asks of the world it checks (sim_world.c fills it): the checker calls the
@@ -130,6 +133,7 @@ struct sim_checker {
 	struct sim_node_track *tr; /* per node index */
 	struct hmap idx;           /* node name -> index + 1 (as uintptr_t) */
 	struct hmap ops;           /* running op id -> node name (xstrdup) */
+	struct hmap seen_ops;      /* every op id seen (value unused) */
 	struct budget *budgets;
 	size_t nbudgets;
 	/* per budget, per domain value: members and out, by interned value */
@@ -152,6 +156,10 @@ void sim_violation(struct sim_checker *c, const char *fmt, ...)
 /* ---------------------------------------------------------------- the world */
 
 size_t sim_checker_running_ops(struct sim_checker *c);
+/* Side effects at the hardware against the operations that may cause them: node i's machine
+ * counters (bmc_sim_state "counters") must not exceed what its operations can do (one each). */
+void sim_checker_side_effects(struct sim_checker *c, int i, const char *name, long power_on,
+			      long power_cycle, long power_off, long gpu_reset);
 int sim_hist_new_success(const struct node *n, int64_t prev_at);
 
 /* ---------------------------------------------------------------- metrics */

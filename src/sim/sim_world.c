@@ -957,7 +957,16 @@ static int converged(struct sim_world *w)
 /* side effects at the hardware against the operations that asked for them */
 static void check_side_effects(struct sim_world *w)
 {
-	(void)w;
+	for (long i = 0; i < w->n; i++) {
+		json_t *st = bmc_sim_state(w->machines, w->names[i]);
+		json_t *k = json_object_get(st, "counters");
+		sim_checker_side_effects(&w->chk, (int)i, w->names[i],
+					 (long)json_integer_value(json_object_get(k, "powerOn")),
+					 (long)json_integer_value(json_object_get(k, "powerCycle")),
+					 (long)json_integer_value(json_object_get(k, "powerOff")),
+					 (long)json_integer_value(json_object_get(k, "gpuReset")));
+		json_decref(st);
+	}
 }
 
 static double availability(const struct sim_step *pts, size_t n, int64_t window, long nodes)
