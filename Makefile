@@ -126,6 +126,16 @@ san:
 	$(MAKE) SAN=1 peers
 	$(MAKE) SAN=1 integration
 
+# fleetplane sim as a test tier of its own (docs/simulation.md): SEEDS seeds from FIRST on a small
+# world with every fault profile, stopping at the first that violates an invariant, then the
+# injected-bug check. `make simtest SEEDS=10000` runs long; CI's share is tests/integration/test_sim.sh.
+SEEDS ?= 1000
+FIRST ?= 1
+.PHONY: simtest
+simtest: $(BIN)
+	@tests/sim/simtest.sh ./$(BIN) $(SEEDS) $(FIRST)
+	@tests/sim/test_sim_bug.sh ./$(BIN)
+
 FUZZ_SECONDS ?= 15
 fuzz:
 	tests/fuzz/run.sh $(FUZZ_SECONDS)

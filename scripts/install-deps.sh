@@ -13,6 +13,8 @@ test_pkgs=(libcmocka-dev clang clang-format libclang-rt-14-dev prometheus curl p
 	mtools dosfstools e2fsprogs cpio fdisk pciutils dmidecode kmod gzip binutils util-linux
 	etcd-server etcd-client)
 test_pkgs+=(python3-kubernetes) # kube (issue 13): kubectl comes with the image (google-cloud-cli)
+# fleetplane sim --plot (issue 12)
+test_pkgs+=(gnuplot-nox)
 
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")

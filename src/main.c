@@ -23,7 +23,7 @@ static const struct cmd_struct commands[] = {
 	{"slurm", cmd_slurm, "adopt a running Slurm cluster's nodes; render its node config"},
 	{"usage", cmd_usage, "GPU-hours per Slurm account, user or partition (serve --slurm)"},
 	{"image", cmd_image, "add, list, remove network-boot images (kernel, initrd, disk)"},
-	{"sim", cmd_sim, "inspect simulated hardware in a data dir"},
+	{"sim", cmd_sim, "deterministic fleet simulation under faults; sim state: saved machines"},
 	{"store", cmd_store, "migrate a stopped serve's store (sqlite: to etcd://), verified"},
 	{"agent", cmd_agent, "run the node agent: kernel log and GPU tool health reports"},
 	{"kubeconfig", cmd_kubeconfig, "print a kubeconfig for kubectl (server, CA, token)"},

@@ -1386,7 +1386,7 @@ static int pick_machine(void *arg, const struct store_kv *kv)
 	return 0;
 }
 
-int cmd_sim(int argc, char **argv)
+int cmd_sim_state(int argc, char **argv)
 {
 	const char *dir = NULL;
 	static const struct option opts[] = {{"data-dir", required_argument, NULL, 'd'},
