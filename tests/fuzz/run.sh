@@ -23,7 +23,7 @@ CC=${CC:-clang}
 out=build-fuzz
 mkdir -p "$out/obj" "$out/artifacts" "$out/logs"
 
-pkgs=$(sed -n 's/^PKGS[[:space:]]*:\{0,1\}=[[:space:]]*//p' Makefile 2>/dev/null)
+pkgs=$(sed -n 's/^PKGS[[:space:]]*[:+]\{0,1\}=[[:space:]]*//p' Makefile 2>/dev/null | tr '\n' ' ')
 [ -n "$pkgs" ] || pkgs=jansson
 # only the packages that are installed; a missing one fails the build only if it is needed
 have=""

@@ -9,7 +9,8 @@ out=${1:?usage: build-bug.sh OUT}
 BUILD=${BUILD:-build}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-PKGS="libmicrohttpd jansson sqlite3 libcurl libsodium libfreeipmi libxml-2.0"
+# the libraries the Makefile links (its PKGS := and PKGS += lines)
+PKGS=$(sed -n 's/^PKGS[[:space:]]*[:+]=[[:space:]]*//p' Makefile | tr '\n' ' ')
 # shellcheck disable=SC2046
 cc -std=c11 -D_GNU_SOURCE -O2 -pthread -Isrc $(pkg-config --cflags $PKGS) \
 	-DFP_INJECT_BUG_SKIP_BUDGET -c src/controller/budget.c -o "$tmp/budget_bug.o"
