@@ -371,6 +371,11 @@ static int etcd_post_until(struct store_etcd *e, const char *path, json_t *body,
 				break;
 			if (left < tmo)
 				tmo = (long)left;
+			/* a member that hangs (a follower whose leader just died) must not spend
+			 * the whole deadline: each endpoint still to try gets its share, >= 250 ms */
+			int64_t share = left / (int64_t)(e->nendpoints - t);
+			if (retry_sent && t + 1 < e->nendpoints && share < tmo)
+				tmo = (long)(share > 250 ? share : 250);
 		}
 		CURL *c = pool_get(e);
 		struct resp_buf b = {0};
