@@ -346,7 +346,10 @@ static int etcd_msg_uncertain(const char *body)
  * have been applied: no connection, nothing of the request sent (curl's request size is 0), or
  * "no leader". When it may have been applied (sent and no answer, a timeout, "leader changed",
  * "request timed out") *uncertain (may be NULL) is set to 1 and FP_EIO returned: the caller
- * resolves the outcome (etcd_txn). */
+ * resolves the outcome (etcd_txn). deadline_ms (monotonic, 0 none): a retryable call tries the
+ * members in turn until then, each endpoint still to try in a round getting its share of the time
+ * left (>= 250 ms), so one member that hangs (a follower whose leader just died) cannot spend it
+ * all. */
 static int etcd_post_until(struct store_etcd *e, const char *path, json_t *body, int retry_sent,
 			   int64_t deadline_ms, json_t **resp, int *uncertain, char *err,
 			   size_t errlen)
@@ -358,8 +361,15 @@ static int etcd_post_until(struct store_etcd *e, const char *path, json_t *body,
 	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
 	int rc = FP_EIO;
 	unsigned start = atomic_load(&e->cur);
-	int no_leader_rounds = 0;
-	for (size_t t = 0; t < e->nendpoints; t++) {
+	int no_leader_rounds = 0, tries = 0;
+	for (size_t t = 0; t < e->nendpoints || (retry_sent && deadline_ms > 0 && rc == FP_EIO &&
+						 store_etcd_mono_ms() < deadline_ms);
+	     t++) {
+		if (t >= e->nendpoints) { /* a call with a deadline tries every member until then */
+			struct timespec ts = {0, 50 * 1000000L};
+			nanosleep(&ts, NULL);
+			t = 0;
+		}
 		unsigned idx = (unsigned)((start + t) % e->nendpoints);
 		char url[512];
 		snprintf(url, sizeof(url), "%s://%s%s", endpoint_scheme(e), e->endpoints[idx],
@@ -367,8 +377,11 @@ static int etcd_post_until(struct store_etcd *e, const char *path, json_t *body,
 		long tmo = e->timeout_ms;
 		if (deadline_ms > 0) {
 			int64_t left = deadline_ms - store_etcd_mono_ms();
-			if (left <= 0)
+			if (left <= 0) {
+				if (!tries)
+					fp_errf(FP_EIO, err, errlen, "etcd: the deadline passed");
 				break;
+			}
 			if (left < tmo)
 				tmo = (long)left;
 			/* a member that hangs (a follower whose leader just died) must not spend
@@ -379,6 +392,7 @@ static int etcd_post_until(struct store_etcd *e, const char *path, json_t *body,
 		}
 		CURL *c = pool_get(e);
 		struct resp_buf b = {0};
+		tries++;
 		setup_handle(e, c, url, text, hdrs, tmo);
 		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, resp_write);
 		curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
