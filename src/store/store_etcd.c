@@ -19,6 +19,25 @@
  * with FP_ETOOBIG before sending it; callers split (api_nodes.c bulk enroll: batches, each
  * whole or absent, the reply says how many were enrolled). Never half-applied.
  *
+ * Unknown outcomes. A write must survive the loss of one member, and is never applied twice nor
+ * reported failed once applied. It goes to another member at once only where nothing can have
+ * been applied: no connection, none of the request sent, or "no leader" (nothing proposed).
+ * Where it may have been applied (the request sent and the connection reset or timed out, or
+ * etcd's "leader changed", "request timed out", "server stopped"), etcd_txn resolves it before
+ * trying again or answering: it reads the fence key and every op's key in one read-only Txn
+ * (linearizable, from whichever member answers; after a leader change the new leader has
+ * committed or dropped every older entry before it serves a read). Applied: every PUT's key has
+ * the op's value at one mod_revision newer than its compare (a CAS's m; otherwise a revision
+ * seen before the first send) and every DELETE's key is absent: the write answers success at
+ * that revision. Not applied, and every expectation still holds: it is sent again with each
+ * op's compare replaced by the state just read (mod_revision == read, or absent), so a first try
+ * that lands late makes the retry fail (and be resolved again) instead of applying twice. Not
+ * applied and an expectation fails: the store's answer for it (FP_EEXIST, FP_ECONFLICT, ...).
+ * So that an unconditional put's late first try cannot land after its retry either, a STORE_ANY
+ * put carries the compare mod_revision <= r0 (not written since the write began, r0 as above);
+ * a refusal of that compare alone is resolved the same way.
+ * If no member answers the read, FP_EIO (the one case where the outcome stays unknown).
+ *
  * Change feed. One watch stream on the data range, on a thread of its own, fills an in-memory
  * log of events from the revision the store was opened at; store_changes reads that log and
  * store_wait waits on it. A write returns once etcd acknowledged it (store_revision is then at
@@ -313,18 +332,44 @@ static int grpc_error(const char *body, char *err, size_t errlen)
 	return rc;
 }
 
+/* Whether an etcd error answer leaves a write's outcome unknown: the member proposed it (or
+ * passed it on) and lost track of it (leader changed, timed out, stopped). */
+static int etcd_msg_uncertain(const char *body)
+{
+	return body && (strstr(body, "leader changed") || strstr(body, "timed out") ||
+			strstr(body, "server stopped") || strstr(body, "unhealthy") ||
+			strstr(body, "took too long"));
+}
+
 /* One POST. retry_sent: retry another endpoint also when the request may have been sent (reads
- * and idempotent calls); writes are retried only when no connection was made. */
+ * and idempotent calls). A write (retry_sent 0) goes to another endpoint only when nothing can
+ * have been applied: no connection, nothing of the request sent (curl's request size is 0), or
+ * "no leader". When it may have been applied (sent and no answer, a timeout, "leader changed",
+ * "request timed out") *uncertain (may be NULL) is set to 1 and FP_EIO returned: the caller
+ * resolves the outcome (etcd_txn). deadline_ms (monotonic, 0 none): a retryable call tries the
+ * members in turn until then, each endpoint still to try in a round getting its share of the time
+ * left (>= 250 ms), so one member that hangs (a follower whose leader just died) cannot spend it
+ * all. */
 static int etcd_post_until(struct store_etcd *e, const char *path, json_t *body, int retry_sent,
-			   int64_t deadline_ms, json_t **resp, char *err, size_t errlen)
+			   int64_t deadline_ms, json_t **resp, int *uncertain, char *err,
+			   size_t errlen)
 {
 	*resp = NULL;
+	if (uncertain)
+		*uncertain = 0;
 	char *text = json_dumps(body, JSON_COMPACT);
 	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
 	int rc = FP_EIO;
 	unsigned start = atomic_load(&e->cur);
-	int no_leader_rounds = 0;
-	for (size_t t = 0; t < e->nendpoints; t++) {
+	int no_leader_rounds = 0, tries = 0;
+	for (size_t t = 0; t < e->nendpoints || (retry_sent && deadline_ms > 0 && rc == FP_EIO &&
+						 store_etcd_mono_ms() < deadline_ms);
+	     t++) {
+		if (t >= e->nendpoints) { /* a call with a deadline tries every member until then */
+			struct timespec ts = {0, 50 * 1000000L};
+			nanosleep(&ts, NULL);
+			t = 0;
+		}
 		unsigned idx = (unsigned)((start + t) % e->nendpoints);
 		char url[512];
 		snprintf(url, sizeof(url), "%s://%s%s", endpoint_scheme(e), e->endpoints[idx],
@@ -332,27 +377,46 @@ static int etcd_post_until(struct store_etcd *e, const char *path, json_t *body,
 		long tmo = e->timeout_ms;
 		if (deadline_ms > 0) {
 			int64_t left = deadline_ms - store_etcd_mono_ms();
-			if (left <= 0)
+			if (left <= 0) {
+				if (!tries)
+					fp_errf(FP_EIO, err, errlen, "etcd: the deadline passed");
 				break;
+			}
 			if (left < tmo)
 				tmo = (long)left;
+			/* a member that hangs (a follower whose leader just died) must not spend
+			 * the whole deadline: each endpoint still to try gets its share, >= 250 ms */
+			int64_t share = left / (int64_t)(e->nendpoints - t);
+			if (retry_sent && t + 1 < e->nendpoints && share < tmo)
+				tmo = (long)(share > 250 ? share : 250);
 		}
 		CURL *c = pool_get(e);
 		struct resp_buf b = {0};
+		tries++;
 		setup_handle(e, c, url, text, hdrs, tmo);
 		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, resp_write);
 		curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 		CURLcode cc = curl_easy_perform(c);
-		long http = 0;
+		long http = 0, sent = 0;
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &http);
+		curl_easy_getinfo(c, CURLINFO_REQUEST_SIZE, &sent);
 		if (cc != CURLE_OK) {
-			fp_errf(FP_EIO, err, errlen, "etcd %s: %s", e->endpoints[idx],
-				curl_easy_strerror(cc));
+			fp_errf(FP_EIO, err, errlen,
+				"etcd %s: %s (curl %d, %ld request bytes sent)", e->endpoints[idx],
+				curl_easy_strerror(cc), (int)cc, sent);
 			curl_easy_cleanup(c);
 			free(b.p);
 			rc = FP_EIO;
-			if (cc == CURLE_COULDNT_CONNECT || retry_sent)
+			if (retry_sent || cc == CURLE_COULDNT_CONNECT ||
+			    cc == CURLE_COULDNT_RESOLVE_HOST || (sent == 0 && http == 0)) {
+				if (!retry_sent)
+					log_info(
+						"store: etcd write not sent, trying another member: %s",
+						err);
 				continue;
+			}
+			if (uncertain)
+				*uncertain = 1;
 			break;
 		}
 		pool_put(e, c);
@@ -367,6 +431,7 @@ static int etcd_post_until(struct store_etcd *e, const char *path, json_t *body,
 		}
 		rc = grpc_error(b.p, err, errlen);
 		int no_leader = b.p && strstr(b.p, "no leader") != NULL;
+		int unsure = !retry_sent && !no_leader && etcd_msg_uncertain(b.p);
 		free(b.p);
 		/* no leader / unavailable on this member: another may have one. "no leader" means
 		 * nothing was proposed, so even a write may go again (an election takes about one
@@ -377,6 +442,13 @@ static int etcd_post_until(struct store_etcd *e, const char *path, json_t *body,
 			if (t + 1 == e->nendpoints && ++no_leader_rounds < 20)
 				t = (size_t)-1; /* another round over every endpoint */
 			continue;
+		}
+		if (rc == FP_EIO && unsure) {
+			/* the next try starts elsewhere: this member may be the one going away */
+			atomic_store(&e->cur, (unsigned)((idx + 1) % e->nendpoints));
+			if (uncertain)
+				*uncertain = 1;
+			break;
 		}
 		if (rc == FP_EIO && retry_sent && http >= 500)
 			continue;
@@ -390,13 +462,13 @@ static int etcd_post_until(struct store_etcd *e, const char *path, json_t *body,
 static int etcd_post(struct store_etcd *e, const char *path, json_t *body, int retry_sent,
 		     json_t **resp, char *err, size_t errlen)
 {
-	return etcd_post_until(e, path, body, retry_sent, 0, resp, err, errlen);
+	return etcd_post_until(e, path, body, retry_sent, 0, resp, NULL, err, errlen);
 }
 
 int store_etcd_call(struct store_etcd *e, const char *path, json_t *body, int64_t deadline_ms,
 		    json_t **resp, char *err, size_t errlen)
 {
-	return etcd_post_until(e, path, body, 1, deadline_ms, resp, err, errlen);
+	return etcd_post_until(e, path, body, 1, deadline_ms, resp, NULL, err, errlen);
 }
 
 const char *store_etcd_namespace(struct store_etcd *e)
@@ -1000,7 +1072,8 @@ static json_t *cmp_new(json_t *key, const char *target, const char *result, cons
 			 (json_int_t)v);
 }
 
-/* Why the txn failed, from its failure branch (the fence key's and each op's key's state). */
+/* Why the txn failed, from its failure branch (the fence key's and each op's key's state): the
+ * store error with *failed_index, -1 the fence is lost, or 2 every expectation holds. */
 static int txn_failure(struct store_etcd *e, const struct store_op *ops, size_t n, int fenced,
 		       int64_t fence_rev, json_t *resp, size_t *failed_index)
 {
@@ -1042,7 +1115,104 @@ static int txn_failure(struct store_etcd *e, const struct store_op *ops, size_t 
 		}
 	}
 	*failed_index = 0;
-	return FP_ECONFLICT; /* changed again between the decision and the read: impossible */
+	return 2; /* every op's expectation holds (not a store error code) */
+}
+
+/* Resolves a write whose outcome is unknown (etcd_post_until's *uncertain, or a refusal of a
+ * pinned retry): reads the fence key and every op's key in one read-only Txn (linearizable, from
+ * whichever member answers) and decides. Applied: every PUT's key holds its value at one
+ * mod_revision W newer than the op's compare (CAS: its m; otherwise r0, an etcd revision
+ * observed before the first send) and every DELETE's key is absent; *rev = W - 1 (a deletes-only
+ * txn: the read's revision). Returns 1 applied; 0 not applied and every expectation holds:
+ * pins[i] = the etcd mod_revision of op i's key (0 absent) to compare on in the retry, so that
+ * a late landing of the first try makes the retry fail instead of applying twice; the store error
+ * (FP_EEXIST, FP_ENOTFOUND, FP_ECONFLICT, with *failed_index) when an expectation fails; -1 the
+ * fence is lost; FP_EIO when no member answered the read. */
+static int txn_resolve(struct store_etcd *e, const struct store_op *ops, size_t n, int fenced,
+		       const char *fkey, int64_t frev, int64_t r0, int64_t *pins, int64_t *rev,
+		       size_t *failed_index)
+{
+	json_t *succ = json_array();
+	if (fenced)
+		json_array_append_new(succ,
+				      json_pack("{s:{s:o,s:b}}", "request_range", "key",
+						b64_json(fkey, strlen(fkey)), "keys_only", 1));
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(succ, json_pack("{s:{s:o}}", "request_range", "key",
+						      ekey(e, ops[i].key, 0)));
+	json_t *body = json_pack("{s:o}", "success", succ);
+	json_t *resp = NULL;
+	char err[256];
+	int rc = etcd_post(e, "/v3/kv/txn", body, 1, &resp, err, sizeof(err));
+	json_decref(body);
+	if (rc < 0) {
+		log_warn("store: etcd write outcome unknown and unresolved (read: %s)", err);
+		return FP_EIO;
+	}
+	json_t *rs = json_object_get(resp, "responses");
+	size_t off = fenced ? 1 : 0;
+	int applied = 1, holds = 1;
+	int64_t w = 0;
+	*failed_index = 0;
+	int hrc = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *kv = json_array_get(json_object_get(json_object_get(json_array_get(rs,
+											   off + i),
+									    "response_range"),
+							    "kvs"),
+					    0);
+		const struct store_op *op = &ops[i];
+		int64_t mod = kv ? store_etcd_int(kv, "mod_revision") : 0;
+		pins[i] = mod;
+		if (op->type == STORE_OP_PUT) {
+			const char *v64 = kv ? json_string_value(json_object_get(kv, "value"))
+					     : NULL;
+			size_t vl = 0;
+			char *v = kv ? (v64 ? store_etcd_unb64(v64, &vl) : xstrdup("")) : NULL;
+			if (v && !v64)
+				vl = 0;
+			int64_t after = op->expect > 0 ? op->expect + 1 : r0;
+			int same = v && vl == strlen(op->value) && memcmp(v, op->value, vl) == 0;
+			free(v);
+			if (!same || mod <= after || (w && mod != w))
+				applied = 0;
+			else
+				w = mod;
+			if (!hrc && op->expect == STORE_ABSENT && kv)
+				hrc = FP_EEXIST;
+			else if (!hrc && op->expect > 0 && (!kv || mod != op->expect + 1))
+				hrc = FP_ECONFLICT;
+		} else {
+			if (kv)
+				applied = 0;
+			if (!hrc && !kv)
+				hrc = FP_ENOTFOUND;
+			else if (!hrc && op->expect > 0 && mod != op->expect + 1)
+				hrc = FP_ECONFLICT;
+		}
+		if (hrc && holds) {
+			holds = 0;
+			*failed_index = i;
+		}
+	}
+	if (applied) {
+		*rev = w ? w - 1 : header_rev(resp);
+		json_decref(resp);
+		return 1;
+	}
+	if (fenced) {
+		json_t *kv = json_array_get(json_object_get(json_object_get(json_array_get(rs, 0),
+									    "response_range"),
+							    "kvs"),
+					    0);
+		if (!kv || store_etcd_int(kv, "create_revision") != frev) {
+			json_decref(resp);
+			*failed_index = 0;
+			return -1;
+		}
+	}
+	json_decref(resp);
+	return holds ? 0 : hrc;
 }
 
 static int etcd_txn(struct store_impl *b, const struct store_op *ops, size_t n, int64_t *rev,
@@ -1055,6 +1225,10 @@ static int etcd_txn(struct store_impl *b, const struct store_op *ops, size_t n, 
 	if (mode < 0)
 		return FP_EAGAIN; /* not the leader (a standby, or a lease past its deadline) */
 	int fenced = mode == 1;
+	/* r0: an etcd revision every write of ours sent from here on is newer than */
+	pthread_mutex_lock(&e->mu);
+	int64_t r0 = (e->rev > e->acked ? e->rev : e->acked) + 1;
+	pthread_mutex_unlock(&e->mu);
 	json_t *cmp = json_array(), *succ = json_array(), *fail = json_array();
 	size_t bytes = 64;
 	if (fenced) {
@@ -1078,6 +1252,10 @@ static int etcd_txn(struct store_impl *b, const struct store_op *ops, size_t n, 
 				json_array_append_new(cmp,
 						      cmp_new(ekey(e, op->key, 0), "MOD", "EQUAL",
 							      "mod_revision", op->expect + 1));
+			else /* STORE_ANY: not written since r0, so a late first try never lands
+			      * after a retry (a refusal of this compare alone is resolved) */
+				json_array_append_new(cmp, cmp_new(ekey(e, op->key, 0), "MOD",
+								   "LESS", "mod_revision", r0 + 1));
 			json_array_append_new(succ, json_pack("{s:{s:o,s:o}}", "request_put", "key",
 							      ekey(e, op->key, 0), "value",
 							      b64_json(op->value, vl)));
@@ -1106,30 +1284,81 @@ static int etcd_txn(struct store_impl *b, const struct store_op *ops, size_t n, 
 		*failed_index = 0;
 		return FP_ETOOBIG;
 	}
-	json_t *body = json_pack("{s:o,s:o,s:o}", "compare", cmp, "success", succ, "failure", fail);
+	int64_t *pins = NULL;
+	int rc = FP_EIO, unsure_seen = 0;
+	int64_t r = 0;
 	json_t *resp = NULL;
-	char err[256];
-	int rc = etcd_post(e, "/v3/kv/txn", body, 0, &resp, err, sizeof(err));
-	json_decref(body);
-	if (rc < 0) {
-		log_warn("store: etcd txn failed ops=%zu: %s", n, err);
-		if (rc == FP_ETOOBIG)
-			log_warn("store: etcd refused a transaction of %zu ops: %s", n, err);
-		return rc == FP_EPARSE || rc == FP_ECOMPACTED ? FP_EIO : rc;
-	}
-	if (!json_is_true(json_object_get(resp, "succeeded"))) {
-		rc = txn_failure(e, ops, n, fenced, frev, resp, failed_index);
-		json_decref(resp);
-		if (rc == -1) {
-			log_warn("store: etcd write refused: this process no longer holds the "
-				 "leader key (fence)");
-			fence_lost(e);
-			return FP_EAGAIN;
+	for (int attempt = 0;; attempt++) {
+		json_t *c = cmp;
+		if (pins) { /* a retry after an unknown outcome: compare on the state resolved */
+			c = json_array();
+			if (fenced)
+				json_array_append(c, json_array_get(cmp, 0));
+			for (size_t i = 0; i < n; i++)
+				json_array_append_new(c, pins[i] ? cmp_new(ekey(e, ops[i].key, 0),
+									   "MOD", "EQUAL",
+									   "mod_revision", pins[i])
+								 : cmp_new(ekey(e, ops[i].key, 0),
+									   "CREATE", "EQUAL",
+									   "create_revision", 0));
+		} else {
+			json_incref(c);
 		}
-		return rc;
+		json_t *body = json_pack("{s:o,s:O,s:O}", "compare", c, "success", succ, "failure",
+					 fail);
+		char err[256];
+		int unsure = 0;
+		rc = etcd_post_until(e, "/v3/kv/txn", body, 0, 0, &resp, &unsure, err, sizeof(err));
+		json_decref(body);
+		if (rc == 0 && json_is_true(json_object_get(resp, "succeeded"))) {
+			r = header_rev(resp);
+			break;
+		}
+		if (rc < 0 && !unsure) {
+			log_warn("store: etcd txn failed ops=%zu: %s", n, err);
+			if (rc == FP_ETOOBIG)
+				log_warn("store: etcd refused a transaction of %zu ops: %s", n,
+					 err);
+			rc = rc == FP_EPARSE || rc == FP_ECOMPACTED ? FP_EIO : rc;
+			goto out;
+		}
+		if (rc == 0 && !unsure_seen) { /* refused, and no earlier try can have landed */
+			rc = txn_failure(e, ops, n, fenced, frev, resp, failed_index);
+			json_decref(resp);
+			resp = NULL;
+			if (rc != 2)
+				goto refused;
+			/* 2: only a STORE_ANY put's "not written since r0" failed: resolve, pin */
+		}
+		/* the outcome of this try (unsure) or of an earlier one (a pinned retry refused) is
+		 * unknown: resolve it before trying again or answering */
+		json_decref(resp);
+		resp = NULL;
+		if (unsure)
+			log_warn(
+				"store: etcd write outcome unknown (ops=%zu, try %d): %s; resolving",
+				n, attempt + 1, err);
+		unsure_seen = 1;
+		if (!pins)
+			pins = xcalloc(n ? n : 1, sizeof(*pins));
+		rc = txn_resolve(e, ops, n, fenced, fkey, frev, r0, pins, &r, failed_index);
+		if (rc == 1) {
+			log_info("store: etcd write resolved: applied at revision %lld",
+				 (long long)r);
+			break;
+		}
+		if (rc < 0) /* a store error, FP_EIO, or -1: the fence is lost */
+			goto refused;
+		if (attempt >= 8) {
+			log_warn("store: etcd write not applied after %d tries: giving up",
+				 attempt + 1);
+			rc = FP_EIO;
+			goto out;
+		}
+		log_info("store: etcd write resolved: not applied, trying again");
 	}
-	int64_t r = header_rev(resp);
 	json_decref(resp);
+	resp = NULL;
 	pthread_mutex_lock(&e->mu);
 	if (r > e->acked) {
 		e->acked = r;
@@ -1137,7 +1366,21 @@ static int etcd_txn(struct store_impl *b, const struct store_op *ops, size_t n, 
 	}
 	pthread_mutex_unlock(&e->mu);
 	*rev = r;
-	return 0;
+	rc = 0;
+	goto out;
+refused:
+	if (rc == -1) {
+		log_warn("store: etcd write refused: this process no longer holds the "
+			 "leader key (fence)");
+		fence_lost(e);
+		rc = FP_EAGAIN;
+	}
+out:
+	free(pins);
+	json_decref(cmp);
+	json_decref(succ);
+	json_decref(fail);
+	return rc;
 }
 
 static int etcd_changes(struct store_impl *b, const char *prefix, int64_t after_rev, size_t max,

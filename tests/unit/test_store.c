@@ -6,9 +6,11 @@
  * reopen and kill -9 crash safety. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <curl/curl.h>
 #include <jansson.h>
 #include <errno.h>
 #include <poll.h>
@@ -1004,6 +1006,181 @@ static void test_etcd_leader_fence(void **state)
 	store_close(m);
 }
 
+/* A write whose outcome is unknown (store_etcd.c "Unknown outcomes"): the store talks to etcd
+ * through a proxy (the first endpoint; the real member is the second) that forwards each
+ * request, except that the next Txn is, per mode, applied and then its connection closed with no
+ * answer (1), dropped unsent to etcd after the store sent it (2), or applied and answered 500
+ * "etcdserver: leader changed" (3). Each write must answer success, and land exactly once. */
+struct flaky {
+	int lfd;
+	int etcd_port;
+	_Atomic int mode; /* for the next /v3/kv/txn; back to 0 once used */
+	_Atomic int stop;
+	int held[8]; /* watch connections, held open and silent */
+	size_t nheld;
+	pthread_t th;
+};
+
+static size_t flaky_sink(char *p, size_t size, size_t n, void *arg)
+{
+	json_t **out = arg;
+	size_t len = size * n;
+	if (!*out)
+		*out = json_string("");
+	char *cur = NULL;
+	if (asprintf(&cur, "%s%.*s", json_string_value(*out), (int)len, p) < 0)
+		return 0;
+	json_string_set(*out, cur);
+	free(cur);
+	return len;
+}
+
+static void *flaky_main(void *arg)
+{
+	struct flaky *x = arg;
+	while (!x->stop) {
+		struct pollfd pf = {.fd = x->lfd, .events = POLLIN};
+		if (poll(&pf, 1, 100) <= 0)
+			continue;
+		int c = accept(x->lfd, NULL, NULL);
+		if (c < 0)
+			continue;
+		char req[65536];
+		size_t n = 0;
+		char *hend = NULL;
+		while (n < sizeof(req) - 1 && !hend) {
+			ssize_t r = read(c, req + n, sizeof(req) - 1 - n);
+			if (r <= 0)
+				break;
+			n += (size_t)r;
+			req[n] = 0;
+			hend = strstr(req, "\r\n\r\n");
+		}
+		if (!hend) {
+			close(c);
+			continue;
+		}
+		char path[128] = "";
+		sscanf(req, "POST %127s", path);
+		if (strcmp(path, "/v3/watch") == 0) {
+			if (x->nheld < 8)
+				x->held[x->nheld++] = c;
+			else
+				close(c);
+			continue;
+		}
+		const char *cl = strcasestr(req, "Content-Length:");
+		size_t want = cl ? strtoul(cl + 15, NULL, 10) : 0;
+		size_t body_at = (size_t)(hend + 4 - req);
+		while (n < body_at + want && n < sizeof(req) - 1) {
+			ssize_t r = read(c, req + n, sizeof(req) - 1 - n);
+			if (r <= 0)
+				break;
+			n += (size_t)r;
+		}
+		req[n] = 0;
+		int mode = strcmp(path, "/v3/kv/txn") == 0 ? atomic_exchange(&x->mode, 0) : 0;
+		if (mode == 2) {
+			close(c);
+			continue;
+		}
+		char url[192];
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", x->etcd_port, path);
+		CURL *h = curl_easy_init();
+		json_t *out = NULL;
+		curl_easy_setopt(h, CURLOPT_URL, url);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, req + body_at);
+		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, flaky_sink);
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
+		long code = 502;
+		if (curl_easy_perform(h) == CURLE_OK)
+			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+		curl_easy_cleanup(h);
+		const char *b = out ? json_string_value(out) : "";
+		if (mode == 3) {
+			code = 500;
+			b = "{\"error\":\"etcdserver: leader changed\",\"code\":14,"
+			    "\"message\":\"etcdserver: leader changed\"}";
+		}
+		if (mode != 1) {
+			char hdr[160];
+			int hl = snprintf(hdr, sizeof(hdr),
+					  "HTTP/1.1 %ld X\r\nContent-Type: application/json\r\n"
+					  "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+					  code, strlen(b));
+			if (write(c, hdr, (size_t)hl) < 0 || write(c, b, strlen(b)) < 0)
+				code = 0;
+		}
+		json_decref(out);
+		close(c);
+	}
+	for (size_t i = 0; i < x->nheld; i++)
+		close(x->held[i]);
+	return NULL;
+}
+
+static void test_etcd_unknown_outcome(void **state)
+{
+	struct fx *f = *state;
+	struct flaky x = {.lfd = socket(AF_INET, SOCK_STREAM, 0)};
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t l = sizeof(a);
+	assert_int_equal(bind(x.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(x.lfd, (struct sockaddr *)&a, &l), 0);
+	assert_int_equal(listen(x.lfd, 16), 0);
+	assert_int_equal(sscanf(f->uri, "etcd://127.0.0.1:%d", &x.etcd_port), 1);
+	assert_int_equal(pthread_create(&x.th, NULL, flaky_main, &x), 0);
+	char uri[160];
+	snprintf(uri, sizeof(uri), "etcd://127.0.0.1:%d,127.0.0.1:%d", ntohs(a.sin_port),
+		 x.etcd_port);
+	struct store *s = NULL;
+	char err[256] = "";
+	assert_int_equal(store_open(uri, &s, err, sizeof(err)), 0);
+	int64_t r0 = put_ok(f->s, "/base", "0"); /* etcd's revision: r0 */
+
+	/* 1: applied, then no answer: resolved as applied (not FP_EEXIST on a retry) */
+	int64_t rev = -1;
+	atomic_store(&x.mode, 1);
+	assert_int_equal(store_put(s, "/a", "1", STORE_ABSENT, &rev), 0);
+	assert_int_equal(rev, r0 + 1);
+	expect_kv(f->s, "/a", "1", r0 + 1, r0 + 1);
+
+	/* 2: never reached etcd: retried, applied once */
+	atomic_store(&x.mode, 2);
+	rev = -1;
+	assert_int_equal(store_put(s, "/a", "2", r0 + 1, &rev), 0);
+	assert_int_equal(rev, r0 + 2);
+	expect_kv(f->s, "/a", "2", r0 + 1, r0 + 2);
+
+	/* a delete: applied, no answer */
+	atomic_store(&x.mode, 1);
+	rev = -1;
+	assert_int_equal(store_delete(s, "/a", STORE_ANY, &rev), 0);
+	assert_int_equal(rev, r0 + 3);
+	expect_absent(f->s, "/a");
+
+	/* unknown, not applied, and its expectation fails now: the store's own answer */
+	atomic_store(&x.mode, 2);
+	assert_int_equal(store_put(s, "/base", "x", STORE_ABSENT, NULL), FP_EEXIST);
+	assert_int_equal(atomic_load(&x.mode), 0);
+
+	/* 3: applied, answered "leader changed": success (last: the store then prefers the other
+	 * member) */
+	atomic_store(&x.mode, 3);
+	rev = -1;
+	assert_int_equal(store_put(s, "/b", "3", STORE_ANY, &rev), 0);
+	assert_int_equal(rev, r0 + 4);
+	expect_kv(f->s, "/b", "3", r0 + 4, r0 + 4);
+	/* nothing landed twice: the next write is the very next revision */
+	assert_int_equal(put_ok(f->s, "/base", "1"), r0 + 5);
+	assert_int_equal(atomic_load(&x.mode), 0);
+	store_close(s);
+	x.stop = 1;
+	pthread_join(x.th, NULL);
+	close(x.lfd);
+}
+
 /* ---- concurrency ---- */
 
 #define CONC_THREADS 8
@@ -1373,6 +1550,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_etcd_reopen, setup_etcd, teardown),
 		cmocka_unit_test_setup_teardown(test_etcd_limits, setup_etcd, teardown),
 		cmocka_unit_test_setup_teardown(test_etcd_leader_fence, setup_etcd, teardown),
+		cmocka_unit_test_setup_teardown(test_etcd_unknown_outcome, setup_etcd, teardown),
 	};
 	int failed = cmocka_run_group_tests_name("store_mem", mem_tests, NULL, NULL);
 	failed += cmocka_run_group_tests_name("store_sqlite", sqlite_tests, NULL, NULL);
