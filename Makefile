@@ -38,7 +38,7 @@ LIB_OBJ = $(patsubst src/%.c,$(BUILD)/%.o,$(foreach l,$(1),$(wildcard src/$(l)/*
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all clean test unit peers integration slow san fuzz bench check check-banned style check-layers tsan
+.PHONY: all clean test unit peers integration slow ops san fuzz bench check check-banned style check-layers tsan
 all: $(BIN)
 
 $(BIN): $(OBJ_ALL)
@@ -84,6 +84,12 @@ integration: $(BIN)
 # cannot run says why; that is a skip for a user who is not root and a failure for root (CI).
 slow: $(BIN)
 	@FLEETPLANE_BIN=$(CURDIR)/$(BIN) tests/slow/run.sh
+
+# The ops tier: what an operator runs it as and watches it with (the Debian package and its
+# systemd units, Prometheus rules and dashboards against a real Prometheus, the fleet page in
+# headless Chromium; tests/ops/). Root only, like slow: a skip is a failure for root (CI).
+ops: $(BIN)
+	@FLEETPLANE_BIN=$(CURDIR)/$(BIN) tests/ops/run.sh
 
 # Unit then integration, one after the other (parallel builds inside each, not parallel runs).
 test: check-banned
@@ -146,6 +152,7 @@ fuzz:
 check: style check-layers
 	$(MAKE) test
 	$(MAKE) slow
+	$(MAKE) ops
 	$(MAKE) tsan
 	$(MAKE) san
 	$(MAKE) fuzz
