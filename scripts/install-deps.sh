@@ -16,6 +16,24 @@ test_pkgs+=(python3-kubernetes) # kube (issue 13): kubectl comes with the image 
 # fleetplane sim --plot (issue 12)
 test_pkgs+=(gnuplot-nox)
 
+# kube (issue 13): redocly lints the OpenAPI documents (tests/ops/test_openapi_lint.sh), from the
+# npm registry with the machine's Node.js (nodejs here brings npm), pinned, outside the tree.
+npm_prefix=${FP_NPM_PREFIX:-/opt/fleetplane-test}
+npm_pkgs=("@redocly/cli@2.77.0")
+test_pkgs+=(nodejs)
+
+install_npm() {
+	[ "${1:-}" = "--test" ] || return 0
+	[ -x "$npm_prefix/node_modules/.bin/redocly" ] &&
+		"$npm_prefix/node_modules/.bin/redocly" --version 2>/dev/null | grep -qx 2.77.0 && return 0
+	command -v npm >/dev/null || { echo "install-deps: npm missing (nodejs without npm?)" >&2; return 1; }
+	local sudo=""
+	[ "$(id -u)" -ne 0 ] && sudo="sudo"
+	echo "installing (npm, into $npm_prefix): ${npm_pkgs[*]}"
+	$sudo mkdir -p "$npm_prefix"
+	$sudo npm install --prefix "$npm_prefix" --no-audit --no-fund --loglevel=error "${npm_pkgs[@]}" >/dev/null
+}
+
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
 
@@ -23,7 +41,10 @@ missing=()
 for p in "${want[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+	install_npm "${1:-}"
+	exit 0
+fi
 
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -39,3 +60,4 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_npm "${1:-}"

@@ -1354,11 +1354,20 @@ static json_t *oa_op(const struct kube_kind *k, const char *verb, const char *ac
 	char id[128];
 	snprintf(id, sizeof(id), "%sFleetplaneIoV1%s%s", verb, k->kind,
 		 strcmp(action, "list") == 0 ? "" : "");
+	char summary[128];
+	snprintf(summary, sizeof(summary), "%s %s", verb,
+		 strcmp(action, "list") == 0 ? k->list_kind : k->kind);
 	json_t *content = json_pack("{s:{s:o}}", "application/json", "schema", oa_ref(schema));
-	json_t *op = json_pack("{s:s,s:s,s:o,s:{s:{s:s,s:o}}}", "operationId", id,
-			       "x-kubernetes-action", action, "x-kubernetes-group-version-kind",
-			       oa_gvk(k), "responses", "200", "description", "OK", "content",
-			       content);
+	/* 401 stands for every failure: each answers a meta/v1 Status (section 6), and kubectl's
+	 * OpenAPI parser (kube-openapi spec3) takes only numeric codes, not "4XX". */
+	json_t *fail = json_pack("{s:s,s:{s:{s:o}}}", "description",
+				 "failure: a Status naming the reason (401, 403, 404, 409, 422...)",
+				 "content", "application/json", "schema",
+				 oa_ref(OA_REF(OA_META "Status")));
+	json_t *op = json_pack("{s:s,s:s,s:s,s:o,s:{s:{s:s,s:o},s:o}}", "operationId", id,
+			       "summary", summary, "x-kubernetes-action", action,
+			       "x-kubernetes-group-version-kind", oa_gvk(k), "responses", "200",
+			       "description", "OK", "content", content, "401", fail);
 	if (write) {
 		json_object_set_new(op, "parameters", oa_params());
 		const char *ct = strcmp(action, "patch") == 0 ? "application/merge-patch+json"
@@ -1440,8 +1449,21 @@ void api_kube_openapi_group(struct api_req *r)
 			    json_pack("{s:s,s:{s:o,s:o}}", "type", "object", "properties",
 				      "resourceVersion", oa_str("list version"), "continue",
 				      oa_str("token of the next page")));
-	api_reply_json(r, 200,
-		       json_pack("{s:s,s:{s:s,s:s},s:o,s:{s:o}}", "openapi", "3.0.0", "info",
-				 "title", "fleetplane", "version", KUBE_VERSION, "paths", paths,
-				 "components", "schemas", schemas));
+	json_object_set_new(schemas, OA_META "Status",
+			    json_pack("{s:s,s:s,s:{s:o,s:o,s:o,s:o,s:{s:s}}}", "type", "object",
+				      "description", "the answer to a request that failed",
+				      "properties", "status", oa_str("Failure"), "message",
+				      oa_str("what went wrong"), "reason",
+				      oa_str("machine-readable reason (NotFound, Conflict...)"),
+				      "details",
+				      json_pack("{s:s,s:b}", "type", "object",
+						"x-kubernetes-preserve-unknown-fields", 1),
+				      "code", "type", "integer"));
+	api_reply_json(
+		r, 200,
+		json_pack("{s:s,s:{s:s,s:s},s:[{s:s}],s:o,s:[{s:[]}],s:{s:o,s:{s:{s:s,s:s}}}}",
+			  "openapi", "3.0.0", "info", "title", "fleetplane", "version",
+			  KUBE_VERSION, "servers", "url", "/", "paths", paths, "security",
+			  "BearerToken", "components", "schemas", schemas, "securitySchemes",
+			  "BearerToken", "type", "http", "scheme", "bearer"));
 }
