@@ -2084,7 +2084,9 @@ static int load_event(void *arg, const struct store_kv *kv)
 static int load_alive(void *arg, const struct store_kv *kv)
 {
 	struct load_ctx *c = arg;
-	if (!strstr(kv->value, "\"AgentAlive\""))
+	/* Most nodes carry AgentAlive from their boot callback only (reason BootCallback): skip
+	 * the parse unless a heartbeat can be there (issue 17: this pass was 32 % of a 100k start). */
+	if (!strstr(kv->value, "\"AgentAlive\"") || !strstr(kv->value, "\"Heartbeat\""))
 		return 0;
 	json_t *d = NULL;
 	if (jsonx_parse(kv->value, strlen(kv->value), &d, NULL, 0) < 0)
