@@ -28,6 +28,11 @@ struct plain_list {
 static int note_plain(void *arg, const struct store_kv *kv)
 {
 	struct plain_list *l = arg;
+	/* Stored documents are jansson's output, which writes an ASCII key as it is: a node
+	 * whose text has no "password" key has nothing to seal, and needs no parse (issue 17:
+	 * parsing every node here was a third of a 100k-node start). */
+	if (!strstr(kv->value, "\"password\""))
+		return 0;
 	json_t *doc = json_loads(kv->value, 0, NULL);
 	json_t *pw = doc ? json_object_get(jsonx_path(doc, "spec.bmc"), "password") : NULL;
 	if (json_is_string(pw)) {
