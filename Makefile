@@ -116,7 +116,7 @@ check-layers:
 # ThreadSanitizer over the suites that run threads (engine, store, API, controllers).
 TSAN_SUITES := store workqueue executor clock ratelimit breaker budget gc health lifecycle slurm_sync \
 	       slurm_tenant \
-	       scenarios api
+	       scenarios api objects
 tsan:
 	$(MAKE) TSAN=1 $(TSAN_SUITES:%=build-tsan/tests/test_%)
 	@TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \

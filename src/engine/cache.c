@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/err.h"
@@ -46,7 +47,10 @@ struct cache {
 	size_t nhandlers;
 	pthread_t thread;
 	int running;
-	volatile int stop;
+	atomic_int stop; /* set by cache_stop, read by the watch thread */
+	/* Threads that decode a node list (relist_nodes): 1 until cache_start, so virtual-time
+	 * (stepped) use stays one thread and deterministic. */
+	int relist_threads;
 };
 
 struct cache *cache_new(struct store *s)
@@ -62,6 +66,7 @@ struct cache *cache_new(struct store *s)
 		hmap_init(&c->by_phase[i]);
 	pthread_mutex_init(&c->rev_mu, NULL);
 	pthread_cond_init(&c->rev_cv, NULL);
+	c->relist_threads = 1;
 	return c;
 }
 
@@ -268,13 +273,105 @@ static int list_op(void *arg, const struct store_kv *kv)
 	return 0;
 }
 
+/* ---- the node list decoded on several threads ----
+ * Decoding (parse, node_from_json, the inventory kept as text) is nearly all of a start at
+ * 100,000 nodes, and one thread did it while the others idled (docs/benchmarks.md 3c). The
+ * store walk stays on the caller's thread and feeds a bounded queue; each worker decodes one
+ * document and installs it under the write lock (apply_node). A list holds each name once, so
+ * the order of installs does not change the result. */
+#define RELIST_QUEUE 512
+#define RELIST_MAX_THREADS 8
+
+struct relist_item {
+	char *name, *value;
+	int64_t rev;
+};
+
+struct relist_q {
+	struct cache *c;
+	pthread_mutex_t mu;
+	pthread_cond_t not_empty, not_full;
+	struct relist_item ring[RELIST_QUEUE];
+	size_t head, count;
+	int done;
+};
+
+static void *relist_worker(void *arg)
+{
+	struct relist_q *q = arg;
+	for (;;) {
+		pthread_mutex_lock(&q->mu);
+		while (q->count == 0 && !q->done)
+			pthread_cond_wait(&q->not_empty, &q->mu);
+		if (q->count == 0) {
+			pthread_mutex_unlock(&q->mu);
+			return NULL;
+		}
+		struct relist_item it = q->ring[q->head];
+		q->head = (q->head + 1) % RELIST_QUEUE;
+		q->count--;
+		pthread_cond_signal(&q->not_full);
+		pthread_mutex_unlock(&q->mu);
+		apply_node(q->c, it.name, it.value, it.rev);
+		free(it.name);
+		free(it.value);
+	}
+}
+
+static int list_node_queued(void *arg, const struct store_kv *kv)
+{
+	struct relist_q *q = arg;
+	struct relist_item it = {xstrdup(kv->key + strlen(NODES_PREFIX)), xstrdup(kv->value),
+				 kv->mod_revision};
+	pthread_mutex_lock(&q->mu);
+	while (q->count == RELIST_QUEUE)
+		pthread_cond_wait(&q->not_full, &q->mu);
+	q->ring[(q->head + q->count) % RELIST_QUEUE] = it;
+	q->count++;
+	pthread_cond_signal(&q->not_empty);
+	pthread_mutex_unlock(&q->mu);
+	return 0;
+}
+
+/* Lists /nodes/ with up to c->relist_threads decoding threads (one: on the caller's thread, as
+ * list_node). Same result and return as store_foreach. */
+static int list_nodes(struct cache *c, int64_t *rev)
+{
+	int want = c->relist_threads < RELIST_MAX_THREADS ? c->relist_threads : RELIST_MAX_THREADS;
+	if (want <= 1)
+		return store_foreach(c->store, NODES_PREFIX, 2000, list_node, c, rev);
+	struct relist_q *q = xcalloc(1, sizeof(*q));
+	q->c = c;
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->not_empty, NULL);
+	pthread_cond_init(&q->not_full, NULL);
+	pthread_t th[RELIST_MAX_THREADS];
+	int nth = 0;
+	while (nth < want && pthread_create(&th[nth], NULL, relist_worker, q) == 0)
+		nth++;
+	int rc = nth > 0 ? store_foreach(c->store, NODES_PREFIX, 2000, list_node_queued, q, rev)
+			 : store_foreach(c->store, NODES_PREFIX, 2000, list_node, c, rev);
+	pthread_mutex_lock(&q->mu);
+	q->done = 1;
+	pthread_cond_broadcast(&q->not_empty);
+	pthread_mutex_unlock(&q->mu);
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	pthread_cond_destroy(&q->not_full);
+	pthread_cond_destroy(&q->not_empty);
+	pthread_mutex_destroy(&q->mu);
+	free(q);
+	return rc;
+}
+
 /* Lists one prefix at a consistent-enough revision: later changes are replayed from the feed,
  * and applying a document twice is harmless (level-triggered). */
 static int list_prefix(struct cache *c, const char *prefix, int64_t *rev_out)
 {
 	int64_t rev = 0;
-	int rc = store_foreach(c->store, prefix, 2000,
-			       strcmp(prefix, NODES_PREFIX) == 0 ? list_node : list_op, c, &rev);
+	int rc = strcmp(prefix, NODES_PREFIX) == 0
+			 ? list_nodes(c, &rev)
+			 : store_foreach(c->store, prefix, 2000, list_op, c, &rev);
 	if (rc == 0 && rev && (*rev_out == 0 || rev < *rev_out))
 		*rev_out = rev;
 	return rc;
@@ -376,6 +473,8 @@ static void *watch_main(void *arg)
 
 int cache_start(struct cache *c, char *err, size_t errlen)
 {
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	c->relist_threads = cpus > 1 ? (int)cpus : 1;
 	int rc = relist(c);
 	if (rc < 0)
 		return fp_errf(rc, err, errlen, "initial list failed: %s", fp_err_msg(rc));

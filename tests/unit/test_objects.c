@@ -309,6 +309,65 @@ static void test_op_start_kinds(void **state)
 	store_close(s);
 }
 
+/* The start-up list decodes on several threads (engine/cache.c list_nodes): more nodes than
+ * its queue holds, each with its own rack, come out whole, indexed, at their own revision, and
+ * an undecodable document among them is skipped. */
+static void test_start_list_many(void **state)
+{
+	enum {
+		N = 1500
+	};
+	struct store *s = open_mem();
+	int64_t revs[N], last = 0;
+	for (int i = 0; i < N; i++) {
+		struct node *n = node_new();
+		char name[16], rack[16];
+		snprintf(name, sizeof(name), "m%04d", i);
+		snprintf(rack, sizeof(rack), "r%02d", i % 10);
+		n->name = strdup(name);
+		n->rack = strdup(rack);
+		n->phase = i % 3 ? PHASE_AVAILABLE : PHASE_ENROLLED;
+		json_t *nj = node_to_json(n, NODE_JSON_STORE);
+		char *v = jsonx_dumps(nj), *k = objects_key_node_dup(name);
+		assert_int_equal(store_put(s, k, v, STORE_ABSENT, &revs[i]), 0);
+		last = revs[i];
+		free(k);
+		free(v);
+		json_decref(nj);
+		node_free(n);
+		if (i == N / 2)
+			assert_int_equal(store_put(s, "/nodes/bad", "{\"kind\":\"Rack\"}",
+						   STORE_ABSENT, &last),
+					 0);
+	}
+	char err[128];
+	struct cache *c = cache_new(s);
+	assert_int_equal(cache_start(c, err, sizeof(err)), 0);
+	assert_int_equal(cache_wait_revision(c, last, 5000), 0);
+	assert_int_equal(cache_node_count(c), N);
+	size_t counts[PHASE__COUNT] = {0};
+	cache_phase_counts(c, counts);
+	assert_int_equal(counts[PHASE_ENROLLED], N / 3);
+	assert_int_equal(counts[PHASE_AVAILABLE], N - N / 3);
+	char **names = NULL;
+	size_t nr = cache_node_names(c, CACHE_BY_RACK, "r07", &names);
+	assert_int_equal(nr, N / 10);
+	for (size_t i = 0; i < nr; i++)
+		free(names[i]);
+	free(names);
+	for (int i = 0; i < N; i += 97) {
+		char name[16];
+		snprintf(name, sizeof(name), "m%04d", i);
+		struct node *n = cache_node_get(c, name);
+		assert_non_null(n);
+		assert_int_equal(n->resource_version, revs[i]);
+		node_free(n);
+	}
+	assert_null(cache_node_get(c, "bad"));
+	cache_free(c);
+	store_close(s);
+}
+
 struct tally {
 	size_t nodes, enrolled;
 	int stop_after;
@@ -354,6 +413,7 @@ int main(void)
 		cmocka_unit_test(test_update_cas_retry_and_event),
 		cmocka_unit_test(test_op_start_kinds),
 		cmocka_unit_test(test_visit_nodes),
+		cmocka_unit_test(test_start_list_many),
 	};
 	return cmocka_run_group_tests_name("objects", tests, NULL, NULL);
 }
