@@ -615,7 +615,7 @@ static enum step_result step_wait_boot_callback(struct step_ctx *x)
 {
 	if (x->n->last_boot_at && x->n->last_boot_at >= x->op->started_at)
 		return STEP_DONE;
-	x->wait_ms = x->op->step_deadline - now_wall(x->lc);
+	x->wait_ms = lifecycle_step_left(x->lc, x->n->name, x->op);
 	snprintf(x->err, sizeof(x->err), "no boot callback from the node's agent");
 	return STEP_WAIT;
 }
@@ -708,7 +708,7 @@ static enum step_result step_wait_burn_in(struct step_ctx *x)
 			 n->last_boot_id);
 		return STEP_FAIL;
 	}
-	x->wait_ms = x->op->step_deadline - now_wall(x->lc);
+	x->wait_ms = lifecycle_step_left(x->lc, x->n->name, x->op);
 	snprintf(x->err, sizeof(x->err), "no burn-in report from the node's agent for boot %s",
 		 n->last_boot_id ? n->last_boot_id : "(none yet)");
 	return STEP_WAIT;
@@ -767,7 +767,7 @@ static enum step_result step_workload_drained(struct step_ctx *x)
 			 c && c->reason ? c->reason : "-");
 		set_condition(x, WORKLOAD_CONDITION, COND_FALSE, "DrainPending", msg);
 		snprintf(x->err, sizeof(x->err), "%.200s", msg);
-		x->wait_ms = x->op->step_deadline - now_wall(x->lc);
+		x->wait_ms = lifecycle_step_left(x->lc, x->n->name, x->op);
 		return STEP_WAIT;
 	}
 	if (w->state == WORKLOAD_DRAINED || w->state == WORKLOAD_ABSENT) {
@@ -790,7 +790,7 @@ static enum step_result step_workload_drained(struct step_ctx *x)
 		set_condition(x, WORKLOAD_CONDITION, COND_FALSE, "DrainPending", msg);
 		snprintf(x->err, sizeof(x->err), "%.200s", msg);
 	}
-	x->wait_ms = x->op->step_deadline - now_wall(x->lc);
+	x->wait_ms = lifecycle_step_left(x->lc, x->n->name, x->op);
 	return STEP_WAIT;
 }
 
@@ -834,7 +834,7 @@ static int workload_gate(struct step_ctx *x, const struct step_def *def)
 	snprintf(msg, sizeof(msg), "%s waits: %s; the operation may say force", def->name, jobs);
 	set_condition(x, WORKLOAD_CONDITION, COND_FALSE, "JobsRunning", msg);
 	snprintf(x->err, sizeof(x->err), "%.250s", msg);
-	x->wait_ms = x->op->step_deadline - now_wall(x->lc);
+	x->wait_ms = lifecycle_step_left(x->lc, x->n->name, x->op);
 	return 0;
 }
 
@@ -907,7 +907,7 @@ static int breaker_gate(struct lifecycle *lc, struct step_ctx *x, const char *ke
 	int64_t wait = 0;
 	if (breaker_allow(lc->cfg.breaker, key, &wait) == 0)
 		return 1;
-	int64_t now = now_wall(lc), left = x->op->step_deadline - now;
+	int64_t left = lifecycle_step_left(lc, x->n->name, x->op);
 	set_condition(x, "BMCReachable", COND_FALSE, "CircuitOpen", CIRCUIT_MSG);
 	if (left <= 0) {
 		snprintf(x->err, sizeof(x->err),
@@ -1057,6 +1057,8 @@ static void run_op_task(void *arg)
 							 def->run == lifecycle_step_wait_disk_boot))
 				to = lc->cfg.boot_wait_ms;
 			op->step_deadline = now + scale_timeout(lc, n, to, FLOOR_STEP);
+			/* translated now, while the wall instant is fresh */
+			(void)lifecycle_step_left(lc, n->name, op);
 			dirty = 1;
 		}
 		/* Intent before side effect: the attempt is durable before the BMC is touched, and a
@@ -1159,7 +1161,7 @@ static void run_op_task(void *arg)
 			bmc_quiet_set(lc, bmc_key, x.obs.retry_after_ms);
 		learn_quirks(&x);
 		now = now_wall(lc);
-		if ((r == STEP_WAIT || r == STEP_BUSY) && now >= op->step_deadline)
+		if ((r == STEP_WAIT || r == STEP_BUSY) && lifecycle_step_left(lc, n->name, op) <= 0)
 			r = STEP_RETRY; /* waited past the step deadline */
 		if (r == STEP_DONE) {
 			op->step++;
@@ -1374,9 +1376,9 @@ static void check_deadline(struct lifecycle *lc, struct node *n, const struct op
 	int64_t dl = scale_timeout(lc, n, phase_deadline(n->phase), FLOOR_PHASE);
 	if (!dl || !n->phase_since)
 		return;
-	int64_t now = now_wall(lc), due = n->phase_since + dl;
-	if (now < due) {
-		workqueue_add_after(lc->wq, n->name, due - now + 1);
+	int64_t now = now_wall(lc), spent = lifecycle_phase_elapsed(lc, n);
+	if (spent < dl) {
+		workqueue_add_after(lc->wq, n->name, dl - spent + 1);
 		return;
 	}
 	const struct node_condition *c = node_condition_get(n, "PhaseDeadlineExceeded");
@@ -1385,8 +1387,7 @@ static void check_deadline(struct lifecycle *lc, struct node *n, const struct op
 	char msg[600];
 	snprintf(msg, sizeof(msg),
 		 "%s for %llds, deadline %llds; stuck at step %s (attempt %d)%s%s",
-		 node_phase_name(n->phase), (long long)((now - n->phase_since) / 1000),
-		 (long long)(dl / 1000),
+		 node_phase_name(n->phase), (long long)(spent / 1000), (long long)(dl / 1000),
 		 op && op->step < op->nsteps ? op->steps[op->step] : "(no operation)",
 		 op ? op->attempt : 0, op && op->last_error ? ": " : "",
 		 op && op->last_error ? op->last_error : "");
@@ -1715,6 +1716,8 @@ struct lifecycle *lifecycle_new(const struct lifecycle_config *cfg)
 	hmap_init(&lc->step_retry_at);
 	hmap_init(&lc->bmc_quiet);
 	hmap_init(&lc->waiting);
+	hmap_init(&lc->mono_phase);
+	hmap_init(&lc->mono_step);
 	lc->m_ops = metrics_register(METRIC_COUNTER, "fleetplane_operations_total",
 				     "Operations finished, by kind and result.", "kind,result",
 				     NULL, 0);
@@ -1779,6 +1782,12 @@ void lifecycle_free(struct lifecycle *lc)
 		free(it.e->value);
 	hmap_release(&lc->bmc_quiet);
 	hmap_release(&lc->waiting);
+	for (int i = 0; i < 2; i++) {
+		struct hmap *m = i ? &lc->mono_step : &lc->mono_phase;
+		for (struct hmap_iter it = hmap_iter_start(m); hmap_iter_next(&it);)
+			free(it.e->value);
+		hmap_release(m);
+	}
 	pthread_mutex_destroy(&lc->mu);
 	free(lc);
 }

@@ -41,7 +41,7 @@ static const char *const report_keys[] = {"inspection", "deploy", "diskBoot"};
 /* 1 when the step's deadline has passed: the condition says so and the step fails. */
 static int timed_out(struct step_ctx *x, const char *reason, const char *what)
 {
-	if (now_wall(x->lc) < x->op->step_deadline)
+	if (lifecycle_step_left(x->lc, x->n->name, x->op) > 0)
 		return 0;
 	char msg[300];
 	snprintf(msg, sizeof(msg), "%s (step %s of operation %s)", what, x->op->steps[x->op->step],
@@ -55,7 +55,7 @@ static enum step_result waiting(struct step_ctx *x, const char *reason, const ch
 {
 	lifecycle_step_condition(x, BOOT_CONDITION, COND_FALSE, reason, msg);
 	snprintf(x->err, sizeof(x->err), "%.250s", msg);
-	x->wait_ms = x->op->step_deadline - now_wall(x->lc);
+	x->wait_ms = lifecycle_step_left(x->lc, x->n->name, x->op);
 	return STEP_WAIT;
 }
 

@@ -82,6 +82,10 @@ struct lifecycle {
 	pthread_t *threads;
 	int nthreads;
 	struct hmap waiting; /* node name -> (void*)1 while it waits for a disruption budget */
+	/* node name -> struct lifecycle_mono*: the monotonic instant a stored wall-clock instant
+	 * (phase_since, the operation's step_deadline) stood for when this process first saw it,
+	 * so that a step of the wall clock neither fires nor stretches a deadline (issue 16). */
+	struct hmap mono_phase, mono_step;
 	struct metric_family *m_ops, *m_op_dur, *m_reconcile, *m_reconcile_total, *m_phase_changes;
 	struct metric_family *m_remediations;
 };
@@ -96,6 +100,16 @@ static inline int64_t now_wall(struct lifecycle *lc)
 #define LIFECYCLE_ACTOR "controller:lifecycle"
 
 /* ---- lifecycle_runtime.c (called by both halves; calls neither) */
+
+/* Deadlines run on the monotonic clock while serve runs; the stored instants stay wall-clock
+ * ms (they are shown to people, and a restart re-arms each from what is left of it by the wall
+ * clock then). lifecycle_step_left returns the monotonic ms left before op's step deadline
+ * (negative once past; op->step_deadline must be set), lifecycle_phase_elapsed the monotonic
+ * ms n has spent in its phase (n->phase_since must be set). Each translates a stored instant
+ * once, at the first look, with the offset between the two clocks then; it is kept per node
+ * until the instant changes. Thread-safe (lc->mu). */
+int64_t lifecycle_step_left(struct lifecycle *lc, const char *node, const struct operation *op);
+int64_t lifecycle_phase_elapsed(struct lifecycle *lc, const struct node *n);
 
 /* Node and operation documents read straight from the store (caller frees *out). */
 int lifecycle_load_node(struct lifecycle *lc, const char *name, struct node **out);

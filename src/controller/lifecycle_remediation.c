@@ -69,7 +69,7 @@ enum step_result lifecycle_step_wait_agent_action(struct step_ctx *x)
 			 m && *m ? ": " : "", m ? m : "");
 		return STEP_FAIL;
 	}
-	x->wait_ms = x->op->step_deadline - now_wall(x->lc);
+	x->wait_ms = lifecycle_step_left(x->lc, x->n->name, x->op);
 	snprintf(x->err, sizeof(x->err), "no answer from the node's agent to the GPU reset");
 	return STEP_WAIT;
 }

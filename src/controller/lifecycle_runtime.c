@@ -369,3 +369,38 @@ void lifecycle_wake_waiting(struct lifecycle *lc)
 		workqueue_add(lc->wq, it.e->key);
 	pthread_mutex_unlock(&lc->mu);
 }
+
+/* ---------------------------------------------------------------- monotonic deadlines */
+
+struct lifecycle_mono {
+	int64_t wall; /* the stored instant, wall-clock ms */
+	int64_t mono; /* the same instant on the monotonic clock */
+};
+
+/* The monotonic instant for the stored wall instant `wall` of node `name` in map m. */
+static int64_t mono_of(struct lifecycle *lc, struct hmap *m, const char *name, int64_t wall)
+{
+	pthread_mutex_lock(&lc->mu);
+	struct lifecycle_mono *e = hmap_get(m, name);
+	if (!e || e->wall != wall) {
+		if (!e) {
+			e = xmalloc(sizeof(*e));
+			hmap_put(m, name, e);
+		}
+		e->wall = wall;
+		e->mono = clock_now_ms(lc->cfg.clock) - (now_wall(lc) - wall);
+	}
+	int64_t mono = e->mono;
+	pthread_mutex_unlock(&lc->mu);
+	return mono;
+}
+
+int64_t lifecycle_step_left(struct lifecycle *lc, const char *node, const struct operation *op)
+{
+	return mono_of(lc, &lc->mono_step, node, op->step_deadline) - clock_now_ms(lc->cfg.clock);
+}
+
+int64_t lifecycle_phase_elapsed(struct lifecycle *lc, const struct node *n)
+{
+	return clock_now_ms(lc->cfg.clock) - mono_of(lc, &lc->mono_phase, n->name, n->phase_since);
+}

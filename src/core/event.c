@@ -15,8 +15,23 @@
 static _Atomic uint32_t seq;
 static _Atomic int seeded;
 
+static _Atomic int keep_order;
+static _Atomic int64_t last_ms; /* the largest time part handed out while keep_order is on */
+
+void event_id_keep_order(int on)
+{
+	atomic_store(&keep_order, on);
+}
+
 void event_id(int64_t wall_ms, uint64_t rnd, char out[EVENT_ID_LEN])
 {
+	if (atomic_load(&keep_order)) {
+		int64_t prev = atomic_load(&last_ms);
+		while (wall_ms > prev && !atomic_compare_exchange_weak(&last_ms, &prev, wall_ms))
+			;
+		if (wall_ms < prev)
+			wall_ms = prev;
+	}
 	int expect = 0;
 	if (atomic_compare_exchange_strong(&seeded, &expect, 1))
 		atomic_fetch_add(&seq, (uint32_t)(rnd & 0xfff00000u));

@@ -46,6 +46,11 @@ size_t clock_virtual_advance(struct fp_clock *c, int64_t ms);
  * *at_ms and returns 0, or returns FP_ENOTFOUND when no timer is pending (*at_ms untouched). */
 int clock_virtual_next_timer(struct fp_clock *c, int64_t *at_ms);
 
+/* clock_virtual_step_wall moves the wall clock alone by delta_ms (either sign), as an NTP step
+ * or an operator's `date -s` does to a real machine: now_ms and pending timers are untouched.
+ * c must come from clock_virtual_new (BUG_ON otherwise). */
+void clock_virtual_step_wall(struct fp_clock *c, int64_t delta_ms);
+
 /* clock_virtual_pending returns the number of timers not yet fired or cancelled. */
 size_t clock_virtual_pending(struct fp_clock *c);
 

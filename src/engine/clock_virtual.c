@@ -106,6 +106,14 @@ static int64_t cv_wall(struct fp_clock *c)
 	return t;
 }
 
+void clock_virtual_step_wall(struct fp_clock *c, int64_t delta_ms)
+{
+	struct clock_virtual *v = to_virtual(c);
+	pthread_mutex_lock(&v->mu);
+	v->start_wall += delta_ms;
+	pthread_mutex_unlock(&v->mu);
+}
+
 static uint64_t cv_after(struct fp_clock *c, int64_t delay_ms, fp_timer_fn fn, void *arg)
 {
 	struct clock_virtual *v = to_virtual(c);

@@ -804,6 +804,9 @@ struct fleet *fleet_new(const struct fleet_config *cfg, char *err, size_t errlen
 	} else {
 		fl->clock = clock_real_new();
 		fl->owns_clock = 1;
+		/* On the real clock, event ids keep their order across a step back of the wall
+		 * clock (core/event.h); virtual clocks of one process must not share that floor. */
+		event_id_keep_order(1);
 	}
 	if (fl->cfg.sim_nodes > 0 && create_sim_site(fl) < 0) {
 		if (errlen)

@@ -1393,6 +1393,17 @@ static void test_events(void **state)
 	ASSERT_EQ_STR(id, "1796014169803-12300001");
 	event_id(5, 0, id);
 	ASSERT_EQ_STR(id, "0000000000005-12300002");
+	/* keep order (serve): a wall clock stepped back does not sort a new id first */
+	event_id_keep_order(1);
+	event_id(T1, 0, id);
+	ASSERT_EQ_STR(id, "1796014169803-12300003");
+	event_id(T1 - 3600000, 0, id);
+	ASSERT_EQ_STR(id, "1796014169803-12300004");
+	event_id(T1 + 1, 0, id);
+	ASSERT_EQ_STR(id, "1796014169804-12300005");
+	event_id_keep_order(0);
+	event_id(5, 0, id);
+	ASSERT_EQ_STR(id, "0000000000005-12300006");
 	json_t *ev = event_new("1796014169803-1234abcd", "Warning", "operator:alice", "node/r01n03",
 			       "Drained", NULL, T1);
 	json_t *want = parse(

@@ -625,6 +625,59 @@ static void test_lost_callback_deadline(void **state)
 	world_free(w);
 }
 
+static int has_deadline_exceeded(struct world *w, const char *name)
+{
+	struct node *n = get_node(w, name);
+	const struct node_condition *c = node_condition_get(n, "PhaseDeadlineExceeded");
+	int yes = c && c->status == COND_TRUE;
+	node_free(n);
+	return yes;
+}
+
+/* Runs the world until its monotonic clock reads at least `mono` ms (the node never becomes
+ * available here: run_until_phase stops at the last timer it fires, so loop). */
+static void run_to(struct world *w, int64_t mono)
+{
+	while (clock_now_ms(w->clock) < mono) {
+		int64_t before = clock_now_ms(w->clock);
+		assert_int_equal(run_until_phase(w, 1, PHASE_AVAILABLE, mono - before), -1);
+		if (clock_now_ms(w->clock) == before)
+			clock_virtual_advance(w->clock, mono - before);
+	}
+}
+
+static void test_wall_clock_steps_leave_deadlines(void **state)
+{
+	/* Deadlines run on the monotonic clock (issue 16): the same stuck node as above, with the
+	 * wall clock stepped 8 h forward 10 min into provisioning and 8 h back 10 min later, still
+	 * gets PhaseDeadlineExceeded 45 min after provisioning began, and not a minute before. */
+	const int64_t H = 60 * MIN_MS;
+	struct world *w = world_new(5, 1.0, BMC_SIM_FAULT_LOST_CALLBACK);
+	enroll(w, 1);
+	assert_int_equal(run_until_phase(w, 1, PHASE_PROVISIONING, 10 * MIN_MS) >= 0, 1);
+	struct node *n = get_node(w, "r01n01");
+	assert_int_equal(n->phase, PHASE_PROVISIONING);
+	/* the monotonic instant provisioning began */
+	int64_t began = clock_now_ms(w->clock) - (clock_wall_ms(w->clock) - n->phase_since);
+	node_free(n);
+	run_to(w, began + 10 * MIN_MS);
+	clock_virtual_step_wall(w->clock, 8 * H);
+	run_to(w, began + 20 * MIN_MS);
+	assert_false(has_deadline_exceeded(w, "r01n01"));
+	clock_virtual_step_wall(w->clock, -8 * H);
+	run_to(w, began + 44 * MIN_MS);
+	assert_false(has_deadline_exceeded(w, "r01n01"));
+	run_to(w, began + 46 * MIN_MS);
+	assert_true(has_deadline_exceeded(w, "r01n01"));
+	n = get_node(w, "r01n01");
+	assert_int_equal(n->phase, PHASE_PROVISIONING);
+	const struct node_condition *c = node_condition_get(n, "PhaseDeadlineExceeded");
+	/* the time in the phase it names is monotonic too: 45 min, not 8 h 45 min */
+	assert_non_null(strstr(c->message, "provisioning for 270"));
+	node_free(n);
+	world_free(w);
+}
+
 /* ---- power operations, agent truth, driver observations, breaker ---- */
 
 static void put_node(struct world *w, struct node *n)
@@ -2333,6 +2386,7 @@ int main(void)
 		cmocka_unit_test(test_crash_mid_provisioning_exactly_once),
 		cmocka_unit_test(test_bmc_faults_still_converge),
 		cmocka_unit_test(test_lost_callback_deadline),
+		cmocka_unit_test(test_wall_clock_steps_leave_deadlines),
 		cmocka_unit_test(test_provision_order_sim),
 		cmocka_unit_test(test_power_off_then_on),
 		cmocka_unit_test(test_power_queued_behind_provision),
