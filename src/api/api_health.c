@@ -87,45 +87,6 @@ static void problem_err(struct api_req *r, int rc, const char *err)
 	api_problem_rc(r, rc, err);
 }
 
-/* A free-text member: a string of 1..max characters without control characters (tab
- * allowed when tab). required 0: absent is fine (*out NULL). Answers 422 and returns -1. */
-static int text_check(struct api_req *r, const json_t *body, const char *field, size_t max,
-		      int required, const char **out)
-{
-	json_t *v = json_object_get(body, field);
-	*out = NULL;
-	if (!v && !required)
-		return 0;
-	if (!json_is_string(v)) {
-		api_problem_ext(r, 422, json_pack("{s:s}", "field", field), "%s: %s", field,
-				v ? "expected a string" : "required");
-		return -1;
-	}
-	const char *s = json_string_value(v);
-	if (strlen(s) != json_string_length(v)) {
-		api_problem_ext(r, 422, json_pack("{s:s}", "field", field),
-				"%s: NUL characters are not allowed", field);
-		return -1;
-	}
-	size_t chars = 0;
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f) {
-			api_problem_ext(r, 422, json_pack("{s:s}", "field", field),
-					"%s: control characters are not allowed", field);
-			return -1;
-		}
-		if ((*p & 0xc0) != 0x80)
-			chars++;
-	}
-	if (chars < 1 || chars > max) {
-		api_problem_ext(r, 422, json_pack("{s:s}", "field", field),
-				"%s: expected 1..%zu characters, got %zu", field, max, chars);
-		return -1;
-	}
-	*out = s;
-	return 0;
-}
-
 static int check_node_param(struct api_req *r)
 {
 	char err[256];
@@ -292,7 +253,7 @@ void api_node_remediated(struct api_req *r)
 		return;
 	}
 	const char *message = NULL;
-	if (text_check(r, body, "message", MESSAGE_MAX, 0, &message) < 0)
+	if (api_text_member(r, body, "message", MESSAGE_MAX, 0, &message) < 0)
 		return;
 	json_t *doc = NULL;
 	int64_t mod = 0;
@@ -794,7 +755,7 @@ void api_breaker_reset(struct api_req *r)
 	if (api_body_keys(r, keys, &body) < 0)
 		return;
 	const char *reason;
-	if (text_check(r, body, "reason", REASON_MAX, 1, &reason) < 0)
+	if (api_text_member(r, body, "reason", REASON_MAX, 1, &reason) < 0)
 		return;
 	json_t *rv = json_object_get(body, "replay");
 	if (rv && !json_is_boolean(rv)) {

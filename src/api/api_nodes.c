@@ -565,36 +565,6 @@ static void stale(struct api_req *r, const char *name, int64_t want, int64_t hav
 			name, (long long)want, (long long)have);
 }
 
-/* Checks an action's "reason": 1..256 characters, no control characters. */
-static int reason_check(struct api_req *r, const json_t *body, const char *field, const char **out)
-{
-	json_t *v = json_object_get(body, field);
-	*out = NULL;
-	if (!json_is_string(v)) {
-		api_problem_ext(r, 422, json_pack("{s:s}", "field", field), "%s: %s", field,
-				v ? "expected a string" : "required");
-		return -1;
-	}
-	const char *s = json_string_value(v);
-	size_t chars = 0;
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f) {
-			api_problem_ext(r, 422, json_pack("{s:s}", "field", field),
-					"%s: control characters are not allowed", field);
-			return -1;
-		}
-		if ((*p & 0xc0) != 0x80)
-			chars++;
-	}
-	if (chars < 1 || chars > REASON_MAX) {
-		api_problem_ext(r, 422, json_pack("{s:s}", "field", field),
-				"%s: expected 1..%d characters, got %zu", field, REASON_MAX, chars);
-		return -1;
-	}
-	*out = s;
-	return 0;
-}
-
 /* ---------------------------------------------------------------- list / get */
 
 struct node_filter {
@@ -1505,7 +1475,7 @@ static void node_action(struct api_req *r, enum node_action act)
 	const char *reason = NULL, *owner = NULL;
 	/* resume's reason is optional (docs/cli.md: node resume NAME [--reason TEXT]) */
 	if ((act != ACT_RESUME || json_object_get(body, "reason")) &&
-	    reason_check(r, body, "reason", &reason) < 0)
+	    api_text_member(r, body, "reason", REASON_MAX, 1, &reason) < 0)
 		return;
 	const char *me = api_actor(r);
 	if (act == ACT_RELEASE) {

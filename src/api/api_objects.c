@@ -147,40 +147,6 @@ void api_op_get(struct api_req *r)
 #define CANCEL_RETRIES 5
 #define CANCEL_REASON_MAX 256
 
-/* Reads the optional "reason" of a cancel: 1..256 characters, no control characters. Answers
- * 422 naming the field and returns -1 when bad; *out NULL when absent. */
-static int cancel_reason(struct api_req *r, const json_t *body, const char **out)
-{
-	json_t *v = json_object_get(body, "reason");
-	*out = NULL;
-	if (!v)
-		return 0;
-	if (!json_is_string(v)) {
-		api_problem_ext(r, 422, json_pack("{s:s}", "field", "reason"),
-				"reason: expected a string");
-		return -1;
-	}
-	const char *s = json_string_value(v);
-	size_t chars = 0;
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f) {
-			api_problem_ext(r, 422, json_pack("{s:s}", "field", "reason"),
-					"reason: control characters are not allowed");
-			return -1;
-		}
-		if ((*p & 0xc0) != 0x80)
-			chars++;
-	}
-	if (chars < 1 || chars > CANCEL_REASON_MAX) {
-		api_problem_ext(r, 422, json_pack("{s:s}", "field", "reason"),
-				"reason: expected 1..%d characters, got %zu", CANCEL_REASON_MAX,
-				chars);
-		return -1;
-	}
-	*out = s;
-	return 0;
-}
-
 /* Loads operation id and, when it names one, its node. Answers 404/500 and returns -1 on
  * failure; *n is NULL when the node is gone (the operation can still be cancelled). */
 static int cancel_load(struct api_req *r, const char *id, struct operation **op, int64_t *op_mod,
@@ -263,7 +229,7 @@ void api_op_cancel(struct api_req *r)
 		return;
 	}
 	const char *reason = NULL;
-	if (cancel_reason(r, body, &reason) < 0)
+	if (api_text_member(r, body, "reason", CANCEL_REASON_MAX, 0, &reason) < 0)
 		return;
 	const char *me = api_actor(r);
 	for (int attempt = 0; attempt < CANCEL_RETRIES; attempt++) {

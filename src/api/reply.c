@@ -529,3 +529,25 @@ int api_params_check(struct api_req *r, const char *const *allowed)
 			"unknown query parameter %s", c.bad);
 	return -1;
 }
+
+int api_text_member(struct api_req *r, const json_t *body, const char *field, size_t max,
+		    int required, const char **out)
+{
+	json_t *v = json_object_get(body, field);
+	char why[160];
+	*out = NULL;
+	if (!v && !required)
+		return 0;
+	if (!json_is_string(v)) {
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", field), "%s: %s", field,
+				v ? "expected a string" : "required");
+		return -1;
+	}
+	if (jsonx_text_check(json_string_value(v), json_string_length(v), max, why, sizeof(why)) <
+	    0) {
+		api_problem_ext(r, 422, json_pack("{s:s}", "field", field), "%s: %s", field, why);
+		return -1;
+	}
+	*out = json_string_value(v);
+	return 0;
+}

@@ -50,6 +50,11 @@ void api_reply_raw(struct api_req *r, int status, const char *ctype, const char 
 void api_problem_ext(struct api_req *r, int status, json_t *ext, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 #define api_problem(r, status, ...) api_problem_ext((r), (status), NULL, __VA_ARGS__)
+/* Reads the free-text member `field` of body: a string that passes jsonx_text_check (1..max
+ * characters; no control, C1 or bidirectional control characters). required 0: absent is
+ * fine (*out NULL). *out borrows from body. Answers 422 naming the field and returns -1. */
+int api_text_member(struct api_req *r, const json_t *body, const char *field, size_t max,
+		    int required, const char **out);
 /* Problem for an fp_err, status from fp_err_http. */
 void api_problem_rc(struct api_req *r, int rc, const char *detail);
 /* Adds a response header; value copied. */

@@ -1,6 +1,7 @@
 /* jsonx.c - jansson helpers (see jsonx.h). */
 #include "base/jsonx.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -135,4 +136,60 @@ json_t *jsonx_string_lossy(const char *s)
 	v = json_string(fixed);
 	free(fixed);
 	return v;
+}
+
+/* Decodes one well-formed UTF-8 sequence at p (n bytes left): its length, or 0 when malformed
+ * (overlong, surrogate, above U+10FFFF, cut short). */
+static size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *cp)
+{
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
+	size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+	if (len == 0 || len > n || p[0] > 0xf4)
+		return 0;
+	uint32_t v = p[0] & (0xff >> (len + 1));
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		v = (v << 6) | (p[i] & 0x3f);
+	}
+	if ((len == 3 && (v < 0x800 || (v >= 0xd800 && v <= 0xdfff))) ||
+	    (len == 4 && (v < 0x10000 || v > 0x10ffff)))
+		return 0;
+	*cp = v;
+	return len;
+}
+
+int jsonx_text_check(const char *s, size_t len, size_t max_chars, char *why, size_t whylen)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t chars = 0;
+	for (size_t i = 0; i < len; chars++) {
+		uint32_t cp = 0;
+		size_t l = utf8_decode(p + i, len - i, &cp);
+		if (l == 0) {
+			snprintf(why, whylen, "not valid UTF-8 at byte %zu", i);
+			return -1;
+		}
+		const char *what = cp == 0                    ? "NUL characters"
+				   : cp < 0x20 || cp == 0x7f  ? "control characters"
+				   : cp >= 0x80 && cp <= 0x9f ? "C1 control characters"
+				   : (cp >= 0x202a && cp <= 0x202e) ||
+						   (cp >= 0x2066 && cp <= 0x2069)
+					   ? "bidirectional control characters"
+					   : NULL;
+		if (what) {
+			snprintf(why, whylen, "%s are not allowed (U+%04X at character %zu)", what,
+				 (unsigned)cp, chars + 1);
+			return -1;
+		}
+		i += l;
+	}
+	if (chars < 1 || chars > max_chars) {
+		snprintf(why, whylen, "expected 1..%zu characters, got %zu", max_chars, chars);
+		return -1;
+	}
+	return 0;
 }

@@ -25,6 +25,14 @@ char *jsonx_utf8_lossy(const char *s);
  * NULL only for s == NULL. New reference. */
 json_t *jsonx_string_lossy(const char *s);
 
+/* jsonx_text_check checks free text that people will read (a reason, a message): len bytes of
+ * well-formed UTF-8 (RFC 3629 section 4) of 1..max_chars code points, with no NUL, no C0
+ * control or DEL (U+0000..U+001F, U+007F), no C1 control (U+0080..U+009F) and no bidirectional
+ * embedding, override or isolate (U+202A..U+202E, U+2066..U+2069: Unicode UAX #9 section 2;
+ * the "Trojan Source" class of spoofing). Returns 0, or -1 with why (NUL-terminated, naming
+ * the character as U+XXXX and its character index) in why/whylen. */
+int jsonx_text_check(const char *s, size_t len, size_t max_chars, char *why, size_t whylen);
+
 /* Returns the value at a dotted path ("status.phase") inside obj, or NULL. Borrowed. */
 json_t *jsonx_path(const json_t *obj, const char *path);
 /* String at a dotted path, or NULL if absent / not a string. Borrowed. */

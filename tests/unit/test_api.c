@@ -2696,6 +2696,17 @@ static void test_op_cancel(void **state)
 	req("POST", path, E.admin, "{\"reason\":\"\"}", &r);
 	assert_string_equal(jstr(r.json, "detail"), "reason: expected 1..256 characters, got 0");
 	expect_422_field(&r, "reason");
+	/* text that reaches people: no C1 control, no bidi override (issue 16 item 9) */
+	req("POST", path, E.admin, "{\"reason\":\"ok \\u0085x\"}", &r);
+	assert_string_equal(
+		jstr(r.json, "detail"),
+		"reason: C1 control characters are not allowed (U+0085 at character 4)");
+	expect_422_field(&r, "reason");
+	req("POST", path, E.admin, "{\"reason\":\"fix \\u202egnp.exe\"}", &r);
+	assert_string_equal(
+		jstr(r.json, "detail"),
+		"reason: bidirectional control characters are not allowed (U+202E at character 5)");
+	expect_422_field(&r, "reason");
 	req("POST", path, E.admin, "{\"why\":\"x\"}", &r);
 	assert_int_equal(r.status, 422);
 	resp_free(&r);

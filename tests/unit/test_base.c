@@ -276,6 +276,50 @@ static void test_json_strict(void **state)
 	json_decref(v);
 }
 
+static void test_text_check(void **state)
+{
+	(void)state;
+	char why[160];
+	assert_int_equal(jsonx_text_check("replace NIC", 11, 256, why, sizeof(why)), 0);
+	assert_int_equal(jsonx_text_check("Größe 🙂", strlen("Größe 🙂"), 7, why,
+					  sizeof(why)),
+			 0);
+	assert_int_equal(jsonx_text_check("Größe 🙂", strlen("Größe 🙂"), 6, why,
+					  sizeof(why)),
+			 -1);
+	assert_string_equal(why, "expected 1..6 characters, got 7");
+	assert_int_equal(jsonx_text_check("", 0, 5, why, sizeof(why)), -1);
+	assert_string_equal(why, "expected 1..5 characters, got 0");
+	static const struct {
+		const char *s;
+		size_t len;
+		const char *why;
+	} bad[] = {
+		{"a\nb", 3, "control characters are not allowed (U+000A at character 2)"},
+		{"a\tb", 3, "control characters are not allowed (U+0009 at character 2)"},
+		{"a\x7f", 2, "control characters are not allowed (U+007F at character 2)"},
+		{"a\0b", 3, "NUL characters are not allowed (U+0000 at character 2)"},
+		{"\xc2\x9b[2J", 5, "C1 control characters are not allowed (U+009B at character 1)"},
+		{"x\xe2\x80\xaey", 5,
+		 "bidirectional control characters are not allowed (U+202E at character 2)"},
+		{"\xe2\x81\xa6", 3,
+		 "bidirectional control characters are not allowed (U+2066 at character 1)"},
+		{"\xe2\x81\xa9", 3,
+		 "bidirectional control characters are not allowed (U+2069 at character 1)"},
+		{"ab\xc0\xaf", 4, "not valid UTF-8 at byte 2"},       /* overlong '/' */
+		{"\xed\xa0\x80", 3, "not valid UTF-8 at byte 0"},     /* surrogate */
+		{"\xf4\x90\x80\x80", 4, "not valid UTF-8 at byte 0"}, /* above U+10FFFF */
+		{"\xe2\x80", 2, "not valid UTF-8 at byte 0"},         /* cut short */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(jsonx_text_check(bad[i].s, bad[i].len, 256, why, sizeof(why)), -1);
+		assert_string_equal(why, bad[i].why);
+	}
+	/* neighbours of the refused ranges pass: U+00A0, U+2029, U+202F, U+2065, U+206A */
+	const char *ok = "\xc2\xa0\xe2\x80\xa9\xe2\x80\xaf\xe2\x81\xa5\xe2\x81\xaa";
+	assert_int_equal(jsonx_text_check(ok, strlen(ok), 5, why, sizeof(why)), 0);
+}
+
 static void test_json_error_hides_text(void **state)
 {
 	(void)state;
@@ -345,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_metrics_render),
 		cmocka_unit_test(test_utf8_lossy),
 		cmocka_unit_test(test_json_error_hides_text),
+		cmocka_unit_test(test_text_check),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
