@@ -26,6 +26,7 @@
 #include "base/log.h"
 #include "base/timefmt.h"
 #include "base/metrics.h"
+#include "base/procstat.h"
 #include "controller/budget.h"
 #include "controller/gc.h"
 #include "controller/health.h"
@@ -833,6 +834,7 @@ struct fleet *fleet_new(const struct fleet_config *cfg, char *err, size_t errlen
 	if ((fl->parts & FLEET_API) && fl->cache) {
 		cache_register_metrics(fl->cache);
 		metrics_add_collector(collect_held, fl);
+		procstat_register_metrics(); /* process_*, fleetplane_build_info (once) */
 		fl->metrics = 1;
 	}
 	return fl;
