@@ -4,11 +4,13 @@
 # rules`: every alert fires on synthetic series where it should, with its labels and
 # annotations, and stays quiet where it should not). Also: every metric name the rules use is one
 # serve exports (docs/api.md "Metrics reference"), so a renamed metric cannot leave an alert that
-# never fires. Needs promtool (Debian package prometheus); exit 77 without it. ~1 s.
+# never fires. Needs promtool (Debian package prometheus) and python3-yaml; exit 77 without.
+# ~1 s.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 D=$ROOT/deploy/prometheus
 command -v promtool >/dev/null || { echo "skip: promtool not installed (package prometheus)"; exit 77; }
+python3 -c 'import yaml' 2>/dev/null || { echo "skip: python3 yaml module missing (package python3-yaml)"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 out=$(promtool check rules "$D/fleetplane-rules.yml" 2>&1) || fail "promtool check rules: $out"
