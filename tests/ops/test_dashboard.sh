@@ -12,7 +12,8 @@
 # it and the SLO histogram fleetplane_http_unary_request_duration_seconds does not). Then every
 # panel target (Grafana's $__rate_interval as 15s, $job as fleetplane, $site as .*) and both
 # template variables go to /api/v1/query: status success and a non-empty result, except the
-# panels listed in MAY_BE_EMPTY with the reason. /api/v1/rules: every rule health "ok".
+# panels listed in MAY_BE_EMPTY with the reason. /api/v1/rules: every rule health "ok". serve's
+# /metrics passes `promtool check metrics`.
 # Needs prometheus, jq, curl, python3 (exit 77 without). About 25 s.
 set -uo pipefail
 for t in prometheus jq curl python3; do
@@ -89,6 +90,12 @@ for i in $(seq 1 150); do
 	[ "$("$FP" node get r01n01 -o json | jq '.status.remediationHistory // [] | length')" -ge 1 ] && break
 	sleep 0.2
 done
+
+# the exposition itself lints clean (names, HELP, TYPE, suffixes), new families included
+if command -v promtool >/dev/null; then
+	lint=$(curl -s -H "Authorization: Bearer $FLEETPLANE_TOKEN" "$FLEETPLANE_URL/metrics" | promtool check metrics 2>&1) ||
+		fail "promtool check metrics: $lint"
+fi
 
 # ---- every panel query against Prometheus --------------------------------------------------
 python3 - "$DASH" "$PROM" <<'PY' || fail "dashboard queries (above)"
