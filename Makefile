@@ -48,6 +48,16 @@ $(BUILD)/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
+# obs (issue 15): the commit compiled into base/version.c (fleetplane_build_info, `version`);
+# "unknown" outside a git tree. The stamp changes only when the commit does, so a new commit
+# rebuilds one object.
+FP_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+$(BUILD)/base/version.o: CFLAGS += -DFP_COMMIT='"$(FP_COMMIT)"'
+$(BUILD)/base/version.o: $(BUILD)/commit.stamp
+$(BUILD)/commit.stamp: FORCE
+	@mkdir -p $(dir $@); [ "$$(cat $@ 2>/dev/null)" = "$(FP_COMMIT)" ] || echo "$(FP_COMMIT)" > $@
+.PHONY: FORCE
+
 # A unit test names the layers it links on its first line: /* layers: base core store */
 test_layers = $(shell sed -n '1s|^/\* layers: \(.*\) \*/|\1|p' $(1))
 # Every unit test also links tests/unit/support/filter.o (FP_TEST_FILTER / F=, see run-unit.sh).

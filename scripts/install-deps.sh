@@ -16,6 +16,7 @@ test_pkgs+=(python3-kubernetes) # kube (issue 13): kubectl comes with the image 
 test_pkgs+=(faketime) # hardening (issue 16): wall-clock steps in tests/integration/test_clock_step.sh
 # fleetplane sim --plot (issue 12)
 test_pkgs+=(gnuplot-nox)
+test_pkgs+=(python3-yaml) # obs (issue 15): tests/ops/test_rules.sh reads the rules file
 
 # kube (issue 13): redocly lints the OpenAPI documents (tests/ops/test_openapi_lint.sh), from the
 # npm registry with the machine's Node.js (nodejs here brings npm), pinned, outside the tree.

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/version.h"
 #include "cmd/cmds.h"
 #include "cmd/run.h"
 
@@ -56,7 +57,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
-		printf("fleetplane 0.1.0\n");
+		printf("fleetplane %s (%s)\n", FP_VERSION, fp_commit());
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

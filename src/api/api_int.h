@@ -46,6 +46,7 @@ struct api_server {
 	atomic_uint event_seq; /* event id suffixes: ordered within a millisecond */
 	struct metric_family *m_requests;
 	struct metric_family *m_duration;
+	struct metric_family *m_unary; /* obs (issue 15): the same, streams (watch) left out */
 	struct api_report_limiter *report_limit; /* report_limit.c: per-node :report limit */
 	char *tls_cert, *tls_key; /* copies of cfg's PEM (libmicrohttpd keeps pointers) */
 };
@@ -106,6 +107,7 @@ struct api_req {
 	struct api_hdr hdrs[API_MAX_HDRS];
 	size_t nhdrs;
 	struct MHD_Response *stream; /* a prepared response (watch); queued instead of out */
+	int streamed;                /* stream was queued: left out of the latency SLO series */
 	/* idempotency (idem.c) */
 	char *idem_key; /* store key, or NULL when the request has no Idempotency-Key */
 	char *idem_fp;  /* hex fingerprint of method, path and body */

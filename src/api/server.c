@@ -459,6 +459,7 @@ static void pool_free(struct api_pool *p)
 static enum MHD_Result queue_reply(struct api_req *r)
 {
 	struct MHD_Response *resp = r->stream;
+	r->streamed = resp != NULL;
 	if (!resp) {
 		if (!r->status)
 			api_problem(r, 500, "handler produced no response");
@@ -584,6 +585,8 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	const char *labels[2] = {method_label(r->method), code};
 	metric_add(srv->m_requests, labels, 1);
 	metric_observe(srv->m_duration, labels, dur);
+	if (!r->streamed)
+		metric_observe(srv->m_unary, labels, dur);
 	/* Never log headers, tokens or bodies: method, path, status, principal, duration. */
 	log_debug("http request method=%s path=%s status=%d principal=%s dur_ms=%.3f term=%d",
 		  labels[0], r->path, r->status, r->who.name[0] ? r->who.name : "-", dur * 1e3,
@@ -720,6 +723,11 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 				 "Time from the first byte of a request to the end of its "
 				 "response, by method and status code.",
 				 "method,code", metrics_buckets_fast, METRICS_BUCKETS_FAST_N);
+	srv->m_unary = metrics_register(
+		METRIC_HISTOGRAM, "fleetplane_http_unary_request_duration_seconds",
+		"As fleetplane_http_request_duration_seconds, streamed responses (watch) left out: "
+		"the API latency SLO's series.",
+		"method,code", metrics_buckets_fast, METRICS_BUCKETS_FAST_N);
 	srv->report_limit = api_report_limiter_new(&cfg->report_limit, cfg->clock);
 	srv->auth = api_auth_new(cfg->store, err, errlen);
 	if (!srv->auth)

@@ -107,6 +107,11 @@ static const struct opt opts[] = {
 	 " (events per minute per node; 0 = no limit)", "6000", 0, 0, OFF(report_events),
 	 "events in reports per minute per node (0 = no limit; the bucket holds at least 256, "
 	 "one report)"},
+	{"metrics-node-series", OK_LONG, "N", 0, 1000000, "", " nodes (0 = none)", "10000", 0, 0,
+	 OFF(metrics_node_series),
+	 "/metrics has fleetplane_node_info and fleetplane_node_condition (about 10 series a node) "
+	 "while the fleet has at most N nodes, none above (fleetplane_node_series_limited 1); 0 = "
+	 "never (docs/operations.md \"Monitoring and alerts\")"},
 	{"slurm", OK_FLAG, NULL, 0, 0, "", "", NULL, 0, 0, OFF(slurm),
 	 "keep Slurm in step (docs/slurm.md): a node fleetplane does not schedule is DRAIN there "
 	 "with reason \"fleetplane: OWNER: REASON\" and RESUMEd when it is schedulable again; a "
@@ -333,6 +338,7 @@ void serve_opts_fleet_config(const struct serve_opts *o, struct fleet_config *cf
 	cfg->report_limit.reports_per_s = o->report_rate == 0 ? -1 : o->report_rate;
 	cfg->report_limit.burst = o->report_burst;
 	cfg->report_limit.events_per_min = o->report_events == 0 ? -1 : o->report_events;
+	cfg->metrics_node_series = o->metrics_node_series == 0 ? -1 : o->metrics_node_series;
 	cfg->boot_wait_ms = o->boot_timeout * 1000;
 	cfg->store_uri = o->store;
 	cfg->tls_cert = o->tls_cert;

@@ -39,6 +39,7 @@ struct serve_opts {
 	double report_rate;     /* reports per second per node; 0 = no limit */
 	long report_burst;
 	long report_events;             /* events per minute per node; 0 = no limit */
+	long metrics_node_series;       /* per-node series up to this many nodes; 0 = never */
 	const char *config;             /* --config FILE */
 	int check;                      /* --check: validate and exit */
 	int slurm;                      /* --slurm: run the Slurm backend in the scheduler slot */

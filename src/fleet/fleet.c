@@ -26,6 +26,7 @@
 #include "base/log.h"
 #include "base/timefmt.h"
 #include "base/metrics.h"
+#include "base/procstat.h"
 #include "controller/budget.h"
 #include "controller/gc.h"
 #include "controller/health.h"
@@ -41,6 +42,7 @@
 #include "engine/cache.h"
 #include "engine/clock.h"
 #include "engine/executor_impl.h"
+#include "engine/node_metrics.h"
 #include "engine/objects.h"
 #include "engine/ratelimit.h"
 #include "fleet/fleet.h"
@@ -470,8 +472,10 @@ static void fleet_teardown(struct fleet *fl)
 		budget_svc_set_breakers(fl->budget, NULL, NULL);
 	health_free(fl->health);
 	budget_svc_free(fl->budget);
-	if (fl->metrics)
+	if (fl->metrics) {
 		metrics_remove_collector(collect_held, fl);
+		node_metrics_unregister(fl->cache);
+	}
 	cache_free(fl->cache);
 	bmc_free(fl->sim);
 	bmc_free(fl->redfish);
@@ -836,6 +840,8 @@ struct fleet *fleet_new(const struct fleet_config *cfg, char *err, size_t errlen
 	if ((fl->parts & FLEET_API) && fl->cache) {
 		cache_register_metrics(fl->cache);
 		metrics_add_collector(collect_held, fl);
+		procstat_register_metrics(); /* process_*, fleetplane_build_info (once) */
+		node_metrics_register(fl->cache, fl->cfg.metrics_node_series);
 		fl->metrics = 1;
 	}
 	return fl;

@@ -1639,6 +1639,9 @@ static void test_keepalive_and_metrics(void **state)
 					    "code=\"201\"}"));
 	assert_non_null(
 		strstr(r.body.data, "# TYPE fleetplane_http_request_duration_seconds histogram"));
+	/* obs (issue 15): the SLO histogram counts the plain requests too */
+	assert_non_null(strstr(r.body.data, "fleetplane_http_unary_request_duration_seconds_count{"
+					    "method=\"POST\",code=\"201\"}"));
 	resp_free(&r);
 	curl_easy_cleanup(h);
 
