@@ -200,6 +200,7 @@ static const char *status_slug(int status, const char **title)
 	case 502: *title = "Bad Gateway"; return "bad-gateway";
 	case 503: *title = "Service Unavailable"; return "unavailable";
 	case 504: *title = "Gateway Timeout"; return "timeout";
+	case 507: *title = "Insufficient Storage"; return "insufficient-storage";
 	default: *title = "Internal Server Error"; return "internal";
 	}
 }
@@ -232,7 +233,14 @@ void api_problem_ext(struct api_req *r, int status, json_t *ext, const char *fmt
 
 void api_problem_rc(struct api_req *r, int rc, const char *detail)
 {
-	api_problem(r, fp_err_http(rc), "%s", detail && *detail ? detail : fp_err_msg(rc));
+	const char *d = detail && *detail ? detail : fp_err_msg(rc);
+	if (rc == FP_ENOSPC) /* say so whatever the caller's words (issue 16 item 10) */
+		api_problem(r, 507,
+			    "%s: the store is out of storage space; nothing was written (free "
+			    "space on the data dir's file system)",
+			    d);
+	else
+		api_problem(r, fp_err_http(rc), "%s", d);
 }
 
 int api_body_object(struct api_req *r, json_t **out)

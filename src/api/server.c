@@ -46,6 +46,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "store/store.h"
 #include "base/banned.h"
 
 #define API_DEFAULT_MAX_BODY (1u << 20)
@@ -192,10 +193,19 @@ static int is_ready(struct api_server *srv)
 	return !srv->cfg.ready || srv->cfg.ready(srv->cfg.ready_arg);
 }
 
+/* Ready: the fleet says so, and the store took the last write it was given, or failed it more
+ * than 10 s ago (so an idle serve is ready again once space is back; a write then tells). The
+ * API keeps taking requests meanwhile: a write is how the store shows it works again. */
 static void h_readyz(struct api_req *r)
 {
-	if (is_ready(r->srv))
+	int wrc = store_write_failing(r->srv->cfg.store, 10000);
+	if (is_ready(r->srv) && wrc == 0)
 		api_reply_json(r, 200, json_pack("{s:s}", "status", "ready"));
+	else if (wrc != 0)
+		api_reply_json(r, 503,
+			       json_pack("{s:s,s:s}", "status", "not ready", "reason",
+					 wrc == FP_ENOSPC ? "store out of space"
+							  : "store writes fail"));
 	else
 		api_reply_json(r, 503, json_pack("{s:s}", "status", "not ready"));
 }

@@ -28,7 +28,8 @@
 	X(FP_EBMC, -15, 502, "BMC error")                      \
 	X(FP_ECLOSED, -16, 503, "closed")                      \
 	X(FP_EAGAIN, -17, 503, "try again")                    \
-	X(FP_EPARSE, -18, 400, "parse error")
+	X(FP_EPARSE, -18, 400, "parse error")                  \
+	X(FP_ENOSPC, -19, 507, "out of storage space")
 
 enum fp_err {
 #define FP_ERR_ENUM(name, val, http, msg) name = val,

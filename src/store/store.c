@@ -6,12 +6,14 @@
  * implement a single write path. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/log.h"
 #include "base/metrics.h"
 #include "store/store.h"
 #include "store/store_int.h"
@@ -23,6 +25,10 @@ struct store {
 	pthread_mutex_t fault_mu;
 	unsigned fault_countdown; /* 0 = disabled; the write that brings it to 0 fails */
 	int fault_rc;
+	/* write health (store_write_failing), under fault_mu: the last backend failure */
+	int fail_rc;
+	int64_t fail_last_ms, fail_first_ms, fail_logged_ms; /* monotonic; 0 = never */
+	uint64_t fail_count;                                 /* since the last success */
 };
 
 static const struct store_ops *const store_backends[] = {
@@ -64,8 +70,56 @@ static const char *result_label(int rc)
 	case FP_EINVAL:
 	case FP_ETOOBIG: return "invalid";
 	case FP_ECLOSED: return "closed";
+	case FP_ENOSPC: return "nospace";
 	default: return "error";
 	}
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Records the outcome of one backend write for store_write_failing; logs as it says. */
+static void note_write(struct store *s, int rc)
+{
+	int failed = rc == FP_EIO || rc == FP_ENOSPC;
+	if (!failed && rc != 0)
+		return; /* an expectation or a refused request says nothing of the disk */
+	int64_t now = mono_ms();
+	pthread_mutex_lock(&s->fault_mu);
+	if (failed) {
+		if (!s->fail_count)
+			s->fail_first_ms = now;
+		s->fail_count++;
+		s->fail_rc = rc;
+		s->fail_last_ms = now;
+		if (!s->fail_logged_ms || now - s->fail_logged_ms >= STORE_FAIL_LOG_MS) {
+			s->fail_logged_ms = now;
+			log_warn("store: writes fail err=%s (%s) failed=%llu for=%llds%s",
+				 fp_err_name(rc), fp_err_msg(rc), (unsigned long long)s->fail_count,
+				 (long long)((now - s->fail_first_ms) / 1000),
+				 rc == FP_ENOSPC ? "; free space on the store's file system" : "");
+		}
+	} else if (s->fail_count) {
+		log_info("store: writes succeed again failed=%llu for=%llds",
+			 (unsigned long long)s->fail_count,
+			 (long long)((now - s->fail_first_ms) / 1000));
+		s->fail_count = 0;
+		s->fail_rc = 0;
+		s->fail_logged_ms = 0;
+	}
+	pthread_mutex_unlock(&s->fault_mu);
+}
+
+int store_write_failing(struct store *s, int64_t window_ms)
+{
+	pthread_mutex_lock(&s->fault_mu);
+	int rc = s->fail_count && mono_ms() - s->fail_last_ms <= window_ms ? s->fail_rc : 0;
+	pthread_mutex_unlock(&s->fault_mu);
+	return rc;
 }
 
 static double mono_seconds(void)
@@ -398,6 +452,7 @@ static int do_write(struct store *s, const struct store_op *ops, size_t n, int64
 	metric_observe(m_write_seconds, NULL, mono_seconds() - t0);
 	metric_observe(m_txn_ops, NULL, (double)n);
 out:
+	note_write(s, rc);
 	metric_add(m_writes, (const char *const[]){result_label(rc)}, 1);
 	if (rc == 0 && rev)
 		*rev = r;

@@ -113,6 +113,14 @@ size_t store_max_txn_ops(struct store *s);
 int store_txn(struct store *s, const struct store_op *ops, size_t n, int64_t *rev,
 	      size_t *failed_index);
 
+/* store_write_failing returns the error (FP_EIO, or FP_ENOSPC when the backend is out of
+ * space: SQLite's SQLITE_FULL) of the last write the backend failed, when no write has
+ * succeeded since and that failure is at most window_ms old (monotonic); 0 otherwise. The
+ * window lets an idle store count as writable again once space is back. While writes fail,
+ * one warning per STORE_FAIL_LOG_MS names the error and the count (never one per write). */
+#define STORE_FAIL_LOG_MS 60000
+int store_write_failing(struct store *s, int64_t window_ms);
+
 /* Lists keys with the given prefix in byte order, strictly after start_after (NULL or "" for
  * the beginning), at most limit (0 = no limit). *items is a new array the caller frees with
  * store_kv_array_free; *rev is the store revision the list was read at. *more is set to 1 when

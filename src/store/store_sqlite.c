@@ -12,6 +12,7 @@
  * each writer with its own result. The write connection belongs to that thread alone. Reads
  * go to a small pool of read connections (WAL readers do not block the writer), each behind a
  * mutex with its statements prepared once. The current revision is cached in an atomic. */
+#include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
@@ -157,9 +158,20 @@ static struct store_sqlite *to_sq(struct store_impl *b)
 /* ---- statement helpers ---- */
 
 /* Runs a statement that returns no rows; resets it. SQLite code returned. */
+/* Set by sq_exec on the thread that saw SQLite fail for want of space: SQLITE_FULL (os_unix.c
+ * maps a short write with ENOSPC to it), or an I/O error whose errno is ENOSPC (an fsync).
+ * The writer thread clears it before a batch and reads it after. */
+static _Thread_local int sq_saw_full;
+
 static int sq_exec(sqlite3_stmt *st)
 {
 	int rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		sqlite3 *db = sqlite3_db_handle(st);
+		if ((rc & 0xff) == SQLITE_FULL ||
+		    ((rc & 0xff) == SQLITE_IOERR && sqlite3_system_errno(db) == ENOSPC))
+			sq_saw_full = 1;
+	}
 	sqlite3_reset(st);
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
 }
@@ -424,9 +436,10 @@ static void sq_apply_batch(struct store_sqlite *s, struct sq_req *batch)
 	int aborted = 0;
 	size_t nreq = 0;
 
+	sq_saw_full = 0;
 	if (sq_exec(s->w[W_BEGIN]) != SQLITE_OK) {
 		for (struct sq_req *r = batch; r; r = r->next)
-			r->rc = FP_EIO;
+			r->rc = sq_saw_full ? FP_ENOSPC : FP_EIO;
 		return;
 	}
 	for (struct sq_req *r = batch; r; r = r->next) {
@@ -460,17 +473,24 @@ static void sq_apply_batch(struct store_sqlite *s, struct sq_req *batch)
 	if (!aborted && sq_exec(s->w[W_COMMIT]) == SQLITE_OK) {
 		atomic_store(&s->compacted_rev, crev);
 		atomic_store(&s->rev, rev);
+		if (sq_saw_full) /* a request rolled back alone for want of space */
+			for (struct sq_req *r = batch; r; r = r->next)
+				if (r->rc == FP_EIO)
+					r->rc = FP_ENOSPC;
 		return;
 	}
 	/* Nothing in this batch is acknowledged. If the COMMIT's fsync failed, the state on
 	 * disk is unknown; reload the revisions from the database rather than trust the cache. */
 	if (!sqlite3_get_autocommit(s->wdb))
 		sq_exec(s->w[W_ROLLBACK]);
-	for (struct sq_req *r = batch; r; r = r->next)
+	for (struct sq_req *r = batch; r; r = r->next) {
 		if (r->rc == 0) {
 			r->rc = FP_EIO;
 			r->rev = 0;
 		}
+		if (r->rc == FP_EIO && sq_saw_full)
+			r->rc = FP_ENOSPC;
+	}
 	sq_load_meta(s);
 }
 

@@ -785,16 +785,29 @@ static void test_fault_injection(void **state)
 {
 	struct store *s = ((struct fx *)*state)->s;
 	double ok0 = writes("ok"), err0 = writes("error"), conf0 = writes("conflict");
+	double nospace0 = writes("nospace");
 	store_fault_inject(s, 2, FP_EIO);
 	assert_int_equal(put_ok(s, "/f/1", "v"), 1);
+	assert_int_equal(store_write_failing(s, 60000), 0);
 	assert_int_equal(store_put(s, "/f/2", "v", STORE_ANY, NULL), FP_EIO);
 	expect_absent(s, "/f/2");
 	assert_int_equal(store_revision(s), 1);
+	/* write health: the failure is named until a write succeeds (or the window passes) */
+	assert_int_equal(store_write_failing(s, 60000), FP_EIO);
 	assert_int_equal(put_ok(s, "/f/3", "v"), 2); /* one-shot */
+	assert_int_equal(store_write_failing(s, 60000), 0);
+	store_fault_inject(s, 1, FP_ENOSPC);
+	assert_int_equal(store_put(s, "/f/3b", "v", STORE_ANY, NULL), FP_ENOSPC);
+	assert_int_equal(store_write_failing(s, 60000), FP_ENOSPC);
+	assert_int_equal(store_write_failing(s, -1), 0); /* older than the window */
+	assert_int_equal(store_put(s, "/f/3", "w", STORE_ABSENT, NULL), FP_EEXIST);
+	assert_int_equal(store_write_failing(s, 60000), FP_ENOSPC); /* an expectation: no news */
+	assert_int_equal(put_ok(s, "/f/3c", "v"), 3);
+	assert_int_equal(store_write_failing(s, 60000), 0);
 
 	store_fault_inject(s, 1, FP_EBUSY);
 	store_fault_inject(s, 0, 0); /* disabled again */
-	assert_int_equal(put_ok(s, "/f/4", "v"), 3);
+	assert_int_equal(put_ok(s, "/f/4", "v"), 4);
 
 	store_fault_inject(s, 1, FP_ECONFLICT);
 	struct store_op ops[] = {{STORE_OP_PUT, "/f/5", "v", STORE_ANY}};
@@ -806,8 +819,9 @@ static void test_fault_injection(void **state)
 	assert_int_equal(store_delete(s, "/f/1", STORE_ANY, NULL), FP_EIO);
 	expect_kv(s, "/f/1", "v", 1, 1);
 
-	assert_true(writes("ok") == ok0 + 3);
+	assert_true(writes("ok") == ok0 + 4);
 	assert_true(writes("error") == err0 + 2);
+	assert_true(writes("nospace") == nospace0 + 1);
 	assert_true(writes("conflict") == conf0 + 1);
 }
 
