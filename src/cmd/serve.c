@@ -198,7 +198,7 @@ int cmd_serve(int argc, char **argv)
 	int sig = 0;
 	while (sigwait(&stop, &sig) == 0 && sig == SIGHUP) {
 		sdnotify_reloading();
-		serve_reload(argc, argv, &so);
+		serve_reload(argc, argv, &so, fl);
 		sdnotify_ready("serving");
 	}
 	sdnotify_stopping();

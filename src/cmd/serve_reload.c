@@ -8,6 +8,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "cmd/serve_opts.h"
+#include "fleet/fleet.h"
 
 /* The level names, as log_level_parse numbers them; static so cur->log_level may point here. */
 static const char *const level_names[] = {"debug", "info", "warn", "error", "off"};
@@ -21,7 +22,14 @@ static void list_add(char *out, size_t outlen, const char *name)
 	snprintf(out + n, outlen - n, "%s%s", n ? "," : "", name);
 }
 
-int serve_reload(int argc, char **argv, struct serve_opts *cur)
+/* The keys fleet_set_bmc_limits applies. */
+static int is_limit_key(const char *k)
+{
+	return strcmp(k, "site-qps") == 0 || strcmp(k, "bmc-concurrency") == 0 ||
+	       strcmp(k, "bmc-min-interval") == 0;
+}
+
+int serve_reload(int argc, char **argv, struct serve_opts *cur, struct fleet *fl)
 {
 	if (!cur->config) {
 		log_info("serve: reload: started without --config, nothing to re-read");
@@ -52,12 +60,25 @@ int serve_reload(int argc, char **argv, struct serve_opts *cur)
 	const char *changed[SERVE_OPTS_MAX];
 	size_t nc = serve_opts_diff(cur, n, changed, SERVE_OPTS_MAX);
 	char applied[256] = "", restart[1024] = "";
+	int limits = 0;
+	for (size_t i = 0; i < nc; i++)
+		limits |= is_limit_key(changed[i]);
+	if (limits &&
+	    fleet_set_bmc_limits(fl, n->site_qps, n->bmc_concurrency, n->bmc_min_interval) == 0) {
+		cur->site_qps = n->site_qps;
+		cur->bmc_concurrency = n->bmc_concurrency;
+		cur->bmc_min_interval = n->bmc_min_interval;
+	} else {
+		limits = 0; /* no limiters to change: a restart applies them */
+	}
 	for (size_t i = 0; i < nc; i++) {
 		if (strcmp(changed[i], "log-level") == 0) {
 			/* unset in the file = the default, info */
 			int lvl = n->log_level ? log_level_parse(n->log_level) : LOG_LVL_INFO;
 			log_init((enum log_level)lvl, NULL);
 			cur->log_level = n->log_level ? level_names[lvl] : NULL;
+			list_add(applied, sizeof(applied), changed[i]);
+		} else if (limits && is_limit_key(changed[i])) {
 			list_add(applied, sizeof(applied), changed[i]);
 		} else {
 			list_add(restart, sizeof(restart), changed[i]);

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # packaging (issue 15): serve under systemd's protocol. With NOTIFY_SOCKET set, serve sends
 # READY=1 once its API answers, RELOADING=1 (with MONOTONIC_USEC) then READY=1 around a SIGHUP,
-# STOPPING=1 on SIGTERM. SIGHUP re-reads --config: a new log level takes effect at once, a key
-# that needs a restart is named, a broken file is refused naming FILE:LINE and serve keeps
-# answering with the old settings; SIGTERM still exits 0 and removes serve.url and the WAL files.
+# STOPPING=1 on SIGTERM. SIGHUP re-reads --config: a new log level and site-qps take effect at
+# once, a key that needs a restart is named, a broken file is refused naming FILE:LINE and serve
+# keeps answering with the old settings; SIGTERM still exits 0 and removes serve.url and the WAL files.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "skip: python3 missing (the notify socket listener)"; exit 77; }
 D="$WORK/d"
@@ -48,11 +48,12 @@ assert_eq 200 "$(readyz)" "readyz at debug"
 wait_line "$LOG" 'debug.*readyz'
 assert_eq 2 "$(grep -c '^READY=1' "$GOT")" "READY=1 datagrams after the reload"
 
-# a key that needs a restart is named, and not applied
-printf 'log-level debug\nsite-qps 20\n' >"$CONF"
+# site-qps is applied live (the limiters: test_ratelimit's test_set_limits); a key that needs
+# a restart is named, and not applied
+printf 'log-level debug\nsite-qps 20\nbmc-timeout 45\n' >"$CONF"
 kill -HUP "$SERVE_PID"
-wait_line "$LOG" 'serve: reloaded .*applied=none restart_needed=site-qps'
-wait_line "$LOG" 'restart to apply changed keys=site-qps'
+wait_line "$LOG" 'serve: reloaded .*applied=site-qps restart_needed=bmc-timeout$'
+wait_line "$LOG" 'restart to apply changed keys=bmc-timeout'
 
 # a broken file: FILE:LINE named, old settings kept (still at debug), serve answers
 printf 'log-level info\nsite-qps 20\nbmc-timeout soon\n' >"$CONF"
@@ -70,4 +71,4 @@ grep -q '^STOPPING=1$' "$GOT" || fail "no STOPPING=1: $(cat "$GOT")"
 [ -e "$D/serve.url" ] && fail "serve.url left after SIGTERM"
 [ -e "$D/fleetplane.db-wal" ] && fail "fleetplane.db-wal left after SIGTERM"
 [ -e "$D/fleetplane.db-shm" ] && fail "fleetplane.db-shm left after SIGTERM"
-echo "ok: READY/RELOADING/STOPPING sent; SIGHUP applied log-level, named site-qps, kept settings on a bad file"
+echo "ok: READY/RELOADING/STOPPING sent; SIGHUP applied log-level and site-qps, named bmc-timeout, kept settings on a bad file"
