@@ -157,6 +157,11 @@ int cmd_serve(int argc, char **argv)
 		fleet_boot_wrap(boot, &bootslot);
 		sv.boot = &bootslot;
 	}
+	/* SIGHUP is held from here (standing by included) until the loop below takes it. */
+	sigset_t hup;
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &hup, NULL);
 	/* --store etcd://...: stand by until elected; the fleet's store is then fenced */
 	struct serve_leader *lead = serve_leader_begin(&so, &sv);
 	/* Block the stop signals in every thread (before the fleet starts any); main waits for
