@@ -770,13 +770,6 @@ size_t serve_opts_diff(const struct serve_opts *a, const struct serve_opts *b, c
 		const char *pa = (const char *)a + d->off, *pb = (const char *)b + d->off;
 		int same = 1;
 		switch (d->kind) {
-		case OK_STRING:
-		case OK_LEVEL: {
-			const char *sa = *(const char *const *)(const void *)pa;
-			const char *sb = *(const char *const *)(const void *)pb;
-			same = (!sa && !sb) || (sa && sb && strcmp(sa, sb) == 0);
-			break;
-		}
 		case OK_LONG:
 		case OK_DURATION:
 			same = *(const long *)(const void *)pa == *(const long *)(const void *)pb;
@@ -792,6 +785,12 @@ size_t serve_opts_diff(const struct serve_opts *a, const struct serve_opts *b, c
 		case OK_FLAG:
 			same = *(const int *)(const void *)pa == *(const int *)(const void *)pb;
 			break;
+		default: { /* OK_STRING, OK_LEVEL: the kinds whose field is a const char * */
+			const char *sa = *(const char *const *)(const void *)pa;
+			const char *sb = *(const char *const *)(const void *)pb;
+			same = (!sa && !sb) || (sa && sb && strcmp(sa, sb) == 0);
+			break;
+		}
 		}
 		if (!same && n < max)
 			names[n++] = d->name;
