@@ -88,8 +88,8 @@ int serve_reload(int argc, char **argv, struct serve_opts *cur, struct fleet *fl
 	log_info("serve: reloaded config=%s applied=%s restart_needed=%s", cur->config,
 		 *applied ? applied : "none", *restart ? restart : "none");
 	if (*restart)
-		log_warn("serve: restart to apply changed keys=%s config=%s", restart, cur->config);
-	log_debug("serve: reload done level=%s", level_names[log_level_get()]);
+		log_warn("serve: restart needed keys=%s config=%s", restart, cur->config);
+	log_debug("serve: reload done log_level=%s", level_names[log_level_get()]);
 	return 0;
 bad:
 	free(n);

@@ -54,7 +54,7 @@ assert_eq 2 "$(grep -c '^READY=1' "$GOT")" "READY=1 datagrams after the reload"
 printf 'log-level debug\nsite-qps 20\nbmc-timeout 45\n' >"$CONF"
 kill -HUP "$SERVE_PID"
 wait_line "$LOG" 'serve: reloaded"? .*applied=site-qps restart_needed=bmc-timeout$'
-wait_line "$LOG" 'restart to apply changed"? keys=bmc-timeout'
+wait_line "$LOG" 'serve: restart needed"? keys=bmc-timeout'
 
 # a broken file: FILE:LINE named, old settings kept (still at debug), serve answers
 printf 'log-level info\nsite-qps 20\nbmc-timeout soon\n' >"$CONF"
