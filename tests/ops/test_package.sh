@@ -61,8 +61,11 @@ installed=1
 [ "$(dpkg-query -W -f='${Status}' fleetplane)" = "install ok installed" ] ||
 	fail "fleetplane not installed: $(cat "$WORK/install.log")"
 
-[ "$(/usr/bin/fleetplane --version)" = "fleetplane $version" ] ||
-	fail "/usr/bin/fleetplane --version: [$(/usr/bin/fleetplane --version)], want [fleetplane $version]"
+# "fleetplane 0.1.0", or with the commit after it ("fleetplane 0.1.0 (abc1234)")
+v=$(/usr/bin/fleetplane --version)
+case "$v" in "fleetplane $version" | "fleetplane $version "*) ;;
+*) fail "/usr/bin/fleetplane --version: [$v], want [fleetplane $version] (debian/changelog)" ;;
+esac
 ent=$(getent passwd fleetplane) || fail "no system user fleetplane after install"
 uid=$(echo "$ent" | cut -d: -f3)
 [ "$uid" -lt 1000 ] || fail "fleetplane is not a system user: $ent"
