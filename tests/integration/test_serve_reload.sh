@@ -66,10 +66,20 @@ assert_eq 200 "$(readyz)" "readyz after a broken reload"
 wait_line "$LOG" 'debug.*readyz'
 [ "$(grep -cE 'debug.*readyz' "$LOG")" -gt "$n" ] || fail "log level changed by a broken file"
 
+# the agent (fleetplane-agent.service is Type=notify too): READY=1 once set up, STOPPING=1 at the end
+"$FP" node enroll -f - <<<'{"items":[{"metadata":{"name":"n1"},"spec":{"bmc":{"driver":"sim"}}}]}' >/dev/null
+AG=$("$FP" token create --role agent --name n1 --node n1 | tail -n 1)
+: >"$WORK/kmsg.txt"
+NOTIFY_SOCKET=$SOCK FLEETPLANE_TOKEN=$AG "$FP" agent --node n1 --kernel-log "$WORK/kmsg.txt" \
+	--state-dir "$WORK/agent" --once >"$WORK/agent.out" 2>&1 || fail "agent --once: $(cat "$WORK/agent.out")"
+wait_line "$GOT" '^READY=1 STATUS=reporting$'
+wait_line "$GOT" '^STOPPING=1$'
+
 # SIGTERM: STOPPING=1, exit 0, nothing left behind
 stop_serve
-grep -q '^STOPPING=1$' "$GOT" || fail "no STOPPING=1: $(cat "$GOT")"
+for _ in $(seq 1 50); do [ "$(grep -c '^STOPPING=1$' "$GOT")" = 2 ] && break; sleep 0.1; done
+assert_eq 2 "$(grep -c '^STOPPING=1$' "$GOT")" "STOPPING=1 datagrams (agent, serve)"
 [ -e "$D/serve.url" ] && fail "serve.url left after SIGTERM"
 [ -e "$D/fleetplane.db-wal" ] && fail "fleetplane.db-wal left after SIGTERM"
 [ -e "$D/fleetplane.db-shm" ] && fail "fleetplane.db-shm left after SIGTERM"
-echo "ok: READY/RELOADING/STOPPING sent; SIGHUP applied log-level and site-qps, named bmc-timeout, kept settings on a bad file"
+echo "ok: READY/RELOADING/STOPPING sent (serve, agent); SIGHUP applied log-level and site-qps, named bmc-timeout, kept settings on a bad file"
