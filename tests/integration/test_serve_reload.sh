@@ -3,7 +3,8 @@
 # READY=1 once its API answers, RELOADING=1 (with MONOTONIC_USEC) then READY=1 around a SIGHUP,
 # STOPPING=1 on SIGTERM. SIGHUP re-reads --config: a new log level and site-qps take effect at
 # once, a key that needs a restart is named, a broken file is refused naming FILE:LINE and serve
-# keeps answering with the old settings; SIGTERM still exits 0 and removes serve.url and the WAL files.
+# keeps answering with the old settings; SIGTERM still exits 0 and removes serve.url and the WAL
+# files. The agent sends READY=1 and STOPPING=1 the same way.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "skip: python3 missing (the notify socket listener)"; exit 77; }
 D="$WORK/d"
