@@ -5,6 +5,8 @@ CC      ?= cc
 PKGS    := libmicrohttpd jansson sqlite3 libcurl libsodium libfreeipmi libxml-2.0
 # kube (issue 13): GnuTLS makes the API's self-signed certificate (src/api/tls.c)
 PKGS    += gnutls
+# packaging (issue 15): sd_notify for the Type=notify units (src/cmd/sdnotify.c)
+PKGS    += libsystemd
 SAN     ?= 0
 TSAN    ?= 0
 ifeq ($(TSAN),1)

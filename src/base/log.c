@@ -7,7 +7,7 @@
 #include <sys/time.h>
 #include <time.h>
 
-static enum log_level g_min = LOG_LVL_INFO;
+static _Atomic enum log_level g_min = LOG_LVL_INFO; /* SIGHUP reload sets it while others log */
 static FILE *g_sink;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 

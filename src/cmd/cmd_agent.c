@@ -25,6 +25,7 @@
 #include "base/err.h"
 #include "base/jsonx.h"
 #include "base/log.h"
+#include "cmd/sdnotify.h"
 #include "cmd/client.h"
 #include "cmd/run.h"
 #include "core/codec.h"
@@ -481,7 +482,10 @@ int cmd_agent(int argc, char **argv)
 		fprintf(stderr, "error: the state dir %s is not usable: %s\n", cfg.state_dir, err);
 		exit_code = AGENT_EXIT_LOCAL;
 	} else {
+		sdnotify_ready(
+			"reporting"); /* systemd Type=notify (debian/fleetplane-agent.service) */
 		rc = agent_run(a);
+		sdnotify_stopping();
 		const struct agent_stats *st = agent_stats(a);
 		size_t unsent = 0;
 		const char *local = agent_local_error(a, &unsent);

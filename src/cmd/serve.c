@@ -1,6 +1,6 @@
 /* serve.c - `fleetplane serve`: the control plane process. Parses the options into a
  * struct fleet_config and runs one fleet (fleet/fleet.h: store, cache, controllers, drivers,
- * API server) until SIGINT/SIGTERM, then stops and frees it in dependency order. */
+ * API server) until SIGINT/SIGTERM (SIGHUP re-reads the config file), then stops and frees it in dependency order. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,8 +11,10 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "cmd/run.h"
+#include "cmd/sdnotify.h"
 #include "cmd/serve_leader.h"
 #include "cmd/serve_opts.h"
+#include "cmd/serve_reload.h"
 #include "boot/boot_server.h"
 #include "fleet/fleet.h"
 #include "fleet/fleet_boot.h"
@@ -155,14 +157,20 @@ int cmd_serve(int argc, char **argv)
 		fleet_boot_wrap(boot, &bootslot);
 		sv.boot = &bootslot;
 	}
+	/* SIGHUP is held from here (standing by included) until the loop below takes it. */
+	sigset_t hup;
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &hup, NULL);
 	/* --store etcd://...: stand by until elected; the fleet's store is then fenced */
 	struct serve_leader *lead = serve_leader_begin(&so, &sv);
 	/* Block the stop signals in every thread (before the fleet starts any); main waits for
-	 * them with sigwait. */
+	 * them with sigwait. SIGHUP too: it reloads the config file (serve_reload.h). */
 	sigset_t stop;
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGINT);
 	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -190,8 +198,15 @@ int cmd_serve(int argc, char **argv)
 			goto out;
 		}
 	}
+	/* systemd (Type=notify): the API answers now (fleet_start binds it last) */
+	sdnotify_ready("serving");
 	int sig = 0;
-	sigwait(&stop, &sig);
+	while (sigwait(&stop, &sig) == 0 && sig == SIGHUP) {
+		sdnotify_reloading();
+		serve_reload(argc, argv, &so, fl);
+		sdnotify_ready("serving");
+	}
+	sdnotify_stopping();
 	serve_leader_stopping(lead);
 	slurm_tenant_sync_free(tsync);
 	log_info("serve: stopping signal=%d", sig);

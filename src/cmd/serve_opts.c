@@ -763,3 +763,43 @@ int serve_opts_check(const struct serve_opts *o)
 	printf("configuration ok\n");
 	return 0;
 }
+
+/* packaging (issue 15): what a SIGHUP reload changed (serve_reload.c) */
+size_t serve_opts_diff(const struct serve_opts *a, const struct serve_opts *b, const char **names,
+		       size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct opt *d = &opts[i];
+		if (d->flag_only)
+			continue;
+		const char *pa = (const char *)a + d->off, *pb = (const char *)b + d->off;
+		int same = 1;
+		switch (d->kind) {
+		case OK_LONG:
+		case OK_DURATION:
+			same = *(const long *)(const void *)pa == *(const long *)(const void *)pb;
+			break;
+		case OK_DOUBLE:
+			same = *(const double *)(const void *)pa ==
+			       *(const double *)(const void *)pb;
+			break;
+		case OK_SEED:
+			same = *(const uint64_t *)(const void *)pa ==
+			       *(const uint64_t *)(const void *)pb;
+			break;
+		case OK_FLAG:
+			same = *(const int *)(const void *)pa == *(const int *)(const void *)pb;
+			break;
+		default: { /* OK_STRING, OK_LEVEL: the kinds whose field is a const char * */
+			const char *sa = *(const char *const *)(const void *)pa;
+			const char *sb = *(const char *const *)(const void *)pb;
+			same = (!sa && !sb) || (sa && sb && strcmp(sa, sb) == 0);
+			break;
+		}
+		}
+		if (!same && n < max)
+			names[n++] = d->name;
+	}
+	return n;
+}

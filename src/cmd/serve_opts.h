@@ -124,4 +124,11 @@ int serve_opts_validate(const struct serve_opts *o, char *err, size_t errlen);
  * to stdout and returns 0, or prints "error: ..." to stderr and returns 2. */
 int serve_opts_check(const struct serve_opts *o);
 
+/* packaging (issue 15): serve_opts_diff writes into names (max entries) the option names (the
+ * config file keys, static strings) whose values differ between *a and *b, in table order,
+ * the command-line-only options left out; a string option set in one and NULL in the other
+ * differs. Returns how many were written. For the SIGHUP reload (serve_reload.h). */
+size_t serve_opts_diff(const struct serve_opts *a, const struct serve_opts *b, const char **names,
+		       size_t max);
+
 #endif

@@ -42,12 +42,10 @@ static void bucket_refill(struct ratelimit_bucket *b, int64_t now)
 		b->tokens_ut += elapsed * b->rate_ut_per_ms;
 }
 
-void ratelimit_bucket_init(struct ratelimit_bucket *b, struct fp_clock *clock, double rate_per_s,
-			   int64_t burst)
+/* Sets the rate and burst as ratelimit_bucket_init says (tokens untouched). */
+static void bucket_set(struct ratelimit_bucket *b, double rate_per_s, int64_t burst)
 {
-	memset(b, 0, sizeof(*b));
-	pthread_mutex_init(&b->mu, NULL);
-	b->clock = clock;
+	b->rate_ut_per_ms = 0;
 	if (rate_per_s > 0) {
 		double r = rate_per_s * 1000.0;
 		if (r > (double)UT_PER_TOKEN * BUCKET_MAX_BURST)
@@ -61,6 +59,15 @@ void ratelimit_bucket_init(struct ratelimit_bucket *b, struct fp_clock *clock, d
 	if (burst > BUCKET_MAX_BURST)
 		burst = BUCKET_MAX_BURST;
 	b->cap_ut = burst * UT_PER_TOKEN;
+}
+
+void ratelimit_bucket_init(struct ratelimit_bucket *b, struct fp_clock *clock, double rate_per_s,
+			   int64_t burst)
+{
+	memset(b, 0, sizeof(*b));
+	pthread_mutex_init(&b->mu, NULL);
+	b->clock = clock;
+	bucket_set(b, rate_per_s, burst);
 	b->tokens_ut = b->cap_ut;
 	b->last_ms = clock_now_ms(clock);
 }
@@ -385,4 +392,32 @@ int ratelimit_site_pause(struct ratelimit *lim, const char *site_key, int64_t ms
 out:
 	pthread_mutex_unlock(&lim->mu);
 	return rc;
+}
+
+/* packaging (issue 15): serve's SIGHUP reload (ratelimit.h) */
+void ratelimit_set_limits(struct ratelimit *lim, int bmc_max_concurrency,
+			  int64_t bmc_min_interval_ms, double site_rate_per_s, int64_t site_burst)
+{
+	pthread_mutex_lock(&lim->mu);
+	struct ratelimit_config *c = &lim->cfg;
+	c->bmc_max_concurrency = bmc_max_concurrency <= 0 ? 1 : bmc_max_concurrency;
+	c->bmc_min_interval_ms = bmc_min_interval_ms < 0 ? 0 : bmc_min_interval_ms;
+	c->site_rate_per_s = site_rate_per_s;
+	c->site_burst = site_burst < 1 ? 1 : site_burst;
+	int64_t now = clock_now_ms(lim->clock);
+	for (struct hmap_iter it = hmap_iter_start(&lim->sites); hmap_iter_next(&it);) {
+		struct ratelimit_bucket *b = &((struct site_state *)it.e->value)->bucket;
+		pthread_mutex_lock(&b->mu);
+		if (b->rate_ut_per_ms) {
+			bucket_refill(b, now); /* what accrued at the old rate is kept */
+		} else {
+			b->tokens_ut = INT64_MAX; /* was unlimited: starts full, as a new key */
+			b->last_ms = now;
+		}
+		bucket_set(b, c->site_rate_per_s, c->site_burst);
+		if (b->tokens_ut > b->cap_ut)
+			b->tokens_ut = b->cap_ut;
+		pthread_mutex_unlock(&b->mu);
+	}
+	pthread_mutex_unlock(&lim->mu);
 }

@@ -108,4 +108,12 @@ size_t ratelimit_nkeys(struct ratelimit *lim);
  * least idle_evict_ms; acquire also calls it now and then. Returns the number dropped. */
 size_t ratelimit_evict(struct ratelimit *lim);
 
+/* packaging (issue 15): ratelimit_set_limits changes a live limiter's BMC concurrency, minimum
+ * interval, site rate (tokens per second; <= 0 = no site limit) and site burst, normalised as
+ * ratelimit_new does, for serve's SIGHUP reload. Slots held stay held (a lower concurrency
+ * refuses until enough are released); a site bucket keeps the tokens it had, cut to the new
+ * burst, and refills at the new rate from now. Thread-safe. */
+void ratelimit_set_limits(struct ratelimit *lim, int bmc_max_concurrency,
+			  int64_t bmc_min_interval_ms, double site_rate_per_s, int64_t site_burst);
+
 #endif

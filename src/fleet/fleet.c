@@ -1154,3 +1154,21 @@ void fleet_free(struct fleet *fl)
 	if (fl)
 		fleet_teardown(fl);
 }
+
+/* packaging (issue 15): serve's SIGHUP reload (fleet.h) */
+int fleet_set_bmc_limits(struct fleet *fl, double site_qps, long bmc_concurrency,
+			 long bmc_min_interval_ms)
+{
+	if (!fl->limits || fl->cfg.bmc_limits)
+		return FP_EINVAL;
+	/* as fleet_new: real BMCs at site_qps, simulated ones sim_speed times faster */
+	ratelimit_set_limits(fl->limits, (int)bmc_concurrency, bmc_min_interval_ms, site_qps,
+			     (int64_t)(2 * site_qps) + 1);
+	if (fl->sim_limits) {
+		double speed_factor = fl->cfg.sim_speed > 1 ? fl->cfg.sim_speed : 1;
+		ratelimit_set_limits(fl->sim_limits, (int)bmc_concurrency, bmc_min_interval_ms,
+				     fl->cfg.sim_speed == 0 ? 0 : site_qps * speed_factor,
+				     (int64_t)(2 * site_qps * speed_factor) + 1);
+	}
+	return 0;
+}

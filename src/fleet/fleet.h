@@ -206,4 +206,12 @@ void fleet_stop(struct fleet *f);
 /* Stops the fleet if running, then frees everything it owns. NULL is a no-op. */
 void fleet_free(struct fleet *f);
 
+/* packaging (issue 15): fleet_set_bmc_limits applies new --site-qps, --bmc-concurrency and
+ * --bmc-min-interval (milliseconds) values to the running fleet's BMC rate limiters, computed
+ * as fleet_new does (simulated BMCs' site rate scaled by sim_speed); commands in flight keep
+ * their slots. For serve's SIGHUP reload. Returns 0, or FP_EINVAL for a fleet without
+ * limiters (no FLEET_LIFECYCLE) or whose limits the caller gave (cfg.bmc_limits). Thread-safe. */
+int fleet_set_bmc_limits(struct fleet *f, double site_qps, long bmc_concurrency,
+			 long bmc_min_interval_ms);
+
 #endif

@@ -253,6 +253,40 @@ static void test_site_pause(void **state)
 	clock_free(c);
 }
 
+/* packaging (issue 15): serve's SIGHUP reload changes a live limiter's site rate, burst and BMC
+ * concurrency; a site bucket keeps what it had and refills at the new rate. */
+static void test_set_limits(void **state)
+{
+	struct fp_clock *c = clock_virtual_new(0);
+	struct ratelimit_config cfg = {.site_rate_per_s = 10, .site_burst = 1};
+	struct ratelimit *lim = ratelimit_new(c, &cfg);
+	int64_t w = -1;
+	assert_int_equal(ratelimit_acquire(lim, "b1", "s", &w, NULL, 0), 0);
+	assert_int_equal(ratelimit_release(lim, "b1"), 0);
+	assert_int_equal(ratelimit_acquire(lim, "b2", "s", &w, NULL, 0), FP_EAGAIN);
+	assert_int_equal(w, 100); /* 10/s */
+	ratelimit_set_limits(lim, 1, 0, 1, 1);
+	assert_int_equal(ratelimit_acquire(lim, "b2", "s", &w, NULL, 0), FP_EAGAIN);
+	assert_int_equal(w, 1000); /* 1/s from an empty bucket */
+	clock_virtual_advance(c, 1000);
+	assert_int_equal(ratelimit_acquire(lim, "b2", "s", &w, NULL, 0), 0);
+	/* concurrency 1 -> 2 on a BMC holding a slot; no site limit */
+	ratelimit_set_limits(lim, 1, 0, 0, 1);
+	assert_int_equal(ratelimit_acquire(lim, "b2", "s", &w, NULL, 0), FP_EAGAIN);
+	ratelimit_set_limits(lim, 2, 0, 0, 1);
+	assert_int_equal(ratelimit_acquire(lim, "b2", "s", &w, NULL, 0), 0);
+	assert_int_equal(ratelimit_release(lim, "b2"), 0);
+	assert_int_equal(ratelimit_release(lim, "b2"), 0);
+	/* a site limit again, 5/s burst 2: the site starts full */
+	ratelimit_set_limits(lim, 1, 0, 5, 2);
+	assert_int_equal(ratelimit_acquire(lim, "b3", "s", &w, NULL, 0), 0);
+	assert_int_equal(ratelimit_acquire(lim, "b4", "s", &w, NULL, 0), 0);
+	assert_int_equal(ratelimit_acquire(lim, "b5", "s", &w, NULL, 0), FP_EAGAIN);
+	assert_int_equal(w, 200);
+	ratelimit_free(lim);
+	clock_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -264,6 +298,7 @@ int main(void)
 		cmocka_unit_test(test_keyed_eviction),
 		cmocka_unit_test(test_keyed_key_cap),
 		cmocka_unit_test(test_site_pause),
+		cmocka_unit_test(test_set_limits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -397,6 +397,32 @@ static void test_check(void **state)
 	free(o);
 }
 
+/* packaging (issue 15): serve_opts_diff names what a reload changed, in table order: every
+ * kind of value, a string set against NULL, and never the command-line-only options. */
+static void test_diff(void **state)
+{
+	struct serve_opts *a = new_opts(), *b = new_opts();
+	char err[512] = "";
+	const char *names[SERVE_OPTS_MAX];
+	assert_int_equal(0, serve_opts_diff(a, b, names, SERVE_OPTS_MAX));
+	assert_int_equal(0,
+			 load("data-dir /d\nlog-level info\nsite-qps 10\n", a, err, sizeof(err)));
+	assert_int_equal(0, load("data-dir /d\nlog-level debug\nsite-qps 20\nbmc-timeout 45\n"
+				 "sim-faults 7\nslurm\nstore sqlite:/x\n",
+				 b, err, sizeof(err)));
+	b->check = 1;     /* flag-only: never named */
+	b->config = "/c"; /* flag-only */
+	size_t n = serve_opts_diff(a, b, names, SERVE_OPTS_MAX);
+	assert_int_equal(6, n);
+	const char *want[] = {"sim-faults",  "site-qps", "log-level",
+			      "bmc-timeout", "slurm",    "store"};
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(want[i], names[i]);
+	assert_int_equal(2, serve_opts_diff(a, b, names, 2)); /* cut at max */
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -411,6 +437,7 @@ int main(void)
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_validate),
 		cmocka_unit_test(test_flag_keys),
+		cmocka_unit_test(test_diff),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
