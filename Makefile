@@ -5,6 +5,8 @@ CC      ?= cc
 PKGS    := libmicrohttpd jansson sqlite3 libcurl libsodium libfreeipmi libxml-2.0
 # kube (issue 13): GnuTLS makes the API's self-signed certificate (src/api/tls.c)
 PKGS    += gnutls
+# cli (issue 15): libyaml writes `-o yaml` (src/cmd/cli_fmt.c)
+PKGS    += yaml-0.1
 SAN     ?= 0
 TSAN    ?= 0
 ifeq ($(TSAN),1)

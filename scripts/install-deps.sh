@@ -6,6 +6,7 @@ set -euo pipefail
 build_pkgs=(build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev
 	libcurl4-openssl-dev libsodium-dev libfreeipmi-dev libxml2-dev)
 build_pkgs+=(libgnutls28-dev) # kube (issue 13): the API's TLS certificate (src/api/tls.c)
+build_pkgs+=(libyaml-dev) # cli (issue 15): -o yaml is written by libyaml (src/cmd/cli_fmt.c)
 test_pkgs=(libcmocka-dev clang clang-format libclang-rt-14-dev prometheus curl procps jq
 	openipmi ipmitool python3 python3-sushy slurmctld slurmd slurm-client munge
 	slurmdbd mariadb-server

@@ -66,8 +66,8 @@ static const char *const p_nodes[] = {"labelSelector", "phase",           "limit
 				      "watch",         "resourceVersion", NULL};
 static const char *const p_ops[] = {"node",  "state",           "limit", "continue",
 				    "watch", "resourceVersion", NULL};
-static const char *const p_events[] = {"object", "limit",           "continue",
-				       "watch",  "resourceVersion", NULL};
+static const char *const p_events[] = {"object",   "type",  "reason",          "since", "limit",
+				       "continue", "watch", "resourceVersion", NULL};
 static const char *const p_paged[] = {"limit", "continue", NULL};
 static const char *const p_racks[] = {"site", "limit", "continue", NULL};
 static const char *const p_hevents[] = {"node",     "code",  "limit",

@@ -123,7 +123,9 @@ void client_getopt_reset(void);
 enum client_output {
 	CLIENT_OUT_TABLE = 0,
 	CLIENT_OUT_JSON,
-	CLIENT_OUT_WIDE
+	CLIENT_OUT_WIDE,
+	CLIENT_OUT_YAML, /* list verbs only (cli_fmt.h cli_opt_list) */
+	CLIENT_OUT_NAME  /* list verbs only: <kind>/<name> per line */
 };
 /* Parses an -o value: "json" always; "wide" only when allow_wide. Returns 0 or
  * CLIENT_EXIT_USAGE after printing the usage error for cmd. */

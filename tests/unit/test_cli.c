@@ -34,6 +34,7 @@
 #include "../../src/cmd/client.c"
 #include "../../src/cmd/table.c"
 #include "../../src/cmd/cli_common.c"
+#include "../../src/cmd/cli_fmt.c"
 #include "../../src/cmd/cmd_node.c"
 #include "../../src/cmd/cmd_op.c"
 #include "../../src/cmd/cmd_event.c"
@@ -356,6 +357,13 @@ static char *fake_route(const struct req_log *r, unsigned *status, const char **
 		return xstrdup("{\"kind\":\"Operation\",\"metadata\":{\"name\":\"op 1\"},\"spec\":"
 			       "{\"node\":\"r01n01\",\"kind\":\"power\",\"steps\":[\"power_on\"]},"
 			       "\"status\":{\"state\":\"succeeded\",\"step\":1,\"attempt\":1}}");
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/events") &&
+	    strstr(r->query, "continue=more"))
+		return xstrdup("{\"items\":[{\"kind\":\"Event\",\"metadata\":{\"name\":\"e3\"},"
+			       "\"type\":\"Warning\",\"actor\":\"controller:lifecycle\","
+			       "\"object\":\"node/r01n02\",\"reason\":\"Failed\","
+			       "\"message\":\"on\",\"time\":\"2026-11-30T05:29:00.000Z\"}],"
+			       "\"metadata\":{\"resourceVersion\":\"9\"}}");
 	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/events"))
 		return xstrdup(
 			"{\"items\":[{\"kind\":\"Event\",\"metadata\":{\"name\":\"e1\"},"
@@ -1304,21 +1312,168 @@ static void test_event_list(void **state)
 {
 	fake_reset();
 	struct run_result r;
-	run_cmd(&r, cmd_event, "event", "list", "--object", "node/r01n01", "--limit", "1", NULL);
+	/* newest first: every page is read (the API lists oldest first), the newest kept */
+	run_cmd(&r, cmd_event, "event", "list", "--object", "node/r01n01", "--type", "Warning",
+		"--reason", "Failed", "--since", "2026-11-30T05:00:00+01:00", "--limit", "2", NULL);
 	assert_int_equal(r.rc, 0);
 	assert_string_equal(
 		r.out,
-		"TIME                       TYPE     OBJECT        REASON      ACTOR            MESSAGE\n"
-		"2026-11-30T05:27:16.123Z   Normal   node/r01n01   HoldAdded   operator:alice   drain requested\n");
-	assert_int_equal(fake.nreqs, 1); /* limit reached: `continue` not followed */
-	assert_string_equal(fake.reqs[0].query, "object=node%2Fr01n01&limit=1");
+		"TIME                       TYPE      OBJECT        REASON   ACTOR                  MESSAGE\n"
+		"2026-11-30T05:29:00.000Z   Warning   node/r01n02   Failed   controller:lifecycle   on\n"
+		"2026-11-30T05:28:00.000Z   Warning   node/r01n01   XID      health                 xid 79\n");
+	assert_int_equal(fake.nreqs, 2);
+	assert_string_equal(
+		fake.reqs[0].query,
+		"object=node%2Fr01n01&type=Warning&reason=Failed&since=2026-11-30T04%3A00%3A00.000Z&limit=500");
+	assert_string_equal(
+		fake.reqs[1].query,
+		"object=node%2Fr01n01&type=Warning&reason=Failed&since=2026-11-30T04%3A00%3A00.000Z&limit=500&continue=more");
 
 	run_cmd(&r, cmd_event, "event", "list", "-o", "json", "--limit", "2", NULL);
 	assert_int_equal(r.rc, 0);
 	json_t *doc = NULL;
 	char e[128];
 	assert_int_equal(jsonx_parse(r.out, strlen(r.out), &doc, e, sizeof(e)), 0);
-	assert_int_equal(json_array_size(json_object_get(doc, "items")), 2);
+	json_t *items = json_object_get(doc, "items");
+	assert_int_equal(json_array_size(items), 2);
+	assert_string_equal(jsonx_str(json_array_get(items, 0), "metadata.name"), "e3");
+	assert_string_equal(jsonx_str(json_array_get(items, 1), "metadata.name"), "e2");
+	json_decref(doc);
+
+	run_cmd(&r, cmd_event, "event", "list", "-o", "name", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "event/e3\nevent/e2\nevent/e1\n");
+
+	run_cmd(&r, cmd_event, "event", "list", "--no-headers", "--sort-by", "{.reason}", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(
+		r.out,
+		"2026-11-30T05:29:00.000Z   Warning   node/r01n02   Failed      controller:lifecycle   on\n"
+		"2026-11-30T05:27:16.123Z   Normal    node/r01n01   HoldAdded   operator:alice         drain requested\n"
+		"2026-11-30T05:28:00.000Z   Warning   node/r01n01   XID         health                 xid 79\n");
+
+	run_cmd(&r, cmd_event, "event", "list", "--sort-by", ".status.phase", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: --sort-by: no item has the field '.status.phase'\n");
+	assert_string_equal(r.out, "");
+
+	int n = fake.nreqs;
+	run_cmd(&r, cmd_event, "event", "list", "--since", "10", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(
+		r.err, "error: flag '--since' needs a duration such as 10m, 2h or 1d (1s..3650d) "
+		       "or an RFC 3339 time such as 2026-11-30T05:00:00Z, got '10'\n"
+		       "Run 'fleetplane event list --help' for usage.\n");
+	run_cmd(&r, cmd_event, "event", "list", "--type", "warning", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: flag '--type' needs Normal or Warning, got 'warning'\n"
+				   "Run 'fleetplane event list --help' for usage.\n");
+	run_cmd(&r, cmd_event, "event", "list", "-o", "xml", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err,
+			    "error: unknown output format 'xml' (want table, json, wide, "
+			    "yaml or name)\nRun 'fleetplane event list --help' for usage.\n");
+	run_cmd(&r, cmd_event, "event", "list", "--sort-by", ".a..b", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: flag '--sort-by': bad field path '.a..b': field 2 is "
+				   "empty or has a bad character\n"
+				   "Run 'fleetplane event list --help' for usage.\n");
+	assert_int_equal(fake.nreqs, n); /* usage errors send nothing */
+}
+
+static void test_since(void **state)
+{
+	const int64_t now = 1796240000000LL;
+	int64_t t = 0;
+	assert_int_equal(cli_parse_since("10m", now, &t), 0);
+	assert_int_equal(t, now - 600000);
+	assert_int_equal(cli_parse_since("1h30m", now, &t), 0);
+	assert_int_equal(t, now - 5400000);
+	assert_int_equal(cli_parse_since("2d", now, &t), 0);
+	assert_int_equal(t, now - 172800000);
+	assert_int_equal(cli_parse_since("1s", now, &t), 0);
+	assert_int_equal(t, now - 1000);
+	assert_int_equal(cli_parse_since("2026-11-30T05:00:00Z", now, &t), 0);
+	assert_int_equal(t, 1796014800000LL);
+	t = 7;
+	const char *bad[] = {"",       "0s",    "10",        "m",          "10x", "-5m",
+			     "1h 30m", "3651d", "99999999s", "2026-11-30", NULL};
+	for (const char **b = bad; *b; b++)
+		assert_int_equal(cli_parse_since(*b, now, &t), -1);
+	assert_int_equal(t, 7);
+}
+
+static void test_throttle(void **state)
+{
+	struct cli_throttle th = {100, 0, 0};
+	assert_int_equal(cli_throttle_due(&th, 1000, 0), 0); /* nothing to draw */
+	assert_int_equal(cli_throttle_due(&th, 1000, 1), 1); /* the first change draws */
+	assert_int_equal(cli_throttle_due(&th, 1040, 1), 0); /* throttled ... */
+	assert_int_equal(cli_throttle_due(&th, 1099, 0), 0); /* ... not yet due */
+	assert_int_equal(cli_throttle_due(&th, 1100, 0), 1); /* the trailing redraw, no event */
+	assert_int_equal(cli_throttle_due(&th, 5000, 0), 0); /* drawn: nothing pending */
+	assert_int_equal(cli_throttle_due(&th, 5000, 1), 1);
+	assert_int_equal(cli_throttle_due(&th, 4000, 1), 1); /* the clock stepped back: draw */
+}
+
+static void test_sort_and_yaml(void **state)
+{
+	char err[128];
+	assert_int_equal(cli_sort_path_ok(".status.phase", err, sizeof(err)), 1);
+	assert_int_equal(cli_sort_path_ok("{.metadata.name}", err, sizeof(err)), 1);
+	assert_int_equal(cli_sort_path_ok(".status.holds[0].owner", err, sizeof(err)), 1);
+	assert_int_equal(cli_sort_path_ok("status", err, sizeof(err)), 0);
+	assert_string_equal(err, "must start with '.', as in .metadata.name");
+	assert_int_equal(cli_sort_path_ok(".a[x]", err, sizeof(err)), 0);
+	assert_string_equal(err, "field 1: expected [N] with 1..6 digits");
+	assert_int_equal(cli_sort_path_ok(".a b", err, sizeof(err)), 0);
+	assert_string_equal(err, "unexpected ' ' after field 1");
+
+	json_t *items =
+		json_loads("[{\"n\":\"c\",\"v\":{\"x\":[1,3]}},{\"n\":\"a\"},"
+			   "{\"n\":\"b\",\"v\":{\"x\":[5,2]}},{\"n\":\"d\",\"v\":{\"x\":[0,2]}}]",
+			   0, NULL);
+	assert_int_equal(cli_sort_items(items, ".v.x[1]"), 0);
+	char *s = json_dumps(items, JSON_COMPACT);
+	/* missing first, then by value, ties in their order */
+	assert_string_equal(
+		s, "[{\"n\":\"a\"},{\"n\":\"b\",\"v\":{\"x\":[5,2]}},{\"n\":\"d\",\"v\":{\"x\""
+		   ":[0,2]}},{\"n\":\"c\",\"v\":{\"x\":[1,3]}}]");
+	free(s);
+	assert_int_equal(cli_sort_items(items, ".zz"), -1);
+	json_decref(items);
+
+	assert_int_equal(cli_yaml_plain_ok("r01n01"), 1);
+	assert_int_equal(cli_yaml_plain_ok("node/r01n01"), 1);
+	const char *quoted[] = {"",     "yes",  "No", "ON",  "null",
+				"y",    "true", "12", "1e3", "-x",
+				"a b",  "a: b", "#c", "~",   "2026-11-30T05:00:00Z",
+				".inf", NULL};
+	for (const char **q = quoted; *q; q++)
+		assert_int_equal(cli_yaml_plain_ok(*q), 0);
+
+	json_t *doc = json_loads("{\"a\":\"yes\",\"b\":12,\"c\":\"12\",\"d\":[],\"e\":{},\"f\":"
+				 "[true,null,1.5,\"x\\ny\"],\"on\":\"é ü\",\"g\":{\"h\":\"r01\"}}",
+				 JSON_PRESERVE_ORDER, NULL);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_int_equal(cli_yaml_write(doc, f), 0);
+	fclose(f);
+	assert_string_equal(text, "a: \"yes\"\n"
+				  "b: 12\n"
+				  "c: \"12\"\n"
+				  "d: []\n"
+				  "e: {}\n"
+				  "f:\n"
+				  "- true\n"
+				  "- null\n"
+				  "- 1.5\n"
+				  "- \"x\\ny\"\n"
+				  "\"on\": \"é ü\"\n"
+				  "g:\n"
+				  "  h: r01\n");
+	free(text);
 	json_decref(doc);
 }
 
@@ -1488,6 +1643,9 @@ int main(void)
 		cmocka_unit_test(test_request_direct),
 		cmocka_unit_test(test_op),
 		cmocka_unit_test(test_event_list),
+		cmocka_unit_test(test_since),
+		cmocka_unit_test(test_throttle),
+		cmocka_unit_test(test_sort_and_yaml),
 		cmocka_unit_test(test_token),
 		cmocka_unit_test(test_cli_common),
 		cmocka_unit_test(test_health_policy_and_budget),
