@@ -181,6 +181,9 @@ static size_t cl_write(char *ptr, size_t size, size_t nmemb, void *userdata)
 static int cl_progress(void *p, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
 		       curl_off_t ulnow)
 {
+	struct client *c = p;
+	if (c->tick)
+		c->tick(c->tick_arg);
 	return client_interrupted ? 1 : 0;
 }
 
@@ -280,6 +283,7 @@ static struct curl_slist *cl_setup(struct client *c, const char *method, const c
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, cl_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
 	if (strcmp(method, "GET") == 0) {
 		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
 	} else if (strcmp(method, "POST") == 0) {

@@ -49,6 +49,11 @@ struct client {
 	long timeout_ms;
 	char *ca; /* FLEETPLANE_CA: PEM file the https server must chain to, owned; NULL = the
 		   * system store (kube, issue 13: serve's own is <data-dir>/ca.crt) */
+	/* Called with tick_arg from libcurl's progress callback while a request or watch runs
+	 * (about once a second, or more often while bytes arrive), on the caller's thread;
+	 * NULL: none. `node list --watch` draws its throttled bar's trailing redraw here. */
+	void (*tick)(void *arg);
+	void *tick_arg;
 };
 
 /* Set from a SIGINT/SIGTERM handler to stop a watch cleanly; client_watch returns 0 then. */

@@ -17,6 +17,7 @@
 #include "base/buf.h"
 #include "base/jsonx.h"
 #include "cmd/cli_common.h"
+#include "cmd/cli_fmt.h"
 #include "cmd/client.h"
 #include "core/codec.h"
 #include "cmd/cmds.h"
@@ -202,19 +203,24 @@ struct node_watch {
 	json_t *phase_of; /* name -> phase string */
 	char rv[64];
 	int tty;
-	int64_t last_draw_ms;
+	struct cli_throttle th; /* redraws at most every 100 ms, the last change never lost */
 	int drawn;
 	FILE *err; /* where event errors go: stderr, or a buffer while a bar is shown */
 };
 
 #define NODE_WATCH_RELIST 100
 
-static void node_watch_draw(struct node_watch *w, int force)
+/* Draws the bar: at once when force, else when the throttle says so; changed 1 for a change,
+ * 0 for a tick (BOOKMARK, heartbeat, libcurl progress) that only draws what is pending. */
+static void node_watch_draw(struct node_watch *w, int force, int changed)
 {
 	int64_t now = client_now_ms();
-	if (!force && now - w->last_draw_ms < 100)
+	if (force) {
+		w->th.last_ms = now;
+		w->th.pending = 0;
+	} else if (!cli_throttle_due(&w->th, now, changed)) {
 		return;
-	w->last_draw_ms = now;
+	}
 	size_t counts[NODE_NPHASES + 1];
 	memset(counts, 0, sizeof(counts));
 	size_t total = 0;
@@ -244,6 +250,13 @@ static void node_watch_draw(struct node_watch *w, int force)
 	fputs("\033[K", stdout);
 	fflush(stdout);
 	w->drawn = 1;
+}
+
+static void node_watch_tick(void *arg)
+{
+	struct node_watch *w = arg;
+	if (w->drawn)
+		node_watch_draw(w, 0, 0);
 }
 
 static void node_watch_line(const char *type, const char *name, const char *old, const char *now)
@@ -277,8 +290,11 @@ static int node_watch_event(void *arg, json_t *ev)
 	client_rv_text(jsonx_path(obj, "metadata.resourceVersion"), rv, sizeof(rv));
 	if (rv[0])
 		snprintf(w->rv, sizeof(w->rv), "%s", rv);
-	if (strcmp(type, "BOOKMARK") == 0)
+	if (strcmp(type, "BOOKMARK") == 0) {
+		if (w->tty)
+			node_watch_draw(w, 0, 0); /* a change the throttle held back */
 		return 0;
+	}
 	const char *name = jsonx_str(obj, "metadata.name");
 	if (!name)
 		return 0;
@@ -290,7 +306,7 @@ static int node_watch_event(void *arg, json_t *ev)
 	else
 		json_object_set_new(w->phase_of, name, json_string(phase ? phase : "-"));
 	if (w->tty) {
-		node_watch_draw(w, 0);
+		node_watch_draw(w, 0, 1);
 	} else {
 		char *tc = table_clean(type, 0), *nc = table_clean(name, 0);
 		char *pc = phase ? table_clean(phase, 0) : NULL;
@@ -349,7 +365,7 @@ static int node_watch_relist(struct client *c, struct node_watch *w, const char 
 	free(rv);
 	json_decref(items);
 	if (w->tty)
-		node_watch_draw(w, 1);
+		node_watch_draw(w, 1, 0);
 	return CLIENT_EXIT_OK;
 }
 
@@ -364,6 +380,7 @@ static int node_watch(struct client *c, const char *selector, const char *phase)
 	memset(&w, 0, sizeof(w));
 	w.phase_of = json_object();
 	w.tty = isatty(STDOUT_FILENO);
+	w.th.interval_ms = 100;
 	w.err = stderr;
 	/* on a terminal, hold error lines back until the bar's line is finished */
 	char *errtext = NULL;
@@ -372,6 +389,10 @@ static int node_watch(struct client *c, const char *selector, const char *phase)
 	FILE *saved_err = c->err;
 	if (errbuf)
 		c->err = w.err = errbuf;
+	if (w.tty) {
+		c->tick = node_watch_tick;
+		c->tick_arg = &w;
+	}
 	struct sigaction sa, old_int, old_term;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = node_on_signal;
@@ -419,7 +440,7 @@ static int node_watch(struct client *c, const char *selector, const char *phase)
 	if (client_interrupted)
 		rc = CLIENT_EXIT_OK; /* Ctrl-C is how a watch ends */
 	if (w.tty && w.drawn) {
-		node_watch_draw(&w, 1);
+		node_watch_draw(&w, 1, 0);
 		fputc('\n', stdout);
 		fflush(stdout);
 	}
@@ -430,6 +451,8 @@ static int node_watch(struct client *c, const char *selector, const char *phase)
 			fputs(errtext, stderr);
 		free(errtext);
 	}
+	c->tick = NULL; /* w ends here */
+	c->tick_arg = NULL;
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	json_decref(w.phase_of);
