@@ -43,12 +43,17 @@ static const char node_usage_text[] =
 	"Environment: FLEETPLANE_URL (default " CLIENT_DEFAULT_URL "), FLEETPLANE_TOKEN.\n";
 
 static const char node_list_usage[] =
-	"Usage: fleetplane node list [-l SELECTOR] [--phase PHASE] [-o json|wide] [--watch]\n"
+	"Usage: fleetplane node list [-l SELECTOR] [--phase PHASE] [-o FMT] [--no-headers]\n"
+	"                            [--sort-by PATH] [--watch]\n"
 	"\n"
 	"  -l, --selector SEL  label selector, e.g. -l site=s1,rack!=r07 (repeatable: joined by ',')\n"
 	"      --phase PHASE   only nodes in this phase (available, draining, ...)\n"
-	"  -o, --output FMT    json: {\"items\":[...]} of full documents, all pages;\n"
-	"                      wide: no truncation, extra OPERATION and LABELS columns\n"
+	"  -o, --output FMT    json or yaml: {\"items\":[...]} of full documents, all pages;\n"
+	"                      wide: no truncation, extra OPERATION and LABELS columns;\n"
+	"                      name: node/<name> lines; reasons: one row per hold (NODE OWNER\n"
+	"                      SINCE REASON, like sinfo -R), nodes without holds left out\n"
+	"      --no-headers    no header line in tables\n"
+	"      --sort-by PATH  order by a field, e.g. .status.phase or .metadata.name\n"
 	"  -w, --watch         follow changes: a live per-phase bar on a terminal, otherwise one\n"
 	"                      line per change: TYPE NAME PHASE or TYPE NAME OLD->NEW\n"
 	"  -h, --help          this help\n";
@@ -183,6 +188,26 @@ static void node_table_row(struct table *t, const json_t *doc, enum client_outpu
 
 static const struct cli_view node_view = {node_cols, node_wide_cols, node_table_row,
 					  "No nodes found.\n"};
+
+/* -o reasons, like Slurm's `sinfo -R`: one row per hold, nodes without holds left out. */
+static const struct table_colspec node_reasons_cols[] = {
+	{"NODE", 40}, {"OWNER", 32}, {"SINCE", 24}, {"REASON", 80}, {NULL, 0},
+};
+
+static void node_reasons_row(struct table *t, const json_t *doc, enum client_output o, int64_t now)
+{
+	size_t i;
+	json_t *h;
+	json_array_foreach(jsonx_path(doc, "status.holds"), i, h) {
+		table_cell(t, jsonx_str(doc, "metadata.name"));
+		table_cell(t, jsonx_str(h, "owner"));
+		table_cell(t, jsonx_str(h, "since"));
+		table_cell(t, jsonx_str(h, "reason"));
+	}
+}
+
+static const struct cli_view node_reasons_view = {node_reasons_cols, NULL, node_reasons_row,
+						  "No holds found.\n"};
 
 /* ---- list ---- */
 
@@ -466,14 +491,15 @@ static int node_list(int argc, char **argv)
 		{"phase", required_argument, NULL, 'p'},
 		{"output", required_argument, NULL, 'o'},
 		{"watch", no_argument, NULL, 'w'},
+		CLI_LIST_OPTS,
 		CLI_OPTS_END_HELP,
 	};
 	const char *cmd = "node list";
 	struct buf sel;
 	buf_init(&sel, 1 << 14);
 	const char *phase = NULL;
-	enum client_output o = CLIENT_OUT_TABLE;
-	int watch = 0, ch, rc = CLIENT_EXIT_OK;
+	struct cli_listfmt f = {CLIENT_OUT_TABLE, 0, NULL, "node"};
+	int watch = 0, reasons = 0, ch, rc = CLIENT_EXIT_OK;
 	char *path = NULL;
 
 	client_getopt_reset();
@@ -495,16 +521,24 @@ static int node_list(int argc, char **argv)
 				goto out;
 			break;
 		case 'w': watch = 1; break;
+		case 'o':
+			if (strcmp(optarg, "reasons") == 0) {
+				reasons = 1;
+				f.o = CLIENT_OUT_TABLE;
+				break;
+			}
+			reasons = 0;
+			/* fall through */
 		default:
-			if ((rc = cli_opt_default(cmd, ch, argv, node_list_usage, 1, &o)) !=
-			    CLI_GO_ON)
+			if ((rc = cli_opt_list(cmd, ch, argv, node_list_usage, &f)) != CLI_GO_ON)
 				goto out;
 		}
 	}
 	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
 		goto out;
-	if (watch && o == CLIENT_OUT_JSON) {
-		rc = client_usage_error(cmd, "--watch cannot be combined with -o json");
+	if (watch && (f.o != CLIENT_OUT_TABLE || reasons || f.no_headers || f.sort_by)) {
+		rc = client_usage_error(cmd, "--watch cannot be combined with -o, --no-headers or "
+					     "--sort-by");
 		goto out;
 	}
 	if ((rc = node_list_path(sel.data, phase, NULL, &path)) != 0)
@@ -517,7 +551,7 @@ static int node_list(int argc, char **argv)
 		client_release(&c);
 		goto out;
 	}
-	rc = cli_list_print(path, 0, o, &node_view);
+	rc = cli_list_print_fmt(path, 0, &f, reasons ? &node_reasons_view : &node_view);
 out:
 	free(path);
 	buf_release(&sel);

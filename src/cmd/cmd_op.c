@@ -10,6 +10,7 @@
 #include "base/buf.h"
 #include "base/jsonx.h"
 #include "cmd/cli_common.h"
+#include "cmd/cli_fmt.h"
 #include "cmd/client.h"
 #include "cmd/cmds.h"
 #include "cmd/table.h"
@@ -27,11 +28,15 @@ static const char op_usage_text[] =
 	"Run 'fleetplane op <verb> --help' for the flags of a verb.\n";
 
 static const char op_list_usage[] =
-	"Usage: fleetplane op list [--node NAME] [--state STATE] [-o json|wide]\n"
+	"Usage: fleetplane op list [--node NAME] [--state STATE] [-o FMT] [--no-headers]\n"
+	"                          [--sort-by PATH]\n"
 	"\n"
 	"      --node NAME     only operations on this node\n"
 	"      --state STATE   pending, running, succeeded, failed or cancelled\n"
-	"  -o, --output FMT    json: {\"items\":[...]} of full documents, all pages; wide: no truncation\n"
+	"  -o, --output FMT    json or yaml: {\"items\":[...]} of full documents, all pages;\n"
+	"                      wide: no truncation; name: operation/<id> lines\n"
+	"      --no-headers    no header line in tables\n"
+	"      --sort-by PATH  order by a field, e.g. .status.state or .metadata.createdAt\n"
 	"  -h, --help          this help\n";
 
 static const char op_get_usage[] = "Usage: fleetplane op get ID [-o json]\n"
@@ -105,10 +110,11 @@ static int op_list(int argc, char **argv)
 	static const struct option opts[] = {
 		{"node", required_argument, NULL, 'n'},
 		{"state", required_argument, NULL, 's'},
+		CLI_LIST_OPTS,
 		CLI_OPTS_END,
 	};
 	const char *cmd = "op list", *node = NULL, *state = NULL;
-	enum client_output o = CLIENT_OUT_TABLE;
+	struct cli_listfmt f = {CLIENT_OUT_TABLE, 0, NULL, "operation"};
 	int ch, rc;
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
@@ -122,8 +128,7 @@ static int op_list(int argc, char **argv)
 				return rc;
 			break;
 		default:
-			if ((rc = cli_opt_default(cmd, ch, argv, op_list_usage, 1, &o)) !=
-			    CLI_GO_ON)
+			if ((rc = cli_opt_list(cmd, ch, argv, op_list_usage, &f)) != CLI_GO_ON)
 				return rc;
 		}
 	}
@@ -132,7 +137,7 @@ static int op_list(int argc, char **argv)
 	const struct cli_query q[] = {{"node", node}, {"state", state}};
 	char *path = NULL;
 	if ((rc = cli_path_query(cmd, "/v1/operations", q, 2, &path)) == 0)
-		rc = cli_list_print(path, 0, o, &op_view);
+		rc = cli_list_print_fmt(path, 0, &f, &op_view);
 	free(path);
 	return rc;
 }

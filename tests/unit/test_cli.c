@@ -643,9 +643,10 @@ static void test_usage_errors(void **state)
 	assert_string_equal(r.err, "error: unknown flag '-x'\n"
 				   "Run 'fleetplane node list --help' for usage.\n");
 
-	run_cmd(&r, cmd_node, "node", "list", "-o", "yaml", NULL);
+	run_cmd(&r, cmd_node, "node", "list", "-o", "xml", NULL);
 	assert_int_equal(r.rc, 2);
-	assert_string_equal(r.err, "error: unknown output format 'yaml' (want json or wide)\n"
+	assert_string_equal(r.err, "error: unknown output format 'xml' (want table, json, wide, "
+				   "yaml or name)\n"
 				   "Run 'fleetplane node list --help' for usage.\n");
 
 	run_cmd(&r, cmd_node, "node", "list", "extra", NULL);
@@ -655,7 +656,8 @@ static void test_usage_errors(void **state)
 
 	run_cmd(&r, cmd_node, "node", "list", "--watch", "-o", "json", NULL);
 	assert_int_equal(r.rc, 2);
-	assert_string_equal(r.err, "error: --watch cannot be combined with -o json\n"
+	assert_string_equal(r.err, "error: --watch cannot be combined with -o, --no-headers or "
+				   "--sort-by\n"
 				   "Run 'fleetplane node list --help' for usage.\n");
 
 	run_cmd(&r, cmd_node, "node", "drain", "--reason", NULL);
@@ -1381,6 +1383,59 @@ static void test_event_list(void **state)
 	assert_int_equal(fake.nreqs, n); /* usage errors send nothing */
 }
 
+static void test_node_list_formats(void **state)
+{
+	fake_reset();
+	struct run_result r;
+	run_cmd(&r, cmd_node, "node", "list", "-o", "name", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "node/r01n01\nnode/r01n02\nnode/r02n01\n");
+
+	run_cmd(&r, cmd_node, "node", "list", "-o", "reasons", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(
+		r.out,
+		"NODE     OWNER            SINCE                  REASON\n"
+		"r01n02   health           2026-01-01T00:00:00Z   xid 79\n"
+		"r01n02   operator:alice   2026-01-01T00:00:00Z   swap a cable in the rack\n");
+
+	run_cmd(&r, cmd_node, "node", "list", "-o", "reasons", "--no-headers", "--sort-by",
+		".metadata.name", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(
+		r.out,
+		"r01n02   health           2026-01-01T00:00:00Z   xid 79\n"
+		"r01n02   operator:alice   2026-01-01T00:00:00Z   swap a cable in the rack\n");
+
+	/* by phase: available < draining < enrolled; the header is left out */
+	run_cmd(&r, cmd_node, "node", "list", "--sort-by", ".status.phase", "--no-headers", "-o",
+		"name", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "node/r01n01\nnode/r01n02\nnode/r02n01\n");
+	run_cmd(&r, cmd_node, "node", "list", "--sort-by", ".spec.gpus.count", "-o", "name", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "node/r02n01\nnode/r01n01\nnode/r01n02\n"); /* none first */
+	run_cmd(&r, cmd_node, "node", "list", "--sort-by", ".status.phase", "--no-headers", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_true(strncmp(r.out, "r01n01   available", 18) == 0);
+
+	run_cmd(&r, cmd_node, "node", "list", "-o", "yaml", NULL);
+	assert_int_equal(r.rc, 0);
+	static const char yaml_head[] = "items:\n"
+					"- kind: Node\n"
+					"  metadata:\n"
+					"    name: r01n01\n"
+					"    uid: u-r01n01\n"
+					"    resourceVersion: \"5\"\n"
+					"    labels:\n"
+					"      site: s1\n"
+					"    createdAt: \"";
+	assert_true(strncmp(r.out, yaml_head, strlen(yaml_head)) == 0);
+	assert_non_null(strstr(r.out, "\n    holds: []\n"));
+	assert_non_null(strstr(r.out, "\n    - owner: \"operator:alice\"\n"));
+	assert_non_null(strstr(r.out, "\n      count: 8\n"));
+}
+
 static void test_since(void **state)
 {
 	const int64_t now = 1796240000000LL;
@@ -1643,6 +1698,7 @@ int main(void)
 		cmocka_unit_test(test_request_direct),
 		cmocka_unit_test(test_op),
 		cmocka_unit_test(test_event_list),
+		cmocka_unit_test(test_node_list_formats),
 		cmocka_unit_test(test_since),
 		cmocka_unit_test(test_throttle),
 		cmocka_unit_test(test_sort_and_yaml),
