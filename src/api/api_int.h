@@ -189,6 +189,11 @@ void api_node_release(struct api_req *r);
 void api_node_booted(struct api_req *r);
 void api_node_validated(struct api_req *r);
 void api_node_power(struct api_req *r);
+/* api_bulk.c (issue 15): POST /v1/nodes:drain and /v1/nodes:resume for at most API_BULK_MAX
+ * nodes by selector or names, one result per node (docs/api.md "Bulk drain and resume"). */
+#define API_BULK_MAX 1000
+void api_nodes_bulk_drain(struct api_req *r);
+void api_nodes_bulk_resume(struct api_req *r);
 void api_ops_list(struct api_req *r);
 void api_op_get(struct api_req *r);
 void api_op_cancel(struct api_req *r);

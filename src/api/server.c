@@ -87,6 +87,8 @@ static const struct api_route routes[] = {
 	{"GET", "/v1/openapi.json", API_ROLE_VIEWER, API_R_V1, api_openapi},
 	{"GET", "/v1/nodes", API_ROLE_VIEWER, API_R_V1, api_nodes_list, p_nodes},
 	{"POST", "/v1/nodes", API_ROLE_OPERATOR, API_R_V1, api_nodes_create},
+	{"POST", "/v1/nodes:drain", API_ROLE_OPERATOR, API_R_V1, api_nodes_bulk_drain},
+	{"POST", "/v1/nodes:resume", API_ROLE_OPERATOR, API_R_V1, api_nodes_bulk_resume},
 	{"GET", "/v1/nodes/{name}", API_ROLE_VIEWER, API_R_V1 | API_R_AGENT_SELF | API_R_FAST,
 	 api_node_get},
 	{"PUT", "/v1/nodes/{name}", API_ROLE_OPERATOR, API_R_V1, api_node_put},

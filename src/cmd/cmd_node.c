@@ -23,6 +23,7 @@
 #include "cmd/cmds.h"
 #include "cmd/table.h"
 #include "core/model.h"
+#include "sched/hostlist.h"
 
 #include "base/banned.h"
 
@@ -70,15 +71,26 @@ static const char node_enroll_usage[] =
 	"  -h, --help          this help\n";
 
 static const char node_drain_usage[] =
-	"Usage: fleetplane node drain NAME --reason TEXT [-o json]\n"
+	"Usage: fleetplane node drain NAME|HOSTLIST --reason TEXT [-o json]\n"
+	"       fleetplane node drain -l SELECTOR --reason TEXT [-o json]\n"
 	"\n"
+	"  A Slurm hostlist ('r06n[01-08]', 'a,b') or -l drains many nodes in one request, done\n"
+	"  by the server under the disruption budgets: one row per node (accepted, refused with\n"
+	"  why, not_found); exit 1 when any node was not accepted. At most 1000 nodes.\n"
+	"\n"
+	"  -l, --selector SEL  the nodes whose labels match, e.g. -l rack=r06\n"
 	"  -r, --reason TEXT   why (required); the hold is owned by operator:<token name>\n"
 	"  -o, --output json   print the server's answer as JSON\n"
 	"  -h, --help          this help\n";
 
 static const char node_resume_usage[] =
-	"Usage: fleetplane node resume NAME [--reason TEXT] [-o json]\n"
+	"Usage: fleetplane node resume NAME|HOSTLIST [--reason TEXT] [-o json]\n"
+	"       fleetplane node resume -l SELECTOR [--reason TEXT] [-o json]\n"
 	"\n"
+	"  A hostlist or -l releases the caller's hold on many nodes (as drain does; at most\n"
+	"  1000): a node without the caller's hold is refused.\n"
+	"\n"
+	"  -l, --selector SEL  the nodes whose labels match, e.g. -l rack=r06\n"
 	"  -r, --reason TEXT   why (optional)\n"
 	"  -o, --output json   print the server's answer as JSON\n"
 	"  -h, --help          this help\n";
@@ -807,9 +819,97 @@ static const struct node_action node_actions[] = {
 	{"release", "hold released", node_release_usage, 1, 1},
 };
 
+#define NODE_BULK_MAX 1000 /* the API's bound (docs/api.md "Bulk drain and resume") */
+
+static const struct table_colspec node_bulk_cols[] = {{"NODE", 40},
+						      {"RESULT", 10},
+						      {"REASON", 100},
+						      {NULL, 0}};
+
+/* POST /v1/nodes:<verb> with {"selector"} or {"names"} and the reason; prints the per-node
+ * table and a summary (or -o json the answer). Exit 1 when a node was not accepted. */
+static int node_bulk(const char *cmd, const char *verb, const char *selector,
+		     const struct hostlist *hl, const char *reason, enum client_output o)
+{
+	json_t *body = json_object(), *resp = NULL;
+	if (selector) {
+		json_object_set_new(body, "selector", json_string(selector));
+	} else {
+		json_t *names = json_array();
+		for (size_t i = 0; i < hl->n; i++)
+			json_array_append_new(names, json_string(hostlist_name(hl, i)));
+		json_object_set_new(body, "names", names);
+	}
+	if (reason && *reason)
+		json_object_set_new(body, "reason", json_string(reason));
+	char path[32];
+	snprintf(path, sizeof(path), "/v1/nodes:%s", verb);
+	int rc = cli_call("POST", path, body, &resp);
+	json_decref(body);
+	if (rc != CLIENT_EXIT_OK)
+		return rc;
+	json_t *items = json_object_get(resp, "items");
+	if (!json_is_array(items)) {
+		fprintf(stderr, "error: the answer to POST %s has no items\n", path);
+		json_decref(resp);
+		return CLIENT_EXIT_API;
+	}
+	size_t i, bad = 0;
+	json_t *it;
+	json_array_foreach(items, i, it) {
+		const char *res = jsonx_str(it, "result");
+		bad += !res || strcmp(res, "accepted") != 0;
+	}
+	if (o == CLIENT_OUT_JSON) {
+		client_print_json(resp);
+	} else if (json_array_size(items) == 0) {
+		fprintf(stderr, "no node matches the selector\n");
+		bad = 1;
+	} else {
+		struct table t;
+		table_init(&t, 0);
+		table_cols(&t, node_bulk_cols);
+		json_array_foreach(items, i, it) {
+			table_cell(&t, jsonx_str(it, "name"));
+			table_cell(&t, jsonx_str(it, "result"));
+			table_cell(&t, jsonx_str(it, "reason"));
+		}
+		table_print(&t, stdout);
+		table_release(&t);
+		printf("%zu node%s: %lld accepted, %lld refused, %lld not found\n",
+		       json_array_size(items), json_array_size(items) == 1 ? "" : "s",
+		       (long long)json_integer_value(json_object_get(resp, "accepted")),
+		       (long long)json_integer_value(json_object_get(resp, "refused")),
+		       (long long)json_integer_value(json_object_get(resp, "notFound")));
+	}
+	json_decref(resp);
+	return bad ? CLIENT_EXIT_API : CLIENT_EXIT_OK;
+}
+
+/* Expands a drain/resume operand that is a hostlist (holds '[' or ','), checking every name
+ * and the bound. Returns 0 or a usage error. */
+static int node_bulk_names(const char *cmd, const char *arg, struct hostlist *hl)
+{
+	char err[256];
+	if (strpbrk(arg, "*?=")) /* wildcards and selectors are never targets (principle 5) */
+		return node_check_target(cmd, arg);
+	if (hostlist_expand(hl, arg, strlen(arg), err, sizeof(err)) < 0)
+		return client_usage_error(cmd, "bad hostlist '%s': %s", arg, err);
+	if (hl->n == 0)
+		return client_usage_error(cmd, "hostlist '%s' names no node", arg);
+	if (hl->n > NODE_BULK_MAX)
+		return client_usage_error(cmd, "hostlist '%s' names %zu nodes; at most %d at once",
+					  arg, hl->n, NODE_BULK_MAX);
+	for (size_t i = 0; i < hl->n; i++)
+		if (name_validate("NAME", hostlist_name(hl, i), err, sizeof(err)) < 0)
+			return client_usage_error(cmd, "hostlist '%s': %s", arg, err);
+	return 0;
+}
+
 static int node_act(const struct node_action *a, int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{"selector", required_argument, NULL, 'l'},
 		{"reason", required_argument, NULL, 'r'},
 		{"owner", required_argument, NULL, 'O'},
 		{"skip-power-off", no_argument, NULL, 'S'},
@@ -822,10 +922,18 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 	enum client_output o = CLIENT_OUT_TABLE;
 	int ch, rc;
 	json_t *body = NULL, *resp = NULL;
+	const char *selector = NULL;
+	int bulk_ok = strcmp(a->verb, "drain") == 0 || strcmp(a->verb, "resume") == 0;
 	client_getopt_reset();
-	while ((ch = getopt_long(argc, argv, ":r:o:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":l:r:o:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'r': reason = optarg; break;
+		case 'l':
+			if (!bulk_ok)
+				return client_usage_error(cmd, "unknown flag '-l'");
+			if ((rc = cli_opt_value(cmd, "-l", "a non-empty selector", &selector)) != 0)
+				return rc;
+			break;
 		case 'O':
 			if (!a->owner)
 				return client_usage_error(cmd, "unknown flag '--owner'");
@@ -840,6 +948,22 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 			if ((rc = cli_opt_default(cmd, ch, argv, a->usage, 0, &o)) != CLI_GO_ON)
 				return rc;
 		}
+	}
+	if (selector || (bulk_ok && optind < argc && strpbrk(argv[optind], "[,"))) {
+		struct hostlist hl;
+		hostlist_init(&hl);
+		if (selector)
+			rc = cli_no_operands(cmd, argc, argv);
+		else if (optind + 1 < argc)
+			rc = client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+		else
+			rc = node_bulk_names(cmd, argv[optind], &hl);
+		if (rc == 0 && a->reason_required && (!reason || !*reason))
+			rc = client_usage_error(cmd, "missing --reason TEXT");
+		if (rc == 0)
+			rc = node_bulk(cmd, a->verb, selector, &hl, reason, o);
+		hostlist_release(&hl);
+		return rc;
 	}
 	if ((rc = node_one_name(cmd, argc, argv, &name)) != 0)
 		return rc;

@@ -31,6 +31,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "../../src/sched/hostlist.c"
 #include "../../src/cmd/client.c"
 #include "../../src/cmd/table.c"
 #include "../../src/cmd/cli_common.c"
@@ -1436,6 +1437,39 @@ static void test_node_list_formats(void **state)
 	assert_non_null(strstr(r.out, "\n      count: 8\n"));
 }
 
+static void test_node_bulk_usage(void **state)
+{
+	fake_reset();
+	struct run_result r;
+	run_cmd(&r, cmd_node, "node", "drain", "r0[1-2", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: bad hostlist 'r0[1-2': hostlist: '[' at offset 2 has no "
+				   "']'\nRun 'fleetplane node drain --help' for usage.\n");
+	run_cmd(&r, cmd_node, "node", "drain", "r[1-2]*", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_non_null(strstr(r.err, "wildcards and selectors are not targets"));
+	run_cmd(&r, cmd_node, "node", "drain", "r[0001-1001]", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: hostlist 'r[0001-1001]' names 1001 nodes; at most 1000 "
+				   "at once\nRun 'fleetplane node drain --help' for usage.\n");
+	run_cmd(&r, cmd_node, "node", "drain", "r[1-2]", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: missing --reason TEXT\n"
+				   "Run 'fleetplane node drain --help' for usage.\n");
+	run_cmd(&r, cmd_node, "node", "drain", "-l", "rack=r01", "r01n01", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: unexpected argument 'r01n01'\n"
+				   "Run 'fleetplane node drain --help' for usage.\n");
+	run_cmd(&r, cmd_node, "node", "retire", "r[1-2]", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_non_null(strstr(r.err, "wildcards and selectors are not targets"));
+	run_cmd(&r, cmd_node, "node", "retire", "-l", "a=b", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: unknown flag '-l'\n"
+				   "Run 'fleetplane node retire --help' for usage.\n");
+	assert_int_equal(fake.nreqs, 0);
+}
+
 static void test_since(void **state)
 {
 	const int64_t now = 1796240000000LL;
@@ -1699,6 +1733,7 @@ int main(void)
 		cmocka_unit_test(test_op),
 		cmocka_unit_test(test_event_list),
 		cmocka_unit_test(test_node_list_formats),
+		cmocka_unit_test(test_node_bulk_usage),
 		cmocka_unit_test(test_since),
 		cmocka_unit_test(test_throttle),
 		cmocka_unit_test(test_sort_and_yaml),
