@@ -446,6 +446,59 @@ int cli_parse_since(const char *s, int64_t now_ms, int64_t *out_ms)
 	return 0;
 }
 
+/* ---- --wait ---- */
+
+void cli_op_step_text(const json_t *doc, char *out, size_t outlen)
+{
+	json_t *st = jsonx_path(doc, "status.step");
+	json_t *steps = jsonx_path(doc, "spec.steps");
+	size_t n = json_array_size(steps);
+	if (json_is_string(st)) {
+		snprintf(out, outlen, "%s", json_string_value(st));
+	} else if (json_is_integer(st) && json_integer_value(st) >= 0) {
+		size_t i = (size_t)json_integer_value(st);
+		const char *name = json_string_value(json_array_get(steps, i));
+		if (n && i >= n)
+			snprintf(out, outlen, "done");
+		else if (name)
+			snprintf(out, outlen, "%zu/%zu %s", i + 1, n, name);
+		else
+			snprintf(out, outlen, "%zu", i + 1);
+	} else {
+		snprintf(out, outlen, "-");
+	}
+}
+
+void cli_wait_text(const char *id, int64_t elapsed_ms, const json_t *op, char *out, size_t outlen)
+{
+	char step[160] = "", att[32] = "";
+	long long s = elapsed_ms > 0 ? (long long)(elapsed_ms / 1000) : 0;
+	const char *st = op ? jsonx_str(op, "status.state") : NULL;
+	char *ic = table_clean(id, 64);
+	if (!st) {
+		snprintf(out, outlen, "waiting %llds for operation %s", s, ic);
+		free(ic);
+		return;
+	}
+	char *sc = table_clean(st, 32);
+	cli_op_step_text(op, step, sizeof(step));
+	char *stc = table_clean(step, 80);
+	json_t *a = jsonx_path(op, "status.attempt");
+	if (json_is_integer(a) && json_integer_value(a) > 1)
+		snprintf(att, sizeof(att), " (attempt %lld)", (long long)json_integer_value(a));
+	if (strcmp(st, "pending") == 0)
+		snprintf(out, outlen, "waiting %llds for operation %s: pending%s", s, ic,
+			 json_is_true(jsonx_path(op, "queued"))
+				 ? " (queued behind the node's operation in flight)"
+				 : ", not started");
+	else
+		snprintf(out, outlen, "waiting %llds for operation %s: %s, step %s%s", s, ic, sc,
+			 stc, att);
+	free(ic);
+	free(sc);
+	free(stc);
+}
+
 /* ---- throttle ---- */
 
 int cli_throttle_due(struct cli_throttle *t, int64_t now_ms, int changed)

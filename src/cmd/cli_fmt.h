@@ -91,6 +91,18 @@ int cli_list_print_fmt(const char *path, size_t max, const struct cli_listfmt *f
  * (*out_ms untouched); the caller names the flag. */
 int cli_parse_since(const char *s, int64_t now_ms, int64_t *out_ms);
 
+/* Writes an operation's current step as `op list` shows it into out: "2/5 power_cycle" (the
+ * 1-based index of status.step among spec.steps and its name), "done" past the last step, the
+ * string when status.step is one, "-" when there is none. */
+void cli_op_step_text(const json_t *op, char *out, size_t outlen);
+
+/* Writes what a --wait waits on into out, for people: "waiting 12s for operation power-1:
+ * running, step 2/3 power_on (attempt 2)"; the state "pending" reads "pending (queued behind
+ * the node's operation in flight)" when the document says queued. elapsed_ms from the start
+ * of the wait; op is the last operation document read (NULL: "waiting 0s for operation ID").
+ * Control bytes of the server's strings are replaced (table_clean). */
+void cli_wait_text(const char *id, int64_t elapsed_ms, const json_t *op, char *out, size_t outlen);
+
 /* A redraw throttle with a trailing redraw: a change seen inside the interval is not lost but
  * drawn by the next call once the interval has passed, even when that call brings no change
  * (a tick: the watch's progress callback or a BOOKMARK). */

@@ -1146,8 +1146,9 @@ static int node_power_wait(struct client *c, const char *id, long timeout_s, jso
 	client_interrupted = 0;
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
-	int64_t until = client_now_ms() + timeout_s * 1000;
-	int rc, pending = 1;
+	int64_t start = client_now_ms(), until = start + timeout_s * 1000;
+	int rc, pending = 1, tty = isatty(STDERR_FILENO), shown = 0;
+	char line[400];
 	for (;;) {
 		json_decref(*op);
 		*op = NULL;
@@ -1160,6 +1161,13 @@ static int node_power_wait(struct client *c, const char *id, long timeout_s, jso
 		pending = st && strcmp(st, "pending") == 0;
 		if (node_op_terminal(st))
 			break;
+		/* What it waits on, for people: on a terminal, one line on stderr redrawn each
+		 * poll with the time (scripts reading a pipe get the result lines only). */
+		if (tty) {
+			cli_wait_text(id, client_now_ms() - start, *op, line, sizeof(line));
+			fprintf(stderr, "\r%s\033[K", line);
+			shown = 1;
+		}
 		if (client_interrupted || client_now_ms() >= until) {
 			int intr = client_interrupted;
 			char *ic = table_clean(id, 0);
@@ -1177,6 +1185,8 @@ static int node_power_wait(struct client *c, const char *id, long timeout_s, jso
 		}
 		node_sleep_ms(NODE_POWER_POLL_MS);
 	}
+	if (shown)
+		fputs("\r\033[K", stderr); /* the wait's line goes; the result follows */
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	client_interrupted = 0;

@@ -54,28 +54,6 @@ static const char op_cancel_usage[] =
 	"  -o, --output json   print the cancelled operation document\n"
 	"  -h, --help          this help\n";
 
-/* "2/5 power_cycle" for the current step, "done" past the last one. */
-static void op_step_text(const json_t *doc, char *out, size_t outlen)
-{
-	json_t *st = jsonx_path(doc, "status.step");
-	json_t *steps = jsonx_path(doc, "spec.steps");
-	size_t n = json_array_size(steps);
-	if (json_is_string(st)) {
-		snprintf(out, outlen, "%s", json_string_value(st));
-	} else if (json_is_integer(st) && json_integer_value(st) >= 0) {
-		size_t i = (size_t)json_integer_value(st);
-		const char *name = json_string_value(json_array_get(steps, i));
-		if (n && i >= n)
-			snprintf(out, outlen, "done");
-		else if (name)
-			snprintf(out, outlen, "%zu/%zu %s", i + 1, n, name);
-		else
-			snprintf(out, outlen, "%zu", i + 1);
-	} else {
-		snprintf(out, outlen, "-");
-	}
-}
-
 static void op_int_cell(struct table *t, const json_t *v)
 {
 	if (json_is_integer(v))
@@ -96,7 +74,7 @@ static void op_row(struct table *t, const json_t *doc, enum client_output o, int
 	table_cell(t, jsonx_str(doc, "spec.node"));
 	table_cell(t, jsonx_str(doc, "spec.kind"));
 	table_cell(t, jsonx_str(doc, "status.state"));
-	op_step_text(doc, step, sizeof(step));
+	cli_op_step_text(doc, step, sizeof(step));
 	table_cell(t, step);
 	op_int_cell(t, jsonx_path(doc, "status.attempt"));
 	table_age(now, client_time_ms(jsonx_path(doc, "metadata.createdAt")), age, sizeof(age));
@@ -167,7 +145,7 @@ static void op_print_human(const json_t *doc)
 	cli_print_kv("Node:", jsonx_str(doc, "spec.node"));
 	cli_print_kv("Kind:", jsonx_str(doc, "spec.kind"));
 	cli_print_kv("State:", jsonx_str(doc, "status.state"));
-	op_step_text(doc, line, sizeof(line));
+	cli_op_step_text(doc, line, sizeof(line));
 	cli_print_kv("Step:", line);
 	json_t *att = jsonx_path(doc, "status.attempt");
 	snprintf(line, sizeof(line), "%lld", (long long)json_integer_value(att));

@@ -1470,6 +1470,29 @@ static void test_node_bulk_usage(void **state)
 	assert_int_equal(fake.nreqs, 0);
 }
 
+static void test_wait_text(void **state)
+{
+	char out[400];
+	json_t *op = json_loads("{\"spec\":{\"steps\":[\"power_off\",\"power_on\"]},\"status\":"
+				"{\"state\":\"running\",\"step\":1,\"attempt\":2}}",
+				0, NULL);
+	cli_wait_text("power-1", 12345, op, out, sizeof(out));
+	assert_string_equal(out, "waiting 12s for operation power-1: running, step 2/2 power_on "
+				 "(attempt 2)");
+	json_decref(op);
+	op = json_loads("{\"status\":{\"state\":\"pending\"},\"queued\":true}", 0, NULL);
+	cli_wait_text("power-1", 999, op, out, sizeof(out));
+	assert_string_equal(out, "waiting 0s for operation power-1: pending (queued behind the "
+				 "node's operation in flight)");
+	json_decref(op);
+	op = json_loads("{\"status\":{\"state\":\"pend\\u001bing\",\"step\":\"x\"}}", 0, NULL);
+	cli_wait_text("p\nq", 61000, op, out, sizeof(out));
+	assert_string_equal(out, "waiting 61s for operation p q: pend?ing, step x");
+	json_decref(op);
+	cli_wait_text("power-9", -5, NULL, out, sizeof(out));
+	assert_string_equal(out, "waiting 0s for operation power-9");
+}
+
 static void test_since(void **state)
 {
 	const int64_t now = 1796240000000LL;
@@ -1734,6 +1757,7 @@ int main(void)
 		cmocka_unit_test(test_event_list),
 		cmocka_unit_test(test_node_list_formats),
 		cmocka_unit_test(test_node_bulk_usage),
+		cmocka_unit_test(test_wait_text),
 		cmocka_unit_test(test_since),
 		cmocka_unit_test(test_throttle),
 		cmocka_unit_test(test_sort_and_yaml),
