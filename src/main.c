@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd/cli_context.h"
 #include "cmd/cmds.h"
 #include "cmd/run.h"
 
@@ -46,6 +47,8 @@ int main(int argc, char **argv)
 	base = base ? base + 1 : (argc > 0 ? argv[0] : "");
 	if (strcmp(base, "kubectl-fleet") == 0)
 		return cmd_kubectl_fleet(argc, argv);
+	if (cli_context_take(&argc, argv) != 0) /* fleetplane --context NAME <command> ... */
+		return 2;
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

@@ -4,6 +4,7 @@
  * token must not travel to another host) and only http/https are allowed. Raw response bytes
  * are wiped before they are freed, because `token create` answers carry a secret. */
 #include "cmd/client.h"
+#include "cmd/cli_context.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -25,6 +26,8 @@
 
 volatile sig_atomic_t client_interrupted;
 
+static int client_init_from(struct client *c, const struct cli_settings *set);
+
 int client_init(struct client *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -32,7 +35,19 @@ int client_init(struct client *c)
 	c->connect_timeout_ms = CLIENT_CONNECT_TIMEOUT_MS;
 	c->timeout_ms = CLIENT_TOTAL_TIMEOUT_MS;
 
-	const char *url = getenv("FLEETPLANE_URL");
+	/* issue 15: the --context flag's context, then the environment, then the contexts
+	 * file's current-context (cli_context.h) */
+	struct cli_settings set;
+	if (cli_settings_resolve(&set) < 0)
+		return CLIENT_EXIT_USAGE;
+	int rc = client_init_from(c, &set);
+	cli_settings_release(&set);
+	return rc;
+}
+
+static int client_init_from(struct client *c, const struct cli_settings *set)
+{
+	const char *url = set->url;
 	if (!url || !*url)
 		url = CLIENT_DEFAULT_URL;
 	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
@@ -52,7 +67,7 @@ int client_init(struct client *c)
 		ul--;
 	c->url = xstrndup(url, ul);
 
-	const char *tok = getenv("FLEETPLANE_TOKEN");
+	const char *tok = set->token;
 	size_t tl = tok ? strlen(tok) : 0;
 	while (tl > 0 && (tok[tl - 1] == '\n' || tok[tl - 1] == '\r' || tok[tl - 1] == ' ' ||
 			  tok[tl - 1] == '\t'))
@@ -60,7 +75,8 @@ int client_init(struct client *c)
 	if (tl == 0) {
 		fprintf(c->err,
 			"error: FLEETPLANE_TOKEN is not set; export a token (an admin token is in "
-			"<data-dir>/admin.token, others come from 'fleetplane token create')\n");
+			"<data-dir>/admin.token, others come from 'fleetplane token create'), or "
+			"name a token-file in a context of ~/.config/fleetplane/config\n");
 		return CLIENT_EXIT_USAGE;
 	}
 	for (size_t i = 0; i < tl; i++) {
@@ -72,7 +88,7 @@ int client_init(struct client *c)
 		}
 	}
 	c->token = xstrndup(tok, tl);
-	const char *ca = getenv("FLEETPLANE_CA");
+	const char *ca = set->ca;
 	if (ca && *ca) {
 		if (access(ca, R_OK) != 0) {
 			fprintf(c->err, "error: FLEETPLANE_CA %s: %s\n", ca, strerror(errno));

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <time.h>
@@ -32,6 +33,7 @@
 #include <microhttpd.h>
 
 #include "../../src/sched/hostlist.c"
+#include "../../src/cmd/cli_context.c"
 #include "../../src/cmd/client.c"
 #include "../../src/cmd/table.c"
 #include "../../src/cmd/cli_common.c"
@@ -441,6 +443,7 @@ static int fake_setup(void **state)
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/", fake.port);
 	setenv("FLEETPLANE_URL", url, 1);
 	setenv("FLEETPLANE_TOKEN", TOKEN "\n", 1); /* trailing newline as from $(cat file) */
+	setenv("XDG_CONFIG_HOME", "/nonexistent/fleetplane-test", 1); /* no contexts file */
 	return 0;
 }
 
@@ -782,7 +785,8 @@ static void test_env(void **state)
 	assert_int_equal(r.rc, 2);
 	assert_string_equal(r.err, "error: FLEETPLANE_TOKEN is not set; export a token (an admin "
 				   "token is in <data-dir>/admin.token, others come from "
-				   "'fleetplane token create')\n");
+				   "'fleetplane token create'), or name a token-file in a "
+				   "context of ~/.config/fleetplane/config\n");
 	setenv("FLEETPLANE_TOKEN", "two words", 1);
 	run_cmd(&r, cmd_node, "node", "list", NULL);
 	assert_int_equal(r.rc, 2);
@@ -1493,6 +1497,125 @@ static void test_wait_text(void **state)
 	assert_string_equal(out, "waiting 0s for operation power-9");
 }
 
+static void test_contexts(void **state)
+{
+	struct cli_config cfg;
+	char err[600];
+	static const char good[] = "# fleets\n"
+				   "current-context lab\n"
+				   "\n"
+				   "context prod\n"
+				   "  url https://10.0.0.5:7070  \n"
+				   "  token-file ~/.config/fleetplane/prod.token\n"
+				   "  ca-file /etc/fleetplane/ca.crt\n"
+				   "context lab\n"
+				   "url http://127.0.0.1:7070\n"
+				   "token-file lab.token\n";
+	memset(&cfg, 0, sizeof(cfg));
+	assert_int_equal(cli_config_parse("/h/.config/fleetplane/config", "/h", good, strlen(good),
+					  &cfg, err, sizeof(err)),
+			 0);
+	assert_string_equal(cfg.current, "lab");
+	assert_int_equal(cfg.n, 2);
+	assert_string_equal(cfg.ctx[0].name, "prod");
+	assert_string_equal(cfg.ctx[0].url, "https://10.0.0.5:7070");
+	assert_string_equal(cfg.ctx[0].token_file, "/h/.config/fleetplane/prod.token");
+	assert_string_equal(cfg.ctx[0].ca_file, "/etc/fleetplane/ca.crt");
+	assert_string_equal(cfg.ctx[1].token_file, "/h/.config/fleetplane/lab.token");
+	assert_null(cfg.ctx[1].ca_file);
+	cli_config_release(&cfg);
+
+	static const struct {
+		const char *text, *err;
+	} bad[] = {
+		{"context a\nuri http://x\n", "F:2: uri: unknown key (want current-context, "
+					      "context, url, token-file or ca-file)"},
+		{"url http://x\n", "F:1: url: outside a context (put a 'context NAME' line above "
+				   "it)"},
+		{"context a\nurl http://x\nurl http://y\n", "F:3: url: given twice in context a"},
+		{"context a\ncontext a\n", "F:2: context: a given twice (first on line 1)"},
+		{"context a b\n", "F:1: context: bad context name 'a b' (1..63 of A-Z a-z 0-9 . _ "
+				  "-)"},
+		{"context a\nurl ftp://x\n", "F:2: url: must start with http:// or https://"},
+		{"context a\ntoken-file\n", "F:2: token-file: needs a value"},
+		{"current-context b\ncontext a\n", "F:1: current-context b names no context"},
+		{"context a\ncurrent-context a\n", "F:2: current-context: must come before the "
+						   "first context"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&cfg, 0, sizeof(cfg));
+		assert_int_equal(cli_config_parse("F", "/h", bad[i].text, strlen(bad[i].text), &cfg,
+						  err, sizeof(err)),
+				 -1);
+		assert_string_equal(err, bad[i].err);
+		assert_int_equal(cfg.n, 0); /* nothing kept */
+	}
+
+	assert_int_equal(cli_token_mode_ok(S_IFREG | 0600), 0);
+	assert_int_equal(cli_token_mode_ok(S_IFREG | 0400), 0);
+	assert_int_equal(cli_token_mode_ok(S_IFREG | 0640), -1);
+	assert_int_equal(cli_token_mode_ok(S_IFREG | 0604), -1);
+	assert_int_equal(cli_token_mode_ok(S_IFDIR | 0700), -1);
+
+	char *av[] = {"fleetplane", "--context", "lab", "node", "list", NULL};
+	int ac = 5;
+	assert_int_equal(cli_context_take(&ac, av), 0);
+	assert_int_equal(ac, 3);
+	assert_string_equal(av[1], "node");
+	assert_string_equal(cli_context_flag, "lab");
+	cli_context_flag = NULL;
+
+	/* end to end: --context's token file beats FLEETPLANE_TOKEN; a loose mode is refused */
+	char dir[] = "/tmp/test_cli_ctxXXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char *sub = xasprintf("%s/fleetplane", dir), *conf = xasprintf("%s/config", sub);
+	char *tokf = xasprintf("%s/t.token", sub);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	FILE *f = fopen(conf, "w");
+	fprintf(f, "context t\nurl http://127.0.0.1:%u\ntoken-file t.token\n", fake.port);
+	fclose(f);
+	f = fopen(tokf, "w");
+	fprintf(f, "%s\n", TOKEN);
+	fclose(f);
+	chmod(tokf, 0600);
+	char *saved_xdg = xstrdup(getenv("XDG_CONFIG_HOME"));
+	setenv("XDG_CONFIG_HOME", dir, 1);
+	setenv("FLEETPLANE_TOKEN", "wrong-secret-123", 1);
+	struct run_result r;
+	fake_reset();
+	run_cmd(&r, cmd_node, "node", "list", "-o", "name", NULL);
+	assert_int_equal(r.rc, 1); /* no --context: the environment's (wrong) token */
+	cli_context_flag = "t";
+	run_cmd(&r, cmd_node, "node", "list", "-o", "name", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "node/r01n01\nnode/r01n02\nnode/r02n01\n");
+	chmod(tokf, 0644);
+	run_cmd(&r, cmd_node, "node", "list", NULL);
+	assert_int_equal(r.rc, 2);
+	char *want = xasprintf("error: context t: token file %s is open to others (mode 0644); "
+			       "refusing it as ssh refuses such keys: chmod 600 %s\n",
+			       tokf, tokf);
+	assert_string_equal(r.err, want);
+	free(want);
+	cli_context_flag = "nope";
+	run_cmd(&r, cmd_node, "node", "list", NULL);
+	assert_int_equal(r.rc, 2);
+	want = xasprintf("error: context nope: not in %s\n", conf);
+	assert_string_equal(r.err, want);
+	free(want);
+	cli_context_flag = NULL;
+	setenv("XDG_CONFIG_HOME", saved_xdg, 1);
+	setenv("FLEETPLANE_TOKEN", TOKEN, 1);
+	unlink(tokf);
+	unlink(conf);
+	rmdir(sub);
+	rmdir(dir);
+	free(saved_xdg);
+	free(sub);
+	free(conf);
+	free(tokf);
+}
+
 static void test_since(void **state)
 {
 	const int64_t now = 1796240000000LL;
@@ -1758,6 +1881,7 @@ int main(void)
 		cmocka_unit_test(test_node_list_formats),
 		cmocka_unit_test(test_node_bulk_usage),
 		cmocka_unit_test(test_wait_text),
+		cmocka_unit_test(test_contexts),
 		cmocka_unit_test(test_since),
 		cmocka_unit_test(test_throttle),
 		cmocka_unit_test(test_sort_and_yaml),
