@@ -14,6 +14,7 @@ test_pkgs=(libcmocka-dev clang clang-format libclang-rt-14-dev prometheus curl p
 	mtools dosfstools e2fsprogs cpio fdisk pciutils dmidecode kmod gzip binutils util-linux
 	etcd-server etcd-client)
 test_pkgs+=(python3-kubernetes) # kube (issue 13): kubectl comes with the image (google-cloud-cli)
+test_pkgs+=(groff-base) # cli (issue 15): test_cli_completion.sh renders docs/fleetplane.1 with groff -ww
 # fleetplane sim --plot (issue 12)
 test_pkgs+=(gnuplot-nox)
 

@@ -28,6 +28,7 @@ static const struct cmd_struct commands[] = {
 	{"store", cmd_store, "migrate a stopped serve's store (sqlite: to etcd://), verified"},
 	{"agent", cmd_agent, "run the node agent: kernel log and GPU tool health reports"},
 	{"kubeconfig", cmd_kubeconfig, "print a kubeconfig for kubectl (server, CA, token)"},
+	{"completion", cmd_completion, "print a bash or zsh completion script"},
 };
 
 static void usage(FILE *f)
