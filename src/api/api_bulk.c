@@ -1,5 +1,5 @@
-/* api_bulk.c - POST /v1/nodes:drain and POST /v1/nodes:resume (issue 15): one request for many
- * nodes, named by a label selector or a list of names, with one result per node.
+/* api_bulk.c - POST /v1/nodes:drain, :resume and :power (issue 15): one request for many nodes,
+ * named by a label selector or a list of names, with one result per node.
  *
  * The whole request is checked before any node changes (all-or-nothing validation): the body's
  * keys, exactly one of "selector" and "names", every name, no duplicates, at most
@@ -7,7 +7,11 @@
  *   drain   refused when a disruption budget (core/budget.h) would go over its maxUnavailable:
  *           the nodes already out of each domain value plus those this request accepted
  *           before it; a node already out (or never served, or retiring) takes no budget;
- *   resume  refused when the caller holds no hold on the node.
+ *   resume  refused when the caller holds no hold on the node;
+ *   power   {"action","force"?} as POST /v1/nodes/{name}:power (api_node_power_one: its
+ *           refusals - an available node powered off without force, jobs running, ... - are
+ *           the node's "refused" with the same detail); a forced off/soft/cycle/reset also
+ *           answers to the budgets as a drain does, since it takes a node out without one.
  * and the accepted ones get the same change and audit event as POST /v1/nodes/{name}:drain or
  * :resume (hold owned by operator:<token>; DrainRequested / Resumed), each in its own
  * transaction. The budgets are read when the request runs; the lifecycle controller still
@@ -224,13 +228,16 @@ static int bulk_mutate(struct node *n, struct objects_txn *tx, void *arg)
 
 /* Parses and checks the body into b (targets named, sorted) and *reason. 0, or -1 with the
  * 422 sent. */
-static int bulk_parse(struct api_req *r, int drain, struct bulk *b, const char **reason)
+static int bulk_parse(struct api_req *r, int drain, int power, struct bulk *b, const char **reason,
+		      json_t **bodyp)
 {
 	static const char *const keys[] = {"selector", "names", "reason", NULL};
+	static const char *const keys_power[] = {"selector", "names", "action", "force", NULL};
 	json_t *body;
 	char err[256];
-	if (api_body_keys(r, keys, &body) < 0)
+	if (api_body_keys(r, power ? keys_power : keys, &body) < 0)
 		return -1;
+	*bodyp = body;
 	json_t *sel = json_object_get(body, "selector"), *names = json_object_get(body, "names");
 	if (!sel == !names) {
 		api_problem_ext(r, 422, json_pack("{s:s}", "field", sel ? "names" : "selector"),
@@ -277,6 +284,27 @@ static int bulk_parse(struct api_req *r, int drain, struct bulk *b, const char *
 		}
 	}
 	*reason = NULL;
+	if (power) {
+		static const char *const acts[] = {"on",    "off",    "cycle", "soft",
+						   "reset", "status", NULL};
+		const char *a = json_string_value(json_object_get(body, "action"));
+		int known = 0;
+		for (size_t i = 0; a && acts[i]; i++)
+			known |= strcmp(a, acts[i]) == 0;
+		if (!known) {
+			api_problem_ext(r, 422, json_pack("{s:s}", "field", "action"),
+					"action: expected one of on, off, cycle, soft, reset, "
+					"status");
+			return -1;
+		}
+		json_t *f = json_object_get(body, "force");
+		if (f && !json_is_boolean(f)) {
+			api_problem_ext(r, 422, json_pack("{s:s}", "field", "force"),
+					"force: expected true or false");
+			return -1;
+		}
+		return 0;
+	}
 	json_t *rv = json_object_get(body, "reason");
 	if (!rv && !drain)
 		return 0;
@@ -300,8 +328,11 @@ static int bulk_parse(struct api_req *r, int drain, struct bulk *b, const char *
 	return 0;
 }
 
-static void bulk_run(struct api_req *r, int drain)
+/* mode: 0 resume, 1 drain, 2 power */
+static void bulk_run(struct api_req *r, int mode)
 {
+	int drain = mode == 1, power = mode == 2;
+	json_t *body = NULL;
 	struct bulk b;
 	struct bulk_budgets bb;
 	memset(&b, 0, sizeof(b));
@@ -310,8 +341,14 @@ static void bulk_run(struct api_req *r, int drain)
 	const char *reason = NULL;
 	struct store *s = r->srv->cfg.store;
 	int rc;
-	if (bulk_parse(r, drain, &b, &reason) < 0)
+	if (bulk_parse(r, drain, power, &b, &reason, &body) < 0)
 		goto out;
+	const char *action = power ? jsonx_str(body, "action") : NULL;
+	int force = power && json_is_true(json_object_get(body, "force"));
+	/* a forced off/soft/cycle/reset takes a node that may run work out without a drain:
+	 * it answers to the budgets as a drain does */
+	int budgeted = drain || (force && action && strcmp(action, "on") != 0 &&
+				 strcmp(action, "status") != 0);
 	if ((rc = store_foreach(s, OBJECTS_PREFIX_NODES, 0, bulk_collect, &b, NULL)) < 0) {
 		api_problem_rc(r, rc, "store list failed");
 		goto out;
@@ -325,7 +362,7 @@ static void bulk_run(struct api_req *r, int drain)
 	}
 	if (b.sel)
 		qsort(b.t, b.nt, sizeof(*b.t), bulk_name_cmp);
-	if (drain) {
+	if (budgeted) {
 		if ((rc = store_foreach(s, "/budgets/", 0, bulk_budget_read, &bb, NULL)) < 0) {
 			api_problem_rc(r, rc, "store list failed");
 			goto out;
@@ -344,12 +381,22 @@ static void bulk_run(struct api_req *r, int drain)
 	size_t counts[3] = {0, 0, 0};
 	for (size_t i = 0; i < b.nt; i++) {
 		struct bulk_target *t = &b.t[i];
-		const char *why = NULL;
+		const char *why = NULL, *op_id = NULL;
 		if (!t->n) {
 			t->result = "not_found";
 			why = api_printf(r, "node %s not found", t->name);
-		} else if (drain && (why = bulk_budget_admit(r, &bb, t->n)) != NULL) {
+		} else if (budgeted && (why = bulk_budget_admit(r, &bb, t->n)) != NULL) {
 			t->result = "refused";
+		} else if (power) {
+			struct api_power_result pr;
+			api_node_power_one(r, t->name, action, force, &pr);
+			if (pr.status == 202) {
+				t->result = "accepted";
+				op_id = api_strdup(r, pr.op_id);
+			} else {
+				t->result = pr.status == 404 ? "not_found" : "refused";
+				why = api_strdup(r, pr.why);
+			}
 		} else {
 			struct objects_update u = {.actor = me,
 						   .ev_type = "Normal",
@@ -382,6 +429,8 @@ static void bulk_run(struct api_req *r, int drain)
 		json_t *it = json_pack("{s:s,s:s}", "name", t->name, "result", t->result);
 		if (why)
 			json_object_set_new(it, "reason", json_string(why));
+		if (op_id)
+			json_object_set_new(it, "operation", json_string(op_id));
 		json_array_append_new(items, it);
 	}
 	api_reply_json(r, 200,
@@ -410,4 +459,9 @@ void api_nodes_bulk_drain(struct api_req *r)
 void api_nodes_bulk_resume(struct api_req *r)
 {
 	bulk_run(r, 0);
+}
+
+void api_nodes_bulk_power(struct api_req *r)
+{
+	bulk_run(r, 2);
 }

@@ -34,6 +34,10 @@ static const struct oa_op oa_ops[] = {
 	 "Drain many nodes {\"selector\"|\"names\",\"reason\"} (at most 1000) under the "
 	 "disruption budgets; one result per node",
 	 "operator", 200, 0, 0},
+	{"/v1/nodes:power", "post",
+	 "Power many nodes {\"selector\"|\"names\",\"action\",\"force\"?} (at most 1000); "
+	 "one result per node",
+	 "operator", 200, 0, 0},
 	{"/v1/nodes:resume", "post",
 	 "Release the caller's hold on many nodes {\"selector\"|\"names\",\"reason\"?}", "operator",
 	 200, 0, 0},

@@ -89,6 +89,7 @@ static const struct api_route routes[] = {
 	{"POST", "/v1/nodes", API_ROLE_OPERATOR, API_R_V1, api_nodes_create},
 	{"POST", "/v1/nodes:drain", API_ROLE_OPERATOR, API_R_V1, api_nodes_bulk_drain},
 	{"POST", "/v1/nodes:resume", API_ROLE_OPERATOR, API_R_V1, api_nodes_bulk_resume},
+	{"POST", "/v1/nodes:power", API_ROLE_OPERATOR, API_R_V1, api_nodes_bulk_power},
 	{"GET", "/v1/nodes/{name}", API_ROLE_VIEWER, API_R_V1 | API_R_AGENT_SELF | API_R_FAST,
 	 api_node_get},
 	{"PUT", "/v1/nodes/{name}", API_ROLE_OPERATOR, API_R_V1, api_node_put},

@@ -116,6 +116,12 @@ static const char node_release_usage[] =
 static const char node_power_usage[] =
 	"Usage: fleetplane node power NAME on|off|cycle|soft|reset|status [--wait] [--force]\n"
 	"                             [--refresh] [--timeout SECONDS] [-o json]\n"
+	"       fleetplane node power HOSTLIST|-l SELECTOR on|off|cycle|soft|reset|status\n"
+	"                             [--force] [-o json]\n"
+	"\n"
+	"  A hostlist ('r06n[01-08]') or -l SELECTOR powers many nodes in one request (at most\n"
+	"  1000), each as one NAME would be; a forced off/soft/cycle/reset answers to the\n"
+	"  disruption budgets like a drain. One row per node; exit 1 when any was refused.\n"
 	"\n"
 	"  Queues a power operation (behind the node's operation in flight, if any) and exits once\n"
 	"  the server accepted it. 'status' reads the BMC and waits: it prints on, off or\n"
@@ -829,9 +835,10 @@ static const struct table_colspec node_bulk_cols[] = {{"NODE", 40},
 /* POST /v1/nodes:<verb> with {"selector"} or {"names"} and the reason; prints the per-node
  * table and a summary (or -o json the answer). Exit 1 when a node was not accepted. */
 static int node_bulk(const char *cmd, const char *verb, const char *selector,
-		     const struct hostlist *hl, const char *reason, enum client_output o)
+		     const struct hostlist *hl, const char *reason, json_t *extra,
+		     enum client_output o)
 {
-	json_t *body = json_object(), *resp = NULL;
+	json_t *body = extra ? extra : json_object(), *resp = NULL;
 	if (selector) {
 		json_object_set_new(body, "selector", json_string(selector));
 	} else {
@@ -872,7 +879,10 @@ static int node_bulk(const char *cmd, const char *verb, const char *selector,
 		json_array_foreach(items, i, it) {
 			table_cell(&t, jsonx_str(it, "name"));
 			table_cell(&t, jsonx_str(it, "result"));
-			table_cell(&t, jsonx_str(it, "reason"));
+			if (jsonx_str(it, "operation"))
+				table_cellf(&t, "operation %s", jsonx_str(it, "operation"));
+			else
+				table_cell(&t, jsonx_str(it, "reason"));
 		}
 		table_print(&t, stdout);
 		table_release(&t);
@@ -961,7 +971,7 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 		if (rc == 0 && a->reason_required && (!reason || !*reason))
 			rc = client_usage_error(cmd, "missing --reason TEXT");
 		if (rc == 0)
-			rc = node_bulk(cmd, a->verb, selector, &hl, reason, o);
+			rc = node_bulk(cmd, a->verb, selector, &hl, reason, NULL, o);
 		hostlist_release(&hl);
 		return rc;
 	}
@@ -1201,9 +1211,10 @@ static int node_power(int argc, char **argv)
 		{"force", no_argument, NULL, 'f'},
 		{"refresh", no_argument, NULL, 'r'},
 		{"timeout", required_argument, NULL, 't'},
+		{"selector", required_argument, NULL, 'l'},
 		CLI_OPTS_END,
 	};
-	const char *cmd = "node power", *name = NULL, *action = NULL;
+	const char *cmd = "node power", *name = NULL, *action = NULL, *selector = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;
 	int ch, rc, wait = 0, timeout_set = 0, force = 0, refresh = 0;
 	long timeout_s = NODE_POWER_TIMEOUT_S;
@@ -1211,8 +1222,12 @@ static int node_power(int argc, char **argv)
 	memset(&c, 0, sizeof(c));
 	json_t *body = NULL, *resp = NULL, *op = NULL, *node = NULL;
 	client_getopt_reset();
-	while ((ch = getopt_long(argc, argv, ":wfrt:o:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":wfrt:l:o:h", opts, NULL)) != -1) {
 		switch (ch) {
+		case 'l':
+			if ((rc = cli_opt_value(cmd, "-l", "a non-empty selector", &selector)) != 0)
+				return rc;
+			break;
 		case 'w': wait = 1; break;
 		case 'f': force = 1; break;
 		case 'r': refresh = 1; break;
@@ -1237,15 +1252,20 @@ static int node_power(int argc, char **argv)
 	if (optind >= argc)
 		return client_usage_error(cmd, "missing NAME and ACTION (on, off, cycle, soft, "
 					       "reset or status)");
-	name = argv[optind];
-	if ((rc = node_check_target(cmd, name)) != 0)
-		return rc;
-	if (optind + 1 >= argc)
+	struct hostlist hl;
+	hostlist_init(&hl);
+	int bulk = selector || strpbrk(argv[optind], "[,");
+	if (!selector) {
+		name = argv[optind++];
+		if (!bulk && (rc = node_check_target(cmd, name)) != 0)
+			return rc;
+	}
+	if (optind >= argc)
 		return client_usage_error(cmd, "missing ACTION: on, off, cycle, soft, reset or "
 					       "status");
-	action = argv[optind + 1];
-	if (optind + 2 < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 2]);
+	action = argv[optind];
+	if (optind + 1 < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
 	int known = 0;
 	for (size_t i = 0; node_power_actions[i]; i++)
 		known |= !strcmp(action, node_power_actions[i]);
@@ -1265,6 +1285,22 @@ static int node_power(int argc, char **argv)
 		return client_usage_error(cmd, "--refresh is for status only");
 	if (timeout_set && !wait)
 		return client_usage_error(cmd, "--timeout needs --wait");
+	if (bulk) {
+		/* many nodes: one POST /v1/nodes:power, a result per node (node_bulk) */
+		if (wait || refresh)
+			return client_usage_error(cmd, "--wait and --refresh take one NAME, not a "
+						       "hostlist or -l");
+		if (!selector && (rc = node_bulk_names(cmd, name, &hl)) != 0) {
+			hostlist_release(&hl);
+			return rc;
+		}
+		json_t *extra = json_pack("{s:s}", "action", action);
+		if (force)
+			json_object_set_new(extra, "force", json_true());
+		rc = node_bulk(cmd, "power", selector, &hl, NULL, extra, o);
+		hostlist_release(&hl);
+		return rc;
+	}
 	if ((rc = client_init(&c)) != 0)
 		goto out;
 	char *esc = client_escape(name);

@@ -3,7 +3,7 @@
 # hostlist and selector, done by the server under a disruption budget with one result per node
 # (accepted, refused with the budget's reason, not_found) and exit 1 when any was not accepted;
 # the all-or-nothing validation of POST /v1/nodes:drain; event list's server-side filters and
-# newest-first order; node list -o reasons.
+# newest-first order; node list -o reasons; bulk power.
 . "$(dirname "$0")/lib.sh"
 start_serve "$WORK/d" --sim 16 --sim-speed 0
 wait_phase available 16 60
@@ -42,6 +42,23 @@ run node list -o reasons --no-headers
 assert_eq 0 "$RC" "node list -o reasons: exit code"
 assert_eq "r01n01 operator:admin swap PSU
 r02n01 operator:admin rack PDU" "$(awk '{print $1, $2, $4, $5}' <<<"$OUT")" "node list -o reasons: rows"
+
+# Power by hostlist: each node as one NAME would be (an available node is refused without a
+# drain); a forced cycle of available nodes answers to the budget like a drain.
+run node power 'r01n[01-02]' off -o json
+assert_eq 1 "$RC" "bulk power off: exit code"
+assert_eq "r01n01=accepted r01n02=refused" "$(jq -r '[.items[] | "\(.name)=\(.result)"] | join(" ")' <<<"$OUT")" \
+	"bulk power off: results"
+[[ $(jq -r '.items[0].operation' <<<"$OUT") == power-* ]] || fail "bulk power off: no operation for r01n01: $OUT"
+assert_eq "node r01n02 is available: power off would leave it available with the machine off; drain it first: fleetplane node drain r01n02, or pass force" \
+	"$(jq -r '.items[1].reason' <<<"$OUT")" "bulk power off: refusal"
+run node power -l rack=r02 cycle --force -o json
+assert_eq "budget rack-1: rack r02 has 1 of max 1 unavailable" \
+	"$(jq -r '[.items[] | select(.result == "refused") | .reason] | unique | join("|")' <<<"$OUT")" \
+	"bulk power cycle --force: budget refusals"
+assert_eq 7 "$(jq .refused <<<"$OUT")" "bulk power cycle --force: refused count"
+assert_eq "r02n01=accepted" "$(jq -r '.items[0] | "\(.name)=\(.result)"' <<<"$OUT")" \
+	"bulk power cycle --force: r02n01 (drained, out) is not refused by the budget but powered"
 
 # All-or-nothing: one bad name refuses the request and changes nothing.
 R=$(api POST /v1/nodes:drain '{"names":["r02n08","bad name"],"reason":"x"}')
