@@ -38,7 +38,9 @@ static void usage(FILE *f)
 		fprintf(f, "  %-7s %s\n", commands[i].name, commands[i].help);
 	fprintf(f,
 		"\nclients read FLEETPLANE_URL (default https://127.0.0.1:7070), FLEETPLANE_CA and "
-		"FLEETPLANE_TOKEN.\nRun 'fleetplane <command> --help' for a command's options.\n");
+		"FLEETPLANE_TOKEN,\nor a context of ~/.config/fleetplane/config: fleetplane "
+		"--context NAME <command> ...\nRun 'fleetplane <command> --help' for a command's "
+		"options.\n");
 }
 
 int main(int argc, char **argv)
