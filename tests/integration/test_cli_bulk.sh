@@ -65,6 +65,9 @@ R=$(api POST /v1/nodes:drain '{"names":["r02n08","bad name"],"reason":"x"}')
 assert_eq 422 "$(head -n 1 <<<"$R")" "bad name: status"
 assert_eq "names[1]" "$(tail -n +2 <<<"$R" | jq -r .field)" "bad name: field"
 assert_eq "[]" "$("$FP" node get r02n08 -o json | jq -c .status.holds)" "bad name: r02n08 untouched"
+R=$(api POST /v1/nodes:drain "$(jq -cn '{names: [range(1001) | "n\(.)"], reason: "x"}')")
+assert_eq "422 names: expected an array of 1..1000 node names" \
+	"$(head -n 1 <<<"$R") $(tail -n +2 <<<"$R" | jq -r .detail)" "1001 names: refused"
 R=$(api POST /v1/nodes:drain '{"selector":"rack=r03","names":["r03n01"],"reason":"x"}')
 assert_eq 422 "$(head -n 1 <<<"$R")" "selector and names: status"
 
