@@ -429,6 +429,64 @@ out:
 	return rc;
 }
 
+int client_list_last(struct client *c, const char *path, size_t keep, json_t **items, size_t *total)
+{
+	int rc = CLIENT_EXIT_OK;
+	json_t *last = json_array();
+	char *cont = NULL;
+	struct buf url;
+	buf_init(&url, 1 << 16);
+	*items = NULL;
+	*total = 0;
+	for (;;) {
+		char lim[24];
+		snprintf(lim, sizeof(lim), "%d", CLIENT_PAGE_LIMIT);
+		buf_reset(&url);
+		if (buf_puts(&url, path) < 0 || client_query_add(&url, "limit", lim) < 0 ||
+		    client_query_add(&url, "continue", cont) < 0) {
+			fprintf(c->err, "error: request path too long\n");
+			rc = CLIENT_EXIT_USAGE;
+			break;
+		}
+		json_t *resp = NULL;
+		if ((rc = client_request(c, "GET", url.data, NULL, NULL, &resp)) != CLIENT_EXIT_OK)
+			break;
+		json_t *arr = json_object_get(resp, "items");
+		if (!json_is_array(arr)) {
+			fprintf(c->err,
+				"error: fleetplane answered GET %s without an \"items\" array\n",
+				path);
+			json_decref(resp);
+			rc = CLIENT_EXIT_API;
+			break;
+		}
+		*total += json_array_size(arr);
+		json_array_extend(last, arr);
+		size_t n = json_array_size(last);
+		if (n > keep) { /* keep the newest `keep`: the list's tail */
+			json_t *t = json_array();
+			for (size_t i = n - keep; i < n; i++)
+				json_array_append(t, json_array_get(last, i));
+			json_decref(last);
+			last = t;
+		}
+		const char *next = json_string_value(jsonx_path(resp, "metadata.continue"));
+		free(cont);
+		cont = (next && *next) ? xstrdup(next) : NULL;
+		json_decref(resp);
+		if (!cont)
+			break;
+	}
+	free(cont);
+	buf_release(&url);
+	if (rc != CLIENT_EXIT_OK) {
+		json_decref(last);
+		return rc;
+	}
+	*items = last;
+	return CLIENT_EXIT_OK;
+}
+
 int client_list(struct client *c, const char *path, size_t max, json_t **items, char **rv)
 {
 	int rc = CLIENT_EXIT_OK;

@@ -87,6 +87,12 @@ int client_request(struct client *c, const char *method, const char *path, const
  * Returns a client_exit code; errors are printed by client_request. A page without an "items"
  * array is an error (CLIENT_EXIT_API). */
 int client_list(struct client *c, const char *path, size_t max, json_t **items, char **rv);
+/* Lists path to its end like client_list but keeps only the last `keep` items (>= 1) in list
+ * order: memory stays bounded by keep however long the list is (event list --limit N reads
+ * an oldest-first list for its newest N). *items (new reference) and *total (items seen) on
+ * CLIENT_EXIT_OK; errors as client_list. */
+int client_list_last(struct client *c, const char *path, size_t keep, json_t **items,
+		     size_t *total);
 
 /* Called by client_watch with each parsed watch event ({"type","object"}); the event is
  * borrowed. Return 0 to go on, anything else to stop the watch (client_watch returns it). */

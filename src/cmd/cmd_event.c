@@ -128,24 +128,29 @@ static int ev_list(int argc, char **argv)
 	char *path = NULL;
 	if ((rc = cli_path_query(cmd, "/v1/events", q, 4, &path)) != 0)
 		return rc;
-	/* The API lists oldest first (ids sort by time): read every match, keep the newest. */
+	/* The API lists oldest first (ids sort by time): read every match, keep the newest -
+	 * only the last `limit` while paging when there is a limit. */
 	struct client c;
 	json_t *all = NULL;
+	size_t seen = 0;
 	if ((rc = client_init(&c)) == 0)
-		rc = client_list(&c, path, EV_MAX_READ + 1, &all, NULL);
+		rc = limit ? client_list_last(&c, path, limit, &all, &seen)
+			   : client_list(&c, path, EV_MAX_READ + 1, &all, NULL);
 	client_release(&c);
 	free(path);
 	if (rc != CLIENT_EXIT_OK)
 		return rc;
 	size_t n = json_array_size(all);
-	if (n > EV_MAX_READ) {
+	if (!limit && n > EV_MAX_READ) {
 		fprintf(stderr,
 			"note: more than %d events match and only the oldest %d were read: the "
-			"newest may be missing; narrow with --since, --object, --type or "
-			"--reason\n",
+			"newest may be missing; use --limit N, or narrow with --since, --object, "
+			"--type or --reason\n",
 			EV_MAX_READ, EV_MAX_READ);
 		n = EV_MAX_READ;
 	}
+	if (limit && seen > limit)
+		fprintf(stderr, "note: showing the newest %zu of %zu events\n", limit, seen);
 	json_t *items = json_array();
 	for (size_t i = 0; i < n && (!limit || i < limit); i++)
 		json_array_append(items, json_array_get(all, n - 1 - i));

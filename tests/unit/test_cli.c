@@ -1328,6 +1328,7 @@ static void test_event_list(void **state)
 		"TIME                       TYPE      OBJECT        REASON   ACTOR                  MESSAGE\n"
 		"2026-11-30T05:29:00.000Z   Warning   node/r01n02   Failed   controller:lifecycle   on\n"
 		"2026-11-30T05:28:00.000Z   Warning   node/r01n01   XID      health                 xid 79\n");
+	assert_string_equal(r.err, "note: showing the newest 2 of 3 events\n");
 	assert_int_equal(fake.nreqs, 2);
 	assert_string_equal(
 		fake.reqs[0].query,
