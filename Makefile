@@ -7,6 +7,8 @@ PKGS    := libmicrohttpd jansson sqlite3 libcurl libsodium libfreeipmi libxml-2.
 PKGS    += gnutls
 # packaging (issue 15): sd_notify for the Type=notify units (src/cmd/sdnotify.c)
 PKGS    += libsystemd
+# cli (issue 15): libyaml writes `-o yaml` (src/cmd/cli_fmt.c)
+PKGS    += yaml-0.1
 SAN     ?= 0
 TSAN    ?= 0
 ifeq ($(TSAN),1)

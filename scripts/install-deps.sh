@@ -7,6 +7,7 @@ build_pkgs=(build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlit
 	libcurl4-openssl-dev libsodium-dev libfreeipmi-dev libxml2-dev)
 build_pkgs+=(libgnutls28-dev) # kube (issue 13): the API's TLS certificate (src/api/tls.c)
 build_pkgs+=(libsystemd-dev) # packaging (issue 15): sd_notify of the systemd units (src/cmd/sdnotify.c)
+build_pkgs+=(libyaml-dev) # cli (issue 15): -o yaml is written by libyaml (src/cmd/cli_fmt.c)
 test_pkgs=(libcmocka-dev clang clang-format libclang-rt-14-dev prometheus curl procps jq
 	openipmi ipmitool python3 python3-sushy slurmctld slurmd slurm-client munge
 	slurmdbd mariadb-server
@@ -16,6 +17,7 @@ test_pkgs=(libcmocka-dev clang clang-format libclang-rt-14-dev prometheus curl p
 test_pkgs+=(python3-kubernetes) # kube (issue 13): kubectl comes with the image (google-cloud-cli)
 test_pkgs+=(faketime) # hardening (issue 16): wall-clock steps in tests/integration/test_clock_step.sh
 test_pkgs+=(dpkg-dev debhelper lintian systemd) # packaging (issue 15): tests/ops/test_package.sh builds, lints, verifies units
+test_pkgs+=(groff-base) # cli (issue 15): test_cli_completion.sh renders docs/fleetplane.1 with groff -ww
 # fleetplane sim --plot (issue 12)
 test_pkgs+=(gnuplot-nox)
 test_pkgs+=(python3-yaml) # obs (issue 15): tests/ops/test_rules.sh reads the rules file

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/version.h"
+#include "cmd/cli_context.h"
 #include "cmd/cmds.h"
 #include "cmd/run.h"
 
@@ -28,6 +29,7 @@ static const struct cmd_struct commands[] = {
 	{"store", cmd_store, "migrate a stopped serve's store (sqlite: to etcd://), verified"},
 	{"agent", cmd_agent, "run the node agent: kernel log and GPU tool health reports"},
 	{"kubeconfig", cmd_kubeconfig, "print a kubeconfig for kubectl (server, CA, token)"},
+	{"completion", cmd_completion, "print a bash or zsh completion script"},
 };
 
 static void usage(FILE *f)
@@ -37,7 +39,9 @@ static void usage(FILE *f)
 		fprintf(f, "  %-7s %s\n", commands[i].name, commands[i].help);
 	fprintf(f,
 		"\nclients read FLEETPLANE_URL (default https://127.0.0.1:7070), FLEETPLANE_CA and "
-		"FLEETPLANE_TOKEN.\nRun 'fleetplane <command> --help' for a command's options.\n");
+		"FLEETPLANE_TOKEN,\nor a context of ~/.config/fleetplane/config: fleetplane "
+		"--context NAME <command> ...\nRun 'fleetplane <command> --help' for a command's "
+		"options.\n");
 }
 
 int main(int argc, char **argv)
@@ -47,6 +51,8 @@ int main(int argc, char **argv)
 	base = base ? base + 1 : (argc > 0 ? argv[0] : "");
 	if (strcmp(base, "kubectl-fleet") == 0)
 		return cmd_kubectl_fleet(argc, argv);
+	if (cli_context_take(&argc, argv) != 0) /* fleetplane --context NAME <command> ... */
+		return 2;
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

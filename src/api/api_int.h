@@ -191,6 +191,23 @@ void api_node_release(struct api_req *r);
 void api_node_booted(struct api_req *r);
 void api_node_validated(struct api_req *r);
 void api_node_power(struct api_req *r);
+/* api_bulk.c (issue 15): POST /v1/nodes:drain and /v1/nodes:resume for at most API_BULK_MAX
+ * nodes by selector or names, one result per node (docs/api.md "Bulk drain and resume"). */
+#define API_BULK_MAX 1000
+/* One power request for node name with action (on, off, cycle, soft, reset, status; checked
+ * by the caller) and force, exactly as POST /v1/nodes/{name}:power does it (api_nodes.c), but
+ * answering nothing: status 202 with op_id, or the status (404, 409, 500) and the detail the
+ * single route would answer. No Idempotency-Key. */
+struct api_power_result {
+	int status;
+	char why[512];
+	char op_id[128];
+};
+void api_node_power_one(struct api_req *r, const char *name, const char *action, int force,
+			struct api_power_result *res);
+void api_nodes_bulk_drain(struct api_req *r);
+void api_nodes_bulk_resume(struct api_req *r);
+void api_nodes_bulk_power(struct api_req *r);
 void api_ops_list(struct api_req *r);
 void api_op_get(struct api_req *r);
 void api_op_cancel(struct api_req *r);

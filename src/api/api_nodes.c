@@ -1703,6 +1703,10 @@ static const char *const power_actions[] = {"on", "off", "cycle", "soft", "reset
  * gate lets its step through). 202
  * with the operation
  * document plus "queued" and, when queued, "behind" (the operation directly ahead). */
+struct api_power_result;
+static void power_exec(struct api_req *r, const char *name, const char *action, int force,
+		       int takes_down, int disrupts, struct api_power_result *res);
+
 void api_node_power(struct api_req *r)
 {
 	static const char *const keys[] = {"action", "force", NULL};
@@ -1741,29 +1745,66 @@ void api_node_power(struct api_req *r)
 				action);
 		return;
 	}
+	power_exec(r, name, action, force, takes_down, disrupts, NULL);
+}
+
+/* api_node_power's work after the body was checked: one power request for node name. With
+ * res NULL it answers r itself (202 and Location, or the problem); with res (the bulk route)
+ * it answers nothing and fills res: status 202 and op_id, or the status and detail the
+ * single route would have answered. */
+#define POWER_FAIL(res, r, st, ext, ...)                                       \
+	do {                                                                   \
+		if (!(res)) {                                                  \
+			api_problem_ext((r), (st), (ext), __VA_ARGS__);        \
+		} else {                                                       \
+			json_decref(ext);                                      \
+			(res)->status = (st);                                  \
+			snprintf((res)->why, sizeof((res)->why), __VA_ARGS__); \
+		}                                                              \
+	} while (0)
+
+static void power_exec(struct api_req *r, const char *name, const char *action, int force,
+		       int takes_down, int disrupts, struct api_power_result *res)
+{
 	const char *me = api_actor(r);
 	for (int attempt = 0; attempt < CAS_RETRIES; attempt++) {
 		struct node *n = NULL;
 		int64_t mod = 0;
-		if (load_node(r, name, &n, &mod) < 0)
-			return;
+		if (!res) {
+			if (load_node(r, name, &n, &mod) < 0)
+				return;
+		} else {
+			char lerr[256];
+			int lrc = objects_store_node(r->srv->cfg.store, name, &n, &mod, lerr,
+						     sizeof(lerr));
+			if (lrc < 0) {
+				res->status = lrc == FP_ENOTFOUND ? 404 : 500;
+				snprintf(res->why, sizeof(res->why), "%s",
+					 lrc == FP_ENOTFOUND
+						 ? api_printf(r, "node %s not found", name)
+						 : api_printf(r, "cannot read node %s: %s", name,
+							      lrc == FP_EPARSE ? lerr
+									       : fp_err_msg(lrc)));
+				return;
+			}
+		}
 		if (n->phase == PHASE_RETIRING || n->phase == PHASE_RETIRED) {
-			api_problem_ext(r, 409,
-					json_pack("{s:s}", "phase", node_phase_name(n->phase)),
-					"node %s is %s; power operations are refused while a node "
-					"retires and once it is retired",
-					name, node_phase_name(n->phase));
+			POWER_FAIL(res, r, 409,
+				   json_pack("{s:s}", "phase", node_phase_name(n->phase)),
+				   "node %s is %s; power operations are refused while a node "
+				   "retires and once it is retired",
+				   name, node_phase_name(n->phase));
 			node_free(n);
 			return;
 		}
 		if (takes_down && !force &&
 		    (n->phase == PHASE_AVAILABLE || n->phase == PHASE_IN_SERVICE)) {
-			api_problem_ext(
-				r, 409, json_pack("{s:s}", "phase", node_phase_name(n->phase)),
-				"node %s is %s: power %s would leave it %s with the machine "
-				"off; drain it first: fleetplane node drain %s, or pass force",
-				name, node_phase_name(n->phase), action, node_phase_name(n->phase),
-				name);
+			POWER_FAIL(res, r, 409,
+				   json_pack("{s:s}", "phase", node_phase_name(n->phase)),
+				   "node %s is %s: power %s would leave it %s with the machine "
+				   "off; drain it first: fleetplane node drain %s, or pass force",
+				   name, node_phase_name(n->phase), action,
+				   node_phase_name(n->phase), name);
 			node_free(n);
 			return;
 		}
@@ -1773,14 +1814,13 @@ void api_node_power(struct api_req *r)
 			 * last may be stale, and jobs may have started since */
 			const struct node_condition
 				*c = node_condition_get(n, NODE_COND_SCHEDULER_IN_SYNC);
-			api_problem_ext(
-				r, 409,
-				json_pack("{s:s,s:s}", "workload", "unknown", "reason",
-					  c && c->reason ? c->reason : "absent"),
-				"node %s: Slurm cannot be read now (SchedulerInSync %s), so "
-				"whether jobs run on it is not known: power %s could kill "
-				"them; wait for Slurm, or pass force",
-				name, c && c->reason ? c->reason : "absent", action);
+			POWER_FAIL(res, r, 409,
+				   json_pack("{s:s,s:s}", "workload", "unknown", "reason",
+					     c && c->reason ? c->reason : "absent"),
+				   "node %s: Slurm cannot be read now (SchedulerInSync %s), so "
+				   "whether jobs run on it is not known: power %s could kill "
+				   "them; wait for Slurm, or pass force",
+				   name, c && c->reason ? c->reason : "absent", action);
 			node_free(n);
 			return;
 		}
@@ -1790,8 +1830,8 @@ void api_node_power(struct api_req *r)
 			json_t *ids = json_array();
 			for (size_t i = 0; i < n->workload.njobs; i++)
 				json_array_append_new(ids, json_string(n->workload.jobs[i]));
-			api_problem_ext(
-				r, 409,
+			POWER_FAIL(
+				res, r, 409,
 				json_pack("{s:s,s:o,s:i}", "workload",
 					  workload_state_name(n->workload.state), "jobs", ids,
 					  "jobsTotal", (int)n->workload.jobs_total),
@@ -1807,12 +1847,12 @@ void api_node_power(struct api_req *r)
 			log_warn("power forced with jobs running node=%s action=%s actor=%s", name,
 				 action, me);
 		if (n->operation && n->nqueued >= NODE_MAX_QUEUED) {
-			api_problem_ext(r, 409,
-					json_pack("{s:s,s:i}", "operation", n->operation, "queued",
-						  (int)n->nqueued),
-					"node %s already has %d operations queued behind %s; wait "
-					"for them to end",
-					name, NODE_MAX_QUEUED, n->operation);
+			POWER_FAIL(res, r, 409,
+				   json_pack("{s:s,s:i}", "operation", n->operation, "queued",
+					     (int)n->nqueued),
+				   "node %s already has %d operations queued behind %s; wait "
+				   "for them to end",
+				   name, NODE_MAX_QUEUED, n->operation);
 			node_free(n);
 			return;
 		}
@@ -1822,15 +1862,15 @@ void api_node_power(struct api_req *r)
 		json_t *params = json_pack("{s:s}", "action", action);
 		if (force)
 			json_object_set_new(params, "force", json_true());
-		struct objects_op_spec spec = {.node = name,
-					       .kind = "power",
-					       .params = params,
-					       .actor = me,
-					       .reason = api_printf(r, "power %s requested by %s",
-								    action, me),
-					       .idempotency_key = api_header(r, "Idempotency-Key"),
-					       .now_ms = api_now(r),
-					       .rnd = api_rand(r)};
+		struct objects_op_spec spec =
+			{.node = name,
+			 .kind = "power",
+			 .params = params,
+			 .actor = me,
+			 .reason = api_printf(r, "power %s requested by %s", action, me),
+			 .idempotency_key = res ? NULL : api_header(r, "Idempotency-Key"),
+			 .now_ms = api_now(r),
+			 .rnd = api_rand(r)};
 		BUG_ON(objects_op_start(&spec, &otx, &op, NULL, 0) < 0); /* action checked above */
 		json_decref(params);
 		const char *behind = NULL;
@@ -1874,28 +1914,43 @@ void api_node_power(struct api_req *r)
 		if (rc == FP_EEXIST && failed == 3) {
 			json_decref(resp);
 			operation_free(op);
-			api_problem(r, 409,
-				    "a request with this Idempotency-Key was committed "
-				    "concurrently; retry to get its result");
+			POWER_FAIL(res, r, 409, NULL,
+				   "a request with this Idempotency-Key was committed "
+				   "concurrently; retry to get its result");
 			return;
 		}
 		if (rc < 0) {
 			json_decref(resp);
 			operation_free(op);
-			api_problem_rc(r, rc, "store write failed");
+			POWER_FAIL(res, r, 500, NULL, "store write failed: %s", fp_err_msg(rc));
 			return;
 		}
-		api_set_rv(resp, rev);
-		api_reply_json(r, 202, resp);
-		api_add_header(r, MHD_HTTP_HEADER_LOCATION,
-			       api_printf(r, "/v1/operations/%s", op->id));
+		if (res) {
+			res->status = 202;
+			snprintf(res->op_id, sizeof(res->op_id), "%s", op->id);
+			json_decref(resp);
+		} else {
+			api_set_rv(resp, rev);
+			api_reply_json(r, 202, resp);
+			api_add_header(r, MHD_HTTP_HEADER_LOCATION,
+				       api_printf(r, "/v1/operations/%s", op->id));
+		}
 		log_info("power requested node=%s action=%s op=%s queued=%d actor=%s", name, action,
 			 op->id, behind != NULL, me);
 		operation_free(op);
 		return;
 	}
-	api_problem(r, 409, "node %s kept changing; gave up after %d attempts, retry", name,
-		    CAS_RETRIES);
+	POWER_FAIL(res, r, 409, NULL, "node %s kept changing; gave up after %d attempts, retry",
+		   name, CAS_RETRIES);
+}
+
+void api_node_power_one(struct api_req *r, const char *name, const char *action, int force,
+			struct api_power_result *res)
+{
+	int takes_down = strcmp(action, "off") == 0 || strcmp(action, "soft") == 0;
+	int disrupts = takes_down || strcmp(action, "cycle") == 0 || strcmp(action, "reset") == 0;
+	memset(res, 0, sizeof(*res));
+	power_exec(r, name, action, force && disrupts, takes_down, disrupts, res);
 }
 
 /* ---------------------------------------------------------------- :jobend */

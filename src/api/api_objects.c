@@ -328,15 +328,54 @@ void api_op_cancel(struct api_req *r)
 
 /* ---------------------------------------------------------------- events */
 
+/* The filters of GET /v1/events, all optional (NULL / 0: not given). */
+struct ev_filter {
+	const char *object; /* exact "kind/name" */
+	const char *type;   /* "Normal" or "Warning" */
+	const char *reason; /* exact CamelCase reason */
+	int64_t since_ms;   /* events whose time is at or after this instant; 0: any */
+};
+
 static int ev_keep(struct api_req *r, const json_t *doc, void *arg)
 {
-	const char *want = arg, *v = jsonx_str(doc, "object");
-	return v && strcmp(v, want) == 0;
+	const struct ev_filter *f = arg;
+	const char *v;
+	if (f->object && (!(v = jsonx_str(doc, "object")) || strcmp(v, f->object) != 0))
+		return 0;
+	if (f->type && (!(v = jsonx_str(doc, "type")) || strcmp(v, f->type) != 0))
+		return 0;
+	if (f->reason && (!(v = jsonx_str(doc, "reason")) || strcmp(v, f->reason) != 0))
+		return 0;
+	if (f->since_ms) {
+		int64_t t = 0;
+		if (!(v = jsonx_str(doc, "time")) || fp_time_parse(v, &t) < 0 || t < f->since_ms)
+			return 0;
+	}
+	return 1;
 }
 
+/* A reason as events carry it: 1..64 ASCII letters and digits, starting with an upper-case
+ * letter (docs/api.md "Events"). */
+static int ev_reason_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 1 || n > 64 || s[0] < 'A' || s[0] > 'Z')
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= '0' && s[i] <= '9')))
+			return 0;
+	return 1;
+}
+
+/* GET /v1/events?object=&type=&reason=&since=&limit=&continue=&watch=: events oldest first
+ * (by id), filtered; each bad filter is 400 naming its parameter. */
 void api_events_list(struct api_req *r)
 {
 	const char *obj = api_query(r, "object");
+	const char *type = api_query(r, "type");
+	const char *reason = api_query(r, "reason");
+	const char *since = api_query(r, "since");
 	const char *slash = obj ? strchr(obj, '/') : NULL;
 	char err[160];
 	/* kind/name: a lower-case kind, one slash, a valid object name */
@@ -347,12 +386,37 @@ void api_events_list(struct api_req *r)
 				"object: expected kind/name such as node/r01n03");
 		return;
 	}
-	api_keep_fn keep = obj ? ev_keep : NULL;
-	void *arg = obj ? api_strdup(r, obj) : NULL;
+	if (type && strcmp(type, "Normal") != 0 && strcmp(type, "Warning") != 0) {
+		api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "type"),
+				"type: expected Normal or Warning");
+		return;
+	}
+	if (reason && !ev_reason_ok(reason)) {
+		api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "reason"),
+				"reason: expected a CamelCase word of 1..64 letters and digits "
+				"such as DrainRequested");
+		return;
+	}
+	int64_t since_ms = 0;
+	if (since && (fp_time_parse_offset(since, &since_ms, NULL) < 0 || since_ms <= 0)) {
+		api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "since"),
+				"since: expected an RFC 3339 date-time after 1970 such as "
+				"2026-11-30T05:00:00Z");
+		return;
+	}
+	struct ev_filter *f = NULL;
+	if (obj || type || reason || since) {
+		f = api_own(r, xcalloc(1, sizeof(*f)));
+		f->object = obj ? api_strdup(r, obj) : NULL;
+		f->type = type ? api_strdup(r, type) : NULL;
+		f->reason = reason ? api_strdup(r, reason) : NULL;
+		f->since_ms = since_ms;
+	}
+	api_keep_fn keep = f ? ev_keep : NULL;
 	if (is_watch(r))
-		api_watch(r, "/events/", "Event", keep, arg, render_plain);
+		api_watch(r, "/events/", "Event", keep, f, render_plain);
 	else
-		api_list(r, "/events/", keep, arg, render_plain);
+		api_list(r, "/events/", keep, f, render_plain);
 }
 
 void api_event_get(struct api_req *r)

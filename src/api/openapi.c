@@ -30,6 +30,17 @@ static const struct oa_op oa_ops[] = {
 	{"/v1/nodes", "get", "List or watch nodes (labelSelector, phase)", "viewer", 200, 0, 1},
 	{"/v1/nodes", "post", "Enroll a node or {\"items\":[...]} (at most 10000)", "operator", 201,
 	 1, 0},
+	{"/v1/nodes:drain", "post",
+	 "Drain many nodes {\"selector\"|\"names\",\"reason\"} (at most 1000) under the "
+	 "disruption budgets; one result per node",
+	 "operator", 200, 0, 0},
+	{"/v1/nodes:power", "post",
+	 "Power many nodes {\"selector\"|\"names\",\"action\",\"force\"?} (at most 1000); "
+	 "one result per node",
+	 "operator", 200, 0, 0},
+	{"/v1/nodes:resume", "post",
+	 "Release the caller's hold on many nodes {\"selector\"|\"names\",\"reason\"?}", "operator",
+	 200, 0, 0},
 	{"/v1/nodes/{name}", "get", "Get a node", "viewer (agent: own node)", 200, 0, 0},
 	{"/v1/nodes/{name}", "put", "Replace spec and labels (needs resourceVersion or If-Match)",
 	 "operator", 200, 1, 0},

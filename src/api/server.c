@@ -67,8 +67,8 @@ static const char *const p_nodes[] = {"labelSelector", "phase",           "limit
 				      "watch",         "resourceVersion", NULL};
 static const char *const p_ops[] = {"node",  "state",           "limit", "continue",
 				    "watch", "resourceVersion", NULL};
-static const char *const p_events[] = {"object", "limit",           "continue",
-				       "watch",  "resourceVersion", NULL};
+static const char *const p_events[] = {"object",   "type",  "reason",          "since", "limit",
+				       "continue", "watch", "resourceVersion", NULL};
 static const char *const p_paged[] = {"limit", "continue", NULL};
 static const char *const p_racks[] = {"site", "limit", "continue", NULL};
 static const char *const p_hevents[] = {"node",     "code",  "limit",
@@ -88,6 +88,9 @@ static const struct api_route routes[] = {
 	{"GET", "/v1/openapi.json", API_ROLE_VIEWER, API_R_V1, api_openapi},
 	{"GET", "/v1/nodes", API_ROLE_VIEWER, API_R_V1, api_nodes_list, p_nodes},
 	{"POST", "/v1/nodes", API_ROLE_OPERATOR, API_R_V1, api_nodes_create},
+	{"POST", "/v1/nodes:drain", API_ROLE_OPERATOR, API_R_V1, api_nodes_bulk_drain},
+	{"POST", "/v1/nodes:resume", API_ROLE_OPERATOR, API_R_V1, api_nodes_bulk_resume},
+	{"POST", "/v1/nodes:power", API_ROLE_OPERATOR, API_R_V1, api_nodes_bulk_power},
 	{"GET", "/v1/nodes/{name}", API_ROLE_VIEWER, API_R_V1 | API_R_AGENT_SELF | API_R_FAST,
 	 api_node_get},
 	{"PUT", "/v1/nodes/{name}", API_ROLE_OPERATOR, API_R_V1, api_node_put},

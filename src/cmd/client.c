@@ -4,6 +4,7 @@
  * token must not travel to another host) and only http/https are allowed. Raw response bytes
  * are wiped before they are freed, because `token create` answers carry a secret. */
 #include "cmd/client.h"
+#include "cmd/cli_context.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -25,6 +26,8 @@
 
 volatile sig_atomic_t client_interrupted;
 
+static int client_init_from(struct client *c, const struct cli_settings *set);
+
 int client_init(struct client *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -32,7 +35,19 @@ int client_init(struct client *c)
 	c->connect_timeout_ms = CLIENT_CONNECT_TIMEOUT_MS;
 	c->timeout_ms = CLIENT_TOTAL_TIMEOUT_MS;
 
-	const char *url = getenv("FLEETPLANE_URL");
+	/* issue 15: the --context flag's context, then the environment, then the contexts
+	 * file's current-context (cli_context.h) */
+	struct cli_settings set;
+	if (cli_settings_resolve(&set) < 0)
+		return CLIENT_EXIT_USAGE;
+	int rc = client_init_from(c, &set);
+	cli_settings_release(&set);
+	return rc;
+}
+
+static int client_init_from(struct client *c, const struct cli_settings *set)
+{
+	const char *url = set->url;
 	if (!url || !*url)
 		url = CLIENT_DEFAULT_URL;
 	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
@@ -52,7 +67,7 @@ int client_init(struct client *c)
 		ul--;
 	c->url = xstrndup(url, ul);
 
-	const char *tok = getenv("FLEETPLANE_TOKEN");
+	const char *tok = set->token;
 	size_t tl = tok ? strlen(tok) : 0;
 	while (tl > 0 && (tok[tl - 1] == '\n' || tok[tl - 1] == '\r' || tok[tl - 1] == ' ' ||
 			  tok[tl - 1] == '\t'))
@@ -60,7 +75,8 @@ int client_init(struct client *c)
 	if (tl == 0) {
 		fprintf(c->err,
 			"error: FLEETPLANE_TOKEN is not set; export a token (an admin token is in "
-			"<data-dir>/admin.token, others come from 'fleetplane token create')\n");
+			"<data-dir>/admin.token, others come from 'fleetplane token create'), or "
+			"name a token-file in a context of ~/.config/fleetplane/config\n");
 		return CLIENT_EXIT_USAGE;
 	}
 	for (size_t i = 0; i < tl; i++) {
@@ -72,7 +88,7 @@ int client_init(struct client *c)
 		}
 	}
 	c->token = xstrndup(tok, tl);
-	const char *ca = getenv("FLEETPLANE_CA");
+	const char *ca = set->ca;
 	if (ca && *ca) {
 		if (access(ca, R_OK) != 0) {
 			fprintf(c->err, "error: FLEETPLANE_CA %s: %s\n", ca, strerror(errno));
@@ -181,6 +197,9 @@ static size_t cl_write(char *ptr, size_t size, size_t nmemb, void *userdata)
 static int cl_progress(void *p, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
 		       curl_off_t ulnow)
 {
+	struct client *c = p;
+	if (c->tick)
+		c->tick(c->tick_arg);
 	return client_interrupted ? 1 : 0;
 }
 
@@ -280,6 +299,7 @@ static struct curl_slist *cl_setup(struct client *c, const char *method, const c
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, cl_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
 	if (strcmp(method, "GET") == 0) {
 		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
 	} else if (strcmp(method, "POST") == 0) {
@@ -407,6 +427,64 @@ out:
 	free(payload);
 	free(url);
 	return rc;
+}
+
+int client_list_last(struct client *c, const char *path, size_t keep, json_t **items, size_t *total)
+{
+	int rc = CLIENT_EXIT_OK;
+	json_t *last = json_array();
+	char *cont = NULL;
+	struct buf url;
+	buf_init(&url, 1 << 16);
+	*items = NULL;
+	*total = 0;
+	for (;;) {
+		char lim[24];
+		snprintf(lim, sizeof(lim), "%d", CLIENT_PAGE_LIMIT);
+		buf_reset(&url);
+		if (buf_puts(&url, path) < 0 || client_query_add(&url, "limit", lim) < 0 ||
+		    client_query_add(&url, "continue", cont) < 0) {
+			fprintf(c->err, "error: request path too long\n");
+			rc = CLIENT_EXIT_USAGE;
+			break;
+		}
+		json_t *resp = NULL;
+		if ((rc = client_request(c, "GET", url.data, NULL, NULL, &resp)) != CLIENT_EXIT_OK)
+			break;
+		json_t *arr = json_object_get(resp, "items");
+		if (!json_is_array(arr)) {
+			fprintf(c->err,
+				"error: fleetplane answered GET %s without an \"items\" array\n",
+				path);
+			json_decref(resp);
+			rc = CLIENT_EXIT_API;
+			break;
+		}
+		*total += json_array_size(arr);
+		json_array_extend(last, arr);
+		size_t n = json_array_size(last);
+		if (n > keep) { /* keep the newest `keep`: the list's tail */
+			json_t *t = json_array();
+			for (size_t i = n - keep; i < n; i++)
+				json_array_append(t, json_array_get(last, i));
+			json_decref(last);
+			last = t;
+		}
+		const char *next = json_string_value(jsonx_path(resp, "metadata.continue"));
+		free(cont);
+		cont = (next && *next) ? xstrdup(next) : NULL;
+		json_decref(resp);
+		if (!cont)
+			break;
+	}
+	free(cont);
+	buf_release(&url);
+	if (rc != CLIENT_EXIT_OK) {
+		json_decref(last);
+		return rc;
+	}
+	*items = last;
+	return CLIENT_EXIT_OK;
 }
 
 int client_list(struct client *c, const char *path, size_t max, json_t **items, char **rv)

@@ -49,6 +49,11 @@ struct client {
 	long timeout_ms;
 	char *ca; /* FLEETPLANE_CA: PEM file the https server must chain to, owned; NULL = the
 		   * system store (kube, issue 13: serve's own is <data-dir>/ca.crt) */
+	/* Called with tick_arg from libcurl's progress callback while a request or watch runs
+	 * (about once a second, or more often while bytes arrive), on the caller's thread;
+	 * NULL: none. `node list --watch` draws its throttled bar's trailing redraw here. */
+	void (*tick)(void *arg);
+	void *tick_arg;
 };
 
 /* Set from a SIGINT/SIGTERM handler to stop a watch cleanly; client_watch returns 0 then. */
@@ -82,6 +87,12 @@ int client_request(struct client *c, const char *method, const char *path, const
  * Returns a client_exit code; errors are printed by client_request. A page without an "items"
  * array is an error (CLIENT_EXIT_API). */
 int client_list(struct client *c, const char *path, size_t max, json_t **items, char **rv);
+/* Lists path to its end like client_list but keeps only the last `keep` items (>= 1) in list
+ * order: memory stays bounded by keep however long the list is (event list --limit N reads
+ * an oldest-first list for its newest N). *items (new reference) and *total (items seen) on
+ * CLIENT_EXIT_OK; errors as client_list. */
+int client_list_last(struct client *c, const char *path, size_t keep, json_t **items,
+		     size_t *total);
 
 /* Called by client_watch with each parsed watch event ({"type","object"}); the event is
  * borrowed. Return 0 to go on, anything else to stop the watch (client_watch returns it). */
@@ -123,7 +134,9 @@ void client_getopt_reset(void);
 enum client_output {
 	CLIENT_OUT_TABLE = 0,
 	CLIENT_OUT_JSON,
-	CLIENT_OUT_WIDE
+	CLIENT_OUT_WIDE,
+	CLIENT_OUT_YAML, /* list verbs only (cli_fmt.h cli_opt_list) */
+	CLIENT_OUT_NAME  /* list verbs only: <kind>/<name> per line */
 };
 /* Parses an -o value: "json" always; "wide" only when allow_wide. Returns 0 or
  * CLIENT_EXIT_USAGE after printing the usage error for cmd. */

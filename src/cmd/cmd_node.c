@@ -17,11 +17,13 @@
 #include "base/buf.h"
 #include "base/jsonx.h"
 #include "cmd/cli_common.h"
+#include "cmd/cli_fmt.h"
 #include "cmd/client.h"
 #include "core/codec.h"
 #include "cmd/cmds.h"
 #include "cmd/table.h"
 #include "core/model.h"
+#include "sched/hostlist.h"
 
 #include "base/banned.h"
 
@@ -42,12 +44,17 @@ static const char node_usage_text[] =
 	"Environment: FLEETPLANE_URL (default " CLIENT_DEFAULT_URL "), FLEETPLANE_TOKEN.\n";
 
 static const char node_list_usage[] =
-	"Usage: fleetplane node list [-l SELECTOR] [--phase PHASE] [-o json|wide] [--watch]\n"
+	"Usage: fleetplane node list [-l SELECTOR] [--phase PHASE] [-o FMT] [--no-headers]\n"
+	"                            [--sort-by PATH] [--watch]\n"
 	"\n"
 	"  -l, --selector SEL  label selector, e.g. -l site=s1,rack!=r07 (repeatable: joined by ',')\n"
 	"      --phase PHASE   only nodes in this phase (available, draining, ...)\n"
-	"  -o, --output FMT    json: {\"items\":[...]} of full documents, all pages;\n"
-	"                      wide: no truncation, extra OPERATION and LABELS columns\n"
+	"  -o, --output FMT    json or yaml: {\"items\":[...]} of full documents, all pages;\n"
+	"                      wide: no truncation, extra OPERATION and LABELS columns;\n"
+	"                      name: node/<name> lines; reasons: one row per hold (NODE OWNER\n"
+	"                      SINCE REASON, like sinfo -R), nodes without holds left out\n"
+	"      --no-headers    no header line in tables\n"
+	"      --sort-by PATH  order by a field, e.g. .status.phase or .metadata.name\n"
 	"  -w, --watch         follow changes: a live per-phase bar on a terminal, otherwise one\n"
 	"                      line per change: TYPE NAME PHASE or TYPE NAME OLD->NEW\n"
 	"  -h, --help          this help\n";
@@ -64,15 +71,26 @@ static const char node_enroll_usage[] =
 	"  -h, --help          this help\n";
 
 static const char node_drain_usage[] =
-	"Usage: fleetplane node drain NAME --reason TEXT [-o json]\n"
+	"Usage: fleetplane node drain NAME|HOSTLIST --reason TEXT [-o json]\n"
+	"       fleetplane node drain -l SELECTOR --reason TEXT [-o json]\n"
 	"\n"
+	"  A Slurm hostlist ('r06n[01-08]', 'a,b') or -l drains many nodes in one request, done\n"
+	"  by the server under the disruption budgets: one row per node (accepted, refused with\n"
+	"  why, not_found); exit 1 when any node was not accepted. At most 1000 nodes.\n"
+	"\n"
+	"  -l, --selector SEL  the nodes whose labels match, e.g. -l rack=r06\n"
 	"  -r, --reason TEXT   why (required); the hold is owned by operator:<token name>\n"
 	"  -o, --output json   print the server's answer as JSON\n"
 	"  -h, --help          this help\n";
 
 static const char node_resume_usage[] =
-	"Usage: fleetplane node resume NAME [--reason TEXT] [-o json]\n"
+	"Usage: fleetplane node resume NAME|HOSTLIST [--reason TEXT] [-o json]\n"
+	"       fleetplane node resume -l SELECTOR [--reason TEXT] [-o json]\n"
 	"\n"
+	"  A hostlist or -l releases the caller's hold on many nodes (as drain does; at most\n"
+	"  1000): a node without the caller's hold is refused.\n"
+	"\n"
+	"  -l, --selector SEL  the nodes whose labels match, e.g. -l rack=r06\n"
 	"  -r, --reason TEXT   why (optional)\n"
 	"  -o, --output json   print the server's answer as JSON\n"
 	"  -h, --help          this help\n";
@@ -98,6 +116,12 @@ static const char node_release_usage[] =
 static const char node_power_usage[] =
 	"Usage: fleetplane node power NAME on|off|cycle|soft|reset|status [--wait] [--force]\n"
 	"                             [--refresh] [--timeout SECONDS] [-o json]\n"
+	"       fleetplane node power HOSTLIST|-l SELECTOR on|off|cycle|soft|reset|status\n"
+	"                             [--force] [-o json]\n"
+	"\n"
+	"  A hostlist ('r06n[01-08]') or -l SELECTOR powers many nodes in one request (at most\n"
+	"  1000), each as one NAME would be; a forced off/soft/cycle/reset answers to the\n"
+	"  disruption budgets like a drain. One row per node; exit 1 when any was refused.\n"
 	"\n"
 	"  Queues a power operation (behind the node's operation in flight, if any) and exits once\n"
 	"  the server accepted it. 'status' reads the BMC and waits: it prints on, off or\n"
@@ -183,6 +207,26 @@ static void node_table_row(struct table *t, const json_t *doc, enum client_outpu
 static const struct cli_view node_view = {node_cols, node_wide_cols, node_table_row,
 					  "No nodes found.\n"};
 
+/* -o reasons, like Slurm's `sinfo -R`: one row per hold, nodes without holds left out. */
+static const struct table_colspec node_reasons_cols[] = {
+	{"NODE", 40}, {"OWNER", 32}, {"SINCE", 24}, {"REASON", 80}, {NULL, 0},
+};
+
+static void node_reasons_row(struct table *t, const json_t *doc, enum client_output o, int64_t now)
+{
+	size_t i;
+	json_t *h;
+	json_array_foreach(jsonx_path(doc, "status.holds"), i, h) {
+		table_cell(t, jsonx_str(doc, "metadata.name"));
+		table_cell(t, jsonx_str(h, "owner"));
+		table_cell(t, jsonx_str(h, "since"));
+		table_cell(t, jsonx_str(h, "reason"));
+	}
+}
+
+static const struct cli_view node_reasons_view = {node_reasons_cols, NULL, node_reasons_row,
+						  "No holds found.\n"};
+
 /* ---- list ---- */
 
 /* Builds "/v1/nodes?labelSelector=..&phase=.." (+ watch parameters when rv is non-NULL) into
@@ -202,19 +246,24 @@ struct node_watch {
 	json_t *phase_of; /* name -> phase string */
 	char rv[64];
 	int tty;
-	int64_t last_draw_ms;
+	struct cli_throttle th; /* redraws at most every 100 ms, the last change never lost */
 	int drawn;
 	FILE *err; /* where event errors go: stderr, or a buffer while a bar is shown */
 };
 
 #define NODE_WATCH_RELIST 100
 
-static void node_watch_draw(struct node_watch *w, int force)
+/* Draws the bar: at once when force, else when the throttle says so; changed 1 for a change,
+ * 0 for a tick (BOOKMARK, heartbeat, libcurl progress) that only draws what is pending. */
+static void node_watch_draw(struct node_watch *w, int force, int changed)
 {
 	int64_t now = client_now_ms();
-	if (!force && now - w->last_draw_ms < 100)
+	if (force) {
+		w->th.last_ms = now;
+		w->th.pending = 0;
+	} else if (!cli_throttle_due(&w->th, now, changed)) {
 		return;
-	w->last_draw_ms = now;
+	}
 	size_t counts[NODE_NPHASES + 1];
 	memset(counts, 0, sizeof(counts));
 	size_t total = 0;
@@ -244,6 +293,13 @@ static void node_watch_draw(struct node_watch *w, int force)
 	fputs("\033[K", stdout);
 	fflush(stdout);
 	w->drawn = 1;
+}
+
+static void node_watch_tick(void *arg)
+{
+	struct node_watch *w = arg;
+	if (w->drawn)
+		node_watch_draw(w, 0, 0);
 }
 
 static void node_watch_line(const char *type, const char *name, const char *old, const char *now)
@@ -277,8 +333,11 @@ static int node_watch_event(void *arg, json_t *ev)
 	client_rv_text(jsonx_path(obj, "metadata.resourceVersion"), rv, sizeof(rv));
 	if (rv[0])
 		snprintf(w->rv, sizeof(w->rv), "%s", rv);
-	if (strcmp(type, "BOOKMARK") == 0)
+	if (strcmp(type, "BOOKMARK") == 0) {
+		if (w->tty)
+			node_watch_draw(w, 0, 0); /* a change the throttle held back */
 		return 0;
+	}
 	const char *name = jsonx_str(obj, "metadata.name");
 	if (!name)
 		return 0;
@@ -290,7 +349,7 @@ static int node_watch_event(void *arg, json_t *ev)
 	else
 		json_object_set_new(w->phase_of, name, json_string(phase ? phase : "-"));
 	if (w->tty) {
-		node_watch_draw(w, 0);
+		node_watch_draw(w, 0, 1);
 	} else {
 		char *tc = table_clean(type, 0), *nc = table_clean(name, 0);
 		char *pc = phase ? table_clean(phase, 0) : NULL;
@@ -349,7 +408,7 @@ static int node_watch_relist(struct client *c, struct node_watch *w, const char 
 	free(rv);
 	json_decref(items);
 	if (w->tty)
-		node_watch_draw(w, 1);
+		node_watch_draw(w, 1, 0);
 	return CLIENT_EXIT_OK;
 }
 
@@ -364,6 +423,7 @@ static int node_watch(struct client *c, const char *selector, const char *phase)
 	memset(&w, 0, sizeof(w));
 	w.phase_of = json_object();
 	w.tty = isatty(STDOUT_FILENO);
+	w.th.interval_ms = 100;
 	w.err = stderr;
 	/* on a terminal, hold error lines back until the bar's line is finished */
 	char *errtext = NULL;
@@ -372,6 +432,10 @@ static int node_watch(struct client *c, const char *selector, const char *phase)
 	FILE *saved_err = c->err;
 	if (errbuf)
 		c->err = w.err = errbuf;
+	if (w.tty) {
+		c->tick = node_watch_tick;
+		c->tick_arg = &w;
+	}
 	struct sigaction sa, old_int, old_term;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = node_on_signal;
@@ -419,7 +483,7 @@ static int node_watch(struct client *c, const char *selector, const char *phase)
 	if (client_interrupted)
 		rc = CLIENT_EXIT_OK; /* Ctrl-C is how a watch ends */
 	if (w.tty && w.drawn) {
-		node_watch_draw(&w, 1);
+		node_watch_draw(&w, 1, 0);
 		fputc('\n', stdout);
 		fflush(stdout);
 	}
@@ -430,6 +494,8 @@ static int node_watch(struct client *c, const char *selector, const char *phase)
 			fputs(errtext, stderr);
 		free(errtext);
 	}
+	c->tick = NULL; /* w ends here */
+	c->tick_arg = NULL;
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	json_decref(w.phase_of);
@@ -443,14 +509,15 @@ static int node_list(int argc, char **argv)
 		{"phase", required_argument, NULL, 'p'},
 		{"output", required_argument, NULL, 'o'},
 		{"watch", no_argument, NULL, 'w'},
+		CLI_LIST_OPTS,
 		CLI_OPTS_END_HELP,
 	};
 	const char *cmd = "node list";
 	struct buf sel;
 	buf_init(&sel, 1 << 14);
 	const char *phase = NULL;
-	enum client_output o = CLIENT_OUT_TABLE;
-	int watch = 0, ch, rc = CLIENT_EXIT_OK;
+	struct cli_listfmt f = {CLIENT_OUT_TABLE, 0, NULL, "node"};
+	int watch = 0, reasons = 0, ch, rc = CLIENT_EXIT_OK;
 	char *path = NULL;
 
 	client_getopt_reset();
@@ -472,16 +539,24 @@ static int node_list(int argc, char **argv)
 				goto out;
 			break;
 		case 'w': watch = 1; break;
+		case 'o':
+			if (strcmp(optarg, "reasons") == 0) {
+				reasons = 1;
+				f.o = CLIENT_OUT_TABLE;
+				break;
+			}
+			reasons = 0;
+			/* fall through */
 		default:
-			if ((rc = cli_opt_default(cmd, ch, argv, node_list_usage, 1, &o)) !=
-			    CLI_GO_ON)
+			if ((rc = cli_opt_list(cmd, ch, argv, node_list_usage, &f)) != CLI_GO_ON)
 				goto out;
 		}
 	}
 	if ((rc = cli_no_operands(cmd, argc, argv)) != 0)
 		goto out;
-	if (watch && o == CLIENT_OUT_JSON) {
-		rc = client_usage_error(cmd, "--watch cannot be combined with -o json");
+	if (watch && (f.o != CLIENT_OUT_TABLE || reasons || f.no_headers || f.sort_by)) {
+		rc = client_usage_error(cmd, "--watch cannot be combined with -o, --no-headers or "
+					     "--sort-by");
 		goto out;
 	}
 	if ((rc = node_list_path(sel.data, phase, NULL, &path)) != 0)
@@ -494,7 +569,7 @@ static int node_list(int argc, char **argv)
 		client_release(&c);
 		goto out;
 	}
-	rc = cli_list_print(path, 0, o, &node_view);
+	rc = cli_list_print_fmt(path, 0, &f, reasons ? &node_reasons_view : &node_view);
 out:
 	free(path);
 	buf_release(&sel);
@@ -750,9 +825,101 @@ static const struct node_action node_actions[] = {
 	{"release", "hold released", node_release_usage, 1, 1},
 };
 
+#define NODE_BULK_MAX 1000 /* the API's bound (docs/api.md "Bulk drain and resume") */
+
+static const struct table_colspec node_bulk_cols[] = {{"NODE", 40},
+						      {"RESULT", 10},
+						      {"REASON", 100},
+						      {NULL, 0}};
+
+/* POST /v1/nodes:<verb> with {"selector"} or {"names"} and the reason; prints the per-node
+ * table and a summary (or -o json the answer). Exit 1 when a node was not accepted. */
+static int node_bulk(const char *cmd, const char *verb, const char *selector,
+		     const struct hostlist *hl, const char *reason, json_t *extra,
+		     enum client_output o)
+{
+	json_t *body = extra ? extra : json_object(), *resp = NULL;
+	if (selector) {
+		json_object_set_new(body, "selector", json_string(selector));
+	} else {
+		json_t *names = json_array();
+		for (size_t i = 0; i < hl->n; i++)
+			json_array_append_new(names, json_string(hostlist_name(hl, i)));
+		json_object_set_new(body, "names", names);
+	}
+	if (reason && *reason)
+		json_object_set_new(body, "reason", json_string(reason));
+	char path[32];
+	snprintf(path, sizeof(path), "/v1/nodes:%s", verb);
+	int rc = cli_call("POST", path, body, &resp);
+	json_decref(body);
+	if (rc != CLIENT_EXIT_OK)
+		return rc;
+	json_t *items = json_object_get(resp, "items");
+	if (!json_is_array(items)) {
+		fprintf(stderr, "error: the answer to POST %s has no items\n", path);
+		json_decref(resp);
+		return CLIENT_EXIT_API;
+	}
+	size_t i, bad = 0;
+	json_t *it;
+	json_array_foreach(items, i, it) {
+		const char *res = jsonx_str(it, "result");
+		bad += !res || strcmp(res, "accepted") != 0;
+	}
+	if (o == CLIENT_OUT_JSON) {
+		client_print_json(resp);
+	} else if (json_array_size(items) == 0) {
+		fprintf(stderr, "no node matches the selector\n");
+		bad = 1;
+	} else {
+		struct table t;
+		table_init(&t, 0);
+		table_cols(&t, node_bulk_cols);
+		json_array_foreach(items, i, it) {
+			table_cell(&t, jsonx_str(it, "name"));
+			table_cell(&t, jsonx_str(it, "result"));
+			if (jsonx_str(it, "operation"))
+				table_cellf(&t, "operation %s", jsonx_str(it, "operation"));
+			else
+				table_cell(&t, jsonx_str(it, "reason"));
+		}
+		table_print(&t, stdout);
+		table_release(&t);
+		printf("%zu node%s: %lld accepted, %lld refused, %lld not found\n",
+		       json_array_size(items), json_array_size(items) == 1 ? "" : "s",
+		       (long long)json_integer_value(json_object_get(resp, "accepted")),
+		       (long long)json_integer_value(json_object_get(resp, "refused")),
+		       (long long)json_integer_value(json_object_get(resp, "notFound")));
+	}
+	json_decref(resp);
+	return bad ? CLIENT_EXIT_API : CLIENT_EXIT_OK;
+}
+
+/* Expands a drain/resume operand that is a hostlist (holds '[' or ','), checking every name
+ * and the bound. Returns 0 or a usage error. */
+static int node_bulk_names(const char *cmd, const char *arg, struct hostlist *hl)
+{
+	char err[256];
+	if (strpbrk(arg, "*?=")) /* wildcards and selectors are never targets (principle 5) */
+		return node_check_target(cmd, arg);
+	if (hostlist_expand(hl, arg, strlen(arg), err, sizeof(err)) < 0)
+		return client_usage_error(cmd, "bad hostlist '%s': %s", arg, err);
+	if (hl->n == 0)
+		return client_usage_error(cmd, "hostlist '%s' names no node", arg);
+	if (hl->n > NODE_BULK_MAX)
+		return client_usage_error(cmd, "hostlist '%s' names %zu nodes; at most %d at once",
+					  arg, hl->n, NODE_BULK_MAX);
+	for (size_t i = 0; i < hl->n; i++)
+		if (name_validate("NAME", hostlist_name(hl, i), err, sizeof(err)) < 0)
+			return client_usage_error(cmd, "hostlist '%s': %s", arg, err);
+	return 0;
+}
+
 static int node_act(const struct node_action *a, int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{"selector", required_argument, NULL, 'l'},
 		{"reason", required_argument, NULL, 'r'},
 		{"owner", required_argument, NULL, 'O'},
 		{"skip-power-off", no_argument, NULL, 'S'},
@@ -765,10 +932,18 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 	enum client_output o = CLIENT_OUT_TABLE;
 	int ch, rc;
 	json_t *body = NULL, *resp = NULL;
+	const char *selector = NULL;
+	int bulk_ok = strcmp(a->verb, "drain") == 0 || strcmp(a->verb, "resume") == 0;
 	client_getopt_reset();
-	while ((ch = getopt_long(argc, argv, ":r:o:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":l:r:o:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'r': reason = optarg; break;
+		case 'l':
+			if (!bulk_ok)
+				return client_usage_error(cmd, "unknown flag '-l'");
+			if ((rc = cli_opt_value(cmd, "-l", "a non-empty selector", &selector)) != 0)
+				return rc;
+			break;
 		case 'O':
 			if (!a->owner)
 				return client_usage_error(cmd, "unknown flag '--owner'");
@@ -783,6 +958,22 @@ static int node_act(const struct node_action *a, int argc, char **argv)
 			if ((rc = cli_opt_default(cmd, ch, argv, a->usage, 0, &o)) != CLI_GO_ON)
 				return rc;
 		}
+	}
+	if (selector || (bulk_ok && optind < argc && strpbrk(argv[optind], "[,"))) {
+		struct hostlist hl;
+		hostlist_init(&hl);
+		if (selector)
+			rc = cli_no_operands(cmd, argc, argv);
+		else if (optind + 1 < argc)
+			rc = client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+		else
+			rc = node_bulk_names(cmd, argv[optind], &hl);
+		if (rc == 0 && a->reason_required && (!reason || !*reason))
+			rc = client_usage_error(cmd, "missing --reason TEXT");
+		if (rc == 0)
+			rc = node_bulk(cmd, a->verb, selector, &hl, reason, NULL, o);
+		hostlist_release(&hl);
+		return rc;
 	}
 	if ((rc = node_one_name(cmd, argc, argv, &name)) != 0)
 		return rc;
@@ -965,8 +1156,9 @@ static int node_power_wait(struct client *c, const char *id, long timeout_s, jso
 	client_interrupted = 0;
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
-	int64_t until = client_now_ms() + timeout_s * 1000;
-	int rc, pending = 1;
+	int64_t start = client_now_ms(), until = start + timeout_s * 1000;
+	int rc, pending = 1, tty = isatty(STDERR_FILENO), shown = 0;
+	char line[400];
 	for (;;) {
 		json_decref(*op);
 		*op = NULL;
@@ -979,6 +1171,13 @@ static int node_power_wait(struct client *c, const char *id, long timeout_s, jso
 		pending = st && strcmp(st, "pending") == 0;
 		if (node_op_terminal(st))
 			break;
+		/* What it waits on, for people: on a terminal, one line on stderr redrawn each
+		 * poll with the time (scripts reading a pipe get the result lines only). */
+		if (tty) {
+			cli_wait_text(id, client_now_ms() - start, *op, line, sizeof(line));
+			fprintf(stderr, "\r%s\033[K", line);
+			shown = 1;
+		}
 		if (client_interrupted || client_now_ms() >= until) {
 			int intr = client_interrupted;
 			char *ic = table_clean(id, 0);
@@ -996,6 +1195,8 @@ static int node_power_wait(struct client *c, const char *id, long timeout_s, jso
 		}
 		node_sleep_ms(NODE_POWER_POLL_MS);
 	}
+	if (shown)
+		fputs("\r\033[K", stderr); /* the wait's line goes; the result follows */
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	client_interrupted = 0;
@@ -1010,9 +1211,10 @@ static int node_power(int argc, char **argv)
 		{"force", no_argument, NULL, 'f'},
 		{"refresh", no_argument, NULL, 'r'},
 		{"timeout", required_argument, NULL, 't'},
+		{"selector", required_argument, NULL, 'l'},
 		CLI_OPTS_END,
 	};
-	const char *cmd = "node power", *name = NULL, *action = NULL;
+	const char *cmd = "node power", *name = NULL, *action = NULL, *selector = NULL;
 	enum client_output o = CLIENT_OUT_TABLE;
 	int ch, rc, wait = 0, timeout_set = 0, force = 0, refresh = 0;
 	long timeout_s = NODE_POWER_TIMEOUT_S;
@@ -1020,8 +1222,12 @@ static int node_power(int argc, char **argv)
 	memset(&c, 0, sizeof(c));
 	json_t *body = NULL, *resp = NULL, *op = NULL, *node = NULL;
 	client_getopt_reset();
-	while ((ch = getopt_long(argc, argv, ":wfrt:o:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":wfrt:l:o:h", opts, NULL)) != -1) {
 		switch (ch) {
+		case 'l':
+			if ((rc = cli_opt_value(cmd, "-l", "a non-empty selector", &selector)) != 0)
+				return rc;
+			break;
 		case 'w': wait = 1; break;
 		case 'f': force = 1; break;
 		case 'r': refresh = 1; break;
@@ -1046,15 +1252,20 @@ static int node_power(int argc, char **argv)
 	if (optind >= argc)
 		return client_usage_error(cmd, "missing NAME and ACTION (on, off, cycle, soft, "
 					       "reset or status)");
-	name = argv[optind];
-	if ((rc = node_check_target(cmd, name)) != 0)
-		return rc;
-	if (optind + 1 >= argc)
+	struct hostlist hl;
+	hostlist_init(&hl);
+	int bulk = selector || strpbrk(argv[optind], "[,");
+	if (!selector) {
+		name = argv[optind++];
+		if (!bulk && (rc = node_check_target(cmd, name)) != 0)
+			return rc;
+	}
+	if (optind >= argc)
 		return client_usage_error(cmd, "missing ACTION: on, off, cycle, soft, reset or "
 					       "status");
-	action = argv[optind + 1];
-	if (optind + 2 < argc)
-		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 2]);
+	action = argv[optind];
+	if (optind + 1 < argc)
+		return client_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
 	int known = 0;
 	for (size_t i = 0; node_power_actions[i]; i++)
 		known |= !strcmp(action, node_power_actions[i]);
@@ -1074,6 +1285,22 @@ static int node_power(int argc, char **argv)
 		return client_usage_error(cmd, "--refresh is for status only");
 	if (timeout_set && !wait)
 		return client_usage_error(cmd, "--timeout needs --wait");
+	if (bulk) {
+		/* many nodes: one POST /v1/nodes:power, a result per node (node_bulk) */
+		if (wait || refresh)
+			return client_usage_error(cmd, "--wait and --refresh take one NAME, not a "
+						       "hostlist or -l");
+		if (!selector && (rc = node_bulk_names(cmd, name, &hl)) != 0) {
+			hostlist_release(&hl);
+			return rc;
+		}
+		json_t *extra = json_pack("{s:s}", "action", action);
+		if (force)
+			json_object_set_new(extra, "force", json_true());
+		rc = node_bulk(cmd, "power", selector, &hl, NULL, extra, o);
+		hostlist_release(&hl);
+		return rc;
+	}
 	if ((rc = client_init(&c)) != 0)
 		goto out;
 	char *esc = client_escape(name);

@@ -10,6 +10,7 @@
 #include "base/buf.h"
 #include "base/jsonx.h"
 #include "cmd/cli_common.h"
+#include "cmd/cli_fmt.h"
 #include "cmd/client.h"
 #include "cmd/cmds.h"
 #include "cmd/table.h"
@@ -27,11 +28,15 @@ static const char op_usage_text[] =
 	"Run 'fleetplane op <verb> --help' for the flags of a verb.\n";
 
 static const char op_list_usage[] =
-	"Usage: fleetplane op list [--node NAME] [--state STATE] [-o json|wide]\n"
+	"Usage: fleetplane op list [--node NAME] [--state STATE] [-o FMT] [--no-headers]\n"
+	"                          [--sort-by PATH]\n"
 	"\n"
 	"      --node NAME     only operations on this node\n"
 	"      --state STATE   pending, running, succeeded, failed or cancelled\n"
-	"  -o, --output FMT    json: {\"items\":[...]} of full documents, all pages; wide: no truncation\n"
+	"  -o, --output FMT    json or yaml: {\"items\":[...]} of full documents, all pages;\n"
+	"                      wide: no truncation; name: operation/<id> lines\n"
+	"      --no-headers    no header line in tables\n"
+	"      --sort-by PATH  order by a field, e.g. .status.state or .metadata.createdAt\n"
 	"  -h, --help          this help\n";
 
 static const char op_get_usage[] = "Usage: fleetplane op get ID [-o json]\n"
@@ -48,28 +53,6 @@ static const char op_cancel_usage[] =
 	"  -r, --reason TEXT   why (optional; recorded in lastError and the audit event)\n"
 	"  -o, --output json   print the cancelled operation document\n"
 	"  -h, --help          this help\n";
-
-/* "2/5 power_cycle" for the current step, "done" past the last one. */
-static void op_step_text(const json_t *doc, char *out, size_t outlen)
-{
-	json_t *st = jsonx_path(doc, "status.step");
-	json_t *steps = jsonx_path(doc, "spec.steps");
-	size_t n = json_array_size(steps);
-	if (json_is_string(st)) {
-		snprintf(out, outlen, "%s", json_string_value(st));
-	} else if (json_is_integer(st) && json_integer_value(st) >= 0) {
-		size_t i = (size_t)json_integer_value(st);
-		const char *name = json_string_value(json_array_get(steps, i));
-		if (n && i >= n)
-			snprintf(out, outlen, "done");
-		else if (name)
-			snprintf(out, outlen, "%zu/%zu %s", i + 1, n, name);
-		else
-			snprintf(out, outlen, "%zu", i + 1);
-	} else {
-		snprintf(out, outlen, "-");
-	}
-}
 
 static void op_int_cell(struct table *t, const json_t *v)
 {
@@ -91,7 +74,7 @@ static void op_row(struct table *t, const json_t *doc, enum client_output o, int
 	table_cell(t, jsonx_str(doc, "spec.node"));
 	table_cell(t, jsonx_str(doc, "spec.kind"));
 	table_cell(t, jsonx_str(doc, "status.state"));
-	op_step_text(doc, step, sizeof(step));
+	cli_op_step_text(doc, step, sizeof(step));
 	table_cell(t, step);
 	op_int_cell(t, jsonx_path(doc, "status.attempt"));
 	table_age(now, client_time_ms(jsonx_path(doc, "metadata.createdAt")), age, sizeof(age));
@@ -105,10 +88,11 @@ static int op_list(int argc, char **argv)
 	static const struct option opts[] = {
 		{"node", required_argument, NULL, 'n'},
 		{"state", required_argument, NULL, 's'},
+		CLI_LIST_OPTS,
 		CLI_OPTS_END,
 	};
 	const char *cmd = "op list", *node = NULL, *state = NULL;
-	enum client_output o = CLIENT_OUT_TABLE;
+	struct cli_listfmt f = {CLIENT_OUT_TABLE, 0, NULL, "operation"};
 	int ch, rc;
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
@@ -122,8 +106,7 @@ static int op_list(int argc, char **argv)
 				return rc;
 			break;
 		default:
-			if ((rc = cli_opt_default(cmd, ch, argv, op_list_usage, 1, &o)) !=
-			    CLI_GO_ON)
+			if ((rc = cli_opt_list(cmd, ch, argv, op_list_usage, &f)) != CLI_GO_ON)
 				return rc;
 		}
 	}
@@ -132,7 +115,7 @@ static int op_list(int argc, char **argv)
 	const struct cli_query q[] = {{"node", node}, {"state", state}};
 	char *path = NULL;
 	if ((rc = cli_path_query(cmd, "/v1/operations", q, 2, &path)) == 0)
-		rc = cli_list_print(path, 0, o, &op_view);
+		rc = cli_list_print_fmt(path, 0, &f, &op_view);
 	free(path);
 	return rc;
 }
@@ -162,7 +145,7 @@ static void op_print_human(const json_t *doc)
 	cli_print_kv("Node:", jsonx_str(doc, "spec.node"));
 	cli_print_kv("Kind:", jsonx_str(doc, "spec.kind"));
 	cli_print_kv("State:", jsonx_str(doc, "status.state"));
-	op_step_text(doc, line, sizeof(line));
+	cli_op_step_text(doc, line, sizeof(line));
 	cli_print_kv("Step:", line);
 	json_t *att = jsonx_path(doc, "status.attempt");
 	snprintf(line, sizeof(line), "%lld", (long long)json_integer_value(att));

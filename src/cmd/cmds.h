@@ -26,6 +26,8 @@ int cmd_usage(int argc, char **argv);
 
 /* fleetplane kubeconfig [--role ROLE] (cmd_kubeconfig.c): a kubeconfig for kubectl */
 int cmd_kubeconfig(int argc, char **argv);
+/* issue 15: `fleetplane completion bash|zsh` prints a shell completion script. */
+int cmd_completion(int argc, char **argv);
 /* The fleetplane binary run as kubectl-fleet (a kubectl plugin; main.c looks at argv[0]):
  * `kubectl fleet drain NODE --reason ...` (cmd_kubeconfig.c). argv[0] is the program. */
 int cmd_kubectl_fleet(int argc, char **argv);

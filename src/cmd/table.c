@@ -127,7 +127,8 @@ void table_print_indent(const struct table *t, FILE *f, size_t indent)
 				w[c] = cw;
 		}
 	}
-	tbl_row(t, f, t->hdr, w, indent);
+	if (!t->no_header)
+		tbl_row(t, f, t->hdr, w, indent);
 	for (size_t r = 0; r < rows; r++)
 		tbl_row(t, f, (const char *const *)&t->cells[r * t->ncols], w, indent);
 }

@@ -20,7 +20,8 @@ struct table {
 	size_t maxw[TABLE_MAX_COLS];     /* display width cap per column; 0 = none */
 	char **cells;                    /* owned, row-major, nrows * ncols */
 	size_t ncells, alloc;
-	int wide; /* 1 = never truncate */
+	int wide;      /* 1 = never truncate */
+	int no_header; /* 1 = print the rows only (--no-headers) */
 };
 
 /* Starts an empty table; wide 1 disables truncation. */

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <time.h>
@@ -31,9 +32,12 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "../../src/sched/hostlist.c"
+#include "../../src/cmd/cli_context.c"
 #include "../../src/cmd/client.c"
 #include "../../src/cmd/table.c"
 #include "../../src/cmd/cli_common.c"
+#include "../../src/cmd/cli_fmt.c"
 #include "../../src/cmd/cmd_node.c"
 #include "../../src/cmd/cmd_op.c"
 #include "../../src/cmd/cmd_event.c"
@@ -356,6 +360,13 @@ static char *fake_route(const struct req_log *r, unsigned *status, const char **
 		return xstrdup("{\"kind\":\"Operation\",\"metadata\":{\"name\":\"op 1\"},\"spec\":"
 			       "{\"node\":\"r01n01\",\"kind\":\"power\",\"steps\":[\"power_on\"]},"
 			       "\"status\":{\"state\":\"succeeded\",\"step\":1,\"attempt\":1}}");
+	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/events") &&
+	    strstr(r->query, "continue=more"))
+		return xstrdup("{\"items\":[{\"kind\":\"Event\",\"metadata\":{\"name\":\"e3\"},"
+			       "\"type\":\"Warning\",\"actor\":\"controller:lifecycle\","
+			       "\"object\":\"node/r01n02\",\"reason\":\"Failed\","
+			       "\"message\":\"on\",\"time\":\"2026-11-30T05:29:00.000Z\"}],"
+			       "\"metadata\":{\"resourceVersion\":\"9\"}}");
 	if (!strcmp(r->method, "GET") && !strcmp(r->path, "/v1/events"))
 		return xstrdup(
 			"{\"items\":[{\"kind\":\"Event\",\"metadata\":{\"name\":\"e1\"},"
@@ -432,6 +443,7 @@ static int fake_setup(void **state)
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/", fake.port);
 	setenv("FLEETPLANE_URL", url, 1);
 	setenv("FLEETPLANE_TOKEN", TOKEN "\n", 1); /* trailing newline as from $(cat file) */
+	setenv("XDG_CONFIG_HOME", "/nonexistent/fleetplane-test", 1); /* no contexts file */
 	return 0;
 }
 
@@ -635,9 +647,10 @@ static void test_usage_errors(void **state)
 	assert_string_equal(r.err, "error: unknown flag '-x'\n"
 				   "Run 'fleetplane node list --help' for usage.\n");
 
-	run_cmd(&r, cmd_node, "node", "list", "-o", "yaml", NULL);
+	run_cmd(&r, cmd_node, "node", "list", "-o", "xml", NULL);
 	assert_int_equal(r.rc, 2);
-	assert_string_equal(r.err, "error: unknown output format 'yaml' (want json or wide)\n"
+	assert_string_equal(r.err, "error: unknown output format 'xml' (want table, json, wide, "
+				   "yaml or name)\n"
 				   "Run 'fleetplane node list --help' for usage.\n");
 
 	run_cmd(&r, cmd_node, "node", "list", "extra", NULL);
@@ -647,7 +660,8 @@ static void test_usage_errors(void **state)
 
 	run_cmd(&r, cmd_node, "node", "list", "--watch", "-o", "json", NULL);
 	assert_int_equal(r.rc, 2);
-	assert_string_equal(r.err, "error: --watch cannot be combined with -o json\n"
+	assert_string_equal(r.err, "error: --watch cannot be combined with -o, --no-headers or "
+				   "--sort-by\n"
 				   "Run 'fleetplane node list --help' for usage.\n");
 
 	run_cmd(&r, cmd_node, "node", "drain", "--reason", NULL);
@@ -771,7 +785,8 @@ static void test_env(void **state)
 	assert_int_equal(r.rc, 2);
 	assert_string_equal(r.err, "error: FLEETPLANE_TOKEN is not set; export a token (an admin "
 				   "token is in <data-dir>/admin.token, others come from "
-				   "'fleetplane token create')\n");
+				   "'fleetplane token create'), or name a token-file in a "
+				   "context of ~/.config/fleetplane/config\n");
 	setenv("FLEETPLANE_TOKEN", "two words", 1);
 	run_cmd(&r, cmd_node, "node", "list", NULL);
 	assert_int_equal(r.rc, 2);
@@ -1304,21 +1319,397 @@ static void test_event_list(void **state)
 {
 	fake_reset();
 	struct run_result r;
-	run_cmd(&r, cmd_event, "event", "list", "--object", "node/r01n01", "--limit", "1", NULL);
+	/* newest first: every page is read (the API lists oldest first), the newest kept */
+	run_cmd(&r, cmd_event, "event", "list", "--object", "node/r01n01", "--type", "Warning",
+		"--reason", "Failed", "--since", "2026-11-30T05:00:00+01:00", "--limit", "2", NULL);
 	assert_int_equal(r.rc, 0);
 	assert_string_equal(
 		r.out,
-		"TIME                       TYPE     OBJECT        REASON      ACTOR            MESSAGE\n"
-		"2026-11-30T05:27:16.123Z   Normal   node/r01n01   HoldAdded   operator:alice   drain requested\n");
-	assert_int_equal(fake.nreqs, 1); /* limit reached: `continue` not followed */
-	assert_string_equal(fake.reqs[0].query, "object=node%2Fr01n01&limit=1");
+		"TIME                       TYPE      OBJECT        REASON   ACTOR                  MESSAGE\n"
+		"2026-11-30T05:29:00.000Z   Warning   node/r01n02   Failed   controller:lifecycle   on\n"
+		"2026-11-30T05:28:00.000Z   Warning   node/r01n01   XID      health                 xid 79\n");
+	assert_string_equal(r.err, "note: showing the newest 2 of 3 events\n");
+	assert_int_equal(fake.nreqs, 2);
+	assert_string_equal(
+		fake.reqs[0].query,
+		"object=node%2Fr01n01&type=Warning&reason=Failed&since=2026-11-30T04%3A00%3A00.000Z&limit=500");
+	assert_string_equal(
+		fake.reqs[1].query,
+		"object=node%2Fr01n01&type=Warning&reason=Failed&since=2026-11-30T04%3A00%3A00.000Z&limit=500&continue=more");
 
 	run_cmd(&r, cmd_event, "event", "list", "-o", "json", "--limit", "2", NULL);
 	assert_int_equal(r.rc, 0);
 	json_t *doc = NULL;
 	char e[128];
 	assert_int_equal(jsonx_parse(r.out, strlen(r.out), &doc, e, sizeof(e)), 0);
-	assert_int_equal(json_array_size(json_object_get(doc, "items")), 2);
+	json_t *items = json_object_get(doc, "items");
+	assert_int_equal(json_array_size(items), 2);
+	assert_string_equal(jsonx_str(json_array_get(items, 0), "metadata.name"), "e3");
+	assert_string_equal(jsonx_str(json_array_get(items, 1), "metadata.name"), "e2");
+	json_decref(doc);
+
+	run_cmd(&r, cmd_event, "event", "list", "-o", "name", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "event/e3\nevent/e2\nevent/e1\n");
+
+	run_cmd(&r, cmd_event, "event", "list", "--no-headers", "--sort-by", "{.reason}", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(
+		r.out,
+		"2026-11-30T05:29:00.000Z   Warning   node/r01n02   Failed      controller:lifecycle   on\n"
+		"2026-11-30T05:27:16.123Z   Normal    node/r01n01   HoldAdded   operator:alice         drain requested\n"
+		"2026-11-30T05:28:00.000Z   Warning   node/r01n01   XID         health                 xid 79\n");
+
+	run_cmd(&r, cmd_event, "event", "list", "--sort-by", ".status.phase", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: --sort-by: no item has the field '.status.phase'\n");
+	assert_string_equal(r.out, "");
+
+	int n = fake.nreqs;
+	run_cmd(&r, cmd_event, "event", "list", "--since", "10", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(
+		r.err, "error: flag '--since' needs a duration such as 10m, 2h or 1d (1s..3650d) "
+		       "or an RFC 3339 time such as 2026-11-30T05:00:00Z, got '10'\n"
+		       "Run 'fleetplane event list --help' for usage.\n");
+	run_cmd(&r, cmd_event, "event", "list", "--type", "warning", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: flag '--type' needs Normal or Warning, got 'warning'\n"
+				   "Run 'fleetplane event list --help' for usage.\n");
+	run_cmd(&r, cmd_event, "event", "list", "-o", "xml", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err,
+			    "error: unknown output format 'xml' (want table, json, wide, "
+			    "yaml or name)\nRun 'fleetplane event list --help' for usage.\n");
+	run_cmd(&r, cmd_event, "event", "list", "--sort-by", ".a..b", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: flag '--sort-by': bad field path '.a..b': field 2 is "
+				   "empty or has a bad character\n"
+				   "Run 'fleetplane event list --help' for usage.\n");
+	assert_int_equal(fake.nreqs, n); /* usage errors send nothing */
+}
+
+static void test_node_list_formats(void **state)
+{
+	fake_reset();
+	struct run_result r;
+	run_cmd(&r, cmd_node, "node", "list", "-o", "name", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "node/r01n01\nnode/r01n02\nnode/r02n01\n");
+
+	run_cmd(&r, cmd_node, "node", "list", "-o", "reasons", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(
+		r.out,
+		"NODE     OWNER            SINCE                  REASON\n"
+		"r01n02   health           2026-01-01T00:00:00Z   xid 79\n"
+		"r01n02   operator:alice   2026-01-01T00:00:00Z   swap a cable in the rack\n");
+
+	run_cmd(&r, cmd_node, "node", "list", "-o", "reasons", "--no-headers", "--sort-by",
+		".metadata.name", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(
+		r.out,
+		"r01n02   health           2026-01-01T00:00:00Z   xid 79\n"
+		"r01n02   operator:alice   2026-01-01T00:00:00Z   swap a cable in the rack\n");
+
+	/* by phase: available < draining < enrolled; the header is left out */
+	run_cmd(&r, cmd_node, "node", "list", "--sort-by", ".status.phase", "--no-headers", "-o",
+		"name", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "node/r01n01\nnode/r01n02\nnode/r02n01\n");
+	run_cmd(&r, cmd_node, "node", "list", "--sort-by", ".spec.gpus.count", "-o", "name", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "node/r02n01\nnode/r01n01\nnode/r01n02\n"); /* none first */
+	run_cmd(&r, cmd_node, "node", "list", "--sort-by", ".status.phase", "--no-headers", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_true(strncmp(r.out, "r01n01   available", 18) == 0);
+
+	run_cmd(&r, cmd_node, "node", "list", "-o", "yaml", NULL);
+	assert_int_equal(r.rc, 0);
+	static const char yaml_head[] = "items:\n"
+					"- kind: Node\n"
+					"  metadata:\n"
+					"    name: r01n01\n"
+					"    uid: u-r01n01\n"
+					"    resourceVersion: \"5\"\n"
+					"    labels:\n"
+					"      site: s1\n"
+					"    createdAt: \"";
+	assert_true(strncmp(r.out, yaml_head, strlen(yaml_head)) == 0);
+	assert_non_null(strstr(r.out, "\n    holds: []\n"));
+	assert_non_null(strstr(r.out, "\n    - owner: \"operator:alice\"\n"));
+	assert_non_null(strstr(r.out, "\n      count: 8\n"));
+}
+
+static void test_node_bulk_usage(void **state)
+{
+	fake_reset();
+	struct run_result r;
+	run_cmd(&r, cmd_node, "node", "drain", "r0[1-2", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: bad hostlist 'r0[1-2': hostlist: '[' at offset 2 has no "
+				   "']'\nRun 'fleetplane node drain --help' for usage.\n");
+	run_cmd(&r, cmd_node, "node", "drain", "r[1-2]*", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_non_null(strstr(r.err, "wildcards and selectors are not targets"));
+	run_cmd(&r, cmd_node, "node", "drain", "r[0001-1001]", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: hostlist 'r[0001-1001]' names 1001 nodes; at most 1000 "
+				   "at once\nRun 'fleetplane node drain --help' for usage.\n");
+	run_cmd(&r, cmd_node, "node", "drain", "r[1-2]", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: missing --reason TEXT\n"
+				   "Run 'fleetplane node drain --help' for usage.\n");
+	run_cmd(&r, cmd_node, "node", "drain", "-l", "rack=r01", "r01n01", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: unexpected argument 'r01n01'\n"
+				   "Run 'fleetplane node drain --help' for usage.\n");
+	run_cmd(&r, cmd_node, "node", "retire", "r[1-2]", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_non_null(strstr(r.err, "wildcards and selectors are not targets"));
+	run_cmd(&r, cmd_node, "node", "retire", "-l", "a=b", "--reason", "x", NULL);
+	assert_int_equal(r.rc, 2);
+	assert_string_equal(r.err, "error: unknown flag '-l'\n"
+				   "Run 'fleetplane node retire --help' for usage.\n");
+	assert_int_equal(fake.nreqs, 0);
+}
+
+static void test_wait_text(void **state)
+{
+	char out[400];
+	json_t *op = json_loads("{\"spec\":{\"steps\":[\"power_off\",\"power_on\"]},\"status\":"
+				"{\"state\":\"running\",\"step\":1,\"attempt\":2}}",
+				0, NULL);
+	cli_wait_text("power-1", 12345, op, out, sizeof(out));
+	assert_string_equal(out, "waiting 12s for operation power-1: running, step 2/2 power_on "
+				 "(attempt 2)");
+	json_decref(op);
+	op = json_loads("{\"status\":{\"state\":\"pending\"},\"queued\":true}", 0, NULL);
+	cli_wait_text("power-1", 999, op, out, sizeof(out));
+	assert_string_equal(out, "waiting 0s for operation power-1: pending (queued behind the "
+				 "node's operation in flight)");
+	json_decref(op);
+	op = json_loads("{\"status\":{\"state\":\"pend\\u001bing\",\"step\":\"x\"}}", 0, NULL);
+	cli_wait_text("p\nq", 61000, op, out, sizeof(out));
+	assert_string_equal(out, "waiting 61s for operation p q: pend?ing, step x");
+	json_decref(op);
+	cli_wait_text("power-9", -5, NULL, out, sizeof(out));
+	assert_string_equal(out, "waiting 0s for operation power-9");
+}
+
+static void test_contexts(void **state)
+{
+	struct cli_config cfg;
+	char err[600];
+	static const char good[] = "# fleets\n"
+				   "current-context lab\n"
+				   "\n"
+				   "context prod\n"
+				   "  url https://10.0.0.5:7070  \n"
+				   "  token-file ~/.config/fleetplane/prod.token\n"
+				   "  ca-file /etc/fleetplane/ca.crt\n"
+				   "context lab\n"
+				   "url http://127.0.0.1:7070\n"
+				   "token-file lab.token\n";
+	memset(&cfg, 0, sizeof(cfg));
+	assert_int_equal(cli_config_parse("/h/.config/fleetplane/config", "/h", good, strlen(good),
+					  &cfg, err, sizeof(err)),
+			 0);
+	assert_string_equal(cfg.current, "lab");
+	assert_int_equal(cfg.n, 2);
+	assert_string_equal(cfg.ctx[0].name, "prod");
+	assert_string_equal(cfg.ctx[0].url, "https://10.0.0.5:7070");
+	assert_string_equal(cfg.ctx[0].token_file, "/h/.config/fleetplane/prod.token");
+	assert_string_equal(cfg.ctx[0].ca_file, "/etc/fleetplane/ca.crt");
+	assert_string_equal(cfg.ctx[1].token_file, "/h/.config/fleetplane/lab.token");
+	assert_null(cfg.ctx[1].ca_file);
+	cli_config_release(&cfg);
+
+	static const struct {
+		const char *text, *err;
+	} bad[] = {
+		{"context a\nuri http://x\n", "F:2: uri: unknown key (want current-context, "
+					      "context, url, token-file or ca-file)"},
+		{"url http://x\n", "F:1: url: outside a context (put a 'context NAME' line above "
+				   "it)"},
+		{"context a\nurl http://x\nurl http://y\n", "F:3: url: given twice in context a"},
+		{"context a\ncontext a\n", "F:2: context: a given twice (first on line 1)"},
+		{"context a b\n", "F:1: context: bad context name 'a b' (1..63 of A-Z a-z 0-9 . _ "
+				  "-)"},
+		{"context a\nurl ftp://x\n", "F:2: url: must start with http:// or https://"},
+		{"context a\ntoken-file\n", "F:2: token-file: needs a value"},
+		{"current-context b\ncontext a\n", "F:1: current-context b names no context"},
+		{"context a\ncurrent-context a\n", "F:2: current-context: must come before the "
+						   "first context"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&cfg, 0, sizeof(cfg));
+		assert_int_equal(cli_config_parse("F", "/h", bad[i].text, strlen(bad[i].text), &cfg,
+						  err, sizeof(err)),
+				 -1);
+		assert_string_equal(err, bad[i].err);
+		assert_int_equal(cfg.n, 0); /* nothing kept */
+	}
+
+	assert_int_equal(cli_token_mode_ok(S_IFREG | 0600), 0);
+	assert_int_equal(cli_token_mode_ok(S_IFREG | 0400), 0);
+	assert_int_equal(cli_token_mode_ok(S_IFREG | 0640), -1);
+	assert_int_equal(cli_token_mode_ok(S_IFREG | 0604), -1);
+	assert_int_equal(cli_token_mode_ok(S_IFDIR | 0700), -1);
+
+	char *av[] = {"fleetplane", "--context", "lab", "node", "list", NULL};
+	int ac = 5;
+	assert_int_equal(cli_context_take(&ac, av), 0);
+	assert_int_equal(ac, 3);
+	assert_string_equal(av[1], "node");
+	assert_string_equal(cli_context_flag, "lab");
+	cli_context_flag = NULL;
+
+	/* end to end: --context's token file beats FLEETPLANE_TOKEN; a loose mode is refused */
+	char dir[] = "/tmp/test_cli_ctxXXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char *sub = xasprintf("%s/fleetplane", dir), *conf = xasprintf("%s/config", sub);
+	char *tokf = xasprintf("%s/t.token", sub);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	FILE *f = fopen(conf, "w");
+	fprintf(f, "context t\nurl http://127.0.0.1:%u\ntoken-file t.token\n", fake.port);
+	fclose(f);
+	f = fopen(tokf, "w");
+	fprintf(f, "%s\n", TOKEN);
+	fclose(f);
+	chmod(tokf, 0600);
+	char *saved_xdg = xstrdup(getenv("XDG_CONFIG_HOME"));
+	setenv("XDG_CONFIG_HOME", dir, 1);
+	setenv("FLEETPLANE_TOKEN", "wrong-secret-123", 1);
+	struct run_result r;
+	fake_reset();
+	run_cmd(&r, cmd_node, "node", "list", "-o", "name", NULL);
+	assert_int_equal(r.rc, 1); /* no --context: the environment's (wrong) token */
+	cli_context_flag = "t";
+	run_cmd(&r, cmd_node, "node", "list", "-o", "name", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "node/r01n01\nnode/r01n02\nnode/r02n01\n");
+	chmod(tokf, 0644);
+	run_cmd(&r, cmd_node, "node", "list", NULL);
+	assert_int_equal(r.rc, 2);
+	char *want = xasprintf("error: context t: token file %s is open to others (mode 0644); "
+			       "refusing it as ssh refuses such keys: chmod 600 %s\n",
+			       tokf, tokf);
+	assert_string_equal(r.err, want);
+	free(want);
+	cli_context_flag = "nope";
+	run_cmd(&r, cmd_node, "node", "list", NULL);
+	assert_int_equal(r.rc, 2);
+	want = xasprintf("error: context nope: not in %s\n", conf);
+	assert_string_equal(r.err, want);
+	free(want);
+	cli_context_flag = NULL;
+	setenv("XDG_CONFIG_HOME", saved_xdg, 1);
+	setenv("FLEETPLANE_TOKEN", TOKEN, 1);
+	unlink(tokf);
+	unlink(conf);
+	rmdir(sub);
+	rmdir(dir);
+	free(saved_xdg);
+	free(sub);
+	free(conf);
+	free(tokf);
+}
+
+static void test_since(void **state)
+{
+	const int64_t now = 1796240000000LL;
+	int64_t t = 0;
+	assert_int_equal(cli_parse_since("10m", now, &t), 0);
+	assert_int_equal(t, now - 600000);
+	assert_int_equal(cli_parse_since("1h30m", now, &t), 0);
+	assert_int_equal(t, now - 5400000);
+	assert_int_equal(cli_parse_since("2d", now, &t), 0);
+	assert_int_equal(t, now - 172800000);
+	assert_int_equal(cli_parse_since("1s", now, &t), 0);
+	assert_int_equal(t, now - 1000);
+	assert_int_equal(cli_parse_since("2026-11-30T05:00:00Z", now, &t), 0);
+	assert_int_equal(t, 1796014800000LL);
+	t = 7;
+	const char *bad[] = {"",       "0s",    "10",        "m",          "10x", "-5m",
+			     "1h 30m", "3651d", "99999999s", "2026-11-30", NULL};
+	for (const char **b = bad; *b; b++)
+		assert_int_equal(cli_parse_since(*b, now, &t), -1);
+	assert_int_equal(t, 7);
+}
+
+static void test_throttle(void **state)
+{
+	struct cli_throttle th = {100, 0, 0};
+	assert_int_equal(cli_throttle_due(&th, 1000, 0), 0); /* nothing to draw */
+	assert_int_equal(cli_throttle_due(&th, 1000, 1), 1); /* the first change draws */
+	assert_int_equal(cli_throttle_due(&th, 1040, 1), 0); /* throttled ... */
+	assert_int_equal(cli_throttle_due(&th, 1099, 0), 0); /* ... not yet due */
+	assert_int_equal(cli_throttle_due(&th, 1100, 0), 1); /* the trailing redraw, no event */
+	assert_int_equal(cli_throttle_due(&th, 5000, 0), 0); /* drawn: nothing pending */
+	assert_int_equal(cli_throttle_due(&th, 5000, 1), 1);
+	assert_int_equal(cli_throttle_due(&th, 4000, 1), 1); /* the clock stepped back: draw */
+}
+
+static void test_sort_and_yaml(void **state)
+{
+	char err[128];
+	assert_int_equal(cli_sort_path_ok(".status.phase", err, sizeof(err)), 1);
+	assert_int_equal(cli_sort_path_ok("{.metadata.name}", err, sizeof(err)), 1);
+	assert_int_equal(cli_sort_path_ok(".status.holds[0].owner", err, sizeof(err)), 1);
+	assert_int_equal(cli_sort_path_ok("status", err, sizeof(err)), 0);
+	assert_string_equal(err, "must start with '.', as in .metadata.name");
+	assert_int_equal(cli_sort_path_ok(".a[x]", err, sizeof(err)), 0);
+	assert_string_equal(err, "field 1: expected [N] with 1..6 digits");
+	assert_int_equal(cli_sort_path_ok(".a b", err, sizeof(err)), 0);
+	assert_string_equal(err, "unexpected ' ' after field 1");
+
+	json_t *items =
+		json_loads("[{\"n\":\"c\",\"v\":{\"x\":[1,3]}},{\"n\":\"a\"},"
+			   "{\"n\":\"b\",\"v\":{\"x\":[5,2]}},{\"n\":\"d\",\"v\":{\"x\":[0,2]}}]",
+			   0, NULL);
+	assert_int_equal(cli_sort_items(items, ".v.x[1]"), 0);
+	char *s = json_dumps(items, JSON_COMPACT);
+	/* missing first, then by value, ties in their order */
+	assert_string_equal(
+		s, "[{\"n\":\"a\"},{\"n\":\"b\",\"v\":{\"x\":[5,2]}},{\"n\":\"d\",\"v\":{\"x\""
+		   ":[0,2]}},{\"n\":\"c\",\"v\":{\"x\":[1,3]}}]");
+	free(s);
+	assert_int_equal(cli_sort_items(items, ".zz"), -1);
+	json_decref(items);
+
+	assert_int_equal(cli_yaml_plain_ok("r01n01"), 1);
+	assert_int_equal(cli_yaml_plain_ok("node/r01n01"), 1);
+	const char *quoted[] = {"",     "yes",  "No", "ON",  "null",
+				"y",    "true", "12", "1e3", "-x",
+				"a b",  "a: b", "#c", "~",   "2026-11-30T05:00:00Z",
+				".inf", NULL};
+	for (const char **q = quoted; *q; q++)
+		assert_int_equal(cli_yaml_plain_ok(*q), 0);
+
+	json_t *doc = json_loads("{\"a\":\"yes\",\"b\":12,\"c\":\"12\",\"d\":[],\"e\":{},\"f\":"
+				 "[true,null,1.5,\"x\\ny\"],\"on\":\"é ü\",\"g\":{\"h\":\"r01\"}}",
+				 JSON_PRESERVE_ORDER, NULL);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_int_equal(cli_yaml_write(doc, f), 0);
+	fclose(f);
+	assert_string_equal(text, "a: \"yes\"\n"
+				  "b: 12\n"
+				  "c: \"12\"\n"
+				  "d: []\n"
+				  "e: {}\n"
+				  "f:\n"
+				  "- true\n"
+				  "- null\n"
+				  "- 1.5\n"
+				  "- \"x\\ny\"\n"
+				  "\"on\": \"é ü\"\n"
+				  "g:\n"
+				  "  h: r01\n");
+	free(text);
 	json_decref(doc);
 }
 
@@ -1488,6 +1879,13 @@ int main(void)
 		cmocka_unit_test(test_request_direct),
 		cmocka_unit_test(test_op),
 		cmocka_unit_test(test_event_list),
+		cmocka_unit_test(test_node_list_formats),
+		cmocka_unit_test(test_node_bulk_usage),
+		cmocka_unit_test(test_wait_text),
+		cmocka_unit_test(test_contexts),
+		cmocka_unit_test(test_since),
+		cmocka_unit_test(test_throttle),
+		cmocka_unit_test(test_sort_and_yaml),
 		cmocka_unit_test(test_token),
 		cmocka_unit_test(test_cli_common),
 		cmocka_unit_test(test_health_policy_and_budget),
