@@ -9,7 +9,7 @@
 # tests/fuzz/fuzz_<name>.dict, if present, is passed as -dict. Crash inputs are kept in
 # build-fuzz/artifacts/. Exits non-zero if a target fails to build, crashes, leaks or times out.
 # Environment: CC (default clang), FUZZ_ARGS (extra libFuzzer flags), FUZZ_KEEP=1 keeps the
-# corpus copies (their paths are printed).
+# corpus copies (their paths are printed), FUZZ_JOBS targets run at once (default: CPUs).
 set -u -o pipefail
 
 secs=${1:-30}
@@ -72,6 +72,7 @@ fi
 
 failed=()
 summary=()
+built=()
 for t in "${targets[@]}"; do
 	name=$(basename "${t%.c}")
 	layers=$(sed -n '1s|^/\* layers: \(.*\) \*/[[:space:]]*$|\1|p' "$t")
@@ -98,14 +99,20 @@ for t in "${targets[@]}"; do
 		continue
 	fi
 
+	built+=("$name")
+done
+
+# Runs one built target for $secs on a copy of its corpus; writes its one-line result to
+# $out/logs/NAME.result and its failure details to stderr.
+run_one() {
+	local name=$1 bin="$out/$1" work log rc execs cov dict=()
 	work=$(mktemp -d "${TMPDIR:-/tmp}/fp-fuzz-$name.XXXXXX")
 	if [ -d "tests/fuzz/corpus/$name" ]; then
 		cp -r "tests/fuzz/corpus/$name/." "$work/"
 	fi
-	dict=()
 	[ -f "tests/fuzz/$name.dict" ] && dict=("-dict=tests/fuzz/$name.dict")
 	log="$out/logs/$name.log"
-	echo "== $name: ${secs}s, corpus $(ls "$work" | wc -l) seeds, layers: $layers"
+	echo "== $name: ${secs}s, corpus $(ls "$work" | wc -l) seeds"
 	# shellcheck disable=SC2086
 	"$bin" "$work" "${dict[@]}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
 		-max_len=65536 -print_final_stats=1 -artifact_prefix="$out/artifacts/$name-" \
@@ -116,14 +123,29 @@ for t in "${targets[@]}"; do
 	if [ $rc -ne 0 ]; then
 		echo "== $name: FAILED (exit $rc), log $log" >&2
 		grep -E 'ERROR|SUMMARY|fuzz_|Test unit written|^==' "$log" | head -40 >&2
-		failed+=("$name")
 	fi
-	summary+=("$name: exit $rc, ${execs:-?} execs, ${cov:-cov: ?}, corpus $(ls "$work" | wc -l)")
+	echo "$rc $name: exit $rc, ${execs:-?} execs, ${cov:-cov: ?}, corpus $(ls "$work" | wc -l)" \
+		>"$out/logs/$name.result"
 	if [ "${FUZZ_KEEP:-0}" = 1 ]; then
 		echo "   corpus kept in $work"
 	else
 		rm -rf "$work"
 	fi
+}
+
+# The targets are single-threaded: run FUZZ_JOBS (default: one per CPU) at a time, each for the
+# full $secs, so the wall time is about targets * secs / FUZZ_JOBS.
+jobs_max=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+for name in "${built[@]}"; do
+	rm -f "$out/logs/$name.result"
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+	run_one "$name" &
+done
+wait
+for name in "${built[@]}"; do
+	res=$(cat "$out/logs/$name.result" 2>/dev/null) || res="1 $name: no result"
+	summary+=("${res#* }")
+	[ "${res%% *}" = 0 ] || failed+=("$name")
 done
 
 echo "== summary"
