@@ -62,6 +62,35 @@ static int client_init_from(struct client *c, const struct cli_settings *set)
 			return CLIENT_EXIT_USAGE;
 		}
 	}
+	/* The base URL of a server, nothing more (issue 16 item 11): paths are appended to it, so
+	 * a query or a fragment would end up in the middle of every request. libcurl's URL
+	 * parser (RFC 3986) says what is there. */
+	CURLU *u = curl_url();
+	char *host = NULL, *query = NULL, *frag = NULL, *user = NULL;
+	int bad = !u || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+		  curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host || !*host;
+	if (!bad) {
+		curl_url_get(u, CURLUPART_QUERY, &query, 0);
+		curl_url_get(u, CURLUPART_FRAGMENT, &frag, 0);
+		curl_url_get(u, CURLUPART_USER, &user, 0);
+	}
+	const char *why = bad     ? "is not a URL with a host"
+			  : query ? "has a query ('?...')"
+			  : frag  ? "has a fragment ('#...')"
+			  : user  ? "has a user name (tokens go in FLEETPLANE_TOKEN)"
+				  : NULL;
+	curl_free(host);
+	curl_free(query);
+	curl_free(frag);
+	curl_free(user);
+	curl_url_cleanup(u);
+	if (why) {
+		fprintf(c->err,
+			"error: FLEETPLANE_URL %s; give the server's base URL, like "
+			"https://host:7070 (got '%s')\n",
+			why, url);
+		return CLIENT_EXIT_USAGE;
+	}
 	size_t ul = strlen(url);
 	while (ul > 0 && url[ul - 1] == '/')
 		ul--;

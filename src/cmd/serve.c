@@ -1,6 +1,10 @@
 /* serve.c - `fleetplane serve`: the control plane process. Parses the options into a
  * struct fleet_config and runs one fleet (fleet/fleet.h: store, cache, controllers, drivers,
  * API server) until SIGINT/SIGTERM (SIGHUP re-reads the config file), then stops and frees it in dependency order. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -8,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/server.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "cmd/run.h"
@@ -83,6 +88,39 @@ static json_t *tenant_status(void *arg, const char *account, long quota)
 	return st;
 }
 
+/* Binds the API's address once and lets it go, before anything is made in the data dir: a port
+ * in use or not ours to bind (below 1024 without the capability) fails here, naming it, and
+ * leaves no store, key or token behind (issue 16 item 11). The API binds it again moments
+ * later (SO_REUSEADDR both times, as libmicrohttpd does); a race for the port in between is
+ * still answered by the API's own error. Returns 0 or -1 with err set. */
+static int probe_listen(const char *listen, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = 0;
+	int v6 = 0;
+	if (api_listen_parse(listen, &ss, &sl, &v6, err, errlen) < 0)
+		return -1;
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot listen on %s: socket: %s", listen, strerror(errno));
+		return -1;
+	}
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (v6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	int rc = bind(fd, (struct sockaddr *)&ss, sl);
+	int e = errno;
+	close(fd);
+	if (rc < 0) {
+		snprintf(err, errlen,
+			 "cannot listen on %s: %s; nothing was created in the data dir", listen,
+			 strerror(e));
+		return -1;
+	}
+	return 0;
+}
+
 /* fleetplane serve: options from serve_opts' one table (a --config file, flags over it; --check
  * validates and exits), then one fleet until SIGINT/SIGTERM. Exit 0, 1 (the fleet failed to
  * start) or 2 (bad options). */
@@ -109,6 +147,10 @@ int cmd_serve(int argc, char **argv)
 	if (serve_opts_validate(&so, err, sizeof(err)) < 0) {
 		fprintf(stderr, "error: %s\n", err);
 		return 2;
+	}
+	if (probe_listen(so.listen, err, sizeof(err)) < 0) {
+		fprintf(stderr, "error: %s\n", err);
+		return 1;
 	}
 	if (so.slurm) {
 		struct slurm_cli_config cc = {.slurm_conf = getenv("SLURM_CONF")};

@@ -203,6 +203,12 @@ assert_eq "error: unknown flag '--bogus'" "$(head -n 1 <<<"$ERR")" "unknown flag
 	[[ $ERR == "error: FLEETPLANE_TOKEN is not set"* ]]) || fail "FLEETPLANE_TOKEN unset: [$ERR]"
 (FLEETPLANE_URL=http://127.0.0.1:1 && cli node list && assert_eq 3 "$RC" "unreachable URL: exit code" &&
 	[[ $ERR == "error: cannot reach fleetplane at http://127.0.0.1:1: "* ]]) || fail "unreachable URL: [$ERR]"
+# a server URL is a base URL: no query, fragment or user name (issue 16 item 11)
+for u in 'http://127.0.0.1:1/?watch=1|has a query' 'http://127.0.0.1:1#top|has a fragment' \
+	'http://me@127.0.0.1:1|has a user name' 'http://:7070|is not a URL with a host'; do
+	(FLEETPLANE_URL=${u%%|*} && cli node list && assert_eq 2 "$RC" "URL ${u%%|*}: exit code" &&
+		[[ $ERR == "error: FLEETPLANE_URL ${u#*|}"* ]]) || fail "URL ${u%%|*}: [$ERR]"
+done
 cli node drain n1
 assert_eq 2 "$RC" "drain without --reason: exit code"
 assert_eq "error: missing --reason TEXT" "$(head -n 1 <<<"$ERR")" "drain without --reason: stderr"
@@ -233,6 +239,17 @@ for q in bogus node/ node/a/b; do
 	assert_eq "object: expected kind/name such as node/r01n03" "$(jq -r .detail <<<"$BODY")" \
 		"events object=$q detail"
 done
+
+# a serve that cannot bind says so and makes nothing in its data dir (issue 16 item 11)
+port=${FLEETPLANE_URL##*:}
+set +e
+"$FP" serve --data-dir "$WORK/second" --listen "127.0.0.1:$port" --plain-http >"$WORK/second.out" 2>&1
+rc=$?
+set -e
+assert_eq 1 "$rc" "serve on a port in use: exit code"
+grep -q "^error: cannot listen on 127.0.0.1:$port: Address already in use; nothing was created in the data dir$" \
+	"$WORK/second.out" || fail "serve on a port in use said: $(cat "$WORK/second.out")"
+[ ! -e "$WORK/second" ] || fail "serve on a port in use made $(ls -A "$WORK/second")"
 
 stop_serve
 if [ "${FP_SAN:-0}" = 1 ] && grep -E 'Sanitizer|runtime error:' "$WORK/d/serve.log"; then
