@@ -33,12 +33,6 @@
 
 /* ---------------------------------------------------------------- shared */
 
-static int is_watch(struct api_req *r)
-{
-	const char *w = api_query(r, "watch");
-	return w && (strcmp(w, "1") == 0 || strcmp(w, "true") == 0);
-}
-
 /* 1 when s is 1..max characters of [A-Za-z0-9._-] (ids chosen by agents and controllers;
  * extra allows one more character, e.g. ':'). */
 static int id_ok(const char *s, size_t max, char extra)
@@ -325,7 +319,7 @@ void api_healthevents_list(struct api_req *r)
 	const char *prefix = node ? api_printf(r, "/healthevents/%s/", node) : "/healthevents/";
 	api_keep_fn keep = code ? he_keep : NULL;
 	void *arg = code ? api_strdup(r, code) : NULL;
-	if (is_watch(r))
+	if (api_is_watch(r))
 		api_watch(r, prefix, "HealthEvent", keep, arg, render_plain);
 	else
 		api_list(r, prefix, keep, arg, render_plain);

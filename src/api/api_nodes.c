@@ -598,12 +598,6 @@ static void free_selector(void *p)
 	label_selector_free(p);
 }
 
-static int is_watch(struct api_req *r)
-{
-	const char *w = api_query(r, "watch");
-	return w && (strcmp(w, "1") == 0 || strcmp(w, "true") == 0);
-}
-
 void api_nodes_list(struct api_req *r)
 {
 	struct node_filter *f = api_own(r, xcalloc(1, sizeof(*f)));
@@ -627,7 +621,7 @@ void api_nodes_list(struct api_req *r)
 		}
 	}
 	api_keep_fn keep = (f->sel || f->phase) ? node_keep : NULL;
-	if (is_watch(r))
+	if (api_is_watch(r))
 		api_watch(r, OBJECTS_PREFIX_NODES, "Node", keep, f, api_node_render);
 	else
 		api_list(r, OBJECTS_PREFIX_NODES, keep, f, api_node_render);

@@ -22,12 +22,6 @@
 #include "store/store.h"
 #include "base/banned.h"
 
-static int is_watch(struct api_req *r)
-{
-	const char *w = api_query(r, "watch");
-	return w && (strcmp(w, "1") == 0 || strcmp(w, "true") == 0);
-}
-
 static int check_name_param(struct api_req *r)
 {
 	char err[256];
@@ -129,7 +123,7 @@ void api_ops_list(struct api_req *r)
 		return;
 	}
 	api_keep_fn keep = (f->node || f->state) ? op_keep : NULL;
-	if (is_watch(r))
+	if (api_is_watch(r))
 		api_watch(r, OBJECTS_PREFIX_OPERATIONS, "Operation", keep, f, render_op);
 	else
 		api_list(r, OBJECTS_PREFIX_OPERATIONS, keep, f, render_op);
@@ -413,7 +407,7 @@ void api_events_list(struct api_req *r)
 		f->since_ms = since_ms;
 	}
 	api_keep_fn keep = f ? ev_keep : NULL;
-	if (is_watch(r))
+	if (api_is_watch(r))
 		api_watch(r, "/events/", "Event", keep, f, render_plain);
 	else
 		api_list(r, "/events/", keep, f, render_plain);

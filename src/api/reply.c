@@ -424,12 +424,32 @@ static int parse_limit(struct api_req *r, size_t *limit)
 	return 0;
 }
 
+int api_is_watch(struct api_req *r)
+{
+	const char *w = api_query(r, "watch");
+	return w && (strcmp(w, "1") == 0 || strcmp(w, "true") == 0);
+}
+
 void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg,
 	      api_render_fn render)
 {
 	size_t limit;
 	if (parse_limit(r, &limit) < 0)
 		return;
+	/* issue 16 item 8: strict where a client's intent is at stake */
+	const char *w = api_query(r, "watch");
+	if (w && strcmp(w, "false") != 0 && strcmp(w, "0") != 0) {
+		api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "watch"),
+				"watch: expected true or false, got %.32s", w);
+		return;
+	}
+	const char *qrv = api_query(r, "resourceVersion");
+	int64_t rv_ignored;
+	if (qrv && strcmp(qrv, "0") != 0 && api_rv_parse_str(qrv, &rv_ignored) < 0) {
+		api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "resourceVersion"),
+				"resourceVersion: expected a revision number");
+		return;
+	}
 	char start[STORE_MAX_KEY + 1] = "";
 	const char *cont = api_query(r, "continue");
 	if (cont) {

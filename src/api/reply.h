@@ -84,8 +84,12 @@ void api_event_op(struct api_req *r, struct store_op *op, const char *type, cons
 /* A random UUIDv4 in the arena (RFC 9562 section 5.4). */
 char *api_uuid(struct api_req *r);
 
+/* 1 when the request asks for a watch (?watch=true or ?watch=1). api_list answers 400 for any
+ * other value than those and false/0, so a typo never turns a watch into a list. */
+int api_is_watch(struct api_req *r);
+
 /* Generic list with paging (limit default 500, max 5000; continue = base64url of the last
- * key). keep (may be NULL) returns 1 to include a stored document; render returns a new
+ * key). A resourceVersion or watch that is not well formed is a 400 naming it. keep (may be NULL) returns 1 to include a stored document; render returns a new
  * reference for the response or NULL to answer 500. */
 typedef int (*api_keep_fn)(struct api_req *r, const json_t *doc, void *arg);
 typedef json_t *(*api_render_fn)(struct api_req *r, const json_t *doc, int64_t mod_rev);

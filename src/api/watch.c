@@ -551,6 +551,17 @@ void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep
 		return;
 	}
 	struct store *st = r->srv->cfg.store;
+	/* A revision the store has not reached: a moment's grace for a change feed that lags a
+	 * list read from elsewhere (etcd), then an answer - never a watch that waits on nothing
+	 * (issue 16 item 8). */
+	if (from && from > store_revision(st) && store_wait(st, from - 1, 1000) < 0 &&
+	    from > store_revision(st)) {
+		api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "resourceVersion"),
+				"resourceVersion %lld is newer than the store's revision %lld; "
+				"watch from a list's resourceVersion",
+				(long long)from, (long long)store_revision(st));
+		return;
+	}
 	if (from && from < store_compacted_revision(st) && !r->kube) {
 		api_problem(r, 410,
 			    "resourceVersion %lld is older than the compacted revision %lld; list "

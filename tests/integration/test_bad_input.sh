@@ -240,6 +240,24 @@ for q in bogus node/ node/a/b; do
 		"events object=$q detail"
 done
 
+# query strictness (issue 16 item 8): a watch that is not a boolean, a resourceVersion that is
+# not a number, on lists too, and a watch from a revision the store has not reached - answered
+# (after at most a second's grace), never a stream that waits on nothing
+for path in "/v1/nodes?watch=maybe|watch: expected true or false, got maybe" \
+	"/v1/events?watch=yes|watch: expected true or false, got yes" \
+	"/v1/nodes?resourceVersion=abc|resourceVersion: expected a revision number" \
+	"/v1/operations?resourceVersion=-3|resourceVersion: expected a revision number"; do
+	req GET "${path%%|*}" "" "$FLEETPLANE_TOKEN"
+	assert_eq 400 "$CODE" "GET ${path%%|*}"
+	assert_eq "${path#*|}" "$(jq -r .detail <<<"$BODY")" "GET ${path%%|*}: detail"
+done
+req GET "/v1/nodes?watch=true&resourceVersion=999999999" "" "$FLEETPLANE_TOKEN" -m 10
+assert_eq 400 "$CODE" "watch from a future resourceVersion"
+[[ $(jq -r .detail <<<"$BODY") == "resourceVersion 999999999 is newer than the store's revision "* ]] ||
+	fail "watch from a future resourceVersion: $BODY"
+req GET "/v1/nodes?watch=false&limit=1" "" "$FLEETPLANE_TOKEN"
+assert_eq 200 "$CODE" "watch=false is a list"
+
 # a serve that cannot bind says so and makes nothing in its data dir (issue 16 item 11)
 port=${FLEETPLANE_URL##*:}
 set +e
