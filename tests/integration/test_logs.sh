@@ -7,7 +7,10 @@
 # - the bound port is logged: --listen 127.0.0.1:0, and the "serve: listening" line's url and
 #   the "api listening" line's addr carry the port that serve.url names;
 # - `log-format json` in a --config file: every line is one JSON object with the same first
-#   keys, and the same url.
+#   keys, and the same url;
+# - a data dir whose store is schema 1 (docs/operations.md "Upgrades"; the SQL and rows of
+#   bf37143, as tests/unit/test_store_migrate.c) is upgraded when serve starts: the log names
+#   the backup, the backup file is there, the node it held is served.
 . "$(dirname "$0")/lib.sh"
 
 # check_logfmt FILE: exit 1 naming the first line that is not strict logfmt; prints the decoded
@@ -97,4 +100,35 @@ for no, line in enumerate(open(sys.argv[1], encoding='utf-8'), 1):
         assert rec['url'] == sys.argv[2], (rec, sys.argv[2]); n += 1
 assert n == 1, 'no listening line'
 PY
+# --- a schema 1 store upgraded by serve
+U="$WORK/u"
+mkdir -p "$U"
+python3 - "$U/fleetplane.db" <<'PY'
+import sqlite3, sys
+node = ('{"kind":"Node","metadata":{"name":"r01n01","uid":"u-1","labels":{},'
+        '"createdAt":"2026-11-29T10:00:00.000Z"},"spec":{"site":"s1","rack":"r01",'
+        '"bmc":{"driver":"sim","address":"sim://r01n01"}},"status":{"phase":"enrolled",'
+        '"phaseSince":"2026-11-29T10:00:00.000Z","holds":[],"conditions":[]}}')
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute('PRAGMA journal_mode = WAL')
+db.executescript(
+    'CREATE TABLE kv(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL,'
+    ' create_rev INTEGER NOT NULL, mod_rev INTEGER NOT NULL);'
+    'CREATE TABLE changes(id INTEGER PRIMARY KEY, key TEXT NOT NULL, type INTEGER NOT NULL,'
+    ' value TEXT, create_rev INTEGER NOT NULL);'
+    'CREATE TABLE meta(id INTEGER PRIMARY KEY CHECK (id = 1), rev INTEGER NOT NULL,'
+    ' compacted_rev INTEGER NOT NULL);'
+    'INSERT INTO meta VALUES (1, 1, 0); PRAGMA user_version = 1;')
+db.execute('INSERT INTO kv VALUES (?, ?, 1, 1)', ('/nodes/r01n01', node))
+db.execute('INSERT INTO changes VALUES (2048, ?, 1, ?, 1)', ('/nodes/r01n01', node))
+db.close()
+PY
+start_serve "$U"
+assert_eq 200 "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $FLEETPLANE_TOKEN" \
+	"$FLEETPLANE_URL/v1/nodes/r01n01")" "GET of the node of the schema 1 store"
+stop_serve
+grep -qF "msg=\"store: sqlite schema upgraded\" path=$U/fleetplane.db from=1 to=2 backup=$U/fleetplane.db.v1.bak" \
+	"$U/serve.log" || fail "no upgrade line naming the backup in serve.log"
+[ -s "$U/fleetplane.db.v1.bak" ] || fail "no backup file"
+check_logfmt "$U/serve.log" >/dev/null || fail "serve.log of the upgrade is not strict logfmt"
 echo "ok $TEST_NAME"
