@@ -15,10 +15,11 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 
-static enum log_level g_min = LOG_LVL_INFO;
-static enum log_format g_fmt = LOG_FMT_LOGFMT;
+static _Atomic enum log_level g_min = LOG_LVL_INFO; /* SIGHUP reload sets it while others log */
 static FILE *g_sink;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static _Atomic enum log_format g_fmt = LOG_FMT_LOGFMT; /* as g_min: set while others may log */
 
 void log_init(enum log_level min, FILE *sink)
 {

@@ -13,7 +13,6 @@
  * go to a small pool of read connections (WAL readers do not block the writer), each behind a
  * mutex with its statements prepared once. The current revision is cached in an atomic. */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
@@ -23,6 +22,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <fcntl.h> /* open(2) flags for fsync of the schema backup (sq_backup) */
 
 #include "base/alloc.h"
 #include "base/err.h"
