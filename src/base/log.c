@@ -3,6 +3,9 @@
  * its output is one value, whatever it holds), and the line is written as logfmt or JSON. */
 #include "base/log.h"
 
+#include "base/alloc.h"
+#include "base/buf.h"
+
 #include <jansson.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -11,9 +14,6 @@
 #include <sys/time.h>
 #include <sys/types.h>
 #include <time.h>
-
-#include "base/alloc.h"
-#include "base/buf.h"
 
 static _Atomic enum log_level g_min = LOG_LVL_INFO; /* SIGHUP reload sets it while others log */
 static FILE *g_sink;
