@@ -884,7 +884,7 @@ static void ag_run_reset(struct agent *a, const char *op, const char *gpu)
 	char *argv[] = {tool, "--gpu-reset", "-i", (char *)gpu, NULL};
 	struct proc_result r;
 	char err[512];
-	log_info("agent gpu reset node=%s operation=%s gpu=%s", a->cfg.node, op, gpu);
+	log_info("agent gpu reset node=%s op=%s gpu=%s", a->cfg.node, op, gpu);
 	int rc = probe_run(argv, AGENT_GPU_RESET_TIMEOUT_S * 1000L, 64 << 10, &r, err, sizeof(err));
 	char first[256] = "";
 	if (rc == 0 && r.out.len) {
@@ -930,8 +930,8 @@ static int ag_reset_with_doc(struct agent *a, json_t *doc)
 	long status = 0;
 	if (a->tp.remediated(a->tp.arg, op, a->reset_pending_ok, a->reset_pending_msg, &status) < 0)
 		goto out; /* unreachable: report the same outcome next time */
-	log_info("agent gpu reset reported node=%s operation=%s succeeded=%d status=%ld",
-		 a->cfg.node, op, a->reset_pending_ok, status);
+	log_info("agent gpu reset reported node=%s op=%s succeeded=%d status=%ld", a->cfg.node, op,
+		 a->reset_pending_ok, status);
 	snprintf(a->reset_done_op, sizeof(a->reset_done_op), "%s", op);
 	a->reset_pending_op[0] = '\0';
 	char *p = ag_reset_path(a);

@@ -288,8 +288,7 @@ void api_node_remediated(struct api_req *r)
 		return;
 	}
 	ah->remediated(ah->arg, name, op_id, ok, message);
-	log_info("agent remediated node=%s operation=%s succeeded=%d actor=%s", name, op_id, ok,
-		 me);
+	log_info("agent remediated node=%s op=%s succeeded=%d actor=%s", name, op_id, ok, me);
 	api_reply_json(r, 202, json_pack("{s:b}", "accepted", 1));
 }
 
@@ -595,7 +594,7 @@ static void budget_write(struct api_req *r, json_t *doc, int64_t expect, int sta
 		return;
 	}
 	budget_invalidate(r);
-	log_info("budget written name=%s reason=%s actor=%s", name, reason, api_actor(r));
+	log_info("budget written budget=%s reason=\"%s\" actor=%s", name, reason, api_actor(r));
 	if (status == 201)
 		api_add_header(r, MHD_HTTP_HEADER_LOCATION, api_printf(r, "/v1/budgets/%s", name));
 	api_reply_json(r, status, api_budget_render(r, doc, rev));
@@ -710,7 +709,7 @@ void api_budget_delete(struct api_req *r)
 		return;
 	}
 	budget_invalidate(r);
-	log_info("budget deleted name=%s actor=%s", name, api_actor(r));
+	log_info("budget deleted budget=%s actor=%s", name, api_actor(r));
 	api_reply_json(r, 200, render_plain(r, doc, mod));
 }
 
@@ -773,7 +772,7 @@ void api_breaker_reset(struct api_req *r)
 		problem_err(r, rc, err);
 		return;
 	}
-	log_info("breaker reset name=%s actor=%s", name, api_actor(r));
+	log_info("breaker reset breaker=%s actor=%s", name, api_actor(r));
 	api_reply_json(r, 200,
 		       result ? result
 			      : json_pack("{s:s,s:{s:s},s:s}", "kind", "HealthBreaker", "metadata",

@@ -40,7 +40,8 @@ json_t *api_node_render(struct api_req *r, const json_t *doc, int64_t mod_rev)
 	struct node *n = NULL;
 	char err[256];
 	if (node_from_json(doc, mod_rev, &n, err, sizeof(err)) < 0) {
-		log_warn("stored node does not decode rev=%lld: %s", (long long)mod_rev, err);
+		log_warn("stored node does not decode rev=%lld err=\"%s\"", (long long)mod_rev,
+			 err);
 		return NULL;
 	}
 	json_t *out = node_to_json(n, NODE_JSON_PUBLIC);
@@ -483,10 +484,11 @@ static int backfill_node(void *arg, const struct store_kv *kv)
 				other = NULL; /* a marker: systems share it */
 		}
 		if (other) {
-			log_warn("serve: nodes %s and %s use the same BMC (driver %s%s); %s is not "
-				 "indexed: change the BMC of one or delete it",
-				 other[0] ? other : "(Redfish systems)", n->name, n->bmc.driver,
-				 other[0] ? "" : ", no spec.bmc.system", n->name);
+			log_warn(
+				"serve: two nodes use the same BMC; the second is not indexed: change "
+				"the BMC of one or delete it node=%s other=%s driver=%s%s",
+				n->name, other[0] ? other : "(Redfish systems)", n->bmc.driver,
+				other[0] ? "" : ", no spec.bmc.system");
 			b->shared++;
 		} else {
 			hmap_put(&b->seen, c.claim, xstrdup(n->name));
@@ -939,7 +941,7 @@ void api_nodes_create(struct api_req *r)
 			api_add_header(r, MHD_HTTP_HEADER_LOCATION,
 				       api_printf(r, "/v1/nodes/%s", nodes[0]->name));
 		api_reply_json(r, 201, resp);
-		log_info("nodes enrolled count=%zu actor=%s", n, api_actor(r));
+		log_info("nodes enrolled nodes=%zu actor=%s", n, api_actor(r));
 	} else {
 		json_decref(resp);
 	}

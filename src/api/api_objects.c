@@ -80,7 +80,8 @@ json_t *api_op_render(struct api_req *r, const json_t *doc, int64_t mod_rev)
 	struct operation *op = NULL;
 	char err[256];
 	if (operation_from_json(doc, mod_rev, &op, err, sizeof(err)) < 0) {
-		log_warn("stored operation does not decode rev=%lld: %s", (long long)mod_rev, err);
+		log_warn("stored operation does not decode rev=%lld err=\"%s\"", (long long)mod_rev,
+			 err);
 		return NULL;
 	}
 	json_t *out = operation_to_json(op, 1);

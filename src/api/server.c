@@ -628,7 +628,7 @@ __attribute__((format(printf, 2, 0))) static void mhd_logger(void *cls, const ch
 	size_t n = strlen(msg);
 	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
 		msg[--n] = 0;
-	log_warn("http server: %s", msg);
+	log_warn("http server error err=\"%s\"", msg);
 }
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -812,8 +812,12 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 	}
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	srv->port = di ? di->port : 0;
-	log_info("api listening addr=%s port=%u threads=%u tls=%s", cfg->listen, srv->port,
-		 srv->cfg.threads, (flags & MHD_USE_TLS) ? "on" : "off");
+	/* the address bound: --listen's host with the port the kernel gave (":0" picks one) */
+	const char *lc = strrchr(cfg->listen, ':');
+	int hl = lc ? (int)(lc - cfg->listen) : (int)strlen(cfg->listen);
+	log_info("api listening addr=%.*s:%u listen=%s port=%u threads=%u tls=%s", hl, cfg->listen,
+		 srv->port, cfg->listen, srv->port, srv->cfg.threads,
+		 (flags & MHD_USE_TLS) ? "on" : "off");
 	return srv;
 fail:
 	api_server_free(srv);

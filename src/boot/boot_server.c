@@ -208,7 +208,7 @@ static enum MHD_Result reply_error(struct boot_server *b, struct MHD_Connection 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (code >= 400)
-		log_info("boot: %s refused %u: %s", route, code, msg);
+		log_info("boot: request refused route=%s status=%u err=\"%s\"", route, code, msg);
 	return reply_json(b, c, route, code, json_pack("{s:s}", "error", msg));
 }
 
@@ -638,7 +638,7 @@ static enum MHD_Result h_report(struct boot_server *b, struct MHD_Connection *c,
 	} else {
 		if (b->hooks.reported)
 			b->hooks.reported(b->hooks.arg, n->name, op->id, kind, rep);
-		log_info("boot: %s node=%s op=%s accepted", route, n->name, op->id);
+		log_info("boot: report accepted route=%s node=%s op=%s", route, n->name, op->id);
 		ret = reply_json(b, c, route, 200,
 				 json_pack("{s:b,s:s,s:s}", "accepted", 1, "node", n->name,
 					   "operation", op->id));
@@ -851,21 +851,22 @@ static void hosts_sync(struct boot_server *b)
 		size_t written = 0, removed = 0;
 		if (dnsmasq_hostsdir_sync(b->cfg.dhcp_hostsdir, hc.h, hc.n, &written, &removed, err,
 					  sizeof(err)) < 0)
-			log_warn("boot: cannot keep the dhcp hosts dir: %s", err);
+			log_warn("boot: cannot keep the dhcp hosts dir err=\"%s\"", err);
 		else if (written || removed)
-			log_info("boot: dhcp hosts dir %s: %zu file(s) written, %zu removed (%zu "
-				 "entries)",
+			log_info("boot: dhcp hosts dir updated path=%s written=%zu removed=%zu "
+				 "entries=%zu",
 				 b->cfg.dhcp_hostsdir, written, removed, hc.n);
 		goto out;
 	}
 	char *text = dnsmasq_hosts_render(hc.h, hc.n);
 	int changed = 0;
 	if (dnsmasq_hosts_write(b->cfg.dhcp_hosts, text, &changed, err, sizeof(err)) < 0) {
-		log_warn("boot: cannot write the dhcp hosts file: %s", err);
+		log_warn("boot: cannot write the dhcp hosts file err=\"%s\"", err);
 	} else if (changed) {
-		log_info("boot: dhcp hosts file %s written (%zu entries)", b->cfg.dhcp_hosts, hc.n);
+		log_info("boot: dhcp hosts file written path=%s entries=%zu", b->cfg.dhcp_hosts,
+			 hc.n);
 		if (b->cfg.dnsmasq_pid && dnsmasq_reload(b->cfg.dnsmasq_pid, err, sizeof(err)) < 0)
-			log_warn("boot: cannot signal dnsmasq: %s", err);
+			log_warn("boot: cannot signal dnsmasq err=\"%s\"", err);
 	}
 	free(text);
 out:

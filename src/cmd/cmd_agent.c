@@ -66,6 +66,7 @@ static const char agent_usage[] =
 	"      --max-buffer N        events kept while the API is down (default 10000)\n"
 	"      --boot-id ID          default: /proc/sys/kernel/random/boot_id\n"
 	"      --once                read inputs to their end, probe once, send, exit\n"
+	"      --log-format FORMAT   log lines as logfmt (default) or json\n"
 	"  -h, --help                this help\n"
 	"\n"
 	"Exit codes: 0 ok; 1 a report was refused or kept (see the log); 2 usage; 3 fleetplane\n"
@@ -299,6 +300,7 @@ int cmd_agent(int argc, char **argv)
 		{"max-buffer", required_argument, NULL, 'B'},
 		{"boot-id", required_argument, NULL, 'b'},
 		{"once", no_argument, NULL, 'o'},
+		{"log-format", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -402,6 +404,14 @@ int cmd_agent(int argc, char **argv)
 			cfg.boot_id = optarg;
 			break;
 		case 'o': cfg.once = 1; break;
+		case 'F':
+			if (log_format_parse(optarg) < 0)
+				return client_usage_error(cmd,
+							  "flag '--log-format' needs logfmt or "
+							  "json, got '%.40s'",
+							  optarg);
+			log_format_set((enum log_format)log_format_parse(optarg));
+			break;
 		case 'h': fputs(agent_usage, stdout); return 0;
 		default: return client_getopt_error(cmd, ch, argv);
 		}

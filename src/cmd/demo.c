@@ -74,7 +74,7 @@ static void demo_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: fleetplane demo [--nodes N] [--data-dir DIR] [--keep] [--sim-speed X]\n"
-		"                       [--timeout SECONDS] [--slurm]\n\n"
+		"                       [--timeout SECONDS] [--slurm] [--log-format logfmt|json]\n\n"
 		"Runs serve's fleet (serve's defaults) in this process on a SQLite data dir and\n"
 		"a free loopback port, its log in DIR/serve.log; enrolls simulated nodes through\n"
 		"the API and waits until all are available; then the GPU health scenario: a rack\n"
@@ -89,6 +89,7 @@ static void demo_usage(FILE *f)
 		"                     Ctrl-C (SIGINT) or SIGTERM\n"
 		"  --sim-speed X      simulated hardware speed-up (default 20)\n"
 		"  --timeout SECONDS  give up after this long (default 600)\n"
+		"  --log-format F     serve.log lines as logfmt (default) or json\n"
 		"  --slurm            also run a real Slurm of the demo's own (munged, slurmctld,\n"
 		"                     slurmd for two more nodes s01n01, s01n02; under DIR/slurm,\n"
 		"                     loopback only) with serve's Slurm backend, and a job on\n"
@@ -1171,6 +1172,7 @@ int cmd_demo(int argc, char **argv)
 					     {"sim-speed", required_argument, NULL, 'x'},
 					     {"timeout", required_argument, NULL, 't'},
 					     {"slurm", no_argument, NULL, 's'},
+					     {"log-format", required_argument, NULL, 'F'},
 					     {"help", no_argument, NULL, 'h'},
 					     {NULL, 0, NULL, 0}};
 	int c;
@@ -1209,6 +1211,15 @@ int cmd_demo(int argc, char **argv)
 					optarg);
 				return 2;
 			}
+			break;
+		case 'F':
+			if (log_format_parse(optarg) < 0) {
+				fprintf(stderr,
+					"error: --log-format: \"%s\" is not logfmt or json\n",
+					optarg);
+				return 2;
+			}
+			log_format_set((enum log_format)log_format_parse(optarg));
 			break;
 		case 'h': demo_usage(stdout); return 0;
 		default: demo_usage(stderr); return 2;

@@ -135,6 +135,8 @@ int cmd_serve(int argc, char **argv)
 		return serve_opts_check(&so);
 	if (so.log_level)
 		log_init((enum log_level)log_level_parse(so.log_level), NULL);
+	if (so.log_format)
+		log_format_set((enum log_format)log_format_parse(so.log_format));
 	serve_opts_fleet_config(&so, &sv);
 	char err[512];
 	/* --slurm: the Slurm backend (sched/slurm_sync.h) over scontrol (sched/slurm_cli.h) in the

@@ -48,16 +48,16 @@ static void save_argv(void)
 static void lost(void *arg, const char *why)
 {
 	if (stopping) {
-		log_info("serve: leadership ended while stopping (%s)", why);
+		log_info("serve: leadership ended while stopping err=\"%s\"", why);
 		return;
 	}
-	log_warn("serve: not the leader any more (%s): stopping every controller and restarting "
-		 "as a standby",
+	log_warn("serve: not the leader any more: stopping every controller and restarting "
+		 "as a standby err=\"%s\"",
 		 why);
 	fflush(NULL);
 	if (self_argv[0])
 		execv("/proc/self/exe", self_argv);
-	log_error("serve: re-exec failed: %s; exiting", strerror(errno));
+	log_error("serve: re-exec failed, exiting err=\"%s\"", strerror(errno));
 	_exit(1);
 }
 
@@ -95,7 +95,8 @@ struct serve_leader *serve_leader_begin(const struct serve_opts *so, struct flee
 			exit(2);
 		}
 		if (i % 10 == 0)
-			log_warn("serve: waiting for etcd (not acting until it answers): %s", err);
+			log_warn("serve: waiting for etcd (not acting until it answers) err=\"%s\"",
+				 err);
 		sleep_ms(500);
 	}
 	char id[300];
@@ -133,7 +134,7 @@ struct serve_leader *serve_leader_begin(const struct serve_opts *so, struct flee
 		free(cert);
 		free(key);
 		if (!sb)
-			log_warn("serve: standby answers off: %s", err);
+			log_warn("serve: standby answers off err=\"%s\"", err);
 		while (leader_wait(sl->l, 1000) < 0)
 			;
 		serve_standby_stop(sb);

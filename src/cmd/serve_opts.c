@@ -31,6 +31,7 @@ enum opt_kind {
 	OK_SEED,     /* unsigned 64-bit integer > 0 */
 	OK_LEVEL,    /* a log level: debug, info, warn, error, off */
 	OK_FLAG,     /* no value: sets the int to 1 */
+	OK_LOGFMT,   /* a log line format: logfmt or json (base/log.h) */
 };
 
 struct opt {
@@ -75,6 +76,8 @@ static const struct opt opts[] = {
 	 "BMC commands per second per site (scaled by --sim-speed for sim nodes; 0 = unlimited)"},
 	{"log-level", OK_LEVEL, "LEVEL", 0, 0, "", "", NULL, 0, 0, OFF(log_level),
 	 "debug, info, warn, error or off (default info)"},
+	{"log-format", OK_LOGFMT, "FORMAT", 0, 0, "", "", NULL, 0, 0, OFF(log_format),
+	 "log lines as logfmt (default) or json, one event a line (docs/operations.md \"Logs\")"},
 	{"bmc-credentials-dir", OK_STRING, "DIR", 0, 0, "", "", NULL, 0, 1,
 	 OFF(bmc_credentials_dir),
 	 "spec.bmc.password_file and spec.bmc.ca_file name files in DIR (default "
@@ -234,6 +237,7 @@ static void why_bad(const struct opt *d, const char *value, char *why, size_t n)
 	case OK_LEVEL:
 		snprintf(why, n, "\"%s\" is not one of debug, info, warn, error, off", value);
 		return;
+	case OK_LOGFMT: snprintf(why, n, "\"%s\" is not logfmt or json", value); return;
 	case OK_FLAG:
 		snprintf(why, n, "\"%s\" is not on or off (the key alone is on)", value);
 		return;
@@ -282,6 +286,11 @@ static int set_value(const struct opt *d, const char *value, struct serve_opts *
 	}
 	case OK_LEVEL:
 		if (log_level_parse(value) < 0)
+			return FP_EINVAL;
+		*(const char **)field = value;
+		break;
+	case OK_LOGFMT:
+		if (log_format_parse(value) < 0)
 			return FP_EINVAL;
 		*(const char **)field = value;
 		break;
@@ -352,7 +361,8 @@ void serve_opts_copy(struct serve_opts *dst, const struct serve_opts *src)
 		return;
 	memcpy(dst, src, sizeof(*dst));
 	for (size_t i = 0; i < NOPTS; i++) {
-		if (opts[i].kind != OK_STRING && opts[i].kind != OK_LEVEL)
+		if (opts[i].kind != OK_STRING && opts[i].kind != OK_LEVEL &&
+		    opts[i].kind != OK_LOGFMT)
 			continue;
 		const char **f = (const char **)((char *)dst + opts[i].off);
 		if (*f == src->strbuf[i])

@@ -29,6 +29,7 @@ struct serve_opts {
 	long executor_threads;
 	double site_qps;
 	const char *log_level;           /* NULL = leave the log level alone */
+	const char *log_format;          /* "logfmt" (default) or "json" */
 	const char *bmc_credentials_dir; /* NULL = DATA_DIR/bmc-credentials */
 	long bmc_concurrency;
 	long bmc_min_interval; /* milliseconds */

@@ -1832,9 +1832,9 @@ int health_breaker_reset_ex(struct health *h, const char *name, const char *acto
 	breakers_gauge(h);
 	pthread_mutex_unlock(&h->mu);
 	log_info(
-		"health breaker reset breaker=%s actor=%s replay=%d held=%zu evidence=%zu unheld=%zu rc=%d",
+		"health breaker reset breaker=%s actor=%s replay=%d held=%zu evidence=%zu unheld=%zu rc=%s",
 		name, actor, replay, json_array_size(held), json_array_size(evid),
-		json_array_size(unheld), rc);
+		json_array_size(unheld), fp_err_name(rc));
 	if (result)
 		*result = json_pack("{s:s, s:{s:s}, s:s, s:b, s:o, s:o, s:o}", "kind",
 				    "HealthBreaker", "metadata", "name", name, "state", "closed",
@@ -1976,8 +1976,8 @@ int64_t health_tick(struct health *h)
 	for (size_t i = 0; i < nd; i++) {
 		int64_t rc = heartbeat_missed(h, due[i].name, due[i].silent, due[i].timeout);
 		if (rc < 0 && rc != FP_ENOTFOUND) {
-			log_warn("heartbeat sweep could not mark node node=%s rc=%d", due[i].name,
-				 (int)rc);
+			log_warn("heartbeat sweep could not mark node node=%s rc=%s", due[i].name,
+				 fp_err_name((int)rc));
 			pthread_mutex_lock(&h->mu); /* try again at the next sweep */
 			struct alive *a = hmap_get(&h->alive, due[i].name);
 			if (a)

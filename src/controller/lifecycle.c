@@ -825,7 +825,7 @@ static int workload_gate(struct step_ctx *x, const struct step_def *def)
 		const struct node_condition *c = node_condition_get(x->n, WORKLOAD_CONDITION);
 		if (!c || !c->message || strcmp(c->message, msg) != 0)
 			log_warn("lifecycle: forced with jobs running node=%s op=%s step=%s "
-				 "actor=%s %s",
+				 "actor=%s jobs=\"%s\"",
 				 x->n->name, x->op->id, def->name,
 				 x->op->actor ? x->op->actor : "?", jobs);
 		set_condition(x, WORKLOAD_CONDITION, COND_FALSE, "Forced", msg);

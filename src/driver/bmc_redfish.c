@@ -1562,7 +1562,8 @@ static void rf_free(struct bmc *b)
 			resp_init(&p);
 			if (http_once(&c, "DELETE", r->session, NULL, NULL, NULL, RF_AUTH_SESSION,
 				      &p) < 0)
-				log_info("redfish: session delete failed bmc=%s: %s", r->base, err);
+				log_info("redfish: session delete failed bmc=%s err=\"%s\"",
+					 r->base, err);
 			resp_release(&p);
 		}
 		bmc_entry_free(r);

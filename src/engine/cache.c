@@ -410,7 +410,7 @@ static int sync_batch(struct cache *c)
 	int64_t from = cache_revision(c);
 	int rc = store_changes(c->store, "", from, 1000, &evs, &n);
 	if (rc == FP_ECOMPACTED) {
-		log_info("cache: change feed compacted past rev=%lld, re-listing", (long long)from);
+		log_info("cache: change feed compacted, re-listing rev=%lld", (long long)from);
 		rc = relist(c);
 		return rc < 0 ? rc : 1;
 	}

@@ -299,23 +299,32 @@ static void resume_sim_machines(struct fleet *fl)
 		log_warn("serve: re-arming simulated machines failed rc=%s", fp_err_name(rc));
 }
 
-/* Writes <data-dir>/serve.url with the address actually bound (--listen may use port 0), by
- * rename so readers never see half a line. */
-static void write_url_file(struct fleet *fl)
+/* The API's URL with the port actually bound (--listen may say port 0) and a wildcard host as
+ * 127.0.0.1: what serve.url holds and the "listening" line logs. */
+static void bound_url(const struct fleet *fl, char *url, size_t n)
 {
-	char host[256], path[4200], tmp[4300];
+	char host[256];
 	snprintf(host, sizeof(host), "%s", fl->cfg.listen);
 	char *colon = strrchr(host, ':');
 	if (colon)
 		*colon = 0;
 	if (!*host || strcmp(host, "*") == 0 || strcmp(host, "0.0.0.0") == 0)
 		snprintf(host, sizeof(host), "127.0.0.1");
+	snprintf(url, n, "%s://%s:%u", fl->tls ? "https" : "http", host, api_server_port(fl->api));
+}
+
+/* Writes <data-dir>/serve.url with the address actually bound (bound_url), by rename so
+ * readers never see half a line. */
+static void write_url_file(struct fleet *fl)
+{
+	char url[300], path[4200], tmp[4300];
+	bound_url(fl, url, sizeof(url));
 	snprintf(path, sizeof(path), "%s/serve.url", fl->cfg.data_dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	FILE *f = fopen(tmp, "w");
 	if (!f)
 		return;
-	fprintf(f, "%s://%s:%u\n", fl->tls ? "https" : "http", host, api_server_port(fl->api));
+	fprintf(f, "%s\n", url);
 	if (fclose(f) == 0)
 		rename(tmp, path);
 }
@@ -875,7 +884,7 @@ static int load_tls(struct fleet *fl, char **cert, char **key, char *err, size_t
 					       errlen) < 0)
 			return -1;
 		if (made)
-			log_info("serve: made a self-signed TLS certificate file=%s/%s",
+			log_info("serve: made a self-signed TLS certificate path=%s/%s",
 				 fl->cfg.data_dir, API_TLS_CERT_FILE);
 		snprintf(cbuf, sizeof(cbuf), "%s/%s", fl->cfg.data_dir, API_TLS_CERT_FILE);
 		snprintf(kbuf, sizeof(kbuf), "%s/%s", fl->cfg.data_dir, API_TLS_KEY_FILE);
@@ -949,9 +958,11 @@ static int start_api(struct fleet *fl, char *err, size_t errlen)
 	}
 	if (fl->cfg.data_dir && !fl->cfg.store)
 		write_url_file(fl);
-	log_info("serve: listening url=%s://%s port=%u data_dir=%s nodes=%zu sim_speed=%g "
+	char url[300];
+	bound_url(fl, url, sizeof(url));
+	log_info("serve: listening url=%s listen=%s port=%u data_dir=%s nodes=%zu sim_speed=%g "
 		 "faults=%s",
-		 fl->tls ? "https" : "http", fl->cfg.listen, api_server_port(fl->api),
+		 url, fl->cfg.listen, api_server_port(fl->api),
 		 fl->cfg.data_dir ? fl->cfg.data_dir : "-",
 		 fl->cache ? cache_node_count(fl->cache) : 0, fl->cfg.sim_speed,
 		 fl->cfg.sim_faults ? "on" : "off");

@@ -69,8 +69,8 @@ static int desired(struct slurm_tenant_sync *t, struct quota **out, size_t *n)
 		struct tenant tn;
 		char err[256];
 		if (!doc || tenant_from_json(doc, NULL, &tn, err, sizeof(err)) < 0) {
-			log_warn("tenant sync: %s does not decode: %s", kvs[i].key,
-				 doc ? err : "invalid JSON");
+			log_warn("tenant sync: stored tenant does not decode key=%s err=\"%s\"",
+				 kvs[i].key, doc ? err : "invalid JSON");
 			json_decref(doc);
 			continue;
 		}
@@ -95,10 +95,11 @@ static int apply(struct slurm_tenant_sync *t, const char *account, long gpus)
 	char err[512];
 	int rc = slurm_acct_set_gpu_quota(t->cfg.acct, account, gpus, err, sizeof(err));
 	if (rc < 0) {
-		log_warn("tenant sync: account=%s quota=%ld: %s", account, gpus, err);
+		log_warn("tenant sync: quota not set account=%s quota=%ld err=\"%s\"", account,
+			 gpus, err);
 		return rc;
 	}
-	log_info("tenant sync: account=%s GrpTRES=gres/gpu=%ld", account, gpus);
+	log_info("tenant sync: quota set account=%s grp_tres=gres/gpu=%ld", account, gpus);
 	return 0;
 }
 
@@ -108,7 +109,7 @@ int slurm_tenant_sync_pass(struct slurm_tenant_sync *t)
 	size_t nwant;
 	int rc = desired(t, &want, &nwant);
 	if (rc < 0) {
-		log_warn("tenant sync: cannot list tenants: %s", fp_err_name(rc));
+		log_warn("tenant sync: cannot list tenants rc=%s", fp_err_name(rc));
 		return rc;
 	}
 	int done = 0;

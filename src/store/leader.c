@@ -76,7 +76,7 @@ static void set_holder(struct leader *l, const char *h)
 		snprintf(l->holder, sizeof(l->holder), "%s", h);
 		if (*h)
 			metric_set(m_leader, (const char *const[]){h}, 1);
-		log_info("leader: the leader is now %s", *h ? h : "(none)");
+		log_info("leader: the leader changed leader=%s", *h ? h : "(none)");
 	}
 	pthread_mutex_unlock(&l->mu);
 }
@@ -102,7 +102,7 @@ static void step_down(struct leader *l, const char *why)
 	pthread_mutex_unlock(&l->mu);
 	metric_set(m_is_leader, NULL, 0);
 	if (call) {
-		log_warn("leader: lost leadership: %s", why);
+		log_warn("leader: lost leadership err=\"%s\"", why);
 		if (l->lost)
 			l->lost(l->arg, why);
 	}
@@ -130,7 +130,7 @@ static void campaign(struct leader *l)
 	if (rc < 0) {
 		static int64_t last_log;
 		if (store_etcd_mono_ms() - last_log > 5000) {
-			log_warn("leader: cannot read the leader key: %s", err);
+			log_warn("leader: cannot read the leader key err=\"%s\"", err);
 			last_log = store_etcd_mono_ms();
 		}
 		return;

@@ -411,7 +411,7 @@ static int etcd_post_until(struct store_etcd *e, const char *path, json_t *body,
 			    cc == CURLE_COULDNT_RESOLVE_HOST || (sent == 0 && http == 0)) {
 				if (!retry_sent)
 					log_info(
-						"store: etcd write not sent, trying another member: %s",
+						"store: etcd write not sent, trying another member err=\"%s\"",
 						err);
 				continue;
 			}
@@ -700,9 +700,10 @@ static void *watch_main(void *arg)
 			if (cc == CURLE_OPERATION_TIMEDOUT && w.got)
 				log_debug("store: etcd watch idle for 60 s; reconnecting");
 			else if (fails++ % 50 == 0)
-				log_warn("store: etcd watch ended endpoint=%s rc=%d (%s); "
-					 "reconnecting",
-					 e->endpoints[idx], (int)cc, curl_easy_strerror(cc));
+				log_warn(
+					"store: etcd watch ended, reconnecting endpoint=%s curl_rc=%d "
+					"err=\"%s\"",
+					e->endpoints[idx], (int)cc, curl_easy_strerror(cc));
 			struct timespec ts = {0, 100 * 1000000L};
 			nanosleep(&ts, NULL);
 		} else {
@@ -925,7 +926,7 @@ static int etcd_get(struct store_impl *b, const char *key, struct store_kv *out)
 	int rc = etcd_post(e, "/v3/kv/range", body, 1, &resp, err, sizeof(err));
 	json_decref(body);
 	if (rc < 0) {
-		log_debug("store: etcd get failed key=%s: %s", key, err);
+		log_debug("store: etcd get failed key=%s err=\"%s\"", key, err);
 		return rc == FP_EPARSE ? FP_EIO : rc;
 	}
 	json_t *kvs = json_object_get(resp, "kvs");
@@ -980,7 +981,7 @@ static int etcd_list(struct store_impl *b, const char *prefix, const char *start
 	int rc = etcd_post(e, "/v3/kv/range", body, 1, &resp, err, sizeof(err));
 	json_decref(body);
 	if (rc < 0) {
-		log_debug("store: etcd list failed prefix=%s: %s", prefix, err);
+		log_debug("store: etcd list failed prefix=%s err=\"%s\"", prefix, err);
 		return rc == FP_EPARSE ? FP_EIO : rc;
 	}
 	json_t *kvs = json_object_get(resp, "kvs");
@@ -1146,7 +1147,7 @@ static int txn_resolve(struct store_etcd *e, const struct store_op *ops, size_t 
 	int rc = etcd_post(e, "/v3/kv/txn", body, 1, &resp, err, sizeof(err));
 	json_decref(body);
 	if (rc < 0) {
-		log_warn("store: etcd write outcome unknown and unresolved (read: %s)", err);
+		log_warn("store: etcd write outcome unknown and unresolved err=\"%s\"", err);
 		return FP_EIO;
 	}
 	json_t *rs = json_object_get(resp, "responses");
@@ -1315,9 +1316,9 @@ static int etcd_txn(struct store_impl *b, const struct store_op *ops, size_t n, 
 			break;
 		}
 		if (rc < 0 && !unsure) {
-			log_warn("store: etcd txn failed ops=%zu: %s", n, err);
+			log_warn("store: etcd txn failed ops=%zu err=\"%s\"", n, err);
 			if (rc == FP_ETOOBIG)
-				log_warn("store: etcd refused a transaction of %zu ops: %s", n,
+				log_warn("store: etcd refused a transaction ops=%zu err=\"%s\"", n,
 					 err);
 			rc = rc == FP_EPARSE || rc == FP_ECOMPACTED ? FP_EIO : rc;
 			goto out;
@@ -1336,22 +1337,20 @@ static int etcd_txn(struct store_impl *b, const struct store_op *ops, size_t n, 
 		resp = NULL;
 		if (unsure)
 			log_warn(
-				"store: etcd write outcome unknown (ops=%zu, try %d): %s; resolving",
+				"store: etcd write outcome unknown, resolving ops=%zu try=%d err=\"%s\"",
 				n, attempt + 1, err);
 		unsure_seen = 1;
 		if (!pins)
 			pins = xcalloc(n ? n : 1, sizeof(*pins));
 		rc = txn_resolve(e, ops, n, fenced, fkey, frev, r0, pins, &r, failed_index);
 		if (rc == 1) {
-			log_info("store: etcd write resolved: applied at revision %lld",
-				 (long long)r);
+			log_info("store: etcd write resolved: applied rev=%lld", (long long)r);
 			break;
 		}
 		if (rc < 0) /* a store error, FP_EIO, or -1: the fence is lost */
 			goto refused;
 		if (attempt >= 8) {
-			log_warn("store: etcd write not applied after %d tries: giving up",
-				 attempt + 1);
+			log_warn("store: etcd write not applied, giving up tries=%d", attempt + 1);
 			rc = FP_EIO;
 			goto out;
 		}
@@ -1472,7 +1471,7 @@ static int etcd_compact(struct store_impl *b, int64_t rev)
 	json_decref(body);
 	json_decref(resp);
 	if (rc < 0 && rc != FP_ECOMPACTED) { /* compacted already (by another process): fine */
-		log_debug("store: etcd compaction failed rev=%lld: %s", (long long)rev, err);
+		log_debug("store: etcd compaction failed rev=%lld err=\"%s\"", (long long)rev, err);
 		return FP_EIO;
 	}
 	pthread_mutex_lock(&e->mu);

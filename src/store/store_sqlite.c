@@ -17,11 +17,17 @@
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <fcntl.h> /* open(2) flags for fsync of the schema backup (sq_backup) */
 
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/log.h"
 #include "base/metrics.h"
 #include "store/store_int.h"
 #include "base/banned.h"
@@ -31,6 +37,27 @@
 #define SQ_SCHEMA_VERSION 2 /* 2: change ids shifted by 15 (1: by 11) */
 
 _Static_assert(STORE_MAX_TXN_OPS <= (1 << SQ_ID_SHIFT), "op index must fit in changes.id");
+
+/* Schema history (PRAGMA user_version). Every version is upgraded in place on open, never
+ * refused; a version newer than SQ_SCHEMA_VERSION is refused (run the newer binary).
+ *   0  a new, empty file (nothing to upgrade: sq_schema creates the tables)
+ *   1  1d851ce..bf37143: the tables of sq_schema, changes.id = rev << 11 | op index
+ *   2  699a45d..: the same tables, changes.id = rev << 15 | op index
+ * sq_migrations[i] takes a store from version i + 1 to i + 2; all the steps from a store's
+ * version to SQ_SCHEMA_VERSION run in one transaction with the new user_version, after a
+ * backup of the whole file (sq_backup). */
+static const char *const sq_migrations[SQ_SCHEMA_VERSION - 1] = {
+	/* 1 -> 2: re-encode the change ids. A new table, not UPDATE in place: a re-encoded id
+	 * can equal an old id not re-encoded yet (rev 1 op 0 becomes 32768 = rev 16 op 0 of v1),
+	 * which an in-place UPDATE of the primary key would refuse. */
+	"CREATE TABLE changes_v2("
+	" id INTEGER PRIMARY KEY, key TEXT NOT NULL, type INTEGER NOT NULL, value TEXT,"
+	" create_rev INTEGER NOT NULL);"
+	"INSERT INTO changes_v2(id, key, type, value, create_rev)"
+	" SELECT ((id >> 11) << 15) | (id & 2047), key, type, value, create_rev FROM changes;"
+	"DROP TABLE changes;"
+	"ALTER TABLE changes_v2 RENAME TO changes;",
+};
 
 static const char sq_schema[] =
 	"CREATE TABLE IF NOT EXISTS kv("
@@ -236,6 +263,119 @@ fail:
 	return rc;
 }
 
+/* fsyncs path (a file or a directory); 0 or -errno. */
+static int sq_fsync_path(const char *path, int dir)
+{
+	int fd = open(path, (dir ? O_DIRECTORY : 0) | O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+/* sq_backup copies the whole database of s->wdb (WAL content included) with SQLite's online
+ * backup API to "<path>.v<version>.bak" - or "<path>.v<version>.<unix-seconds>.bak" when that
+ * exists already (an earlier upgrade's backup is never overwritten) - then fsyncs the file and
+ * its directory. The chosen name goes to out. 0 or FP_EIO with err naming the step. */
+static int sq_backup(struct store_sqlite *s, int version, char *out, size_t outlen, char *err,
+		     size_t errlen)
+{
+	if ((size_t)snprintf(out, outlen, "%s.v%d.bak", s->path, version) + 24 >= outlen)
+		return fp_errf(FP_EIO, err, errlen, "sqlite %s: path too long for a backup name",
+			       s->path);
+	if (access(out, F_OK) == 0)
+		snprintf(out, outlen, "%s.v%d.%lld.bak", s->path, version, (long long)time(NULL));
+	if (access(out, F_OK) == 0)
+		return fp_errf(FP_EIO, err, errlen, "sqlite %s: backup %s exists already", s->path,
+			       out);
+	sqlite3 *dst = NULL;
+	int rc = 0;
+	if (sqlite3_open_v2(out, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+	    SQLITE_OK) {
+		rc = fp_errf(FP_EIO, err, errlen, "sqlite %s: backup %s: %s", s->path, out,
+			     dst ? sqlite3_errmsg(dst) : "cannot open");
+		goto out;
+	}
+	sqlite3_backup *b = sqlite3_backup_init(dst, "main", s->wdb, "main");
+	int step = b ? sqlite3_backup_step(b, -1) : SQLITE_ERROR;
+	int fin = b ? sqlite3_backup_finish(b) : SQLITE_ERROR;
+	if (step != SQLITE_DONE || fin != SQLITE_OK) {
+		rc = fp_errf(FP_EIO, err, errlen, "sqlite %s: backup to %s failed: %s", s->path,
+			     out, sqlite3_errmsg(dst));
+		goto out;
+	}
+	if (sqlite3_close(dst) != SQLITE_OK) {
+		rc = fp_errf(FP_EIO, err, errlen, "sqlite %s: backup %s: close failed", s->path,
+			     out);
+		dst = NULL;
+		goto out;
+	}
+	dst = NULL;
+	char dir[4400];
+	snprintf(dir, sizeof(dir), "%s", out);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	int frc = sq_fsync_path(out, 0);
+	if (frc == 0)
+		frc = sq_fsync_path(dir, 1);
+	if (frc < 0)
+		rc = fp_errf(FP_EIO, err, errlen, "sqlite %s: backup %s: fsync: %s", s->path, out,
+			     strerror(-frc));
+out:
+	if (dst)
+		sqlite3_close(dst);
+	if (rc < 0)
+		unlink(out);
+	return rc;
+}
+
+/* sq_migrate upgrades a store of schema version (1 <= version < SQ_SCHEMA_VERSION) in place:
+ * backup first (sq_backup), then every step of sq_migrations from version on and the new
+ * user_version in one transaction - a failed step leaves the store as it was. Logs the backup's
+ * name. 0 or FP_EIO with err naming the step. */
+static int sq_migrate(struct store_sqlite *s, int version, char *err, size_t errlen)
+{
+	char bak[4300];
+	int rc = sq_backup(s, version, bak, sizeof(bak), err, errlen);
+	if (rc < 0)
+		return rc;
+	log_info("store: sqlite schema backup written path=%s backup=%s version=%d", s->path, bak,
+		 version);
+	char *msg = NULL;
+	if (sqlite3_exec(s->wdb, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK)
+		goto fail;
+	for (int v = version; v < SQ_SCHEMA_VERSION; v++) {
+		if (sqlite3_exec(s->wdb, sq_migrations[v - 1], NULL, NULL, &msg) != SQLITE_OK) {
+			rc = fp_errf(FP_EIO, err, errlen,
+				     "sqlite %s: schema upgrade %d -> %d failed: %s (the store is "
+				     "unchanged; backup %s)",
+				     s->path, v, v + 1, msg ? msg : "unknown", bak);
+			sqlite3_free(msg);
+			sqlite3_exec(s->wdb, "ROLLBACK", NULL, NULL, NULL);
+			return rc;
+		}
+	}
+	char set[64];
+	snprintf(set, sizeof(set), "PRAGMA user_version = %d; COMMIT;", SQ_SCHEMA_VERSION);
+	if (sqlite3_exec(s->wdb, set, NULL, NULL, &msg) != SQLITE_OK)
+		goto fail;
+	log_info("store: sqlite schema upgraded path=%s from=%d to=%d backup=%s", s->path, version,
+		 SQ_SCHEMA_VERSION, bak);
+	return 0;
+fail:
+	rc = fp_errf(FP_EIO, err, errlen,
+		     "sqlite %s: schema upgrade: %s (the store is unchanged; "
+		     "backup %s)",
+		     s->path, msg ? msg : sqlite3_errmsg(s->wdb), bak);
+	sqlite3_free(msg);
+	sqlite3_exec(s->wdb, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
 /* WAL mode, schema, version check, revisions. Runs on the write connection during open. */
 static int sq_init_db(struct store_sqlite *s, char *err, size_t errlen)
 {
@@ -261,18 +401,17 @@ static int sq_init_db(struct store_sqlite *s, char *err, size_t errlen)
 	int version = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
 	st = NULL;
-	if (version > SQ_SCHEMA_VERSION) {
-		rc = fp_errf(FP_EIO, err, errlen, "sqlite %s: schema version %d is newer than %d",
-			     s->path, version, SQ_SCHEMA_VERSION);
-		goto out;
-	}
-	if (version != 0 && version < SQ_SCHEMA_VERSION) {
+	if (version > SQ_SCHEMA_VERSION || version < 0) {
 		rc = fp_errf(FP_EIO, err, errlen,
-			     "sqlite %s: schema version %d was written by an older fleetplane "
-			     "(this one uses %d); start from a new data dir",
-			     s->path, version, SQ_SCHEMA_VERSION);
+			     "sqlite %s: schema version %d was written by a newer fleetplane (this "
+			     "one reads up to %d): run that version, or restore the backup "
+			     "<store>.v%d.bak it made when it upgraded this store",
+			     s->path, version, SQ_SCHEMA_VERSION, SQ_SCHEMA_VERSION);
 		goto out;
 	}
+	if (version != 0 && version < SQ_SCHEMA_VERSION &&
+	    (rc = sq_migrate(s, version, err, errlen)) < 0)
+		goto out;
 	char *sql = xasprintf("BEGIN IMMEDIATE; %s PRAGMA user_version = %d; COMMIT;", sq_schema,
 			      SQ_SCHEMA_VERSION);
 	int src = sqlite3_exec(s->wdb, sql, NULL, NULL, &msg);

@@ -122,7 +122,7 @@ assert_eq "GET $SYS 401 auth=badtoken" "$(head -1 "$WORK/sess.after")" "sess: th
 assert_eq 1 "$(count "$RESET 204 auth=basic ResetType=ForceOff" <"$WORK/sess.after")" "sess: ForceOff Resets over basic auth"
 assert_eq 0 "$(grep -c ' auth=session' "$WORK/sess.after" || true)" "sess: requests with a session while none could be made"
 assert_eq 0 "$(grep -c '^POST /redfish/v1/SessionService/Sessions 201 ' "$WORK/sess.after" || true)" "sess: sessions made while the limit was reached"
-assert_eq 1 "$(grep -c -F "warn redfish: session limit reached, using basic auth until a session can be made bmc=$(redfish_url sess) user=admin" "$D/serve.log" || true)" \
+assert_eq 1 "$(grep -c -F "level=warn msg=\"redfish: session limit reached, using basic auth until a session can be made\" bmc=$(redfish_url sess) user=admin" "$D/serve.log" || true)" \
 	"sess: warn lines in serve.log"
 assert_eq "True Answered" "$(cond rf-sess BMCReachable)" "rf-sess BMCReachable over basic auth"
 assert_eq "False BMCReportsOff" "$(cond rf-sess PoweredOn)" "rf-sess PoweredOn after power off"

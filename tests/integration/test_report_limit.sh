@@ -15,7 +15,7 @@
 . "$(dirname "$0")/lib.sh"
 D="$WORK/d"
 start_serve "$D" --sim 8 --sim-speed 100 --report-rate 0.01 --report-burst 2 --report-events 1
-grep -q "api report limit per node reports_per_s=0.01 burst=2 events_per_min=1 events_burst=256" "$D/serve.log" ||
+grep -q "msg=\"api report limit per node (negative = off)\" reports_per_s=0.01 burst=2 events_per_min=1 events_burst=256$" "$D/serve.log" ||
 	fail "serve.log does not show the report limit"
 
 body_of() { sed -n '2,$p' <<<"$1"; }
@@ -79,7 +79,7 @@ agent3() {
 }
 agent3
 assert_eq 1 "$RC" "agent --once on 429: exit code ($(tail -n 3 "$WORK/agent.err"))"
-grep -q "agent report kept for a retry node=r01n03 seq=1 status=429" "$WORK/agent.err" ||
+grep -q "msg=\"agent report kept for a retry\" node=r01n03 seq=1 status=429" "$WORK/agent.err" ||
 	fail "the agent did not log the kept report: $(cat "$WORK/agent.err")"
 assert_eq 1 "$(ls "$WORK/s3/outbox" | grep -c '\.json$')" "outbox files after the 429"
 assert_eq 0 "$("$FP" health events --node r01n03 --limit 0 -o json | jq '.items | length')" "events of r01n03 after the 429"

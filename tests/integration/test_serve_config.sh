@@ -58,13 +58,13 @@ for i in $(seq 1 300); do
 	sleep 0.1
 done
 assert_eq "http://127.0.0.1:$port" "$(cat "$D/serve.url")" "serve.url from the file's listen"
-grep -q "serve: listening url=http://127.0.0.1:$port .*sim_speed=200 " "$WORK/serve.log" ||
+grep -q "msg=\"serve: listening\" url=http://127.0.0.1:$port .*sim_speed=200 " "$WORK/serve.log" ||
 	fail "log does not show the file's listen and sim-speed"
 stop_serve
 
 # A flag overrides the file, whether it comes before or after --config.
 start_serve "$D" --sim-speed 50 --config "$CONF"
-grep -q "serve: listening url=http://127.0.0.1:[0-9]* .*sim_speed=50 " "$D/serve.log" ||
+grep -q "msg=\"serve: listening\" url=http://127.0.0.1:[0-9]* .*sim_speed=50 " "$D/serve.log" ||
 	fail "--sim-speed 50 did not override the file's 200"
 [ "$FLEETPLANE_URL" != "http://127.0.0.1:$port" ] || fail "--listen did not override the file"
 stop_serve

@@ -50,7 +50,7 @@ wait_phase available 2 60
 nodes_line() { grep '^NodeName=' "$WORK/fp-nodes.conf" 2>/dev/null | cut -d' ' -f1; }
 wait_for 15 "n1 and n2 in the generated nodes.conf" is nodes_line "NodeName=n[1-2]" || { cat "$WORK/fp-nodes.conf" >&2; exit 1; }
 assert_eq "2" "$(grep -c '^NodeName=n[12] Name=gpu ' "$WORK/fp-gres.conf")" "gres.conf lines"
-wait_for 15 "scontrol reconfigure after the change" grep -q "slurm reconfigure done nodes=2" "$WORK/d/serve.log"
+wait_for 15 "scontrol reconfigure after the change" grep -q "msg=\"slurm reconfigure done\" nodes=2" "$WORK/d/serve.log"
 
 # fleetplane's drain in Slurm, then its resume
 out=$("$FP" node drain n1 --reason "dimm swap")
