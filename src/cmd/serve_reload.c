@@ -93,7 +93,7 @@ int serve_reload(int argc, char **argv, struct serve_opts *cur, struct fleet *fl
 	return 0;
 bad:
 	free(n);
-	log_error("serve: reload failed, running settings kept config=%s error=\"%s\"", cur->config,
+	log_error("serve: reload failed, running settings kept config=%s err=\"%s\"", cur->config,
 		  err);
 	return rc;
 }

@@ -98,13 +98,14 @@ static void note_write(struct store *s, int rc)
 		s->fail_last_ms = now;
 		if (!s->fail_logged_ms || now - s->fail_logged_ms >= STORE_FAIL_LOG_MS) {
 			s->fail_logged_ms = now;
-			log_warn("store: writes fail err=%s (%s) failed=%llu for=%llds%s",
+			log_warn("store: writes fail rc=%s err=%s failed=%llu for_s=%lld hint=%s",
 				 fp_err_name(rc), fp_err_msg(rc), (unsigned long long)s->fail_count,
 				 (long long)((now - s->fail_first_ms) / 1000),
-				 rc == FP_ENOSPC ? "; free space on the store's file system" : "");
+				 rc == FP_ENOSPC ? "free space on the store's file system"
+						 : "see the store's disk");
 		}
 	} else if (s->fail_count) {
-		log_info("store: writes succeed again failed=%llu for=%llds",
+		log_info("store: writes succeed again failed=%llu for_s=%lld",
 			 (unsigned long long)s->fail_count,
 			 (long long)((now - s->fail_first_ms) / 1000));
 		s->fail_count = 0;

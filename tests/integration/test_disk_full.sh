@@ -36,14 +36,14 @@ assert_eq insufficient-storage "$(tail -n +2 "$WORK/resp" | jq -r .type | sed 's
 assert_eq 503 "$(curl -s -o /dev/null -w '%{http_code}' "$FLEETPLANE_URL/readyz")" "/readyz while writes fail"
 assert_eq "store out of space" "$(curl -s "$FLEETPLANE_URL/readyz" | jq -r .reason)" "/readyz reason"
 for j in $(seq 1 20); do enroll "m$j" >/dev/null; done
-assert_eq 1 "$(grep -c 'writes fail err=FP_ENOSPC' "$SMALL/d/serve.log")" \
+assert_eq 1 "$(grep -c 'msg="store: writes fail" rc=FP_ENOSPC' "$SMALL/d/serve.log")" \
 	"warnings naming FP_ENOSPC after 21 failed writes"
 assert_eq 200 "$(curl -s -o /dev/null -w '%{http_code}' "$FLEETPLANE_URL/healthz")" "/healthz (alive) meanwhile"
 
 rm -f "$SMALL/fill"
 assert_eq 201 "$(enroll again)" "enroll after space was freed"
 assert_eq 200 "$(curl -s -o /dev/null -w '%{http_code}' "$FLEETPLANE_URL/readyz")" "/readyz after a write succeeded"
-grep -q 'writes succeed again' "$SMALL/d/serve.log" || fail "no recovery line in the log"
+grep -q 'msg="store: writes succeed again"' "$SMALL/d/serve.log" || fail "no recovery line in the log"
 # every acknowledged node is there, none of the refused ones
 assert_eq $((ok + 1)) "$("$FP" node list -o json | jq '.items | length')" "nodes after recovery"
 stop_serve

@@ -60,7 +60,7 @@ wait_line "$LOG" 'serve: restart needed"? keys=bmc-timeout'
 # a broken file: FILE:LINE named, old settings kept (still at debug), serve answers
 printf 'log-level info\nsite-qps 20\nbmc-timeout soon\n' >"$CONF"
 kill -HUP "$SERVE_PID"
-wait_line "$LOG" "serve: reload failed, running settings kept\"? config=$CONF error=\"$CONF:3: bmc-timeout: "
+wait_line "$LOG" "serve: reload failed, running settings kept\"? config=$CONF err=\"$CONF:3: bmc-timeout: "
 kill -0 "$SERVE_PID" || fail "serve died on a SIGHUP with a broken file"
 n=$(grep -cE 'debug.*readyz' "$LOG")
 assert_eq 200 "$(readyz)" "readyz after a broken reload"
