@@ -9,9 +9,15 @@ nodes_json "$N" > "$WORK/nodes.json"
 out=$("$FP" node enroll -f "$WORK/nodes.json")
 assert_eq "enrolled $N nodes" "$out" "enroll output"
 wait_phase available "$N" 240
-metrics=$(curl -s -H "Authorization: Bearer $FLEETPLANE_TOKEN" "$FLEETPLANE_URL/metrics")
+# /metrics counts from the controller's cache, which follows the store's change feed: it may
+# lag the list above by a moment, so look again for up to 5 s
+for i in $(seq 1 50); do
+	metrics=$(curl -s -H "Authorization: Bearer $FLEETPLANE_TOKEN" "$FLEETPLANE_URL/metrics")
+	echo "$metrics" | grep -qx "fleetplane_nodes{phase=\"available\"} $N" && break
+	sleep 0.1
+done
 echo "$metrics" | grep -qx "fleetplane_nodes{phase=\"available\"} $N" ||
-	fail "metrics do not show $N available nodes"
+	fail "metrics do not show $N available nodes: $(echo "$metrics" | grep '^fleetplane_nodes{' | tr '\n' ' ')"
 echo "$metrics" | grep -qx 'fleetplane_nodes{phase="provisioning"} 0' ||
 	fail "metrics show nodes still provisioning"
 # Every node ran exactly one inspect, provision and validate operation, all succeeded.
