@@ -140,8 +140,9 @@ json_t *jsonx_string_lossy(const char *s)
 
 /* Decodes one well-formed UTF-8 sequence at p (n bytes left): its length, or 0 when malformed
  * (overlong, surrogate, above U+10FFFF, cut short). */
-static size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *cp)
+size_t jsonx_utf8_next(const char *s, size_t n, uint32_t *cp)
 {
+	const unsigned char *p = (const unsigned char *)s;
 	if (p[0] < 0x80) {
 		*cp = p[0];
 		return 1;
@@ -162,13 +163,18 @@ static size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *cp)
 	return len;
 }
 
+int jsonx_cp_unsafe(uint32_t cp)
+{
+	return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) ||
+	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
 int jsonx_text_check(const char *s, size_t len, size_t max_chars, char *why, size_t whylen)
 {
-	const unsigned char *p = (const unsigned char *)s;
 	size_t chars = 0;
 	for (size_t i = 0; i < len; chars++) {
 		uint32_t cp = 0;
-		size_t l = utf8_decode(p + i, len - i, &cp);
+		size_t l = jsonx_utf8_next(s + i, len - i, &cp);
 		if (l == 0) {
 			snprintf(why, whylen, "not valid UTF-8 at byte %zu", i);
 			return -1;

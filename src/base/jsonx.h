@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Parses len bytes as one JSON value (no trailing garbage, no NUL bytes, duplicate keys
  * rejected). On error returns FP_EPARSE and writes "line L column C: <why>" into err.
@@ -24,6 +25,15 @@ char *jsonx_utf8_lossy(const char *s);
  * text from outside (BMC answers, truncated error messages) must not vanish from a document.
  * NULL only for s == NULL. New reference. */
 json_t *jsonx_string_lossy(const char *s);
+
+/* jsonx_utf8_next decodes the well-formed UTF-8 sequence (RFC 3629 section 4: no overlongs, no
+ * surrogates, at most U+10FFFF) at s, n > 0 bytes left: returns its length (1..4) with the code
+ * point in *cp, or 0 when the bytes there are not one. */
+size_t jsonx_utf8_next(const char *s, size_t n, uint32_t *cp);
+/* 1 for a code point that must not reach a terminal or a person's screen as it is: C0 controls
+ * and DEL, C1 controls U+0080..U+009F, bidirectional embeddings, overrides and isolates
+ * (U+202A..U+202E, U+2066..U+2069; Unicode UAX #9). */
+int jsonx_cp_unsafe(uint32_t cp);
 
 /* jsonx_text_check checks free text that people will read (a reason, a message): len bytes of
  * well-formed UTF-8 (RFC 3629 section 4) of 1..max_chars code points, with no NUL, no C0

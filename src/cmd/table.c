@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/jsonx.h"
 #include "base/err.h"
 
 #include "base/banned.h"
@@ -43,29 +44,31 @@ size_t table_width(const char *s)
 char *table_clean(const char *s, size_t maxw)
 {
 	size_t n = strlen(s);
+	/* each input byte becomes at most one output byte ('?' for a bad or unsafe one), and a
+	 * character at most its own bytes; plus the ellipsis and the NUL */
 	char *out = xmalloc(n + 4);
-	size_t j = 0, w = 0, cut = 0;
-	size_t total = table_width(s);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		int lead = (ch & 0xC0) != 0x80;
-		if (lead) {
-			if (maxw && total > maxw && w == maxw - 1) {
-				cut = 1;
-				break;
-			}
-			w++;
-		}
-		if (ch == '\t' || ch == '\n' || ch == '\r')
-			out[j++] = ' ';
-		else if (ch < 0x20 || ch == 0x7f)
-			out[j++] = '?';
-		else
-			out[j++] = (char)ch;
+	size_t j = 0, w = 0, total = 0;
+	for (size_t i = 0; i < n; total++) {
+		uint32_t cp;
+		size_t l = jsonx_utf8_next(s + i, n - i, &cp);
+		i += l ? l : 1;
 	}
-	if (cut) {
-		memcpy(out + j, "\xE2\x80\xA6", 3); /* U+2026 HORIZONTAL ELLIPSIS */
-		j += 3;
+	for (size_t i = 0; i < n;) {
+		if (maxw && total > maxw && w == maxw - 1) {
+			memcpy(out + j, "\xE2\x80\xA6", 3); /* U+2026 HORIZONTAL ELLIPSIS */
+			j += 3;
+			break;
+		}
+		uint32_t cp = 0;
+		size_t l = jsonx_utf8_next(s + i, n - i, &cp);
+		if (l && (cp == '\t' || cp == '\n' || cp == '\r'))
+			out[j++] = ' ';
+		else if (!l || jsonx_cp_unsafe(cp))
+			out[j++] = '?'; /* not UTF-8, a control, a C1 control or a bidi control */
+		else
+			memcpy(out + j, s + i, l), j += l;
+		i += l ? l : 1;
+		w++;
 	}
 	out[j] = 0;
 	return out;

@@ -51,8 +51,10 @@ void table_release(struct table *t);
 
 /* Display width of a UTF-8 string in code points. */
 size_t table_width(const char *s);
-/* Returns a malloc'd copy of s with \t \n \r turned into spaces and other control bytes into
- * '?', cut to maxw code points ending in "…" when longer (maxw 0 = no cut). */
+/* Returns a malloc'd copy of s with \t \n \r turned into spaces and every other character that
+ * must not reach a terminal as it is - C0 and C1 controls, DEL, bidi controls (jsonx_cp_unsafe)
+ * - and every byte that is not well-formed UTF-8 into '?', cut to maxw characters ending in
+ * "…" when longer (maxw 0 = no cut). */
 char *table_clean(const char *s, size_t maxw);
 
 /* Writes how long ago then_ms was at now_ms, kubectl style, into out: "45s" under a minute,
