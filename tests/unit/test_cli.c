@@ -522,13 +522,19 @@ static void test_table_clean_utf8(void **state)
 	assert_string_equal(s, "abcd");
 	free(s);
 	/* nothing reaches the terminal as it is: ESC, C1 CSI, a bidi override, a bad byte */
-	s = table_clean("a\x1b[2Jb\xC2\x9B" "1mc\xE2\x80\xAE" "d\xFF" "e\tf", 0);
+	s = table_clean("a\x1b[2Jb\xC2\x9B"
+			"1mc\xE2\x80\xAE"
+			"d\xFF"
+			"e\tf",
+			0);
 	assert_string_equal(s, "a?[2Jb?1mc?d?e f");
 	free(s);
 	s = table_clean("\xC2\xA0\xE2\x80\xAF", 0); /* U+00A0, U+202F: printable, kept */
 	assert_string_equal(s, "\xC2\xA0\xE2\x80\xAF");
 	free(s);
-	s = table_clean("\xFF\xFE\xFD" "x", 3); /* bad bytes count one each */
+	s = table_clean("\xFF\xFE\xFD"
+			"x",
+			3); /* bad bytes count one each */
 	assert_string_equal(s, "??\xE2\x80\xA6");
 	free(s);
 }
