@@ -15,6 +15,7 @@ test_pkgs=(libcmocka-dev clang clang-format libclang-rt-14-dev prometheus curl p
 test_pkgs+=(python3-kubernetes) # kube (issue 13): kubectl comes with the image (google-cloud-cli)
 # fleetplane sim --plot (issue 12)
 test_pkgs+=(gnuplot-nox)
+test_pkgs+=(chromium chromium-driver python3-selenium) # web (issue 15): tests/ops/test_web.sh drives the fleet page in headless Chromium
 
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")

@@ -33,6 +33,21 @@
     return e;
   }
 
+  function rvOf(n) {
+    return Number((n && n.metadata && n.metadata.resourceVersion) || 0);
+  }
+
+  // Stores n unless the map already holds a later revision of it (the answer to a drain can
+  // arrive after the watch already delivered what followed it). Returns 1 when stored.
+  function put(n) {
+    const name = n.metadata.name;
+    const have = nodes.get(name);
+    if (have && rvOf(have) > rvOf(n)) return 0;
+    nodes.set(name, n);
+    schedule(name);
+    return 1;
+  }
+
   function phaseClass(p) {
     return 'ph-' + (PHASES.includes(p) ? p : 'unknown');
   }
@@ -155,6 +170,7 @@
         holds.map((h) => h.owner + ': ' + h.reason).join('; ') + ')' : '');
     }
     if (selected && dirty.has(selected)) renderDetailNode();
+    if (dirty.size) soonBB();
     dirty.clear();
     renderSummary();
   }
@@ -237,9 +253,12 @@
         if (md.resourceVersion) rv = md.resourceVersion;
         if (ev.type === 'BOOKMARK') continue;
         if (!md.name) continue;
-        if (ev.type === 'DELETED') nodes.delete(md.name);
-        else nodes.set(md.name, o);
-        schedule(md.name);
+        if (ev.type === 'DELETED') {
+          nodes.delete(md.name);
+          schedule(md.name);
+        } else {
+          put(o);
+        }
       }
     }
   }
@@ -292,8 +311,17 @@
     tbody.append(tr);
   }
 
+  // Budgets count nodes by phase: read them again a second after nodes change (one read for a
+  // burst of changes).
+  let bbSoon = 0;
+  function soonBB() {
+    if (bbSoon || !bbTimer) return;
+    bbSoon = setTimeout(() => { bbSoon = 0; refreshBB(); }, 1000);
+  }
+
   async function refreshBB() {
     const gen = generation;
+    if (!token) return;
     try {
       const [b, k] = await Promise.all([api('GET', '/v1/budgets'), api('GET', '/v1/breakers')]);
       if (gen !== generation) return;
@@ -428,10 +456,7 @@
       const n = await api('POST', '/v1/nodes/' + encodeURIComponent(name) + ':' + verb,
         verb === 'resume' && !reason ? {} : { reason });
       if (name === selected) $('d-ok').textContent = verb + ' accepted';
-      if (n && n.metadata && nodes.has(name)) {
-        nodes.set(name, n);
-        schedule(name);
-      }
+      if (n && n.metadata && nodes.has(name)) put(n);
       if (name === selected) loadDetailLists();
     } catch (e) {
       if (name === selected) $('d-err').textContent = verb + ' ' + name + ' refused: ' + e.message;
@@ -448,6 +473,8 @@
     watchAbort = null;
     clearInterval(bbTimer);
     bbTimer = 0;
+    clearTimeout(bbSoon);
+    bbSoon = 0;
   }
 
   function logout(msg) {
