@@ -22,8 +22,8 @@ struct ui_asset {
 
 /* Only this origin's script, style, images and API calls; no inline script or style, no
  * plugins, no framing, no form posts, no <base>. */
-#define UI_CSP                                                                                     \
-	"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "                \
+#define UI_CSP                                                                      \
+	"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " \
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 static const struct ui_asset *ui_find(const char *name)
@@ -47,8 +47,8 @@ static int etag_matches(const char *inm, const char *etag)
 			return 1;
 		if (p[0] == 'W' && p[1] == '/')
 			p += 2;
-		if (strncmp(p, etag, el) == 0 && (p[el] == 0 || p[el] == ',' || p[el] == ' ' ||
-						  p[el] == '\t'))
+		if (strncmp(p, etag, el) == 0 &&
+		    (p[el] == 0 || p[el] == ',' || p[el] == ' ' || p[el] == '\t'))
 			return 1;
 		p = strchr(p, ',');
 		if (!p)
