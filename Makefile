@@ -62,6 +62,19 @@ $(BUILD)/commit.stamp: FORCE
 	@mkdir -p $(dir $@); [ "$$(cat $@ 2>/dev/null)" = "$(FP_COMMIT)" ] || echo "$(FP_COMMIT)" > $@
 .PHONY: FORCE
 
+# web (issue 15): the fleet page (web/) compiled into serve: scripts/embed.c, built first with the
+# same compiler (xxd and python3 are not build dependencies), writes the header src/api/ui.c
+# includes.
+UI_FILES := $(sort $(wildcard web/*.html web/*.css web/*.js web/*.svg))
+$(BUILD)/embed: scripts/embed.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O1 $(WARN) -o $@ $<
+$(BUILD)/gen/ui_assets.h: $(BUILD)/embed $(UI_FILES)
+	@mkdir -p $(dir $@)
+	$(BUILD)/embed $@ $(UI_FILES)
+$(BUILD)/api/ui.o: $(BUILD)/gen/ui_assets.h
+$(BUILD)/api/ui.o: CFLAGS += -I$(BUILD)/gen
+
 # A unit test names the layers it links on its first line: /* layers: base core store */
 test_layers = $(shell sed -n '1s|^/\* layers: \(.*\) \*/|\1|p' $(1))
 # Every unit test also links tests/unit/support/filter.o (FP_TEST_FILTER / F=, see run-unit.sh).

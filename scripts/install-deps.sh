@@ -39,6 +39,7 @@ install_npm() {
 	$sudo mkdir -p "$npm_prefix"
 	$sudo npm install --prefix "$npm_prefix" --no-audit --no-fund --loglevel=error "${npm_pkgs[@]}" >/dev/null
 }
+test_pkgs+=(chromium chromium-driver python3-selenium) # web (issue 15): tests/ops/test_web.sh drives the fleet page in headless Chromium
 
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")

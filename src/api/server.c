@@ -41,6 +41,7 @@
 
 #include "api/api_int.h"
 #include "api/reply.h"
+#include "api/ui.h"
 #include "api/watch.h"
 #include "base/alloc.h"
 #include "base/err.h"
@@ -173,6 +174,12 @@ static const struct api_route routes[] = {
 	{"POST", "/v1/tokens", API_ROLE_ADMIN, API_R_V1, api_tokens_create},
 	{"GET", "/v1/tokens/{name}", API_ROLE_ADMIN, API_R_V1, api_token_get},
 	{"DELETE", "/v1/tokens/{name}", API_ROLE_ADMIN, API_R_V1, api_token_delete},
+	/* web (issue 15): the fleet page's static assets (ui.c); its data come from the API with
+	 * the user's token */
+	{"GET", "/", API_ROLE_NONE, API_R_FAST, api_ui_root},
+	{"GET", "/ui", API_ROLE_NONE, API_R_FAST, api_ui_slash},
+	{"GET", "/ui/", API_ROLE_NONE, API_R_FAST, api_ui_asset},
+	{"GET", "/ui/{name}", API_ROLE_NONE, API_R_FAST, api_ui_asset},
 };
 #pragma GCC diagnostic pop
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
@@ -493,7 +500,12 @@ static enum MHD_Result queue_reply(struct api_req *r)
 		}
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->ctype);
 	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	/* no-store unless the handler chose a Cache-Control (the fleet page's assets, ui.c) */
+	int own_cc = 0;
+	for (size_t i = 0; i < r->nhdrs; i++)
+		own_cc |= strcmp(r->hdrs[i].key, MHD_HTTP_HEADER_CACHE_CONTROL) == 0;
+	if (!own_cc)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	for (size_t i = 0; i < r->nhdrs; i++)
 		MHD_add_response_header(resp, r->hdrs[i].key, r->hdrs[i].value);
 	enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)r->status, resp);

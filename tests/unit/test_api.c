@@ -2723,6 +2723,59 @@ static void test_op_cancel(void **state)
 /* The issue 4 routes (api_health.c) against the stand-in controller above: agent-self
  * scoping, 422 naming the field, 404/409 cases, budgets written with their audit events, health
  * events found by <node>.<id> when both halves hold dots. */
+/* web (issue 15): the fleet page's assets (ui.c) need no token and carry their type, ETag and
+ * security headers; / redirects only a browser; an unknown asset is a 404. */
+static void test_ui_assets(void **state)
+{
+	struct resp r;
+	req("GET", "/ui/", NULL, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_true(has_header(&r, "Content-Type: text/html; charset=utf-8\r\n"));
+	assert_true(has_header(&r, "Cache-Control: no-cache\r\n"));
+	assert_false(has_header(&r, "no-store"));
+	assert_true(has_header(&r, "X-Content-Type-Options: nosniff\r\n"));
+	assert_true(
+		has_header(&r, "Content-Security-Policy: default-src 'none'; script-src 'self';"));
+	assert_non_null(strstr(r.body.data, "<script src=\"app.js\" defer></script>"));
+	resp_free(&r);
+	req("GET", "/ui/app.js", NULL, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_true(has_header(&r, "Content-Type: text/javascript; charset=utf-8\r\n"));
+	const char *et = strcasestr(r.hdrs.data, "ETag: \"");
+	assert_non_null(et);
+	char inm[64];
+	snprintf(inm, sizeof(inm), "If-None-Match: W/\"x\", %.18s", et + 6);
+	resp_free(&r);
+	req_h(NULL, "GET", "/ui/app.js", NULL, NULL, inm, &r);
+	assert_int_equal(r.status, 304);
+	assert_int_equal(r.body.len, 0);
+	resp_free(&r);
+	req_h(NULL, "GET", "/ui/app.js", NULL, NULL, "If-None-Match: \"0000000000000000\"", &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	req("GET", "/ui/nope.js", NULL, NULL, &r);
+	assert_int_equal(r.status, 404);
+	assert_string_equal(jstr(r.json, "detail"), "no asset nope.js in the fleet page");
+	resp_free(&r);
+	req("GET", "/ui", NULL, NULL, &r);
+	assert_int_equal(r.status, 301);
+	assert_true(has_header(&r, "Location: /ui/\r\n"));
+	resp_free(&r);
+	req("GET", "/", NULL, NULL, &r); /* an API client: the 404 as before */
+	assert_int_equal(r.status, 404);
+	assert_string_equal(jstr(r.json, "detail"), "no route for GET /");
+	resp_free(&r);
+	req_h(NULL, "GET", "/", NULL, NULL, "Accept: text/html,application/xhtml+xml,*/*;q=0.8",
+	      &r);
+	assert_int_equal(r.status, 302);
+	assert_true(has_header(&r, "Location: /ui/\r\n"));
+	resp_free(&r);
+	/* the API's own replies keep no-store */
+	req("GET", "/healthz", NULL, NULL, &r);
+	assert_true(has_header(&r, "Cache-Control: no-store\r\n"));
+	resp_free(&r);
+}
+
 static void test_health_routes(void **state)
 {
 	struct resp r;
@@ -2999,6 +3052,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_op_cancel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_one_node_per_bmc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_health_routes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ui_assets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_limit, setup_limit, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
