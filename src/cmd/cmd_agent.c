@@ -474,6 +474,9 @@ int cmd_agent(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* The agent reads its settings once, at start: a SIGHUP (a reload, a closed terminal)
+	 * has nothing to re-read and must not stop it (SIGHUP's default action would). */
+	signal(SIGHUP, SIG_IGN);
 	cfg.stop = &agent_stop;
 
 	struct agent_transport tp = {

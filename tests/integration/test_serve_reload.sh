@@ -75,6 +75,16 @@ NOTIFY_SOCKET=$SOCK FLEETPLANE_TOKEN=$AG "$FP" agent --node n1 --kernel-log "$WO
 	--state-dir "$WORK/agent" --once >"$WORK/agent.out" 2>&1 || fail "agent --once: $(cat "$WORK/agent.out")"
 wait_line "$GOT" '^READY=1 STATUS=reporting$'
 wait_line "$GOT" '^STOPPING=1$'
+# a running agent has nothing to reload: SIGHUP leaves it running; SIGTERM stops it, exit 0
+FLEETPLANE_TOKEN=$AG "$FP" agent --node n1 --kernel-log "$WORK/kmsg.txt" --state-dir "$WORK/agent" \
+	--interval 1 >"$WORK/agent2.out" 2>&1 &
+APID=$!
+sleep 1
+kill -HUP "$APID"
+sleep 0.5
+kill -0 "$APID" 2>/dev/null || fail "the agent died on SIGHUP: $(tail -3 "$WORK/agent2.out")"
+kill -TERM "$APID"
+wait "$APID" || fail "agent exit status $? on SIGTERM after a SIGHUP"
 
 # SIGTERM: STOPPING=1, exit 0, nothing left behind
 stop_serve
