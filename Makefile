@@ -110,13 +110,13 @@ integration: $(BIN)
 # The slow tier: real VMs (qemu behind ipmi_sim, dnsmasq; tests/slow/), root only. A test that
 # cannot run says why; that is a skip for a user who is not root and a failure for root (CI).
 slow: $(BIN)
-	@FLEETPLANE_BIN=$(CURDIR)/$(BIN) tests/slow/run.sh
+	@FLEETPLANE_BIN=$(CURDIR)/$(BIN) tests/run-tier.sh tests/slow slow
 
 # The ops tier: what an operator runs it as and watches it with (the Debian package and its
 # systemd units, Prometheus rules and dashboards against a real Prometheus, the fleet page in
 # headless Chromium; tests/ops/). Root only, like slow: a skip is a failure for root (CI).
 ops: $(BIN)
-	@FLEETPLANE_BIN=$(CURDIR)/$(BIN) tests/ops/run.sh
+	@FLEETPLANE_BIN=$(CURDIR)/$(BIN) tests/run-tier.sh tests/ops ops
 
 # Unit then integration, one after the other (parallel builds inside each, not parallel runs).
 test: check-banned
