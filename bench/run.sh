@@ -1,6 +1,7 @@
 #!/bin/bash
 # bench/run.sh - runs every benchmark and prints its summary (see docs/benchmarks.md).
-#   bench/run.sh [get|enroll|cold]...   (default: all three)
+#   bench/run.sh [get|enroll|cold|ironic]...   (default: get enroll cold; ironic needs
+#   bench/ironic/ironic-peer.sh install first and is run only when named)
 # Env passed through: FP, BENCH_WORK, ROUNDS, and each script's own knobs.
 # Needs: wrk, nginx-light, curl, jq (apt-get install -y wrk nginx-light curl jq); perf for PROFILE=1.
 set -euo pipefail
@@ -13,6 +14,7 @@ for b in $which; do
 	get) bench/get.sh ;;
 	enroll) bench/enroll.sh ;;
 	cold) bench/coldstart.sh ;;
-	*) echo "unknown benchmark $b (get|enroll|cold)" >&2; exit 2 ;;
-	esac 2>&1 | tee "${BENCH_WORK:-/tmp/fp-bench}/$b.log" | grep -E '^(machine|binary|==|c=|sim |bulk|ready_s|cold |profile|node document)' || true
+	ironic) bench/ironic_lifecycle.sh ;;
+	*) echo "unknown benchmark $b (get|enroll|cold|ironic)" >&2; exit 2 ;;
+	esac 2>&1 | tee "${BENCH_WORK:-/tmp/fp-bench}/$b.log" | grep -E '^(machine|binary|==|c=|sim |bulk|ready_s|cold |profile|node document|\| |   \()' || true
 done
