@@ -143,8 +143,10 @@ for i in 1 2 3 4; do
 	calls=$(pxe_vm_ctl_log "$vm" | awk '$2=="set"{$1=""; sub(/^ /,""); print}' | paste -sd, -)
 	assert_eq "set boot pxe,set power 1,set boot default,set power 0,set power 1" "$calls" "$vm BMC calls"
 	# boot requests as the boot service saw them
-	reqs=$(grep -E "boot: (ipxe mac=52:54:00:77:00:0$i |(inspect|deploy|deployed|booted) node=$n )" "$PXE_DIR/fp.log" |
-		sed -E 's/.*boot: (ipxe) .*answer=([a-z]+).*/\1 \2/; s/.*boot: (inspect|deploy|deployed|booted) .*/\1/' | paste -sd, -)
+	# (serve logs logfmt: msg="boot: ipxe" mac=..., msg="boot: report accepted" route=...)
+	reqs=$( (grep -E "msg=\"boot: ipxe\" mac=52:54:00:77:00:0$i |msg=\"boot: report accepted\" route=[a-z]+ node=$n |msg=\"boot: deploy\" node=$n " "$PXE_DIR/fp.log" || true) |
+		sed -E 's/.*msg="boot: ipxe" .*answer=([a-z]+).*/ipxe \1/; s/.*msg="boot: report accepted" route=([a-z]+) .*/\1/; s/.*msg="boot: deploy" .*/deploy/' |
+		paste -sd, -)
 	assert_eq "ipxe ramdisk,inspect,deploy,deployed,booted" "$reqs" "$n boot requests"
 	doc=$(node_json "$n")
 	boot=$(jq -r .status.lastBoot.bootId <<<"$doc")
