@@ -10,9 +10,9 @@
 # naming it and leaves no munged behind.
 . "$(dirname "$0")/lib.sh"
 # Under ASan+UBSan (FP_SAN=1, make san) the Slurm backend's code is run by test_slurm_serve,
-# test_slurm_jobs and the slurm unit suites; the demo adds only its own steps, run here once.
+# test_slurm_peer and the slurm unit suites; the demo adds only its own steps, run here once.
 if [ "${FP_SAN:-0}" = 1 ]; then
-	echo "ok (not run under sanitizers: see test_slurm_serve, test_slurm_jobs)"
+	echo "ok (not run under sanitizers: see test_slurm_serve, test_slurm_peer)"
 	exit 0
 fi
 for t in slurmctld slurmd munged sbatch scontrol; do

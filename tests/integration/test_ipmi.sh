@@ -14,6 +14,7 @@
 # locking the account); `node retire --skip-power-off` then retires it without a BMC call
 # (PoweredOn Unknown NotPoweredOff). The BMC passwords appear in no log, output or argv.
 . "$(dirname "$0")/lib.sh"
+san_skip "the IPMI driver runs under them in tests/peers test_bmc_ipmi against the same ipmi_sim; 71 s of BMC waits"
 SIM="$ROOT/tests/peers/ipmi_sim/ipmisim.sh"
 command -v ipmi_sim >/dev/null || { echo "skip test_ipmi: ipmi_sim is not installed"; exit 0; }
 D="$WORK/d"

@@ -14,6 +14,7 @@
 # The XID 119 line is real: tests/data/kernel/dmesg-xid119-gsp-timeout.log line 3 (its
 # SOURCES.md names the gpud test file), taken into the report's "raw" as it is.
 . "$(dirname "$0")/lib.sh"
+san_skip "restart from the store mid-operation runs under them in test_crash_restart and the scenarios unit suite"
 D="$WORK/d"
 N=r01n02
 
