@@ -220,7 +220,11 @@ static void ck_ibstat(const struct check_config *cfg, struct check_result *r,
 		ck_line(r, CHECK_LVL_WARN, "probe:ibstat", "not ibstat output: %s", err);
 	} else {
 		int unknown = 0;
-		size_t n = ibstat_findings(rep, tmp, CK_MAX_FINDINGS, &unknown);
+		size_t n = ibstat_findings_flags(rep,
+						 cfg->ethernet_not_fabric
+							 ? IBSTAT_ETHERNET_NOT_FABRIC
+							 : 0,
+						 tmp, CK_MAX_FINDINGS, &unknown);
 		ck_take(r, tmp, n, f, nf, room);
 		if (unknown)
 			ck_line(r, CHECK_LVL_WARN, "probe:ibstat",

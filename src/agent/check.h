@@ -53,11 +53,13 @@ enum {
 };
 
 struct check_config {
-	const char *node;       /* required: the node name (name_validate) */
-	const char *boot_id;    /* required: part of the event ids (agent_id_finding) */
-	const char *nvidia_smi; /* a file of nvidia-smi -q / -q -x output, "auto", or NULL */
-	const char *ibstat;     /* a file of ibstat output, "auto", or NULL */
-	int expected_gpus;      /* > 0: the expected count; 0: the node's spec.gpus.count */
+	const char *node;        /* required: the node name (name_validate) */
+	const char *boot_id;     /* required: part of the event ids (agent_id_finding) */
+	const char *nvidia_smi;  /* a file of nvidia-smi -q / -q -x output, "auto", or NULL */
+	const char *ibstat;      /* a file of ibstat output, "auto", or NULL */
+	int ethernet_not_fabric; /* 1: ibstat's Ethernet link-layer ports are not RDMA fabric
+				  * (IBSTAT_ETHERNET_NOT_FABRIC), as the agent's flag */
+	int expected_gpus;       /* > 0: the expected count; 0: the node's spec.gpus.count */
 	enum check_mode mode;
 	long probe_timeout_ms;    /* per probe run ("auto"), 1 .. 3,600,000 */
 	long hold_wait_ms;        /* after a "hold" decision, the node document is read every

@@ -536,7 +536,7 @@ int cmd_agent(int argc, char **argv)
 static const char check_usage[] =
 	"Usage: fleetplane agent check [--fast] [--node NAME] [--mode prolog|healthcheck|manual]\n"
 	"                              [--config FILE] [--nvidia-smi FILE|auto] [--ibstat FILE|auto]\n"
-	"                              [--expected-gpus N]\n"
+	"                              [--ethernet-not-fabric] [--expected-gpus N]\n"
 	"\n"
 	"Checks the node once, as Slurm's Prolog or HealthCheckProgram (docs/slurm.md \"Checks\n"
 	"Slurm calls\"): GPU count, uncorrectable ECC / pending remaps, InfiniBand ports, no open\n"
@@ -547,10 +547,12 @@ static const char check_usage[] =
 	"      --node NAME           default: $SLURMD_NODENAME\n"
 	"      --mode MODE           prolog, healthcheck or manual (default manual)\n"
 	"      --config FILE         `key value` lines: url, token-file, node, nvidia-smi, ibstat,\n"
-	"                            expected-gpus (flags win; default /etc/fleetplane/agent.conf\n"
-	"                            when it exists)\n"
+	"                            ethernet-not-fabric (yes|no), expected-gpus (flags win;\n"
+	"                            default /etc/fleetplane/agent.conf when it exists)\n"
 	"      --nvidia-smi FILE|auto  nvidia-smi -q / -q -x output, or run `nvidia-smi -q -x`\n"
 	"      --ibstat FILE|auto    ibstat output, or run `ibstat`\n"
+	"      --ethernet-not-fabric  ibstat's Ethernet ports carry no RDMA fabric: a RoCE port\n"
+	"                            down is not a finding (as the agent's flag)\n"
 	"      --expected-gpus N     default: the node's spec.gpus.count\n"
 	"      --boot-id ID          default: /proc/sys/kernel/random/boot_id\n"
 	"  -h, --help                this help\n"
@@ -567,7 +569,8 @@ static const char check_usage[] =
 /* The keys of an agent config file; a value is borrowed from the file's buffer. */
 struct check_file {
 	struct buf text;
-	const char *url, *token_file, *node, *nvidia_smi, *ibstat, *expected_gpus;
+	const char *url, *token_file, *node, *nvidia_smi, *ibstat, *expected_gpus,
+		*ethernet_not_fabric;
 };
 
 /* Reads `key value` lines (# comments, blank lines) of path. Returns 0, or -1 after a usage
@@ -608,19 +611,32 @@ static int check_read_config(const char *cmd, const char *path, struct check_fil
 					   line);
 			return -1;
 		}
-		static const char *const keys[] = {"url",        "token-file", "node",
-						   "nvidia-smi", "ibstat",     "expected-gpus"};
-		const char **slot[] = {&cf->url,        &cf->token_file, &cf->node,
-				       &cf->nvidia_smi, &cf->ibstat,     &cf->expected_gpus};
+		static const char *const keys[] =
+			{"url",           "token-file",         "node", "nvidia-smi", "ibstat",
+			 "expected-gpus", "ethernet-not-fabric"};
+		const char **slot[] = {&cf->url,
+				       &cf->token_file,
+				       &cf->node,
+				       &cf->nvidia_smi,
+				       &cf->ibstat,
+				       &cf->expected_gpus,
+				       &cf->ethernet_not_fabric};
+		const size_t nkeys = sizeof(keys) / sizeof(keys[0]);
 		size_t k = 0;
-		while (k < 6 && strcmp(line, keys[k]) != 0)
+		while (k < nkeys && strcmp(line, keys[k]) != 0)
 			k++;
-		if (k == 6) {
+		if (k == nkeys) {
 			client_usage_error(
 				cmd,
 				"%s line %d: unknown key '%.40s' (url, token-file, node, "
-				"nvidia-smi, ibstat, expected-gpus)",
+				"nvidia-smi, ibstat, expected-gpus, ethernet-not-fabric)",
 				path, lineno, line);
+			return -1;
+		}
+		if (k == 6 && strcmp(val, "yes") != 0 && strcmp(val, "no") != 0) {
+			client_usage_error(
+				cmd, "%s line %d: ethernet-not-fabric needs yes or no, got '%.40s'",
+				path, lineno, val);
 			return -1;
 		}
 		*slot[k] = val;
@@ -772,6 +788,7 @@ static int cmd_agent_check(int argc, char **argv)
 		{"nvidia-smi", required_argument, NULL, 's'},
 		{"ibstat", required_argument, NULL, 'i'},
 		{"expected-gpus", required_argument, NULL, 'g'},
+		{"ethernet-not-fabric", no_argument, NULL, 'E'},
 		{"boot-id", required_argument, NULL, 'b'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -780,7 +797,7 @@ static int cmd_agent_check(int argc, char **argv)
 	struct check_config cfg;
 	memset(&cfg, 0, sizeof(cfg));
 	const char *config = NULL, *node = NULL, *nvsmi = NULL, *ibstat = NULL, *gpus = NULL;
-	int fast = 0;
+	int fast = 0, eth_flag = 0;
 	int ch;
 	client_getopt_reset();
 	while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -798,6 +815,7 @@ static int cmd_agent_check(int argc, char **argv)
 		case 's': nvsmi = optarg; break;
 		case 'i': ibstat = optarg; break;
 		case 'g': gpus = optarg; break;
+		case 'E': eth_flag = 1; break;
 		case 'b':
 			if (!*optarg || strlen(optarg) > 128)
 				return client_usage_error(cmd,
@@ -835,6 +853,8 @@ static int cmd_agent_check(int argc, char **argv)
 	}
 	cfg.nvidia_smi = nvsmi ? nvsmi : cf.nvidia_smi;
 	cfg.ibstat = ibstat ? ibstat : cf.ibstat;
+	cfg.ethernet_not_fabric = eth_flag || (cf.ethernet_not_fabric &&
+					       strcmp(cf.ethernet_not_fabric, "yes") == 0);
 	if ((cfg.nvidia_smi && !*cfg.nvidia_smi) || (cfg.ibstat && !*cfg.ibstat)) {
 		client_usage_error(cmd, "--nvidia-smi and --ibstat need a file or 'auto'");
 		goto out;

@@ -165,7 +165,8 @@ static void test_healthy_passes(void **state)
 	}
 }
 
-/* Ethernet ports that are down are not InfiniBand faults (ibstat.h): still a pass. */
+/* Ethernet ports that are Down and Disabled (administratively off) are not faults (ibstat.h):
+ * still a pass. */
 static void test_ethernet_down_is_not_a_fault(void **state)
 {
 	(void)state;
@@ -176,6 +177,52 @@ static void test_ethernet_down_is_not_a_fault(void **state)
 	assert_int_equal(check_run(&c, &tp, &r), CHECK_EXIT_PASS);
 	assert_int_equal(r.nlines, 0);
 	release(&f);
+}
+
+/* A RoCE port down: the real H100 ibstat file with mlx5_2's Ethernet port (State: Down) edited
+ * by hand from Physical state Disabled (administratively off, not a fault) to Polling (enabled,
+ * no link). It is roce:port_down, reported and held like an InfiniBand port; with
+ * --ethernet-not-fabric (cfg.ethernet_not_fabric) the same file passes, as in the agent. */
+static void test_roce_down_unless_not_fabric(void **state)
+{
+	(void)state;
+	struct buf b;
+	char err[256];
+	buf_init(&b, 1u << 20);
+	assert_int_equal(buf_read_file(&b, data(IB_ETH_DOWN), 1u << 20, err, sizeof(err)), 0);
+	char *ca = strstr(b.data, "CA 'mlx5_2'");
+	assert_non_null(ca);
+	char *ps = strstr(ca, "Physical state: Disabled");
+	assert_non_null(ps);
+	memcpy(ps + strlen("Physical state: "), "Polling ", 8); /* "Disabled" is 8 bytes too */
+	char tmp[] = "/tmp/fp-check-roce-XXXXXX";
+	int fd = mkstemp(tmp);
+	assert_true(fd >= 0);
+	FILE *fo = fdopen(fd, "w");
+	fwrite(b.data, 1, b.len, fo);
+	fclose(fo);
+	buf_release(&b);
+
+	struct fake f = {.doc = node_doc(8, "True", "True"), .hold_on_report = 1};
+	struct check_transport tp = tp_of(&f);
+	struct check_config c = cfg_of(CHECK_MODE_HEALTHCHECK, H100, NULL);
+	c.ibstat = tmp;
+	struct check_result r;
+	assert_int_equal(check_run(&c, &tp, &r), CHECK_EXIT_FAULT);
+	assert_int_equal(r.faults, 1);
+	assert_string_equal(r.lines[0].code, "roce:port_down");
+	json_t *ev = json_array_get(json_object_get(f.last_report, "events"), 0);
+	assert_string_equal(jsonx_str(ev, "code"), "roce:port_down");
+	release(&f);
+
+	struct fake g = {.doc = node_doc(8, "True", "True"), .hold_on_report = 1};
+	tp = tp_of(&g);
+	c.ethernet_not_fabric = 1;
+	assert_int_equal(check_run(&c, &tp, &r), CHECK_EXIT_PASS);
+	assert_int_equal(r.nlines, 0);
+	assert_int_equal(g.reports, 0);
+	unlink(tmp);
+	release(&g);
 }
 
 /* The P100 output (1 GPU) on a node whose spec says 8: gpu:count_mismatch is reported, the
@@ -447,6 +494,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_healthy_passes),
 		cmocka_unit_test(test_ethernet_down_is_not_a_fault),
+		cmocka_unit_test(test_roce_down_unless_not_fabric),
 		cmocka_unit_test(test_count_mismatch_prolog_held_and_drained),
 		cmocka_unit_test(test_count_mismatch_healthcheck_no_drain),
 		cmocka_unit_test(test_hold_written_late),
