@@ -194,15 +194,20 @@ grep -q "not the token of node m1's provisioning attempt in flight" "$W/stale.ou
 # replaces the NetworkBoot condition within moments; the failed operation keeps
 # the step's error, so that is what is read.
 for i in $(seq 1 400); do
-	msg=$(fpc op list --node m5 -o json |
-		jq -r '[.items[] | select(.spec.kind=="provision" and .status.state=="failed")][0].status.lastError // empty')
+	failed=$(fpc op list --node m5 -o json |
+		jq -c '[.items[] | select(.spec.kind=="provision" and .status.state=="failed")][0] // empty')
+	msg=$(jq -r '.status.lastError // empty' <<<"${failed:-null}")
 	[ -n "$msg" ] && break
 	sleep 1
 done
 [ -n "$msg" ] || fail "m5 has no failed provision operation (phase $(phase m5))"
 case $msg in *"wait_deploy"*"the deploy ramdisk failed"*) ;; *) fail "m5 failed provision: not the deploy step: $msg" ;; esac
 case $msg in *"$OS_SHA"*"$BAD_SHA"* | *"$BAD_SHA"*"$OS_SHA"*) ;; *) fail "m5 DeployFailed message names neither sum pair: $msg" ;; esac
-grep -aq "fleetplane-ramdisk: FAILED deploy" "$PXE_DIR/vms/vm5/console.log" || fail "vm5 console has no FAILED deploy"
+# The ramdisk's own report of it, in serve's log for that attempt. (Not the VM's console: the
+# retry powers vm5 off at once, and the serial lines still in flight are lost with it.)
+failed_op=$(jq -r .metadata.name <<<"$failed")
+grep -aq "msg=\"boot: report accepted\" route=deployed node=m5 op=$failed_op\$" "$PXE_DIR/fp.log" ||
+	fail "serve logged no deployed report of m5's failed attempt $failed_op"
 # m1: reimaged, validated, back
 wait_phase validating 420 m1
 validated m1
