@@ -11,6 +11,7 @@
 
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/kvlines.h"
 
 #include "base/banned.h"
 
@@ -74,11 +75,6 @@ static char *ctx_path(const char *v, const char *home, const char *dir)
 	return xstrdup(v);
 }
 
-static int is_blank(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r';
-}
-
 int cli_config_parse(const char *path, const char *home, const char *text, size_t len,
 		     struct cli_config *cfg, char *err, size_t errlen)
 {
@@ -91,40 +87,14 @@ int cli_config_parse(const char *path, const char *home, const char *text, size_
 	else
 		snprintf(dir, strlen(dir) + 1, ".");
 	cfg->path = xstrdup(path);
-	unsigned lineno = 0;
 	int rc = 0;
 	struct cli_ctx *cur = NULL;
-	char *line = buf;
-	while (line < buf + len && rc == 0) {
-		lineno++;
-		char *nl = memchr(line, '\n', (size_t)(buf + len - line));
-		char *eol = nl ? nl : buf + len, *next = nl ? nl + 1 : buf + len;
-		if ((size_t)(eol - line) >= CLI_CTX_LINE_MAX) {
-			rc = fp_errf(-1, err, errlen, "%s:%u: line longer than %d bytes", path,
-				     lineno, CLI_CTX_LINE_MAX - 1);
-			break;
-		}
-		if (memchr(line, 0, (size_t)(eol - line))) {
-			rc = fp_errf(-1, err, errlen, "%s:%u: line holds a NUL byte", path, lineno);
-			break;
-		}
-		*eol = 0;
-		while (eol > line && is_blank(eol[-1]))
-			*--eol = 0;
-		char *p = line;
-		line = next;
-		while (is_blank(*p))
-			p++;
-		if (!*p || *p == '#')
-			continue;
-		char *key = p;
-		while (*p && !is_blank(*p))
-			p++;
-		if (*p)
-			*p++ = 0;
-		while (is_blank(*p))
-			p++;
-		char *value = p;
+	struct kvlines kv;
+	kvlines_init(&kv, buf, len, path, CLI_CTX_LINE_MAX, 0);
+	char *key, *value;
+	while ((rc = kvlines_next(&kv, &key, &value, err, errlen)) == 1) {
+		rc = 0;
+		unsigned lineno = kv.lineno;
 		if (!*value) {
 			rc = fp_errf(-1, err, errlen, "%s:%u: %s: needs a value", path, lineno,
 				     key);

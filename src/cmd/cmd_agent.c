@@ -24,6 +24,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/jsonx.h"
+#include "base/kvlines.h"
 #include "base/log.h"
 #include "cmd/sdnotify.h"
 #include "cmd/client.h"
@@ -564,6 +565,7 @@ static const char check_usage[] =
 
 #define CHECK_CONFIG_DEFAULT "/etc/fleetplane/agent.conf"
 #define CHECK_CONFIG_MAX (64u << 10)
+#define CHECK_CONFIG_LINE_MAX 4096u
 #define CHECK_TOKEN_MAX 4096u
 
 /* The keys of an agent config file; a value is borrowed from the file's buffer. */
@@ -583,31 +585,15 @@ static int check_read_config(const char *cmd, const char *path, struct check_fil
 		client_usage_error(cmd, "flag '--config': %s", err);
 		return -1;
 	}
-	char *p = cf->text.data ? cf->text.data : (char *)"";
-	for (int lineno = 1; p && *p; lineno++) {
-		char *nl = strchr(p, '\n');
-		if (nl)
-			*nl = '\0';
-		char *line = p;
-		p = nl ? nl + 1 : NULL;
-		char *hash = strchr(line, '#');
-		if (hash)
-			*hash = '\0';
-		while (*line == ' ' || *line == '\t')
-			line++;
-		size_t n = strlen(line);
-		while (n && (line[n - 1] == ' ' || line[n - 1] == '\t' || line[n - 1] == '\r'))
-			line[--n] = '\0';
-		if (!n)
-			continue;
-		char *val = line + strcspn(line, " \t");
-		if (*val) {
-			*val++ = '\0';
-			while (*val == ' ' || *val == '\t')
-				val++;
-		}
+	struct kvlines kv;
+	kvlines_init(&kv, cf->text.data ? cf->text.data : (char *)"", cf->text.len, path,
+		     CHECK_CONFIG_LINE_MAX, KVLINES_INLINE_COMMENTS);
+	char *line, *val;
+	int rc;
+	while ((rc = kvlines_next(&kv, &line, &val, err, sizeof(err))) == 1) {
+		unsigned lineno = kv.lineno;
 		if (!*val) {
-			client_usage_error(cmd, "%s line %d: key '%s' needs a value", path, lineno,
+			client_usage_error(cmd, "%s:%u: key '%s' needs a value", path, lineno,
 					   line);
 			return -1;
 		}
@@ -628,18 +614,22 @@ static int check_read_config(const char *cmd, const char *path, struct check_fil
 		if (k == nkeys) {
 			client_usage_error(
 				cmd,
-				"%s line %d: unknown key '%.40s' (url, token-file, node, "
+				"%s:%u: unknown key '%.40s' (url, token-file, node, "
 				"nvidia-smi, ibstat, expected-gpus, ethernet-not-fabric)",
 				path, lineno, line);
 			return -1;
 		}
 		if (k == 6 && strcmp(val, "yes") != 0 && strcmp(val, "no") != 0) {
 			client_usage_error(
-				cmd, "%s line %d: ethernet-not-fabric needs yes or no, got '%.40s'",
+				cmd, "%s:%u: ethernet-not-fabric needs yes or no, got '%.40s'",
 				path, lineno, val);
 			return -1;
 		}
 		*slot[k] = val;
+	}
+	if (rc < 0) {
+		client_usage_error(cmd, "flag '--config': %s", err);
+		return -1;
 	}
 	return 0;
 }

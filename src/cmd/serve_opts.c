@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "boot/boot_server.h"
 #include "cmd/serve_opts.h"
+#include "base/kvlines.h"
 #include "fleet/fleet.h"
 
 #define SIM_SITE "sim-a"
@@ -421,11 +422,6 @@ void serve_opts_usage(FILE *f)
 	}
 }
 
-static int is_blank(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r';
-}
-
 /* read_capped reads path whole into a malloc'd NUL-terminated buffer of at most
  * SERVE_OPTS_FILE_MAX bytes. Returns 0 (caller frees *out) or FP_EIO / FP_EINVAL with err. */
 static int read_capped(const char *path, char **out, size_t *len, char *err, size_t errlen)
@@ -482,41 +478,12 @@ int serve_opts_load_file(const char *path, struct serve_opts *o, char *err, size
 		abort();
 	serve_opts_copy(tmp, o);
 	unsigned seen[SERVE_OPTS_MAX] = {0}; /* line where option i was given, 0 = not yet */
-	unsigned lineno = 0;
-	char *line = buf;
-	rc = 0;
-	while (line < buf + len && rc == 0) {
-		lineno++;
-		char *nl = memchr(line, '\n', (size_t)(buf + len - line));
-		char *eol = nl ? nl : buf + len;
-		char *next = nl ? nl + 1 : buf + len;
-		if ((size_t)(next - line) > SERVE_OPTS_LINE_MAX - 1) {
-			rc = fp_errf(FP_EINVAL, err, errlen, "%s:%u: line longer than %d bytes",
-				     path, lineno, SERVE_OPTS_LINE_MAX - 1);
-			break;
-		}
-		if (memchr(line, 0, (size_t)(eol - line))) {
-			rc = fp_errf(FP_EINVAL, err, errlen, "%s:%u: line holds a NUL byte", path,
-				     lineno);
-			break;
-		}
-		*eol = 0;
-		while (eol > line && is_blank(eol[-1]))
-			*--eol = 0;
-		char *p = line;
-		line = next;
-		while (is_blank(*p))
-			p++;
-		if (!*p || *p == '#')
-			continue;
-		char *key = p;
-		while (*p && !is_blank(*p))
-			p++;
-		size_t klen = (size_t)(p - key);
-		while (is_blank(*p))
-			p++;
-		char *value = p;
-		key[klen] = 0;
+	struct kvlines kv;
+	kvlines_init(&kv, buf, len, path, SERVE_OPTS_LINE_MAX, 0);
+	char *key, *value;
+	while ((rc = kvlines_next(&kv, &key, &value, err, errlen)) == 1) {
+		unsigned lineno = kv.lineno;
+		size_t klen = strlen(key);
 		const struct opt *d = find_opt(key, klen);
 		char why[256];
 		if (!d) {

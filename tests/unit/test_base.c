@@ -1,6 +1,6 @@
 /* layers: base */
 /* test_base.c - error space, bounded buffer, times (RFC 3339, offsets, dmesg ISO, ctime, syslog,
- * HTTP-date), JSON helpers, metrics rendering. */
+ * HTTP-date), JSON helpers, metrics rendering, the `key value` config line reader. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +11,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/jsonx.h"
+#include "base/kvlines.h"
 #include "base/metrics.h"
 #include "base/timefmt.h"
 
@@ -375,6 +376,54 @@ static void test_metrics_render(void **state)
 	buf_release(&b);
 }
 
+/* kvlines: keys and values with their line numbers; comments, blank and CRLF lines skipped; a
+ * key alone has value ""; inline '#' only with KVLINES_INLINE_COMMENTS; a NUL byte and a line
+ * over the bound stop the reader with PATH:LINE. */
+static void test_kvlines(void **state)
+{
+	char text[] = "# head\n\n  url  http://a:1/x#y  \r\nflag\n\tkey\tv w\n";
+	struct kvlines r;
+	char *k, *v, err[128];
+	kvlines_init(&r, text, sizeof(text) - 1, "f.conf", 64, 0);
+	assert_int_equal(kvlines_next(&r, &k, &v, err, sizeof(err)), 1);
+	assert_string_equal(k, "url");
+	assert_string_equal(v, "http://a:1/x#y");
+	assert_int_equal(r.lineno, 3);
+	assert_int_equal(kvlines_next(&r, &k, &v, err, sizeof(err)), 1);
+	assert_string_equal(k, "flag");
+	assert_string_equal(v, "");
+	assert_int_equal(r.lineno, 4);
+	assert_int_equal(kvlines_next(&r, &k, &v, err, sizeof(err)), 1);
+	assert_string_equal(k, "key");
+	assert_string_equal(v, "v w");
+	assert_int_equal(kvlines_next(&r, &k, &v, err, sizeof(err)), 0);
+
+	char inl[] = "ibstat auto   # or a file\n# all comment\nnode n1";
+	kvlines_init(&r, inl, sizeof(inl) - 1, "agent.conf", 64, KVLINES_INLINE_COMMENTS);
+	assert_int_equal(kvlines_next(&r, &k, &v, err, sizeof(err)), 1);
+	assert_string_equal(v, "auto");
+	assert_int_equal(kvlines_next(&r, &k, &v, err, sizeof(err)), 1);
+	assert_string_equal(k, "node");
+	assert_string_equal(v, "n1");
+	assert_int_equal(r.lineno, 3);
+	assert_int_equal(kvlines_next(&r, &k, &v, err, sizeof(err)), 0);
+
+	char nul[] = "a 1\nb \0 2\nc 3\n";
+	kvlines_init(&r, nul, sizeof(nul) - 1, "n.conf", 64, 0);
+	assert_int_equal(kvlines_next(&r, &k, &v, err, sizeof(err)), 1);
+	assert_int_equal(kvlines_next(&r, &k, &v, err, sizeof(err)), FP_EINVAL);
+	assert_string_equal(err, "n.conf:2: line holds a NUL byte");
+	assert_int_equal(kvlines_next(&r, &k, &v, err, sizeof(err)), 0); /* stopped */
+
+	char lng[] = "k 12345\nk 123456\n"; /* bound 8: 7 bytes a line */
+	kvlines_init(&r, lng, sizeof(lng) - 1, "l.conf", 8, 0);
+	assert_int_equal(kvlines_next(&r, &k, &v, err, sizeof(err)), 1);
+	assert_string_equal(v, "12345");
+	assert_int_equal(kvlines_next(&r, &k, &v, err, sizeof(err)), FP_EINVAL);
+	assert_string_equal(err, "l.conf:2: line longer than 7 bytes");
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +439,7 @@ int main(void)
 		cmocka_unit_test(test_utf8_lossy),
 		cmocka_unit_test(test_json_error_hides_text),
 		cmocka_unit_test(test_text_check),
+		cmocka_unit_test(test_kvlines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
