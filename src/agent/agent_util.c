@@ -21,6 +21,7 @@
 #include "agent/agent_int.h"
 #include "agent/outbox.h"
 #include "base/alloc.h"
+#include "base/buf.h"
 #include "base/err.h"
 #include "base/jsonx.h"
 #include "base/log.h"
@@ -166,26 +167,7 @@ static ssize_t ag_proc_read(const char *root, long pid, const char *name, char *
 {
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/%ld/%s", root, pid, name);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	size_t len = 0;
-	while (len < max) {
-		ssize_t n = read(fd, buf + len, max - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n < 0) {
-				close(fd);
-				return -1;
-			}
-			break;
-		}
-		len += (size_t)n;
-	}
-	close(fd);
-	buf[len] = '\0';
-	return (ssize_t)len;
+	return buf_read_into(path, buf, max + 1);
 }
 
 /* The job id of one cgroup path ("/system.slice/slurmstepd.scope/job_1392969/step_0/..."),

@@ -120,6 +120,35 @@ int buf_read_file(struct buf *b, const char *path, size_t max, char *err, size_t
 	return rc;
 }
 
+ssize_t buf_read_into(const char *path, char *out, size_t size)
+{
+	if (size == 0)
+		return -1;
+	out[0] = '\0';
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t len = 0;
+	while (len < size - 1) {
+		ssize_t n = read(fd, out + len, size - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			close(fd);
+			out[0] = '\0';
+			errno = e;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	out[len] = '\0';
+	return (ssize_t)len;
+}
+
 int buf_write_file(const struct buf *b, const char *path, char *err, size_t errlen)
 {
 	const char *slash = strrchr(path, '/');

@@ -4,6 +4,7 @@
 #define FP_BASE_BUF_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 struct buf {
 	char *data; /* owned; NUL-terminated; NULL until the first append */
@@ -23,6 +24,11 @@ int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf
  * FP_EIO ("open PATH: why" / "read PATH: why" in err) or FP_ETOOBIG ("PATH is larger than MAX
  * bytes"); b then holds what was read so far. Retries EINTR; the file is opened O_CLOEXEC. */
 int buf_read_file(struct buf *b, const char *path, size_t max, char *err, size_t errlen);
+/* Reads at most size - 1 bytes of path into out (size > 0) and NUL-terminates them: the
+ * fixed-size read of small kernel files (/proc/self/stat, /proc/PID/cgroup) that needs no heap.
+ * Returns the length (a longer file is cut at size - 1), or -1 with errno when path cannot be
+ * opened or read (out is then ""). Retries EINTR; opens O_CLOEXEC. */
+ssize_t buf_read_into(const char *path, char *out, size_t size);
 /* Writes b's contents (b unchanged) to path whole or not at all: a temporary file
  * "<dir>/.<name>.tmp" of mode 0644 in path's directory, written, fsync'd, renamed over path
  * (rename(2) is atomic), then the directory fsync'd. A reader sees the old file or the new one,

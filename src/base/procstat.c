@@ -148,25 +148,6 @@ int procstat_parse_btime(const char *text, size_t len, int64_t *btime)
 	return value_after(text, len, i, 0, btime);
 }
 
-/* Reads at most max bytes of path into out (cleared first). Returns the length, or -1. */
-static ssize_t read_file(const char *path, char *out, size_t max)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	size_t n = 0;
-	while (n < max) {
-		ssize_t r = read(fd, out + n, max - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	return (ssize_t)n;
-}
-
 /* /proc/stat has a line per CPU and an "intr" line of one count per interrupt before btime:
  * tens of KiB on a large machine. Read once, at registration. */
 #define PROCSTAT_STAT_MAX (1u << 20)
@@ -198,7 +179,7 @@ static void collect(struct buf *out, void *arg)
 	char small[PROCSTAT_SMALL_MAX];
 	long tck = sysconf(_SC_CLK_TCK);
 	long page = sysconf(_SC_PAGESIZE);
-	ssize_t n = read_file("/proc/self/stat", small, sizeof(small));
+	ssize_t n = buf_read_into("/proc/self/stat", small, sizeof(small));
 	struct procstat st;
 	if (n > 0 && tck > 0 && page > 0 && procstat_parse_stat(small, (size_t)n, &st) == 0) {
 		family(out, "process_cpu_seconds_total", "counter",
@@ -231,7 +212,7 @@ static void collect(struct buf *out, void *arg)
 		family(out, "process_open_fds", "gauge", "Number of open file descriptors.");
 		buf_printf(out, "process_open_fds %ld\n", fds);
 	}
-	n = read_file("/proc/self/limits", small, sizeof(small));
+	n = buf_read_into("/proc/self/limits", small, sizeof(small));
 	int64_t maxfds;
 	if (n > 0 && procstat_parse_max_fds(small, (size_t)n, &maxfds) == 0) {
 		family(out, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
@@ -252,7 +233,7 @@ static void collect(struct buf *out, void *arg)
 static void register_once(void)
 {
 	char *text = xmalloc(PROCSTAT_STAT_MAX);
-	ssize_t n = read_file("/proc/stat", text, PROCSTAT_STAT_MAX);
+	ssize_t n = buf_read_into("/proc/stat", text, PROCSTAT_STAT_MAX);
 	int64_t bt;
 	if (n > 0 && procstat_parse_btime(text, (size_t)n, &bt) == 0)
 		g_btime = bt;
