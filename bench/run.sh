@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/run.sh - runs every benchmark and prints its summary (see docs/benchmarks.md).
-#   bench/run.sh [get|enroll|cold|ironic]...   (default: get enroll cold; ironic needs
+#   bench/run.sh [get|slow|enroll|cold|ironic]...   (default: get enroll cold; ironic needs
 #   bench/ironic/ironic-peer.sh install first and is run only when named)
 # Env passed through: FP, BENCH_WORK, ROUNDS, and each script's own knobs.
 # Needs: wrk, nginx-light, curl, jq (apt-get install -y wrk nginx-light curl jq); perf for PROFILE=1.
@@ -12,9 +12,10 @@ which=${*:-get enroll cold}
 for b in $which; do
 	case $b in
 	get) bench/get.sh ;;
+	slow) bench/slow_clients.sh ;;
 	enroll) bench/enroll.sh ;;
 	cold) bench/coldstart.sh ;;
 	ironic) bench/ironic_lifecycle.sh ;;
-	*) echo "unknown benchmark $b (get|enroll|cold|ironic)" >&2; exit 2 ;;
-	esac 2>&1 | tee "${BENCH_WORK:-/tmp/fp-bench}/$b.log" | grep -E '^(machine|binary|==|c=|sim |bulk|ready_s|cold |profile|node document|\| |   \()' || true
+	*) echo "unknown benchmark $b (get|slow|enroll|cold|ironic)" >&2; exit 2 ;;
+	esac 2>&1 | tee "${BENCH_WORK:-/tmp/fp-bench}/$b.log" | grep -E '^(machine|binary|==|c=|fleetplane.* case=|sim |bulk|ready_s|cold |profile|node document|\| |   \()' || true
 done

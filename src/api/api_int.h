@@ -48,6 +48,7 @@ struct api_server {
 	struct metric_family *m_duration;
 	struct metric_family *m_unary; /* obs (issue 15): the same, streams (watch) left out */
 	struct api_report_limiter *report_limit; /* report_limit.c: per-node :report limit */
+	struct api_conns *conns;                 /* conns.c: connection limits, request deadlines */
 	char *tls_cert, *tls_key; /* copies of cfg's PEM (libmicrohttpd keeps pointers) */
 };
 

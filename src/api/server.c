@@ -543,11 +543,20 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 				 * connection after it (recipe: "Bounded request body"). */
 				api_problem(r, 413, "request body of %llu bytes is larger than %zu",
 					    v, srv->cfg.max_body);
+				api_conns_phase(srv->conns, conn, API_CONN_BUSY);
 				r->called = 2;
 				return queue_reply(r);
 			}
 		}
 		r->called = 1;
+		/* the headers are in: the body, if any, has body_timeout_s from now */
+		api_conns_phase(srv->conns, conn,
+				(cl && strcmp(cl, "0") != 0) ||
+						MHD_lookup_connection_value(
+							conn, MHD_HEADER_KIND,
+							MHD_HTTP_HEADER_TRANSFER_ENCODING)
+					? API_CONN_BODY
+					: API_CONN_BUSY);
 		return MHD_YES;
 	}
 	if (r->called == 3) {
@@ -567,6 +576,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 		return MHD_YES;
 	}
 	r->called = 2;
+	api_conns_phase(srv->conns, conn, API_CONN_BUSY);
 	r->route = route(r);
 	if (!r->route)
 		return queue_reply(r);
@@ -604,6 +614,8 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!r)
 		return;
 	*con_cls = NULL;
+	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		api_conns_phase(srv->conns, conn, API_CONN_IDLE);
 	double dur = (double)(mono_ns() - r->start_ns) / 1e9;
 	char code[8];
 	snprintf(code, sizeof(code), "%d", r->status ? r->status : 0);
@@ -633,14 +645,93 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	free(r);
 }
 
+/* libmicrohttpd's own messages. What one client's connection did (closed, reset, refused,
+ * malformed: "Connection socket is closed", "Server reached connection limit", "Error processing
+ * request") is the connection guard's to report, once per client per interval (conns.c): those
+ * go to debug. The rest (the server's own trouble) are warnings. Either kind is limited to
+ * MHD_LOG_BURST lines per MHD_LOG_WINDOW_S seconds and then one line counting what was left
+ * out, so that no client can grow the log by opening and dropping connections. */
+#define MHD_LOG_BURST 10
+#define MHD_LOG_WINDOW_S 10
+struct mhd_log_limit {
+	int64_t window_ns;
+	unsigned lines, left_out;
+};
+static pthread_mutex_t mhd_log_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct mhd_log_limit mhd_log_conn, mhd_log_server;
+
+/* 1 when a line may be logged now; *left_out = lines left out in the window that just ended. */
+static int mhd_log_take(struct mhd_log_limit *l, int64_t now, unsigned *left_out)
+{
+	pthread_mutex_lock(&mhd_log_mu);
+	*left_out = 0;
+	if (!l->window_ns || now - l->window_ns >= MHD_LOG_WINDOW_S * 1000000000LL) {
+		*left_out = l->left_out;
+		l->window_ns = now;
+		l->lines = 0;
+		l->left_out = 0;
+	}
+	int say = l->lines < MHD_LOG_BURST;
+	if (say)
+		l->lines++;
+	else
+		l->left_out++;
+	pthread_mutex_unlock(&mhd_log_mu);
+	return say;
+}
+
 __attribute__((format(printf, 2, 0))) static void mhd_logger(void *cls, const char *fmt, va_list ap)
 {
+	(void)cls;
 	char msg[512];
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	size_t n = strlen(msg);
 	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
 		msg[--n] = 0;
-	log_warn("http server error err=\"%s\"", msg);
+	int conn = strcasestr(msg, "connection") || strstr(msg, "Error processing request");
+	unsigned left_out;
+	int say = mhd_log_take(conn ? &mhd_log_conn : &mhd_log_server, mono_ns(), &left_out);
+	if (conn) {
+		if (left_out)
+			log_debug("http connection errors left out of the log count=%u window_s=%d",
+				  left_out, MHD_LOG_WINDOW_S);
+		if (say)
+			log_debug("http connection error err=\"%s\"", msg);
+		return;
+	}
+	if (left_out)
+		log_warn("http server errors left out of the log count=%u window_s=%d", left_out,
+			 MHD_LOG_WINDOW_S);
+	if (say)
+		log_warn("http server error err=\"%s\"", msg);
+}
+
+/* ---------------------------------------------------------------- connection guard hooks */
+
+static enum MHD_Result accept_cb(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct api_server *srv = cls;
+	return api_conns_admit(srv->conns, addr, addrlen) ? MHD_YES : MHD_NO;
+}
+
+static void notify_conn_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
+			   enum MHD_ConnectionNotificationCode code)
+{
+	struct api_server *srv = cls;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED)
+		api_conns_started(srv->conns, conn, socket_context);
+	else
+		api_conns_closed(srv->conns, socket_context);
+}
+
+/* Called when a request line has been read (before its headers): a keep-alive request's
+ * header deadline starts here. The request context stays NULL: access_cb makes it. */
+static void *uri_log_cb(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct api_server *srv = cls;
+	(void)uri;
+	api_conns_phase(srv->conns, conn, API_CONN_HEADERS);
+	return NULL;
 }
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -732,10 +823,14 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 	srv->cfg = *cfg;
 	if (!srv->cfg.max_body)
 		srv->cfg.max_body = API_DEFAULT_MAX_BODY;
-	if (!srv->cfg.connection_limit)
-		srv->cfg.connection_limit = 1000;
-	if (!srv->cfg.connection_timeout_s)
-		srv->cfg.connection_timeout_s = 60;
+	api_conns_resolve(&cfg->conn_limits, &srv->cfg.conn_limits);
+	unsigned mhd_limit = api_conns_fit_fds(api_conns_mhd_limit(&srv->cfg.conn_limits),
+					       &srv->cfg.conn_limits.max_connections);
+	srv->conns = api_conns_new(&srv->cfg.conn_limits);
+	if (!srv->conns) {
+		fp_errf(FP_EIO, err, errlen, "api: cannot start the connection guard's thread");
+		goto fail;
+	}
 	fp_rng_init(&srv->own_rng, 0);
 	srv->rng = cfg->rng ? cfg->rng : &srv->own_rng;
 	atomic_init(&srv->event_seq, (unsigned)(fp_rng_u64(srv->rng) & 0x7fffffffu));
@@ -809,12 +904,15 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 		extra[nx++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key};
 	}
 	extra[nx] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-	srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, access_cb, srv,
+	srv->mhd = MHD_start_daemon(flags, 0, accept_cb, srv, access_cb, srv,
 				    MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
 				    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				    MHD_OPTION_NOTIFY_COMPLETED, completed_cb, srv,
-				    MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout_s,
-				    MHD_OPTION_CONNECTION_LIMIT, srv->cfg.connection_limit,
+				    MHD_OPTION_CONNECTION_TIMEOUT,
+				    srv->cfg.conn_limits.idle_timeout_s,
+				    MHD_OPTION_CONNECTION_LIMIT, mhd_limit,
+				    MHD_OPTION_NOTIFY_CONNECTION, notify_conn_cb, srv,
+				    MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, srv,
 				    MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, srv,
 				    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)API_CONN_MEMORY,
 				    MHD_OPTION_ARRAY, extra, MHD_OPTION_END);
@@ -862,6 +960,7 @@ void api_server_free(struct api_server *srv)
 	/* Only now: until the daemon stopped, a poll thread could still read a stream and look at
 	 * the hub (watch.h, the two phases). */
 	api_watch_hub_free(srv);
+	api_conns_free(srv->conns);
 	api_auth_free(srv->auth);
 	api_report_limiter_free(srv->report_limit);
 	if (srv->tls_key) {

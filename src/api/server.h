@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "api/conns.h"
+
 struct store;
 struct fp_clock;
 struct fp_rng;
@@ -136,10 +138,10 @@ struct api_config {
 	struct api_report_limit report_limit; /* per-node limit on :report; {0} = defaults */
 	struct api_usage_source usage;        /* GET /v1/usage; usage NULL = 503 */
 	struct api_tenant_hooks tenants;      /* GET /v1/tenants/{name} status; NULL = none */
-	/* Tuning; 0 = defaults (1000 connections, 60 s idle timeout, 1 poll thread; the
-	 * FLEETPLANE_API_THREADS environment variable overrides the default thread count). */
-	unsigned connection_limit;
-	unsigned connection_timeout_s;
+	/* Connection limits and request deadlines (conns.h; {0} = defaults: 1000 connections, 100
+	 * per client, headers in 10 s, body in 60 s, 60 s idle). */
+	struct api_conn_limits conn_limits;
+	/* Poll threads; 0 = 1 (the FLEETPLANE_API_THREADS environment variable overrides it). */
 	unsigned threads;
 	/* TLS (issue 13): the certificate chain and private key as PEM text (borrowed for
 	 * api_server_new, which hands copies to libmicrohttpd/GnuTLS); both NULL = plain http.

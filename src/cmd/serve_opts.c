@@ -111,6 +111,23 @@ static const struct opt opts[] = {
 	 " (events per minute per node; 0 = no limit)", "6000", 0, 0, OFF(report_events),
 	 "events in reports per minute per node (0 = no limit; the bucket holds at least 256, "
 	 "one report)"},
+	{"api-max-connections", OK_LONG, "N", 16, 100000, "", " connections", "1000", 0, 0,
+	 OFF(api_max_connections),
+	 "open API connections in all; at the limit a new connection closes the oldest one that "
+	 "has not sent a whole request (else the longest-idle keep-alive one), so health probes "
+	 "and clients still get in (docs/operations.md \"Connection limits\")"},
+	{"api-max-connections-per-client", OK_LONG, "N", 0, 100000, "",
+	 " connections (0 = no limit)", "100", 0, 0, OFF(api_max_conn_per_client),
+	 "open API connections per client IP address (0 = no limit; raise it behind a proxy or "
+	 "NAT that funnels many clients into one address)"},
+	{"api-header-timeout", OK_DURATION, "SECONDS", 1, 3600, "", " seconds", "10", 0, 0,
+	 OFF(api_header_timeout),
+	 "a new connection's request line and headers must arrive within this time, and each "
+	 "keep-alive request's headers within this time of its first line; else it is closed"},
+	{"api-body-timeout", OK_DURATION, "SECONDS", 1, 3600, "", " seconds", "60", 0, 0,
+	 OFF(api_body_timeout), "a request body must arrive within this time of its headers"},
+	{"api-idle-timeout", OK_DURATION, "SECONDS", 1, 86400, "", " seconds", "60", 0, 0,
+	 OFF(api_idle_timeout), "a keep-alive connection with no request is closed after this"},
 	{"metrics-node-series", OK_LONG, "N", 0, 1000000, "", " nodes (0 = none)", "10000", 0, 0,
 	 OFF(metrics_node_series),
 	 "/metrics has fleetplane_node_info and fleetplane_node_condition (about 10 series a node) "
@@ -349,6 +366,12 @@ void serve_opts_fleet_config(const struct serve_opts *o, struct fleet_config *cf
 	cfg->report_limit.burst = o->report_burst;
 	cfg->report_limit.events_per_min = o->report_events == 0 ? -1 : o->report_events;
 	cfg->metrics_node_series = o->metrics_node_series == 0 ? -1 : o->metrics_node_series;
+	cfg->conn_limits.max_connections = (unsigned)o->api_max_connections;
+	cfg->conn_limits.per_client = (unsigned)o->api_max_conn_per_client;
+	cfg->conn_limits.no_per_client = o->api_max_conn_per_client == 0;
+	cfg->conn_limits.header_timeout_s = (unsigned)o->api_header_timeout;
+	cfg->conn_limits.body_timeout_s = (unsigned)o->api_body_timeout;
+	cfg->conn_limits.idle_timeout_s = (unsigned)o->api_idle_timeout;
 	cfg->boot_wait_ms = o->boot_timeout * 1000;
 	cfg->store_uri = o->store;
 	cfg->tls_cert = o->tls_cert;

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define SERVE_OPTS_MAX 48         /* options in the table, at most */
+#define SERVE_OPTS_MAX 64         /* options in the table, at most */
 #define SERVE_OPTS_VALUE_MAX 4096 /* bytes of one string value from a config file, NUL included */
 #define SERVE_OPTS_LINE_MAX 4096  /* bytes of one config file line, newline included */
 #define SERVE_OPTS_FILE_MAX (1 << 20) /* bytes of a config file */
@@ -41,6 +41,11 @@ struct serve_opts {
 	long report_burst;
 	long report_events;             /* events per minute per node; 0 = no limit */
 	long metrics_node_series;       /* per-node series up to this many nodes; 0 = never */
+	long api_max_connections;       /* open API connections in all */
+	long api_max_conn_per_client;   /* per client address; 0 = no limit */
+	long api_header_timeout;        /* seconds for a request line and headers */
+	long api_body_timeout;          /* seconds for a request body */
+	long api_idle_timeout;          /* seconds a keep-alive connection may idle */
 	const char *config;             /* --config FILE */
 	int check;                      /* --check: validate and exit */
 	int slurm;                      /* --slurm: run the Slurm backend in the scheduler slot */

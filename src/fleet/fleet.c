@@ -933,6 +933,7 @@ static int start_api(struct fleet *fl, char *err, size_t errlen)
 					     .budget_invalidate = hook_budget_invalidate,
 					     .arg = fl},
 				  .report_limit = fl->cfg.report_limit,
+				  .conn_limits = fl->cfg.conn_limits,
 				  .usage = fl->cfg.usage,
 				  .tenants = fl->cfg.tenants};
 	char *cert = NULL, *key = NULL;

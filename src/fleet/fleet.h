@@ -99,6 +99,7 @@ struct fleet_config {
 	long bmc_breaker_failures;            /* consecutive failures that open a BMC's breaker */
 	long heartbeat_timeout_s;             /* 0 = 3 x the agent's interval, >= 90 s */
 	struct api_report_limit report_limit; /* agent report limits; 0 = default, -1 = off */
+	struct api_conn_limits conn_limits;   /* API connection limits; {0} = defaults */
 	long metrics_node_series; /* per-node series (engine/node_metrics.h) while the fleet has at
 				   * most this many nodes; 0 = the default (10000), -1 = never */
 	const struct fleet_scheduler *scheduler; /* NULL = none */
