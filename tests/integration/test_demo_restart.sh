@@ -19,9 +19,9 @@ assert_eq "xid:119 xid:48 xid:79" "$(jq -r '[.items[].code] | sort | join(" ")' 
 old=$(jq -r --arg t0 "$T0" '[.items[] | select(.time < $t0) | "\(.code) \(.time)"] | join(", ")' "$WORK/hev.json")
 assert_eq "" "$old" "health events dated before the demo started at $T0"
 metrics=$(curl -s -H "Authorization: Bearer $FLEETPLANE_TOKEN" "$FLEETPLANE_URL/metrics")
-echo "$metrics" | grep -qx 'fleetplane_nodes{phase="available"} 64' || fail "metrics: available != 64"
+grep -qx 'fleetplane_nodes{phase="available"} 64' <<<"$metrics" || fail "metrics: available != 64"
 for p in enrolled inspecting provisioning validating in_service draining maintenance repairing failed retiring retired; do
-	echo "$metrics" | grep -qx "fleetplane_nodes{phase=\"$p\"} 0" || fail "metrics: no zero series for $p"
+	grep -qx "fleetplane_nodes{phase=\"$p\"} 0" <<<"$metrics" || fail "metrics: no zero series for $p"
 done
 if command -v promtool >/dev/null; then
 	echo "$metrics" | promtool check metrics || fail "promtool check metrics failed"

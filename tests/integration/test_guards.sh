@@ -7,12 +7,12 @@ D="$WORK/d"
 start_serve "$D" --sim 2 --sim-speed 200
 # A second serve on the same data dir is refused.
 out=$("$FP" serve --data-dir "$D" --listen 127.0.0.1:0 2>&1) && fail "second serve on $D started"
-echo "$out" | grep -q "is in use by another fleetplane serve" || fail "unclear refusal: $out"
+grep -q "is in use by another fleetplane serve" <<<"$out" || fail "unclear refusal: $out"
 # A second serve on the same port (another data dir) is refused.
 port=${FLEETPLANE_URL##*:}
 out=$("$FP" serve --data-dir "$WORK/d2" --listen "127.0.0.1:$port" 2>&1) &&
 	fail "second serve on port $port started"
-echo "$out" | grep -q "cannot listen" || fail "unclear port refusal: $out"
+grep -q "cannot listen" <<<"$out" || fail "unclear port refusal: $out"
 wait_phase available 2 60
 # "%00" does not act on r01n01.
 resp=$(api POST "/v1/nodes/r01n01:drain%00zz" '{"reason":"x"}')
@@ -25,7 +25,7 @@ assert_eq 200 "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Beare
 # password_file is accepted but never returned.
 resp=$(api POST /v1/nodes '{"metadata":{"name":"pf1"},"spec":{"bmc":{"driver":"sim","password_file":"bmc-pw"}}}')
 assert_eq 201 "$(echo "$resp" | head -1)" "enroll with password_file"
-echo "$resp" | grep -q "bmc-pw" && fail "password_file returned by POST"
+grep -q "bmc-pw" <<<"$resp" && fail "password_file returned by POST"
 # (the file's name may appear in a condition message once a BMC call looks for it; the spec
 # never carries it back)
 assert_eq false "$("$FP" node get pf1 -o json | jq '.spec.bmc | has("password_file") or has("password") or has("password_sealed")')" "credentials in GET's spec.bmc"

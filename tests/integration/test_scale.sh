@@ -13,12 +13,12 @@ wait_phase available "$N" 240
 # lag the list above by a moment, so look again for up to 5 s
 for i in $(seq 1 50); do
 	metrics=$(curl -s -H "Authorization: Bearer $FLEETPLANE_TOKEN" "$FLEETPLANE_URL/metrics")
-	echo "$metrics" | grep -qx "fleetplane_nodes{phase=\"available\"} $N" && break
+	grep -qx "fleetplane_nodes{phase=\"available\"} $N" <<<"$metrics" && break
 	sleep 0.1
 done
-echo "$metrics" | grep -qx "fleetplane_nodes{phase=\"available\"} $N" ||
+grep -qx "fleetplane_nodes{phase=\"available\"} $N" <<<"$metrics" ||
 	fail "metrics do not show $N available nodes: $(echo "$metrics" | grep '^fleetplane_nodes{' | tr '\n' ' ')"
-echo "$metrics" | grep -qx 'fleetplane_nodes{phase="provisioning"} 0' ||
+grep -qx 'fleetplane_nodes{phase="provisioning"} 0' <<<"$metrics" ||
 	fail "metrics show nodes still provisioning"
 # Every node ran exactly one inspect, provision and validate operation, all succeeded.
 ops=$("$FP" op list -o json | jq '[.items[] | select(.status.state == "succeeded")] | length')

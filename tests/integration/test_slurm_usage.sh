@@ -82,7 +82,7 @@ done
 # the table: one row per account and a TOTAL row, GPU-hours with three decimals
 table=$("$FP" usage --from "$t0" --to "$t1")
 echo "$table"
-echo "$table" | grep -q '^ACCOUNT' || fail "table header: $table"
+grep -q '^ACCOUNT' <<<"$table" || fail "table header: $table"
 ops=$(expected 2 | awk '$1 == "ops" { printf "%.3f", $2 / 3600 }')
 echo "$table" | grep -Eq "^ops +$ops " || fail "ops row with $ops GPU-hours: $table"
 
