@@ -96,8 +96,12 @@ struct api_req {
 	/* body */
 	struct buf body;
 	int too_big;
-	int called;  /* 1: first call seen; 2: answered; 3: running on a worker thread */
-	int fast;    /* the handler runs on a poll thread: it must not block */
+	int called;  /* 1: first call seen; 2: answered; 3: running on a worker thread; 4: its
+		      * access checked on a worker before a 100 Continue (Expect) */
+	int preauth; /* the worker job is the access check of an Expect: 100-continue request */
+	int no_route_known; /* no route matched: 1 when the path is known with other methods */
+	const char *no_route_allow; /* then the methods it takes ("GET, PUT"), owned by r */
+	int fast;                   /* the handler runs on a poll thread: it must not block */
 	int offload; /* set by a handler running fast: run me again on a worker thread */
 	/* response */
 	int status;

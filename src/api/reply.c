@@ -191,18 +191,44 @@ static const char *status_slug(int status, const char **title)
 	case 409: *title = "Conflict"; return "conflict";
 	case 410: *title = "Gone"; return "gone";
 	case 412: *title = "Precondition Failed"; return "precondition-failed";
+	case 408: *title = "Request Timeout"; return "request-timeout";
+	case 411: *title = "Length Required"; return "length-required";
 	case 413: *title = "Content Too Large"; return "content-too-large";
+	case 414: *title = "URI Too Long"; return "uri-too-long";
 	case 415: *title = "Unsupported Media Type"; return "unsupported-media-type";
+	case 417: *title = "Expectation Failed"; return "expectation-failed";
 	case 422: *title = "Unprocessable Content"; return "invalid";
 	case 428: *title = "Precondition Required"; return "precondition-required";
 	case 429: *title = "Too Many Requests"; return "rate-limited";
+	case 431: *title = "Request Header Fields Too Large"; return "headers-too-large";
 	case 501: *title = "Not Implemented"; return "not-implemented";
 	case 502: *title = "Bad Gateway"; return "bad-gateway";
 	case 503: *title = "Service Unavailable"; return "unavailable";
 	case 504: *title = "Gateway Timeout"; return "timeout";
+	case 505: *title = "HTTP Version Not Supported"; return "http-version-not-supported";
 	case 507: *title = "Insufficient Storage"; return "insufficient-storage";
 	default: *title = "Internal Server Error"; return "internal";
 	}
+}
+
+json_t *api_problem_doc(int status, const char *detail, const char *instance)
+{
+	const char *title;
+	const char *slug = status_slug(status, &title);
+	char type[128];
+	snprintf(type, sizeof(type), "%s%s", API_PROBLEM_BASE, slug);
+	/* a client's bytes (a path, a query value) may be any bytes: jansson takes only UTF-8, so
+	 * the others are shown as \xNN rather than losing the whole document */
+	char *d = jsonx_utf8_escaped(detail ? detail : "");
+	json_t *p = json_pack("{s:s,s:s,s:i,s:s}", "type", type, "title", title, "status", status,
+			      "detail", d);
+	free(d);
+	if (instance) {
+		char *in = jsonx_utf8_escaped(instance);
+		json_object_set_new(p, "instance", json_string(in));
+		free(in);
+	}
+	return p;
 }
 
 void api_problem_ext(struct api_req *r, int status, json_t *ext, const char *fmt, ...)
@@ -214,15 +240,12 @@ void api_problem_ext(struct api_req *r, int status, json_t *ext, const char *fmt
 	va_end(ap);
 	if (r->kube && r->kube_status) {
 		/* the Kubernetes surface answers Status objects (kube.c) */
-		api_reply_json(r, status, r->kube_status(r, status, detail, ext));
+		char *d = jsonx_utf8_escaped(detail);
+		api_reply_json(r, status, r->kube_status(r, status, d, ext));
+		free(d);
 		return;
 	}
-	const char *title;
-	const char *slug = status_slug(status, &title);
-	char type[128];
-	snprintf(type, sizeof(type), "%s%s", API_PROBLEM_BASE, slug);
-	json_t *p = json_pack("{s:s,s:s,s:i,s:s,s:s}", "type", type, "title", title, "status",
-			      status, "detail", detail, "instance", r->path ? r->path : "");
+	json_t *p = api_problem_doc(status, detail, r->path ? r->path : "");
 	if (ext) {
 		json_object_update_missing(p, ext);
 		json_decref(ext);

@@ -38,6 +38,12 @@ uint64_t api_event_seq(struct api_req *r);
  * of holds made through the API. */
 const char *api_actor(struct api_req *r);
 
+/* The RFC 9457 problem document {type, title, status, detail[, instance]} for an HTTP status
+ * (type https://fleetplane.dev/problems/<slug>, title the status's reason phrase; RFC 9110
+ * section 15). Bytes of detail and instance that are not UTF-8 are written as "\xNN".
+ * instance NULL = left out. New reference, never NULL. */
+json_t *api_problem_doc(int status, const char *detail, const char *instance);
+
 /* --- replies (reply.c); each sets the whole response, a later call replaces it --- */
 /* 2xx/any JSON document; steals v. */
 void api_reply_json(struct api_req *r, int status, json_t *v);

@@ -296,23 +296,38 @@ static int authenticate(struct api_req *r)
 	return api_auth_check(r->srv->auth, h, &r->who);
 }
 
-/* Finds r's route (poll thread: cheap). Answers 404/405/413 itself and returns NULL. */
+/* The answer for a method and path no route takes: 405 with Allow when the path takes other
+ * methods, else 404. Reached only with a valid token (no_route needs one): without, the answer
+ * is 401 whatever the path, so that no one learns the routes without a token. */
+static void h_no_route(struct api_req *r)
+{
+	/* The path (a client's string) is echoed up to 64 characters, then "...". */
+	const char *more = strlen(r->path) > 64 ? "..." : "";
+	if (r->no_route_known) {
+		api_problem(r, 405, "method %.16s is not allowed on %.64s%s; allowed: %s",
+			    r->method, r->path, more, r->no_route_allow);
+		api_add_header(r, MHD_HTTP_HEADER_ALLOW, r->no_route_allow);
+	} else {
+		api_problem(r, 404, "no route for %.16s %.64s%s", r->method, r->path, more);
+	}
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+static const struct api_route no_route = {"", "", API_ROLE_VIEWER, API_R_FAST, h_no_route};
+#pragma GCC diagnostic pop
+
+/* Finds r's route (poll thread: cheap): a method and path no route takes get no_route. Answers
+ * 413 and 400 (a path parameter too long) itself and returns NULL. */
 static const struct api_route *route(struct api_req *r)
 {
 	char allow[64];
 	int known = 0;
 	const struct api_route *rt = route_find(r, allow, sizeof(allow), &known);
 	if (!rt) {
-		/* The path (a client's string) is echoed up to 64 characters, then "...". */
-		const char *more = strlen(r->path) > 64 ? "..." : "";
-		if (known) {
-			api_problem(r, 405, "method %.16s is not allowed on %.64s%s; allowed: %s",
-				    r->method, r->path, more, allow);
-			api_add_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-		} else {
-			api_problem(r, 404, "no route for %.16s %.64s%s", r->method, r->path, more);
-		}
-		return NULL;
+		r->no_route_known = known;
+		r->no_route_allow = api_own(r, xstrdup(allow));
+		rt = &no_route;
 	}
 	if (r->too_big) {
 		api_problem(r, 413, "request body larger than %zu bytes", r->srv->cfg.max_body);
@@ -335,38 +350,51 @@ static const struct api_route *route(struct api_req *r)
 	return rt;
 }
 
+/* Authentication and role check of r for rt: 0 when r may go on; -1 after answering 401 or
+ * 403; FP_EAGAIN (r->fast only) when the token check needs the store. */
+static int check_access(struct api_req *r, const struct api_route *rt)
+{
+	if (rt->min_role == API_ROLE_NONE)
+		return 0;
+	int rc = authenticate(r);
+	if (rc == FP_EAGAIN)
+		return FP_EAGAIN;
+	if (rc < 0) {
+		api_problem(r, 401, "a valid bearer token is required");
+		api_add_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"fleetplane\"");
+		return -1;
+	}
+	if (rt == &no_route)
+		return 0; /* any valid token may learn that a path is not one */
+	int ok;
+	if (r->who.role == API_ROLE_AGENT)
+		ok = (rt->flags & API_R_AGENT_SELF) && r->params[0] &&
+		     strcmp(r->params[0], r->who.node) == 0;
+	else
+		ok = r->who.role >= rt->min_role;
+	if (!ok) {
+		api_problem(r, 403, "token %s has role %s; %s %s needs %s%s", r->who.name,
+			    api_role_name(r->who.role), r->method, rt->pattern,
+			    api_role_name(rt->min_role),
+			    r->who.role == API_ROLE_AGENT
+				    ? " (agent tokens reach only their own node)"
+				    : "");
+		return -1;
+	}
+	return 0;
+}
+
 /* Authentication, role and readiness checks, then the handler of r->route. */
 static void dispatch(struct api_req *r)
 {
 	const struct api_route *rt = r->route;
-	if (rt->min_role != API_ROLE_NONE) {
-		int rc = authenticate(r);
-		if (rc == FP_EAGAIN) {
-			r->offload = 1;
-			return;
-		}
-		if (rc < 0) {
-			api_problem(r, 401, "a valid bearer token is required");
-			api_add_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-				       "Bearer realm=\"fleetplane\"");
-			return;
-		}
-		int ok;
-		if (r->who.role == API_ROLE_AGENT)
-			ok = (rt->flags & API_R_AGENT_SELF) && r->params[0] &&
-			     strcmp(r->params[0], r->who.node) == 0;
-		else
-			ok = r->who.role >= rt->min_role;
-		if (!ok) {
-			api_problem(r, 403, "token %s has role %s; %s %s needs %s%s", r->who.name,
-				    api_role_name(r->who.role), r->method, rt->pattern,
-				    api_role_name(rt->min_role),
-				    r->who.role == API_ROLE_AGENT ? " (agent tokens reach only "
-								    "their own node)"
-								  : "");
-			return;
-		}
+	int rc = check_access(r, rt);
+	if (rc == FP_EAGAIN) {
+		r->offload = 1;
+		return;
 	}
+	if (rc < 0)
+		return;
 	if ((rt->flags & API_R_V1) && !is_ready(r->srv)) {
 		api_problem(r, 503, "fleetplane is starting: store or caches not ready");
 		api_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
@@ -414,21 +442,25 @@ static void *pool_main(void *arg)
 		pthread_mutex_unlock(&p->mu);
 		if (!r)
 			return NULL; /* closing and drained */
-		dispatch(r);
+		if (r->preauth)
+			check_access(r, r->route); /* answers 401/403 into r, or leaves it */
+		else
+			dispatch(r);
 		MHD_resume_connection(r->conn);
 	}
 }
 
-/* Suspends r's connection and queues it for a worker. Returns 0 when the pool is closing
- * (the caller answers on the poll thread). */
-static int pool_submit(struct api_pool *p, struct api_req *r)
+/* Suspends r's connection and queues it for a worker; r->called becomes state (3: the
+ * handler runs there, 4: the access check of an Expect request). Returns 0 when the pool is
+ * closing (the caller answers on the poll thread). */
+static int pool_submit(struct api_pool *p, struct api_req *r, int state)
 {
 	pthread_mutex_lock(&p->mu);
 	if (p->closing) {
 		pthread_mutex_unlock(&p->mu);
 		return 0;
 	}
-	r->called = 3;
+	r->called = state;
 	/* Suspended before any worker can see it: it resumes only a suspended connection. */
 	MHD_suspend_connection(r->conn);
 	if (p->tail)
@@ -515,6 +547,102 @@ static enum MHD_Result queue_reply(struct api_req *r)
 	return ret;
 }
 
+/* ---------------------------------------------------------------- request framing */
+
+struct hdr_count {
+	unsigned content_length, content_length_values, transfer_encoding, idem_key, host;
+	const char *first_cl;
+};
+
+static enum MHD_Result hdr_count_cb(void *cls, enum MHD_ValueKind kind, const char *key,
+				    const char *value)
+{
+	struct hdr_count *c = cls;
+	(void)kind;
+	if (!key)
+		return MHD_YES;
+	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+		if (!c->content_length++)
+			c->first_cl = value;
+		else if (!value || !c->first_cl || strcmp(value, c->first_cl) != 0)
+			c->content_length_values++;
+	} else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+		c->transfer_encoding++;
+	} else if (strcasecmp(key, "Idempotency-Key") == 0) {
+		c->idem_key++;
+	} else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) {
+		c->host++;
+	}
+	return MHD_YES;
+}
+
+/* The framing checks libmicrohttpd 0.9.75 leaves to the application, on the headers of r
+ * before any body is read: Content-Length headers that differ (RFC 9112 section 6.3: the
+ * framing is unknown; behind a proxy that reads the other one it is request smuggling), both
+ * Content-Length and Transfer-Encoding (section 6.1, the same), a request with no Host or
+ * several (section 3.2: HTTP/1.1 needs exactly one), and more than one Idempotency-Key (which
+ * one would the key be?). Returns 0, or -1 after answering 400. */
+static int framing_check(struct api_req *r, const char *version)
+{
+	struct hdr_count c = {0};
+	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, hdr_count_cb, &c);
+	if (c.content_length_values) {
+		api_problem(r, 400,
+			    "Content-Length given %u times with different values: the length "
+			    "of the body is unknown (RFC 9112 section 6.3)",
+			    c.content_length);
+		return -1;
+	}
+	if (c.content_length && c.transfer_encoding) {
+		api_problem(r, 400,
+			    "both Content-Length and Transfer-Encoding: send one of them "
+			    "(RFC 9112 section 6.1)");
+		return -1;
+	}
+	if (c.host > 1 || (c.host == 0 && version && strcmp(version, "HTTP/1.1") == 0)) {
+		api_problem(r, 400,
+			    "%s: an HTTP/1.1 request has exactly one Host header (RFC 9112 "
+			    "section 3.2)",
+			    c.host ? "several Host headers" : "no Host header");
+		return -1;
+	}
+	if (c.idem_key > 1) {
+		api_problem(r, 400, "Idempotency-Key given %u times: a request has one key",
+			    c.idem_key);
+		return -1;
+	}
+	return 0;
+}
+
+/* Expect (RFC 9110 section 10.1.1): "100-continue" is answered with 100 Continue only once r
+ * may make its request (route known and access checked), so a client without a valid token is
+ * told 401 before it sends a body; any other expectation is 417. Returns 1 when r may go on (a
+ * 100 Continue follows), 0 when r was queued for a worker to check the token (state 4), -1
+ * after answering. */
+static int expect_check(struct api_req *r, const char *expect)
+{
+	if (strcasecmp(expect, "100-continue") != 0) {
+		api_problem(r, 417, "Expect %.32s: only 100-continue is understood", expect);
+		return -1;
+	}
+	r->route = route(r);
+	if (!r->route)
+		return -1;
+	r->fast = 1;
+	int rc = check_access(r, r->route);
+	r->fast = 0;
+	if (rc == 0)
+		return 1;
+	if (rc != FP_EAGAIN)
+		return -1;
+	r->preauth = 1;
+	if (r->srv->pool && pool_submit(r->srv->pool, r, 4))
+		return 0;
+	r->preauth = 0;
+	api_problem(r, 503, "fleetplane is stopping");
+	return -1;
+}
+
 static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 				 const char *method, const char *version, const char *upload_data,
 				 size_t *upload_data_size, void **con_cls)
@@ -533,6 +661,11 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 		buf_init(&r->body, srv->cfg.max_body);
 		buf_init(&r->out, 0);
 		*con_cls = r;
+		if (framing_check(r, version) < 0) {
+			api_conns_phase(srv->conns, conn, API_CONN_BUSY);
+			r->called = 2;
+			return queue_reply(r);
+		}
 		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl) {
@@ -548,6 +681,18 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 				return queue_reply(r);
 			}
 		}
+		const char *expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+								 MHD_HTTP_HEADER_EXPECT);
+		if (expect) {
+			int ok = expect_check(r, expect);
+			if (ok == 0)
+				return MHD_YES; /* a worker checks the token (state 4) */
+			if (ok < 0) {
+				api_conns_phase(srv->conns, conn, API_CONN_BUSY);
+				r->called = 2;
+				return queue_reply(r);
+			}
+		}
 		r->called = 1;
 		/* the headers are in: the body, if any, has body_timeout_s from now */
 		api_conns_phase(srv->conns, conn,
@@ -557,6 +702,19 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 							MHD_HTTP_HEADER_TRANSFER_ENCODING)
 					? API_CONN_BODY
 					: API_CONN_BUSY);
+		return MHD_YES;
+	}
+	if (r->called == 4) {
+		/* Resumed by the worker that checked an Expect request's token: libmicrohttpd calls
+		 * again as for the headers; with no answer from us it sends 100 Continue. */
+		r->preauth = 0;
+		if (r->status) {
+			api_conns_phase(srv->conns, conn, API_CONN_BUSY);
+			r->called = 2;
+			return queue_reply(r);
+		}
+		r->called = 1;
+		api_conns_phase(srv->conns, conn, API_CONN_BODY);
 		return MHD_YES;
 	}
 	if (r->called == 3) {
@@ -590,7 +748,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 		r->status = 0;
 		api_reply_reset(r);
 	}
-	if (srv->pool && pool_submit(srv->pool, r))
+	if (srv->pool && pool_submit(srv->pool, r, 3))
 		return MHD_YES;
 	api_problem(r, 503, "fleetplane is stopping");
 	return queue_reply(r);

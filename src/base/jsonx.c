@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/buf.h"
 #include "base/err.h"
 
 int jsonx_parse(const char *data, size_t len, json_t **out, char *err, size_t errlen)
@@ -123,6 +124,26 @@ char *jsonx_utf8_lossy(const char *s)
 		p += n;
 	}
 	return out;
+}
+
+char *jsonx_utf8_escaped(const char *s)
+{
+	if (!s)
+		return NULL;
+	struct buf b;
+	buf_init(&b, 0);
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		size_t n = utf8_seq(p);
+		if (n == 0) {
+			buf_printf(&b, "\\x%02X", *p++);
+			continue;
+		}
+		buf_append(&b, p, n);
+		p += n;
+	}
+	size_t len;
+	return buf_detach(&b, &len);
 }
 
 json_t *jsonx_string_lossy(const char *s)

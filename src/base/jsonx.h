@@ -21,6 +21,10 @@ char *jsonx_dumps(const json_t *v);
  * at most U+10FFFF) - for example the tail of a character cut by a bounded snprintf, or a
  * byte from a BMC - is replaced by '?'. NULL for NULL. */
 char *jsonx_utf8_lossy(const char *s);
+/* jsonx_utf8_escaped is jsonx_utf8_lossy with each such byte written as the four characters
+ * "\xNN" (upper-case hex) instead of '?', so that a person can see which bytes a client sent
+ * (an invalid path echoed in a problem document). Malloc'd; NULL for NULL. */
+char *jsonx_utf8_escaped(const char *s);
 /* jsonx_string_lossy is json_string(s) that never fails on bad UTF-8 (see jsonx_utf8_lossy):
  * text from outside (BMC answers, truncated error messages) must not vanish from a document.
  * NULL only for s == NULL. New reference. */

@@ -357,6 +357,28 @@ static void test_utf8_lossy(void **state)
 	json_decref(v);
 }
 
+/* jsonx_utf8_escaped: well-formed text kept, each other byte as \xNN (what a problem document
+ * shows of a client's bad path, issue 16 item 7) */
+static void test_utf8_escaped(void **state)
+{
+	(void)state;
+	char *s = jsonx_utf8_escaped("caf\xc3\xa9 \xe2\x86\x92");
+	assert_string_equal(s, "caf\xc3\xa9 \xe2\x86\x92");
+	free(s);
+	s = jsonx_utf8_escaped("/v1/nodes/\xff\xfe" "ab\xe2\x86");
+	assert_string_equal(s, "/v1/nodes/\\xFF\\xFEab\\xE2\\x86");
+	free(s);
+	s = jsonx_utf8_escaped("");
+	assert_string_equal(s, "");
+	free(s);
+	assert_null(jsonx_utf8_escaped(NULL));
+	json_t *v = json_string(s = jsonx_utf8_escaped("\xc0\xaf"));
+	assert_non_null(v);
+	assert_string_equal(json_string_value(v), "\\xC0\\xAF");
+	json_decref(v);
+	free(s);
+}
+
 static void test_metrics_render(void **state)
 {
 	struct metric_family *c = metrics_register(METRIC_COUNTER, "t_ops_total", "Ops.",
@@ -437,6 +459,7 @@ int main(void)
 		cmocka_unit_test(test_json_strict),
 		cmocka_unit_test(test_metrics_render),
 		cmocka_unit_test(test_utf8_lossy),
+		cmocka_unit_test(test_utf8_escaped),
 		cmocka_unit_test(test_json_error_hides_text),
 		cmocka_unit_test(test_text_check),
 		cmocka_unit_test(test_kvlines),
