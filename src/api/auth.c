@@ -249,6 +249,11 @@ struct api_auth *api_auth_new(struct store *st, char *err, size_t errlen)
 		api_auth_free(a);
 		return NULL;
 	}
+	for (size_t i = 0; i < a->n; i++)
+		if (a->ents[i].who.role == API_ROLE_AGENT && !a->ents[i].who.node_uid[0])
+			log_warn("agent token has no nodeUid (made by an older fleetplane) and is "
+				 "refused; make a new one name=%s node=%s",
+				 a->ents[i].who.name, a->ents[i].who.node);
 	return a;
 }
 

@@ -52,7 +52,8 @@ const char *api_role_name(enum api_role r);
 /* Parses a role name (not "none"). Returns 0 or FP_EINVAL. */
 int api_role_parse(const char *s, enum api_role *out);
 
-/* Loads every /tokens/ document of st into memory. st is borrowed and must outlive the auth.
+/* Loads every /tokens/ document of st into memory (an agent token without nodeUid is logged at
+ * warn: it loads but the server refuses it). st is borrowed and must outlive the auth.
  * Returns NULL with detail in err when the store cannot be read. */
 struct api_auth *api_auth_new(struct store *st, char *err, size_t errlen);
 /* Frees the map. NULL is a no-op. */
