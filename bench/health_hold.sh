@@ -14,7 +14,9 @@
 #             until fleetplane_nodes_held{owner="health"} showed all of them, and the
 #             histogram over the burst.
 # The reports use the admin token (an operator may report for any node; agent tokens only add a
-# token lookup per request). Event time = send time, so serve's histogram measures send ->
+# token lookup per request), so serve runs with the report rate limit off (--report-rate 0
+# --report-events 0): the limit is per token as well as per node, and one token's burst of 20
+# would refuse the burst round. Event time = send time, so serve's histogram measures send ->
 # commit. Results go to stdout and $BENCH_WORK/health_hold.rounds. Run by hand, never in make check.
 # Env: FP (./fleetplane), BENCH_WORK (/tmp/fp-bench), N (750), SEQ (200), ROUNDS (3).
 set -euo pipefail
@@ -67,7 +69,7 @@ hist_delta() {
 round() {
 	local r=$1 d=$TMP/d$1 t0 i a
 	rm -rf "$d"
-	start_serve "$d" --sim $((SEQ + N)) --sim-speed 0
+	start_serve "$d" --sim $((SEQ + N)) --sim-speed 0 --report-rate 0 --report-events 0
 	wait_url "$d" 120
 	wait_ready 120
 	t0=$(now)

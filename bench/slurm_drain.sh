@@ -62,7 +62,9 @@ round() {
 	tail -n +$((SEQ + 1)) "$TMP/all" >"$TMP/burst"
 	echo "round=$r loop: $("$PY" "$TOOL" loop "$TMP/burst")" | tee -a "$RES"
 
-	start_serve "$d" --slurm --slurm-interval 30 --sim "$TOTAL" --sim-speed 0
+	# the reports all use one token: the report limit is per token too, so it is off here
+	start_serve "$d" --slurm --slurm-interval 30 --sim "$TOTAL" --sim-speed 0 --report-rate 0 \
+		--report-events 0
 	wait_url "$d" 120
 	wait_ready 120
 	for i in $(seq 1 1200); do

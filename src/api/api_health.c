@@ -135,42 +135,46 @@ static void get_key(struct api_req *r, const char *key, const char *what, const 
 
 /* ---------------------------------------------------------------- agent report */
 
-/* The per-node report limit (report_limit.c): 0 when the report may go on; else answers 429
- * with Retry-After (whole seconds, rounded up; RFC 9110 section 10.2.3) and a problem naming
- * the limit ("limit": "reports" | "events" | "nodes", "retryAfterSeconds"), and returns 1.
- * Counted before the body is validated, so a flood of bad reports is limited too. */
+/* The per-node and per-token report limit (report_limit.c): 0 when the report may go on; else
+ * answers 429 with Retry-After (whole seconds, rounded up; RFC 9110 section 10.2.3) and a
+ * problem naming the limit ("limit": "reports" | "events" | "nodes" | "tokens", "scope":
+ * "node" | "token", "retryAfterSeconds"), and returns 1. Counted before the body is validated,
+ * so a flood of bad reports is limited too. */
 static int report_limited(struct api_req *r, const char *node, size_t nevents)
 {
 	struct api_report_limiter *l = r->srv->report_limit;
 	enum api_report_limit_kind kind;
+	int by_token = 0;
 	int64_t left = 0;
-	int64_t wait = api_report_limit_take(l, node, nevents, &kind, &left);
+	const char *tok = r->who.name;
+	int64_t wait = api_report_limit_take(l, node, tok, nevents, &kind, &by_token, &left);
 	if (wait <= 0)
 		return 0;
 	long long secs = (wait + 999) / 1000;
 	const struct api_report_limit *c = api_report_limit_config(l);
 	static const char *const names[] = {"", "reports", "events", "nodes"};
-	json_t *ext = json_pack("{s:s,s:I}", "limit", names[kind], "retryAfterSeconds",
-				(json_int_t)secs);
+	const char *what = by_token ? "token" : "node", *who = by_token ? tok : node;
+	json_t *ext = json_pack("{s:s,s:s,s:I}", "limit",
+				kind == API_REPORT_LIMIT_NODES && by_token ? "tokens" : names[kind],
+				"scope", what, "retryAfterSeconds", (json_int_t)secs);
 	if (kind == API_REPORT_LIMIT_EVENTS)
 		api_problem_ext(r, 429, ext,
-				"node %s: report rate limit: events: %ld per minute (at most %lld "
+				"%s %s: report rate limit: events: %ld per minute (at most %lld "
 				"at once); this report has %zu events and %lld are left; retry "
 				"after %lld s; nothing of this report was recorded",
-				node, c->events_per_min,
+				what, who, c->events_per_min,
 				(long long)api_report_limit_events_burst(l), nevents,
 				(long long)left, secs);
 	else if (kind == API_REPORT_LIMIT_REPORTS)
-		api_problem_ext(
-			r, 429, ext,
-			"node %s: report rate limit: reports: %g per second (at most %ld at "
-			"once); retry after %lld s; nothing of this report was recorded",
-			node, c->reports_per_s, c->burst, secs);
+		api_problem_ext(r, 429, ext,
+				"%s %s: report rate limit: reports: %g per second (at most %ld at "
+				"once); retry after %lld s; nothing of this report was recorded",
+				what, who, c->reports_per_s, c->burst, secs);
 	else
 		api_problem_ext(r, 429, ext,
-				"report rate limit: %d nodes are tracked and none is idle; retry "
+				"report rate limit: %d %ss are tracked and none is idle; retry "
 				"after %lld s; nothing of this report was recorded",
-				API_REPORT_LIMIT_MAX_NODES, secs);
+				API_REPORT_LIMIT_MAX_NODES, what, secs);
 	api_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, api_printf(r, "%lld", secs));
 	return 1;
 }
@@ -178,9 +182,10 @@ static int report_limited(struct api_req *r, const char *node, size_t nevents)
 /* POST /v1/nodes/{name}:report: the node agent's report (design shape {"agent","detectors",
  * "events"}), validated and applied by the health controller (health_report): 200 {"accepted",
  * "duplicates","decisions"}, 422 with "field" for bad input, 404 for an unknown node, 429 over
- * the node's report rate limit (report_limited). Repeats of an event id are duplicates, so a
+ * the node's or the token's report rate limit (report_limited). Each refusal (4xx) is counted
+ * in fleetplane_agent_reports_refused_total by reason. Repeats of an event id are duplicates, so a
  * retried report needs no Idempotency-Key. */
-void api_node_report(struct api_req *r)
+static void node_report(struct api_req *r)
 {
 	const struct api_health_hooks *h = &r->srv->cfg.health;
 	if (check_node_param(r) < 0)
@@ -212,6 +217,19 @@ void api_node_report(struct api_req *r)
 		return;
 	}
 	api_reply_json(r, 200, result);
+}
+
+void api_node_report(struct api_req *r)
+{
+	node_report(r);
+	/* Refusals after authentication (dispatch counts those before) by what they were; a
+	 * 5xx is the server's failure, not a refused report. */
+	if (r->status == 429)
+		api_report_refused(r, "rate_limited");
+	else if (r->status == 404)
+		api_report_refused(r, "unknown_node");
+	else if (r->status >= 400 && r->status < 500)
+		api_report_refused(r, "bad_report");
 }
 
 /* ---------------------------------------------------------------- :remediated */

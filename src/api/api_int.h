@@ -49,6 +49,7 @@ struct api_server {
 	struct metric_family *m_unary; /* obs (issue 15): the same, streams (watch) left out */
 	struct api_report_limiter *report_limit; /* report_limit.c: per-node :report limit */
 	struct api_conns *conns;                 /* conns.c: connection limits, request deadlines */
+	struct metric_family *m_reports_refused; /* fleetplane_agent_reports_refused_total */
 	char *tls_cert, *tls_key; /* copies of cfg's PEM (libmicrohttpd keeps pointers) */
 };
 
@@ -260,16 +261,24 @@ void api_tenant_delete(struct api_req *r);
 /* Node rendering for responses and watch: stored document -> public document. */
 json_t *api_node_render(struct api_req *r, const json_t *doc, int64_t mod_rev);
 
-/* --- the per-node report limit (report_limit.c; server.h struct api_report_limit) --- */
-#define API_REPORT_MAX_EVENTS 256         /* events in one report (design contract) */
-#define API_REPORT_LIMIT_MAX_NODES 100000 /* nodes tracked at once; then 429 "nodes" */
+/* --- the per-node and per-token report limit (report_limit.c; server.h
+ * struct api_report_limit) --- */
+#define API_REPORT_MAX_EVENTS 256 /* events in one report (design contract) */
+/* nodes tracked at once, and tokens tracked at once; then 429 "nodes" / "tokens" */
+#define API_REPORT_LIMIT_MAX_NODES 100000
 
 enum api_report_limit_kind {
 	API_REPORT_LIMIT_OK = 0,
 	API_REPORT_LIMIT_REPORTS, /* the reports bucket is empty */
 	API_REPORT_LIMIT_EVENTS,  /* the events bucket holds fewer than the report's events */
-	API_REPORT_LIMIT_NODES,   /* API_REPORT_LIMIT_MAX_NODES nodes tracked, none idle */
+	API_REPORT_LIMIT_NODES,   /* API_REPORT_LIMIT_MAX_NODES nodes (tokens) tracked, none idle */
 };
+
+/* Counts one refused POST /v1/nodes/{name}:report in fleetplane_agent_reports_refused_total
+ * {reason} (server.c; docs/operations.md "Metrics"). reason: a static string, one of
+ * unauthenticated, forbidden, legacy_token, stale_token, rate_limited, unknown_node,
+ * bad_report. */
+void api_report_refused(struct api_req *r, const char *reason);
 
 /* api_report_limit_resolve fills out from in (NULL = all defaults): zero members become the
  * API_REPORT_LIMIT_* defaults, burst <= 0 becomes the default, negatives stay (= off). */
@@ -280,13 +289,16 @@ void api_report_limit_resolve(const struct api_report_limit *in, struct api_repo
 struct api_report_limiter *api_report_limiter_new(const struct api_report_limit *cfg,
 						  struct fp_clock *clock);
 void api_report_limiter_free(struct api_report_limiter *l);
-/* api_report_limit_take admits one report of nevents events for node (borrowed, copied when
- * first seen): returns 0 and takes one report token and nevents event tokens (nevents is
- * counted up to the events bucket's size), or returns the milliseconds (> 0) until the
- * report would fit, taking nothing, with *kind naming the limit hit and, for
- * API_REPORT_LIMIT_EVENTS, *left the whole event tokens there now. */
-int64_t api_report_limit_take(struct api_report_limiter *l, const char *node, size_t nevents,
-			      enum api_report_limit_kind *kind, int64_t *left);
+/* api_report_limit_take admits one report of nevents events for node sent with the token
+ * named token (both borrowed, copied when first seen): returns 0 and takes one report token
+ * and nevents event tokens from the node's buckets and from the token's (nevents is counted up
+ * to the events bucket's size), or returns the milliseconds (> 0) until the report would fit,
+ * taking nothing, with *kind naming the limit hit, *by_token 0 when it is the node's, 1 when
+ * it is the token's (the node's are looked at first) and, for API_REPORT_LIMIT_EVENTS, *left
+ * the whole event tokens there now. */
+int64_t api_report_limit_take(struct api_report_limiter *l, const char *node, const char *token,
+			      size_t nevents, enum api_report_limit_kind *kind, int *by_token,
+			      int64_t *left);
 /* The resolved configuration, and the events bucket's size (for messages). */
 const struct api_report_limit *api_report_limit_config(const struct api_report_limiter *l);
 int64_t api_report_limit_events_burst(const struct api_report_limiter *l);

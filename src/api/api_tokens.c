@@ -1,6 +1,7 @@
 /* api_tokens.c - /v1/tokens (admin only; DESIGN.md "API"): create a token and show its secret
- * exactly once in the 201 response {"name","role","node"?,"token"}; list and get token
- * documents without secrets or hashes; revoke with DELETE. Token creation does not honour
+ * exactly once in the 201 response {"name","role","node"?,"nodeUid"?,"token"}; list and get
+ * token documents without secrets or hashes; revoke with DELETE. An agent token is made only
+ * for a node that exists now and records its metadata.uid (auth.h; issue 16 item 12). Token creation does not honour
  * Idempotency-Key: a replay would have to store the secret, which is never stored. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "core/codec.h"
+#include "engine/objects.h"
 #include "store/store.h"
 #include "base/banned.h"
 
@@ -77,12 +79,41 @@ void api_tokens_create(struct api_req *r)
 				"role: expected admin, operator, viewer or agent");
 		return;
 	}
+	/* An agent token names the node's uid: the node must exist now (a reference to a
+	 * missing object is 422 naming the field, as a rack's spec.site). */
+	const char *node = jnode ? json_string_value(jnode) : NULL, *uid = NULL;
+	if (role == API_ROLE_AGENT && node) {
+		if (name_validate("node", node, err, sizeof(err)) < 0) {
+			api_problem_ext(r, 422, json_pack("{s:s}", "field", "node"), "%s", err);
+			return;
+		}
+		json_t *nd = NULL;
+		int64_t mod = 0;
+		int grc = api_get_doc(r, api_own(r, objects_key_node_dup(node)), &nd, &mod);
+		if (grc == FP_ENOTFOUND) {
+			api_problem_ext(r, 422,
+					json_pack("{s:s,s:s}", "field", "node", "node", node),
+					"node: node %s does not exist; an agent token is made for "
+					"a node that is enrolled",
+					node);
+			return;
+		}
+		if (grc < 0) {
+			api_problem_rc(r, grc, "cannot read the node");
+			return;
+		}
+		api_own_json(r, nd);
+		uid = jsonx_str(nd, "metadata.uid");
+		if (!uid || !*uid) {
+			api_problem(r, 500, "stored node %s has no metadata.uid", node);
+			return;
+		}
+	}
 	char *secret = NULL;
 	json_t *doc = NULL;
-	int rc = api_auth_token_create(r->srv->auth, json_string_value(jn), role,
-				       jnode ? json_string_value(jnode) : NULL, api_actor(r),
-				       api_now(r), api_event_seq(r), &secret, &doc, err,
-				       sizeof(err));
+	int rc = api_auth_token_create(r->srv->auth, json_string_value(jn), role, node, uid,
+				       api_actor(r), api_now(r), api_event_seq(r), &secret, &doc,
+				       err, sizeof(err));
 	if (rc == FP_EEXIST) {
 		api_problem_ext(r, 409, json_pack("{s:s}", "name", json_string_value(jn)), "%s",
 				err);
@@ -100,6 +131,8 @@ void api_tokens_create(struct api_req *r)
 				api_role_name(role));
 	if (jnode)
 		json_object_set(out, "node", jnode);
+	if (uid)
+		json_object_set_new(out, "nodeUid", json_string(uid));
 	json_object_set_new(out, "token", json_string(secret));
 	api_reply_json(r, 201, out);
 	fp_free_secret(secret);

@@ -113,6 +113,7 @@ static int entry_from_doc(const json_t *doc, struct auth_entry *e)
 	const char *role = jsonx_str(doc, "role");
 	const char *hex = jsonx_str(doc, "hash");
 	const char *node = jsonx_str(doc, "node");
+	const char *uid = jsonx_str(doc, "nodeUid");
 	size_t hl = 0;
 	memset(e, 0, sizeof(*e));
 	if (!name || !role || !hex || strlen(name) >= API_NAME_MAX ||
@@ -127,6 +128,13 @@ static int entry_from_doc(const json_t *doc, struct auth_entry *e)
 			return FP_EINVAL;
 		snprintf(e->who.node, sizeof(e->who.node), "%s", node);
 	}
+	if (uid) {
+		if (strlen(uid) >= API_UID_MAX)
+			return FP_EINVAL;
+		snprintf(e->who.node_uid, sizeof(e->who.node_uid), "%s", uid);
+	}
+	/* An agent token without nodeUid (older versions) loads: the server refuses it with a
+	 * detail that says to make a new one, which "unknown token" would not. */
 	if (e->who.role == API_ROLE_AGENT && !e->who.node[0])
 		return FP_EINVAL;
 	return 0;
@@ -241,6 +249,11 @@ struct api_auth *api_auth_new(struct store *st, char *err, size_t errlen)
 		api_auth_free(a);
 		return NULL;
 	}
+	for (size_t i = 0; i < a->n; i++)
+		if (a->ents[i].who.role == API_ROLE_AGENT && !a->ents[i].who.node_uid[0])
+			log_warn("agent token has no nodeUid (made by an older fleetplane) and is "
+				 "refused; make a new one name=%s node=%s",
+				 a->ents[i].who.name, a->ents[i].who.node);
 	return a;
 }
 
@@ -333,7 +346,7 @@ static char *secret_new(unsigned char hash[TOKEN_HASH_LEN])
 }
 
 static json_t *token_doc(const char *name, enum api_role role, const char *node,
-			 const unsigned char *hash, int64_t wall_ms)
+			 const char *node_uid, const unsigned char *hash, int64_t wall_ms)
 {
 	char ts[FP_TIME_LEN], hex[TOKEN_HASH_LEN * 2 + 1];
 	fp_time_format(wall_ms, ts);
@@ -341,6 +354,8 @@ static json_t *token_doc(const char *name, enum api_role role, const char *node,
 				"createdAt", ts, "role", api_role_name(role));
 	if (node)
 		json_object_set_new(doc, "node", json_string(node));
+	if (node_uid)
+		json_object_set_new(doc, "nodeUid", json_string(node_uid));
 	if (hash) {
 		sodium_bin2hex(hex, sizeof(hex), hash, TOKEN_HASH_LEN);
 		json_object_set_new(doc, "hash", json_string(hex));
@@ -357,13 +372,13 @@ json_t *api_auth_token_public(const json_t *stored)
 
 /* Writes the token (and event) with expect; updates the map on success. */
 static int token_write(struct api_auth *a, const char *name, enum api_role role, const char *node,
-		       const char *actor, const char *reason, int64_t wall_ms, uint64_t rnd,
-		       int64_t expect, char **secret, json_t **doc_out)
+		       const char *node_uid, const char *actor, const char *reason, int64_t wall_ms,
+		       uint64_t rnd, int64_t expect, char **secret, json_t **doc_out)
 {
 	struct auth_entry e;
 	memset(&e, 0, sizeof(e));
 	char *s = secret_new(e.hash);
-	json_t *doc = token_doc(name, role, node, e.hash, wall_ms);
+	json_t *doc = token_doc(name, role, node, node_uid, e.hash, wall_ms);
 	char *val = jsonx_dumps(doc);
 	char key[STORE_MAX_KEY + 1], ekey[STORE_MAX_KEY + 1], eid[EVENT_ID_LEN];
 	snprintf(key, sizeof(key), "%s%s", TOKEN_PREFIX_KEY, name);
@@ -393,6 +408,8 @@ static int token_write(struct api_auth *a, const char *name, enum api_role role,
 	snprintf(e.who.name, sizeof(e.who.name), "%s", name);
 	if (node)
 		snprintf(e.who.node, sizeof(e.who.node), "%s", node);
+	if (node_uid)
+		snprintf(e.who.node_uid, sizeof(e.who.node_uid), "%s", node_uid);
 	pthread_rwlock_wrlock(&a->mu);
 	map_put_locked(a, &e);
 	pthread_rwlock_unlock(&a->mu);
@@ -406,8 +423,9 @@ static int token_write(struct api_auth *a, const char *name, enum api_role role,
 }
 
 int api_auth_token_create(struct api_auth *a, const char *name, enum api_role role,
-			  const char *node, const char *actor, int64_t wall_ms, uint64_t rnd,
-			  char **secret, json_t **doc, char *err, size_t errlen)
+			  const char *node, const char *node_uid, const char *actor,
+			  int64_t wall_ms, uint64_t rnd, char **secret, json_t **doc, char *err,
+			  size_t errlen)
 {
 	*secret = NULL;
 	if (doc)
@@ -424,15 +442,18 @@ int api_auth_token_create(struct api_auth *a, const char *name, enum api_role ro
 		rc = name_validate("node", node, err, errlen);
 		if (rc < 0)
 			return rc;
+		if (!node_uid || !*node_uid || strlen(node_uid) >= API_UID_MAX)
+			return fp_errf(FP_EINVAL, err, errlen,
+				       "node: an agent token needs node %s's uid", node);
 	} else if (role < API_ROLE_VIEWER || role > API_ROLE_ADMIN) {
 		return fp_errf(FP_EINVAL, err, errlen,
 			       "role: expected admin, operator, viewer or agent");
-	} else if (node) {
+	} else if (node || node_uid) {
 		return fp_errf(FP_EINVAL, err, errlen,
 			       "node: only agent tokens are scoped to a node");
 	}
-	rc = token_write(a, name, role, node, actor, "TokenCreated", wall_ms, rnd, STORE_ABSENT,
-			 secret, doc);
+	rc = token_write(a, name, role, node, node_uid, actor, "TokenCreated", wall_ms, rnd,
+			 STORE_ABSENT, secret, doc);
 	if (rc == FP_EEXIST)
 		fp_errf(rc, err, errlen, "token %s already exists", name);
 	else if (rc < 0)
@@ -492,7 +513,7 @@ int api_auth_bootstrap(struct api_auth *a, const char *data_dir, int64_t wall_ms
 		return rc;
 	}
 	char *secret = NULL;
-	int rc = token_write(a, "admin", API_ROLE_ADMIN, NULL, "system:serve", "TokenCreated",
+	int rc = token_write(a, "admin", API_ROLE_ADMIN, NULL, NULL, "system:serve", "TokenCreated",
 			     wall_ms, rnd, STORE_ANY, &secret, NULL);
 	if (rc < 0) {
 		fp_errf(FP_EIO, err, errlen, "cannot store the admin token: %s", fp_err_msg(rc));

@@ -4,9 +4,14 @@
  * A token is a secret "fpt_" + base64url(32 random bytes from libsodium randombytes_buf), shown
  * once when it is created. The store keeps only its BLAKE2b hash (crypto_generichash, 32 bytes,
  * hex) at /tokens/<name>:
- *   {"kind":"Token","metadata":{"name","createdAt"},"role","node"?,"hash"}
+ *   {"kind":"Token","metadata":{"name","createdAt"},"role","node"?,"nodeUid"?,"hash"}
  * Roles rank admin > operator > viewer; `agent` tokens are scoped to one node and do not rank
- * above anything (the route table says which routes an agent may use). The server keeps an
+ * above anything (the route table says which routes an agent may use). An agent token is bound
+ * to the node's identity, not its name: "nodeUid" is the node's metadata.uid when the token was
+ * made (the node must exist then), and the server refuses the token once the node of that name
+ * has another uid (deleted and re-created) or is gone (issue 16 item 12). Agent tokens stored
+ * by older versions have no "nodeUid": they load, but the server refuses them with a detail
+ * telling the operator to make a new one. The server keeps an
  * in-memory hash -> token map, loaded at start, updated on create/revoke, and refreshed from the
  * store when /tokens/ changed (a token created or revoked by another process sharing the store
  * is seen on the next miss, and within about a second on a hit). Hashes are compared with
@@ -31,12 +36,15 @@ enum api_role {
 
 #define API_TOKEN_PREFIX "fpt_"
 #define API_NAME_MAX 64
+#define API_UID_MAX 64 /* a node's metadata.uid (a UUID, 36 characters) and its NUL */
 
-/* Who made a request: the token's name, role and (agent only) node. Plain data, no ownership. */
+/* Who made a request: the token's name, role and (agent only) node and that node's uid when
+ * the token was made ("" for an agent token stored without one). Plain data, no ownership. */
 struct api_principal {
 	char name[API_NAME_MAX];
 	enum api_role role;
 	char node[API_NAME_MAX];
+	char node_uid[API_UID_MAX];
 };
 
 /* "admin" | "operator" | "viewer" | "agent" | "none". Static string. */
@@ -44,7 +52,8 @@ const char *api_role_name(enum api_role r);
 /* Parses a role name (not "none"). Returns 0 or FP_EINVAL. */
 int api_role_parse(const char *s, enum api_role *out);
 
-/* Loads every /tokens/ document of st into memory. st is borrowed and must outlive the auth.
+/* Loads every /tokens/ document of st into memory (an agent token without nodeUid is logged at
+ * warn: it loads but the server refuses it). st is borrowed and must outlive the auth.
  * Returns NULL with detail in err when the store cannot be read. */
 struct api_auth *api_auth_new(struct store *st, char *err, size_t errlen);
 /* Frees the map. NULL is a no-op. */
@@ -67,21 +76,23 @@ int api_auth_check(struct api_auth *a, const char *secret, struct api_principal 
  * block. For the server's poll threads. */
 int api_auth_check_fast(struct api_auth *a, const char *secret, struct api_principal *who);
 
-/* Creates a token: validates name (core name rules), role and node (required for agent tokens,
- * refused otherwise), writes /tokens/<name> create-if-absent together with an audit event
+/* Creates a token: validates name (core name rules), role, node and node_uid (both required
+ * for agent tokens, refused otherwise; node_uid is the node's metadata.uid, which the caller
+ * read from the store: this function does not check that the node exists), writes /tokens/<name> create-if-absent together with an audit event
  * "TokenCreated" by actor in one store transaction, and returns the secret in *secret (caller
  * frees with fp_free_secret) and the public document (no hash) in *doc (new reference).
  * Returns 0, FP_EINVAL (detail in err), FP_EEXIST, or a store error. */
 int api_auth_token_create(struct api_auth *a, const char *name, enum api_role role,
-			  const char *node, const char *actor, int64_t wall_ms, uint64_t rnd,
-			  char **secret, json_t **doc, char *err, size_t errlen);
+			  const char *node, const char *node_uid, const char *actor,
+			  int64_t wall_ms, uint64_t rnd, char **secret, json_t **doc, char *err,
+			  size_t errlen);
 
 /* Revokes (deletes) /tokens/<name> with an audit event "TokenRevoked" in the same transaction
  * and drops it from the map. Returns 0, FP_ENOTFOUND or a store error. */
 int api_auth_token_revoke(struct api_auth *a, const char *name, const char *actor, int64_t wall_ms,
 			  uint64_t rnd);
 
-/* Public form of a stored token document: kind, metadata, role, node; never the hash.
+/* Public form of a stored token document: kind, metadata, role, node, nodeUid; never the hash.
  * Returns a new reference. */
 json_t *api_auth_token_public(const json_t *stored);
 

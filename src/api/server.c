@@ -45,8 +45,10 @@
 #include "api/watch.h"
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/jsonx.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "engine/objects.h"
 #include "store/store.h"
 #include "base/banned.h"
 
@@ -350,6 +352,71 @@ static const struct api_route *route(struct api_req *r)
 	return rt;
 }
 
+void api_report_refused(struct api_req *r, const char *reason)
+{
+	const char *labels[1] = {reason};
+	metric_add(r->srv->m_reports_refused, labels, 1);
+}
+
+/* Counts a refusal in dispatch when r is an agent report. */
+static void refused(struct api_req *r, const char *reason)
+{
+	if (r->route->fn == api_node_report)
+		api_report_refused(r, reason);
+}
+
+/* An agent token is bound to its node's uid (auth.h; issue 16 item 12). Returns 0 when node
+ * r->params[0] (the token's node: checked before) has the token's nodeUid now; 1 when r was
+ * answered 403 (a token stored without nodeUid, the node gone, or a node of that name made
+ * since); -1 with r->offload set when the answer needs the store and r runs on a poll thread.
+ * A match in the node view (the controller's cache) is trusted, anything else is read from the
+ * store: a cache a moment behind a re-creation then refuses nothing it should not. */
+static int agent_bound(struct api_req *r)
+{
+	const char *node = r->params[0], *want = r->who.node_uid;
+	if (!want[0]) {
+		refused(r, "legacy_token");
+		api_problem_ext(r, 403, json_pack("{s:s}", "node", node),
+				"token %s names node %s by name only (it was made by an older "
+				"fleetplane, before tokens recorded the node's uid); make a new "
+				"one: fleetplane token create --role agent --node %s",
+				r->who.name, node, node);
+		return 1;
+	}
+	const struct api_node_view *v = &r->srv->cfg.node_view;
+	char uid[API_UID_MAX];
+	if (v->get_uid && v->get_uid(v->arg, node, uid, sizeof(uid)) == 0 && strcmp(uid, want) == 0)
+		return 0;
+	if (r->fast) {
+		r->offload = 1;
+		return -1;
+	}
+	json_t *doc = NULL;
+	int64_t mod = 0;
+	int rc = api_get_doc(r, api_own(r, objects_key_node_dup(node)), &doc, &mod);
+	if (rc < 0 && rc != FP_ENOTFOUND) {
+		api_problem_rc(r, rc, "cannot read the node");
+		return 1;
+	}
+	api_own_json(r, doc);
+	const char *cur = rc == 0 ? jsonx_str(doc, "metadata.uid") : NULL;
+	if (cur && strcmp(cur, want) == 0)
+		return 0;
+	refused(r, "stale_token");
+	if (!cur)
+		api_problem_ext(r, 403, json_pack("{s:s,s:s}", "node", node, "nodeUid", want),
+				"token %s was made for node %s (uid %s), which no longer exists",
+				r->who.name, node, want);
+	else
+		api_problem_ext(r, 403,
+				json_pack("{s:s,s:s,s:s}", "node", node, "nodeUid", want,
+					  "currentUid", cur),
+				"token %s was made for an earlier node named %s (uid %s); node %s "
+				"now is uid %s: make a new token for it",
+				r->who.name, node, want, node, cur);
+	return 1;
+}
+
 /* Authentication and role check of r for rt: 0 when r may go on; -1 after answering 401 or
  * 403; FP_EAGAIN (r->fast only) when the token check needs the store. */
 static int check_access(struct api_req *r, const struct api_route *rt)
@@ -360,6 +427,7 @@ static int check_access(struct api_req *r, const struct api_route *rt)
 	if (rc == FP_EAGAIN)
 		return FP_EAGAIN;
 	if (rc < 0) {
+		refused(r, "unauthenticated");
 		api_problem(r, 401, "a valid bearer token is required");
 		api_add_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"fleetplane\"");
 		return -1;
@@ -373,6 +441,7 @@ static int check_access(struct api_req *r, const struct api_route *rt)
 	else
 		ok = r->who.role >= rt->min_role;
 	if (!ok) {
+		refused(r, "forbidden");
 		api_problem(r, 403, "token %s has role %s; %s %s needs %s%s", r->who.name,
 			    api_role_name(r->who.role), r->method, rt->pattern,
 			    api_role_name(rt->min_role),
@@ -400,6 +469,9 @@ static void dispatch(struct api_req *r)
 		api_add_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
 		return;
 	}
+	/* after the readiness check: the node view is the controller's cache */
+	if (rt->min_role != API_ROLE_NONE && r->who.role == API_ROLE_AGENT && agent_bound(r) != 0)
+		return;
 	if (r->body.len && strcmp(r->method, "POST") != 0 && strcmp(r->method, "PUT") != 0 &&
 	    !((rt->flags & API_R_KUBE) &&
 	      (strcmp(r->method, "PATCH") == 0 || strcmp(r->method, "DELETE") == 0))) {
@@ -1006,6 +1078,12 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 		"As fleetplane_http_request_duration_seconds, streamed responses (watch) left out: "
 		"the API latency SLO's series.",
 		"method,code", metrics_buckets_fast, METRICS_BUCKETS_FAST_N);
+	srv->m_reports_refused = metrics_register(
+		METRIC_COUNTER, "fleetplane_agent_reports_refused_total",
+		"Agent reports (POST /v1/nodes/{name}:report) refused, by reason: "
+		"unauthenticated, forbidden, legacy_token, stale_token, rate_limited, "
+		"unknown_node, bad_report.",
+		"reason", NULL, 0);
 	srv->report_limit = api_report_limiter_new(&cfg->report_limit, cfg->clock);
 	srv->auth = api_auth_new(cfg->store, err, errlen);
 	if (!srv->auth)

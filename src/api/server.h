@@ -32,6 +32,12 @@ struct api_server;
  * block for long (every other connection of that thread waits). */
 struct api_node_view {
 	int (*get_json)(void *arg, const char *name, char **json, size_t *len, int64_t *rv);
+	/* The cached node's metadata.uid copied into uid (len bytes, NUL-terminated): 0, or
+	 * FP_ENOTFOUND when the cache does not hold the node. Each agent request checks its
+	 * token's nodeUid with it (auth.h); only a match is trusted, anything else is checked
+	 * against the store on a worker thread (a cache a moment behind a re-creation must not
+	 * refuse the new node's token). Same thread rules as get_json. NULL: the store. */
+	int (*get_uid)(void *arg, const char *name, char *uid, size_t len);
 	void *arg;
 };
 

@@ -103,14 +103,14 @@ static const struct opt opts[] = {
 	 "interval, at least 90 s)"},
 	{"report-rate", OK_DOUBLE, "R", 0, 100000, "a number ",
 	 " (reports per second per node; 0 = no limit)", "5", 0, 0, OFF(report_rate),
-	 "agent reports (POST /v1/nodes/{name}:report) per second per node (0 = no limit); over "
-	 "it: 429, Retry-After"},
+	 "agent reports (POST /v1/nodes/{name}:report) per second per node, and the same per "
+	 "token (0 = no limit); over it: 429, Retry-After"},
 	{"report-burst", OK_LONG, "N", 1, 100000, "", " reports", "20", 0, 0, OFF(report_burst),
-	 "reports a node may send at once"},
+	 "reports a node (or a token) may send at once"},
 	{"report-events", OK_LONG, "N", 0, 100000000, "",
 	 " (events per minute per node; 0 = no limit)", "6000", 0, 0, OFF(report_events),
-	 "events in reports per minute per node (0 = no limit; the bucket holds at least 256, "
-	 "one report)"},
+	 "events in reports per minute per node, and the same per token (0 = no limit; the "
+	 "bucket holds at least 256, one report)"},
 	{"api-max-connections", OK_LONG, "N", 16, 100000, "", " connections", "1000", 0, 0,
 	 OFF(api_max_connections),
 	 "open API connections in all; at the limit a new connection closes the oldest one that "

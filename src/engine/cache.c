@@ -674,6 +674,16 @@ void cache_register_metrics(struct cache *c)
 	metrics_add_collector(collect_nodes, c);
 }
 
+int cache_node_uid(struct cache *c, const char *name, char *uid, size_t len)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	struct centry *e = hmap_get(&c->nodes, name);
+	if (e)
+		snprintf(uid, len, "%s", e->n->uid ? e->n->uid : "");
+	pthread_rwlock_unlock(&c->lock);
+	return e ? 0 : FP_ENOTFOUND;
+}
+
 int cache_node_json_rv(struct cache *c, const char *name, char **json, size_t *len, int64_t *rv)
 {
 	pthread_rwlock_rdlock(&c->lock);

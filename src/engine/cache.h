@@ -58,6 +58,10 @@ struct node *cache_node_get(struct cache *c, const char *name);
 int cache_node_json(struct cache *c, const char *name, char **json, size_t *len);
 /* Same, and the node's resourceVersion (the one in the document's metadata) in *rv. */
 int cache_node_json_rv(struct cache *c, const char *name, char **json, size_t *len, int64_t *rv);
+/* Copies the node's metadata.uid into uid (len bytes, NUL-terminated; truncated if longer; ""
+ * when the node has none). Returns 0 or FP_ENOTFOUND. Read lock only: for the API's poll
+ * threads (the agent token's uid check, api/server.h struct api_node_view). */
+int cache_node_uid(struct cache *c, const char *name, char *uid, size_t len);
 /* Returns a copy of the operation, or NULL. */
 struct operation *cache_operation_get(struct cache *c, const char *id);
 

@@ -341,6 +341,12 @@ static int node_view(void *arg, const char *name, char **json, size_t *len, int6
 	return cache_node_json_rv(fl->cache, name, json, len, rv);
 }
 
+static int node_uid(void *arg, const char *name, char *uid, size_t len)
+{
+	struct fleet *fl = arg;
+	return fl->cache ? cache_node_uid(fl->cache, name, uid, len) : FP_ENOTFOUND;
+}
+
 /* API agent callbacks: into the lifecycle controller (non-blocking: it queues the write). */
 static void agent_booted(void *arg, const char *node, const char *boot_id)
 {
@@ -918,7 +924,9 @@ static int start_api(struct fleet *fl, char *err, size_t errlen)
 				  .secret_key = fl->key,
 				  .ready = ready,
 				  .ready_arg = fl,
-				  .node_view = {.get_json = node_view, .arg = fl},
+				  .node_view = {.get_json = node_view,
+						.get_uid = node_uid,
+						.arg = fl},
 				  .agent = {.booted = agent_booted,
 					    .validated = agent_validated,
 					    .remediated = agent_remediated,

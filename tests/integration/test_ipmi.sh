@@ -33,11 +33,9 @@ done
 
 start_serve "$D" --bmc-timeout 3 --bmc-breaker-failures 3
 
-# One agent token per node, as a header in a file (never an argv), and the callback settings
-# each machine's deploy agent reads.
+# The callback settings each machine's deploy agent reads; the agent token itself (a header in
+# a file, never an argv) is made once the node is enrolled (a token names the node's uid).
 for n in $NODES; do
-	tok=$("$FP" token create --name "agent-$n" --role agent --node "$n" 2>&1 | tail -1)
-	(umask 077 && printf 'Authorization: Bearer %s\n' "$tok" >"$WORK/$n.hdr")
 	printf 'FP_URL=%s\nNODE=%s\nFP_AUTH_HEADER_FILE=%s\n' "$FLEETPLANE_URL" "$n" "$WORK/$n.hdr" \
 		>"$WORK/$n/callback.env"
 done
@@ -52,6 +50,11 @@ jq -n --arg p1 "$(cat "$WORK/ipmi-1/port")" --arg p2 "$(cat "$WORK/ipmi-2/port")
 	{items: [node("ipmi-1"; $p1; $w1), node("ipmi-2"; $p2; $w2), node("ipmi-3"; $p3; $w3)]}' \
 	>"$WORK/enroll.json"
 "$FP" node enroll -f "$WORK/enroll.json" 2>&1 | keep enroll
+for n in $NODES; do
+	tok=$("$FP" token create --name "agent-$n" --role agent --node "$n" 2>&1 | tail -1)
+	(umask 077 && printf 'Authorization: Bearer %s\n' "$tok" >"$WORK/$n.hdr.tmp" &&
+		mv "$WORK/$n.hdr.tmp" "$WORK/$n.hdr")
+done
 # The fourth node's password is wrong (the BMC has its own in $WORK/$BAD/password).
 printf 'WrongPass-123' >"$WORK/bad-password"
 jq -n --arg p "$(cat "$WORK/$BAD/port")" --rawfile w "$WORK/bad-password" '

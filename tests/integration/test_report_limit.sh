@@ -15,7 +15,7 @@
 . "$(dirname "$0")/lib.sh"
 D="$WORK/d"
 start_serve "$D" --sim 8 --sim-speed 100 --report-rate 0.01 --report-burst 2 --report-events 1
-grep -q "msg=\"api report limit per node (negative = off)\" reports_per_s=0.01 burst=2 events_per_min=1 events_burst=256$" "$D/serve.log" ||
+grep -q "msg=\"api report limit per node and per token (negative = off)\" reports_per_s=0.01 burst=2 events_per_min=1 events_burst=256$" "$D/serve.log" ||
 	fail "serve.log does not show the report limit"
 
 body_of() { sed -n '2,$p' <<<"$1"; }
@@ -44,6 +44,14 @@ assert_eq "node r01n01: report rate limit: reports: 0.01 per second (at most 2 a
 # the admin token is limited the same way for that node, and another node is not
 assert_eq 429 "$(code_of "$(api POST /v1/nodes/r01n01:report "$HB")")" "admin report for r01n01"
 assert_eq 200 "$(code_of "$(api POST /v1/nodes/r01n04:report "$HB")")" "admin report for r01n04"
+# ... but the admin token has buckets of its own too (issue 16 item 12): its 2nd report (to
+# another node still) fits the burst of 2, the 3rd is over the token's limit
+assert_eq 200 "$(code_of "$(api POST /v1/nodes/r01n05:report "$HB")")" "admin report for r01n05"
+R=$(api POST /v1/nodes/r01n06:report "$HB")
+assert_eq "429 token reports" "$(code_of "$R") $(body_of "$R" | jq -r '"\(.scope) \(.limit)"')" "admin token over its own limit"
+S=$(body_of "$R" | jq -r .retryAfterSeconds)
+assert_eq "token admin: report rate limit: reports: 0.01 per second (at most 2 at once); retry after $S s; nothing of this report was recorded" \
+	"$(body_of "$R" | jq -r .detail)" "token limit detail"
 
 # ---- r01n02: events ----------------------------------------------------------------------
 A2=$("$FP" token create --role agent --node r01n02 --name agent-r01n02 | tail -n 1)
@@ -65,6 +73,9 @@ assert_eq "node r01n02: report rate limit: events: 1 per minute (at most 256 at 
 R=$(api GET /v1/healthevents/r01n02.x-1)
 assert_eq 404 "$(code_of "$R")" "the refused event is not stored"
 assert_eq 256 "$("$FP" health events --node r01n02 --limit 0 -o json | jq '.items | length')" "events of r01n02"
+
+# every 429 so far is counted: r01n01 (the agent, then the admin), the admin token, r01n02
+assert_eq 4 "$(api GET /metrics | sed -n 's/^fleetplane_agent_reports_refused_total{reason="rate_limited"} //p')" "refused reports counted"
 
 # ---- r01n03: the agent keeps a refused report and sends it later ---------------------------
 A3=$("$FP" token create --role agent --node r01n03 --name agent-r01n03 | tail -n 1)

@@ -25,6 +25,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "engine/clock.h"
 #include "store/store.h"
 
@@ -430,10 +431,10 @@ static void test_roles(void **state)
 {
 	struct resp r;
 	char *viewer = mk_token("viewer1", "viewer", NULL);
-	char *agent = mk_token("agent-n1", "agent", "n1");
 	assert_int_equal(strlen(viewer), 47);
 	enroll("n1");
 	enroll("n2");
+	char *agent = mk_token("agent-n1", "agent", "n1");
 
 	req("GET", "/v1/nodes", viewer, NULL, &r);
 	assert_int_equal(r.status, 200);
@@ -488,8 +489,9 @@ static void test_roles(void **state)
 	struct api_auth *other = api_auth_new(E.st, err, sizeof(err));
 	assert_non_null(other);
 	char *secret = NULL;
-	assert_int_equal(api_auth_token_create(other, "elsewhere", API_ROLE_OPERATOR, NULL, "test",
-					       1700000000000LL, 7, &secret, NULL, err, sizeof(err)),
+	assert_int_equal(api_auth_token_create(other, "elsewhere", API_ROLE_OPERATOR, NULL, NULL,
+					       "test", 1700000000000LL, 7, &secret, NULL, err,
+					       sizeof(err)),
 			 0);
 	req("GET", "/v1/nodes", secret, NULL, &r);
 	assert_int_equal(r.status, 200);
@@ -517,10 +519,10 @@ static json_t *stored_node(const char *name);
 static void test_agent_callbacks(void **state)
 {
 	struct resp r;
-	char *agent = mk_token("agent-n1", "agent", "n1");
 	char *viewer = mk_token("viewer1", "viewer", NULL);
 	enroll("n1");
 	enroll("n2");
+	char *agent = mk_token("agent-n1", "agent", "n1");
 	R.n = 0;
 
 	req("POST", "/v1/nodes/n1:booted", agent, "{\"bootId\":\"n1-boot.7:a_b\"}", &r);
@@ -671,8 +673,8 @@ static json_t *stored_node(const char *name)
 static void test_power_requests(void **state)
 {
 	struct resp r;
-	char *agent = mk_token("agent-n1", "agent", "n1");
 	enroll("n1");
+	char *agent = mk_token("agent-n1", "agent", "n1");
 
 	req("POST", "/v1/nodes/n1:power", E.admin, "{\"action\":\"off\"}", &r);
 	assert_int_equal(r.status, 202);
@@ -1834,8 +1836,8 @@ static void expect_report(const char *node, const char *token, const char *body,
 static void test_report_limit(void **state)
 {
 	struct resp r;
-	char *agent = mk_token("agent-n1", "agent", "n1");
 	enroll("n1");
+	char *agent = mk_token("agent-n1", "agent", "n1");
 	enroll("n2");
 	memset(&H, 0, sizeof(H));
 	const char *empty = "{\"events\":[]}";
@@ -1900,6 +1902,278 @@ static void test_report_limit(void **state)
 	free(b100);
 	free(b256);
 	free(agent);
+}
+
+/* fleetplane_agent_reports_refused_total{reason} now (process-wide: tests take differences). */
+static double refused(const char *reason)
+{
+	struct metric_family *f = metrics_register(METRIC_COUNTER,
+						   "fleetplane_agent_reports_refused_total", "",
+						   "reason", NULL, 0);
+	return metric_value(f, (const char *const[]){reason});
+}
+
+/* The stored node's metadata.uid (static buffer). */
+static const char *node_uid(const char *name)
+{
+	static char uid[80];
+	struct resp r;
+	char path[64];
+	snprintf(path, sizeof(path), "/v1/nodes/%s", name);
+	req("GET", path, E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(jstr(r.json, "metadata.uid"));
+	snprintf(uid, sizeof(uid), "%s", jstr(r.json, "metadata.uid"));
+	resp_free(&r);
+	return uid;
+}
+
+/* Agent tokens are bound to the node's uid, not its name (issue 16 item 12): made only for a
+ * node that exists (422 naming the field otherwise), they record nodeUid; once the node is
+ * deleted, or deleted and enrolled again under the same name, the old token is refused 403
+ * saying so, on every agent route (GET, the callbacks, the report), and a new token works. */
+static void test_agent_token_bound_to_uid(void **state)
+{
+	struct resp r;
+	double stale0 = refused("stale_token"), legacy0 = refused("legacy_token");
+	double forbidden0 = refused("forbidden"), unauth0 = refused("unauthenticated");
+
+	/* no such node: refused, nothing stored */
+	req("POST", "/v1/tokens", E.admin,
+	    "{\"name\":\"a-ghost\",\"role\":\"agent\",\"node\":\"n7\"}", &r);
+	assert_int_equal(r.status, 422);
+	assert_string_equal(jstr(r.json, "field"), "node");
+	assert_string_equal(jstr(r.json, "node"), "n7");
+	assert_string_equal(jstr(r.json, "detail"),
+			    "node: node n7 does not exist; an agent token is made for a node that "
+			    "is enrolled");
+	resp_free(&r);
+	assert_int_equal(count("/tokens/a-ghost"), 0);
+
+	/* the node's uid is recorded, in the 201 answer and the stored (public) document */
+	enroll("n1");
+	enroll("n2");
+	char uid1[80];
+	snprintf(uid1, sizeof(uid1), "%s", node_uid("n1"));
+	req("POST", "/v1/tokens", E.admin,
+	    "{\"name\":\"agent-n1\",\"role\":\"agent\",\"node\":\"n1\"}", &r);
+	assert_int_equal(r.status, 201);
+	assert_string_equal(jstr(r.json, "nodeUid"), uid1);
+	char *agent = xstrdup(jstr(r.json, "token"));
+	resp_free(&r);
+	req("GET", "/v1/tokens/agent-n1", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(jstr(r.json, "nodeUid"), uid1);
+	assert_string_equal(jstr(r.json, "node"), "n1");
+	resp_free(&r);
+	/* the right node's token works */
+	req("GET", "/v1/nodes/n1", agent, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	expect_report("n1", agent, "{\"events\":[]}", 200);
+	/* another node: forbidden, counted */
+	expect_report("n2", agent, "{\"events\":[]}", 403);
+	assert_int_equal((int)(refused("forbidden") - forbidden0), 1);
+	expect_report("n1", "fpt_no-such-token", "{\"events\":[]}", 401);
+	assert_int_equal((int)(refused("unauthenticated") - unauth0), 1);
+
+	/* n1 deleted: the token names a node that is gone */
+	req("DELETE", "/v1/nodes/n1", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	req("GET", "/v1/nodes/n1", agent, NULL, &r);
+	assert_int_equal(r.status, 403);
+	char want[400];
+	snprintf(want, sizeof(want),
+		 "token agent-n1 was made for node n1 (uid %s), which no longer exists", uid1);
+	assert_string_equal(jstr(r.json, "detail"), want);
+	resp_free(&r);
+
+	/* n1 enrolled again: a new uid, and the old token is refused on every agent route */
+	enroll("n1");
+	char uid2[80];
+	snprintf(uid2, sizeof(uid2), "%s", node_uid("n1"));
+	assert_string_not_equal(uid1, uid2);
+	snprintf(want, sizeof(want),
+		 "token agent-n1 was made for an earlier node named n1 (uid %s); node n1 now is "
+		 "uid %s: make a new token for it",
+		 uid1, uid2);
+	static const char *const routes[][3] = {
+		{"GET", "/v1/nodes/n1", NULL},
+		{"POST", "/v1/nodes/n1:booted", "{\"bootId\":\"b-1\"}"},
+		{"POST", "/v1/nodes/n1:report", "{\"events\":[]}"},
+	};
+	memset(&H, 0, sizeof(H));
+	R.n = 0;
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		req(routes[i][0], routes[i][1], agent, routes[i][2], &r);
+		if (r.status != 403)
+			fail_msg("%s %s: status %ld, want 403", routes[i][0], routes[i][1],
+				 r.status);
+		assert_string_equal(jstr(r.json, "detail"), want);
+		assert_string_equal(jstr(r.json, "nodeUid"), uid1);
+		assert_string_equal(jstr(r.json, "currentUid"), uid2);
+		resp_free(&r);
+	}
+	assert_int_equal(H.reports, 0);
+	assert_int_equal(R.n, 0);
+	/* the deleted-node GET above was no report; the stale report is counted once */
+	assert_int_equal((int)(refused("stale_token") - stale0), 1);
+
+	/* a token made for the new node works */
+	char *agent2 = mk_token("agent-n1-2", "agent", "n1");
+	req("GET", "/v1/nodes/n1", agent2, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	expect_report("n1", agent2, "{\"events\":[]}", 200);
+	assert_int_equal(H.reports, 1);
+
+	/* a stored agent token without nodeUid (made by an older version) is refused, saying
+	 * what to do */
+	char err[256];
+	struct api_auth *other = api_auth_new(E.st, err, sizeof(err));
+	assert_non_null(other);
+	char *secret = NULL;
+	assert_int_equal(api_auth_token_create(other, "old-n2", API_ROLE_AGENT, "n2", "u-old",
+					       "test", 1700000000000LL, 9, &secret, NULL, err,
+					       sizeof(err)),
+			 0);
+	api_auth_free(other);
+	struct store_kv kv = {0};
+	assert_int_equal(store_get(E.st, "/tokens/old-n2", &kv), 0);
+	json_t *doc = json_loads(kv.value, 0, NULL);
+	store_kv_release(&kv);
+	json_object_del(doc, "nodeUid");
+	char *val = json_dumps(doc, JSON_COMPACT);
+	assert_int_equal(store_put(E.st, "/tokens/old-n2", val, STORE_ANY, NULL), 0);
+	free(val);
+	json_decref(doc);
+	req("POST", "/v1/nodes/n2:report", secret, "{\"events\":[]}", &r);
+	assert_int_equal(r.status, 403);
+	assert_string_equal(jstr(r.json, "detail"),
+			    "token old-n2 names node n2 by name only (it was made by an older "
+			    "fleetplane, before tokens recorded the node's uid); make a new one: "
+			    "fleetplane token create --role agent --node n2");
+	resp_free(&r);
+	assert_int_equal((int)(refused("legacy_token") - legacy0), 1);
+	assert_int_equal(H.reports, 1);
+	fp_free_secret(secret);
+	free(agent2);
+	free(agent);
+}
+
+/* The node view's uid hook (the controller's cache) answers the agent's check on the poll
+ * thread; a uid the cache does not agree with is checked against the store, so a cache that
+ * lags a re-creation refuses nothing it should not. */
+static char view_uid[80];
+static int view_uid_calls;
+static int view_get_uid(void *arg, const char *name, char *uid, size_t len)
+{
+	view_uid_calls++;
+	if (strcmp(name, "n1") != 0)
+		return FP_ENOTFOUND;
+	snprintf(uid, len, "%s", view_uid);
+	return 0;
+}
+
+static int setup_uid_view(void **state)
+{
+	char err[256];
+	memset(&E, 0, sizeof(E));
+	E.ready = 1;
+	E.view.get_uid = view_get_uid;
+	snprintf(E.dir, sizeof(E.dir), "/tmp/fp-api-XXXXXX");
+	assert_non_null(mkdtemp(E.dir));
+	assert_int_equal(store_open("mem:", &E.st, err, sizeof(err)), 0);
+	server_start();
+	return 0;
+}
+
+static void test_agent_uid_from_view(void **state)
+{
+	struct resp r;
+	enroll("n1");
+	snprintf(view_uid, sizeof(view_uid), "%s", node_uid("n1"));
+	char *agent = mk_token("agent-n1", "agent", "n1");
+	view_uid_calls = 0;
+	req("GET", "/v1/nodes/n1", agent, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	assert_true(view_uid_calls >= 1);
+	/* the cache is a moment behind (an older uid): the store decides, and it agrees */
+	snprintf(view_uid, sizeof(view_uid), "u-from-an-older-n1");
+	req("GET", "/v1/nodes/n1", agent, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	free(agent);
+}
+
+/* The report limit is per token as well as per node (issue 16 item 12): one operator token
+ * reporting for two nodes is held to one token's buckets, and two tokens of one node to the
+ * node's. Refusals are counted as rate_limited. 1 report/s, burst 2 (setup_limit). */
+static void test_report_limit_per_token(void **state)
+{
+	struct resp r;
+	enroll("n1");
+	enroll("n2");
+	enroll("n3");
+	char *oper = mk_token("oper", "operator", NULL);
+	char *a3 = mk_token("agent-n3", "agent", "n3");
+	char *a3b = mk_token("agent-n3-b", "agent", "n3");
+	memset(&H, 0, sizeof(H));
+	const char *empty = "{\"events\":[]}";
+	double limited0 = refused("rate_limited");
+
+	/* one token, two nodes: n1 takes one, n2 the token's second; n2's own bucket has room
+	 * but the token's does not */
+	expect_report("n1", oper, empty, 200);
+	expect_report("n2", oper, empty, 200);
+	req("POST", "/v1/nodes/n2:report", oper, empty, &r);
+	assert_int_equal(r.status, 429);
+	assert_string_equal(jstr(r.json, "detail"),
+			    "token oper: report rate limit: reports: 1 per second (at most 2 at "
+			    "once); retry after 1 s; nothing of this report was recorded");
+	assert_string_equal(jstr(r.json, "scope"), "token");
+	assert_string_equal(jstr(r.json, "limit"), "reports");
+	assert_true(has_header(&r, "Retry-After: 1\r\n"));
+	resp_free(&r);
+	/* n2's bucket is not empty: another token may still report for it */
+	expect_report("n2", E.admin, empty, 200);
+	assert_int_equal(H.reports, 3);
+
+	/* two tokens, one node: the node's buckets hold both to 2 at once */
+	expect_report("n3", a3, empty, 200);
+	expect_report("n3", a3b, empty, 200);
+	req("POST", "/v1/nodes/n3:report", a3b, empty, &r);
+	assert_int_equal(r.status, 429);
+	assert_string_equal(jstr(r.json, "detail"),
+			    "node n3: report rate limit: reports: 1 per second (at most 2 at "
+			    "once); retry after 1 s; nothing of this report was recorded");
+	assert_string_equal(jstr(r.json, "scope"), "node");
+	resp_free(&r);
+	expect_report("n3", a3, empty, 429);
+	assert_int_equal(H.reports, 5);
+	assert_int_equal((int)(refused("rate_limited") - limited0), 3);
+
+	/* a refusal took nothing: 1 s later each bucket has one report again */
+	clock_virtual_advance(E.clock, 1000);
+	expect_report("n3", a3, empty, 200);
+	expect_report("n1", oper, empty, 200);
+	assert_int_equal(H.reports, 7);
+
+	/* the refused-report counter on /metrics */
+	req("GET", "/metrics", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	char line[128];
+	snprintf(line, sizeof(line),
+		 "fleetplane_agent_reports_refused_total{reason=\"rate_limited\"} %g",
+		 refused("rate_limited"));
+	if (!strstr(r.body.data, line))
+		fail_msg("/metrics has no line [%s]", line);
+	resp_free(&r);
+	free(a3b);
+	free(a3);
+	free(oper);
 }
 
 static void test_node_view(void **state)
@@ -2779,10 +3053,10 @@ static void test_ui_assets(void **state)
 static void test_health_routes(void **state)
 {
 	struct resp r;
-	char *agent = mk_token("agent-n1", "agent", "n1");
 	char *viewer = mk_token("viewer1", "viewer", NULL);
 	enroll("n1");
 	enroll("n2");
+	char *agent = mk_token("agent-n1", "agent", "n1");
 	memset(&H, 0, sizeof(H));
 
 	/* :report goes to the controller with the caller as actor */
@@ -3054,6 +3328,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_health_routes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ui_assets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_limit, setup_limit, teardown),
+		cmocka_unit_test_setup_teardown(test_report_limit_per_token, setup_limit, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_token_bound_to_uid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_uid_from_view, setup_uid_view, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();

@@ -365,7 +365,8 @@ static void test_utf8_escaped(void **state)
 	char *s = jsonx_utf8_escaped("caf\xc3\xa9 \xe2\x86\x92");
 	assert_string_equal(s, "caf\xc3\xa9 \xe2\x86\x92");
 	free(s);
-	s = jsonx_utf8_escaped("/v1/nodes/\xff\xfe" "ab\xe2\x86");
+	s = jsonx_utf8_escaped("/v1/nodes/\xff\xfe"
+			       "ab\xe2\x86");
 	assert_string_equal(s, "/v1/nodes/\\xFF\\xFEab\\xE2\\x86");
 	free(s);
 	s = jsonx_utf8_escaped("");
@@ -449,20 +450,13 @@ static void test_kvlines(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_err_map),
-		cmocka_unit_test(test_buf_bounded),
-		cmocka_unit_test(test_time_roundtrip),
-		cmocka_unit_test(test_time_bounds),
-		cmocka_unit_test(test_time_offset),
-		cmocka_unit_test(test_time_scan_forms),
-		cmocka_unit_test(test_time_http),
-		cmocka_unit_test(test_json_strict),
-		cmocka_unit_test(test_metrics_render),
-		cmocka_unit_test(test_utf8_lossy),
-		cmocka_unit_test(test_utf8_escaped),
-		cmocka_unit_test(test_json_error_hides_text),
-		cmocka_unit_test(test_text_check),
-		cmocka_unit_test(test_kvlines),
+		cmocka_unit_test(test_err_map),        cmocka_unit_test(test_buf_bounded),
+		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_time_bounds),
+		cmocka_unit_test(test_time_offset),    cmocka_unit_test(test_time_scan_forms),
+		cmocka_unit_test(test_time_http),      cmocka_unit_test(test_json_strict),
+		cmocka_unit_test(test_metrics_render), cmocka_unit_test(test_utf8_lossy),
+		cmocka_unit_test(test_utf8_escaped),   cmocka_unit_test(test_json_error_hides_text),
+		cmocka_unit_test(test_text_check),     cmocka_unit_test(test_kvlines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

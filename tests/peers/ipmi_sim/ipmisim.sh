@@ -19,7 +19,8 @@
 # DIR/callback.env exists (FP_URL=, NODE=, FP_AUTH_HEADER_FILE= lines), it sets boot back to
 # "default" (next-boot semantics) and in the background POSTs $FP_URL/v1/nodes/$NODE:booted
 # {"bootId":ID} then $FP_URL/v1/nodes/$NODE:validated {"bootId":ID,"passed":true} with
-# `curl -H @$FP_AUTH_HEADER_FILE` (the token stays in that file). Each agent run is logged to
+# `curl -H @$FP_AUTH_HEADER_FILE` (the token stays in that file; it waits up to 10 s for that
+# file to appear, as the token is made after the node is enrolled). Each agent run is logged to
 # DIR/agent.log. `set shutdown 1` (ACPI soft off) powers the machine off 1 s later unless it was
 # powered on or off again in between (DIR/gen counts power changes).
 set -euo pipefail
@@ -69,6 +70,12 @@ agent() { # the deploy agent of a machine that came up with boot=pxe
 	id="boot-$(date +%s%N)-$$-$RANDOM"
 	(
 		sleep 0.2
+		# an agent token is made once its node is enrolled (issue 16 item 12): the header
+		# file may come a moment after the machine powers on
+		for _ in $(seq 1 100); do
+			[ -s "$FP_AUTH_HEADER_FILE" ] && break
+			sleep 0.1
+		done
 		{
 			echo "booted $NODE $id"
 			curl -sS -o /dev/null -w '%{http_code}\n' -X POST -H @"$FP_AUTH_HEADER_FILE" \
