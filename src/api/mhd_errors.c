@@ -11,12 +11,13 @@
  * the dynamic linker binds libmicrohttpd's own calls to them through its PLT (the library is
  * not linked -Bsymbolic: `objdump -R libmicrohttpd.so.12` lists JUMP_SLOT relocations for
  * both), as a program's malloc replaces libc's. Each forwards to the library's function
- * (dlsym RTLD_NEXT). MHD_create_response_from_buffer only notes, per thread, which of
- * libmicrohttpd's static HTML messages a response was made of. MHD_queue_response replaces a
- * response that has no Content-Type and a status of 400 or more - only libmicrohttpd makes
- * those: server.c gives every response of ours a Content-Type - with a problem document of the
- * same status whose detail is the message's text. Everything else passes through unchanged.
- * With a libmicrohttpd built without messages (empty bodies) the detail names the status. */
+ * (dlsym RTLD_NEXT). MHD_create_response_from_buffer only notes, per thread, the response it
+ * made of one of libmicrohttpd's static HTML messages (persistent memory starting
+ * "<html><head><title>", as every message of connection.c does). MHD_queue_response replaces
+ * that very response, when it is queued with a status of 400 or more and has no Content-Type,
+ * with a problem document of the same status whose detail is the message's text. Everything
+ * else passes through unchanged: the API's responses, the boot service's (a 416 with its
+ * Content-Range). A libmicrohttpd built without messages sends its empty bodies as before. */
 #include <dlfcn.h>
 #include <jansson.h>
 #include <microhttpd.h>
@@ -35,7 +36,10 @@ static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 static queue_fn real_queue;
 static create_fn real_create;
 
-/* libmicrohttpd's static message the last response made on this thread was made of */
+/* The last response made on this thread from one of libmicrohttpd's static HTML messages,
+ * and that message. Only that response is replaced: every other one (ours, the boot
+ * service's 416 with its Content-Range) passes untouched. */
+static _Thread_local const struct MHD_Response *mhd_error_resp;
 static _Thread_local const char *mhd_message;
 static _Thread_local size_t mhd_message_len;
 
@@ -55,9 +59,11 @@ struct MHD_Response *MHD_create_response_from_buffer(size_t size, void *buffer,
 		abort(); /* the library the program is linked with has no such function */
 	int mhd = mode == MHD_RESPMEM_PERSISTENT && buffer && size >= strlen(MHD_HTML_PREFIX) &&
 		  memcmp(buffer, MHD_HTML_PREFIX, strlen(MHD_HTML_PREFIX)) == 0;
+	struct MHD_Response *resp = real_create(size, buffer, mode);
+	mhd_error_resp = mhd ? resp : NULL;
 	mhd_message = mhd ? buffer : NULL;
 	mhd_message_len = mhd ? size : 0;
-	return real_create(size, buffer, mode);
+	return resp;
 }
 
 /* The text of an HTML message: what is between <body> and </body>, tags dropped, &quot; as ".
@@ -111,13 +117,12 @@ enum MHD_Result MHD_queue_response(struct MHD_Connection *connection, unsigned i
 	pthread_once(&real_once, real_init);
 	if (!real_queue || !real_create)
 		abort();
-	if (status_code < 400 || !response ||
+	if (status_code < 400 || !response || response != mhd_error_resp ||
 	    MHD_get_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE))
 		return real_queue(connection, status_code, response);
 	char detail[512];
-	detail[0] = 0;
-	if (mhd_message)
-		html_text(mhd_message, mhd_message_len, detail, sizeof(detail));
+	html_text(mhd_message, mhd_message_len, detail, sizeof(detail));
+	mhd_error_resp = NULL;
 	mhd_message = NULL;
 	json_t *doc = api_problem_doc((int)status_code,
 				      detail[0] ? detail : status_detail(status_code), NULL);
