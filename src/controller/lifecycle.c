@@ -59,6 +59,9 @@ struct step_def {
 	int persist;     /* persist the attempt and its deadline before running: steps with a
 			     * side effect (intent before act) and steps that wait on an outside
 			     * party (so a restart resumes the same deadline) */
+	int waits;       /* only waits (no side effect): the attempt and deadline are written when
+			  * it first returns STEP_WAIT, not before it runs, so a wait that is
+			  * already over costs no write; its end needs no record of its own */
 	int uses_bmc;    /* take a BMC slot from the rate limiter */
 	int disrupts;    /* stops or restarts what runs on the machine: waits while jobs run
 			  * (lifecycle_config.workload_gate) */
@@ -199,6 +202,94 @@ static void flush_status(struct lifecycle *lc, struct node **np, struct status_d
 		*np = stored;
 	}
 	memset(d, 0, sizeof(*d));
+}
+
+struct delta_op_arg {
+	struct delta_arg a;
+	struct lifecycle *lc;
+	const struct operation *op; /* written in the same transaction, CAS on its version */
+};
+
+static int mutate_delta_op(struct node *n, struct objects_txn *tx, void *arg)
+{
+	struct delta_op_arg *x = arg;
+	int changed = mutate_apply_delta(n, &x->a);
+	if (changed <= 0)
+		return changed;
+	char object[STORE_MAX_KEY + 8];
+	snprintf(object, sizeof(object), "node/%s", n->name);
+	for (size_t i = 0; i < x->a.evs.nev; i++)
+		objects_txn_event(tx, now_wall(x->lc), fp_rng_u64(x->lc->cfg.rng),
+				  x->a.evs.ev[i].type, LIFECYCLE_ACTOR, object,
+				  x->a.evs.ev[i].reason, x->a.evs.ev[i].msg);
+	objects_txn_put_op(tx, x->op, x->op->resource_version);
+	return 1;
+}
+
+/* flush_status, and op's changes (op not NULL: a wait's attempt and deadline) in the same
+ * transaction when the status changes too; else op alone (lifecycle_save_op). When the
+ * transaction loses to a write of op (a boot report, a cancel), the status is written alone
+ * and op is left to the next pass, which reads the operation again. */
+static void flush_status_op(struct lifecycle *lc, struct node **np, struct status_delta *d,
+			    struct operation *op)
+{
+	if (!op) {
+		flush_status(lc, np, d);
+		return;
+	}
+	if (!d->ntypes && !d->inventory && !d->quirks && !d->nev) {
+		lifecycle_save_op(lc, op);
+		return;
+	}
+	struct delta_op_arg *x = xcalloc(1, sizeof(*x));
+	x->lc = lc;
+	x->a.src = *np;
+	x->a.delta = d;
+	x->op = op;
+	op->updated_at = now_wall(lc);
+	struct objects_update u = {.actor = LIFECYCLE_ACTOR, .max_attempts = 2};
+	struct node *stored = NULL;
+	int rc = objects_update_node(lc->cfg.store, (*np)->name, mutate_delta_op, x, &u, &stored,
+				     NULL, 0);
+	free(x);
+	if (rc == 0 && u.revision) {
+		op->resource_version = u.revision;
+		if (stored) {
+			node_free(*np);
+			*np = stored;
+		}
+		memset(d, 0, sizeof(*d));
+		return;
+	}
+	node_free(stored);
+	if (rc == 0) { /* the status changed nothing after all */
+		lifecycle_save_op(lc, op);
+		memset(d, 0, sizeof(*d));
+		return;
+	}
+	flush_status(lc, np, d);
+}
+
+/* Before an operation's end is written: the task's observations applied to the node as now
+ * stored (read again, so the finishing compare-and-swap starts from the store's version) in
+ * memory, to go in the same write as the operation's end and the next phase. The delta is
+ * kept (the caller clears it once that write succeeded; otherwise the flush at the end of the
+ * task writes it). A delta with events (breaker transitions, a learned quirk) is flushed at
+ * once, as before. */
+static void absorb_status(struct lifecycle *lc, struct node **np, struct status_delta *d)
+{
+	if (!d->ntypes && !d->inventory && !d->quirks && !d->nev)
+		return;
+	struct node *fresh = NULL;
+	if (d->nev || d->quirks || lifecycle_load_node(lc, (*np)->name, &fresh) < 0) {
+		node_free(fresh);
+		flush_status(lc, np, d);
+		return;
+	}
+	struct delta_arg a = {.src = *np, .delta = d};
+	mutate_apply_delta(fresh, &a);
+	node_free(*np);
+	*np = fresh;
 }
 
 /* A BMC call failed: record reachability and pick retry, wait or fail. */
@@ -839,28 +930,32 @@ static int workload_gate(struct step_ctx *x, const struct step_def *def)
 }
 
 static const struct step_def steps[] = {
-	{"power_status", 0, 1, 0, 2 * MIN, 5, step_power_status},
-	{"read_inventory", 0, 1, 0, 2 * MIN, 5, step_read_inventory},
-	{"set_boot_pxe", 1, 1, 0, 2 * MIN, 5, step_set_boot_pxe},
-	{"set_boot_disk", 1, 1, 0, 2 * MIN, 5, step_set_boot_disk},
-	{"power_off", 1, 1, 1, 5 * MIN, 5, step_power_off},
-	{"power_on", 1, 1, 0, 5 * MIN, 5, step_power_on},
-	{"power_on_or_cycle", 1, 1, 1, 5 * MIN, 5, step_power_on_or_cycle},
-	{"power_cycle", 1, 1, 1, 10 * MIN, 3, step_power_cycle},
-	{"power_reset", 1, 1, 1, 10 * MIN, 3, step_power_reset},
-	{"power_soft", 1, 1, 1, 10 * MIN, 3, step_power_soft},
-	{"wait_boot_callback", 1, 0, 0, 15 * MIN, 1, step_wait_boot_callback},
-	{"check_gpu_count", 0, 0, 0, 1 * MIN, 1, step_check_gpu_count},
-	{"wait_burn_in", 1, 0, 0, 30 * MIN, 1, step_wait_burn_in},
-	{"workload_drained", 1, 0, 0, 4 * HOUR, 1, step_workload_drained},
-	{"skip_power_off", 0, 0, 0, 1 * MIN, 1, step_skip_power_off},
-	{"request_gpu_reset", 1, 0, 1, 2 * MIN, 3, lifecycle_step_request_gpu_reset},
-	{"wait_agent_action", 1, 0, 0, 10 * MIN, 1, lifecycle_step_wait_agent_action},
-	{"open_rma", 1, 0, 0, 2 * MIN, 5, lifecycle_step_open_rma},
-	{"wait_inspection", 1, 0, 0, 15 * MIN, 1, lifecycle_step_wait_inspection},
-	{"wait_deploy", 1, 0, 0, 30 * MIN, 1, lifecycle_step_wait_deploy},
-	{"reboot_to_disk", 1, 1, 0, 10 * MIN, 3, step_power_cycle},
-	{"wait_disk_boot", 1, 0, 0, 15 * MIN, 1, lifecycle_step_wait_disk_boot},
+	{"power_status", 0, 0, 1, 0, 2 * MIN, 5, step_power_status},
+	{"read_inventory", 0, 0, 1, 0, 2 * MIN, 5, step_read_inventory},
+	/* setting the boot device is idempotent (IPMI Set System Boot Options, Redfish
+	 * Boot.BootSourceOverrideTarget: a value, not a toggle): sent again after a crash it does
+	 * no harm, so no intent is written before it (the next step's intent, or the operation's
+	 * end, records it) */
+	{"set_boot_pxe", 0, 0, 1, 0, 2 * MIN, 5, step_set_boot_pxe},
+	{"set_boot_disk", 0, 0, 1, 0, 2 * MIN, 5, step_set_boot_disk},
+	{"power_off", 1, 0, 1, 1, 5 * MIN, 5, step_power_off},
+	{"power_on", 1, 0, 1, 0, 5 * MIN, 5, step_power_on},
+	{"power_on_or_cycle", 1, 0, 1, 1, 5 * MIN, 5, step_power_on_or_cycle},
+	{"power_cycle", 1, 0, 1, 1, 10 * MIN, 3, step_power_cycle},
+	{"power_reset", 1, 0, 1, 1, 10 * MIN, 3, step_power_reset},
+	{"power_soft", 1, 0, 1, 1, 10 * MIN, 3, step_power_soft},
+	{"wait_boot_callback", 1, 1, 0, 0, 15 * MIN, 1, step_wait_boot_callback},
+	{"check_gpu_count", 0, 0, 0, 0, 1 * MIN, 1, step_check_gpu_count},
+	{"wait_burn_in", 1, 1, 0, 0, 30 * MIN, 1, step_wait_burn_in},
+	{"workload_drained", 1, 1, 0, 0, 4 * HOUR, 1, step_workload_drained},
+	{"skip_power_off", 0, 0, 0, 0, 1 * MIN, 1, step_skip_power_off},
+	{"request_gpu_reset", 1, 0, 0, 1, 2 * MIN, 3, lifecycle_step_request_gpu_reset},
+	{"wait_agent_action", 1, 1, 0, 0, 10 * MIN, 1, lifecycle_step_wait_agent_action},
+	{"open_rma", 1, 0, 0, 0, 2 * MIN, 5, lifecycle_step_open_rma},
+	{"wait_inspection", 1, 1, 0, 0, 15 * MIN, 1, lifecycle_step_wait_inspection},
+	{"wait_deploy", 1, 1, 0, 0, 30 * MIN, 1, lifecycle_step_wait_deploy},
+	{"reboot_to_disk", 1, 0, 1, 0, 10 * MIN, 3, step_power_cycle},
+	{"wait_disk_boot", 1, 1, 0, 0, 15 * MIN, 1, lifecycle_step_wait_disk_boot},
 };
 
 static const struct step_def *step_lookup(const char *name)
@@ -1011,6 +1106,7 @@ static void run_op_task(void *arg)
 	struct node *n = NULL;
 	struct status_delta delta = {0};
 	int64_t requeue_after = 0;
+	int save_op = 0; /* op's changes are written at the end, with the status delta */
 	/* The operation comes from the store: what a step already did (params.acted, the
 	 * attempt's intent) must be judged on the operation as written. The informer's copy can
 	 * lag this node's own last task - a re-run right after a step that sent a power cycle
@@ -1032,7 +1128,7 @@ static void run_op_task(void *arg)
 
 	while (op->step < op->nsteps) {
 		const struct step_def *def = step_lookup(op->steps[op->step]);
-		int64_t now = now_wall(lc);
+		int64_t now = now_wall(lc), now_mono = clock_now_ms(lc->cfg.clock);
 		int dirty = 0;
 		if (!def) {
 			op->state = OP_FAILED;
@@ -1056,14 +1152,16 @@ static void run_op_task(void *arg)
 			if (lc->cfg.boot_wait_ms > 0 && (def->run == lifecycle_step_wait_deploy ||
 							 def->run == lifecycle_step_wait_disk_boot))
 				to = lc->cfg.boot_wait_ms;
-			op->step_deadline = now + scale_timeout(lc, n, to, FLOOR_STEP);
-			/* translated now, while the wall instant is fresh */
-			(void)lifecycle_step_left(lc, n->name, op);
+			int64_t span = scale_timeout(lc, n, to, FLOOR_STEP);
+			op->step_deadline = now + span;
+			/* its monotonic instant from the same moment as the wall one */
+			lifecycle_mono_step_note(lc, n->name, op->step_deadline, now_mono + span);
 			dirty = 1;
 		}
-		/* Intent before side effect: the attempt is durable before the BMC is touched, and a
-		 * wait's deadline is durable before it starts waiting. */
-		if (dirty && def->persist) {
+		/* Intent before side effect: the attempt is durable before the BMC is touched. A
+		 * wait's deadline is made durable when it starts waiting (below): a wait that is
+		 * already over needs no write. */
+		if (dirty && def->persist && !def->waits) {
 			if ((rc = lifecycle_save_op(lc, op)) < 0)
 				goto out;
 		}
@@ -1172,20 +1270,25 @@ static void run_op_task(void *arg)
 			op->last_error = NULL;
 			if (op->step == op->nsteps) {
 				/* Observations first: whoever acts on the finished operation sees
-				 * them. */
-				flush_status(lc, &n, &delta);
+				 * them - in the same write as the operation's end and the node's
+				 * next phase (absorb_status), or just before it. */
+				absorb_status(lc, &n, &delta);
 				op->state = OP_SUCCEEDED;
 				op->finished_at = now;
 				op->updated_at = now;
-				/* The operation's end and the node's next phase in one write. */
-				if (finish(lc, n, op, 1) == 0)
+				if (finish(lc, n, op, 1) == 0) {
+					memset(&delta, 0, sizeof(delta)); /* written with it */
 					finish_metrics(lc, op);
+				}
 				break;
 			}
 			/* The next step's intent write also records this step as done; read-only
-			 * steps that follow need no write of their own. */
+			 * steps that follow need no write of their own. A step without a side
+			 * effect (a read, a wait) needs no record of its end either: after a
+			 * crash it runs again and finds what it found (the operation's end, or
+			 * the next intent, writes everything). */
 			const struct step_def *next = step_lookup(op->steps[op->step]);
-			if (!next || !next->persist) {
+			if ((!next || !next->persist) && def->persist && !def->waits) {
 				if ((rc = lifecycle_save_op(lc, op)) < 0)
 					goto out;
 			}
@@ -1201,6 +1304,10 @@ static void run_op_task(void *arg)
 				 * (read-only steps are not persisted otherwise). */
 				if (x.save_on_busy && (changed || (dirty && !def->persist)))
 					lifecycle_save_op(lc, op);
+				/* A wait that starts waiting: its attempt and deadline, written
+				 * with the task's observations in one transaction (below). */
+				else if (r == STEP_WAIT && def->waits && dirty)
+					save_op = 1;
 			}
 			break;
 		}
@@ -1224,17 +1331,19 @@ static void run_op_task(void *arg)
 			pthread_mutex_unlock(&lc->mu);
 			break;
 		}
-		flush_status(lc, &n, &delta);
+		absorb_status(lc, &n, &delta);
 		op->state = OP_FAILED;
 		op->finished_at = now;
 		op->updated_at = now;
-		if (finish(lc, n, op, 1) == 0)
+		if (finish(lc, n, op, 1) == 0) {
+			memset(&delta, 0, sizeof(delta));
 			finish_metrics(lc, op);
+		}
 		break;
 	}
 out:
 	if (n)
-		flush_status(lc, &n, &delta);
+		flush_status_op(lc, &n, &delta, save_op ? op : NULL);
 	if (in_flight_clear(lc, t->node))
 		requeue_after = 0; /* something happened meanwhile: look now, not at the deadline */
 	if (requeue_after > 0)

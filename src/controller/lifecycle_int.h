@@ -110,6 +110,10 @@ static inline int64_t now_wall(struct lifecycle *lc)
  * until the instant changes. Thread-safe (lc->mu). */
 int64_t lifecycle_step_left(struct lifecycle *lc, const char *node, const struct operation *op);
 int64_t lifecycle_phase_elapsed(struct lifecycle *lc, const struct node *n);
+/* Records that the wall instant `wall` of node's step deadline is the monotonic instant `mono`
+ * (both read together when the deadline was made), so no later look translates it with a
+ * wall clock that has stepped since. */
+void lifecycle_mono_step_note(struct lifecycle *lc, const char *node, int64_t wall, int64_t mono);
 
 /* Node and operation documents read straight from the store (caller frees *out). */
 int lifecycle_load_node(struct lifecycle *lc, const char *name, struct node **out);

@@ -283,6 +283,9 @@ static size_t queue_cancel(struct lifecycle *lc, struct node *n, const char *why
 	return k;
 }
 
+static void mono_note(struct lifecycle *lc, struct hmap *m, const char *name, int64_t wall,
+		      int64_t mono);
+
 /* Moves n to phase `to` (checked against the phase machine) with an event. The node's next
  * operation is the first queued one (an operation requested through the API waits for the one
  * in flight and goes before the phase's own: a transient phase starts its operation again when
@@ -313,7 +316,7 @@ int lifecycle_transition_x(struct lifecycle *lc, struct node *n, enum node_phase
 	struct operation *op = op_kind && !queued ? op_make(lc, n, op_kind, why, params, &tx)
 						  : NULL;
 	const char *next = queued ? queued : op ? op->id : NULL;
-	int64_t now = now_wall(lc);
+	int64_t now = now_wall(lc), now_mono = clock_now_ms(lc->cfg.clock);
 	if (from != to) {
 		/* status.servedAt: the first time the node became available, kept forever; a
 		 * node that served before servedAt existed gets the time it entered service. */
@@ -344,8 +347,12 @@ int lifecycle_transition_x(struct lifecycle *lc, struct node *n, enum node_phase
 		snprintf(reason, sizeof(reason), "OperationStarted");
 	int rc = commit_x(lc, n, op ? &tx.ops[0] : NULL, to == PHASE_FAILED ? "Warning" : "Normal",
 			  reason, msg, done_op, cancel, ncancel, d);
-	if (rc == 0 && from != to)
+	if (rc == 0 && from != to) {
 		metric_add(lc->m_phase_changes, (const char *[]){pn}, 1);
+		/* the phase began at this monotonic instant: a wall-clock step between this write
+		 * and the first look at the deadline must not count (issue 16 item 5) */
+		mono_note(lc, &lc->mono_phase, n->name, n->phase_since, now_mono);
+	}
 	if (rc == 0 && from != to && (to == PHASE_AVAILABLE || to == PHASE_RETIRED))
 		lifecycle_wake_waiting(lc); /* a node back in service (or gone) frees budget */
 	operation_free(op);
@@ -393,6 +400,26 @@ static int64_t mono_of(struct lifecycle *lc, struct hmap *m, const char *name, i
 	int64_t mono = e->mono;
 	pthread_mutex_unlock(&lc->mu);
 	return mono;
+}
+
+/* Sets the translation of node's instant `wall` in m to `mono` (read at the same moment). */
+static void mono_note(struct lifecycle *lc, struct hmap *m, const char *name, int64_t wall,
+		      int64_t mono)
+{
+	pthread_mutex_lock(&lc->mu);
+	struct lifecycle_mono *e = hmap_get(m, name);
+	if (!e) {
+		e = xmalloc(sizeof(*e));
+		hmap_put(m, name, e);
+	}
+	e->wall = wall;
+	e->mono = mono;
+	pthread_mutex_unlock(&lc->mu);
+}
+
+void lifecycle_mono_step_note(struct lifecycle *lc, const char *node, int64_t wall, int64_t mono)
+{
+	mono_note(lc, &lc->mono_step, node, wall, mono);
 }
 
 int64_t lifecycle_step_left(struct lifecycle *lc, const char *node, const struct operation *op)
