@@ -97,7 +97,8 @@ struct api_req {
 	/* body */
 	struct buf body;
 	int too_big;
-	int called;  /* 1: first call seen; 2: answered; 3: running on a worker thread; 4: its
+	size_t reply_len; /* bytes of the reply body queued (a burst to give back, memtrim.h) */
+	int called;       /* 1: first call seen; 2: answered; 3: running on a worker thread; 4: its
 		      * access checked on a worker before a 100 Continue (Expect) */
 	int preauth; /* the worker job is the access check of an Expect: 100-continue request */
 	int no_route_known; /* no route matched: 1 when the path is known with other methods */

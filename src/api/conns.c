@@ -25,6 +25,7 @@
 #include "base/alloc.h"
 #include "base/hmap.h"
 #include "base/log.h"
+#include "base/memtrim.h"
 #include "base/metrics.h"
 #include "base/banned.h"
 
@@ -374,6 +375,11 @@ static void *reaper_main(void *arg)
 								    : DROP_HEADER_TIMEOUT,
 					  now);
 		clients_sweep(c, now);
+		/* the API's housekeeping thread: heap freed by large replies goes back to the
+		 * kernel here, off the poll and worker threads (base/memtrim.h) */
+		pthread_mutex_unlock(&c->mu);
+		memtrim_run(now / 1000000);
+		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);
 	return NULL;

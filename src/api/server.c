@@ -47,6 +47,7 @@
 #include "base/err.h"
 #include "base/jsonx.h"
 #include "base/log.h"
+#include "base/memtrim.h"
 #include "base/metrics.h"
 #include "engine/objects.h"
 #include "store/store.h"
@@ -59,6 +60,7 @@
  * still takes 8 KiB+ of headers (nginx's default is 8 KiB) and bodies stream through it. */
 #define API_CONN_MEMORY (16 * 1024)
 #define API_MAX_POLL_THREADS 16
+#define API_BURST_BYTES (256u << 10) /* a reply or body this large counts as a burst */
 
 static void h_healthz(struct api_req *r);
 static void h_readyz(struct api_req *r);
@@ -597,6 +599,7 @@ static enum MHD_Result queue_reply(struct api_req *r)
 		} else {
 			data = buf_detach(&r->out, &len);
 		}
+		r->reply_len = len;
 		resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
 		if (!resp) {
 			free(data);
@@ -858,6 +861,11 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	log_debug("http request method=%s path=%s status=%d principal=%s dur_ms=%.3f term=%d",
 		  labels[0], r->path, r->status, r->who.name[0] ? r->who.name : "-", dur * 1e3,
 		  (int)toe);
+	/* A large reply or body was a burst of transient JSON (a list of thousands of nodes is
+	 * parsed, decoded and re-encoded: a few times its size): the connection guard's thread
+	 * gives the freed heap back (memtrim.h). */
+	if (r->reply_len + r->body.len >= API_BURST_BYTES)
+		memtrim_note(4 * (r->reply_len + r->body.len));
 	if (r->stream)
 		MHD_destroy_response(r->stream);
 	api_reply_reset(r);

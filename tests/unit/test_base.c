@@ -12,6 +12,7 @@
 #include "base/err.h"
 #include "base/jsonx.h"
 #include "base/kvlines.h"
+#include "base/memtrim.h"
 #include "base/metrics.h"
 #include "base/timefmt.h"
 
@@ -380,6 +381,22 @@ static void test_utf8_escaped(void **state)
 	free(s);
 }
 
+/* memtrim: no trim below the threshold, one once it was noted, none again within the gap,
+ * none after the gap without new notes, one after the gap with them */
+static void test_memtrim(void **state)
+{
+	(void)state;
+	assert_int_equal(memtrim_run(1000000), 0);
+	memtrim_note(MEMTRIM_THRESHOLD - 1);
+	assert_int_equal(memtrim_run(1000000), 0);
+	memtrim_note(1);
+	assert_int_equal(memtrim_run(1000000), 1);
+	memtrim_note(MEMTRIM_THRESHOLD);
+	assert_int_equal(memtrim_run(1000000 + MEMTRIM_MIN_GAP_MS - 1), 0);
+	assert_int_equal(memtrim_run(1000000 + MEMTRIM_MIN_GAP_MS), 1);
+	assert_int_equal(memtrim_run(1000000 + 3 * MEMTRIM_MIN_GAP_MS), 0);
+}
+
 static void test_metrics_render(void **state)
 {
 	struct metric_family *c = metrics_register(METRIC_COUNTER, "t_ops_total", "Ops.",
@@ -450,13 +467,21 @@ static void test_kvlines(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_err_map),        cmocka_unit_test(test_buf_bounded),
-		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_time_bounds),
-		cmocka_unit_test(test_time_offset),    cmocka_unit_test(test_time_scan_forms),
-		cmocka_unit_test(test_time_http),      cmocka_unit_test(test_json_strict),
-		cmocka_unit_test(test_metrics_render), cmocka_unit_test(test_utf8_lossy),
-		cmocka_unit_test(test_utf8_escaped),   cmocka_unit_test(test_json_error_hides_text),
-		cmocka_unit_test(test_text_check),     cmocka_unit_test(test_kvlines),
+		cmocka_unit_test(test_err_map),
+		cmocka_unit_test(test_buf_bounded),
+		cmocka_unit_test(test_time_roundtrip),
+		cmocka_unit_test(test_time_bounds),
+		cmocka_unit_test(test_time_offset),
+		cmocka_unit_test(test_time_scan_forms),
+		cmocka_unit_test(test_time_http),
+		cmocka_unit_test(test_json_strict),
+		cmocka_unit_test(test_metrics_render),
+		cmocka_unit_test(test_utf8_lossy),
+		cmocka_unit_test(test_utf8_escaped),
+		cmocka_unit_test(test_memtrim),
+		cmocka_unit_test(test_json_error_hides_text),
+		cmocka_unit_test(test_text_check),
+		cmocka_unit_test(test_kvlines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
