@@ -115,16 +115,28 @@ serve_on a "$PA"
 for _ in $(seq 1 100); do [ "$(code "$PA")" = 503 ] && break; sleep 0.1; done
 assert_eq 503 "$(code "$PA")" "the old leader restarted as a standby"
 
-# 2. one etcd member lost: no effect
-"$PEER" kill "$E" 1
+# 2. one etcd member lost: no effect. The member killed is a raft follower: losing etcd's raft
+# leader costs a raft election (500 ms here) during which no lease is renewed, and under
+# ASan on a loaded machine that alone took the serve's 1.4 s renewal budget (CI: b stepped
+# down, and the write in flight got no answer); that case is an etcd re-election, not a lost
+# member (docs/etcd.md: raise --leader-ttl where elections are slow).
+F=""
+for i in 1 2 3; do
+	st=$(curl -s -m 2 -X POST -d '{}' "http://127.0.0.1:$(cat "$E/s$i.port")/v3/maintenance/status")
+	me=$(jq -r '.header.member_id // empty' <<<"$st")
+	lead=$(jq -r '.leader // empty' <<<"$st")
+	if [ -n "$me" ] && [ -n "$lead" ] && [ "$me" != "$lead" ]; then F=$i; break; fi
+done
+[ -n "$F" ] || fail "no etcd member says it is a raft follower"
+OTHERS=$(for i in 1 2 3; do [ "$i" = "$F" ] || echo "$i"; done)
+"$PEER" kill "$E" "$F"
 "$FP" token create --name member-lost --role viewer >/dev/null || fail "write after losing one member"
 sleep 3
 assert_eq 200 "$(code "$PB")" "the leader after losing one member"
 grep -q "not the leader any more" "$WORK/serve-b.log" && fail "b stepped down on one member's loss"
 
 # 3. quorum lost: b stops acting and says why; resumes when quorum is back
-"$PEER" stop "$E" 2
-"$PEER" stop "$E" 3
+for i in $OTHERS; do "$PEER" stop "$E" "$i"; done
 for _ in $(seq 1 100); do
 	grep -q "not the leader any more" "$WORK/serve-b.log" && break
 	sleep 0.1
@@ -133,9 +145,8 @@ grep "not the leader any more" "$WORK/serve-b.log" | grep -q "quorum" ||
 	fail "b did not say it stopped for lost quorum"
 sleep 1
 [ "$(code "$PB")" = 200 ] && fail "b still ready without quorum"
-"$PEER" cont "$E" 2
-"$PEER" cont "$E" 3
-"$PEER" restart "$E" 1 || fail "member 1 did not restart"
+for i in $OTHERS; do "$PEER" cont "$E" "$i"; done
+"$PEER" restart "$E" "$F" || fail "member $F did not restart"
 for _ in $(seq 1 300); do
 	[ "$(code "$PA")" = 200 ] || [ "$(code "$PB")" = 200 ] && break
 	sleep 0.1
