@@ -18,6 +18,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/hmap.h"
+#include "base/jsontext.h"
 #include "base/jsonx.h"
 #include "base/log.h"
 #include "core/codec.h"
@@ -49,6 +50,26 @@ json_t *api_node_render(struct api_req *r, const json_t *doc, int64_t mod_rev)
 	if (out)
 		api_set_rv(out, mod_rev);
 	return out;
+}
+
+/* api_text_fn for node lists: the stored document is node_to_json's NODE_JSON_STORE form,
+ * which differs from the public one (api_node_render) only in spec.bmc's credentials and
+ * metadata.resourceVersion, put after name and uid (core/codec.c). So the item is the stored
+ * text with those members left out and the revision spliced in - no parse, decode or encode.
+ * test_api's test_list_text_matches_get pins the bytes to GET's. */
+static int node_list_text(struct api_req *r, const struct store_kv *kv, struct buf *out)
+{
+	static const char *const drop[] = {"spec.bmc.password", "spec.bmc.password_sealed",
+					   "spec.bmc.password_file", NULL};
+	static const char *const after[] = {"name", "uid", NULL};
+	char rv[48];
+	snprintf(rv, sizeof(rv), "\"resourceVersion\":\"%lld\"", (long long)kv->mod_revision);
+	const struct jsontext_edit ed = {drop, "metadata", after, rv};
+	char err[96];
+	int rc = jsontext_rewrite(kv->value, strlen(kv->value), &ed, out, err, sizeof(err));
+	if (rc < 0 && rc != FP_ETOOBIG)
+		log_warn("stored node not served as text key=%s err=\"%s\"", kv->key, err);
+	return rc;
 }
 
 /* Decodes an enroll/replace body (core/codec.h) and refuses a BMC driver this build does not
@@ -624,9 +645,10 @@ void api_nodes_list(struct api_req *r)
 	}
 	api_keep_fn keep = (f->sel || f->phase) ? node_keep : NULL;
 	if (api_is_watch(r))
-		api_watch(r, OBJECTS_PREFIX_NODES, "Node", keep, f, api_node_render);
+		api_watch_text(r, OBJECTS_PREFIX_NODES, "Node", keep, f, api_node_render,
+			       node_list_text);
 	else
-		api_list(r, OBJECTS_PREFIX_NODES, keep, f, api_node_render);
+		api_list_text(r, OBJECTS_PREFIX_NODES, keep, f, api_node_render, node_list_text);
 }
 
 void api_node_get(struct api_req *r)

@@ -453,8 +453,94 @@ int api_is_watch(struct api_req *r)
 	return w && (strcmp(w, "1") == 0 || strcmp(w, "true") == 0);
 }
 
+/* The list body as text, built in r->out while the pages are read: `{"items":[` each item's
+ * text `],"metadata":` the metadata `}` - the bytes api_reply_json would send for the same
+ * tree. */
+struct list_text {
+	struct api_req *r;
+	size_t nitems;
+	int failed; /* FP_ETOOBIG: the body outgrew r->out */
+};
+
+static void list_text_begin(struct list_text *lt, struct api_req *r)
+{
+	lt->r = r;
+	lt->nitems = 0;
+	lt->failed = 0;
+	free(r->take);
+	r->take = NULL;
+	buf_reset(&r->out);
+	if (buf_puts(&r->out, "{\"items\":[") < 0)
+		lt->failed = FP_ETOOBIG;
+}
+
+/* Appends one item: text's rendering of kv, or (when text declines) render's tree of doc,
+ * parsing kv's value first when doc is NULL. Returns 0, 1 for a document to skip (it does not
+ * parse: logged), or -1 when render failed. */
+static int list_text_item(struct list_text *lt, const struct store_kv *kv, json_t *doc,
+			  api_render_fn render, api_text_fn text)
+{
+	struct api_req *r = lt->r;
+	if (lt->failed)
+		return 0;
+	size_t mark = r->out.len;
+	if (lt->nitems && buf_puts(&r->out, ",") < 0) {
+		lt->failed = FP_ETOOBIG;
+		return 0;
+	}
+	if (text(r, kv, &r->out) == 0) {
+		lt->nitems++;
+		return 0;
+	}
+	json_t *mine = NULL;
+	if (!doc) {
+		if (jsonx_parse(kv->value, strlen(kv->value), &mine, NULL, 0) < 0) {
+			log_warn("corrupt stored document key=%s", kv->key);
+			r->out.len = mark;
+			r->out.data[mark] = 0;
+			return 1;
+		}
+		doc = mine;
+	}
+	json_t *out = render(r, doc, kv->mod_revision);
+	json_decref(mine);
+	if (!out)
+		return -1;
+	char *s = jsonx_dumps(out);
+	json_decref(out);
+	if (buf_puts(&r->out, s) < 0)
+		lt->failed = FP_ETOOBIG;
+	free(s);
+	lt->nitems++;
+	return 0;
+}
+
+static void list_text_end(struct list_text *lt, json_t *md)
+{
+	struct api_req *r = lt->r;
+	char *m = jsonx_dumps(md);
+	json_decref(md);
+	if (!lt->failed && (buf_puts(&r->out, "],\"metadata\":") < 0 || buf_puts(&r->out, m) < 0 ||
+			    buf_puts(&r->out, "}\n") < 0))
+		lt->failed = FP_ETOOBIG;
+	free(m);
+	if (lt->failed) {
+		buf_reset(&r->out);
+		api_problem(r, 500, "response too large");
+		return;
+	}
+	r->status = 200;
+	r->ctype = "application/json";
+}
+
 void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg,
 	      api_render_fn render)
+{
+	api_list_text(r, prefix, keep, arg, render, NULL);
+}
+
+void api_list_text(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg,
+		   api_render_fn render, api_text_fn text)
 {
 	size_t limit;
 	if (parse_limit(r, &limit) < 0)
@@ -489,7 +575,15 @@ void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg
 		memcpy(start, raw, n);
 		start[n] = 0;
 	}
-	json_t *items = json_array();
+	/* The Kubernetes API turns the list tree into its own kinds (kube.c): it keeps the tree */
+	if (r->kube_list)
+		text = NULL;
+	struct list_text lt = {0};
+	json_t *items = NULL;
+	if (text)
+		list_text_begin(&lt, r);
+	else
+		items = json_array();
 	int64_t list_rev = 0;
 	size_t got = 0;
 	int more = 0;
@@ -503,6 +597,8 @@ void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg
 				    &rev, &more);
 		if (rc < 0) {
 			json_decref(items);
+			if (text)
+				buf_reset(&r->out);
 			api_problem_rc(r, rc, "store list failed");
 			return;
 		}
@@ -511,22 +607,37 @@ void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg
 		size_t i;
 		for (i = 0; i < nk && got < limit; i++) {
 			json_t *doc = NULL;
-			if (jsonx_parse(kvs[i].value, strlen(kvs[i].value), &doc, NULL, 0) < 0) {
+			/* the text path parses only what keep must look at */
+			if ((!text || keep) &&
+			    jsonx_parse(kvs[i].value, strlen(kvs[i].value), &doc, NULL, 0) < 0) {
 				log_warn("corrupt stored document key=%s", kvs[i].key);
 				continue;
 			}
 			if (!keep || keep(r, doc, arg)) {
-				json_t *out = render(r, doc, kvs[i].mod_revision);
-				if (!out) {
+				int bad = 0, skip = 0;
+				if (text) {
+					int ir = list_text_item(&lt, &kvs[i], doc, render, text);
+					bad = ir < 0;
+					skip = ir == 1;
+				} else {
+					json_t *out = render(r, doc, kvs[i].mod_revision);
+					if (out)
+						json_array_append_new(items, out);
+					bad = !out;
+				}
+				if (bad) {
 					json_decref(doc);
 					json_decref(items);
 					store_kv_array_free(kvs, nk);
+					if (text)
+						buf_reset(&r->out);
 					api_problem(r, 500, "cannot render %s", kvs[i].key);
 					return;
 				}
-				json_array_append_new(items, out);
-				got++;
-				snprintf(last, sizeof(last), "%s", kvs[i].key);
+				if (!skip) {
+					got++;
+					snprintf(last, sizeof(last), "%s", kvs[i].key);
+				}
 			}
 			json_decref(doc);
 		}
@@ -545,6 +656,10 @@ void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg
 		sodium_bin2base64(tok, sizeof(tok), (const unsigned char *)last, strlen(last),
 				  sodium_base64_VARIANT_URLSAFE_NO_PADDING);
 		json_object_set_new(md, "continue", json_string(tok));
+	}
+	if (text) {
+		list_text_end(&lt, md);
+		return;
 	}
 	json_t *list = json_pack("{s:o,s:o}", "items", items, "metadata", md);
 	if (r->kube_list)

@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct buf;
+struct store_kv;
+
 struct api_req;
 struct api_server;
 struct store_op;
@@ -101,6 +104,16 @@ typedef int (*api_keep_fn)(struct api_req *r, const json_t *doc, void *arg);
 typedef json_t *(*api_render_fn)(struct api_req *r, const json_t *doc, int64_t mod_rev);
 void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg,
 	      api_render_fn render);
+/* Appends the list item for one stored document to out as JSON text - the bytes render's tree
+ * would dump to - without a tree (issue 17 item 4: the stored text with its resourceVersion
+ * spliced in, base/jsontext.h). Returns 0, or < 0 with out unchanged to have api_list_text
+ * parse and render that document instead. kv is borrowed. */
+typedef int (*api_text_fn)(struct api_req *r, const struct store_kv *kv, struct buf *out);
+/* api_list that builds the body as text with text (NULL: as api_list): documents are parsed
+ * only when keep needs them or text declines. Requests of the Kubernetes API (their own list
+ * kinds) always take the tree path. The body is byte for byte what api_list would send. */
+void api_list_text(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg,
+		   api_render_fn render, api_text_fn text);
 /* Reads and parses one stored document. Returns 0, FP_ENOTFOUND, FP_EIO (corrupt). */
 int api_get_doc(struct api_req *r, const char *key, json_t **doc, int64_t *mod_rev);
 

@@ -32,6 +32,7 @@
 
 #include "api/api_int.h"
 #include "base/alloc.h"
+#include "base/buf.h"
 #include "base/err.h"
 #include "base/hmap.h"
 #include "base/jsonx.h"
@@ -54,8 +55,9 @@ struct watch {
 	api_keep_fn keep;
 	void *arg;
 	api_render_fn render;
-	int64_t rev; /* everything up to rev has been sent */
-	int listing; /* still sending the initial objects */
+	api_text_fn text; /* NULL, or render's bytes without a tree (never for kube watches) */
+	int64_t rev;      /* everything up to rev has been sent */
+	int listing;      /* still sending the initial objects */
 	char cursor[STORE_MAX_KEY + 1];
 	int done;
 	int gone;        /* the client closed its end */
@@ -180,6 +182,24 @@ static void emit_doc(struct watch *w, int listing, int created, const char *key,
 		put_line(w, hit);
 		json_decref(doc);
 		return;
+	}
+	if (w->text) {
+		/* {"type":"T","object": the text }: what make_line dumps for the tree */
+		struct buf b;
+		buf_init(&b, 0);
+		struct store_kv kv = {(char *)key, (char *)value, 0, rev};
+		if (buf_printf(&b, "{\"type\":\"%s\",\"object\":", type) == 0 &&
+		    w->text(w->r, &kv, &b) == 0 && buf_puts(&b, "}\n") == 0) {
+			json_decref(doc);
+			char *line = buf_detach(&b, NULL);
+			put_line(w, line);
+			if (cacheable && cache->count < WATCH_CACHE_MAX)
+				hmap_put(cache, ck, line);
+			else
+				free(line);
+			return;
+		}
+		buf_release(&b);
 	}
 	if (!doc && jsonx_parse(value, strlen(value), &doc, NULL, 0) < 0) {
 		log_warn("watch skips corrupt document key=%s", key);
@@ -543,6 +563,12 @@ static void watch_free(void *cls)
 void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep_fn keep, void *arg,
 	       api_render_fn render)
 {
+	api_watch_text(r, prefix, kind, keep, arg, render, NULL);
+}
+
+void api_watch_text(struct api_req *r, const char *prefix, const char *kind, api_keep_fn keep,
+		    void *arg, api_render_fn render, api_text_fn text)
+{
 	int64_t from = 0;
 	const char *rv = api_query(r, "resourceVersion");
 	if (rv && strcmp(rv, "0") != 0 && api_rv_parse_str(rv, &from) < 0) {
@@ -577,6 +603,7 @@ void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep
 	w->keep = keep;
 	w->arg = arg;
 	w->render = render;
+	w->text = r->kube_obj ? NULL : text;
 	w->rev = from;
 	w->listing = from == 0;
 	w->fd = -1;

@@ -29,5 +29,10 @@ void api_watch_hub_free(struct api_server *srv);
  * resourceVersion (query) on, or the current objects as ADDED first when it is absent/0. */
 void api_watch(struct api_req *r, const char *prefix, const char *kind, api_keep_fn keep, void *arg,
 	       api_render_fn render);
+/* api_watch whose event objects text renders without a tree where it can (api_text_fn,
+ * reply.h; the same bytes as render's): the node watch serves the stored text. Watches of
+ * the Kubernetes API (their own object shapes) always use render. */
+void api_watch_text(struct api_req *r, const char *prefix, const char *kind, api_keep_fn keep,
+		    void *arg, api_render_fn render, api_text_fn text);
 
 #endif

@@ -1463,6 +1463,88 @@ static void *enroll_later(void *arg)
 	return NULL;
 }
 
+/* Issue 17 item 4: a node list is the stored text with the credentials left out and the
+ * resourceVersion spliced in. Its body must be byte for byte what the tree path sends: each
+ * item GET's body (here from the store: api_node_render), whatever the node holds - a
+ * password (sealed or plain, as tools and older stores write it), a password file,
+ * annotations, holds, an inventory - and a document the splice must decline (an escaped
+ * member name where a credential could hide) goes through the tree instead. */
+static void test_list_text_matches_get(void **state)
+{
+	struct resp r;
+	req("POST", "/v1/nodes", E.admin,
+	    "{\"items\":[{\"metadata\":{\"name\":\"t1\",\"labels\":{\"rack\":\"r1\"},"
+	    "\"annotations\":{\"note\":\"caf\xc3\xa9 \\\"q\\\"\"}},\"spec\":{\"bmc\":{\"driver\":\"sim\","
+	    "\"address\":\"10.0.0.1:623\",\"username\":\"root\",\"password\":\"s3cret-pw\"},"
+	    "\"gpus\":{\"count\":8,\"model\":\"H100\"}}},{\"metadata\":{\"name\":\"t2\"}}]}",
+	    &r);
+	assert_int_equal(r.status, 201);
+	resp_free(&r);
+	req("POST", "/v1/nodes/t2:drain", E.admin, "{\"reason\":\"kernel upgrade\"}", &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	/* store forms the API never writes: a plaintext password with a password file, an
+	 * inventory; and one with an escaped name inside spec.bmc */
+	const char *t3 =
+		"{\"kind\":\"Node\",\"metadata\":{\"name\":\"t3\",\"uid\":\"u3\",\"labels\":{}},"
+		"\"spec\":{\"bmc\":{\"driver\":\"sim\",\"address\":\"a\",\"password\":\"plain-pw\","
+		"\"password_file\":\"/etc/fp/t3.pw\"}},\"status\":{\"phase\":\"available\","
+		"\"holds\":[],\"conditions\":[],\"inventory\":{\"gpus\":[{\"index\":0,"
+		"\"temp\":41.5}]}}}";
+	const char *t4 =
+		"{\"kind\":\"Node\",\"metadata\":{\"name\":\"t4\",\"uid\":\"u4\",\"labels\":{}},"
+		"\"spec\":{\"bmc\":{\"driver\":\"sim\",\"addr\\u0065ss\":\"a\","
+		"\"password\":\"esc-pw\"}},\"status\":{\"phase\":\"enrolled\",\"holds\":[],"
+		"\"conditions\":[]}}";
+	assert_int_equal(store_put(E.st, "/nodes/t3", t3, STORE_ABSENT, NULL), 0);
+	assert_int_equal(store_put(E.st, "/nodes/t4", t4, STORE_ABSENT, NULL), 0);
+
+	const char *names[] = {"t1", "t2", "t3", "t4"};
+	struct buf want, lines;
+	buf_init(&want, 0);
+	buf_init(&lines, 0);
+	buf_puts(&want, "{\"items\":[");
+	for (size_t i = 0; i < 4; i++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/v1/nodes/%s", names[i]);
+		req("GET", path, E.admin, NULL, &r);
+		assert_int_equal(r.status, 200);
+		assert_true(r.body.len > 1 && r.body.data[r.body.len - 1] == '\n');
+		buf_printf(&want, "%s%.*s", i ? "," : "", (int)r.body.len - 1, r.body.data);
+		buf_printf(&lines, "{\"type\":\"ADDED\",\"object\":%.*s}\n", (int)r.body.len - 1,
+			   r.body.data);
+		resp_free(&r);
+	}
+	char tail[96];
+	snprintf(tail, sizeof(tail), "],\"metadata\":{\"resourceVersion\":\"%lld\"}}\n",
+		 (long long)store_revision(E.st));
+	buf_puts(&want, tail);
+	req("GET", "/v1/nodes", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body.data, want.data);
+	assert_null(strstr(r.body.data, "pw"));
+	assert_non_null(
+		strstr(r.body.data, "\"name\":\"t3\",\"uid\":\"u3\",\"resourceVersion\":\""));
+	resp_free(&r);
+	/* a filtered list parses for the selector and still sends the same bytes */
+	req("GET", "/v1/nodes?labelSelector=rack%3Dr1", E.admin, NULL, &r);
+	assert_int_equal(r.status, 200);
+	char *one = strstr(want.data, "{\"kind\":\"Node\",\"metadata\":{\"name\":\"t2\"");
+	assert_non_null(one);
+	assert_int_equal(strncmp(r.body.data, want.data, (size_t)(one - 1 - want.data)), 0);
+	resp_free(&r);
+	buf_release(&want);
+	/* a watch's events carry the same bytes: the initial ADDED list */
+	struct watch_sink ws;
+	long status = 0;
+	watch("/v1/nodes?watch=1", 4, &ws, &status);
+	assert_int_equal(status, 200);
+	assert_true(ws.b.len >= lines.len);
+	assert_memory_equal(ws.b.data, lines.data, lines.len);
+	buf_release(&ws.b);
+	buf_release(&lines);
+}
+
 static void test_watch(void **state)
 {
 	int64_t rev0 = store_revision(E.st);
@@ -3308,6 +3390,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_enroll_batches_by_store_limit, setup_small_txn,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_paging_and_selectors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_text_matches_get, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_holds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_put_and_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idempotency, setup, teardown),

@@ -10,6 +10,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/jsontext.h"
 #include "base/jsonx.h"
 #include "base/kvlines.h"
 #include "base/memtrim.h"
@@ -464,6 +465,167 @@ static void test_kvlines(void **state)
 	(void)state;
 }
 
+/* Runs jsontext_rewrite over in into a fresh buffer of at most max bytes (0 = default);
+ * returns rc, the output in out (caller frees; "" on error). */
+static int rewrite(const char *in, const struct jsontext_edit *ed, size_t max, char **out,
+		   char *err, size_t errlen)
+{
+	struct buf b;
+	buf_init(&b, max);
+	int rc = jsontext_rewrite(in, strlen(in), ed, &b, err, errlen);
+	*out = b.data ? buf_detach(&b, NULL) : strdup("");
+	buf_release(&b);
+	return rc;
+}
+
+static const char *const node_drop[] = {"spec.bmc.password", "spec.bmc.password_sealed",
+					"spec.bmc.password_file", NULL};
+static const char *const node_after[] = {"name", "uid", NULL};
+static const struct jsontext_edit node_edit = {node_drop, "metadata", node_after,
+					       "\"resourceVersion\":\"42\""};
+
+static void test_jsontext_copy(void **state)
+{
+	char *o, err[128];
+	/* whitespace goes, every token is copied byte for byte */
+	assert_int_equal(
+		rewrite(" { \"a\" : [ 1 , -0.5e+3 , true , false , null , \"x\\u00e9\\n\" ] ,"
+			" \"b\":{ } , \"c\":[ ] , \"\xc3\xa9\":\"\xe2\x82\xac\" }\n",
+			NULL, 0, &o, err, sizeof(err)),
+		0);
+	assert_string_equal(o,
+			    "{\"a\":[1,-0.5e+3,true,false,null,\"x\\u00e9\\n\"],\"b\":{},\"c\":[],"
+			    "\"\xc3\xa9\":\"\xe2\x82\xac\"}");
+	free(o);
+	assert_int_equal(rewrite("7", NULL, 0, &o, err, sizeof(err)), 0);
+	assert_string_equal(o, "7");
+	free(o);
+	/* not one JSON value: refused with where and why, nothing written */
+	static const struct {
+		const char *in, *why;
+	} bad[] = {
+		{"", "offset 0: expected a value"},
+		{"{\"a\":1} x", "offset 8: text after the value"},
+		{"{\"a\":01}", "offset 6: expected , or } in an object"},
+		{"[1,]", "offset 3: unexpected character"},
+		{"{\"a\" 1}", "offset 5: expected : after a member name"},
+		{"{a:1}", "offset 1: expected a member name"},
+		{"\"tab\there\"", "offset 4: control character in a string"},
+		{"\"\\x\"", "offset 1: bad escape"},
+		{"\"\\u12g4\"", "offset 1: bad \\u escape"},
+		{"\"\xc3\"", "offset 1: invalid UTF-8 in a string"},
+		{"\"abc", "offset 4: unterminated string"},
+		{"1.", "offset 2: expected a digit"},
+		{"-", "offset 1: bad number"},
+		{"tru", "offset 0: unexpected character"},
+		{"[1 2]", "offset 3: expected , or ] in an array"},
+		{"{\"a\":1 \"b\":2}", "offset 7: expected , or } in an object"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct buf b;
+		buf_init(&b, 0);
+		buf_puts(&b, "kept");
+		assert_int_equal(jsontext_rewrite(bad[i].in, strlen(bad[i].in), NULL, &b, err,
+						  sizeof(err)),
+				 FP_EPARSE);
+		assert_string_equal(err, bad[i].why);
+		assert_int_equal(b.len, 4);
+		assert_string_equal(b.data, "kept");
+		buf_release(&b);
+	}
+	/* depth is bounded: 65 nested arrays are refused, 64 copied */
+	char deep[200];
+	memset(deep, '[', 65);
+	memset(deep + 65, ']', 65);
+	deep[130] = 0;
+	assert_int_equal(rewrite(deep, NULL, 0, &o, err, sizeof(err)), FP_EPARSE);
+	assert_string_equal(err, "offset 64: nested too deeply");
+	free(o);
+	deep[129] = 0;
+	assert_int_equal(rewrite(deep + 1, NULL, 0, &o, err, sizeof(err)), 0);
+	assert_int_equal(strlen(o), 128);
+	free(o);
+	/* the output's maximum: FP_ETOOBIG, old length kept */
+	assert_int_equal(rewrite("[\"0123456789\"]", NULL, 8, &o, err, sizeof(err)), FP_ETOOBIG);
+	assert_string_equal(o, "");
+	free(o);
+}
+
+static void test_jsontext_node_edit(void **state)
+{
+	char *o, err[128];
+	assert_int_equal(
+		rewrite("{\"metadata\":{\"name\":\"n1\",\"uid\":\"u\",\"labels\":{}},\"spec\":{\"bmc\":"
+			"{\"driver\":\"ipmi\",\"password\":\"s3cret\",\"address\":\"a\","
+			"\"password_sealed\":\"v1:x\",\"password_file\":\"/f\"},"
+			"\"x\":{\"password\":\"not a bmc\"}},\"status\":{\"phase\":\"available\"}}",
+			&node_edit, 0, &o, err, sizeof(err)),
+		0);
+	assert_string_equal(
+		o, "{\"metadata\":{\"name\":\"n1\",\"uid\":\"u\",\"resourceVersion\":\"42\","
+		   "\"labels\":{}},\"spec\":{\"bmc\":{\"driver\":\"ipmi\",\"address\":\"a\"},"
+		   "\"x\":{\"password\":\"not a bmc\"}},\"status\":{\"phase\":"
+		   "\"available\"}}");
+	free(o);
+	/* the member goes last when every member is a leading one, first when none is */
+	assert_int_equal(rewrite("{\"metadata\":{\"uid\":\"u\",\"name\":\"n\"}}", &node_edit, 0, &o,
+				 err, sizeof(err)),
+			 0);
+	assert_string_equal(
+		o, "{\"metadata\":{\"uid\":\"u\",\"name\":\"n\",\"resourceVersion\":\"42\"}}");
+	free(o);
+	assert_int_equal(rewrite("{\"metadata\":{}}", &node_edit, 0, &o, err, sizeof(err)), 0);
+	assert_string_equal(o, "{\"metadata\":{\"resourceVersion\":\"42\"}}");
+	free(o);
+	assert_int_equal(rewrite("{\"metadata\":{\"labels\":{\"name\":\"x\"}}}", &node_edit, 0, &o,
+				 err, sizeof(err)),
+			 0);
+	assert_string_equal(
+		o, "{\"metadata\":{\"resourceVersion\":\"42\",\"labels\":{\"name\":\"x\"}}}");
+	free(o);
+	/* no metadata object: nothing inserted; a dropped member that is the only one */
+	assert_int_equal(rewrite("{\"spec\":{\"bmc\":{\"password\":{\"a\":[1]}}},\"metadata\":7}",
+				 &node_edit, 0, &o, err, sizeof(err)),
+			 0);
+	assert_string_equal(o, "{\"spec\":{\"bmc\":{}},\"metadata\":7}");
+	free(o);
+	/* an escaped name on an edited path cannot be compared: refused, never let through */
+	assert_int_equal(rewrite("{\"spec\":{\"bmc\":{\"p\\u0061ssword\":\"s\"}}}", &node_edit, 0,
+				 &o, err, sizeof(err)),
+			 FP_EPARSE);
+	assert_string_equal(err, "offset 16: escaped member name in an edited object");
+	free(o);
+	assert_int_equal(rewrite("{\"metadata\":{\"n\\u0061me\":\"n\"}}", &node_edit, 0, &o, err,
+				 sizeof(err)),
+			 FP_EPARSE);
+	free(o);
+	/* ... but elsewhere it is copied as it is */
+	assert_int_equal(rewrite("{\"status\":{\"p\\u0061ssword\":1}}", &node_edit, 0, &o, err,
+				 sizeof(err)),
+			 0);
+	assert_string_equal(o, "{\"status\":{\"p\\u0061ssword\":1}}");
+	free(o);
+	/* arrays are never edited */
+	assert_int_equal(rewrite("[{\"metadata\":{}}]", &node_edit, 0, &o, err, sizeof(err)), 0);
+	assert_string_equal(o, "[{\"metadata\":{}}]");
+	free(o);
+	/* insert into the top object */
+	const struct jsontext_edit top = {NULL, "", NULL, "\"k\":1"};
+	assert_int_equal(rewrite("{\"a\":2}", &top, 0, &o, err, sizeof(err)), 0);
+	assert_string_equal(o, "{\"k\":1,\"a\":2}");
+	free(o);
+	/* malformed edits */
+	const char *const empty[] = {"spec..bmc", NULL};
+	const struct jsontext_edit bad = {empty, NULL, NULL, NULL};
+	assert_int_equal(rewrite("{}", &bad, 0, &o, err, sizeof(err)), FP_EINVAL);
+	free(o);
+	const char *const many[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", NULL};
+	const struct jsontext_edit bad2 = {many, NULL, NULL, NULL};
+	assert_int_equal(rewrite("{}", &bad2, 0, &o, err, sizeof(err)), FP_EINVAL);
+	assert_string_equal(err, "more than 8 drop paths");
+	free(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -482,6 +644,8 @@ int main(void)
 		cmocka_unit_test(test_json_error_hides_text),
 		cmocka_unit_test(test_text_check),
 		cmocka_unit_test(test_kvlines),
+		cmocka_unit_test(test_jsontext_copy),
+		cmocka_unit_test(test_jsontext_node_edit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
