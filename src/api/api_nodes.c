@@ -64,7 +64,7 @@ static int node_list_text(struct api_req *r, const struct store_kv *kv, struct b
 	static const char *const after[] = {"name", "uid", NULL};
 	char rv[48];
 	snprintf(rv, sizeof(rv), "\"resourceVersion\":\"%lld\"", (long long)kv->mod_revision);
-	const struct jsontext_edit ed = {drop, "metadata", after, rv};
+	const struct jsontext_edit ed = {drop, "metadata", after, rv, NULL};
 	char err[96];
 	int rc = jsontext_rewrite(kv->value, strlen(kv->value), &ed, out, err, sizeof(err));
 	if (rc < 0 && rc != FP_ETOOBIG)

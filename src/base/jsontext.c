@@ -334,14 +334,14 @@ static int copy_object(struct jt *t, uint32_t alive, int depth)
 		const char *colon = t->p++;
 		skip_ws(t);
 		uint32_t child = 0;
-		int drop = 0;
+		int drop = -1;
 		for (int i = 0; deeper && i <= t->ndrop; i++) {
 			const struct jt_path *pa = &t->paths[i];
 			if (!(deeper & (1u << i)) || pa->len[depth] != kl ||
 			    memcmp(pa->comp[depth], k, kl) != 0)
 				continue;
 			if (i < t->ndrop && pa->n == depth + 1)
-				drop = 1;
+				drop = i;
 			else
 				child |= 1u << i;
 		}
@@ -350,12 +350,17 @@ static int copy_object(struct jt *t, uint32_t alive, int depth)
 				return rc;
 			inserted = 1;
 		}
-		if (drop) {
+		if (drop >= 0) {
+			const char *v = t->p;
 			t->mute++;
 			rc = copy_value(t, 0, depth + 1);
 			t->mute--;
 			if (rc < 0)
 				return rc;
+			if (t->ed->dropped)
+				t->ed->dropped[drop] = (struct jsontext_span){(size_t)(v -
+										       t->start),
+									      (size_t)(t->p - v)};
 		} else {
 			if (!first && (rc = comma ? emit_in(t, comma, 1) : emit_lit(t, ",", 1)) < 0)
 				return rc;
@@ -452,6 +457,8 @@ int jsontext_rewrite(const char *in, size_t len, const struct jsontext_edit *ed,
 		t.insert_len = strlen(t.ed->insert);
 		alive |= 1u << t.ndrop;
 	}
+	if (t.ed->dropped)
+		memset(t.ed->dropped, 0, (size_t)t.ndrop * sizeof(*t.ed->dropped));
 	size_t keep = out->len;
 	if (!in)
 		t.end = t.p;

@@ -19,6 +19,11 @@
 /* Most levels of nested objects and arrays accepted (jansson allows 2048). */
 #define JSONTEXT_MAX_DEPTH 64
 
+/* Where a dropped value was in the input: in[off .. off + len), len 0 when none was dropped. */
+struct jsontext_span {
+	size_t off, len;
+};
+
 /* What to change. Paths are dotted member names from the top object ("spec.bmc.password"),
  * each component 1..127 bytes; array elements are never edited. All strings are borrowed. */
 struct jsontext_edit {
@@ -32,6 +37,10 @@ struct jsontext_edit {
 	const char *const *insert_after;
 	const char *insert; /* the member's raw text, `"key":value`, NUL-terminated; inserted as
 			     * it is, so it must be valid JSON text (the caller's own) */
+	/* NULL, or one span per drop path (same order), set to where its value was in the input
+	 * (the last one, should a path match twice): a caller can take a member out of a text
+	 * and keep it as text (the cache's inventory). Zeroed first. */
+	struct jsontext_span *dropped;
 };
 
 /* Appends to out the JSON value in in[0..len) with ed applied (ed NULL = no change), compact:

@@ -9,7 +9,8 @@
  * spec.bmc.password, password_sealed and password_file, insert metadata.resourceVersion), a
  * success is a text jansson reads as the input without the dropped members and with the member
  * added to an object metadata, and the output never contains a dropped member; every failure
- * leaves the output buffer as it was. Seeds: tests/fuzz/corpus/fuzz_jsontext/ (stored node
+ * leaves the output buffer as it was; a dropped member's
+ * reported span is the value jansson finds at its path. Seeds: tests/fuzz/corpus/fuzz_jsontext/ (stored node
  * documents, the unit tests' forms). */
 #include <jansson.h>
 #include <stdint.h>
@@ -33,8 +34,8 @@
 static const char *const drop[] = {"spec.bmc.password", "spec.bmc.password_sealed",
 				   "spec.bmc.password_file", NULL};
 static const char *const after[] = {"name", "uid", NULL};
-static const struct jsontext_edit node_edit = {drop, "metadata", after,
-					       "\"resourceVersion\":\"7\""};
+static const struct jsontext_edit node_edit = {drop, "metadata", after, "\"resourceVersion\":\"7\"",
+					       NULL};
 
 static json_t *load(const char *p, size_t n, json_error_t *je)
 {
@@ -130,6 +131,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		CHECK(b.len == 1 && strcmp(b.data, "x") == 0);
 	}
+	/* a dropped member kept as text: its span is the value jansson finds at the path */
+	static const char *const inv[] = {"status.inventory", NULL};
+	struct jsontext_span sp[1];
+	const struct jsontext_edit take = {inv, NULL, NULL, NULL, sp};
+	buf_reset(&b);
+	rc = jsontext_rewrite(in, size, &take, &b, err, sizeof(err));
+	json_t *strict = ref ? json_loadb(in, size,
+					  JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES,
+					  NULL)
+			     : NULL;
+	if (rc == 0 && strict) {
+		json_t *want = json_object_get(json_object_get(strict, "status"), "inventory");
+		CHECK((sp[0].len != 0) == (want != NULL));
+		if (want) {
+			CHECK(sp[0].off + sp[0].len <= size);
+			json_t *got = load(in + sp[0].off, sp[0].len, NULL);
+			CHECK(got && json_equal(got, want));
+			json_decref(got);
+		}
+	}
+	json_decref(strict);
 	buf_release(&b);
 	json_decref(ref);
 	return 0;

@@ -482,7 +482,7 @@ static const char *const node_drop[] = {"spec.bmc.password", "spec.bmc.password_
 					"spec.bmc.password_file", NULL};
 static const char *const node_after[] = {"name", "uid", NULL};
 static const struct jsontext_edit node_edit = {node_drop, "metadata", node_after,
-					       "\"resourceVersion\":\"42\""};
+					       "\"resourceVersion\":\"42\"", NULL};
 
 static void test_jsontext_copy(void **state)
 {
@@ -610,17 +610,30 @@ static void test_jsontext_node_edit(void **state)
 	assert_string_equal(o, "[{\"metadata\":{}}]");
 	free(o);
 	/* insert into the top object */
-	const struct jsontext_edit top = {NULL, "", NULL, "\"k\":1"};
+	const struct jsontext_edit top = {NULL, "", NULL, "\"k\":1", NULL};
 	assert_int_equal(rewrite("{\"a\":2}", &top, 0, &o, err, sizeof(err)), 0);
 	assert_string_equal(o, "{\"k\":1,\"a\":2}");
 	free(o);
+	/* dropped values are reported where they were in the input: a member kept as text */
+	static const char *const inv_drop[] = {"status.inventory", "status.none", NULL};
+	struct jsontext_span sp[2] = {{9, 9}, {9, 9}};
+	const struct jsontext_edit take = {inv_drop, NULL, NULL, NULL, sp};
+	const char *doc = "{\"status\":{\"phase\":\"x\",\"inventory\": {\"gpus\":[1,2]} ,\"y\":1}}";
+	assert_int_equal(rewrite(doc, &take, 0, &o, err, sizeof(err)), 0);
+	assert_string_equal(o, "{\"status\":{\"phase\":\"x\",\"y\":1}}");
+	free(o);
+	assert_int_equal(sp[0].off, 36);
+	assert_int_equal(sp[0].len, 14);
+	assert_memory_equal(doc + sp[0].off, "{\"gpus\":[1,2]}", 14);
+	assert_int_equal(sp[1].off, 0);
+	assert_int_equal(sp[1].len, 0);
 	/* malformed edits */
 	const char *const empty[] = {"spec..bmc", NULL};
-	const struct jsontext_edit bad = {empty, NULL, NULL, NULL};
+	const struct jsontext_edit bad = {empty, NULL, NULL, NULL, NULL};
 	assert_int_equal(rewrite("{}", &bad, 0, &o, err, sizeof(err)), FP_EINVAL);
 	free(o);
 	const char *const many[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", NULL};
-	const struct jsontext_edit bad2 = {many, NULL, NULL, NULL};
+	const struct jsontext_edit bad2 = {many, NULL, NULL, NULL, NULL};
 	assert_int_equal(rewrite("{}", &bad2, 0, &o, err, sizeof(err)), FP_EINVAL);
 	assert_string_equal(err, "more than 8 drop paths");
 	free(o);

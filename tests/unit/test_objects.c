@@ -405,6 +405,75 @@ static void test_visit_nodes(void **state)
 	store_close(s);
 }
 
+/* The cache keeps a node's inventory as text cut out of the stored document (decode_cached):
+ * the text must be the inventory's compact form, the node otherwise what a full decode gives,
+ * and the public document the same bytes as rendering the full decode; an inventory that is
+ * not an object is refused as node_from_json refuses it, null is none. */
+static void test_cache_inventory_text(void **state)
+{
+	struct store *s = open_mem();
+	const char *doc =
+		"{\"kind\":\"Node\",\"metadata\":{\"name\":\"i1\",\"uid\":\"u1\",\"labels\":{\"a\":\"b\"}},"
+		"\"spec\":{\"bmc\":{\"driver\":\"sim\"}},\"status\":{\"phase\":\"available\",\"holds\":[],"
+		"\"conditions\":[],\"inventory\":{\"cpu\":{\"sockets\":2},\"gpus\":[{\"index\":0,"
+		"\"serial\":\"S\\u00e9\",\"temp\":41.5}]},\"servedAt\":\"2026-12-03T14:53:34.890Z\"}}";
+	assert_int_equal(store_put(s, "/nodes/i1", doc, STORE_ABSENT, NULL), 0);
+	assert_int_equal(store_put(s, "/nodes/i2",
+				   "{\"kind\":\"Node\",\"metadata\":{\"name\":\"i2\"},\"status\":{"
+				   "\"phase\":\"enrolled\",\"inventory\":null}}",
+				   STORE_ABSENT, NULL),
+			 0);
+	int64_t rev = 0;
+	assert_int_equal(store_put(s, "/nodes/i3",
+				   "{\"kind\":\"Node\",\"metadata\":{\"name\":\"i3\"},\"status\":{"
+				   "\"phase\":\"enrolled\",\"inventory\":[1]}}",
+				   STORE_ABSENT, &rev),
+			 0);
+	char err[128];
+	struct cache *c = cache_new(s);
+	assert_int_equal(cache_start(c, err, sizeof(err)), 0);
+	assert_int_equal(cache_wait_revision(c, rev, 5000), 0);
+	assert_int_equal(cache_node_count(c), 2);
+
+	struct node *cn = cache_node_get(c, "i1");
+	assert_non_null(cn);
+	assert_null(cn->inventory);
+	assert_string_equal(
+		cn->inventory_text,
+		"{\"cpu\":{\"sockets\":2},\"gpus\":[{\"index\":0,\"serial\":\"S\\u00e9\","
+		"\"temp\":41.5}]}");
+	assert_string_equal(cn->served_at ? "served" : "", "served");
+	assert_int_equal(cn->nlabels, 1);
+	/* the public document, rendered from the cached node, equals the full decode's */
+	json_t *full = NULL;
+	struct node *fn = NULL;
+	assert_int_equal(jsonx_parse(doc, strlen(doc), &full, err, sizeof(err)), 0);
+	assert_int_equal(node_from_json(full, cn->resource_version, &fn, err, sizeof(err)), 0);
+	json_t *a = node_to_json(fn, NODE_JSON_PUBLIC), *b = node_to_json(cn, NODE_JSON_PUBLIC);
+	char *da = jsonx_dumps(a), *db = jsonx_dumps(b);
+	assert_string_equal(db, da);
+	char *json = NULL;
+	size_t len = 0;
+	assert_int_equal(cache_node_json(c, "i1", &json, &len), 0);
+	assert_string_equal(json, da);
+	free(json);
+	free(da);
+	free(db);
+	json_decref(a);
+	json_decref(b);
+	json_decref(full);
+	node_free(fn);
+	node_free(cn);
+
+	cn = cache_node_get(c, "i2");
+	assert_non_null(cn);
+	assert_null(cn->inventory_text);
+	node_free(cn);
+	assert_null(cache_node_get(c, "i3")); /* "status.inventory: expected an object" */
+	cache_free(c);
+	store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -414,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_op_start_kinds),
 		cmocka_unit_test(test_visit_nodes),
 		cmocka_unit_test(test_start_list_many),
+		cmocka_unit_test(test_cache_inventory_text),
 	};
 	return cmocka_run_group_tests_name("objects", tests, NULL, NULL);
 }
