@@ -62,6 +62,8 @@ resp=$(api PUT /v1/tenants/team-ops '{"spec":{"slurmAccount":"ops","gpuQuota":8}
 assert_eq 200 "$(echo "$resp" | head -1)" "replace tenant"
 wait_for 15 "GrpTRES=gres/gpu=8 on ops" is grptres gres/gpu=8
 wait_for 30 "job $b ran" is job_state "$b" ""
+# slurmdbd records the end a moment after squeue drops the job (CI saw RUNNING here once)
+wait_for 15 "sacct: job $b COMPLETED" is sacct -X -n -P -j "$b" -o State COMPLETED
 assert_eq COMPLETED "$(sacct -X -n -P -j "$b" -o State)" "job $b after the raise"
 
 # delete clears the limit
