@@ -103,6 +103,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(ref == NULL || brackets(in, size) >= JSONTEXT_MAX_DEPTH);
 	}
 
+	/* the reference for the edits: jansson keeps the last of duplicate keys, so only a text
+	 * without them has one right tree */
+	json_t *strict = ref ? json_loadb(in, size,
+					  JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES,
+					  NULL)
+			     : NULL;
 	buf_reset(&b);
 	buf_puts(&b, "x");
 	rc = jsontext_rewrite(in, size, &node_edit, &b, err, sizeof(err));
@@ -114,17 +120,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		json_t *bmc = json_object_get(json_object_get(got, "spec"), "bmc");
 		for (const char *const *d = drop; *d; d++)
 			CHECK(!json_object_get(bmc, strrchr(*d, '.') + 1));
-		json_t *strict = json_loadb(in, size,
-					    JSON_DECODE_ANY | JSON_ALLOW_NUL |
-						    JSON_REJECT_DUPLICATES,
-					    NULL);
 		if (strict &&
 		    !json_object_get(json_object_get(strict, "metadata"), "resourceVersion")) {
 			json_t *want = expect_edit(strict);
 			CHECK(json_equal(got, want));
 			json_decref(want);
 		}
-		json_decref(strict);
 		json_decref(got);
 	} else if (rc == 0) {
 		CHECK(!nul && range_only(&je));
@@ -137,10 +138,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const struct jsontext_edit take = {inv, NULL, NULL, NULL, sp};
 	buf_reset(&b);
 	rc = jsontext_rewrite(in, size, &take, &b, err, sizeof(err));
-	json_t *strict = ref ? json_loadb(in, size,
-					  JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES,
-					  NULL)
-			     : NULL;
 	if (rc == 0 && strict) {
 		json_t *want = json_object_get(json_object_get(strict, "status"), "inventory");
 		CHECK((sp[0].len != 0) == (want != NULL));

@@ -442,7 +442,7 @@ static void test_cache_inventory_text(void **state)
 		cn->inventory_text,
 		"{\"cpu\":{\"sockets\":2},\"gpus\":[{\"index\":0,\"serial\":\"S\\u00e9\","
 		"\"temp\":41.5}]}");
-	assert_string_equal(cn->served_at ? "served" : "", "served");
+	assert_true(cn->served_at > 0); /* decoded from the text around the cut */
 	assert_int_equal(cn->nlabels, 1);
 	/* the public document, rendered from the cached node, equals the full decode's */
 	json_t *full = NULL;
