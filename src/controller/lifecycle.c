@@ -177,6 +177,8 @@ static int mutate_apply_delta(struct node *n, void *arg)
 	    !(n->inventory && json_equal(n->inventory, a->src->inventory))) {
 		json_decref(n->inventory);
 		n->inventory = json_incref(a->src->inventory);
+		free(n->inventory_text); /* a copy that kept it as text (the cache's) */
+		n->inventory_text = NULL;
 		changed = 1;
 	}
 	return changed;
@@ -247,13 +249,18 @@ static void flush_status_op(struct lifecycle *lc, struct node **np, struct statu
 	x->a.delta = d;
 	x->op = op;
 	op->updated_at = now_wall(lc);
-	struct objects_update u = {.actor = LIFECYCLE_ACTOR, .max_attempts = 2};
+	struct node *start = NULL;
+	lifecycle_node_current(lc, (*np)->name, &start);
+	struct objects_update u = {.actor = LIFECYCLE_ACTOR, .max_attempts = 2, .start = start};
 	struct node *stored = NULL;
 	int rc = objects_update_node(lc->cfg.store, (*np)->name, mutate_delta_op, x, &u, &stored,
 				     NULL, 0);
 	free(x);
+	node_free(start);
 	if (rc == 0 && u.revision) {
 		op->resource_version = u.revision;
+		lifecycle_note_node(lc, stored);
+		lifecycle_note_op(lc, op);
 		if (stored) {
 			node_free(*np);
 			*np = stored;
@@ -262,6 +269,10 @@ static void flush_status_op(struct lifecycle *lc, struct node **np, struct statu
 		return;
 	}
 	node_free(stored);
+	if (rc < 0 && rc != FP_ECONFLICT && rc != FP_EEXIST) {
+		lifecycle_node_unknown(lc, (*np)->name); /* it may have landed */
+		lifecycle_op_unknown(lc, op->id);
+	}
 	if (rc == 0) { /* the status changed nothing after all */
 		lifecycle_save_op(lc, op);
 		memset(d, 0, sizeof(*d));
@@ -281,7 +292,7 @@ static void absorb_status(struct lifecycle *lc, struct node **np, struct status_
 	if (!d->ntypes && !d->inventory && !d->quirks && !d->nev)
 		return;
 	struct node *fresh = NULL;
-	if (d->nev || d->quirks || lifecycle_load_node(lc, (*np)->name, &fresh) < 0) {
+	if (d->nev || d->quirks || lifecycle_node_current(lc, (*np)->name, &fresh) < 0) {
 		node_free(fresh);
 		flush_status(lc, np, d);
 		return;
@@ -1107,19 +1118,18 @@ static void run_op_task(void *arg)
 	struct status_delta delta = {0};
 	int64_t requeue_after = 0;
 	int save_op = 0; /* op's changes are written at the end, with the status delta */
-	/* The operation comes from the store: what a step already did (params.acted, the
-	 * attempt's intent) must be judged on the operation as written. The informer's copy can
-	 * lag this node's own last task - a re-run right after a step that sent a power cycle
-	 * saw the copy from before mark_acted, which already had its intent (so nothing was
-	 * written before acting), and sent the cycle again. The node is the informer's copy:
-	 * every node write below is a compare-and-swap on its resourceVersion, so a copy that
-	 * lags the store only costs a conflict and a re-queue. */
-	int rc = lifecycle_load_op(lc, t->op_id, &op);
-	if (rc == 0) {
-		n = cache_node_get(lc->cfg.cache, t->node);
-		if (!n)
-			rc = lifecycle_load_node(lc, t->node, &n);
-	}
+	/* What a step already did (params.acted, the attempt's intent) must be judged on the
+	 * operation as written. The informer's copy can lag this node's own last task - a re-run
+	 * right after a step that sent a power cycle saw the copy from before mark_acted, which
+	 * already had its intent (so nothing was written before acting), and sent the cycle
+	 * again - so the operation and the node are the newest copies this controller knows
+	 * (lifecycle_op_current: its own last write while the informer has not caught up, else
+	 * the informer's, else the store's). Every write below is a compare-and-swap on their
+	 * resourceVersions, so a copy that lags another writer only costs a conflict and a
+	 * re-queue. */
+	int rc = lifecycle_op_current(lc, t->op_id, &op);
+	if (rc == 0)
+		rc = lifecycle_node_current(lc, t->node, &n);
 	if (rc == 0 && op_state_terminal(op->state))
 		requeue_after = 5; /* ended: look again once the informer has caught up */
 	if (rc < 0 || op_state_terminal(op->state) || !n->operation ||
@@ -1547,28 +1557,26 @@ static int only_waiting(struct lifecycle *lc, const struct node *n, const struct
 
 static int reconcile(struct lifecycle *lc, const char *name)
 {
-	struct node *n = cache_node_get(lc->cfg.cache, name);
+	struct node *n = NULL;
 	int rc = 0;
-	if (!n)
-		return 0;
+	if (lifecycle_node_current(lc, name, &n) < 0)
+		return 0; /* deleted (or unreadable: the next change looks again) */
 	if (n->operation) {
-		struct operation *op = cache_operation_get(lc->cfg.cache, n->operation);
-		if (!op) {
-			/* Not in the cache yet (just created) or lost: read the store. */
-			if (lifecycle_load_op(lc, n->operation, &op) == FP_ENOTFOUND) {
-				log_warn(
-					"lifecycle: node points at a missing operation node=%s op=%s",
-					n->name, n->operation);
-				free(n->operation);
-				n->operation = lifecycle_queue_pop(n);
-				rc = lifecycle_commit(
-					lc, n, "Warning", "OperationLost",
-					"the node's operation document is missing; restarting "
-					"the phase",
-					NULL);
-				node_free(n);
-				return rc;
-			}
+		struct operation *op = NULL;
+		/* This controller's own last write, else the cache's copy, else (just created
+		 * elsewhere, or lost) the store's. */
+		if (lifecycle_op_current(lc, n->operation, &op) == FP_ENOTFOUND) {
+			log_warn("lifecycle: node points at a missing operation node=%s op=%s",
+				 n->name, n->operation);
+			free(n->operation);
+			n->operation = lifecycle_queue_pop(n);
+			rc = lifecycle_commit(
+				lc, n, "Warning", "OperationLost",
+				"the node's operation document is missing; restarting "
+				"the phase",
+				NULL);
+			node_free(n);
+			return rc;
 		}
 		if (op && op_state_terminal(op->state)) {
 			rc = finish(lc, n, op, 0);
@@ -1827,6 +1835,9 @@ struct lifecycle *lifecycle_new(const struct lifecycle_config *cfg)
 	hmap_init(&lc->waiting);
 	hmap_init(&lc->mono_phase);
 	hmap_init(&lc->mono_step);
+	hmap_init(&lc->ryw_nodes);
+	hmap_init(&lc->ryw_ops);
+	lc->ryw_sweep_at = 256;
 	lc->m_ops = metrics_register(METRIC_COUNTER, "fleetplane_operations_total",
 				     "Operations finished, by kind and result.", "kind,result",
 				     NULL, 0);
@@ -1897,6 +1908,7 @@ void lifecycle_free(struct lifecycle *lc)
 			free(it.e->value);
 		hmap_release(m);
 	}
+	lifecycle_ryw_release(lc);
 	pthread_mutex_destroy(&lc->mu);
 	free(lc);
 }

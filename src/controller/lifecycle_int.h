@@ -86,6 +86,12 @@ struct lifecycle {
 	 * (phase_since, the operation's step_deadline) stood for when this process first saw it,
 	 * so that a step of the wall clock neither fires nor stretches a deadline (issue 16). */
 	struct hmap mono_phase, mono_step;
+	/* Read your own writes (lifecycle_node_current, lifecycle_op_current): node name ->
+	 * struct node*, operation id -> struct operation*, as this controller last wrote (or read
+	 * from the store) them, kept while the informer cache has not reached that revision; a
+	 * NULL value: the outcome of a write is unknown, read the store. Under mu. */
+	struct hmap ryw_nodes, ryw_ops;
+	size_t ryw_sweep_at; /* sweep both maps once they hold this many entries */
 	struct metric_family *m_ops, *m_op_dur, *m_reconcile, *m_reconcile_total, *m_phase_changes;
 	struct metric_family *m_remediations;
 };
@@ -115,9 +121,31 @@ int64_t lifecycle_phase_elapsed(struct lifecycle *lc, const struct node *n);
  * wall clock that has stepped since. */
 void lifecycle_mono_step_note(struct lifecycle *lc, const char *node, int64_t wall, int64_t mono);
 
-/* Node and operation documents read straight from the store (caller frees *out). */
+/* Node and operation documents read straight from the store (caller frees *out); what was
+ * read is noted as the newest known copy (lifecycle_node_current). */
 int lifecycle_load_node(struct lifecycle *lc, const char *name, struct node **out);
 int lifecycle_load_op(struct lifecycle *lc, const char *id, struct operation **out);
+/* The newest copy of node `name` this controller knows (caller frees *out): its own last
+ * write of it (or store read) while the informer cache has not caught up with that revision,
+ * else the cache's copy, else a read of the store. Every write made from it is a
+ * compare-and-swap on its resource_version, so a copy that lags another writer's change costs
+ * a conflict, never a lost update. Returns 0, or lifecycle_load_node's errors (FP_ENOTFOUND). */
+int lifecycle_node_current(struct lifecycle *lc, const char *name, struct node **out);
+/* The same for operation `id`. What a step already did (params.acted, the attempt's intent)
+ * is judged on it: after this controller's own write the copy is that write, not the
+ * informer's older one (a re-run right after a power cycle must see it was sent). Another
+ * writer's change (an API cancel) is seen once the informer has it, as a read of the store
+ * would see it a moment later: the step's next write then loses its CAS. */
+int lifecycle_op_current(struct lifecycle *lc, const char *id, struct operation **out);
+/* Notes n (op) as stored at n->resource_version (op->resource_version) by this controller.
+ * lifecycle_node_unknown / lifecycle_op_unknown: a write of it failed in a way that may have
+ * landed (the next lookup reads the store). */
+void lifecycle_note_node(struct lifecycle *lc, const struct node *n);
+void lifecycle_note_op(struct lifecycle *lc, const struct operation *op);
+void lifecycle_node_unknown(struct lifecycle *lc, const char *name);
+void lifecycle_op_unknown(struct lifecycle *lc, const char *id);
+/* Frees the notes (lifecycle_free). */
+void lifecycle_ryw_release(struct lifecycle *lc);
 /* One transaction: the node (CAS), a finished operation, an event (operations are started by
  * lifecycle_transition, through objects_op_start). */
 int lifecycle_commit(struct lifecycle *lc, struct node *n, const char *ev_type,

@@ -24,6 +24,7 @@
 #include "controller/lifecycle_int.h"
 #include "core/codec.h"
 #include "core/event.h"
+#include "engine/cache.h"
 #include "engine/objects.h"
 #include "engine/workqueue.h"
 #include "store/store.h"
@@ -51,12 +52,229 @@ static void event_op(struct lifecycle *lc, struct store_op *o, char **key_out, c
  * layer's typed reads. */
 int lifecycle_load_node(struct lifecycle *lc, const char *name, struct node **out)
 {
-	return objects_store_node(lc->cfg.store, name, out, NULL, NULL, 0);
+	int rc = objects_store_node(lc->cfg.store, name, out, NULL, NULL, 0);
+	if (rc == 0)
+		lifecycle_note_node(lc, *out);
+	return rc;
 }
 
 int lifecycle_load_op(struct lifecycle *lc, const char *id, struct operation **out)
 {
-	return objects_store_op(lc->cfg.store, id, out, NULL, NULL, 0);
+	int rc = objects_store_op(lc->cfg.store, id, out, NULL, NULL, 0);
+	if (rc == 0)
+		lifecycle_note_op(lc, *out);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- read your own writes */
+
+/* A step's writes reach the informer cache a few ms after they commit; the step that runs
+ * next for the same node (often at once: the task re-queues it) would otherwise find the
+ * cache's older copy, lose its compare-and-swap, or read the store again for every node and
+ * operation it touches (half of the executor's time at 3,000 nodes, docs/benchmarks.md). The
+ * notes keep this controller's last write of each until the cache has applied that revision:
+ * the cache's revision (cache_revision) is the store revision it reflects, so a note at or
+ * below it is no newer than the cache's copy (or its absence: a delete) and is dropped. */
+
+static char ryw_unknown_mark;
+#define RYW_UNKNOWN ((void *)&ryw_unknown_mark)
+
+enum {
+	RYW_SWEEP_MIN = 256
+};
+
+/* Drops the notes the cache has caught up with. Caller holds mu. */
+static void ryw_sweep(struct lifecycle *lc, int64_t crev)
+{
+	for (struct hmap_iter it = hmap_iter_start(&lc->ryw_nodes); hmap_iter_next(&it);) {
+		struct node *n = it.e->value;
+		if (n != RYW_UNKNOWN && n->resource_version <= crev)
+			node_free(hmap_remove(&lc->ryw_nodes, it.e->key));
+	}
+	for (struct hmap_iter it = hmap_iter_start(&lc->ryw_ops); hmap_iter_next(&it);) {
+		struct operation *op = it.e->value;
+		if (op != RYW_UNKNOWN && op->resource_version <= crev)
+			operation_free(hmap_remove(&lc->ryw_ops, it.e->key));
+	}
+	size_t live = lc->ryw_nodes.count + lc->ryw_ops.count;
+	lc->ryw_sweep_at = 2 * live > RYW_SWEEP_MIN ? 2 * live : RYW_SWEEP_MIN;
+}
+
+/* Keeps the copy d (owned) of a document stored at rev under key in m unless a note at least
+ * as new is there; a note at or below the cache's revision is not kept (and clears an older
+ * or unknown one). free_fn frees a note. */
+static void ryw_put(struct lifecycle *lc, struct hmap *m, const char *key, void *d, int64_t rev,
+		    void (*free_fn)(void *), int64_t (*rev_of)(const void *))
+{
+	int64_t crev = cache_revision(lc->cfg.cache);
+	pthread_mutex_lock(&lc->mu);
+	void *old = hmap_get(m, key);
+	if (rev <= crev) {
+		if (old == RYW_UNKNOWN || (old && rev_of(old) <= crev))
+			hmap_remove(m, key);
+		else
+			old = NULL; /* a note newer than the cache stays */
+		free_fn(d);
+	} else if (old && old != RYW_UNKNOWN && rev_of(old) >= rev) {
+		old = NULL;
+		free_fn(d);
+	} else {
+		hmap_put(m, key, d);
+	}
+	if (old && old != RYW_UNKNOWN)
+		free_fn(old);
+	if (m->count + (m == &lc->ryw_nodes ? lc->ryw_ops.count : lc->ryw_nodes.count) >=
+	    lc->ryw_sweep_at)
+		ryw_sweep(lc, crev);
+	pthread_mutex_unlock(&lc->mu);
+}
+
+static void free_node_v(void *p)
+{
+	node_free(p);
+}
+
+static void free_op_v(void *p)
+{
+	operation_free(p);
+}
+
+static int64_t node_rev_v(const void *p)
+{
+	return ((const struct node *)p)->resource_version;
+}
+
+static int64_t op_rev_v(const void *p)
+{
+	return ((const struct operation *)p)->resource_version;
+}
+
+void lifecycle_note_node(struct lifecycle *lc, const struct node *n)
+{
+	if (!n || n->resource_version <= 0 || !lc->cfg.cache)
+		return;
+	if (n->resource_version <= cache_revision(lc->cfg.cache)) {
+		ryw_put(lc, &lc->ryw_nodes, n->name, NULL, n->resource_version,
+			(void (*)(void *))free, node_rev_v);
+		return;
+	}
+	struct node *d;
+	if (n->inventory) {
+		/* kept as text, as the cache keeps it: a copy of the tree per lookup costs more */
+		json_t *inv = n->inventory;
+		((struct node *)n)->inventory = NULL;
+		d = node_dup(n);
+		((struct node *)n)->inventory = inv;
+		free(d->inventory_text);
+		d->inventory_text = jsonx_dumps(inv);
+	} else {
+		d = node_dup(n);
+	}
+	ryw_put(lc, &lc->ryw_nodes, d->name, d, d->resource_version, free_node_v, node_rev_v);
+}
+
+void lifecycle_note_op(struct lifecycle *lc, const struct operation *op)
+{
+	if (!op || op->resource_version <= 0 || !lc->cfg.cache)
+		return;
+	if (op->resource_version <= cache_revision(lc->cfg.cache)) {
+		ryw_put(lc, &lc->ryw_ops, op->id, NULL, op->resource_version,
+			(void (*)(void *))free, op_rev_v);
+		return;
+	}
+	struct operation *d = operation_dup(op);
+	ryw_put(lc, &lc->ryw_ops, d->id, d, d->resource_version, free_op_v, op_rev_v);
+}
+
+static void ryw_unknown(struct lifecycle *lc, struct hmap *m, const char *key,
+			void (*free_fn)(void *))
+{
+	pthread_mutex_lock(&lc->mu);
+	void *old = hmap_put(m, key, RYW_UNKNOWN);
+	if (old && old != RYW_UNKNOWN)
+		free_fn(old);
+	pthread_mutex_unlock(&lc->mu);
+}
+
+void lifecycle_node_unknown(struct lifecycle *lc, const char *name)
+{
+	ryw_unknown(lc, &lc->ryw_nodes, name, free_node_v);
+}
+
+void lifecycle_op_unknown(struct lifecycle *lc, const char *id)
+{
+	ryw_unknown(lc, &lc->ryw_ops, id, free_op_v);
+}
+
+/* After a write that failed with rc: a conflict or a refusal changed nothing; any other
+ * failure (an I/O error, a timeout of a remote store) may have landed. */
+static int write_outcome_unknown(int rc)
+{
+	return rc < 0 && rc != FP_ECONFLICT && rc != FP_EEXIST && rc != FP_ENOTFOUND &&
+	       rc != FP_EINVAL;
+}
+
+int lifecycle_node_current(struct lifecycle *lc, const char *name, struct node **out)
+{
+	*out = NULL;
+	int64_t crev = cache_revision(lc->cfg.cache);
+	int unknown = 0;
+	pthread_mutex_lock(&lc->mu);
+	struct node *r = hmap_get(&lc->ryw_nodes, name);
+	if (r == RYW_UNKNOWN)
+		unknown = 1;
+	else if (r && r->resource_version > crev)
+		*out = node_dup(r);
+	else if (r)
+		node_free(hmap_remove(&lc->ryw_nodes, name));
+	pthread_mutex_unlock(&lc->mu);
+	if (*out)
+		return 0;
+	if (!unknown && (*out = cache_node_get(lc->cfg.cache, name)))
+		return 0;
+	return lifecycle_load_node(lc, name, out);
+}
+
+int lifecycle_op_current(struct lifecycle *lc, const char *id, struct operation **out)
+{
+	*out = NULL;
+	int64_t crev = cache_revision(lc->cfg.cache);
+	int unknown = 0;
+	pthread_mutex_lock(&lc->mu);
+	struct operation *r = hmap_get(&lc->ryw_ops, id);
+	if (r == RYW_UNKNOWN)
+		unknown = 1;
+	else if (r && r->resource_version > crev)
+		*out = operation_dup(r);
+	else if (r)
+		operation_free(hmap_remove(&lc->ryw_ops, id));
+	pthread_mutex_unlock(&lc->mu);
+	if (*out)
+		return 0;
+	if (!unknown && (*out = cache_operation_get(lc->cfg.cache, id)))
+		return 0;
+	return lifecycle_load_op(lc, id, out);
+}
+
+void lifecycle_ryw_release(struct lifecycle *lc)
+{
+	for (struct hmap_iter it = hmap_iter_start(&lc->ryw_nodes); hmap_iter_next(&it);)
+		if (it.e->value != RYW_UNKNOWN)
+			node_free(it.e->value);
+	hmap_release(&lc->ryw_nodes);
+	for (struct hmap_iter it = hmap_iter_start(&lc->ryw_ops); hmap_iter_next(&it);)
+		if (it.e->value != RYW_UNKNOWN)
+			operation_free(it.e->value);
+	hmap_release(&lc->ryw_ops);
+}
+
+/* Notes op as written at rev (a copy: op is the caller's). */
+static void note_op_at(struct lifecycle *lc, const struct operation *op, int64_t rev)
+{
+	struct operation *d = operation_dup(op);
+	d->resource_version = rev;
+	lifecycle_note_op(lc, d);
+	operation_free(d);
 }
 
 /* Commits a node (CAS on its resource_version), optionally a finished operation (CAS on its
@@ -114,8 +332,16 @@ static int commit_x(struct lifecycle *lc, struct node *n, const struct store_op 
 	}
 	int64_t rev = 0;
 	int rc = store_txn(lc->cfg.store, ops, nops, &rev, NULL);
-	if (rc == 0)
+	if (rc == 0) {
 		n->resource_version = rev;
+		lifecycle_note_node(lc, n);
+		for (size_t i = 0; i < ndocs; i++)
+			note_op_at(lc, docs[i], rev);
+	} else if (write_outcome_unknown(rc)) {
+		lifecycle_node_unknown(lc, n->name);
+		for (size_t i = 0; i < ndocs; i++)
+			lifecycle_op_unknown(lc, docs[i]->id);
+	}
 	for (size_t i = 0; i < nown; i++)
 		free(own[i]);
 	return rc;
@@ -159,8 +385,20 @@ int lifecycle_update_node_ev(struct lifecycle *lc, const char *name,
 			     const struct status_delta *evs)
 {
 	struct update_arg a = {lc, mutate, arg, evs};
-	struct objects_update u = {.actor = LIFECYCLE_ACTOR, .max_attempts = 8};
-	return objects_update_node(lc->cfg.store, name, update_mutate, &a, &u, out, NULL, 0);
+	struct node *start = NULL, *stored = NULL;
+	lifecycle_node_current(lc, name, &start); /* none: objects_update_node reads the store */
+	struct objects_update u = {.actor = LIFECYCLE_ACTOR, .max_attempts = 8, .start = start};
+	int rc = objects_update_node(lc->cfg.store, name, update_mutate, &a, &u, &stored, NULL, 0);
+	node_free(start);
+	if (rc == 0)
+		lifecycle_note_node(lc, stored);
+	else if (write_outcome_unknown(rc))
+		lifecycle_node_unknown(lc, name);
+	if (out)
+		*out = stored;
+	else
+		node_free(stored);
+	return rc;
 }
 
 int lifecycle_update_node(struct lifecycle *lc, const char *name, lifecycle_node_mutate_fn mutate,
@@ -180,8 +418,12 @@ int lifecycle_save_op(struct lifecycle *lc, struct operation *op)
 	int64_t rev = 0;
 	int rc = store_put(lc->cfg.store, key, val, op->resource_version, &rev);
 	free(val);
-	if (rc == 0)
+	if (rc == 0) {
 		op->resource_version = rev;
+		lifecycle_note_op(lc, op);
+	} else if (write_outcome_unknown(rc)) {
+		lifecycle_op_unknown(lc, op->id);
+	}
 	return rc;
 }
 
@@ -347,6 +589,12 @@ int lifecycle_transition_x(struct lifecycle *lc, struct node *n, enum node_phase
 		snprintf(reason, sizeof(reason), "OperationStarted");
 	int rc = commit_x(lc, n, op ? &tx.ops[0] : NULL, to == PHASE_FAILED ? "Warning" : "Normal",
 			  reason, msg, done_op, cancel, ncancel, d);
+	if (rc == 0) {
+		if (op) /* the finished and cancelled ones: commit_x */
+			note_op_at(lc, op, n->resource_version);
+	} else if (write_outcome_unknown(rc) && op) {
+		lifecycle_op_unknown(lc, op->id);
+	}
 	if (rc == 0 && from != to) {
 		metric_add(lc->m_phase_changes, (const char *[]){pn}, 1);
 		/* the phase began at this monotonic instant: a wall-clock step between this write

@@ -257,10 +257,15 @@ int objects_update_node(struct store *s, const char *name, objects_mutate_fn mut
 	for (int attempt = 0; attempt < max; attempt++) {
 		struct node *n = NULL;
 		int64_t mod = 0;
-		u->attempts++;
-		rc = objects_store_node(s, name, &n, &mod, err, errlen);
-		if (rc < 0)
-			break;
+		if (attempt == 0 && u->start && u->start->resource_version > 0) {
+			n = node_dup(u->start);
+			mod = n->resource_version;
+		} else {
+			u->attempts++;
+			rc = objects_store_node(s, name, &n, &mod, err, errlen);
+			if (rc < 0)
+				break;
+		}
 		txn_reset(&tx);
 		/* the node's put comes first; its value is made after mutate */
 		objects_txn_add(&tx, &(struct store_op){STORE_OP_PUT, NULL, NULL, mod});

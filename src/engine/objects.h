@@ -128,13 +128,19 @@ struct objects_update {
 	int64_t now_ms;   /* the event's time */
 	uint64_t rnd;     /* seeds the event id */
 	int max_attempts; /* 0: OBJECTS_UPDATE_ATTEMPTS */
+	/* in, may be NULL: the node to start from instead of a read of the store (e.g. the
+	 * informer's copy, borrowed): the first attempt changes a copy of it with the CAS on its
+	 * resource_version, and only when that loses (FP_ECONFLICT) is the store read. A start
+	 * with resource_version 0 (never stored) is ignored. */
+	const struct node *start;
 	/* out */
-	int attempts;        /* reads made (1 when the first CAS held) */
+	int attempts;        /* store reads made (1 when the first CAS held; 0 with a start
+			      * whose CAS held) */
 	int64_t revision;    /* the revision written, 0 when nothing was */
 	size_t failed_index; /* the op that failed the last commit */
 };
 
-/* Read-modify-write of node `name`: reads it from the store, calls mutate, writes the node with
+/* Read-modify-write of node `name`: reads it from the store (or starts from u->start), calls mutate, writes the node with
  * a compare-and-swap on the mod_revision it read, mutate's ops and the audit event in one
  * transaction; on FP_ECONFLICT reads again, at most max_attempts times. Returns 0 (written, or
  * mutate said 0), mutate's code, objects_store_node's errors, the store's (FP_ECONFLICT when

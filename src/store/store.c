@@ -29,6 +29,7 @@ struct store {
 	int fail_rc;
 	int64_t fail_last_ms, fail_first_ms, fail_logged_ms; /* monotonic; 0 = never */
 	uint64_t fail_count;                                 /* since the last success */
+	atomic_uint_least64_t gets;                          /* store_get calls */
 };
 
 static const struct store_ops *const store_backends[] = {
@@ -317,6 +318,11 @@ size_t store_max_txn_ops(struct store *s)
 	return max;
 }
 
+uint64_t store_get_count(struct store *s)
+{
+	return atomic_load_explicit(&s->gets, memory_order_relaxed);
+}
+
 int64_t store_revision(struct store *s)
 {
 	return s->ops->revision(s->impl);
@@ -358,6 +364,7 @@ void store_event_array_free(struct store_event *evs, size_t n)
 
 int store_get(struct store *s, const char *key, struct store_kv *out)
 {
+	atomic_fetch_add_explicit(&s->gets, 1, memory_order_relaxed);
 	memset(out, 0, sizeof(*out));
 	if (!valid_key(key))
 		return FP_EINVAL;

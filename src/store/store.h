@@ -160,6 +160,10 @@ int store_compact(struct store *s, int64_t rev);
 /* The compaction point (0 if never compacted). */
 int64_t store_compacted_revision(struct store *s);
 
+/* The number of store_get calls made on s since it was opened (any result): what a path that
+ * should read from a cache costs the store, for tests and benchmarks. Thread-safe. */
+uint64_t store_get_count(struct store *s);
+
 /* Fault injection for tests: the nth (1-based) write call (put, delete, txn) from now that passes
  * argument checks fails with rc without writing anything; once only. nth 0 disables. */
 void store_fault_inject(struct store *s, unsigned nth, int rc);

@@ -415,6 +415,23 @@ static void test_onboarding_store_writes(void **state)
 	world_free(w);
 }
 
+/* The controller reads its own writes from its notes and the informer's copies, not the store:
+ * onboarding one node to available reads the store 4 times - once by the sim (its machine's
+ * saved state, when first touched) and 3 times by run_until_phase's own checks; none by the
+ * controller (before the notes, at 5bc1ffb: 15). */
+static void test_onboarding_store_reads(void **state)
+{
+	(void)state;
+	struct world *w = world_new(0, 0, 0);
+	enroll(w, 1);
+	uint64_t before = store_get_count(w->store);
+	assert_true(run_until_phase(w, 1, PHASE_AVAILABLE, 60 * MIN_MS) > 0);
+	uint64_t reads = store_get_count(w->store) - before;
+	print_message("store reads from enrolled to available: %llu\n", (unsigned long long)reads);
+	assert_int_equal(reads, 4);
+	world_free(w);
+}
+
 /* Runs a faulty fleet to available and returns its whole audit history (every event's time,
  * object and reason, in order) as one string the caller frees. */
 static char *run_seeded(int64_t *rev)
@@ -2400,6 +2417,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_onboarding_reaches_available),
 		cmocka_unit_test(test_onboarding_store_writes),
+		cmocka_unit_test(test_onboarding_store_reads),
 		cmocka_unit_test(test_deterministic_for_a_seed),
 		cmocka_unit_test(test_drain_resume),
 		cmocka_unit_test(test_retire),

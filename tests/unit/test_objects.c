@@ -210,6 +210,96 @@ static void test_update_cas_retry_and_event(void **state)
 	store_close(s);
 }
 
+/* Adds the hold "owner-<calls>" (calls counts the attempts made). */
+static int add_hold_counted(struct node *n, struct objects_txn *tx, void *arg)
+{
+	int *calls = arg;
+	char owner[32];
+	snprintf(owner, sizeof(owner), "owner-%d", (*calls)++);
+	assert_int_equal(node_hold_add(n, owner, "maintenance", 1000, 0), 0);
+	return 1;
+}
+
+/* u.start: the first attempt changes the informer's copy (inventory kept as text) with the CAS
+ * on its version, reading nothing; what it writes is the stored document with the change, every
+ * field kept; a start the store has moved past loses its CAS and the update reads the store. */
+static void test_update_from_cached_start(void **state)
+{
+	struct store *s = open_mem();
+	const char *doc =
+		"{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\",\"uid\":\"u1\",\"labels\":{\"a\":\"b\"},"
+		"\"annotations\":{\"x\":\"y\"}},\"spec\":{\"site\":\"s1\",\"rack\":\"r1\",\"bmc\":{"
+		"\"driver\":\"sim\",\"address\":\"sim://n1\",\"username\":\"root\"},\"pool\":\"p1\"},"
+		"\"status\":{\"phase\":\"available\",\"phaseSince\":\"2026-12-03T14:53:34.890Z\","
+		"\"holds\":[],\"conditions\":[{\"type\":\"PoweredOn\",\"status\":\"True\","
+		"\"reason\":\"BMCReportsOn\",\"message\":\"on\",\"since\":\"2026-12-03T14:53:34.890Z\"}],"
+		"\"inventory\":{\"cpu\":{\"sockets\":2},\"gpus\":[{\"index\":0,\"serial\":\"S\\u00e9\","
+		"\"temp\":41.5}]},\"lastBoot\":{\"at\":\"2026-12-03T14:53:34.890Z\",\"bootId\":\"n1-1\"},"
+		"\"servedAt\":\"2026-12-03T14:53:34.890Z\"}}";
+	int64_t rev = 0;
+	assert_int_equal(store_put(s, "/nodes/n1", doc, STORE_ABSENT, &rev), 0);
+	char err[128];
+	struct cache *c = cache_new(s);
+	assert_int_equal(cache_start(c, err, sizeof(err)), 0);
+	assert_int_equal(cache_wait_revision(c, rev, 5000), 0);
+	struct node *cn = cache_node_get(c, "n1");
+	assert_non_null(cn);
+	assert_null(cn->inventory);
+	assert_non_null(cn->inventory_text);
+
+	int calls = 0;
+	struct objects_update u = {.actor = "user:alice", .start = cn};
+	struct node *out = NULL;
+	assert_int_equal(objects_update_node(s, "n1", add_hold_counted, &calls, &u, &out, err,
+					     sizeof(err)),
+			 0);
+	assert_int_equal(calls, 1);
+	assert_int_equal(u.attempts, 0); /* no read of the store */
+	assert_true(u.revision > rev);
+	assert_int_equal(out->resource_version, u.revision);
+	node_free(out);
+
+	/* the stored document: the original's full decode with the same change, field for field */
+	json_t *full = NULL;
+	struct node *fn = NULL;
+	assert_int_equal(jsonx_parse(doc, strlen(doc), &full, err, sizeof(err)), 0);
+	assert_int_equal(node_from_json(full, rev, &fn, err, sizeof(err)), 0);
+	int c0 = 0;
+	assert_int_equal(add_hold_counted(fn, NULL, &c0), 1);
+	json_t *want = node_to_json(fn, NODE_JSON_STORE);
+	char *want_s = jsonx_dumps(want);
+	struct store_kv kv = {0};
+	assert_int_equal(store_get(s, "/nodes/n1", &kv), 0);
+	assert_int_equal(kv.mod_revision, u.revision);
+	assert_string_equal(kv.value, want_s);
+	assert_non_null(strstr(kv.value, "\"inventory\":{\"cpu\":{\"sockets\":2}"));
+	store_kv_release(&kv);
+
+	/* cn is now behind the store: its CAS loses, the store is read, the change lands there */
+	u.revision = 0;
+	assert_int_equal(objects_update_node(s, "n1", add_hold_counted, &calls, &u, &out, err,
+					     sizeof(err)),
+			 0);
+	assert_int_equal(calls, 3); /* the stale copy's attempt, then the store's */
+	assert_int_equal(u.attempts, 1);
+	assert_int_equal(out->nholds, 2);
+	assert_string_equal(out->holds[0].owner, "owner-0");
+	assert_string_equal(out->holds[1].owner, "owner-2");
+	node_free(out);
+	/* a start never stored (version 0) is ignored: the store is read */
+	cn->resource_version = 0;
+	assert_int_equal(objects_update_node(s, "n1", never_write, NULL, &u, NULL, NULL, 0), 0);
+	assert_int_equal(u.attempts, 1);
+
+	free(want_s);
+	json_decref(want);
+	json_decref(full);
+	node_free(fn);
+	node_free(cn);
+	cache_free(c);
+	store_close(s);
+}
+
 static void test_op_start_kinds(void **state)
 {
 	static const struct {
@@ -480,6 +570,7 @@ int main(void)
 		cmocka_unit_test(test_keys),
 		cmocka_unit_test(test_reads_store_and_cache),
 		cmocka_unit_test(test_update_cas_retry_and_event),
+		cmocka_unit_test(test_update_from_cached_start),
 		cmocka_unit_test(test_op_start_kinds),
 		cmocka_unit_test(test_visit_nodes),
 		cmocka_unit_test(test_start_list_many),
