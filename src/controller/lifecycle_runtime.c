@@ -294,9 +294,7 @@ static int commit_x(struct lifecycle *lc, struct node *n, const struct store_op 
 	char *own[2 * MAX_OPS];
 	size_t nops = 0, nown = 0;
 	char *nkey = own[nown++] = objects_key_node_dup(n->name);
-	json_t *nj = node_to_json(n, NODE_JSON_STORE);
-	char *nval = own[nown++] = jsonx_dumps(nj);
-	json_decref(nj);
+	char *nval = own[nown++] = node_to_text(n, NODE_JSON_STORE);
 	ops[nops++] = (struct store_op){STORE_OP_PUT, nkey, nval, n->resource_version};
 	if (new_put)
 		ops[nops++] = *new_put;

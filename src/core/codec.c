@@ -10,7 +10,9 @@
 
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/buf.h"
 #include "base/jsonx.h"
+#include "base/jsontext.h"
 #include "base/timefmt.h"
 #include "core/secret.h"
 
@@ -1161,6 +1163,45 @@ json_t *node_to_json(const struct node *n, enum node_json_mode mode)
 	}
 	return json_pack("{s:s,s:o,s:o,s:o}", "kind", "Node", "metadata", meta, "spec", spec,
 			 "status", st);
+}
+
+char *node_to_text(const struct node *n, enum node_json_mode mode)
+{
+	if (n->inventory || !n->inventory_text) {
+		json_t *j = node_to_json(n, mode);
+		char *s = jsonx_dumps(j);
+		json_decref(j);
+		return s;
+	}
+	/* status' members that node_to_json puts before "inventory" (keep in step with it) */
+	static const char *const before[] = {"phase",      "phaseSince",       "holds",
+					     "conditions", "queuedOperations", "operation",
+					     "bmc",        "lastBoot",         "validation",
+					     NULL};
+	struct node bare = *n; /* shallow: only read, and inventory_text left out */
+	bare.inventory_text = NULL;
+	json_t *j = node_to_json(&bare, mode);
+	char *s = jsonx_dumps(j);
+	json_decref(j);
+	size_t ilen = strlen(n->inventory_text);
+	char *member = xmalloc(ilen + 13);
+	memcpy(member, "\"inventory\":", 12);
+	memcpy(member + 12, n->inventory_text, ilen + 1);
+	struct jsontext_edit ed = {.insert_at = "status", .insert_after = before, .insert = member};
+	struct buf out;
+	buf_init(&out, 0);
+	int rc = jsontext_rewrite(s, strlen(s), &ed, &out, NULL, 0);
+	free(member);
+	if (rc < 0) { /* not valid JSON text after all: the tree path decides what is kept */
+		buf_release(&out);
+		free(s);
+		j = node_to_json(n, mode);
+		s = jsonx_dumps(j);
+		json_decref(j);
+		return s;
+	}
+	free(s);
+	return buf_detach(&out, NULL);
 }
 
 /* ---- operation ---- */

@@ -47,6 +47,11 @@ int node_from_json(const json_t *doc, int64_t rv, struct node **out, char *err, 
 int node_from_enroll_json(const json_t *doc, struct node **out, char *err, size_t errlen);
 /* Encodes; returns a new reference. */
 json_t *node_to_json(const struct node *n, enum node_json_mode mode);
+/* The same document as compact text (jsonx_dumps of node_to_json; caller frees). An inventory
+ * kept as text (inventory_text, the informer cache's form) is spliced in byte for byte, where
+ * node_to_json puts it, instead of parsed into a tree and dumped again (a third of the cost of
+ * writing a cached node back). Never NULL. */
+char *node_to_text(const struct node *n, enum node_json_mode mode);
 
 int operation_from_json(const json_t *doc, int64_t rv, struct operation **out, char *err,
 			size_t errlen);

@@ -599,9 +599,7 @@ static const char *rendered(struct centry *e)
 	char *j = atomic_load(&e->json);
 	if (j)
 		return j;
-	json_t *pub = node_to_json(e->n, NODE_JSON_PUBLIC);
-	char *mine = jsonx_dumps(pub);
-	json_decref(pub);
+	char *mine = node_to_text(e->n, NODE_JSON_PUBLIC);
 	char *expect = NULL;
 	if (atomic_compare_exchange_strong(&e->json, &expect, mine))
 		return mine;

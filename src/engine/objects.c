@@ -214,10 +214,8 @@ size_t objects_txn_put(struct objects_txn *t, char *key, char *value, int64_t ex
 
 size_t objects_txn_put_node(struct objects_txn *t, const struct node *n, int64_t expect)
 {
-	json_t *nj = node_to_json(n, NODE_JSON_STORE);
-	size_t i = objects_txn_put(t, objects_key_node_dup(n->name), jsonx_dumps(nj), expect);
-	json_decref(nj);
-	return i;
+	return objects_txn_put(t, objects_key_node_dup(n->name), node_to_text(n, NODE_JSON_STORE),
+			       expect);
 }
 
 size_t objects_txn_put_op(struct objects_txn *t, const struct operation *op, int64_t expect)
@@ -271,9 +269,8 @@ int objects_update_node(struct store *s, const char *name, objects_mutate_fn mut
 		objects_txn_add(&tx, &(struct store_op){STORE_OP_PUT, NULL, NULL, mod});
 		rc = mutate(n, &tx, arg);
 		if (rc > 0) {
-			json_t *nj = node_to_json(n, NODE_JSON_STORE);
-			char *key = objects_key_node_dup(n->name), *val = jsonx_dumps(nj);
-			json_decref(nj);
+			char *key = objects_key_node_dup(n->name),
+			     *val = node_to_text(n, NODE_JSON_STORE);
 			txn_own(&tx, key);
 			txn_own(&tx, val);
 			tx.ops[0].key = key;

@@ -210,6 +210,60 @@ static void test_update_cas_retry_and_event(void **state)
 	store_close(s);
 }
 
+/* node_to_text with the inventory as text writes the bytes the tree path writes, with every
+ * member of status set around it (the splice point must follow node_to_json's order). */
+static void test_node_to_text_splice(void **state)
+{
+	const char *doc =
+		"{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"spec\":{\"bmc\":{\"driver\":\"sim\"}},"
+		"\"status\":{\"phase\":\"available\",\"holds\":[],\"conditions\":[],"
+		"\"inventory\":{\"gpus\":[{\"index\":0,\"serial\":\"S\\u00e9\",\"temp\":41.5}]}}}";
+	json_t *full = NULL;
+	struct node *n = NULL;
+	char err[128];
+	assert_int_equal(jsonx_parse(doc, strlen(doc), &full, err, sizeof(err)), 0);
+	assert_int_equal(node_from_json(full, 7, &n, err, sizeof(err)), 0);
+	json_decref(full);
+	n->phase_since = 1796000000000;
+	assert_int_equal(node_hold_add(n, "alice", "maintenance", 1000, 0), 0);
+	node_condition_set(n, "PoweredOn", COND_TRUE, "BMCReportsOn", "on", 1000);
+	n->operation = strdup("provision-1");
+	n->queued_ops = calloc(1, sizeof(char *));
+	n->queued_ops[0] = strdup("power-2");
+	n->nqueued = 1;
+	n->bmc_quirks = BMC_QUIRK_IPMI_OPEN_SESSION_PRIVILEGE;
+	n->last_boot_at = 2000;
+	n->last_boot_id = strdup("n1-1");
+	n->validated_at = 3000;
+	n->validation_passed = 1;
+	n->validation_boot_id = strdup("n1-1");
+	n->served_at = 4000;
+	n->remediation.active = 1;
+	n->remediation.code = strdup("xid:79");
+	n->remediation.since = 5000;
+	n->workload.state = WORKLOAD_IDLE;
+	n->workload.scheduler = strdup("slurm");
+	for (int mode = 0; mode < 2; mode++) {
+		enum node_json_mode m = mode ? NODE_JSON_PUBLIC : NODE_JSON_STORE;
+		json_t *j = node_to_json(n, m);
+		char *tree = jsonx_dumps(j);
+		json_decref(j);
+		struct node *t = node_dup(n);
+		t->inventory_text = jsonx_dumps(t->inventory);
+		json_decref(t->inventory);
+		t->inventory = NULL;
+		char *text = node_to_text(t, m);
+		assert_string_equal(text, tree);
+		char *same = node_to_text(n, m); /* with the tree: the tree path */
+		assert_string_equal(same, tree);
+		free(same);
+		free(text);
+		free(tree);
+		node_free(t);
+	}
+	node_free(n);
+}
+
 /* Adds the hold "owner-<calls>" (calls counts the attempts made). */
 static int add_hold_counted(struct node *n, struct objects_txn *tx, void *arg)
 {
@@ -267,12 +321,16 @@ static void test_update_from_cached_start(void **state)
 	int c0 = 0;
 	assert_int_equal(add_hold_counted(fn, NULL, &c0), 1);
 	json_t *want = node_to_json(fn, NODE_JSON_STORE);
-	char *want_s = jsonx_dumps(want);
 	struct store_kv kv = {0};
 	assert_int_equal(store_get(s, "/nodes/n1", &kv), 0);
 	assert_int_equal(kv.mod_revision, u.revision);
-	assert_string_equal(kv.value, want_s);
-	assert_non_null(strstr(kv.value, "\"inventory\":{\"cpu\":{\"sockets\":2}"));
+	json_t *got = NULL;
+	assert_int_equal(jsonx_parse(kv.value, strlen(kv.value), &got, err, sizeof(err)), 0);
+	assert_true(json_equal(got, want));
+	json_decref(got);
+	/* the inventory as it was stored, byte for byte (not parsed and dumped again) */
+	assert_non_null(strstr(kv.value, "\"inventory\":{\"cpu\":{\"sockets\":2},\"gpus\":[{"
+					 "\"index\":0,\"serial\":\"S\\u00e9\",\"temp\":41.5}]}"));
 	store_kv_release(&kv);
 
 	/* cn is now behind the store: its CAS loses, the store is read, the change lands there */
@@ -291,7 +349,6 @@ static void test_update_from_cached_start(void **state)
 	assert_int_equal(objects_update_node(s, "n1", never_write, NULL, &u, NULL, NULL, 0), 0);
 	assert_int_equal(u.attempts, 1);
 
-	free(want_s);
 	json_decref(want);
 	json_decref(full);
 	node_free(fn);
@@ -545,7 +602,13 @@ static void test_cache_inventory_text(void **state)
 	char *json = NULL;
 	size_t len = 0;
 	assert_int_equal(cache_node_json(c, "i1", &json, &len), 0);
-	assert_string_equal(json, da);
+	/* rendered with the inventory text spliced in as stored (its escapes kept): the same
+	 * document */
+	assert_non_null(strstr(json, "\"serial\":\"S\\u00e9\""));
+	json_t *pj = NULL;
+	assert_int_equal(jsonx_parse(json, len, &pj, err, sizeof(err)), 0);
+	assert_true(json_equal(pj, a));
+	json_decref(pj);
 	free(json);
 	free(da);
 	free(db);
@@ -571,6 +634,7 @@ int main(void)
 		cmocka_unit_test(test_reads_store_and_cache),
 		cmocka_unit_test(test_update_cas_retry_and_event),
 		cmocka_unit_test(test_update_from_cached_start),
+		cmocka_unit_test(test_node_to_text_splice),
 		cmocka_unit_test(test_op_start_kinds),
 		cmocka_unit_test(test_visit_nodes),
 		cmocka_unit_test(test_start_list_many),
