@@ -154,8 +154,8 @@ void lifecycle_note_node(struct lifecycle *lc, const struct node *n)
 	if (!n || n->resource_version <= 0 || !lc->cfg.cache)
 		return;
 	if (n->resource_version <= cache_revision(lc->cfg.cache)) {
-		ryw_put(lc, &lc->ryw_nodes, n->name, NULL, n->resource_version,
-			(void (*)(void *))free, node_rev_v);
+		ryw_put(lc, &lc->ryw_nodes, n->name, NULL, n->resource_version, free_node_v,
+			node_rev_v);
 		return;
 	}
 	struct node *d;
@@ -178,8 +178,7 @@ void lifecycle_note_op(struct lifecycle *lc, const struct operation *op)
 	if (!op || op->resource_version <= 0 || !lc->cfg.cache)
 		return;
 	if (op->resource_version <= cache_revision(lc->cfg.cache)) {
-		ryw_put(lc, &lc->ryw_ops, op->id, NULL, op->resource_version,
-			(void (*)(void *))free, op_rev_v);
+		ryw_put(lc, &lc->ryw_ops, op->id, NULL, op->resource_version, free_op_v, op_rev_v);
 		return;
 	}
 	struct operation *d = operation_dup(op);
