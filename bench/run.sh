@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/run.sh - runs every benchmark and prints its summary (see docs/benchmarks.md).
-#   bench/run.sh [get|slow|enroll|cold|list|ironic]...   (default: get enroll cold; ironic needs
+#   bench/run.sh [get|slow|enroll|cold|list|writes|ironic]...   (default: get enroll cold; ironic needs
 #   bench/ironic/ironic-peer.sh install first and is run only when named)
 # Env passed through: FP, BENCH_WORK, ROUNDS, and each script's own knobs.
 # Needs: wrk, nginx-light, curl, jq (apt-get install -y wrk nginx-light curl jq); perf for PROFILE=1.
@@ -16,7 +16,8 @@ for b in $which; do
 	enroll) bench/enroll.sh ;;
 	cold) bench/coldstart.sh ;;
 	list) bench/list.sh ;;
+	writes) bench/writes.sh ;;
 	ironic) bench/ironic_lifecycle.sh ;;
-	*) echo "unknown benchmark $b (get|slow|enroll|cold|list|ironic)" >&2; exit 2 ;;
-	esac 2>&1 | tee "${BENCH_WORK:-/tmp/fp-bench}/$b.log" | grep -E '^(machine|binary|==|c=|fleetplane.* case=|sim |bulk|ready_s|cold |profile|node document|list |\| |   \()' || true
+	*) echo "unknown benchmark $b (get|slow|enroll|cold|list|writes|ironic)" >&2; exit 2 ;;
+	esac 2>&1 | tee "${BENCH_WORK:-/tmp/fp-bench}/$b.log" | grep -E '^(machine|binary|==|c=|fleetplane.* case=|sim |bulk|ready_s|cold |profile|node document|list |writes |\| |   \()' || true
 done

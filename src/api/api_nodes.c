@@ -188,12 +188,10 @@ static void node_put_op(struct api_req *r, struct store_op *op, struct node *n, 
 	/* A password the client sent is sealed before the node is written (and wiped from n).
 	 * Cannot fail: the codec bounds the password far below SECRET_MAX_PLAIN. */
 	BUG_ON(secret_bmc_seal(r->srv->cfg.secret_key, &n->bmc, NULL, 0) < 0);
-	json_t *doc = node_to_json(n, NODE_JSON_STORE);
 	op->type = STORE_OP_PUT;
 	op->key = node_key(r, n->name);
-	op->value = api_own(r, jsonx_dumps(doc));
+	op->value = api_own(r, node_to_text(n, NODE_JSON_STORE));
 	op->expect = expect;
-	json_decref(doc);
 }
 
 /* ---------------------------------------------------------------- BMC index */
