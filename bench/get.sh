@@ -24,8 +24,10 @@ if [ ! -s "$D/fleetplane.db" ]; then
 	stop_serve
 fi
 
-# 2. Serve it (no --sim: the nodes exist; sim-speed 0 so nothing waits).
-start_serve "$D" --sim-speed 0
+# 2. Serve it (no --sim: the nodes exist; sim-speed 0 so nothing waits). wrk opens every
+# connection from 127.0.0.1 and nginx limits none: the connection guard's per-client limit
+# (100 by default, issue 16) is lifted, or wrk's 256 connections meet 156 refusals a round.
+start_serve "$D" --sim-speed 0 --api-max-connections-per-client 0
 wait_url "$D" 120
 wait_ready 120
 sleep 5 # let the start-up resync of the lifecycle controller pass

@@ -1,7 +1,8 @@
 #!/bin/bash
 # bench/run.sh - runs every benchmark and prints its summary (see docs/benchmarks.md).
-#   bench/run.sh [get|slow|enroll|cold|list|writes|ironic]...   (default: get enroll cold; ironic needs
-#   bench/ironic/ironic-peer.sh install first and is run only when named)
+#   bench/run.sh [all|get|slow|enroll|cold|list|writes|ironic]...   (default: get enroll cold;
+#   all: the issue-17 table's rows - ironic enroll cold list writes get; ironic needs
+#   bench/ironic/ironic-peer.sh install first and is run only when named or with all)
 # Env passed through: FP, BENCH_WORK, ROUNDS, and each script's own knobs.
 # Needs: wrk, nginx-light, curl, jq (apt-get install -y wrk nginx-light curl jq); perf for PROFILE=1.
 set -euo pipefail
@@ -9,6 +10,7 @@ cd "$(dirname "$0")/.."
 [ -x "${FP:-./fleetplane}" ] || make -j2
 mkdir -p "${BENCH_WORK:-/tmp/fp-bench}"
 which=${*:-get enroll cold}
+[ "$which" = all ] && which="ironic enroll cold list writes get"
 for b in $which; do
 	case $b in
 	get) bench/get.sh ;;
