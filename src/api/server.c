@@ -504,6 +504,7 @@ struct api_pool {
 	size_t nth;     /* workers started */
 	size_t idle;    /* workers waiting for a job */
 	size_t nqueued; /* jobs queued, not yet taken */
+	struct metric_family *m_workers;
 	pthread_t th[API_POOL_MAX];
 };
 
@@ -557,7 +558,7 @@ static int pool_submit(struct api_pool *p, struct api_req *r, int state)
 	/* more jobs than idle workers: one more (a failed start leaves the job to those there are) */
 	if (p->nqueued > p->idle && p->nth < API_POOL_MAX &&
 	    pthread_create(&p->th[p->nth], NULL, pool_main, p) == 0)
-		p->nth++;
+		metric_set(p->m_workers, NULL, (double)++p->nth);
 	pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 	return 1;
@@ -571,6 +572,11 @@ static struct api_pool *pool_new(void)
 	for (; p->nth < API_POOL_MIN; p->nth++)
 		if (pthread_create(&p->th[p->nth], NULL, pool_main, p) != 0)
 			break;
+	p->m_workers = metrics_register(METRIC_GAUGE, "fleetplane_http_workers",
+					"API worker threads started (they run the requests that "
+					"read or write the store; 4 at start, up to 64).",
+					"", NULL, 0);
+	metric_set(p->m_workers, NULL, (double)p->nth);
 	if (!p->nth) {
 		pthread_cond_destroy(&p->cv);
 		pthread_mutex_destroy(&p->mu);

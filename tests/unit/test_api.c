@@ -50,11 +50,30 @@ static struct {
 	char last[160]; /* "booted n1 b-1" | "validated n1 b-1 0" */
 } R = {PTHREAD_MUTEX_INITIALIZER, 0, ""};
 
+/* A barrier in the booted hook while PB.want > 0: each call waits (under R.mu) until want
+ * calls are in the hook at once, at most 2 s; PB.late counts the calls that gave up. */
+static struct {
+	pthread_cond_t cv;
+	int want, in, late;
+} PB = {PTHREAD_COND_INITIALIZER, 0, 0, 0};
+
 static void hook_booted(void *arg, const char *node, const char *boot_id)
 {
 	pthread_mutex_lock(&R.mu);
 	R.n++;
 	snprintf(R.last, sizeof(R.last), "booted %s %s", node, boot_id);
+	if (PB.want > 0) {
+		struct timespec dl;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_sec += 2;
+		PB.in++;
+		pthread_cond_broadcast(&PB.cv);
+		while (PB.in < PB.want)
+			if (pthread_cond_timedwait(&PB.cv, &R.mu, &dl) != 0) {
+				PB.late++;
+				break;
+			}
+	}
 	pthread_mutex_unlock(&R.mu);
 }
 
@@ -515,6 +534,48 @@ static void set_phase(const char *name, const char *phase, const char *op);
 static void set_last_boot(const char *name, const char *boot_id);
 static json_t *last_event(const char *node, const char *reason);
 static json_t *stored_node(const char *name);
+
+static void *booted_main(void *arg)
+{
+	req("POST", "/v1/nodes/n1:booted", E.admin, "{\"bootId\":\"b-1\"}", arg);
+	return NULL;
+}
+
+/* Handlers that block run on the worker pool, which starts a worker whenever a request is
+ * queued and none is idle: 12 agent callbacks held in the hook at once all get in (with the
+ * pool's first 4 workers only, 8 would wait in the queue while the hook held the first 4 for 2 s). */
+static void test_pool_grows_with_blocked_handlers(void **state)
+{
+	enum {
+		N = 12
+	};
+	enroll("n1");
+	pthread_mutex_lock(&R.mu);
+	PB.want = N;
+	PB.in = PB.late = 0;
+	pthread_mutex_unlock(&R.mu);
+	pthread_t th[N];
+	struct resp rs[N];
+	for (int i = 0; i < N; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, booted_main, &rs[i]), 0);
+	for (int i = 0; i < N; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_lock(&R.mu);
+	int in = PB.in, late = PB.late;
+	PB.want = 0;
+	pthread_mutex_unlock(&R.mu);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(rs[i].status, 202);
+		resp_free(&rs[i]);
+	}
+	assert_int_equal(in, N);
+	assert_int_equal(late, 0);
+	/* each of the N held its own worker; the gauge says how many were started */
+	double w = metric_value(metrics_register(METRIC_GAUGE, "fleetplane_http_workers", "", "",
+						 NULL, 0),
+				NULL);
+	assert_true(w >= N && w <= 64);
+}
 
 static void test_agent_callbacks(void **state)
 {
@@ -3402,6 +3463,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_node_view, setup_view, teardown),
 		cmocka_unit_test_setup_teardown(test_sqlite_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_callbacks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool_grows_with_blocked_handlers, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_power_requests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bmc_spec_validated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retire_skip_power_off, setup, teardown),
