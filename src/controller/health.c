@@ -2081,6 +2081,30 @@ static int load_event(void *arg, const struct store_kv *kv)
 	return 0;
 }
 
+/* Starts watching node's heartbeat (a health agent's AgentAlive, reason Heartbeat). */
+static void watch_alive(struct load_ctx *c, const char *node)
+{
+	struct alive *a = xcalloc(1, sizeof(*a));
+	a->last = c->now;
+	a->timeout = c->h->cfg.heartbeat_timeout_ms > 0 ? c->h->cfg.heartbeat_timeout_ms
+							: HEARTBEAT_MIN_MS;
+	free(hmap_put(&c->h->alive, node, a));
+}
+
+/* cache_visit_nodes callback: load_alive's test on a cached node (no store read, no parse). */
+static int load_alive_cached(void *arg, const struct node *n)
+{
+	for (size_t i = 0; i < n->nconditions; i++) {
+		const struct node_condition *cd = &n->conditions[i];
+		if (strcmp(cd->type, "AgentAlive") == 0 && cd->status == COND_TRUE && cd->reason &&
+		    strcmp(cd->reason, "Heartbeat") == 0) {
+			watch_alive(arg, n->name);
+			break;
+		}
+	}
+	return 0;
+}
+
 static int load_alive(void *arg, const struct store_kv *kv)
 {
 	struct load_ctx *c = arg;
@@ -2101,14 +2125,8 @@ static int load_alive(void *arg, const struct store_kv *kv)
 		 * boot callback (BootCallback) sets AgentAlive too, but no health agent runs there
 		 * to miss a heartbeat. */
 		if (type && st && why && strcmp(type, "AgentAlive") == 0 &&
-		    strcmp(st, "True") == 0 && strcmp(why, "Heartbeat") == 0) {
-			struct alive *a = xcalloc(1, sizeof(*a));
-			a->last = c->now;
-			a->timeout = c->h->cfg.heartbeat_timeout_ms > 0
-					     ? c->h->cfg.heartbeat_timeout_ms
-					     : HEARTBEAT_MIN_MS;
-			free(hmap_put(&c->h->alive, objects_key_name(OBJECTS_NODE, kv->key), a));
-		}
+		    strcmp(st, "True") == 0 && strcmp(why, "Heartbeat") == 0)
+			watch_alive(c, objects_key_name(OBJECTS_NODE, kv->key));
 	}
 	json_decref(d);
 	return 0;
@@ -2172,8 +2190,13 @@ struct health *health_new(const struct health_config *cfg, char *err, size_t err
 	if (lc.n >= LOAD_MAX_EVENTS)
 		log_warn("health: replayed only the first %d stored health events",
 			 LOAD_MAX_EVENTS);
+	/* From the informer's copies when it has them (fleet_start syncs it first: one pass over
+	 * the nodes at start, not two); else from the store. */
 	struct load_ctx ac = {.h = h, .now = clock_now_ms(cfg->clock)};
-	if ((rc = store_foreach(cfg->store, OBJECTS_PREFIX_NODES, 0, load_alive, &ac, NULL)) < 0) {
+	if (cfg->cache && cache_synced(cfg->cache))
+		cache_visit_nodes(cfg->cache, load_alive_cached, &ac);
+	else if ((rc = store_foreach(cfg->store, OBJECTS_PREFIX_NODES, 0, load_alive, &ac, NULL)) <
+		 0) {
 		fp_errf(rc, err, errlen, "reading /nodes/: %s", fp_err_msg(rc));
 		goto fail;
 	}

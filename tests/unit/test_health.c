@@ -350,10 +350,14 @@ static void put_node_doc(struct world *w, const struct node *n)
 	json_decref(doc);
 }
 
+/* The fleet parts world_new starts: the health controller alone (it reads the store), or
+ * with the informer cache (test_agent_alive_sweep_cached: it reads the cache's copies). */
+static unsigned world_parts = FLEET_HEALTH;
+
 static struct world *world_new(void)
 {
 	struct world *w = xcalloc(1, sizeof(*w));
-	struct harness_config hc = {.start_wall_ms = START_WALL, .parts = FLEET_HEALTH};
+	struct harness_config hc = {.start_wall_ms = START_WALL, .parts = world_parts};
 	w->hn = harness_new(&hc);
 	w->store = w->hn->store;
 	w->clock = w->hn->clock;
@@ -976,6 +980,15 @@ static void test_agent_alive_sweep(void **state)
 	assert_int_equal(events_with(w, "AgentHeartbeatMissed", NULL, 0), 2);
 	json_decref(rep);
 	world_free(w);
+}
+
+/* The same with the informer cache: at start the heartbeats to watch come from the cache's
+ * copies of the nodes, not a second pass over the store (issue 17's one-pass start). */
+static void test_agent_alive_sweep_cached(void **state)
+{
+	world_parts = FLEET_CACHE | FLEET_HEALTH;
+	test_agent_alive_sweep(state);
+	world_parts = FLEET_HEALTH;
 }
 
 /* ---------------------------------------------------------------- break report 4 */
@@ -1825,6 +1838,7 @@ int main(void)
 		cmocka_unit_test(test_dry_run_and_never_served),
 		cmocka_unit_test(test_bad_reports),
 		cmocka_unit_test(test_agent_alive_sweep),
+		cmocka_unit_test(test_agent_alive_sweep_cached),
 		cmocka_unit_test(test_count_restarts_after_remediation),
 		cmocka_unit_test(test_breaker_domains),
 		cmocka_unit_test(test_suppressed_replay),
