@@ -38,6 +38,9 @@ struct api_server {
 	struct watch_hub *hub;   /* watch.c: parks idle watch streams off the poll threads */
 	struct api_pool *pool;   /* server.c: worker threads for requests that may block */
 	atomic_int live_watches; /* watch responses not yet destroyed */
+	/* requests handed to a worker or with a reply queued, not yet completed (owed: their
+	 * client is waiting for an answer the daemon must send before it stops) */
+	atomic_int replies_owed;
 	struct api_auth *auth;
 	struct fp_rng own_rng;
 	struct fp_rng *rng;
@@ -115,6 +118,7 @@ struct api_req {
 	size_t nhdrs;
 	struct MHD_Response *stream; /* a prepared response (watch); queued instead of out */
 	int streamed;                /* stream was queued: left out of the latency SLO series */
+	int owed;                    /* counted in srv->replies_owed */
 	/* idempotency (idem.c) */
 	char *idem_key; /* store key, or NULL when the request has no Idempotency-Key */
 	char *idem_fp;  /* hex fingerprint of method, path and body */

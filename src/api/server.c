@@ -547,6 +547,10 @@ static int pool_submit(struct api_pool *p, struct api_req *r, int state)
 		return 0;
 	}
 	r->called = state;
+	if (!r->owed) {
+		r->owed = 1;
+		atomic_fetch_add(&r->srv->replies_owed, 1);
+	}
 	/* Suspended before any worker can see it: it resumes only a suspended connection. */
 	MHD_suspend_connection(r->conn);
 	if (p->tail)
@@ -606,6 +610,10 @@ static void pool_free(struct api_pool *p)
 
 static enum MHD_Result queue_reply(struct api_req *r)
 {
+	if (!r->owed) {
+		r->owed = 1;
+		atomic_fetch_add(&r->srv->replies_owed, 1);
+	}
 	struct MHD_Response *resp = r->stream;
 	r->streamed = resp != NULL;
 	if (!resp) {
@@ -869,6 +877,8 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!r)
 		return;
 	*con_cls = NULL;
+	if (r->owed)
+		atomic_fetch_sub(&srv->replies_owed, 1);
 	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		api_conns_phase(srv->conns, conn, API_CONN_IDLE);
 	double dur = (double)(mono_ns() - r->start_ns) / 1e9;
@@ -1094,6 +1104,7 @@ struct api_server *api_server_new(const struct api_config *cfg, char *err, size_
 	fp_rng_init(&srv->own_rng, 0);
 	srv->rng = cfg->rng ? cfg->rng : &srv->own_rng;
 	atomic_init(&srv->event_seq, (unsigned)(fp_rng_u64(srv->rng) & 0x7fffffffu));
+	atomic_init(&srv->replies_owed, 0);
 	srv->m_requests = metrics_register(METRIC_COUNTER, "fleetplane_http_requests_total",
 					   "HTTP requests answered by the API, by method and "
 					   "status code.",
@@ -1216,8 +1227,14 @@ void api_server_free(struct api_server *srv)
 	api_watch_hub_stop(srv);
 	pool_free(srv->pool);
 	srv->pool = NULL;
-	/* Give the ended streams a moment to send their last chunk before the sockets close. */
-	for (int i = 0; i < 50 && srv->mhd && atomic_load(&srv->live_watches) > 0; i++) {
+	/* Let the answers owed go out before the sockets close, at most 2 s: the writes the
+	 * workers just committed (a client that saw its connection cut could not tell that its
+	 * write landed), the other queued replies, the ended streams' last chunk. A client that
+	 * reads too slowly to take its answer in that time is cut off. */
+	for (int i = 0;
+	     i < 200 && srv->mhd &&
+	     (atomic_load(&srv->replies_owed) > 0 || atomic_load(&srv->live_watches) > 0);
+	     i++) {
 		struct timespec ts = {0, 10 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}

@@ -15,6 +15,12 @@
 
 #define GC_PAGE 1000
 
+/* 1 once the pass should stop (gc_config.stop). */
+static int stopped(const atomic_int *stop)
+{
+	return stop && atomic_load(stop);
+}
+
 /* 1 when the audit event document is a HealthDecision (the health controller's record of one
  * decision, which a node's agent can cause at will): those are trimmed under their own cap. The
  * cheap byte test first; only a candidate is parsed (a message quoting the text is escaped
@@ -39,6 +45,7 @@ struct ev_walk {
 	size_t excess[2]; /* pass 2: how many of each (the oldest) still to delete */
 	int deleting;
 	size_t *deleted;
+	const atomic_int *stop;
 	int rc;
 };
 
@@ -52,6 +59,8 @@ static int ev_visit(void *arg, const struct store_kv *kv)
 	}
 	if (!w->excess[k])
 		return !w->excess[0] && !w->excess[1]; /* both done: stop the walk */
+	if (stopped(w->stop))
+		return 1;
 	w->excess[k]--;
 	/* Deleting keys behind the walk's cursor is safe: pages continue after the last key. */
 	int drc = store_delete(w->s, kv->key, kv->mod_revision, NULL);
@@ -66,13 +75,14 @@ static int ev_visit(void *arg, const struct store_kv *kv)
  * HealthDecision ones: two walks over /events/ (ids sort by time, so the first keys are the
  * oldest), the second deleting the oldest excess of each class. A flood of HealthDecision
  * events thus never pushes out lifecycle, operator, breaker or budget events. */
-static int trim_events(struct store *s, size_t max_other, size_t max_hd, size_t *deleted)
+static int trim_events(struct store *s, size_t max_other, size_t max_hd, size_t *deleted,
+		       const atomic_int *stop)
 {
 	size_t n = 0;
 	int rc = store_count(s, "/events/", &n);
 	if (rc < 0 || (n <= max_other && n <= max_hd))
 		return rc;
-	struct ev_walk w = {.s = s, .deleted = deleted};
+	struct ev_walk w = {.s = s, .deleted = deleted, .stop = stop};
 	rc = store_foreach(s, "/events/", GC_PAGE, ev_visit, &w, NULL);
 	if (rc < 0)
 		return rc;
@@ -87,7 +97,7 @@ static int trim_events(struct store *s, size_t max_other, size_t max_hd, size_t 
 
 /* Audit events older than cutoff (Unix ms). Event ids start with the 13-digit wall ms they were
  * made at (core/event.h), so the walk stops at the first newer key. */
-static int age_events(struct store *s, int64_t cutoff, size_t *deleted)
+static int age_events(struct store *s, int64_t cutoff, size_t *deleted, const atomic_int *stop)
 {
 	char after[STORE_MAX_KEY + 1] = "";
 	for (;;) {
@@ -103,7 +113,7 @@ static int age_events(struct store *s, int64_t cutoff, size_t *deleted)
 			const char *id = items[i].key + strlen("/events/");
 			char *end = NULL;
 			long long ms = strtoll(id, &end, 10);
-			if (end != id + 13 || *end != '-' || ms >= cutoff)
+			if (end != id + 13 || *end != '-' || ms >= cutoff || stopped(stop))
 				break;
 			old++;
 			int drc = store_delete(s, items[i].key, items[i].mod_revision, NULL);
@@ -133,6 +143,7 @@ struct he_walk {
 	char node[160];
 	struct he_item *it;
 	size_t n, cap;
+	const atomic_int *stop;
 	size_t *deleted;
 	int rc;
 };
@@ -153,7 +164,7 @@ static void he_flush(struct he_walk *w)
 	for (size_t i = 0; i < w->n; i++) {
 		struct he_item *e = &w->it[i];
 		int del = e->received < w->cutoff || (i >= w->per_node && !e->hold);
-		if (del) {
+		if (del && !stopped(w->stop)) {
 			int drc = store_delete(w->s, e->key, e->rev, NULL);
 			if (drc == 0)
 				(*w->deleted)++;
@@ -193,9 +204,14 @@ static int he_visit(void *arg, const struct store_kv *kv)
 	return 0;
 }
 
-static int trim_healthevents(struct store *s, int64_t cutoff, size_t per_node, size_t *deleted)
+static int trim_healthevents(struct store *s, int64_t cutoff, size_t per_node, size_t *deleted,
+			     const atomic_int *stop)
 {
-	struct he_walk w = {.s = s, .cutoff = cutoff, .per_node = per_node, .deleted = deleted};
+	struct he_walk w = {.s = s,
+			    .cutoff = cutoff,
+			    .per_node = per_node,
+			    .deleted = deleted,
+			    .stop = stop};
 	int rc = store_foreach(s, "/healthevents/", GC_PAGE, he_visit, &w, NULL);
 	he_flush(&w);
 	free(w.it);
@@ -223,11 +239,14 @@ struct trim_ops {
 	struct store *s;
 	int64_t older_than;
 	size_t *deleted;
+	const atomic_int *stop;
 };
 
 static int trim_op(void *arg, const struct store_kv *kv)
 {
 	struct trim_ops *t = arg;
+	if (stopped(t->stop))
+		return 1;
 	json_t *doc = NULL;
 	if (jsonx_parse(kv->value, strlen(kv->value), &doc, NULL, 0) < 0)
 		return 0;
@@ -247,10 +266,12 @@ static int trim_op(void *arg, const struct store_kv *kv)
 	return 0;
 }
 
-static int trim_operations(struct store *s, int64_t older_than, size_t *deleted)
+static int trim_operations(struct store *s, int64_t older_than, size_t *deleted,
+			   const atomic_int *stop)
 {
-	struct trim_ops t = {s, older_than, deleted};
-	return store_foreach(s, OBJECTS_PREFIX_OPERATIONS, GC_PAGE, trim_op, &t, NULL);
+	struct trim_ops t = {s, older_than, deleted, stop};
+	int rc = store_foreach(s, OBJECTS_PREFIX_OPERATIONS, GC_PAGE, trim_op, &t, NULL);
+	return rc < 0 ? rc : 0;
 }
 
 int gc_run_once(struct store *s, const struct gc_config *cfg, int64_t now_wall_ms,
@@ -272,19 +293,20 @@ int gc_run_once(struct store *s, const struct gc_config *cfg, int64_t now_wall_m
 	if (c.healthevents_per_node == 0)
 		c.healthevents_per_node = 10000;
 	memset(res, 0, sizeof(*res));
-	int rc = trim_events(s, c.max_events, c.max_health_decisions, &res->events_deleted);
+	int rc = trim_events(s, c.max_events, c.max_health_decisions, &res->events_deleted, c.stop);
 	if (rc == 0 && c.event_retention_ms > 0)
-		rc = age_events(s, now_wall_ms - c.event_retention_ms, &res->events_deleted);
+		rc = age_events(s, now_wall_ms - c.event_retention_ms, &res->events_deleted,
+				c.stop);
 	if (rc == 0)
 		rc = trim_healthevents(s,
 				       c.healthevent_retention_ms > 0
 					       ? now_wall_ms - c.healthevent_retention_ms
 					       : INT64_MIN,
-				       c.healthevents_per_node, &res->healthevents_deleted);
+				       c.healthevents_per_node, &res->healthevents_deleted, c.stop);
 	if (rc == 0)
-		rc = trim_operations(s, now_wall_ms - c.op_retention_ms, &res->ops_deleted);
+		rc = trim_operations(s, now_wall_ms - c.op_retention_ms, &res->ops_deleted, c.stop);
 	int64_t target = store_revision(s) - c.retain_revisions;
-	if (rc == 0 && target > store_compacted_revision(s)) {
+	if (rc == 0 && !stopped(c.stop) && target > store_compacted_revision(s)) {
 		rc = store_compact(s, target);
 		if (rc == 0)
 			res->compacted_to = target;

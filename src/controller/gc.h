@@ -11,6 +11,7 @@
 #ifndef FP_CONTROLLER_GC_H
 #define FP_CONTROLLER_GC_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,10 @@ struct gc_config {
 	int64_t healthevent_retention_ms; /* health events kept this long (by receivedAt);
 					   * 0 means 30 days, < 0 no limit */
 	size_t healthevents_per_node;     /* newest health events kept per node; 0 means 10000 */
+	/* NULL, or a flag read before each delete: once non-zero the pass stops there, rc 0 (a
+	 * stopping serve does not wait for thousands of deletes, each its own durable commit; the
+	 * next pass goes on where this one stopped). Borrowed. */
+	const atomic_int *stop;
 };
 
 struct gc_result {

@@ -88,6 +88,7 @@ struct fleet {
 	 * reach a freed executor. */
 	pthread_rwlock_t life;
 	int closing;
+	atomic_int gc_stop; /* set at teardown: housekeeping stops at its next delete (gc.h) */
 };
 
 #define GC_INTERVAL_MS (60 * 1000)
@@ -143,7 +144,7 @@ static void gc_tick(void *arg);
 static void gc_task(void *arg)
 {
 	struct fleet *fl = arg;
-	struct gc_config cfg = {0};
+	struct gc_config cfg = {.stop = &fl->gc_stop};
 	struct gc_result res;
 	int rc = gc_run_once(fl->store, &cfg, clock_wall_ms(fl->clock), &res);
 	if (rc < 0)
@@ -1171,6 +1172,7 @@ void fleet_stop(struct fleet *fl)
 	pthread_rwlock_wrlock(&fl->life);
 	fl->closing = 1;
 	pthread_rwlock_unlock(&fl->life);
+	atomic_store(&fl->gc_stop, 1); /* a housekeeping pass in flight ends at its next delete */
 	if (fl->api && fl->cfg.data_dir && !fl->cfg.store) {
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/serve.url", fl->cfg.data_dir);

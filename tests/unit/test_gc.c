@@ -201,10 +201,49 @@ static void test_gc_health_decisions(void **state)
 	store_close(s);
 }
 
+/* A stop flag already set (serve stopping): the pass deletes nothing and compacts nothing at
+ * every one of its four walks (events over the cap, aged events, health events, operations),
+ * returns 0, and the next pass without it does the work. */
+static void test_gc_stop_flag(void **state)
+{
+	struct store *s = NULL;
+	char err[64];
+	ASSERT_OK(store_open("mem:", &s, err, sizeof(err)));
+	for (int i = 0; i < 6; i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "/events/%013lld-0000000%d", NOW - 40 * DAY + i, i);
+		put(s, key, "{}");
+	}
+	op(s, "old-done", "n1", "succeeded", "2026-11-21T10:00:00.000Z");
+	hev(s, "n1", "h1", "2026-10-01T00:00:00.000Z", "none");
+	atomic_int stop = 1;
+	struct gc_config cfg = {.retain_revisions = 2, .max_events = 3, .stop = &stop};
+	struct gc_result res;
+	int64_t rev = store_revision(s);
+	ASSERT_OK(gc_run_once(s, &cfg, NOW, &res));
+	ASSERT_EQ_INT(res.events_deleted, 0);
+	ASSERT_EQ_INT(res.healthevents_deleted, 0);
+	ASSERT_EQ_INT(res.ops_deleted, 0);
+	ASSERT_EQ_INT(res.compacted_to, 0);
+	ASSERT_EQ_INT(store_revision(s), rev);
+	/* the count cap alone (the ages are checked by the same walk with the flag) */
+	cfg.max_events = 100000;
+	ASSERT_OK(gc_run_once(s, &cfg, NOW, &res));
+	ASSERT_EQ_INT(res.events_deleted, 0);
+	atomic_store(&stop, 0);
+	ASSERT_OK(gc_run_once(s, &cfg, NOW, &res));
+	ASSERT_EQ_INT(res.events_deleted, 6); /* 40 days old: past the 30-day retention */
+	ASSERT_EQ_INT(res.healthevents_deleted, 1);
+	ASSERT_EQ_INT(res.ops_deleted, 1);
+	assert_true(res.compacted_to > 0);
+	store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {cmocka_unit_test(test_gc_pass),
 					   cmocka_unit_test(test_gc_retention),
-					   cmocka_unit_test(test_gc_health_decisions)};
+					   cmocka_unit_test(test_gc_health_decisions),
+					   cmocka_unit_test(test_gc_stop_flag)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
