@@ -656,6 +656,7 @@ static enum MHD_Result queue_reply(struct api_req *r)
 
 struct hdr_count {
 	unsigned content_length, content_length_values, transfer_encoding, idem_key, host;
+	unsigned if_match;
 	const char *first_cl;
 };
 
@@ -675,6 +676,8 @@ static enum MHD_Result hdr_count_cb(void *cls, enum MHD_ValueKind kind, const ch
 		c->transfer_encoding++;
 	} else if (strcasecmp(key, "Idempotency-Key") == 0) {
 		c->idem_key++;
+	} else if (strcasecmp(key, MHD_HTTP_HEADER_IF_MATCH) == 0) {
+		c->if_match++;
 	} else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) {
 		c->host++;
 	}
@@ -685,8 +688,10 @@ static enum MHD_Result hdr_count_cb(void *cls, enum MHD_ValueKind kind, const ch
  * before any body is read: Content-Length headers that differ (RFC 9112 section 6.3: the
  * framing is unknown; behind a proxy that reads the other one it is request smuggling), both
  * Content-Length and Transfer-Encoding (section 6.1, the same), a request with no Host or
- * several (section 3.2: HTTP/1.1 needs exactly one), and more than one Idempotency-Key (which
- * one would the key be?). Returns 0, or -1 after answering 400. */
+ * several (section 3.2: HTTP/1.1 needs exactly one), more than one Idempotency-Key (which
+ * one would the key be?) and more than one If-Match (several field lines are one list, RFC 9110
+ * section 5.3, and a write compares one resourceVersion: the first must not win silently).
+ * Returns 0, or -1 after answering 400. */
 static int framing_check(struct api_req *r, const char *version)
 {
 	struct hdr_count c = {0};
@@ -714,6 +719,13 @@ static int framing_check(struct api_req *r, const char *version)
 	if (c.idem_key > 1) {
 		api_problem(r, 400, "Idempotency-Key given %u times: a request has one key",
 			    c.idem_key);
+		return -1;
+	}
+	if (c.if_match > 1) {
+		api_problem_ext(r, 400, json_pack("{s:s}", "header", "If-Match"),
+				"If-Match given %u times: send one resourceVersion entity-tag "
+				"such as \"12\"",
+				c.if_match);
 		return -1;
 	}
 	return 0;

@@ -38,6 +38,8 @@ cases = [
     ("two_idem", b"POST /v1/sites HTTP/1.1\r\nHost: x\r\n" + auth +
      b"Idempotency-Key: a\r\nIdempotency-Key: b\r\nContent-Type: application/json\r\n"
      b"Content-Length: 2\r\n\r\n{}"),
+    ("two_if_match", b"DELETE /v1/nodes/n1 HTTP/1.1\r\nHost: x\r\n" + auth +
+     b"If-Match: \"5\"\r\nIf-Match: \"7\"\r\n\r\n"),
     ("expect_no_token", b"POST /v1/sites HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
      b"Content-Length: 2\r\n\r\n"),
     ("expect_token", b"POST /v1/sites HTTP/1.1\r\nHost: x\r\n" + auth +
@@ -126,6 +128,8 @@ problem two_hosts 400
 has two_hosts "several Host headers"
 problem two_idem 400
 has two_idem "Idempotency-Key given 2 times"
+problem two_if_match 400
+has two_if_match "If-Match given 2 times"
 # Expect: the token is checked before 100 Continue
 problem expect_no_token 401
 assert_eq 100 "$(field expect_token 2)" "Expect: 100-continue with a valid token"
