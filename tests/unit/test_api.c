@@ -536,6 +536,18 @@ static void set_last_boot(const char *name, const char *boot_id);
 static json_t *last_event(const char *node, const char *reason);
 static json_t *stored_node(const char *name);
 
+/* Arms the booted hook's barrier for want calls (hold: they also wait for the test) and
+ * enrolls n1, the node the calls name. */
+static void pb_arm(int want, int hold)
+{
+	enroll("n1");
+	pthread_mutex_lock(&R.mu);
+	PB.want = want;
+	PB.in = PB.late = 0;
+	PB.hold = hold;
+	pthread_mutex_unlock(&R.mu);
+}
+
 static void *booted_main(void *arg)
 {
 	req("POST", "/v1/nodes/n1:booted", E.admin, "{\"bootId\":\"b-1\"}", arg);
@@ -550,11 +562,7 @@ static void test_pool_grows_with_blocked_handlers(void **state)
 	enum {
 		N = 12
 	};
-	enroll("n1");
-	pthread_mutex_lock(&R.mu);
-	PB.want = N;
-	PB.in = PB.late = 0;
-	pthread_mutex_unlock(&R.mu);
+	pb_arm(N, 0);
 	pthread_t th[N];
 	struct resp rs[N];
 	for (int i = 0; i < N; i++)
@@ -625,12 +633,7 @@ static void test_stop_answers_requests_in_flight(void **state)
 	enum {
 		N = 16
 	};
-	enroll("n1");
-	pthread_mutex_lock(&R.mu);
-	PB.want = N;
-	PB.in = PB.late = 0;
-	PB.hold = 1;
-	pthread_mutex_unlock(&R.mu);
+	pb_arm(N, 1);
 	pthread_t th[N], stopper;
 	struct cb_call calls[N];
 	for (int i = 0; i < N; i++)
