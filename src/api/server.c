@@ -57,7 +57,8 @@
 /* Worker pool width: API_POOL_MIN at start, one more whenever a request is queued while every
  * worker is busy, up to API_POOL_MAX. A worker blocks while its request's store write commits;
  * writes that wait together share one group commit (store_sqlite.c), so 64 clients need up to
- * 64 workers to share an fsync (4 workers: 2.8k writes/s at 64 clients, 64: 4.1k; bench/writes.sh). */
+ * 64 workers to share an fsync (64 clients, bench/writes.sh: 4 workers 0.32x etcd's puts, up to
+ * 64 workers 0.40x; docs/benchmarks.md "Durable writes"). */
 #define API_POOL_MIN 4
 #define API_POOL_MAX 64
 /* Per-connection MHD memory pool: request line, headers, read buffer. 0.9.75 zeroes the whole
@@ -536,6 +537,16 @@ static void *pool_main(void *arg)
 	}
 }
 
+/* Counts r in srv->replies_owed once (completed_cb takes it out): from the moment a worker
+ * takes it or its reply is queued, its client waits for an answer api_server_free lets out. */
+static void owe_reply(struct api_req *r)
+{
+	if (!r->owed) {
+		r->owed = 1;
+		atomic_fetch_add(&r->srv->replies_owed, 1);
+	}
+}
+
 /* Suspends r's connection and queues it for a worker; r->called becomes state (3: the
  * handler runs there, 4: the access check of an Expect request). Returns 0 when the pool is
  * closing (the caller answers on the poll thread). */
@@ -547,10 +558,7 @@ static int pool_submit(struct api_pool *p, struct api_req *r, int state)
 		return 0;
 	}
 	r->called = state;
-	if (!r->owed) {
-		r->owed = 1;
-		atomic_fetch_add(&r->srv->replies_owed, 1);
-	}
+	owe_reply(r);
 	/* Suspended before any worker can see it: it resumes only a suspended connection. */
 	MHD_suspend_connection(r->conn);
 	if (p->tail)
@@ -610,10 +618,7 @@ static void pool_free(struct api_pool *p)
 
 static enum MHD_Result queue_reply(struct api_req *r)
 {
-	if (!r->owed) {
-		r->owed = 1;
-		atomic_fetch_add(&r->srv->replies_owed, 1);
-	}
+	owe_reply(r);
 	struct MHD_Response *resp = r->stream;
 	r->streamed = resp != NULL;
 	if (!resp) {

@@ -2094,14 +2094,9 @@ static void watch_alive(struct load_ctx *c, const char *node)
 /* cache_visit_nodes callback: load_alive's test on a cached node (no store read, no parse). */
 static int load_alive_cached(void *arg, const struct node *n)
 {
-	for (size_t i = 0; i < n->nconditions; i++) {
-		const struct node_condition *cd = &n->conditions[i];
-		if (strcmp(cd->type, "AgentAlive") == 0 && cd->status == COND_TRUE && cd->reason &&
-		    strcmp(cd->reason, "Heartbeat") == 0) {
-			watch_alive(arg, n->name);
-			break;
-		}
-	}
+	const struct node_condition *cd = node_condition_get(n, "AgentAlive");
+	if (cd && cd->status == COND_TRUE && cd->reason && strcmp(cd->reason, "Heartbeat") == 0)
+		watch_alive(arg, n->name);
 	return 0;
 }
 
