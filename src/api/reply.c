@@ -533,6 +533,70 @@ static void list_text_end(struct list_text *lt, json_t *md)
 	r->ctype = "application/json";
 }
 
+/* One list page read by store_scan: list_scan_item gets each stored kv in order. */
+struct list_scan {
+	struct api_req *r;
+	api_keep_fn keep;
+	void *arg;
+	api_render_fn render;
+	api_text_fn text;
+	struct list_text *lt; /* the text path's body, or NULL */
+	json_t *items;        /* the tree path's items, or NULL */
+	size_t limit, got;
+	size_t seen;                   /* kvs given to list_scan_item */
+	char start[STORE_MAX_KEY + 1]; /* the last kv seen: where the next scan starts */
+	char last[STORE_MAX_KEY + 1];  /* the last kv listed: the continue token's key */
+	char bad[STORE_MAX_KEY + 1];   /* the key whose rendering failed */
+};
+
+static int list_scan_item(void *arg, const struct store_kv *kv)
+{
+	struct list_scan *ls = arg;
+	struct api_req *r = ls->r;
+	if (ls->got >= ls->limit)
+		return STORE_SCAN_STOP;
+	size_t kl = strlen(kv->key);
+	if (kl > STORE_MAX_KEY) { /* never written through store.c; an etcd key set by hand */
+		log_warn("stored key longer than %d bytes skipped: %.64s...", STORE_MAX_KEY,
+			 kv->key);
+		return 0;
+	}
+	ls->seen++;
+	memcpy(ls->start, kv->key, kl + 1);
+	json_t *doc = NULL;
+	/* the text path parses only what keep must look at */
+	if ((!ls->text || ls->keep) &&
+	    jsonx_parse(kv->value, strlen(kv->value), &doc, NULL, 0) < 0) {
+		log_warn("corrupt stored document key=%s", kv->key);
+		return 0;
+	}
+	if (ls->keep && !ls->keep(r, doc, ls->arg)) {
+		json_decref(doc);
+		return 0;
+	}
+	int bad = 0, skip = 0;
+	if (ls->text) {
+		int ir = list_text_item(ls->lt, kv, doc, ls->render, ls->text);
+		bad = ir < 0;
+		skip = ir == 1;
+	} else {
+		json_t *out = ls->render(r, doc, kv->mod_revision);
+		if (out)
+			json_array_append_new(ls->items, out);
+		bad = !out;
+	}
+	json_decref(doc);
+	if (bad) {
+		snprintf(ls->bad, sizeof(ls->bad), "%s", kv->key);
+		return FP_EIO;
+	}
+	if (!skip) {
+		ls->got++;
+		memcpy(ls->last, kv->key, kl + 1);
+	}
+	return 0;
+}
+
 void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg,
 	      api_render_fn render)
 {
@@ -584,71 +648,42 @@ void api_list_text(struct api_req *r, const char *prefix, api_keep_fn keep, void
 		list_text_begin(&lt, r);
 	else
 		items = json_array();
+	struct list_scan ls = {
+		.r = r,
+		.keep = keep,
+		.arg = arg,
+		.render = render,
+		.text = text,
+		.lt = &lt,
+		.items = items,
+		.limit = limit,
+	};
 	int64_t list_rev = 0;
-	size_t got = 0;
 	int more = 0;
-	char last[STORE_MAX_KEY + 1] = "";
 	for (;;) {
-		struct store_kv *kvs = NULL;
-		size_t nk = 0;
 		int64_t rev = 0;
-		size_t want = limit - got;
-		int rc = store_list(r->srv->cfg.store, prefix, start, keep ? 500 : want, &kvs, &nk,
-				    &rev, &more);
+		size_t seen = ls.seen;
+		int rc = store_scan(r->srv->cfg.store, prefix, start, keep ? 500 : limit - ls.got,
+				    list_scan_item, &ls, &rev, &more);
 		if (rc < 0) {
 			json_decref(items);
 			if (text)
 				buf_reset(&r->out);
-			api_problem_rc(r, rc, "store list failed");
+			if (rc == FP_EIO && ls.bad[0])
+				api_problem(r, 500, "cannot render %s", ls.bad);
+			else
+				api_problem_rc(r, rc, "store list failed");
 			return;
 		}
 		if (!list_rev)
 			list_rev = rev;
-		size_t i;
-		for (i = 0; i < nk && got < limit; i++) {
-			json_t *doc = NULL;
-			/* the text path parses only what keep must look at */
-			if ((!text || keep) &&
-			    jsonx_parse(kvs[i].value, strlen(kvs[i].value), &doc, NULL, 0) < 0) {
-				log_warn("corrupt stored document key=%s", kvs[i].key);
-				continue;
-			}
-			if (!keep || keep(r, doc, arg)) {
-				int bad = 0, skip = 0;
-				if (text) {
-					int ir = list_text_item(&lt, &kvs[i], doc, render, text);
-					bad = ir < 0;
-					skip = ir == 1;
-				} else {
-					json_t *out = render(r, doc, kvs[i].mod_revision);
-					if (out)
-						json_array_append_new(items, out);
-					bad = !out;
-				}
-				if (bad) {
-					json_decref(doc);
-					json_decref(items);
-					store_kv_array_free(kvs, nk);
-					if (text)
-						buf_reset(&r->out);
-					api_problem(r, 500, "cannot render %s", kvs[i].key);
-					return;
-				}
-				if (!skip) {
-					got++;
-					snprintf(last, sizeof(last), "%s", kvs[i].key);
-				}
-			}
-			json_decref(doc);
-		}
-		if (nk)
-			snprintf(start, sizeof(start), "%s", kvs[i - 1].key);
-		if (i < nk)
-			more = 1;
-		store_kv_array_free(kvs, nk);
-		if (!more || nk == 0 || got >= limit)
+		if (ls.seen > seen)
+			snprintf(start, sizeof(start), "%s", ls.start);
+		if (!more || ls.seen == seen || ls.got >= limit)
 			break;
 	}
+	size_t got = ls.got;
+	const char *last = ls.last;
 	json_t *md = json_pack("{s:o}", "resourceVersion", api_rv_json(list_rev));
 	if (more && got > 0) {
 		char tok[sodium_base64_ENCODED_LEN(STORE_MAX_KEY + 1,

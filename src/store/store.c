@@ -396,6 +396,46 @@ int store_list(struct store *s, const char *prefix, const char *start_after, siz
 	return 0;
 }
 
+int store_scan(struct store *s, const char *prefix, const char *start_after, size_t limit,
+	       store_scan_fn fn, void *arg, int64_t *rev, int *more)
+{
+	if (more)
+		*more = 0;
+	if (rev)
+		*rev = 0;
+	if (!prefix)
+		prefix = "";
+	if (!start_after)
+		start_after = "";
+	if (!fn || !valid_text(prefix) || !valid_text(start_after))
+		return FP_EINVAL;
+	int64_t r = 0;
+	int m = 0, rc = 0;
+	if (s->ops->scan) {
+		rc = s->ops->scan(s->impl, prefix, start_after, limit, fn, arg, &r, &m);
+	} else {
+		struct store_kv *items = NULL;
+		size_t n = 0;
+		rc = s->ops->list(s->impl, prefix, start_after, limit, &items, &n, &r, &m);
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			rc = fn(arg, &items[i]);
+			if (rc > 0) { /* STORE_SCAN_STOP */
+				m = 1;
+				rc = 0;
+				break;
+			}
+		}
+		store_kv_array_free(items, n);
+	}
+	if (rc < 0)
+		return rc;
+	if (rev)
+		*rev = r;
+	if (more)
+		*more = m;
+	return 0;
+}
+
 int store_count(struct store *s, const char *prefix, size_t *n)
 {
 	*n = 0;

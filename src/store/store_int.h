@@ -35,6 +35,10 @@ struct store_ops {
 	/* prefix and start_after are never NULL ("" for none). limit 0 = no limit. */
 	int (*list)(struct store_impl *b, const char *prefix, const char *start_after, size_t limit,
 		    struct store_kv **items, size_t *n, int64_t *rev, int *more);
+	/* store_scan; NULL = store.c scans a store_list page. prefix and start_after are never
+	 * NULL. */
+	int (*scan)(struct store_impl *b, const char *prefix, const char *start_after, size_t limit,
+		    store_scan_fn fn, void *arg, int64_t *rev, int *more);
 	int (*count)(struct store_impl *b, const char *prefix, size_t *n);
 	/* max is already resolved (> 0). */
 	int (*changes)(struct store_impl *b, const char *prefix, int64_t after_rev, size_t max,

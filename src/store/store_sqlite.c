@@ -777,6 +777,10 @@ static void sq_close(struct store_impl *b)
 
 /* ---- reads ---- */
 
+/* The reader this thread holds across a store_scan callback (NULL when none): a read from inside
+ * the callback must wait for another connection, never for its own. */
+static _Thread_local struct sq_reader *sq_held;
+
 static struct sq_reader *reader_take(struct store_sqlite *s)
 {
 	unsigned start = atomic_fetch_add(&s->rr, 1);
@@ -786,6 +790,8 @@ static struct sq_reader *reader_take(struct store_sqlite *s)
 			return c;
 	}
 	struct sq_reader *c = &s->readers[start % SQ_READERS];
+	if (c == sq_held)
+		c = &s->readers[(start + 1) % SQ_READERS];
 	pthread_mutex_lock(&c->mu);
 	return c;
 }
@@ -845,15 +851,17 @@ static int reader_begin(struct sq_reader *c, int64_t *rev, int64_t *crev)
 	return rc;
 }
 
-static int sq_list(struct store_impl *b, const char *prefix, const char *start_after, size_t limit,
-		   struct store_kv **items, size_t *n, int64_t *rev, int *more)
+/* The scan of one read transaction behind sq_scan and sq_list: fn sees each row as a borrowed
+ * kv (sqlite3_column_text's pointers, valid until the next step). */
+static int sq_scan(struct store_impl *b, const char *prefix, const char *start_after, size_t limit,
+		   store_scan_fn fn, void *arg, int64_t *rev, int *more)
 {
 	struct sq_reader *c = reader_take(to_sq(b));
 	char upper[STORE_MAX_KEY + 2];
-	struct store_kv *v = NULL;
-	size_t nv = 0, alloc = 0;
+	size_t nv = 0;
 	int64_t crev;
 	int r = SQLITE_DONE;
+	*more = 0;
 	int rc = reader_begin(c, rev, &crev);
 	if (rc < 0)
 		goto out;
@@ -865,31 +873,73 @@ static int sq_list(struct store_impl *b, const char *prefix, const char *start_a
 	if (limit >= (size_t)INT64_MAX)
 		limit = 0;
 	sqlite3_bind_int64(st, 4, limit ? (int64_t)limit + 1 : -1);
-	*more = 0;
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
 		if (limit && nv == limit) {
 			*more = 1;
 			break;
 		}
-		ALLOC_GROW(v, nv + 1, alloc);
-		v[nv].key = col_dup(st, 0);
-		v[nv].value = col_dup(st, 1);
-		v[nv].create_revision = sqlite3_column_int64(st, 2);
-		v[nv].mod_revision = sqlite3_column_int64(st, 3);
+		const char *key = (const char *)sqlite3_column_text(st, 0);
+		const char *value = (const char *)sqlite3_column_text(st, 1);
+		if (!key || !value) { /* out of memory converting the column */
+			r = SQLITE_NOMEM;
+			break;
+		}
+		const struct store_kv kv = {
+			.key = (char *)key,
+			.value = (char *)value,
+			.create_revision = sqlite3_column_int64(st, 2),
+			.mod_revision = sqlite3_column_int64(st, 3),
+		};
 		nv++;
+		struct sq_reader *outer = sq_held;
+		sq_held = c;
+		rc = fn(arg, &kv);
+		sq_held = outer;
+		if (rc != 0) {
+			if (rc > 0) { /* STORE_SCAN_STOP */
+				*more = 1;
+				rc = 0;
+			}
+			break;
+		}
 	}
 	sqlite3_reset(st);
 	sq_exec(c->st[R_COMMIT]);
-	if (r != SQLITE_DONE && r != SQLITE_ROW) {
+	if (rc == 0 && r != SQLITE_DONE && r != SQLITE_ROW)
 		rc = FP_EIO;
-		store_kv_array_free(v, nv);
-		v = NULL;
-		nv = 0;
-	}
 out:
 	reader_put(c);
-	*items = v;
-	*n = nv;
+	return rc;
+}
+
+struct sq_collect {
+	struct store_kv *v;
+	size_t n, alloc;
+};
+
+static int sq_collect(void *arg, const struct store_kv *kv)
+{
+	struct sq_collect *col = arg;
+	ALLOC_GROW(col->v, col->n + 1, col->alloc);
+	col->v[col->n] = *kv;
+	col->v[col->n].key = xstrdup(kv->key);
+	col->v[col->n].value = xstrdup(kv->value);
+	col->n++;
+	return 0;
+}
+
+static int sq_list(struct store_impl *b, const char *prefix, const char *start_after, size_t limit,
+		   struct store_kv **items, size_t *n, int64_t *rev, int *more)
+{
+	struct sq_collect col = {0};
+	int rc = sq_scan(b, prefix, start_after, limit, sq_collect, &col, rev, more);
+	if (rc < 0) {
+		store_kv_array_free(col.v, col.n);
+		col.v = NULL;
+		col.n = 0;
+	}
+	*items = col.v;
+	*n = col.n;
 	return rc;
 }
 
@@ -1040,6 +1090,7 @@ const struct store_ops store_sqlite_ops = {
 	.get = sq_get,
 	.txn = sq_txn,
 	.list = sq_list,
+	.scan = sq_scan,
 	.count = sq_count,
 	.changes = sq_changes,
 	.wait = sq_wait,

@@ -388,6 +388,82 @@ static void expect_keys(const struct store_kv *items, size_t n, const char *cons
 		assert_string_equal(items[i].key, want[i]);
 }
 
+/* store_scan's callback: records keys and values, stops (STORE_SCAN_STOP) before key
+ * number stop_at (0 = never), fails with FP_EPERM at fail_at, and reads each key back with a
+ * nested store_get, which must not wait on the connection the scan holds. */
+struct scan_rec {
+	struct store *s;
+	char keys[16][16];
+	size_t n, stop_at, fail_at;
+	int64_t mod[16];
+};
+
+static int scan_rec_fn(void *arg, const struct store_kv *kv)
+{
+	struct scan_rec *sr = arg;
+	if (sr->stop_at && sr->n + 1 == sr->stop_at)
+		return STORE_SCAN_STOP;
+	if (sr->fail_at && sr->n + 1 == sr->fail_at)
+		return FP_EPERM;
+	assert_true(sr->n < 16);
+	assert_string_equal(kv->value, kv->key); /* test_scan puts each key's name as its value */
+	struct store_kv again = {0};
+	assert_int_equal(store_get(sr->s, kv->key, &again), 0);
+	assert_int_equal(again.mod_revision, kv->mod_revision);
+	store_kv_release(&again);
+	snprintf(sr->keys[sr->n], sizeof(sr->keys[0]), "%s", kv->key);
+	sr->mod[sr->n++] = kv->mod_revision;
+	return 0;
+}
+
+static void test_scan(void **state)
+{
+	struct store *s = ((struct fx *)*state)->s;
+	static const char *const puts_order[] = {"/l/b", "/l/a", "/l/c", "/m/x", "/l/aa"};
+	for (size_t i = 0; i < 5; i++)
+		assert_int_equal(put_ok(s, puts_order[i], puts_order[i]), (int64_t)i + 1);
+	struct scan_rec sr = {.s = s};
+	int64_t rev = 0;
+	int more = -1;
+	assert_int_equal(store_scan(s, "/l/", NULL, 0, scan_rec_fn, &sr, &rev, &more), 0);
+	assert_int_equal(sr.n, 4);
+	assert_string_equal(sr.keys[0], "/l/a");
+	assert_string_equal(sr.keys[1], "/l/aa");
+	assert_string_equal(sr.keys[2], "/l/b");
+	assert_string_equal(sr.keys[3], "/l/c");
+	assert_int_equal(sr.mod[1], 5);
+	assert_int_equal(rev, 5);
+	assert_int_equal(more, 0);
+
+	/* a limit, and start_after */
+	sr = (struct scan_rec){.s = s};
+	assert_int_equal(store_scan(s, "/l/", "/l/a", 2, scan_rec_fn, &sr, &rev, &more), 0);
+	assert_int_equal(sr.n, 2);
+	assert_string_equal(sr.keys[0], "/l/aa");
+	assert_string_equal(sr.keys[1], "/l/b");
+	assert_int_equal(more, 1);
+
+	/* the callback stops before the third key: two given, more keys remain */
+	sr = (struct scan_rec){.s = s, .stop_at = 3};
+	assert_int_equal(store_scan(s, "/l/", NULL, 0, scan_rec_fn, &sr, &rev, &more), 0);
+	assert_int_equal(sr.n, 2);
+	assert_int_equal(more, 1);
+
+	/* the callback's error ends the scan and is what store_scan returns */
+	sr = (struct scan_rec){.s = s, .fail_at = 2};
+	assert_int_equal(store_scan(s, "/l/", NULL, 0, scan_rec_fn, &sr, &rev, &more), FP_EPERM);
+	assert_int_equal(sr.n, 1);
+	assert_int_equal(more, 0);
+
+	/* nothing under the prefix; bad arguments */
+	sr = (struct scan_rec){.s = s};
+	assert_int_equal(store_scan(s, "/zz", NULL, 0, scan_rec_fn, &sr, &rev, &more), 0);
+	assert_int_equal(sr.n, 0);
+	assert_int_equal(rev, 5);
+	assert_int_equal(store_scan(s, "/a\tb", NULL, 0, scan_rec_fn, &sr, NULL, NULL), FP_EINVAL);
+	assert_int_equal(store_scan(s, "/l/", NULL, 0, NULL, &sr, NULL, NULL), FP_EINVAL);
+}
+
 static void test_list(void **state)
 {
 	struct store *s = ((struct fx *)*state)->s;
@@ -1541,6 +1617,7 @@ static void test_txn_limit_property(void **state)
 		cmocka_unit_test_setup_teardown(test_delete, setup, teardown),                 \
 		cmocka_unit_test_setup_teardown(test_txn, setup, teardown),                    \
 		cmocka_unit_test_setup_teardown(test_list, setup, teardown),                   \
+		cmocka_unit_test_setup_teardown(test_scan, setup, teardown),                   \
 		cmocka_unit_test_setup_teardown(test_changes, setup, teardown),                \
 		cmocka_unit_test_setup_teardown(test_foreach, setup, teardown),                \
 		cmocka_unit_test_setup_teardown(test_changes_whole_revision, setup, teardown), \
