@@ -29,7 +29,8 @@ struct jt {
 	size_t insert_len;
 	/* Output is gathered as runs of the input: compact input is copied in a few spans. */
 	const char *run, *run_end;
-	int mute; /* > 0 inside a dropped member: nothing is emitted */
+	int mute;   /* > 0 inside a dropped member: nothing is emitted */
+	int spaced; /* whitespace was seen between tokens (check_value's fast path is off) */
 	char *err;
 	size_t errlen;
 };
@@ -211,9 +212,8 @@ static int digits(struct jt *t)
 }
 
 /* RFC 8259 section 6: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
-static int copy_number(struct jt *t)
+static int scan_number(struct jt *t)
 {
-	const char *s = t->p;
 	if (*t->p == '-')
 		t->p++;
 	if (t->p < t->end && *t->p == '0') {
@@ -237,15 +237,112 @@ static int copy_number(struct jt *t)
 		if (rc < 0)
 			return rc;
 	}
-	return emit_in(t, s, (size_t)(t->p - s));
+	return 0;
 }
 
-static int copy_literal(struct jt *t, const char *lit, size_t n)
+static int copy_number(struct jt *t)
+{
+	const char *s = t->p;
+	int rc = scan_number(t);
+	return rc < 0 ? rc : emit_in(t, s, (size_t)(t->p - s));
+}
+
+static int scan_literal(struct jt *t, const char *lit, size_t n)
 {
 	if ((size_t)(t->end - t->p) < n || memcmp(t->p, lit, n) != 0)
 		return jt_fail(t, "unexpected character");
 	t->p += n;
-	return emit_in(t, t->p - n, n);
+	return 0;
+}
+
+static int copy_literal(struct jt *t, const char *lit, size_t n)
+{
+	int rc = scan_literal(t, lit, n);
+	return rc < 0 ? rc : emit_in(t, t->p - n, n);
+}
+
+/* Skips whitespace; sets t->spaced when there was some. */
+static inline void skip_ws_seen(struct jt *t)
+{
+	const char *s = t->p;
+	skip_ws(t);
+	t->spaced |= t->p != s;
+}
+
+/* Checks the value at t->p as copy_value would (the same errors at the same offsets) and moves
+ * past it without emitting anything: the fast path for a value no edit path runs into, which
+ * is then emitted as one run (copy_value). */
+static int check_value(struct jt *t, int depth)
+{
+	int rc, escaped;
+	skip_ws_seen(t);
+	if (t->p >= t->end)
+		return jt_fail(t, "expected a value");
+	switch (*t->p) {
+	case '{':
+		if (depth >= JSONTEXT_MAX_DEPTH)
+			return jt_fail(t, "nested too deeply");
+		t->p++;
+		skip_ws_seen(t);
+		if (t->p < t->end && *t->p == '}') {
+			t->p++;
+			return 0;
+		}
+		for (;;) {
+			if (t->p >= t->end || *t->p != '"')
+				return jt_fail(t, "expected a member name");
+			if ((rc = scan_string(t, &escaped)) < 0)
+				return rc;
+			skip_ws_seen(t);
+			if (t->p >= t->end || *t->p != ':')
+				return jt_fail(t, "expected : after a member name");
+			t->p++;
+			if ((rc = check_value(t, depth + 1)) < 0)
+				return rc;
+			skip_ws_seen(t);
+			if (t->p >= t->end)
+				return jt_fail(t, "unterminated object");
+			if (*t->p == '}') {
+				t->p++;
+				return 0;
+			}
+			if (*t->p != ',')
+				return jt_fail(t, "expected , or } in an object");
+			t->p++;
+			skip_ws_seen(t);
+		}
+	case '[':
+		if (depth >= JSONTEXT_MAX_DEPTH)
+			return jt_fail(t, "nested too deeply");
+		t->p++;
+		skip_ws_seen(t);
+		if (t->p < t->end && *t->p == ']') {
+			t->p++;
+			return 0;
+		}
+		for (;;) {
+			if ((rc = check_value(t, depth + 1)) < 0)
+				return rc;
+			skip_ws_seen(t);
+			if (t->p >= t->end)
+				return jt_fail(t, "unterminated array");
+			if (*t->p == ']') {
+				t->p++;
+				return 0;
+			}
+			if (*t->p != ',')
+				return jt_fail(t, "expected , or ] in an array");
+			t->p++;
+		}
+	case '"': return scan_string(t, &escaped);
+	case 't': return scan_literal(t, "true", 4);
+	case 'f': return scan_literal(t, "false", 5);
+	case 'n': return scan_literal(t, "null", 4);
+	default:
+		if (*t->p == '-' || (*t->p >= '0' && *t->p <= '9'))
+			return scan_number(t);
+		return jt_fail(t, "unexpected character");
+	}
 }
 
 static int copy_value(struct jt *t, uint32_t alive, int depth);
@@ -390,6 +487,18 @@ static int copy_value(struct jt *t, uint32_t alive, int depth)
 	skip_ws(t);
 	if (t->p >= t->end)
 		return jt_fail(t, "expected a value");
+	/* No edit below: check it in one pass and emit it as one run - unless it holds
+	 * whitespace, which the copy leaves out token by token (and, once seen, is assumed
+	 * everywhere: the fast path is not tried again, so no value is checked twice over). */
+	if (!alive && !t->spaced && (*t->p == '{' || *t->p == '[')) {
+		const char *s = t->p;
+		int rc = check_value(t, depth);
+		if (rc < 0)
+			return rc;
+		if (!t->spaced)
+			return emit_in(t, s, (size_t)(t->p - s));
+		t->p = s;
+	}
 	switch (*t->p) {
 	case '{': return copy_object(t, alive, depth);
 	case '[': return copy_array(t, depth);
