@@ -7,8 +7,11 @@
 #     interleaved rounds of (a) GET /v1/nodes?limit=5000 and every continue page with curl
 #     (bodies to files; the time is exec of the first request to the end of the last) and
 #     (b) sqlite3 SELECT of every /nodes/ value on the same database (WAL; serve keeps running),
-#     output to /dev/null. Prints seconds, bytes, the ratio sqlite3/API (target >= 0.5) and
-#     serve's VmRSS/VmHWM after each full list (target: <= 250 MB after three).
+#     output to /dev/null, and (c) the same pages through bench/listc.c: one keep-alive
+#     libcurl connection, bodies kept in memory, as a client library lists (curl per page pays
+#     ~10 ms of exec per page here). Prints seconds, bytes, the ratios sqlite3/API for (a)
+#     and (c) (target >= 0.5) and serve's VmRSS/VmHWM after each full list (target: <= 250 MB
+#     after three).
 # Env: FP, BENCH_WORK, ROUNDS (3), N (100000), LIMIT (5000 per page).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +22,7 @@ SRC=$BENCH_WORK/list-src
 D=$BENCH_WORK/list100k
 machine
 trap cleanup_all EXIT
+cc -std=c11 -D_GNU_SOURCE -O2 -o "$BENCH_WORK/listc" bench/listc.c -lcurl
 
 if [ ! -s "$D/fleetplane.db" ]; then
 	rm -rf "$SRC"
@@ -64,11 +68,14 @@ for r in $(seq 1 "$ROUNDS"); do
 	read -r ta ba ia < <(api_list)
 	rss=$(( $(proc_kb "$SERVE_PID" VmRSS) / 1024 )); hwm=$(( $(proc_kb "$SERVE_PID" VmHWM) / 1024 ))
 	read -r ts bs < <(raw_scan)
-	echo "list round=$r api_s=$ta api_bytes=$ba items=$ia sqlite3_s=$ts sqlite3_bytes=$bs rss_mb=$rss hwm_mb=$hwm" | tee -a "$BENCH_WORK/list.rounds"
+	lc=$("$BENCH_WORK/listc" "$URL" "$TOKEN" "$LIMIT")
+	tk=$(echo "$lc" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p'); ik=$(echo "$lc" | sed -n 's/.*items=\([0-9]*\).*/\1/p')
+	echo "list round=$r api_s=$ta api_bytes=$ba items=$ia sqlite3_s=$ts sqlite3_bytes=$bs keepalive_s=$tk rss_mb=$rss hwm_mb=$hwm" | tee -a "$BENCH_WORK/list.rounds"
 	[ "$ia" = "$N" ] || { echo "list.sh: the API listed $ia nodes, not $N" >&2; exit 1; }
+	[ "$ik" = "$N" ] || { echo "list.sh: listc listed $ik nodes, not $N: $lc" >&2; exit 1; }
 done
 col() { awk -v k="$1=" '{for(i=2;i<=NF;i++) if(index($i,k)==1) print substr($i,length(k)+1)}' "$BENCH_WORK/list.rounds"; }
-ma=$(median $(col api_s)); ms=$(median $(col sqlite3_s))
+ma=$(median $(col api_s)); ms=$(median $(col sqlite3_s)); mk=$(median $(col keepalive_s))
 echo "== summary (median of $ROUNDS rounds, $N nodes, pages of $LIMIT; target ratio >= 0.5) =="
-echo "list api_s=$ma sqlite3_s=$ms ratio=$(awk -v a="$ma" -v b="$ms" 'BEGIN{printf "%.3f", b/a}') rss_after_mb=$(col rss_mb | tail -1) hwm_mb=$(col hwm_mb | tail -1)"
+echo "list api_s=$ma sqlite3_s=$ms ratio=$(awk -v a="$ma" -v b="$ms" 'BEGIN{printf "%.3f", b/a}') keepalive_s=$mk keepalive_ratio=$(awk -v a="$mk" -v b="$ms" 'BEGIN{printf "%.3f", b/a}') rss_after_mb=$(col rss_mb | tail -1) hwm_mb=$(col hwm_mb | tail -1)"
 stop_serve

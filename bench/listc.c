@@ -107,7 +107,8 @@ int main(int argc, char **argv)
 		cont[len] = 0;
 	}
 	double t1 = now_s();
-	printf("seconds=%.3f bytes=%.0f items=%ld pages=%ld\n", t1 - t0 - t_count, bytes, items, pages);
+	printf("seconds=%.3f bytes=%.0f items=%ld pages=%ld\n", t1 - t0 - t_count, bytes, items,
+	       pages);
 	curl_slist_free_all(h);
 	curl_easy_cleanup(c);
 	free(r.p);
