@@ -597,6 +597,32 @@ static int list_scan_item(void *arg, const struct store_kv *kv)
 	return 0;
 }
 
+/* Reads one page into ls. The text path (nodes: a text rewrite, or api_node_render, which only
+ * decodes and encodes) runs inside store_scan's read transaction, on the rows where SQLite
+ * holds them. The tree path's render and keep functions may call hooks that take controller
+ * locks (budget_status, tenant status), and a thread holding such a lock may be waiting for a
+ * store connection a scan holds: they run on a copied store_list page instead. */
+static int list_page(struct list_scan *ls, const char *prefix, const char *start, size_t n,
+		     int64_t *rev, int *more)
+{
+	struct store *s = ls->r->srv->cfg.store;
+	if (ls->text)
+		return store_scan(s, prefix, start, n, list_scan_item, ls, rev, more);
+	struct store_kv *kvs = NULL;
+	size_t nk = 0;
+	int rc = store_list(s, prefix, start, n, &kvs, &nk, rev, more);
+	for (size_t i = 0; rc == 0 && i < nk; i++) {
+		rc = list_scan_item(ls, &kvs[i]);
+		if (rc > 0) { /* STORE_SCAN_STOP */
+			*more = 1;
+			rc = 0;
+			break;
+		}
+	}
+	store_kv_array_free(kvs, nk);
+	return rc;
+}
+
 void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg,
 	      api_render_fn render)
 {
@@ -663,8 +689,7 @@ void api_list_text(struct api_req *r, const char *prefix, api_keep_fn keep, void
 	for (;;) {
 		int64_t rev = 0;
 		size_t seen = ls.seen;
-		int rc = store_scan(r->srv->cfg.store, prefix, start, keep ? 500 : limit - ls.got,
-				    list_scan_item, &ls, &rev, &more);
+		int rc = list_page(&ls, prefix, start, keep ? 500 : limit - ls.got, &rev, &more);
 		if (rc < 0) {
 			json_decref(items);
 			if (text)

@@ -136,8 +136,9 @@ int store_list(struct store *s, const char *prefix, const char *start_after, siz
  * page cache: no allocation per key). fn returns 0 for the next key, STORE_SCAN_STOP to end
  * the scan there (that key counts as not given: *more is 1), or a negative error, which
  * ends the scan and is returned. fn may get or list (a nested read uses another connection
- * and may see a later revision) but not scan again, and must not wait for a write to commit:
- * on SQLite the scan holds a read transaction. *more (may be NULL) is 1 when keys remain after the
+ * and may see a later revision) but not scan again, and must not wait for a write to commit
+ * or take a lock whose holder may be reading the store: on SQLite the scan holds one of a few
+ * pooled connections and a read transaction for as long as fn runs. *more (may be NULL) is 1 when keys remain after the
  * last one given. Returns 0, fn's error, FP_EINVAL or FP_EIO. For the API's list pages
  * (issue 17 item 4: the stored text served without a copy). */
 #define STORE_SCAN_STOP 1
