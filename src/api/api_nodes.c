@@ -60,7 +60,13 @@ json_t *api_node_render(struct api_req *r, const json_t *doc, int64_t mod_rev)
 static int node_list_text(struct api_req *r, const struct store_kv *kv, struct buf *out)
 {
 	static const char *const drop[] = {"spec.bmc.password", "spec.bmc.password_sealed",
-					   "spec.bmc.password_file", NULL};
+					   "spec.bmc.password_file", "metadata.resourceVersion",
+					   NULL};
+	/* Only an object has the members dropped above: anything else (a value put in the
+	 * store by hand) takes the decoding path, which refuses it. */
+	const char *v = kv->value + strspn(kv->value, " \t\r\n");
+	if (*v != '{')
+		return FP_EPARSE;
 	static const char *const after[] = {"name", "uid", NULL};
 	char rv[48];
 	snprintf(rv, sizeof(rv), "\"resourceVersion\":\"%lld\"", (long long)kv->mod_revision);

@@ -26,6 +26,11 @@
 
 #define LIST_DEFAULT_LIMIT 500
 #define LIST_MAX_LIMIT 5000
+/* A list page ends early, with a continue token, once its stored documents reach this many
+ * bytes: the reply (about the same size) then stays well under the 64 MiB a reply buffer may
+ * hold (buf.h), where 5,000 nodes with large annotations would not (a Kubernetes API server
+ * may also return fewer items than the limit). */
+#define LIST_PAGE_BYTES (32u << 20)
 
 /* ---------------------------------------------------------------- arena and accessors */
 
@@ -430,6 +435,16 @@ int api_get_doc(struct api_req *r, const char *key, json_t **doc, int64_t *mod_r
 	return rc;
 }
 
+/* 1 when raw[0..n) is all printable ASCII: the alphabet of store keys (store.h), so a decoded
+ * continue token outside it is refused as the token it is not. */
+static int printable_key(const unsigned char *raw, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (raw[i] < 0x20 || raw[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
 static int parse_limit(struct api_req *r, size_t *limit)
 {
 	const char *s = api_query(r, "limit");
@@ -438,7 +453,7 @@ static int parse_limit(struct api_req *r, size_t *limit)
 		return 0;
 	char *end = NULL;
 	long long v = strtoll(s, &end, 10);
-	if (!*s || *end || v < 1 || v > LIST_MAX_LIMIT) {
+	if (*s < '0' || *s > '9' || *end || v < 1 || v > LIST_MAX_LIMIT) { /* no " 1", "+1" */
 		api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "limit"),
 				"limit: expected an integer in 1..%d", LIST_MAX_LIMIT);
 		return -1;
@@ -543,6 +558,7 @@ struct list_scan {
 	struct list_text *lt; /* the text path's body, or NULL */
 	json_t *items;        /* the tree path's items, or NULL */
 	size_t limit, got;
+	size_t bytes;                  /* stored bytes of the items listed (LIST_PAGE_BYTES) */
 	size_t seen;                   /* kvs given to list_scan_item */
 	char start[STORE_MAX_KEY + 1]; /* the last kv seen: where the next scan starts */
 	char last[STORE_MAX_KEY + 1];  /* the last kv listed: the continue token's key */
@@ -553,7 +569,7 @@ static int list_scan_item(void *arg, const struct store_kv *kv)
 {
 	struct list_scan *ls = arg;
 	struct api_req *r = ls->r;
-	if (ls->got >= ls->limit)
+	if (ls->got >= ls->limit || (ls->got && ls->bytes >= LIST_PAGE_BYTES))
 		return STORE_SCAN_STOP;
 	size_t kl = strlen(kv->key);
 	if (kl > STORE_MAX_KEY) { /* never written through store.c; an etcd key set by hand */
@@ -592,6 +608,7 @@ static int list_scan_item(void *arg, const struct store_kv *kv)
 	}
 	if (!skip) {
 		ls->got++;
+		ls->bytes += strlen(kv->value);
 		memcpy(ls->last, kv->key, kl + 1);
 	}
 	return 0;
@@ -657,7 +674,7 @@ void api_list_text(struct api_req *r, const char *prefix, api_keep_fn keep, void
 		if (sodium_base642bin(raw, sizeof(raw) - 1, cont, strlen(cont), NULL, &n, NULL,
 				      sodium_base64_VARIANT_URLSAFE_NO_PADDING) != 0 ||
 		    n <= strlen(prefix) || memcmp(raw, prefix, strlen(prefix)) != 0 ||
-		    memchr(raw, 0, n)) {
+		    !printable_key(raw, n)) {
 			api_problem_ext(r, 400, json_pack("{s:s}", "parameter", "continue"),
 					"continue: not a token this list returned");
 			return;
@@ -704,7 +721,7 @@ void api_list_text(struct api_req *r, const char *prefix, api_keep_fn keep, void
 			list_rev = rev;
 		if (ls.seen > seen)
 			snprintf(start, sizeof(start), "%s", ls.start);
-		if (!more || ls.seen == seen || ls.got >= limit)
+		if (!more || ls.seen == seen || ls.got >= limit || ls.bytes >= LIST_PAGE_BYTES)
 			break;
 	}
 	size_t got = ls.got;
