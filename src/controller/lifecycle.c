@@ -1127,6 +1127,8 @@ static void run_op_task(void *arg)
 	 * the informer's, else the store's). Every write below is a compare-and-swap on their
 	 * resourceVersions, so a copy that lags another writer only costs a conflict and a
 	 * re-queue. */
+	if (atomic_load(&lc->stopping))
+		goto out; /* queued before the stop: the operation resumes at the next start */
 	int rc = lifecycle_op_current(lc, t->op_id, &op);
 	if (rc == 0)
 		rc = lifecycle_node_current(lc, t->node, &n);
@@ -1878,6 +1880,7 @@ int lifecycle_start(struct lifecycle *lc)
 
 void lifecycle_stop(struct lifecycle *lc)
 {
+	atomic_store(&lc->stopping, 1);
 	workqueue_shutdown(lc->wq);
 	for (int i = 0; i < lc->nthreads; i++)
 		pthread_join(lc->threads[i], NULL);

@@ -11,6 +11,7 @@
 #define FP_CONTROLLER_LIFECYCLE_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -71,7 +72,11 @@ struct lifecycle {
 	struct workqueue *wq;
 	pthread_mutex_t mu;
 	struct hmap in_flight; /* node name -> (void*)1 while a step task is queued or running */
-	struct hmap retry_at;  /* node name -> int64_t* monotonic ms before which a failed
+	/* Set by lifecycle_stop: step tasks still queued in the executor end without running a
+	 * step (the operation is durable and resumes at the next start), so a stop waits for the
+	 * steps in flight, not for a queue of BMC timeouts. */
+	atomic_int stopping;
+	struct hmap retry_at;      /* node name -> int64_t* monotonic ms before which a failed
 				* phase's operation is not started again (backoff) */
 	struct hmap step_retry_at; /* node name -> int64_t* monotonic ms before which the
 				    * retry of its operation's failed step is not run (the 1 s,
