@@ -618,26 +618,14 @@ static int list_scan_item(void *arg, const struct store_kv *kv)
  * decodes and encodes) runs inside store_scan's read transaction, on the rows where SQLite
  * holds them. The tree path's render and keep functions may call hooks that take controller
  * locks (budget_status, tenant status), and a thread holding such a lock may be waiting for a
- * store connection a scan holds: they run on a copied store_list page instead. */
+ * store connection a scan holds: they run on a copied page (store_scan_copied). */
 static int list_page(struct list_scan *ls, const char *prefix, const char *start, size_t n,
 		     int64_t *rev, int *more)
 {
 	struct store *s = ls->r->srv->cfg.store;
 	if (ls->text)
 		return store_scan(s, prefix, start, n, list_scan_item, ls, rev, more);
-	struct store_kv *kvs = NULL;
-	size_t nk = 0;
-	int rc = store_list(s, prefix, start, n, &kvs, &nk, rev, more);
-	for (size_t i = 0; rc == 0 && i < nk; i++) {
-		rc = list_scan_item(ls, &kvs[i]);
-		if (rc > 0) { /* STORE_SCAN_STOP */
-			*more = 1;
-			rc = 0;
-			break;
-		}
-	}
-	store_kv_array_free(kvs, nk);
-	return rc;
+	return store_scan_copied(s, prefix, start, n, list_scan_item, ls, rev, more);
 }
 
 void api_list(struct api_req *r, const char *prefix, api_keep_fn keep, void *arg,

@@ -396,37 +396,44 @@ int store_list(struct store *s, const char *prefix, const char *start_after, siz
 	return 0;
 }
 
-int store_scan(struct store *s, const char *prefix, const char *start_after, size_t limit,
-	       store_scan_fn fn, void *arg, int64_t *rev, int *more)
+/* The argument checks both scans share; fills the defaults. */
+static int scan_args(const char **prefix, const char **start_after, store_scan_fn fn, int64_t *rev,
+		     int *more)
 {
 	if (more)
 		*more = 0;
 	if (rev)
 		*rev = 0;
-	if (!prefix)
-		prefix = "";
-	if (!start_after)
-		start_after = "";
-	if (!fn || !valid_text(prefix) || !valid_text(start_after))
+	if (!*prefix)
+		*prefix = "";
+	if (!*start_after)
+		*start_after = "";
+	if (!fn || !valid_text(*prefix) || !valid_text(*start_after))
 		return FP_EINVAL;
-	int64_t r = 0;
-	int m = 0, rc = 0;
-	if (s->ops->scan) {
-		rc = s->ops->scan(s->impl, prefix, start_after, limit, fn, arg, &r, &m);
-	} else {
-		struct store_kv *items = NULL;
-		size_t n = 0;
-		rc = s->ops->list(s->impl, prefix, start_after, limit, &items, &n, &r, &m);
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			rc = fn(arg, &items[i]);
-			if (rc > 0) { /* STORE_SCAN_STOP */
-				m = 1;
-				rc = 0;
-				break;
-			}
+	return 0;
+}
+
+/* The copied walk behind store_scan_copied, and store_scan's on a backend without a scan. */
+static int scan_copied(struct store *s, const char *prefix, const char *start_after, size_t limit,
+		       store_scan_fn fn, void *arg, int64_t *rev, int *more)
+{
+	struct store_kv *items = NULL;
+	size_t n = 0;
+	int rc = s->ops->list(s->impl, prefix, start_after, limit, &items, &n, rev, more);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		rc = fn(arg, &items[i]);
+		if (rc > 0) { /* STORE_SCAN_STOP */
+			*more = 1;
+			rc = 0;
+			break;
 		}
-		store_kv_array_free(items, n);
 	}
+	store_kv_array_free(items, n);
+	return rc;
+}
+
+static int scan_out(int rc, int64_t r, int m, int64_t *rev, int *more)
+{
 	if (rc < 0)
 		return rc;
 	if (rev)
@@ -434,6 +441,33 @@ int store_scan(struct store *s, const char *prefix, const char *start_after, siz
 	if (more)
 		*more = m;
 	return 0;
+}
+
+int store_scan(struct store *s, const char *prefix, const char *start_after, size_t limit,
+	       store_scan_fn fn, void *arg, int64_t *rev, int *more)
+{
+	int rc = scan_args(&prefix, &start_after, fn, rev, more);
+	if (rc < 0)
+		return rc;
+	int64_t r = 0;
+	int m = 0;
+	if (s->ops->scan)
+		rc = s->ops->scan(s->impl, prefix, start_after, limit, fn, arg, &r, &m);
+	else
+		rc = scan_copied(s, prefix, start_after, limit, fn, arg, &r, &m);
+	return scan_out(rc, r, m, rev, more);
+}
+
+int store_scan_copied(struct store *s, const char *prefix, const char *start_after, size_t limit,
+		      store_scan_fn fn, void *arg, int64_t *rev, int *more)
+{
+	int rc = scan_args(&prefix, &start_after, fn, rev, more);
+	if (rc < 0)
+		return rc;
+	int64_t r = 0;
+	int m = 0;
+	rc = scan_copied(s, prefix, start_after, limit, fn, arg, &r, &m);
+	return scan_out(rc, r, m, rev, more);
 }
 
 int store_count(struct store *s, const char *prefix, size_t *n)

@@ -134,17 +134,23 @@ int store_list(struct store *s, const char *prefix, const char *start_after, siz
  * one snapshot - every kv is as of the revision stored in *rev, as one store_list page is.
  * kv and its strings are borrowed for the call only (on SQLite they point into the database
  * page cache: no allocation per key). fn returns 0 for the next key, STORE_SCAN_STOP to end
- * the scan there (that key counts as not given: *more is 1), or a negative error, which
- * ends the scan and is returned. fn may get or list (a nested read uses another connection
- * and may see a later revision) but not scan again, and must not wait for a write to commit
- * or take a lock whose holder may be reading the store: on SQLite the scan holds one of a few
- * pooled connections and a read transaction for as long as fn runs. *more (may be NULL) is 1 when keys remain after the
- * last one given. Returns 0, fn's error, FP_EINVAL or FP_EIO. For the API's list pages
- * (issue 17 item 4: the stored text served without a copy). */
+ * the scan there (that key counts as not given: *more is 1), or a negative error, which ends
+ * the scan and is returned. *more (may be NULL) is 1 when keys remain after the last one
+ * given. Returns 0, fn's error, FP_EINVAL or FP_EIO. For the API's list pages (issue 17 item
+ * 4: the stored text served without a copy).
+ * On SQLite the scan holds one of a few pooled connections and a read transaction for as long
+ * as fn runs: fn may get or list (a nested read uses another connection and may see a later
+ * revision) but not scan again, and must not wait for a write to commit or take a lock whose
+ * holder may be reading the store. A callback that must is given store_scan_copied. */
 #define STORE_SCAN_STOP 1
 typedef int (*store_scan_fn)(void *arg, const struct store_kv *kv);
 int store_scan(struct store *s, const char *prefix, const char *start_after, size_t limit,
 	       store_scan_fn fn, void *arg, int64_t *rev, int *more);
+
+/* store_scan over a copied store_list page: the same arguments, order, snapshot and results,
+ * with fn called after the read has ended, so fn may do anything (take locks, write). */
+int store_scan_copied(struct store *s, const char *prefix, const char *start_after, size_t limit,
+		      store_scan_fn fn, void *arg, int64_t *rev, int *more);
 
 /* Calls fn for every key with the prefix, in byte order, reading pages of `page` keys (0 =
  * 1000) through store_list. fn returns 0 to go on, anything else stops the walk and is

@@ -422,46 +422,54 @@ static void test_scan(void **state)
 	static const char *const puts_order[] = {"/l/b", "/l/a", "/l/c", "/m/x", "/l/aa"};
 	for (size_t i = 0; i < 5; i++)
 		assert_int_equal(put_ok(s, puts_order[i], puts_order[i]), (int64_t)i + 1);
-	struct scan_rec sr = {.s = s};
-	int64_t rev = 0;
-	int more = -1;
-	assert_int_equal(store_scan(s, "/l/", NULL, 0, scan_rec_fn, &sr, &rev, &more), 0);
-	assert_int_equal(sr.n, 4);
-	assert_string_equal(sr.keys[0], "/l/a");
-	assert_string_equal(sr.keys[1], "/l/aa");
-	assert_string_equal(sr.keys[2], "/l/b");
-	assert_string_equal(sr.keys[3], "/l/c");
-	assert_int_equal(sr.mod[1], 5);
-	assert_int_equal(rev, 5);
-	assert_int_equal(more, 0);
+	/* the same results in place and over a copied page */
+	typedef int (*scan_call)(struct store *, const char *, const char *, size_t, store_scan_fn,
+				 void *, int64_t *, int *);
+	static const scan_call calls[] = {store_scan, store_scan_copied};
+	for (size_t c = 0; c < 2; c++) {
+		const scan_call scan = calls[c];
+		struct scan_rec sr = {.s = s};
+		int64_t rev = 0;
+		int more = -1;
+		assert_int_equal(scan(s, "/l/", NULL, 0, scan_rec_fn, &sr, &rev, &more), 0);
+		assert_int_equal(sr.n, 4);
+		assert_string_equal(sr.keys[0], "/l/a");
+		assert_string_equal(sr.keys[1], "/l/aa");
+		assert_string_equal(sr.keys[2], "/l/b");
+		assert_string_equal(sr.keys[3], "/l/c");
+		assert_int_equal(sr.mod[1], 5);
+		assert_int_equal(rev, 5);
+		assert_int_equal(more, 0);
 
-	/* a limit, and start_after */
-	sr = (struct scan_rec){.s = s};
-	assert_int_equal(store_scan(s, "/l/", "/l/a", 2, scan_rec_fn, &sr, &rev, &more), 0);
-	assert_int_equal(sr.n, 2);
-	assert_string_equal(sr.keys[0], "/l/aa");
-	assert_string_equal(sr.keys[1], "/l/b");
-	assert_int_equal(more, 1);
+		/* a limit, and start_after */
+		sr = (struct scan_rec){.s = s};
+		assert_int_equal(scan(s, "/l/", "/l/a", 2, scan_rec_fn, &sr, &rev, &more), 0);
+		assert_int_equal(sr.n, 2);
+		assert_string_equal(sr.keys[0], "/l/aa");
+		assert_string_equal(sr.keys[1], "/l/b");
+		assert_int_equal(more, 1);
 
-	/* the callback stops before the third key: two given, more keys remain */
-	sr = (struct scan_rec){.s = s, .stop_at = 3};
-	assert_int_equal(store_scan(s, "/l/", NULL, 0, scan_rec_fn, &sr, &rev, &more), 0);
-	assert_int_equal(sr.n, 2);
-	assert_int_equal(more, 1);
+		/* the callback stops before the third key: two given, more keys remain */
+		sr = (struct scan_rec){.s = s, .stop_at = 3};
+		assert_int_equal(scan(s, "/l/", NULL, 0, scan_rec_fn, &sr, &rev, &more), 0);
+		assert_int_equal(sr.n, 2);
+		assert_int_equal(more, 1);
 
-	/* the callback's error ends the scan and is what store_scan returns */
-	sr = (struct scan_rec){.s = s, .fail_at = 2};
-	assert_int_equal(store_scan(s, "/l/", NULL, 0, scan_rec_fn, &sr, &rev, &more), FP_EPERM);
-	assert_int_equal(sr.n, 1);
-	assert_int_equal(more, 0);
+		/* the callback's error ends the scan and is what store_scan returns */
+		sr = (struct scan_rec){.s = s, .fail_at = 2};
+		assert_int_equal(scan(s, "/l/", NULL, 0, scan_rec_fn, &sr, &rev, &more), FP_EPERM);
+		assert_int_equal(sr.n, 1);
+		assert_int_equal(more, 0);
 
-	/* nothing under the prefix; bad arguments */
-	sr = (struct scan_rec){.s = s};
-	assert_int_equal(store_scan(s, "/zz", NULL, 0, scan_rec_fn, &sr, &rev, &more), 0);
-	assert_int_equal(sr.n, 0);
-	assert_int_equal(rev, 5);
-	assert_int_equal(store_scan(s, "/a\tb", NULL, 0, scan_rec_fn, &sr, NULL, NULL), FP_EINVAL);
-	assert_int_equal(store_scan(s, "/l/", NULL, 0, NULL, &sr, NULL, NULL), FP_EINVAL);
+		/* nothing under the prefix; bad arguments */
+		sr = (struct scan_rec){.s = s};
+		assert_int_equal(scan(s, "/zz", NULL, 0, scan_rec_fn, &sr, &rev, &more), 0);
+		assert_int_equal(sr.n, 0);
+		assert_int_equal(rev, 5);
+		assert_int_equal(scan(s, "/a\tb", NULL, 0, scan_rec_fn, &sr, NULL, NULL),
+				 FP_EINVAL);
+		assert_int_equal(scan(s, "/l/", NULL, 0, NULL, &sr, NULL, NULL), FP_EINVAL);
+	}
 }
 
 static void test_list(void **state)
