@@ -193,11 +193,89 @@ static int scan_string(struct jt *t, int *escaped)
 	return jt_fail(t, "unterminated string");
 }
 
+/* Trusted text only (jsontext.h): moves t->p past the string at t->p (which is '"') looking
+ * only for its closing quote; *escaped as scan_string. Checks nothing but the end of input. */
+static int skip_string(struct jt *t, int *escaped)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	*escaped = 0;
+	t->p++;
+	for (;;) {
+		while (t->end - t->p >= 8) {
+			uint64_t x;
+			memcpy(&x, t->p, 8);
+			uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+			uint64_t m = (((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
+			if (m) {
+				/* the lowest flagged byte is exact (only bytes above a match can be
+				 * flagged falsely) */
+				t->p += (unsigned)__builtin_ctzll(m) >> 3;
+				break;
+			}
+			t->p += 8;
+		}
+		while (t->p < t->end && *t->p != '"' && *t->p != '\\')
+			t->p++;
+		if (t->p >= t->end)
+			return jt_fail(t, "unterminated string");
+		if (*t->p == '"') {
+			t->p++;
+			return 0;
+		}
+		*escaped = 1;
+		t->p += 2; /* the backslash and the byte it escapes */
+		if (t->p > t->end)
+			return jt_fail(t, "unterminated string");
+	}
+}
+
+/* Trusted text only: moves t->p past the value at t->p by its brackets and quotes alone. */
+static int skip_value(struct jt *t)
+{
+	int depth = 0, rc, escaped;
+	do {
+		if (t->p >= t->end)
+			return jt_fail(t, "unterminated value");
+		switch (*t->p) {
+		case '"':
+			if ((rc = skip_string(t, &escaped)) < 0)
+				return rc;
+			break;
+		case '{':
+		case '[':
+			if (++depth > JSONTEXT_MAX_DEPTH)
+				return jt_fail(t, "nested too deeply");
+			t->p++;
+			break;
+		case '}':
+		case ']':
+			if (--depth < 0)
+				return jt_fail(t, "unexpected character");
+			t->p++;
+			break;
+		case ',':
+		case ':':
+		case ' ':
+		case '\t':
+		case '\n':
+		case '\r':
+			if (depth == 0)
+				return jt_fail(t, "unexpected character");
+			t->p++;
+			break;
+		default: /* a number or literal: up to the next delimiter */
+			while (t->p < t->end && !strchr(",:]} \t\n\r\"{[", *t->p))
+				t->p++;
+		}
+	} while (depth > 0);
+	return 0;
+}
+
 static int copy_string(struct jt *t)
 {
 	const char *s = t->p;
 	int escaped;
-	int rc = scan_string(t, &escaped);
+	int rc = t->ed->trusted ? skip_string(t, &escaped) : scan_string(t, &escaped);
 	if (rc < 0)
 		return rc;
 	return emit_in(t, s, (size_t)(t->p - s));
@@ -389,6 +467,23 @@ static int emit_insert(struct jt *t, int *first)
 	return emit_lit(t, t->ed->insert, t->insert_len);
 }
 
+/* The trusted top object's members after the last one a path starts with (t->p is at the
+ * comma before them): emitted with its closing brace as one run, unread (jsontext.h
+ * "trusted"). first: no member was emitted yet, so the comma is left out. */
+static int emit_rest(struct jt *t, int first)
+{
+	const char *e = t->end;
+	while (e > t->p && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+		e--;
+	if (e == t->p || e[-1] != '}') {
+		t->p = t->end; /* where the checked copy would say so */
+		return jt_fail(t, "unterminated object");
+	}
+	const char *s = t->p + (first ? 1 : 0);
+	t->p = t->end;
+	return emit_in(t, s, (size_t)(e - s));
+}
+
 /* An object whose members sit at path depth `depth` (0 = the top object's members); alive
  * holds the paths whose first `depth` components led here. */
 static int copy_object(struct jt *t, uint32_t alive, int depth)
@@ -403,6 +498,7 @@ static int copy_object(struct jt *t, uint32_t alive, int depth)
 		if ((alive & (1u << i)) && t->paths[i].n > depth)
 			deeper |= 1u << i;
 	int inserted = !target, first = 1, rc;
+	uint32_t seen = 0;        /* paths whose member at this depth was copied */
 	const char *comma = NULL; /* the input's comma before this member */
 	if ((rc = emit_in(t, t->p++, 1)) < 0)
 		return rc;
@@ -417,7 +513,7 @@ static int copy_object(struct jt *t, uint32_t alive, int depth)
 			return jt_fail(t, "expected a member name");
 		const char *ks = t->p;
 		int escaped;
-		if ((rc = scan_string(t, &escaped)) < 0)
+		if ((rc = t->ed->trusted ? skip_string(t, &escaped) : scan_string(t, &escaped)) < 0)
 			return rc;
 		const char *k = ks + 1;
 		size_t kl = (size_t)(t->p - ks) - 2;
@@ -437,6 +533,7 @@ static int copy_object(struct jt *t, uint32_t alive, int depth)
 			if (!(deeper & (1u << i)) || pa->len[depth] != kl ||
 			    memcmp(pa->comp[depth], k, kl) != 0)
 				continue;
+			seen |= 1u << i;
 			if (i < t->ndrop && pa->n == depth + 1)
 				drop = i;
 			else
@@ -474,6 +571,8 @@ static int copy_object(struct jt *t, uint32_t alive, int depth)
 			break;
 		if (*t->p != ',')
 			return jt_fail(t, "expected , or } in an object");
+		if (depth == 0 && t->ed->trusted && inserted && !(deeper & ~seen))
+			return emit_rest(t, first);
 		comma = t->p++;
 		skip_ws(t);
 	}
@@ -490,6 +589,11 @@ static int copy_value(struct jt *t, uint32_t alive, int depth)
 	/* No edit below: check it in one pass and emit it as one run - unless it holds
 	 * whitespace, which the copy leaves out token by token (and, once seen, is assumed
 	 * everywhere: the fast path is not tried again, so no value is checked twice over). */
+	if (!alive && t->ed->trusted) {
+		const char *s = t->p;
+		int rc = skip_value(t);
+		return rc < 0 ? rc : emit_in(t, s, (size_t)(t->p - s));
+	}
 	if (!alive && !t->spaced && (*t->p == '{' || *t->p == '[')) {
 		const char *s = t->p;
 		int rc = check_value(t, depth);

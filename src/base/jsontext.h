@@ -41,6 +41,18 @@ struct jsontext_edit {
 	 * (the last one, should a path match twice): a caller can take a member out of a text
 	 * and keep it as text (the cache's inventory). Zeroed first. */
 	struct jsontext_span *dropped;
+	/* Nonzero: the caller vouches that in[0..len) is one well-formed JSON object with no
+	 * member name twice in any object a path runs through, followed by nothing but
+	 * whitespace - because it parsed this very text before (the list path: the cache
+	 * decoded the node from the same store revision, with jansson's
+	 * JSON_REJECT_DUPLICATES). Then, once every top-level member a path starts with has
+	 * been copied, the rest of the top object is emitted as it is, unread (whitespace
+	 * included): a node's status, 85 % of its bytes, is not scanned at all; a value no
+	 * path reaches before that is skipped by its quotes and brackets alone and copied as
+	 * it is. Member names on a path are still compared (an escaped one still refused). A
+	 * text that breaks the promise is copied out broken - never set it for text not
+	 * checked. */
+	int trusted;
 };
 
 /* Appends to out the JSON value in in[0..len) with ed applied (ed NULL = no change), compact:

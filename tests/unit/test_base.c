@@ -481,8 +481,9 @@ static int rewrite(const char *in, const struct jsontext_edit *ed, size_t max, c
 static const char *const node_drop[] = {"spec.bmc.password", "spec.bmc.password_sealed",
 					"spec.bmc.password_file", NULL};
 static const char *const node_after[] = {"name", "uid", NULL};
-static const struct jsontext_edit node_edit = {node_drop, "metadata", node_after,
-					       "\"resourceVersion\":\"42\"", NULL};
+static const struct jsontext_edit node_edit = {node_drop,  "metadata",
+					       node_after, "\"resourceVersion\":\"42\"",
+					       NULL,       0};
 
 static void test_jsontext_copy(void **state)
 {
@@ -610,14 +611,14 @@ static void test_jsontext_node_edit(void **state)
 	assert_string_equal(o, "[{\"metadata\":{}}]");
 	free(o);
 	/* insert into the top object */
-	const struct jsontext_edit top = {NULL, "", NULL, "\"k\":1", NULL};
+	const struct jsontext_edit top = {NULL, "", NULL, "\"k\":1", NULL, 0};
 	assert_int_equal(rewrite("{\"a\":2}", &top, 0, &o, err, sizeof(err)), 0);
 	assert_string_equal(o, "{\"k\":1,\"a\":2}");
 	free(o);
 	/* dropped values are reported where they were in the input: a member kept as text */
 	static const char *const inv_drop[] = {"status.inventory", "status.none", NULL};
 	struct jsontext_span sp[2] = {{9, 9}, {9, 9}};
-	const struct jsontext_edit take = {inv_drop, NULL, NULL, NULL, sp};
+	const struct jsontext_edit take = {inv_drop, NULL, NULL, NULL, sp, 0};
 	const char *doc = "{\"status\":{\"phase\":\"x\",\"inventory\": {\"gpus\":[1,2]} ,\"y\":1}}";
 	assert_int_equal(rewrite(doc, &take, 0, &o, err, sizeof(err)), 0);
 	assert_string_equal(o, "{\"status\":{\"phase\":\"x\",\"y\":1}}");
@@ -629,14 +630,78 @@ static void test_jsontext_node_edit(void **state)
 	assert_int_equal(sp[1].len, 0);
 	/* malformed edits */
 	const char *const empty[] = {"spec..bmc", NULL};
-	const struct jsontext_edit bad = {empty, NULL, NULL, NULL, NULL};
+	const struct jsontext_edit bad = {empty, NULL, NULL, NULL, NULL, 0};
 	assert_int_equal(rewrite("{}", &bad, 0, &o, err, sizeof(err)), FP_EINVAL);
 	free(o);
 	const char *const many[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", NULL};
-	const struct jsontext_edit bad2 = {many, NULL, NULL, NULL, NULL};
+	const struct jsontext_edit bad2 = {many, NULL, NULL, NULL, NULL, 0};
 	assert_int_equal(rewrite("{}", &bad2, 0, &o, err, sizeof(err)), FP_EINVAL);
 	assert_string_equal(err, "more than 8 drop paths");
 	free(o);
+}
+
+/* trusted (jsontext.h): the same edits, and once every top-level member a path starts with is
+ * copied, the rest of the top object goes out as it is, unread. */
+static void test_jsontext_trusted(void **state)
+{
+	static const char *const drop[] = {"spec.bmc.password", "metadata.resourceVersion", NULL};
+	static const char *const after[] = {"name", "uid", NULL};
+	struct jsontext_edit ed = {drop, "metadata", after, "\"resourceVersion\":\"42\"", NULL, 0};
+	char *o, err[128];
+	const char *doc = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"a\",\"uid\":\"u\","
+			  "\"resourceVersion\":\"1\"},\"spec\":{\"bmc\":{\"driver\":\"ipmi\","
+			  "\"password\":\"s\"}},\"status\":{\"phase\":\"x\",\"n\":[1,2]}}";
+	const char *want = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"a\",\"uid\":\"u\","
+			   "\"resourceVersion\":\"42\"},\"spec\":{\"bmc\":{\"driver\":\"ipmi\"}},"
+			   "\"status\":{\"phase\":\"x\",\"n\":[1,2]}}";
+	for (ed.trusted = 0; ed.trusted < 2; ed.trusted++) {
+		assert_int_equal(rewrite(doc, &ed, 0, &o, err, sizeof(err)), 0);
+		assert_string_equal(o, want);
+		free(o);
+		/* a path's member after the rest: still edited, so nothing is left unread */
+		assert_int_equal(rewrite("{\"status\":{\"a\":1},\"spec\":{\"bmc\":{\"password\":"
+					 "\"s\"}},\"metadata\":{}}",
+					 &ed, 0, &o, err, sizeof(err)),
+				 0);
+		assert_string_equal(o, "{\"status\":{\"a\":1},\"spec\":{\"bmc\":{}},\"metadata\":{"
+				       "\"resourceVersion\":\"42\"}}");
+		free(o);
+	}
+	/* the rest is not read: its whitespace stays (untrusted: left out) ... */
+	const char *spaced = "{\"metadata\":{},\"spec\":{},\"status\": {\"phase\" : \"x\"} }\n";
+	ed.trusted = 1;
+	assert_int_equal(rewrite(spaced, &ed, 0, &o, err, sizeof(err)), 0);
+	assert_string_equal(o, "{\"metadata\":{\"resourceVersion\":\"42\"},\"spec\":{},"
+			       "\"status\": {\"phase\" : \"x\"} }");
+	free(o);
+	ed.trusted = 0;
+	assert_int_equal(rewrite(spaced, &ed, 0, &o, err, sizeof(err)), 0);
+	assert_string_equal(o, "{\"metadata\":{\"resourceVersion\":\"42\"},\"spec\":{},"
+			       "\"status\":{\"phase\":\"x\"}}");
+	free(o);
+	/* ... and a rest that breaks the promise goes out broken, as jsontext.h says */
+	const char *broken = "{\"metadata\":{},\"spec\":{},\"status\":{\"x\":}}";
+	assert_int_equal(rewrite(broken, &ed, 0, &o, err, sizeof(err)), FP_EPARSE);
+	assert_string_equal(err, "offset 39: unexpected character");
+	free(o);
+	ed.trusted = 1;
+	assert_int_equal(rewrite(broken, &ed, 0, &o, err, sizeof(err)), 0);
+	assert_string_equal(o, "{\"metadata\":{\"resourceVersion\":\"42\"},\"spec\":{},"
+			       "\"status\":{\"x\":}}");
+	free(o);
+	/* the top object must still end in its brace */
+	assert_int_equal(rewrite("{\"metadata\":{},\"spec\":{},\"x\":1", &ed, 0, &o, err,
+				 sizeof(err)),
+			 FP_EPARSE);
+	assert_string_equal(err, "offset 30: unterminated object");
+	free(o);
+	/* every member before the rest left out: no leading comma */
+	static const char *const drop_a[] = {"a", NULL};
+	const struct jsontext_edit da = {.drop = drop_a, .trusted = 1};
+	assert_int_equal(rewrite("{\"a\":1,\"b\": 2}", &da, 0, &o, err, sizeof(err)), 0);
+	assert_string_equal(o, "{\"b\": 2}");
+	free(o);
+	(void)state;
 }
 
 int main(void)
@@ -659,6 +724,7 @@ int main(void)
 		cmocka_unit_test(test_kvlines),
 		cmocka_unit_test(test_jsontext_copy),
 		cmocka_unit_test(test_jsontext_node_edit),
+		cmocka_unit_test(test_jsontext_trusted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
