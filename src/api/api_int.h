@@ -108,6 +108,10 @@ struct api_req {
 	const char *no_route_allow; /* then the methods it takes ("GET, PUT"), owned by r */
 	int fast;                   /* the handler runs on a poll thread: it must not block */
 	int offload; /* set by a handler running fast: run me again on a worker thread */
+	/* A node list's rows with mod_revision <= this are copied trusted (api_node_view
+	 * trusted_rev, read before the page's scan); 0 = none. Never set for a watch: its events
+	 * are past changes, not rows current in a later read. */
+	int64_t text_trusted_rev;
 	/* response */
 	int status;
 	const char *ctype;

@@ -38,6 +38,17 @@ struct api_node_view {
 	 * against the store on a worker thread (a cache a moment behind a re-creation must not
 	 * refuse the new node's token). Same thread rules as get_json. NULL: the store. */
 	int (*get_uid)(void *arg, const char *name, char *uid, size_t len);
+	/* The revision the cached node was decoded from in *rev: 0, or FP_ENOTFOUND when the
+	 * cache does not hold it. A list copies a stored row whose mod_revision matches as
+	 * trusted text (engine/cache.h cache_node_rev, base/jsontext.h). Called from worker
+	 * threads inside a store read transaction: must take no lock a store writer or reader
+	 * may hold. NULL: every row is checked in full. */
+	int (*get_rev)(void *arg, const char *name, int64_t *rev);
+	/* A revision T: a node row current in a store read begun after the call, with
+	 * mod_revision <= T, was parsed and decoded by the cache from that very text (engine/
+	 * cache.h cache_trusted_revision); 0 = none. Called once per list page, before its
+	 * scan, from worker threads. NULL: get_rev alone. */
+	int64_t (*trusted_rev)(void *arg);
 	void *arg;
 };
 

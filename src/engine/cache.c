@@ -37,6 +37,10 @@ struct cache {
 	struct hmap ops;                    /* id -> struct operation* */
 	struct hmap idx[2];                 /* site/rack value -> struct hmap* (set of names) */
 	struct hmap by_phase[PHASE__COUNT]; /* set of names */
+	/* Names whose newest stored document did not decode (the entry, if any, is an older
+	 * revision), and 1 while a relist rebuilds the maps: cache_trusted_revision. */
+	struct hmap refused;
+	int relisting;
 	int64_t rev;
 	int synced;
 	pthread_mutex_t rev_mu;
@@ -61,6 +65,7 @@ struct cache *cache_new(struct store *s)
 	pthread_rwlock_init(&c->lock, NULL);
 	hmap_init(&c->nodes);
 	hmap_init(&c->ops);
+	hmap_init(&c->refused);
 	for (int i = 0; i < 2; i++)
 		hmap_init(&c->idx[i]);
 	for (int i = 0; i < PHASE__COUNT; i++)
@@ -162,7 +167,7 @@ static int decode_cached(const char *value, int64_t rev, struct node **out, char
 {
 	static const char *const drop[] = {"status.inventory", NULL};
 	struct jsontext_span inv[1];
-	const struct jsontext_edit ed = {drop, NULL, NULL, NULL, inv};
+	const struct jsontext_edit ed = {.drop = drop, .dropped = inv};
 	size_t len = strlen(value);
 	struct buf rest;
 	buf_init(&rest, 0);
@@ -196,6 +201,9 @@ static int apply_node(struct cache *c, const char *name, const char *value, int6
 		if (decode_cached(value, rev, &n, err, sizeof(err)) < 0) {
 			log_warn("cache: skipping undecodable node key=%s%s rev=%lld err=%s",
 				 NODES_PREFIX, name, (long long)rev, err);
+			pthread_rwlock_wrlock(&c->lock);
+			hmap_put(&c->refused, name, (void *)1);
+			pthread_rwlock_unlock(&c->lock);
 			return 0;
 		}
 		ne = xcalloc(1, sizeof(*ne));
@@ -211,6 +219,8 @@ static int apply_node(struct cache *c, const char *name, const char *value, int6
 		}
 	}
 	pthread_rwlock_wrlock(&c->lock);
+	if (c->refused.count)
+		hmap_remove(&c->refused, name);
 	struct centry *old = ne ? hmap_put(&c->nodes, name, ne) : hmap_remove(&c->nodes, name);
 	char *old_op = NULL;
 	if (old) {
@@ -265,9 +275,13 @@ static void set_rev(struct cache *c, int64_t rev)
 	pthread_mutex_unlock(&c->rev_mu);
 }
 
-static void clear_all(struct cache *c)
+/* Empties every map; relisting 1 marks a relist under way (until relist_done). */
+static void clear_all(struct cache *c, int relisting)
 {
 	pthread_rwlock_wrlock(&c->lock);
+	c->relisting = relisting;
+	hmap_release(&c->refused);
+	hmap_init(&c->refused);
 	for (struct hmap_iter it = hmap_iter_start(&c->nodes); hmap_iter_next(&it);)
 		centry_free(it.e->value);
 	hmap_release(&c->nodes);
@@ -411,7 +425,7 @@ static int list_prefix(struct cache *c, const char *prefix, int64_t *rev_out)
 
 static int relist(struct cache *c)
 {
-	clear_all(c);
+	clear_all(c, 1);
 	int64_t rev = 0;
 	/* Operations first so that node handlers see their operation. */
 	int rc = list_prefix(c, OPS_PREFIX, &rev);
@@ -424,6 +438,9 @@ static int relist(struct cache *c)
 	c->synced = 1;
 	pthread_cond_broadcast(&c->rev_cv);
 	pthread_mutex_unlock(&c->rev_mu);
+	pthread_rwlock_wrlock(&c->lock);
+	c->relisting = 0;
+	pthread_rwlock_unlock(&c->lock);
 	char **names = NULL;
 	size_t n = cache_all_node_names(c, &names);
 	for (size_t i = 0; i < n; i++) {
@@ -535,9 +552,10 @@ void cache_free(struct cache *c)
 	/* a scrape after the free must not reach it (a no-op when never registered) */
 	metrics_remove_collector(collect_nodes, c);
 	cache_stop(c);
-	clear_all(c);
+	clear_all(c, 0);
 	hmap_release(&c->nodes);
 	hmap_release(&c->ops);
+	hmap_release(&c->refused);
 	for (int i = 0; i < 2; i++)
 		hmap_release(&c->idx[i]);
 	for (int i = 0; i < PHASE__COUNT; i++)
@@ -710,6 +728,30 @@ int cache_node_uid(struct cache *c, const char *name, char *uid, size_t len)
 	struct centry *e = hmap_get(&c->nodes, name);
 	if (e)
 		snprintf(uid, len, "%s", e->n->uid ? e->n->uid : "");
+	pthread_rwlock_unlock(&c->lock);
+	return e ? 0 : FP_ENOTFOUND;
+}
+
+int64_t cache_trusted_revision(struct cache *c)
+{
+	/* The revision first: a refusal recorded at or below it is in the set read after. */
+	pthread_mutex_lock(&c->rev_mu);
+	int64_t rev = c->synced ? c->rev : 0;
+	pthread_mutex_unlock(&c->rev_mu);
+	pthread_rwlock_rdlock(&c->lock);
+	int ok = !c->relisting && c->refused.count == 0;
+	pthread_rwlock_unlock(&c->lock);
+	/* rev - 1: the events of the revision set last may not all be applied yet (one etcd
+	 * transaction writes several keys at one revision) */
+	return ok && rev > 0 ? rev - 1 : 0;
+}
+
+int cache_node_rev(struct cache *c, const char *name, int64_t *rev)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	struct centry *e = hmap_get(&c->nodes, name);
+	if (e)
+		*rev = e->n->resource_version;
 	pthread_rwlock_unlock(&c->lock);
 	return e ? 0 : FP_ENOTFOUND;
 }

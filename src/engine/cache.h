@@ -62,6 +62,21 @@ int cache_node_json_rv(struct cache *c, const char *name, char **json, size_t *l
  * when the node has none). Returns 0 or FP_ENOTFOUND. Read lock only: for the API's poll
  * threads (the agent token's uid check, api/server.h struct api_node_view). */
 int cache_node_uid(struct cache *c, const char *name, char *uid, size_t len);
+/* A store revision T such that every stored node row with mod_revision <= T that is current
+ * in any read begun after this call returns was parsed (jansson, duplicate members refused) and
+ * decoded by this cache from that very text; 0 when none can be vouched for (not synced, a
+ * relist under way, or some node's newest document did not decode). The list path copies such
+ * rows trusted (base/jsontext.h) with one call per page instead of a lookup per row. Why it
+ * holds: the cache mirrors the store at its revision R (every change up to R applied or
+ * refused, in order; a relist re-reads every node at a revision >= R); a row current at a later
+ * snapshot with mod_revision <= R - 1 is the one the cache saw. The mutex, then the read lock. */
+int64_t cache_trusted_revision(struct cache *c);
+/* The store revision the cached node was decoded from (its resourceVersion) in *rev: 0, or
+ * FP_ENOTFOUND when the cache does not hold the node. A node is cached only once its stored
+ * text parsed (jansson, duplicate members refused) and decoded, so a match with a stored
+ * row's mod_revision vouches for that row's text: the list path copies it trusted
+ * (base/jsontext.h). Read lock only, like cache_node_uid. */
+int cache_node_rev(struct cache *c, const char *name, int64_t *rev);
 /* Returns a copy of the operation, or NULL. */
 struct operation *cache_operation_get(struct cache *c, const char *id);
 

@@ -368,6 +368,18 @@ static int node_uid(void *arg, const char *name, char *uid, size_t len)
 	return fl->cache ? cache_node_uid(fl->cache, name, uid, len) : FP_ENOTFOUND;
 }
 
+static int node_rev(void *arg, const char *name, int64_t *rev)
+{
+	struct fleet *fl = arg;
+	return fl->cache ? cache_node_rev(fl->cache, name, rev) : FP_ENOTFOUND;
+}
+
+static int64_t node_trusted_rev(void *arg)
+{
+	struct fleet *fl = arg;
+	return fl->cache ? cache_trusted_revision(fl->cache) : 0;
+}
+
 /* API agent callbacks: into the lifecycle controller (non-blocking: it queues the write). */
 static void agent_booted(void *arg, const char *node, const char *boot_id)
 {
@@ -947,6 +959,8 @@ static int start_api(struct fleet *fl, char *err, size_t errlen)
 				  .ready_arg = fl,
 				  .node_view = {.get_json = node_view,
 						.get_uid = node_uid,
+						.get_rev = node_rev,
+						.trusted_rev = node_trusted_rev,
 						.arg = fl},
 				  .agent = {.booted = agent_booted,
 					    .validated = agent_validated,

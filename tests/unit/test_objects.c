@@ -552,6 +552,49 @@ static void test_visit_nodes(void **state)
 	store_close(s);
 }
 
+/* cache_trusted_revision vouches for the rows the cache decoded: 0 before the first list; its
+ * revision less one once synced; 0 while some node's newest document did not decode (the
+ * cache keeps the older one), and back once that node is replaced or deleted. */
+static void test_trusted_revision(void **state)
+{
+	struct store *s = open_mem();
+	put_node(s, "t1");
+	int64_t rev = put_node(s, "t2"), rv = 0, bad = 0;
+	struct cache *c = cache_new(s);
+	assert_int_equal(cache_trusted_revision(c), 0);
+	assert_true(cache_sync_now(c) >= 0);
+	assert_int_equal(cache_trusted_revision(c), rev - 1);
+	assert_int_equal(cache_node_rev(c, "t2", &rv), 0);
+	assert_int_equal(rv, rev);
+	assert_int_equal(cache_node_rev(c, "nope", &rv), FP_ENOTFOUND);
+
+	/* t1's newest document is not a node: refused, nothing vouched for */
+	assert_int_equal(store_put(s, "/nodes/t1",
+				   "{\"kind\":\"Node\",\"metadata\":{\"name\":\"t1\"},\"spec\":7}",
+				   STORE_ANY, &bad),
+			 0);
+	assert_true(cache_sync_now(c) >= 0);
+	assert_int_equal(cache_revision(c), bad);
+	assert_int_equal(cache_trusted_revision(c), 0);
+	assert_int_equal(cache_node_rev(c, "t1", &rv), 0);
+	assert_int_equal(rv, rev - 1); /* the older t1 it still holds */
+	/* replaced by a node that decodes: vouched for again */
+	assert_int_equal(store_delete(s, "/nodes/t1", STORE_ANY, &rv), 0);
+	int64_t good = put_node(s, "t1");
+	assert_true(cache_sync_now(c) >= 0);
+	assert_int_equal(cache_trusted_revision(c), good - 1);
+	/* a refused document that is then deleted */
+	assert_int_equal(store_put(s, "/nodes/t3", "[1]", STORE_ANY, &bad), 0);
+	assert_true(cache_sync_now(c) >= 0);
+	assert_int_equal(cache_trusted_revision(c), 0);
+	int64_t del = 0;
+	assert_int_equal(store_delete(s, "/nodes/t3", STORE_ANY, &del), 0);
+	assert_true(cache_sync_now(c) >= 0);
+	assert_int_equal(cache_trusted_revision(c), del - 1);
+	cache_free(c);
+	store_close(s);
+}
+
 /* The cache keeps a node's inventory as text cut out of the stored document (decode_cached):
  * the text must be the inventory's compact form, the node otherwise what a full decode gives,
  * and the public document the same bytes as rendering the full decode; an inventory that is
@@ -639,6 +682,7 @@ int main(void)
 		cmocka_unit_test(test_visit_nodes),
 		cmocka_unit_test(test_start_list_many),
 		cmocka_unit_test(test_cache_inventory_text),
+		cmocka_unit_test(test_trusted_revision),
 	};
 	return cmocka_run_group_tests_name("objects", tests, NULL, NULL);
 }
