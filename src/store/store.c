@@ -568,6 +568,60 @@ int store_compact(struct store *s, int64_t rev)
 	return s->ops->compact(s->impl, rev);
 }
 
+struct foreach_scan {
+	store_foreach_fn fn;
+	void *arg;
+	int rc;      /* fn's non-zero return */
+	char *last;  /* the last key given: where the next page starts (owned) */
+	size_t cap;  /* bytes allocated for last */
+	size_t seen; /* keys given */
+};
+
+static int foreach_scan_item(void *arg, const struct store_kv *kv)
+{
+	struct foreach_scan *f = arg;
+	size_t kl = strlen(kv->key);
+	if (kl + 1 > f->cap) {
+		f->cap = kl + 1;
+		f->last = xrealloc(f->last, f->cap);
+	}
+	memcpy(f->last, kv->key, kl + 1);
+	f->seen++;
+	int rc = f->fn(f->arg, kv);
+	if (rc) {
+		f->rc = rc;
+		return rc < 0 ? rc : STORE_SCAN_STOP;
+	}
+	return 0;
+}
+
+int store_foreach_scan(struct store *s, const char *prefix, size_t page, store_foreach_fn fn,
+		       void *arg, int64_t *rev)
+{
+	struct foreach_scan f = {.fn = fn, .arg = arg};
+	int more = 1, rc = 0;
+	char *after = NULL;
+	if (rev)
+		*rev = 0;
+	while (more && rc == 0 && f.rc == 0) {
+		int64_t at = 0;
+		size_t before = f.seen;
+		free(after);
+		after = f.last ? xstrdup(f.last) : NULL;
+		rc = store_scan(s, prefix, after, page ? page : 1000, foreach_scan_item, &f, &at,
+				&more);
+		if (rc < 0)
+			break;
+		if (rev && (*rev == 0 || at < *rev))
+			*rev = at;
+		if (f.seen == before)
+			break;
+	}
+	free(after);
+	free(f.last);
+	return f.rc ? f.rc : rc;
+}
+
 int store_foreach(struct store *s, const char *prefix, size_t page, store_foreach_fn fn, void *arg,
 		  int64_t * rev)
 {

@@ -159,6 +159,14 @@ int store_scan_copied(struct store *s, const char *prefix, const char *start_aft
 typedef int (*store_foreach_fn)(void *arg, const struct store_kv *kv);
 int store_foreach(struct store *s, const char *prefix, size_t page, store_foreach_fn fn, void *arg,
 		  int64_t * rev);
+/* store_foreach over store_scan pages: every key with the prefix in byte order, kv borrowed
+ * inside each page's read transaction (on SQLite, where the page cache holds it: no copy of a
+ * whole page per call). fn is bound by store_scan's rules (it may get or list, but must not
+ * scan, wait for a write, or take a lock whose holder may be reading the store): for passes
+ * that only read and collect (the start-up passes over every node). fn's non-zero return
+ * stops the walk and is returned; *rev as store_foreach's. Returns 0, fn's result, or store_scan's error. */
+int store_foreach_scan(struct store *s, const char *prefix, size_t page, store_foreach_fn fn,
+		       void *arg, int64_t *rev);
 
 /* Counts keys with the prefix (NULL or "" for all) into *n. Returns 0, FP_EINVAL or FP_EIO. */
 int store_count(struct store *s, const char *prefix, size_t *n);

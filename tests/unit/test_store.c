@@ -606,7 +606,7 @@ static void test_changes_whole_revision(void **state)
 struct walk {
 	char seen[8][16];
 	int n;
-	int stop_at;
+	int stop_at, stop_rc; /* return stop_rc (42 when 0) for the stop_at-th key */
 };
 
 static int walk_fn(void *arg, const struct store_kv *kv)
@@ -614,28 +614,45 @@ static int walk_fn(void *arg, const struct store_kv *kv)
 	struct walk *w = arg;
 	snprintf(w->seen[w->n], sizeof(w->seen[0]), "%s", kv->key);
 	w->n++;
-	return w->n == w->stop_at ? 42 : 0;
+	return w->n == w->stop_at ? (w->stop_rc ? w->stop_rc : 42) : 0;
 }
 
-/* store_foreach visits every key of the prefix once, in order, across pages, and stops when
- * the callback says so. */
+/* store_foreach and store_foreach_scan visit every key of the prefix once, in order, across
+ * pages (the last one full), and stop when the callback says so, with its result: positive
+ * (even STORE_SCAN_STOP's 1) or an error. */
 static void test_foreach(void **state)
 {
 	struct store *s = ((struct fx *)*state)->s;
-	const char *keys[] = {"/f/e", "/f/a", "/f/c", "/g/x", "/f/b", "/f/d"};
-	for (int i = 0; i < 6; i++)
+	const char *keys[] = {"/f/e", "/f/a", "/f/c", "/g/x", "/f/b", "/f/d", "/f/f"};
+	for (int i = 0; i < 7; i++)
 		assert_int_equal(store_put(s, keys[i], "{}", STORE_ANY, NULL), 0);
-	struct walk w = {.stop_at = -1};
-	int64_t rev = 0;
-	assert_int_equal(store_foreach(s, "/f/", 2, walk_fn, &w, &rev), 0);
-	assert_int_equal(w.n, 5);
-	assert_string_equal(w.seen[0], "/f/a");
-	assert_string_equal(w.seen[4], "/f/e");
-	assert_int_equal(rev, 6);
-	struct walk w2 = {.stop_at = 3};
-	assert_int_equal(store_foreach(s, "/f/", 2, walk_fn, &w2, NULL), 42);
-	assert_int_equal(w2.n, 3);
-	assert_string_equal(w2.seen[2], "/f/c");
+	typedef int (*walk_call)(struct store *, const char *, size_t, store_foreach_fn, void *,
+				 int64_t *);
+	static const walk_call calls[] = {store_foreach, store_foreach_scan};
+	for (size_t c = 0; c < 2; c++) {
+		struct walk w = {.stop_at = -1};
+		int64_t rev = 0;
+		assert_int_equal(calls[c](s, "/f/", 2, walk_fn, &w, &rev), 0);
+		assert_int_equal(w.n, 6);
+		assert_string_equal(w.seen[0], "/f/a");
+		assert_string_equal(w.seen[4], "/f/e");
+		assert_string_equal(w.seen[5], "/f/f");
+		assert_int_equal(rev, 7);
+		struct walk w2 = {.stop_at = 3};
+		assert_int_equal(calls[c](s, "/f/", 2, walk_fn, &w2, NULL), 42);
+		assert_int_equal(w2.n, 3);
+		assert_string_equal(w2.seen[2], "/f/c");
+		struct walk w3 = {.stop_at = 4, .stop_rc = STORE_SCAN_STOP};
+		assert_int_equal(calls[c](s, "/f/", 3, walk_fn, &w3, NULL), STORE_SCAN_STOP);
+		assert_int_equal(w3.n, 4);
+		struct walk w4 = {.stop_at = 5, .stop_rc = FP_EPERM};
+		assert_int_equal(calls[c](s, "/f/", 0, walk_fn, &w4, NULL), FP_EPERM);
+		assert_int_equal(w4.n, 5);
+		struct walk w5 = {.stop_at = -1};
+		assert_int_equal(calls[c](s, "/nothing/", 2, walk_fn, &w5, &rev), 0);
+		assert_int_equal(w5.n, 0);
+		assert_int_equal(rev, 7);
+	}
 }
 
 static void test_changes(void **state)
