@@ -97,7 +97,8 @@ int api_seal_stored_passwords(struct store *s, const struct secret_key *k, size_
 {
 	struct plain_list l = {0};
 	size_t done = 0;
-	int rc = store_foreach(s, "/nodes/", 1000, note_plain, &l, NULL);
+	/* note_plain only reads and collects: the rows are borrowed where SQLite holds them */
+	int rc = store_foreach_scan(s, "/nodes/", 1000, note_plain, &l, NULL);
 	if (rc < 0)
 		rc = fp_errf(rc, err, errlen, "cannot read the nodes: %s", fp_err_msg(rc));
 	for (size_t i = 0; rc >= 0 && i < l.n; i++) {

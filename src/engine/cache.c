@@ -305,12 +305,6 @@ static void clear_all(struct cache *c, int relisting)
 	pthread_rwlock_unlock(&c->lock);
 }
 
-static int list_node(void *arg, const struct store_kv *kv)
-{
-	apply_node(arg, kv->key + strlen(NODES_PREFIX), kv->value, kv->mod_revision);
-	return 0;
-}
-
 static int list_op(void *arg, const struct store_kv *kv)
 {
 	char *node = NULL;
@@ -322,25 +316,37 @@ static int list_op(void *arg, const struct store_kv *kv)
 /* ---- the node list decoded on several threads ----
  * Decoding (parse, node_from_json, the inventory kept as text) is nearly all of a start at
  * 100,000 nodes, and one thread did it while the others idled (docs/benchmarks.md 3c). The
- * store walk stays on the caller's thread and feeds a bounded queue; each worker decodes one
- * document and installs it under the write lock (apply_node). A list holds each name once, so
- * the order of installs does not change the result. */
-#define RELIST_QUEUE 512
+ * store walk stays on the caller's thread: it reads pages with store_list and hands each page's
+ * rows, in slices of RELIST_SLICE, to the workers through a bounded queue - the rows' strings
+ * change hands, never copied again, and one hand-off (a mutex and a wake-up) serves a slice,
+ * not a row. Each worker decodes a row and installs it under the write lock (apply_node). A
+ * list holds each name once, so the order of installs does not change the result. */
+#define RELIST_PAGE 2000
+#define RELIST_SLICE 64
+#define RELIST_QUEUE 64 /* slices */
 #define RELIST_MAX_THREADS 8
 
-struct relist_item {
-	char *name, *value;
-	int64_t rev;
+struct relist_slice {
+	struct store_kv *kv; /* owned: the rows and their strings */
+	size_t n;
 };
 
 struct relist_q {
 	struct cache *c;
 	pthread_mutex_t mu;
 	pthread_cond_t not_empty, not_full;
-	struct relist_item ring[RELIST_QUEUE];
+	struct relist_slice ring[RELIST_QUEUE];
 	size_t head, count;
 	int done;
 };
+
+static void apply_slice(struct cache *c, struct relist_slice *sl)
+{
+	for (size_t i = 0; i < sl->n; i++)
+		apply_node(c, sl->kv[i].key + strlen(NODES_PREFIX), sl->kv[i].value,
+			   sl->kv[i].mod_revision);
+	store_kv_array_free(sl->kv, sl->n);
+}
 
 static void *relist_worker(void *arg)
 {
@@ -353,39 +359,69 @@ static void *relist_worker(void *arg)
 			pthread_mutex_unlock(&q->mu);
 			return NULL;
 		}
-		struct relist_item it = q->ring[q->head];
+		struct relist_slice sl = q->ring[q->head];
 		q->head = (q->head + 1) % RELIST_QUEUE;
 		q->count--;
 		pthread_cond_signal(&q->not_full);
 		pthread_mutex_unlock(&q->mu);
-		apply_node(q->c, it.name, it.value, it.rev);
-		free(it.name);
-		free(it.value);
+		apply_slice(q->c, &sl);
 	}
 }
 
-static int list_node_queued(void *arg, const struct store_kv *kv)
+static void relist_push(struct relist_q *q, struct relist_slice sl)
 {
-	struct relist_q *q = arg;
-	struct relist_item it = {xstrdup(kv->key + strlen(NODES_PREFIX)), xstrdup(kv->value),
-				 kv->mod_revision};
 	pthread_mutex_lock(&q->mu);
 	while (q->count == RELIST_QUEUE)
 		pthread_cond_wait(&q->not_full, &q->mu);
-	q->ring[(q->head + q->count) % RELIST_QUEUE] = it;
+	q->ring[(q->head + q->count) % RELIST_QUEUE] = sl;
 	q->count++;
 	pthread_cond_signal(&q->not_empty);
 	pthread_mutex_unlock(&q->mu);
-	return 0;
 }
 
-/* Lists /nodes/ with up to c->relist_threads decoding threads (one: on the caller's thread, as
- * list_node). Same result and return as store_foreach. */
+/* Reads /nodes/ page by page (store_foreach's order and *rev: the lowest revision a page was
+ * read at) and gives each page's rows to q in slices, or applies them on this thread when q is
+ * NULL. Returns 0 or store_list's error. */
+static int relist_walk(struct cache *c, struct relist_q *q, int64_t *rev)
+{
+	char *after = NULL;
+	int more = 1, rc = 0;
+	*rev = 0;
+	while (more) {
+		struct store_kv *items = NULL;
+		size_t n = 0;
+		int64_t at = 0;
+		rc = store_list(c->store, NODES_PREFIX, after, RELIST_PAGE, &items, &n, &at, &more);
+		if (rc < 0)
+			break;
+		if (*rev == 0 || at < *rev)
+			*rev = at;
+		free(after);
+		after = n ? xstrdup(items[n - 1].key) : NULL;
+		for (size_t i = 0; i < n; i += RELIST_SLICE) {
+			size_t k = n - i < RELIST_SLICE ? n - i : RELIST_SLICE;
+			struct relist_slice sl = {xmalloc(k * sizeof(*sl.kv)), k};
+			memcpy(sl.kv, items + i, k * sizeof(*sl.kv)); /* the strings move */
+			if (q)
+				relist_push(q, sl);
+			else
+				apply_slice(c, &sl);
+		}
+		free(items); /* its strings now belong to the slices */
+		if (!n)
+			break;
+	}
+	free(after);
+	return rc;
+}
+
+/* Lists /nodes/ with up to c->relist_threads decoding threads (one: on the caller's thread).
+ * Same result and return as store_foreach. */
 static int list_nodes(struct cache *c, int64_t *rev)
 {
 	int want = c->relist_threads < RELIST_MAX_THREADS ? c->relist_threads : RELIST_MAX_THREADS;
 	if (want <= 1)
-		return store_foreach(c->store, NODES_PREFIX, 2000, list_node, c, rev);
+		return relist_walk(c, NULL, rev);
 	struct relist_q *q = xcalloc(1, sizeof(*q));
 	q->c = c;
 	pthread_mutex_init(&q->mu, NULL);
@@ -395,8 +431,7 @@ static int list_nodes(struct cache *c, int64_t *rev)
 	int nth = 0;
 	while (nth < want && pthread_create(&th[nth], NULL, relist_worker, q) == 0)
 		nth++;
-	int rc = nth > 0 ? store_foreach(c->store, NODES_PREFIX, 2000, list_node_queued, q, rev)
-			 : store_foreach(c->store, NODES_PREFIX, 2000, list_node, c, rev);
+	int rc = relist_walk(c, nth > 0 ? q : NULL, rev);
 	pthread_mutex_lock(&q->mu);
 	q->done = 1;
 	pthread_cond_broadcast(&q->not_empty);

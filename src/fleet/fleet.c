@@ -297,9 +297,16 @@ static int sim_hw_maybe_due(const char *v)
 	return 0;
 }
 
-static int resume_one(void *arg, const struct store_kv *kv)
+struct due_list {
+	char **names;
+	size_t n, cap;
+};
+
+/* store_foreach_scan callback: notes the simulated machines with a timer that was due to fire
+ * (the rows are borrowed inside a read transaction, so nothing is re-armed here). */
+static int note_due(void *arg, const struct store_kv *kv)
 {
-	struct fleet *fl = arg;
+	struct due_list *d = arg;
 	json_t *st = NULL;
 	if (!sim_hw_maybe_due(kv->value))
 		return 0;
@@ -307,17 +314,28 @@ static int resume_one(void *arg, const struct store_kv *kv)
 		return 0;
 	if (json_integer_value(json_object_get(st, "bootDueAt")) ||
 	    json_integer_value(json_object_get(st, "resetDueAt")) ||
-	    json_integer_value(json_object_get(st, "burnInDueAt")))
-		bmc_sim_resume_node(fl->sim, kv->key + strlen("/sim/hw/"));
+	    json_integer_value(json_object_get(st, "burnInDueAt"))) {
+		if (d->n == d->cap) {
+			d->cap = d->cap ? 2 * d->cap : 64;
+			d->names = xrealloc(d->names, d->cap * sizeof(*d->names));
+		}
+		d->names[d->n++] = xstrdup(kv->key + strlen("/sim/hw/"));
+	}
 	json_decref(st);
 	return 0;
 }
 
 static void resume_sim_machines(struct fleet *fl)
 {
-	int rc = store_foreach(fl->store, "/sim/hw/", 1000, resume_one, fl, NULL);
+	struct due_list d = {0};
+	int rc = store_foreach_scan(fl->store, "/sim/hw/", 1000, note_due, &d, NULL);
 	if (rc < 0)
 		log_warn("serve: re-arming simulated machines failed rc=%s", fp_err_name(rc));
+	for (size_t i = 0; i < d.n; i++) { /* those found before a failure too */
+		bmc_sim_resume_node(fl->sim, d.names[i]);
+		free(d.names[i]);
+	}
+	free(d.names);
 }
 
 /* The API's URL with the port actually bound (--listen may say port 0) and a wildcard host as
@@ -585,7 +603,7 @@ static int check_key_present(struct fleet *fl, const char *keypath, char *err, s
 		return -1;
 	}
 	size_t sealed = 0;
-	int rc = store_foreach(s, OBJECTS_PREFIX_NODES, 1000, count_sealed, &sealed, NULL);
+	int rc = store_foreach_scan(s, OBJECTS_PREFIX_NODES, 1000, count_sealed, &sealed, NULL);
 	store_close(s);
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot read the nodes in %s: %s", fl->cfg.data_dir,
