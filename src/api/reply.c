@@ -519,8 +519,11 @@ static int list_text_item(struct list_text *lt, const struct store_kv *kv, json_
 	}
 	json_t *out = render(r, doc, kv->mod_revision);
 	json_decref(mine);
-	if (!out)
-		return -1;
+	if (!out) { /* render logged why; the list goes on without it, as without bad JSON */
+		r->out.len = mark;
+		r->out.data[mark] = 0;
+		return 1;
+	}
 	char *s = jsonx_dumps(out);
 	json_decref(out);
 	if (buf_puts(&r->out, s) < 0)
