@@ -551,10 +551,11 @@ static int copy_object(struct jt *t, uint32_t alive, int depth)
 			t->mute--;
 			if (rc < 0)
 				return rc;
-			if (t->ed->dropped)
-				t->ed->dropped[drop] = (struct jsontext_span){(size_t)(v -
-										       t->start),
-									      (size_t)(t->p - v)};
+			if (t->ed->dropped) {
+				struct jsontext_span *sp = &t->ed->dropped[drop];
+				*sp = (struct jsontext_span){(size_t)(v - t->start),
+							     (size_t)(t->p - v), sp->count + 1};
+			}
 		} else {
 			if (!first && (rc = comma ? emit_in(t, comma, 1) : emit_lit(t, ",", 1)) < 0)
 				return rc;

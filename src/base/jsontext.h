@@ -22,6 +22,7 @@
 /* Where a dropped value was in the input: in[off .. off + len), len 0 when none was dropped. */
 struct jsontext_span {
 	size_t off, len;
+	unsigned count; /* members the path matched: more than 1 only for a duplicate key */
 };
 
 /* What to change. Paths are dotted member names from the top object ("spec.bmc.password"),

@@ -617,7 +617,7 @@ static void test_jsontext_node_edit(void **state)
 	free(o);
 	/* dropped values are reported where they were in the input: a member kept as text */
 	static const char *const inv_drop[] = {"status.inventory", "status.none", NULL};
-	struct jsontext_span sp[2] = {{9, 9}, {9, 9}};
+	struct jsontext_span sp[2] = {{9, 9, 9}, {9, 9, 9}};
 	const struct jsontext_edit take = {inv_drop, NULL, NULL, NULL, sp, 0};
 	const char *doc = "{\"status\":{\"phase\":\"x\",\"inventory\": {\"gpus\":[1,2]} ,\"y\":1}}";
 	assert_int_equal(rewrite(doc, &take, 0, &o, err, sizeof(err)), 0);
@@ -626,8 +626,19 @@ static void test_jsontext_node_edit(void **state)
 	assert_int_equal(sp[0].off, 36);
 	assert_int_equal(sp[0].len, 14);
 	assert_memory_equal(doc + sp[0].off, "{\"gpus\":[1,2]}", 14);
+	assert_int_equal(sp[0].count, 1);
 	assert_int_equal(sp[1].off, 0);
 	assert_int_equal(sp[1].len, 0);
+	assert_int_equal(sp[1].count, 0);
+	/* a duplicate key: both left out, the last one's span, and the count says two */
+	assert_int_equal(rewrite("{\"status\":{\"inventory\":{\"a\":1},\"inventory\":{\"b\":2}}}",
+				 &take, 0, &o, err, sizeof(err)),
+			 0);
+	assert_string_equal(o, "{\"status\":{}}");
+	free(o);
+	assert_int_equal(sp[0].off, 43);
+	assert_int_equal(sp[0].len, 7);
+	assert_int_equal(sp[0].count, 2);
 	/* malformed edits */
 	const char *const empty[] = {"spec..bmc", NULL};
 	const struct jsontext_edit bad = {empty, NULL, NULL, NULL, NULL, 0};

@@ -617,6 +617,12 @@ static void test_cache_inventory_text(void **state)
 	assert_int_equal(store_put(s, "/nodes/i3",
 				   "{\"kind\":\"Node\",\"metadata\":{\"name\":\"i3\"},\"status\":{"
 				   "\"phase\":\"enrolled\",\"inventory\":[1]}}",
+				   STORE_ABSENT, NULL),
+			 0);
+	/* two inventories: refused as any duplicate key is (the cut alone would take both) */
+	assert_int_equal(store_put(s, "/nodes/i4",
+				   "{\"kind\":\"Node\",\"metadata\":{\"name\":\"i4\"},\"status\":{"
+				   "\"phase\":\"enrolled\",\"inventory\":{},\"inventory\":{}}}",
 				   STORE_ABSENT, &rev),
 			 0);
 	char err[128];
@@ -624,6 +630,7 @@ static void test_cache_inventory_text(void **state)
 	assert_int_equal(cache_start(c, err, sizeof(err)), 0);
 	assert_int_equal(cache_wait_revision(c, rev, 5000), 0);
 	assert_int_equal(cache_node_count(c), 2);
+	assert_null(cache_node_get(c, "i4"));
 
 	struct node *cn = cache_node_get(c, "i1");
 	assert_non_null(cn);
