@@ -371,7 +371,10 @@ static void write_url_file(struct fleet *fl)
 static int ready(void *arg)
 {
 	struct fleet *fl = arg;
-	return fl->cache && cache_synced(fl->cache) && !fl->closing;
+	pthread_rwlock_rdlock(&fl->life); /* closing is set under the write side */
+	int ok = fl->cache && cache_synced(fl->cache) && !fl->closing;
+	pthread_rwlock_unlock(&fl->life);
+	return ok;
 }
 
 static int node_view(void *arg, const char *name, char **json, size_t *len, int64_t *rv)
