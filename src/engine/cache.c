@@ -277,7 +277,7 @@ static void set_rev(struct cache *c, int64_t rev)
 	pthread_mutex_unlock(&c->rev_mu);
 }
 
-/* Empties every map; relisting 1 marks a relist under way (until relist_done). */
+/* Empties every map; relisting 1 marks a relist under way (relist clears it at its end). */
 static void clear_all(struct cache *c, int relisting)
 {
 	pthread_rwlock_wrlock(&c->lock);

@@ -432,8 +432,19 @@ static int scan_copied(struct store *s, const char *prefix, const char *start_af
 	return rc;
 }
 
-static int scan_out(int rc, int64_t r, int m, int64_t *rev, int *more)
+/* store_scan (copied 0: in place where the backend can) and store_scan_copied (1). */
+static int scan_with(struct store *s, const char *prefix, const char *start_after, size_t limit,
+		     store_scan_fn fn, void *arg, int64_t *rev, int *more, int copied)
 {
+	int rc = scan_args(&prefix, &start_after, fn, rev, more);
+	if (rc < 0)
+		return rc;
+	int64_t r = 0;
+	int m = 0;
+	if (!copied && s->ops->scan)
+		rc = s->ops->scan(s->impl, prefix, start_after, limit, fn, arg, &r, &m);
+	else
+		rc = scan_copied(s, prefix, start_after, limit, fn, arg, &r, &m);
 	if (rc < 0)
 		return rc;
 	if (rev)
@@ -446,28 +457,13 @@ static int scan_out(int rc, int64_t r, int m, int64_t *rev, int *more)
 int store_scan(struct store *s, const char *prefix, const char *start_after, size_t limit,
 	       store_scan_fn fn, void *arg, int64_t *rev, int *more)
 {
-	int rc = scan_args(&prefix, &start_after, fn, rev, more);
-	if (rc < 0)
-		return rc;
-	int64_t r = 0;
-	int m = 0;
-	if (s->ops->scan)
-		rc = s->ops->scan(s->impl, prefix, start_after, limit, fn, arg, &r, &m);
-	else
-		rc = scan_copied(s, prefix, start_after, limit, fn, arg, &r, &m);
-	return scan_out(rc, r, m, rev, more);
+	return scan_with(s, prefix, start_after, limit, fn, arg, rev, more, 0);
 }
 
 int store_scan_copied(struct store *s, const char *prefix, const char *start_after, size_t limit,
 		      store_scan_fn fn, void *arg, int64_t *rev, int *more)
 {
-	int rc = scan_args(&prefix, &start_after, fn, rev, more);
-	if (rc < 0)
-		return rc;
-	int64_t r = 0;
-	int m = 0;
-	rc = scan_copied(s, prefix, start_after, limit, fn, arg, &r, &m);
-	return scan_out(rc, r, m, rev, more);
+	return scan_with(s, prefix, start_after, limit, fn, arg, rev, more, 1);
 }
 
 int store_count(struct store *s, const char *prefix, size_t *n)
@@ -568,7 +564,7 @@ int store_compact(struct store *s, int64_t rev)
 	return s->ops->compact(s->impl, rev);
 }
 
-struct foreach_scan {
+struct foreach_state {
 	store_foreach_fn fn;
 	void *arg;
 	int rc;      /* fn's non-zero return */
@@ -577,9 +573,9 @@ struct foreach_scan {
 	size_t seen; /* keys given */
 };
 
-static int foreach_scan_item(void *arg, const struct store_kv *kv)
+static int foreach_item(void *arg, const struct store_kv *kv)
 {
-	struct foreach_scan *f = arg;
+	struct foreach_state *f = arg;
 	size_t kl = strlen(kv->key);
 	if (kl + 1 > f->cap) {
 		f->cap = kl + 1;
@@ -595,10 +591,12 @@ static int foreach_scan_item(void *arg, const struct store_kv *kv)
 	return 0;
 }
 
-int store_foreach_scan(struct store *s, const char *prefix, size_t page, store_foreach_fn fn,
-		       void *arg, int64_t *rev)
+/* The page walk behind store_foreach (copied 1: store_scan_copied pages) and
+ * store_foreach_scan (0: store_scan pages). */
+static int foreach_walk(struct store *s, const char *prefix, size_t page, store_foreach_fn fn,
+			void *arg, int64_t *rev, int copied)
 {
-	struct foreach_scan f = {.fn = fn, .arg = arg};
+	struct foreach_state f = {.fn = fn, .arg = arg};
 	int more = 1, rc = 0;
 	char *after = NULL;
 	if (rev)
@@ -608,8 +606,8 @@ int store_foreach_scan(struct store *s, const char *prefix, size_t page, store_f
 		size_t before = f.seen;
 		free(after);
 		after = f.last ? xstrdup(f.last) : NULL;
-		rc = store_scan(s, prefix, after, page ? page : 1000, foreach_scan_item, &f, &at,
-				&more);
+		rc = scan_with(s, prefix, after, page ? page : 1000, foreach_item, &f, &at, &more,
+			       copied);
 		if (rc < 0)
 			break;
 		if (rev && (*rev == 0 || at < *rev))
@@ -622,30 +620,14 @@ int store_foreach_scan(struct store *s, const char *prefix, size_t page, store_f
 	return f.rc ? f.rc : rc;
 }
 
+int store_foreach_scan(struct store *s, const char *prefix, size_t page, store_foreach_fn fn,
+		       void *arg, int64_t *rev)
+{
+	return foreach_walk(s, prefix, page, fn, arg, rev, 0);
+}
+
 int store_foreach(struct store *s, const char *prefix, size_t page, store_foreach_fn fn, void *arg,
 		  int64_t * rev)
 {
-	char *after = NULL;
-	int more = 1, rc = 0;
-	if (rev)
-		*rev = 0;
-	while (more && rc == 0) {
-		struct store_kv *items = NULL;
-		size_t n = 0;
-		int64_t at = 0;
-		rc = store_list(s, prefix, after, page ? page : 1000, &items, &n, &at, &more);
-		if (rc < 0)
-			break;
-		if (rev && (*rev == 0 || at < *rev))
-			*rev = at;
-		for (size_t i = 0; i < n && rc == 0; i++)
-			rc = fn(arg, &items[i]);
-		free(after);
-		after = n ? xstrdup(items[n - 1].key) : NULL;
-		store_kv_array_free(items, n);
-		if (!n)
-			break;
-	}
-	free(after);
-	return rc;
+	return foreach_walk(s, prefix, page, fn, arg, rev, 1);
 }
